@@ -1,0 +1,265 @@
+package io.ferrite.fabric;
+
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
+import java.nio.MappedByteBuffer;
+import java.nio.channels.FileChannel;
+import java.nio.file.FileAlreadyExistsException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.StandardOpenOption;
+import java.nio.file.attribute.PosixFilePermissions;
+import java.util.EnumSet;
+import org.agrona.IoUtil;
+import org.agrona.concurrent.UnsafeBuffer;
+
+/**
+ * A region's memory: a file mapped into this process, read and written with plain and atomic memory
+ * accesses. The memory server maps every region it owns; a shm client maps the same file and so
+ * reaches the memory with no work by the server's CPU.
+ *
+ * <p>DRAM-tier regions are files under {@code /dev/shm}; disk-tier regions are files in a
+ * configured directory. Files are created readable and writable by their owner only.
+ *
+ * <h2>Memory ordering</h2>
+ *
+ * {@link #readInto} and {@link #writeFrom} are plain copies with no ordering and no atomicity (a
+ * racing read may be torn, as with RDMA). {@link #compareAndSwap}, {@link #fetchAndAdd}, {@link
+ * #getLongAcquire} and {@link #putLongRelease} are the only ordered accesses: a {@code
+ * putLongRelease} (or an atomic) pairs with a {@code getLongAcquire} (or an atomic) of the same
+ * word in any process that maps the file. Words are little-endian (the native order on every
+ * platform Ferrite runs on; checked at class load).
+ *
+ * <p>Thread-safety: all methods may be called concurrently; {@link #close()} must not race with
+ * accesses (owners keep a region mapped until every user of it is gone).
+ */
+public final class MappedRegion implements AutoCloseable {
+  /** Regions are indexed by {@code int}; 1 GiB keeps every offset + length well inside it. */
+  public static final long MAX_LENGTH = 1L << 30;
+
+  static {
+    if (ByteOrder.nativeOrder() != ByteOrder.LITTLE_ENDIAN) {
+      throw new ExceptionInInitializerError("Ferrite needs a little-endian platform");
+    }
+  }
+
+  private final int id;
+  private final long rkey;
+  private final Path file;
+  private final MappedByteBuffer mapped;
+  private final UnsafeBuffer buffer;
+  private final int length;
+  private volatile boolean closed;
+
+  private MappedRegion(int id, long rkey, Path file, MappedByteBuffer mapped) {
+    this.id = id;
+    this.rkey = rkey;
+    this.file = file;
+    this.mapped = mapped;
+    this.buffer = new UnsafeBuffer(mapped);
+    this.length = mapped.capacity();
+  }
+
+  /**
+   * Creates {@code file} (owner read/write only) of {@code length} bytes, maps it and registers it
+   * as region {@code id} guarded by {@code rkey}. The file is sparse: memory is committed as it is
+   * touched.
+   *
+   * @throws FerriteException {@link ErrorCode#INVALID_ARGUMENT} for a bad length, {@link
+   *     ErrorCode#CONFLICT} if the file exists, {@link ErrorCode#INTERNAL} on I/O failure
+   */
+  public static MappedRegion create(Path file, int id, long length, long rkey) {
+    checkLength(length);
+    try {
+      Files.createFile(
+          file, PosixFilePermissions.asFileAttribute(PosixFilePermissions.fromString("rw-------")));
+    } catch (FileAlreadyExistsException e) {
+      throw new FerriteException(ErrorCode.CONFLICT, "region file exists: " + file, e);
+    } catch (IOException e) {
+      throw new FerriteException(ErrorCode.INTERNAL, "cannot create region file " + file, e);
+    }
+    return map(file, id, length, rkey, true);
+  }
+
+  /**
+   * Maps an existing region file, e.g. a shm client mapping a server's region, or a restarted
+   * server re-opening its own. The file must be exactly {@code length} bytes.
+   */
+  public static MappedRegion open(Path file, int id, long length, long rkey) {
+    checkLength(length);
+    try {
+      long size = Files.size(file);
+      if (size != length) {
+        throw new FerriteException(
+            ErrorCode.CONFLICT,
+            "region file " + file + " is " + size + " B (expected: " + length + " B)");
+      }
+    } catch (IOException e) {
+      throw new FerriteException(ErrorCode.NOT_FOUND, "cannot open region file " + file, e);
+    }
+    return map(file, id, length, rkey, false);
+  }
+
+  private static void checkLength(long length) {
+    if (length <= 0 || length > MAX_LENGTH || (length & 7) != 0) {
+      throw new FerriteException(
+          ErrorCode.INVALID_ARGUMENT,
+          "region length: "
+              + length
+              + " (expected: a multiple of 8, > 0 and <= "
+              + MAX_LENGTH
+              + ")");
+    }
+  }
+
+  private static MappedRegion map(Path file, int id, long length, long rkey, boolean setLength) {
+    try (FileChannel ch =
+        FileChannel.open(file, EnumSet.of(StandardOpenOption.READ, StandardOpenOption.WRITE))) {
+      if (setLength) {
+        ch.truncate(length);
+        // Extend sparse: writing the last byte sets the size without committing pages.
+        ch.write(ByteBuffer.wrap(new byte[1]), length - 1);
+      }
+      MappedByteBuffer mbb = ch.map(FileChannel.MapMode.READ_WRITE, 0, length);
+      return new MappedRegion(id, rkey, file, mbb);
+    } catch (IOException e) {
+      throw new FerriteException(ErrorCode.INTERNAL, "cannot map region file " + file, e);
+    }
+  }
+
+  public int id() {
+    return id;
+  }
+
+  /** The capability a caller must present. Never log it. */
+  public long rkey() {
+    return rkey;
+  }
+
+  public long length() {
+    return length;
+  }
+
+  public Path file() {
+    return file;
+  }
+
+  /** The mapped memory, for fabrics that copy to or from it directly (zero-copy sends). */
+  public UnsafeBuffer buffer() {
+    return buffer;
+  }
+
+  /**
+   * Checks a one-sided access. Returns {@link ErrorCode#OK} when {@code presentedRkey} matches and
+   * {@code [offset, offset + len)} lies inside the region; otherwise the code to answer with.
+   * {@code atomic} additionally requires an 8-byte aligned offset and {@code len == 8}.
+   */
+  public ErrorCode check(long presentedRkey, long offset, long len, boolean atomic) {
+    if (closed) {
+      return ErrorCode.NO_SUCH_REGION;
+    }
+    if (presentedRkey != rkey) {
+      return ErrorCode.BAD_RKEY;
+    }
+    if (offset < 0 || len < 0 || offset > length - len) {
+      return ErrorCode.OUT_OF_BOUNDS;
+    }
+    if (atomic && (offset & 7) != 0) {
+      return ErrorCode.MISALIGNED;
+    }
+    return ErrorCode.OK;
+  }
+
+  /** Describes a failed {@link #check}, saying what was expected. */
+  public String describe(ErrorCode code, long offset, long len) {
+    return switch (code) {
+      case BAD_RKEY -> "rkey does not match region " + id;
+      case OUT_OF_BOUNDS ->
+          "offset: "
+              + offset
+              + ", length: "
+              + len
+              + " (expected: 0 <= offset and offset + length <= "
+              + length
+              + " in region "
+              + id
+              + ")";
+      case MISALIGNED -> "offset: " + offset + " (expected: a multiple of 8 for an atomic)";
+      case NO_SUCH_REGION -> "region " + id + " is closed";
+      default -> code.name();
+    };
+  }
+
+  /** Plain copy of {@code dst.remaining()} bytes at {@code offset} into {@code dst}. */
+  public void readInto(long offset, ByteBuffer dst) {
+    buffer.getBytes((int) offset, dst, dst.position(), dst.remaining());
+  }
+
+  /** Plain copy of {@code src.remaining()} bytes from {@code src} to {@code offset}. */
+  public void writeFrom(long offset, ByteBuffer src) {
+    buffer.putBytes((int) offset, src, src.position(), src.remaining());
+  }
+
+  /**
+   * Atomically replaces the word at {@code offset} with {@code update} if it equals {@code expect};
+   * returns the previous value (the swap happened iff it equals {@code expect}). Full fence.
+   */
+  public long compareAndSwap(long offset, long expect, long update) {
+    int i = (int) offset;
+    while (true) {
+      long cur = buffer.getLongVolatile(i);
+      if (cur != expect) {
+        // Linearizes at this read: the word did not hold expect.
+        return cur;
+      }
+      if (buffer.compareAndSetLong(i, expect, update)) {
+        return expect;
+      }
+    }
+  }
+
+  /** Atomically adds {@code delta} to the word at {@code offset}; returns the previous value. */
+  public long fetchAndAdd(long offset, long delta) {
+    return buffer.getAndAddLong((int) offset, delta);
+  }
+
+  /** Reads a word with acquire semantics; pairs with {@link #putLongRelease} and the atomics. */
+  public long getLongAcquire(long offset) {
+    return buffer.getLongVolatile((int) offset);
+  }
+
+  /** Writes a word with release semantics; pairs with {@link #getLongAcquire}. */
+  public void putLongRelease(long offset, long value) {
+    buffer.putLongOrdered((int) offset, value);
+  }
+
+  public boolean isClosed() {
+    return closed;
+  }
+
+  /** Unmaps the memory. Does not delete the file. Idempotent. */
+  @Override
+  public synchronized void close() {
+    if (!closed) {
+      closed = true;
+      IoUtil.unmap(mapped);
+    }
+  }
+
+  /** Unmaps and deletes the file. */
+  public void closeAndDelete() {
+    close();
+    try {
+      Files.deleteIfExists(file);
+    } catch (IOException e) {
+      throw new UncheckedIOException("cannot delete region file " + file, e);
+    }
+  }
+
+  @Override
+  public String toString() {
+    return "region " + id + " (" + length + " B, " + file + ")";
+  }
+}
