@@ -1,0 +1,442 @@
+package io.ferrite.kernel.config;
+
+import io.ferrite.fabric.Credentials;
+import io.ferrite.kernel.proto.Sizes;
+import java.io.IOException;
+import java.io.Reader;
+import java.io.UncheckedIOException;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Collections;
+import java.util.HexFormat;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
+import java.util.Properties;
+import java.util.TreeMap;
+
+/**
+ * The configuration of one Ferrite process: master, memory server or client. Immutable and passed
+ * explicitly; there is no global configuration.
+ *
+ * <p>Built in layers, each overriding the one before: {@linkplain #KEYS defaults}, then a
+ * properties file, then the environment ({@code FERRITE_} + the key in upper case with dots as
+ * underscores, e.g. {@code FERRITE_MASTER_PORT}), then command-line flags. Unknown keys in a file
+ * or in flags are rejected (a typo must not silently fall back to a default); unknown {@code
+ * FERRITE_*} variables are ignored.
+ *
+ * <p>Sizes accept {@code k}, {@code m}, {@code g} suffixes (powers of 1024); durations accept
+ * {@code ms}, {@code s}, {@code m} suffixes (a bare number is milliseconds).
+ */
+public final class FerriteConfig {
+  public static final String CLUSTER_ID = "cluster.id";
+  public static final String SECRET = "cluster.secret";
+  public static final String SECRET_FILE = "cluster.secret.file";
+  public static final String MASTER_HOST = "master.host";
+  public static final String MASTER_PORT = "master.port";
+  public static final String DATA_DIR = "data.dir";
+  public static final String SERVER_NAME = "server.name";
+  public static final String SERVER_HOST = "server.host";
+  public static final String SERVER_PORT = "server.port";
+  public static final String SERVER_FABRICS = "server.fabrics";
+  public static final String CAPACITY_DRAM = "capacity.dram";
+  public static final String CAPACITY_DISK = "capacity.disk";
+  public static final String SHM_DIR = "shm.dir";
+  public static final String REGION_SIZE = "region.size";
+  public static final String BLOCK_SIZE = "block.size";
+  public static final String SERVICE_THREADS = "service.threads";
+  public static final String HEARTBEAT_INTERVAL = "heartbeat.interval";
+  public static final String DEAD_TIMEOUT = "server.dead.timeout";
+  public static final String SESSION_LEASE = "session.lease";
+  public static final String CLIENT_FABRIC = "client.fabric";
+  public static final String JOURNAL_FSYNC = "journal.fsync";
+  public static final String SNAPSHOT_EVERY = "journal.snapshot.every";
+  public static final String RPC_TIMEOUT = "rpc.timeout";
+
+  /** Every key with its default and a one-line description (shown by {@code --help}). */
+  public static final Map<String, String[]> KEYS;
+
+  static {
+    Map<String, String[]> k = new LinkedHashMap<>();
+    k.put(CLUSTER_ID, new String[] {"ferrite", "cluster id; both ends of a connection must agree"});
+    k.put(SECRET, new String[] {"", "cluster secret in hex (>= 16 bytes); prefer a secret file"});
+    k.put(SECRET_FILE, new String[] {"", "file holding the cluster secret in hex, mode 0600"});
+    k.put(MASTER_HOST, new String[] {"127.0.0.1", "master host"});
+    k.put(MASTER_PORT, new String[] {"7100", "master tcp port"});
+    k.put(
+        DATA_DIR,
+        new String[] {defaultDataDir(), "data directory (journal, server ids, disk regions)"});
+    k.put(
+        SERVER_NAME, new String[] {"server", "memory server name = its directory under data.dir"});
+    k.put(SERVER_HOST, new String[] {"127.0.0.1", "address a memory server binds and announces"});
+    k.put(SERVER_PORT, new String[] {"0", "memory server tcp port (0: any free port)"});
+    k.put(SERVER_FABRICS, new String[] {"tcp,shm", "fabrics a memory server serves"});
+    k.put(CAPACITY_DRAM, new String[] {"256m", "dram storage class capacity of a memory server"});
+    k.put(CAPACITY_DISK, new String[] {"0", "disk storage class capacity of a memory server"});
+    k.put(SHM_DIR, new String[] {"/dev/shm", "where dram region files live"});
+    k.put(REGION_SIZE, new String[] {"64m", "region size (a multiple of block.size, <= 1g)"});
+    k.put(BLOCK_SIZE, new String[] {"1m", "block size handed out by the master"});
+    k.put(SERVICE_THREADS, new String[] {"4", "RPC service threads per endpoint"});
+    k.put(HEARTBEAT_INTERVAL, new String[] {"500ms", "memory server heartbeat interval"});
+    k.put(DEAD_TIMEOUT, new String[] {"3s", "a server silent this long is marked DEAD"});
+    k.put(SESSION_LEASE, new String[] {"10s", "client session lease; unrenewed sessions expire"});
+    k.put(
+        CLIENT_FABRIC,
+        new String[] {"auto", "client fabric: auto (shm on same host, else tcp), shm, tcp, local"});
+    k.put(JOURNAL_FSYNC, new String[] {"true", "fsync the master journal after every record"});
+    k.put(SNAPSHOT_EVERY, new String[] {"10000", "journal records between snapshots"});
+    k.put(RPC_TIMEOUT, new String[] {"5s", "deadline of control RPCs"});
+    KEYS = Collections.unmodifiableMap(k);
+  }
+
+  private final Map<String, String> values;
+
+  private FerriteConfig(Map<String, String> values) {
+    this.values = Collections.unmodifiableMap(new TreeMap<>(values));
+    validate();
+  }
+
+  private static String defaultDataDir() {
+    return Path.of(System.getProperty("user.home", "."), ".ferrite", "data").toString();
+  }
+
+  /** The defaults alone. */
+  public static FerriteConfig defaults() {
+    return builder().build();
+  }
+
+  public static Builder builder() {
+    return new Builder();
+  }
+
+  /** Layers the configuration in order: defaults, {@code file} (may be null), env, flags. */
+  public static FerriteConfig load(Path file, Map<String, String> env, Map<String, String> flags) {
+    Builder b = builder();
+    if (file != null) {
+      b.file(file);
+    }
+    return b.env(env).flags(flags).build();
+  }
+
+  /** Accumulates layers; later calls override earlier ones. */
+  public static final class Builder {
+    private final Map<String, String> values = new TreeMap<>();
+
+    private Builder() {
+      KEYS.forEach((k, v) -> values.put(k, v[0]));
+    }
+
+    public Builder file(Path file) {
+      Properties p = new Properties();
+      try (Reader r = Files.newBufferedReader(file, StandardCharsets.UTF_8)) {
+        p.load(r);
+      } catch (IOException e) {
+        throw new UncheckedIOException("cannot read configuration file " + file, e);
+      }
+      for (String k : p.stringPropertyNames()) {
+        set(k, p.getProperty(k), "file " + file);
+      }
+      return this;
+    }
+
+    public Builder env(Map<String, String> env) {
+      for (String k : KEYS.keySet()) {
+        String v = env.get(envName(k));
+        if (v != null) {
+          values.put(k, v.trim());
+        }
+      }
+      return this;
+    }
+
+    public Builder flags(Map<String, String> flags) {
+      flags.forEach((k, v) -> set(k, v, "flags"));
+      return this;
+    }
+
+    public Builder set(String key, String value) {
+      return set(key, value, "set");
+    }
+
+    private Builder set(String key, String value, String source) {
+      if (!KEYS.containsKey(key)) {
+        throw new IllegalArgumentException(
+            "unknown configuration key '"
+                + key
+                + "' in "
+                + source
+                + " (known: "
+                + KEYS.keySet()
+                + ")");
+      }
+      values.put(key, value.trim());
+      return this;
+    }
+
+    public FerriteConfig build() {
+      return new FerriteConfig(values);
+    }
+  }
+
+  /** The environment variable that sets {@code key}. */
+  public static String envName(String key) {
+    return "FERRITE_" + key.toUpperCase(Locale.ROOT).replace('.', '_');
+  }
+
+  /** A copy with {@code key} set to {@code value}. */
+  public FerriteConfig with(String key, String value) {
+    Builder b = builder();
+    values.forEach(b::set);
+    return b.set(key, value).build();
+  }
+
+  private void validate() {
+    long region = regionSize();
+    long block = blockSize();
+    if (block < 4096 || (block & 7) != 0) {
+      throw new IllegalArgumentException(
+          BLOCK_SIZE + ": " + block + " (expected: >= 4096 and a multiple of 8)");
+    }
+    if (region < block || region % block != 0 || region > (1L << 30)) {
+      throw new IllegalArgumentException(
+          REGION_SIZE
+              + ": "
+              + region
+              + " (expected: a multiple of "
+              + BLOCK_SIZE
+              + " "
+              + block
+              + " and <= 1 GiB)");
+    }
+    for (String cls : List.of("dram", "disk")) {
+      long c = capacity(cls);
+      if (c % region != 0) {
+        throw new IllegalArgumentException(
+            "capacity."
+                + cls
+                + ": "
+                + c
+                + " (expected: a multiple of "
+                + REGION_SIZE
+                + " "
+                + region
+                + ")");
+      }
+    }
+    if (serviceThreads() < 1) {
+      throw new IllegalArgumentException(SERVICE_THREADS + ": expected >= 1");
+    }
+    if (deadTimeout().compareTo(heartbeatInterval()) <= 0) {
+      throw new IllegalArgumentException(
+          DEAD_TIMEOUT + " must be longer than " + HEARTBEAT_INTERVAL);
+    }
+    String f = clientFabric();
+    if (!List.of("auto", "shm", "tcp", "local").contains(f)) {
+      throw new IllegalArgumentException(
+          CLIENT_FABRIC + ": " + f + " (expected: auto, shm, tcp or local)");
+    }
+    int port = masterPort();
+    if (port < 0 || port > 65535) {
+      throw new IllegalArgumentException(MASTER_PORT + ": " + port + " (expected: 0 to 65535)");
+    }
+    snapshotEvery();
+    sessionLease();
+    rpcTimeout();
+    serverPort();
+  }
+
+  public String get(String key) {
+    String v = values.get(key);
+    if (v == null) {
+      throw new IllegalArgumentException("unknown configuration key '" + key + "'");
+    }
+    return v;
+  }
+
+  /** Every key with its effective value (secrets masked). */
+  public Map<String, String> effective() {
+    Map<String, String> m = new TreeMap<>(values);
+    if (!m.get(SECRET).isEmpty()) {
+      m.put(SECRET, "<hidden>");
+    }
+    return m;
+  }
+
+  private long size(String key) {
+    try {
+      return Sizes.parse(get(key));
+    } catch (IllegalArgumentException e) {
+      throw new IllegalArgumentException(key + ": " + e.getMessage(), e);
+    }
+  }
+
+  private int integer(String key) {
+    try {
+      return Integer.parseInt(get(key));
+    } catch (NumberFormatException e) {
+      throw new IllegalArgumentException(key + ": '" + get(key) + "' (expected: an integer)", e);
+    }
+  }
+
+  /** Parses {@code 500ms}, {@code 3s}, {@code 2m} or a bare number of milliseconds. */
+  public static Duration parseDuration(String key, String s) {
+    String t = s.trim().toLowerCase(Locale.ROOT);
+    try {
+      Duration d;
+      if (t.endsWith("ms")) {
+        d = Duration.ofMillis(Long.parseLong(t.substring(0, t.length() - 2).trim()));
+      } else if (t.endsWith("s")) {
+        d =
+            Duration.ofMillis(
+                Math.round(Double.parseDouble(t.substring(0, t.length() - 1)) * 1000));
+      } else if (t.endsWith("m")) {
+        d = Duration.ofMinutes(Long.parseLong(t.substring(0, t.length() - 1).trim()));
+      } else {
+        d = Duration.ofMillis(Long.parseLong(t));
+      }
+      if (d.isNegative() || d.isZero()) {
+        throw new IllegalArgumentException(key + ": " + s + " (expected: > 0)");
+      }
+      return d;
+    } catch (NumberFormatException e) {
+      throw new IllegalArgumentException(
+          key + ": '" + s + "' (expected: a duration like 500ms, 3s or 2m)", e);
+    }
+  }
+
+  private Duration duration(String key) {
+    return parseDuration(key, get(key));
+  }
+
+  public String clusterId() {
+    return get(CLUSTER_ID);
+  }
+
+  public String masterHost() {
+    return get(MASTER_HOST);
+  }
+
+  public int masterPort() {
+    return integer(MASTER_PORT);
+  }
+
+  /** The master's tcp address, {@code tcp://host:port}. */
+  public String masterTcpAddress() {
+    return "tcp://" + masterHost() + ":" + masterPort();
+  }
+
+  public Path dataDir() {
+    return Path.of(get(DATA_DIR));
+  }
+
+  public String serverName() {
+    return get(SERVER_NAME);
+  }
+
+  public String serverHost() {
+    return get(SERVER_HOST);
+  }
+
+  public int serverPort() {
+    return integer(SERVER_PORT);
+  }
+
+  public List<String> serverFabrics() {
+    List<String> out = new ArrayList<>();
+    for (String s : get(SERVER_FABRICS).split(",")) {
+      if (!s.isBlank()) {
+        out.add(s.trim().toLowerCase(Locale.ROOT));
+      }
+    }
+    return out;
+  }
+
+  /** Capacity of storage class {@code cls} ({@code dram} or {@code disk}) on a memory server. */
+  public long capacity(String cls) {
+    return size("capacity." + cls);
+  }
+
+  public Path shmDir() {
+    return Path.of(get(SHM_DIR));
+  }
+
+  public long regionSize() {
+    return size(REGION_SIZE);
+  }
+
+  public long blockSize() {
+    return size(BLOCK_SIZE);
+  }
+
+  public int serviceThreads() {
+    return integer(SERVICE_THREADS);
+  }
+
+  public Duration heartbeatInterval() {
+    return duration(HEARTBEAT_INTERVAL);
+  }
+
+  public Duration deadTimeout() {
+    return duration(DEAD_TIMEOUT);
+  }
+
+  public Duration sessionLease() {
+    return duration(SESSION_LEASE);
+  }
+
+  public Duration rpcTimeout() {
+    return duration(RPC_TIMEOUT);
+  }
+
+  public String clientFabric() {
+    return get(CLIENT_FABRIC).toLowerCase(Locale.ROOT);
+  }
+
+  public boolean journalFsync() {
+    return Boolean.parseBoolean(get(JOURNAL_FSYNC));
+  }
+
+  public int snapshotEvery() {
+    int n = integer(SNAPSHOT_EVERY);
+    if (n < 1) {
+      throw new IllegalArgumentException(SNAPSHOT_EVERY + ": " + n + " (expected: >= 1)");
+    }
+    return n;
+  }
+
+  /**
+   * The cluster credentials: the inline secret if set, else the secret file.
+   *
+   * @throws IllegalStateException if neither is configured, with what to do about it
+   */
+  public Credentials credentials() {
+    String hex = get(SECRET);
+    byte[] secret;
+    if (!hex.isEmpty()) {
+      try {
+        secret = HexFormat.of().parseHex(hex);
+      } catch (IllegalArgumentException e) {
+        throw new IllegalArgumentException(SECRET + ": not hex", e);
+      }
+    } else if (!get(SECRET_FILE).isEmpty()) {
+      secret = Secrets.read(Path.of(get(SECRET_FILE)));
+    } else {
+      throw new IllegalStateException(
+          "no cluster secret: set "
+              + SECRET_FILE
+              + " (or "
+              + envName(SECRET_FILE)
+              + ", or --secret-file) to the file that 'ferrite local' or 'ferrite master' wrote");
+    }
+    return new Credentials(clusterId(), secret);
+  }
+
+  @Override
+  public String toString() {
+    return "FerriteConfig" + effective();
+  }
+}

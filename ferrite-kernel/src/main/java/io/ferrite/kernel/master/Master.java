@@ -1,0 +1,164 @@
+package io.ferrite.kernel.master;
+
+import io.ferrite.fabric.Credentials;
+import io.ferrite.fabric.Fabric;
+import io.ferrite.fabric.FabricServer;
+import io.ferrite.fabric.RegionTable;
+import io.ferrite.fabric.ServerSpec;
+import io.ferrite.kernel.config.FerriteConfig;
+import io.ferrite.kernel.config.Secrets;
+import io.ferrite.kernel.config.Threads;
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.nio.file.Path;
+import java.security.SecureRandom;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.ScheduledThreadPoolExecutor;
+import java.util.concurrent.TimeUnit;
+
+/**
+ * The master process: a {@link MasterState} recovered from and journaled to {@code
+ * <data.dir>/master/journal}, served as an RPC-only endpoint (node id 0) on every fabric it is
+ * given, and a ticker thread that detects dead servers, expires sessions and takes snapshots.
+ */
+public final class Master implements AutoCloseable {
+  private static final System.Logger LOG = System.getLogger(Master.class.getName());
+
+  private final MasterState state;
+  private final Journal journal;
+  private final int snapshotEvery;
+  private final ScheduledThreadPoolExecutor ticker;
+  private final List<FabricServer> endpoints = new ArrayList<>();
+  private final Map<String, String> addresses = new LinkedHashMap<>();
+  private volatile boolean closed;
+
+  private Master(FerriteConfig cfg, MasterState state, Journal journal) {
+    this.state = state;
+    this.journal = journal;
+    this.snapshotEvery = cfg.snapshotEvery();
+    this.ticker = Threads.scheduler("ferrite-master-ticker");
+  }
+
+  /**
+   * Recovers the metadata from {@code <data.dir>/master}, then serves it on each of {@code fabrics}
+   * (binding {@code master.host}:{@code master.port} on tcp). The caller keeps ownership of the
+   * fabrics.
+   */
+  public static Master start(FerriteConfig cfg, Credentials credentials, List<Fabric> fabrics) {
+    Path dir = cfg.dataDir().resolve("master");
+    try {
+      Secrets.createPrivateDirectories(dir);
+    } catch (IOException e) {
+      throw new UncheckedIOException("cannot create master directory " + dir, e);
+    }
+    MasterState state =
+        new MasterState(
+            cfg.clusterId(),
+            cfg.blockSize(),
+            cfg.deadTimeout().toMillis(),
+            (int) cfg.sessionLease().toMillis(),
+            (int) cfg.heartbeatInterval().toMillis(),
+            () -> System.nanoTime() / 1_000_000,
+            new SecureRandom());
+    Journal journal = Journal.open(dir.resolve("journal"), cfg.journalFsync(), state::apply);
+    state.recovered();
+    state.sink(journal::append);
+    Master m = new Master(cfg, state, journal);
+    try {
+      MasterService service = new MasterService(state);
+      for (Fabric f : fabrics) {
+        ServerSpec spec =
+            new ServerSpec(
+                0,
+                credentials,
+                new RegionTable(),
+                service,
+                cfg.masterHost(),
+                cfg.masterPort(),
+                dir,
+                cfg.serviceThreads(),
+                1024,
+                ServerSpec.DEFAULT_MAX_FRAME);
+        FabricServer s = f.serve(spec);
+        m.endpoints.add(s);
+        m.addresses.put(f.name(), s.address());
+      }
+      long period = Math.max(20, Math.min(250, cfg.heartbeatInterval().toMillis() / 2));
+      m.ticker.scheduleWithFixedDelay(m::tick, period, period, TimeUnit.MILLISECONDS);
+    } catch (RuntimeException e) {
+      m.close();
+      throw e;
+    }
+    LOG.log(
+        System.Logger.Level.INFO,
+        "master of cluster {0} serving at {1}",
+        cfg.clusterId(),
+        m.addresses.values());
+    return m;
+  }
+
+  private void tick() {
+    try {
+      state.tick();
+      if (journal.recordsSinceSnapshot() >= snapshotEvery) {
+        snapshot();
+      }
+    } catch (RuntimeException e) {
+      LOG.log(System.Logger.Level.ERROR, "master tick failed", e);
+    }
+  }
+
+  /** Writes a snapshot now and truncates the log. */
+  public void snapshot() {
+    synchronized (state) {
+      if (!closed) {
+        journal.snapshot(state.snapshotEvents());
+      }
+    }
+  }
+
+  /** The metadata, for in-process inspection (tests, the local command). */
+  public MasterState state() {
+    return state;
+  }
+
+  /** The endpoint per fabric name, e.g. {@code tcp -> tcp://127.0.0.1:7100}. */
+  public Map<String, String> addresses() {
+    return Map.copyOf(addresses);
+  }
+
+  /** What the journal recovered at start. */
+  public String recoverySummary() {
+    Journal.Recovery r = journal.recovery();
+    return "generation "
+        + r.generation()
+        + ": "
+        + r.snapshotRecords()
+        + " snapshot + "
+        + r.logRecords()
+        + " log records"
+        + (r.droppedBytes() > 0 ? ", dropped a torn tail of " + r.droppedBytes() + " B" : "");
+  }
+
+  @Override
+  public void close() {
+    if (closed) {
+      return;
+    }
+    ticker.shutdownNow();
+    for (FabricServer s : endpoints) {
+      try {
+        s.close();
+      } catch (RuntimeException e) {
+        LOG.log(System.Logger.Level.WARNING, "closing master endpoint " + s.address(), e);
+      }
+    }
+    synchronized (state) {
+      closed = true;
+      journal.close();
+    }
+  }
+}

@@ -1,0 +1,134 @@
+package io.ferrite.kernel.master;
+
+import io.ferrite.fabric.ErrorCode;
+import io.ferrite.fabric.FerriteException;
+import io.ferrite.kernel.proto.MasterProtocol;
+import io.ferrite.kernel.proto.RegionInfo;
+import io.ferrite.kernel.proto.Wire;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+
+/**
+ * One mutation of the master's metadata: what the journal stores. Replaying the events of a journal
+ * (snapshot, then log) into an empty {@link MasterState} rebuilds the metadata. A snapshot is
+ * itself a list of events that recreates the state it was taken from.
+ *
+ * <p>Encoding: {@code type u8 | payload}, payloads in {@link Wire} primitives:
+ *
+ * <pre>
+ * 1 SERVER_REGISTERED  serverId i32 | name str | hostId str | addrCount i32 | { fabric str | address str }*
+ * 2 REGION_ADDED       serverId i32 | REGION (see MasterProtocol)
+ * 3 REGION_REMOVED     serverId i32 | regionId i32
+ * 4 SESSION_OPENED     sessionId u64 | client str | leaseMillis i32
+ * 5 SESSION_CLOSED     sessionId u64
+ * 6 BLOCKS_ALLOCATED   sessionId u64 (0 for a persistent allocation) | owner str | count i32
+ *                      | { serverId i32 | regionId i32 | blockIndex i32 }*
+ * 7 BLOCKS_FREED       count i32 | { serverId i32 | regionId i32 | blockIndex i32 }*
+ * </pre>
+ */
+sealed interface MasterEvent {
+  int SERVER_REGISTERED = 1;
+  int REGION_ADDED = 2;
+  int REGION_REMOVED = 3;
+  int SESSION_OPENED = 4;
+  int SESSION_CLOSED = 5;
+  int BLOCKS_ALLOCATED = 6;
+  int BLOCKS_FREED = 7;
+
+  /** A block by its position: block {@code index} of region {@code regionId} of a server. */
+  record BlockKey(int serverId, int regionId, int index) {}
+
+  record ServerRegistered(int serverId, String name, String hostId, Map<String, String> addresses)
+      implements MasterEvent {
+    public ServerRegistered {
+      addresses = Map.copyOf(addresses);
+    }
+  }
+
+  record RegionAdded(RegionInfo region) implements MasterEvent {}
+
+  record RegionRemoved(int serverId, int regionId) implements MasterEvent {}
+
+  record SessionOpened(long sessionId, String client, int leaseMillis) implements MasterEvent {}
+
+  record SessionClosed(long sessionId) implements MasterEvent {}
+
+  record BlocksAllocated(long sessionId, String owner, List<BlockKey> blocks)
+      implements MasterEvent {
+    public BlocksAllocated {
+      blocks = List.copyOf(blocks);
+    }
+  }
+
+  record BlocksFreed(List<BlockKey> blocks) implements MasterEvent {
+    public BlocksFreed {
+      blocks = List.copyOf(blocks);
+    }
+  }
+
+  static byte[] encode(MasterEvent e) {
+    Wire.Writer w = new Wire.Writer(64);
+    if (e instanceof ServerRegistered s) {
+      w.u8(SERVER_REGISTERED).i32(s.serverId()).str(s.name()).str(s.hostId());
+      MasterProtocol.writeAddresses(w, s.addresses());
+    } else if (e instanceof RegionAdded r) {
+      w.u8(REGION_ADDED).i32(r.region().ref().serverId());
+      MasterProtocol.writeRegion(w, r.region());
+    } else if (e instanceof RegionRemoved r) {
+      w.u8(REGION_REMOVED).i32(r.serverId()).i32(r.regionId());
+    } else if (e instanceof SessionOpened s) {
+      w.u8(SESSION_OPENED).i64(s.sessionId()).str(s.client()).i32(s.leaseMillis());
+    } else if (e instanceof SessionClosed s) {
+      w.u8(SESSION_CLOSED).i64(s.sessionId());
+    } else if (e instanceof BlocksAllocated a) {
+      w.u8(BLOCKS_ALLOCATED).i64(a.sessionId()).str(a.owner());
+      writeKeys(w, a.blocks());
+    } else if (e instanceof BlocksFreed f) {
+      w.u8(BLOCKS_FREED);
+      writeKeys(w, f.blocks());
+    }
+    return w.toArray();
+  }
+
+  private static void writeKeys(Wire.Writer w, List<BlockKey> keys) {
+    w.i32(keys.size());
+    for (BlockKey k : keys) {
+      w.i32(k.serverId()).i32(k.regionId()).i32(k.index());
+    }
+  }
+
+  private static List<BlockKey> readKeys(Wire.Reader r) {
+    int n = r.count("blockCount", MasterProtocol.MAX_LIST);
+    List<BlockKey> keys = new ArrayList<>(n);
+    for (int i = 0; i < n; i++) {
+      keys.add(new BlockKey(r.i32("serverId"), r.i32("regionId"), r.i32("blockIndex")));
+    }
+    return keys;
+  }
+
+  static MasterEvent decode(Wire.Reader r) {
+    int type = r.u8("type");
+    MasterEvent e =
+        switch (type) {
+          case SERVER_REGISTERED ->
+              new ServerRegistered(
+                  r.i32("serverId"),
+                  r.str("name"),
+                  r.str("hostId"),
+                  MasterProtocol.readAddresses(r));
+          case REGION_ADDED -> new RegionAdded(MasterProtocol.readRegion(r, r.i32("serverId")));
+          case REGION_REMOVED -> new RegionRemoved(r.i32("serverId"), r.i32("regionId"));
+          case SESSION_OPENED ->
+              new SessionOpened(r.i64("sessionId"), r.str("client"), r.i32("leaseMillis"));
+          case SESSION_CLOSED -> new SessionClosed(r.i64("sessionId"));
+          case BLOCKS_ALLOCATED ->
+              new BlocksAllocated(r.i64("sessionId"), r.str("owner"), readKeys(r));
+          case BLOCKS_FREED -> new BlocksFreed(readKeys(r));
+          default ->
+              throw new FerriteException(ErrorCode.PROTOCOL, "unknown journal event type " + type);
+        };
+    r.end();
+    return e;
+  }
+}

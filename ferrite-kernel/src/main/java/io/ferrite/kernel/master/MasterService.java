@@ -1,0 +1,160 @@
+package io.ferrite.kernel.master;
+
+import io.ferrite.fabric.ErrorCode;
+import io.ferrite.fabric.FerriteException;
+import io.ferrite.fabric.Futures;
+import io.ferrite.fabric.RpcContext;
+import io.ferrite.fabric.RpcHandler;
+import io.ferrite.kernel.proto.BlockRef;
+import io.ferrite.kernel.proto.MasterProtocol;
+import io.ferrite.kernel.proto.MemberInfo;
+import io.ferrite.kernel.proto.RegionInfo;
+import io.ferrite.kernel.proto.Wire;
+import java.nio.ByteBuffer;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.CompletableFuture;
+
+/**
+ * Decodes the master's RPCs ({@link MasterProtocol}), runs them against the {@link MasterState} and
+ * encodes the answers. A malformed request fails that call with INVALID_ARGUMENT and nothing else:
+ * the master keeps serving.
+ */
+final class MasterService implements RpcHandler {
+  private static final System.Logger LOG = System.getLogger(MasterService.class.getName());
+
+  private final MasterState state;
+
+  MasterService(MasterState state) {
+    this.state = state;
+  }
+
+  @Override
+  public CompletableFuture<ByteBuffer> handle(
+      RpcContext ctx, int service, int opcode, ByteBuffer request) {
+    if (service != MasterProtocol.SERVICE) {
+      return Futures.failed(
+          ErrorCode.UNKNOWN_SERVICE,
+          "service "
+              + service
+              + " (expected: the master's service "
+              + MasterProtocol.SERVICE
+              + ")");
+    }
+    try {
+      return CompletableFuture.completedFuture(dispatch(opcode, request));
+    } catch (FerriteException e) {
+      return CompletableFuture.failedFuture(e);
+    } catch (IllegalArgumentException e) {
+      return Futures.failed(ErrorCode.INVALID_ARGUMENT, String.valueOf(e.getMessage()));
+    } catch (RuntimeException e) {
+      LOG.log(
+          System.Logger.Level.ERROR,
+          "master opcode " + opcode + " from " + ctx.peer() + " failed",
+          e);
+      return Futures.failed(ErrorCode.INTERNAL, "master opcode " + opcode + ": " + e);
+    }
+  }
+
+  private ByteBuffer dispatch(int opcode, ByteBuffer request) {
+    Wire.Reader r = new Wire.Reader(request, "request of opcode " + opcode);
+    Wire.Writer w = new Wire.Writer(64);
+    switch (opcode) {
+      case MasterProtocol.REGISTER -> {
+        int id = r.i32("serverId");
+        String name = r.str("name");
+        String host = r.str("hostId");
+        var addresses = MasterProtocol.readAddresses(r);
+        int n = r.count("regionCount", MasterProtocol.MAX_LIST);
+        List<RegionInfo> regions = new ArrayList<>();
+        for (int i = 0; i < n; i++) {
+          regions.add(MasterProtocol.readRegion(r, id));
+        }
+        r.end();
+        int assigned = state.register(id, name, host, addresses, regions);
+        w.i32(assigned).i64(state.blockSize()).i32(state.heartbeatMillis());
+      }
+      case MasterProtocol.HEARTBEAT -> {
+        int id = r.i32("serverId");
+        r.end();
+        state.heartbeat(id);
+      }
+      case MasterProtocol.ADD_REGION -> {
+        int id = r.i32("serverId");
+        RegionInfo region = MasterProtocol.readRegion(r, id);
+        r.end();
+        state.addRegion(id, region);
+      }
+      case MasterProtocol.OPEN_SESSION -> {
+        String client = r.str("clientName");
+        int lease = r.i32("leaseMillis");
+        r.end();
+        MasterState.SessionGrant g = state.openSession(client, lease);
+        w.i64(g.sessionId()).i32(g.leaseMillis());
+      }
+      case MasterProtocol.RENEW_SESSION -> {
+        long id = r.i64("sessionId");
+        r.end();
+        w.i32(state.renewSession(id));
+      }
+      case MasterProtocol.CLOSE_SESSION -> {
+        long id = r.i64("sessionId");
+        r.end();
+        w.i32(state.closeSession(id));
+      }
+      case MasterProtocol.ALLOCATE -> {
+        long session = r.i64("sessionId");
+        int count = r.i32("count");
+        String cls = r.str("storageClass");
+        int flags = r.u8("flags");
+        String owner = r.str("owner");
+        r.end();
+        List<BlockRef> blocks =
+            state.allocate(session, count, cls, (flags & MasterProtocol.FLAG_STRICT) != 0, owner);
+        MasterProtocol.writeBlocks(w, blocks);
+      }
+      case MasterProtocol.FREE -> {
+        long session = r.i64("sessionId");
+        int n = r.count("count", MasterProtocol.MAX_LIST);
+        List<int[]> sr = new ArrayList<>();
+        List<Long> offs = new ArrayList<>();
+        for (int i = 0; i < n; i++) {
+          sr.add(new int[] {r.i32("serverId"), r.i32("regionId")});
+          offs.add(r.i64("offset"));
+        }
+        r.end();
+        w.i32(state.free(session, sr, offs));
+      }
+      case MasterProtocol.OWNED -> {
+        String owner = r.str("owner");
+        r.end();
+        MasterProtocol.writeBlocks(w, state.owned(owner));
+      }
+      case MasterProtocol.MEMBERS -> {
+        r.end();
+        List<MemberInfo> members = state.members();
+        w.i32(members.size());
+        for (MemberInfo m : members) {
+          MasterProtocol.writeMember(w, m);
+        }
+      }
+      case MasterProtocol.REGIONS -> {
+        int id = r.i32("serverId");
+        r.end();
+        List<RegionInfo> regions = state.regions(id);
+        w.i32(regions.size());
+        for (RegionInfo ri : regions) {
+          w.i32(ri.ref().serverId());
+          MasterProtocol.writeRegion(w, ri);
+        }
+      }
+      case MasterProtocol.STATUS -> {
+        r.end();
+        MasterProtocol.writeStatus(w, state.status());
+      }
+      default ->
+          throw new FerriteException(ErrorCode.UNKNOWN_OPCODE, "master has no opcode " + opcode);
+    }
+    return w.toBuffer();
+  }
+}

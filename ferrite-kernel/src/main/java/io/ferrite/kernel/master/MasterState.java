@@ -1,0 +1,893 @@
+package io.ferrite.kernel.master;
+
+import io.ferrite.fabric.ErrorCode;
+import io.ferrite.fabric.FerriteException;
+import io.ferrite.fabric.RegionRef;
+import io.ferrite.kernel.master.MasterEvent.BlockKey;
+import io.ferrite.kernel.proto.BlockRef;
+import io.ferrite.kernel.proto.ClusterStatus;
+import io.ferrite.kernel.proto.MemberInfo;
+import io.ferrite.kernel.proto.RegionInfo;
+import io.ferrite.kernel.proto.ServerState;
+import io.ferrite.kernel.proto.Sizes;
+import java.util.ArrayList;
+import java.util.BitSet;
+import java.util.HashMap;
+import java.util.HashSet;
+import java.util.Iterator;
+import java.util.LinkedHashMap;
+import java.util.LinkedHashSet;
+import java.util.List;
+import java.util.Map;
+import java.util.Objects;
+import java.util.Random;
+import java.util.Set;
+import java.util.TreeMap;
+import java.util.function.LongSupplier;
+
+/**
+ * The master's metadata and every rule that changes it: membership, the region directory, block
+ * allocation across storage classes, and client sessions. Deterministic: time comes from an
+ * injected clock and session ids from an injected {@link Random}, so tests drive it directly.
+ *
+ * <p>Every mutation is validated first, then written ahead to the {@link Sink} (the journal) as
+ * {@link MasterEvent}s, then applied. A mutation the sink refuses (an I/O failure) leaves the state
+ * unchanged. Replaying the same events with {@link #apply} rebuilds the same metadata; transient
+ * state (server liveness, session renew times, round-robin cursors) is not journaled: after
+ * recovery every server is {@link ServerState#UNKNOWN} until it heartbeats, and every session gets
+ * a fresh lease.
+ *
+ * <p>Thread-safety: every public method is {@code synchronized}; metadata rates are low and the
+ * journal's fsync dominates anyway.
+ */
+public final class MasterState {
+  private static final System.Logger LOG = System.getLogger(MasterState.class.getName());
+
+  /** Where the events of a mutation go before they are applied. */
+  @FunctionalInterface
+  public interface Sink {
+    /** Makes {@code events} durable, as one group; throws if it cannot. */
+    void append(List<MasterEvent> events);
+  }
+
+  /**
+   * The default storage-class preference order; user-defined classes follow in order of arrival.
+   */
+  public static final List<String> DEFAULT_CLASSES = List.of("dram", "disk");
+
+  private static final long MAX_LEASE_MILLIS = 3_600_000;
+
+  private final String clusterId;
+  private final long blockSize;
+  private final long deadTimeoutMillis;
+  private final int defaultLeaseMillis;
+  private final int heartbeatMillis;
+  private final LongSupplier clock;
+  private final Random random;
+  private Sink sink = events -> {};
+
+  private final List<String> classOrder = new ArrayList<>(DEFAULT_CLASSES);
+  private final TreeMap<Integer, Server> servers = new TreeMap<>();
+  private final Map<Long, Session> sessions = new HashMap<>();
+  private final Map<String, Set<BlockKey>> owners = new TreeMap<>();
+  private final Map<String, Integer> lastServed = new HashMap<>();
+  private int nextServerId = 1;
+
+  private static final class Server {
+    final int id;
+    String name;
+    String hostId;
+    Map<String, String> addresses;
+    ServerState state = ServerState.UNKNOWN;
+    long lastHeartbeat;
+    final TreeMap<Integer, Region> regions = new TreeMap<>();
+
+    Server(int id) {
+      this.id = id;
+    }
+
+    MemberInfo info() {
+      return new MemberInfo(id, name, state, hostId, addresses);
+    }
+  }
+
+  private static final class Region {
+    final RegionInfo info;
+    final int blocks;
+    final BitSet used;
+    final long[] session;
+    final String[] owner;
+    int usedCount;
+
+    Region(RegionInfo info, long blockSize) {
+      this.info = info;
+      this.blocks = info.isBlockPool() ? (int) (info.ref().length() / blockSize) : 0;
+      this.used = new BitSet(blocks);
+      this.session = new long[blocks];
+      this.owner = new String[blocks];
+    }
+
+    int free() {
+      return blocks - usedCount;
+    }
+  }
+
+  private static final class Session {
+    final long id;
+    final String client;
+    final int leaseMillis;
+    long lastRenew;
+    final Set<BlockKey> blocks = new LinkedHashSet<>();
+
+    Session(long id, String client, int leaseMillis, long now) {
+      this.id = id;
+      this.client = client;
+      this.leaseMillis = leaseMillis;
+      this.lastRenew = now;
+    }
+  }
+
+  /**
+   * @param clock milliseconds from a monotonic source
+   * @param random source of session ids (seed it in tests)
+   */
+  public MasterState(
+      String clusterId,
+      long blockSize,
+      long deadTimeoutMillis,
+      int defaultLeaseMillis,
+      int heartbeatMillis,
+      LongSupplier clock,
+      Random random) {
+    this.clusterId = clusterId;
+    this.blockSize = blockSize;
+    this.deadTimeoutMillis = deadTimeoutMillis;
+    this.defaultLeaseMillis = defaultLeaseMillis;
+    this.heartbeatMillis = heartbeatMillis;
+    this.clock = clock;
+    this.random = random;
+  }
+
+  /** Sets the journal; mutations before this go nowhere (used while replaying). */
+  public synchronized void sink(Sink sink) {
+    this.sink = Objects.requireNonNull(sink);
+  }
+
+  public long blockSize() {
+    return blockSize;
+  }
+
+  public int heartbeatMillis() {
+    return heartbeatMillis;
+  }
+
+  private void commit(List<MasterEvent> events) {
+    if (events.isEmpty()) {
+      return;
+    }
+    sink.append(events);
+    for (MasterEvent e : events) {
+      apply(e);
+    }
+  }
+
+  private void commit(MasterEvent e) {
+    commit(List.of(e));
+  }
+
+  // ---------------------------------------------------------------- membership
+
+  /**
+   * Registers a memory server (or re-registers a known one) with its addresses and regions. Regions
+   * the master knew for this server but that are missing or changed (a different rkey or size: the
+   * server lost them) are dropped with every block allocated in them. The server becomes ALIVE.
+   *
+   * @param requestedId the id the server kept from an earlier registration, or {@code <= 0} for a
+   *     new id
+   * @return the server's id
+   */
+  public synchronized int register(
+      int requestedId,
+      String name,
+      String hostId,
+      Map<String, String> addresses,
+      List<RegionInfo> regions) {
+    int id = requestedId > 0 ? requestedId : nextServerId;
+    Set<Integer> seen = new HashSet<>();
+    for (RegionInfo r : regions) {
+      checkRegion(id, r);
+      if (!seen.add(r.ref().regionId())) {
+        throw new FerriteException(
+            ErrorCode.INVALID_ARGUMENT, "region id " + r.ref().regionId() + " listed twice");
+      }
+    }
+    List<MasterEvent> events = new ArrayList<>();
+    Server old = servers.get(id);
+    if (old == null
+        || !old.name.equals(name)
+        || !old.hostId.equals(hostId)
+        || !old.addresses.equals(Map.copyOf(addresses))) {
+      events.add(new MasterEvent.ServerRegistered(id, name, hostId, addresses));
+    }
+    Map<Integer, RegionInfo> incoming = new LinkedHashMap<>();
+    for (RegionInfo r : regions) {
+      incoming.put(r.ref().regionId(), withServer(id, r));
+    }
+    if (old != null) {
+      for (Region have : old.regions.values()) {
+        RegionInfo now = incoming.get(have.info.ref().regionId());
+        if (!have.info.equals(now)) {
+          if (have.usedCount > 0) {
+            LOG.log(
+                System.Logger.Level.WARNING,
+                "server {0} re-registered without region {1} as it was: {2} allocated block(s) in"
+                    + " it are lost",
+                id,
+                have.info.ref().regionId(),
+                have.usedCount);
+          }
+          events.add(new MasterEvent.RegionRemoved(id, have.info.ref().regionId()));
+        } else {
+          incoming.remove(have.info.ref().regionId());
+        }
+      }
+    }
+    for (RegionInfo r : incoming.values()) {
+      events.add(new MasterEvent.RegionAdded(r));
+    }
+    commit(events);
+    Server s = servers.get(id);
+    s.state = ServerState.ALIVE;
+    s.lastHeartbeat = clock.getAsLong();
+    LOG.log(
+        System.Logger.Level.INFO,
+        "server {0} ({1}) registered: {2} region(s), {3}",
+        id,
+        name,
+        s.regions.size(),
+        addresses.values());
+    return id;
+  }
+
+  private static RegionInfo withServer(int serverId, RegionInfo r) {
+    RegionRef ref = r.ref();
+    return new RegionInfo(
+        new RegionRef(serverId, ref.regionId(), ref.rkey(), ref.length()),
+        r.storageClass(),
+        r.service());
+  }
+
+  private void checkRegion(int serverId, RegionInfo r) {
+    if (r.storageClass().isEmpty()) {
+      throw new FerriteException(
+          ErrorCode.INVALID_ARGUMENT, "region " + r.ref().regionId() + ": empty storage class");
+    }
+    if (r.isBlockPool() && (r.ref().length() % blockSize != 0)) {
+      throw new FerriteException(
+          ErrorCode.INVALID_ARGUMENT,
+          "region "
+              + serverId
+              + "/"
+              + r.ref().regionId()
+              + " length: "
+              + r.ref().length()
+              + " (expected: a multiple of the block size "
+              + blockSize
+              + ")");
+    }
+  }
+
+  /** Records a heartbeat; an unknown or DEAD server gets NOT_FOUND and must register again. */
+  public synchronized void heartbeat(int serverId) {
+    Server s = servers.get(serverId);
+    if (s == null || s.state == ServerState.DEAD) {
+      throw new FerriteException(
+          ErrorCode.NOT_FOUND,
+          "server "
+              + serverId
+              + (s == null ? " is not registered" : " was marked DEAD")
+              + ": register again");
+    }
+    if (s.state == ServerState.UNKNOWN) {
+      LOG.log(System.Logger.Level.INFO, "server {0} is back (heartbeat)", serverId);
+    }
+    s.state = ServerState.ALIVE;
+    s.lastHeartbeat = clock.getAsLong();
+  }
+
+  /** Adds one region to a registered server's directory (a service's region, or growth). */
+  public synchronized void addRegion(int serverId, RegionInfo region) {
+    Server s = servers.get(serverId);
+    if (s == null) {
+      throw new FerriteException(ErrorCode.NOT_FOUND, "server " + serverId + " is not registered");
+    }
+    checkRegion(serverId, region);
+    if (s.regions.containsKey(region.ref().regionId())) {
+      throw new FerriteException(
+          ErrorCode.CONFLICT,
+          "region " + serverId + "/" + region.ref().regionId() + " is already registered");
+    }
+    commit(new MasterEvent.RegionAdded(withServer(serverId, region)));
+  }
+
+  /**
+   * Marks servers silent for longer than the timeout DEAD and expires unrenewed sessions (freeing
+   * their session-scoped blocks). Called periodically by the master's ticker.
+   */
+  public synchronized void tick() {
+    long now = clock.getAsLong();
+    for (Server s : servers.values()) {
+      if (s.state == ServerState.ALIVE && now - s.lastHeartbeat > deadTimeoutMillis) {
+        s.state = ServerState.DEAD;
+        LOG.log(
+            System.Logger.Level.WARNING,
+            "server {0} ({1}) missed heartbeats for {2} ms: DEAD",
+            s.id,
+            s.name,
+            now - s.lastHeartbeat);
+      }
+    }
+    List<Long> expired = new ArrayList<>();
+    for (Session s : sessions.values()) {
+      if (now - s.lastRenew > s.leaseMillis) {
+        expired.add(s.id);
+      }
+    }
+    for (long id : expired) {
+      Session s = sessions.get(id);
+      LOG.log(
+          System.Logger.Level.INFO,
+          "session {0} of {1} expired: freeing {2} block(s)",
+          Long.toHexString(id),
+          s.client,
+          s.blocks.size());
+      commit(new MasterEvent.SessionClosed(id));
+    }
+  }
+
+  // ---------------------------------------------------------------- sessions
+
+  /** An open session: id and granted lease. */
+  public record SessionGrant(long sessionId, int leaseMillis) {}
+
+  public synchronized SessionGrant openSession(String client, int leaseMillis) {
+    if (leaseMillis < 0 || leaseMillis > MAX_LEASE_MILLIS) {
+      throw new FerriteException(
+          ErrorCode.INVALID_ARGUMENT,
+          "lease: "
+              + leaseMillis
+              + " ms (expected: 0 for the default, or <= "
+              + MAX_LEASE_MILLIS
+              + ")");
+    }
+    int lease = leaseMillis == 0 ? defaultLeaseMillis : leaseMillis;
+    long id;
+    do {
+      id = random.nextLong() & Long.MAX_VALUE;
+    } while (id == 0 || sessions.containsKey(id));
+    commit(new MasterEvent.SessionOpened(id, client, lease));
+    return new SessionGrant(id, lease);
+  }
+
+  private Session session(long sessionId) {
+    Session s = sessions.get(sessionId);
+    if (s == null) {
+      throw new FerriteException(
+          ErrorCode.SESSION_EXPIRED,
+          "session " + Long.toHexString(sessionId) + " is unknown or expired: open a new one");
+    }
+    return s;
+  }
+
+  public synchronized int renewSession(long sessionId) {
+    Session s = session(sessionId);
+    s.lastRenew = clock.getAsLong();
+    return s.leaseMillis;
+  }
+
+  /** Closes a session, freeing its session-scoped blocks; returns how many. */
+  public synchronized int closeSession(long sessionId) {
+    int n = session(sessionId).blocks.size();
+    commit(new MasterEvent.SessionClosed(sessionId));
+    return n;
+  }
+
+  // ---------------------------------------------------------------- blocks
+
+  /**
+   * Allocates {@code count} blocks, all or none.
+   *
+   * <p>Classes are tried in order: {@code storageClass} first (or the preference order {@code dram,
+   * disk, ...} when it is empty), then, unless {@code strict}, the other classes in preference
+   * order. Within a class, blocks are handed out round-robin across the ALIVE servers that have
+   * free blocks of that class, continuing where the previous allocation left off.
+   *
+   * @param owner empty for session scope (freed when the session ends); otherwise the name that
+   *     owns the blocks persistently, beyond the session
+   * @throws FerriteException NO_SPACE when fewer than {@code count} blocks are free, with the free
+   *     counts per class; SESSION_EXPIRED for an unknown session; INVALID_ARGUMENT for a bad count
+   *     or an unknown class
+   */
+  public synchronized List<BlockRef> allocate(
+      long sessionId, int count, String storageClass, boolean strict, String owner) {
+    session(sessionId);
+    if (count < 1 || count > io.ferrite.kernel.proto.MasterProtocol.MAX_LIST) {
+      throw new FerriteException(
+          ErrorCode.INVALID_ARGUMENT,
+          "count: "
+              + count
+              + " (expected: >= 1 and <= "
+              + io.ferrite.kernel.proto.MasterProtocol.MAX_LIST
+              + ")");
+    }
+    List<String> order = classOrder(storageClass, strict);
+    int available = 0;
+    for (String cls : order) {
+      available += free(cls);
+    }
+    if (available < count) {
+      throw new FerriteException(
+          ErrorCode.NO_SPACE, noSpaceMessage(count, storageClass, strict, order));
+    }
+    List<BlockKey> picks = new ArrayList<>(count);
+    for (String cls : order) {
+      if (picks.size() == count) {
+        break;
+      }
+      pickRoundRobin(cls, count - picks.size(), picks);
+    }
+    commit(new MasterEvent.BlocksAllocated(owner.isEmpty() ? sessionId : 0, owner, picks));
+    List<BlockRef> out = new ArrayList<>(picks.size());
+    for (BlockKey k : picks) {
+      out.add(blockRef(k));
+    }
+    return out;
+  }
+
+  private List<String> classOrder(String storageClass, boolean strict) {
+    if (storageClass.isEmpty()) {
+      return List.copyOf(classOrder);
+    }
+    if (!classOrder.contains(storageClass)) {
+      throw new FerriteException(
+          ErrorCode.INVALID_ARGUMENT,
+          "storage class '" + storageClass + "' (expected: one of " + classOrder + ")");
+    }
+    List<String> order = new ArrayList<>();
+    order.add(storageClass);
+    if (!strict) {
+      for (String c : classOrder) {
+        if (!c.equals(storageClass)) {
+          order.add(c);
+        }
+      }
+    }
+    return order;
+  }
+
+  private int free(String cls) {
+    int n = 0;
+    for (Server s : servers.values()) {
+      if (s.state == ServerState.ALIVE) {
+        for (Region r : s.regions.values()) {
+          if (r.info.storageClass().equals(cls)) {
+            n += r.free();
+          }
+        }
+      }
+    }
+    return n;
+  }
+
+  private String noSpaceMessage(
+      int count, String storageClass, boolean strict, List<String> order) {
+    StringBuilder sb = new StringBuilder();
+    sb.append("cannot allocate ")
+        .append(count)
+        .append(" block(s) of ")
+        .append(Sizes.format(blockSize))
+        .append(" from ")
+        .append(storageClass.isEmpty() ? "any class" : "class " + storageClass)
+        .append(strict ? " (strict)" : "")
+        .append(":");
+    int live = 0;
+    int down = 0;
+    for (Server s : servers.values()) {
+      if (s.state == ServerState.ALIVE) {
+        live++;
+      } else {
+        down++;
+      }
+    }
+    for (String cls : order) {
+      int total = 0;
+      for (Server s : servers.values()) {
+        if (s.state == ServerState.ALIVE) {
+          for (Region r : s.regions.values()) {
+            if (r.info.storageClass().equals(cls)) {
+              total += r.blocks;
+            }
+          }
+        }
+      }
+      sb.append(' ')
+          .append(cls)
+          .append(": ")
+          .append(free(cls))
+          .append(" of ")
+          .append(total)
+          .append(" free;");
+    }
+    sb.append(' ').append(live).append(" live server(s)");
+    if (down > 0) {
+      sb.append(", ").append(down).append(" DEAD or UNKNOWN (their blocks are not handed out)");
+    }
+    return sb.toString();
+  }
+
+  private void pickRoundRobin(String cls, int want, List<BlockKey> picks) {
+    // Per server, an iterator over its free blocks of this class, in region and index order.
+    List<Iterator<BlockKey>> its = new ArrayList<>();
+    List<Integer> ids = new ArrayList<>();
+    for (Server s : servers.values()) {
+      if (s.state != ServerState.ALIVE) {
+        continue;
+      }
+      List<Region> rs = new ArrayList<>();
+      for (Region r : s.regions.values()) {
+        if (r.info.storageClass().equals(cls) && r.free() > 0) {
+          rs.add(r);
+        }
+      }
+      if (!rs.isEmpty()) {
+        its.add(freeBlocks(s.id, rs));
+        ids.add(s.id);
+      }
+    }
+    if (its.isEmpty()) {
+      return;
+    }
+    // Start after the server that got the last block of this class.
+    int last = lastServed.getOrDefault(cls, 0);
+    int start = 0;
+    while (start < ids.size() && ids.get(start) <= last) {
+      start++;
+    }
+    int n = its.size();
+    int i = start % n;
+    int exhausted = 0;
+    boolean[] done = new boolean[n];
+    while (want > 0 && exhausted < n) {
+      if (!done[i]) {
+        if (its.get(i).hasNext()) {
+          picks.add(its.get(i).next());
+          lastServed.put(cls, ids.get(i));
+          want--;
+        } else {
+          done[i] = true;
+          exhausted++;
+        }
+      }
+      i = (i + 1) % n;
+    }
+  }
+
+  private static Iterator<BlockKey> freeBlocks(int serverId, List<Region> regions) {
+    return new Iterator<>() {
+      int r = 0;
+      int next = -1;
+
+      private void advance() {
+        while (r < regions.size()) {
+          Region reg = regions.get(r);
+          int idx = reg.used.nextClearBit(next + 1);
+          if (idx < reg.blocks) {
+            next = idx;
+            return;
+          }
+          r++;
+          next = -1;
+        }
+      }
+
+      {
+        advance();
+      }
+
+      @Override
+      public boolean hasNext() {
+        return r < regions.size();
+      }
+
+      @Override
+      public BlockKey next() {
+        BlockKey k = new BlockKey(serverId, regions.get(r).info.ref().regionId(), next);
+        advance();
+        return k;
+      }
+    };
+  }
+
+  private BlockRef blockRef(BlockKey k) {
+    Region r = servers.get(k.serverId()).regions.get(k.regionId());
+    return new BlockRef(r.info.ref(), k.index() * blockSize, blockSize, r.info.storageClass());
+  }
+
+  /**
+   * Frees blocks named by (server, region, offset), all or none. A session-scoped block may be
+   * freed only by its own session; a persistent block by any session.
+   *
+   * @return the number of blocks freed
+   */
+  public synchronized int free(long sessionId, List<int[]> serverRegion, List<Long> offsets) {
+    session(sessionId);
+    Set<BlockKey> keys = new LinkedHashSet<>();
+    for (int i = 0; i < offsets.size(); i++) {
+      int sid = serverRegion.get(i)[0];
+      int rid = serverRegion.get(i)[1];
+      long off = offsets.get(i);
+      Server s = servers.get(sid);
+      Region r = s == null ? null : s.regions.get(rid);
+      if (r == null) {
+        throw new FerriteException(ErrorCode.NOT_FOUND, "no region " + sid + "/" + rid);
+      }
+      if (off < 0 || off % blockSize != 0 || off / blockSize >= r.blocks) {
+        throw new FerriteException(
+            ErrorCode.INVALID_ARGUMENT,
+            "block offset: "
+                + off
+                + " in region "
+                + sid
+                + "/"
+                + rid
+                + " (expected: a multiple of "
+                + blockSize
+                + " below "
+                + r.blocks * blockSize
+                + ")");
+      }
+      int idx = (int) (off / blockSize);
+      if (!r.used.get(idx)) {
+        throw new FerriteException(
+            ErrorCode.NOT_FOUND, "block " + sid + "/" + rid + "@" + off + " is not allocated");
+      }
+      if (r.owner[idx] == null && r.session[idx] != sessionId) {
+        throw new FerriteException(
+            ErrorCode.CONFLICT,
+            "block " + sid + "/" + rid + "@" + off + " belongs to another session");
+      }
+      if (!keys.add(new BlockKey(sid, rid, idx))) {
+        throw new FerriteException(
+            ErrorCode.INVALID_ARGUMENT, "block " + sid + "/" + rid + "@" + off + " listed twice");
+      }
+    }
+    if (!keys.isEmpty()) {
+      commit(new MasterEvent.BlocksFreed(new ArrayList<>(keys)));
+    }
+    return keys.size();
+  }
+
+  /** The blocks persistently owned by {@code owner}. */
+  public synchronized List<BlockRef> owned(String owner) {
+    List<BlockRef> out = new ArrayList<>();
+    for (BlockKey k : owners.getOrDefault(owner, Set.of())) {
+      out.add(blockRef(k));
+    }
+    return out;
+  }
+
+  // ---------------------------------------------------------------- queries
+
+  public synchronized List<MemberInfo> members() {
+    List<MemberInfo> out = new ArrayList<>();
+    for (Server s : servers.values()) {
+      out.add(s.info());
+    }
+    return out;
+  }
+
+  public synchronized ServerState serverState(int serverId) {
+    Server s = servers.get(serverId);
+    return s == null ? null : s.state;
+  }
+
+  /** The regions of {@code serverId}, or of every server if it is negative. */
+  public synchronized List<RegionInfo> regions(int serverId) {
+    List<RegionInfo> out = new ArrayList<>();
+    for (Server s : servers.values()) {
+      if (serverId < 0 || s.id == serverId) {
+        for (Region r : s.regions.values()) {
+          out.add(r.info);
+        }
+      }
+    }
+    return out;
+  }
+
+  public synchronized int sessionCount() {
+    return sessions.size();
+  }
+
+  public synchronized boolean hasSession(long sessionId) {
+    return sessions.containsKey(sessionId);
+  }
+
+  public synchronized ClusterStatus status() {
+    List<ClusterStatus.Member> members = new ArrayList<>();
+    int regionCount = 0;
+    for (Server s : servers.values()) {
+      Map<String, long[]> use = new LinkedHashMap<>();
+      for (String c : classOrder) {
+        use.put(c, new long[2]);
+      }
+      for (Region r : s.regions.values()) {
+        if (r.info.isBlockPool()) {
+          long[] u = use.computeIfAbsent(r.info.storageClass(), k -> new long[2]);
+          u[0] += r.blocks * blockSize;
+          u[1] += r.usedCount * blockSize;
+        }
+      }
+      List<ClusterStatus.ClassUsage> usage = new ArrayList<>();
+      use.forEach((c, u) -> usage.add(new ClusterStatus.ClassUsage(c, u[0], u[1])));
+      members.add(new ClusterStatus.Member(s.info(), s.regions.size(), usage));
+      regionCount += s.regions.size();
+    }
+    return new ClusterStatus(clusterId, blockSize, members, regionCount, sessions.size());
+  }
+
+  // ---------------------------------------------------------------- journal
+
+  /**
+   * Applies one event. Used for mutations (after the sink accepted them) and for replay; an event
+   * that does not fit the state (possible only after a lost record) is skipped with a warning.
+   */
+  synchronized void apply(MasterEvent e) {
+    if (e instanceof MasterEvent.ServerRegistered r) {
+      Server s = servers.computeIfAbsent(r.serverId(), Server::new);
+      s.name = r.name();
+      s.hostId = r.hostId();
+      s.addresses = r.addresses();
+      nextServerId = Math.max(nextServerId, r.serverId() + 1);
+    } else if (e instanceof MasterEvent.RegionAdded a) {
+      Server s = servers.get(a.region().ref().serverId());
+      if (s == null) {
+        skip(e, "unknown server");
+        return;
+      }
+      s.regions.put(a.region().ref().regionId(), new Region(a.region(), blockSize));
+      if (!classOrder.contains(a.region().storageClass())) {
+        classOrder.add(a.region().storageClass());
+      }
+    } else if (e instanceof MasterEvent.RegionRemoved r) {
+      Server s = servers.get(r.serverId());
+      Region reg = s == null ? null : s.regions.get(r.regionId());
+      if (reg == null) {
+        skip(e, "unknown region");
+        return;
+      }
+      for (int i = reg.used.nextSetBit(0); i >= 0; i = reg.used.nextSetBit(i + 1)) {
+        release(new BlockKey(r.serverId(), r.regionId(), i), reg);
+      }
+      s.regions.remove(r.regionId());
+    } else if (e instanceof MasterEvent.SessionOpened o) {
+      sessions.put(
+          o.sessionId(),
+          new Session(o.sessionId(), o.client(), o.leaseMillis(), clock.getAsLong()));
+    } else if (e instanceof MasterEvent.SessionClosed c) {
+      Session s = sessions.get(c.sessionId());
+      if (s == null) {
+        skip(e, "unknown session");
+        return;
+      }
+      for (BlockKey k : new ArrayList<>(s.blocks)) {
+        Region r = region(k);
+        if (r != null) {
+          release(k, r);
+        }
+      }
+      sessions.remove(c.sessionId());
+    } else if (e instanceof MasterEvent.BlocksAllocated a) {
+      Session s = a.owner().isEmpty() ? sessions.get(a.sessionId()) : null;
+      if (a.owner().isEmpty() && s == null) {
+        skip(e, "unknown session");
+        return;
+      }
+      for (BlockKey k : a.blocks()) {
+        Region r = region(k);
+        if (r == null || k.index() < 0 || k.index() >= r.blocks || r.used.get(k.index())) {
+          skip(e, "block " + k + " is not free");
+          continue;
+        }
+        r.used.set(k.index());
+        r.usedCount++;
+        r.session[k.index()] = a.owner().isEmpty() ? a.sessionId() : 0;
+        r.owner[k.index()] = a.owner().isEmpty() ? null : a.owner();
+        if (s != null) {
+          s.blocks.add(k);
+        } else {
+          owners.computeIfAbsent(a.owner(), o -> new LinkedHashSet<>()).add(k);
+        }
+      }
+    } else if (e instanceof MasterEvent.BlocksFreed f) {
+      for (BlockKey k : f.blocks()) {
+        Region r = region(k);
+        if (r == null || k.index() < 0 || k.index() >= r.blocks || !r.used.get(k.index())) {
+          skip(e, "block " + k + " is not allocated");
+          continue;
+        }
+        release(k, r);
+      }
+    }
+  }
+
+  private Region region(BlockKey k) {
+    Server s = servers.get(k.serverId());
+    return s == null ? null : s.regions.get(k.regionId());
+  }
+
+  private void release(BlockKey k, Region r) {
+    int i = k.index();
+    if (r.owner[i] != null) {
+      Set<BlockKey> set = owners.get(r.owner[i]);
+      if (set != null) {
+        set.remove(k);
+        if (set.isEmpty()) {
+          owners.remove(r.owner[i]);
+        }
+      }
+    } else {
+      Session s = sessions.get(r.session[i]);
+      if (s != null) {
+        s.blocks.remove(k);
+      }
+    }
+    r.used.clear(i);
+    r.usedCount--;
+    r.owner[i] = null;
+    r.session[i] = 0;
+  }
+
+  private static void skip(MasterEvent e, String why) {
+    LOG.log(System.Logger.Level.WARNING, "journal event skipped ({0}): {1}", why, e);
+  }
+
+  /** Events that, replayed into an empty state, recreate this one: the content of a snapshot. */
+  synchronized List<MasterEvent> snapshotEvents() {
+    List<MasterEvent> out = new ArrayList<>();
+    for (Server s : servers.values()) {
+      out.add(new MasterEvent.ServerRegistered(s.id, s.name, s.hostId, s.addresses));
+      for (Region r : s.regions.values()) {
+        out.add(new MasterEvent.RegionAdded(r.info));
+      }
+    }
+    for (Session s : sessions.values()) {
+      out.add(new MasterEvent.SessionOpened(s.id, s.client, s.leaseMillis));
+      if (!s.blocks.isEmpty()) {
+        out.add(new MasterEvent.BlocksAllocated(s.id, "", new ArrayList<>(s.blocks)));
+      }
+    }
+    owners.forEach(
+        (o, keys) -> out.add(new MasterEvent.BlocksAllocated(0, o, new ArrayList<>(keys))));
+    return out;
+  }
+
+  /**
+   * After replay: every server is UNKNOWN until it heartbeats, every session gets a fresh lease (so
+   * a client that died while the master was down still expires, one lease later).
+   */
+  synchronized void recovered() {
+    long now = clock.getAsLong();
+    for (Server s : servers.values()) {
+      s.state = ServerState.UNKNOWN;
+      s.lastHeartbeat = now;
+    }
+    for (Session s : sessions.values()) {
+      s.lastRenew = now;
+    }
+  }
+
+  @Override
+  public synchronized String toString() {
+    return "MasterState[" + servers.size() + " servers, " + sessions.size() + " sessions]";
+  }
+}

@@ -1,0 +1,173 @@
+package io.ferrite.kernel.proto;
+
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
+import java.util.TreeMap;
+
+/**
+ * What {@code ferrite status} prints: every member with its state and its capacity and use per
+ * storage class, plus cluster totals.
+ *
+ * @param clusterId the cluster's id
+ * @param blockSize bytes per block
+ * @param members one entry per known memory server
+ * @param regions number of regions in the directory
+ * @param sessions number of open client sessions
+ */
+public record ClusterStatus(
+    String clusterId, long blockSize, List<Member> members, int regions, int sessions) {
+
+  public ClusterStatus {
+    members = List.copyOf(members);
+  }
+
+  /** Capacity and use of one storage class on one server (block-pool regions only). */
+  public record ClassUsage(String storageClass, long capacityBytes, long usedBytes) {}
+
+  /** One server's line of the report. */
+  public record Member(MemberInfo info, int regions, List<ClassUsage> usage) {
+    public Member {
+      usage = List.copyOf(usage);
+    }
+  }
+
+  /**
+   * Capacity and use per storage class summed over the members in {@code state}, or all if null.
+   */
+  public Map<String, long[]> totals(ServerState state) {
+    Map<String, long[]> t = new TreeMap<>();
+    for (Member m : members) {
+      if (state != null && m.info().state() != state) {
+        continue;
+      }
+      for (ClassUsage u : m.usage()) {
+        long[] v = t.computeIfAbsent(u.storageClass(), k -> new long[2]);
+        v[0] += u.capacityBytes();
+        v[1] += u.usedBytes();
+      }
+    }
+    return t;
+  }
+
+  /** The member with {@code serverId}, or null. */
+  public Member member(int serverId) {
+    for (Member m : members) {
+      if (m.info().serverId() == serverId) {
+        return m;
+      }
+    }
+    return null;
+  }
+
+  /** A human-readable table. */
+  public String format() {
+    StringBuilder sb = new StringBuilder();
+    sb.append("cluster ")
+        .append(clusterId)
+        .append(": ")
+        .append(members.size())
+        .append(" server(s), ")
+        .append(regions)
+        .append(" region(s), ")
+        .append(sessions)
+        .append(" session(s), block size ")
+        .append(Sizes.format(blockSize))
+        .append('\n');
+    for (Member m : members) {
+      MemberInfo i = m.info();
+      sb.append(
+          String.format(
+              Locale.ROOT, "  server %-3d %-8s %-12s", i.serverId(), i.state(), i.name()));
+      for (ClassUsage u : m.usage()) {
+        sb.append(
+            String.format(
+                Locale.ROOT,
+                "  %s %s/%s used",
+                u.storageClass(),
+                Sizes.format(u.usedBytes()),
+                Sizes.format(u.capacityBytes())));
+      }
+      sb.append("  regions ").append(m.regions());
+      sb.append("  ").append(new TreeMap<>(i.addresses()).values()).append('\n');
+    }
+    for (Map.Entry<String, long[]> e : totals(ServerState.ALIVE).entrySet()) {
+      sb.append(
+          String.format(
+              Locale.ROOT,
+              "  total %-5s %s used of %s on live servers%n",
+              e.getKey(),
+              Sizes.format(e.getValue()[1]),
+              Sizes.format(e.getValue()[0])));
+    }
+    return sb.toString();
+  }
+
+  /** The report as JSON (no dependency: hand-written, strings escaped). */
+  public String toJson() {
+    StringBuilder sb = new StringBuilder();
+    sb.append("{\"cluster\":")
+        .append(q(clusterId))
+        .append(",\"blockSize\":")
+        .append(blockSize)
+        .append(",\"regions\":")
+        .append(regions)
+        .append(",\"sessions\":")
+        .append(sessions)
+        .append(",\"members\":[");
+    for (int k = 0; k < members.size(); k++) {
+      Member m = members.get(k);
+      MemberInfo i = m.info();
+      if (k > 0) {
+        sb.append(',');
+      }
+      sb.append("{\"id\":")
+          .append(i.serverId())
+          .append(",\"name\":")
+          .append(q(i.name()))
+          .append(",\"state\":")
+          .append(q(i.state().name()))
+          .append(",\"host\":")
+          .append(q(i.hostId()))
+          .append(",\"regions\":")
+          .append(m.regions())
+          .append(",\"addresses\":{");
+      int a = 0;
+      for (Map.Entry<String, String> e : new TreeMap<>(i.addresses()).entrySet()) {
+        sb.append(a++ > 0 ? "," : "").append(q(e.getKey())).append(':').append(q(e.getValue()));
+      }
+      sb.append("},\"classes\":{");
+      int c = 0;
+      for (ClassUsage u : m.usage()) {
+        sb.append(c++ > 0 ? "," : "")
+            .append(q(u.storageClass()))
+            .append(":{\"capacity\":")
+            .append(u.capacityBytes())
+            .append(",\"used\":")
+            .append(u.usedBytes())
+            .append('}');
+      }
+      sb.append("}}");
+    }
+    return sb.append("]}").toString();
+  }
+
+  private static String q(String s) {
+    StringBuilder sb = new StringBuilder("\"");
+    for (char ch : s.toCharArray()) {
+      switch (ch) {
+        case '"' -> sb.append("\\\"");
+        case '\\' -> sb.append("\\\\");
+        case '\n' -> sb.append("\\n");
+        default -> {
+          if (ch < 0x20) {
+            sb.append(String.format(Locale.ROOT, "\\u%04x", (int) ch));
+          } else {
+            sb.append(ch);
+          }
+        }
+      }
+    }
+    return sb.append('"').toString();
+  }
+}

@@ -1,0 +1,199 @@
+package io.ferrite.kernel.proto;
+
+import io.ferrite.fabric.RegionRef;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+
+/**
+ * The master's RPC service: its id, opcodes and body layouts. All bodies are little-endian in the
+ * primitive encodings of {@link Wire} ({@code str} = u16 length + UTF-8; counts are i32).
+ *
+ * <pre>
+ * REGISTER (1)       server  -> serverId i32 (-1: new) | name str | hostId str
+ *                               | addrCount i32 | { fabric str | address str }*
+ *                               | regionCount i32 | { REGION }*
+ *                    master  <- serverId i32 | blockSize u64 | heartbeatMillis i32
+ * HEARTBEAT (2)      server  -> serverId i32                      master <- (empty)
+ *                    NOT_FOUND: unknown or DEAD server: register again
+ * ADD_REGION (3)     server  -> serverId i32 | REGION             master <- (empty)
+ * OPEN_SESSION (10)  client  -> clientName str | leaseMillis i32 (0: the master's default)
+ *                    master  <- sessionId u64 | leaseMillis i32
+ * RENEW_SESSION (11) client  -> sessionId u64                     master <- leaseMillis i32
+ * CLOSE_SESSION (12) client  -> sessionId u64                     master <- freedBlocks i32
+ * ALLOCATE (20)      client  -> sessionId u64 | count i32 | storageClass str ("": any)
+ *                               | flags u8 (bit 0: strict, do not spill to other classes)
+ *                               | owner str ("": session-scoped, freed with the session)
+ *                    master  <- count i32 | { BLOCK }*
+ * FREE (21)          client  -> sessionId u64 | count i32 | { serverId i32 | regionId i32 | offset u64 }*
+ *                    master  <- freed i32
+ * OWNED (22)         client  -> owner str                         master <- count i32 | { BLOCK }*
+ * MEMBERS (30)       any     -> (empty)                           master <- count i32 | { MEMBER }*
+ * REGIONS (31)       any     -> serverId i32 (-1: all)            master <- count i32 | { serverId i32 | REGION }*
+ * STATUS (32)        any     -> (empty)
+ *                    master  <- clusterId str | blockSize u64 | regions i32 | sessions i32
+ *                               | count i32 | { MEMBER | regions i32 | classCount i32
+ *                                               | { class str | capacity u64 | used u64 }* }*
+ *
+ * REGION  = regionId i32 | rkey u64 | length u64 | storageClass str | service str ("": block pool)
+ * BLOCK   = serverId i32 | regionId i32 | rkey u64 | regionLength u64 | offset u64 | length u64
+ *           | storageClass str
+ * MEMBER  = serverId i32 | name str | state u8 (ServerState ordinal) | hostId str
+ *           | addrCount i32 | { fabric str | address str }*
+ * </pre>
+ *
+ * Errors travel as the fabric's error responses: a malformed body is {@code INVALID_ARGUMENT}, an
+ * unknown opcode {@code UNKNOWN_OPCODE}, an unknown or expired session {@code SESSION_EXPIRED}, no
+ * free blocks {@code NO_SPACE}.
+ */
+public final class MasterProtocol {
+  private MasterProtocol() {}
+
+  /** The master's service id. Ids 1 to 15 are reserved for the kernel; faces use 16 and up. */
+  public static final int SERVICE = 1;
+
+  public static final int REGISTER = 1;
+  public static final int HEARTBEAT = 2;
+  public static final int ADD_REGION = 3;
+  public static final int OPEN_SESSION = 10;
+  public static final int RENEW_SESSION = 11;
+  public static final int CLOSE_SESSION = 12;
+  public static final int ALLOCATE = 20;
+  public static final int FREE = 21;
+  public static final int OWNED = 22;
+  public static final int MEMBERS = 30;
+  public static final int REGIONS = 31;
+  public static final int STATUS = 32;
+
+  /** ALLOCATE flag: allocate only from the named class, never spill to the next. */
+  public static final int FLAG_STRICT = 1;
+
+  /** Upper bound on any list in a request; larger counts are rejected before allocating. */
+  public static final int MAX_LIST = 1 << 20;
+
+  public static void writeRegion(Wire.Writer w, RegionInfo r) {
+    w.i32(r.ref().regionId())
+        .i64(r.ref().rkey())
+        .i64(r.ref().length())
+        .str(r.storageClass())
+        .str(r.service());
+  }
+
+  public static RegionInfo readRegion(Wire.Reader r, int serverId) {
+    int id = r.i32("regionId");
+    long rkey = r.i64("rkey");
+    long length = r.i64("length");
+    if (length <= 0) {
+      throw new io.ferrite.fabric.FerriteException(
+          io.ferrite.fabric.ErrorCode.INVALID_ARGUMENT,
+          "region length: " + length + " (expected: > 0)");
+    }
+    String cls = r.str("storageClass");
+    String service = r.str("service");
+    return new RegionInfo(new RegionRef(serverId, id, rkey, length), cls, service);
+  }
+
+  public static void writeBlock(Wire.Writer w, BlockRef b) {
+    w.i32(b.region().serverId())
+        .i32(b.region().regionId())
+        .i64(b.region().rkey())
+        .i64(b.region().length())
+        .i64(b.offset())
+        .i64(b.length())
+        .str(b.storageClass());
+  }
+
+  public static BlockRef readBlock(Wire.Reader r) {
+    int server = r.i32("serverId");
+    int region = r.i32("regionId");
+    long rkey = r.i64("rkey");
+    long regionLength = r.i64("regionLength");
+    long offset = r.i64("offset");
+    long length = r.i64("length");
+    String cls = r.str("storageClass");
+    try {
+      return new BlockRef(new RegionRef(server, region, rkey, regionLength), offset, length, cls);
+    } catch (IllegalArgumentException e) {
+      throw new io.ferrite.fabric.FerriteException(
+          io.ferrite.fabric.ErrorCode.INVALID_ARGUMENT, "block: " + e.getMessage());
+    }
+  }
+
+  public static void writeBlocks(Wire.Writer w, List<BlockRef> blocks) {
+    w.i32(blocks.size());
+    for (BlockRef b : blocks) {
+      writeBlock(w, b);
+    }
+  }
+
+  public static List<BlockRef> readBlocks(Wire.Reader r) {
+    int n = r.count("blockCount", MAX_LIST);
+    List<BlockRef> out = new ArrayList<>(Math.min(n, 1024));
+    for (int i = 0; i < n; i++) {
+      out.add(readBlock(r));
+    }
+    return out;
+  }
+
+  public static void writeAddresses(Wire.Writer w, Map<String, String> addresses) {
+    w.i32(addresses.size());
+    for (Map.Entry<String, String> e : addresses.entrySet()) {
+      w.str(e.getKey()).str(e.getValue());
+    }
+  }
+
+  public static Map<String, String> readAddresses(Wire.Reader r) {
+    int n = r.count("addrCount", 64);
+    Map<String, String> m = new LinkedHashMap<>();
+    for (int i = 0; i < n; i++) {
+      m.put(r.str("fabric"), r.str("address"));
+    }
+    return m;
+  }
+
+  public static void writeMember(Wire.Writer w, MemberInfo m) {
+    w.i32(m.serverId()).str(m.name()).u8(m.state().ordinal()).str(m.hostId());
+    writeAddresses(w, m.addresses());
+  }
+
+  public static MemberInfo readMember(Wire.Reader r) {
+    int id = r.i32("serverId");
+    String name = r.str("name");
+    ServerState state = ServerState.fromWire(r.u8("state"));
+    String host = r.str("hostId");
+    return new MemberInfo(id, name, state, host, readAddresses(r));
+  }
+
+  public static void writeStatus(Wire.Writer w, ClusterStatus s) {
+    w.str(s.clusterId()).i64(s.blockSize()).i32(s.regions()).i32(s.sessions());
+    w.i32(s.members().size());
+    for (ClusterStatus.Member m : s.members()) {
+      writeMember(w, m.info());
+      w.i32(m.regions()).i32(m.usage().size());
+      for (ClusterStatus.ClassUsage u : m.usage()) {
+        w.str(u.storageClass()).i64(u.capacityBytes()).i64(u.usedBytes());
+      }
+    }
+  }
+
+  public static ClusterStatus readStatus(Wire.Reader r) {
+    String cluster = r.str("clusterId");
+    long blockSize = r.i64("blockSize");
+    int regions = r.i32("regions");
+    int sessions = r.i32("sessions");
+    int n = r.count("memberCount", MAX_LIST);
+    List<ClusterStatus.Member> members = new ArrayList<>();
+    for (int i = 0; i < n; i++) {
+      MemberInfo info = readMember(r);
+      int reg = r.i32("regions");
+      int k = r.count("classCount", 1024);
+      List<ClusterStatus.ClassUsage> usage = new ArrayList<>();
+      for (int j = 0; j < k; j++) {
+        usage.add(new ClusterStatus.ClassUsage(r.str("class"), r.i64("capacity"), r.i64("used")));
+      }
+      members.add(new ClusterStatus.Member(info, reg, usage));
+    }
+    return new ClusterStatus(cluster, blockSize, members, regions, sessions);
+  }
+}

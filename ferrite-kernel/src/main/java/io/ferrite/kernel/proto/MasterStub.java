@@ -1,0 +1,143 @@
+package io.ferrite.kernel.proto;
+
+import io.ferrite.fabric.FabricConnection;
+import io.ferrite.fabric.Futures;
+import java.nio.ByteBuffer;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.CompletableFuture;
+
+/**
+ * Typed calls of the master's RPCs ({@link MasterProtocol}) over one connection. Used by memory
+ * servers, clients, hosted services and the CLI. Thread-safe (the connection is). Blocking methods
+ * throw {@link io.ferrite.fabric.FerriteException}.
+ */
+public final class MasterStub {
+  private final FabricConnection conn;
+  private final Duration deadline;
+
+  public MasterStub(FabricConnection conn, Duration deadline) {
+    this.conn = conn;
+    this.deadline = deadline;
+  }
+
+  public FabricConnection connection() {
+    return conn;
+  }
+
+  private CompletableFuture<ByteBuffer> call(int opcode, Wire.Writer w) {
+    return conn.call(MasterProtocol.SERVICE, opcode, w.toBuffer(), deadline);
+  }
+
+  private Wire.Reader callSync(int opcode, Wire.Writer w, String what) {
+    return new Wire.Reader(Futures.join(call(opcode, w)), what);
+  }
+
+  /** The master's answer to REGISTER. */
+  public record Registration(int serverId, long blockSize, int heartbeatMillis) {}
+
+  public Registration register(
+      int serverId,
+      String name,
+      String hostId,
+      Map<String, String> addresses,
+      List<RegionInfo> regions) {
+    Wire.Writer w = new Wire.Writer(256).i32(serverId).str(name).str(hostId);
+    MasterProtocol.writeAddresses(w, addresses);
+    w.i32(regions.size());
+    for (RegionInfo r : regions) {
+      MasterProtocol.writeRegion(w, r);
+    }
+    Wire.Reader r = callSync(MasterProtocol.REGISTER, w, "register response");
+    return new Registration(r.i32("serverId"), r.i64("blockSize"), r.i32("heartbeatMillis"));
+  }
+
+  public void heartbeat(int serverId) {
+    callSync(MasterProtocol.HEARTBEAT, new Wire.Writer(8).i32(serverId), "heartbeat response");
+  }
+
+  public void addRegion(int serverId, RegionInfo region) {
+    Wire.Writer w = new Wire.Writer(64).i32(serverId);
+    MasterProtocol.writeRegion(w, region);
+    callSync(MasterProtocol.ADD_REGION, w, "add-region response");
+  }
+
+  /** An open session: its id and the lease the master granted. */
+  public record Session(long sessionId, int leaseMillis) {}
+
+  public Session openSession(String clientName, int leaseMillis) {
+    Wire.Reader r =
+        callSync(
+            MasterProtocol.OPEN_SESSION,
+            new Wire.Writer(64).str(clientName).i32(leaseMillis),
+            "open-session response");
+    return new Session(r.i64("sessionId"), r.i32("leaseMillis"));
+  }
+
+  public CompletableFuture<Void> renewSession(long sessionId) {
+    return call(MasterProtocol.RENEW_SESSION, new Wire.Writer(8).i64(sessionId))
+        .thenApply(b -> null);
+  }
+
+  public int closeSession(long sessionId) {
+    return callSync(
+            MasterProtocol.CLOSE_SESSION, new Wire.Writer(8).i64(sessionId), "close response")
+        .i32("freed");
+  }
+
+  public CompletableFuture<List<BlockRef>> allocate(
+      long sessionId, int count, String storageClass, boolean strict, String owner) {
+    Wire.Writer w =
+        new Wire.Writer(64)
+            .i64(sessionId)
+            .i32(count)
+            .str(storageClass)
+            .u8(strict ? MasterProtocol.FLAG_STRICT : 0)
+            .str(owner);
+    return call(MasterProtocol.ALLOCATE, w)
+        .thenApply(b -> MasterProtocol.readBlocks(new Wire.Reader(b, "allocate response")));
+  }
+
+  public CompletableFuture<Integer> free(long sessionId, List<BlockRef> blocks) {
+    Wire.Writer w = new Wire.Writer(16 + 16 * blocks.size()).i64(sessionId).i32(blocks.size());
+    for (BlockRef b : blocks) {
+      w.i32(b.serverId()).i32(b.regionId()).i64(b.offset());
+    }
+    return call(MasterProtocol.FREE, w)
+        .thenApply(b -> new Wire.Reader(b, "free response").i32("freed"));
+  }
+
+  public List<BlockRef> owned(String owner) {
+    return MasterProtocol.readBlocks(
+        callSync(MasterProtocol.OWNED, new Wire.Writer(32).str(owner), "owned response"));
+  }
+
+  public List<MemberInfo> members() {
+    Wire.Reader r = callSync(MasterProtocol.MEMBERS, new Wire.Writer(0), "members response");
+    int n = r.count("memberCount", MasterProtocol.MAX_LIST);
+    List<MemberInfo> out = new ArrayList<>(n);
+    for (int i = 0; i < n; i++) {
+      out.add(MasterProtocol.readMember(r));
+    }
+    return out;
+  }
+
+  public List<RegionInfo> regions(int serverId) {
+    Wire.Reader r =
+        callSync(MasterProtocol.REGIONS, new Wire.Writer(4).i32(serverId), "regions response");
+    int n = r.count("regionCount", MasterProtocol.MAX_LIST);
+    List<RegionInfo> out = new ArrayList<>(n);
+    for (int i = 0; i < n; i++) {
+      int sid = r.i32("serverId");
+      out.add(MasterProtocol.readRegion(r, sid));
+    }
+    return out;
+  }
+
+  public ClusterStatus status() {
+    return MasterProtocol.readStatus(
+        callSync(MasterProtocol.STATUS, new Wire.Writer(0), "status response"));
+  }
+}
