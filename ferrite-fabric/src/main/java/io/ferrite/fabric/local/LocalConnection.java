@@ -1,7 +1,6 @@
 package io.ferrite.fabric.local;
 
 import io.ferrite.fabric.Batch;
-import io.ferrite.fabric.ConnectOptions;
 import io.ferrite.fabric.Counters;
 import io.ferrite.fabric.DeferredBatch;
 import io.ferrite.fabric.ErrorCode;
@@ -26,8 +25,14 @@ final class LocalConnection implements FabricConnection {
   private final Counters counters = new Counters();
   private volatile boolean open = true;
 
-  LocalConnection(LocalServer server, ScheduledExecutorService scheduler, ConnectOptions options) {
+  private final java.util.function.Consumer<AutoCloseable> onClose;
+
+  LocalConnection(
+      LocalServer server,
+      ScheduledExecutorService scheduler,
+      java.util.function.Consumer<AutoCloseable> onClose) {
     this.server = server;
+    this.onClose = onClose;
     this.scheduler = scheduler;
     this.id = server.nextConnectionId();
     server.attach(this);
@@ -208,5 +213,6 @@ final class LocalConnection implements FabricConnection {
   public void close() {
     open = false;
     server.detach(this);
+    onClose.accept(this);
   }
 }

@@ -8,8 +8,8 @@ import io.ferrite.fabric.FabricServer;
 import io.ferrite.fabric.FerriteException;
 import io.ferrite.fabric.NamedThreadFactory;
 import io.ferrite.fabric.ServerSpec;
-import java.util.List;
-import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ScheduledThreadPoolExecutor;
 
 /**
@@ -23,7 +23,7 @@ import java.util.concurrent.ScheduledThreadPoolExecutor;
 public final class LocalFabric implements Fabric {
   private final LocalNetwork network;
   private final ScheduledThreadPoolExecutor scheduler;
-  private final List<AutoCloseable> owned = new CopyOnWriteArrayList<>();
+  private final Set<AutoCloseable> owned = ConcurrentHashMap.newKeySet();
 
   public LocalFabric(LocalNetwork network) {
     this.network = network;
@@ -43,7 +43,7 @@ public final class LocalFabric implements Fabric {
 
   @Override
   public FabricServer serve(ServerSpec spec) {
-    LocalServer s = new LocalServer(network, spec);
+    LocalServer s = new LocalServer(network, spec, owned::remove);
     owned.add(s);
     return s;
   }
@@ -59,14 +59,14 @@ public final class LocalFabric implements Fabric {
           ErrorCode.AUTH_FAILED,
           "authentication with " + address + " failed: wrong cluster id or secret");
     }
-    LocalConnection c = new LocalConnection(s, scheduler, options);
+    LocalConnection c = new LocalConnection(s, scheduler, owned::remove);
     owned.add(c);
     return c;
   }
 
   @Override
   public void close() {
-    for (AutoCloseable c : owned) {
+    for (AutoCloseable c : java.util.List.copyOf(owned)) {
       try {
         c.close();
       } catch (Exception e) {

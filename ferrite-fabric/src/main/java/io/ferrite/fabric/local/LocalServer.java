@@ -40,8 +40,12 @@ final class LocalServer implements FabricServer {
   private final AtomicLong connectionIds = new AtomicLong();
   private volatile boolean dead;
 
-  LocalServer(LocalNetwork network, ServerSpec spec) {
+  private final java.util.function.Consumer<AutoCloseable> onClose;
+
+  LocalServer(
+      LocalNetwork network, ServerSpec spec, java.util.function.Consumer<AutoCloseable> onClose) {
     this.network = network;
+    this.onClose = onClose;
     this.spec = spec;
     this.service =
         new ThreadPoolExecutor(
@@ -215,5 +219,6 @@ final class LocalServer implements FabricServer {
   public void close() {
     network.deregister(address, this);
     kill();
+    onClose.accept(this);
   }
 }
