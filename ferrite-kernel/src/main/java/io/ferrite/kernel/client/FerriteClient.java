@@ -1,0 +1,468 @@
+package io.ferrite.kernel.client;
+
+import io.ferrite.fabric.ConnectOptions;
+import io.ferrite.fabric.ErrorCode;
+import io.ferrite.fabric.Fabric;
+import io.ferrite.fabric.FabricConnection;
+import io.ferrite.fabric.FerriteException;
+import io.ferrite.fabric.Futures;
+import io.ferrite.kernel.config.Threads;
+import io.ferrite.kernel.proto.BlockRef;
+import io.ferrite.kernel.proto.ClusterStatus;
+import io.ferrite.kernel.proto.MasterStub;
+import io.ferrite.kernel.proto.MemberInfo;
+import java.nio.ByteBuffer;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.ScheduledThreadPoolExecutor;
+import java.util.concurrent.TimeUnit;
+import java.util.function.Function;
+
+/**
+ * A client of one Ferrite cluster: a session with the master (renewed in the background), one
+ * connection per memory server shared by all threads (opened lazily, over the fabric chosen per
+ * server), and block-level one-sided operations.
+ *
+ * <h2>Errors and retries</h2>
+ *
+ * Every failure is a {@link FerriteException} with a code that says whether a retry can help. The
+ * client itself retries, with backoff and at most {@link ClientOptions#maxAttempts()} times, only
+ * what is safe to repeat: connecting, and reads. Writes, atomics, allocation and RPCs are not
+ * retried (a lost answer does not mean the operation did not happen); a connection that fails is
+ * dropped and the next operation reconnects.
+ *
+ * <p>Thread-safe. {@link #close()} closes the session (freeing its session-scoped blocks), every
+ * connection and every fabric the client opened.
+ */
+public final class FerriteClient implements AutoCloseable {
+  private static final System.Logger LOG = System.getLogger(FerriteClient.class.getName());
+  private static final long BASE_BACKOFF_MS = 20;
+
+  private final ClientOptions options;
+  private final String masterAddress;
+  private final ConnectOptions connectOptions;
+  private final Map<String, Fabric> fabrics = new ConcurrentHashMap<>();
+  private final Map<Integer, FabricConnection> connections = new ConcurrentHashMap<>();
+  private final Map<Integer, MemberInfo> members = new ConcurrentHashMap<>();
+  private final ScheduledThreadPoolExecutor renewer;
+  private volatile MasterStub master;
+  private volatile long sessionId;
+  private volatile boolean closed;
+
+  private FerriteClient(String masterAddress, ClientOptions options) {
+    this.options = options;
+    this.masterAddress = masterAddress;
+    this.connectOptions =
+        new ConnectOptions(options.credentials(), options.connectTimeout(), options.opTimeout());
+    this.renewer = Threads.scheduler("ferrite-client-session");
+  }
+
+  static FerriteClient open(String masterAddress, ClientOptions options) {
+    FerriteClient c = new FerriteClient(masterAddress, options);
+    try {
+      MasterStub m = c.master();
+      if (options.session()) {
+        MasterStub.Session s = m.openSession(options.clientName(), options.leaseMillis());
+        c.sessionId = s.sessionId();
+        long period = Math.max(10, s.leaseMillis() / 3);
+        c.renewer.scheduleWithFixedDelay(c::renew, period, period, TimeUnit.MILLISECONDS);
+      }
+      c.refreshMembers();
+      return c;
+    } catch (RuntimeException e) {
+      c.close();
+      throw e;
+    }
+  }
+
+  // ---------------------------------------------------------------- master
+
+  private Fabric fabric(String name) {
+    return fabrics.computeIfAbsent(name, n -> options.fabrics().open(n));
+  }
+
+  private static String scheme(String address) {
+    int i = address.indexOf("://");
+    return i < 0 ? "" : address.substring(0, i);
+  }
+
+  /** The master connection, reconnected (with retries) if it was lost. */
+  private MasterStub master() {
+    MasterStub m = master;
+    if (m != null && m.connection().isOpen()) {
+      return m;
+    }
+    synchronized (this) {
+      m = master;
+      if (m != null && m.connection().isOpen()) {
+        return m;
+      }
+      checkOpen();
+      FabricConnection c =
+          withRetries(
+              "connect to the master at " + masterAddress,
+              () -> fabric(scheme(masterAddress)).connect(masterAddress, connectOptions));
+      m = new MasterStub(c, options.rpcTimeout());
+      master = m;
+      return m;
+    }
+  }
+
+  private void renew() {
+    long id = sessionId;
+    if (id == 0 || closed) {
+      return;
+    }
+    try {
+      Futures.join(master().renewSession(id));
+    } catch (FerriteException e) {
+      if (e.code() == ErrorCode.SESSION_EXPIRED) {
+        LOG.log(
+            System.Logger.Level.ERROR,
+            "session {0} expired: its session-scoped blocks were freed by the master",
+            Long.toHexString(id));
+        sessionId = 0;
+      } else {
+        LOG.log(
+            System.Logger.Level.WARNING, "session renewal failed, will retry: {0}", e.getMessage());
+      }
+    }
+  }
+
+  private long session() {
+    long id = sessionId;
+    if (id == 0) {
+      throw new FerriteException(
+          ErrorCode.SESSION_EXPIRED,
+          options.session()
+              ? "this client's session expired; connect again"
+              : "this client was opened without a session");
+    }
+    return id;
+  }
+
+  /** The session id (0 if none). */
+  public long sessionId() {
+    return sessionId;
+  }
+
+  // ---------------------------------------------------------------- blocks
+
+  /** Allocates {@code count} session-scoped blocks from any class (dram first). */
+  public List<BlockRef> allocate(int count) {
+    return allocate(count, "", false, "");
+  }
+
+  /**
+   * Allocates {@code count} blocks, all or none.
+   *
+   * @param storageClass the preferred class, or "" for the preference order (dram, disk)
+   * @param strict only from {@code storageClass}, never spill to another class
+   * @param owner "" for session scope (freed when the session ends); else the persistent owner
+   */
+  public List<BlockRef> allocate(int count, String storageClass, boolean strict, String owner) {
+    return Futures.join(allocateAsync(count, storageClass, strict, owner));
+  }
+
+  public CompletableFuture<List<BlockRef>> allocateAsync(
+      int count, String storageClass, boolean strict, String owner) {
+    return master().allocate(session(), count, storageClass, strict, owner);
+  }
+
+  /** Frees blocks (all or none); returns how many. */
+  public int free(List<BlockRef> blocks) {
+    return Futures.join(master().free(session(), blocks));
+  }
+
+  /** The blocks persistently owned by {@code owner}. */
+  public List<BlockRef> owned(String owner) {
+    return master().owned(owner);
+  }
+
+  // ---------------------------------------------------------------- one-sided ops
+
+  private static void checkRange(BlockRef block, long offset, long length) {
+    if (offset < 0 || length < 0 || offset > block.length() - length) {
+      throw new FerriteException(
+          ErrorCode.OUT_OF_BOUNDS,
+          "offset: "
+              + offset
+              + ", length: "
+              + length
+              + " (expected: 0 <= offset and offset + length <= "
+              + block.length()
+              + " in "
+              + block
+              + ")");
+    }
+  }
+
+  /** Reads {@code dst.remaining()} bytes at {@code offset} within the block. Retried if lost. */
+  public CompletableFuture<Void> read(BlockRef block, long offset, ByteBuffer dst) {
+    checkRange(block, offset, dst.remaining());
+    return onServer(
+        block.serverId(), true, c -> c.read(block.region(), block.offset() + offset, dst));
+  }
+
+  /** Writes {@code src.remaining()} bytes at {@code offset} within the block. Not retried. */
+  public CompletableFuture<Void> write(BlockRef block, long offset, ByteBuffer src) {
+    checkRange(block, offset, src.remaining());
+    return onServer(
+        block.serverId(), false, c -> c.write(block.region(), block.offset() + offset, src));
+  }
+
+  public CompletableFuture<Long> compareAndSwap(
+      BlockRef block, long offset, long expect, long update) {
+    checkRange(block, offset, 8);
+    return onServer(
+        block.serverId(),
+        false,
+        c -> c.compareAndSwap(block.region(), block.offset() + offset, expect, update));
+  }
+
+  public CompletableFuture<Long> fetchAndAdd(BlockRef block, long offset, long delta) {
+    checkRange(block, offset, 8);
+    return onServer(
+        block.serverId(),
+        false,
+        c -> c.fetchAndAdd(block.region(), block.offset() + offset, delta));
+  }
+
+  public void readSync(BlockRef block, long offset, ByteBuffer dst) {
+    Futures.join(read(block, offset, dst));
+  }
+
+  public void writeSync(BlockRef block, long offset, ByteBuffer src) {
+    Futures.join(write(block, offset, src));
+  }
+
+  public long compareAndSwapSync(BlockRef block, long offset, long expect, long update) {
+    return Futures.join(compareAndSwap(block, offset, expect, update));
+  }
+
+  public long fetchAndAddSync(BlockRef block, long offset, long delta) {
+    return Futures.join(fetchAndAdd(block, offset, delta));
+  }
+
+  /** Calls {@code opcode} of a service hosted by memory server {@code serverId}. Not retried. */
+  public CompletableFuture<ByteBuffer> call(
+      int serverId, int service, int opcode, ByteBuffer request) {
+    return onServer(serverId, false, c -> c.call(service, opcode, request, options.rpcTimeout()));
+  }
+
+  // ---------------------------------------------------------------- connections
+
+  /**
+   * Runs {@code op} on the connection to {@code serverId}. A connection failure drops the
+   * connection; {@code idempotent} ops are then retried with backoff on a new connection.
+   */
+  private <T> CompletableFuture<T> onServer(
+      int serverId, boolean idempotent, Function<FabricConnection, CompletableFuture<T>> op) {
+    CompletableFuture<T> result = new CompletableFuture<>();
+    attempt(serverId, idempotent, op, 1, result);
+    return result;
+  }
+
+  private <T> void attempt(
+      int serverId,
+      boolean idempotent,
+      Function<FabricConnection, CompletableFuture<T>> op,
+      int n,
+      CompletableFuture<T> result) {
+    FabricConnection c;
+    try {
+      c = connection(serverId);
+    } catch (FerriteException e) {
+      result.completeExceptionally(e);
+      return;
+    }
+    op.apply(c)
+        .whenComplete(
+            (v, t) -> {
+              if (t == null) {
+                result.complete(v);
+                return;
+              }
+              FerriteException e = FerriteException.unwrap(t);
+              if (e.code() == ErrorCode.UNAVAILABLE) {
+                connections.remove(serverId, c);
+                c.close();
+              }
+              if (idempotent && e.retryable() && n < options.maxAttempts() && !closed) {
+                renewer.schedule(
+                    () -> attempt(serverId, idempotent, op, n + 1, result),
+                    BASE_BACKOFF_MS << (n - 1),
+                    TimeUnit.MILLISECONDS);
+              } else {
+                result.completeExceptionally(e);
+              }
+            });
+  }
+
+  /** The shared connection to {@code serverId}, opened on first use. */
+  public FabricConnection connection(int serverId) {
+    FabricConnection c = connections.get(serverId);
+    if (c != null && c.isOpen()) {
+      return c;
+    }
+    synchronized (connections) {
+      c = connections.get(serverId);
+      if (c != null && c.isOpen()) {
+        return c;
+      }
+      checkOpen();
+      MemberInfo m = member(serverId);
+      String fabricName = chooseFabric(m);
+      String address = m.addresses().get(fabricName);
+      c =
+          withRetries(
+              "connect to server " + serverId + " at " + address,
+              () -> fabric(fabricName).connect(address, connectOptions));
+      connections.put(serverId, c);
+      return c;
+    }
+  }
+
+  private MemberInfo member(int serverId) {
+    MemberInfo m = members.get(serverId);
+    if (m == null) {
+      refreshMembers();
+      m = members.get(serverId);
+    }
+    if (m == null) {
+      throw new FerriteException(ErrorCode.NOT_FOUND, "no memory server " + serverId);
+    }
+    return m;
+  }
+
+  /** Fetches the membership again (addresses change when a server restarts). */
+  public List<MemberInfo> refreshMembers() {
+    List<MemberInfo> list = master().members();
+    for (MemberInfo m : list) {
+      members.put(m.serverId(), m);
+    }
+    return list;
+  }
+
+  /**
+   * The fabric to reach {@code m}: {@code auto} picks shm for a server on this host that offers it,
+   * else tcp, else whatever the server offers; a named fabric must be offered by the server.
+   */
+  String chooseFabric(MemberInfo m) {
+    Map<String, String> a = m.addresses();
+    String want = options.fabric();
+    if (!want.equals("auto")) {
+      if (!a.containsKey(want)) {
+        throw new FerriteException(
+            ErrorCode.UNSUPPORTED,
+            "server "
+                + m.serverId()
+                + " offers "
+                + a.keySet()
+                + ", not "
+                + want
+                + " (client.fabric)");
+      }
+      return want;
+    }
+    if (a.containsKey("shm") && m.hostId().equals(options.hostId())) {
+      try {
+        fabric("shm");
+        return "shm";
+      } catch (FerriteException e) {
+        LOG.log(System.Logger.Level.DEBUG, "shm unavailable, using tcp: {0}", e.getMessage());
+      }
+    }
+    for (String f : List.of("tcp", "local", "shm")) {
+      if (a.containsKey(f)) {
+        return f;
+      }
+    }
+    throw new FerriteException(
+        ErrorCode.UNAVAILABLE, "server " + m.serverId() + " has announced no address yet");
+  }
+
+  private <T> T withRetries(String what, java.util.function.Supplier<T> action) {
+    FerriteException last = null;
+    for (int n = 1; n <= options.maxAttempts(); n++) {
+      try {
+        return action.get();
+      } catch (FerriteException e) {
+        last = e;
+        if (!e.retryable() || n == options.maxAttempts()) {
+          break;
+        }
+        try {
+          Thread.sleep(BASE_BACKOFF_MS << (n - 1));
+        } catch (InterruptedException ie) {
+          Thread.currentThread().interrupt();
+          break;
+        }
+      }
+    }
+    throw new FerriteException(last.code(), "cannot " + what + ": " + last.detail(), last);
+  }
+
+  private void checkOpen() {
+    if (closed) {
+      throw new FerriteException(ErrorCode.UNAVAILABLE, "client is closed");
+    }
+  }
+
+  // ---------------------------------------------------------------- cluster
+
+  public ClusterStatus status() {
+    return master().status();
+  }
+
+  public List<MemberInfo> members() {
+    return refreshMembers();
+  }
+
+  /** The master stub, for admin tools and faces that need master calls of their own. */
+  public MasterStub masterStub() {
+    return master();
+  }
+
+  @Override
+  public void close() {
+    if (closed) {
+      return;
+    }
+    closed = true;
+    renewer.shutdownNow();
+    long id = sessionId;
+    sessionId = 0;
+    MasterStub m = master;
+    if (id != 0 && m != null && m.connection().isOpen()) {
+      try {
+        m.closeSession(id);
+      } catch (FerriteException e) {
+        LOG.log(System.Logger.Level.DEBUG, "closing session: {0}", e.getMessage());
+      }
+    }
+    List<AutoCloseable> all = new ArrayList<>(connections.values());
+    connections.clear();
+    if (m != null) {
+      all.add(m.connection());
+    }
+    all.addAll(fabrics.values());
+    fabrics.clear();
+    for (AutoCloseable c : all) {
+      try {
+        c.close();
+      } catch (Exception e) {
+        LOG.log(System.Logger.Level.DEBUG, "closing " + c, e);
+      }
+    }
+  }
+
+  /** The deadline of control RPCs. */
+  public Duration rpcTimeout() {
+    return options.rpcTimeout();
+  }
+}

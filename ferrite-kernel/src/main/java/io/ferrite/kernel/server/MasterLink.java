@@ -1,0 +1,198 @@
+package io.ferrite.kernel.server;
+
+import io.ferrite.fabric.ConnectOptions;
+import io.ferrite.fabric.ErrorCode;
+import io.ferrite.fabric.Fabric;
+import io.ferrite.fabric.FabricConnection;
+import io.ferrite.fabric.FerriteException;
+import io.ferrite.kernel.proto.MasterStub;
+import java.time.Duration;
+import java.util.function.Consumer;
+import java.util.function.Function;
+
+/**
+ * A memory server's connection to the master: connects with backoff, registers, heartbeats, and
+ * starts over (reconnect, register again) whenever the master is gone or has forgotten the server
+ * (a restarted master, or one that marked it DEAD). Runs on its own named thread.
+ */
+final class MasterLink implements AutoCloseable {
+  private static final System.Logger LOG = System.getLogger(MasterLink.class.getName());
+  private static final long MIN_BACKOFF_MS = 50;
+  private static final long MAX_BACKOFF_MS = 2000;
+
+  private final Fabric fabric;
+  private final String address;
+  private final ConnectOptions options;
+  private final Duration rpcTimeout;
+  private final long heartbeatMillis;
+  private final Function<MasterStub, Integer> register;
+  private final Consumer<Integer> onRegistered;
+  private volatile MasterStub stub;
+  private volatile boolean closed;
+  private Thread thread;
+
+  /**
+   * @param register registers the server on the given stub and returns its id
+   * @param onRegistered told every time a registration succeeded
+   */
+  MasterLink(
+      Fabric fabric,
+      String address,
+      ConnectOptions options,
+      Duration rpcTimeout,
+      Duration heartbeat,
+      Function<MasterStub, Integer> register,
+      Consumer<Integer> onRegistered) {
+    this.fabric = fabric;
+    this.address = address;
+    this.options = options;
+    this.rpcTimeout = rpcTimeout;
+    this.heartbeatMillis = heartbeat.toMillis();
+    this.register = register;
+    this.onRegistered = onRegistered;
+  }
+
+  /** The current master connection. */
+  MasterStub stub() {
+    MasterStub s = stub;
+    if (s == null || !s.connection().isOpen()) {
+      throw new FerriteException(
+          ErrorCode.UNAVAILABLE, "not connected to the master at " + address + " (reconnecting)");
+    }
+    return s;
+  }
+
+  /**
+   * Connects (retrying with backoff until it works or the link is closed) and runs {@code call} on
+   * the connection; used once at start, before the heartbeat thread runs.
+   */
+  <T> T callWithRetry(Function<MasterStub, T> call) {
+    long backoff = MIN_BACKOFF_MS;
+    int attempts = 0;
+    while (!closed) {
+      try {
+        MasterStub s = connect();
+        return call.apply(s);
+      } catch (FerriteException e) {
+        if (!e.retryable()) {
+          throw e;
+        }
+        drop();
+        if (attempts++ % 20 == 0) {
+          LOG.log(
+              System.Logger.Level.WARNING,
+              "master at {0} not reachable ({1}); retrying",
+              address,
+              e.getMessage());
+        }
+        sleep(backoff);
+        backoff = Math.min(MAX_BACKOFF_MS, backoff * 2);
+      }
+    }
+    throw new FerriteException(ErrorCode.UNAVAILABLE, "closed while connecting to " + address);
+  }
+
+  private MasterStub connect() {
+    MasterStub s = stub;
+    if (s != null && s.connection().isOpen()) {
+      return s;
+    }
+    FabricConnection c = fabric.connect(address, options);
+    s = new MasterStub(c, rpcTimeout);
+    stub = s;
+    return s;
+  }
+
+  private void drop() {
+    MasterStub s = stub;
+    stub = null;
+    if (s != null) {
+      s.connection().close();
+    }
+  }
+
+  /** Starts the heartbeat thread; the server is registered already. */
+  void start(String threadName) {
+    thread = new Thread(this::run, threadName);
+    thread.setDaemon(true);
+    thread.start();
+  }
+
+  private void run() {
+    boolean registered = true;
+    long backoff = MIN_BACKOFF_MS;
+    boolean warned = false;
+    while (!closed) {
+      try {
+        if (!registered) {
+          int id = register.apply(connect());
+          onRegistered.accept(id);
+          registered = true;
+          if (warned) {
+            LOG.log(System.Logger.Level.INFO, "re-registered with the master at {0}", address);
+          }
+          warned = false;
+          backoff = MIN_BACKOFF_MS;
+        }
+        sleep(heartbeatMillis);
+        if (closed) {
+          return;
+        }
+        stub().heartbeat(idForHeartbeat);
+        backoff = MIN_BACKOFF_MS;
+      } catch (FerriteException e) {
+        if (closed) {
+          return;
+        }
+        registered = false;
+        if (e.code() != ErrorCode.NOT_FOUND) {
+          drop();
+          sleep(backoff);
+          backoff = Math.min(MAX_BACKOFF_MS, backoff * 2);
+        }
+        if (!warned) {
+          LOG.log(
+              System.Logger.Level.WARNING,
+              "lost the master at {0} ({1}); reconnecting and registering again",
+              address,
+              e.getMessage());
+          warned = true;
+        }
+      } catch (RuntimeException e) {
+        LOG.log(System.Logger.Level.ERROR, "master link failed", e);
+        registered = false;
+        drop();
+        sleep(MAX_BACKOFF_MS);
+      }
+    }
+  }
+
+  private volatile int idForHeartbeat;
+
+  void serverId(int id) {
+    idForHeartbeat = id;
+  }
+
+  private void sleep(long ms) {
+    try {
+      Thread.sleep(ms);
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+      closed = true;
+    }
+  }
+
+  @Override
+  public void close() {
+    closed = true;
+    if (thread != null) {
+      thread.interrupt();
+      try {
+        thread.join(5000);
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
+      }
+    }
+    drop();
+  }
+}

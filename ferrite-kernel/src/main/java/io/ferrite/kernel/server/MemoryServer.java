@@ -1,0 +1,385 @@
+package io.ferrite.kernel.server;
+
+import io.ferrite.fabric.ConnectOptions;
+import io.ferrite.fabric.Credentials;
+import io.ferrite.fabric.ErrorCode;
+import io.ferrite.fabric.Fabric;
+import io.ferrite.fabric.FabricServer;
+import io.ferrite.fabric.FerriteException;
+import io.ferrite.fabric.Futures;
+import io.ferrite.fabric.MappedRegion;
+import io.ferrite.fabric.RegionRef;
+import io.ferrite.fabric.RegionTable;
+import io.ferrite.fabric.RpcContext;
+import io.ferrite.fabric.RpcHandler;
+import io.ferrite.fabric.ServerSpec;
+import io.ferrite.kernel.config.FerriteConfig;
+import io.ferrite.kernel.config.Secrets;
+import io.ferrite.kernel.proto.HostIdentity;
+import io.ferrite.kernel.proto.MasterStub;
+import io.ferrite.kernel.proto.RegionInfo;
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.nio.ByteBuffer;
+import java.nio.channels.FileChannel;
+import java.nio.channels.FileLock;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.StandardOpenOption;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.ServiceLoader;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ConcurrentHashMap;
+
+/**
+ * A memory server: lends its DRAM ({@code dram} class, region files under {@code
+ * <shm.dir>/ferrite-<cluster>/<name>/}) and disk ({@code disk} class, under {@code
+ * <data.dir>/<name>/disk/}) as regions, serves them with one {@link RegionTable} on every fabric it
+ * is given, registers them with the master and heartbeats, and hosts the services of faces.
+ *
+ * <p>Its id, kept in {@code <data.dir>/<name>/server.id}, survives restarts; so do the region files
+ * that survive (see {@link RegionStore}). A lock on {@code <data.dir>/<name>/lock} keeps two
+ * processes from using one directory. A clean {@link #close} deletes the dram region files.
+ */
+public final class MemoryServer implements AutoCloseable {
+  private static final System.Logger LOG = System.getLogger(MemoryServer.class.getName());
+
+  private final FerriteConfig cfg;
+  private final String name;
+  private final Path serverDir;
+  private final String hostId;
+  private final RegionTable table = new RegionTable();
+  private final RegionStore store;
+  private final Map<Integer, FerriteService> services = new ConcurrentHashMap<>();
+  private final List<FerriteService> started = new ArrayList<>();
+  private final List<FabricServer> endpoints = new ArrayList<>();
+  private final Map<String, String> addresses = new LinkedHashMap<>();
+  private final FileChannel lockChannel;
+  private final FileLock lock;
+  private MasterLink link;
+  private volatile int serverId = -1;
+  private volatile boolean closed;
+
+  private MemoryServer(FerriteConfig cfg, Path serverDir, Path dramDir) throws IOException {
+    this.cfg = cfg;
+    this.name = cfg.serverName();
+    this.serverDir = Secrets.createPrivateDirectories(serverDir);
+    this.hostId = HostIdentity.local();
+    this.lockChannel =
+        FileChannel.open(
+            serverDir.resolve("lock"), StandardOpenOption.CREATE, StandardOpenOption.WRITE);
+    this.lock = lockChannel.tryLock();
+    if (lock == null) {
+      lockChannel.close();
+      throw new FerriteException(
+          ErrorCode.CONFLICT,
+          "server directory " + serverDir + " is in use by another process (server.name clash?)");
+    }
+    this.store =
+        new RegionStore(
+            serverDir, Map.of("dram", dramDir, "disk", serverDir.resolve("disk")), table);
+  }
+
+  /**
+   * Starts a memory server: creates or re-opens its regions, obtains its id from the master at
+   * {@code masterAddress} (retrying with backoff until the master answers), starts the services
+   * ({@code extraServices} plus those found by {@link ServiceLoader}), serves on each fabric and
+   * registers. Returns once registered.
+   *
+   * @param fabrics the fabrics to serve on; the one named by {@code masterAddress}'s scheme also
+   *     reaches the master. The caller keeps ownership of them.
+   */
+  public static MemoryServer start(
+      FerriteConfig cfg,
+      Credentials credentials,
+      List<Fabric> fabrics,
+      String masterAddress,
+      List<FerriteService> extraServices) {
+    Path serverDir = cfg.dataDir().resolve(cfg.serverName());
+    Path dramDir = cfg.shmDir().resolve("ferrite-" + cfg.clusterId()).resolve(cfg.serverName());
+    MemoryServer s;
+    try {
+      s = new MemoryServer(cfg, serverDir, dramDir);
+    } catch (IOException e) {
+      throw new UncheckedIOException("cannot open server directory " + serverDir, e);
+    }
+    try {
+      s.boot(credentials, fabrics, masterAddress, extraServices, dramDir);
+      return s;
+    } catch (RuntimeException e) {
+      s.close();
+      throw e;
+    }
+  }
+
+  private void boot(
+      Credentials credentials,
+      List<Fabric> fabrics,
+      String masterAddress,
+      List<FerriteService> extraServices,
+      Path socketDir) {
+    try {
+      store.recover();
+    } catch (IOException e) {
+      throw new UncheckedIOException("cannot recover regions of " + serverDir, e);
+    }
+    long regionSize = cfg.regionSize();
+    store.fill("dram", (int) (cfg.capacity("dram") / regionSize), regionSize);
+    store.fill("disk", (int) (cfg.capacity("disk") / regionSize), regionSize);
+
+    String scheme = masterAddress.substring(0, Math.max(0, masterAddress.indexOf("://")));
+    Fabric toMaster = null;
+    for (Fabric f : fabrics) {
+      if (f.name().equals(scheme)) {
+        toMaster = f;
+      }
+    }
+    if (toMaster == null) {
+      throw new FerriteException(
+          ErrorCode.UNSUPPORTED,
+          "no fabric among the server's to reach the master at " + masterAddress);
+    }
+    Duration rpc = cfg.rpcTimeout();
+    ConnectOptions options = new ConnectOptions(credentials, rpc, rpc);
+    link =
+        new MasterLink(
+            toMaster,
+            masterAddress,
+            options,
+            rpc,
+            cfg.heartbeatInterval(),
+            this::register,
+            id -> {});
+
+    int id = readServerId();
+    if (id <= 0) {
+      // A first registration without regions or addresses, only to obtain an id: the handshake
+      // of every fabric announces it, so it must be known before serving.
+      id = link.callWithRetry(m -> m.register(-1, name, hostId, Map.of(), List.of()).serverId());
+      writeServerId(id);
+    }
+    serverId = id;
+    link.serverId(id);
+
+    List<FerriteService> all = new ArrayList<>(extraServices);
+    for (FerriteService fs : ServiceLoader.load(FerriteService.class)) {
+      all.add(fs);
+    }
+    for (FerriteService fs : all) {
+      if (fs.id() < 16 || services.putIfAbsent(fs.id(), fs) != null) {
+        throw new FerriteException(
+            ErrorCode.CONFLICT,
+            "service " + fs.name() + " id " + fs.id() + " (expected: >= 16 and unique)");
+      }
+    }
+    for (FerriteService fs : all) {
+      fs.start(new Context(fs));
+      started.add(fs);
+    }
+
+    RpcHandler dispatch = this::dispatch;
+    for (Fabric f : fabrics) {
+      ServerSpec spec =
+          new ServerSpec(
+              id,
+              credentials,
+              table,
+              dispatch,
+              cfg.serverHost(),
+              cfg.serverPort(),
+              socketDir,
+              cfg.serviceThreads(),
+              1024,
+              ServerSpec.DEFAULT_MAX_FRAME);
+      FabricServer fsrv = f.serve(spec);
+      endpoints.add(fsrv);
+      addresses.put(f.name(), fsrv.address());
+    }
+    link.callWithRetry(this::register);
+    link.start("ferrite-server-" + name + "-master");
+    LOG.log(
+        System.Logger.Level.INFO,
+        "memory server {0} ({1}) serving {2} region(s) at {3}",
+        id,
+        name,
+        table.all().size(),
+        addresses.values());
+  }
+
+  private int register(MasterStub m) {
+    List<RegionInfo> regions = store.infos(serverId);
+    MasterStub.Registration r = m.register(serverId, name, hostId, addresses, regions);
+    if (r.blockSize() != cfg.blockSize()) {
+      LOG.log(
+          System.Logger.Level.WARNING,
+          "master block size {0} differs from this server''s {1}",
+          r.blockSize(),
+          cfg.blockSize());
+    }
+    return r.serverId();
+  }
+
+  private CompletableFuture<ByteBuffer> dispatch(
+      RpcContext ctx, int service, int opcode, ByteBuffer request) {
+    FerriteService s = services.get(service);
+    if (s == null) {
+      return Futures.failed(
+          ErrorCode.UNKNOWN_SERVICE,
+          "server "
+              + serverId
+              + " hosts no service "
+              + service
+              + " (hosts "
+              + services.keySet()
+              + ")");
+    }
+    try {
+      return s.handle(ctx, opcode, request);
+    } catch (FerriteException e) {
+      return CompletableFuture.failedFuture(e);
+    } catch (RuntimeException e) {
+      LOG.log(
+          System.Logger.Level.ERROR, "service " + s.name() + " opcode " + opcode + " failed", e);
+      return Futures.failed(ErrorCode.INTERNAL, s.name() + " opcode " + opcode + ": " + e);
+    }
+  }
+
+  private int readServerId() {
+    Path p = serverDir.resolve("server.id");
+    try {
+      if (Files.exists(p)) {
+        return Integer.parseInt(Files.readString(p, StandardCharsets.US_ASCII).trim());
+      }
+    } catch (IOException | NumberFormatException e) {
+      LOG.log(System.Logger.Level.WARNING, "ignoring unreadable " + p, e);
+    }
+    return -1;
+  }
+
+  private void writeServerId(int id) {
+    Path p = serverDir.resolve("server.id");
+    try {
+      Path tmp = serverDir.resolve("server.id.tmp");
+      Files.writeString(tmp, id + "\n", StandardCharsets.US_ASCII);
+      Files.move(tmp, p, java.nio.file.StandardCopyOption.ATOMIC_MOVE);
+    } catch (IOException e) {
+      throw new UncheckedIOException("cannot write " + p, e);
+    }
+  }
+
+  public int serverId() {
+    return serverId;
+  }
+
+  public String name() {
+    return name;
+  }
+
+  /** The endpoint per fabric name. */
+  public Map<String, String> addresses() {
+    return Map.copyOf(addresses);
+  }
+
+  public RegionTable regions() {
+    return table;
+  }
+
+  /** The server's endpoints, e.g. to read their counters. */
+  public List<FabricServer> endpoints() {
+    return List.copyOf(endpoints);
+  }
+
+  private final class Context implements ServiceContext {
+    private final FerriteService service;
+
+    Context(FerriteService service) {
+      this.service = service;
+    }
+
+    @Override
+    public int serverId() {
+      return serverId;
+    }
+
+    @Override
+    public FerriteConfig config() {
+      return cfg;
+    }
+
+    @Override
+    public MappedRegion createRegion(String storageClass, long length) {
+      MappedRegion r = store.createServiceRegion(storageClass, length, service.name());
+      try {
+        link.stub().addRegion(serverId, store.info(serverId, r));
+      } catch (FerriteException e) {
+        // Not registered yet, or reconnecting: the next REGISTER lists the region.
+        LOG.log(
+            System.Logger.Level.DEBUG,
+            "region {0} reaches the master with the next registration",
+            r);
+      }
+      return r;
+    }
+
+    @Override
+    public RegionRef ref(MappedRegion region) {
+      return table.ref(serverId, region.id());
+    }
+
+    @Override
+    public MasterStub master() {
+      return link.stub();
+    }
+
+    @Override
+    public Path directory() {
+      Path d = serverDir.resolve("service-" + service.name());
+      try {
+        return Secrets.createPrivateDirectories(d);
+      } catch (IOException e) {
+        throw new UncheckedIOException("cannot create " + d, e);
+      }
+    }
+  }
+
+  /**
+   * Stops heartbeating, closes the endpoints, stops the services and closes the regions, deleting
+   * the dram and service region files.
+   */
+  @Override
+  public synchronized void close() {
+    if (closed) {
+      return;
+    }
+    closed = true;
+    if (link != null) {
+      link.close();
+    }
+    for (FabricServer e : endpoints) {
+      try {
+        e.close();
+      } catch (RuntimeException ex) {
+        LOG.log(System.Logger.Level.WARNING, "closing endpoint " + e.address(), ex);
+      }
+    }
+    for (FerriteService s : started) {
+      try {
+        s.stop();
+      } catch (RuntimeException ex) {
+        LOG.log(System.Logger.Level.WARNING, "stopping service " + s.name(), ex);
+      }
+    }
+    store.close();
+    try {
+      lock.release();
+      lockChannel.close();
+    } catch (IOException e) {
+      LOG.log(System.Logger.Level.WARNING, "releasing " + serverDir + "/lock", e);
+    }
+  }
+}

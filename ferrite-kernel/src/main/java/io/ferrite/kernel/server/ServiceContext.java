@@ -1,0 +1,37 @@
+package io.ferrite.kernel.server;
+
+import io.ferrite.fabric.MappedRegion;
+import io.ferrite.fabric.RegionRef;
+import io.ferrite.kernel.config.FerriteConfig;
+import io.ferrite.kernel.proto.MasterStub;
+import java.nio.file.Path;
+
+/** What a hosted {@link FerriteService} gets from its memory server. Thread-safe. */
+public interface ServiceContext {
+  /** The memory server's id, as assigned by the master. */
+  int serverId();
+
+  /** The memory server's configuration. */
+  FerriteConfig config();
+
+  /**
+   * Creates a region of {@code length} bytes in {@code storageClass} ({@code dram} or {@code disk})
+   * owned by this service: registered with every fabric of the server (so one-sided ops reach it)
+   * and with the master's region directory (never handed out as blocks). It is deleted when the
+   * server stops. Does not count against the block-pool capacity.
+   */
+  MappedRegion createRegion(String storageClass, long length);
+
+  /** The ref (with rkey) clients need to reach {@code region}. */
+  RegionRef ref(MappedRegion region);
+
+  /**
+   * The master, over the server's current connection.
+   *
+   * @throws io.ferrite.fabric.FerriteException UNAVAILABLE while the server is reconnecting
+   */
+  MasterStub master();
+
+  /** A private directory for the service's own files, under the server's directory. */
+  Path directory();
+}
