@@ -31,9 +31,13 @@ import java.util.stream.Stream;
  *
  * file   = header | record*
  * header = magic u32 "FJNL" | version u16 | kind u16 (1 snapshot, 2 log) | generation u64
- * record = bodyLength u32 | checksum u64 | body (bodyLength bytes: one encoded MasterEvent)
+ * record = bodyLength u32 | checksum u64 | body
  *          checksum = XXH3-64 (Checksum64) of bodyLength (4 bytes LE) followed by body
+ * body   = eventCount i32 | { eventLength i32 | event (MasterEvent encoding) }*
  * </pre>
+ *
+ * One record holds the events of one mutation (a group), so a mutation is recovered whole or not at
+ * all. A snapshot writes one event per record.
  *
  * <p>Recovery loads the newest snapshot, then replays its log. A record whose length runs past the
  * end of the file, or whose checksum does not match (a crash in the middle of a write), ends the
@@ -228,11 +232,15 @@ final class Journal implements AutoCloseable {
       if (actual != sum) {
         break;
       }
-      MasterEvent e;
+      List<MasterEvent> group = new ArrayList<>();
       try {
-        e =
-            MasterEvent.decode(
-                new Wire.Reader(ByteBuffer.wrap(all, b.position(), len), "journal record"));
+        Wire.Reader r = new Wire.Reader(ByteBuffer.wrap(all, b.position(), len), "journal record");
+        int n = r.count("eventCount", len);
+        for (int i = 0; i < n; i++) {
+          byte[] ev = r.bytes("event");
+          group.add(MasterEvent.decode(new Wire.Reader(ByteBuffer.wrap(ev), "journal event")));
+        }
+        r.end();
       } catch (FerriteException ex) {
         // A record with a good checksum that does not decode was written by a newer master.
         throw new FerriteException(
@@ -241,7 +249,7 @@ final class Journal implements AutoCloseable {
             ex);
       }
       b.position(b.position() + len);
-      replay.accept(e);
+      group.forEach(replay);
       records++;
       good = b.position();
     }
@@ -261,9 +269,14 @@ final class Journal implements AutoCloseable {
     return h;
   }
 
-  private static void writeRecords(FileChannel ch, List<MasterEvent> events) throws IOException {
-    for (MasterEvent e : events) {
-      byte[] body = MasterEvent.encode(e);
+  private static void writeRecords(FileChannel ch, List<List<MasterEvent>> groups)
+      throws IOException {
+    for (List<MasterEvent> g : groups) {
+      Wire.Writer w = new Wire.Writer(64 * g.size()).i32(g.size());
+      for (MasterEvent e : g) {
+        w.bytes(MasterEvent.encode(e));
+      }
+      byte[] body = w.toArray();
       ByteBuffer rec =
           ByteBuffer.allocate(RECORD_HEADER + body.length).order(ByteOrder.LITTLE_ENDIAN);
       rec.putInt(body.length).putLong(0).put(body);
@@ -296,7 +309,7 @@ final class Journal implements AutoCloseable {
     long start = -1;
     try {
       start = log.position();
-      writeRecords(log, events);
+      writeRecords(log, List.of(events));
       if (fsync) {
         log.force(false);
       }
@@ -332,7 +345,11 @@ final class Journal implements AutoCloseable {
         while (h.hasRemaining()) {
           ch.write(h);
         }
-        writeRecords(ch, state);
+        List<List<MasterEvent>> one = new ArrayList<>(state.size());
+        for (MasterEvent e : state) {
+          one.add(List.of(e));
+        }
+        writeRecords(ch, one);
         ch.force(true);
       }
       Files.move(tmp, snap, StandardCopyOption.ATOMIC_MOVE);

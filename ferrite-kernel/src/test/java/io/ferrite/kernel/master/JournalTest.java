@@ -1,0 +1,241 @@
+package io.ferrite.kernel.master;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import io.ferrite.fabric.FerriteException;
+import io.ferrite.kernel.Seed;
+import io.ferrite.kernel.proto.BlockRef;
+import io.ferrite.kernel.proto.ServerState;
+import java.io.IOException;
+import java.nio.channels.FileChannel;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.StandardOpenOption;
+import java.util.ArrayList;
+import java.util.HashSet;
+import java.util.List;
+import java.util.Map;
+import java.util.Random;
+import java.util.Set;
+import java.util.concurrent.atomic.AtomicLong;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
+import org.junit.jupiter.api.io.TempDir;
+
+class JournalTest {
+  @RegisterExtension final Seed seed = new Seed();
+  @TempDir Path dir;
+  final AtomicLong clock = new AtomicLong(5_000_000);
+
+  /** A master state journaled in {@code dir}, as the master opens it. */
+  final class Opened implements AutoCloseable {
+    final MasterState state = MasterStateTest.newState(clock, seed);
+    final Journal journal;
+
+    Opened() {
+      journal = Journal.open(dir, true, state::apply);
+      state.recovered();
+      state.sink(journal::append);
+    }
+
+    Set<MasterEvent> image() {
+      return new HashSet<>(state.snapshotEvents());
+    }
+
+    @Override
+    public void close() {
+      journal.close();
+    }
+  }
+
+  /** A seeded mix of every mutation: registrations, sessions, allocations, frees, expiry. */
+  static void workload(MasterState s, Random rnd, AtomicLong clock, int steps) {
+    List<Long> sessions = new ArrayList<>();
+    List<BlockRef> sessionBlocks = new ArrayList<>();
+    List<Long> owners = new ArrayList<>();
+    for (int i = 1; i <= 3; i++) {
+      MasterStateTest.server(
+          s, "s" + i, MasterStateTest.region(1, "dram", 8), MasterStateTest.region(2, "disk", 8));
+    }
+    for (int i = 0; i < steps; i++) {
+      try {
+        switch (rnd.nextInt(6)) {
+          case 0 -> sessions.add(s.openSession("c" + i, 500 + rnd.nextInt(3000)).sessionId());
+          case 1 -> {
+            if (!sessions.isEmpty()) {
+              long id = sessions.get(rnd.nextInt(sessions.size()));
+              boolean persistent = rnd.nextInt(3) == 0;
+              List<BlockRef> got =
+                  s.allocate(
+                      id,
+                      1 + rnd.nextInt(3),
+                      rnd.nextBoolean() ? "" : "disk",
+                      false,
+                      persistent ? "owner-" + rnd.nextInt(4) : "");
+              if (!persistent) {
+                sessionBlocks.addAll(got);
+              }
+              owners.add(id);
+            }
+          }
+          case 2 -> {
+            if (!sessionBlocks.isEmpty() && !sessions.isEmpty()) {
+              BlockRef b = sessionBlocks.remove(rnd.nextInt(sessionBlocks.size()));
+              s.free(
+                  sessions.get(rnd.nextInt(sessions.size())),
+                  List.<int[]>of(new int[] {b.serverId(), b.regionId()}),
+                  List.of(b.offset()));
+            }
+          }
+          case 3 -> {
+            clock.addAndGet(rnd.nextInt(1500));
+            s.tick();
+          }
+          case 4 -> {
+            if (!sessions.isEmpty()) {
+              s.closeSession(sessions.remove(rnd.nextInt(sessions.size())));
+            }
+          }
+          default -> {
+            if (!sessions.isEmpty()) {
+              s.renewSession(sessions.get(rnd.nextInt(sessions.size())));
+            }
+          }
+        }
+      } catch (FerriteException expected) {
+        // NO_SPACE, SESSION_EXPIRED, NOT_FOUND, CONFLICT: part of the mix.
+      }
+    }
+  }
+
+  @Test
+  void restartRecoversEveryServerRegionSessionAndAllocation() {
+    Set<MasterEvent> before;
+    List<BlockRef> owned;
+    try (Opened m = new Opened()) {
+      workload(m.state, seed.random(), clock, 300);
+      owned = m.state.owned("owner-1");
+      before = m.image();
+    }
+    try (Opened m = new Opened()) {
+      assertEquals(before, m.image(), seed.toString());
+      assertEquals(owned, m.state.owned("owner-1"));
+      assertEquals(3, m.state.members().size());
+      assertTrue(
+          m.state.members().stream().allMatch(x -> x.state() == ServerState.UNKNOWN),
+          "servers are UNKNOWN until they heartbeat");
+      assertEquals(0, m.journal.recovery().droppedBytes());
+    }
+  }
+
+  @Test
+  void recoveredSessionsGetAFreshLeaseAndStillExpire() {
+    long id;
+    try (Opened m = new Opened()) {
+      MasterStateTest.server(m.state, "a", MasterStateTest.region(1, "dram", 4));
+      id = m.state.openSession("c", 1000).sessionId();
+      m.state.allocate(id, 2, "", false, "");
+    }
+    clock.addAndGet(60_000); // the master was down for a minute
+    try (Opened m = new Opened()) {
+      m.state.tick();
+      assertTrue(m.state.hasSession(id), "fresh lease after recovery");
+      clock.addAndGet(1001);
+      m.state.tick();
+      assertTrue(!m.state.hasSession(id), "a client that never came back expires");
+      assertEquals(0, m.state.status().totals(null).get("dram")[1]);
+    }
+  }
+
+  private Path logFile() throws IOException {
+    try (var s = Files.list(dir)) {
+      return s.filter(p -> p.getFileName().toString().startsWith("log-")).findFirst().orElseThrow();
+    }
+  }
+
+  @Test
+  void truncatedTailIsIgnoredAndAppendsContinue() throws IOException {
+    Set<MasterEvent> afterFirst;
+    try (Opened m = new Opened()) {
+      workload(m.state, seed.random(), clock, 50);
+      afterFirst = m.image();
+      MasterStateTest.server(m.state, "late", MasterStateTest.region(1, "dram", 4));
+    }
+    Path log = logFile();
+    long size = Files.size(log);
+    try (FileChannel ch = FileChannel.open(log, StandardOpenOption.WRITE)) {
+      ch.truncate(size - 5); // a crash in the middle of the last write
+    }
+    try (Opened m = new Opened()) {
+      assertTrue(m.journal.recovery().droppedBytes() > 0);
+      assertEquals(afterFirst, m.image(), "everything but the torn last group");
+      MasterStateTest.server(m.state, "later", MasterStateTest.region(1, "dram", 4));
+    }
+    try (Opened m = new Opened()) {
+      assertEquals(0, m.journal.recovery().droppedBytes(), "the torn tail was cut off");
+      assertEquals(4, m.state.members().size(), "appends after recovery follow good records");
+    }
+  }
+
+  @Test
+  void corruptRecordEndsTheLogWithoutFailingRecovery() throws IOException {
+    Set<MasterEvent> before;
+    try (Opened m = new Opened()) {
+      workload(m.state, seed.random(), clock, 50);
+      before = m.image();
+      MasterStateTest.server(m.state, "late", MasterStateTest.region(1, "dram", 4));
+    }
+    Path log = logFile();
+    byte[] all = Files.readAllBytes(log);
+    all[all.length - 3] ^= 0x5A; // flip bits inside the last record's body
+    Files.write(log, all);
+    try (Opened m = new Opened()) {
+      assertTrue(m.journal.recovery().droppedBytes() > 0);
+      assertEquals(before, m.image());
+    }
+    // Garbage after good records (a partially written record header) is ignored too.
+    Files.write(log, new byte[] {1, 2, 3, 4, 5, 6, 7}, StandardOpenOption.APPEND);
+    try (Opened m = new Opened()) {
+      assertEquals(7, m.journal.recovery().droppedBytes());
+      assertEquals(before, m.image());
+    }
+  }
+
+  @Test
+  void snapshotPlusLogRecoversAndTruncatesTheLog() throws IOException {
+    Set<MasterEvent> before;
+    try (Opened m = new Opened()) {
+      workload(m.state, seed.random(), clock, 150);
+      synchronized (m.state) {
+        m.journal.snapshot(m.state.snapshotEvents());
+      }
+      assertEquals(1, m.journal.generation());
+      assertEquals(0, m.journal.recordsSinceSnapshot());
+      workload(m.state, seed.random(), clock, 150);
+      before = m.image();
+    }
+    try (var s = Files.list(dir)) {
+      List<String> names = s.map(p -> p.getFileName().toString()).sorted().toList();
+      assertEquals(List.of("log-0000000000000001", "snapshot-0000000000000001"), names);
+    }
+    try (Opened m = new Opened()) {
+      assertEquals(before, m.image(), seed.toString());
+      assertTrue(m.journal.recovery().snapshotRecords() > 0);
+    }
+    // An interrupted snapshot (temp file never renamed) is ignored and removed.
+    Files.writeString(dir.resolve("snapshot-0000000000000002.tmp"), "partial");
+    try (Opened m = new Opened()) {
+      assertEquals(before, m.image());
+      assertTrue(Files.notExists(dir.resolve("snapshot-0000000000000002.tmp")));
+    }
+  }
+
+  @Test
+  void emptyDirectoryIsAnEmptyMaster() {
+    try (Opened m = new Opened()) {
+      assertEquals(0, m.state.members().size());
+      assertEquals(Map.of(), Map.of());
+    }
+  }
+}
