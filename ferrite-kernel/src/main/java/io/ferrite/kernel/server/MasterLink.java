@@ -9,6 +9,7 @@ import io.ferrite.kernel.proto.MasterStub;
 import java.time.Duration;
 import java.util.function.Consumer;
 import java.util.function.Function;
+import java.util.function.Supplier;
 
 /**
  * A memory server's connection to the master: connects with backoff, registers, heartbeats, and
@@ -21,7 +22,7 @@ final class MasterLink implements AutoCloseable {
   private static final long MAX_BACKOFF_MS = 2000;
 
   private final Fabric fabric;
-  private final String address;
+  private final Supplier<String> address;
   private final ConnectOptions options;
   private final Duration rpcTimeout;
   private final long heartbeatMillis;
@@ -37,7 +38,7 @@ final class MasterLink implements AutoCloseable {
    */
   MasterLink(
       Fabric fabric,
-      String address,
+      Supplier<String> address,
       ConnectOptions options,
       Duration rpcTimeout,
       Duration heartbeat,
@@ -57,7 +58,8 @@ final class MasterLink implements AutoCloseable {
     MasterStub s = stub;
     if (s == null || !s.connection().isOpen()) {
       throw new FerriteException(
-          ErrorCode.UNAVAILABLE, "not connected to the master at " + address + " (reconnecting)");
+          ErrorCode.UNAVAILABLE,
+          "not connected to the master at " + address.get() + " (reconnecting)");
     }
     return s;
   }
@@ -82,14 +84,15 @@ final class MasterLink implements AutoCloseable {
           LOG.log(
               System.Logger.Level.WARNING,
               "master at {0} not reachable ({1}); retrying",
-              address,
+              address.get(),
               e.getMessage());
         }
         sleep(backoff);
         backoff = Math.min(MAX_BACKOFF_MS, backoff * 2);
       }
     }
-    throw new FerriteException(ErrorCode.UNAVAILABLE, "closed while connecting to " + address);
+    throw new FerriteException(
+        ErrorCode.UNAVAILABLE, "closed while connecting to " + address.get());
   }
 
   private MasterStub connect() {
@@ -97,7 +100,7 @@ final class MasterLink implements AutoCloseable {
     if (s != null && s.connection().isOpen()) {
       return s;
     }
-    FabricConnection c = fabric.connect(address, options);
+    FabricConnection c = fabric.connect(address.get(), options);
     s = new MasterStub(c, rpcTimeout);
     stub = s;
     return s;
@@ -129,7 +132,8 @@ final class MasterLink implements AutoCloseable {
           onRegistered.accept(id);
           registered = true;
           if (warned) {
-            LOG.log(System.Logger.Level.INFO, "re-registered with the master at {0}", address);
+            LOG.log(
+                System.Logger.Level.INFO, "re-registered with the master at {0}", address.get());
           }
           warned = false;
           backoff = MIN_BACKOFF_MS;
@@ -154,7 +158,7 @@ final class MasterLink implements AutoCloseable {
           LOG.log(
               System.Logger.Level.WARNING,
               "lost the master at {0} ({1}); reconnecting and registering again",
-              address,
+              address.get(),
               e.getMessage());
           warned = true;
         }

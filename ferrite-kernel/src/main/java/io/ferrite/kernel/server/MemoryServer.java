@@ -35,6 +35,7 @@ import java.util.Map;
 import java.util.ServiceLoader;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.function.Supplier;
 
 /**
  * A memory server: lends its DRAM ({@code dram} class, region files under {@code
@@ -100,6 +101,19 @@ public final class MemoryServer implements AutoCloseable {
       List<Fabric> fabrics,
       String masterAddress,
       List<FerriteService> extraServices) {
+    return start(cfg, credentials, fabrics, () -> masterAddress, extraServices);
+  }
+
+  /**
+   * As {@link #start(FerriteConfig, Credentials, List, String, List)}, asking {@code masterAddress}
+   * for the master's address at every (re)connect, for masters that move.
+   */
+  public static MemoryServer start(
+      FerriteConfig cfg,
+      Credentials credentials,
+      List<Fabric> fabrics,
+      Supplier<String> masterAddress,
+      List<FerriteService> extraServices) {
     Path serverDir = cfg.dataDir().resolve(cfg.serverName());
     Path dramDir = cfg.shmDir().resolve("ferrite-" + cfg.clusterId()).resolve(cfg.serverName());
     MemoryServer s;
@@ -120,9 +134,10 @@ public final class MemoryServer implements AutoCloseable {
   private void boot(
       Credentials credentials,
       List<Fabric> fabrics,
-      String masterAddress,
+      Supplier<String> masterAddressSupplier,
       List<FerriteService> extraServices,
       Path socketDir) {
+    String masterAddress = masterAddressSupplier.get();
     try {
       store.recover();
     } catch (IOException e) {
@@ -149,7 +164,7 @@ public final class MemoryServer implements AutoCloseable {
     link =
         new MasterLink(
             toMaster,
-            masterAddress,
+            masterAddressSupplier,
             options,
             rpc,
             cfg.heartbeatInterval(),

@@ -1,0 +1,255 @@
+package io.ferrite.kernel.client;
+
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import io.ferrite.fabric.Credentials;
+import io.ferrite.fabric.ErrorCode;
+import io.ferrite.fabric.FerriteException;
+import io.ferrite.fabric.Futures;
+import io.ferrite.fabric.MappedRegion;
+import io.ferrite.fabric.RpcContext;
+import io.ferrite.kernel.LocalCluster;
+import io.ferrite.kernel.Seed;
+import io.ferrite.kernel.proto.BlockRef;
+import io.ferrite.kernel.proto.ClusterStatus;
+import io.ferrite.kernel.proto.RegionInfo;
+import io.ferrite.kernel.proto.ServerState;
+import io.ferrite.kernel.server.FerriteService;
+import io.ferrite.kernel.server.MemoryServer;
+import io.ferrite.kernel.server.ServiceContext;
+import java.nio.ByteBuffer;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Path;
+import java.util.HashSet;
+import java.util.List;
+import java.util.Set;
+import java.util.concurrent.CompletableFuture;
+import java.util.function.BooleanSupplier;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
+import org.junit.jupiter.api.io.TempDir;
+
+/** Master, two memory servers and clients over the local fabric. */
+class ClusterEndToEndTest {
+  @RegisterExtension final Seed seed = new Seed();
+  @TempDir Path dir;
+  LocalCluster cluster;
+
+  @BeforeEach
+  void start() throws Exception {
+    cluster = new LocalCluster(dir);
+    cluster.startMaster();
+    cluster.startServer("s1");
+    cluster.startServer("s2");
+  }
+
+  @AfterEach
+  void stop() throws Exception {
+    cluster.close();
+  }
+
+  static void await(String what, BooleanSupplier cond) throws InterruptedException {
+    long deadline = System.nanoTime() + 20_000_000_000L;
+    while (!cond.getAsBoolean()) {
+      if (System.nanoTime() > deadline) {
+        throw new AssertionError("timed out waiting for " + what);
+      }
+      Thread.sleep(20);
+    }
+  }
+
+  @Test
+  void allocateWriteReadBackAndAtomicsOnEveryServer() {
+    FerriteClient c = cluster.client();
+    List<BlockRef> blocks = c.allocate(4);
+    Set<Integer> servers = new HashSet<>();
+    for (BlockRef b : blocks) {
+      servers.add(b.serverId());
+      byte[] data = new byte[1000];
+      seed.random().nextBytes(data);
+      c.writeSync(b, 128, ByteBuffer.wrap(data));
+      ByteBuffer back = ByteBuffer.allocate(1000);
+      c.readSync(b, 128, back);
+      assertArrayEquals(data, back.array(), b + " " + seed);
+      assertEquals(0, c.compareAndSwapSync(b, 0, 0, 42));
+      assertEquals(42, c.compareAndSwapSync(b, 0, 7, 9), "failed CAS returns the current value");
+      assertEquals(42, c.fetchAndAddSync(b, 0, 8));
+      assertEquals(50, c.fetchAndAddSync(b, 0, 0));
+    }
+    assertEquals(2, servers.size(), "round robin reached both servers: " + blocks);
+    FerriteException oob =
+        assertThrows(
+            FerriteException.class,
+            () -> c.writeSync(blocks.get(0), blocks.get(0).length() - 4, ByteBuffer.allocate(8)));
+    assertEquals(ErrorCode.OUT_OF_BOUNDS, oob.code());
+    assertEquals(4, c.free(blocks));
+  }
+
+  @Test
+  void clientWithoutTheSecretIsRefusedBeforeAnyOp() {
+    Credentials wrong =
+        new Credentials("kernel-test", "not-the-secret-at-all".getBytes(StandardCharsets.UTF_8));
+    FerriteException e =
+        assertThrows(
+            FerriteException.class,
+            () -> cluster.client(ClientOptions.builder(wrong).maxAttempts(1)));
+    assertEquals(ErrorCode.AUTH_FAILED, e.code(), e.getMessage());
+    // A client that has the secret can still not reach a memory server with a wrong one.
+    FerriteClient good = cluster.client();
+    BlockRef b = good.allocate(1).get(0);
+    String address = good.members().get(0).addresses().get("local");
+    FerriteException e2 =
+        assertThrows(
+            FerriteException.class,
+            () ->
+                cluster
+                    .fabrics()
+                    .open("local")
+                    .connect(address, io.ferrite.fabric.ConnectOptions.of(wrong)));
+    assertEquals(ErrorCode.AUTH_FAILED, e2.code());
+    assertTrue(b.length() > 0);
+  }
+
+  @Test
+  void statusShowsMembersCapacityAndUse() {
+    FerriteClient c = cluster.client();
+    c.allocate(3, "dram", true, "");
+    ClusterStatus st = c.status();
+    assertEquals(2, st.members().size());
+    assertEquals(6, st.regions(), "2 dram + 1 disk region per server");
+    long[] dram = st.totals(ServerState.ALIVE).get("dram");
+    assertEquals(2 * 512 * 1024, dram[0]);
+    assertEquals(3 * 64 * 1024, dram[1]);
+    assertTrue(st.format().contains("ALIVE"), st.format());
+    assertTrue(st.toJson().contains("\"state\":\"ALIVE\""), st.toJson());
+  }
+
+  @Test
+  void killedServerIsMarkedDeadAndItsBlocksAreNotHandedOut() throws Exception {
+    FerriteClient c = cluster.client();
+    MemoryServer victim = cluster.servers.get(1);
+    // A crash as the fabric sees it: every connection fails, nothing answers any more.
+    cluster.network.kill(victim.addresses().get("local"));
+    victim.close();
+    await(
+        "server " + victim.serverId() + " DEAD",
+        () -> cluster.master.state().serverState(victim.serverId()) == ServerState.DEAD);
+    for (BlockRef b : c.allocate(8, "dram", true, "")) {
+      assertTrue(b.serverId() != victim.serverId(), b.toString());
+    }
+    FerriteException e =
+        assertThrows(FerriteException.class, () -> c.allocate(1, "dram", true, ""));
+    assertEquals(ErrorCode.NO_SPACE, e.code());
+    assertTrue(e.getMessage().contains("DEAD"), e.getMessage());
+    // It comes back by registering again (same directory: same id).
+    MemoryServer back = cluster.startServer("s2");
+    assertEquals(victim.serverId(), back.serverId());
+    assertEquals(ServerState.ALIVE, cluster.master.state().serverState(back.serverId()));
+  }
+
+  @Test
+  void restartedMasterRecoversAndServersReRegisterByThemselves() throws Exception {
+    FerriteClient c = cluster.client();
+    List<BlockRef> kept = c.allocate(2, "", false, "app/data");
+    byte[] data = "survives a master restart".getBytes(StandardCharsets.UTF_8);
+    c.writeSync(kept.get(0), 0, ByteBuffer.wrap(data));
+    int regionsBefore = cluster.master.state().regions(-1).size();
+
+    cluster.master.close();
+    cluster.startMaster();
+    assertEquals(regionsBefore, cluster.master.state().regions(-1).size());
+    assertTrue(
+        cluster.master.state().members().stream().allMatch(m -> m.state() == ServerState.UNKNOWN));
+    for (MemoryServer s : cluster.servers) {
+      await(
+          "server " + s.serverId() + " back",
+          () -> cluster.master.state().serverState(s.serverId()) == ServerState.ALIVE);
+    }
+    FerriteClient c2 = cluster.client();
+    assertEquals(kept, c2.owned("app/data"));
+    ByteBuffer back = ByteBuffer.allocate(data.length);
+    c2.readSync(kept.get(0), 0, back);
+    assertArrayEquals(data, back.array());
+  }
+
+  @Test
+  void sessionBlocksAreFreedWhenTheClientGoesAway() throws Exception {
+    FerriteClient c =
+        cluster.client(ClientOptions.builder(LocalCluster.CREDENTIALS).leaseMillis(300));
+    c.allocate(2);
+    c.allocate(1, "", false, "persistent");
+    long session = c.sessionId();
+    assertTrue(cluster.master.state().hasSession(session));
+    c.close();
+    assertTrue(!cluster.master.state().hasSession(session));
+    FerriteClient other = cluster.client();
+    assertEquals(1, other.owned("persistent").size());
+    assertEquals(64 * 1024, other.status().totals(null).get("dram")[1]);
+  }
+
+  /** Echoes requests and creates one region of its own. */
+  static final class EchoService implements FerriteService {
+    volatile ServiceContext ctx;
+    volatile MappedRegion region;
+
+    @Override
+    public int id() {
+      return 16;
+    }
+
+    @Override
+    public String name() {
+      return "echo";
+    }
+
+    @Override
+    public void start(ServiceContext context) {
+      ctx = context;
+      region = context.createRegion("dram", 64 * 1024);
+    }
+
+    @Override
+    public CompletableFuture<ByteBuffer> handle(RpcContext caller, int opcode, ByteBuffer request) {
+      if (opcode != 1) {
+        return Futures.failed(ErrorCode.UNKNOWN_OPCODE, "echo has only opcode 1");
+      }
+      ByteBuffer copy = ByteBuffer.allocate(request.remaining());
+      copy.put(request.duplicate()).flip();
+      return CompletableFuture.completedFuture(copy);
+    }
+  }
+
+  @Test
+  void hostedServiceAnswersCallsAndOwnsARegion() throws Exception {
+    EchoService echo = new EchoService();
+    MemoryServer s = cluster.startServer("s3", echo);
+    FerriteClient c = cluster.client();
+    ByteBuffer rsp =
+        Futures.join(
+            c.call(s.serverId(), 16, 1, ByteBuffer.wrap("ping".getBytes(StandardCharsets.UTF_8))));
+    assertEquals("ping", StandardCharsets.UTF_8.decode(rsp).toString());
+    assertEquals(
+        ErrorCode.UNKNOWN_OPCODE,
+        assertThrows(
+                FerriteException.class,
+                () -> Futures.join(c.call(s.serverId(), 16, 9, ByteBuffer.allocate(0))))
+            .code());
+    assertEquals(
+        ErrorCode.UNKNOWN_SERVICE,
+        assertThrows(
+                FerriteException.class,
+                () -> Futures.join(c.call(s.serverId(), 99, 1, ByteBuffer.allocate(0))))
+            .code());
+    List<RegionInfo> regions = c.masterStub().regions(s.serverId());
+    assertTrue(regions.stream().anyMatch(r -> r.service().equals("echo")), regions.toString());
+    // The service's region is never handed out as blocks.
+    for (BlockRef b : c.allocate(4)) {
+      assertTrue(b.regionId() != echo.region.id() || b.serverId() != s.serverId());
+    }
+  }
+}
