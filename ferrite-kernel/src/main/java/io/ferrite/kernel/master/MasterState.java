@@ -262,6 +262,19 @@ public final class MasterState {
       throw new FerriteException(
           ErrorCode.INVALID_ARGUMENT, "region " + r.ref().regionId() + ": empty storage class");
     }
+    if (r.ref().length() > io.ferrite.fabric.MappedRegion.MAX_LENGTH) {
+      throw new FerriteException(
+          ErrorCode.INVALID_ARGUMENT,
+          "region "
+              + serverId
+              + "/"
+              + r.ref().regionId()
+              + " length: "
+              + r.ref().length()
+              + " (expected: <= "
+              + io.ferrite.fabric.MappedRegion.MAX_LENGTH
+              + ")");
+    }
     if (r.isBlockPool() && (r.ref().length() % blockSize != 0)) {
       throw new FerriteException(
           ErrorCode.INVALID_ARGUMENT,
