@@ -231,5 +231,15 @@ final class RegionStore implements AutoCloseable {
       }
     }
     writeMeta();
+    for (String cls : deleteClasses) {
+      Path d = classDirs.get(cls);
+      try {
+        if (d != null && entries.values().stream().noneMatch(e -> e.storageClass().equals(cls))) {
+          Files.deleteIfExists(d); // only if empty: a directory with files is not deleted
+        }
+      } catch (IOException e) {
+        LOG.log(System.Logger.Level.DEBUG, "keeping {0}: {1}", d, e.getMessage());
+      }
+    }
   }
 }

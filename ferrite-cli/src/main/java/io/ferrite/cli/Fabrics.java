@@ -1,0 +1,41 @@
+package io.ferrite.cli;
+
+import io.ferrite.fabric.Fabric;
+import io.ferrite.fabric.local.LocalFabric;
+import io.ferrite.fabric.local.LocalNetwork;
+import io.ferrite.kernel.config.FabricFactory;
+import java.util.ArrayList;
+import java.util.List;
+
+/**
+ * The fabrics a CLI process opens: tcp and shm from {@link FabricFactory#standard()}, and the
+ * in-JVM local fabric on one network shared by the whole process. Closes what it opened.
+ */
+final class Fabrics implements AutoCloseable {
+  private final LocalNetwork network = new LocalNetwork();
+  private final List<Fabric> opened = new ArrayList<>();
+
+  FabricFactory factory() {
+    return name ->
+        name.equals("local") ? new LocalFabric(network) : FabricFactory.standard().open(name);
+  }
+
+  /** Opens one fabric of each name, owned by this object. */
+  List<Fabric> open(List<String> names) {
+    List<Fabric> out = new ArrayList<>();
+    for (String n : names) {
+      Fabric f = factory().open(n);
+      opened.add(f);
+      out.add(f);
+    }
+    return out;
+  }
+
+  @Override
+  public void close() {
+    for (Fabric f : opened) {
+      f.close();
+    }
+    opened.clear();
+  }
+}

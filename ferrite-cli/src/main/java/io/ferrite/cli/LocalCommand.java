@@ -1,0 +1,196 @@
+package io.ferrite.cli;
+
+import io.ferrite.fabric.Credentials;
+import io.ferrite.fabric.Fabric;
+import io.ferrite.kernel.config.ClusterFile;
+import io.ferrite.kernel.config.FerriteConfig;
+import io.ferrite.kernel.config.Secrets;
+import io.ferrite.kernel.master.Master;
+import io.ferrite.kernel.proto.ClusterStatus;
+import io.ferrite.kernel.proto.ServerState;
+import io.ferrite.kernel.proto.Sizes;
+import io.ferrite.kernel.server.MemoryServer;
+import java.io.PrintWriter;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
+import java.util.concurrent.Callable;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Mixin;
+import picocli.CommandLine.Model.CommandSpec;
+import picocli.CommandLine.Option;
+import picocli.CommandLine.Spec;
+
+@Command(
+    name = "local",
+    mixinStandardHelpOptions = true,
+    showDefaultValues = true,
+    description = {
+      "Runs a whole cluster in this process on 127.0.0.1: a master and memory servers that serve"
+          + " over tcp and shm.",
+      "After start it runs a self-check: through each fabric it allocates a block on every"
+          + " server, writes and reads it back and runs the atomics, and prints the results.",
+      "It writes a cluster file to <dir>/cluster and to ~/.ferrite/cluster, so 'ferrite status'"
+          + " (and other client commands) in another terminal find it with no flags.",
+      "The cluster secret is <dir>/secret, created on first start (32 random bytes, mode 0600)."
+          + " Ctrl-C stops everything cleanly; metadata stays journaled in <dir>/master."
+    },
+    footer = {
+      "",
+      "Examples:",
+      "  ferrite local",
+      "  ferrite local --dram 1g --disk 4g --port 7200",
+      "  ferrite local --exit-after-check     # smoke test: exit status 0 if all passed"
+    })
+final class LocalCommand implements Callable<Integer> {
+  @Spec CommandSpec spec;
+  @Mixin ConfigOptions config;
+
+  @Option(names = "--port", defaultValue = "7100", description = "Master tcp port.")
+  int port;
+
+  @Option(
+      names = "--dir",
+      defaultValue = "${sys:user.home}/.ferrite/local",
+      description = "Data directory: secret, cluster file, journal, server ids, disk regions.")
+  Path dir;
+
+  @Option(names = "--servers", defaultValue = "2", description = "Number of memory servers.")
+  int servers;
+
+  @Option(names = "--dram", defaultValue = "256m", description = "DRAM capacity per server.")
+  String dram;
+
+  @Option(names = "--disk", defaultValue = "128m", description = "Disk capacity per server.")
+  String disk;
+
+  @Option(names = "--cluster-id", defaultValue = "local", description = "Cluster id.")
+  String clusterId;
+
+  @Option(
+      names = "--exit-after-check",
+      description = "Exit after the self-check: status 0 if every check passed, 1 otherwise.")
+  boolean exitAfterCheck;
+
+  @Option(
+      names = "--fabrics",
+      defaultValue = "tcp,shm",
+      split = ",",
+      hidden = true,
+      description = "Fabrics the servers serve (local = in-JVM, for tests).")
+  List<String> fabricNames;
+
+  @Override
+  public Integer call() throws Exception {
+    Map<String, String> flags = new LinkedHashMap<>();
+    flags.put(FerriteConfig.CLUSTER_ID, clusterId);
+    flags.put(FerriteConfig.DATA_DIR, dir.toString());
+    flags.put(FerriteConfig.MASTER_HOST, "127.0.0.1");
+    flags.put(FerriteConfig.MASTER_PORT, Integer.toString(port));
+    flags.put(FerriteConfig.SERVER_HOST, "127.0.0.1");
+    flags.put(FerriteConfig.CAPACITY_DRAM, dram);
+    flags.put(FerriteConfig.CAPACITY_DISK, disk);
+    flags.put(FerriteConfig.SECRET_FILE, dir.resolve("secret").toString());
+    FerriteConfig cfg = config.load(flags);
+    Secrets.createPrivateDirectories(dir);
+    Path secret = dir.resolve("secret");
+    Credentials creds = new Credentials(cfg.clusterId(), Secrets.readOrCreate(secret));
+    PrintWriter out = spec.commandLine().getOut();
+
+    Fabrics fabrics = new Fabrics();
+    List<AutoCloseable> running = new ArrayList<>();
+    Runnable stopAll =
+        () -> {
+          for (int i = running.size() - 1; i >= 0; i--) {
+            try {
+              running.get(i).close();
+            } catch (Exception e) {
+              spec.commandLine().getErr().println("stopping: " + e);
+            }
+          }
+          fabrics.close();
+        };
+    boolean passed;
+    try {
+      List<Fabric> served = fabrics.open(fabricNames);
+      Fabric masterFabric = served.get(0);
+      for (Fabric f : served) {
+        if (f.name().equals("tcp")) {
+          masterFabric = f;
+        }
+      }
+      Master master = Master.start(cfg, creds, List.of(masterFabric));
+      running.add(master);
+      String masterAddress = master.addresses().get(masterFabric.name());
+      String uri =
+          masterFabric.name().equals("tcp")
+              ? "ferrite://127.0.0.1:" + masterAddress.substring(masterAddress.lastIndexOf(':') + 1)
+              : masterAddress;
+      List<Integer> ids = new ArrayList<>();
+      List<MemoryServer> started = new ArrayList<>();
+      for (int i = 1; i <= servers; i++) {
+        MemoryServer s =
+            MemoryServer.start(
+                cfg.with(FerriteConfig.SERVER_NAME, "server-" + i),
+                creds,
+                served,
+                masterAddress,
+                List.of());
+        running.add(s);
+        started.add(s);
+        ids.add(s.serverId());
+      }
+      ClusterFile cf = new ClusterFile(uri, cfg.clusterId(), secret);
+      cf.write(dir.resolve(ClusterFile.FILE_NAME));
+      boolean reachable = !masterFabric.name().equals("local");
+      if (reachable) {
+        cf.write(ClusterFile.defaultLocation());
+      }
+
+      out.println("ferrite local: cluster " + cfg.clusterId() + " in " + dir.toAbsolutePath());
+      out.println("  master   " + uri + "  (" + master.addresses().values() + ")");
+      for (MemoryServer s : started) {
+        out.println("  server " + s.serverId() + " " + s.name() + "  " + s.addresses().values());
+      }
+      ClusterStatus st = master.state().status();
+      for (Map.Entry<String, long[]> e : st.totals(ServerState.ALIVE).entrySet()) {
+        out.printf(
+            Locale.ROOT,
+            "  %-5s %s in total (%s per server)%n",
+            e.getKey(),
+            Sizes.format(e.getValue()[0]),
+            Sizes.format(e.getValue()[0] / Math.max(1, started.size())));
+      }
+      out.println("  secret   " + secret.toAbsolutePath());
+      out.println(
+          "  cluster file "
+              + dir.resolve(ClusterFile.FILE_NAME).toAbsolutePath()
+              + (reachable ? " and " + ClusterFile.defaultLocation() : ""));
+      out.println("self-check:");
+      out.flush();
+      List<String> clientFabrics = new ArrayList<>();
+      for (String f : List.of("shm", "tcp", "local")) {
+        if (fabricNames.contains(f)) {
+          clientFabrics.add(f);
+        }
+      }
+      passed = SelfCheck.run(out, uri, creds, fabrics.factory(), clientFabrics, ids);
+      out.println(passed ? "self-check passed" : "self-check FAILED");
+      out.flush();
+    } catch (RuntimeException e) {
+      stopAll.run();
+      throw e;
+    }
+    if (exitAfterCheck) {
+      stopAll.run();
+      return passed ? 0 : 1;
+    }
+    out.println("serving until Ctrl-C; in another terminal: ferrite status");
+    out.flush();
+    MasterCommand.awaitShutdown(stopAll);
+    return 0;
+  }
+}

@@ -1,0 +1,124 @@
+package io.ferrite.cli;
+
+import io.ferrite.fabric.Credentials;
+import io.ferrite.kernel.config.ClusterFile;
+import io.ferrite.kernel.config.FerriteConfig;
+import io.ferrite.kernel.config.Secrets;
+import io.ferrite.kernel.master.Master;
+import java.io.PrintWriter;
+import java.nio.file.Path;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.Callable;
+import java.util.concurrent.CountDownLatch;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Mixin;
+import picocli.CommandLine.Model.CommandSpec;
+import picocli.CommandLine.Option;
+import picocli.CommandLine.Spec;
+
+@Command(
+    name = "master",
+    mixinStandardHelpOptions = true,
+    showDefaultValues = true,
+    description = {
+      "Runs the master: membership, region directory, block allocation, sessions, journal.",
+      "Its metadata is journaled under <dir>/master/journal; a master restarted on the same"
+          + " directory recovers it, and memory servers reconnect and register again by"
+          + " themselves.",
+      "The cluster secret is read from --secret-file (default <dir>/secret), created with 32"
+          + " random bytes (mode 0600) if it does not exist. A cluster file for clients is written"
+          + " to <dir>/cluster."
+    },
+    footer = {
+      "",
+      "Examples:",
+      "  ferrite master --dir /var/lib/ferrite --port 7100",
+      "  ferrite master --set server.dead.timeout=5s --set session.lease=30s"
+    })
+final class MasterCommand implements Callable<Integer> {
+  @Spec CommandSpec spec;
+  @Mixin ConfigOptions config;
+
+  @Option(names = "--host", description = "Address to bind (default: master.host, 127.0.0.1).")
+  String host;
+
+  @Option(names = "--port", description = "Tcp port to bind (default: master.port, 7100).")
+  Integer port;
+
+  @Option(names = "--dir", description = "Data directory (default: data.dir, ~/.ferrite/data).")
+  Path dir;
+
+  @Option(names = "--cluster-id", description = "Cluster id (default: cluster.id, ferrite).")
+  String clusterId;
+
+  @Option(names = "--secret-file", description = "Cluster secret file (default: <dir>/secret).")
+  Path secretFile;
+
+  @Option(
+      names = "--fabric",
+      description = "Fabric to serve on.",
+      defaultValue = "tcp",
+      hidden = true)
+  String fabric;
+
+  @Override
+  public Integer call() throws Exception {
+    Map<String, String> flags = new LinkedHashMap<>();
+    ConfigOptions.put(flags, FerriteConfig.MASTER_HOST, host);
+    ConfigOptions.put(flags, FerriteConfig.MASTER_PORT, port);
+    ConfigOptions.put(flags, FerriteConfig.DATA_DIR, dir);
+    ConfigOptions.put(flags, FerriteConfig.CLUSTER_ID, clusterId);
+    ConfigOptions.put(flags, FerriteConfig.SECRET_FILE, secretFile);
+    FerriteConfig cfg = config.load(flags);
+    Path secret = secretPath(cfg);
+    Credentials creds = new Credentials(cfg.clusterId(), Secrets.readOrCreate(secret));
+    PrintWriter out = spec.commandLine().getOut();
+    Fabrics fabrics = new Fabrics();
+    Master master;
+    try {
+      master = Master.start(cfg, creds, fabrics.open(List.of(fabric)));
+    } catch (RuntimeException e) {
+      fabrics.close();
+      throw e;
+    }
+    String uri = "ferrite://" + cfg.masterHost() + ":" + cfg.masterPort();
+    new ClusterFile(uri, cfg.clusterId(), secret)
+        .write(cfg.dataDir().resolve(ClusterFile.FILE_NAME));
+    out.println(
+        "master of cluster " + cfg.clusterId() + " listening at " + master.addresses().values());
+    out.println("  journal recovered: " + master.recoverySummary());
+    out.println("  secret file:  " + secret.toAbsolutePath());
+    out.println("  cluster file: " + cfg.dataDir().resolve(ClusterFile.FILE_NAME).toAbsolutePath());
+    out.flush();
+    awaitShutdown(
+        () -> {
+          master.close();
+          fabrics.close();
+        });
+    return 0;
+  }
+
+  static Path secretPath(FerriteConfig cfg) {
+    String s = cfg.get(FerriteConfig.SECRET_FILE);
+    return s.isEmpty() ? cfg.dataDir().resolve("secret") : Path.of(s);
+  }
+
+  /** Blocks until the JVM is asked to stop (Ctrl-C, SIGTERM), then runs {@code stop} once. */
+  static void awaitShutdown(Runnable stop) throws InterruptedException {
+    CountDownLatch done = new CountDownLatch(1);
+    Thread hook =
+        new Thread(
+            () -> {
+              try {
+                stop.run();
+              } finally {
+                done.countDown();
+              }
+            },
+            "ferrite-shutdown");
+    Runtime.getRuntime().addShutdownHook(hook);
+    done.await();
+  }
+}
