@@ -1,0 +1,74 @@
+package io.ferrite.cli;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.io.PrintWriter;
+import java.io.StringWriter;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+import picocli.CommandLine;
+
+/** The commands in this JVM: help texts, the local cluster's self-check, error reporting. */
+class CliTest {
+  @TempDir Path dir;
+  final StringWriter out = new StringWriter();
+  final StringWriter err = new StringWriter();
+
+  int run(String... args) {
+    CommandLine cl = FerriteCli.commandLine();
+    cl.setOut(new PrintWriter(out, true));
+    cl.setErr(new PrintWriter(err, true));
+    return cl.execute(args);
+  }
+
+  @Test
+  void everyCommandHasHelpWithExamples() {
+    for (String c : new String[] {"local", "master", "server", "status"}) {
+      assertEquals(0, run(c, "--help"), c);
+      assertTrue(out.toString().contains("Examples:"), c + ": " + out);
+    }
+    assertEquals(0, run("--version"));
+    assertTrue(out.toString().contains("ferrite 0.1.0"));
+  }
+
+  @Test
+  void localRunsItsSelfCheckAndExits() {
+    int code =
+        run(
+            "local",
+            "--fabrics",
+            "local",
+            "--exit-after-check",
+            "--dir",
+            dir.toString(),
+            "--cluster-id",
+            "cli-test-" + ProcessHandle.current().pid(),
+            "--dram",
+            "128m",
+            "--disk",
+            "64m");
+    assertEquals(0, code, out + "\n" + err);
+    assertTrue(out.toString().contains("self-check passed"), out.toString());
+    assertTrue(out.toString().contains("dram  256 MiB in total"), out.toString());
+    assertTrue(Files.exists(dir.resolve("cluster")));
+    assertTrue(Files.exists(dir.resolve("secret")));
+  }
+
+  @Test
+  void statusWithoutAClusterSaysWhatToDo() {
+    int code =
+        run("status", "--cluster-file", dir.resolve("nothing-here").toString(), "--cluster", "");
+    assertEquals(1, code);
+    assertTrue(err.toString().contains("no cluster given"), err.toString());
+  }
+
+  @Test
+  void badConfigurationKeyIsReported() {
+    int code = run("master", "--dir", dir.toString(), "--set", "master.prot=1");
+    assertEquals(1, code);
+    assertTrue(err.toString().contains("unknown configuration key 'master.prot'"), err.toString());
+  }
+}

@@ -1,0 +1,295 @@
+package io.ferrite.cli;
+
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import io.ferrite.fabric.Credentials;
+import io.ferrite.fabric.Fabric;
+import io.ferrite.fabric.FerriteException;
+import io.ferrite.kernel.client.ClientOptions;
+import io.ferrite.kernel.client.Ferrite;
+import io.ferrite.kernel.client.FerriteClient;
+import io.ferrite.kernel.config.FabricFactory;
+import io.ferrite.kernel.config.Secrets;
+import io.ferrite.kernel.proto.BlockRef;
+import io.ferrite.kernel.proto.ClusterStatus;
+import io.ferrite.kernel.proto.ServerState;
+import java.io.IOException;
+import java.io.PrintWriter;
+import java.io.StringWriter;
+import java.net.ServerSocket;
+import java.nio.ByteBuffer;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.Comparator;
+import java.util.List;
+import java.util.Random;
+import java.util.function.Supplier;
+import java.util.stream.Stream;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Assumptions;
+import org.junit.jupiter.api.Tag;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.TestInfo;
+import org.junit.jupiter.api.io.TempDir;
+import picocli.CommandLine;
+
+/**
+ * A master and two memory servers as separate JVMs on 127.0.0.1 over tcp: SIGKILL one server and
+ * see it marked DEAD; SIGKILL the master, restart it on the same directory, and find servers,
+ * regions and persistent allocations recovered from its journal, and the surviving server back by
+ * itself. Every process is killed in {@link #stopAll()}, also when the test fails.
+ */
+@Tag("multiprocess")
+class MultiProcessClusterTest {
+  static final String CLUSTER = "mp-test";
+  static final long TIMEOUT_NANOS = 60_000_000_000L;
+
+  final long seed = Long.getLong("tests.seed", System.nanoTime());
+  @TempDir Path dir;
+  Path shmDir;
+  final List<Process> processes = new ArrayList<>();
+  final List<AutoCloseable> clients = new ArrayList<>();
+  int port;
+  Path secret;
+  Credentials credentials;
+
+  static boolean tcpAvailable() {
+    try (Fabric f = FabricFactory.standard().open("tcp")) {
+      return f != null;
+    } catch (FerriteException e) {
+      return false;
+    }
+  }
+
+  @AfterEach
+  void stopAll() throws IOException, InterruptedException {
+    for (AutoCloseable c : clients) {
+      try {
+        c.close();
+      } catch (Exception e) {
+        // Keep stopping the rest.
+      }
+    }
+    for (Process p : processes) {
+      p.destroyForcibly();
+    }
+    for (Process p : processes) {
+      p.waitFor();
+    }
+    if (shmDir != null) {
+      try (Stream<Path> s = Files.walk(shmDir)) {
+        for (Path p : s.sorted(Comparator.reverseOrder()).toList()) {
+          Files.deleteIfExists(p);
+        }
+      }
+    }
+  }
+
+  private Process start(String name, String... args) throws IOException {
+    List<String> cmd = new ArrayList<>();
+    cmd.add(Path.of(System.getProperty("java.home"), "bin", "java").toString());
+    cmd.add("-Xmx256m");
+    cmd.add("-XX:+UseSerialGC");
+    cmd.add("-XX:TieredStopAtLevel=1");
+    cmd.add("-cp");
+    cmd.add(System.getProperty("java.class.path"));
+    cmd.add(FerriteCli.class.getName());
+    cmd.addAll(List.of(args));
+    Process p =
+        new ProcessBuilder(cmd)
+            .redirectErrorStream(true)
+            .redirectOutput(dir.resolve(name + ".log").toFile())
+            .start();
+    processes.add(p);
+    return p;
+  }
+
+  private Process startMaster() throws IOException {
+    return start(
+        "master-" + processes.size(),
+        "master",
+        "--dir",
+        dir.toString(),
+        "--port",
+        Integer.toString(port),
+        "--cluster-id",
+        CLUSTER,
+        "--set",
+        "heartbeat.interval=100ms",
+        "--set",
+        "server.dead.timeout=1s");
+  }
+
+  private Process startServer(String name) throws IOException {
+    return start(
+        name,
+        "server",
+        "--dir",
+        dir.toString(),
+        "--name",
+        name,
+        "--master",
+        "ferrite://127.0.0.1:" + port,
+        "--cluster-id",
+        CLUSTER,
+        "--fabrics",
+        "tcp",
+        "--dram",
+        "64m",
+        "--disk",
+        "32m",
+        "--set",
+        "region.size=16m",
+        "--set",
+        "heartbeat.interval=100ms",
+        "--set",
+        "shm.dir=" + shmDir);
+  }
+
+  private String logs() {
+    StringBuilder sb = new StringBuilder("seed " + seed + "; logs:\n");
+    try (Stream<Path> s = Files.list(dir)) {
+      for (Path p : s.filter(f -> f.toString().endsWith(".log")).sorted().toList()) {
+        sb.append("--- ").append(p.getFileName()).append('\n');
+        sb.append(Files.readString(p, StandardCharsets.UTF_8));
+      }
+    } catch (IOException e) {
+      sb.append(e);
+    }
+    return sb.toString();
+  }
+
+  private <T> T await(String what, Supplier<T> probe) throws InterruptedException {
+    long deadline = System.nanoTime() + TIMEOUT_NANOS;
+    RuntimeException last = null;
+    while (System.nanoTime() < deadline) {
+      try {
+        T v = probe.get();
+        if (v != null && !Boolean.FALSE.equals(v)) {
+          return v;
+        }
+      } catch (RuntimeException e) {
+        last = e;
+      }
+      Thread.sleep(100);
+    }
+    throw new AssertionError(
+        "timed out waiting for " + what + " (last error: " + last + ")\n" + logs());
+  }
+
+  private FerriteClient client(boolean session) {
+    FerriteClient c =
+        Ferrite.connect(
+            "ferrite://127.0.0.1:" + port,
+            ClientOptions.builder(credentials)
+                .fabric("tcp")
+                .session(session)
+                .maxAttempts(1)
+                .clientName("mp-test")
+                .build());
+    clients.add(c);
+    return c;
+  }
+
+  private ClusterStatus status() {
+    try (FerriteClient c = client(false)) {
+      return c.status();
+    }
+  }
+
+  /** {@code ferrite status --json} through the CLI, as an operator would see it. */
+  private String statusJson() {
+    StringWriter out = new StringWriter();
+    CommandLine cl = FerriteCli.commandLine();
+    cl.setOut(new PrintWriter(out, true));
+    cl.setErr(new PrintWriter(out, true));
+    int code =
+        cl.execute(
+            "status",
+            "--cluster",
+            "ferrite://127.0.0.1:" + port,
+            "--secret-file",
+            secret.toString(),
+            "--cluster-id",
+            CLUSTER,
+            "--json");
+    if (code != 0) {
+      throw new IllegalStateException("status exited " + code + ": " + out);
+    }
+    return out.toString();
+  }
+
+  @Test
+  void killedServerIsMarkedDeadAndRestartedMasterRecoversFromItsJournal(TestInfo info)
+      throws Exception {
+    Assumptions.assumeTrue(tcpAvailable(), "the tcp fabric is not in this build yet");
+    Random rnd = new Random(seed);
+    shmDir = Files.createTempDirectory(Path.of("/dev/shm"), "ferrite-mp-");
+    try (ServerSocket s = new ServerSocket(0)) {
+      port = s.getLocalPort();
+    }
+    secret = dir.resolve("secret");
+    credentials = new Credentials(CLUSTER, Secrets.readOrCreate(secret));
+
+    startMaster();
+    await("the master", () -> status() != null);
+    startServer("s1");
+    Process s2 = startServer("s2");
+    ClusterStatus up =
+        await(
+            "two ALIVE servers",
+            () -> {
+              ClusterStatus st = status();
+              return st.members().size() == 2
+                      && st.members().stream().allMatch(m -> m.info().state() == ServerState.ALIVE)
+                  ? st
+                  : null;
+            });
+    int s2Id =
+        up.members().stream()
+            .filter(m -> m.info().name().equals("s2"))
+            .findFirst()
+            .orElseThrow()
+            .info()
+            .serverId();
+
+    FerriteClient c = client(true);
+    List<BlockRef> kept = c.allocate(4, "", false, "mp/persistent");
+    byte[] data = new byte[4096];
+    rnd.nextBytes(data);
+    BlockRef onS1 = kept.stream().filter(b -> b.serverId() != s2Id).findFirst().orElseThrow();
+    c.writeSync(onS1, 0, ByteBuffer.wrap(data));
+    c.allocate(2); // session-scoped, freed when the session expires after the master restart
+    ClusterStatus before = status();
+
+    // SIGKILL one memory server: the master marks it DEAD once it has missed heartbeats.
+    s2.destroyForcibly().waitFor();
+    await("server s2 DEAD", () -> statusJson().contains("\"name\":\"s2\",\"state\":\"DEAD\""));
+
+    // SIGKILL the master and restart it on the same data directory.
+    processes.get(0).destroyForcibly().waitFor();
+    clients.remove(c);
+    c.close();
+    startMaster();
+    ClusterStatus recovered = await("the restarted master", this::status);
+    assertEquals(2, recovered.members().size(), logs());
+    assertEquals(before.regions(), recovered.regions(), "regions recovered\n" + logs());
+    try (FerriteClient c2 = client(true)) {
+      assertEquals(kept, c2.owned("mp/persistent"), "persistent allocation recovered");
+    }
+    // The surviving server reconnects and registers again by itself; the killed one stays away.
+    int s1Id = onS1.serverId();
+    await("server s1 ALIVE again", () -> status().member(s1Id).info().state() == ServerState.ALIVE);
+    assertTrue(status().member(s2Id).info().state() != ServerState.ALIVE, logs());
+    try (FerriteClient c3 = client(true)) {
+      ByteBuffer back = ByteBuffer.allocate(data.length);
+      c3.readSync(onS1, 0, back);
+      assertArrayEquals(data, back.array(), "data in the surviving server's region, seed " + seed);
+    }
+    assertTrue(info.getTags().contains("multiprocess"));
+  }
+}
