@@ -9,12 +9,9 @@ import io.ferrite.kernel.proto.ClusterStatus;
 import io.ferrite.kernel.proto.MemberInfo;
 import io.ferrite.kernel.proto.RegionInfo;
 import io.ferrite.kernel.proto.ServerState;
-import io.ferrite.kernel.proto.Sizes;
 import java.util.ArrayList;
-import java.util.BitSet;
 import java.util.HashMap;
 import java.util.HashSet;
-import java.util.Iterator;
 import java.util.LinkedHashMap;
 import java.util.LinkedHashSet;
 import java.util.List;
@@ -66,51 +63,11 @@ public final class MasterState {
   private final Random random;
   private Sink sink = events -> {};
 
-  private final List<String> classOrder = new ArrayList<>(DEFAULT_CLASSES);
-  private final TreeMap<Integer, Server> servers = new TreeMap<>();
+  private final TreeMap<Integer, ServerEntry> servers = new TreeMap<>();
   private final Map<Long, Session> sessions = new HashMap<>();
   private final Map<String, Set<BlockKey>> owners = new TreeMap<>();
-  private final Map<String, Integer> lastServed = new HashMap<>();
+  private final BlockAllocator allocator;
   private int nextServerId = 1;
-
-  private static final class Server {
-    final int id;
-    String name;
-    String hostId;
-    Map<String, String> addresses;
-    ServerState state = ServerState.UNKNOWN;
-    long lastHeartbeat;
-    final TreeMap<Integer, Region> regions = new TreeMap<>();
-
-    Server(int id) {
-      this.id = id;
-    }
-
-    MemberInfo info() {
-      return new MemberInfo(id, name, state, hostId, addresses);
-    }
-  }
-
-  private static final class Region {
-    final RegionInfo info;
-    final int blocks;
-    final BitSet used;
-    final long[] session;
-    final String[] owner;
-    int usedCount;
-
-    Region(RegionInfo info, long blockSize) {
-      this.info = info;
-      this.blocks = info.isBlockPool() ? (int) (info.ref().length() / blockSize) : 0;
-      this.used = new BitSet(blocks);
-      this.session = new long[blocks];
-      this.owner = new String[blocks];
-    }
-
-    int free() {
-      return blocks - usedCount;
-    }
-  }
 
   private static final class Session {
     final long id;
@@ -146,6 +103,7 @@ public final class MasterState {
     this.heartbeatMillis = heartbeatMillis;
     this.clock = clock;
     this.random = random;
+    this.allocator = new BlockAllocator(servers, blockSize);
   }
 
   /** Sets the journal; mutations before this go nowhere (used while replaying). */
@@ -202,7 +160,7 @@ public final class MasterState {
       }
     }
     List<MasterEvent> events = new ArrayList<>();
-    Server old = servers.get(id);
+    ServerEntry old = servers.get(id);
     if (old == null
         || !old.name.equals(name)
         || !old.hostId.equals(hostId)
@@ -214,7 +172,7 @@ public final class MasterState {
       incoming.put(r.ref().regionId(), withServer(id, r));
     }
     if (old != null) {
-      for (Region have : old.regions.values()) {
+      for (RegionEntry have : old.regions.values()) {
         RegionInfo now = incoming.get(have.info.ref().regionId());
         if (!have.info.equals(now)) {
           if (have.usedCount > 0) {
@@ -236,7 +194,7 @@ public final class MasterState {
       events.add(new MasterEvent.RegionAdded(r));
     }
     commit(events);
-    Server s = servers.get(id);
+    ServerEntry s = servers.get(id);
     s.state = ServerState.ALIVE;
     s.lastHeartbeat = clock.getAsLong();
     LOG.log(
@@ -292,7 +250,7 @@ public final class MasterState {
 
   /** Records a heartbeat; an unknown or DEAD server gets NOT_FOUND and must register again. */
   public synchronized void heartbeat(int serverId) {
-    Server s = servers.get(serverId);
+    ServerEntry s = servers.get(serverId);
     if (s == null || s.state == ServerState.DEAD) {
       throw new FerriteException(
           ErrorCode.NOT_FOUND,
@@ -310,7 +268,7 @@ public final class MasterState {
 
   /** Adds one region to a registered server's directory (a service's region, or growth). */
   public synchronized void addRegion(int serverId, RegionInfo region) {
-    Server s = servers.get(serverId);
+    ServerEntry s = servers.get(serverId);
     if (s == null) {
       throw new FerriteException(ErrorCode.NOT_FOUND, "server " + serverId + " is not registered");
     }
@@ -329,7 +287,7 @@ public final class MasterState {
    */
   public synchronized void tick() {
     long now = clock.getAsLong();
-    for (Server s : servers.values()) {
+    for (ServerEntry s : servers.values()) {
       if (s.state == ServerState.ALIVE && now - s.lastHeartbeat > deadTimeoutMillis) {
         s.state = ServerState.DEAD;
         LOG.log(
@@ -433,22 +391,7 @@ public final class MasterState {
               + io.ferrite.kernel.proto.MasterProtocol.MAX_LIST
               + ")");
     }
-    List<String> order = classOrder(storageClass, strict);
-    int available = 0;
-    for (String cls : order) {
-      available += free(cls);
-    }
-    if (available < count) {
-      throw new FerriteException(
-          ErrorCode.NO_SPACE, noSpaceMessage(count, storageClass, strict, order));
-    }
-    List<BlockKey> picks = new ArrayList<>(count);
-    for (String cls : order) {
-      if (picks.size() == count) {
-        break;
-      }
-      pickRoundRobin(cls, count - picks.size(), picks);
-    }
+    List<BlockKey> picks = allocator.plan(count, storageClass, strict);
     commit(new MasterEvent.BlocksAllocated(owner.isEmpty() ? sessionId : 0, owner, picks));
     List<BlockRef> out = new ArrayList<>(picks.size());
     for (BlockKey k : picks) {
@@ -457,172 +400,8 @@ public final class MasterState {
     return out;
   }
 
-  private List<String> classOrder(String storageClass, boolean strict) {
-    if (storageClass.isEmpty()) {
-      return List.copyOf(classOrder);
-    }
-    if (!classOrder.contains(storageClass)) {
-      throw new FerriteException(
-          ErrorCode.INVALID_ARGUMENT,
-          "storage class '" + storageClass + "' (expected: one of " + classOrder + ")");
-    }
-    List<String> order = new ArrayList<>();
-    order.add(storageClass);
-    if (!strict) {
-      for (String c : classOrder) {
-        if (!c.equals(storageClass)) {
-          order.add(c);
-        }
-      }
-    }
-    return order;
-  }
-
-  private int free(String cls) {
-    int n = 0;
-    for (Server s : servers.values()) {
-      if (s.state == ServerState.ALIVE) {
-        for (Region r : s.regions.values()) {
-          if (r.info.storageClass().equals(cls)) {
-            n += r.free();
-          }
-        }
-      }
-    }
-    return n;
-  }
-
-  private String noSpaceMessage(
-      int count, String storageClass, boolean strict, List<String> order) {
-    StringBuilder sb = new StringBuilder();
-    sb.append("cannot allocate ")
-        .append(count)
-        .append(" block(s) of ")
-        .append(Sizes.format(blockSize))
-        .append(" from ")
-        .append(storageClass.isEmpty() ? "any class" : "class " + storageClass)
-        .append(strict ? " (strict)" : "")
-        .append(":");
-    int live = 0;
-    int down = 0;
-    for (Server s : servers.values()) {
-      if (s.state == ServerState.ALIVE) {
-        live++;
-      } else {
-        down++;
-      }
-    }
-    for (String cls : order) {
-      int total = 0;
-      for (Server s : servers.values()) {
-        if (s.state == ServerState.ALIVE) {
-          for (Region r : s.regions.values()) {
-            if (r.info.storageClass().equals(cls)) {
-              total += r.blocks;
-            }
-          }
-        }
-      }
-      sb.append(' ')
-          .append(cls)
-          .append(": ")
-          .append(free(cls))
-          .append(" of ")
-          .append(total)
-          .append(" free;");
-    }
-    sb.append(' ').append(live).append(" live server(s)");
-    if (down > 0) {
-      sb.append(", ").append(down).append(" DEAD or UNKNOWN (their blocks are not handed out)");
-    }
-    return sb.toString();
-  }
-
-  private void pickRoundRobin(String cls, int want, List<BlockKey> picks) {
-    // Per server, an iterator over its free blocks of this class, in region and index order.
-    List<Iterator<BlockKey>> its = new ArrayList<>();
-    List<Integer> ids = new ArrayList<>();
-    for (Server s : servers.values()) {
-      if (s.state != ServerState.ALIVE) {
-        continue;
-      }
-      List<Region> rs = new ArrayList<>();
-      for (Region r : s.regions.values()) {
-        if (r.info.storageClass().equals(cls) && r.free() > 0) {
-          rs.add(r);
-        }
-      }
-      if (!rs.isEmpty()) {
-        its.add(freeBlocks(s.id, rs));
-        ids.add(s.id);
-      }
-    }
-    if (its.isEmpty()) {
-      return;
-    }
-    // Start after the server that got the last block of this class.
-    int last = lastServed.getOrDefault(cls, 0);
-    int start = 0;
-    while (start < ids.size() && ids.get(start) <= last) {
-      start++;
-    }
-    int n = its.size();
-    int i = start % n;
-    int exhausted = 0;
-    boolean[] done = new boolean[n];
-    while (want > 0 && exhausted < n) {
-      if (!done[i]) {
-        if (its.get(i).hasNext()) {
-          picks.add(its.get(i).next());
-          lastServed.put(cls, ids.get(i));
-          want--;
-        } else {
-          done[i] = true;
-          exhausted++;
-        }
-      }
-      i = (i + 1) % n;
-    }
-  }
-
-  private static Iterator<BlockKey> freeBlocks(int serverId, List<Region> regions) {
-    return new Iterator<>() {
-      int r = 0;
-      int next = -1;
-
-      private void advance() {
-        while (r < regions.size()) {
-          Region reg = regions.get(r);
-          int idx = reg.used.nextClearBit(next + 1);
-          if (idx < reg.blocks) {
-            next = idx;
-            return;
-          }
-          r++;
-          next = -1;
-        }
-      }
-
-      {
-        advance();
-      }
-
-      @Override
-      public boolean hasNext() {
-        return r < regions.size();
-      }
-
-      @Override
-      public BlockKey next() {
-        BlockKey k = new BlockKey(serverId, regions.get(r).info.ref().regionId(), next);
-        advance();
-        return k;
-      }
-    };
-  }
-
   private BlockRef blockRef(BlockKey k) {
-    Region r = servers.get(k.serverId()).regions.get(k.regionId());
+    RegionEntry r = servers.get(k.serverId()).regions.get(k.regionId());
     return new BlockRef(r.info.ref(), k.index() * blockSize, blockSize, r.info.storageClass());
   }
 
@@ -639,8 +418,8 @@ public final class MasterState {
       int sid = serverRegion.get(i)[0];
       int rid = serverRegion.get(i)[1];
       long off = offsets.get(i);
-      Server s = servers.get(sid);
-      Region r = s == null ? null : s.regions.get(rid);
+      ServerEntry s = servers.get(sid);
+      RegionEntry r = s == null ? null : s.regions.get(rid);
       if (r == null) {
         throw new FerriteException(ErrorCode.NOT_FOUND, "no region " + sid + "/" + rid);
       }
@@ -693,23 +472,23 @@ public final class MasterState {
 
   public synchronized List<MemberInfo> members() {
     List<MemberInfo> out = new ArrayList<>();
-    for (Server s : servers.values()) {
+    for (ServerEntry s : servers.values()) {
       out.add(s.info());
     }
     return out;
   }
 
   public synchronized ServerState serverState(int serverId) {
-    Server s = servers.get(serverId);
+    ServerEntry s = servers.get(serverId);
     return s == null ? null : s.state;
   }
 
   /** The regions of {@code serverId}, or of every server if it is negative. */
   public synchronized List<RegionInfo> regions(int serverId) {
     List<RegionInfo> out = new ArrayList<>();
-    for (Server s : servers.values()) {
+    for (ServerEntry s : servers.values()) {
       if (serverId < 0 || s.id == serverId) {
-        for (Region r : s.regions.values()) {
+        for (RegionEntry r : s.regions.values()) {
           out.add(r.info);
         }
       }
@@ -728,12 +507,12 @@ public final class MasterState {
   public synchronized ClusterStatus status() {
     List<ClusterStatus.Member> members = new ArrayList<>();
     int regionCount = 0;
-    for (Server s : servers.values()) {
+    for (ServerEntry s : servers.values()) {
       Map<String, long[]> use = new LinkedHashMap<>();
-      for (String c : classOrder) {
+      for (String c : allocator.classes()) {
         use.put(c, new long[2]);
       }
-      for (Region r : s.regions.values()) {
+      for (RegionEntry r : s.regions.values()) {
         if (r.info.isBlockPool()) {
           long[] u = use.computeIfAbsent(r.info.storageClass(), k -> new long[2]);
           u[0] += r.blocks * blockSize;
@@ -756,24 +535,22 @@ public final class MasterState {
    */
   synchronized void apply(MasterEvent e) {
     if (e instanceof MasterEvent.ServerRegistered r) {
-      Server s = servers.computeIfAbsent(r.serverId(), Server::new);
+      ServerEntry s = servers.computeIfAbsent(r.serverId(), ServerEntry::new);
       s.name = r.name();
       s.hostId = r.hostId();
       s.addresses = r.addresses();
       nextServerId = Math.max(nextServerId, r.serverId() + 1);
     } else if (e instanceof MasterEvent.RegionAdded a) {
-      Server s = servers.get(a.region().ref().serverId());
+      ServerEntry s = servers.get(a.region().ref().serverId());
       if (s == null) {
         skip(e, "unknown server");
         return;
       }
-      s.regions.put(a.region().ref().regionId(), new Region(a.region(), blockSize));
-      if (!classOrder.contains(a.region().storageClass())) {
-        classOrder.add(a.region().storageClass());
-      }
+      s.regions.put(a.region().ref().regionId(), new RegionEntry(a.region(), blockSize));
+      allocator.knowClass(a.region().storageClass());
     } else if (e instanceof MasterEvent.RegionRemoved r) {
-      Server s = servers.get(r.serverId());
-      Region reg = s == null ? null : s.regions.get(r.regionId());
+      ServerEntry s = servers.get(r.serverId());
+      RegionEntry reg = s == null ? null : s.regions.get(r.regionId());
       if (reg == null) {
         skip(e, "unknown region");
         return;
@@ -793,7 +570,7 @@ public final class MasterState {
         return;
       }
       for (BlockKey k : new ArrayList<>(s.blocks)) {
-        Region r = region(k);
+        RegionEntry r = region(k);
         if (r != null) {
           release(k, r);
         }
@@ -806,7 +583,7 @@ public final class MasterState {
         return;
       }
       for (BlockKey k : a.blocks()) {
-        Region r = region(k);
+        RegionEntry r = region(k);
         if (r == null || k.index() < 0 || k.index() >= r.blocks || r.used.get(k.index())) {
           skip(e, "block " + k + " is not free");
           continue;
@@ -823,7 +600,7 @@ public final class MasterState {
       }
     } else if (e instanceof MasterEvent.BlocksFreed f) {
       for (BlockKey k : f.blocks()) {
-        Region r = region(k);
+        RegionEntry r = region(k);
         if (r == null || k.index() < 0 || k.index() >= r.blocks || !r.used.get(k.index())) {
           skip(e, "block " + k + " is not allocated");
           continue;
@@ -833,12 +610,12 @@ public final class MasterState {
     }
   }
 
-  private Region region(BlockKey k) {
-    Server s = servers.get(k.serverId());
+  private RegionEntry region(BlockKey k) {
+    ServerEntry s = servers.get(k.serverId());
     return s == null ? null : s.regions.get(k.regionId());
   }
 
-  private void release(BlockKey k, Region r) {
+  private void release(BlockKey k, RegionEntry r) {
     int i = k.index();
     if (r.owner[i] != null) {
       Set<BlockKey> set = owners.get(r.owner[i]);
@@ -867,9 +644,9 @@ public final class MasterState {
   /** Events that, replayed into an empty state, recreate this one: the content of a snapshot. */
   synchronized List<MasterEvent> snapshotEvents() {
     List<MasterEvent> out = new ArrayList<>();
-    for (Server s : servers.values()) {
+    for (ServerEntry s : servers.values()) {
       out.add(new MasterEvent.ServerRegistered(s.id, s.name, s.hostId, s.addresses));
-      for (Region r : s.regions.values()) {
+      for (RegionEntry r : s.regions.values()) {
         out.add(new MasterEvent.RegionAdded(r.info));
       }
     }
@@ -890,7 +667,7 @@ public final class MasterState {
    */
   synchronized void recovered() {
     long now = clock.getAsLong();
-    for (Server s : servers.values()) {
+    for (ServerEntry s : servers.values()) {
       s.state = ServerState.UNKNOWN;
       s.lastHeartbeat = now;
     }
