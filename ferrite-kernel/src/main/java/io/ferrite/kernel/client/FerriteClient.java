@@ -11,6 +11,7 @@ import io.ferrite.kernel.proto.BlockRef;
 import io.ferrite.kernel.proto.ClusterStatus;
 import io.ferrite.kernel.proto.MasterStub;
 import io.ferrite.kernel.proto.MemberInfo;
+import io.ferrite.kernel.proto.RegionInfo;
 import java.nio.ByteBuffer;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -48,6 +49,7 @@ public final class FerriteClient implements AutoCloseable {
   private final Map<String, Fabric> fabrics = new ConcurrentHashMap<>();
   private final Map<Integer, FabricConnection> connections = new ConcurrentHashMap<>();
   private final Map<Integer, MemberInfo> members = new ConcurrentHashMap<>();
+  private final Map<Long, RegionInfo> regions = new ConcurrentHashMap<>();
   private final ScheduledThreadPoolExecutor renewer;
   private volatile MasterStub master;
   private volatile long sessionId;
@@ -315,13 +317,23 @@ public final class FerriteClient implements AutoCloseable {
         return c;
       }
       checkOpen();
-      MemberInfo m = member(serverId);
-      String fabricName = chooseFabric(m);
-      String address = m.addresses().get(fabricName);
+      // Each attempt reads the membership again: a restarted server has new addresses.
       c =
           withRetries(
-              "connect to server " + serverId + " at " + address,
-              () -> fabric(fabricName).connect(address, connectOptions));
+              "connect to server " + serverId,
+              () -> {
+                MemberInfo m = member(serverId);
+                String fabricName = chooseFabric(m);
+                String address = m.addresses().get(fabricName);
+                try {
+                  return fabric(fabricName).connect(address, connectOptions);
+                } catch (FerriteException e) {
+                  if (e.retryable()) {
+                    members.remove(serverId);
+                  }
+                  throw new FerriteException(e.code(), address + ": " + e.detail(), e);
+                }
+              });
       connections.put(serverId, c);
       return c;
     }
@@ -411,6 +423,35 @@ public final class FerriteClient implements AutoCloseable {
     if (closed) {
       throw new FerriteException(ErrorCode.UNAVAILABLE, "client is closed");
     }
+  }
+
+  // ---------------------------------------------------------------- region directory
+
+  /**
+   * The ref of region {@code regionId} of server {@code serverId}, e.g. a region a hosted service
+   * created. Cached; a miss asks the master for the server's regions.
+   *
+   * @throws FerriteException NO_SUCH_REGION if the master knows no such region
+   */
+  public RegionInfo region(int serverId, int regionId) {
+    long key = ((long) serverId << 32) | (regionId & 0xFFFFFFFFL);
+    RegionInfo r = regions.get(key);
+    if (r == null) {
+      for (RegionInfo ri : master().regions(serverId)) {
+        regions.put(((long) serverId << 32) | (ri.ref().regionId() & 0xFFFFFFFFL), ri);
+      }
+      r = regions.get(key);
+    }
+    if (r == null) {
+      throw new FerriteException(
+          ErrorCode.NO_SUCH_REGION, "the master knows no region " + serverId + "/" + regionId);
+    }
+    return r;
+  }
+
+  /** Drops cached region refs of {@code serverId} (after it restarted with new regions). */
+  public void forgetRegions(int serverId) {
+    regions.keySet().removeIf(k -> (int) (k >>> 32) == serverId);
   }
 
   // ---------------------------------------------------------------- cluster

@@ -158,6 +158,8 @@ class ClusterEndToEndTest {
     List<BlockRef> kept = c.allocate(2, "", false, "app/data");
     byte[] data = "survives a master restart".getBytes(StandardCharsets.UTF_8);
     c.writeSync(kept.get(0), 0, ByteBuffer.wrap(data));
+    cluster.master.snapshot(); // recovery below reads a snapshot plus the log after it
+    List<BlockRef> later = c.allocate(1, "", false, "app/later");
     int regionsBefore = cluster.master.state().regions(-1).size();
 
     cluster.master.close();
@@ -172,9 +174,20 @@ class ClusterEndToEndTest {
     }
     FerriteClient c2 = cluster.client();
     assertEquals(kept, c2.owned("app/data"));
+    assertEquals(later, c2.owned("app/later"));
     ByteBuffer back = ByteBuffer.allocate(data.length);
     c2.readSync(kept.get(0), 0, back);
     assertArrayEquals(data, back.array());
+  }
+
+  @Test
+  void aLiveClientKeepsItsSessionByRenewingIt() throws Exception {
+    FerriteClient c =
+        cluster.client(ClientOptions.builder(LocalCluster.CREDENTIALS).leaseMillis(300));
+    List<BlockRef> mine = c.allocate(1);
+    Thread.sleep(1200); // four leases: only background renewal keeps the session
+    assertTrue(cluster.master.state().hasSession(c.sessionId()));
+    assertEquals(1, c.free(mine));
   }
 
   @Test
@@ -251,5 +264,71 @@ class ClusterEndToEndTest {
     for (BlockRef b : c.allocate(4)) {
       assertTrue(b.regionId() != echo.region.id() || b.serverId() != s.serverId());
     }
+  }
+
+  @Test
+  void restartedServerKeepsItsIdAndDiskRegionsButNotDram() throws Exception {
+    FerriteClient c = cluster.client();
+    BlockRef disk = c.allocate(1, "disk", true, "keep/disk").get(0);
+    MemoryServer s =
+        cluster.servers.stream().filter(x -> x.serverId() == disk.serverId()).findFirst().get();
+    List<BlockRef> dram = c.allocate(2, "dram", true, "keep/dram");
+    byte[] data = new byte[512];
+    seed.random().nextBytes(data);
+    c.writeSync(disk, 64, ByteBuffer.wrap(data));
+
+    s.close(); // a clean stop deletes the dram region files, keeps the disk ones
+    cluster.servers.remove(s);
+    MemoryServer again = cluster.startServer(s.name());
+    assertEquals(s.serverId(), again.serverId(), "the id is kept in the server's directory");
+
+    // The same client reconnects to the new endpoint and finds the data under the same rkey.
+    ByteBuffer back = ByteBuffer.allocate(data.length);
+    c.readSync(disk, 64, back);
+    assertArrayEquals(data, back.array(), seed.toString());
+    assertEquals(List.of(disk), c.owned("keep/disk"));
+    // Its dram blocks were in regions that are gone: the master dropped them.
+    List<BlockRef> left = c.owned("keep/dram");
+    assertTrue(left.stream().noneMatch(b -> b.serverId() == s.serverId()), left.toString());
+    assertEquals(dram.stream().filter(b -> b.serverId() != s.serverId()).toList(), left);
+  }
+
+  @Test
+  void autoFabricPrefersShmOnTheSameHostOnly() {
+    FerriteClient c =
+        cluster.client(ClientOptions.builder(LocalCluster.CREDENTIALS).hostId("host-a"));
+    ClientOptions auto =
+        ClientOptions.builder(LocalCluster.CREDENTIALS)
+            .hostId("host-a")
+            .fabrics(
+                name -> {
+                  if (name.equals("shm") || name.equals("local")) {
+                    return cluster.fabrics().open("local"); // local stands in for shm here
+                  }
+                  throw new FerriteException(ErrorCode.UNSUPPORTED, name);
+                })
+            .build();
+    java.util.Map<String, String> both =
+        java.util.Map.of("shm", "shm:///x.sock", "tcp", "tcp://h:1");
+    io.ferrite.kernel.proto.MemberInfo here =
+        new io.ferrite.kernel.proto.MemberInfo(1, "a", ServerState.ALIVE, "host-a", both);
+    io.ferrite.kernel.proto.MemberInfo there =
+        new io.ferrite.kernel.proto.MemberInfo(2, "b", ServerState.ALIVE, "host-b", both);
+    try (FerriteClient chooser = FerriteClient.open(cluster.masterAddress(), auto)) {
+      assertEquals("shm", chooser.chooseFabric(here));
+      assertEquals("tcp", chooser.chooseFabric(there));
+    }
+    FerriteException e =
+        assertThrows(
+            FerriteException.class,
+            () ->
+                c.chooseFabric(
+                    new io.ferrite.kernel.proto.MemberInfo(
+                        3,
+                        "c",
+                        ServerState.ALIVE,
+                        "host-a",
+                        java.util.Map.of("tcp", "tcp://h:1"))));
+    assertEquals(ErrorCode.UNSUPPORTED, e.code());
   }
 }
