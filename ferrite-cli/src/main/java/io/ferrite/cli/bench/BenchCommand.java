@@ -1,5 +1,6 @@
 package io.ferrite.cli.bench;
 
+import io.ferrite.cli.VersionProvider;
 import picocli.CommandLine;
 import picocli.CommandLine.Command;
 
@@ -11,6 +12,7 @@ import picocli.CommandLine.Command;
 @Command(
     name = "bench",
     mixinStandardHelpOptions = true,
+    versionProvider = VersionProvider.class,
     description = {
       "Runs a benchmark suite and prints each result beside the ceiling it is bounded by,"
           + " measured in the same run on the same machine, and the ratio between them.",

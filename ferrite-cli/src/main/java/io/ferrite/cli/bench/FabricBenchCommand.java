@@ -4,6 +4,7 @@ import io.ferrite.bench.BenchReport;
 import io.ferrite.bench.fabric.FabricBench;
 import io.ferrite.bench.fabric.Fabrics;
 import io.ferrite.cli.DurationConverter;
+import io.ferrite.cli.VersionProvider;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.List;
@@ -16,6 +17,7 @@ import picocli.CommandLine.Option;
 @Command(
     name = "fabric",
     mixinStandardHelpOptions = true,
+    versionProvider = VersionProvider.class,
     sortOptions = false,
     description = {
       "Measures each fabric's one-sided reads, empty RPCs and 1 MiB read/write bandwidth, beside"
