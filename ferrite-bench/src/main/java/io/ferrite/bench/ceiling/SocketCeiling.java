@@ -22,29 +22,35 @@ import java.util.List;
 
 /**
  * The ceiling of the tcp fabric: raw loopback TCP between two threads of this JVM, blocking {@link
- * SocketChannel}s with {@code TCP_NODELAY} on 127.0.0.1, no framing, no handshake, no copies but
- * the kernel's. A tcp one-sided op is this plus the fabric's work (frame, decode, rkey and bounds
- * check, copy from the region), so the gap between the two is the fabric's overhead.
+ * SocketChannel}s with {@code TCP_NODELAY} on 127.0.0.1, no framing beyond an 8 B header, no
+ * handshake, no copies but the kernel's. A tcp one-sided op is this plus the fabric's work (frame,
+ * decode, rkey and bounds check, copy from the region), so the gap between the two is the fabric's
+ * overhead.
  *
  * <h2>Wire</h2>
  *
- * Each request on a connection is one little-endian {@code i64 v}:
+ * Each message on a connection starts with one little-endian {@code i64 v}:
  *
  * <ul>
  *   <li>{@code v >= 0}: the server answers with {@code v} bytes (ping-pong: an 8 B request for an N
  *       B response, the shape of a one-sided read);
- *   <li>{@code v == STREAM}: the client streams bytes until it shuts its output down; the server
- *       discards them, then answers the {@code i64} count it received and closes.
+ *   <li>{@code SYNC}: the server answers the {@code i64} count of stream bytes it has received
+ *       since the previous {@code SYNC};
+ *   <li>any other {@code v < 0}: {@code -v} bytes of stream follow; the server reads and discards
+ *       them and answers nothing.
  * </ul>
+ *
+ * One connection carries everything, so warm-up and measurement share its socket buffers and no
+ * connection setup is timed.
  *
  * <h2>Results</h2>
  *
  * <ul>
  *   <li>{@code ceiling.socket.pingpong.<N>.{p50,p99,p99.9}}: round trip of 8 B out, N B back (ns);
- *   <li>{@code ceiling.socket.stream.1MiB.bandwidth}: one-way stream of 1 MiB writes (MiB/s), timed
- *       until the server has received everything;
  *   <li>{@code ceiling.socket.rr.1MiB.bandwidth}: back-to-back request/response transfers, 8 B out
- *       and 1 MiB back, one at a time (MiB/s).
+ *       and 1 MiB back, one at a time (MiB/s);
+ *   <li>{@code ceiling.socket.stream.1MiB.bandwidth}: one-way stream of 1 MiB writes (MiB/s), timed
+ *       until the server has received everything.
  * </ul>
  */
 public final class SocketCeiling implements AutoCloseable {
@@ -52,8 +58,8 @@ public final class SocketCeiling implements AutoCloseable {
   public static final String STREAM_PREFIX = "ceiling.socket.stream.";
   public static final String RR_PREFIX = "ceiling.socket.rr.";
 
-  private static final long STREAM = -1;
-  private static final int MAX_RESPONSE = 16 << 20;
+  private static final long SYNC = Long.MIN_VALUE;
+  private static final int MAX_MESSAGE = 16 << 20;
 
   private final ServerSocketChannel acceptor;
   private final Thread acceptThread;
@@ -108,6 +114,7 @@ public final class SocketCeiling implements AutoCloseable {
             Measure.latency(plan, i -> roundTrip(ch, request, n, response)),
             null);
       }
+
       progress.step(requestResponse(bandwidthSize));
       ByteBuffer big = ByteBuffer.allocateDirect(bandwidthSize);
       double rr =
@@ -123,11 +130,13 @@ public final class SocketCeiling implements AutoCloseable {
               });
       report.add(
           BenchResult.of(requestResponse(bandwidthSize), rr, Sizes.BANDWIDTH_UNIT, Better.HIGHER));
+
+      progress.step(stream(bandwidthSize));
+      ByteBuffer chunk = ByteBuffer.allocateDirect(bandwidthSize);
+      double stream = Measure.bandwidth(plan, deadline -> streamUntil(ch, chunk, deadline));
+      report.add(
+          BenchResult.of(stream(bandwidthSize), stream, Sizes.BANDWIDTH_UNIT, Better.HIGHER));
     }
-    progress.step(stream(bandwidthSize));
-    ByteBuffer chunk = ByteBuffer.allocateDirect(bandwidthSize);
-    double stream = Measure.bandwidth(plan, deadline -> streamUntil(chunk, deadline));
-    report.add(BenchResult.of(stream(bandwidthSize), stream, Sizes.BANDWIDTH_UNIT, Better.HIGHER));
   }
 
   private SocketChannel connect() throws IOException {
@@ -147,28 +156,33 @@ public final class SocketCeiling implements AutoCloseable {
   }
 
   /**
-   * One connection: stream {@code chunk}-sized writes until the deadline, then wait for the count.
+   * Streams {@code chunk}-sized writes (each behind its 8 B header, in one gathering write) until
+   * the deadline, then waits until the server has received all of them.
    */
-  private long streamUntil(ByteBuffer chunk, long deadline) throws IOException {
-    try (SocketChannel ch = connect()) {
-      ByteBuffer header = ByteBuffer.allocate(8).order(ByteOrder.LITTLE_ENDIAN);
-      header.putLong(0, STREAM);
-      writeFully(ch, header);
-      long sent = 0;
-      do {
-        chunk.clear();
-        writeFully(ch, chunk);
-        sent += chunk.capacity();
-      } while (System.nanoTime() < deadline);
-      ch.shutdownOutput();
-      ByteBuffer count = ByteBuffer.allocate(8).order(ByteOrder.LITTLE_ENDIAN);
-      readFully(ch, count);
-      long received = count.getLong(0);
-      if (received != sent) {
-        throw new IOException("stream: server received " + received + " B of " + sent + " B");
+  private static long streamUntil(SocketChannel ch, ByteBuffer chunk, long deadline)
+      throws IOException {
+    ByteBuffer header = ByteBuffer.allocateDirect(8).order(ByteOrder.LITTLE_ENDIAN);
+    ByteBuffer[] message = {header, chunk};
+    long sent = 0;
+    do {
+      header.clear();
+      header.putLong(0, -chunk.capacity());
+      chunk.clear();
+      while (chunk.hasRemaining()) {
+        ch.write(message);
       }
-      return received;
+      sent += chunk.capacity();
+    } while (System.nanoTime() < deadline);
+    header.clear();
+    header.putLong(0, SYNC);
+    writeFully(ch, header);
+    header.clear();
+    readFully(ch, header);
+    long received = header.getLong(0);
+    if (received != sent) {
+      throw new IOException("stream: server received " + received + " B of " + sent + " B");
     }
+    return received;
   }
 
   private void acceptLoop() {
@@ -200,9 +214,10 @@ public final class SocketCeiling implements AutoCloseable {
     }
   }
 
-  private void serve(SocketChannel ch) {
+  private static void serve(SocketChannel ch) {
     ByteBuffer header = ByteBuffer.allocateDirect(8).order(ByteOrder.LITTLE_ENDIAN);
-    ByteBuffer response = ByteBuffer.allocateDirect(MAX_RESPONSE);
+    ByteBuffer buffer = ByteBuffer.allocateDirect(64 << 10);
+    long streamed = 0;
     try (ch) {
       while (true) {
         header.clear();
@@ -210,22 +225,27 @@ public final class SocketCeiling implements AutoCloseable {
           return;
         }
         long v = header.getLong(0);
-        if (v == STREAM) {
-          long received = 0;
-          int r;
-          while ((r = ch.read(response.clear())) >= 0) {
-            received += r;
-          }
+        if (v == SYNC) {
           header.clear();
-          header.putLong(0, received);
+          header.putLong(0, streamed);
           writeFully(ch, header);
+          streamed = 0;
+          continue;
+        }
+        long n = Math.abs(v);
+        if (n > MAX_MESSAGE) {
           return;
         }
-        if (v < 0 || v > MAX_RESPONSE) {
-          return;
+        if (n > buffer.capacity()) {
+          buffer = ByteBuffer.allocateDirect((int) n);
         }
-        response.clear().limit((int) v);
-        writeFully(ch, response);
+        buffer.clear().limit((int) n);
+        if (v < 0) {
+          readFully(ch, buffer);
+          streamed += n;
+        } else {
+          writeFully(ch, buffer);
+        }
       }
     } catch (IOException e) {
       // The client went away (or close() closed the channel): this connection is done.
@@ -240,7 +260,7 @@ public final class SocketCeiling implements AutoCloseable {
 
   private static void readFully(SocketChannel ch, ByteBuffer b) throws IOException {
     if (!readFullyOrEof(ch, b)) {
-      throw new EOFException("socket ceiling: connection closed by the server");
+      throw new EOFException("socket ceiling: connection closed by the peer");
     }
   }
 
