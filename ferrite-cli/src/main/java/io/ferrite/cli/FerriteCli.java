@@ -1,6 +1,9 @@
 package io.ferrite.cli;
 
 import io.ferrite.cli.bench.BenchCommand;
+import io.ferrite.fabric.FerriteException;
+import java.io.IOException;
+import java.io.PrintWriter;
 import picocli.CommandLine;
 import picocli.CommandLine.Command;
 
@@ -39,7 +42,33 @@ public final class FerriteCli implements Runnable {
 
   /** The command line with Ferrite's settings; tests drive it without exiting the JVM. */
   public static CommandLine commandLine() {
-    return new CommandLine(new FerriteCli()).setCaseInsensitiveEnumValuesAllowed(true);
+    return new CommandLine(new FerriteCli())
+        .setCaseInsensitiveEnumValuesAllowed(true)
+        .setExecutionExceptionHandler(FerriteCli::onFailure);
+  }
+
+  /**
+   * A command failed: say what failed in one line. Ferrite's own errors carry their code and
+   * whether a retry can help; anything else is a bug, so its stack trace follows.
+   */
+  static int onFailure(Exception e, CommandLine cmd, CommandLine.ParseResult parsed) {
+    PrintWriter err = cmd.getErr();
+    String command = cmd.getCommandSpec().qualifiedName();
+    if (e instanceof FerriteException fe) {
+      err.println(
+          command
+              + ": "
+              + fe.getMessage()
+              + (fe.retryable() ? " (retryable)" : "")
+              + (fe.getCause() != null ? " [cause: " + fe.getCause() + "]" : ""));
+    } else if (e instanceof IOException || e instanceof IllegalArgumentException) {
+      err.println(command + ": " + e);
+    } else {
+      err.println(command + ": unexpected failure: " + e);
+      e.printStackTrace(err);
+    }
+    err.flush();
+    return 1;
   }
 
   public static void main(String[] args) {

@@ -92,6 +92,23 @@ class FerriteCliTest {
   }
 
   @Test
+  void aFailingRunSaysWhatFailedInOneLine(@TempDir Path dir) throws Exception {
+    Path notADirectory = Files.writeString(dir.resolve("file"), "x");
+    int code =
+        run(
+            "bench",
+            "fabric",
+            "--quick",
+            "--fabrics",
+            "local",
+            "-q",
+            "--dir",
+            notADirectory.toString());
+    assertEquals(1, code);
+    assertTrue(err.toString().startsWith("ferrite bench fabric: "), err.toString());
+  }
+
+  @Test
   void durations() {
     DurationConverter c = new DurationConverter();
     assertEquals(Duration.ofMillis(500), c.convert("500ms"));

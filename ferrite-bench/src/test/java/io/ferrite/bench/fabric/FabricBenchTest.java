@@ -16,11 +16,13 @@ import org.junit.jupiter.api.io.TempDir;
 
 /** Runs the suite for real on the local fabric, briefly; asserts on shape, never on time. */
 class FabricBenchTest {
+  /** Every fabric this build knows (local; shm and tcp once their factory lines are in). */
   @Test
-  void quickLocalRunProducesEveryNameAndFreesEverything(@TempDir Path dir) throws Exception {
+  void quickRunOfEveryFabricProducesEveryNameAndFreesEverything(@TempDir Path dir)
+      throws Exception {
     FabricBench.Options options =
         FabricBench.Options.quick()
-            .withFabrics(List.of("local"))
+            .withFabrics(Fabrics.NAMES)
             .withIterations(50)
             .withDuration(Duration.ofMillis(20))
             .withRegionBytes(4L << 20)
@@ -29,7 +31,7 @@ class FabricBenchTest {
     BenchReport report = FabricBench.run(options);
 
     List<String> names = report.results().stream().map(BenchResult::name).toList();
-    assertEquals(FabricBench.expectedNames(List.of("local")), names);
+    assertEquals(FabricBench.expectedNames(Fabrics.NAMES), names);
     for (String expected :
         List.of(
             "local.read.8B.p50",

@@ -14,18 +14,26 @@ import picocli.CommandLine.Command;
     mixinStandardHelpOptions = true,
     versionProvider = VersionProvider.class,
     description = {
-      "Runs a benchmark suite and prints each result beside the ceiling it is bounded by,"
-          + " measured in the same run on the same machine, and the ratio between them.",
+      "Runs a benchmark suite and prints each result beside the ceiling it is",
+      "bounded by, measured in the same run on the same machine, and the ratio",
+      "between them.",
       "",
-      "A ceiling is the fastest anything could do the same work here: an in-JVM memory copy for"
-          + " same-host paths, a raw loopback socket for network paths. Absolute times on shared"
-          + " machines drift from run to run; ratios measured in one run do not.",
+      "A ceiling is the fastest anything could do the same work here: an in-JVM",
+      "memory copy for same-host paths, a raw loopback socket for network paths.",
+      "Absolute times on shared machines drift from run to run; ratios measured",
+      "in one run do not.",
       "",
-      "Latencies are in ns (p50, p99, p99.9 from an HdrHistogram), bandwidths in MiB/s. The"
-          + " ratio is oriented so that > 1 means better than the reference; a ceiling is rarely"
-          + " beaten, so ratios read as the fraction of the ceiling reached.",
+      "Latencies are in ns (p50, p99, p99.9 from an HdrHistogram), bandwidths in",
+      "MiB/s. ratio > 1 means better than the reference; a ceiling is rarely",
+      "beaten, so a ratio reads as the fraction of the ceiling reached.",
+      "",
     },
-    footer = {"", "Example:", "  ferrite bench fabric --quick --fabrics local"},
+    footer = {
+      "",
+      "Examples:",
+      "  ferrite bench fabric --help",
+      "  ferrite bench fabric --quick --fabrics local",
+    },
     subcommands = {
       FabricBenchCommand.class,
     })

@@ -20,39 +20,44 @@ import picocli.CommandLine.Option;
     versionProvider = VersionProvider.class,
     sortOptions = false,
     description = {
-      "Measures each fabric's one-sided reads, empty RPCs and 1 MiB read/write bandwidth, beside"
-          + " the ceiling each is bounded by, all in this one run.",
+      "Measures each fabric's one-sided reads, empty RPCs and 1 MiB read/write",
+      "bandwidth beside the ceiling each is bounded by, all in this one run.",
       "",
-      "For each fabric it starts a server in this process over a region file (in /dev/shm when it"
-          + " exists), connects a client through the fabric, and measures:",
-      "  <fabric>.read.{8B,1KiB,64KiB}.{p50,p99,p99.9}  one blocking read at a time (ns)",
-      "  <fabric>.rpc.empty.{p50,p99,p99.9}           empty request, empty response (ns)",
-      "  <fabric>.read.1MiB.bandwidth                  1 MiB reads, --depth in flight (MiB/s)",
-      "  <fabric>.write.1MiB.bandwidth                 1 MiB writes, --depth in flight (MiB/s)",
+      "For each fabric it starts a server in this process over a region file",
+      "(in /dev/shm when it exists), connects a client through the fabric and",
+      "measures:",
+      "  <fabric>.read.{8B,1KiB,64KiB}.{p50,p99,p99.9}  one read at a time, ns",
+      "  <fabric>.rpc.empty.{p50,p99,p99.9}   empty request and response, ns",
+      "  <fabric>.read.1MiB.bandwidth         1 MiB reads, --depth in flight",
+      "  <fabric>.write.1MiB.bandwidth        1 MiB writes, --depth in flight",
       "",
-      "Ceilings (measured first, listed as ceiling.* results):",
-      "  ceiling.memcpy.<size>     a direct-buffer to direct-buffer copy of the same size over the"
-          + " same offsets: the copy a shm read does, with nothing around it. shm and local are"
-          + " compared with it.",
-      "  ceiling.socket.pingpong.<size>  raw loopback TCP (TCP_NODELAY) between two threads: 8 B"
-          + " out, <size> back. tcp reads, and every fabric's RPCs (against 8 B), are compared"
-          + " with it.",
-      "  ceiling.socket.stream.1MiB.bandwidth  a one-way raw stream of 1 MiB writes: the reference"
-          + " of tcp bandwidth. ceiling.socket.rr.1MiB.bandwidth: 8 B out, 1 MiB back, one at a"
-          + " time.",
+      "Ceilings, measured first and listed as ceiling.* results:",
+      "  ceiling.memcpy.<size>             a direct-buffer to direct-buffer",
+      "      copy of the same size over the same offsets: the copy a shm read",
+      "      does, with nothing around it. shm and local are compared with it.",
+      "  ceiling.socket.pingpong.<size>    raw loopback TCP (TCP_NODELAY)",
+      "      between two threads, 8 B out and <size> back. tcp reads are",
+      "      compared with it, and every fabric's empty RPC with its 8 B size.",
+      "  ceiling.socket.stream.1MiB.bandwidth   a one-way raw stream of 1 MiB",
+      "      writes: the reference of tcp bandwidth.",
+      "  ceiling.socket.rr.1MiB.bandwidth  8 B out, 1 MiB back, one at a time.",
       "",
-      "ratio > 1 means better than the reference (latency: reference/value; bandwidth:"
-          + " value/reference), so a ratio of 0.25 reads as \"a quarter of the ceiling\".",
+      "Latencies are in ns (p50, p99, p99.9), bandwidths in MiB/s. ratio > 1",
+      "means better than the reference (latency: reference/value; bandwidth:",
+      "value/reference), so a ratio of 0.25 reads as a quarter of the ceiling.",
+      "Progress goes to stderr, the table to stdout.",
     },
+    optionListHeading = "%nOptions:%n",
     footer = {
       "",
       "Examples:",
-      "  ferrite bench fabric                               shm and tcp, full run",
-      "  ferrite bench fabric --quick --fabrics local       smoke test, a few seconds",
+      "  ferrite bench fabric                           shm and tcp, full run",
+      "  ferrite bench fabric --quick --fabrics local   smoke test, seconds",
       "  ferrite bench fabric --fabrics tcp --duration 5s --json tcp.json",
       "",
-      "JSON (--json): {\"suite\": \"fabric\", \"results\": [{\"name\", \"value\", \"unit\","
-          + " \"better\", \"reference\", \"reference_value\", \"ratio\"}, ...]}",
+      "JSON (--json FILE):",
+      "  {\"suite\": \"fabric\", \"results\": [{\"name\", \"value\", \"unit\",",
+      "   \"better\", \"reference\", \"reference_value\", \"ratio\"}, ...]}",
     })
 public final class FabricBenchCommand implements Callable<Integer> {
   @CommandLine.Spec CommandLine.Model.CommandSpec spec;

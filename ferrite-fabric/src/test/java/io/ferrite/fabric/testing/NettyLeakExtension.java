@@ -54,6 +54,8 @@ public final class NettyLeakExtension implements BeforeEachCallback, AfterEachCa
   private static final ExtensionContext.Namespace NAMESPACE =
       ExtensionContext.Namespace.create(NettyLeakExtension.class);
   private static final int GC_ROUNDS = 3;
+  // Held strongly: java.util.logging keeps loggers only weakly, and with them our handler.
+  private static final Logger DETECTOR_LOG = Logger.getLogger(DETECTOR_LOGGER);
 
   static {
     install();
@@ -68,8 +70,7 @@ public final class NettyLeakExtension implements BeforeEachCallback, AfterEachCa
       ResourceLeakDetector.setLevel(ResourceLeakDetector.Level.PARANOID);
     }
     ResourceLeakDetectorFactory.setResourceLeakDetectorFactory(new RecordingFactory());
-    Logger logger = Logger.getLogger(DETECTOR_LOGGER);
-    logger.addHandler(new RecordingHandler());
+    DETECTOR_LOG.addHandler(new RecordingHandler());
   }
 
   @Override
