@@ -23,9 +23,9 @@ import picocli.CommandLine.Command;
     footer = {
       "",
       "Examples:",
-      "  ferrite local                      start a master and 2 memory servers on 127.0.0.1",
-      "  ferrite bench fabric --quick       measure the fabrics against their ceilings",
-      "  ferrite <command> --help           what a command does, its options, an example",
+      "  ferrite local                 master + 2 memory servers on 127.0.0.1",
+      "  ferrite bench fabric --quick  the fabrics against their ceilings",
+      "  ferrite <command> --help      what a command does, its options, examples",
     },
     subcommands = {
       CommandLine.HelpCommand.class,

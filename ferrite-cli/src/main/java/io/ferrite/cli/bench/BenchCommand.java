@@ -13,6 +13,7 @@ import picocli.CommandLine.Command;
     name = "bench",
     mixinStandardHelpOptions = true,
     versionProvider = VersionProvider.class,
+    header = "Benchmark suites, each result beside its ceiling.",
     description = {
       "Runs a benchmark suite and prints each result beside the ceiling it is",
       "bounded by, measured in the same run on the same machine, and the ratio",

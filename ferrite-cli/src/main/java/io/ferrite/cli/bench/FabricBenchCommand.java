@@ -19,6 +19,7 @@ import picocli.CommandLine.Option;
     mixinStandardHelpOptions = true,
     versionProvider = VersionProvider.class,
     sortOptions = false,
+    header = "Fabric read/RPC latency and bandwidth beside memcpy and raw-socket ceilings.",
     description = {
       "Measures each fabric's one-sided reads, empty RPCs and 1 MiB read/write",
       "bandwidth beside the ceiling each is bounded by, all in this one run.",
