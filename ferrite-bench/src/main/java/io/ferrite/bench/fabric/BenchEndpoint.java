@@ -1,6 +1,7 @@
 package io.ferrite.bench.fabric;
 
 import io.ferrite.fabric.ConnectOptions;
+import io.ferrite.fabric.Counters;
 import io.ferrite.fabric.Credentials;
 import io.ferrite.fabric.ErrorCode;
 import io.ferrite.fabric.Fabric;
@@ -108,6 +109,11 @@ final class BenchEndpoint implements AutoCloseable {
 
   FabricConnection connection() {
     return connection;
+  }
+
+  /** What the server's endpoint counted: zero one-sided ops on shm, where the client does them. */
+  Counters serverCounters() {
+    return server.counters();
   }
 
   RegionRef ref() {

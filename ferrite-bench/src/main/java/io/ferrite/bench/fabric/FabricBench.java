@@ -291,6 +291,10 @@ public final class FabricBench {
             Sizes.BANDWIDTH_UNIT,
             Better.HIGHER,
             bandwidthRef));
+    // Counts, not times: a sanity check that the ops went where they should (a shm server's CPU
+    // serves no one-sided op at all).
+    progress.step(f + " client counted: " + conn.counters().snapshot());
+    progress.step(f + " server counted: " + endpoint.serverCounters().snapshot());
   }
 
   /** Issues one op of {@link #BANDWIDTH_SIZE} bytes on {@code buffer}. */
