@@ -32,9 +32,11 @@ public final class Measure {
   /**
    * How long each measurement runs.
    *
-   * @param warmupIterations ops run and discarded before a latency measurement
+   * @param warmupIterations ops run and discarded before a latency measurement (at least; see
+   *     {@code warmup})
    * @param iterations ops timed in a latency measurement
-   * @param warmup time spent moving data before a bandwidth measurement
+   * @param warmup time spent warming up before a bandwidth measurement, and the least time before a
+   *     latency measurement
    * @param duration time a bandwidth measurement runs
    */
   public record Plan(int warmupIterations, int iterations, Duration warmup, Duration duration) {
@@ -59,10 +61,15 @@ public final class Measure {
     }
   }
 
-  /** Runs {@code op} for the plan's warm-up, then times each of its measured iterations. */
+  /**
+   * Runs {@code op} for the plan's warm-up — at least its warm-up iterations and at least its
+   * warm-up time, so that a fast op still runs long enough for the JIT to compile the whole path —
+   * then times each of its measured iterations.
+   */
   public static LatencyRecorder latency(Plan plan, Op op) throws Exception {
     long i = 0;
-    for (int w = 0; w < plan.warmupIterations(); w++) {
+    long warmupEnd = System.nanoTime() + plan.warmup().toNanos();
+    while (i < plan.warmupIterations() || System.nanoTime() < warmupEnd) {
       op.run(i++);
     }
     LatencyRecorder rec = new LatencyRecorder();

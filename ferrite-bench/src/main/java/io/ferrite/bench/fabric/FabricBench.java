@@ -66,7 +66,8 @@ public final class FabricBench {
    * What to run.
    *
    * @param fabrics fabric names, in order ("shm", "tcp", "local")
-   * @param iterations timed ops per latency measurement (a quarter as many warm up first)
+   * @param iterations timed ops per latency measurement (a quarter as many, and at least a quarter
+   *     of {@code duration}, warm up first)
    * @param duration length of each bandwidth measurement (a quarter as long warms up first)
    * @param depth 1 MiB ops in flight during bandwidth measurements
    * @param regionBytes size of the region each server serves

@@ -74,8 +74,8 @@ public final class FabricBenchCommand implements Callable<Integer> {
       names = "--iterations",
       paramLabel = "N",
       description =
-          "Timed ops per latency measurement; N/4 more warm up first (default: 20000; --quick:"
-              + " 300).")
+          "Timed ops per latency measurement, after a warm-up of N/4 ops and at least a quarter"
+              + " of --duration (default: 20000; --quick: 300).")
   Integer iterations;
 
   @Option(
