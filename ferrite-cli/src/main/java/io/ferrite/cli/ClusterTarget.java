@@ -49,7 +49,7 @@ final class ClusterTarget {
     ClusterFile cf = Files.exists(cfPath) ? ClusterFile.read(cfPath) : null;
     String u = first(uri, env.get("FERRITE_CLUSTER"), cf == null ? null : cf.uri());
     if (u == null) {
-      throw new IllegalStateException(
+      throw new IllegalArgumentException(
           "no cluster given: pass --cluster ferrite://host:port, set FERRITE_CLUSTER, or start"
               + " 'ferrite local' (it writes "
               + cfPath
@@ -61,7 +61,7 @@ final class ClusterTarget {
             env.get(FerriteConfig.envName(FerriteConfig.SECRET_FILE)),
             cf == null ? null : cf.secretFile().toString());
     if (secret == null) {
-      throw new IllegalStateException(
+      throw new IllegalArgumentException(
           "no cluster secret: pass --secret-file or set "
               + FerriteConfig.envName(FerriteConfig.SECRET_FILE));
     }

@@ -65,7 +65,7 @@ final class SelfCheck {
           ok &= checkOne(out, c, b, fabric, rnd);
         }
         c.free(all);
-      } catch (FerriteException | IllegalStateException e) {
+      } catch (FerriteException | IllegalArgumentException e) {
         out.printf(Locale.ROOT, "  FAIL via %s: %s%n", fabric, e.getMessage());
         ok = false;
       }

@@ -90,7 +90,7 @@ final class ServerCommand implements Callable<Integer> {
     FerriteConfig cfg = config.load(flags);
     Path secret = MasterCommand.secretPath(cfg);
     if (!Files.exists(secret)) {
-      throw new IllegalStateException(
+      throw new IllegalArgumentException(
           "no cluster secret at "
               + secret
               + ": pass --secret-file with the file the master created (its <dir>/secret)");

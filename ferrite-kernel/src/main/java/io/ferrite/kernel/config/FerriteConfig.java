@@ -411,7 +411,7 @@ public final class FerriteConfig {
   /**
    * The cluster credentials: the inline secret if set, else the secret file.
    *
-   * @throws IllegalStateException if neither is configured, with what to do about it
+   * @throws IllegalArgumentException if neither is configured, with what to do about it
    */
   public Credentials credentials() {
     String hex = get(SECRET);
@@ -425,7 +425,7 @@ public final class FerriteConfig {
     } else if (!get(SECRET_FILE).isEmpty()) {
       secret = Secrets.read(Path.of(get(SECRET_FILE)));
     } else {
-      throw new IllegalStateException(
+      throw new IllegalArgumentException(
           "no cluster secret: set "
               + SECRET_FILE
               + " (or "

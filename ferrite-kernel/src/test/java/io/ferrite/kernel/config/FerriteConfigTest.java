@@ -68,8 +68,8 @@ class FerriteConfigTest {
             IllegalArgumentException.class,
             () -> FerriteConfig.builder().set(FerriteConfig.CLIENT_FABRIC, "rdma").build());
     assertTrue(e.getMessage().contains("auto, shm, tcp or local"), e.getMessage());
-    IllegalStateException noSecret =
-        assertThrows(IllegalStateException.class, () -> FerriteConfig.defaults().credentials());
+    IllegalArgumentException noSecret =
+        assertThrows(IllegalArgumentException.class, () -> FerriteConfig.defaults().credentials());
     assertTrue(noSecret.getMessage().contains("cluster.secret.file"), noSecret.getMessage());
   }
 
