@@ -300,8 +300,20 @@ final class Journal implements AutoCloseable {
         log.write(h);
       }
       log.force(true);
+      syncDirectory();
     }
     log.position(log.size());
+  }
+
+  /** Makes renames and new files in the journal directory durable (Linux: fsync the dir). */
+  private void syncDirectory() throws IOException {
+    try (FileChannel d = FileChannel.open(dir, StandardOpenOption.READ)) {
+      d.force(true);
+    } catch (IOException | UnsupportedOperationException e) {
+      if (fsync) {
+        LOG.log(System.Logger.Level.DEBUG, "cannot fsync directory {0}: {1}", dir, e);
+      }
+    }
   }
 
   /** Appends {@code events} as one group and (if configured) fsyncs once. */
@@ -353,6 +365,7 @@ final class Journal implements AutoCloseable {
         ch.force(true);
       }
       Files.move(tmp, snap, StandardCopyOption.ATOMIC_MOVE);
+      syncDirectory();
       // From here on generation `next` is the recovery point.
       Path oldLog = logFile();
       Path oldSnap = file("snapshot", generation);

@@ -288,7 +288,9 @@ public final class MasterState {
   public synchronized void tick() {
     long now = clock.getAsLong();
     for (ServerEntry s : servers.values()) {
-      if (s.state == ServerState.ALIVE && now - s.lastHeartbeat > deadTimeoutMillis) {
+      // UNKNOWN (recovered by a restarted master) counts from the recovery: a server that does
+      // not come back within the timeout is as dead as one that stopped heartbeating.
+      if (s.state != ServerState.DEAD && now - s.lastHeartbeat > deadTimeoutMillis) {
         s.state = ServerState.DEAD;
         LOG.log(
             System.Logger.Level.WARNING,

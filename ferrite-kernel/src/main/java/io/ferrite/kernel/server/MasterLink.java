@@ -189,6 +189,8 @@ final class MasterLink implements AutoCloseable {
   @Override
   public void close() {
     closed = true;
+    // Closing the connection first fails a heartbeat in flight at once (joins do not interrupt).
+    drop();
     if (thread != null) {
       thread.interrupt();
       try {

@@ -232,6 +232,26 @@ class JournalTest {
   }
 
   @Test
+  void recoveredServersAreUnknownUntilTheyHeartbeatAndDeadIfTheyNeverDo() {
+    int a;
+    int b;
+    try (Opened m = new Opened()) {
+      a = MasterStateTest.server(m.state, "a", MasterStateTest.region(1, "dram", 4));
+      b = MasterStateTest.server(m.state, "b", MasterStateTest.region(1, "dram", 4));
+    }
+    try (Opened m = new Opened()) {
+      assertEquals(ServerState.UNKNOWN, m.state.serverState(a));
+      clock.addAndGet(MasterStateTest.DEAD_MS / 2);
+      m.state.heartbeat(a);
+      assertEquals(ServerState.ALIVE, m.state.serverState(a));
+      clock.addAndGet(MasterStateTest.DEAD_MS / 2 + 1);
+      m.state.tick();
+      assertEquals(ServerState.ALIVE, m.state.serverState(a));
+      assertEquals(ServerState.DEAD, m.state.serverState(b), "never came back after the restart");
+    }
+  }
+
+  @Test
   void emptyDirectoryIsAnEmptyMaster() {
     try (Opened m = new Opened()) {
       assertEquals(0, m.state.members().size());
