@@ -11,8 +11,9 @@ import io.ferrite.fabric.FerriteException;
 import io.ferrite.fabric.Futures;
 import io.ferrite.fabric.MappedRegion;
 import io.ferrite.fabric.RpcContext;
+import io.ferrite.fabric.testing.SeedExtension;
+import io.ferrite.fabric.testing.TestSeed;
 import io.ferrite.kernel.LocalCluster;
-import io.ferrite.kernel.Seed;
 import io.ferrite.kernel.proto.BlockRef;
 import io.ferrite.kernel.proto.ClusterStatus;
 import io.ferrite.kernel.proto.RegionInfo;
@@ -25,23 +26,28 @@ import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
 import java.util.HashSet;
 import java.util.List;
+import java.util.Random;
 import java.util.Set;
 import java.util.concurrent.CompletableFuture;
 import java.util.function.BooleanSupplier;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.extension.RegisterExtension;
+import org.junit.jupiter.api.extension.ExtendWith;
 import org.junit.jupiter.api.io.TempDir;
 
 /** Master, two memory servers and clients over the local fabric. */
+@ExtendWith(SeedExtension.class)
 class ClusterEndToEndTest {
-  @RegisterExtension final Seed seed = new Seed();
+  TestSeed seed;
+  Random random;
   @TempDir Path dir;
   LocalCluster cluster;
 
   @BeforeEach
-  void start() throws Exception {
+  void start(TestSeed seed, Random random) throws Exception {
+    this.seed = seed;
+    this.random = random;
     cluster = new LocalCluster(dir);
     cluster.startMaster();
     cluster.startServer("s1");
@@ -71,7 +77,7 @@ class ClusterEndToEndTest {
     for (BlockRef b : blocks) {
       servers.add(b.serverId());
       byte[] data = new byte[1000];
-      seed.random().nextBytes(data);
+      random.nextBytes(data);
       c.writeSync(b, 128, ByteBuffer.wrap(data));
       ByteBuffer back = ByteBuffer.allocate(1000);
       c.readSync(b, 128, back);
@@ -274,7 +280,7 @@ class ClusterEndToEndTest {
         cluster.servers.stream().filter(x -> x.serverId() == disk.serverId()).findFirst().get();
     List<BlockRef> dram = c.allocate(2, "dram", true, "keep/dram");
     byte[] data = new byte[512];
-    seed.random().nextBytes(data);
+    random.nextBytes(data);
     c.writeSync(disk, 64, ByteBuffer.wrap(data));
 
     s.close(); // a clean stop deletes the dram region files, keeps the disk ones

@@ -4,7 +4,8 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.ferrite.fabric.FerriteException;
-import io.ferrite.kernel.Seed;
+import io.ferrite.fabric.testing.SeedExtension;
+import io.ferrite.fabric.testing.TestSeed;
 import io.ferrite.kernel.proto.BlockRef;
 import io.ferrite.kernel.proto.ServerState;
 import java.io.IOException;
@@ -19,14 +20,23 @@ import java.util.Map;
 import java.util.Random;
 import java.util.Set;
 import java.util.concurrent.atomic.AtomicLong;
+import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.extension.RegisterExtension;
+import org.junit.jupiter.api.extension.ExtendWith;
 import org.junit.jupiter.api.io.TempDir;
 
+@ExtendWith(SeedExtension.class)
 class JournalTest {
-  @RegisterExtension final Seed seed = new Seed();
+  TestSeed seed;
+  Random random;
   @TempDir Path dir;
   final AtomicLong clock = new AtomicLong(5_000_000);
+
+  @BeforeEach
+  void seed(TestSeed seed, Random random) {
+    this.seed = seed;
+    this.random = random;
+  }
 
   /** A master state journaled in {@code dir}, as the master opens it. */
   final class Opened implements AutoCloseable {
@@ -114,7 +124,7 @@ class JournalTest {
     Set<MasterEvent> before;
     List<BlockRef> owned;
     try (Opened m = new Opened()) {
-      workload(m.state, seed.random(), clock, 300);
+      workload(m.state, random, clock, 300);
       owned = m.state.owned("owner-1");
       before = m.image();
     }
@@ -158,7 +168,7 @@ class JournalTest {
   void truncatedTailIsIgnoredAndAppendsContinue() throws IOException {
     Set<MasterEvent> afterFirst;
     try (Opened m = new Opened()) {
-      workload(m.state, seed.random(), clock, 50);
+      workload(m.state, random, clock, 50);
       afterFirst = m.image();
       MasterStateTest.server(m.state, "late", MasterStateTest.region(1, "dram", 4));
     }
@@ -182,7 +192,7 @@ class JournalTest {
   void corruptRecordEndsTheLogWithoutFailingRecovery() throws IOException {
     Set<MasterEvent> before;
     try (Opened m = new Opened()) {
-      workload(m.state, seed.random(), clock, 50);
+      workload(m.state, random, clock, 50);
       before = m.image();
       MasterStateTest.server(m.state, "late", MasterStateTest.region(1, "dram", 4));
     }
@@ -206,13 +216,13 @@ class JournalTest {
   void snapshotPlusLogRecoversAndTruncatesTheLog() throws IOException {
     Set<MasterEvent> before;
     try (Opened m = new Opened()) {
-      workload(m.state, seed.random(), clock, 150);
+      workload(m.state, random, clock, 150);
       synchronized (m.state) {
         m.journal.snapshot(m.state.snapshotEvents());
       }
       assertEquals(1, m.journal.generation());
       assertEquals(0, m.journal.recordsSinceSnapshot());
-      workload(m.state, seed.random(), clock, 150);
+      workload(m.state, random, clock, 150);
       before = m.image();
     }
     try (var s = Files.list(dir)) {

@@ -7,8 +7,9 @@ import io.ferrite.fabric.ConnectOptions;
 import io.ferrite.fabric.ErrorCode;
 import io.ferrite.fabric.FabricConnection;
 import io.ferrite.fabric.FerriteException;
+import io.ferrite.fabric.testing.SeedExtension;
+import io.ferrite.fabric.testing.TestSeed;
 import io.ferrite.kernel.LocalCluster;
-import io.ferrite.kernel.Seed;
 import io.ferrite.kernel.proto.MasterProtocol;
 import io.ferrite.kernel.proto.MasterStub;
 import io.ferrite.kernel.proto.Wire;
@@ -20,10 +21,11 @@ import java.util.Random;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.extension.RegisterExtension;
+import org.junit.jupiter.api.extension.ExtendWith;
 import org.junit.jupiter.api.io.TempDir;
 
 /** Malformed calls get an error each; the master keeps serving. */
+@ExtendWith(SeedExtension.class)
 class MasterBadInputTest {
   static final Duration DEADLINE = Duration.ofSeconds(5);
   static final List<Integer> OPCODES =
@@ -39,13 +41,16 @@ class MasterBadInputTest {
           MasterProtocol.OWNED,
           MasterProtocol.REGIONS);
 
-  @RegisterExtension final Seed seed = new Seed();
+  TestSeed seed;
+  Random random;
   @TempDir Path dir;
   LocalCluster cluster;
   FabricConnection conn;
 
   @BeforeEach
-  void start() throws Exception {
+  void start(TestSeed seed, Random random) throws Exception {
+    this.seed = seed;
+    this.random = random;
     cluster = new LocalCluster(dir);
     cluster.startMaster();
     cluster.startServer("s1");
@@ -119,7 +124,7 @@ class MasterBadInputTest {
     assertEquals(
         ErrorCode.INVALID_ARGUMENT,
         callFails(MasterProtocol.SERVICE, MasterProtocol.REGISTER, reg.toBuffer()));
-    Random rnd = seed.random();
+    Random rnd = random;
     for (int i = 0; i < 300; i++) {
       byte[] junk = new byte[rnd.nextInt(64)];
       rnd.nextBytes(junk);

@@ -8,7 +8,8 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import io.ferrite.fabric.ErrorCode;
 import io.ferrite.fabric.FerriteException;
 import io.ferrite.fabric.RegionRef;
-import io.ferrite.kernel.Seed;
+import io.ferrite.fabric.testing.SeedExtension;
+import io.ferrite.fabric.testing.TestSeed;
 import io.ferrite.kernel.proto.BlockRef;
 import io.ferrite.kernel.proto.ClusterStatus;
 import io.ferrite.kernel.proto.RegionInfo;
@@ -16,26 +17,31 @@ import io.ferrite.kernel.proto.ServerState;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
+import java.util.Random;
 import java.util.concurrent.atomic.AtomicLong;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.extension.RegisterExtension;
+import org.junit.jupiter.api.extension.ExtendWith;
 
+@ExtendWith(SeedExtension.class)
 class MasterStateTest {
   static final long BLOCK = 4096;
   static final long DEAD_MS = 3000;
   static final int LEASE_MS = 10_000;
 
-  @RegisterExtension final Seed seed = new Seed();
+  TestSeed seed;
+  Random random;
   final AtomicLong clock = new AtomicLong(1_000_000);
   MasterState state;
 
   @BeforeEach
-  void setUp() {
+  void setUp(TestSeed seed, Random random) {
+    this.seed = seed;
+    this.random = random;
     state = newState(clock, seed);
   }
 
-  static MasterState newState(AtomicLong clock, Seed seed) {
+  static MasterState newState(AtomicLong clock, TestSeed seed) {
     return new MasterState(
         "test", BLOCK, DEAD_MS, LEASE_MS, 500, clock::get, new java.util.Random(seed.value()));
   }
