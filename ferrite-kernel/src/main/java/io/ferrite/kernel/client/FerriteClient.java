@@ -1,5 +1,6 @@
 package io.ferrite.kernel.client;
 
+import io.ferrite.fabric.Batch;
 import io.ferrite.fabric.ConnectOptions;
 import io.ferrite.fabric.ErrorCode;
 import io.ferrite.fabric.Fabric;
@@ -254,6 +255,14 @@ public final class FerriteClient implements AutoCloseable {
   public CompletableFuture<ByteBuffer> call(
       int serverId, int service, int opcode, ByteBuffer request) {
     return onServer(serverId, false, c -> c.call(service, opcode, request, options.rpcTimeout()));
+  }
+
+  /**
+   * A batch of ops to server {@code serverId}, sent with one flush. Block offsets are the caller's
+   * to add ({@code block.offset() + offset}); batches are not retried.
+   */
+  public Batch batch(int serverId) {
+    return connection(serverId).batch();
   }
 
   // ---------------------------------------------------------------- connections

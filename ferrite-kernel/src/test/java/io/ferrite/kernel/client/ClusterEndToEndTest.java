@@ -97,6 +97,51 @@ class ClusterEndToEndTest {
   }
 
   @Test
+  void oneClientIsSharedByManyThreads() throws Exception {
+    FerriteClient c = cluster.client();
+    List<BlockRef> blocks = c.allocate(2);
+    int threads = 4;
+    int adds = 250;
+    List<Thread> workers = new java.util.ArrayList<>();
+    java.util.concurrent.atomic.AtomicReference<Throwable> failure =
+        new java.util.concurrent.atomic.AtomicReference<>();
+    for (int t = 0; t < threads; t++) {
+      Thread w =
+          new Thread(
+              () -> {
+                try {
+                  for (int i = 0; i < adds; i++) {
+                    for (BlockRef b : blocks) {
+                      c.fetchAndAddSync(b, 8, 1);
+                    }
+                  }
+                } catch (Throwable e) {
+                  failure.compareAndSet(null, e);
+                }
+              },
+              "e2e-worker-" + t);
+      workers.add(w);
+      w.start();
+    }
+    for (Thread w : workers) {
+      w.join();
+    }
+    if (failure.get() != null) {
+      throw new AssertionError(failure.get());
+    }
+    for (BlockRef b : blocks) {
+      assertEquals(threads * adds, c.fetchAndAddSync(b, 8, 0), b.toString());
+    }
+    // A batch: several ops on one connection, one flush.
+    BlockRef b = blocks.get(0);
+    io.ferrite.fabric.Batch batch = c.batch(b.serverId());
+    CompletableFuture<Long> f1 = batch.fetchAndAdd(b.region(), b.offset() + 16, 5);
+    CompletableFuture<Long> f2 = batch.fetchAndAdd(b.region(), b.offset() + 16, 5);
+    Futures.join(batch.flush());
+    assertEquals(5, f1.join() + f2.join());
+  }
+
+  @Test
   void clientWithoutTheSecretIsRefusedBeforeAnyOp() {
     Credentials wrong =
         new Credentials("kernel-test", "not-the-secret-at-all".getBytes(StandardCharsets.UTF_8));
