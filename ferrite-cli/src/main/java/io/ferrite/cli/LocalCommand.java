@@ -76,6 +76,13 @@ final class LocalCommand implements Callable<Integer> {
   boolean exitAfterCheck;
 
   @Option(
+      names = "--default-cluster-file",
+      defaultValue = "${sys:user.home}/.ferrite/cluster",
+      hidden = true,
+      description = "Where client commands look for a cluster by default (tests move it).")
+  Path defaultClusterFile;
+
+  @Option(
       names = "--fabrics",
       defaultValue = "tcp,shm",
       split = ",",
@@ -147,7 +154,7 @@ final class LocalCommand implements Callable<Integer> {
       cf.write(dir.resolve(ClusterFile.FILE_NAME));
       boolean reachable = !masterFabric.name().equals("local");
       if (reachable) {
-        cf.write(ClusterFile.defaultLocation());
+        cf.write(defaultClusterFile);
       }
 
       out.println("ferrite local: cluster " + cfg.clusterId() + " in " + dir.toAbsolutePath());
@@ -168,7 +175,7 @@ final class LocalCommand implements Callable<Integer> {
       out.println(
           "  cluster file "
               + dir.resolve(ClusterFile.FILE_NAME).toAbsolutePath()
-              + (reachable ? " and " + ClusterFile.defaultLocation() : ""));
+              + (reachable ? " and " + defaultClusterFile : ""));
       out.println("self-check:");
       out.flush();
       List<String> clientFabrics = new ArrayList<>();

@@ -7,6 +7,7 @@ import java.io.PrintWriter;
 import java.io.StringWriter;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import org.junit.jupiter.api.Assumptions;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 import picocli.CommandLine;
@@ -55,6 +56,34 @@ class CliTest {
     assertTrue(out.toString().contains("dram  256 MiB in total"), out.toString());
     assertTrue(Files.exists(dir.resolve("cluster")));
     assertTrue(Files.exists(dir.resolve("secret")));
+  }
+
+  @Test
+  void localOverTcpAndShmChecksBothAndStatusFindsIt() {
+    Assumptions.assumeTrue(
+        MultiProcessClusterTest.tcpAvailable(), "the tcp fabric is not in this build yet");
+    Path published = dir.resolve("home/.ferrite/cluster");
+    int code =
+        run(
+            "local",
+            "--exit-after-check",
+            "--port",
+            "0",
+            "--dir",
+            dir.resolve("local").toString(),
+            "--default-cluster-file",
+            published.toString(),
+            "--cluster-id",
+            "cli-tcp-" + ProcessHandle.current().pid(),
+            "--dram",
+            "128m",
+            "--disk",
+            "64m");
+    assertEquals(0, code, out + "\n" + err);
+    String text = out.toString();
+    assertTrue(text.contains("via shm") && text.contains("via tcp"), text);
+    assertTrue(text.contains("self-check passed"), text);
+    assertTrue(Files.exists(published));
   }
 
   @Test
