@@ -161,6 +161,25 @@ public final class MasterState {
     }
     List<MasterEvent> events = new ArrayList<>();
     ServerEntry old = servers.get(id);
+    if (old != null
+        && old.state == ServerState.ALIVE
+        && (!old.name.equals(name) || !old.hostId.equals(hostId))) {
+      // Two live processes claim one id: a copied server directory, or a name reused on
+      // another host. Refuse the newcomer rather than hand one server's blocks to another.
+      throw new FerriteException(
+          ErrorCode.CONFLICT,
+          "server id "
+              + id
+              + " belongs to "
+              + old.name
+              + " on "
+              + old.hostId
+              + ", which is ALIVE; "
+              + name
+              + " on "
+              + hostId
+              + " must use its own directory");
+    }
     if (old == null
         || !old.name.equals(name)
         || !old.hostId.equals(hostId)

@@ -75,6 +75,21 @@ class MasterStateTest {
   }
 
   @Test
+  void aSecondLiveServerCannotClaimAnIdInUse() {
+    int a = server(state, "a", region(1, "dram", 4));
+    FerriteException e =
+        assertThrows(
+            FerriteException.class,
+            () -> state.register(a, "copy-of-a", "host-b", Map.of(), List.of()));
+    assertEquals(ErrorCode.CONFLICT, e.code());
+    assertTrue(e.getMessage().contains("ALIVE"), e.getMessage());
+    // Once the owner is DEAD, the id may move (a server restored on another host).
+    clock.addAndGet(DEAD_MS + 1);
+    state.tick();
+    assertEquals(a, state.register(a, "a", "host-b", Map.of(), List.of(region(1, "dram", 4))));
+  }
+
+  @Test
   void silentServerIsMarkedDeadAndComesBackByRegistering() {
     int a = server(state, "a", region(1, "dram", 4));
     int b = server(state, "b", region(1, "dram", 4));
