@@ -10,7 +10,6 @@ import io.ferrite.kernel.proto.MemberInfo;
 import io.ferrite.kernel.proto.RegionInfo;
 import io.ferrite.kernel.proto.ServerState;
 import java.util.ArrayList;
-import java.util.HashMap;
 import java.util.HashSet;
 import java.util.LinkedHashMap;
 import java.util.LinkedHashSet;
@@ -63,26 +62,9 @@ public final class MasterState {
   private final Random random;
   private Sink sink = events -> {};
 
-  private final TreeMap<Integer, ServerEntry> servers = new TreeMap<>();
-  private final Map<Long, Session> sessions = new HashMap<>();
-  private final Map<String, Set<BlockKey>> owners = new TreeMap<>();
-  private final BlockAllocator allocator;
-  private int nextServerId = 1;
-
-  private static final class Session {
-    final long id;
-    final String client;
-    final int leaseMillis;
-    long lastRenew;
-    final Set<BlockKey> blocks = new LinkedHashSet<>();
-
-    Session(long id, String client, int leaseMillis, long now) {
-      this.id = id;
-      this.client = client;
-      this.leaseMillis = leaseMillis;
-      this.lastRenew = now;
-    }
-  }
+  private final Metadata md;
+  private final TreeMap<Integer, ServerEntry> servers;
+  private final Map<Long, SessionEntry> sessions;
 
   /**
    * @param clock milliseconds from a monotonic source
@@ -103,7 +85,9 @@ public final class MasterState {
     this.heartbeatMillis = heartbeatMillis;
     this.clock = clock;
     this.random = random;
-    this.allocator = new BlockAllocator(servers, blockSize);
+    this.md = new Metadata(blockSize, clock);
+    this.servers = md.servers;
+    this.sessions = md.sessions;
   }
 
   /** Sets the journal; mutations before this go nowhere (used while replaying). */
@@ -150,7 +134,7 @@ public final class MasterState {
       String hostId,
       Map<String, String> addresses,
       List<RegionInfo> regions) {
-    int id = requestedId > 0 ? requestedId : nextServerId;
+    int id = requestedId > 0 ? requestedId : md.nextServerId;
     Set<Integer> seen = new HashSet<>();
     for (RegionInfo r : regions) {
       checkRegion(id, r);
@@ -320,13 +304,13 @@ public final class MasterState {
       }
     }
     List<Long> expired = new ArrayList<>();
-    for (Session s : sessions.values()) {
+    for (SessionEntry s : sessions.values()) {
       if (now - s.lastRenew > s.leaseMillis) {
         expired.add(s.id);
       }
     }
     for (long id : expired) {
-      Session s = sessions.get(id);
+      SessionEntry s = sessions.get(id);
       LOG.log(
           System.Logger.Level.INFO,
           "session {0} of {1} expired: freeing {2} block(s)",
@@ -361,8 +345,8 @@ public final class MasterState {
     return new SessionGrant(id, lease);
   }
 
-  private Session session(long sessionId) {
-    Session s = sessions.get(sessionId);
+  private SessionEntry session(long sessionId) {
+    SessionEntry s = sessions.get(sessionId);
     if (s == null) {
       throw new FerriteException(
           ErrorCode.SESSION_EXPIRED,
@@ -372,7 +356,7 @@ public final class MasterState {
   }
 
   public synchronized int renewSession(long sessionId) {
-    Session s = session(sessionId);
+    SessionEntry s = session(sessionId);
     s.lastRenew = clock.getAsLong();
     return s.leaseMillis;
   }
@@ -412,7 +396,7 @@ public final class MasterState {
               + io.ferrite.kernel.proto.MasterProtocol.MAX_LIST
               + ")");
     }
-    List<BlockKey> picks = allocator.plan(count, storageClass, strict);
+    List<BlockKey> picks = md.allocator.plan(count, storageClass, strict);
     commit(new MasterEvent.BlocksAllocated(owner.isEmpty() ? sessionId : 0, owner, picks));
     List<BlockRef> out = new ArrayList<>(picks.size());
     for (BlockKey k : picks) {
@@ -483,7 +467,7 @@ public final class MasterState {
   /** The blocks persistently owned by {@code owner}. */
   public synchronized List<BlockRef> owned(String owner) {
     List<BlockRef> out = new ArrayList<>();
-    for (BlockKey k : owners.getOrDefault(owner, Set.of())) {
+    for (BlockKey k : md.owners.getOrDefault(owner, Set.of())) {
       out.add(blockRef(k));
     }
     return out;
@@ -530,7 +514,7 @@ public final class MasterState {
     int regionCount = 0;
     for (ServerEntry s : servers.values()) {
       Map<String, long[]> use = new LinkedHashMap<>();
-      for (String c : allocator.classes()) {
+      for (String c : md.allocator.classes()) {
         use.put(c, new long[2]);
       }
       for (RegionEntry r : s.regions.values()) {
@@ -550,136 +534,14 @@ public final class MasterState {
 
   // ---------------------------------------------------------------- journal
 
-  /**
-   * Applies one event. Used for mutations (after the sink accepted them) and for replay; an event
-   * that does not fit the state (possible only after a lost record) is skipped with a warning.
-   */
+  /** Applies one event (replay, or a committed mutation); see {@link Metadata#apply}. */
   synchronized void apply(MasterEvent e) {
-    if (e instanceof MasterEvent.ServerRegistered r) {
-      ServerEntry s = servers.computeIfAbsent(r.serverId(), ServerEntry::new);
-      s.name = r.name();
-      s.hostId = r.hostId();
-      s.addresses = r.addresses();
-      nextServerId = Math.max(nextServerId, r.serverId() + 1);
-    } else if (e instanceof MasterEvent.RegionAdded a) {
-      ServerEntry s = servers.get(a.region().ref().serverId());
-      if (s == null) {
-        skip(e, "unknown server");
-        return;
-      }
-      s.regions.put(a.region().ref().regionId(), new RegionEntry(a.region(), blockSize));
-      allocator.knowClass(a.region().storageClass());
-    } else if (e instanceof MasterEvent.RegionRemoved r) {
-      ServerEntry s = servers.get(r.serverId());
-      RegionEntry reg = s == null ? null : s.regions.get(r.regionId());
-      if (reg == null) {
-        skip(e, "unknown region");
-        return;
-      }
-      for (int i = reg.used.nextSetBit(0); i >= 0; i = reg.used.nextSetBit(i + 1)) {
-        release(new BlockKey(r.serverId(), r.regionId(), i), reg);
-      }
-      s.regions.remove(r.regionId());
-    } else if (e instanceof MasterEvent.SessionOpened o) {
-      sessions.put(
-          o.sessionId(),
-          new Session(o.sessionId(), o.client(), o.leaseMillis(), clock.getAsLong()));
-    } else if (e instanceof MasterEvent.SessionClosed c) {
-      Session s = sessions.get(c.sessionId());
-      if (s == null) {
-        skip(e, "unknown session");
-        return;
-      }
-      for (BlockKey k : new ArrayList<>(s.blocks)) {
-        RegionEntry r = region(k);
-        if (r != null) {
-          release(k, r);
-        }
-      }
-      sessions.remove(c.sessionId());
-    } else if (e instanceof MasterEvent.BlocksAllocated a) {
-      Session s = a.owner().isEmpty() ? sessions.get(a.sessionId()) : null;
-      if (a.owner().isEmpty() && s == null) {
-        skip(e, "unknown session");
-        return;
-      }
-      for (BlockKey k : a.blocks()) {
-        RegionEntry r = region(k);
-        if (r == null || k.index() < 0 || k.index() >= r.blocks || r.used.get(k.index())) {
-          skip(e, "block " + k + " is not free");
-          continue;
-        }
-        r.used.set(k.index());
-        r.usedCount++;
-        r.session[k.index()] = a.owner().isEmpty() ? a.sessionId() : 0;
-        r.owner[k.index()] = a.owner().isEmpty() ? null : a.owner();
-        if (s != null) {
-          s.blocks.add(k);
-        } else {
-          owners.computeIfAbsent(a.owner(), o -> new LinkedHashSet<>()).add(k);
-        }
-      }
-    } else if (e instanceof MasterEvent.BlocksFreed f) {
-      for (BlockKey k : f.blocks()) {
-        RegionEntry r = region(k);
-        if (r == null || k.index() < 0 || k.index() >= r.blocks || !r.used.get(k.index())) {
-          skip(e, "block " + k + " is not allocated");
-          continue;
-        }
-        release(k, r);
-      }
-    }
-  }
-
-  private RegionEntry region(BlockKey k) {
-    ServerEntry s = servers.get(k.serverId());
-    return s == null ? null : s.regions.get(k.regionId());
-  }
-
-  private void release(BlockKey k, RegionEntry r) {
-    int i = k.index();
-    if (r.owner[i] != null) {
-      Set<BlockKey> set = owners.get(r.owner[i]);
-      if (set != null) {
-        set.remove(k);
-        if (set.isEmpty()) {
-          owners.remove(r.owner[i]);
-        }
-      }
-    } else {
-      Session s = sessions.get(r.session[i]);
-      if (s != null) {
-        s.blocks.remove(k);
-      }
-    }
-    r.used.clear(i);
-    r.usedCount--;
-    r.owner[i] = null;
-    r.session[i] = 0;
-  }
-
-  private static void skip(MasterEvent e, String why) {
-    LOG.log(System.Logger.Level.WARNING, "journal event skipped ({0}): {1}", why, e);
+    md.apply(e);
   }
 
   /** Events that, replayed into an empty state, recreate this one: the content of a snapshot. */
   synchronized List<MasterEvent> snapshotEvents() {
-    List<MasterEvent> out = new ArrayList<>();
-    for (ServerEntry s : servers.values()) {
-      out.add(new MasterEvent.ServerRegistered(s.id, s.name, s.hostId, s.addresses));
-      for (RegionEntry r : s.regions.values()) {
-        out.add(new MasterEvent.RegionAdded(r.info));
-      }
-    }
-    for (Session s : sessions.values()) {
-      out.add(new MasterEvent.SessionOpened(s.id, s.client, s.leaseMillis));
-      if (!s.blocks.isEmpty()) {
-        out.add(new MasterEvent.BlocksAllocated(s.id, "", new ArrayList<>(s.blocks)));
-      }
-    }
-    owners.forEach(
-        (o, keys) -> out.add(new MasterEvent.BlocksAllocated(0, o, new ArrayList<>(keys))));
-    return out;
+    return md.snapshotEvents();
   }
 
   /**
@@ -692,7 +554,7 @@ public final class MasterState {
       s.state = ServerState.UNKNOWN;
       s.lastHeartbeat = now;
     }
-    for (Session s : sessions.values()) {
+    for (SessionEntry s : sessions.values()) {
       s.lastRenew = now;
     }
   }

@@ -1,0 +1,167 @@
+package io.ferrite.kernel.master;
+
+import io.ferrite.kernel.master.MasterEvent.BlockKey;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.LinkedHashSet;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.TreeMap;
+import java.util.function.LongSupplier;
+
+/**
+ * The master's metadata exactly as the journal rebuilds it: servers with their regions and block
+ * ownership, sessions, and persistent owners. {@link #apply} is the only way it changes; {@link
+ * MasterState} validates commands and turns them into events. Guarded by the {@link MasterState}
+ * lock.
+ */
+final class Metadata {
+  private static final System.Logger LOG = System.getLogger(Metadata.class.getName());
+
+  final TreeMap<Integer, ServerEntry> servers = new TreeMap<>();
+  final Map<Long, SessionEntry> sessions = new HashMap<>();
+  final Map<String, Set<BlockKey>> owners = new TreeMap<>();
+  final BlockAllocator allocator;
+  int nextServerId = 1;
+  private final long blockSize;
+  private final LongSupplier clock;
+
+  Metadata(long blockSize, LongSupplier clock) {
+    this.blockSize = blockSize;
+    this.clock = clock;
+    this.allocator = new BlockAllocator(servers, blockSize);
+  }
+
+  /**
+   * Applies one event. Used for mutations (after the sink accepted them) and for replay; an event
+   * that does not fit the state (possible only after a lost record) is skipped with a warning.
+   */
+  void apply(MasterEvent e) {
+    if (e instanceof MasterEvent.ServerRegistered r) {
+      ServerEntry s = servers.computeIfAbsent(r.serverId(), ServerEntry::new);
+      s.name = r.name();
+      s.hostId = r.hostId();
+      s.addresses = r.addresses();
+      nextServerId = Math.max(nextServerId, r.serverId() + 1);
+    } else if (e instanceof MasterEvent.RegionAdded a) {
+      ServerEntry s = servers.get(a.region().ref().serverId());
+      if (s == null) {
+        skip(e, "unknown server");
+        return;
+      }
+      s.regions.put(a.region().ref().regionId(), new RegionEntry(a.region(), blockSize));
+      allocator.knowClass(a.region().storageClass());
+    } else if (e instanceof MasterEvent.RegionRemoved r) {
+      ServerEntry s = servers.get(r.serverId());
+      RegionEntry reg = s == null ? null : s.regions.get(r.regionId());
+      if (reg == null) {
+        skip(e, "unknown region");
+        return;
+      }
+      for (int i = reg.used.nextSetBit(0); i >= 0; i = reg.used.nextSetBit(i + 1)) {
+        release(new BlockKey(r.serverId(), r.regionId(), i), reg);
+      }
+      s.regions.remove(r.regionId());
+    } else if (e instanceof MasterEvent.SessionOpened o) {
+      sessions.put(
+          o.sessionId(),
+          new SessionEntry(o.sessionId(), o.client(), o.leaseMillis(), clock.getAsLong()));
+    } else if (e instanceof MasterEvent.SessionClosed c) {
+      SessionEntry s = sessions.get(c.sessionId());
+      if (s == null) {
+        skip(e, "unknown session");
+        return;
+      }
+      for (BlockKey k : new ArrayList<>(s.blocks)) {
+        RegionEntry r = region(k);
+        if (r != null) {
+          release(k, r);
+        }
+      }
+      sessions.remove(c.sessionId());
+    } else if (e instanceof MasterEvent.BlocksAllocated a) {
+      SessionEntry s = a.owner().isEmpty() ? sessions.get(a.sessionId()) : null;
+      if (a.owner().isEmpty() && s == null) {
+        skip(e, "unknown session");
+        return;
+      }
+      for (BlockKey k : a.blocks()) {
+        RegionEntry r = region(k);
+        if (r == null || k.index() < 0 || k.index() >= r.blocks || r.used.get(k.index())) {
+          skip(e, "block " + k + " is not free");
+          continue;
+        }
+        r.used.set(k.index());
+        r.usedCount++;
+        r.session[k.index()] = a.owner().isEmpty() ? a.sessionId() : 0;
+        r.owner[k.index()] = a.owner().isEmpty() ? null : a.owner();
+        if (s != null) {
+          s.blocks.add(k);
+        } else {
+          owners.computeIfAbsent(a.owner(), o -> new LinkedHashSet<>()).add(k);
+        }
+      }
+    } else if (e instanceof MasterEvent.BlocksFreed f) {
+      for (BlockKey k : f.blocks()) {
+        RegionEntry r = region(k);
+        if (r == null || k.index() < 0 || k.index() >= r.blocks || !r.used.get(k.index())) {
+          skip(e, "block " + k + " is not allocated");
+          continue;
+        }
+        release(k, r);
+      }
+    }
+  }
+
+  RegionEntry region(BlockKey k) {
+    ServerEntry s = servers.get(k.serverId());
+    return s == null ? null : s.regions.get(k.regionId());
+  }
+
+  private void release(BlockKey k, RegionEntry r) {
+    int i = k.index();
+    if (r.owner[i] != null) {
+      Set<BlockKey> set = owners.get(r.owner[i]);
+      if (set != null) {
+        set.remove(k);
+        if (set.isEmpty()) {
+          owners.remove(r.owner[i]);
+        }
+      }
+    } else {
+      SessionEntry s = sessions.get(r.session[i]);
+      if (s != null) {
+        s.blocks.remove(k);
+      }
+    }
+    r.used.clear(i);
+    r.usedCount--;
+    r.owner[i] = null;
+    r.session[i] = 0;
+  }
+
+  private static void skip(MasterEvent e, String why) {
+    LOG.log(System.Logger.Level.WARNING, "journal event skipped ({0}): {1}", why, e);
+  }
+
+  /** Events that, replayed into an empty state, recreate this one: the content of a snapshot. */
+  List<MasterEvent> snapshotEvents() {
+    List<MasterEvent> out = new ArrayList<>();
+    for (ServerEntry s : servers.values()) {
+      out.add(new MasterEvent.ServerRegistered(s.id, s.name, s.hostId, s.addresses));
+      for (RegionEntry r : s.regions.values()) {
+        out.add(new MasterEvent.RegionAdded(r.info));
+      }
+    }
+    for (SessionEntry s : sessions.values()) {
+      out.add(new MasterEvent.SessionOpened(s.id, s.client, s.leaseMillis));
+      if (!s.blocks.isEmpty()) {
+        out.add(new MasterEvent.BlocksAllocated(s.id, "", new ArrayList<>(s.blocks)));
+      }
+    }
+    owners.forEach(
+        (o, keys) -> out.add(new MasterEvent.BlocksAllocated(0, o, new ArrayList<>(keys))));
+    return out;
+  }
+}
