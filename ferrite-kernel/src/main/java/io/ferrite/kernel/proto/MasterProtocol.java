@@ -43,9 +43,13 @@ import java.util.Map;
  *           | addrCount i32 | { fabric str | address str }*
  * </pre>
  *
- * Errors travel as the fabric's error responses: a malformed body is {@code INVALID_ARGUMENT}, an
- * unknown opcode {@code UNKNOWN_OPCODE}, an unknown or expired session {@code SESSION_EXPIRED}, no
- * free blocks {@code NO_SPACE}.
+ * Every caller has proven the cluster secret in the fabric's handshake; the master does not tell
+ * server and client roles apart (the secret is the trust boundary). Session ids are random 63-bit
+ * values, so one client cannot guess another's session.
+ *
+ * <p>Errors travel as the fabric's error responses: a malformed body is {@code INVALID_ARGUMENT},
+ * an unknown opcode {@code UNKNOWN_OPCODE}, an unknown or expired session {@code SESSION_EXPIRED},
+ * no free blocks {@code NO_SPACE}.
  */
 public final class MasterProtocol {
   private MasterProtocol() {}
