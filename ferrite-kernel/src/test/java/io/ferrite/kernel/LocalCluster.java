@@ -40,6 +40,11 @@ public final class LocalCluster implements AutoCloseable {
   public final List<MemoryServer> servers = new ArrayList<>();
 
   public LocalCluster(Path dataDir) throws IOException {
+    this(dataDir, java.util.Map.of());
+  }
+
+  /** A cluster whose configuration has {@code overrides} on top of the test defaults. */
+  public LocalCluster(Path dataDir, java.util.Map<String, String> overrides) throws IOException {
     this.dataDir = dataDir;
     this.shmDir = Files.createTempDirectory(Path.of("/dev/shm"), "ferrite-kernel-test-");
     this.config =
@@ -57,6 +62,7 @@ public final class LocalCluster implements AutoCloseable {
             .set(FerriteConfig.SERVICE_THREADS, "2")
             .set(FerriteConfig.JOURNAL_FSYNC, "false")
             .set(FerriteConfig.CLIENT_FABRIC, "local")
+            .flags(overrides)
             .build();
   }
 

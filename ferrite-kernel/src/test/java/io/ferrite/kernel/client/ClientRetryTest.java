@@ -1,0 +1,109 @@
+package io.ferrite.kernel.client;
+
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import io.ferrite.fabric.ErrorCode;
+import io.ferrite.fabric.FerriteException;
+import io.ferrite.fabric.testing.SeedExtension;
+import io.ferrite.kernel.LocalCluster;
+import io.ferrite.kernel.config.FerriteConfig;
+import io.ferrite.kernel.proto.BlockRef;
+import java.nio.ByteBuffer;
+import java.nio.file.Path;
+import java.util.List;
+import java.util.Map;
+import java.util.Random;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.ExtendWith;
+import org.junit.jupiter.api.io.TempDir;
+
+/**
+ * The client retries only what is safe to repeat. Faults come from the local fabric (dropped
+ * requests and lost responses); heartbeats and renewals are slowed down so that no background call
+ * takes a fault meant for the op under test.
+ */
+@ExtendWith(SeedExtension.class)
+class ClientRetryTest {
+  @TempDir Path dir;
+  LocalCluster cluster;
+  FerriteClient client;
+  BlockRef block;
+
+  @BeforeEach
+  void start() throws Exception {
+    cluster =
+        new LocalCluster(
+            dir,
+            Map.of(
+                FerriteConfig.HEARTBEAT_INTERVAL, "20s",
+                FerriteConfig.DEAD_TIMEOUT, "60s",
+                FerriteConfig.SESSION_LEASE, "120s"));
+    cluster.startMaster();
+    cluster.startServer("s1");
+    client = cluster.client();
+    block = client.allocate(1).get(0);
+    client.readSync(block, 0, ByteBuffer.allocate(8)); // connect before faults start
+  }
+
+  @AfterEach
+  void stop() throws Exception {
+    cluster.network.faults().heal();
+    cluster.close();
+  }
+
+  @Test
+  void readsAreRetriedAfterDroppedRequests(Random random) {
+    byte[] data = new byte[256];
+    random.nextBytes(data);
+    client.writeSync(block, 0, ByteBuffer.wrap(data));
+    cluster.network.faults().dropNextRequests(2);
+    ByteBuffer back = ByteBuffer.allocate(data.length);
+    client.readSync(block, 0, back); // attempts 1 and 2 dropped, 3 succeeds
+    assertArrayEquals(data, back.array());
+  }
+
+  @Test
+  void readsGiveUpAfterTheBound() {
+    cluster.network.faults().dropNextRequests(3);
+    FerriteException e =
+        assertThrows(
+            FerriteException.class, () -> client.readSync(block, 0, ByteBuffer.allocate(8)));
+    assertEquals(ErrorCode.DROPPED, e.code());
+    assertTrue(e.retryable(), "the caller may still retry");
+  }
+
+  @Test
+  void atomicsAreNotRetriedWhenTheAnswerIsLost() {
+    assertEquals(0, client.fetchAndAddSync(block, 0, 0));
+    cluster.network.faults().dropNextResponses(1);
+    FerriteException e =
+        assertThrows(FerriteException.class, () -> client.fetchAndAddSync(block, 0, 1));
+    assertEquals(ErrorCode.DROPPED, e.code());
+    // The add happened once: a blind retry would have made it twice.
+    assertEquals(1, client.fetchAndAddSync(block, 0, 0));
+  }
+
+  @Test
+  void writesAndAllocationsAreNotRetried() {
+    cluster.network.faults().dropNextRequests(1);
+    assertEquals(
+        ErrorCode.DROPPED,
+        assertThrows(
+                FerriteException.class,
+                () -> client.writeSync(block, 0, ByteBuffer.wrap(new byte[] {1})))
+            .code());
+    cluster.network.faults().dropNextResponses(1);
+    assertEquals(
+        ErrorCode.DROPPED, assertThrows(FerriteException.class, () -> client.allocate(1)).code());
+    // The lost allocation did happen (it belongs to the session, freed with it); no second one.
+    List<BlockRef> more = client.allocate(1);
+    assertEquals(1, more.size());
+    long used = client.status().totals(null).get("dram")[1];
+    assertEquals(3 * 64 * 1024, used, "the first block, the lost one and this one");
+  }
+}
