@@ -7,6 +7,7 @@ import io.ferrite.fabric.Fabric;
 import io.ferrite.fabric.FabricConnection;
 import io.ferrite.fabric.FerriteException;
 import io.ferrite.fabric.Futures;
+import io.ferrite.fabric.verify.Checksum64;
 import io.ferrite.kernel.config.Threads;
 import io.ferrite.kernel.proto.BlockRef;
 import io.ferrite.kernel.proto.ClusterStatus;
@@ -209,6 +210,59 @@ public final class FerriteClient implements AutoCloseable {
     checkRange(block, offset, dst.remaining());
     return onServer(
         block.serverId(), true, c -> c.read(block.region(), block.offset() + offset, dst));
+  }
+
+  /** Attempts of {@link #readVerified} before it reports a persistent mismatch. */
+  static final int VERIFY_ATTEMPTS = 16;
+
+  /**
+   * A self-verifying read (Pilaf §3.3): reads {@code dst.remaining()} bytes at {@code offset} and
+   * accepts them only if their {@link Checksum64} equals {@code checksum}. A mismatch (a torn read
+   * racing a writer, or bytes that changed since the checksum was taken) is read again, with
+   * backoff, up to {@value #VERIFY_ATTEMPTS} times; then the future fails with {@link
+   * ErrorCode#CONFLICT} (retryable: the writer may not be done yet).
+   */
+  public CompletableFuture<Void> readVerified(
+      BlockRef block, long offset, ByteBuffer dst, long checksum) {
+    CompletableFuture<Void> result = new CompletableFuture<>();
+    verifiedAttempt(block, offset, dst, checksum, 1, result);
+    return result;
+  }
+
+  private void verifiedAttempt(
+      BlockRef block,
+      long offset,
+      ByteBuffer dst,
+      long checksum,
+      int n,
+      CompletableFuture<Void> result) {
+    read(block, offset, dst)
+        .whenComplete(
+            (v, t) -> {
+              if (t != null) {
+                result.completeExceptionally(FerriteException.unwrap(t));
+              } else if (Checksum64.of(dst, dst.position(), dst.remaining()) == checksum) {
+                result.complete(null);
+              } else if (n >= VERIFY_ATTEMPTS || closed) {
+                result.completeExceptionally(
+                    new FerriteException(
+                        ErrorCode.CONFLICT,
+                        "checksum mismatch after "
+                            + n
+                            + " reads of "
+                            + dst.remaining()
+                            + " B at offset "
+                            + offset
+                            + " of "
+                            + block
+                            + " (torn by a writer that is not done, or the data changed)"));
+              } else {
+                renewer.schedule(
+                    () -> verifiedAttempt(block, offset, dst, checksum, n + 1, result),
+                    Math.min(50, 1L << Math.min(n, 6)),
+                    TimeUnit.MILLISECONDS);
+              }
+            });
   }
 
   /** Writes {@code src.remaining()} bytes at {@code offset} within the block. Not retried. */

@@ -7,15 +7,23 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.ferrite.fabric.ErrorCode;
 import io.ferrite.fabric.FerriteException;
+import io.ferrite.fabric.Futures;
+import io.ferrite.fabric.OpKind;
 import io.ferrite.fabric.testing.SeedExtension;
+import io.ferrite.fabric.verify.Checksum64;
 import io.ferrite.kernel.LocalCluster;
 import io.ferrite.kernel.config.FerriteConfig;
 import io.ferrite.kernel.proto.BlockRef;
 import java.nio.ByteBuffer;
 import java.nio.file.Path;
+import java.time.Duration;
 import java.util.List;
 import java.util.Map;
 import java.util.Random;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.concurrent.locks.LockSupport;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
@@ -75,6 +83,66 @@ class ClientRetryTest {
             FerriteException.class, () -> client.readSync(block, 0, ByteBuffer.allocate(8)));
     assertEquals(ErrorCode.DROPPED, e.code());
     assertTrue(e.retryable(), "the caller may still retry");
+  }
+
+  @Test
+  void verifiedReadsRejectTornCopiesAndRetry(Random random) throws Exception {
+    byte[] a = new byte[4096];
+    byte[] b = new byte[4096];
+    random.nextBytes(a);
+    random.nextBytes(b);
+    long checksumA = Checksum64.of(a);
+    client.writeSync(block, 0, ByteBuffer.wrap(a));
+    // Every read now copies half, waits for a write to land, then copies the rest; a writer
+    // alternating B and A therefore tears every read while it runs.
+    cluster.network.faults().tearWait(Duration.ofMillis(100));
+    cluster.network.faults().tearReads(true);
+    AtomicBoolean stop = new AtomicBoolean();
+    AtomicLong writes = new AtomicLong();
+    Thread writer =
+        new Thread(
+            () -> {
+              while (!stop.get()) {
+                client.writeSync(block, 0, ByteBuffer.wrap(writes.get() % 2 == 0 ? b : a));
+                writes.incrementAndGet();
+                LockSupport.parkNanos(500_000);
+              }
+              client.writeSync(block, 0, ByteBuffer.wrap(a));
+            },
+            "torn-read-writer");
+    writer.start();
+    try {
+      while (writes.get() == 0) {
+        Thread.onSpinWait();
+      }
+      long readsBefore = serverReads();
+      ByteBuffer dst = ByteBuffer.allocate(a.length);
+      CompletableFuture<Void> read = client.readVerified(block, 0, dst, checksumA);
+      Thread.sleep(150); // let the writer tear a few attempts
+      stop.set(true);
+      writer.join();
+      Futures.join(read);
+      assertArrayEquals(a, dst.array(), "only an untorn copy of A is accepted");
+      assertTrue(serverReads() - readsBefore >= 1);
+    } finally {
+      stop.set(true);
+      writer.join();
+    }
+
+    // Data that never matches fails with a retryable CONFLICT, not a wrong answer.
+    cluster.network.faults().tearReads(false);
+    FerriteException e =
+        assertThrows(
+            FerriteException.class,
+            () ->
+                Futures.join(
+                    client.readVerified(block, 0, ByteBuffer.allocate(a.length), checksumA + 1)));
+    assertEquals(ErrorCode.CONFLICT, e.code());
+    assertTrue(e.retryable());
+  }
+
+  private long serverReads() {
+    return cluster.servers.get(0).endpoints().get(0).counters().ops(OpKind.READ);
   }
 
   @Test
