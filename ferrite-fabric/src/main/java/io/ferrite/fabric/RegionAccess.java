@@ -1,0 +1,24 @@
+package io.ferrite.fabric;
+
+/** The checks every fabric makes before a one-sided op touches a region. */
+public final class RegionAccess {
+  private RegionAccess() {}
+
+  /**
+   * Returns region {@code regionId} of {@code table} if {@code rkey} matches and {@code [offset,
+   * offset + len)} is inside it (and, for atomics, 8-byte aligned); otherwise throws the {@link
+   * FerriteException} to answer with. Touches no memory.
+   */
+  public static MappedRegion resolve(
+      RegionTable table, int regionId, long rkey, long offset, long len, boolean atomic) {
+    MappedRegion r = table.get(regionId);
+    if (r == null) {
+      throw new FerriteException(ErrorCode.NO_SUCH_REGION, "no region " + regionId);
+    }
+    ErrorCode c = r.check(rkey, offset, len, atomic);
+    if (c != ErrorCode.OK) {
+      throw new FerriteException(c, r.describe(c, offset, len));
+    }
+    return r;
+  }
+}
