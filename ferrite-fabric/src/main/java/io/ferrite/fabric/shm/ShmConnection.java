@@ -2,6 +2,7 @@ package io.ferrite.fabric.shm;
 
 import io.ferrite.fabric.Batch;
 import io.ferrite.fabric.Counters;
+import io.ferrite.fabric.DeferredBatch;
 import io.ferrite.fabric.ErrorCode;
 import io.ferrite.fabric.FabricConnection;
 import io.ferrite.fabric.FerriteException;
@@ -212,7 +213,8 @@ final class ShmConnection implements FabricConnection {
 
   @Override
   public Batch batch() {
-    return new ShmBatch(this, control.batch());
+    // Memory ops need no doorbell: they run in issue order at flush().
+    return new DeferredBatch(this);
   }
 
   @Override
