@@ -152,11 +152,16 @@ abstract class FrameReader extends ChannelInboundHandlerAdapter {
       int n = Math.min(Frames.HEADER - partialHeaderBytes, in.readableBytes());
       in.readBytes(partialHeader, partialHeaderBytes, n);
       partialHeaderBytes += n;
+      byte[] h = partialHeader;
+      if (partialHeaderBytes >= Frames.LENGTH_FIELD) {
+        // Refuse a bad length as soon as it is known, not when the rest of the header arrives.
+        checkLength(
+            (h[0] & 0xffL) | (h[1] & 0xffL) << 8 | (h[2] & 0xffL) << 16 | (h[3] & 0xffL) << 24);
+      }
       if (partialHeaderBytes < Frames.HEADER) {
         return false;
       }
       partialHeaderBytes = 0;
-      byte[] h = partialHeader;
       length = (h[0] & 0xffL) | (h[1] & 0xffL) << 8 | (h[2] & 0xffL) << 16 | (h[3] & 0xffL) << 24;
       type = h[4] & 0xff;
       flags = h[5] & 0xff;
@@ -168,6 +173,17 @@ abstract class FrameReader extends ChannelInboundHandlerAdapter {
       requestId = id;
     }
     // The length is checked before anything is sized by it.
+    checkLength(length);
+    bodyLength = (int) length - Frames.HEADER_AFTER_LENGTH;
+    bodyRemaining = bodyLength;
+    mode = onHeader(ctx, type, flags, status, requestId, bodyLength);
+    if (bodyLength == 0) {
+      finishEmpty(ctx);
+    }
+    return true;
+  }
+
+  private void checkLength(long length) {
     if (length < Frames.HEADER_AFTER_LENGTH || length > maxFrameLength) {
       throw new BadFrameException(
           "frame length "
@@ -178,13 +194,6 @@ abstract class FrameReader extends ChannelInboundHandlerAdapter {
               + maxFrameLength
               + ")");
     }
-    bodyLength = (int) length - Frames.HEADER_AFTER_LENGTH;
-    bodyRemaining = bodyLength;
-    mode = onHeader(ctx, type, flags, status, requestId, bodyLength);
-    if (bodyLength == 0) {
-      finishEmpty(ctx);
-    }
-    return true;
   }
 
   private void finishEmpty(ChannelHandlerContext ctx) {

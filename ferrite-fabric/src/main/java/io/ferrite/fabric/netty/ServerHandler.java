@@ -52,7 +52,8 @@ final class ServerHandler extends FrameReader {
 
   @Override
   public void channelActive(ChannelHandlerContext ctx) throws Exception {
-    peer = String.valueOf(ctx.channel().remoteAddress()) + "#" + connectionId;
+    String remote = String.valueOf(ctx.channel().remoteAddress());
+    peer = (remote.isEmpty() ? "local socket" : remote) + "#" + connectionId;
     long ms = server.handshakeTimeoutMillis();
     handshakeTimer =
         ctx.executor()
@@ -142,7 +143,9 @@ final class ServerHandler extends FrameReader {
               + " body of "
               + bodyLength
               + " B (expected: "
-              + (min == max ? String.valueOf(min) : ">= " + min + " and <= " + max)
+              + (min == max
+                  ? String.valueOf(min)
+                  : max == Integer.MAX_VALUE ? ">= " + min : ">= " + min + " and <= " + max)
               + ")");
     }
     return AGGREGATE;

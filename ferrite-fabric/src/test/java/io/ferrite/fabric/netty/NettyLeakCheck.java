@@ -82,6 +82,13 @@ public final class NettyLeakCheck implements BeforeEachCallback, AfterEachCallba
     }
   }
 
+  /** Returns and forgets the leak reports made so far (for the extension's own test). */
+  static List<String> takeLeaks() {
+    List<String> out = List.copyOf(LEAKS);
+    LEAKS.clear();
+    return out;
+  }
+
   /** For a self-test: true if the level is one that tracks every buffer. */
   static boolean paranoid() {
     return ResourceLeakDetector.getLevel() == ResourceLeakDetector.Level.PARANOID;
