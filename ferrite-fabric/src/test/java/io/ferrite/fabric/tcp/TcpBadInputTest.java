@@ -196,6 +196,16 @@ class TcpBadInputTest extends TcpTestSupport {
   }
 
   @Test
+  void mapOverTcpIsUnsupported() throws Exception {
+    RawClient c = raw();
+    c.handshake(credentials);
+    byte[] map = java.util.Arrays.copyOf(RawClient.regionOp(REGION, ref.rkey(), 0, 0), 16);
+    c.send(RawClient.frame(Frames.TYPE_MAP, 0, 0, 4, map));
+    RawClient.Frame f = c.receive();
+    assertEquals(ErrorCode.UNSUPPORTED.wire(), f.status(), f.text());
+  }
+
+  @Test
   void unknownRpcServiceIsAnErrorResponseNotAClose() throws Exception {
     RawClient c = raw();
     c.handshake(credentials);
