@@ -94,7 +94,13 @@ public final class NettyServer implements FabricServer {
           ErrorCode.UNAVAILABLE, "cannot bind " + bindTo + ": " + bound.cause(), bound.cause());
     }
     this.serverChannel = bound.channel();
-    this.address = addressOf.apply(serverChannel.localAddress());
+    try {
+      this.address = addressOf.apply(serverChannel.localAddress());
+    } catch (RuntimeException e) {
+      serverChannel.close().awaitUninterruptibly(2000);
+      rpc.shutdown();
+      throw e;
+    }
   }
 
   @Override

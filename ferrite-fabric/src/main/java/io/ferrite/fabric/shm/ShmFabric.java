@@ -21,6 +21,7 @@ import java.net.UnixDomainSocketAddress;
 import java.nio.channels.SocketChannel;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.nio.file.StandardCopyOption;
 import java.nio.file.attribute.PosixFilePermissions;
 import java.time.Duration;
 
@@ -63,22 +64,31 @@ public final class ShmFabric extends NettyFabric {
     if (NettyTransport.epoll()) {
       Path socket = spec.socketDir().toAbsolutePath().resolve("server-" + spec.nodeId() + ".sock");
       prepareSocketPath(socket);
-      server =
-          new NettyServer(
-              spec,
-              serverGroup(),
-              NettyTransport.UNIX,
-              new DomainSocketAddress(socket.toString()),
-              true,
-              bound -> {
-                ownerOnly(socket);
-                return SCHEME + "://" + socket;
-              },
-              handshakeTimeoutMillis,
-              () -> {
-                untrack(self[0]);
-                deleteQuietly(socket);
-              });
+      // Bound inside a private directory, made owner-only, then renamed into place: the socket
+      // is never reachable by others, not even for the instant between bind and chmod.
+      Path privateDir = privateBindDir(spec.socketDir());
+      Path bindPath = privateDir.resolve("s.sock");
+      try {
+        server =
+            new NettyServer(
+                spec,
+                serverGroup(),
+                NettyTransport.UNIX,
+                new DomainSocketAddress(bindPath.toString()),
+                true,
+                bound -> {
+                  publish(bindPath, socket);
+                  return SCHEME + "://" + socket;
+                },
+                handshakeTimeoutMillis,
+                () -> {
+                  untrack(self[0]);
+                  deleteQuietly(socket);
+                });
+      } finally {
+        deleteQuietly(bindPath);
+        deleteQuietly(privateDir);
+      }
     } else {
       LOG.log(
           Level.WARNING,
@@ -117,12 +127,11 @@ public final class ShmFabric extends NettyFabric {
       throw new FerriteException(
           ErrorCode.UNSUPPORTED, "address: " + address + " (expected: shm:///path/to/socket)");
     }
-    NettyConnection[] holder = new NettyConnection[1];
     ShmConnection[] self = new ShmConnection[1];
-    holder[0] =
+    NettyConnection control =
         NettyConnection.connect(
             clientGroup(), transport, remote, address, options, c -> untrack(self[0]));
-    self[0] = new ShmConnection(holder[0]);
+    self[0] = new ShmConnection(control);
     return track(self[0]);
   }
 
@@ -143,15 +152,25 @@ public final class ShmFabric extends NettyFabric {
     }
   }
 
-  /**
-   * The socket is made owner-only right after bind. Peers reaching it in that instant still face
-   * the handshake: nothing runs before AUTH.
-   */
-  private static void ownerOnly(Path socket) {
+  private static Path privateBindDir(Path socketDir) {
     try {
-      Files.setPosixFilePermissions(socket, PosixFilePermissions.fromString("rw-------"));
-    } catch (IOException | UnsupportedOperationException e) {
-      LOG.log(Level.WARNING, "cannot make " + socket + " owner-only", e);
+      return Files.createTempDirectory(
+          socketDir,
+          ".bind-",
+          PosixFilePermissions.asFileAttribute(PosixFilePermissions.fromString("rwx------")));
+    } catch (IOException e) {
+      throw new FerriteException(
+          ErrorCode.UNAVAILABLE, "cannot create a directory in " + socketDir, e);
+    }
+  }
+
+  /** Makes the bound socket owner-only, then moves it to where clients look for it. */
+  private static void publish(Path bound, Path socket) {
+    try {
+      Files.setPosixFilePermissions(bound, PosixFilePermissions.fromString("rw-------"));
+      Files.move(bound, socket, StandardCopyOption.ATOMIC_MOVE);
+    } catch (IOException e) {
+      throw new FerriteException(ErrorCode.UNAVAILABLE, "cannot publish socket " + socket, e);
     }
   }
 
