@@ -26,6 +26,10 @@ import java.util.concurrent.TimeUnit;
 final class ClientHandler extends FrameReader {
   private static final System.Logger LOG = System.getLogger(ClientHandler.class.getName());
 
+  /** A HELLO response or an error message, with room to spare. */
+  private static final int PRE_AUTH_MAX_FRAME =
+      Frames.HEADER_AFTER_LENGTH + Math.max(Handshake.HELLO_RESPONSE, Wire.MAX_ERROR_MESSAGE);
+
   private static final int HELLO_SENT = 0;
   private static final int AUTH_SENT = 1;
   private static final int READY = 2;
@@ -54,7 +58,8 @@ final class ClientHandler extends FrameReader {
   private FerriteException closedCause;
 
   ClientHandler(Credentials credentials, String address, long opTimeoutNanos) {
-    super(ServerSpec.DEFAULT_MAX_FRAME);
+    // Until the server has proven the secret, it may send only small frames.
+    super(PRE_AUTH_MAX_FRAME);
     this.credentials = credentials;
     this.address = address;
     this.opTimeoutNanos = opTimeoutNanos;
@@ -122,6 +127,7 @@ final class ClientHandler extends FrameReader {
         throw new FrameReader.BadFrameException("AUTH response with a body");
       }
       state = READY;
+      maxFrameLength(ServerSpec.DEFAULT_MAX_FRAME);
       handshake.complete(remoteId);
     }
   }
