@@ -611,8 +611,11 @@ public abstract class FabricContractTest {
       throw new AssertionError(where(), failure.get());
     }
     System.out.printf(
+        java.util.Locale.ROOT,
         "[%s] torn reads detected and retried: %d, verified reads accepted: %d%n",
-        fabric.name(), torn.get(), accepted.get());
+        fabric.name(),
+        torn.get(),
+        accepted.get());
     if (injectsTears()) {
       assertTrue(torn.get() > 0, where() + ": injected tears were not detected");
     }

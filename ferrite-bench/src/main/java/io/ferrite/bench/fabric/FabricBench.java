@@ -1,0 +1,338 @@
+package io.ferrite.bench.fabric;
+
+import io.ferrite.bench.BenchReport;
+import io.ferrite.bench.BenchResult;
+import io.ferrite.bench.Better;
+import io.ferrite.bench.LatencyRecorder;
+import io.ferrite.bench.Measure;
+import io.ferrite.bench.Progress;
+import io.ferrite.bench.Sizes;
+import io.ferrite.bench.Workload;
+import io.ferrite.bench.ceiling.MemcpyCeiling;
+import io.ferrite.bench.ceiling.SocketCeiling;
+import io.ferrite.fabric.Fabric;
+import io.ferrite.fabric.FabricConnection;
+import io.ferrite.fabric.Futures;
+import io.ferrite.fabric.RegionRef;
+import java.io.PrintStream;
+import java.nio.ByteBuffer;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Objects;
+import java.util.concurrent.CompletableFuture;
+import java.util.function.Function;
+
+/**
+ * {@code ferrite bench fabric}: one-sided read latency, empty-RPC latency and 1 MiB read/write
+ * bandwidth of each fabric, each beside the ceiling it is bounded by, measured in the same run.
+ *
+ * <p>For every fabric the suite starts an in-process server over a region file (under {@code
+ * /dev/shm} when it exists), connects a client through the same fabric, and measures:
+ *
+ * <ul>
+ *   <li>{@code <fabric>.read.<8B|1KiB|64KiB>.{p50,p99,p99.9}}: one blocking read at a time (ns);
+ *   <li>{@code <fabric>.rpc.empty.{p50,p99,p99.9}}: an empty request to a service that answers an
+ *       empty response (ns);
+ *   <li>{@code <fabric>.read.1MiB.bandwidth} and {@code <fabric>.write.1MiB.bandwidth}: 1 MiB ops
+ *       with {@link Options#depth()} in flight (MiB/s).
+ * </ul>
+ *
+ * <p>References: shm and local (same host, same JVM) are compared with {@link MemcpyCeiling} of the
+ * same size; tcp (and any other fabric) with {@link SocketCeiling}: latency with the 8 B → N B
+ * ping-pong, bandwidth with the one-way stream. RPCs of every fabric are compared with the 8 B
+ * ping- pong. The ceilings are in the report too, as {@code ceiling.*} results with no reference.
+ */
+public final class FabricBench {
+  public static final String SUITE = "fabric";
+
+  /** Sizes of the read latency measurements. */
+  public static final int[] LATENCY_SIZES = {8, Sizes.KIB, 64 * Sizes.KIB};
+
+  /** Size of the ops of the bandwidth measurements. */
+  public static final int BANDWIDTH_SIZE = Sizes.MIB;
+
+  /** The ping-pong with the smallest response is the reference of an empty RPC. */
+  private static final int RPC_REFERENCE_SIZE = 8;
+
+  /** Largest window of the region the ops step through (see {@link Workload}). */
+  private static final long MAX_WINDOW = 16L << 20;
+
+  private static final Duration RPC_DEADLINE = Duration.ofSeconds(10);
+
+  /**
+   * What to run.
+   *
+   * @param fabrics fabric names, in order ("shm", "tcp", "local")
+   * @param iterations timed ops per latency measurement (a quarter as many, and at least a quarter
+   *     of {@code duration}, warm up first)
+   * @param duration length of each bandwidth measurement (a quarter as long warms up first)
+   * @param depth 1 MiB ops in flight during bandwidth measurements
+   * @param regionBytes size of the region each server serves
+   * @param directory where region files and sockets go (a temporary directory is made inside)
+   * @param progress where progress lines go; null for none
+   * @param factory makes a fabric from its name
+   */
+  public record Options(
+      List<String> fabrics,
+      int iterations,
+      Duration duration,
+      int depth,
+      long regionBytes,
+      Path directory,
+      PrintStream progress,
+      Function<String, Fabric> factory) {
+    public Options {
+      fabrics = List.copyOf(fabrics);
+      if (fabrics.isEmpty()) {
+        throw new IllegalArgumentException("fabrics: [] (expected: at least one)");
+      }
+      if (depth < 1) {
+        throw new IllegalArgumentException("depth: " + depth + " (expected: >= 1)");
+      }
+      if (regionBytes < BANDWIDTH_SIZE) {
+        throw new IllegalArgumentException(
+            "regionBytes: " + regionBytes + " (expected: >= " + BANDWIDTH_SIZE + ")");
+      }
+      Objects.requireNonNull(duration, "duration");
+      Objects.requireNonNull(directory, "directory");
+      Objects.requireNonNull(factory, "factory");
+    }
+
+    /** shm and tcp, 20,000 timed ops per latency, 2 s per bandwidth, 4 in flight, 128 MiB. */
+    public static Options defaults() {
+      return new Options(
+          List.of("shm", "tcp"),
+          20_000,
+          Duration.ofSeconds(2),
+          4,
+          128L << 20,
+          defaultDirectory(),
+          System.err,
+          Fabrics::create);
+    }
+
+    /** A smoke-test run of a few seconds: 300 ops per latency, 100 ms per bandwidth, 16 MiB. */
+    public static Options quick() {
+      return defaults()
+          .withIterations(300)
+          .withDuration(Duration.ofMillis(100))
+          .withRegionBytes(16L << 20);
+    }
+
+    public Options withFabrics(List<String> f) {
+      return new Options(f, iterations, duration, depth, regionBytes, directory, progress, factory);
+    }
+
+    public Options withIterations(int n) {
+      return new Options(fabrics, n, duration, depth, regionBytes, directory, progress, factory);
+    }
+
+    public Options withDuration(Duration d) {
+      return new Options(fabrics, iterations, d, depth, regionBytes, directory, progress, factory);
+    }
+
+    public Options withDepth(int d) {
+      return new Options(
+          fabrics, iterations, duration, d, regionBytes, directory, progress, factory);
+    }
+
+    public Options withRegionBytes(long b) {
+      return new Options(fabrics, iterations, duration, depth, b, directory, progress, factory);
+    }
+
+    public Options withDirectory(Path d) {
+      return new Options(fabrics, iterations, duration, depth, regionBytes, d, progress, factory);
+    }
+
+    public Options withProgress(PrintStream p) {
+      return new Options(fabrics, iterations, duration, depth, regionBytes, directory, p, factory);
+    }
+
+    public Options withFactory(Function<String, Fabric> f) {
+      return new Options(fabrics, iterations, duration, depth, regionBytes, directory, progress, f);
+    }
+
+    Measure.Plan plan() {
+      return Measure.Plan.of(iterations, duration);
+    }
+  }
+
+  private FabricBench() {}
+
+  /** {@code /dev/shm} where it exists (DRAM-tier regions live there), else the temp directory. */
+  public static Path defaultDirectory() {
+    Path shm = Path.of("/dev/shm");
+    return Files.isDirectory(shm) && Files.isWritable(shm)
+        ? shm
+        : Path.of(System.getProperty("java.io.tmpdir"));
+  }
+
+  /** True for fabrics whose data path is a memory copy in this host (compared with memcpy). */
+  static boolean sameHost(String fabric) {
+    return fabric.equals("shm") || fabric.equals("local");
+  }
+
+  /** Every result name a run with {@code fabrics} produces, in report order. */
+  public static List<String> expectedNames(List<String> fabrics) {
+    List<String> names = new ArrayList<>();
+    List<String> stats = new ArrayList<>();
+    for (LatencyRecorder.Statistic s : LatencyRecorder.Statistic.values()) {
+      stats.add(s.label());
+    }
+    for (int size : LATENCY_SIZES) {
+      stats.forEach(s -> names.add(MemcpyCeiling.name(size) + "." + s));
+    }
+    names.add(MemcpyCeiling.name(BANDWIDTH_SIZE) + ".bandwidth");
+    for (int size : LATENCY_SIZES) {
+      stats.forEach(s -> names.add(SocketCeiling.pingPong(size) + "." + s));
+    }
+    names.add(SocketCeiling.requestResponse(BANDWIDTH_SIZE));
+    names.add(SocketCeiling.stream(BANDWIDTH_SIZE));
+    for (String f : fabrics) {
+      for (int size : LATENCY_SIZES) {
+        stats.forEach(s -> names.add(f + ".read." + Sizes.label(size) + "." + s));
+      }
+      stats.forEach(s -> names.add(f + ".rpc.empty." + s));
+      names.add(f + ".read." + Sizes.label(BANDWIDTH_SIZE) + ".bandwidth");
+      names.add(f + ".write." + Sizes.label(BANDWIDTH_SIZE) + ".bandwidth");
+    }
+    return names;
+  }
+
+  /** Measures the ceilings, then every fabric of {@code options}; frees everything it made. */
+  public static BenchReport run(Options options) throws Exception {
+    BenchReport report = new BenchReport(SUITE);
+    Progress progress = new Progress("bench " + SUITE, options.progress());
+    Measure.Plan plan = options.plan();
+    Workload workload = new Workload(Math.min(options.regionBytes(), MAX_WINDOW));
+
+    MemcpyCeiling.measure(report, plan, workload, LATENCY_SIZES, BANDWIDTH_SIZE, progress);
+    try (SocketCeiling socket = SocketCeiling.start()) {
+      socket.measure(report, plan, LATENCY_SIZES, BANDWIDTH_SIZE, progress);
+    }
+    for (String name : options.fabrics()) {
+      progress.step(name + ": starting server and connecting");
+      try (BenchEndpoint endpoint =
+          BenchEndpoint.open(
+              options.factory().apply(name),
+              options.directory(),
+              options.regionBytes(),
+              workload.window())) {
+        measureFabric(report, options, plan, workload, endpoint, progress);
+      }
+    }
+    progress.step("done");
+    return report;
+  }
+
+  private static void measureFabric(
+      BenchReport report,
+      Options options,
+      Measure.Plan plan,
+      Workload workload,
+      BenchEndpoint endpoint,
+      Progress progress)
+      throws Exception {
+    String f = endpoint.name();
+    FabricConnection conn = endpoint.connection();
+    RegionRef ref = endpoint.ref();
+    boolean sameHost = sameHost(f);
+
+    for (int size : LATENCY_SIZES) {
+      String prefix = f + ".read." + Sizes.label(size);
+      progress.step(prefix + " latency");
+      ByteBuffer dst = ByteBuffer.allocateDirect(size);
+      LatencyRecorder rec =
+          Measure.latency(plan, i -> conn.readSync(ref, workload.offset(i, size), dst));
+      Measure.addLatency(
+          report, prefix, rec, sameHost ? MemcpyCeiling.name(size) : SocketCeiling.pingPong(size));
+    }
+
+    String rpc = f + ".rpc.empty";
+    progress.step(rpc + " latency");
+    ByteBuffer empty = ByteBuffer.allocate(0);
+    LatencyRecorder rpcRec =
+        Measure.latency(
+            plan,
+            i -> conn.callSync(BenchEndpoint.SERVICE, BenchEndpoint.OP_EMPTY, empty, RPC_DEADLINE));
+    Measure.addLatency(report, rpc, rpcRec, SocketCeiling.pingPong(RPC_REFERENCE_SIZE));
+
+    BenchResult bandwidthRef =
+        report.require(
+            sameHost
+                ? MemcpyCeiling.name(BANDWIDTH_SIZE) + ".bandwidth"
+                : SocketCeiling.stream(BANDWIDTH_SIZE));
+    String label = Sizes.label(BANDWIDTH_SIZE);
+    int depth = options.depth();
+    progress.step(f + ".read." + label + " bandwidth (" + depth + " in flight)");
+    double read =
+        Measure.bandwidth(
+            plan,
+            pipelined(depth, (buf, i) -> conn.read(ref, workload.offset(i, BANDWIDTH_SIZE), buf)));
+    report.add(
+        BenchResult.against(
+            f + ".read." + label + ".bandwidth",
+            read,
+            Sizes.BANDWIDTH_UNIT,
+            Better.HIGHER,
+            bandwidthRef));
+
+    progress.step(f + ".write." + label + " bandwidth (" + depth + " in flight)");
+    double write =
+        Measure.bandwidth(
+            plan,
+            pipelined(depth, (buf, i) -> conn.write(ref, workload.offset(i, BANDWIDTH_SIZE), buf)));
+    report.add(
+        BenchResult.against(
+            f + ".write." + label + ".bandwidth",
+            write,
+            Sizes.BANDWIDTH_UNIT,
+            Better.HIGHER,
+            bandwidthRef));
+    // Counts, not times: a sanity check that the ops went where they should (a shm server's CPU
+    // serves no one-sided op at all).
+    progress.step(f + " client counted: " + conn.counters().snapshot());
+    progress.step(f + " server counted: " + endpoint.serverCounters().snapshot());
+  }
+
+  /** Issues one op of {@link #BANDWIDTH_SIZE} bytes on {@code buffer}. */
+  @FunctionalInterface
+  private interface Issue {
+    CompletableFuture<?> issue(ByteBuffer buffer, long i);
+  }
+
+  /**
+   * Keeps {@code depth} ops in flight, each with its own buffer, until the deadline; then waits for
+   * the ones still in flight. Returns the bytes moved. Ops complete in FIFO order on one
+   * connection, so waiting for the oldest first costs nothing.
+   */
+  private static Measure.Transfer pipelined(int depth, Issue op) {
+    ByteBuffer[] buffers = new ByteBuffer[depth];
+    for (int s = 0; s < depth; s++) {
+      buffers[s] = ByteBuffer.allocateDirect(BANDWIDTH_SIZE);
+    }
+    return deadline -> {
+      CompletableFuture<?>[] inflight = new CompletableFuture<?>[depth];
+      long i = 0;
+      for (int s = 0; s < depth; s++) {
+        inflight[s] = op.issue(buffers[s], i++);
+      }
+      long bytes = 0;
+      int s = 0;
+      while (System.nanoTime() < deadline) {
+        Futures.join(inflight[s]);
+        bytes += BANDWIDTH_SIZE;
+        inflight[s] = op.issue(buffers[s], i++);
+        s = (s + 1) % depth;
+      }
+      for (int k = 0; k < depth; k++) {
+        Futures.join(inflight[(s + k) % depth]);
+        bytes += BANDWIDTH_SIZE;
+      }
+      return bytes;
+    };
+  }
+}

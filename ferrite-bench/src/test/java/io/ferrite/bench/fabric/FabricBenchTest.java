@@ -1,0 +1,83 @@
+package io.ferrite.bench.fabric;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNotNull;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import io.ferrite.bench.BenchReport;
+import io.ferrite.bench.BenchResult;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.List;
+import java.util.stream.Stream;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/** Runs the suite for real on the local fabric, briefly; asserts on shape, never on time. */
+class FabricBenchTest {
+  /** Every fabric this build knows (local; shm and tcp once their factory lines are in). */
+  @Test
+  void quickRunOfEveryFabricProducesEveryNameAndFreesEverything(@TempDir Path dir)
+      throws Exception {
+    FabricBench.Options options =
+        FabricBench.Options.quick()
+            .withFabrics(Fabrics.NAMES)
+            .withIterations(50)
+            .withDuration(Duration.ofMillis(20))
+            .withRegionBytes(4L << 20)
+            .withDirectory(dir)
+            .withProgress(null);
+    BenchReport report = FabricBench.run(options);
+
+    List<String> names = report.results().stream().map(BenchResult::name).toList();
+    assertEquals(FabricBench.expectedNames(Fabrics.NAMES), names);
+    for (String expected :
+        List.of(
+            "local.read.8B.p50",
+            "local.read.1KiB.p99",
+            "local.read.64KiB.p99.9",
+            "local.rpc.empty.p50",
+            "local.read.1MiB.bandwidth",
+            "local.write.1MiB.bandwidth",
+            "ceiling.memcpy.8B.p50",
+            "ceiling.socket.pingpong.8B.p50",
+            "ceiling.socket.stream.1MiB.bandwidth")) {
+      assertTrue(names.contains(expected), expected + " missing from " + names);
+    }
+
+    for (BenchResult r : report.results()) {
+      assertTrue(r.value() > 0, r.name() + " = " + r.value());
+      if (r.name().startsWith("ceiling.")) {
+        assertTrue(!r.hasReference(), r.name() + " is a ceiling and has no reference");
+      } else {
+        BenchResult ref = report.get(r.reference());
+        assertNotNull(ref, r.name() + " refers to missing " + r.reference());
+        assertEquals(ref.value(), r.referenceValue(), r.name());
+        assertEquals(BenchResult.ratio(r.better(), r.value(), ref.value()), r.ratio(), r.name());
+      }
+    }
+    // Same-host fabrics are compared with memcpy, RPCs with the raw ping-pong.
+    assertEquals("ceiling.memcpy.64KiB.p99", report.require("local.read.64KiB.p99").reference());
+    assertEquals(
+        "ceiling.memcpy.1MiB.bandwidth", report.require("local.write.1MiB.bandwidth").reference());
+    assertEquals(
+        "ceiling.socket.pingpong.8B.p99.9", report.require("local.rpc.empty.p99.9").reference());
+
+    try (Stream<Path> left = Files.list(dir)) {
+      assertEquals(List.of(), left.toList(), "region files and directories are deleted");
+    }
+  }
+
+  @Test
+  void networkFabricsAreComparedWithTheRawSocket() {
+    List<String> names = FabricBench.expectedNames(List.of("tcp", "shm"));
+    assertTrue(names.contains("tcp.read.8B.p50"));
+    assertTrue(names.contains("tcp.rpc.empty.p50"));
+    assertTrue(names.contains("tcp.write.1MiB.bandwidth"));
+    assertTrue(names.contains("shm.read.1MiB.bandwidth"));
+    assertTrue(FabricBench.sameHost("shm"));
+    assertTrue(FabricBench.sameHost("local"));
+    assertTrue(!FabricBench.sameHost("tcp"));
+  }
+}

@@ -1,0 +1,170 @@
+package io.ferrite.cli.bench;
+
+import io.ferrite.bench.BenchReport;
+import io.ferrite.bench.fabric.FabricBench;
+import io.ferrite.bench.fabric.Fabrics;
+import io.ferrite.cli.DurationConverter;
+import io.ferrite.cli.VersionProvider;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.List;
+import java.util.concurrent.Callable;
+import picocli.CommandLine;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Option;
+
+/** {@code ferrite bench fabric}: see {@link FabricBench}. */
+@Command(
+    name = "fabric",
+    mixinStandardHelpOptions = true,
+    versionProvider = VersionProvider.class,
+    sortOptions = false,
+    header = "Fabric read/RPC latency and bandwidth beside memcpy and raw-socket ceilings.",
+    description = {
+      "Measures each fabric's one-sided reads, empty RPCs and 1 MiB read/write",
+      "bandwidth beside the ceiling each is bounded by, all in this one run.",
+      "",
+      "For each fabric it starts a server in this process over a region file",
+      "(in /dev/shm when it exists), connects a client through the fabric and",
+      "measures:",
+      "  <fabric>.read.{8B,1KiB,64KiB}.{p50,p99,p99.9}  one read at a time, ns",
+      "  <fabric>.rpc.empty.{p50,p99,p99.9}   empty request and response, ns",
+      "  <fabric>.read.1MiB.bandwidth         1 MiB reads, --depth in flight",
+      "  <fabric>.write.1MiB.bandwidth        1 MiB writes, --depth in flight",
+      "",
+      "Ceilings, measured first and listed as ceiling.* results:",
+      "  ceiling.memcpy.<size>             a direct-buffer to direct-buffer",
+      "      copy of the same size over the same offsets: the copy a shm read",
+      "      does, with nothing around it. shm and local are compared with it.",
+      "  ceiling.socket.pingpong.<size>    raw loopback TCP (TCP_NODELAY)",
+      "      between two threads, 8 B out and <size> back. tcp reads are",
+      "      compared with it, and every fabric's empty RPC with its 8 B size.",
+      "  ceiling.socket.stream.1MiB.bandwidth   a one-way raw stream of 1 MiB",
+      "      writes: the reference of tcp bandwidth.",
+      "  ceiling.socket.rr.1MiB.bandwidth  8 B out, 1 MiB back, one at a time.",
+      "",
+      "Latencies are in ns (p50, p99, p99.9), bandwidths in MiB/s. ratio > 1",
+      "means better than the reference (latency: reference/value; bandwidth:",
+      "value/reference), so a ratio of 0.25 reads as a quarter of the ceiling.",
+      "Progress goes to stderr, the table to stdout.",
+    },
+    optionListHeading = "%nOptions:%n",
+    footer = {
+      "",
+      "Examples:",
+      "  ferrite bench fabric                           shm and tcp, full run",
+      "  ferrite bench fabric --quick --fabrics local   smoke test, seconds",
+      "  ferrite bench fabric --fabrics tcp --duration 5s --json tcp.json",
+      "",
+      "JSON (--json FILE):",
+      "  {\"suite\": \"fabric\", \"results\": [{\"name\", \"value\", \"unit\",",
+      "   \"better\", \"reference\", \"reference_value\", \"ratio\"}, ...]}",
+    })
+public final class FabricBenchCommand implements Callable<Integer> {
+  @CommandLine.Spec CommandLine.Model.CommandSpec spec;
+
+  @Option(
+      names = "--fabrics",
+      split = ",",
+      paramLabel = "NAME",
+      description = "Fabrics to measure, comma-separated: shm, tcp, local (default: shm,tcp).")
+  List<String> fabrics;
+
+  @Option(
+      names = "--iterations",
+      paramLabel = "N",
+      description =
+          "Timed ops per latency measurement, after a warm-up of N/4 ops and at least a quarter"
+              + " of --duration (default: 20000; --quick: 300).")
+  Integer iterations;
+
+  @Option(
+      names = "--duration",
+      paramLabel = "TIME",
+      converter = DurationConverter.class,
+      description =
+          "Length of each bandwidth measurement, e.g. 500ms, 2s; a quarter as long warms up first"
+              + " (default: 2s; --quick: 100ms).")
+  Duration duration;
+
+  @Option(
+      names = "--depth",
+      paramLabel = "N",
+      description = "1 MiB ops kept in flight by the bandwidth measurements (default: 4).")
+  Integer depth;
+
+  @Option(
+      names = "--region-mib",
+      paramLabel = "MIB",
+      description = "Size of the region each server serves (default: 128; --quick: 16).")
+  Integer regionMib;
+
+  @Option(
+      names = "--dir",
+      paramLabel = "DIR",
+      description =
+          "Where region files and sockets go; a temporary directory is made inside and deleted"
+              + " (default: /dev/shm if it exists, else the temp directory).")
+  Path dir;
+
+  @Option(
+      names = "--json",
+      paramLabel = "FILE",
+      description = "Also write the results as JSON to FILE.")
+  Path json;
+
+  @Option(
+      names = "--quick",
+      description =
+          "A short smoke-test run (a few seconds per fabric); numbers are noisy. Explicit"
+              + " --iterations/--duration/--region-mib still win.")
+  boolean quick;
+
+  @Option(
+      names = {"-q", "--quiet"},
+      description = "No progress lines on stderr.")
+  boolean quiet;
+
+  @Override
+  public Integer call() throws Exception {
+    FabricBench.Options o = quick ? FabricBench.Options.quick() : FabricBench.Options.defaults();
+    if (fabrics != null) {
+      o = o.withFabrics(fabrics.stream().map(String::trim).filter(s -> !s.isEmpty()).toList());
+    }
+    if (iterations != null) {
+      o = o.withIterations(iterations);
+    }
+    if (duration != null) {
+      o = o.withDuration(duration);
+    }
+    if (depth != null) {
+      o = o.withDepth(depth);
+    }
+    if (regionMib != null) {
+      o = o.withRegionBytes((long) regionMib << 20);
+    }
+    if (dir != null) {
+      o = o.withDirectory(dir);
+    }
+    o = o.withProgress(quiet ? null : System.err);
+    for (String f : o.fabrics()) {
+      if (!Fabrics.NAMES.contains(f)) {
+        throw new CommandLine.ParameterException(
+            spec.commandLine(),
+            "--fabrics: unknown fabric "
+                + f
+                + " (expected one of: "
+                + String.join(", ", Fabrics.NAMES)
+                + ")");
+      }
+    }
+    BenchReport report = FabricBench.run(o);
+    spec.commandLine().getOut().print(report.table());
+    spec.commandLine().getOut().flush();
+    if (json != null) {
+      report.writeJson(json);
+      spec.commandLine().getErr().println("wrote " + json.toAbsolutePath());
+    }
+    return 0;
+  }
+}

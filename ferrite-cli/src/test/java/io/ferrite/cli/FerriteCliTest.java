@@ -1,0 +1,121 @@
+package io.ferrite.cli;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import io.ferrite.bench.fabric.FabricBench;
+import java.io.PrintWriter;
+import java.io.StringWriter;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.List;
+import java.util.stream.Stream;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+import picocli.CommandLine;
+
+class FerriteCliTest {
+  private final StringWriter out = new StringWriter();
+  private final StringWriter err = new StringWriter();
+
+  private int run(String... args) {
+    CommandLine cli = FerriteCli.commandLine();
+    cli.setOut(new PrintWriter(out, true));
+    cli.setErr(new PrintWriter(err, true));
+    return cli.execute(args);
+  }
+
+  @Test
+  void benchFabricQuickLocalWritesEveryName(@TempDir Path dir) throws Exception {
+    Path json = dir.resolve("out/fabric.json");
+    int code =
+        run(
+            "bench",
+            "fabric",
+            "--quick",
+            "--fabrics",
+            "local",
+            "--iterations",
+            "50",
+            "--duration",
+            "20ms",
+            "--region-mib",
+            "4",
+            "--dir",
+            dir.toString(),
+            "--json",
+            json.toString(),
+            "--quiet");
+    assertEquals(0, code, err.toString());
+    String text = Files.readString(json);
+    assertTrue(text.startsWith("{\n  \"suite\": \"fabric\",\n  \"results\": ["), text);
+    for (String name : FabricBench.expectedNames(List.of("local"))) {
+      assertTrue(text.contains("{\"name\": \"" + name + "\", "), name + " missing from JSON");
+      assertTrue(out.toString().contains(name + " "), name + " missing from the table");
+    }
+    try (Stream<Path> left = Files.list(dir)) {
+      assertEquals(List.of(json.getParent()), left.toList(), "only the JSON output is left");
+    }
+  }
+
+  @Test
+  void helpTeachesWhatIsMeasuredTheCeilingsAndAnExample() {
+    assertEquals(0, run("bench", "fabric", "--help"));
+    String help = out.toString();
+    assertTrue(help.contains("ceiling.memcpy"), help);
+    assertTrue(help.contains("ceiling.socket.pingpong"), help);
+    assertTrue(help.contains("ratio > 1"), help);
+    assertTrue(help.contains("ferrite bench fabric --quick --fabrics local"), help);
+
+    out.getBuffer().setLength(0);
+    assertEquals(0, run("bench", "--help"));
+    assertTrue(out.toString().contains("fabric"), out.toString());
+    assertTrue(out.toString().contains("Example"), out.toString());
+
+    out.getBuffer().setLength(0);
+    assertEquals(0, run("--help"));
+    assertTrue(out.toString().contains("bench"), out.toString());
+  }
+
+  @Test
+  void versionIsTheProjectVersion() {
+    assertEquals(0, run("--version"));
+    assertTrue(out.toString().startsWith("ferrite "), out.toString());
+    assertTrue(!out.toString().contains("${project.version}"), out.toString());
+  }
+
+  @Test
+  void unknownFabricIsAUsageError() {
+    assertEquals(2, run("bench", "fabric", "--fabrics", "carrier-pigeon"));
+    assertTrue(err.toString().contains("unknown fabric carrier-pigeon"), err.toString());
+  }
+
+  @Test
+  void aFailingRunSaysWhatFailedInOneLine(@TempDir Path dir) throws Exception {
+    Path notADirectory = Files.writeString(dir.resolve("file"), "x");
+    int code =
+        run(
+            "bench",
+            "fabric",
+            "--quick",
+            "--fabrics",
+            "local",
+            "-q",
+            "--dir",
+            notADirectory.toString());
+    assertEquals(1, code);
+    assertTrue(err.toString().startsWith("ferrite bench fabric: "), err.toString());
+  }
+
+  @Test
+  void durations() {
+    DurationConverter c = new DurationConverter();
+    assertEquals(Duration.ofMillis(500), c.convert("500ms"));
+    assertEquals(Duration.ofSeconds(2), c.convert("2s"));
+    assertEquals(Duration.ofMillis(1500), c.convert("1.5s"));
+    assertEquals(Duration.ofMinutes(1), c.convert("1m"));
+    assertEquals(Duration.ofSeconds(3), c.convert("PT3S"));
+    assertEquals(2, run("bench", "fabric", "--duration", "soon"));
+  }
+}
