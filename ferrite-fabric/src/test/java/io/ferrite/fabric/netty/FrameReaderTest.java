@@ -6,6 +6,7 @@ import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import io.ferrite.fabric.testing.NettyLeakExtension;
 import io.netty.buffer.ByteBuf;
 import io.netty.buffer.ByteBufUtil;
 import io.netty.buffer.PooledByteBufAllocator;
@@ -23,7 +24,7 @@ import org.junit.jupiter.api.extension.ExtendWith;
  * order, with the right body, whichever way its body was taken; bad lengths close the channel; no
  * buffer leaks.
  */
-@ExtendWith(NettyLeakCheck.class)
+@ExtendWith(NettyLeakExtension.class)
 class FrameReaderTest {
   private final long seed = Long.getLong("tests.seed", System.nanoTime());
   private final Random random = new Random(seed);

@@ -19,8 +19,8 @@ import io.ferrite.fabric.RegionRef;
 import io.ferrite.fabric.RegionTable;
 import io.ferrite.fabric.RpcHandler;
 import io.ferrite.fabric.ServerSpec;
-import io.ferrite.fabric.netty.NettyLeakCheck;
 import io.ferrite.fabric.netty.NettyTransport;
+import io.ferrite.fabric.testing.NettyLeakExtension;
 import java.io.IOException;
 import java.nio.ByteBuffer;
 import java.nio.charset.StandardCharsets;
@@ -39,7 +39,7 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.ExtendWith;
 
 /** What is particular to shm: the client maps region files, the server's CPU does nothing. */
-@ExtendWith(NettyLeakCheck.class)
+@ExtendWith(NettyLeakExtension.class)
 class ShmFabricTest {
   private final long seed = Long.getLong("tests.seed", System.nanoTime());
   private final Random random = new Random(seed);

@@ -29,7 +29,7 @@ import org.junit.jupiter.api.Test;
 /**
  * Bytes no well-behaved client sends, fed to a running tcp server through a raw socket. Each must
  * close only the offending connection; the server keeps serving, the region is unchanged, no buffer
- * leaks (checked by {@link io.ferrite.fabric.netty.NettyLeakCheck}) and the connection count
+ * leaks (checked by {@link io.ferrite.fabric.testing.NettyLeakExtension}) and the connection count
  * returns to zero.
  */
 class TcpBadInputTest extends TcpTestSupport {

@@ -13,7 +13,7 @@ import io.ferrite.fabric.RegionRef;
 import io.ferrite.fabric.RegionTable;
 import io.ferrite.fabric.RpcHandler;
 import io.ferrite.fabric.ServerSpec;
-import io.ferrite.fabric.netty.NettyLeakCheck;
+import io.ferrite.fabric.testing.NettyLeakExtension;
 import io.ferrite.fabric.verify.Checksum64;
 import java.io.IOException;
 import java.nio.ByteBuffer;
@@ -34,7 +34,7 @@ import org.junit.jupiter.api.extension.ExtendWith;
  * Shared fixture of the tcp fabric's own tests: one server over a region of seeded random bytes,
  * everything closed after each test even when it fails, and Netty buffer leaks failing the test.
  */
-@ExtendWith(NettyLeakCheck.class)
+@ExtendWith(NettyLeakExtension.class)
 abstract class TcpTestSupport {
   static final int REGION = 1;
   static final int REGION_BYTES = 1 << 20;
