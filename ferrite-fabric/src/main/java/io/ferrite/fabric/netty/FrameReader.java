@@ -2,6 +2,7 @@ package io.ferrite.fabric.netty;
 
 import io.ferrite.fabric.Frames;
 import io.netty.buffer.ByteBuf;
+import io.netty.buffer.CompositeByteBuf;
 import io.netty.buffer.Unpooled;
 import io.netty.channel.ChannelHandlerContext;
 import io.netty.channel.ChannelInboundHandlerAdapter;
@@ -15,8 +16,8 @@ import io.netty.channel.ChannelInboundHandlerAdapter;
  *
  * <ul>
  *   <li>{@link #AGGREGATE}: {@link #onFrame} gets the whole body. If the body is already contiguous
- *       in the read buffer, it is a slice of it (no copy); otherwise it is gathered into one pooled
- *       buffer sized by the (already checked) length. Either way it is valid only during the call.
+ *       in the read buffer, it is a slice of it (no copy); otherwise it is gathered from the read
+ *       buffers (see {@link #gather}). Either way it is valid only during the call.
  *   <li>{@link #STREAM}: {@link #onBodyChunk} gets the body piece by piece as it arrives, so a
  *       large read response can be copied straight into its destination without being gathered
  *       first.
@@ -47,7 +48,7 @@ abstract class FrameReader extends ChannelInboundHandlerAdapter {
   private int bodyLength;
   private int bodyRemaining = -1;
   private int mode;
-  private ByteBuf gathered;
+  private CompositeByteBuf gathered;
 
   private boolean failed;
 
@@ -217,10 +218,7 @@ abstract class FrameReader extends ChannelInboundHandlerAdapter {
           onFrame(ctx, type, flags, status, requestId, body);
           return;
         }
-        if (gathered == null) {
-          gathered = ctx.alloc().ioBuffer(bodyLength, bodyLength);
-        }
-        gathered.writeBytes(in, n);
+        gather(ctx, in, n);
         bodyRemaining -= n;
         if (bodyRemaining == 0) {
           bodyRemaining = -1;
@@ -251,6 +249,31 @@ abstract class FrameReader extends ChannelInboundHandlerAdapter {
       }
     }
   }
+
+  /**
+   * Adds the next {@code n} body bytes of {@code in} to the frame being gathered. A body that spans
+   * reads is kept as a list of slices of the read buffers rather than copied into one buffer: a
+   * large WRITE then costs one copy (read buffer to region) instead of two. A slice that would pin
+   * a mostly-empty read buffer is copied instead, so the memory held stays within twice the
+   * (already checked) frame length.
+   */
+  private void gather(ChannelHandlerContext ctx, ByteBuf in, int n) {
+    if (gathered == null) {
+      gathered = ctx.alloc().compositeDirectBuffer(MAX_COMPONENTS);
+    }
+    ByteBuf part;
+    if (n >= in.capacity() / 2) {
+      part = in.retainedSlice(in.readerIndex(), n);
+    } else {
+      part = ctx.alloc().ioBuffer(n, n);
+      part.writeBytes(in, in.readerIndex(), n);
+    }
+    in.skipBytes(n);
+    gathered.addComponent(true, part);
+  }
+
+  /** Past this many parts, CompositeByteBuf consolidates (copies); reads are rarely that small. */
+  private static final int MAX_COMPONENTS = 4096;
 
   private void releaseGathered() {
     if (gathered != null) {
