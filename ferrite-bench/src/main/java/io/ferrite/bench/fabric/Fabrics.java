@@ -3,12 +3,14 @@ package io.ferrite.bench.fabric;
 import io.ferrite.fabric.Fabric;
 import io.ferrite.fabric.local.LocalFabric;
 import io.ferrite.fabric.local.LocalNetwork;
+import io.ferrite.fabric.shm.ShmFabric;
+import io.ferrite.fabric.tcp.TcpFabric;
 import java.util.List;
 
 /** Makes a fabric from its name, as given to {@code --fabrics}. */
 public final class Fabrics {
   /** Every name {@link #create} knows. */
-  public static final List<String> NAMES = List.of("local");
+  public static final List<String> NAMES = List.of("local", "shm", "tcp");
 
   private Fabrics() {}
 
@@ -19,6 +21,8 @@ public final class Fabrics {
   public static Fabric create(String name) {
     return switch (name) {
       case "local" -> new LocalFabric(new LocalNetwork());
+      case "shm" -> new ShmFabric();
+      case "tcp" -> new TcpFabric();
       default ->
           throw new IllegalArgumentException(
               "fabric: " + name + " (expected one of: " + String.join(", ", NAMES) + ")");

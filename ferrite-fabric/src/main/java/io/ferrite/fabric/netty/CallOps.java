@@ -1,0 +1,166 @@
+package io.ferrite.fabric.netty;
+
+import io.ferrite.fabric.Counters;
+import io.ferrite.fabric.ErrorCode;
+import io.ferrite.fabric.FerriteException;
+import io.ferrite.fabric.Frames;
+import io.ferrite.fabric.OpKind;
+import io.ferrite.fabric.RegionRef;
+import io.netty.buffer.ByteBuf;
+import io.netty.buffer.Unpooled;
+import io.netty.channel.ChannelHandlerContext;
+import java.nio.ByteBuffer;
+import java.nio.charset.StandardCharsets;
+import java.util.concurrent.CompletableFuture;
+
+/** The client side of two-sided calls (RPC) and of shm's MAP. */
+final class CallOps {
+  private CallOps() {}
+
+  // RPC    service u16 | opcode u16 | deadlineMillis u32 | request ...       [response ...]
+  static final class Rpc extends ClientOp implements Outbound {
+    final CompletableFuture<ByteBuffer> future = new CompletableFuture<>();
+    private final Counters counters;
+    private final int service;
+    private final int opcode;
+    private final ByteBuffer request;
+    private final long deadlineMillis;
+
+    Rpc(
+        Counters counters,
+        int service,
+        int opcode,
+        ByteBuffer request,
+        long deadlineMillis,
+        long startNanos) {
+      this.counters = counters;
+      this.service = service;
+      this.opcode = opcode;
+      this.request = request.duplicate();
+      this.deadlineMillis = deadlineMillis;
+      this.deadlineNanos = startNanos + deadlineMillis * 1_000_000L;
+    }
+
+    @Override
+    boolean isRpc() {
+      return true;
+    }
+
+    @Override
+    int type() {
+      return Frames.TYPE_RPC;
+    }
+
+    @Override
+    public void sendOn(ClientHandler handler, long nowNanos) {
+      handler.send(this, nowNanos);
+    }
+
+    @Override
+    public void failUnsent(FerriteException e) {
+      fail(e);
+    }
+
+    @Override
+    void encode(ChannelHandlerContext ctx, long requestId) {
+      int n = request.remaining();
+      ByteBuf buf =
+          Wire.request(ctx.alloc(), Frames.TYPE_RPC, requestId, RpcDispatcher.RPC_HEADER + n);
+      buf.writeShortLE(service);
+      buf.writeShortLE(opcode);
+      // The server learns how long the caller is prepared to wait, so it can drop a call that
+      // queued past it instead of doing work nobody waits for.
+      long left = Math.max(1, (deadlineNanos - System.nanoTime()) / 1_000_000L);
+      buf.writeIntLE((int) Math.min(left, 0xffff_ffffL));
+      if (n <= RegionOps.COPY_WRITE_LIMIT) {
+        buf.writeBytes(request.duplicate());
+        ctx.write(buf, ctx.voidPromise());
+      } else {
+        ctx.write(buf, ctx.voidPromise());
+        ctx.write(Unpooled.wrappedBuffer(request.duplicate()), ctx.voidPromise());
+      }
+    }
+
+    @Override
+    void onSuccess(ByteBuf body) {
+      ByteBuffer rsp = ByteBuffer.allocate(body.readableBytes());
+      body.getBytes(body.readerIndex(), rsp);
+      rsp.flip();
+      counters.record(OpKind.RPC, (long) request.remaining() + rsp.remaining());
+      future.complete(rsp);
+    }
+
+    @Override
+    void onFailure(FerriteException e) {
+      counters.recordError(OpKind.RPC);
+      future.completeExceptionally(e);
+    }
+
+    @Override
+    String describe() {
+      return "call to service " + service + " opcode " + opcode;
+    }
+
+    long deadlineMillis() {
+      return deadlineMillis;
+    }
+  }
+
+  // MAP    regionId i32 | pad u32 | rkey u64      [length u64 | pathLen u16 | path utf8]
+  static final class Map extends ClientOp implements Outbound {
+    final CompletableFuture<MapAnswer> future = new CompletableFuture<>();
+    private final RegionRef ref;
+
+    Map(RegionRef ref) {
+      this.ref = ref;
+    }
+
+    @Override
+    int type() {
+      return Frames.TYPE_MAP;
+    }
+
+    @Override
+    public void sendOn(ClientHandler handler, long nowNanos) {
+      handler.send(this, nowNanos);
+    }
+
+    @Override
+    public void failUnsent(FerriteException e) {
+      fail(e);
+    }
+
+    @Override
+    void encode(ChannelHandlerContext ctx, long requestId) {
+      ByteBuf buf = Wire.request(ctx.alloc(), Frames.TYPE_MAP, requestId, 16);
+      buf.writeIntLE(ref.regionId());
+      buf.writeIntLE(0);
+      buf.writeLongLE(ref.rkey());
+      ctx.write(buf, ctx.voidPromise());
+    }
+
+    @Override
+    void onSuccess(ByteBuf body) {
+      int i = body.readerIndex();
+      int n = body.readableBytes();
+      if (n < 10 || n != 10 + body.getUnsignedShortLE(i + 8)) {
+        future.completeExceptionally(
+            new FerriteException(ErrorCode.PROTOCOL, "malformed MAP response of " + n + " B"));
+        return;
+      }
+      long length = body.getLongLE(i);
+      String path = body.toString(i + 10, n - 10, StandardCharsets.UTF_8);
+      future.complete(new MapAnswer(length, path));
+    }
+
+    @Override
+    void onFailure(FerriteException e) {
+      future.completeExceptionally(e);
+    }
+
+    @Override
+    String describe() {
+      return "MAP of " + ref;
+    }
+  }
+}

@@ -1,0 +1,332 @@
+package io.ferrite.fabric.netty;
+
+import io.ferrite.fabric.Credentials;
+import io.ferrite.fabric.ErrorCode;
+import io.ferrite.fabric.FerriteException;
+import io.ferrite.fabric.Frames;
+import io.ferrite.fabric.ServerSpec;
+import io.netty.buffer.ByteBuf;
+import io.netty.channel.ChannelHandlerContext;
+import io.netty.util.collection.LongObjectHashMap;
+import io.netty.util.concurrent.ScheduledFuture;
+import java.io.IOException;
+import java.lang.System.Logger.Level;
+import java.nio.charset.StandardCharsets;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.TimeUnit;
+
+/**
+ * The client end of a connection: the handshake, then the table of pending requests. Everything
+ * here runs on the channel's event loop, so the pending table is a plain map, timeouts are plain
+ * list operations, and a response, a timeout and the connection's loss can never race to end the
+ * same op.
+ */
+final class ClientHandler extends FrameReader {
+  private static final System.Logger LOG = System.getLogger(ClientHandler.class.getName());
+
+  /** A HELLO response or an error message, with room to spare. */
+  private static final int PRE_AUTH_MAX_FRAME =
+      Frames.HEADER_AFTER_LENGTH + Math.max(Handshake.HELLO_RESPONSE, Wire.MAX_ERROR_MESSAGE);
+
+  private static final int HELLO_SENT = 0;
+  private static final int AUTH_SENT = 1;
+  private static final int READY = 2;
+
+  private final Credentials credentials;
+  private final String address;
+  private final long opTimeoutNanos;
+  final CompletableFuture<Integer> handshake = new CompletableFuture<>();
+
+  private int state = HELLO_SENT;
+  private byte[] clientNonce;
+  private int remoteId;
+  private ChannelHandlerContext ctx;
+
+  private final LongObjectHashMap<ClientOp> pending = new LongObjectHashMap<>();
+  private final TimeoutList opTimeouts = new TimeoutList();
+  private final TimeoutList rpcTimeouts = new TimeoutList();
+  private ScheduledFuture<?> timer;
+  private long timerDeadline;
+  private long nextRequestId = 1;
+
+  /** The op whose response body is being read. */
+  private ClientOp current;
+
+  /** Set once the connection is lost; every op sent after that fails with it at once. */
+  private FerriteException closedCause;
+
+  ClientHandler(Credentials credentials, String address, long opTimeoutNanos) {
+    // Until the server has proven the secret, it may send only small frames.
+    super(PRE_AUTH_MAX_FRAME);
+    this.credentials = credentials;
+    this.address = address;
+    this.opTimeoutNanos = opTimeoutNanos;
+  }
+
+  // ---- handshake
+
+  @Override
+  public void channelActive(ChannelHandlerContext ctx) throws Exception {
+    this.ctx = ctx;
+    clientNonce = Handshake.nonce();
+    byte[] id = credentials.clusterId().getBytes(StandardCharsets.UTF_8);
+    ByteBuf hello =
+        Wire.request(
+            ctx.alloc(),
+            Frames.TYPE_HELLO,
+            0,
+            Handshake.HELLO_FIXED + id.length + Frames.NONCE_BYTES);
+    hello.writeIntLE(Frames.MAGIC);
+    hello.writeShortLE(Frames.PROTOCOL_VERSION);
+    hello.writeShortLE(id.length);
+    hello.writeBytes(id);
+    hello.writeBytes(clientNonce);
+    ctx.writeAndFlush(hello, ctx.voidPromise());
+    super.channelActive(ctx);
+  }
+
+  private void onHandshakeFrame(ChannelHandlerContext ctx, int type, int status, ByteBuf body) {
+    if (status != ErrorCode.OK.wire()) {
+      refused(
+          ctx,
+          new FerriteException(ErrorCode.fromWire(status), address + ": " + Wire.message(body)));
+      return;
+    }
+    if (type == Frames.TYPE_HELLO) {
+      if (body.readableBytes() != Handshake.HELLO_RESPONSE) {
+        throw new FrameReader.BadFrameException(
+            "HELLO response of "
+                + body.readableBytes()
+                + " B (expected: "
+                + Handshake.HELLO_RESPONSE
+                + ")");
+      }
+      int i = body.readerIndex();
+      remoteId = body.getIntLE(i);
+      byte[] serverNonce = new byte[Frames.NONCE_BYTES];
+      byte[] proof = new byte[Frames.PROOF_BYTES];
+      body.getBytes(i + 4, serverNonce);
+      body.getBytes(i + 4 + Frames.NONCE_BYTES, proof);
+      // Check the server before proving ourselves: never talk to a peer without the secret.
+      if (!Handshake.verify(Handshake.serverProof(credentials, clientNonce, serverNonce), proof)) {
+        refused(
+            ctx,
+            new FerriteException(
+                ErrorCode.AUTH_FAILED,
+                "server at " + address + " failed to prove the cluster secret"));
+        return;
+      }
+      ByteBuf auth = Wire.request(ctx.alloc(), Frames.TYPE_AUTH, 0, Frames.PROOF_BYTES);
+      auth.writeBytes(Handshake.clientProof(credentials, serverNonce, clientNonce));
+      ctx.writeAndFlush(auth, ctx.voidPromise());
+      state = AUTH_SENT;
+    } else {
+      if (body.isReadable()) {
+        throw new FrameReader.BadFrameException("AUTH response with a body");
+      }
+      state = READY;
+      maxFrameLength(ServerSpec.DEFAULT_MAX_FRAME);
+      handshake.complete(remoteId);
+    }
+  }
+
+  private void refused(ChannelHandlerContext ctx, FerriteException e) {
+    markFailed();
+    handshake.completeExceptionally(e);
+    ctx.close();
+  }
+
+  // ---- sending (called on the event loop by NettyConnection's drain)
+
+  void send(ClientOp op, long nowNanos) {
+    if (closedCause != null) {
+      op.fail(closedCause);
+      return;
+    }
+    long id = nextRequestId++;
+    op.requestId = id;
+    if (!op.isRpc()) {
+      op.deadlineNanos = nowNanos + opTimeoutNanos;
+    }
+    pending.put(id, op);
+    (op.isRpc() ? rpcTimeouts : opTimeouts).add(op);
+    armTimer(nowNanos);
+    op.encode(ctx, id);
+  }
+
+  void flush() {
+    if (ctx != null) {
+      ctx.flush();
+    }
+  }
+
+  /** The failure of ops sent from now on, or null while the connection is open. */
+  FerriteException closedCause() {
+    return closedCause;
+  }
+
+  // ---- timeouts
+
+  private void armTimer(long nowNanos) {
+    ClientOp a = opTimeouts.head();
+    ClientOp b = rpcTimeouts.head();
+    if (a == null && b == null) {
+      return;
+    }
+    long earliest;
+    if (a == null) {
+      earliest = b.deadlineNanos;
+    } else if (b == null) {
+      earliest = a.deadlineNanos;
+    } else {
+      earliest = a.deadlineNanos - b.deadlineNanos <= 0 ? a.deadlineNanos : b.deadlineNanos;
+    }
+    if (timer != null) {
+      if (timerDeadline - earliest <= 0) {
+        return; // fires early enough; it re-arms itself for whatever is left
+      }
+      timer.cancel(false);
+    }
+    timerDeadline = earliest;
+    timer =
+        ctx.executor()
+            .schedule(this::onTimer, Math.max(0, earliest - nowNanos), TimeUnit.NANOSECONDS);
+  }
+
+  private void onTimer() {
+    timer = null;
+    long now = System.nanoTime();
+    expire(opTimeouts, now);
+    expire(rpcTimeouts, now);
+    if (closedCause == null) {
+      armTimer(now);
+    }
+  }
+
+  private void expire(TimeoutList list, long now) {
+    ClientOp op;
+    while ((op = list.head()) != null && op.deadlineNanos - now <= 0) {
+      TimeoutList.remove(op);
+      pending.remove(op.requestId);
+      long ms =
+          op instanceof CallOps.Rpc rpc
+              ? rpc.deadlineMillis()
+              : TimeUnit.NANOSECONDS.toMillis(opTimeoutNanos);
+      op.fail(
+          new FerriteException(
+              ErrorCode.TIMEOUT,
+              "no answer to " + op.describe() + " from " + address + " within " + ms + " ms"));
+    }
+  }
+
+  // ---- receiving
+
+  @Override
+  protected int onHeader(
+      ChannelHandlerContext ctx, int type, int flags, int status, long requestId, int bodyLength) {
+    if (flags != Frames.FLAG_RESPONSE) {
+      throw new FrameReader.BadFrameException(
+          Wire.typeName(type) + " frame with flags " + flags + " (expected: a response)");
+    }
+    if (state != READY) {
+      int expected = state == HELLO_SENT ? Frames.TYPE_HELLO : Frames.TYPE_AUTH;
+      if (type != expected) {
+        throw new FrameReader.BadFrameException(
+            Wire.typeName(type)
+                + " during the handshake (expected: "
+                + Wire.typeName(expected)
+                + ")");
+      }
+      return AGGREGATE;
+    }
+    ClientOp op = pending.get(requestId);
+    if (op == null) {
+      return DISCARD; // a late answer to an op that timed out
+    }
+    if (op.type() != type) {
+      throw new FrameReader.BadFrameException(
+          Wire.typeName(type) + " response to a " + Wire.typeName(op.type()) + " request");
+    }
+    int mode = op.onHeader(status, bodyLength);
+    pending.remove(requestId);
+    current = op;
+    return mode;
+  }
+
+  @Override
+  protected void onFrame(
+      ChannelHandlerContext ctx, int type, int flags, int status, long requestId, ByteBuf body) {
+    if (state != READY) {
+      onHandshakeFrame(ctx, type, status, body);
+      return;
+    }
+    ClientOp op = current;
+    current = null;
+    TimeoutList.remove(op);
+    op.complete(status, body);
+  }
+
+  @Override
+  protected void onBodyChunk(ChannelHandlerContext ctx, ByteBuf in, int n, boolean last) {
+    ClientOp op = current;
+    op.onBodyChunk(in, n, last);
+    if (last) {
+      current = null;
+      TimeoutList.remove(op);
+    }
+  }
+
+  @Override
+  protected void badFrame(ChannelHandlerContext ctx, String reason) {
+    LOG.log(Level.WARNING, "closing connection to {0}: {1}", address, reason);
+    lost(
+        new FerriteException(
+            ErrorCode.PROTOCOL, "connection to " + address + " closed: " + reason));
+    ctx.close();
+  }
+
+  @Override
+  public void exceptionCaught(ChannelHandlerContext ctx, Throwable cause) {
+    if (!(cause instanceof IOException)) {
+      LOG.log(Level.WARNING, "closing connection to " + address + " after an error", cause);
+    }
+    lost(
+        new FerriteException(
+            ErrorCode.UNAVAILABLE, "connection to " + address + " failed: " + cause, cause));
+    ctx.close();
+  }
+
+  @Override
+  public void channelInactive(ChannelHandlerContext ctx) throws Exception {
+    lost(new FerriteException(ErrorCode.UNAVAILABLE, "connection to " + address + " closed"));
+    super.channelInactive(ctx);
+  }
+
+  /** Fails every op not yet answered; later sends fail at once. Idempotent. */
+  private void lost(FerriteException cause) {
+    if (closedCause != null) {
+      return;
+    }
+    closedCause = cause;
+    if (timer != null) {
+      timer.cancel(false);
+      timer = null;
+    }
+    handshake.completeExceptionally(
+        cause.code() == ErrorCode.UNAVAILABLE
+            ? new FerriteException(ErrorCode.UNAVAILABLE, cause.detail() + " during the handshake")
+            : cause);
+    List<ClientOp> ops = new ArrayList<>(pending.values());
+    pending.clear();
+    if (current != null) {
+      ops.add(current);
+      current = null;
+    }
+    for (ClientOp op : ops) {
+      TimeoutList.remove(op);
+      op.fail(cause);
+    }
+  }
+}

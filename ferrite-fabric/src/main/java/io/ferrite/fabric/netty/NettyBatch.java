@@ -1,0 +1,86 @@
+package io.ferrite.fabric.netty;
+
+import io.ferrite.fabric.Batch;
+import io.ferrite.fabric.ErrorCode;
+import io.ferrite.fabric.Futures;
+import io.ferrite.fabric.RegionRef;
+import java.nio.ByteBuffer;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.CompletableFuture;
+
+/** Ops queued on the caller's thread and handed to the event loop together: one flush. */
+final class NettyBatch implements Batch {
+  private final NettyConnection conn;
+  private final List<Outbound> ops = new ArrayList<>();
+  private final List<CompletableFuture<?>> futures = new ArrayList<>();
+  private boolean flushed;
+
+  NettyBatch(NettyConnection conn) {
+    this.conn = conn;
+  }
+
+  private <T> CompletableFuture<T> add(Outbound op, CompletableFuture<T> f) {
+    if (flushed) {
+      throw new IllegalStateException("batch already flushed");
+    }
+    ops.add(op);
+    futures.add(f);
+    return f;
+  }
+
+  @Override
+  public CompletableFuture<Void> read(RegionRef region, long offset, ByteBuffer dst) {
+    if (dst.isReadOnly()) {
+      return Futures.failed(ErrorCode.INVALID_ARGUMENT, "read into a read-only buffer");
+    }
+    RegionOps.Read op = new RegionOps.Read(conn.counters(), region, offset, dst);
+    return add(op, op.future);
+  }
+
+  @Override
+  public CompletableFuture<Void> write(RegionRef region, long offset, ByteBuffer src) {
+    RegionOps.Write op = new RegionOps.Write(conn.counters(), region, offset, src);
+    return add(op, op.future);
+  }
+
+  @Override
+  public CompletableFuture<Long> compareAndSwap(
+      RegionRef region, long offset, long expect, long update) {
+    RegionOps.Atomic op =
+        new RegionOps.Atomic(conn.counters(), true, region, offset, expect, update);
+    return add(op, op.future);
+  }
+
+  @Override
+  public CompletableFuture<Long> fetchAndAdd(RegionRef region, long offset, long delta) {
+    RegionOps.Atomic op = new RegionOps.Atomic(conn.counters(), false, region, offset, delta, 0);
+    return add(op, op.future);
+  }
+
+  @Override
+  public CompletableFuture<ByteBuffer> call(
+      int service, int opcode, ByteBuffer request, Duration deadline) {
+    CallOps.Rpc op = conn.newRpc(service, opcode, request, deadline);
+    if (op == null) {
+      return Futures.failed(ErrorCode.TOO_LARGE, "request of " + request.remaining() + " B");
+    }
+    return add(op, op.future);
+  }
+
+  @Override
+  public CompletableFuture<Void> flush() {
+    if (flushed) {
+      throw new IllegalStateException("batch already flushed");
+    }
+    flushed = true;
+    conn.submitAll(ops);
+    return CompletableFuture.allOf(futures.toArray(new CompletableFuture<?>[0]));
+  }
+
+  @Override
+  public int size() {
+    return ops.size();
+  }
+}

@@ -1,0 +1,273 @@
+package io.ferrite.fabric.netty;
+
+import io.ferrite.fabric.Credentials;
+import io.ferrite.fabric.ErrorCode;
+import io.ferrite.fabric.Frames;
+import io.netty.buffer.ByteBuf;
+import io.netty.channel.ChannelFutureListener;
+import io.netty.channel.ChannelHandlerContext;
+import io.netty.util.concurrent.ScheduledFuture;
+import java.io.IOException;
+import java.lang.System.Logger.Level;
+import java.nio.charset.StandardCharsets;
+import java.util.concurrent.TimeUnit;
+
+/**
+ * One accepted connection: the handshake, then dispatch of each frame to the {@link SoftNic}
+ * (one-sided ops, on this I/O thread) or the {@link RpcDispatcher} (service executor).
+ *
+ * <p>Before authentication only HELLO then AUTH are accepted, and frames are limited to the size of
+ * a HELLO, so an unauthenticated peer can make the server allocate at most a few hundred bytes and
+ * can run nothing. Every request must carry flags 0 and status 0 and a body of exactly its type's
+ * layout (at least, for WRITE and RPC); anything else closes the connection.
+ */
+final class ServerHandler extends FrameReader {
+  private static final System.Logger LOG = System.getLogger(ServerHandler.class.getName());
+
+  private static final int AWAIT_HELLO = 0;
+  private static final int AWAIT_AUTH = 1;
+  private static final int READY = 2;
+
+  private final NettyServer server;
+  private final long connectionId;
+  private int state = AWAIT_HELLO;
+  private byte[] clientNonce;
+  private byte[] serverNonce;
+  private ScheduledFuture<?> handshakeTimer;
+  private String peer = "?";
+
+  ServerHandler(NettyServer server, long connectionId) {
+    super(Frames.HEADER_AFTER_LENGTH + Handshake.MAX_HELLO);
+    this.server = server;
+    this.connectionId = connectionId;
+  }
+
+  String peer() {
+    return peer;
+  }
+
+  long connectionId() {
+    return connectionId;
+  }
+
+  @Override
+  public void channelActive(ChannelHandlerContext ctx) throws Exception {
+    String remote = String.valueOf(ctx.channel().remoteAddress());
+    peer = (remote.isEmpty() ? "local socket" : remote) + "#" + connectionId;
+    long ms = server.handshakeTimeoutMillis();
+    handshakeTimer =
+        ctx.executor()
+            .schedule(
+                () -> {
+                  if (state != READY && ctx.channel().isActive()) {
+                    LOG.log(
+                        Level.WARNING,
+                        "closing connection from {0} to {1}: no handshake within {2} ms",
+                        peer,
+                        server.address(),
+                        ms);
+                    ctx.close();
+                  }
+                },
+                ms,
+                TimeUnit.MILLISECONDS);
+    super.channelActive(ctx);
+  }
+
+  @Override
+  public void channelInactive(ChannelHandlerContext ctx) throws Exception {
+    if (handshakeTimer != null) {
+      handshakeTimer.cancel(false);
+    }
+    if (state == READY) {
+      server.connectionClosed();
+    }
+    super.channelInactive(ctx);
+  }
+
+  @Override
+  protected int onHeader(
+      ChannelHandlerContext ctx, int type, int flags, int status, long requestId, int bodyLength) {
+    if (flags != 0 || status != 0) {
+      throw new FrameReader.BadFrameException(
+          Wire.typeName(type)
+              + " request with flags "
+              + flags
+              + " and status "
+              + status
+              + " (expected: 0 and 0)");
+    }
+    if (state != READY) {
+      int expected = state == AWAIT_HELLO ? Frames.TYPE_HELLO : Frames.TYPE_AUTH;
+      if (type != expected) {
+        throw new FrameReader.BadFrameException(
+            Wire.typeName(type)
+                + " before authentication (expected: "
+                + Wire.typeName(expected)
+                + ")");
+      }
+    }
+    int min;
+    int max;
+    switch (type) {
+      case Frames.TYPE_HELLO -> {
+        if (state != AWAIT_HELLO) {
+          throw new FrameReader.BadFrameException("HELLO after the handshake");
+        }
+        min = Handshake.HELLO_FIXED + Frames.NONCE_BYTES;
+        max = Handshake.MAX_HELLO;
+      }
+      case Frames.TYPE_AUTH -> {
+        if (state != AWAIT_AUTH) {
+          throw new FrameReader.BadFrameException("AUTH after the handshake");
+        }
+        min = max = Frames.PROOF_BYTES;
+      }
+      case Frames.TYPE_READ -> min = max = Frames.REGION_OP_HEADER + 4;
+      case Frames.TYPE_WRITE -> {
+        min = Frames.REGION_OP_HEADER;
+        max = Integer.MAX_VALUE;
+      }
+      case Frames.TYPE_CAS -> min = max = Frames.REGION_OP_HEADER + 16;
+      case Frames.TYPE_FAA -> min = max = Frames.REGION_OP_HEADER + 8;
+      case Frames.TYPE_MAP -> min = max = 16;
+      case Frames.TYPE_RPC -> {
+        min = 8;
+        max = Integer.MAX_VALUE;
+      }
+      default -> throw new FrameReader.BadFrameException("unknown frame type " + type);
+    }
+    if (bodyLength < min || bodyLength > max) {
+      throw new FrameReader.BadFrameException(
+          Wire.typeName(type)
+              + " body of "
+              + bodyLength
+              + " B (expected: "
+              + (min == max
+                  ? String.valueOf(min)
+                  : max == Integer.MAX_VALUE ? ">= " + min : ">= " + min + " and <= " + max)
+              + ")");
+    }
+    return AGGREGATE;
+  }
+
+  @Override
+  protected void onFrame(
+      ChannelHandlerContext ctx, int type, int flags, int status, long requestId, ByteBuf body) {
+    SoftNic nic = server.nic();
+    switch (type) {
+      case Frames.TYPE_READ -> nic.read(ctx, requestId, body);
+      case Frames.TYPE_WRITE -> nic.write(ctx, requestId, body);
+      case Frames.TYPE_CAS, Frames.TYPE_FAA -> nic.atomic(ctx, type, requestId, body);
+      case Frames.TYPE_MAP -> nic.map(ctx, requestId, body);
+      case Frames.TYPE_RPC -> server.rpc().dispatch(ctx.channel(), this, requestId, body);
+      case Frames.TYPE_HELLO -> hello(ctx, requestId, body);
+      case Frames.TYPE_AUTH -> auth(ctx, requestId, body);
+      default -> throw new FrameReader.BadFrameException("unknown frame type " + type);
+    }
+  }
+
+  // HELLO  magic u32 'FRRT' | version u16 | idLen u16 | clusterId utf8 | clientNonce 16 B
+  private void hello(ChannelHandlerContext ctx, long requestId, ByteBuf body) {
+    int i = body.readerIndex();
+    int magic = body.getIntLE(i);
+    int version = body.getUnsignedShortLE(i + 4);
+    int idLen = body.getUnsignedShortLE(i + 6);
+    if (magic != Frames.MAGIC) {
+      throw new FrameReader.BadFrameException(
+          "HELLO magic 0x" + Integer.toHexString(magic) + " (expected: 'FRRT')");
+    }
+    if (body.readableBytes() != Handshake.HELLO_FIXED + idLen + Frames.NONCE_BYTES) {
+      throw new FrameReader.BadFrameException(
+          "HELLO body of "
+              + body.readableBytes()
+              + " B does not match its cluster id length "
+              + idLen);
+    }
+    Credentials creds = server.credentials();
+    if (version != Frames.PROTOCOL_VERSION) {
+      refuse(
+          ctx,
+          Frames.TYPE_HELLO,
+          requestId,
+          "protocol version " + version + " (expected: " + Frames.PROTOCOL_VERSION + ")");
+      return;
+    }
+    String clusterId = body.toString(i + Handshake.HELLO_FIXED, idLen, StandardCharsets.UTF_8);
+    if (!clusterId.equals(creds.clusterId())) {
+      refuse(
+          ctx,
+          Frames.TYPE_HELLO,
+          requestId,
+          "cluster id '" + clusterId + "' (expected: '" + creds.clusterId() + "')");
+      return;
+    }
+    clientNonce = new byte[Frames.NONCE_BYTES];
+    body.getBytes(i + Handshake.HELLO_FIXED + idLen, clientNonce);
+    serverNonce = Handshake.nonce();
+    byte[] proof = Handshake.serverProof(creds, clientNonce, serverNonce);
+    ByteBuf rsp =
+        Wire.response(ctx.alloc(), Frames.TYPE_HELLO, requestId, Handshake.HELLO_RESPONSE);
+    rsp.writeIntLE(server.nodeId());
+    rsp.writeBytes(serverNonce);
+    rsp.writeBytes(proof);
+    ctx.writeAndFlush(rsp, ctx.voidPromise());
+    state = AWAIT_AUTH;
+  }
+
+  // AUTH   clientProof 32 B
+  private void auth(ChannelHandlerContext ctx, long requestId, ByteBuf body) {
+    byte[] presented = new byte[Frames.PROOF_BYTES];
+    body.getBytes(body.readerIndex(), presented);
+    byte[] expected = Handshake.clientProof(server.credentials(), serverNonce, clientNonce);
+    if (!Handshake.verify(expected, presented)) {
+      refuse(ctx, Frames.TYPE_AUTH, requestId, "client proof does not match the cluster secret");
+      return;
+    }
+    state = READY;
+    handshakeTimer.cancel(false);
+    maxFrameLength(server.maxFrameBytes());
+    server.connectionOpened();
+    ctx.writeAndFlush(
+        Wire.response(ctx.alloc(), Frames.TYPE_AUTH, requestId, 0), ctx.voidPromise());
+  }
+
+  private void refuse(ChannelHandlerContext ctx, int type, long requestId, String reason) {
+    LOG.log(
+        Level.WARNING, "refusing connection from {0} to {1}: {2}", peer, server.address(), reason);
+    ctx.writeAndFlush(Wire.error(ctx.alloc(), type, requestId, ErrorCode.AUTH_FAILED, reason))
+        .addListener(ChannelFutureListener.CLOSE);
+    // Ignore whatever else this peer sends before the close lands.
+    markFailed();
+  }
+
+  @Override
+  protected void badFrame(ChannelHandlerContext ctx, String reason) {
+    LOG.log(
+        Level.WARNING, "closing connection from {0} to {1}: {2}", peer, server.address(), reason);
+    ctx.close();
+  }
+
+  @Override
+  public void channelReadComplete(ChannelHandlerContext ctx) {
+    // One flush (one system call) for every response of a read burst of pipelined requests.
+    ctx.flush();
+  }
+
+  @Override
+  public void channelWritabilityChanged(ChannelHandlerContext ctx) throws Exception {
+    // A peer that does not read its answers stops being read: memory stays bounded by the mark.
+    ctx.channel().config().setAutoRead(ctx.channel().isWritable());
+    super.channelWritabilityChanged(ctx);
+  }
+
+  @Override
+  public void exceptionCaught(ChannelHandlerContext ctx, Throwable cause) {
+    if (cause instanceof IOException) {
+      LOG.log(Level.DEBUG, "connection from {0} failed: {1}", peer, cause.toString());
+    } else {
+      LOG.log(Level.WARNING, "closing connection from " + peer + " after an error", cause);
+    }
+    ctx.close();
+  }
+}

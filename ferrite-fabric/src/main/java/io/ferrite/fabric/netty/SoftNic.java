@@ -1,0 +1,232 @@
+package io.ferrite.fabric.netty;
+
+import io.ferrite.fabric.Counters;
+import io.ferrite.fabric.ErrorCode;
+import io.ferrite.fabric.Frames;
+import io.ferrite.fabric.MappedRegion;
+import io.ferrite.fabric.OpKind;
+import io.ferrite.fabric.RegionTable;
+import io.netty.buffer.ByteBuf;
+import io.netty.buffer.Unpooled;
+import io.netty.channel.ChannelHandlerContext;
+import io.netty.util.internal.PlatformDependent;
+import java.nio.ByteBuffer;
+import java.nio.charset.StandardCharsets;
+
+/**
+ * The "soft NIC": serves one-sided ops on the I/O thread that decoded them, like an RDMA NIC serves
+ * READ/WRITE/ATOMIC verbs without the host CPU's application code. Each op is decode, region
+ * lookup, {@link MappedRegion#check}, copy, reply; the only allocations are pooled response buffers
+ * (and, for large reads, a wrapper around the region's own memory).
+ *
+ * <p>Bodies reach here with their length already checked against the op's layout by {@link
+ * ServerHandler#onHeader}. Responses are written without a flush; the handler flushes once per read
+ * burst.
+ */
+final class SoftNic {
+  /** Reads up to this size are copied into the response; larger ones are sent from the region. */
+  static final int COPY_READ_LIMIT = 4096;
+
+  private final RegionTable regions;
+  private final Counters counters;
+  private final boolean serveMap;
+  private final int maxPayload;
+
+  SoftNic(RegionTable regions, Counters counters, boolean serveMap, int maxFrameBytes) {
+    this.regions = regions;
+    this.counters = counters;
+    this.serveMap = serveMap;
+    this.maxPayload = maxFrameBytes - Frames.HEADER_AFTER_LENGTH;
+  }
+
+  // READ   regionId i32 | pad u32 | rkey u64 | offset u64 | length u32        [data]
+  void read(ChannelHandlerContext ctx, long requestId, ByteBuf body) {
+    int i = body.readerIndex();
+    int regionId = body.getIntLE(i);
+    long rkey = body.getLongLE(i + 8);
+    long offset = body.getLongLE(i + 16);
+    long len = body.getUnsignedIntLE(i + 24);
+    if (len > maxPayload) {
+      error(
+          ctx,
+          Frames.TYPE_READ,
+          requestId,
+          OpKind.READ,
+          ErrorCode.TOO_LARGE,
+          "read length: " + len + " (expected: <= " + maxPayload + " per frame)");
+      return;
+    }
+    MappedRegion region = region(ctx, Frames.TYPE_READ, requestId, OpKind.READ, regionId);
+    if (region == null
+        || !check(
+            ctx, Frames.TYPE_READ, requestId, OpKind.READ, region, rkey, offset, len, false)) {
+      return;
+    }
+    int n = (int) len;
+    if (n <= COPY_READ_LIMIT) {
+      ByteBuf rsp = Wire.response(ctx.alloc(), Frames.TYPE_READ, requestId, n);
+      copyOut(region, offset, rsp, n);
+      ctx.write(rsp, ctx.voidPromise());
+    } else {
+      // Zero-copy: the kernel reads the bytes straight from the region's mapping when it sends.
+      // Like an RDMA READ, what goes out is whatever the memory holds at send time.
+      ByteBuf header = Wire.response(ctx.alloc(), Frames.TYPE_READ, requestId, n);
+      ByteBuffer slice = region.buffer().byteBuffer().duplicate();
+      slice.limit((int) offset + n).position((int) offset);
+      ctx.write(header, ctx.voidPromise());
+      ctx.write(Unpooled.wrappedBuffer(slice), ctx.voidPromise());
+    }
+    counters.record(OpKind.READ, n);
+  }
+
+  // WRITE  regionId i32 | pad u32 | rkey u64 | offset u64 | data ...          [empty]
+  void write(ChannelHandlerContext ctx, long requestId, ByteBuf body) {
+    int i = body.readerIndex();
+    int regionId = body.getIntLE(i);
+    long rkey = body.getLongLE(i + 8);
+    long offset = body.getLongLE(i + 16);
+    int n = body.readableBytes() - Frames.REGION_OP_HEADER;
+    MappedRegion region = region(ctx, Frames.TYPE_WRITE, requestId, OpKind.WRITE, regionId);
+    if (region == null
+        || !check(
+            ctx, Frames.TYPE_WRITE, requestId, OpKind.WRITE, region, rkey, offset, n, false)) {
+      return;
+    }
+    copyIn(body, i + Frames.REGION_OP_HEADER, region, offset, n);
+    ctx.write(Wire.response(ctx.alloc(), Frames.TYPE_WRITE, requestId, 0), ctx.voidPromise());
+    counters.record(OpKind.WRITE, n);
+  }
+
+  // CAS    regionId i32 | pad u32 | rkey u64 | offset u64 | expect u64 | update u64   [previous]
+  // FAA    regionId i32 | pad u32 | rkey u64 | offset u64 | delta u64                 [previous]
+  void atomic(ChannelHandlerContext ctx, int type, long requestId, ByteBuf body) {
+    OpKind kind = type == Frames.TYPE_CAS ? OpKind.COMPARE_AND_SWAP : OpKind.FETCH_AND_ADD;
+    int i = body.readerIndex();
+    int regionId = body.getIntLE(i);
+    long rkey = body.getLongLE(i + 8);
+    long offset = body.getLongLE(i + 16);
+    MappedRegion region = region(ctx, type, requestId, kind, regionId);
+    if (region == null || !check(ctx, type, requestId, kind, region, rkey, offset, 8, true)) {
+      return;
+    }
+    long previous =
+        type == Frames.TYPE_CAS
+            ? region.compareAndSwap(offset, body.getLongLE(i + 24), body.getLongLE(i + 32))
+            : region.fetchAndAdd(offset, body.getLongLE(i + 24));
+    ByteBuf rsp = Wire.response(ctx.alloc(), type, requestId, 8);
+    rsp.writeLongLE(previous);
+    ctx.write(rsp, ctx.voidPromise());
+    counters.record(kind, 8);
+  }
+
+  // MAP    regionId i32 | pad u32 | rkey u64        [length u64 | pathLen u16 | path utf8]
+  void map(ChannelHandlerContext ctx, long requestId, ByteBuf body) {
+    if (!serveMap) {
+      ctx.write(
+          Wire.error(
+              ctx.alloc(),
+              Frames.TYPE_MAP,
+              requestId,
+              ErrorCode.UNSUPPORTED,
+              "MAP is served only to same-host (shm) clients"),
+          ctx.voidPromise());
+      return;
+    }
+    int i = body.readerIndex();
+    int regionId = body.getIntLE(i);
+    long rkey = body.getLongLE(i + 8);
+    MappedRegion region = regions.get(regionId);
+    ErrorCode code = region == null ? ErrorCode.NO_SUCH_REGION : region.check(rkey, 0, 0, false);
+    if (code != ErrorCode.OK) {
+      String msg = region == null ? "no region " + regionId : region.describe(code, 0, 0);
+      ctx.write(Wire.error(ctx.alloc(), Frames.TYPE_MAP, requestId, code, msg), ctx.voidPromise());
+      return;
+    }
+    byte[] path = region.file().toAbsolutePath().toString().getBytes(StandardCharsets.UTF_8);
+    if (path.length > 0xffff) {
+      ctx.write(
+          Wire.error(
+              ctx.alloc(),
+              Frames.TYPE_MAP,
+              requestId,
+              ErrorCode.INTERNAL,
+              "region file path is too long"),
+          ctx.voidPromise());
+      return;
+    }
+    ByteBuf rsp = Wire.response(ctx.alloc(), Frames.TYPE_MAP, requestId, 10 + path.length);
+    rsp.writeLongLE(region.length());
+    rsp.writeShortLE(path.length);
+    rsp.writeBytes(path);
+    ctx.write(rsp, ctx.voidPromise());
+  }
+
+  private MappedRegion region(
+      ChannelHandlerContext ctx, int type, long requestId, OpKind kind, int regionId) {
+    MappedRegion region = regions.get(regionId);
+    if (region == null) {
+      error(ctx, type, requestId, kind, ErrorCode.NO_SUCH_REGION, "no region " + regionId);
+    }
+    return region;
+  }
+
+  private boolean check(
+      ChannelHandlerContext ctx,
+      int type,
+      long requestId,
+      OpKind kind,
+      MappedRegion region,
+      long rkey,
+      long offset,
+      long len,
+      boolean atomic) {
+    ErrorCode code = region.check(rkey, offset, len, atomic);
+    if (code == ErrorCode.OK) {
+      return true;
+    }
+    error(ctx, type, requestId, kind, code, region.describe(code, offset, len));
+    return false;
+  }
+
+  private void error(
+      ChannelHandlerContext ctx,
+      int type,
+      long requestId,
+      OpKind kind,
+      ErrorCode code,
+      String message) {
+    counters.recordError(kind);
+    ctx.write(Wire.error(ctx.alloc(), type, requestId, code, message), ctx.voidPromise());
+  }
+
+  /** Region to response buffer; bounds were checked by {@link MappedRegion#check}. */
+  private static void copyOut(MappedRegion region, long offset, ByteBuf dst, int n) {
+    if (n == 0) {
+      return;
+    }
+    if (dst.hasMemoryAddress()) {
+      PlatformDependent.copyMemory(
+          region.buffer().addressOffset() + offset, dst.memoryAddress() + dst.writerIndex(), n);
+      dst.writerIndex(dst.writerIndex() + n);
+    } else {
+      ByteBuffer src = region.buffer().byteBuffer().duplicate();
+      src.limit((int) offset + n).position((int) offset);
+      dst.writeBytes(src);
+    }
+  }
+
+  /** Request body to region; bounds were checked by {@link MappedRegion#check}. */
+  private static void copyIn(ByteBuf src, int index, MappedRegion region, long offset, int n) {
+    if (n == 0) {
+      return;
+    }
+    if (src.hasMemoryAddress()) {
+      PlatformDependent.copyMemory(
+          src.memoryAddress() + index, region.buffer().addressOffset() + offset, n);
+    } else {
+      ByteBuffer dst = region.buffer().byteBuffer().duplicate();
+      dst.limit((int) offset + n).position((int) offset);
+      src.getBytes(index, dst);
+    }
+  }
+}

@@ -1,0 +1,243 @@
+package io.ferrite.fabric.shm;
+
+import io.ferrite.fabric.Batch;
+import io.ferrite.fabric.Counters;
+import io.ferrite.fabric.DeferredBatch;
+import io.ferrite.fabric.ErrorCode;
+import io.ferrite.fabric.FabricConnection;
+import io.ferrite.fabric.FerriteException;
+import io.ferrite.fabric.Futures;
+import io.ferrite.fabric.MappedRegion;
+import io.ferrite.fabric.OpKind;
+import io.ferrite.fabric.RegionRef;
+import io.ferrite.fabric.netty.NettyConnection;
+import java.lang.invoke.VarHandle;
+import java.nio.ByteBuffer;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.function.Function;
+
+/**
+ * A shm client connection: RPCs and MAP go over the control socket ({@link NettyConnection});
+ * one-sided ops are memory accesses on the client's own mapping of the region file, with no work by
+ * the server's CPU.
+ *
+ * <p>The first op on a region asks the server to MAP it; the server checks the rkey and names the
+ * file, which this connection maps and caches. From then on the rkey and bounds are checked here,
+ * against the rkey the server accepted and the length it reported, and futures are returned already
+ * completed. An op with an rkey other than the accepted one asks the server again (which answers
+ * {@link ErrorCode#BAD_RKEY} unless the region was re-registered under it).
+ *
+ * <p>Ordering: a read is followed by an acquire fence and a write preceded by a release fence, so a
+ * read that observes a word written by an earlier op (of any process mapping the file) also
+ * observes what that op's writer did before it. Reads and writes are not atomic (torn reads are
+ * possible, as on every fabric); atomics are the CPU's.
+ *
+ * <p>Like {@link MappedRegion#close()}, {@link #close()} must not race with ops in flight on other
+ * threads: it unmaps the memory they access.
+ */
+final class ShmConnection implements FabricConnection {
+  private final NettyConnection control;
+  private final Counters counters;
+  private final ConcurrentHashMap<Integer, MappedRegion> mappings = new ConcurrentHashMap<>();
+
+  /** Mappings replaced by a re-MAP; unmapped only at close, since ops may still use them. */
+  private final List<MappedRegion> retired = new ArrayList<>();
+
+  private volatile boolean closed;
+
+  ShmConnection(NettyConnection control) {
+    this.control = control;
+    this.counters = control.counters();
+  }
+
+  @Override
+  public int remoteId() {
+    return control.remoteId();
+  }
+
+  @Override
+  public Counters counters() {
+    return counters;
+  }
+
+  @Override
+  public boolean isOpen() {
+    return !closed && control.isOpen();
+  }
+
+  // ---- mapping
+
+  private CompletableFuture<MappedRegion> mapping(RegionRef ref) {
+    if (closed) {
+      return Futures.failed(
+          ErrorCode.UNAVAILABLE, "connection to " + control.address() + " is closed");
+    }
+    MappedRegion m = mappings.get(ref.regionId());
+    if (m != null && m.rkey() == ref.rkey()) {
+      return CompletableFuture.completedFuture(m);
+    }
+    return control.map(ref).thenApply(answer -> install(ref, answer.path(), answer.length()));
+  }
+
+  private synchronized MappedRegion install(RegionRef ref, String path, long length) {
+    if (closed) {
+      throw new FerriteException(
+          ErrorCode.UNAVAILABLE, "connection to " + control.address() + " is closed");
+    }
+    MappedRegion m = mappings.get(ref.regionId());
+    if (m != null && m.rkey() == ref.rkey()) {
+      return m;
+    }
+    MappedRegion fresh = MappedRegion.open(Path.of(path), ref.regionId(), length, ref.rkey());
+    MappedRegion old = mappings.put(ref.regionId(), fresh);
+    if (old != null) {
+      retired.add(old);
+    }
+    return fresh;
+  }
+
+  /**
+   * Runs {@code op} on the region's mapping. With the mapping cached that is now, and the future is
+   * returned complete. Otherwise this thread waits for the MAP answer (so that its ops still take
+   * effect in issue order), except on an I/O thread, which must not block: there the op runs when
+   * the answer arrives.
+   */
+  private <T> CompletableFuture<T> on(RegionRef ref, OpKind kind, Function<MappedRegion, T> op) {
+    CompletableFuture<MappedRegion> m = mapping(ref);
+    if (!m.isDone() && !control.inEventLoop()) {
+      try {
+        m.join();
+      } catch (RuntimeException e) {
+        // Reported through the future below.
+      }
+    }
+    if (m.isDone()) {
+      try {
+        return CompletableFuture.completedFuture(op.apply(m.join()));
+      } catch (RuntimeException e) {
+        counters.recordError(kind);
+        return CompletableFuture.failedFuture(FerriteException.unwrap(e));
+      }
+    }
+    return m.thenApply(op)
+        .whenComplete(
+            (v, e) -> {
+              if (e != null) {
+                counters.recordError(kind);
+              }
+            })
+        .exceptionallyCompose(e -> CompletableFuture.failedFuture(FerriteException.unwrap(e)));
+  }
+
+  private static void check(MappedRegion m, long offset, long len, boolean atomic) {
+    ErrorCode code = m.check(m.rkey(), offset, len, atomic);
+    if (code != ErrorCode.OK) {
+      throw new FerriteException(code, m.describe(code, offset, len));
+    }
+  }
+
+  // ---- one-sided ops: memory accesses on the client's own mapping
+
+  @Override
+  public CompletableFuture<Void> read(RegionRef region, long offset, ByteBuffer dst) {
+    if (dst.isReadOnly()) {
+      return Futures.failed(ErrorCode.INVALID_ARGUMENT, "read into a read-only buffer");
+    }
+    return on(
+        region,
+        OpKind.READ,
+        m -> {
+          int n = dst.remaining();
+          check(m, offset, n, false);
+          m.readInto(offset, dst);
+          VarHandle.acquireFence();
+          counters.record(OpKind.READ, n);
+          return null;
+        });
+  }
+
+  @Override
+  public CompletableFuture<Void> write(RegionRef region, long offset, ByteBuffer src) {
+    return on(
+        region,
+        OpKind.WRITE,
+        m -> {
+          int n = src.remaining();
+          check(m, offset, n, false);
+          VarHandle.releaseFence();
+          m.writeFrom(offset, src);
+          counters.record(OpKind.WRITE, n);
+          return null;
+        });
+  }
+
+  @Override
+  public CompletableFuture<Long> compareAndSwap(
+      RegionRef region, long offset, long expect, long update) {
+    return on(
+        region,
+        OpKind.COMPARE_AND_SWAP,
+        m -> {
+          check(m, offset, 8, true);
+          long previous = m.compareAndSwap(offset, expect, update);
+          counters.record(OpKind.COMPARE_AND_SWAP, 8);
+          return previous;
+        });
+  }
+
+  @Override
+  public CompletableFuture<Long> fetchAndAdd(RegionRef region, long offset, long delta) {
+    return on(
+        region,
+        OpKind.FETCH_AND_ADD,
+        m -> {
+          check(m, offset, 8, true);
+          long previous = m.fetchAndAdd(offset, delta);
+          counters.record(OpKind.FETCH_AND_ADD, 8);
+          return previous;
+        });
+  }
+
+  // ---- RPC over the control socket
+
+  @Override
+  public CompletableFuture<ByteBuffer> call(
+      int service, int opcode, ByteBuffer request, Duration deadline) {
+    return control.call(service, opcode, request, deadline);
+  }
+
+  @Override
+  public Batch batch() {
+    // Memory ops need no doorbell: they run in issue order at flush().
+    return new DeferredBatch(this);
+  }
+
+  @Override
+  public void close() {
+    if (closed) {
+      return;
+    }
+    closed = true;
+    control.close();
+    synchronized (this) {
+      for (MappedRegion m : mappings.values()) {
+        m.close();
+      }
+      mappings.clear();
+      for (MappedRegion m : retired) {
+        m.close();
+      }
+      retired.clear();
+    }
+  }
+
+  @Override
+  public String toString() {
+    return "shm " + control;
+  }
+}

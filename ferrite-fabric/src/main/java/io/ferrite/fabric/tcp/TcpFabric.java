@@ -1,0 +1,96 @@
+package io.ferrite.fabric.tcp;
+
+import io.ferrite.fabric.ConnectOptions;
+import io.ferrite.fabric.ErrorCode;
+import io.ferrite.fabric.FabricConnection;
+import io.ferrite.fabric.FabricServer;
+import io.ferrite.fabric.FerriteException;
+import io.ferrite.fabric.ServerSpec;
+import io.ferrite.fabric.netty.NettyConnection;
+import io.ferrite.fabric.netty.NettyFabric;
+import io.ferrite.fabric.netty.NettyServer;
+import io.ferrite.fabric.netty.NettyTransport;
+import java.net.InetSocketAddress;
+import java.net.SocketAddress;
+import java.net.URI;
+import java.net.URISyntaxException;
+import java.time.Duration;
+
+/**
+ * The fabric for any host: frames over TCP (Netty; epoll when available). One-sided ops are served
+ * by the server's I/O threads alone (the soft NIC); RPCs by its bounded service executor.
+ *
+ * <p>Addresses are {@code tcp://host:port} ({@code tcp://[::1]:port} for IPv6).
+ */
+public final class TcpFabric extends NettyFabric {
+  private final long handshakeTimeoutMillis;
+
+  public TcpFabric() {
+    this(defaultIoThreads(), Duration.ofMillis(NettyServer.DEFAULT_HANDSHAKE_TIMEOUT_MILLIS));
+  }
+
+  /**
+   * @param ioThreads I/O threads of each event loop group (servers', clients')
+   * @param handshakeTimeout how long a server waits for an accepted peer to authenticate
+   */
+  public TcpFabric(int ioThreads, Duration handshakeTimeout) {
+    super("tcp", ioThreads);
+    this.handshakeTimeoutMillis = handshakeTimeout.toMillis();
+  }
+
+  @Override
+  public FabricServer serve(ServerSpec spec) {
+    NettyServer[] self = new NettyServer[1];
+    NettyServer server =
+        new NettyServer(
+            spec,
+            serverGroup(),
+            NettyTransport.TCP,
+            new InetSocketAddress(spec.host(), spec.port()),
+            false,
+            TcpFabric::address,
+            handshakeTimeoutMillis,
+            () -> untrack(self[0]));
+    self[0] = server;
+    return track(server);
+  }
+
+  @Override
+  public FabricConnection connect(String address, ConnectOptions options) {
+    SocketAddress remote = parse(address, "tcp");
+    return track(
+        NettyConnection.connect(
+            clientGroup(), NettyTransport.TCP, remote, address, options, this::untrack));
+  }
+
+  /** {@code tcp://host:port} of a bound socket. */
+  public static String address(SocketAddress bound) {
+    InetSocketAddress a = (InetSocketAddress) bound;
+    String host = a.getAddress() != null ? a.getAddress().getHostAddress() : a.getHostString();
+    if (host.indexOf(':') >= 0) {
+      host = "[" + host + "]";
+    }
+    return "tcp://" + host + ":" + a.getPort();
+  }
+
+  /** Parses {@code scheme://host:port}. */
+  public static InetSocketAddress parse(String address, String scheme) {
+    try {
+      URI uri = new URI(address);
+      if (!scheme.equals(uri.getScheme()) || uri.getHost() == null || uri.getPort() < 0) {
+        throw new FerriteException(
+            ErrorCode.UNSUPPORTED,
+            "address: " + address + " (expected: " + scheme + "://host:port)");
+      }
+      return new InetSocketAddress(uri.getHost(), uri.getPort());
+    } catch (URISyntaxException e) {
+      throw new FerriteException(
+          ErrorCode.UNSUPPORTED, "address: " + address + " (expected: " + scheme + "://host:port)");
+    }
+  }
+
+  @Override
+  public String toString() {
+    return "tcp fabric";
+  }
+}

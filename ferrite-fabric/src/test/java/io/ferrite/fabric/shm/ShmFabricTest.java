@@ -1,0 +1,204 @@
+package io.ferrite.fabric.shm;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+import static org.junit.jupiter.api.Assumptions.assumeTrue;
+
+import io.ferrite.fabric.ConnectOptions;
+import io.ferrite.fabric.Credentials;
+import io.ferrite.fabric.ErrorCode;
+import io.ferrite.fabric.FabricConnection;
+import io.ferrite.fabric.FabricServer;
+import io.ferrite.fabric.FerriteException;
+import io.ferrite.fabric.Futures;
+import io.ferrite.fabric.MappedRegion;
+import io.ferrite.fabric.OpKind;
+import io.ferrite.fabric.RegionRef;
+import io.ferrite.fabric.RegionTable;
+import io.ferrite.fabric.RpcHandler;
+import io.ferrite.fabric.ServerSpec;
+import io.ferrite.fabric.netty.NettyTransport;
+import io.ferrite.fabric.testing.NettyLeakExtension;
+import java.io.IOException;
+import java.nio.ByteBuffer;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.Paths;
+import java.nio.file.attribute.PosixFilePermissions;
+import java.util.Comparator;
+import java.util.List;
+import java.util.Random;
+import java.util.concurrent.CompletableFuture;
+import java.util.stream.Stream;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.ExtendWith;
+
+/** What is particular to shm: the client maps region files, the server's CPU does nothing. */
+@ExtendWith(NettyLeakExtension.class)
+class ShmFabricTest {
+  private final long seed = Long.getLong("tests.seed", System.nanoTime());
+  private final Random random = new Random(seed);
+  private final Credentials credentials =
+      new Credentials("shm-test", "shm-test-secret-0123456789".getBytes(StandardCharsets.UTF_8));
+
+  private ShmFabric fabric;
+  private Path dir;
+  private RegionTable regions;
+  private MappedRegion region;
+  private RegionRef ref;
+  private FabricServer server;
+
+  private String where() {
+    return "seed " + seed + " (replay with -Dtests.seed=" + seed + ")";
+  }
+
+  @BeforeEach
+  void start() throws IOException {
+    Path shm = Paths.get("/dev/shm");
+    dir =
+        Files.createTempDirectory(Files.isDirectory(shm) ? shm : Paths.get("/tmp"), "ferrite-shm-");
+    regions = new RegionTable();
+    region = MappedRegion.create(dir.resolve("region-1"), 1, 1 << 16, random.nextLong());
+    regions.register(region);
+    fabric = new ShmFabric();
+    server = fabric.serve(ServerSpec.loopback(5, credentials, regions, RpcHandler.none(), dir));
+    ref = regions.ref(5, 1);
+  }
+
+  @AfterEach
+  void stop() throws IOException {
+    if (server != null) {
+      server.close();
+    }
+    if (fabric != null) {
+      fabric.close();
+    }
+    for (MappedRegion r : regions.all()) {
+      r.close();
+    }
+    try (Stream<Path> s = Files.walk(dir)) {
+      for (Path p : s.sorted(Comparator.reverseOrder()).toList()) {
+        Files.deleteIfExists(p);
+      }
+    }
+  }
+
+  private FabricConnection connect() {
+    return fabric.connect(server.address(), ConnectOptions.of(credentials));
+  }
+
+  @Test
+  void theSocketIsOwnerOnlyAndRemovedOnClose() throws IOException {
+    assumeTrue(NettyTransport.epoll(), "Unix domain sockets need epoll");
+    Path socket = dir.resolve("server-5.sock");
+    assertEquals("shm://" + socket, server.address());
+    assertTrue(Files.exists(socket));
+    assertEquals("rw-------", PosixFilePermissions.toString(Files.getPosixFilePermissions(socket)));
+    server.close();
+    assertFalse(Files.exists(socket), "socket file left behind");
+    server = null;
+  }
+
+  @Test
+  void aSecondServerOnTheSameSocketIsAConflictAndAStaleOneIsReplaced() throws IOException {
+    assumeTrue(NettyTransport.epoll(), "Unix domain sockets need epoll");
+    FerriteException e =
+        assertThrows(
+            FerriteException.class,
+            () ->
+                fabric.serve(ServerSpec.loopback(5, credentials, regions, RpcHandler.none(), dir)));
+    assertEquals(ErrorCode.CONFLICT, e.code(), e.getMessage());
+    server.close();
+    // A file left behind by a dead server does not block the next one.
+    Files.createFile(dir.resolve("server-5.sock"));
+    server = fabric.serve(ServerSpec.loopback(5, credentials, regions, RpcHandler.none(), dir));
+    try (FabricConnection c = connect()) {
+      assertEquals(5, c.remoteId());
+    }
+  }
+
+  @Test
+  void oneSidedOpsCostTheServerNothing() {
+    try (FabricConnection c = connect()) {
+      c.readSync(ref, 0, ByteBuffer.allocate(8)); // maps the region
+      CompletableFuture<Void> w = c.write(ref, 64, ByteBuffer.wrap(new byte[] {1, 2, 3}));
+      assertTrue(w.isDone(), "a shm op completes before it returns");
+      ByteBuffer dst = ByteBuffer.allocateDirect(3);
+      CompletableFuture<Void> r = c.read(ref, 64, dst);
+      assertTrue(r.isDone());
+      assertEquals(2, dst.get(1));
+      assertEquals(0, Futures.join(c.fetchAndAdd(ref, 128, 5)));
+      assertEquals(5, Futures.join(c.compareAndSwap(ref, 128, 5, 7)));
+      assertEquals(7, region.getLongAcquire(128), "the server sees the client's atomics");
+      region.putLongRelease(136, 99);
+      assertEquals(99, c.fetchAndAddSync(ref, 136, 0), "the client sees the server's stores");
+      for (OpKind k : List.of(OpKind.READ, OpKind.WRITE, OpKind.FETCH_AND_ADD)) {
+        assertEquals(0, server.counters().ops(k), k + " served by the server's CPU");
+      }
+      assertEquals(3, c.counters().ops(OpKind.READ) + c.counters().ops(OpKind.WRITE));
+    }
+  }
+
+  @Test
+  void aWrongRkeyFailsBeforeAndAfterTheRegionIsMapped() {
+    RegionRef forged = new RegionRef(5, 1, ref.rkey() + 1, ref.length());
+    try (FabricConnection c = connect()) {
+      FerriteException before =
+          assertThrows(FerriteException.class, () -> c.readSync(forged, 0, ByteBuffer.allocate(8)));
+      assertEquals(ErrorCode.BAD_RKEY, before.code(), where());
+      c.writeSync(ref, 0, ByteBuffer.wrap(new byte[] {9}));
+      FerriteException after =
+          assertThrows(
+              FerriteException.class,
+              () -> c.writeSync(forged, 0, ByteBuffer.wrap(new byte[] {7})));
+      assertEquals(ErrorCode.BAD_RKEY, after.code(), where());
+      assertEquals(9, region.buffer().getByte(0), "a forged write changed the region");
+      FerriteException oob =
+          assertThrows(
+              FerriteException.class, () -> c.readSync(ref, (1 << 16) - 4, ByteBuffer.allocate(8)));
+      assertEquals(ErrorCode.OUT_OF_BOUNDS, oob.code());
+      FerriteException mis =
+          assertThrows(FerriteException.class, () -> c.fetchAndAddSync(ref, 12, 1));
+      assertEquals(ErrorCode.MISALIGNED, mis.code());
+    }
+  }
+
+  @Test
+  void closeUnmapsEveryRegion() throws IOException {
+    String file = region.file().toAbsolutePath().toString();
+    long baseline = mappingsOf(file);
+    FabricConnection c = connect();
+    c.readSync(ref, 0, ByteBuffer.allocate(8));
+    assertEquals(baseline + 1, mappingsOf(file), "the client maps the region file once");
+    c.readSync(ref, 8, ByteBuffer.allocate(8));
+    assertEquals(baseline + 1, mappingsOf(file), "the mapping is cached");
+    c.close();
+    assertEquals(baseline, mappingsOf(file), "close() left the region mapped");
+    assertThrows(FerriteException.class, () -> c.readSync(ref, 0, ByteBuffer.allocate(8)));
+  }
+
+  private static long mappingsOf(String file) throws IOException {
+    try (Stream<String> lines = Files.lines(Paths.get("/proc/self/maps"))) {
+      return lines.filter(l -> l.endsWith(" " + file)).count();
+    }
+  }
+
+  @Test
+  void aConnectionSurvivesTheServerClosingOnlyUntilItsNextCall() {
+    FabricConnection c = connect();
+    c.readSync(ref, 0, ByteBuffer.allocate(8));
+    server.close();
+    server = null;
+    FerriteException e =
+        assertThrows(
+            FerriteException.class,
+            () -> c.callSync(1, 1, ByteBuffer.allocate(0), java.time.Duration.ofSeconds(2)));
+    assertEquals(ErrorCode.UNAVAILABLE, e.code(), e.getMessage());
+    c.close();
+  }
+}
