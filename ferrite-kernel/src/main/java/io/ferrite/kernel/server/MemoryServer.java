@@ -21,12 +21,9 @@ import io.ferrite.kernel.proto.RegionInfo;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.nio.ByteBuffer;
-import java.nio.channels.FileChannel;
-import java.nio.channels.FileLock;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.nio.file.StandardOpenOption;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
@@ -44,8 +41,9 @@ import java.util.function.Supplier;
  * is given, registers them with the master and heartbeats, and hosts the services of faces.
  *
  * <p>Its id, kept in {@code <data.dir>/<name>/server.id}, survives restarts; so do the region files
- * that survive (see {@link RegionStore}). A lock on {@code <data.dir>/<name>/lock} keeps two
- * processes from using one directory. A clean {@link #close} deletes the dram region files.
+ * that survive (see {@link RegionStore}). Locks on its directory and on its dram directory keep two
+ * processes (say, two clusters with one id and one server name) from sharing either. A clean {@link
+ * #close} deletes the dram region files.
  */
 public final class MemoryServer implements AutoCloseable {
   private static final System.Logger LOG = System.getLogger(MemoryServer.class.getName());
@@ -60,8 +58,8 @@ public final class MemoryServer implements AutoCloseable {
   private final List<FerriteService> started = new ArrayList<>();
   private final List<FabricServer> endpoints = new ArrayList<>();
   private final Map<String, String> addresses = new LinkedHashMap<>();
-  private final FileChannel lockChannel;
-  private final FileLock lock;
+  private final DirLock serverLock;
+  private final DirLock dramLock;
   private MasterLink link;
   private volatile int serverId = -1;
   private volatile boolean closed;
@@ -71,15 +69,12 @@ public final class MemoryServer implements AutoCloseable {
     this.name = cfg.serverName();
     this.serverDir = Secrets.createPrivateDirectories(serverDir);
     this.hostId = HostIdentity.local();
-    this.lockChannel =
-        FileChannel.open(
-            serverDir.resolve("lock"), StandardOpenOption.CREATE, StandardOpenOption.WRITE);
-    this.lock = lockChannel.tryLock();
-    if (lock == null) {
-      lockChannel.close();
-      throw new FerriteException(
-          ErrorCode.CONFLICT,
-          "server directory " + serverDir + " is in use by another process (server.name clash?)");
+    this.serverLock = DirLock.acquire(serverDir, "server directory");
+    try {
+      this.dramLock = DirLock.acquire(dramDir, "dram region directory");
+    } catch (IOException | RuntimeException e) {
+      serverLock.close();
+      throw e;
     }
     this.store =
         new RegionStore(
@@ -391,10 +386,10 @@ public final class MemoryServer implements AutoCloseable {
     }
     store.close();
     try {
-      lock.release();
-      lockChannel.close();
+      dramLock.release(true);
+      serverLock.release(false);
     } catch (IOException e) {
-      LOG.log(System.Logger.Level.WARNING, "releasing " + serverDir + "/lock", e);
+      LOG.log(System.Logger.Level.WARNING, "releasing the locks of " + serverDir, e);
     }
   }
 }

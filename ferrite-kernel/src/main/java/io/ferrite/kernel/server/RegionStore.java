@@ -96,7 +96,8 @@ final class RegionStore implements AutoCloseable {
     for (Path d : classDirs.values()) {
       try (Stream<Path> s = Files.list(d)) {
         for (Path p : (Iterable<Path>) s::iterator) {
-          if (!isListed(p)) {
+          // Only region files: the directory also holds the lock and a shm fabric's socket.
+          if (p.getFileName().toString().startsWith("region-") && !isListed(p)) {
             Files.deleteIfExists(p);
           }
         }
@@ -231,15 +232,5 @@ final class RegionStore implements AutoCloseable {
       }
     }
     writeMeta();
-    for (String cls : deleteClasses) {
-      Path d = classDirs.get(cls);
-      try {
-        if (d != null && entries.values().stream().noneMatch(e -> e.storageClass().equals(cls))) {
-          Files.deleteIfExists(d); // only if empty: a directory with files is not deleted
-        }
-      } catch (IOException e) {
-        LOG.log(System.Logger.Level.DEBUG, "keeping {0}: {1}", d, e.getMessage());
-      }
-    }
   }
 }

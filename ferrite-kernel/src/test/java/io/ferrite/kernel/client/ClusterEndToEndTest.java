@@ -345,6 +345,41 @@ class ClusterEndToEndTest {
   }
 
   @Test
+  void aSecondServerCannotTakeOverALiveServersDirectories() throws Exception {
+    FerriteClient c = cluster.client();
+    BlockRef b = c.allocate(1, "dram", true, "").get(0);
+    c.writeSync(b, 0, ByteBuffer.wrap(new byte[] {42}));
+    MemoryServer owner =
+        cluster.servers.stream().filter(x -> x.serverId() == b.serverId()).findFirst().get();
+    // Same data directory: refused by the server directory's lock.
+    FerriteException same =
+        assertThrows(FerriteException.class, () -> cluster.startServer(owner.name()));
+    assertEquals(ErrorCode.CONFLICT, same.code());
+    // Another data directory but the same cluster and name: refused by the dram directory's
+    // lock before it could delete the live server's region files.
+    FerriteException dram =
+        assertThrows(
+            FerriteException.class,
+            () ->
+                MemoryServer.start(
+                    cluster
+                        .config
+                        .with(io.ferrite.kernel.config.FerriteConfig.SERVER_NAME, owner.name())
+                        .with(
+                            io.ferrite.kernel.config.FerriteConfig.DATA_DIR,
+                            dir.resolve("elsewhere").toString()),
+                    LocalCluster.CREDENTIALS,
+                    List.of(cluster.fabrics().open("local")),
+                    cluster.masterAddress(),
+                    List.of()));
+    assertEquals(ErrorCode.CONFLICT, dram.code());
+    assertTrue(dram.getMessage().contains("dram region directory"), dram.getMessage());
+    ByteBuffer back = ByteBuffer.allocate(1);
+    c.readSync(b, 0, back);
+    assertEquals(42, back.get(0));
+  }
+
+  @Test
   void autoFabricPrefersShmOnTheSameHostOnly() {
     FerriteClient c =
         cluster.client(ClientOptions.builder(LocalCluster.CREDENTIALS).hostId("host-a"));
