@@ -3,11 +3,16 @@ package io.ferrite.cli;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import java.io.IOException;
 import java.io.PrintWriter;
 import java.io.StringWriter;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.Comparator;
+import java.util.stream.Stream;
+import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Assumptions;
+import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 import picocli.CommandLine;
@@ -15,6 +20,22 @@ import picocli.CommandLine;
 /** The commands in this JVM: help texts, the local cluster's self-check, error reporting. */
 class CliTest {
   @TempDir Path dir;
+  Path shm;
+
+  @BeforeEach
+  void shmDir() throws IOException {
+    shm = Files.createTempDirectory(Path.of("/dev/shm"), "fc");
+  }
+
+  @AfterEach
+  void removeShmDir() throws IOException {
+    try (Stream<Path> s = Files.walk(shm)) {
+      for (Path p : s.sorted(Comparator.reverseOrder()).toList()) {
+        Files.deleteIfExists(p);
+      }
+    }
+  }
+
   final StringWriter out = new StringWriter();
   final StringWriter err = new StringWriter();
 
@@ -50,7 +71,9 @@ class CliTest {
             "--dram",
             "128m",
             "--disk",
-            "64m");
+            "64m",
+            "--set",
+            "shm.dir=" + shm);
     assertEquals(0, code, out + "\n" + err);
     assertTrue(out.toString().contains("self-check passed"), out.toString());
     assertTrue(out.toString().contains("dram  256 MiB in total"), out.toString());
@@ -74,11 +97,13 @@ class CliTest {
             "--default-cluster-file",
             published.toString(),
             "--cluster-id",
-            "cli-tcp-" + ProcessHandle.current().pid(),
+            "t" + ProcessHandle.current().pid(),
             "--dram",
             "128m",
             "--disk",
-            "64m");
+            "64m",
+            "--set",
+            "shm.dir=" + shm);
     assertEquals(0, code, out + "\n" + err);
     String text = out.toString();
     assertTrue(text.contains("via shm") && text.contains("via tcp"), text);
