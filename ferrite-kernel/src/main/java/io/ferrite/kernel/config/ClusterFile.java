@@ -38,7 +38,7 @@ public record ClusterFile(String uri, String clusterId, Path secretFile) {
     try (Reader r = Files.newBufferedReader(file, StandardCharsets.UTF_8)) {
       p.load(r);
     } catch (IOException e) {
-      throw new UncheckedIOException("cannot read cluster file " + file, e);
+      throw new IllegalArgumentException("cannot read cluster file " + file + ": " + e, e);
     }
     String uri = p.getProperty("uri");
     String secret = p.getProperty(FerriteConfig.SECRET_FILE);

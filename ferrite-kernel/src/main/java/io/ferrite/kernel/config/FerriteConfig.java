@@ -4,7 +4,6 @@ import io.ferrite.fabric.Credentials;
 import io.ferrite.kernel.proto.Sizes;
 import java.io.IOException;
 import java.io.Reader;
-import java.io.UncheckedIOException;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -135,7 +134,7 @@ public final class FerriteConfig {
       try (Reader r = Files.newBufferedReader(file, StandardCharsets.UTF_8)) {
         p.load(r);
       } catch (IOException e) {
-        throw new UncheckedIOException("cannot read configuration file " + file, e);
+        throw new IllegalArgumentException("cannot read configuration file " + file + ": " + e, e);
       }
       for (String k : p.stringPropertyNames()) {
         set(k, p.getProperty(k), "file " + file);

@@ -43,7 +43,8 @@ public final class Secrets {
       }
       return HexFormat.of().parseHex(hex);
     } catch (IOException e) {
-      throw new UncheckedIOException("cannot read the cluster secret file " + file, e);
+      throw new IllegalArgumentException(
+          "cannot read the cluster secret file " + file + ": " + e, e);
     } catch (IllegalArgumentException e) {
       throw new IllegalArgumentException("cluster secret file " + file + " does not hold hex", e);
     }
