@@ -292,4 +292,60 @@ class MultiProcessClusterTest {
     }
     assertTrue(info.getTags().contains("multiprocess"));
   }
+
+  @Test
+  void localClusterStopsCleanlyOnSigterm() throws Exception {
+    Assumptions.assumeTrue(tcpAvailable(), "the tcp fabric is not in this build yet");
+    shmDir = Files.createTempDirectory(Path.of("/dev/shm"), "fm");
+    Path local = dir.resolve("local");
+    Process p =
+        start(
+            "local",
+            "local",
+            "--port",
+            "0",
+            "--dir",
+            local.toString(),
+            "--cluster-id",
+            "m" + ProcessHandle.current().pid(),
+            "--default-cluster-file",
+            dir.resolve("published-cluster").toString(),
+            "--dram",
+            "64m",
+            "--disk",
+            "32m",
+            "--set",
+            "region.size=16m",
+            "--set",
+            "shm.dir=" + shmDir);
+    await(
+        "the local cluster to serve",
+        () -> {
+          try {
+            return Files.readString(dir.resolve("local.log")).contains("serving until Ctrl-C");
+          } catch (IOException e) {
+            return false;
+          }
+        });
+    assertTrue(Files.readString(dir.resolve("local.log")).contains("self-check passed"), logs());
+    // A client command in "another terminal" finds it through the cluster file alone.
+    StringWriter out = new StringWriter();
+    CommandLine cl = FerriteCli.commandLine();
+    cl.setOut(new PrintWriter(out, true));
+    cl.setErr(new PrintWriter(out, true));
+    assertEquals(
+        0, cl.execute("status", "--cluster-file", dir.resolve("published-cluster").toString()));
+    assertTrue(out.toString().contains("2 server(s)"), out.toString());
+    try (Stream<Path> files = Files.walk(shmDir)) {
+      assertTrue(files.anyMatch(f -> f.getFileName().toString().startsWith("region-")));
+    }
+
+    p.destroy(); // SIGTERM: the shutdown hook stops servers and master
+    assertTrue(p.waitFor(30, java.util.concurrent.TimeUnit.SECONDS), logs());
+    try (Stream<Path> files = Files.walk(shmDir)) {
+      List<Path> left =
+          files.filter(f -> f.getFileName().toString().startsWith("region-")).toList();
+      assertEquals(List.of(), left, "a clean stop deletes the dram region files\n" + logs());
+    }
+  }
 }
