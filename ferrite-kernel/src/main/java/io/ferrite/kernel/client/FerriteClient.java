@@ -208,8 +208,38 @@ public final class FerriteClient implements AutoCloseable {
   /** Reads {@code dst.remaining()} bytes at {@code offset} within the block. Retried if lost. */
   public CompletableFuture<Void> read(BlockRef block, long offset, ByteBuffer dst) {
     checkRange(block, offset, dst.remaining());
-    return onServer(
-        block.serverId(), true, c -> c.read(block.region(), block.offset() + offset, dst));
+    return chunked(
+        dst,
+        (slice, at) ->
+            onServer(
+                block.serverId(),
+                true,
+                c -> c.read(block.region(), block.offset() + offset + at, slice)));
+  }
+
+  /**
+   * The largest payload of one op: fabrics bound frames ({@link
+   * io.ferrite.fabric.ServerSpec#DEFAULT_MAX_FRAME}), so a longer read or write is sent as several
+   * ops on consecutive slices (not atomic as a whole; no read or write is).
+   */
+  static final int MAX_OP_BYTES = 4 << 20;
+
+  private interface SliceOp {
+    CompletableFuture<Void> apply(ByteBuffer slice, long at);
+  }
+
+  private static CompletableFuture<Void> chunked(ByteBuffer buf, SliceOp op) {
+    int len = buf.remaining();
+    if (len <= MAX_OP_BYTES) {
+      return op.apply(buf, 0);
+    }
+    List<CompletableFuture<Void>> parts = new ArrayList<>();
+    for (int at = 0; at < len; at += MAX_OP_BYTES) {
+      ByteBuffer slice = buf.duplicate();
+      slice.position(buf.position() + at).limit(buf.position() + Math.min(len, at + MAX_OP_BYTES));
+      parts.add(op.apply(slice, at));
+    }
+    return CompletableFuture.allOf(parts.toArray(new CompletableFuture<?>[0]));
   }
 
   /** Attempts of {@link #readVerified} before it reports a persistent mismatch. */
@@ -268,8 +298,13 @@ public final class FerriteClient implements AutoCloseable {
   /** Writes {@code src.remaining()} bytes at {@code offset} within the block. Not retried. */
   public CompletableFuture<Void> write(BlockRef block, long offset, ByteBuffer src) {
     checkRange(block, offset, src.remaining());
-    return onServer(
-        block.serverId(), false, c -> c.write(block.region(), block.offset() + offset, src));
+    return chunked(
+        src,
+        (slice, at) ->
+            onServer(
+                block.serverId(),
+                false,
+                c -> c.write(block.region(), block.offset() + offset + at, slice)));
   }
 
   public CompletableFuture<Long> compareAndSwap(

@@ -1,0 +1,140 @@
+package io.ferrite.kernel.client;
+
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import io.ferrite.fabric.Fabric;
+import io.ferrite.fabric.OpKind;
+import io.ferrite.fabric.testing.SeedExtension;
+import io.ferrite.kernel.LocalCluster;
+import io.ferrite.kernel.config.FabricFactory;
+import io.ferrite.kernel.config.FerriteConfig;
+import io.ferrite.kernel.master.Master;
+import io.ferrite.kernel.proto.BlockRef;
+import io.ferrite.kernel.server.MemoryServer;
+import java.io.IOException;
+import java.nio.ByteBuffer;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.Comparator;
+import java.util.List;
+import java.util.Random;
+import java.util.stream.Stream;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.ExtendWith;
+import org.junit.jupiter.api.io.TempDir;
+
+/** The kernel over the real fabrics in one JVM: master on tcp, servers on tcp and shm. */
+@ExtendWith(SeedExtension.class)
+class ClusterOverTcpAndShmTest {
+  @TempDir Path dir;
+  Path shm;
+  final List<AutoCloseable> open = new ArrayList<>();
+  FerriteConfig cfg;
+  Master master;
+  final List<MemoryServer> servers = new ArrayList<>();
+
+  @BeforeEach
+  void start() throws IOException {
+    shm = Files.createTempDirectory(Path.of("/dev/shm"), "fk");
+    cfg =
+        FerriteConfig.builder()
+            .set(FerriteConfig.CLUSTER_ID, "k")
+            .set(FerriteConfig.DATA_DIR, dir.toString())
+            .set(FerriteConfig.SHM_DIR, shm.toString())
+            .set(FerriteConfig.MASTER_PORT, "0")
+            .set(FerriteConfig.REGION_SIZE, "16m")
+            .set(FerriteConfig.BLOCK_SIZE, "16m")
+            .set(FerriteConfig.CAPACITY_DRAM, "32m")
+            .set(FerriteConfig.CAPACITY_DISK, "0")
+            .set(FerriteConfig.HEARTBEAT_INTERVAL, "100ms")
+            .set(FerriteConfig.JOURNAL_FSYNC, "false")
+            .build();
+    Fabric tcp = fabric("tcp");
+    Fabric shmFabric = fabric("shm");
+    master = Master.start(cfg, LocalCluster.CREDENTIALS, List.of(tcp));
+    open.add(master);
+    for (String name : List.of("a", "b")) {
+      MemoryServer s =
+          MemoryServer.start(
+              cfg.with(FerriteConfig.SERVER_NAME, name),
+              LocalCluster.CREDENTIALS,
+              List.of(tcp, shmFabric),
+              master.addresses().get("tcp"),
+              List.of());
+      open.add(s);
+      servers.add(s);
+    }
+  }
+
+  private Fabric fabric(String name) {
+    Fabric f = FabricFactory.standard().open(name);
+    open.add(0, f); // closed last
+    return f;
+  }
+
+  @AfterEach
+  void stop() throws Exception {
+    for (int i = open.size() - 1; i >= 0; i--) {
+      open.get(i).close();
+    }
+    try (Stream<Path> s = Files.walk(shm)) {
+      for (Path p : s.sorted(Comparator.reverseOrder()).toList()) {
+        Files.deleteIfExists(p);
+      }
+    }
+  }
+
+  private FerriteClient client(String fabric) {
+    FerriteClient c =
+        Ferrite.connect(
+            master.addresses().get("tcp"),
+            ClientOptions.builder(LocalCluster.CREDENTIALS).fabric(fabric).build());
+    open.add(c);
+    return c;
+  }
+
+  @Test
+  void autoUsesShmOnThisHostAndTcpWorksToo(Random random) {
+    for (String fabric : List.of("auto", "tcp")) {
+      FerriteClient c = client(fabric);
+      List<BlockRef> blocks = c.allocate(2);
+      assertEquals(2, blocks.stream().map(BlockRef::serverId).distinct().count());
+      for (BlockRef b : blocks) {
+        // Larger than one op's frame: sent as several ops on consecutive slices.
+        byte[] data = new byte[9 << 20];
+        random.nextBytes(data);
+        c.writeSync(b, 4096, ByteBuffer.wrap(data));
+        ByteBuffer back = ByteBuffer.allocateDirect(data.length);
+        c.readSync(b, 4096, back);
+        byte[] got = new byte[data.length];
+        back.get(got);
+        assertArrayEquals(data, got, fabric + " " + b);
+        long cur = c.fetchAndAddSync(b, 0, 0);
+        assertEquals(cur, c.compareAndSwapSync(b, 0, cur, cur + 7));
+        assertEquals(cur + 7, c.fetchAndAddSync(b, 0, 1));
+      }
+      assertEquals(2, c.free(blocks));
+      if (fabric.equals("auto")) {
+        assertEquals(0, tcpReads(), "auto chose shm: the client mapped the files itself");
+      }
+    }
+    assertTrue(tcpReads() >= 2 * 3, "the tcp client's reads, 3 slices each: " + tcpReads());
+  }
+
+  private long tcpReads() {
+    long n = 0;
+    for (MemoryServer s : servers) {
+      for (var e : s.endpoints()) {
+        if (e.address().startsWith("tcp://")) {
+          n += e.counters().ops(OpKind.READ);
+        }
+      }
+    }
+    return n;
+  }
+}
