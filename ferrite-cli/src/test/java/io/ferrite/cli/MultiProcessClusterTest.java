@@ -245,7 +245,8 @@ class MultiProcessClusterTest {
             () -> {
               ClusterStatus st = status();
               return st.members().size() == 2
-                      && st.members().stream().allMatch(m -> m.info().state() == ServerState.ALIVE)
+                      && st.members().stream()
+                          .allMatch(m -> m.info().state() == ServerState.ALIVE && m.regions() > 0)
                   ? st
                   : null;
             });

@@ -198,7 +198,11 @@ public final class MasterState {
     }
     commit(events);
     ServerEntry s = servers.get(id);
-    s.state = ServerState.ALIVE;
+    if (!addresses.isEmpty() || old != null) {
+      s.state = ServerState.ALIVE;
+    }
+    // else: a new server only obtaining its id (it serves nothing yet) stays UNKNOWN, so no
+    // client sees it as a live member without an address; its full registration follows.
     s.lastHeartbeat = clock.getAsLong();
     LOG.log(
         System.Logger.Level.INFO,

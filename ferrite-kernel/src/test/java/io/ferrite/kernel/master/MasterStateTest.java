@@ -75,6 +75,15 @@ class MasterStateTest {
   }
 
   @Test
+  void aServerOnlyObtainingItsIdIsNotALiveMemberYet() {
+    int id = state.register(-1, "new", "host-a", Map.of(), List.of());
+    assertEquals(ServerState.UNKNOWN, state.serverState(id));
+    state.register(
+        id, "new", "host-a", Map.of("local", "local://new"), List.of(region(1, "dram", 2)));
+    assertEquals(ServerState.ALIVE, state.serverState(id));
+  }
+
+  @Test
   void aSecondLiveServerCannotClaimAnIdInUse() {
     int a = server(state, "a", region(1, "dram", 4));
     FerriteException e =
