@@ -35,7 +35,7 @@ import picocli.CommandLine.Spec;
       "",
       "Examples:",
       "  ferrite master --dir /var/lib/ferrite --port 7100",
-      "  ferrite master --set server.dead.timeout=5s --set session.lease=30s"
+      "  ferrite master --dead-timeout 5s --lease 30s --set journal.fsync=true"
     })
 final class MasterCommand implements Callable<Integer> {
   @Spec CommandSpec spec;
@@ -56,6 +56,22 @@ final class MasterCommand implements Callable<Integer> {
   @Option(names = "--secret-file", description = "Cluster secret file (default: <dir>/secret).")
   Path secretFile;
 
+  @Option(names = "--block-size", description = "Block size handed out (default: 1m).")
+  String blockSize;
+
+  @Option(
+      names = "--dead-timeout",
+      description = "A server silent this long is DEAD (default: server.dead.timeout, 3s).")
+  String deadTimeout;
+
+  @Option(names = "--lease", description = "Default client session lease (default: 10s).")
+  String lease;
+
+  @Option(
+      names = "--snapshot-every",
+      description = "Journal records between snapshots (default: 10000).")
+  Integer snapshotEvery;
+
   @Option(
       names = "--fabric",
       description = "Fabric to serve on.",
@@ -71,6 +87,10 @@ final class MasterCommand implements Callable<Integer> {
     ConfigOptions.put(flags, FerriteConfig.DATA_DIR, dir);
     ConfigOptions.put(flags, FerriteConfig.CLUSTER_ID, clusterId);
     ConfigOptions.put(flags, FerriteConfig.SECRET_FILE, secretFile);
+    ConfigOptions.put(flags, FerriteConfig.BLOCK_SIZE, blockSize);
+    ConfigOptions.put(flags, FerriteConfig.DEAD_TIMEOUT, deadTimeout);
+    ConfigOptions.put(flags, FerriteConfig.SESSION_LEASE, lease);
+    ConfigOptions.put(flags, FerriteConfig.SNAPSHOT_EVERY, snapshotEvery);
     FerriteConfig cfg = config.load(flags);
     Path secret = secretPath(cfg);
     Credentials creds = new Credentials(cfg.clusterId(), Secrets.readOrCreate(secret));

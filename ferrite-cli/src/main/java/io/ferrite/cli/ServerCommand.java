@@ -35,7 +35,7 @@ import picocli.CommandLine.Spec;
       "",
       "Examples:",
       "  ferrite server --master ferrite://10.0.0.1:7100 --name mem-1 --dram 8g --disk 64g",
-      "  ferrite server --name s2 --port 7102 --set region.size=128m"
+      "  ferrite server --name s2 --port 7102 --region-size 128m --heartbeat 250ms"
     })
 final class ServerCommand implements Callable<Integer> {
   @Spec CommandSpec spec;
@@ -70,6 +70,24 @@ final class ServerCommand implements Callable<Integer> {
   @Option(names = "--secret-file", description = "Cluster secret file (default: <dir>/secret).")
   Path secretFile;
 
+  @Option(names = "--region-size", description = "Region size (default: region.size, 64m).")
+  String regionSize;
+
+  @Option(
+      names = "--heartbeat",
+      description = "Heartbeat interval (default: heartbeat.interval, 500ms).")
+  String heartbeat;
+
+  @Option(
+      names = "--shm-dir",
+      description = "Where dram region files live (default: shm.dir, /dev/shm).")
+  Path shmDir;
+
+  @Option(
+      names = "--service-threads",
+      description = "RPC threads for hosted services (default: service.threads, 4).")
+  Integer serviceThreads;
+
   @Option(
       names = "--fabrics",
       description = "Fabrics to serve on (default: server.fabrics, tcp,shm).")
@@ -87,6 +105,10 @@ final class ServerCommand implements Callable<Integer> {
     ConfigOptions.put(flags, FerriteConfig.CLUSTER_ID, clusterId);
     ConfigOptions.put(flags, FerriteConfig.SECRET_FILE, secretFile);
     ConfigOptions.put(flags, FerriteConfig.SERVER_FABRICS, fabricNames);
+    ConfigOptions.put(flags, FerriteConfig.REGION_SIZE, regionSize);
+    ConfigOptions.put(flags, FerriteConfig.HEARTBEAT_INTERVAL, heartbeat);
+    ConfigOptions.put(flags, FerriteConfig.SHM_DIR, shmDir);
+    ConfigOptions.put(flags, FerriteConfig.SERVICE_THREADS, serviceThreads);
     FerriteConfig cfg = config.load(flags);
     Path secret = MasterCommand.secretPath(cfg);
     if (!Files.exists(secret)) {
