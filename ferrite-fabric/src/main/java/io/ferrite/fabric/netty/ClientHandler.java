@@ -7,6 +7,7 @@ import io.ferrite.fabric.Frames;
 import io.ferrite.fabric.ServerSpec;
 import io.netty.buffer.ByteBuf;
 import io.netty.channel.ChannelHandlerContext;
+import io.netty.channel.unix.UnixChannel;
 import io.netty.util.collection.LongObjectHashMap;
 import io.netty.util.concurrent.ScheduledFuture;
 import java.io.IOException;
@@ -276,6 +277,18 @@ final class ClientHandler extends FrameReader {
       current = null;
       TimeoutList.remove(op);
     }
+  }
+
+  /** Below this, a read buffer's copy costs less than the extra system call. */
+  private static final int DIRECT_READ_MIN = 64 << 10;
+
+  @Override
+  protected int readBodyDirect(ChannelHandlerContext ctx, int remaining) {
+    ClientOp op = current;
+    if (op == null || remaining < DIRECT_READ_MIN || !(ctx.channel() instanceof UnixChannel u)) {
+      return 0;
+    }
+    return op.readDirect(u.fd(), remaining);
   }
 
   @Override

@@ -4,6 +4,7 @@ import io.ferrite.fabric.ErrorCode;
 import io.ferrite.fabric.FerriteException;
 import io.netty.buffer.ByteBuf;
 import io.netty.channel.ChannelHandlerContext;
+import io.netty.channel.unix.FileDescriptor;
 
 /**
  * One request frame in flight on a client connection, from the moment it is written until its
@@ -43,6 +44,14 @@ abstract class ClientOp {
   /** A streamed body chunk: {@code n} bytes at {@code in}'s reader index. */
   void onBodyChunk(ByteBuf in, int n, boolean last) {
     throw new IllegalStateException(getClass().getSimpleName() + " does not stream");
+  }
+
+  /**
+   * Reads up to {@code remaining} bytes of a streamed body straight from the socket into the op's
+   * destination; returns how many (0 if the op does not take them this way).
+   */
+  int readDirect(FileDescriptor fd, int remaining) {
+    return 0;
   }
 
   /** A successful response with its whole body (valid only during the call). */

@@ -85,6 +85,16 @@ abstract class FrameReader extends ChannelInboundHandlerAdapter {
     throw new IllegalStateException("STREAM without onBodyChunk");
   }
 
+  /**
+   * A {@link #STREAM} body has {@code remaining} bytes still to come and nothing is left in the
+   * read buffer: a subclass may read some of them straight from the socket into their destination
+   * (saving the copy through a read buffer) and return how many it read. Called on the event loop,
+   * between Netty's own reads of the socket, so the byte stream stays in order.
+   */
+  protected int readBodyDirect(ChannelHandlerContext ctx, int remaining) {
+    return 0;
+  }
+
   /** Closes the connection for a frame that broke the protocol: logs once, then closes. */
   protected abstract void badFrame(ChannelHandlerContext ctx, String reason);
 
@@ -239,6 +249,17 @@ abstract class FrameReader extends ChannelInboundHandlerAdapter {
         }
         onBodyChunk(ctx, in, n, last);
         in.skipBytes(n);
+        if (!last && !in.isReadable()) {
+          // The read buffer is used up: the rest of the body may be taken from the socket directly.
+          int direct = readBodyDirect(ctx, bodyRemaining);
+          if (direct > 0) {
+            bodyRemaining -= direct;
+            if (bodyRemaining == 0) {
+              bodyRemaining = -1;
+              onBodyChunk(ctx, Unpooled.EMPTY_BUFFER, 0, true);
+            }
+          }
+        }
       }
       default -> {
         in.skipBytes(n);

@@ -9,6 +9,8 @@ import io.ferrite.fabric.RegionRef;
 import io.netty.buffer.ByteBuf;
 import io.netty.buffer.Unpooled;
 import io.netty.channel.ChannelHandlerContext;
+import io.netty.channel.unix.FileDescriptor;
+import java.io.IOException;
 import java.nio.ByteBuffer;
 import java.util.concurrent.CompletableFuture;
 
@@ -179,6 +181,26 @@ final class RegionOps {
       if (last && markDone()) {
         parent.partDone(null);
       }
+    }
+
+    @Override
+    int readDirect(FileDescriptor fd, int remaining) {
+      ByteBuffer v = parent.view;
+      if (isDone() || !v.isDirect()) {
+        return 0;
+      }
+      int p = parent.base + at + received;
+      try {
+        // The kernel copies into the caller's buffer: one copy, as with a raw socket.
+        int n = fd.read(v, p, p + remaining);
+        if (n > 0) {
+          received += n;
+          return n;
+        }
+      } catch (IOException e) {
+        // Left for Netty's next read of the socket to report.
+      }
+      return 0;
     }
 
     @Override

@@ -37,6 +37,9 @@ import java.util.function.Function;
  * observes what that op's writer did before it. Reads and writes are not atomic (torn reads are
  * possible, as on every fabric); atomics are the CPU's.
  *
+ * <p>Once the control connection is lost, memory ops fail with {@link ErrorCode#UNAVAILABLE} too,
+ * as they would on an RDMA queue pair whose peer went away.
+ *
  * <p>Like {@link MappedRegion#close()}, {@link #close()} must not race with ops in flight on other
  * threads: it unmaps the memory they access.
  */
@@ -73,7 +76,9 @@ final class ShmConnection implements FabricConnection {
   // ---- mapping
 
   private CompletableFuture<MappedRegion> mapping(RegionRef ref) {
-    if (closed) {
+    // Memory ops need the server only for MAP, but they stop with the control connection: a
+    // server that is gone (or dropped this client) no longer vouches for its region files.
+    if (closed || !control.isOpen()) {
       return Futures.failed(
           ErrorCode.UNAVAILABLE, "connection to " + control.address() + " is closed");
     }

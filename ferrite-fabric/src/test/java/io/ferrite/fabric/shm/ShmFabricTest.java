@@ -189,7 +189,7 @@ class ShmFabricTest {
   }
 
   @Test
-  void aConnectionSurvivesTheServerClosingOnlyUntilItsNextCall() {
+  void memoryOpsStopWithTheControlConnection() {
     FabricConnection c = connect();
     c.readSync(ref, 0, ByteBuffer.allocate(8));
     server.close();
@@ -199,6 +199,10 @@ class ShmFabricTest {
             FerriteException.class,
             () -> c.callSync(1, 1, ByteBuffer.allocate(0), java.time.Duration.ofSeconds(2)));
     assertEquals(ErrorCode.UNAVAILABLE, e.code(), e.getMessage());
+    assertFalse(c.isOpen());
+    FerriteException read =
+        assertThrows(FerriteException.class, () -> c.readSync(ref, 0, ByteBuffer.allocate(8)));
+    assertEquals(ErrorCode.UNAVAILABLE, read.code(), read.getMessage());
     c.close();
   }
 }
