@@ -7,6 +7,8 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import io.ferrite.fabric.Credentials;
 import io.ferrite.fabric.Fabric;
 import io.ferrite.fabric.FerriteException;
+import io.ferrite.fabric.testing.SeedExtension;
+import io.ferrite.fabric.testing.TestSeed;
 import io.ferrite.kernel.client.ClientOptions;
 import io.ferrite.kernel.client.Ferrite;
 import io.ferrite.kernel.client.FerriteClient;
@@ -31,9 +33,11 @@ import java.util.function.Supplier;
 import java.util.stream.Stream;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Assumptions;
+import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.TestInfo;
+import org.junit.jupiter.api.extension.ExtendWith;
 import org.junit.jupiter.api.io.TempDir;
 import picocli.CommandLine;
 
@@ -44,11 +48,18 @@ import picocli.CommandLine;
  * itself. Every process is killed in {@link #stopAll()}, also when the test fails.
  */
 @Tag("multiprocess")
+@ExtendWith(SeedExtension.class)
 class MultiProcessClusterTest {
+  TestSeed seed;
+
+  @BeforeEach
+  void seed(TestSeed seed) {
+    this.seed = seed;
+  }
+
   static final String CLUSTER = "mp-test";
   static final long TIMEOUT_NANOS = 60_000_000_000L;
 
-  final long seed = Long.getLong("tests.seed", System.nanoTime());
   @TempDir Path dir;
   Path shmDir;
   final List<Process> processes = new ArrayList<>();
@@ -224,10 +235,9 @@ class MultiProcessClusterTest {
   }
 
   @Test
-  void killedServerIsMarkedDeadAndRestartedMasterRecoversFromItsJournal(TestInfo info)
+  void killedServerIsMarkedDeadAndRestartedMasterRecoversFromItsJournal(TestInfo info, Random rnd)
       throws Exception {
     Assumptions.assumeTrue(tcpAvailable(), "the tcp fabric is not in this build yet");
-    Random rnd = new Random(seed);
     shmDir = Files.createTempDirectory(Path.of("/dev/shm"), "ferrite-mp-");
     try (ServerSocket s = new ServerSocket(0)) {
       port = s.getLocalPort();
