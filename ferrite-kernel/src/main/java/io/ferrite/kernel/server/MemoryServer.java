@@ -172,6 +172,8 @@ public final class MemoryServer implements AutoCloseable {
       // of every fabric announces it, so it must be known before serving.
       id = link.callWithRetry(m -> m.register(-1, name, hostId, Map.of(), List.of()).serverId());
       writeServerId(id);
+    } else {
+      link.callWithRetry(m -> m); // connected before services start: they may call the master
     }
     serverId = id;
     link.serverId(id);
