@@ -25,8 +25,8 @@ import picocli.CommandLine.Spec;
       "",
       "Examples:",
       "  ferrite status",
-      "  ferrite status --cluster ferrite://10.0.0.1:7100 --secret-file /etc/ferrite/secret",
-      "  FERRITE_CLUSTER=ferrite://10.0.0.1:7100 ferrite status --json"
+      "  ferrite status --cluster ferrite://master.example.net:7100 --secret-file /etc/ferrite/secret",
+      "  FERRITE_CLUSTER=ferrite://master.example.net:7100 ferrite status --json"
     })
 final class StatusCommand implements Callable<Integer> {
   @Spec CommandSpec spec;
