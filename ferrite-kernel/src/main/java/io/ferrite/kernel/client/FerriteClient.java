@@ -347,6 +347,14 @@ public final class FerriteClient implements AutoCloseable {
   }
 
   /**
+   * Calls {@code opcode} of a face's extension service on the master (a {@link
+   * io.ferrite.kernel.master.MasterExtension}). Not retried.
+   */
+  public CompletableFuture<ByteBuffer> callMaster(int service, int opcode, ByteBuffer request) {
+    return master().connection().call(service, opcode, request, options.rpcTimeout());
+  }
+
+  /**
    * A batch of ops to server {@code serverId}, sent with one flush. Block offsets are the caller's
    * to add ({@code block.offset() + offset}); batches are not retried.
    */

@@ -4,6 +4,7 @@ import io.ferrite.fabric.Credentials;
 import io.ferrite.fabric.Fabric;
 import io.ferrite.fabric.FabricServer;
 import io.ferrite.fabric.RegionTable;
+import io.ferrite.fabric.RpcHandler;
 import io.ferrite.fabric.ServerSpec;
 import io.ferrite.kernel.config.FerriteConfig;
 import io.ferrite.kernel.config.Secrets;
@@ -16,6 +17,7 @@ import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.ServiceLoader;
 import java.util.concurrent.ScheduledThreadPoolExecutor;
 import java.util.concurrent.TimeUnit;
 
@@ -48,6 +50,21 @@ public final class Master implements AutoCloseable {
    * fabrics.
    */
   public static Master start(FerriteConfig cfg, Credentials credentials, List<Fabric> fabrics) {
+    List<MasterExtension> found = new ArrayList<>();
+    ServiceLoader.load(MasterExtension.class).forEach(found::add);
+    return start(cfg, credentials, fabrics, found);
+  }
+
+  /**
+   * Like {@link #start(FerriteConfig, Credentials, List)} with exactly {@code extensions} installed
+   * (no {@link ServiceLoader} discovery): each gets its records replayed, then {@link
+   * MasterExtension#start}, and serves its RPC service on the master's endpoints.
+   */
+  public static Master start(
+      FerriteConfig cfg,
+      Credentials credentials,
+      List<Fabric> fabrics,
+      List<MasterExtension> extensions) {
     Path dir = cfg.dataDir().resolve("master");
     try {
       Secrets.createPrivateDirectories(dir);
@@ -63,12 +80,23 @@ public final class Master implements AutoCloseable {
             (int) cfg.heartbeatInterval().toMillis(),
             () -> System.nanoTime() / 1_000_000,
             new SecureRandom());
+    for (MasterExtension ext : extensions) {
+      state.registerExtension(ext);
+    }
     Journal journal = Journal.open(dir.resolve("journal"), cfg.journalFsync(), state::apply);
     state.recovered();
     state.sink(journal::append);
     Master m = new Master(cfg, state, journal);
     try {
-      MasterService service = new MasterService(state);
+      for (MasterExtension ext : extensions) {
+        ext.start(state.contextFor(ext));
+        LOG.log(
+            System.Logger.Level.INFO,
+            "master extension {0} (service {1}) started",
+            ext.name(),
+            ext.serviceId());
+      }
+      RpcHandler service = new MasterService(state);
       for (Fabric f : fabrics) {
         ServerSpec spec =
             new ServerSpec(
@@ -149,6 +177,13 @@ public final class Master implements AutoCloseable {
       return;
     }
     ticker.shutdownNow();
+    for (MasterExtension ext : state.extensions()) {
+      try {
+        ext.stop();
+      } catch (RuntimeException e) {
+        LOG.log(System.Logger.Level.WARNING, "stopping master extension " + ext.name(), e);
+      }
+    }
     for (FabricServer s : endpoints) {
       try {
         s.close();

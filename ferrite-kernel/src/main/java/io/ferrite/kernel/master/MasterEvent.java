@@ -25,6 +25,7 @@ import java.util.Map;
  * 6 BLOCKS_ALLOCATED   sessionId u64 (0 for a persistent allocation) | owner str | count i32
  *                      | { serverId i32 | regionId i32 | blockIndex i32 }*
  * 7 BLOCKS_FREED       count i32 | { serverId i32 | regionId i32 | blockIndex i32 }*
+ * 8 EXTENSION          serviceId i32 | record bytes (i32 length + bytes): a MasterExtension's own
  * </pre>
  */
 sealed interface MasterEvent {
@@ -35,6 +36,7 @@ sealed interface MasterEvent {
   int SESSION_CLOSED = 5;
   int BLOCKS_ALLOCATED = 6;
   int BLOCKS_FREED = 7;
+  int EXTENSION = 8;
 
   /** A block by its position: block {@code index} of region {@code regionId} of a server. */
   record BlockKey(int serverId, int regionId, int index) {}
@@ -67,6 +69,35 @@ sealed interface MasterEvent {
     }
   }
 
+  /** A record of a {@link MasterExtension}, opaque to the master. */
+  record ExtensionRecord(int serviceId, byte[] record) implements MasterEvent {
+    public ExtensionRecord {
+      record = record.clone();
+    }
+
+    @Override
+    public byte[] record() {
+      return record.clone();
+    }
+
+    @Override
+    public boolean equals(Object o) {
+      return o instanceof ExtensionRecord x
+          && x.serviceId == serviceId
+          && java.util.Arrays.equals(x.record, record);
+    }
+
+    @Override
+    public int hashCode() {
+      return serviceId * 31 + java.util.Arrays.hashCode(record);
+    }
+
+    @Override
+    public String toString() {
+      return "ExtensionRecord[service " + serviceId + ", " + record.length + " B]";
+    }
+  }
+
   static byte[] encode(MasterEvent e) {
     Wire.Writer w = new Wire.Writer(64);
     if (e instanceof ServerRegistered s) {
@@ -87,6 +118,8 @@ sealed interface MasterEvent {
     } else if (e instanceof BlocksFreed f) {
       w.u8(BLOCKS_FREED);
       writeKeys(w, f.blocks());
+    } else if (e instanceof ExtensionRecord x) {
+      w.u8(EXTENSION).i32(x.serviceId()).bytes(x.record);
     }
     return w.toArray();
   }
@@ -125,6 +158,7 @@ sealed interface MasterEvent {
           case BLOCKS_ALLOCATED ->
               new BlocksAllocated(r.i64("sessionId"), r.str("owner"), readKeys(r));
           case BLOCKS_FREED -> new BlocksFreed(readKeys(r));
+          case EXTENSION -> new ExtensionRecord(r.i32("serviceId"), r.bytes("record"));
           default ->
               throw new FerriteException(ErrorCode.PROTOCOL, "unknown journal event type " + type);
         };

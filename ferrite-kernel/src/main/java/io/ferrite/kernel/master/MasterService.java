@@ -33,13 +33,27 @@ final class MasterService implements RpcHandler {
   public CompletableFuture<ByteBuffer> handle(
       RpcContext ctx, int service, int opcode, ByteBuffer request) {
     if (service != MasterProtocol.SERVICE) {
+      MasterExtension ext = state.extension(service);
+      if (ext != null) {
+        try {
+          return ext.handle(ctx, opcode, request);
+        } catch (FerriteException e) {
+          return CompletableFuture.failedFuture(e);
+        } catch (RuntimeException e) {
+          LOG.log(
+              System.Logger.Level.ERROR,
+              "extension " + ext.name() + " opcode " + opcode + " from " + ctx.peer() + " failed",
+              e);
+          return Futures.failed(ErrorCode.INTERNAL, ext.name() + " opcode " + opcode + ": " + e);
+        }
+      }
       return Futures.failed(
           ErrorCode.UNKNOWN_SERVICE,
           "service "
               + service
               + " (expected: the master's service "
               + MasterProtocol.SERVICE
-              + ")");
+              + " or an installed extension's)");
     }
     try {
       return CompletableFuture.completedFuture(dispatch(opcode, request));

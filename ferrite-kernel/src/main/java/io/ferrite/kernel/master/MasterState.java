@@ -299,6 +299,8 @@ public final class MasterState {
       // not come back within the timeout is as dead as one that stopped heartbeating.
       if (s.state != ServerState.DEAD && now - s.lastHeartbeat > deadTimeoutMillis) {
         s.state = ServerState.DEAD;
+        int deadId = s.id;
+        forEachExtension((ext, m) -> ext.serverDead(deadId, m));
         LOG.log(
             System.Logger.Level.WARNING,
             "server {0} ({1}) missed heartbeats for {2} ms: DEAD",
@@ -321,7 +323,24 @@ public final class MasterState {
           Long.toHexString(id),
           s.client,
           s.blocks.size());
-      commit(new MasterEvent.SessionClosed(id));
+      endSession(id);
+    }
+  }
+
+  /** Lets every extension drop what the session held, then closes it (freeing its blocks). */
+  private void endSession(long sessionId) {
+    forEachExtension((ext, m) -> ext.sessionClosed(sessionId, m));
+    commit(new MasterEvent.SessionClosed(sessionId));
+  }
+
+  private void forEachExtension(
+      java.util.function.BiConsumer<MasterExtension, MasterContext.Mutation> action) {
+    for (MasterExtension ext : List.copyOf(md.extensions.values())) {
+      try {
+        action.accept(ext, mutationFor(ext.serviceId()));
+      } catch (RuntimeException e) {
+        LOG.log(System.Logger.Level.ERROR, "extension " + ext.name() + " failed a callback", e);
+      }
     }
   }
 
@@ -368,7 +387,7 @@ public final class MasterState {
   /** Closes a session, freeing its session-scoped blocks; returns how many. */
   public synchronized int closeSession(long sessionId) {
     int n = session(sessionId).blocks.size();
-    commit(new MasterEvent.SessionClosed(sessionId));
+    endSession(sessionId);
     return n;
   }
 
@@ -534,6 +553,117 @@ public final class MasterState {
       regionCount += s.regions.size();
     }
     return new ClusterStatus(clusterId, blockSize, members, regionCount, sessions.size());
+  }
+
+  // ---------------------------------------------------------------- extensions
+
+  /**
+   * Installs {@code ext}; must happen before the journal is replayed so that its records reach it.
+   * Records that were kept for its service id while it was missing are applied now.
+   */
+  public synchronized void registerExtension(MasterExtension ext) {
+    int id = ext.serviceId();
+    if (id < 16 || id > 0xFFFF) {
+      throw new IllegalArgumentException(
+          "service id of extension " + ext.name() + ": " + id + " (expected: 16 to 65535)");
+    }
+    MasterExtension prev = md.extensions.putIfAbsent(id, ext);
+    if (prev != null) {
+      throw new IllegalArgumentException(
+          "extensions " + prev.name() + " and " + ext.name() + " both claim service id " + id);
+    }
+    List<byte[]> kept = md.orphanRecords.remove(id);
+    if (kept != null) {
+      for (byte[] rec : kept) {
+        md.apply(new MasterEvent.ExtensionRecord(id, rec));
+      }
+    }
+  }
+
+  /** The installed extension with {@code serviceId}, or null. */
+  public synchronized MasterExtension extension(int serviceId) {
+    return md.extensions.get(serviceId);
+  }
+
+  /** The installed extensions. */
+  public synchronized List<MasterExtension> extensions() {
+    return List.copyOf(md.extensions.values());
+  }
+
+  /** A {@link MasterContext} for {@code ext}: its mutations run under this state's lock. */
+  public MasterContext contextFor(MasterExtension ext) {
+    MasterState self = this;
+    return new MasterContext() {
+      @Override
+      public <T> T mutate(java.util.function.Function<Mutation, T> body) {
+        synchronized (self) {
+          return body.apply(mutationFor(ext.serviceId()));
+        }
+      }
+
+      @Override
+      public long blockSize() {
+        return blockSize;
+      }
+    };
+  }
+
+  private MasterContext.Mutation mutationFor(int serviceId) {
+    return new MasterContext.Mutation() {
+      @Override
+      public void commit(byte[] record) {
+        MasterState.this.commit(new MasterEvent.ExtensionRecord(serviceId, record));
+      }
+
+      @Override
+      public List<BlockRef> allocate(
+          long sessionId, int count, String storageClass, boolean strict, String owner) {
+        if (owner.isEmpty()) {
+          throw new IllegalArgumentException("owner: empty (expected: the extension's owner name)");
+        }
+        return MasterState.this.allocate(sessionId, count, storageClass, strict, owner);
+      }
+
+      @Override
+      public int free(String owner, List<BlockRef> blocks) {
+        return freeOwned(owner, blocks);
+      }
+
+      @Override
+      public List<BlockRef> owned(String owner) {
+        return MasterState.this.owned(owner);
+      }
+
+      @Override
+      public boolean sessionOpen(long sessionId) {
+        return sessions.containsKey(sessionId);
+      }
+
+      @Override
+      public List<MemberInfo> members() {
+        return MasterState.this.members();
+      }
+    };
+  }
+
+  /** Frees blocks owned by {@code owner}, all or none. */
+  synchronized int freeOwned(String owner, List<BlockRef> blocks) {
+    Set<BlockKey> owned = md.owners.getOrDefault(owner, Set.of());
+    List<BlockKey> keys = new ArrayList<>();
+    for (BlockRef b : blocks) {
+      BlockKey k =
+          new BlockKey(
+              b.region().serverId(), b.region().regionId(), (int) (b.offset() / blockSize));
+      if (!owned.contains(k) || b.offset() % blockSize != 0) {
+        throw new FerriteException(
+            ErrorCode.NOT_FOUND, b + " is not a block owned by " + owner + ": nothing freed");
+      }
+      keys.add(k);
+    }
+    if (!keys.isEmpty()) {
+      commit(new MasterEvent.BlocksFreed(keys));
+    }
+    return keys.size();
   }
 
   // ---------------------------------------------------------------- journal

@@ -22,6 +22,13 @@ final class Metadata {
   final TreeMap<Integer, ServerEntry> servers = new TreeMap<>();
   final Map<Long, SessionEntry> sessions = new HashMap<>();
   final Map<String, Set<BlockKey>> owners = new TreeMap<>();
+
+  /** Installed extensions by service id; registered before recovery. */
+  final Map<Integer, MasterExtension> extensions = new TreeMap<>();
+
+  /** Records of extensions that are not installed, kept verbatim for the next snapshot. */
+  final Map<Integer, List<byte[]>> orphanRecords = new TreeMap<>();
+
   final BlockAllocator allocator;
   int nextServerId = 1;
   private final long blockSize;
@@ -102,6 +109,17 @@ final class Metadata {
           owners.computeIfAbsent(a.owner(), o -> new LinkedHashSet<>()).add(k);
         }
       }
+    } else if (e instanceof MasterEvent.ExtensionRecord x) {
+      MasterExtension ext = extensions.get(x.serviceId());
+      if (ext == null) {
+        orphanRecords.computeIfAbsent(x.serviceId(), k -> new ArrayList<>()).add(x.record());
+      } else {
+        ext.apply(
+            java.nio.ByteBuffer.wrap(x.record())
+                .order(java.nio.ByteOrder.LITTLE_ENDIAN)
+                .asReadOnlyBuffer()
+                .order(java.nio.ByteOrder.LITTLE_ENDIAN));
+      }
     } else if (e instanceof MasterEvent.BlocksFreed f) {
       for (BlockKey k : f.blocks()) {
         RegionEntry r = region(k);
@@ -162,6 +180,19 @@ final class Metadata {
     }
     owners.forEach(
         (o, keys) -> out.add(new MasterEvent.BlocksAllocated(0, o, new ArrayList<>(keys))));
+    // Extensions after the blocks, so that their records may refer to owned blocks.
+    extensions.forEach(
+        (id, ext) -> {
+          for (byte[] rec : ext.snapshot()) {
+            out.add(new MasterEvent.ExtensionRecord(id, rec));
+          }
+        });
+    orphanRecords.forEach(
+        (id, recs) -> {
+          for (byte[] rec : recs) {
+            out.add(new MasterEvent.ExtensionRecord(id, rec));
+          }
+        });
     return out;
   }
 }

@@ -1,0 +1,47 @@
+package io.ferrite.kernel.master;
+
+import io.ferrite.kernel.proto.BlockRef;
+import io.ferrite.kernel.proto.MemberInfo;
+import java.util.List;
+import java.util.function.Function;
+
+/** What a {@link MasterExtension} can do on the master. */
+public interface MasterContext {
+  /**
+   * Runs {@code body} under the master's metadata lock, so that what the extension checks and what
+   * it commits form one atomic step with respect to every other mutation of the cluster's metadata.
+   * Keep bodies short: they block every metadata operation while they run.
+   */
+  <T> T mutate(Function<Mutation, T> body);
+
+  /** The block size of the cluster, in bytes. */
+  long blockSize();
+
+  /** The steps a mutation may take. Valid only inside the {@code mutate} body that received it. */
+  interface Mutation {
+    /**
+     * Journals {@code record} for this extension (durably), then {@link MasterExtension#apply}s it.
+     */
+    void commit(byte[] record);
+
+    /**
+     * Allocates {@code count} blocks owned persistently by {@code owner} (which should start with
+     * the extension's name), all or none, on behalf of {@code sessionId} (which must be open). See
+     * {@link MasterState#allocate} for class preference and spill.
+     */
+    List<BlockRef> allocate(
+        long sessionId, int count, String storageClass, boolean strict, String owner);
+
+    /** Frees blocks that {@code owner} owns, all or none; returns how many. */
+    int free(String owner, List<BlockRef> blocks);
+
+    /** The blocks {@code owner} owns. */
+    List<BlockRef> owned(String owner);
+
+    /** Whether {@code sessionId} is an open session. */
+    boolean sessionOpen(long sessionId);
+
+    /** The memory servers with their state. */
+    List<MemberInfo> members();
+  }
+}

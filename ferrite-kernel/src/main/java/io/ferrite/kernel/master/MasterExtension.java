@@ -1,0 +1,66 @@
+package io.ferrite.kernel.master;
+
+import io.ferrite.fabric.RpcContext;
+import java.nio.ByteBuffer;
+import java.util.List;
+import java.util.concurrent.CompletableFuture;
+
+/**
+ * The master half of a face: its node types, i.e. its own metadata journaled with the master's, and
+ * its own RPC service on the master's endpoint. Found by {@link java.util.ServiceLoader} (list the
+ * class in {@code META-INF/services/io.ferrite.kernel.master.MasterExtension}) or passed explicitly
+ * to {@link Master#start}; the kernel knows no face.
+ *
+ * <h2>State and the journal</h2>
+ *
+ * An extension's metadata changes only through records it commits with {@link
+ * MasterContext.Mutation#commit}: the record is made durable in the master's journal, then handed
+ * to {@link #apply}. On restart the master replays the same records into {@link #apply} before
+ * {@link #start}; a snapshot stores what {@link #snapshot} returns, which must rebuild the whole
+ * state when applied to an empty extension. So {@code apply} must be deterministic and must not
+ * fail on a record it once accepted.
+ *
+ * <p>Records of an extension that is not installed when the master recovers are kept verbatim (and
+ * written into every snapshot), so running a master without a face loses none of its data.
+ *
+ * <h2>Threading</h2>
+ *
+ * {@link #apply}, {@link #snapshot}, {@link #sessionClosed} and {@link #serverDead} run under the
+ * master's metadata lock, as does the body of every {@link MasterContext#mutate} and {@link
+ * MasterContext#read}: the extension needs no lock of its own for state it only touches there.
+ * {@link #handle} runs on the master's service executor, concurrently.
+ */
+public interface MasterExtension {
+  /** The RPC service id on the master; 1 to 15 are the kernel's, faces use 16 and up. */
+  int serviceId();
+
+  /** A short name for logs, e.g. {@code nodes}. */
+  String name();
+
+  /** Applies one committed or replayed record (little-endian, position 0, read-only). */
+  void apply(ByteBuffer record);
+
+  /** Records that rebuild the current state from empty: the extension's part of a snapshot. */
+  List<byte[]> snapshot();
+
+  /** Runs once after recovery, before the master serves anyone. */
+  void start(MasterContext context);
+
+  /**
+   * Handles one call to this extension's service. The request is valid until the returned future
+   * completes; failing it with a {@link io.ferrite.fabric.FerriteException} sends that error.
+   */
+  CompletableFuture<ByteBuffer> handle(RpcContext caller, int opcode, ByteBuffer request);
+
+  /**
+   * A client session ended (closed, or its lease expired). The extension drops what the session
+   * held (leases, references, mappings) by committing records through {@code mutation}.
+   */
+  default void sessionClosed(long sessionId, MasterContext.Mutation mutation) {}
+
+  /** A memory server was declared dead. */
+  default void serverDead(int serverId, MasterContext.Mutation mutation) {}
+
+  /** Runs once when the master stops. */
+  default void stop() {}
+}
