@@ -458,8 +458,23 @@ public final class NodesMaster implements MasterExtension {
             checkSession(m, session);
             int need = index + count - n.blocks.size();
             if (need > 0) {
-              List<BlockRef> got = m.allocate(session, need, n.storageClass, false, Node.owner(id));
-              m.commit(Namespace.blocks(id, n.blocks.size(), got));
+              List<BlockRef> got;
+              try {
+                got = m.allocate(session, need, n.storageClass, false, Node.owner(id));
+              } catch (FerriteException e) {
+                // The window ahead does not fit: take only what the write at index needs.
+                int least = index + 1 - n.blocks.size();
+                if (e.code() != ErrorCode.NO_SPACE || least >= need) {
+                  throw e;
+                }
+                got =
+                    least <= 0
+                        ? List.of()
+                        : m.allocate(session, least, n.storageClass, false, Node.owner(id));
+              }
+              if (!got.isEmpty()) {
+                m.commit(Namespace.blocks(id, n.blocks.size(), got));
+              }
             }
           }
           Wire.Writer w = new Wire.Writer(16 + count * 48);
