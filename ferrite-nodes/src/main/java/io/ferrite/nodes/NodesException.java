@@ -83,6 +83,15 @@ public final class NodesException extends FerriteException {
     return new FerriteException(e.code(), what + ": " + d, e);
   }
 
+  /** {@code REASON: text}, e.g. {@code NOT_FOUND: no such node /a}. */
+  @Override
+  public String getMessage() {
+    String d = detail();
+    String rest =
+        d.startsWith("[") && d.indexOf(']') > 0 ? d.substring(d.indexOf(']') + 1).trim() : d;
+    return reason.name() + ": " + rest;
+  }
+
   public Reason reason() {
     return reason;
   }

@@ -241,7 +241,7 @@ class NodesTest {
     nodes.mkdir("/d");
     int n = 5_000;
     for (int i = 0; i < n; i++) {
-      nodes.mkdir(String.format("/d/c%05d", i));
+      nodes.mkdir(String.format(java.util.Locale.ROOT, "/d/c%05d", i));
     }
     List<String> names = new ArrayList<>();
     for (NodeInfo c : nodes.list("/d")) {
@@ -250,7 +250,7 @@ class NodesTest {
     }
     assertEquals(n, names.size());
     assertEquals("c00000", names.get(0));
-    assertEquals(String.format("c%05d", n - 1), names.get(n - 1));
+    assertEquals(String.format(java.util.Locale.ROOT, "c%05d", n - 1), names.get(n - 1));
     assertEquals(n, nodes.lookup("/d").size(), "a container's size is its child count");
 
     nodes.createTable("/hidden", false);
@@ -265,7 +265,7 @@ class NodesTest {
     ByteArrayOutputStream expected = new ByteArrayOutputStream();
     for (int i = 0; i < 20; i++) {
       byte[] d = random(random, random.nextInt(90_000));
-      try (NodeWriter w = nodes.create(String.format("/bag/part-%03d", i))) {
+      try (NodeWriter w = nodes.create(String.format(java.util.Locale.ROOT, "/bag/part-%03d", i))) {
         w.writeSync(ByteBuffer.wrap(d));
       }
       expected.write(d);
