@@ -76,7 +76,7 @@ public final class NodeReader {
       int n = (int) Math.min(len - done, bs - off);
       ByteBuffer slice = dst.duplicate();
       slice.position(base + done).limit(base + done + n);
-      parts.add(map.block(index).thenCompose(b -> nodes.client().read(b, off, slice)));
+      parts.add(map.block(index).thenCompose(b -> nodes.readBlock(b, off, slice)));
       map.prefetch(index + 1);
       done += n;
     }

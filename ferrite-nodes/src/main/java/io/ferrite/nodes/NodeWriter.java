@@ -66,7 +66,7 @@ public final class NodeWriter implements AutoCloseable {
         int n = (int) Math.min(len - done, bs - off);
         ByteBuffer slice = src.duplicate();
         slice.position(base + done).limit(base + done + n);
-        parts.add(map.block(index).thenCompose(b -> nodes.client().write(b, off, slice)));
+        parts.add(map.block(index).thenCompose(b -> nodes.writeBlock(b, off, slice)));
         if (off + n == bs || off == 0) {
           map.prefetch(index + 1);
         }

@@ -26,9 +26,70 @@ public final class Nodes {
   private final FerriteClient client;
   private final long blockSize;
 
+  /**
+   * Opens connections off the fabrics' I/O threads: a continuation of an RPC runs on the thread
+   * that completed it, and connecting there would block that thread's event loop.
+   */
+  private static final java.util.concurrent.ThreadPoolExecutor CONNECTOR =
+      new java.util.concurrent.ThreadPoolExecutor(
+          0,
+          4,
+          30,
+          java.util.concurrent.TimeUnit.SECONDS,
+          new java.util.concurrent.LinkedBlockingQueue<>(),
+          new io.ferrite.fabric.NamedThreadFactory("nodes-connect", true));
+
+  private final java.util.Set<Integer> connected =
+      java.util.concurrent.ConcurrentHashMap.newKeySet();
+
   public Nodes(FerriteClient client) {
     this.client = client;
     this.blockSize = client.status().blockSize();
+    for (io.ferrite.kernel.proto.MemberInfo m : client.members()) {
+      if (m.state() == io.ferrite.kernel.proto.ServerState.ALIVE) {
+        try {
+          client.connection(m.serverId());
+          connected.add(m.serverId());
+        } catch (RuntimeException e) {
+          // Connected on first use instead.
+        }
+      }
+    }
+  }
+
+  /**
+   * Runs a one-sided {@code op} on {@code b}: right here when the connection to its server is open,
+   * else after connecting on a connector thread (never on a fabric I/O thread).
+   */
+  <T> CompletableFuture<T> onBlock(
+      BlockRef b, java.util.function.Function<BlockRef, CompletableFuture<T>> op) {
+    int id = b.serverId();
+    CompletableFuture<T> f =
+        connected.contains(id)
+            ? op.apply(b)
+            : CompletableFuture.runAsync(
+                    () -> {
+                      client.connection(id);
+                      connected.add(id);
+                    },
+                    CONNECTOR)
+                .thenCompose(v -> op.apply(b));
+    return f.whenComplete(
+        (v, t) -> {
+          if (t != null
+              && io.ferrite.fabric.FerriteException.unwrap(t).code()
+                  == io.ferrite.fabric.ErrorCode.UNAVAILABLE) {
+            connected.remove(id);
+          }
+        });
+  }
+
+  CompletableFuture<Void> readBlock(BlockRef b, long offset, ByteBuffer dst) {
+    return onBlock(b, x -> client.read(x, offset, dst));
+  }
+
+  CompletableFuture<Void> writeBlock(BlockRef b, long offset, ByteBuffer src) {
+    return onBlock(b, x -> client.write(x, offset, src));
   }
 
   public FerriteClient client() {
@@ -355,7 +416,7 @@ public final class Nodes {
                 ByteBuffer slice = value.duplicate();
                 int from = value.position() + (int) (i * blockSize);
                 slice.position(from).limit((int) Math.min(value.limit(), from + blockSize));
-                writes.add(client.write(n.blocks().get(i), 0, slice));
+                writes.add(writeBlock(n.blocks().get(i), 0, slice));
               }
               return CompletableFuture.allOf(writes.toArray(new CompletableFuture<?>[0]))
                   .thenCompose(v -> publishAsync(n.id(), len, checksum, true))
