@@ -472,7 +472,7 @@ public final class Nodes {
                     NodesException.Reason.INVALID_ARGUMENT,
                     path + " holds " + n.size() + " B: too large for one buffer, use open()");
               }
-              ByteBuffer dst = ByteBuffer.allocateDirect((int) n.size());
+              ByteBuffer dst = ByteBuffer.allocate((int) n.size());
               NodeReader reader = new NodeReader(this, n);
               return reader
                   .read(0, dst.duplicate())

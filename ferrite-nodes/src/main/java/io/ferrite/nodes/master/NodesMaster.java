@@ -101,24 +101,45 @@ public final class NodesMaster implements MasterExtension {
   /** Frees the blocks of nodes removed longer than the grace period ago. */
   void reclaim() {
     try {
-      ctx.mutate(
-          m -> {
-            long cutoff = System.nanoTime() - reclaimGrace.toNanos();
-            for (Map.Entry<Long, Long> e : List.copyOf(ns.pendingReclaim.entrySet())) {
-              if (e.getValue() - cutoff > 0) {
-                continue;
-              }
-              long id = e.getKey();
-              List<BlockRef> owned = m.owned(Node.owner(id));
-              if (!owned.isEmpty()) {
-                m.free(Node.owner(id), owned);
-              }
-              m.commit(Namespace.reclaimed(id));
-            }
-            return null;
-          });
+      ctx.mutate(m -> reclaimRemovedBefore(m, System.nanoTime() - reclaimGrace.toNanos()));
     } catch (RuntimeException e) {
       LOG.log(System.Logger.Level.WARNING, "reclaiming blocks of removed nodes failed", e);
+    }
+  }
+
+  /** Frees the blocks of nodes removed before {@code cutoff} (nanoTime); returns how many nodes. */
+  private int reclaimRemovedBefore(MasterContext.Mutation m, long cutoff) {
+    int n = 0;
+    for (Map.Entry<Long, Long> e : List.copyOf(ns.pendingReclaim.entrySet())) {
+      if (e.getValue() - cutoff > 0) {
+        continue;
+      }
+      long id = e.getKey();
+      List<BlockRef> owned = m.owned(Node.owner(id));
+      if (!owned.isEmpty()) {
+        m.free(Node.owner(id), owned);
+      }
+      m.commit(Namespace.reclaimed(id));
+      n++;
+    }
+    return n;
+  }
+
+  /**
+   * Allocates blocks owned by node {@code id}. When no class has room, the blocks of removed nodes
+   * still in their grace period are freed at once and the allocation is tried again: the grace
+   * period protects readers of removed nodes (KeyValue gets verify checksums and re-read anyway),
+   * but never turns into NO_SPACE.
+   */
+  private List<BlockRef> allocate(
+      MasterContext.Mutation m, long session, int count, String cls, long id) {
+    try {
+      return m.allocate(session, count, cls, false, Node.owner(id));
+    } catch (FerriteException e) {
+      if (e.code() != ErrorCode.NO_SPACE || reclaimRemovedBefore(m, System.nanoTime()) == 0) {
+        throw e;
+      }
+      return m.allocate(session, count, cls, false, Node.owner(id));
     }
   }
 
@@ -315,9 +336,7 @@ public final class NodesMaster implements MasterExtension {
           }
           long id = ns.nextId();
           List<BlockRef> blocks =
-              prealloc > 0 && inline == null
-                  ? m.allocate(session, prealloc, cls, false, Node.owner(id))
-                  : List.of();
+              prealloc > 0 && inline == null ? allocate(m, session, prealloc, cls, id) : List.of();
           boolean published = !data || inline != null;
           Node n =
               new Node(
@@ -460,17 +479,14 @@ public final class NodesMaster implements MasterExtension {
             if (need > 0) {
               List<BlockRef> got;
               try {
-                got = m.allocate(session, need, n.storageClass, false, Node.owner(id));
+                got = allocate(m, session, need, n.storageClass, id);
               } catch (FerriteException e) {
                 // The window ahead does not fit: take only what the write at index needs.
                 int least = index + 1 - n.blocks.size();
                 if (e.code() != ErrorCode.NO_SPACE || least >= need) {
                   throw e;
                 }
-                got =
-                    least <= 0
-                        ? List.of()
-                        : m.allocate(session, least, n.storageClass, false, Node.owner(id));
+                got = least <= 0 ? List.of() : allocate(m, session, least, n.storageClass, id);
               }
               if (!got.isEmpty()) {
                 m.commit(Namespace.blocks(id, n.blocks.size(), got));
