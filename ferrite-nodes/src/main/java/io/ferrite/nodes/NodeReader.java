@@ -122,19 +122,25 @@ public final class NodeReader {
   }
 
   /**
-   * A sequential {@link InputStream} over a reader: reads a chunk ahead while the caller consumes
-   * the current one; reads of at least a chunk go straight into the caller's array. Not
-   * thread-safe.
+   * A sequential {@link InputStream} over a reader: keeps up to {@value #DEPTH} chunk reads in
+   * flight ahead of the caller (over tcp the transfers overlap; paper §4.4 overlaps the mapping as
+   * well). When the fabric completes reads synchronously (shm, local: a read is a memcpy) a read of
+   * at least a chunk goes straight into the caller's array, one copy. Not thread-safe.
    */
   public static final class SeekableInputStream extends InputStream {
+    static final int DEPTH = 4;
+
+    private record Ahead(ByteBuffer buf, long pos, CompletableFuture<Integer> read) {}
+
     private final NodeReader reader;
     private final int chunk;
+    private final java.util.ArrayDeque<Ahead> ahead = new java.util.ArrayDeque<>();
+    private final java.util.ArrayDeque<ByteBuffer> free = new java.util.ArrayDeque<>();
     private ByteBuffer current = ByteBuffer.allocate(0);
     private long currentEnd; // file position after current's last byte
-    private ByteBuffer next;
-    private CompletableFuture<Integer> nextRead;
-    private long nextPos;
+    private long nextIssue;
     private long position;
+    private boolean synchronous;
     private boolean closed;
 
     SeekableInputStream(NodeReader reader, int chunk) {
@@ -171,19 +177,16 @@ public final class NodeReader {
       }
     }
 
-    private void startNext(long pos) {
-      if (pos >= reader.size()) {
-        nextRead = null;
-        return;
+    /** Issues chunk reads from {@code nextIssue} until {@value #DEPTH} are in flight. */
+    private void topUp() {
+      while (ahead.size() < DEPTH && nextIssue < reader.size()) {
+        ByteBuffer b = free.isEmpty() ? ByteBuffer.allocateDirect(chunk) : free.poll();
+        b.clear();
+        CompletableFuture<Integer> f = reader.read(nextIssue, b);
+        synchronous = f.isDone();
+        ahead.add(new Ahead(b, nextIssue, f));
+        nextIssue += chunk;
       }
-      ByteBuffer b =
-          next != null && next.capacity() == chunk && (nextRead == null || nextRead.isDone())
-              ? next
-              : ByteBuffer.allocateDirect(chunk);
-      b.clear();
-      next = b;
-      nextPos = pos;
-      nextRead = reader.read(pos, b);
     }
 
     /** Makes current hold bytes at {@code position}; false at the end. */
@@ -194,22 +197,25 @@ public final class NodeReader {
       if (position >= reader.size()) {
         return false;
       }
-      if (nextRead == null || nextPos != position) {
-        startNext(position);
+      if (ahead.isEmpty() || ahead.peek().pos() != position) {
+        ahead.clear(); // reads for other positions: their buffers are dropped, never reused
+        nextIssue = position;
       }
+      topUp();
+      Ahead a = ahead.poll();
       int n;
       try {
-        n = Futures.join(nextRead);
+        n = Futures.join(a.read());
       } catch (RuntimeException e) {
         throw new IOException(NodesException.from(e));
       }
-      ByteBuffer got = next;
-      got.flip();
-      ByteBuffer spare = current.capacity() == chunk && current.isDirect() ? current : null;
-      current = got;
-      currentEnd = nextPos + n;
-      next = spare;
-      startNext(currentEnd);
+      if (current.isDirect() && current.capacity() == chunk) {
+        free.add(current);
+      }
+      current = a.buf();
+      current.flip();
+      currentEnd = a.pos() + n;
+      topUp();
       return n > 0;
     }
 
@@ -230,9 +236,10 @@ public final class NodeReader {
       if (len == 0) {
         return 0;
       }
-      if (!current.hasRemaining() && len >= chunk && position < reader.size()) {
-        // Large reads: straight into the caller's array, one copy.
+      if (synchronous && !current.hasRemaining() && len >= chunk && position < reader.size()) {
+        // A memcpy fabric: straight into the caller's array, one copy, nothing ahead to wait for.
         try {
+          ahead.clear();
           int n = Futures.join(reader.read(position, ByteBuffer.wrap(b, off, len)));
           if (n > 0) {
             position += n;
@@ -268,6 +275,7 @@ public final class NodeReader {
     @Override
     public void close() {
       closed = true;
+      ahead.clear();
     }
   }
 }

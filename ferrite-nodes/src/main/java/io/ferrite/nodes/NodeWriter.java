@@ -157,33 +157,53 @@ public final class NodeWriter implements AutoCloseable {
     join(nodes.abortAsync(info.id()));
   }
 
+  /** Chunk writes an {@link #outputStream()} keeps in flight. */
+  static final int STREAM_DEPTH = 4;
+
   /**
    * An {@link OutputStream} that gathers small writes into chunks of up to 1 MiB and writes them
-   * one-sided, one chunk in flight while the next fills; {@code close} publishes and releases.
+   * one-sided, up to {@value #STREAM_DEPTH} chunks in flight while the next fills; {@code close}
+   * publishes and releases.
    */
   public OutputStream outputStream() {
     int chunk = (int) Math.min(bs, 1 << 20);
     return new OutputStream() {
+      private final java.util.ArrayDeque<ByteBuffer> inFlightBufs = new java.util.ArrayDeque<>();
+      private final java.util.ArrayDeque<CompletableFuture<Void>> inFlight =
+          new java.util.ArrayDeque<>();
       private ByteBuffer fill = ByteBuffer.allocateDirect(chunk);
-      private ByteBuffer spare = ByteBuffer.allocateDirect(chunk);
-      private CompletableFuture<Void> inFlight = CompletableFuture.completedFuture(null);
       private boolean done;
+
+      private void awaitOldest() throws IOException {
+        CompletableFuture<Void> f = inFlight.poll();
+        ByteBuffer b = inFlightBufs.poll();
+        try {
+          Futures.join(f);
+        } catch (RuntimeException e) {
+          throw new IOException(NodesException.from(e));
+        }
+        fill = b;
+        fill.clear();
+      }
 
       private void send() throws IOException {
         if (fill.position() == 0) {
           return;
         }
-        try {
-          Futures.join(inFlight);
-        } catch (RuntimeException e) {
-          throw new IOException(NodesException.from(e));
-        }
         fill.flip();
-        inFlight = NodeWriter.this.write(fill);
-        ByteBuffer t = spare;
-        spare = fill;
-        fill = t;
-        fill.clear();
+        inFlight.add(NodeWriter.this.write(fill));
+        inFlightBufs.add(fill);
+        if (inFlight.size() >= STREAM_DEPTH) {
+          awaitOldest();
+        } else {
+          fill = ByteBuffer.allocateDirect(chunk);
+        }
+      }
+
+      private void drain() throws IOException {
+        while (!inFlight.isEmpty()) {
+          awaitOldest();
+        }
       }
 
       @Override
@@ -211,6 +231,7 @@ public final class NodeWriter implements AutoCloseable {
       @Override
       public void flush() throws IOException {
         send();
+        drain();
         try {
           NodeWriter.this.flush();
         } catch (RuntimeException e) {
@@ -225,6 +246,7 @@ public final class NodeWriter implements AutoCloseable {
         }
         done = true;
         send();
+        drain();
         try {
           NodeWriter.this.close();
         } catch (RuntimeException e) {
