@@ -57,7 +57,9 @@ import java.util.stream.Stream;
  *       threads doing the cheapest master RPC ({@code <f>.rpc.master.threads.<n>});
  *   <li>{@code <f>.create.{table,bag}}: creates per second of a 4 B KeyValue in a non-enumerable
  *       Table and of an empty File in a Bag (create + close), one thread, beside one thread's
- *       master RPCs per second.
+ *       master RPCs per second;
+ *   <li>{@code nodes.list.<n>.entries}: a container of 100 000 children listed, entries per second,
+ *       beside one thread's lookups per second.
  * </ul>
  */
 public final class NodesBench {
@@ -75,6 +77,7 @@ public final class NodesBench {
    * @param duration length of each rate measurement
    * @param fileBytes the File size of the bandwidth runs (shrunk to what fits, and said so)
    * @param fsync whether the master fsyncs its journal per record (off: Crail keeps no log)
+   * @param listChildren children of the container whose listing is timed (0: skip)
    */
   public record Options(
       List<String> fabrics,
@@ -82,15 +85,22 @@ public final class NodesBench {
       Duration duration,
       long fileBytes,
       boolean fsync,
+      int listChildren,
       PrintStream progress) {
     public static Options defaults() {
       return new Options(
-          List.of("shm", "tcp"), 5_000, Duration.ofSeconds(2), 1L << 30, false, System.err);
+          List.of("shm", "tcp"),
+          5_000,
+          Duration.ofSeconds(2),
+          1L << 30,
+          false,
+          100_000,
+          System.err);
     }
 
     public static Options quick() {
       return new Options(
-          List.of("shm", "tcp"), 200, Duration.ofMillis(200), 64L << 20, false, System.err);
+          List.of("shm", "tcp"), 200, Duration.ofMillis(200), 64L << 20, false, 2_000, System.err);
     }
   }
 
@@ -348,7 +358,62 @@ public final class NodesBench {
     double bag =
         rate(1, o.duration(), () -> nodes.create(root + "/bag/f" + seq.incrementAndGet()).close());
     report.add(BenchResult.against(f + ".create.bag", bag, OPS, Better.HIGHER, one));
+    if (f.equals(o.fabrics().get(0)) && o.listChildren() > 0) {
+      listing(report, o, f, nodes, root, progress);
+    }
     nodes.remove(root, true);
+  }
+
+  /**
+   * Enumeration of a container with {@code listChildren} children (Crail: 100 000 files in a bag,
+   * §4.1): entries listed per second, beside lookups per second of one thread (what a client
+   * without enumeration would do per entry). Listing is master RPCs over tcp for every fabric, so
+   * it runs once.
+   */
+  private static void listing(
+      BenchReport report, Options o, String f, Nodes nodes, String root, Progress progress)
+      throws Exception {
+    int n = o.listChildren();
+    String table = root + "/many";
+    nodes.createTable(table, true);
+    progress.step("nodes.list: creating " + n + " children");
+    java.util.List<java.util.concurrent.CompletableFuture<?>> window = new ArrayList<>();
+    ByteBuffer empty = ByteBuffer.allocate(0);
+    for (int i = 0; i < n; i++) {
+      window.add(
+          nodes.putAsync(
+              table + "/k" + i, empty.duplicate(), io.ferrite.nodes.CreateOptions.DEFAULT));
+      if (window.size() >= 64) {
+        for (var w : window) {
+          w.join();
+        }
+        window.clear();
+      }
+    }
+    for (var w : window) {
+      w.join();
+    }
+    progress.step("nodes.list." + n);
+    long best = Long.MAX_VALUE;
+    for (int rep = 0; rep < 3; rep++) {
+      long t0 = System.nanoTime();
+      long count = 0;
+      for (var c : nodes.list(table)) {
+        count += c.path().isEmpty() ? 0 : 1;
+      }
+      best = Math.min(best, System.nanoTime() - t0);
+      if (count != n) {
+        throw new IllegalStateException("listed " + count + " of " + n);
+      }
+    }
+    report.add(
+        BenchResult.against(
+            "nodes.list." + n + ".entries",
+            n / (best / 1e9),
+            OPS,
+            Better.HIGHER,
+            report.require(f + ".lookup.threads.1")));
+    report.add(BenchResult.of("nodes.list." + n + ".time", best / 1e6, "ms", Better.LOWER));
   }
 
   private static Measure.Plan smaller(Measure.Plan p) {

@@ -34,6 +34,8 @@ import picocli.CommandLine.Option;
       "  <f>.lookup.threads.{1,4,16}   lookups/s beside master RPCs/s",
       "  <f>.create.{table,bag}   creates/s (4 B KeyValue in a non-enumerable",
       "      table; empty File in a bag) beside one thread's master RPCs/s",
+      "  nodes.list.100000.entries   a table of 100 000 children listed,",
+      "      entries/s beside one thread's lookups/s (first fabric only)",
       "The master's journal is not fsynced per record unless --fsync (Crail",
       "keeps no log at all); removed blocks are reused after 100 ms.",
     },
@@ -77,6 +79,12 @@ public final class NodesBenchCommand implements Callable<Integer> {
       description = "File size for bandwidth (default: 1024; --quick: 64).")
   Long fileMib;
 
+  @Option(
+      names = "--list-children",
+      paramLabel = "N",
+      description = "Children of the container whose listing is timed (default: 100000; 0 skips).")
+  Integer listChildren;
+
   @Option(names = "--fsync", description = "fsync the master's journal after every record.")
   boolean fsync;
 
@@ -104,6 +112,7 @@ public final class NodesBenchCommand implements Callable<Integer> {
             duration != null ? duration : d.duration(),
             fileMib != null ? fileMib << 20 : d.fileBytes(),
             fsync,
+            listChildren != null ? listChildren : d.listChildren(),
             quiet ? null : System.err);
     for (String f : o.fabrics()) {
       if (!f.equals("shm") && !f.equals("tcp")) {
