@@ -69,10 +69,15 @@ final class NodesCluster implements AutoCloseable {
 
   /** (Re)starts the master with a fresh nodes extension (grace 50 ms) over the same journal. */
   Master startMaster() {
+    return startMaster(Duration.ofMillis(50));
+  }
+
+  /** (Re)starts the master with a nodes extension whose reclaim grace is {@code grace}. */
+  Master startMaster(Duration grace) {
     if (master != null) {
       master.close();
     }
-    ext = new NodesMaster(Duration.ofMillis(50));
+    ext = new NodesMaster(grace);
     master = Master.start(config, CREDENTIALS, List.of(newFabric()), List.of(ext));
     return master;
   }

@@ -291,6 +291,21 @@ class NodesTest {
       again.writeSync(ByteBuffer.wrap(new byte[] {9}));
     }
     assertEquals(1, nodes.lookup("/half").size());
+
+    // A client that dies while appending: what it flushed stays, the rest and the lease go.
+    FerriteClient c2 = cluster.client();
+    NodeWriter app = new Nodes(c2).append("/half");
+    app.writeSync(ByteBuffer.wrap(new byte[] {1, 2}));
+    app.flush();
+    app.writeSync(ByteBuffer.wrap(new byte[70_000]));
+    c2.close();
+    assertEquals(3, nodes.lookup("/half").size());
+    assertFalse(nodes.lookup("/half").writing());
+    assertEquals(1, owned(nodes.lookup("/half").id()).size(), "blocks past the size trimmed");
+    try (NodeWriter w3 = nodes.append("/half")) {
+      w3.writeSync(ByteBuffer.wrap(new byte[] {3}));
+    }
+    assertArrayEquals(new byte[] {9, 1, 2, 3}, nodes.getBytes("/half"));
   }
 
   @Test
@@ -353,5 +368,25 @@ class NodesTest {
     // Ids keep growing after recovery: a new node never reuses a removed node's owner name.
     long before = n3.lookup("/after").id();
     assertTrue(n3.mkdir("/after2").id() > before);
+  }
+
+  @Test
+  void blocksOfANodeRemovedJustBeforeACrashAreFreedAfterRestart(Random random) throws Exception {
+    cluster.startMaster(java.time.Duration.ofHours(1)); // nothing is reclaimed before the "crash"
+    cluster.awaitServers(2);
+    Nodes n = cluster.nodes();
+    long id;
+    try (NodeWriter w = n.create("/doomed")) {
+      w.writeSync(ByteBuffer.wrap(random(random, 200_000)));
+      id = w.info().id();
+    }
+    n.remove("/doomed", false);
+    assertEquals(4, owned(id).size(), "held through the grace period");
+    assertEquals(1, cluster.ext.pendingReclaims());
+    cluster.master.snapshot(); // the pending reclamation must survive a snapshot too
+    cluster.startMaster(); // restart with a short grace: the pending node is found and freed
+    cluster.awaitServers(2);
+    awaitEmpty(id);
+    assertEquals(0, cluster.ext.pendingReclaims());
   }
 }
