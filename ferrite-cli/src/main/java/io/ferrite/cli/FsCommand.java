@@ -14,7 +14,6 @@ import java.time.ZoneId;
 import java.time.format.DateTimeFormatter;
 import java.util.Locale;
 import java.util.concurrent.Callable;
-import picocli.CommandLine;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Mixin;
 import picocli.CommandLine.Model.CommandSpec;
@@ -130,9 +129,5 @@ final class FsCommand implements Runnable {
   static String describe(NodeInfo n) {
     return n.type().label()
         + (n.type() == NodeType.TABLE && !n.enumerable() ? " (non-enumerable)" : "");
-  }
-
-  static CommandLine.Model.CommandSpec root(CommandSpec spec) {
-    return spec.root();
   }
 }

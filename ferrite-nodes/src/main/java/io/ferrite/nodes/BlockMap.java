@@ -76,24 +76,26 @@ final class BlockMap {
     }
   }
 
+  /**
+   * Fetches the window starting at {@code index}, unless a fetch covering it is running: then waits
+   * for that one and fetches again only if it did not cover {@code index}.
+   */
   private synchronized CompletableFuture<Void> fetch(int index) {
     for (Map.Entry<Integer, CompletableFuture<Void>> e : inflight.entrySet()) {
       if (e.getKey() <= index && index < e.getKey() + MAX_WINDOW && !e.getValue().isDone()) {
-        int start = e.getKey();
-        // An overlapping fetch is running; chain after it and fetch again if it did not cover us.
         return e.getValue()
             .handle((v, t) -> null)
             .thenCompose(
                 v ->
                     cached(index) != null
                         ? CompletableFuture.completedFuture(null)
-                        : fetchNow(index, start));
+                        : fetchNow(index));
       }
     }
-    return fetchNow(index, -1);
+    return fetchNow(index);
   }
 
-  private synchronized CompletableFuture<Void> fetchNow(int index, int ignored) {
+  private synchronized CompletableFuture<Void> fetchNow(int index) {
     int count = window;
     window = Math.min(MAX_WINDOW, window * 2);
     CompletableFuture<Void> f =
