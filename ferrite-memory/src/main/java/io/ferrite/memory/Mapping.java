@@ -1,0 +1,365 @@
+package io.ferrite.memory;
+
+import io.ferrite.fabric.Batch;
+import io.ferrite.fabric.ErrorCode;
+import io.ferrite.fabric.FabricConnection;
+import io.ferrite.fabric.FerriteException;
+import io.ferrite.fabric.Futures;
+import io.ferrite.fabric.RegionRef;
+import io.ferrite.kernel.client.FerriteClient;
+import io.ferrite.kernel.proto.Wire;
+import io.ferrite.memory.proto.MemoryProtocol;
+import java.nio.ByteBuffer;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.CompletableFuture;
+
+/**
+ * A mapped range of a namespace: the data path (RStore §III-F). {@link #read} and {@link #write}
+ * take any byte offset and length inside the mapping; they are split at chunk boundaries into
+ * one-sided ops, one batch per memory server, all issued before any is awaited, so one large read
+ * uses every server at once. They make no RPC and allocate no buffer: the chunk locations were
+ * fetched and every connection and region made ready by {@code map}; the ops read into and write
+ * from the caller's buffer (slices of it), zero-copy on the client side.
+ *
+ * <p>No synchronization: reads and writes are not atomic, and a read racing a write (by any client)
+ * may return a mix of old and new bytes. Clients coordinate themselves (e.g. with {@link Barrier}).
+ *
+ * <p>Thread-safe: reads and writes may run concurrently from many threads. {@link #unmap()} must
+ * not race with ops in flight.
+ */
+public final class Mapping implements AutoCloseable {
+  private final Namespace namespace;
+  private final FerriteClient client;
+  private final long mapId;
+  private final long address;
+  private final long length;
+
+  /** Offset of the mapping's first byte within its first chunk. */
+  private final long head;
+
+  private final long chunkSize;
+
+  // Per chunk of the mapping (index 0 = the chunk holding the first mapped byte).
+  private final RegionRef[] chunkRegion;
+  private final long[] chunkOffset;
+  private final int[] chunkSlot;
+
+  /** Memory server of each slot. */
+  private final int[] slotServer;
+
+  private final ByteBuffer buffer;
+  private volatile boolean unmapped;
+
+  private Mapping(
+      Namespace namespace,
+      long mapId,
+      long address,
+      long length,
+      long head,
+      long chunkSize,
+      RegionRef[] chunkRegion,
+      long[] chunkOffset,
+      int[] chunkSlot,
+      int[] slotServer,
+      ByteBuffer buffer) {
+    this.namespace = namespace;
+    this.client = namespace.store().client();
+    this.mapId = mapId;
+    this.address = address;
+    this.length = length;
+    this.head = head;
+    this.chunkSize = chunkSize;
+    this.chunkRegion = chunkRegion;
+    this.chunkOffset = chunkOffset;
+    this.chunkSlot = chunkSlot;
+    this.slotServer = slotServer;
+    this.buffer = buffer;
+  }
+
+  static Mapping open(Namespace ns, long address, long length, int flags) {
+    FerriteClient client = ns.store().client();
+    ByteBuffer b =
+        ns.store()
+            .call(
+                MemoryProtocol.MAP,
+                new Wire.Writer()
+                    .i64(ns.id())
+                    .i64(address)
+                    .i64(length)
+                    .i64(client.sessionId())
+                    .i32(flags));
+    Wire.Reader r = new Wire.Reader(b, "map answer");
+    long mapId = r.i64("mapId");
+    int chunkSize = r.i32("chunkSize");
+    r.i64("firstChunk");
+    int nRegions = r.count("regions", MemoryProtocol.MAX_REGIONS);
+    RegionRef[] regions = new RegionRef[nRegions];
+    for (int i = 0; i < nRegions; i++) {
+      regions[i] = MemoryProtocol.readRegion(r);
+    }
+    int n = r.count("chunks", MemoryProtocol.MAX_CHUNKS);
+    RegionRef[] chunkRegion = new RegionRef[n];
+    long[] chunkOffset = new long[n];
+    int[] chunkSlot = new int[n];
+    Map<Integer, Integer> slots = new HashMap<>();
+    List<Integer> servers = new ArrayList<>();
+    for (int i = 0; i < n; i++) {
+      int ri = r.i32("regionIndex");
+      if (ri < 0 || ri >= nRegions) {
+        throw new FerriteException(
+            ErrorCode.PROTOCOL, "map answer: region index " + ri + " of " + nRegions);
+      }
+      chunkRegion[i] = regions[ri];
+      chunkOffset[i] = r.i64("offset");
+      int server = regions[ri].serverId();
+      chunkSlot[i] =
+          slots.computeIfAbsent(
+              server,
+              s -> {
+                servers.add(s);
+                return servers.size() - 1;
+              });
+    }
+    r.end();
+    Mapping m = null;
+    try {
+      // Make every region ready now (connections opened, shm files mapped), so that the data path
+      // needs nothing from any server's CPU or the master.
+      ByteBuffer probe = ByteBuffer.allocateDirect(8);
+      List<CompletableFuture<Void>> ready = new ArrayList<>();
+      for (RegionRef region : regions) {
+        FabricConnection c = client.connection(region.serverId());
+        ready.add(
+            c.read(region, chunkOffsetOf(region, chunkRegion, chunkOffset), probe.duplicate()));
+      }
+      Futures.join(CompletableFuture.allOf(ready.toArray(new CompletableFuture<?>[0])));
+      ByteBuffer buffer =
+          (flags & MemoryFlags.MAP_NO_BUFFER) != 0 ? null : ns.store().takeBuffer((int) length);
+      m =
+          new Mapping(
+              ns,
+              mapId,
+              address,
+              length,
+              headOf(address, chunkSize),
+              chunkSize,
+              chunkRegion,
+              chunkOffset,
+              chunkSlot,
+              servers.stream().mapToInt(Integer::intValue).toArray(),
+              buffer);
+      return m;
+    } catch (RuntimeException e) {
+      if (m == null) {
+        unmapAtMaster(ns, mapId);
+      }
+      throw e;
+    }
+  }
+
+  private static long chunkOffsetOf(RegionRef region, RegionRef[] chunkRegion, long[] offsets) {
+    for (int i = 0; i < chunkRegion.length; i++) {
+      if (chunkRegion[i] == region) {
+        return offsets[i];
+      }
+    }
+    return 0;
+  }
+
+  /**
+   * Where the mapping starts within its first chunk. Allocations start on chunk boundaries of the
+   * namespace's address space, so the address alone tells.
+   */
+  private static long headOf(long address, long chunkSize) {
+    return Math.floorMod(address, chunkSize);
+  }
+
+  private static void unmapAtMaster(Namespace ns, long mapId) {
+    ns.store()
+        .call(
+            MemoryProtocol.UNMAP,
+            new Wire.Writer().i64(mapId).i64(ns.store().client().sessionId()));
+  }
+
+  public Namespace namespace() {
+    return namespace;
+  }
+
+  /** The namespace address of the mapping's first byte. */
+  public long address() {
+    return address;
+  }
+
+  public long length() {
+    return length;
+  }
+
+  /**
+   * The local staging buffer (RStore's mapped local memory): {@link #length()} bytes, byte {@code
+   * i} staging mapped byte {@code i}; see {@link #readToBuffer} and {@link #writeFromBuffer}.
+   *
+   * @throws FerriteException INVALID_ARGUMENT if mapped with {@link MemoryFlags#MAP_NO_BUFFER}
+   */
+  public ByteBuffer buffer() {
+    if (buffer == null) {
+      throw new FerriteException(
+          ErrorCode.INVALID_ARGUMENT,
+          "this mapping was made with MAP_NO_BUFFER: no staging buffer");
+    }
+    return buffer;
+  }
+
+  // ---------------------------------------------------------------- data path
+
+  private void check(long offset, long len, String op) {
+    if (unmapped) {
+      throw new FerriteException(
+          ErrorCode.NOT_FOUND,
+          op + " on an unmapped mapping of 0x" + Long.toHexString(address) + " in " + namespace);
+    }
+    if (offset < 0 || len < 0 || offset > length - len) {
+      throw new FerriteException(
+          ErrorCode.OUT_OF_BOUNDS,
+          op
+              + " offset: "
+              + offset
+              + ", length: "
+              + len
+              + " (expected: 0 <= offset and offset + length <= "
+              + length
+              + ", the mapping's length)");
+    }
+  }
+
+  /**
+   * Reads {@code dst.remaining()} bytes at {@code offset} of the mapping into {@code dst} (position
+   * and limit unchanged; do not touch it until the future completes).
+   */
+  public CompletableFuture<Void> read(long offset, ByteBuffer dst) {
+    try {
+      check(offset, dst.remaining(), "read");
+    } catch (FerriteException e) {
+      return CompletableFuture.failedFuture(e);
+    }
+    return io(offset, dst, false);
+  }
+
+  /** Writes {@code src.remaining()} bytes of {@code src} at {@code offset} of the mapping. */
+  public CompletableFuture<Void> write(long offset, ByteBuffer src) {
+    try {
+      check(offset, src.remaining(), "write");
+    } catch (FerriteException e) {
+      return CompletableFuture.failedFuture(e);
+    }
+    return io(offset, src, true);
+  }
+
+  public void readSync(long offset, ByteBuffer dst) {
+    Futures.join(read(offset, dst));
+  }
+
+  public void writeSync(long offset, ByteBuffer src) {
+    Futures.join(write(offset, src));
+  }
+
+  /**
+   * Reads {@code [offset, offset + len)} of the mapping into the same range of {@link #buffer()}.
+   */
+  public void readToBuffer(long offset, int len) {
+    ByteBuffer b = buffer();
+    check(offset, len, "read");
+    Futures.join(io(offset, b.slice((int) offset, len), false));
+  }
+
+  /**
+   * Writes {@code [offset, offset + len)} of {@link #buffer()} to the same range of the mapping.
+   */
+  public void writeFromBuffer(long offset, int len) {
+    ByteBuffer b = buffer();
+    check(offset, len, "write");
+    Futures.join(io(offset, b.slice((int) offset, len), true));
+  }
+
+  private CompletableFuture<Void> io(long offset, ByteBuffer buf, boolean write) {
+    int len = buf.remaining();
+    long at = head + offset;
+    int chunk = (int) (at / chunkSize);
+    long in = at - chunk * chunkSize;
+    if (in + len <= chunkSize && len <= Namespace.MAX_OP) {
+      // Common case: inside one chunk, one op on the server's connection.
+      FabricConnection c = client.connection(slotServer[chunkSlot[chunk]]);
+      return write
+          ? c.write(chunkRegion[chunk], chunkOffset[chunk] + in, buf)
+          : c.read(chunkRegion[chunk], chunkOffset[chunk] + in, buf);
+    }
+    Batch[] batches = new Batch[slotServer.length];
+    int pos = buf.position();
+    int done = 0;
+    while (done < len) {
+      int n = (int) Math.min(len - done, Math.min(chunkSize - in, Namespace.MAX_OP));
+      ByteBuffer piece = buf.slice(pos + done, n);
+      int slot = chunkSlot[chunk];
+      Batch b = batches[slot];
+      if (b == null) {
+        b = client.batch(slotServer[slot]);
+        batches[slot] = b;
+      }
+      long remote = chunkOffset[chunk] + in;
+      if (write) {
+        b.write(chunkRegion[chunk], remote, piece);
+      } else {
+        b.read(chunkRegion[chunk], remote, piece);
+      }
+      done += n;
+      in += n;
+      if (in == chunkSize) {
+        in = 0;
+        chunk++;
+      }
+    }
+    // Flush every server's batch before waiting on any: the servers work in parallel.
+    CompletableFuture<?>[] flushed = new CompletableFuture<?>[batches.length];
+    int k = 0;
+    for (Batch b : batches) {
+      if (b != null) {
+        flushed[k++] = b.flush();
+      }
+    }
+    return k == 1
+        ? flushed[0].thenApply(v -> null)
+        : CompletableFuture.allOf(java.util.Arrays.copyOf(flushed, k));
+  }
+
+  // ---------------------------------------------------------------- control
+
+  /**
+   * Drops this client's reference at the master and keeps the staging buffer for the next map
+   * (§IV-B). Idempotent.
+   */
+  public void unmap() {
+    if (unmapped) {
+      return;
+    }
+    unmapped = true;
+    try {
+      unmapAtMaster(namespace, mapId);
+    } finally {
+      if (buffer != null) {
+        namespace.store().giveBuffer(buffer);
+      }
+    }
+  }
+
+  @Override
+  public void close() {
+    unmap();
+  }
+
+  @Override
+  public String toString() {
+    return "mapping 0x" + Long.toHexString(address) + " +" + length + " of " + namespace;
+  }
+}
