@@ -7,6 +7,7 @@ import io.ferrite.fabric.local.LocalNetwork;
 import io.ferrite.kernel.client.ClientOptions;
 import io.ferrite.kernel.client.Ferrite;
 import io.ferrite.kernel.client.FerriteClient;
+import io.ferrite.kernel.config.FabricFactory;
 import io.ferrite.kernel.config.FerriteConfig;
 import io.ferrite.kernel.master.Master;
 import io.ferrite.kernel.server.MemoryServer;
@@ -40,6 +41,20 @@ final class MemoryCluster implements AutoCloseable {
   Master master;
 
   MemoryCluster(Path dataDir, int servers) throws IOException {
+    this(dataDir, servers, false);
+  }
+
+  /**
+   * {@code real}: the master on tcp, servers on tcp and shm (clients pick with {@link #client}).
+   */
+  final boolean real;
+
+  MemoryCluster(Path dataDir, int servers, boolean real) throws IOException {
+    this(dataDir, servers, real, new MemoryMaster());
+  }
+
+  MemoryCluster(Path dataDir, int servers, boolean real, MemoryMaster ext) throws IOException {
+    this.real = real;
     this.shmDir = Files.createTempDirectory(Path.of("/dev/shm"), "ferrite-memory-test-");
     this.config =
         FerriteConfig.builder()
@@ -55,26 +70,40 @@ final class MemoryCluster implements AutoCloseable {
             .set(FerriteConfig.SESSION_LEASE, "2s")
             .set(FerriteConfig.SERVICE_THREADS, "2")
             .set(FerriteConfig.JOURNAL_FSYNC, "false")
-            .set(FerriteConfig.CLIENT_FABRIC, "local")
+            .set(FerriteConfig.MASTER_PORT, "0")
+            .set(FerriteConfig.CLIENT_FABRIC, real ? "auto" : "local")
             .build();
-    startMaster(new MemoryMaster());
+    if (real) {
+      tcp = FabricFactory.standard().open("tcp");
+      shm = FabricFactory.standard().open("shm");
+      fabrics.add(tcp);
+      fabrics.add(shm);
+    }
+    startMaster(ext);
     for (int i = 0; i < servers; i++) {
       MemoryServer s =
           MemoryServer.start(
               config.with(FerriteConfig.SERVER_NAME, "s" + i),
               CREDENTIALS,
-              List.of(newFabric()),
-              () -> master.addresses().get("local"),
+              real ? List.of(tcp, shm) : List.of(newFabric()),
+              this::masterAddress,
               List.of());
       this.servers.add(s);
     }
+  }
+
+  private Fabric tcp;
+  private Fabric shm;
+
+  String masterAddress() {
+    return master.addresses().get(real ? "tcp" : "local");
   }
 
   Master startMaster(MemoryMaster ext) {
     if (master != null) {
       master.close();
     }
-    master = Master.start(config, CREDENTIALS, List.of(newFabric()), List.of(ext));
+    master = Master.start(config, CREDENTIALS, List.of(real ? tcp : newFabric()), List.of(ext));
     return master;
   }
 
@@ -88,11 +117,18 @@ final class MemoryCluster implements AutoCloseable {
     return client(ClientOptions.builder(CREDENTIALS));
   }
 
+  /**
+   * A client over {@code fabric} ({@code local}; or {@code tcp}, {@code shm} on a real cluster).
+   */
+  FerriteClient client(String fabric) {
+    return client(ClientOptions.builder(CREDENTIALS).fabric(fabric));
+  }
+
   FerriteClient client(ClientOptions.Builder options) {
-    FerriteClient c =
-        Ferrite.connect(
-            master.addresses().get("local"),
-            options.fabric("local").fabrics(name -> new LocalFabric(network)).build());
+    if (!real) {
+      options.fabric("local").fabrics(name -> new LocalFabric(network));
+    }
+    FerriteClient c = Ferrite.connect(masterAddress(), options.build());
     clients.add(c);
     return c;
   }
