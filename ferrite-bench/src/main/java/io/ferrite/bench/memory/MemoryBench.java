@@ -191,7 +191,7 @@ public final class MemoryBench {
 
   private static void controlPath(BenchReport report, Options o, Cluster cluster, Progress p)
       throws Exception {
-    RStore store = new RStore(cluster.client("auto"), o.maxBytes());
+    RStore store = new RStore(cluster.client("auto"), 2 * o.maxBytes());
     // The reference of alloc: one RPC to the master's memory service (STAT), median of 200.
     Namespace probe = store.createNamespace("bench-probe");
     LatencyRecorder rpc = new LatencyRecorder();
@@ -210,6 +210,16 @@ public final class MemoryBench {
                 rpc.value(LatencyRecorder.Statistic.values()[0]) / 1e6,
                 MS,
                 Better.LOWER));
+    // Warm the code paths (JIT, class loading) with small cycles: "cold" below means cold memory,
+    // not a cold JVM. The warm-up namespace keeps its one block, so nothing of it is cached.
+    p.step("control path: warming up the code paths with 1 MiB cycles");
+    Namespace warmup = store.createNamespace("bench-warmup");
+    for (int i = 0; i < 50; i++) {
+      cycle(warmup, Sizes.MIB);
+      if (i < 49) {
+        warmup.release(Sizes.MIB);
+      }
+    }
     for (long size : o.sizes()) {
       String s = Sizes.label(size);
       p.step("control path " + s + ": local allocation ceiling");
