@@ -48,10 +48,21 @@ public final class Mapping implements AutoCloseable {
   private final int[] chunkSlot;
 
   /** Memory server of each slot. */
-  private final int[] slotServer;
+  private int[] slotServer;
 
   private final ByteBuffer buffer;
   private volatile boolean unmapped;
+
+  // Copy-on-write (§III-G): null cow = an in-place allocation.
+  private Cow cow;
+
+  /** A COW mapping's state: its generation and where the per-chunk metadata words live. */
+  private static final class Cow {
+    long firstChunk;
+    volatile long generation;
+    RegionRef[] metaRegion;
+    long[] metaOffset;
+  }
 
   private Mapping(
       Namespace namespace,
@@ -94,7 +105,9 @@ public final class Mapping implements AutoCloseable {
     Wire.Reader r = new Wire.Reader(b, "map answer");
     long mapId = r.i64("mapId");
     int chunkSize = r.i32("chunkSize");
-    r.i64("firstChunk");
+    long firstChunk = r.i64("firstChunk");
+    long generation = r.i64("generation");
+    int allocFlags = r.i32("allocFlags");
     int nRegions = r.count("regions", MemoryProtocol.MAX_REGIONS);
     RegionRef[] regions = new RegionRef[nRegions];
     for (int i = 0; i < nRegions; i++) {
@@ -122,6 +135,19 @@ public final class Mapping implements AutoCloseable {
                 servers.add(s);
                 return servers.size() - 1;
               });
+    }
+    int nMeta = r.count("metaChunks", MemoryProtocol.MAX_CHUNKS);
+    Cow cow = null;
+    if ((allocFlags & MemoryFlags.ALLOC_COW) != 0) {
+      cow = new Cow();
+      cow.firstChunk = firstChunk;
+      cow.generation = generation;
+      cow.metaRegion = new RegionRef[nMeta];
+      cow.metaOffset = new long[nMeta];
+      for (int i = 0; i < nMeta; i++) {
+        cow.metaRegion[i] = regionAt(regions, r.i32("regionIndex"));
+        cow.metaOffset[i] = r.i64("offset");
+      }
     }
     r.end();
     Mapping m = null;
@@ -151,6 +177,7 @@ public final class Mapping implements AutoCloseable {
               chunkSlot,
               servers.stream().mapToInt(Integer::intValue).toArray(),
               buffer);
+      m.cow = cow;
       return m;
     } catch (RuntimeException e) {
       if (m == null) {
@@ -158,6 +185,14 @@ public final class Mapping implements AutoCloseable {
       }
       throw e;
     }
+  }
+
+  private static RegionRef regionAt(RegionRef[] regions, int i) {
+    if (i < 0 || i >= regions.length) {
+      throw new FerriteException(
+          ErrorCode.PROTOCOL, "map answer: region index " + i + " of " + regions.length);
+    }
+    return regions[i];
   }
 
   private static long chunkOffsetOf(RegionRef region, RegionRef[] chunkRegion, long[] offsets) {
@@ -254,7 +289,156 @@ public final class Mapping implements AutoCloseable {
     } catch (FerriteException e) {
       return CompletableFuture.failedFuture(e);
     }
-    return io(offset, src, true);
+    return cow == null ? io(offset, src, true) : cowWrite(offset, src);
+  }
+
+  long mapIdForTests() {
+    return mapId;
+  }
+
+  /** Whether this is a mapping of a copy-on-write allocation. */
+  public boolean copyOnWrite() {
+    return cow != null;
+  }
+
+  /** COW: the published generation this mapping reads (0 for an in-place allocation). */
+  public long generation() {
+    return cow == null ? 0 : cow.generation;
+  }
+
+  /**
+   * COW (§III-G): whether a newer generation of any mapped chunk has been published since this
+   * mapping was made, read from the per-chunk metadata words on the memory servers (one-sided, no
+   * RPC). This mapping still reads its own generation, consistently; map again to read the new
+   * data. Always false for an in-place allocation.
+   */
+  public boolean stale() {
+    if (cow == null) {
+      return false;
+    }
+    ByteBuffer word = ByteBuffer.allocateDirect(8).order(java.nio.ByteOrder.LITTLE_ENDIAN);
+    for (int i = 0; i < chunkRegion.length; i++) {
+      long meta = (cow.firstChunk + i) * 8;
+      int mc = (int) (meta / chunkSize);
+      word.clear();
+      Futures.join(
+          client
+              .connection(cow.metaRegion[mc].serverId())
+              .read(cow.metaRegion[mc], cow.metaOffset[mc] + meta % chunkSize, word));
+      if (word.getLong(0) > cow.generation) {
+        return true;
+      }
+    }
+    return false;
+  }
+
+  /**
+   * A write to a copy-on-write allocation (§III-G): the master leases fresh chunks for every chunk
+   * the write touches; this client writes each whole chunk there (the old bytes around the written
+   * range copied over), then the master publishes them atomically; last, the per-chunk metadata
+   * words tell readers of older generations that newer data exists. A writer that dies before the
+   * publish leaves the last published data as it was; the lease's chunks are freed when it expires.
+   * This path makes RPCs and allocates a chunk-sized staging buffer: it is the price of atomicity.
+   */
+  private synchronized CompletableFuture<Void> cowWrite(long offset, ByteBuffer src) {
+    try {
+      int len = src.remaining();
+      if (len == 0) {
+        return CompletableFuture.completedFuture(null);
+      }
+      long at = head + offset;
+      int c0 = (int) (at / chunkSize);
+      int c1 = (int) ((at + len - 1) / chunkSize);
+      int count = c1 - c0 + 1;
+      long session = client.sessionId();
+      ByteBuffer b =
+          namespace
+              .store()
+              .call(
+                  MemoryProtocol.COW_BEGIN,
+                  new Wire.Writer()
+                      .i64(mapId)
+                      .i64(session)
+                      .i32((int) (cow.firstChunk + c0))
+                      .i32(count));
+      Wire.Reader r = new Wire.Reader(b, "copy-on-write lease");
+      long leaseId = r.i64("leaseId");
+      r.i64("leaseMillis");
+      int nRegions = r.count("regions", MemoryProtocol.MAX_REGIONS);
+      RegionRef[] regions = new RegionRef[nRegions];
+      for (int i = 0; i < nRegions; i++) {
+        regions[i] = MemoryProtocol.readRegion(r);
+      }
+      int n = r.count("chunks", count);
+      RegionRef[] freshRegion = new RegionRef[n];
+      long[] freshOffset = new long[n];
+      for (int i = 0; i < n; i++) {
+        freshRegion[i] = regionAt(regions, r.i32("regionIndex"));
+        freshOffset[i] = r.i64("offset");
+      }
+      r.end();
+      ByteBuffer chunk = ByteBuffer.allocateDirect((int) chunkSize);
+      for (int k = 0; k < count; k++) {
+        int ci = c0 + k;
+        long chunkStart = (long) ci * chunkSize - head; // mapping offset of the chunk's byte 0
+        chunk.clear();
+        Futures.join(
+            client
+                .connection(slotServer[chunkSlot[ci]])
+                .read(chunkRegion[ci], chunkOffset[ci], chunk));
+        long from = Math.max(offset, chunkStart);
+        long to = Math.min(offset + len, chunkStart + chunkSize);
+        chunk.put(
+            (int) (from - chunkStart),
+            src,
+            src.position() + (int) (from - offset),
+            (int) (to - from));
+        Futures.join(
+            client
+                .connection(freshRegion[k].serverId())
+                .write(freshRegion[k], freshOffset[k], chunk));
+      }
+      ByteBuffer pb =
+          namespace
+              .store()
+              .call(
+                  MemoryProtocol.COW_PUBLISH,
+                  new Wire.Writer().i64(leaseId).i64(session).i64(mapId));
+      long generation = new Wire.Reader(pb, "publish answer").i64("generation");
+      for (int k = 0; k < count; k++) {
+        int ci = c0 + k;
+        chunkRegion[ci] = freshRegion[k];
+        chunkOffset[ci] = freshOffset[k];
+        chunkSlot[ci] = slotOf(freshRegion[k].serverId());
+      }
+      cow.generation = generation;
+      // Taint: the metadata word of each rewritten chunk says which generation is current.
+      ByteBuffer word = ByteBuffer.allocateDirect(8).order(java.nio.ByteOrder.LITTLE_ENDIAN);
+      word.putLong(0, generation);
+      for (int k = 0; k < count; k++) {
+        long meta = (cow.firstChunk + c0 + k) * 8;
+        int mc = (int) (meta / chunkSize);
+        Futures.join(
+            client
+                .connection(cow.metaRegion[mc].serverId())
+                .write(cow.metaRegion[mc], cow.metaOffset[mc] + meta % chunkSize, word.clear()));
+      }
+      return CompletableFuture.completedFuture(null);
+    } catch (FerriteException e) {
+      return CompletableFuture.failedFuture(e);
+    }
+  }
+
+  private int slotOf(int server) {
+    for (int i = 0; i < slotServer.length; i++) {
+      if (slotServer[i] == server) {
+        return i;
+      }
+    }
+    int[] grown = java.util.Arrays.copyOf(slotServer, slotServer.length + 1);
+    grown[slotServer.length] = server;
+    slotServer = grown;
+    return grown.length - 1;
   }
 
   public void readSync(long offset, ByteBuffer dst) {

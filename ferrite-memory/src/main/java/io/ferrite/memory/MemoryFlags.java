@@ -7,6 +7,14 @@ public final class MemoryFlags {
   /** {@code alloc}: no flags, an in-place (zero-copy) allocation. */
   public static final int ALLOC_DEFAULT = 0;
 
+  /**
+   * {@code alloc}: a copy-on-write allocation (RStore §III-G). Writes go out of place to fresh
+   * chunks leased from the master (one writer at a time, 10 s leases) and are published atomically:
+   * a reader sees a whole generation, and a writer that dies mid-write leaves the last published
+   * data intact. Writes make RPCs; reads stay one-sided.
+   */
+  public static final int ALLOC_COW = 1;
+
   /** {@code map}: no flags; the mapping gets a local staging buffer of its length. */
   public static final int MAP_DEFAULT = 0;
 

@@ -34,7 +34,13 @@ public final class MemoryMaster implements MasterExtension {
   public static final int DEFAULT_CACHE_LIMIT_BLOCKS = 8192;
 
   /** Flag bits {@code alloc} understands. */
-  static final int KNOWN_ALLOC_FLAGS = 0;
+  static final int KNOWN_ALLOC_FLAGS = MemoryState.FLAG_COW;
+
+  /** The default time a COW writer's lease on fresh chunks lasts (§III-G: 10 s). */
+  public static final long DEFAULT_LEASE_MILLIS = 10_000;
+
+  private final long leaseMillis;
+  private java.util.concurrent.ScheduledExecutorService expirer;
 
   private final int cacheLimitBlocks;
   private final MemoryState state = new MemoryState();
@@ -46,6 +52,18 @@ public final class MemoryMaster implements MasterExtension {
   }
 
   public MemoryMaster(int cacheLimitBlocks) {
+    this(cacheLimitBlocks, DEFAULT_LEASE_MILLIS);
+  }
+
+  /**
+   * @param cacheLimitBlocks ready blocks kept for the next reserve
+   * @param leaseMillis how long a COW writer's lease on fresh chunks lasts
+   */
+  public MemoryMaster(int cacheLimitBlocks, long leaseMillis) {
+    if (leaseMillis <= 0) {
+      throw new IllegalArgumentException("leaseMillis: " + leaseMillis + " (expected: > 0)");
+    }
+    this.leaseMillis = leaseMillis;
     if (cacheLimitBlocks < 0) {
       throw new IllegalArgumentException(
           "cacheLimitBlocks: " + cacheLimitBlocks + " (expected: >= 0)");
@@ -76,6 +94,39 @@ public final class MemoryMaster implements MasterExtension {
   @Override
   public void start(MasterContext context) {
     this.ctx = context;
+    // §III-G: "When a lease expires (owing to a client's failure or inactivity), the master
+    // garbage collects the lease's chunk locations."
+    expirer =
+        java.util.concurrent.Executors.newSingleThreadScheduledExecutor(
+            new io.ferrite.fabric.NamedThreadFactory("memory-lease-expirer", true));
+    long period = Math.max(10, Math.min(500, leaseMillis / 4));
+    expirer.scheduleWithFixedDelay(
+        this::expireLeases, period, period, java.util.concurrent.TimeUnit.MILLISECONDS);
+  }
+
+  @Override
+  public void stop() {
+    if (expirer != null) {
+      expirer.shutdownNow();
+    }
+  }
+
+  private void expireLeases() {
+    long now = System.currentTimeMillis();
+    try {
+      ctx.mutate(
+          m -> {
+            for (MemoryState.Lease l : List.copyOf(state.leases.values())) {
+              if (l.deadline() < now) {
+                m.commit(MemoryState.abort(l.id()));
+              }
+            }
+            return null;
+          });
+    } catch (RuntimeException e) {
+      System.getLogger(MemoryMaster.class.getName())
+          .log(System.Logger.Level.WARNING, "expiring COW leases failed, will retry", e);
+    }
   }
 
   @Override
@@ -95,10 +146,12 @@ public final class MemoryMaster implements MasterExtension {
             case MemoryProtocol.MAP -> map(r);
             case MemoryProtocol.UNMAP -> unmap(r);
             case MemoryProtocol.STAT -> stat(r);
+            case MemoryProtocol.COW_BEGIN -> cowBegin(r);
+            case MemoryProtocol.COW_PUBLISH -> cowPublish(r);
             default ->
                 throw new FerriteException(
                     ErrorCode.UNKNOWN_OPCODE,
-                    "memory service opcode " + opcode + " (expected: 1 to 11)");
+                    "memory service opcode " + opcode + " (expected: 1 to 13)");
           };
       return CompletableFuture.completedFuture(out);
     } catch (FerriteException e) {
@@ -288,14 +341,18 @@ public final class MemoryMaster implements MasterExtension {
     if ((flags & ~KNOWN_ALLOC_FLAGS) != 0) {
       throw new FerriteException(
           ErrorCode.UNSUPPORTED,
-          "alloc flags: 0x"
-              + Integer.toHexString(flags)
-              + " (expected: 0; copy-on-write mode is not implemented yet)");
+          "alloc flags: 0x" + Integer.toHexString(flags) + " (expected: 0, or ALLOC_COW = 1)");
     }
     return ctx.mutate(
         m -> {
           MemoryState.Ns ns = state.ns(nsId);
-          long n = (bytes + ns.chunkSize - 1) / ns.chunkSize;
+          long data = (bytes + ns.chunkSize - 1) / ns.chunkSize;
+          // COW: 8 B of metadata per data chunk, in chunks of their own (§III-G).
+          long meta =
+              (flags & MemoryState.FLAG_COW) == 0
+                  ? 0
+                  : (8 * data + ns.chunkSize - 1) / ns.chunkSize;
+          long n = data + meta;
           if (n > MemoryProtocol.MAX_CHUNKS * 16L || n > ns.freeChunks) {
             throw new FerriteException(
                 ErrorCode.NO_SPACE,
@@ -390,38 +447,204 @@ public final class MemoryMaster implements MasterExtension {
                     + "; map it in parts)");
           }
           MemoryState.Mapping mp =
-              new MemoryState.Mapping(state.nextMapId, session, ns.id, a.address, offset, length);
+              new MemoryState.Mapping(
+                  state.nextMapId, session, ns.id, a.address, offset, length, a.generation);
           m.commit(MemoryState.map(mp));
-          Map<MemoryState.Key, Integer> regionIndex = new HashMap<>();
-          List<RegionRef> regions = new ArrayList<>();
-          Wire.Writer chunks = new Wire.Writer((int) (last - first + 1) * 12 + 4);
-          chunks.i32((int) (last - first + 1));
-          for (long i = first; i <= last; i++) {
-            MemoryState.Chunk c = a.chunks.get((int) i);
-            BlockRef b = ns.blocks.get(c.block());
-            MemoryState.Key rk = new MemoryState.Key(b.serverId(), b.regionId(), 0);
-            Integer idx = regionIndex.get(rk);
-            if (idx == null) {
-              idx = regions.size();
-              regionIndex.put(rk, idx);
-              regions.add(b.region());
-            }
-            chunks.i32(idx).i64(b.offset() + c.inBlock());
+          List<MemoryState.Chunk> data = a.chunks.subList((int) first, (int) last + 1);
+          List<MemoryState.Chunk> meta =
+              a.cow() ? a.chunks.subList(a.dataChunks, a.chunks.size()) : List.of();
+          Locations loc = new Locations(ns);
+          Wire.Writer chunks = loc.chunks(data);
+          Wire.Writer metaChunks = loc.chunks(meta);
+          Wire.Writer w =
+              new Wire.Writer()
+                  .i64(mp.id())
+                  .i32(ns.chunkSize)
+                  .i64(first)
+                  .i64(a.generation)
+                  .i32(a.flags);
+          loc.regions(w);
+          return concat(w, chunks, metaChunks);
+        });
+  }
+
+  /** Chunk locations as (region index, offset) pairs over one table of regions. */
+  private static final class Locations {
+    private final MemoryState.Ns ns;
+    private final Map<MemoryState.Key, Integer> index = new HashMap<>();
+    private final List<RegionRef> regions = new ArrayList<>();
+
+    Locations(MemoryState.Ns ns) {
+      this.ns = ns;
+    }
+
+    Wire.Writer chunks(List<MemoryState.Chunk> list) {
+      Wire.Writer w = new Wire.Writer(list.size() * 12 + 4).i32(list.size());
+      for (MemoryState.Chunk c : list) {
+        BlockRef b = ns.blocks.get(c.block());
+        MemoryState.Key rk = new MemoryState.Key(b.serverId(), b.regionId(), 0);
+        Integer idx = index.get(rk);
+        if (idx == null) {
+          idx = regions.size();
+          index.put(rk, idx);
+          regions.add(b.region());
+        }
+        w.i32(idx).i64(b.offset() + c.inBlock());
+      }
+      return w;
+    }
+
+    void regions(Wire.Writer w) {
+      w.i32(regions.size());
+      for (RegionRef rr : regions) {
+        MemoryProtocol.writeRegion(w, rr);
+      }
+    }
+  }
+
+  private static ByteBuffer concat(Wire.Writer... parts) {
+    List<ByteBuffer> bufs = new ArrayList<>();
+    int n = 0;
+    for (Wire.Writer p : parts) {
+      ByteBuffer b = p.toBuffer();
+      bufs.add(b);
+      n += b.remaining();
+    }
+    ByteBuffer out = ByteBuffer.allocate(n).order(java.nio.ByteOrder.LITTLE_ENDIAN);
+    bufs.forEach(out::put);
+    return out.flip();
+  }
+
+  /** Frees the retired COW chunks of {@code a} that no mapping needs any more. */
+  private void reclaim(MasterContext.Mutation m, MemoryState.Ns ns, MemoryState.Alloc a) {
+    if (a == null || !a.cow()) {
+      return;
+    }
+    for (long g : state.reclaimable(ns, a)) {
+      m.commit(MemoryState.reclaim(ns.id, a.address, g));
+    }
+  }
+
+  private MemoryState.Alloc allocOf(MemoryState.Mapping mp) {
+    MemoryState.Ns ns = state.byId.get(mp.nsId());
+    return ns == null ? null : ns.allocs.get(mp.allocAddress());
+  }
+
+  private ByteBuffer cowBegin(Wire.Reader r) {
+    long mapId = r.i64("mapId");
+    long session = r.i64("session");
+    int first = r.i32("firstChunk");
+    int count = r.i32("count");
+    r.end();
+    return ctx.mutate(
+        m -> {
+          MemoryState.Mapping mp = state.mappings.get(mapId);
+          if (mp == null || mp.session() != session) {
+            throw new FerriteException(
+                ErrorCode.NOT_FOUND,
+                "no mapping " + mapId + " held by session " + Long.toHexString(session));
           }
-          Wire.Writer w = new Wire.Writer().i64(mp.id()).i32(ns.chunkSize).i64(first);
-          w.i32(regions.size());
-          for (RegionRef rr : regions) {
-            MemoryProtocol.writeRegion(w, rr);
+          MemoryState.Ns ns = state.ns(mp.nsId());
+          MemoryState.Alloc a = allocOf(mp);
+          if (!a.cow()) {
+            throw new FerriteException(
+                ErrorCode.INVALID_ARGUMENT, "allocation " + a + " is not copy-on-write");
           }
-          ByteBuffer cb = chunks.toBuffer();
-          byte[] tail = new byte[cb.remaining()];
-          cb.get(tail);
-          ByteBuffer head = w.toBuffer();
-          ByteBuffer out =
-              ByteBuffer.allocate(head.remaining() + tail.length)
-                  .order(java.nio.ByteOrder.LITTLE_ENDIAN);
-          out.put(head).put(tail).flip();
-          return out;
+          if (first < 0 || count <= 0 || first > a.dataChunks - count) {
+            throw new FerriteException(
+                ErrorCode.OUT_OF_BOUNDS,
+                "chunks "
+                    + first
+                    + " +"
+                    + count
+                    + " (expected: within the "
+                    + a.dataChunks
+                    + " chunks of "
+                    + a
+                    + ")");
+          }
+          MemoryState.Lease held = state.leases.get(a.lease);
+          if (held != null && held.session() != session) {
+            // §III-G: one writer with concurrent readers.
+            throw new FerriteException(
+                ErrorCode.CONFLICT,
+                "allocation "
+                    + a
+                    + " has a writer (session "
+                    + Long.toHexString(held.session())
+                    + ") until its lease ends in "
+                    + Math.max(0, held.deadline() - System.currentTimeMillis())
+                    + " ms");
+          }
+          if (held != null) {
+            m.commit(MemoryState.abort(held.id()));
+          }
+          if (count > ns.freeChunks) {
+            throw new FerriteException(
+                ErrorCode.NO_SPACE,
+                "copy-on-write of "
+                    + count
+                    + " chunk(s) in namespace '"
+                    + ns.name
+                    + "': its reserve has "
+                    + ns.freeChunks
+                    + " free (reserve more first)");
+          }
+          List<MemoryState.Chunk> fresh = state.pickChunks(ns, count);
+          MemoryState.Lease lease =
+              new MemoryState.Lease(
+                  state.nextLeaseId,
+                  ns.id,
+                  a.address,
+                  session,
+                  first,
+                  System.currentTimeMillis() + leaseMillis,
+                  fresh);
+          m.commit(MemoryState.pending(lease));
+          Locations loc = new Locations(ns);
+          Wire.Writer chunks = loc.chunks(fresh);
+          Wire.Writer w = new Wire.Writer().i64(lease.id()).i64(leaseMillis);
+          loc.regions(w);
+          return concat(w, chunks);
+        });
+  }
+
+  private ByteBuffer cowPublish(Wire.Reader r) {
+    long leaseId = r.i64("leaseId");
+    long session = r.i64("session");
+    long mapId = r.i64("mapId");
+    r.end();
+    return ctx.mutate(
+        m -> {
+          MemoryState.Lease l = state.leases.get(leaseId);
+          if (l == null || l.session() != session) {
+            throw new FerriteException(
+                ErrorCode.SESSION_EXPIRED,
+                "copy-on-write lease "
+                    + leaseId
+                    + " is gone (it expired, or the allocation was freed): nothing was published");
+          }
+          MemoryState.Ns ns = state.ns(l.nsId());
+          MemoryState.Alloc a = ns.allocs.get(l.allocAddress());
+          long generation = a.generation + 1;
+          m.commit(MemoryState.publish(leaseId, generation));
+          // The publisher's own mapping now sees the new generation.
+          MemoryState.Mapping mp = state.mappings.get(mapId);
+          if (mp != null && mp.session() == session) {
+            m.commit(MemoryState.unmap(mapId));
+            m.commit(
+                MemoryState.map(
+                    new MemoryState.Mapping(
+                        mapId,
+                        session,
+                        mp.nsId(),
+                        mp.allocAddress(),
+                        mp.offset(),
+                        mp.length(),
+                        generation)));
+          }
+          reclaim(m, ns, a);
+          return new Wire.Writer().i64(generation).toBuffer();
         });
   }
 
@@ -438,6 +661,7 @@ public final class MemoryMaster implements MasterExtension {
                 "no mapping " + mapId + " held by session " + Long.toHexString(session));
           }
           m.commit(MemoryState.unmap(mapId));
+          reclaim(m, state.byId.get(mp.nsId()), allocOf(mp));
           return empty();
         });
   }
@@ -465,6 +689,13 @@ public final class MemoryMaster implements MasterExtension {
     for (MemoryState.Mapping mp : List.copyOf(state.mappings.values())) {
       if (mp.session() == sessionId) {
         m.commit(MemoryState.unmap(mp.id()));
+        reclaim(m, state.byId.get(mp.nsId()), allocOf(mp));
+      }
+    }
+    // A COW writer that dies leaves its last published data intact: its pending chunks go.
+    for (MemoryState.Lease l : List.copyOf(state.leases.values())) {
+      if (l.session() == sessionId) {
+        m.commit(MemoryState.abort(l.id()));
       }
     }
   }

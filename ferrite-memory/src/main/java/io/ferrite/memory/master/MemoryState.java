@@ -38,6 +38,13 @@ import java.util.TreeSet;
  * 8 FREE        nsId i64, address i64
  * 9 MAP         mapId i64, session i64, nsId i64, allocAddress i64, offset i64, length i64
  * 10 UNMAP      mapId i64
+ * 11 PENDING    leaseId i64, nsId i64, allocAddress i64, session i64, first i32, deadline i64,
+ *               count i32, count x chunk key    (a COW writer's fresh chunks, not yet visible)
+ * 12 PUBLISH    leaseId i64, generation i64     (swap them in; the old ones retire)
+ * 13 ABORT      leaseId i64                     (the writer died or gave up: chunks are freed)
+ * 14 RECLAIM    nsId i64, allocAddress i64, generation i64   (retired chunks nobody maps)
+ * 15 COW_STATE  nsId i64, allocAddress i64, generation i64, retired count i32, per retired:
+ *               generation i64, count i32, chunk keys     (snapshots only)
  * key   = server i32, region i32, blockOffset i64;   chunk key = key, offsetInBlock i64
  * </pre>
  */
@@ -55,6 +62,14 @@ final class MemoryState {
   static final int FREE = 8;
   static final int MAP = 9;
   static final int UNMAP = 10;
+  static final int PENDING = 11;
+  static final int PUBLISH = 12;
+  static final int ABORT = 13;
+  static final int RECLAIM = 14;
+  static final int COW_STATE = 15;
+
+  /** {@code alloc} flag: a copy-on-write allocation (§III-G). */
+  static final int FLAG_COW = 1;
 
   /** A block's identity (its rkey and length come with the {@link BlockRef}). */
   record Key(int server, int region, long offset) implements Comparable<Key> {
@@ -85,14 +100,32 @@ final class MemoryState {
     final long address;
     final long length;
     final int flags;
+
+    /** Data chunks in address order; for COW, then the metadata chunks (8 B per data chunk). */
     final List<Chunk> chunks;
+
+    final int dataChunks;
     int maps;
 
-    Alloc(long address, long length, int flags, List<Chunk> chunks) {
+    /** COW: the published generation (0 = as allocated). */
+    long generation;
+
+    /** COW: locations replaced by the publish of generation G, kept for mappings older than G. */
+    final TreeMap<Long, List<Chunk>> retired = new TreeMap<>();
+
+    /** COW: the writer lease, 0 = none. */
+    long lease;
+
+    Alloc(long address, long length, int flags, List<Chunk> chunks, int dataChunks) {
       this.address = address;
       this.length = length;
       this.flags = flags;
-      this.chunks = chunks;
+      this.chunks = new ArrayList<>(chunks);
+      this.dataChunks = dataChunks;
+    }
+
+    boolean cow() {
+      return (flags & FLAG_COW) != 0;
     }
 
     @Override
@@ -133,7 +166,29 @@ final class MemoryState {
     }
   }
 
-  record Mapping(long id, long session, long nsId, long allocAddress, long offset, long length) {}
+  record Mapping(
+      long id,
+      long session,
+      long nsId,
+      long allocAddress,
+      long offset,
+      long length,
+      long generation) {}
+
+  /**
+   * A COW writer's lease on fresh chunks for data chunks {@code [first, first + chunks.size())}.
+   */
+  record Lease(
+      long id,
+      long nsId,
+      long allocAddress,
+      long session,
+      int first,
+      long deadline,
+      List<Chunk> chunks) {}
+
+  final Map<Long, Lease> leases = new TreeMap<>();
+  long nextLeaseId = 1;
 
   final Map<Long, Ns> byId = new TreeMap<>();
   final Map<String, Ns> byName = new HashMap<>();
@@ -189,6 +244,26 @@ final class MemoryState {
               + "')");
     }
     return a;
+  }
+
+  /**
+   * COW: retired generations of {@code a} that no mapping needs any more (every mapping of the
+   * allocation is at that generation or newer).
+   */
+  List<Long> reclaimable(Ns ns, Alloc a) {
+    long oldest = Long.MAX_VALUE;
+    for (Mapping m : mappings.values()) {
+      if (m.nsId == ns.id && m.allocAddress == a.address) {
+        oldest = Math.min(oldest, m.generation);
+      }
+    }
+    List<Long> out = new ArrayList<>();
+    for (long g : a.retired.keySet()) {
+      if (g <= oldest) {
+        out.add(g);
+      }
+    }
+    return out;
   }
 
   int mappingsOf(Ns ns) {
@@ -263,7 +338,64 @@ final class MemoryState {
         .i64(m.allocAddress)
         .i64(m.offset)
         .i64(m.length)
+        .i64(m.generation)
         .toArray();
+  }
+
+  static byte[] pending(Lease l) {
+    Wire.Writer w =
+        new Wire.Writer()
+            .u8(PENDING)
+            .i64(l.id)
+            .i64(l.nsId)
+            .i64(l.allocAddress)
+            .i64(l.session)
+            .i32(l.first)
+            .i64(l.deadline);
+    return chunks(w, l.chunks).toArray();
+  }
+
+  static byte[] publish(long leaseId, long generation) {
+    return new Wire.Writer().u8(PUBLISH).i64(leaseId).i64(generation).toArray();
+  }
+
+  static byte[] abort(long leaseId) {
+    return new Wire.Writer().u8(ABORT).i64(leaseId).toArray();
+  }
+
+  static byte[] reclaim(long nsId, long allocAddress, long generation) {
+    return new Wire.Writer().u8(RECLAIM).i64(nsId).i64(allocAddress).i64(generation).toArray();
+  }
+
+  static byte[] cowState(long nsId, Alloc a) {
+    Wire.Writer w =
+        new Wire.Writer()
+            .u8(COW_STATE)
+            .i64(nsId)
+            .i64(a.address)
+            .i64(a.generation)
+            .i32(a.retired.size());
+    for (Map.Entry<Long, List<Chunk>> e : a.retired.entrySet()) {
+      chunks(w.i64(e.getKey()), e.getValue());
+    }
+    return w.toArray();
+  }
+
+  private static Wire.Writer chunks(Wire.Writer w, List<Chunk> chunks) {
+    w.i32(chunks.size());
+    for (Chunk c : chunks) {
+      key(w, c.block).i64(c.inBlock);
+    }
+    return w;
+  }
+
+  private static List<Chunk> readChunks(Wire.Reader r) {
+    int n = r.count("chunks", Integer.MAX_VALUE);
+    List<Chunk> out = new ArrayList<>(Math.min(n, 4096));
+    for (int i = 0; i < n; i++) {
+      out.add(new Chunk(readKey(r), r.i64("inBlock")));
+    }
+    return out;
   }
 
   static byte[] unmap(long mapId) {
@@ -363,7 +495,8 @@ final class MemoryState {
           for (Chunk c : chunks) {
             takeChunk(ns, c);
           }
-          ns.allocs.put(address, new Alloc(address, length, flags, chunks));
+          int data = (int) ((length + ns.chunkSize - 1) / ns.chunkSize);
+          ns.allocs.put(address, new Alloc(address, length, flags, chunks, data));
           long span = (long) n * ns.chunkSize;
           ns.nextAddress = Math.max(ns.nextAddress, address + span);
         }
@@ -376,6 +509,13 @@ final class MemoryState {
           for (Chunk c : a.chunks) {
             giveChunk(ns, c);
           }
+          for (List<Chunk> old : a.retired.values()) {
+            old.forEach(c -> giveChunk(ns, c));
+          }
+          Lease l = leases.remove(a.lease);
+          if (l != null) {
+            l.chunks.forEach(c -> giveChunk(ns, c));
+          }
           mappings.values().removeIf(m -> m.nsId == ns.id && m.allocAddress == address);
         }
       }
@@ -387,7 +527,8 @@ final class MemoryState {
                 r.i64("nsId"),
                 r.i64("allocAddress"),
                 r.i64("offset"),
-                r.i64("length"));
+                r.i64("length"),
+                r.i64("generation"));
         Ns ns = byId.get(m.nsId);
         Alloc a = ns == null ? null : ns.allocs.get(m.allocAddress);
         if (a != null) {
@@ -406,9 +547,76 @@ final class MemoryState {
           }
         }
       }
+      case PENDING -> {
+        long id = r.i64("leaseId");
+        long nsId = r.i64("nsId");
+        long address = r.i64("allocAddress");
+        long session = r.i64("session");
+        int first = r.i32("first");
+        long deadline = r.i64("deadline");
+        List<Chunk> chunks = readChunks(r);
+        Ns ns = byId.get(nsId);
+        Alloc a = ns == null ? null : ns.allocs.get(address);
+        if (a != null) {
+          chunks.forEach(c -> takeChunk(ns, c));
+          leases.put(id, new Lease(id, nsId, address, session, first, deadline, chunks));
+          a.lease = id;
+        }
+        nextLeaseId = Math.max(nextLeaseId, id + 1);
+      }
+      case PUBLISH -> {
+        Lease l = leases.remove(r.i64("leaseId"));
+        long generation = r.i64("generation");
+        Ns ns = l == null ? null : byId.get(l.nsId);
+        Alloc a = ns == null ? null : ns.allocs.get(l.allocAddress);
+        if (a != null) {
+          List<Chunk> old = new ArrayList<>();
+          for (int i = 0; i < l.chunks.size(); i++) {
+            old.add(a.chunks.set(l.first + i, l.chunks.get(i)));
+          }
+          a.retired.put(generation, old);
+          a.generation = generation;
+          a.lease = 0;
+        }
+      }
+      case ABORT -> {
+        Lease l = leases.remove(r.i64("leaseId"));
+        Ns ns = l == null ? null : byId.get(l.nsId);
+        Alloc a = ns == null ? null : ns.allocs.get(l.allocAddress);
+        if (a != null) {
+          l.chunks.forEach(c -> giveChunk(ns, c));
+          a.lease = 0;
+        }
+      }
+      case RECLAIM -> {
+        Ns ns = byId.get(r.i64("nsId"));
+        Alloc a = ns == null ? null : ns.allocs.get(r.i64("allocAddress"));
+        long generation = r.i64("generation");
+        List<Chunk> old = a == null ? null : a.retired.remove(generation);
+        if (old != null) {
+          old.forEach(c -> giveChunk(ns, c));
+        }
+      }
+      case COW_STATE -> {
+        Ns ns = byId.get(r.i64("nsId"));
+        Alloc a = ns == null ? null : ns.allocs.get(r.i64("allocAddress"));
+        long generation = r.i64("generation");
+        int n = r.count("retired", Integer.MAX_VALUE);
+        for (int i = 0; i < n; i++) {
+          long g = r.i64("retiredGeneration");
+          List<Chunk> old = readChunks(r);
+          if (a != null) {
+            old.forEach(c -> takeChunk(ns, c));
+            a.retired.put(g, old);
+          }
+        }
+        if (a != null) {
+          a.generation = generation;
+        }
+      }
       default ->
           throw new FerriteException(
-              ErrorCode.INVALID_ARGUMENT, "memory record type: " + type + " (expected: 1 to 10)");
+              ErrorCode.INVALID_ARGUMENT, "memory record type: " + type + " (expected: 1 to 15)");
     }
     r.end();
   }
@@ -477,10 +685,16 @@ final class MemoryState {
       out.add(reserve(ns.id, List.copyOf(ns.blocks.values())));
       for (Alloc a : ns.allocs.values()) {
         out.add(alloc(ns.id, a.address, a.length, a.flags, a.chunks));
+        if (a.cow()) {
+          out.add(cowState(ns.id, a));
+        }
       }
     }
     for (Mapping m : mappings.values()) {
       out.add(map(m));
+    }
+    for (Lease l : leases.values()) {
+      out.add(pending(l));
     }
     return out;
   }

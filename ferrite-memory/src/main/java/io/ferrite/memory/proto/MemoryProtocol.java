@@ -22,15 +22,20 @@ import io.ferrite.kernel.proto.Wire;
  *  8  LOOKUP        nsId i64, address i64, length i64              allocAddress i64, allocLength i64
  *  9  MAP           nsId i64, address i64, length i64,             mapId i64, chunkSize i32,
  *                   session i64, flags i32                         firstChunk i64 (index in the
- *                                                                  allocation), regions (count i32,
- *                                                                  per region: server i32, region
- *                                                                  i32, rkey i64, length i64),
- *                                                                  chunks (count i32, per chunk:
- *                                                                  regionIndex i32, offset i64)
+ *                                                                  allocation), generation i64,
+ *                                                                  allocFlags i32, regions (count
+ *                                                                  i32, per region: server i32,
+ *                                                                  region i32, rkey i64, length
+ *                                                                  i64), chunks (count i32, per
+ *                                                                  chunk: regionIndex i32, offset
+ *                                                                  i64), COW metadata chunks (same)
  * 10  UNMAP         mapId i64, session i64                         -
  * 11  STAT          nsId i64                                       reserved i64, freeChunkBytes
  *                                                                  i64, allocations i32, mappings
  *                                                                  i32, cachedBlocks i32
+ * 12  COW_BEGIN     mapId i64, session i64, firstChunk i32,        leaseId i64, leaseMillis i64,
+ *                   count i32                                      regions, fresh chunks (as MAP)
+ * 13  COW_PUBLISH   leaseId i64, session i64, mapId i64            generation i64
  * </pre>
  *
  * Errors: {@code NOT_FOUND} (no such namespace, allocation or mapping), {@code CONFLICT} (a
@@ -56,6 +61,8 @@ public final class MemoryProtocol {
   public static final int MAP = 9;
   public static final int UNMAP = 10;
   public static final int STAT = 11;
+  public static final int COW_BEGIN = 12;
+  public static final int COW_PUBLISH = 13;
 
   /** Longest namespace name, in UTF-8 bytes. */
   public static final int MAX_NAME = 255;
