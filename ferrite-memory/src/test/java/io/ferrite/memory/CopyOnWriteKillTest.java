@@ -4,6 +4,7 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.ferrite.fabric.NamedThreadFactory;
+import io.ferrite.fabric.testing.NettyLeakExtension;
 import io.ferrite.fabric.testing.SeedExtension;
 import io.ferrite.memory.master.MemoryMaster;
 import java.nio.ByteBuffer;
@@ -35,7 +36,7 @@ import org.junit.jupiter.api.io.TempDir;
  * collected so that another writer can publish.
  */
 @Tag("multiprocess")
-@ExtendWith(SeedExtension.class)
+@ExtendWith({SeedExtension.class, NettyLeakExtension.class})
 class CopyOnWriteKillTest {
   static final int CHUNK = 64 << 10;
   static final int LENGTH = 2 << 20;

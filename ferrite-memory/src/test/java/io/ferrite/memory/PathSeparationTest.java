@@ -5,6 +5,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.ferrite.fabric.Counters;
 import io.ferrite.fabric.OpKind;
+import io.ferrite.fabric.testing.NettyLeakExtension;
 import io.ferrite.fabric.testing.SeedExtension;
 import io.ferrite.kernel.client.FerriteClient;
 import java.nio.ByteBuffer;
@@ -23,7 +24,7 @@ import org.junit.jupiter.params.provider.ValueSource;
  * fabric's {@link Counters}: no RPC to the master or to any memory server, on every fabric; and a
  * read spanning the allocation uses every server (striping).
  */
-@ExtendWith(SeedExtension.class)
+@ExtendWith({SeedExtension.class, NettyLeakExtension.class})
 class PathSeparationTest {
   @TempDir Path dir;
   MemoryCluster cluster;
