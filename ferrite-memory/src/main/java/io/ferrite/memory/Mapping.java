@@ -28,7 +28,9 @@ import java.util.concurrent.CompletableFuture;
  * may return a mix of old and new bytes. Clients coordinate themselves (e.g. with {@link Barrier}).
  *
  * <p>Thread-safe: reads and writes may run concurrently from many threads. {@link #unmap()} must
- * not race with ops in flight.
+ * not race with ops in flight; on a copy-on-write mapping, a write (which moves this mapping to the
+ * new chunk locations) must not race with reads through the same {@code Mapping} object (other
+ * mappings, in this client or any other, read their own generation undisturbed).
  */
 public final class Mapping implements AutoCloseable {
   private final Namespace namespace;

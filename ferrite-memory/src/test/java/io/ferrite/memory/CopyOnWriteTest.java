@@ -123,6 +123,35 @@ class CopyOnWriteTest {
   }
 
   @Test
+  void generationsRetiredChunksAndLeasesSurviveAMasterRestart() {
+    RStore writer = cluster.store();
+    Namespace ns = writer.createNamespace("durable-cow", CHUNK);
+    ns.reserve(4 * MemoryCluster.BLOCK);
+    RAddress ra = ns.alloc(SIZE, MemoryFlags.ALLOC_COW);
+    Mapping w = ra.map(0);
+    w.writeSync(0, filled(SIZE, 3));
+    RStore reader = cluster.store();
+    Mapping old = reader.joinNamespace("durable-cow").raddress(ra.address(), SIZE).map(0);
+    w.writeSync(0, filled(CHUNK, 4)); // generation 2; old keeps chunk 0 of generation 1 alive
+    long free = ns.stat().freeBytes();
+    cluster.master.snapshot();
+    w.writeSync(CHUNK, filled(CHUNK, 5)); // generation 3, in the log after the snapshot
+    long freeAfter = ns.stat().freeBytes();
+
+    cluster.startMaster(new MemoryMaster(8192, 500));
+    Namespace back = cluster.store().joinNamespace("durable-cow");
+    assertEquals(freeAfter, back.stat().freeBytes(), "retired chunks still held after recovery");
+    assertTrue(free >= freeAfter);
+    Mapping fresh = back.raddress(ra.address(), SIZE).map(0);
+    assertEquals(3, fresh.generation());
+    ByteBuffer want = filled(SIZE, 3);
+    want.put(0, filled(CHUNK, 4), 0, CHUNK).put(CHUNK, filled(CHUNK, 5), 0, CHUNK);
+    assertEquals(want, read(fresh));
+    assertEquals(filled(SIZE, 3), read(old), "the old mapping still reads generation 1");
+    fresh.unmap();
+  }
+
+  @Test
   void copyOnWriteBadInput() {
     RStore s = cluster.store();
     Namespace ns = s.createNamespace("bad", CHUNK);
