@@ -33,10 +33,12 @@ import java.util.concurrent.locks.ReentrantLock;
  * Exactly one of two writers at a time, decided under {@link #lock}:
  *
  * <ul>
- *   <li><b>direct</b> (the normal state): the lock holder assigns request ids, registers the ops
- *       with the {@link ClientHandler} (before the frame can be answered), encodes the frames and
- *       writes them to the socket with one {@code write}/{@code writev}, all under the lock, so
- *       frames of different threads never interleave and take effect in lock order.
+ *   <li><b>direct</b> (the normal state): the lock holder takes every op submitted so far (its own
+ *       and those of threads that found the lock taken, which do not wait: {@link #combine}),
+ *       assigns request ids, registers the ops with the {@link ClientHandler} (before a frame can
+ *       be answered), encodes the frames and writes them to the socket with one {@code
+ *       write}/{@code writev}, all under the lock, so frames never interleave and take effect in
+ *       submission order.
  *   <li><b>loop</b>: when the socket would block (or a buffer cannot be written directly), the rest
  *       of the bytes, and every frame after them, are queued in order for the event loop, which
  *       writes them through Netty's outbound buffer (which waits for the socket to drain). Once
@@ -55,6 +57,12 @@ import java.util.concurrent.locks.ReentrantLock;
 final class ClientWriter {
   private final ReentrantLock lock = new ReentrantLock();
   private final ClientHandler handler;
+
+  /** Ops submitted by any thread, sent by the next lock holder in this order. */
+  private final Queue<Outbound> submitted = PlatformDependent.newMpscQueue();
+
+  /** Frames gathered into one system call at most (a few below Linux's IOV_MAX of 1024). */
+  private static final int MAX_FRAMES_PER_WRITE = 1000;
 
   /** Frames for the event loop to write, in order. Single consumer: the event loop. */
   private final Queue<ByteBuf> queue = PlatformDependent.newMpscQueue();
@@ -121,53 +129,64 @@ final class ClientWriter {
 
   /** Sends {@code ops[from, to)} in order, or fails them if the connection is already lost. */
   void send(List<? extends Outbound> ops, int from, int to) {
-    boolean registered = false;
-    FerriteException failure = null;
-    int failedFrom = to;
-    lock.lock();
-    try {
-      nowNanos = System.nanoTime();
-      for (int i = from; i < to; i++) {
-        failure = lostCause();
-        if (failure != null) {
-          failedFrom = i; // lost: it stays lost, so the rest fail too (outside the lock)
-          break;
-        }
-        ops.get(i).sendOn(this);
-        registered = true;
-      }
-      writeOut();
-    } finally {
-      lock.unlock();
+    for (int i = from; i < to; i++) {
+      submitted.offer(ops.get(i));
     }
-    for (int i = failedFrom; i < to; i++) {
-      ops.get(i).failUnsent(failure);
-    }
-    if (registered) {
-      handler.ensureSweeping();
-    }
+    combine();
   }
 
-  /** Sends one op. */
+  /** Sends one op, or fails it if the connection is already lost. */
   void send(Outbound op) {
-    FerriteException failure;
-    lock.lock();
-    try {
-      failure = lostCause();
-      if (failure == null) {
-        nowNanos = System.nanoTime();
-        op.sendOn(this);
-        writeOut();
+    submitted.offer(op);
+    combine();
+  }
+
+  /**
+   * Flat combining: whoever gets the lock sends every submitted op, its own and those of threads
+   * that found the lock taken. Those threads do not wait: the holder looks at the queue again after
+   * unlocking, so no op is stranded. Under load, many threads' ops share one system call.
+   */
+  private void combine() {
+    do {
+      if (!lock.tryLock()) {
+        return;
       }
-    } finally {
-      lock.unlock();
-    }
-    // Failed outside the lock: completing a future runs the caller's callbacks.
-    if (failure != null) {
-      op.failUnsent(failure);
-    } else {
-      handler.ensureSweeping();
-    }
+      List<Outbound> failed = null;
+      FerriteException failure = null;
+      boolean registered = false;
+      try {
+        nowNanos = System.nanoTime();
+        Outbound op;
+        while ((op = submitted.poll()) != null) {
+          FerriteException lost = lostCause();
+          if (lost != null) {
+            failure = lost;
+            if (failed == null) {
+              failed = new ArrayList<>();
+            }
+            failed.add(op);
+            continue;
+          }
+          op.sendOn(this);
+          registered = true;
+          if (frames.size() >= MAX_FRAMES_PER_WRITE) {
+            writeOut();
+          }
+        }
+        writeOut();
+      } finally {
+        lock.unlock();
+      }
+      if (failed != null) {
+        // Outside the lock: completing a future runs the caller's callbacks.
+        for (Outbound f : failed) {
+          f.failUnsent(failure);
+        }
+      }
+      if (registered) {
+        handler.ensureSweeping();
+      }
+    } while (!submitted.isEmpty());
   }
 
   /** Under the lock: why nothing can be sent now, or null. */
