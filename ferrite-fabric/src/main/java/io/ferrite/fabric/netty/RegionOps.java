@@ -207,17 +207,23 @@ final class RegionOps {
         return 0;
       }
       int p = parent.base + at + received;
+      int total = 0;
       try {
-        // The kernel copies into the caller's buffer: one copy, as with a raw socket.
-        int n = fd.read(v, p, p + remaining);
-        if (n > 0) {
-          received += n;
-          return n;
+        // The kernel copies into the caller's buffer: one copy, as with a raw socket. Read until
+        // the socket is drained, so that Netty's next read does not take body bytes through its
+        // own buffer (a second copy).
+        while (total < remaining) {
+          int n = fd.read(v, p + total, p + remaining);
+          if (n <= 0) {
+            break;
+          }
+          total += n;
         }
       } catch (IOException e) {
         // Left for Netty's next read of the socket to report.
       }
-      return 0;
+      received += total;
+      return total;
     }
 
     @Override
