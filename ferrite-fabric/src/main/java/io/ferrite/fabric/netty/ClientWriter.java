@@ -107,16 +107,6 @@ final class ClientWriter {
     }
   }
 
-  /** Whether frames go straight to the socket when it has room (false: always the event loop). */
-  boolean direct() {
-    lock.lock();
-    try {
-      return fd != null;
-    } finally {
-      lock.unlock();
-    }
-  }
-
   void lock() {
     lock.lock();
   }

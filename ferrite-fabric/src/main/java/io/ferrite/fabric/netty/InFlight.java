@@ -26,15 +26,6 @@ final class InFlight {
     this.ioThreads = ioThreads;
   }
 
-  int max() {
-    return max;
-  }
-
-  /** Permits free now (for tests and diagnostics). */
-  int available() {
-    return permits.availablePermits();
-  }
-
   /** Takes a permit for {@code op} without waiting; false when none is free. */
   boolean tryAcquire(Outbound op) {
     if (permits.tryAcquire()) {

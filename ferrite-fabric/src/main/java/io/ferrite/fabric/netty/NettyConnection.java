@@ -297,11 +297,6 @@ public final class NettyConnection implements FabricConnection {
     handler.writer.send(ops, from, n);
   }
 
-  /** The bound on ops in flight (for tests). */
-  InFlight inFlight() {
-    return inFlight;
-  }
-
   @Override
   public void close() {
     if (closed) {
