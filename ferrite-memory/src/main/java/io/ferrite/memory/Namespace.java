@@ -150,7 +150,12 @@ public final class Namespace {
     ByteBuffer b = store.call(MemoryProtocol.STAT, new Wire.Writer().i64(id));
     Wire.Reader r = new Wire.Reader(b, "stat answer");
     return new NamespaceStat(
-        r.i64("reserved"), r.i64("free"), r.i32("allocations"), r.i32("mappings"), r.i32("cached"));
+        r.i64("reserved"),
+        r.i64("free"),
+        r.i32("allocations"),
+        r.i32("mappings"),
+        r.i32("cached"),
+        r.i32("pendingWrites"));
   }
 
   static void checkPositive(String what, long v) {

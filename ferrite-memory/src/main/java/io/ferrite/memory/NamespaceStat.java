@@ -8,6 +8,12 @@ package io.ferrite.memory;
  * @param allocations live allocations
  * @param mappings open mappings of its allocations, by all clients
  * @param cachedBlocks ready blocks the master keeps for the next reserve of any namespace
+ * @param pendingWrites copy-on-write leases in flight (written, not yet published) in it
  */
 public record NamespaceStat(
-    long reservedBytes, long freeBytes, int allocations, int mappings, int cachedBlocks) {}
+    long reservedBytes,
+    long freeBytes,
+    int allocations,
+    int mappings,
+    int cachedBlocks,
+    int pendingWrites) {}

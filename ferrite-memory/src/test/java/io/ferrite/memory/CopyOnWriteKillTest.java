@@ -69,20 +69,6 @@ class CopyOnWriteKillTest {
     RAddress ra = ns.alloc(LENGTH, MemoryFlags.ALLOC_COW);
     long freeIdle = ns.stat().freeBytes();
 
-    Path log = dir.resolve("writer.log");
-    List<String> cmd = new ArrayList<>();
-    cmd.add(Path.of(System.getProperty("java.home"), "bin", "java").toString());
-    cmd.addAll(List.of("-Xmx128m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-cp"));
-    cmd.add(System.getProperty("java.class.path"));
-    cmd.add(CowWriterProcess.class.getName());
-    cmd.add(cluster.masterAddress());
-    cmd.add(MemoryCluster.CREDENTIALS.clusterId());
-    cmd.add(HexFormat.of().formatHex(MemoryCluster.CREDENTIALS.secret()));
-    cmd.add("killed");
-    cmd.add(Long.toString(ra.address()));
-    cmd.add(Integer.toString(LENGTH));
-    writer = new ProcessBuilder(cmd).redirectErrorStream(true).redirectOutput(log.toFile()).start();
-
     AtomicBoolean stop = new AtomicBoolean();
     AtomicLong reads = new AtomicLong();
     Set<Integer> seen = ConcurrentHashMap.newKeySet();
@@ -116,15 +102,24 @@ class CopyOnWriteKillTest {
               }));
     }
 
-    // Let the writer publish a few generations, then SIGKILL it at a random moment.
-    long deadline = System.nanoTime() + Duration.ofSeconds(60).toNanos();
-    while (published(log) < 3 && System.nanoTime() < deadline && writer.isAlive()) {
-      Thread.sleep(20);
+    // Let a writer publish a few generations, then SIGKILL it at a random moment; until the
+    // kill lands in the middle of a write (a lease pending at the master), up to 5 writers.
+    boolean midWrite = false;
+    long lastPublished = 0;
+    for (int attempt = 0; attempt < 5 && !midWrite; attempt++) {
+      Path log = dir.resolve("writer-" + attempt + ".log");
+      writer = startWriter(log, ra);
+      long deadline = System.nanoTime() + Duration.ofSeconds(60).toNanos();
+      while (published(log) < 2 && System.nanoTime() < deadline && writer.isAlive()) {
+        Thread.sleep(10);
+      }
+      assertTrue(published(log) >= 2, "the writer published: " + Files.readString(log));
+      Thread.sleep(random.nextInt(30));
+      writer.destroyForcibly().waitFor(); // SIGKILL
+      midWrite = ns.stat().pendingWrites() == 1; // its lease lasts 1 s after the kill
+      lastPublished = published(log);
     }
-    assertTrue(published(log) >= 3, "the writer published: " + Files.readString(log));
-    Thread.sleep(random.nextInt(50));
-    writer.destroyForcibly().waitFor(); // SIGKILL
-    long lastPublished = published(log);
+    assertTrue(midWrite, "no kill of 5 landed between a lease and its publish");
 
     // Its lease expires (1 s) and its session (2 s): another writer can publish then.
     Mapping next = owner.joinNamespace("killed").raddress(ra.address(), LENGTH).map(0);
@@ -171,6 +166,21 @@ class CopyOnWriteKillTest {
       Thread.sleep(50);
     }
     assertEquals(freeIdle, free, "after " + lastPublished + " generations by the killed writer");
+  }
+
+  private Process startWriter(Path log, RAddress ra) throws Exception {
+    List<String> cmd = new ArrayList<>();
+    cmd.add(Path.of(System.getProperty("java.home"), "bin", "java").toString());
+    cmd.addAll(List.of("-Xmx128m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-cp"));
+    cmd.add(System.getProperty("java.class.path"));
+    cmd.add(CowWriterProcess.class.getName());
+    cmd.add(cluster.masterAddress());
+    cmd.add(MemoryCluster.CREDENTIALS.clusterId());
+    cmd.add(HexFormat.of().formatHex(MemoryCluster.CREDENTIALS.secret()));
+    cmd.add("killed");
+    cmd.add(Long.toString(ra.address()));
+    cmd.add(Integer.toString(LENGTH));
+    return new ProcessBuilder(cmd).redirectErrorStream(true).redirectOutput(log.toFile()).start();
   }
 
   private static long published(Path log) throws Exception {

@@ -678,6 +678,7 @@ public final class MemoryMaster implements MasterExtension {
               .i32(ns.allocs.size())
               .i32(state.mappingsOf(ns))
               .i32(state.cache.size())
+              .i32((int) state.leases.values().stream().filter(l -> l.nsId() == ns.id).count())
               .toBuffer();
         });
   }

@@ -32,7 +32,8 @@ import io.ferrite.kernel.proto.Wire;
  * 10  UNMAP         mapId i64, session i64                         -
  * 11  STAT          nsId i64                                       reserved i64, freeChunkBytes
  *                                                                  i64, allocations i32, mappings
- *                                                                  i32, cachedBlocks i32
+ *                                                                  i32, cachedBlocks i32,
+ *                                                                  pendingWrites i32
  * 12  COW_BEGIN     mapId i64, session i64, firstChunk i32,        leaseId i64, leaseMillis i64,
  *                   count i32                                      regions, fresh chunks (as MAP)
  * 13  COW_PUBLISH   leaseId i64, session i64, mapId i64            generation i64
