@@ -37,6 +37,7 @@ import picocli.CommandLine.Command;
     },
     subcommands = {
       FabricBenchCommand.class,
+      MemoryBenchCommand.class,
       NodesBenchCommand.class,
     })
 public final class BenchCommand implements Runnable {
