@@ -103,10 +103,10 @@ class CopyOnWriteKillTest {
     }
 
     // Let a writer publish a few generations, then SIGKILL it at a random moment; until the
-    // kill lands in the middle of a write (a lease pending at the master), up to 5 writers.
+    // kill lands in the middle of a write (a lease pending at the master), up to 20 writers.
     boolean midWrite = false;
     long lastPublished = 0;
-    for (int attempt = 0; attempt < 5 && !midWrite; attempt++) {
+    for (int attempt = 0; attempt < 20 && !midWrite; attempt++) {
       Path log = dir.resolve("writer-" + attempt + ".log");
       writer = startWriter(log, ra);
       long deadline = System.nanoTime() + Duration.ofSeconds(60).toNanos();
@@ -119,7 +119,7 @@ class CopyOnWriteKillTest {
       midWrite = ns.stat().pendingWrites() == 1; // its lease lasts 1 s after the kill
       lastPublished = published(log);
     }
-    assertTrue(midWrite, "no kill of 5 landed between a lease and its publish");
+    assertTrue(midWrite, "no kill of 20 landed between a lease and its publish");
 
     // Its lease expires (1 s) and its session (2 s): another writer can publish then.
     Mapping next = owner.joinNamespace("killed").raddress(ra.address(), LENGTH).map(0);
