@@ -33,7 +33,7 @@ public final class KvClient {
    */
   public KvTable createTable(String name, TableOptions options) {
     Wire.Writer w = new Wire.Writer().str(name);
-    options.write(w);
+    options.validate().write(w);
     TableInfo t = readTable(callMaster(KvProtocol.CREATE_TABLE, w.toBuffer()));
     KvTable table = new KvTable(client, t);
     table.openAllShards();

@@ -26,15 +26,24 @@ public record TableOptions(
     check("maxExtentRegions", maxExtentRegions, 1, 1024);
     check("maxKey", maxKey, 1, 1 << 16);
     check("maxValue", maxValue, 0, (1 << 30) - (1 << 16));
+  }
+
+  /**
+   * Checks what the fields cannot check alone: the largest extent fits in one extent region.
+   *
+   * @return this
+   */
+  public TableOptions validate() {
     if ((long) maxKey + maxValue + PilafLayout.EXTENT_HEADER > extentRegionBytes) {
       throw new FerriteException(
           ErrorCode.INVALID_ARGUMENT,
           "maxKey + maxValue + 8: "
               + ((long) maxKey + maxValue + 8)
-              + " (expected: <= extentRegionBytes "
+              + " B (expected: <= extentRegionBytes "
               + extentRegionBytes
               + ")");
     }
+    return this;
   }
 
   private static void check(String name, int v, int min, int max) {

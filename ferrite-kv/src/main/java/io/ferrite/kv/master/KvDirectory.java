@@ -94,7 +94,7 @@ public final class KvDirectory implements MasterExtension {
     switch (opcode) {
       case KvProtocol.CREATE_TABLE -> {
         String name = checkName(r.str("name"));
-        TableOptions o = TableOptions.read(r);
+        TableOptions o = TableOptions.read(r).validate();
         r.end();
         long id = random.nextLong();
         TableInfo t =
