@@ -28,6 +28,7 @@ package io.ferrite.kv;
  * GET         i64 tableId, i32 shard, bytes key -> u8 status, bytes value  (the RPC baseline)
  * STATS       i64 tableId, i32 shard            -> stats
  * DROP_SHARD  i64 tableId, i32 shard            -> -
+ * PING        any bytes                         -> -         (the benchmark's RPC ceiling)
  *
  * layout = i64 tableId, i32 shard, i64 epoch, i32 slots, ref entries, i32 n, n x ref extents
  * ref    = i32 regionId, i64 rkey, i64 length
@@ -54,6 +55,9 @@ public final class KvProtocol {
   public static final int GET = 5;
   public static final int STATS = 6;
   public static final int DROP_SHARD = 7;
+
+  /** Answers an empty body whatever the request: the RPC ceiling of a put. */
+  public static final int PING = 8;
 
   /** PUT modes. */
   public static final int MODE_PUT = 0;

@@ -132,8 +132,11 @@ public final class KvTable {
     return l;
   }
 
-  /** The cached layout of {@code shard}, fetched (or the shard opened) if absent. */
-  ShardLayout layout(int shard) {
+  /**
+   * The cached layout of {@code shard}, fetched (or the shard opened) if absent. Public for
+   * benchmarks, which read the same regions raw as the ceiling of a get.
+   */
+  public ShardLayout layout(int shard) {
     ShardLayout l = layouts.get(shard);
     if (l == null) {
       stats.layoutFetches.increment();
@@ -413,6 +416,14 @@ public final class KvTable {
     byte[] v = r.bytes("value");
     r.end();
     return status == KvProtocol.FOUND ? v : null;
+  }
+
+  /**
+   * An RPC to the kv service of {@code shard}'s server that does nothing with {@code padding} bytes
+   * of request: the ceiling a put is measured against.
+   */
+  public void ping(int shard, byte[] padding) {
+    rpc(shard, KvProtocol.PING, ByteBuffer.wrap(padding));
   }
 
   // ------------------------------------------------------------------ writes (RPC)

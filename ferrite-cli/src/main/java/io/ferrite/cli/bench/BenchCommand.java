@@ -37,6 +37,7 @@ import picocli.CommandLine.Command;
     },
     subcommands = {
       FabricBenchCommand.class,
+      KvBenchCommand.class,
     })
 public final class BenchCommand implements Runnable {
   @CommandLine.Spec CommandLine.Model.CommandSpec spec;

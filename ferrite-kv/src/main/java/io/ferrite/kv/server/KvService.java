@@ -58,6 +58,9 @@ public final class KvService implements FerriteService {
   }
 
   private ByteBuffer dispatch(int opcode, ByteBuffer request) {
+    if (opcode == KvProtocol.PING) {
+      return ByteBuffer.allocate(0);
+    }
     Wire.Reader r = new Wire.Reader(request, "kv request " + opcode);
     Wire.Writer w = new Wire.Writer();
     switch (opcode) {
