@@ -18,7 +18,9 @@ public final class LookupStats {
   void lookup(int p) {
     lookups.increment();
     probes.add(p);
-    maxProbes.accumulateAndGet(p, Math::max);
+    if (p > maxProbes.get()) {
+      maxProbes.accumulateAndGet(p, Math::max);
+    }
   }
 
   public long lookups() {
