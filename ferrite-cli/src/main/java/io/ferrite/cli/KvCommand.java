@@ -44,7 +44,7 @@ import picocli.CommandLine.Spec;
       "  ferrite kv get --hex users 00ff10",
       "  ferrite kv del users alice",
       "  ferrite kv scan-stats users                 per shard: keys, occupancy, extents, moves",
-      "  ferrite kv create big --shards 16 --slots 1048576",
+      "  ferrite kv create big --shards 16 --slots 1048576 --durability always",
       "  ferrite kv tables"
     },
     subcommands = {
@@ -332,10 +332,18 @@ final class KvCommand implements Runnable {
     @Option(names = "--max-value", description = "Largest value, bytes.")
     int maxValue = TableOptions.DEFAULTS.maxValue();
 
+    @Option(
+        names = "--durability",
+        description =
+            "none (DRAM only), interval (operation log, fsync every 100 ms) or always (fsync"
+                + " before each write is acknowledged); the log is replayed on restart.")
+    TableOptions.Durability durability = TableOptions.Durability.NONE;
+
     @Override
     public Integer call() {
       TableOptions o =
-          new TableOptions(shards, slots, extentRegion, maxRegions, maxKey, maxValue).validate();
+          new TableOptions(shards, slots, extentRegion, maxRegions, maxKey, maxValue, durability)
+              .validate();
       TableInfo t = withKv(target, kv -> kv.createTable(table, o).info());
       out()
           .printf(

@@ -14,7 +14,7 @@ package io.ferrite.kv;
  * DROP_TABLE    str name                               -> -                (NOT_FOUND)
  *
  * options = i32 shards, i32 slotsPerShard, i32 extentRegionBytes, i32 maxExtentRegions,
- *           i32 maxKey, i32 maxValue
+ *           i32 maxKey, i32 maxValue, u8 durability (0 none, 1 interval, 2 always)
  * table   = str name, i64 tableId, options, i32 shards x i32 serverId
  * </pre>
  *

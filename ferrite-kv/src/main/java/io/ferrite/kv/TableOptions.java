@@ -15,9 +15,40 @@ public record TableOptions(
     int extentRegionBytes,
     int maxExtentRegions,
     int maxKey,
-    int maxValue) {
+    int maxValue,
+    Durability durability) {
   public static final TableOptions DEFAULTS =
-      new TableOptions(8, 1 << 16, 16 << 20, 16, 1024, 256 << 10);
+      new TableOptions(8, 1 << 16, 16 << 20, 16, 1024, 256 << 10, Durability.NONE);
+
+  /**
+   * What the shard's server does with each acknowledged write: {@code NONE} keeps it in DRAM only
+   * (lost when the server restarts); {@code INTERVAL} appends it to the server's operation log and
+   * fsyncs the log every 100 ms (a killed process loses nothing the kernel has, a power loss up to
+   * 100 ms); {@code ALWAYS} fsyncs before it acknowledges. The log is replayed on restart.
+   */
+  public enum Durability {
+    NONE,
+    INTERVAL,
+    ALWAYS
+  }
+
+  /** Options with no operation log. */
+  public TableOptions(
+      int shards,
+      int slotsPerShard,
+      int extentRegionBytes,
+      int maxExtentRegions,
+      int maxKey,
+      int maxValue) {
+    this(
+        shards,
+        slotsPerShard,
+        extentRegionBytes,
+        maxExtentRegions,
+        maxKey,
+        maxValue,
+        Durability.NONE);
+  }
 
   public TableOptions {
     check("shards", shards, 1, 4096);
@@ -26,6 +57,7 @@ public record TableOptions(
     check("maxExtentRegions", maxExtentRegions, 1, 1024);
     check("maxKey", maxKey, 1, 1 << 16);
     check("maxValue", maxValue, 0, (1 << 30) - (1 << 16));
+    java.util.Objects.requireNonNull(durability, "durability");
   }
 
   /**
@@ -56,19 +88,27 @@ public record TableOptions(
 
   public TableOptions withShards(int n) {
     return new TableOptions(
-        n, slotsPerShard, extentRegionBytes, maxExtentRegions, maxKey, maxValue);
+        n, slotsPerShard, extentRegionBytes, maxExtentRegions, maxKey, maxValue, durability);
   }
 
   public TableOptions withSlotsPerShard(int n) {
-    return new TableOptions(shards, n, extentRegionBytes, maxExtentRegions, maxKey, maxValue);
+    return new TableOptions(
+        shards, n, extentRegionBytes, maxExtentRegions, maxKey, maxValue, durability);
   }
 
   public TableOptions withExtents(int regionBytes, int maxRegions) {
-    return new TableOptions(shards, slotsPerShard, regionBytes, maxRegions, maxKey, maxValue);
+    return new TableOptions(
+        shards, slotsPerShard, regionBytes, maxRegions, maxKey, maxValue, durability);
   }
 
   public TableOptions withLimits(int key, int value) {
-    return new TableOptions(shards, slotsPerShard, extentRegionBytes, maxExtentRegions, key, value);
+    return new TableOptions(
+        shards, slotsPerShard, extentRegionBytes, maxExtentRegions, key, value, durability);
+  }
+
+  public TableOptions withDurability(Durability d) {
+    return new TableOptions(
+        shards, slotsPerShard, extentRegionBytes, maxExtentRegions, maxKey, maxValue, d);
   }
 
   public void write(Wire.Writer w) {
@@ -77,7 +117,8 @@ public record TableOptions(
         .i32(extentRegionBytes)
         .i32(maxExtentRegions)
         .i32(maxKey)
-        .i32(maxValue);
+        .i32(maxValue)
+        .u8(durability.ordinal());
   }
 
   public static TableOptions read(Wire.Reader r) {
@@ -87,6 +128,16 @@ public record TableOptions(
         r.i32("extentRegionBytes"),
         r.i32("maxExtentRegions"),
         r.i32("maxKey"),
-        r.i32("maxValue"));
+        r.i32("maxValue"),
+        durability(r.u8("durability")));
+  }
+
+  private static Durability durability(int v) {
+    if (v >= Durability.values().length) {
+      throw new FerriteException(
+          ErrorCode.INVALID_ARGUMENT,
+          "durability: " + v + " (expected: 0 none, 1 interval, 2 always)");
+    }
+    return Durability.values()[v];
   }
 }

@@ -67,6 +67,7 @@ final class PilafShard {
   private long moves;
   private long puts;
   private long fullErrors;
+  private java.util.function.BiConsumer<Integer, byte[][]> log = (type, kv) -> {};
 
   PilafShard(
       long tableId,
@@ -90,6 +91,26 @@ final class PilafShard {
     entries.putLongRelease(PilafLayout.SLOTS_OFFSET, slots);
     entries.putLongRelease(PilafLayout.EPOCH_OFFSET, epoch);
     entries.putLongRelease(0, PilafLayout.MAGIC);
+  }
+
+  /**
+   * Sets what is told, under the shard's lock (so in the order writes are applied), of every write
+   * that changed the shard: {@code (PUT, {key, value})} or {@code (DELETE, {key})}.
+   */
+  synchronized void onWrite(java.util.function.BiConsumer<Integer, byte[][]> hook) {
+    this.log = hook;
+  }
+
+  TableOptions options() {
+    return options;
+  }
+
+  long tableId() {
+    return tableId;
+  }
+
+  int shard() {
+    return shard;
   }
 
   synchronized ShardLayout layout() {
@@ -188,6 +209,7 @@ final class PilafShard {
       writeEntry(s, h, addr, extent.length, sum);
       VarHandle.fullFence();
       alloc.free(oldAddr, oldLen);
+      log.accept(KvProtocol.PUT, new byte[][] {key, value});
       return KvProtocol.REPLACED;
     }
     int target = -1;
@@ -227,6 +249,7 @@ final class PilafShard {
     }
     count++;
     VarHandle.fullFence();
+    log.accept(KvProtocol.PUT, new byte[][] {key, value});
     return KvProtocol.CREATED;
   }
 
@@ -243,6 +266,7 @@ final class PilafShard {
     used.clear(s);
     alloc.free(extentAddr[s], extentLen[s]);
     count--;
+    log.accept(KvProtocol.DELETE, new byte[][] {key});
     return KvProtocol.DELETED;
   }
 
