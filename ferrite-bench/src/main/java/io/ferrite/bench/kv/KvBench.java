@@ -168,11 +168,28 @@ public final class KvBench {
 
   /** Starts a master and a memory server (tcp + shm), runs every measurement, stops them. */
   public static BenchReport run(Options o) throws Exception {
+    return run(o, false);
+  }
+
+  /**
+   * As {@link #run(Options)}; with {@code vsRedis}, also starts a {@code redis-server} on 127.0.0.1
+   * and drives it with the same threads, keys, values and distribution: {@code
+   * redis.{get,set}.<value>.t<n>} one command at a time and {@code redis.get16.<value>.t<n>}
+   * pipelined batches of 16 GETs, beside which {@code vs-redis.tcp.*} gives Ferrite's tcp get, put
+   * and 16-key multiGet as ratios (> 1: Ferrite is faster).
+   */
+  public static BenchReport run(Options o, boolean vsRedis) throws Exception {
     BenchReport report = new BenchReport(SUITE);
     Progress progress = new Progress("bench " + SUITE, o.progress());
     Path root = Files.createTempDirectory(o.directory(), "ferrite-bench-kv-");
     List<AutoCloseable> open = new ArrayList<>();
     try {
+      RedisPeer redis = null;
+      if (vsRedis) {
+        progress.step("starting redis-server on 127.0.0.1");
+        redis = RedisPeer.start(root);
+        open.add(redis);
+      }
       FerriteConfig cfg =
           FerriteConfig.builder()
               .set(FerriteConfig.CLUSTER_ID, "bench-kv")
@@ -234,6 +251,10 @@ public final class KvBench {
               measure(report, o, e.getKey(), e.getValue(), ft, op, size, threads, progress);
             }
           }
+        }
+        if (redis != null && clients.containsKey("tcp")) {
+          RedisVersus.measure(
+              report, o, redis, new KvClient(clients.get("tcp")).table(table), size, progress);
         }
       }
       progress.step("done");

@@ -40,6 +40,7 @@ import picocli.CommandLine.Option;
       "  ferrite bench kv                        shm and tcp, 1 and 16 threads",
       "  ferrite bench kv --quick --json kv.json",
       "  ferrite bench kv --fabrics tcp --threads 16 --duration 3s",
+      "  ferrite bench kv --vs redis --fabrics tcp   beside redis-server, as ratios",
       "",
       "JSON (--json FILE): the shape of 'bench fabric':",
       "  {\"suite\": \"kv\", \"results\": [{\"name\", \"value\", \"unit\",",
@@ -78,6 +79,15 @@ public final class KvBenchCommand implements Callable<Integer> {
   @Option(names = "--json", paramLabel = "FILE", description = "Also write the results as JSON.")
   Path json;
 
+  @Option(
+      names = "--vs",
+      paramLabel = "PEER",
+      description =
+          "Also drive a peer with the same harness: 'redis' starts redis-server on 127.0.0.1"
+              + " (apt-get install redis-server) and compares tcp get, put and 16-key batches"
+              + " (multiGet vs pipelining).")
+  String vs;
+
   @Option(names = "--quick", description = "A short smoke-test run; numbers are noisy.")
   boolean quick;
 
@@ -108,7 +118,11 @@ public final class KvBenchCommand implements Callable<Integer> {
       o = o.withKeys(keys);
     }
     o = o.withProgress(quiet ? null : System.err);
-    BenchReport report = KvBench.run(o);
+    if (vs != null && !vs.equals("redis")) {
+      throw new CommandLine.ParameterException(
+          spec.commandLine(), "--vs: unknown peer " + vs + " (expected: redis)");
+    }
+    BenchReport report = KvBench.run(o, "redis".equals(vs));
     spec.commandLine().getOut().print(report.table());
     spec.commandLine().getOut().flush();
     if (json != null) {
