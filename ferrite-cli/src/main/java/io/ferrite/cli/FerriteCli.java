@@ -35,6 +35,7 @@ import picocli.CommandLine.Command;
       MasterCommand.class,
       ServerCommand.class,
       StatusCommand.class,
+      YcsbCommand.class,
     })
 public final class FerriteCli implements Runnable {
   @CommandLine.Spec CommandLine.Model.CommandSpec spec;
