@@ -66,14 +66,16 @@ public record TableOptions(
    * @return this
    */
   public TableOptions validate() {
-    if ((long) maxKey + maxValue + PilafLayout.EXTENT_HEADER > extentRegionBytes) {
+    // The allocator rounds an extent up to its size class, at most 1.5x (32, 48, 64, 96, ...).
+    long largest = (long) maxKey + maxValue + PilafLayout.EXTENT_HEADER;
+    if (largest + largest / 2 > extentRegionBytes) {
       throw new FerriteException(
           ErrorCode.INVALID_ARGUMENT,
-          "maxKey + maxValue + 8: "
-              + ((long) maxKey + maxValue + 8)
+          "1.5 x (maxKey + maxValue + 8): "
+              + (largest + largest / 2)
               + " B (expected: <= extentRegionBytes "
               + extentRegionBytes
-              + ")");
+              + ": the largest extent, rounded up to its size class, must fit in one region)");
     }
     return this;
   }

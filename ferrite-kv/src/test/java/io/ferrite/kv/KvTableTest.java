@@ -128,6 +128,16 @@ class KvTableTest {
     assertEquals(
         ErrorCode.INVALID_ARGUMENT,
         assertThrows(FerriteException.class, () -> kv.createTable("has space", SMALL)).code());
+    assertEquals(
+        ErrorCode.INVALID_ARGUMENT,
+        assertThrows(
+                FerriteException.class,
+                () -> kv.createTable("tight", SMALL.withExtents(4096, 2).withLimits(64, 4000)))
+            .code(),
+        "the largest extent, rounded up to its class, must fit in a region");
+    KvTable big = kv.createTable("big-values", SMALL.withExtents(8192, 2).withLimits(64, 5000));
+    big.put(new byte[64], new byte[5000]);
+    assertArrayEquals(new byte[5000], big.get(new byte[64]));
   }
 
   @Test
