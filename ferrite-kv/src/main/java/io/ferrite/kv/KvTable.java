@@ -322,72 +322,118 @@ public final class KvTable {
   }
 
   /**
-   * The values of {@code keys} (null where absent), in order. The entries of every key are read in
-   * one batch per server, then the matching extents in a second; keys whose copies were torn or
-   * that look absent finish through {@link #get}. Each key is linearizable on its own; the call is
-   * not atomic across keys.
+   * The values of {@code keys} (null where absent), in order, in rounds of one batch per server:
+   * first every key's first-choice entry; then, per key, the extent its entry names (tag match) or
+   * its two other entries; then the extents those name. Most keys live in their first slot, so most
+   * finish in two rounds of one read each. Keys whose copies were torn or stale, or that look
+   * absent (a miss needs {@link #get}'s confirmation), finish through {@link #get}. Each key is
+   * linearizable on its own; the call is not atomic across keys.
    */
   public List<byte[]> multiGet(List<byte[]> keys) {
     int n = keys.size();
     byte[][] out = new byte[n][];
     long[] hs = new long[n];
     ShardLayout[] ls = new ShardLayout[n];
-    ByteBuffer[][] entries = new ByteBuffer[n][KeyHash.WAYS];
+    boolean[] slow = new boolean[n];
+    boolean[] done = new boolean[n];
     java.util.Map<Integer, Batch> batches = new java.util.HashMap<>();
-    List<CompletableFuture<Void>> fs = new ArrayList<>(n * KeyHash.WAYS);
+    List<CompletableFuture<Void>> fs = new ArrayList<>();
+    ByteBuffer[] first = new ByteBuffer[n];
     for (int i = 0; i < n; i++) {
       byte[] key = keys.get(i);
       checkKey(key);
       hs[i] = KeyHash.of(key);
-      ShardLayout l = layout(KeyHash.shard(hs[i], info.options().shards()));
-      ls[i] = l;
-      Batch b = batches.computeIfAbsent(l.entries().serverId(), s -> client.batch(s));
-      for (int way = 0; way < KeyHash.WAYS; way++) {
-        entries[i][way] = ByteBuffer.allocate(ENTRY);
-        fs.add(
-            b.read(l.entries(), entryOffset(KeyHash.slot(hs[i], way, l.slots())), entries[i][way]));
-      }
+      ls[i] = layout(KeyHash.shard(hs[i], info.options().shards()));
+      first[i] = ByteBuffer.allocate(ENTRY);
+      fs.add(readEntry(batches, ls[i], hs[i], 0, first[i]));
     }
     flushAll(batches, fs);
-    boolean[] slow = new boolean[n];
+    // Round 2: extents of first-slot tag matches; the other two entries of everyone else.
     PilafLayout.Entry[] hit = new PilafLayout.Entry[n];
     byte[][] ext = new byte[n][];
+    ByteBuffer[][] rest = new ByteBuffer[n][];
     for (int i = 0; i < n; i++) {
-      int tag = KeyHash.tag(hs[i]);
-      for (int way = 0; way < KeyHash.WAYS && !slow[i] && hit[i] == null; way++) {
-        PilafLayout.Entry en = PilafLayout.decode(entries[i][way], 0);
-        if (en == null
-            || (en.inUse() && en.tag() == tag && en.region() >= ls[i].extents().size())) {
-          slow[i] = true;
-        } else if (en.inUse() && en.tag() == tag) {
-          hit[i] = en;
-        }
-      }
-      if (hit[i] == null) {
+      PilafLayout.Entry en = PilafLayout.decode(first[i], 0);
+      if (en == null) {
         slow[i] = true;
-      } else if (!slow[i]) {
-        ext[i] = new byte[hit[i].length()];
-        Batch b = batches.computeIfAbsent(ls[i].entries().serverId(), s -> client.batch(s));
-        fs.add(
-            b.read(
-                ls[i].extents().get(hit[i].region()),
-                hit[i].offset() & 0xFFFFFFFFL,
-                ByteBuffer.wrap(ext[i])));
+      } else if (en.inUse() && en.tag() == KeyHash.tag(hs[i])) {
+        slow[i] = !readExtent(batches, fs, ls[i], en, hit, ext, i);
+      } else {
+        rest[i] = new ByteBuffer[] {ByteBuffer.allocate(ENTRY), ByteBuffer.allocate(ENTRY)};
+        fs.add(readEntry(batches, ls[i], hs[i], 1, rest[i][0]));
+        fs.add(readEntry(batches, ls[i], hs[i], 2, rest[i][1]));
       }
     }
     flushAll(batches, fs);
+    // Round 3: verify first-slot extents; extents of the other entries' tag matches.
     for (int i = 0; i < n; i++) {
-      if (!slow[i]) {
+      if (slow[i]) {
+        continue;
+      }
+      if (hit[i] != null) {
         Object v = verifiedValue(ext[i], hit[i], keys.get(i));
         if (v instanceof byte[] value) {
           out[i] = value;
+          done[i] = true;
           stats.lookup(1);
-          continue;
+        } else {
+          slow[i] = true;
+        }
+        continue;
+      }
+      for (ByteBuffer e : rest[i]) {
+        PilafLayout.Entry en = PilafLayout.decode(e, 0);
+        if (en == null) {
+          slow[i] = true;
+        } else if (hit[i] == null && en.inUse() && en.tag() == KeyHash.tag(hs[i])) {
+          slow[i] = !readExtent(batches, fs, ls[i], en, hit, ext, i);
         }
       }
-      out[i] = get(keys.get(i));
+      if (hit[i] == null) {
+        slow[i] = true; // absent here: get() confirms the miss
+      }
+    }
+    flushAll(batches, fs);
+    for (int i = 0; i < n; i++) {
+      if (!done[i] && !slow[i] && hit[i] != null) {
+        Object v = verifiedValue(ext[i], hit[i], keys.get(i));
+        if (v instanceof byte[] value) {
+          out[i] = value;
+          done[i] = true;
+          stats.lookup(2);
+        }
+      }
+      if (!done[i]) {
+        out[i] = get(keys.get(i));
+      }
     }
     return Arrays.asList(out);
+  }
+
+  private CompletableFuture<Void> readEntry(
+      java.util.Map<Integer, Batch> batches, ShardLayout l, long h, int way, ByteBuffer dst) {
+    Batch b = batches.computeIfAbsent(l.entries().serverId(), s -> client.batch(s));
+    return b.read(l.entries(), entryOffset(KeyHash.slot(h, way, l.slots())), dst);
+  }
+
+  /** Queues the extent read of {@code en} for key {@code i}; false if the layout is stale. */
+  private boolean readExtent(
+      java.util.Map<Integer, Batch> batches,
+      List<CompletableFuture<Void>> fs,
+      ShardLayout l,
+      PilafLayout.Entry en,
+      PilafLayout.Entry[] hit,
+      byte[][] ext,
+      int i) {
+    if (en.region() >= l.extents().size()) {
+      return false;
+    }
+    hit[i] = en;
+    ext[i] = new byte[en.length()];
+    Batch b = batches.computeIfAbsent(l.entries().serverId(), s -> client.batch(s));
+    fs.add(
+        b.read(l.extents().get(en.region()), en.offset() & 0xFFFFFFFFL, ByteBuffer.wrap(ext[i])));
+    return true;
   }
 
   private static void flushAll(
