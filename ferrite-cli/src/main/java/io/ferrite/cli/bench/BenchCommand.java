@@ -38,6 +38,7 @@ import picocli.CommandLine.Command;
     subcommands = {
       FabricBenchCommand.class,
       KvBenchCommand.class,
+      MemoryBenchCommand.class,
     })
 public final class BenchCommand implements Runnable {
   @CommandLine.Spec CommandLine.Model.CommandSpec spec;

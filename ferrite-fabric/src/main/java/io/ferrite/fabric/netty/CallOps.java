@@ -8,7 +8,6 @@ import io.ferrite.fabric.OpKind;
 import io.ferrite.fabric.RegionRef;
 import io.netty.buffer.ByteBuf;
 import io.netty.buffer.Unpooled;
-import io.netty.channel.ChannelHandlerContext;
 import java.nio.ByteBuffer;
 import java.nio.charset.StandardCharsets;
 import java.util.concurrent.CompletableFuture;
@@ -52,8 +51,8 @@ final class CallOps {
     }
 
     @Override
-    public void sendOn(ClientHandler handler, long nowNanos) {
-      handler.send(this, nowNanos);
+    public void sendOn(ClientWriter out) {
+      out.frame(this);
     }
 
     @Override
@@ -62,10 +61,10 @@ final class CallOps {
     }
 
     @Override
-    void encode(ChannelHandlerContext ctx, long requestId) {
+    void encode(ClientWriter out, long requestId) {
       int n = request.remaining();
       ByteBuf buf =
-          Wire.request(ctx.alloc(), Frames.TYPE_RPC, requestId, RpcDispatcher.RPC_HEADER + n);
+          Wire.request(out.alloc(), Frames.TYPE_RPC, requestId, RpcDispatcher.RPC_HEADER + n);
       buf.writeShortLE(service);
       buf.writeShortLE(opcode);
       // The server learns how long the caller is prepared to wait, so it can drop a call that
@@ -74,10 +73,10 @@ final class CallOps {
       buf.writeIntLE((int) Math.min(left, 0xffff_ffffL));
       if (n <= RegionOps.COPY_WRITE_LIMIT) {
         buf.writeBytes(request.duplicate());
-        ctx.write(buf, ctx.voidPromise());
+        out.add(buf);
       } else {
-        ctx.write(buf, ctx.voidPromise());
-        ctx.write(Unpooled.wrappedBuffer(request.duplicate()), ctx.voidPromise());
+        out.add(buf);
+        out.add(Unpooled.wrappedBuffer(request.duplicate()));
       }
     }
 
@@ -121,8 +120,8 @@ final class CallOps {
     }
 
     @Override
-    public void sendOn(ClientHandler handler, long nowNanos) {
-      handler.send(this, nowNanos);
+    public void sendOn(ClientWriter out) {
+      out.frame(this);
     }
 
     @Override
@@ -131,12 +130,12 @@ final class CallOps {
     }
 
     @Override
-    void encode(ChannelHandlerContext ctx, long requestId) {
-      ByteBuf buf = Wire.request(ctx.alloc(), Frames.TYPE_MAP, requestId, 16);
+    void encode(ClientWriter out, long requestId) {
+      ByteBuf buf = Wire.request(out.alloc(), Frames.TYPE_MAP, requestId, 16);
       buf.writeIntLE(ref.regionId());
       buf.writeIntLE(0);
       buf.writeLongLE(ref.rkey());
-      ctx.write(buf, ctx.voidPromise());
+      out.add(buf);
     }
 
     @Override

@@ -10,19 +10,29 @@ import io.netty.channel.ChannelHandlerContext;
 import io.netty.channel.unix.UnixChannel;
 import io.netty.util.collection.LongObjectHashMap;
 import io.netty.util.concurrent.ScheduledFuture;
+import io.netty.util.internal.PlatformDependent;
 import java.io.IOException;
 import java.lang.System.Logger.Level;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Queue;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
 
 /**
  * The client end of a connection: the handshake, then the table of pending requests. Everything
  * here runs on the channel's event loop, so the pending table is a plain map, timeouts are plain
  * list operations, and a response, a timeout and the connection's loss can never race to end the
  * same op.
+ *
+ * <p>Ops are sent by caller threads ({@link ClientWriter}) and handed over through {@link
+ * #register}, a lock-free queue the event loop drains into the pending table before it looks up a
+ * response (an op is registered before its frame is written, so its answer always finds it), and at
+ * least every {@link #SWEEP_MILLIS} ms while ops are being sent, so that an op whose answer never
+ * comes still meets its deadline (at most that much late) without the senders waking the loop.
  */
 final class ClientHandler extends FrameReader {
   private static final System.Logger LOG = System.getLogger(ClientHandler.class.getName());
@@ -45,18 +55,39 @@ final class ClientHandler extends FrameReader {
   private int remoteId;
   private ChannelHandlerContext ctx;
 
+  /** How often registrations are swept into the pending table while ops are being sent. */
+  static final long SWEEP_MILLIS = 10;
+
+  /** Sweeps stop after this many in a row found no new op (and restart with the next op). */
+  private static final int IDLE_SWEEPS = 10;
+
+  final ClientWriter writer = new ClientWriter(this);
+
+  /** Ops sent by caller threads, not yet in {@link #pending}. Single consumer: the event loop. */
+  private final Queue<ClientOp> registrations = PlatformDependent.newMpscQueue();
+
+  /** Count of registrations; written under the writer's lock, read by the sweep. */
+  private volatile long registered;
+
+  private final AtomicBoolean sweeping = new AtomicBoolean();
+  private final Runnable sweep = this::sweep;
+  private long sweptAt;
+  private int idleSweeps;
+
   private final LongObjectHashMap<ClientOp> pending = new LongObjectHashMap<>();
   private final TimeoutList opTimeouts = new TimeoutList();
   private final TimeoutList rpcTimeouts = new TimeoutList();
   private ScheduledFuture<?> timer;
   private long timerDeadline;
-  private long nextRequestId = 1;
 
   /** The op whose response body is being read. */
   private ClientOp current;
 
-  /** Set once the connection is lost; every op sent after that fails with it at once. */
-  private FerriteException closedCause;
+  /**
+   * Set once the connection is lost, under the writer's lock; every op sent after that fails with
+   * it at once.
+   */
+  private volatile FerriteException closedCause;
 
   ClientHandler(Credentials credentials, String address, long opTimeoutNanos) {
     // Until the server has proven the secret, it may send only small frames.
@@ -139,27 +170,73 @@ final class ClientHandler extends FrameReader {
     ctx.close();
   }
 
-  // ---- sending (called on the event loop by NettyConnection's drain)
+  // ---- registration (caller threads, under the writer's lock)
 
-  void send(ClientOp op, long nowNanos) {
-    if (closedCause != null) {
-      op.fail(closedCause);
-      return;
-    }
-    long id = nextRequestId++;
-    op.requestId = id;
+  /** Hands a just-numbered op to the event loop; called before its frame is written. */
+  void register(ClientOp op, long nowNanos) {
     if (!op.isRpc()) {
       op.deadlineNanos = nowNanos + opTimeoutNanos;
     }
-    pending.put(id, op);
-    (op.isRpc() ? rpcTimeouts : opTimeouts).add(op);
-    armTimer(nowNanos);
-    op.encode(ctx, id);
+    registrations.offer(op);
+    registered++; // under the writer's lock: no lost update
   }
 
-  void flush() {
-    if (ctx != null) {
-      ctx.flush();
+  /** After registering: makes sure a sweep will pick the op up even if no answer ever comes. */
+  void ensureSweeping() {
+    if (!sweeping.get() && sweeping.compareAndSet(false, true)) {
+      try {
+        ctx.executor().execute(sweep);
+      } catch (RejectedExecutionException e) {
+        // The event loop is gone (the fabric closed); nothing else will end these ops.
+        sweeping.set(false);
+        ClientOp op;
+        FerriteException cause =
+            new FerriteException(ErrorCode.UNAVAILABLE, "connection to " + address + " is closed");
+        while ((op = registrations.poll()) != null) {
+          op.fail(cause);
+        }
+      }
+    }
+  }
+
+  /** On the event loop: moves registered ops into the pending table and their timeout lists. */
+  private void drainRegistrations() {
+    ClientOp op = registrations.poll();
+    if (op == null) {
+      return;
+    }
+    do {
+      if (closedCause != null) {
+        op.fail(closedCause);
+      } else {
+        pending.put(op.requestId, op);
+        (op.isRpc() ? rpcTimeouts : opTimeouts).add(op);
+      }
+    } while ((op = registrations.poll()) != null);
+    if (closedCause == null) {
+      armTimer(System.nanoTime());
+    }
+  }
+
+  private void sweep() {
+    drainRegistrations();
+    long r = registered;
+    if (r != sweptAt) {
+      sweptAt = r;
+      idleSweeps = 0;
+    } else {
+      idleSweeps++;
+    }
+    if (closedCause == null && idleSweeps < IDLE_SWEEPS) {
+      ctx.executor().schedule(sweep, SWEEP_MILLIS, TimeUnit.MILLISECONDS);
+      return;
+    }
+    sweeping.set(false);
+    // An op registered after the drain above saw the flag still set: pick it up (Dekker-style:
+    // the sender offers then reads the flag; this clears the flag then reads the queue).
+    if (!registrations.isEmpty() && sweeping.compareAndSet(false, true)) {
+      idleSweeps = 0;
+      ctx.executor().execute(sweep);
     }
   }
 
@@ -242,6 +319,7 @@ final class ClientHandler extends FrameReader {
       }
       return AGGREGATE;
     }
+    drainRegistrations();
     ClientOp op = pending.get(requestId);
     if (op == null) {
       return DISCARD; // a late answer to an op that timed out
@@ -314,15 +392,23 @@ final class ClientHandler extends FrameReader {
   @Override
   public void channelInactive(ChannelHandlerContext ctx) throws Exception {
     lost(new FerriteException(ErrorCode.UNAVAILABLE, "connection to " + address + " closed"));
+    writer.onInactive();
     super.channelInactive(ctx);
   }
 
   /** Fails every op not yet answered; later sends fail at once. Idempotent. */
   private void lost(FerriteException cause) {
-    if (closedCause != null) {
-      return;
+    writer.lock();
+    try {
+      if (closedCause != null) {
+        return;
+      }
+      // Under the writer's lock: every op registered before this is in the queue drained below,
+      // and none is registered after it.
+      closedCause = cause;
+    } finally {
+      writer.unlock();
     }
-    closedCause = cause;
     if (timer != null) {
       timer.cancel(false);
       timer = null;
@@ -333,6 +419,10 @@ final class ClientHandler extends FrameReader {
             : cause);
     List<ClientOp> ops = new ArrayList<>(pending.values());
     pending.clear();
+    ClientOp queued;
+    while ((queued = registrations.poll()) != null) {
+      ops.add(queued);
+    }
     if (current != null) {
       ops.add(current);
       current = null;

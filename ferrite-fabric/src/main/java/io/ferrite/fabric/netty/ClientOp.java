@@ -3,7 +3,6 @@ package io.ferrite.fabric.netty;
 import io.ferrite.fabric.ErrorCode;
 import io.ferrite.fabric.FerriteException;
 import io.netty.buffer.ByteBuf;
-import io.netty.channel.ChannelHandlerContext;
 import io.netty.channel.unix.FileDescriptor;
 
 /**
@@ -22,6 +21,22 @@ abstract class ClientOp {
   TimeoutList list;
   private boolean done;
 
+  /** Where a user-level op's in-flight permit goes back when it ends; null if it holds none. */
+  private InFlight permits;
+
+  /** For ops that are themselves {@link Outbound}: the permit to give back when this op ends. */
+  public void holdPermit(InFlight permits) {
+    this.permits = permits;
+  }
+
+  private void ended() {
+    done = true;
+    if (permits != null) {
+      InFlight.release(permits);
+      permits = null;
+    }
+  }
+
   /** The frame type of the request and of its response. */
   abstract int type();
 
@@ -31,7 +46,7 @@ abstract class ClientOp {
   }
 
   /** Writes the request frame (without flushing). */
-  abstract void encode(ChannelHandlerContext ctx, long requestId);
+  abstract void encode(ClientWriter out, long requestId);
 
   /**
    * The response header arrived with {@code status}; returns how {@link FrameReader} should take a
@@ -72,7 +87,7 @@ abstract class ClientOp {
     if (done) {
       return;
     }
-    done = true;
+    ended();
     if (status == ErrorCode.OK.wire()) {
       onSuccess(body);
     } else {
@@ -85,14 +100,14 @@ abstract class ClientOp {
     if (done) {
       return false;
     }
-    done = true;
+    ended();
     return true;
   }
 
   /** Ends the op once with {@code e}. */
   final void fail(FerriteException e) {
     if (!done) {
-      done = true;
+      ended();
       onFailure(e);
     }
   }

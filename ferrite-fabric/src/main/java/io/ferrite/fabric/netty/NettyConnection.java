@@ -14,41 +14,48 @@ import io.netty.channel.Channel;
 import io.netty.channel.ChannelFuture;
 import io.netty.channel.EventLoop;
 import io.netty.channel.EventLoopGroup;
-import io.netty.util.internal.PlatformDependent;
+import io.netty.channel.unix.FileDescriptor;
+import io.netty.channel.unix.UnixChannel;
+import java.io.IOException;
+import java.lang.System.Logger.Level;
 import java.net.SocketAddress;
 import java.nio.ByteBuffer;
 import java.time.Duration;
 import java.util.List;
-import java.util.Queue;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ExecutionException;
-import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
-import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.function.Consumer;
 
 /**
  * A client connection over one Netty channel, shared by all of a client's threads.
  *
  * <p>Ops are pipelined: each gets a request id and waits in the {@link ClientHandler}'s pending
- * table for its answer, so many are in flight at once. Caller threads never touch the channel: they
- * put ops on a lock-free queue, and the first to find the queue idle schedules one drain task on
- * the event loop, which writes everything queued with one flush. Under load many ops from many
- * threads share one wake-up and one system call; {@link #batch()} does the same deliberately.
+ * table for its answer, so many are in flight at once. The calling thread encodes its op and writes
+ * it to the socket itself, under a short write lock ({@link ClientWriter}); when the socket is full
+ * the frames queue, in order, for the event loop. {@link #batch()} sends many ops with one system
+ * call. At most {@link ConnectOptions#maxInFlight()} ops are in flight: a caller beyond that waits
+ * for one to end (an I/O thread never waits).
  *
  * <p>Futures complete on the event loop: a callback attached to one must not block.
  */
 public final class NettyConnection implements FabricConnection {
+  private static final System.Logger LOG = System.getLogger(NettyConnection.class.getName());
+
+  /**
+   * Whether caller threads write frames to the socket themselves (the default) or hand them to the
+   * event loop. A diagnostic switch for comparisons, read once.
+   */
+  private static final boolean DIRECT_WRITES = !Boolean.getBoolean("ferrite.netty.loopWritesOnly");
+
   private final String address;
   private final Channel channel;
   private final EventLoop loop;
   private final ClientHandler handler;
   private final int remoteId;
   private final Counters counters = new Counters();
-  private final Queue<Outbound> queue = PlatformDependent.newMpscQueue();
-  private final AtomicBoolean drainScheduled = new AtomicBoolean();
-  private final Runnable drain = this::drain;
+  private final InFlight inFlight;
   private final Consumer<NettyConnection> onClose;
   private volatile boolean closed;
 
@@ -57,8 +64,10 @@ public final class NettyConnection implements FabricConnection {
       Channel channel,
       ClientHandler handler,
       int remoteId,
+      int maxInFlight,
       Consumer<NettyConnection> onClose) {
     this.address = address;
+    this.inFlight = new InFlight(maxInFlight, channel.eventLoop().parent());
     this.channel = channel;
     this.loop = channel.eventLoop();
     this.handler = handler;
@@ -96,7 +105,8 @@ public final class NettyConnection implements FabricConnection {
     try {
       long left = Math.max(0, timeoutNanos - (System.nanoTime() - start));
       int remoteId = handler.handshake.get(left, TimeUnit.NANOSECONDS);
-      return new NettyConnection(address, ch, handler, remoteId, onClose);
+      handler.writer.attach(ch, duplicate(ch));
+      return new NettyConnection(address, ch, handler, remoteId, options.maxInFlight(), onClose);
     } catch (ExecutionException e) {
       ch.close();
       throw FerriteException.unwrap(e);
@@ -113,6 +123,19 @@ public final class NettyConnection implements FabricConnection {
       ch.close();
       Thread.currentThread().interrupt();
       throw new FerriteException(ErrorCode.UNAVAILABLE, "interrupted connecting to " + address);
+    }
+  }
+
+  /** A descriptor for caller-thread writes (see {@link ClientWriter}), or null to use the loop. */
+  private static FileDescriptor duplicate(Channel ch) {
+    if (!(ch instanceof UnixChannel u) || !DIRECT_WRITES) {
+      return null;
+    }
+    try {
+      return FdDup.dup(u.fd());
+    } catch (IOException | RuntimeException e) {
+      LOG.log(Level.DEBUG, "no caller-thread writes on {0}: {1}", ch, e.toString());
+      return null;
     }
   }
 
@@ -232,10 +255,19 @@ public final class NettyConnection implements FabricConnection {
       op.failUnsent(closedException());
       return;
     }
-    queue.offer(op);
-    scheduleDrain();
+    try {
+      inFlight.acquire(op);
+    } catch (FerriteException e) {
+      op.failUnsent(e);
+      return;
+    }
+    handler.writer.send(op);
   }
 
+  /**
+   * Sends {@code ops} together (one system call where the socket has room). If the in-flight bound
+   * is reached part way, what has a permit is sent first, so the wait can end.
+   */
   void submitAll(List<Outbound> ops) {
     if (closed) {
       FerriteException e = closedException();
@@ -244,43 +276,25 @@ public final class NettyConnection implements FabricConnection {
       }
       return;
     }
-    for (Outbound op : ops) {
-      queue.offer(op);
-    }
-    scheduleDrain();
-  }
-
-  private void scheduleDrain() {
-    if (!drainScheduled.get() && drainScheduled.compareAndSet(false, true)) {
+    int from = 0;
+    int n = ops.size();
+    for (int i = 0; i < n; i++) {
+      Outbound op = ops.get(i);
+      if (inFlight.tryAcquire(op)) {
+        continue;
+      }
+      handler.writer.send(ops, from, i);
+      from = i;
       try {
-        loop.execute(drain);
-      } catch (RejectedExecutionException e) {
-        // The event loop is gone (the fabric closed): nothing will ever send these.
-        drainScheduled.set(false);
-        FerriteException cause =
-            new FerriteException(ErrorCode.UNAVAILABLE, "connection to " + address + " is closed");
-        Outbound op;
-        while ((op = queue.poll()) != null) {
-          op.failUnsent(cause);
+        inFlight.acquire(op);
+      } catch (FerriteException e) {
+        for (int k = i; k < n; k++) {
+          ops.get(k).failUnsent(e);
         }
+        return;
       }
     }
-  }
-
-  /** On the event loop: sends everything queued, then one flush. */
-  private void drain() {
-    // Cleared first: an op queued after this point schedules another drain, so none is stranded.
-    drainScheduled.set(false);
-    long now = System.nanoTime();
-    Outbound op;
-    int n = 0;
-    while ((op = queue.poll()) != null) {
-      op.sendOn(handler, now);
-      n++;
-    }
-    if (n > 0) {
-      handler.flush();
-    }
+    handler.writer.send(ops, from, n);
   }
 
   @Override
@@ -292,9 +306,10 @@ public final class NettyConnection implements FabricConnection {
     ChannelFuture f = channel.close();
     if (!loop.inEventLoop()) {
       f.awaitUninterruptibly(2000);
-      // Ops queued concurrently with close() are failed by a last drain.
-      scheduleDrain();
     }
+    // Frames queued concurrently with close() are dropped by a last drain; ops registered then are
+    // failed by the handler, which saw the channel close.
+    handler.writer.close();
     onClose.accept(this);
   }
 

@@ -46,10 +46,16 @@ public enum NettyTransport {
   private static final WriteBufferWaterMark WATER_MARK =
       new WriteBufferWaterMark(8 << 20, 16 << 20);
 
-  // Small requests fit the first guess; bulk transfers grow the read size to 1 MiB so a large
-  // read response takes few system calls.
+  // Small requests fit the first guess; bulk transfers grow the read size to 1 MiB so that a
+  // large WRITE is gathered from few read buffers (FrameReader slices them rather than copying).
   private static final AdaptiveRecvByteBufAllocator RECV =
       new AdaptiveRecvByteBufAllocator(64, 2048, 1 << 20);
+
+  // Clients: a large READ response is read from the socket straight into the caller's buffer
+  // (ClientHandler#readBodyDirect), and only what a read buffer took first is copied twice; a
+  // smaller cap keeps that part small while still batching many small responses per read.
+  private static final AdaptiveRecvByteBufAllocator CLIENT_RECV =
+      new AdaptiveRecvByteBufAllocator(64, 2048, 64 << 10);
 
   Class<? extends ServerChannel> serverChannel() {
     if (this == UNIX) {
@@ -87,7 +93,7 @@ public enum NettyTransport {
   void configure(Bootstrap b, int connectTimeoutMillis) {
     b.channel(channel());
     b.option(ChannelOption.WRITE_BUFFER_WATER_MARK, WATER_MARK);
-    b.option(ChannelOption.RCVBUF_ALLOCATOR, RECV);
+    b.option(ChannelOption.RCVBUF_ALLOCATOR, CLIENT_RECV);
     b.option(ChannelOption.CONNECT_TIMEOUT_MILLIS, connectTimeoutMillis);
     if (this == TCP) {
       b.option(ChannelOption.TCP_NODELAY, true);

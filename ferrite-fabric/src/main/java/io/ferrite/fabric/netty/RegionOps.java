@@ -8,7 +8,6 @@ import io.ferrite.fabric.OpKind;
 import io.ferrite.fabric.RegionRef;
 import io.netty.buffer.ByteBuf;
 import io.netty.buffer.Unpooled;
-import io.netty.channel.ChannelHandlerContext;
 import io.netty.channel.unix.FileDescriptor;
 import java.io.IOException;
 import java.nio.ByteBuffer;
@@ -45,7 +44,16 @@ final class RegionOps {
     final ByteBuffer view;
 
     final int base;
+
+    /** Where the op's in-flight permit goes back when it ends; null if it holds none. */
+    private InFlight permits;
+
+    /**
+     * Parts not yet ended. Written under the writer's lock before any part is registered, then only
+     * on the event loop (which sees it through the registration queue).
+     */
     private int partsLeft;
+
     private FerriteException failure;
 
     Parted(Counters counters, OpKind kind, RegionRef ref, long offset, ByteBuffer buf) {
@@ -59,13 +67,18 @@ final class RegionOps {
     }
 
     @Override
-    public void sendOn(ClientHandler handler, long nowNanos) {
+    public void sendOn(ClientWriter out) {
       int parts = Math.max(1, (int) ((length + (long) MAX_PART - 1) / MAX_PART));
       partsLeft = parts;
       for (int k = 0; k < parts; k++) {
         int at = k * MAX_PART;
-        handler.send(newPart(at, Math.min(MAX_PART, length - at)), nowNanos);
+        out.frame(newPart(at, Math.min(MAX_PART, length - at)));
       }
+    }
+
+    @Override
+    public void holdPermit(InFlight permits) {
+      this.permits = permits;
     }
 
     abstract ClientOp newPart(int at, int len);
@@ -75,6 +88,8 @@ final class RegionOps {
         failure = e;
       }
       if (--partsLeft == 0) {
+        InFlight.release(permits);
+        permits = null;
         if (failure == null) {
           counters.record(kind, length);
           future.complete(null);
@@ -87,6 +102,8 @@ final class RegionOps {
 
     @Override
     public void failUnsent(FerriteException e) {
+      InFlight.release(permits);
+      permits = null;
       counters.recordError(kind);
       future.completeExceptionally(e);
     }
@@ -144,12 +161,12 @@ final class RegionOps {
     }
 
     @Override
-    void encode(ChannelHandlerContext ctx, long requestId) {
+    void encode(ClientWriter out, long requestId) {
       ByteBuf buf =
-          Wire.request(ctx.alloc(), Frames.TYPE_READ, requestId, Frames.REGION_OP_HEADER + 4);
+          Wire.request(out.alloc(), Frames.TYPE_READ, requestId, Frames.REGION_OP_HEADER + 4);
       regionHeader(buf, parent.ref, parent.offset + at);
       buf.writeIntLE(len);
-      ctx.write(buf, ctx.voidPromise());
+      out.add(buf);
     }
 
     @Override
@@ -190,17 +207,23 @@ final class RegionOps {
         return 0;
       }
       int p = parent.base + at + received;
+      int total = 0;
       try {
-        // The kernel copies into the caller's buffer: one copy, as with a raw socket.
-        int n = fd.read(v, p, p + remaining);
-        if (n > 0) {
-          received += n;
-          return n;
+        // The kernel copies into the caller's buffer: one copy, as with a raw socket. Read until
+        // the socket is drained, so that Netty's next read does not take body bytes through its
+        // own buffer (a second copy).
+        while (total < remaining) {
+          int n = fd.read(v, p + total, p + remaining);
+          if (n <= 0) {
+            break;
+          }
+          total += n;
         }
       } catch (IOException e) {
         // Left for Netty's next read of the socket to report.
       }
-      return 0;
+      received += total;
+      return total;
     }
 
     @Override
@@ -237,24 +260,24 @@ final class RegionOps {
     }
 
     @Override
-    void encode(ChannelHandlerContext ctx, long requestId) {
+    void encode(ClientWriter out, long requestId) {
       ByteBuffer src = parent.view.duplicate();
       int p = parent.base + at;
       src.limit(p + len).position(p);
       if (len <= COPY_WRITE_LIMIT) {
         ByteBuf buf =
-            Wire.request(ctx.alloc(), Frames.TYPE_WRITE, requestId, Frames.REGION_OP_HEADER + len);
+            Wire.request(out.alloc(), Frames.TYPE_WRITE, requestId, Frames.REGION_OP_HEADER + len);
         regionHeader(buf, parent.ref, parent.offset + at);
         buf.writeBytes(src);
-        ctx.write(buf, ctx.voidPromise());
+        out.add(buf);
       } else {
         // Large: header in a pooled buffer, payload sent from the caller's buffer (the contract
         // keeps it untouched until the future completes, which is after the server answered).
         ByteBuf buf =
-            Wire.request(ctx.alloc(), Frames.TYPE_WRITE, requestId, Frames.REGION_OP_HEADER + len);
+            Wire.request(out.alloc(), Frames.TYPE_WRITE, requestId, Frames.REGION_OP_HEADER + len);
         regionHeader(buf, parent.ref, parent.offset + at);
-        ctx.write(buf, ctx.voidPromise());
-        ctx.write(Unpooled.wrappedBuffer(src), ctx.voidPromise());
+        out.add(buf);
+        out.add(Unpooled.wrappedBuffer(src));
       }
     }
 
@@ -314,8 +337,8 @@ final class RegionOps {
     }
 
     @Override
-    public void sendOn(ClientHandler handler, long nowNanos) {
-      handler.send(this, nowNanos);
+    public void sendOn(ClientWriter out) {
+      out.frame(this);
     }
 
     @Override
@@ -324,15 +347,15 @@ final class RegionOps {
     }
 
     @Override
-    void encode(ChannelHandlerContext ctx, long requestId) {
+    void encode(ClientWriter out, long requestId) {
       int body = Frames.REGION_OP_HEADER + (cas ? 16 : 8);
-      ByteBuf buf = Wire.request(ctx.alloc(), type(), requestId, body);
+      ByteBuf buf = Wire.request(out.alloc(), type(), requestId, body);
       regionHeader(buf, ref, offset);
       buf.writeLongLE(a);
       if (cas) {
         buf.writeLongLE(b);
       }
-      ctx.write(buf, ctx.voidPromise());
+      out.add(buf);
     }
 
     @Override

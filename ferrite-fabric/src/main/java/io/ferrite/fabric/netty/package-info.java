@@ -8,9 +8,12 @@
  *   <li>Server: {@link io.ferrite.fabric.netty.NettyServer}, one {@code ServerHandler} per
  *       connection (handshake, then dispatch), {@code SoftNic} (one-sided ops on the I/O thread)
  *       and {@code RpcDispatcher} (bounded service executor).
- *   <li>Client: {@link io.ferrite.fabric.netty.NettyConnection} (lock-free submission queue, one
- *       drain and one flush per burst), {@code ClientHandler} (handshake, pending table, timeouts;
- *       event-loop confined) and the per-op classes {@code RegionOps} and {@code CallOps}.
+ *   <li>Client: {@link io.ferrite.fabric.netty.NettyConnection} (in-flight bound, {@code
+ *       InFlight}), {@code ClientWriter} (callers encode and write frames to the socket themselves
+ *       under a combining write lock, through a duplicated descriptor, {@code FdDup}; the event
+ *       loop takes over while the socket is full), {@code ClientHandler} (handshake, pending table,
+ *       timeouts; event-loop confined, fed by a registration queue) and the per-op classes {@code
+ *       RegionOps} and {@code CallOps}.
  * </ul>
  */
 package io.ferrite.fabric.netty;

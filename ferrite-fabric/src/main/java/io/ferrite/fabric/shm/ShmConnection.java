@@ -48,6 +48,13 @@ final class ShmConnection implements FabricConnection {
   private final Counters counters;
   private final ConcurrentHashMap<Integer, MappedRegion> mappings = new ConcurrentHashMap<>();
 
+  /**
+   * The mapping most recently used, to skip the map lookup when ops stay on one region. Always one
+   * that is (or was, until replaced) in {@link #mappings}; a re-MAP sets it to the new one, so a
+   * replaced mapping's rkey stops matching here as it does there.
+   */
+  private volatile MappedRegion last;
+
   /** Mappings replaced by a re-MAP; unmapped only at close, since ops may still use them. */
   private final List<MappedRegion> retired = new ArrayList<>();
 
@@ -100,6 +107,7 @@ final class ShmConnection implements FabricConnection {
     }
     MappedRegion fresh = MappedRegion.open(Path.of(path), ref.regionId(), length, ref.rkey());
     MappedRegion old = mappings.put(ref.regionId(), fresh);
+    last = fresh;
     if (old != null) {
       retired.add(old);
     }
@@ -147,65 +155,147 @@ final class ShmConnection implements FabricConnection {
   }
 
   // ---- one-sided ops: memory accesses on the client's own mapping
+  //
+  // Each op first tries the fast path: the region's mapping is installed and the connection open,
+  // so the op is the rkey and bounds check (MappedRegion#check, once), the access, and a count —
+  // no lambda, no map lookup when the region is the last one used, and for reads and writes no new
+  // future. Anything else (first use, another rkey, a closed connection) takes on(), which maps
+  // the region or reports why not.
 
   @Override
   public CompletableFuture<Void> read(RegionRef region, long offset, ByteBuffer dst) {
     if (dst.isReadOnly()) {
       return Futures.failed(ErrorCode.INVALID_ARGUMENT, "read into a read-only buffer");
     }
-    return on(
-        region,
-        OpKind.READ,
-        m -> {
-          int n = dst.remaining();
-          check(m, offset, n, false);
-          m.readInto(offset, dst);
-          VarHandle.acquireFence();
-          counters.record(OpKind.READ, n);
-          return null;
-        });
+    MappedRegion m = mapped(region);
+    if (m == null) {
+      return on(region, OpKind.READ, r -> readOn(r, offset, dst));
+    }
+    try {
+      readOn(m, offset, dst);
+      return DONE;
+    } catch (FerriteException e) {
+      counters.recordError(OpKind.READ);
+      return CompletableFuture.failedFuture(e);
+    }
+  }
+
+  private Void readOn(MappedRegion m, long offset, ByteBuffer dst) {
+    int n = dst.remaining();
+    check(m, offset, n, false);
+    m.readInto(offset, dst);
+    VarHandle.acquireFence();
+    counters.record(OpKind.READ, n);
+    return null;
   }
 
   @Override
   public CompletableFuture<Void> write(RegionRef region, long offset, ByteBuffer src) {
-    return on(
-        region,
-        OpKind.WRITE,
-        m -> {
-          int n = src.remaining();
-          check(m, offset, n, false);
-          VarHandle.releaseFence();
-          m.writeFrom(offset, src);
-          counters.record(OpKind.WRITE, n);
-          return null;
-        });
+    MappedRegion m = mapped(region);
+    if (m == null) {
+      return on(region, OpKind.WRITE, r -> writeOn(r, offset, src));
+    }
+    try {
+      writeOn(m, offset, src);
+      return DONE;
+    } catch (FerriteException e) {
+      counters.recordError(OpKind.WRITE);
+      return CompletableFuture.failedFuture(e);
+    }
+  }
+
+  private Void writeOn(MappedRegion m, long offset, ByteBuffer src) {
+    int n = src.remaining();
+    check(m, offset, n, false);
+    VarHandle.releaseFence();
+    m.writeFrom(offset, src);
+    counters.record(OpKind.WRITE, n);
+    return null;
   }
 
   @Override
   public CompletableFuture<Long> compareAndSwap(
       RegionRef region, long offset, long expect, long update) {
-    return on(
-        region,
-        OpKind.COMPARE_AND_SWAP,
-        m -> {
-          check(m, offset, 8, true);
-          long previous = m.compareAndSwap(offset, expect, update);
-          counters.record(OpKind.COMPARE_AND_SWAP, 8);
-          return previous;
-        });
+    MappedRegion m = mapped(region);
+    if (m == null) {
+      return on(region, OpKind.COMPARE_AND_SWAP, r -> casOn(r, offset, expect, update));
+    }
+    try {
+      return CompletableFuture.completedFuture(casOn(m, offset, expect, update));
+    } catch (FerriteException e) {
+      counters.recordError(OpKind.COMPARE_AND_SWAP);
+      return CompletableFuture.failedFuture(e);
+    }
+  }
+
+  private Long casOn(MappedRegion m, long offset, long expect, long update) {
+    check(m, offset, 8, true);
+    long previous = m.compareAndSwap(offset, expect, update);
+    counters.record(OpKind.COMPARE_AND_SWAP, 8);
+    return previous;
   }
 
   @Override
   public CompletableFuture<Long> fetchAndAdd(RegionRef region, long offset, long delta) {
-    return on(
-        region,
-        OpKind.FETCH_AND_ADD,
-        m -> {
-          check(m, offset, 8, true);
-          long previous = m.fetchAndAdd(offset, delta);
-          counters.record(OpKind.FETCH_AND_ADD, 8);
-          return previous;
-        });
+    MappedRegion m = mapped(region);
+    if (m == null) {
+      return on(region, OpKind.FETCH_AND_ADD, r -> faaOn(r, offset, delta));
+    }
+    try {
+      return CompletableFuture.completedFuture(faaOn(m, offset, delta));
+    } catch (FerriteException e) {
+      counters.recordError(OpKind.FETCH_AND_ADD);
+      return CompletableFuture.failedFuture(e);
+    }
+  }
+
+  private Long faaOn(MappedRegion m, long offset, long delta) {
+    check(m, offset, 8, true);
+    long previous = m.fetchAndAdd(offset, delta);
+    counters.record(OpKind.FETCH_AND_ADD, 8);
+    return previous;
+  }
+
+  /**
+   * The installed mapping of {@code ref} under its rkey, if the connection is open; null sends the
+   * op down the slow path ({@link #on}), which maps, re-asks the server, or fails it.
+   */
+  private MappedRegion mapped(RegionRef ref) {
+    if (closed || !control.isOpen()) {
+      return null;
+    }
+    MappedRegion m = last;
+    if (m == null || m.id() != ref.regionId() || m.rkey() != ref.rkey()) {
+      m = mappings.get(ref.regionId());
+      if (m == null || m.rkey() != ref.rkey()) {
+        return null;
+      }
+      last = m;
+    }
+    return m;
+  }
+
+  /**
+   * The one future every successful read and write returns: it is already complete, so {@code
+   * complete} and {@code cancel} do nothing; {@code obtrude*} would change it for every holder, so
+   * they throw.
+   */
+  private static final CompletableFuture<Void> DONE = new Done();
+
+  private static final class Done extends CompletableFuture<Void> {
+    Done() {
+      super.complete(null);
+    }
+
+    @Override
+    public void obtrudeValue(Void value) {
+      throw new UnsupportedOperationException("a shared completed future");
+    }
+
+    @Override
+    public void obtrudeException(Throwable ex) {
+      throw new UnsupportedOperationException("a shared completed future");
+    }
   }
 
   // ---- RPC over the control socket
@@ -234,6 +324,7 @@ final class ShmConnection implements FabricConnection {
         m.close();
       }
       mappings.clear();
+      last = null;
       for (MappedRegion m : retired) {
         m.close();
       }

@@ -1,0 +1,47 @@
+package io.ferrite.cli.bench;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import io.ferrite.cli.FerriteCli;
+import java.io.PrintWriter;
+import java.io.StringWriter;
+import org.junit.jupiter.api.Test;
+import picocli.CommandLine;
+
+/** {@code ferrite bench memory}: help and bad input (the run itself is measured, not tested). */
+class MemoryBenchCommandTest {
+  private final StringWriter out = new StringWriter();
+  private final StringWriter err = new StringWriter();
+
+  private int run(String... args) {
+    CommandLine cli = FerriteCli.commandLine();
+    cli.setOut(new PrintWriter(out, true));
+    cli.setErr(new PrintWriter(err, true));
+    return cli.execute(args);
+  }
+
+  @Test
+  void helpNamesTheFiguresTheirCeilingsAndAnExample() {
+    assertEquals(0, run("bench", "memory", "--help"));
+    String help = out.toString();
+    assertTrue(help.contains("memory.{reserve,alloc,map}.<size>.cold"), help);
+    assertTrue(help.contains("ceiling.allocate.<size>"), help);
+    assertTrue(help.contains("ferrite bench memory --quick"), help);
+    out.getBuffer().setLength(0);
+    assertEquals(0, run("bench", "--help"));
+    assertTrue(out.toString().contains("memory"), out.toString());
+  }
+
+  @Test
+  void badInputIsAUsageErrorThatSaysWhatWasExpected() {
+    assertEquals(2, run("bench", "memory", "--fabrics", "carrier-pigeon"));
+    assertTrue(err.toString().contains("carrier-pigeon (expected: shm or tcp)"), err.toString());
+    err.getBuffer().setLength(0);
+    assertEquals(2, run("bench", "memory", "--max-size", "10"));
+    assertTrue(err.toString().contains("(expected: >= 67108864)"), err.toString());
+    err.getBuffer().setLength(0);
+    assertEquals(2, run("bench", "memory", "--servers", "0"));
+    assertTrue(err.toString().contains("servers: 0"), err.toString());
+  }
+}

@@ -1,0 +1,113 @@
+package io.ferrite.memory;
+
+import io.ferrite.fabric.Futures;
+import io.ferrite.kernel.client.FerriteClient;
+import io.ferrite.kernel.proto.Wire;
+import io.ferrite.memory.proto.MemoryProtocol;
+import java.nio.ByteBuffer;
+import java.util.ArrayDeque;
+import java.util.HashMap;
+import java.util.Map;
+
+/**
+ * The memory face's client (RStore, paper Table I): namespaces of flat, byte-addressable remote
+ * memory. A namespace is {@link #createNamespace created} or {@link #joinNamespace joined}; memory
+ * is {@link Namespace#reserve reserved} on the memory servers, {@link Namespace#alloc allocated} to
+ * a globally visible {@link RAddress}, and {@link RAddress#map mapped}; then {@link Mapping#read}
+ * and {@link Mapping#write} are one-sided ops with no RPC (§III-D: path separation).
+ *
+ * <p>Thread-safe. Uses the given {@link FerriteClient} (its session holds this client's mappings:
+ * when the session ends, the master drops them) and does not close it.
+ *
+ * <p>Client-side resource cache (§IV-B): the local staging buffers of unmapped mappings are kept
+ * (up to {@code bufferCacheBytes}) and reused by the next map of the same length.
+ */
+public final class RStore {
+  /** Default bound of the staging buffers kept for reuse. */
+  public static final long DEFAULT_BUFFER_CACHE_BYTES = 1L << 30;
+
+  private final FerriteClient client;
+  private final long bufferCacheBytes;
+  private final Map<Integer, ArrayDeque<ByteBuffer>> buffers = new HashMap<>();
+  private long cachedBytes;
+
+  public RStore(FerriteClient client) {
+    this(client, DEFAULT_BUFFER_CACHE_BYTES);
+  }
+
+  public RStore(FerriteClient client, long bufferCacheBytes) {
+    this.client = client;
+    this.bufferCacheBytes = bufferCacheBytes;
+  }
+
+  public FerriteClient client() {
+    return client;
+  }
+
+  /** Creates namespace {@code name} with chunks of the cluster's block size. */
+  public Namespace createNamespace(String name) {
+    return createNamespace(name, 0);
+  }
+
+  /**
+   * Creates namespace {@code name} whose allocations are striped over the memory servers in chunks
+   * of {@code chunkSize} bytes (0 = the block size; else a multiple of 8 dividing it).
+   *
+   * @throws io.ferrite.fabric.FerriteException CONFLICT if it exists; INVALID_ARGUMENT for a bad
+   *     name or chunk size
+   */
+  public Namespace createNamespace(String name, int chunkSize) {
+    MemoryProtocol.checkName(name);
+    ByteBuffer b = call(MemoryProtocol.CREATE_NS, new Wire.Writer().str(name).i32(chunkSize));
+    Wire.Reader r = new Wire.Reader(b, "create namespace answer");
+    return new Namespace(this, name, r.i64("nsId"), r.i32("chunkSize"));
+  }
+
+  /**
+   * Joins an existing namespace.
+   *
+   * @throws io.ferrite.fabric.FerriteException NOT_FOUND if there is none of that name
+   */
+  public Namespace joinNamespace(String name) {
+    MemoryProtocol.checkName(name);
+    ByteBuffer b = call(MemoryProtocol.JOIN_NS, new Wire.Writer().str(name));
+    Wire.Reader r = new Wire.Reader(b, "join namespace answer");
+    return new Namespace(this, name, r.i64("nsId"), r.i32("chunkSize"));
+  }
+
+  /**
+   * Deletes a namespace with every allocation in it; its memory goes to the master's cache.
+   *
+   * @throws io.ferrite.fabric.FerriteException NOT_FOUND if there is none; CONFLICT while any of
+   *     its allocations is mapped
+   */
+  public void deleteNamespace(String name) {
+    MemoryProtocol.checkName(name);
+    call(MemoryProtocol.DELETE_NS, new Wire.Writer().str(name));
+  }
+
+  ByteBuffer call(int opcode, Wire.Writer request) {
+    return Futures.join(client.callMaster(MemoryProtocol.SERVICE, opcode, request.toBuffer()));
+  }
+
+  // ---------------------------------------------------------------- staging buffer cache
+
+  /** A direct buffer of {@code length} bytes: a cached one if there is one (warm), else new. */
+  synchronized ByteBuffer takeBuffer(int length) {
+    ArrayDeque<ByteBuffer> q = buffers.get(length);
+    ByteBuffer b = q == null ? null : q.poll();
+    if (b != null) {
+      cachedBytes -= length;
+      return b.clear();
+    }
+    return ByteBuffer.allocateDirect(length);
+  }
+
+  synchronized void giveBuffer(ByteBuffer b) {
+    if (cachedBytes + b.capacity() > bufferCacheBytes) {
+      return; // Dropped: freed by the garbage collector.
+    }
+    buffers.computeIfAbsent(b.capacity(), k -> new ArrayDeque<>()).push(b);
+    cachedBytes += b.capacity();
+  }
+}

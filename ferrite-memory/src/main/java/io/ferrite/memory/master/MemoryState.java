@@ -1,0 +1,743 @@
+package io.ferrite.memory.master;
+
+import io.ferrite.fabric.ErrorCode;
+import io.ferrite.fabric.FerriteException;
+import io.ferrite.kernel.proto.BlockRef;
+import io.ferrite.kernel.proto.MasterProtocol;
+import io.ferrite.kernel.proto.Wire;
+import java.nio.ByteBuffer;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.TreeMap;
+import java.util.TreeSet;
+
+/**
+ * The memory face's metadata on the master, changed only by {@link #apply}ing records (RStore
+ * §III-E: namespaces, reserved chunks, allocations and their chunk locations, mapping references).
+ *
+ * <p>Memory comes from the kernel as blocks owned by {@link #OWNER}. A block is in exactly one
+ * place: a namespace's reserve (carved into the namespace's chunks, free or bound to an allocation)
+ * or the face's cache of ready blocks (§IV-B: released memory is kept and handed out again by the
+ * next reserve without touching the servers).
+ *
+ * <p>Not thread-safe: used under the master's metadata lock only.
+ *
+ * <h2>Records</h2>
+ *
+ * <pre>
+ * 1 NS_CREATE   id i64, name str, chunkSize i32, nextAddress i64
+ * 2 NS_DELETE   id i64                        (its blocks go to the cache)
+ * 3 RESERVE     nsId i64, blocks              (taken from the cache if there, else fresh)
+ * 4 RELEASE     nsId i64, keys                (whole free blocks go to the cache)
+ * 5 CACHE_ADD   blocks
+ * 6 CACHE_DROP  keys                          (given back to the kernel)
+ * 7 ALLOC       nsId i64, address i64, length i64, flags i32, count i32, count x chunk key
+ * 8 FREE        nsId i64, address i64
+ * 9 MAP         mapId i64, session i64, nsId i64, allocAddress i64, offset i64, length i64
+ * 10 UNMAP      mapId i64
+ * 11 PENDING    leaseId i64, nsId i64, allocAddress i64, session i64, first i32, deadline i64,
+ *               count i32, count x chunk key    (a COW writer's fresh chunks, not yet visible)
+ * 12 PUBLISH    leaseId i64, generation i64     (swap them in; the old ones retire)
+ * 13 ABORT      leaseId i64                     (the writer died or gave up: chunks are freed)
+ * 14 RECLAIM    nsId i64, allocAddress i64, generation i64   (retired chunks nobody maps)
+ * 15 COW_STATE  nsId i64, allocAddress i64, generation i64, retired count i32, per retired:
+ *               generation i64, count i32, chunk keys     (snapshots only)
+ * key   = server i32, region i32, blockOffset i64;   chunk key = key, offsetInBlock i64
+ * </pre>
+ */
+final class MemoryState {
+  /** The kernel owner name of every block the memory face holds. */
+  static final String OWNER = "memory";
+
+  static final int NS_CREATE = 1;
+  static final int NS_DELETE = 2;
+  static final int RESERVE = 3;
+  static final int RELEASE = 4;
+  static final int CACHE_ADD = 5;
+  static final int CACHE_DROP = 6;
+  static final int ALLOC = 7;
+  static final int FREE = 8;
+  static final int MAP = 9;
+  static final int UNMAP = 10;
+  static final int PENDING = 11;
+  static final int PUBLISH = 12;
+  static final int ABORT = 13;
+  static final int RECLAIM = 14;
+  static final int COW_STATE = 15;
+
+  /** {@code alloc} flag: a copy-on-write allocation (§III-G). */
+  static final int FLAG_COW = 1;
+
+  /** A block's identity (its rkey and length come with the {@link BlockRef}). */
+  record Key(int server, int region, long offset) implements Comparable<Key> {
+    static Key of(BlockRef b) {
+      return new Key(b.serverId(), b.regionId(), b.offset());
+    }
+
+    @Override
+    public int compareTo(Key o) {
+      int c = Integer.compare(server, o.server);
+      if (c == 0) {
+        c = Integer.compare(region, o.region);
+      }
+      return c != 0 ? c : Long.compare(offset, o.offset);
+    }
+  }
+
+  /** A chunk: {@code chunkSize} bytes at {@code inBlock} within a reserved block. */
+  record Chunk(Key block, long inBlock) implements Comparable<Chunk> {
+    @Override
+    public int compareTo(Chunk o) {
+      int c = block.compareTo(o.block);
+      return c != 0 ? c : Long.compare(inBlock, o.inBlock);
+    }
+  }
+
+  static final class Alloc {
+    final long address;
+    final long length;
+    final int flags;
+
+    /** Data chunks in address order; for COW, then the metadata chunks (8 B per data chunk). */
+    final List<Chunk> chunks;
+
+    final int dataChunks;
+    int maps;
+
+    /** COW: the published generation (0 = as allocated). */
+    long generation;
+
+    /** COW: locations replaced by the publish of generation G, kept for mappings older than G. */
+    final TreeMap<Long, List<Chunk>> retired = new TreeMap<>();
+
+    /** COW: the writer lease, 0 = none. */
+    long lease;
+
+    Alloc(long address, long length, int flags, List<Chunk> chunks, int dataChunks) {
+      this.address = address;
+      this.length = length;
+      this.flags = flags;
+      this.chunks = new ArrayList<>(chunks);
+      this.dataChunks = dataChunks;
+    }
+
+    boolean cow() {
+      return (flags & FLAG_COW) != 0;
+    }
+
+    @Override
+    public String toString() {
+      return "[0x" + Long.toHexString(address) + ", +" + length + ")";
+    }
+  }
+
+  static final class Ns {
+    final long id;
+    final String name;
+    final int chunkSize;
+    long nextAddress;
+    int roundRobin;
+    final Map<Key, BlockRef> blocks = new LinkedHashMap<>();
+    final Map<Key, Integer> freeInBlock = new HashMap<>();
+    final TreeMap<Integer, TreeSet<Chunk>> free = new TreeMap<>();
+    final TreeMap<Long, Alloc> allocs = new TreeMap<>();
+    long freeChunks;
+
+    Ns(long id, String name, int chunkSize, long nextAddress) {
+      this.id = id;
+      this.name = name;
+      this.chunkSize = chunkSize;
+      this.nextAddress = nextAddress;
+    }
+
+    long reservedBytes() {
+      long sum = 0;
+      for (BlockRef b : blocks.values()) {
+        sum += b.length();
+      }
+      return sum;
+    }
+
+    int chunksPer(BlockRef b) {
+      return (int) (b.length() / chunkSize);
+    }
+  }
+
+  record Mapping(
+      long id,
+      long session,
+      long nsId,
+      long allocAddress,
+      long offset,
+      long length,
+      long generation) {}
+
+  /**
+   * A COW writer's lease on fresh chunks for data chunks {@code [first, first + chunks.size())}.
+   */
+  record Lease(
+      long id,
+      long nsId,
+      long allocAddress,
+      long session,
+      int first,
+      long deadline,
+      List<Chunk> chunks) {}
+
+  final Map<Long, Lease> leases = new TreeMap<>();
+  long nextLeaseId = 1;
+
+  final Map<Long, Ns> byId = new TreeMap<>();
+  final Map<String, Ns> byName = new HashMap<>();
+  final Map<Key, BlockRef> cache = new LinkedHashMap<>();
+  final Map<Long, Mapping> mappings = new TreeMap<>();
+  long nextNsId = 1;
+  long nextMapId = 1;
+
+  // ---------------------------------------------------------------- lookups (with clear errors)
+
+  Ns ns(long id) {
+    Ns n = byId.get(id);
+    if (n == null) {
+      throw new FerriteException(
+          ErrorCode.NOT_FOUND, "no namespace with id " + id + " (deleted, or never created)");
+    }
+    return n;
+  }
+
+  Ns ns(String name) {
+    Ns n = byName.get(name);
+    if (n == null) {
+      throw new FerriteException(ErrorCode.NOT_FOUND, "no namespace '" + name + "'");
+    }
+    return n;
+  }
+
+  /** The allocation holding {@code [address, address + length)}. */
+  static Alloc allocFor(Ns ns, long address, long length) {
+    Map.Entry<Long, Alloc> e = ns.allocs.floorEntry(address);
+    Alloc a = e == null ? null : e.getValue();
+    if (a == null || address - a.address >= a.length) {
+      throw new FerriteException(
+          ErrorCode.NOT_FOUND,
+          "address 0x"
+              + Long.toHexString(address)
+              + " is not allocated in namespace '"
+              + ns.name
+              + "'"
+              + (a == null ? "" : " (nearest allocation below: " + a + ")"));
+    }
+    if (length < 0 || length > a.length - (address - a.address)) {
+      throw new FerriteException(
+          ErrorCode.OUT_OF_BOUNDS,
+          "range 0x"
+              + Long.toHexString(address)
+              + " +"
+              + length
+              + " (expected: within allocation "
+              + a
+              + " of namespace '"
+              + ns.name
+              + "')");
+    }
+    return a;
+  }
+
+  /**
+   * COW: retired generations of {@code a} that no mapping needs any more (every mapping of the
+   * allocation is at that generation or newer).
+   */
+  List<Long> reclaimable(Ns ns, Alloc a) {
+    long oldest = Long.MAX_VALUE;
+    for (Mapping m : mappings.values()) {
+      if (m.nsId == ns.id && m.allocAddress == a.address) {
+        oldest = Math.min(oldest, m.generation);
+      }
+    }
+    List<Long> out = new ArrayList<>();
+    for (long g : a.retired.keySet()) {
+      if (g <= oldest) {
+        out.add(g);
+      }
+    }
+    return out;
+  }
+
+  int mappingsOf(Ns ns) {
+    int n = 0;
+    for (Alloc a : ns.allocs.values()) {
+      n += a.maps;
+    }
+    return n;
+  }
+
+  // ---------------------------------------------------------------- records
+
+  static byte[] nsCreate(long id, String name, int chunkSize, long nextAddress) {
+    return new Wire.Writer()
+        .u8(NS_CREATE)
+        .i64(id)
+        .str(name)
+        .i32(chunkSize)
+        .i64(nextAddress)
+        .toArray();
+  }
+
+  static byte[] nsDelete(long id) {
+    return new Wire.Writer().u8(NS_DELETE).i64(id).toArray();
+  }
+
+  static byte[] reserve(long nsId, List<BlockRef> blocks) {
+    Wire.Writer w = new Wire.Writer().u8(RESERVE).i64(nsId);
+    MasterProtocol.writeBlocks(w, blocks);
+    return w.toArray();
+  }
+
+  static byte[] release(long nsId, List<Key> keys) {
+    return keys(new Wire.Writer().u8(RELEASE).i64(nsId), keys).toArray();
+  }
+
+  static byte[] cacheAdd(List<BlockRef> blocks) {
+    Wire.Writer w = new Wire.Writer().u8(CACHE_ADD);
+    MasterProtocol.writeBlocks(w, blocks);
+    return w.toArray();
+  }
+
+  static byte[] cacheDrop(List<Key> keys) {
+    return keys(new Wire.Writer().u8(CACHE_DROP), keys).toArray();
+  }
+
+  static byte[] alloc(long nsId, long address, long length, int flags, List<Chunk> chunks) {
+    Wire.Writer w =
+        new Wire.Writer(32 + chunks.size() * 24)
+            .u8(ALLOC)
+            .i64(nsId)
+            .i64(address)
+            .i64(length)
+            .i32(flags)
+            .i32(chunks.size());
+    for (Chunk c : chunks) {
+      key(w, c.block).i64(c.inBlock);
+    }
+    return w.toArray();
+  }
+
+  static byte[] free(long nsId, long address) {
+    return new Wire.Writer().u8(FREE).i64(nsId).i64(address).toArray();
+  }
+
+  static byte[] map(Mapping m) {
+    return new Wire.Writer()
+        .u8(MAP)
+        .i64(m.id)
+        .i64(m.session)
+        .i64(m.nsId)
+        .i64(m.allocAddress)
+        .i64(m.offset)
+        .i64(m.length)
+        .i64(m.generation)
+        .toArray();
+  }
+
+  static byte[] pending(Lease l) {
+    Wire.Writer w =
+        new Wire.Writer()
+            .u8(PENDING)
+            .i64(l.id)
+            .i64(l.nsId)
+            .i64(l.allocAddress)
+            .i64(l.session)
+            .i32(l.first)
+            .i64(l.deadline);
+    return chunks(w, l.chunks).toArray();
+  }
+
+  static byte[] publish(long leaseId, long generation) {
+    return new Wire.Writer().u8(PUBLISH).i64(leaseId).i64(generation).toArray();
+  }
+
+  static byte[] abort(long leaseId) {
+    return new Wire.Writer().u8(ABORT).i64(leaseId).toArray();
+  }
+
+  static byte[] reclaim(long nsId, long allocAddress, long generation) {
+    return new Wire.Writer().u8(RECLAIM).i64(nsId).i64(allocAddress).i64(generation).toArray();
+  }
+
+  static byte[] cowState(long nsId, Alloc a) {
+    Wire.Writer w =
+        new Wire.Writer()
+            .u8(COW_STATE)
+            .i64(nsId)
+            .i64(a.address)
+            .i64(a.generation)
+            .i32(a.retired.size());
+    for (Map.Entry<Long, List<Chunk>> e : a.retired.entrySet()) {
+      chunks(w.i64(e.getKey()), e.getValue());
+    }
+    return w.toArray();
+  }
+
+  private static Wire.Writer chunks(Wire.Writer w, List<Chunk> chunks) {
+    w.i32(chunks.size());
+    for (Chunk c : chunks) {
+      key(w, c.block).i64(c.inBlock);
+    }
+    return w;
+  }
+
+  private static List<Chunk> readChunks(Wire.Reader r) {
+    int n = r.count("chunks", Integer.MAX_VALUE);
+    List<Chunk> out = new ArrayList<>(Math.min(n, 4096));
+    for (int i = 0; i < n; i++) {
+      out.add(new Chunk(readKey(r), r.i64("inBlock")));
+    }
+    return out;
+  }
+
+  static byte[] unmap(long mapId) {
+    return new Wire.Writer().u8(UNMAP).i64(mapId).toArray();
+  }
+
+  private static Wire.Writer key(Wire.Writer w, Key k) {
+    return w.i32(k.server).i32(k.region).i64(k.offset);
+  }
+
+  private static Wire.Writer keys(Wire.Writer w, List<Key> keys) {
+    w.i32(keys.size());
+    for (Key k : keys) {
+      key(w, k);
+    }
+    return w;
+  }
+
+  private static Key readKey(Wire.Reader r) {
+    return new Key(r.i32("server"), r.i32("region"), r.i64("blockOffset"));
+  }
+
+  private static List<Key> readKeys(Wire.Reader r) {
+    int n = r.count("keys", Integer.MAX_VALUE);
+    List<Key> out = new ArrayList<>(Math.min(n, 4096));
+    for (int i = 0; i < n; i++) {
+      out.add(readKey(r));
+    }
+    return out;
+  }
+
+  /** Applies one record; deterministic, and never fails on a record that was once accepted. */
+  void apply(ByteBuffer record) {
+    Wire.Reader r = new Wire.Reader(record, "memory record");
+    int type = r.u8("type");
+    switch (type) {
+      case NS_CREATE -> {
+        long id = r.i64("id");
+        String name = r.str("name");
+        int chunkSize = r.i32("chunkSize");
+        long next = r.i64("nextAddress");
+        Ns ns = new Ns(id, name, chunkSize, next);
+        byId.put(id, ns);
+        byName.put(name, ns);
+        nextNsId = Math.max(nextNsId, id + 1);
+      }
+      case NS_DELETE -> {
+        Ns ns = byId.remove(r.i64("id"));
+        if (ns != null) {
+          byName.remove(ns.name);
+          mappings.values().removeIf(m -> m.nsId == ns.id);
+          cache.putAll(ns.blocks);
+        }
+      }
+      case RESERVE -> {
+        Ns ns = byId.get(r.i64("nsId"));
+        for (BlockRef b : MasterProtocol.readBlocks(r)) {
+          Key k = Key.of(b);
+          cache.remove(k);
+          if (ns != null) {
+            addBlock(ns, k, b);
+          }
+        }
+      }
+      case RELEASE -> {
+        Ns ns = byId.get(r.i64("nsId"));
+        for (Key k : readKeys(r)) {
+          if (ns != null) {
+            BlockRef b = removeBlock(ns, k);
+            if (b != null) {
+              cache.put(k, b);
+            }
+          }
+        }
+      }
+      case CACHE_ADD -> {
+        for (BlockRef b : MasterProtocol.readBlocks(r)) {
+          cache.put(Key.of(b), b);
+        }
+      }
+      case CACHE_DROP -> {
+        for (Key k : readKeys(r)) {
+          cache.remove(k);
+        }
+      }
+      case ALLOC -> {
+        Ns ns = byId.get(r.i64("nsId"));
+        long address = r.i64("address");
+        long length = r.i64("length");
+        int flags = r.i32("flags");
+        int n = r.count("chunks", Integer.MAX_VALUE);
+        List<Chunk> chunks = new ArrayList<>(n);
+        for (int i = 0; i < n; i++) {
+          chunks.add(new Chunk(readKey(r), r.i64("inBlock")));
+        }
+        if (ns != null) {
+          for (Chunk c : chunks) {
+            takeChunk(ns, c);
+          }
+          int data = (int) ((length + ns.chunkSize - 1) / ns.chunkSize);
+          ns.allocs.put(address, new Alloc(address, length, flags, chunks, data));
+          long span = (long) n * ns.chunkSize;
+          ns.nextAddress = Math.max(ns.nextAddress, address + span);
+        }
+      }
+      case FREE -> {
+        Ns ns = byId.get(r.i64("nsId"));
+        long address = r.i64("address");
+        Alloc a = ns == null ? null : ns.allocs.remove(address);
+        if (a != null) {
+          for (Chunk c : a.chunks) {
+            giveChunk(ns, c);
+          }
+          for (List<Chunk> old : a.retired.values()) {
+            old.forEach(c -> giveChunk(ns, c));
+          }
+          Lease l = leases.remove(a.lease);
+          if (l != null) {
+            l.chunks.forEach(c -> giveChunk(ns, c));
+          }
+          mappings.values().removeIf(m -> m.nsId == ns.id && m.allocAddress == address);
+        }
+      }
+      case MAP -> {
+        Mapping m =
+            new Mapping(
+                r.i64("mapId"),
+                r.i64("session"),
+                r.i64("nsId"),
+                r.i64("allocAddress"),
+                r.i64("offset"),
+                r.i64("length"),
+                r.i64("generation"));
+        Ns ns = byId.get(m.nsId);
+        Alloc a = ns == null ? null : ns.allocs.get(m.allocAddress);
+        if (a != null) {
+          a.maps++;
+          mappings.put(m.id, m);
+        }
+        nextMapId = Math.max(nextMapId, m.id + 1);
+      }
+      case UNMAP -> {
+        Mapping m = mappings.remove(r.i64("mapId"));
+        if (m != null) {
+          Ns ns = byId.get(m.nsId);
+          Alloc a = ns == null ? null : ns.allocs.get(m.allocAddress);
+          if (a != null) {
+            a.maps--;
+          }
+        }
+      }
+      case PENDING -> {
+        long id = r.i64("leaseId");
+        long nsId = r.i64("nsId");
+        long address = r.i64("allocAddress");
+        long session = r.i64("session");
+        int first = r.i32("first");
+        long deadline = r.i64("deadline");
+        List<Chunk> chunks = readChunks(r);
+        Ns ns = byId.get(nsId);
+        Alloc a = ns == null ? null : ns.allocs.get(address);
+        if (a != null) {
+          chunks.forEach(c -> takeChunk(ns, c));
+          leases.put(id, new Lease(id, nsId, address, session, first, deadline, chunks));
+          a.lease = id;
+        }
+        nextLeaseId = Math.max(nextLeaseId, id + 1);
+      }
+      case PUBLISH -> {
+        Lease l = leases.remove(r.i64("leaseId"));
+        long generation = r.i64("generation");
+        Ns ns = l == null ? null : byId.get(l.nsId);
+        Alloc a = ns == null ? null : ns.allocs.get(l.allocAddress);
+        if (a != null) {
+          List<Chunk> old = new ArrayList<>();
+          for (int i = 0; i < l.chunks.size(); i++) {
+            old.add(a.chunks.set(l.first + i, l.chunks.get(i)));
+          }
+          a.retired.put(generation, old);
+          a.generation = generation;
+          a.lease = 0;
+        }
+      }
+      case ABORT -> {
+        Lease l = leases.remove(r.i64("leaseId"));
+        Ns ns = l == null ? null : byId.get(l.nsId);
+        Alloc a = ns == null ? null : ns.allocs.get(l.allocAddress);
+        if (a != null) {
+          l.chunks.forEach(c -> giveChunk(ns, c));
+          a.lease = 0;
+        }
+      }
+      case RECLAIM -> {
+        Ns ns = byId.get(r.i64("nsId"));
+        Alloc a = ns == null ? null : ns.allocs.get(r.i64("allocAddress"));
+        long generation = r.i64("generation");
+        List<Chunk> old = a == null ? null : a.retired.remove(generation);
+        if (old != null) {
+          old.forEach(c -> giveChunk(ns, c));
+        }
+      }
+      case COW_STATE -> {
+        Ns ns = byId.get(r.i64("nsId"));
+        Alloc a = ns == null ? null : ns.allocs.get(r.i64("allocAddress"));
+        long generation = r.i64("generation");
+        int n = r.count("retired", Integer.MAX_VALUE);
+        for (int i = 0; i < n; i++) {
+          long g = r.i64("retiredGeneration");
+          List<Chunk> old = readChunks(r);
+          if (a != null) {
+            old.forEach(c -> takeChunk(ns, c));
+            a.retired.put(g, old);
+          }
+        }
+        if (a != null) {
+          a.generation = generation;
+        }
+      }
+      default ->
+          throw new FerriteException(
+              ErrorCode.INVALID_ARGUMENT, "memory record type: " + type + " (expected: 1 to 15)");
+    }
+    r.end();
+  }
+
+  private void addBlock(Ns ns, Key k, BlockRef b) {
+    if (ns.blocks.putIfAbsent(k, b) != null) {
+      return;
+    }
+    int per = ns.chunksPer(b);
+    TreeSet<Chunk> set = ns.free.computeIfAbsent(k.server, s -> new TreeSet<>());
+    for (int i = 0; i < per; i++) {
+      set.add(new Chunk(k, (long) i * ns.chunkSize));
+    }
+    ns.freeInBlock.put(k, per);
+    ns.freeChunks += per;
+  }
+
+  private BlockRef removeBlock(Ns ns, Key k) {
+    BlockRef b = ns.blocks.remove(k);
+    if (b == null) {
+      return null;
+    }
+    int per = ns.chunksPer(b);
+    TreeSet<Chunk> set = ns.free.get(k.server);
+    for (int i = 0; i < per; i++) {
+      if (set != null && set.remove(new Chunk(k, (long) i * ns.chunkSize))) {
+        ns.freeChunks--;
+      }
+    }
+    if (set != null && set.isEmpty()) {
+      ns.free.remove(k.server);
+    }
+    ns.freeInBlock.remove(k);
+    return b;
+  }
+
+  private static void takeChunk(Ns ns, Chunk c) {
+    TreeSet<Chunk> set = ns.free.get(c.block.server);
+    if (set != null && set.remove(c)) {
+      ns.freeChunks--;
+      ns.freeInBlock.merge(c.block, -1, Integer::sum);
+      if (set.isEmpty()) {
+        ns.free.remove(c.block.server);
+      }
+    }
+  }
+
+  private static void giveChunk(Ns ns, Chunk c) {
+    if (!ns.blocks.containsKey(c.block)) {
+      return;
+    }
+    if (ns.free.computeIfAbsent(c.block.server, s -> new TreeSet<>()).add(c)) {
+      ns.freeChunks++;
+      ns.freeInBlock.merge(c.block, 1, Integer::sum);
+    }
+  }
+
+  /** Records that rebuild this state from empty. */
+  List<byte[]> snapshot() {
+    List<byte[]> out = new ArrayList<>();
+    if (!cache.isEmpty()) {
+      out.add(cacheAdd(List.copyOf(cache.values())));
+    }
+    for (Ns ns : byId.values()) {
+      out.add(nsCreate(ns.id, ns.name, ns.chunkSize, ns.nextAddress));
+      out.add(reserve(ns.id, List.copyOf(ns.blocks.values())));
+      for (Alloc a : ns.allocs.values()) {
+        out.add(alloc(ns.id, a.address, a.length, a.flags, a.chunks));
+        if (a.cow()) {
+          out.add(cowState(ns.id, a));
+        }
+      }
+    }
+    for (Mapping m : mappings.values()) {
+      out.add(map(m));
+    }
+    for (Lease l : leases.values()) {
+      out.add(pending(l));
+    }
+    return out;
+  }
+
+  // ---------------------------------------------------------------- decisions (no side effects)
+
+  /** Picks {@code n} free chunks of {@code ns}, one server after the other (striping, §III-C). */
+  List<Chunk> pickChunks(Ns ns, int n) {
+    List<Chunk> out = new ArrayList<>(n);
+    List<Integer> servers = new ArrayList<>(ns.free.keySet());
+    Map<Integer, java.util.Iterator<Chunk>> its = new HashMap<>();
+    for (Integer s : servers) {
+      its.put(s, ns.free.get(s).iterator());
+    }
+    int i = Math.floorMod(ns.roundRobin, Math.max(1, servers.size()));
+    while (out.size() < n && !its.isEmpty()) {
+      Integer s = servers.get(i % servers.size());
+      java.util.Iterator<Chunk> it = its.get(s);
+      if (it != null) {
+        if (it.hasNext()) {
+          out.add(it.next());
+        } else {
+          its.remove(s);
+        }
+      }
+      i++;
+    }
+    ns.roundRobin = i;
+    return out;
+  }
+
+  /** Whole blocks of {@code ns} with no chunk allocated, up to {@code n}. */
+  List<Key> freeBlocks(Ns ns, int n) {
+    List<Key> out = new ArrayList<>();
+    for (Map.Entry<Key, Integer> e : ns.freeInBlock.entrySet()) {
+      if (out.size() == n) {
+        break;
+      }
+      if (e.getValue() == ns.chunksPer(ns.blocks.get(e.getKey()))) {
+        out.add(e.getKey());
+      }
+    }
+    out.sort(null);
+    return out;
+  }
+}
