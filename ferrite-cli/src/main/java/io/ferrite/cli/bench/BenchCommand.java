@@ -39,6 +39,7 @@ import picocli.CommandLine.Command;
       FabricBenchCommand.class,
       KvBenchCommand.class,
       MemoryBenchCommand.class,
+      NodesBenchCommand.class,
     })
 public final class BenchCommand implements Runnable {
   @CommandLine.Spec CommandLine.Model.CommandSpec spec;

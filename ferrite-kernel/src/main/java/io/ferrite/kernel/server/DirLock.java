@@ -67,11 +67,21 @@ final class DirLock implements AutoCloseable {
     }
     if (removeDir) {
       Files.deleteIfExists(dir.resolve(FILE));
-      try (var s = Files.list(dir)) {
-        if (s.findAny().isEmpty()) {
-          Files.deleteIfExists(dir);
-        }
+      removeIfEmpty(dir);
+      // The cluster's directory (e.g. /dev/shm/ferrite-<cluster>) goes with its last server.
+      if (dir.getParent() != null
+          && dir.getParent().getFileName().toString().startsWith("ferrite-")) {
+        removeIfEmpty(dir.getParent());
       }
+    }
+  }
+
+  private static void removeIfEmpty(Path d) throws IOException {
+    try {
+      Files.deleteIfExists(d);
+    } catch (java.nio.file.DirectoryNotEmptyException e) {
+      // Still in use (another server's directory, or files left on purpose): keep it.
+      return;
     }
   }
 

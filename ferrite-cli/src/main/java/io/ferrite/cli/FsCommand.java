@@ -1,0 +1,133 @@
+package io.ferrite.cli;
+
+import io.ferrite.kernel.client.ClientOptions;
+import io.ferrite.kernel.client.Ferrite;
+import io.ferrite.kernel.client.FerriteClient;
+import io.ferrite.nodes.NodeInfo;
+import io.ferrite.nodes.NodePath;
+import io.ferrite.nodes.NodeType;
+import io.ferrite.nodes.Nodes;
+import io.ferrite.nodes.NodesException;
+import java.io.PrintWriter;
+import java.time.Instant;
+import java.time.ZoneId;
+import java.time.format.DateTimeFormatter;
+import java.util.Locale;
+import java.util.concurrent.Callable;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Mixin;
+import picocli.CommandLine.Model.CommandSpec;
+import picocli.CommandLine.Spec;
+
+/**
+ * {@code ferrite fs}: the nodes face from the shell (NodeKernel's namespace of files, directories,
+ * key-values, tables and bags). Each subcommand is in {@link FsCommands}.
+ */
+@Command(
+    name = "fs",
+    mixinStandardHelpOptions = true,
+    description = {
+      "The node namespace: directories and files, tables of key-values, bags of files.",
+      "Paths are absolute (/a/b). With no flags the cluster is the one 'ferrite local' started."
+    },
+    footer = {
+      "",
+      "Examples:",
+      "  ferrite fs mkdir -p /data/in",
+      "  ferrite fs put big.bin /data/in/",
+      "  ferrite fs ls -l /data/in",
+      "  ferrite fs cat /data/in/big.bin | sha256sum",
+      "  ferrite fs mkdir --table /cache && ferrite fs put value.json /cache/key1",
+      "  ferrite fs df",
+    },
+    subcommands = {
+      FsCommands.Ls.class,
+      FsCommands.Mkdir.class,
+      FsCommands.Put.class,
+      FsCommands.Get.class,
+      FsCommands.Cat.class,
+      FsCommands.Rm.class,
+      FsCommands.Mv.class,
+      FsCommands.Stat.class,
+      FsCommands.Df.class,
+    })
+final class FsCommand implements Runnable {
+  @Spec CommandSpec spec;
+
+  @Override
+  public void run() {
+    spec.commandLine().usage(spec.commandLine().getOut());
+  }
+
+  /** What every fs subcommand shares: the cluster to talk to and a connection to it. */
+  abstract static class Base implements Callable<Integer> {
+    @Spec CommandSpec spec;
+    @Mixin ClusterTarget target;
+
+    PrintWriter out() {
+      return spec.commandLine().getOut();
+    }
+
+    PrintWriter err() {
+      return spec.commandLine().getErr();
+    }
+
+    @Override
+    public final Integer call() throws Exception {
+      ClusterTarget.Resolved t = target.resolve();
+      Fabrics fabrics = new Fabrics();
+      try (FerriteClient c =
+          Ferrite.connect(
+              t.uri(),
+              ClientOptions.builder(t.credentials())
+                  .fabrics(fabrics.factory())
+                  .clientName("ferrite-fs-" + spec.name())
+                  .build())) {
+        int rc = run(new Nodes(c));
+        out().flush();
+        return rc;
+      } finally {
+        fabrics.close();
+      }
+    }
+
+    abstract int run(Nodes nodes) throws Exception;
+
+    /** Prints "fs <cmd>: <path>: <reason>" for one failed operand, like a shell tool. */
+    int failed(String operand, RuntimeException e) {
+      String msg =
+          e instanceof NodesException ne ? ne.getMessage() : String.valueOf(e.getMessage());
+      err().println("ferrite fs " + spec.name() + ": " + operand + ": " + msg);
+      err().flush();
+      return 1;
+    }
+  }
+
+  static final DateTimeFormatter TIME =
+      DateTimeFormatter.ofPattern("yyyy-MM-dd HH:mm", Locale.ROOT).withZone(ZoneId.systemDefault());
+
+  static String time(long epochMillis) {
+    return TIME.format(Instant.ofEpochMilli(epochMillis));
+  }
+
+  /** One letter per type, in the place where ls -l puts d or -. */
+  static char letter(NodeType t) {
+    return switch (t) {
+      case FILE -> '-';
+      case DIRECTORY -> 'd';
+      case KEYVALUE -> 'k';
+      case TABLE -> 't';
+      case BAG -> 'b';
+    };
+  }
+
+  /** The path of {@code name} in {@code dir}. */
+  static String child(String dir, String name) {
+    return NodePath.join(dir, name);
+  }
+
+  static String describe(NodeInfo n) {
+    return n.type().label()
+        + (n.type() == NodeType.TABLE && !n.enumerable() ? " (non-enumerable)" : "");
+  }
+}

@@ -1,0 +1,557 @@
+package io.ferrite.cli;
+
+import io.ferrite.kernel.proto.ClusterStatus;
+import io.ferrite.kernel.proto.MemberInfo;
+import io.ferrite.kernel.proto.ServerState;
+import io.ferrite.kernel.proto.Sizes;
+import io.ferrite.nodes.CreateOptions;
+import io.ferrite.nodes.NodeInfo;
+import io.ferrite.nodes.NodePath;
+import io.ferrite.nodes.NodeType;
+import io.ferrite.nodes.NodeWriter;
+import io.ferrite.nodes.Nodes;
+import io.ferrite.nodes.NodesException;
+import java.io.IOException;
+import java.io.InputStream;
+import java.io.OutputStream;
+import java.io.PrintWriter;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.StandardOpenOption;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Option;
+import picocli.CommandLine.Parameters;
+
+/** The subcommands of {@code ferrite fs}. */
+final class FsCommands {
+  private FsCommands() {}
+
+  @Command(
+      name = "ls",
+      mixinStandardHelpOptions = true,
+      description =
+          "Lists a container's children in name order (a file or key-value lists itself).",
+      footer = {
+        "",
+        "Type letters with -l: d directory, - file, t table, k key-value, b bag.",
+        "Examples:",
+        "  ferrite fs ls /",
+        "  ferrite fs ls -lR /data"
+      })
+  static final class Ls extends FsCommand.Base {
+    @Option(names = "-l", description = "Long format: type, size, modification time, name.")
+    boolean longFormat;
+
+    @Option(names = "-R", description = "Recurse into containers.")
+    boolean recursive;
+
+    @Parameters(arity = "0..*", paramLabel = "PATH", description = "Paths (default: /).")
+    List<String> paths = new ArrayList<>();
+
+    @Override
+    int run(Nodes nodes) {
+      if (paths.isEmpty()) {
+        paths.add("/");
+      }
+      int rc = 0;
+      boolean headers = paths.size() > 1 || recursive;
+      boolean first = true;
+      for (String p : paths) {
+        NodeInfo n;
+        try {
+          n = nodes.lookup(p);
+        } catch (RuntimeException e) {
+          rc = failed(p, e);
+          continue;
+        }
+        if (!n.type().isContainer()) {
+          print(n, p);
+          continue;
+        }
+        first = listDir(nodes, p, headers, first);
+      }
+      return rc;
+    }
+
+    private boolean listDir(Nodes nodes, String dir, boolean headers, boolean first) {
+      PrintWriter out = out();
+      if (headers) {
+        if (!first) {
+          out.println();
+        }
+        out.println(dir + ":");
+      }
+      List<String> subdirs = new ArrayList<>();
+      for (NodeInfo c : nodes.list(dir)) {
+        print(c, c.path());
+        if (recursive && c.type().isContainer()) {
+          subdirs.add(FsCommand.child(dir, c.path()));
+        }
+      }
+      for (String s : subdirs) {
+        listDir(nodes, s, true, false);
+      }
+      return false;
+    }
+
+    private void print(NodeInfo n, String name) {
+      if (!longFormat) {
+        out().println(name);
+        return;
+      }
+      out()
+          .printf(
+              Locale.ROOT,
+              "%c %12d  %s  %s%n",
+              FsCommand.letter(n.type()),
+              n.size(),
+              FsCommand.time(n.mtime()),
+              name);
+    }
+  }
+
+  @Command(
+      name = "mkdir",
+      mixinStandardHelpOptions = true,
+      description = "Creates directories (or, with --table / --bag, a table or a bag).",
+      footer = {"", "Examples:", "  ferrite fs mkdir -p /a/b/c", "  ferrite fs mkdir --table /kv"})
+  static final class Mkdir extends FsCommand.Base {
+    @Option(names = "-p", description = "Create missing parents; an existing directory is fine.")
+    boolean parents;
+
+    @Option(names = "--table", description = "Create a table (a flat container of key-values).")
+    boolean table;
+
+    @Option(
+        names = "--non-enumerable",
+        description = "With --table: keep no names (ls shows nothing; creates are cheaper).")
+    boolean nonEnumerable;
+
+    @Option(names = "--bag", description = "Create a bag (files that read as one stream).")
+    boolean bag;
+
+    @Parameters(arity = "1..*", paramLabel = "PATH")
+    List<String> paths;
+
+    @Override
+    int run(Nodes nodes) {
+      int rc = 0;
+      for (String p : paths) {
+        try {
+          if (parents && !table && !bag) {
+            nodes.mkdirs(p);
+            continue;
+          }
+          if (parents) {
+            nodes.mkdirs(NodePath.parent(NodePath.check(p)));
+          }
+          if (table) {
+            nodes.createTable(p, !nonEnumerable);
+          } else if (bag) {
+            nodes.createBag(p);
+          } else {
+            nodes.mkdir(p);
+          }
+        } catch (RuntimeException e) {
+          rc = failed(p, e);
+        }
+      }
+      return rc;
+    }
+  }
+
+  /** A progress bar on stderr for transfers over 4 MiB, when stderr is a terminal. */
+  static final class Progress {
+    private static final long THRESHOLD = 4L << 20;
+    private final PrintWriter err;
+    private final long total;
+    private final boolean on;
+    private final long start = System.nanoTime();
+    private long done;
+    private long lastDraw;
+
+    Progress(PrintWriter err, long total, boolean force) {
+      this.err = err;
+      this.total = total;
+      this.on = total > THRESHOLD && (force || System.console() != null);
+    }
+
+    void add(long n) {
+      done += n;
+      long now = System.nanoTime();
+      if (on && (now - lastDraw > 100_000_000L || done == total)) {
+        lastDraw = now;
+        int width = 30;
+        int filled = (int) (width * done / Math.max(1, total));
+        double secs = Math.max(1e-9, (now - start) / 1e9);
+        err.printf(
+            Locale.ROOT,
+            "\r[%s%s] %3d%% %s / %s  %s/s ",
+            "#".repeat(filled),
+            " ".repeat(width - filled),
+            (int) (100 * done / Math.max(1, total)),
+            Sizes.format(done),
+            Sizes.format(total),
+            Sizes.format((long) (done / secs)));
+        err.flush();
+      }
+    }
+
+    void finish() {
+      if (on) {
+        err.println();
+        err.flush();
+      }
+    }
+  }
+
+  static long copy(InputStream in, OutputStream out, Progress progress) throws IOException {
+    byte[] buf = new byte[1 << 20];
+    long total = 0;
+    int n;
+    while ((n = in.read(buf)) > 0) {
+      out.write(buf, 0, n);
+      total += n;
+      progress.add(n);
+    }
+    progress.finish();
+    return total;
+  }
+
+  @Command(
+      name = "put",
+      mixinStandardHelpOptions = true,
+      description = {
+        "Copies a local file (or - for stdin) to a node. Into a directory or bag it makes a file;"
+            + " into a table it puts a key-value (replacing the old value atomically).",
+        "A destination ending in / or naming a container gets the local file's name."
+      },
+      footer = {
+        "",
+        "Examples:",
+        "  ferrite fs put data.bin /in/",
+        "  ferrite fs put v.json /kv/key"
+      })
+  static final class Put extends FsCommand.Base {
+    @Parameters(index = "0", paramLabel = "LOCAL")
+    String local;
+
+    @Parameters(index = "1", paramLabel = "PATH")
+    String remote;
+
+    @Option(names = "--class", description = "Preferred storage class (default: dram, then disk).")
+    String storageClass = "";
+
+    @Option(
+        names = "--progress",
+        description = "Show the progress bar even when not on a terminal.")
+    boolean progress;
+
+    @Override
+    int run(Nodes nodes) throws IOException {
+      String dst = remote;
+      String base = local.equals("-") ? "stdin" : Path.of(local).getFileName().toString();
+      NodeInfo parent;
+      if (dst.endsWith("/") && dst.length() > 1) {
+        dst = dst.substring(0, dst.length() - 1) + "/" + base;
+      } else {
+        try {
+          NodeInfo existing = nodes.lookup(dst);
+          if (existing.type().isContainer()) {
+            dst = FsCommand.child(dst, base);
+          }
+        } catch (NodesException e) {
+          if (e.reason() != NodesException.Reason.NOT_FOUND) {
+            return failed(remote, e);
+          }
+        }
+      }
+      try {
+        parent = nodes.lookup(NodePath.parent(NodePath.check(dst)));
+      } catch (RuntimeException e) {
+        return failed(dst, e);
+      }
+      long size = local.equals("-") ? -1 : Files.size(Path.of(local));
+      Progress p = new Progress(err(), size, progress);
+      try (InputStream in = local.equals("-") ? System.in : Files.newInputStream(Path.of(local))) {
+        if (parent.type() == NodeType.TABLE) {
+          byte[] value = in.readAllBytes();
+          nodes.put(dst, java.nio.ByteBuffer.wrap(value));
+          return 0;
+        }
+        NodeWriter w = nodes.create(dst, CreateOptions.inClass(storageClass));
+        try (OutputStream out = w.outputStream()) {
+          copy(in, out, p);
+        } catch (IOException | RuntimeException e) {
+          w.abort();
+          throw e;
+        }
+      } catch (RuntimeException e) {
+        return failed(dst, e);
+      }
+      return 0;
+    }
+  }
+
+  @Command(
+      name = "get",
+      mixinStandardHelpOptions = true,
+      description = "Copies a file, key-value or whole bag to a local file (- for stdout).",
+      footer = {
+        "",
+        "Examples:",
+        "  ferrite fs get /in/data.bin .",
+        "  ferrite fs get /kv/key v.json"
+      })
+  static final class Get extends FsCommand.Base {
+    @Parameters(index = "0", paramLabel = "PATH")
+    String remote;
+
+    @Parameters(index = "1", paramLabel = "LOCAL", defaultValue = ".")
+    String local;
+
+    @Option(
+        names = "--progress",
+        description = "Show the progress bar even when not on a terminal.")
+    boolean progress;
+
+    @Override
+    int run(Nodes nodes) throws IOException {
+      NodeInfo n;
+      try {
+        n = nodes.lookup(remote);
+      } catch (RuntimeException e) {
+        return failed(remote, e);
+      }
+      Path target = Path.of(local);
+      if (!local.equals("-") && Files.isDirectory(target)) {
+        target = target.resolve(remote.equals("/") ? "root" : NodePath.name(remote));
+      }
+      try (InputStream in = open(nodes, n, remote);
+          OutputStream out =
+              local.equals("-")
+                  ? new NonClosing(System.out)
+                  : Files.newOutputStream(
+                      target,
+                      StandardOpenOption.CREATE,
+                      StandardOpenOption.TRUNCATE_EXISTING,
+                      StandardOpenOption.WRITE)) {
+        copy(in, out, new Progress(err(), n.type() == NodeType.BAG ? 0 : n.size(), progress));
+      } catch (RuntimeException e) {
+        return failed(remote, e);
+      }
+      return 0;
+    }
+  }
+
+  static InputStream open(Nodes nodes, NodeInfo n, String path) {
+    if (n.type() == NodeType.BAG) {
+      return nodes.openBag(path);
+    }
+    return nodes.open(n).inputStream();
+  }
+
+  /** System.out for a try-with-resources that must not close it. */
+  static final class NonClosing extends java.io.FilterOutputStream {
+    NonClosing(OutputStream out) {
+      super(out);
+    }
+
+    @Override
+    public void write(byte[] b, int off, int len) throws IOException {
+      out.write(b, off, len);
+    }
+
+    @Override
+    public void close() throws IOException {
+      flush();
+    }
+  }
+
+  @Command(
+      name = "cat",
+      mixinStandardHelpOptions = true,
+      description = "Writes files, key-values or bags (all their files in order) to stdout.",
+      footer = {"", "Example:", "  ferrite fs cat /shuffle/part-0 | wc -c"})
+  static final class Cat extends FsCommand.Base {
+    @Parameters(arity = "1..*", paramLabel = "PATH")
+    List<String> paths;
+
+    @Override
+    int run(Nodes nodes) throws IOException {
+      int rc = 0;
+      OutputStream out = new NonClosing(System.out);
+      for (String p : paths) {
+        try (InputStream in = open(nodes, nodes.lookup(p), p)) {
+          in.transferTo(out);
+        } catch (RuntimeException e) {
+          rc = failed(p, e);
+        }
+      }
+      out.flush();
+      return rc;
+    }
+  }
+
+  @Command(
+      name = "rm",
+      mixinStandardHelpOptions = true,
+      description = "Removes nodes; a non-empty container only with -r. Their blocks are freed.",
+      footer = {"", "Examples:", "  ferrite fs rm /in/data.bin", "  ferrite fs rm -r /in"})
+  static final class Rm extends FsCommand.Base {
+    @Option(
+        names = {"-r", "-R"},
+        description = "Remove containers with everything in them.")
+    boolean recursive;
+
+    @Option(names = "-f", description = "Ignore paths that do not exist.")
+    boolean force;
+
+    @Parameters(arity = "1..*", paramLabel = "PATH")
+    List<String> paths;
+
+    @Override
+    int run(Nodes nodes) {
+      int rc = 0;
+      for (String p : paths) {
+        try {
+          nodes.remove(p, recursive);
+        } catch (NodesException e) {
+          if (!(force && e.reason() == NodesException.Reason.NOT_FOUND)) {
+            rc = failed(p, e);
+          }
+        } catch (RuntimeException e) {
+          rc = failed(p, e);
+        }
+      }
+      return rc;
+    }
+  }
+
+  @Command(
+      name = "mv",
+      mixinStandardHelpOptions = true,
+      description = "Moves a node atomically; into a directory if DST is one.",
+      footer = {"", "Examples:", "  ferrite fs mv /in/a /out/a", "  ferrite fs mv /in/a /out"})
+  static final class Mv extends FsCommand.Base {
+    @Parameters(index = "0", paramLabel = "SRC")
+    String src;
+
+    @Parameters(index = "1", paramLabel = "DST")
+    String dst;
+
+    @Override
+    int run(Nodes nodes) {
+      String to = dst;
+      try {
+        NodeInfo d = nodes.lookup(dst);
+        if (d.type().isContainer()) {
+          to = FsCommand.child(dst, NodePath.name(NodePath.check(src)));
+        }
+      } catch (NodesException e) {
+        if (e.reason() != NodesException.Reason.NOT_FOUND) {
+          return failed(dst, e);
+        }
+      }
+      try {
+        nodes.move(src, to);
+      } catch (RuntimeException e) {
+        return failed(src, e);
+      }
+      return 0;
+    }
+  }
+
+  @Command(
+      name = "stat",
+      mixinStandardHelpOptions = true,
+      description = "Prints what the master knows about nodes.",
+      footer = {"", "Example:", "  ferrite fs stat /in/data.bin"})
+  static final class Stat extends FsCommand.Base {
+    @Parameters(arity = "1..*", paramLabel = "PATH")
+    List<String> paths;
+
+    @Override
+    int run(Nodes nodes) {
+      int rc = 0;
+      for (String p : paths) {
+        try {
+          NodeInfo n = nodes.lookup(p);
+          PrintWriter out = out();
+          out.println("  Path: " + p);
+          out.println("  Type: " + FsCommand.describe(n));
+          out.println(
+              n.type().isContainer()
+                  ? "  Children: " + n.size()
+                  : "  Size: " + n.size() + " B (" + Sizes.format(n.size()) + ")");
+          if (n.type().hasData()) {
+            out.println(
+                "  Blocks: "
+                    + n.blockCount()
+                    + (n.inline() != null ? " (value kept in the master's metadata)" : ""));
+          }
+          out.println(
+              "  Storage class: "
+                  + (n.storageClass().isEmpty() ? "(cluster order)" : n.storageClass()));
+          if (!n.location().isEmpty()) {
+            out.println("  Location hint: " + n.location());
+          }
+          out.println("  Modified: " + FsCommand.time(n.mtime()));
+          out.println("  Id: " + n.id() + (n.writing() ? "  (open for writing)" : ""));
+        } catch (RuntimeException e) {
+          rc = failed(p, e);
+        }
+      }
+      return rc;
+    }
+  }
+
+  @Command(
+      name = "df",
+      mixinStandardHelpOptions = true,
+      description = "Capacity and use per storage class over the live memory servers.",
+      footer = {"", "Example:", "  ferrite fs df"})
+  static final class Df extends FsCommand.Base {
+    @Override
+    int run(Nodes nodes) {
+      ClusterStatus st = nodes.client().status();
+      PrintWriter out = out();
+      out.printf(
+          Locale.ROOT,
+          "%-10s %10s %10s %10s %5s %s%n",
+          "Class",
+          "Size",
+          "Used",
+          "Avail",
+          "Use%",
+          "Servers");
+      for (Map.Entry<String, long[]> e : st.totals(ServerState.ALIVE).entrySet()) {
+        long size = e.getValue()[0];
+        long used = e.getValue()[1];
+        int servers = 0;
+        for (ClusterStatus.Member m : st.members()) {
+          MemberInfo info = m.info();
+          if (info.state() == ServerState.ALIVE
+              && m.usage().stream()
+                  .anyMatch(u -> u.storageClass().equals(e.getKey()) && u.capacityBytes() > 0)) {
+            servers++;
+          }
+        }
+        out.printf(
+            Locale.ROOT,
+            "%-10s %10s %10s %10s %4d%% %d%n",
+            e.getKey(),
+            Sizes.format(size),
+            Sizes.format(used),
+            Sizes.format(size - used),
+            size == 0 ? 0 : (int) Math.round(100.0 * used / size),
+            servers);
+      }
+      return 0;
+    }
+  }
+}

@@ -1,0 +1,132 @@
+package io.ferrite.cli.bench;
+
+import io.ferrite.bench.BenchReport;
+import io.ferrite.bench.nodes.NodesBench;
+import io.ferrite.cli.DurationConverter;
+import io.ferrite.cli.VersionProvider;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.List;
+import java.util.concurrent.Callable;
+import picocli.CommandLine;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Option;
+
+/** {@code ferrite bench nodes}: see {@link NodesBench}. */
+@Command(
+    name = "nodes",
+    mixinStandardHelpOptions = true,
+    versionProvider = VersionProvider.class,
+    sortOptions = false,
+    header = "The nodes face (NodeKernel) against the fabric ops it is made of.",
+    description = {
+      "Reproduces the NodeKernel paper's Figures 5 and 7 on this machine: starts a",
+      "master with the nodes extension and two memory servers in this process",
+      "(serving shm and tcp) and, per fabric, measures:",
+      "  <f>.kv.{put,get}.{4B,4KiB,64KiB,1MiB}   KeyValue latency, ns; a 4 B value",
+      "      is kept in the master's metadata, so its reference is one master RPC",
+      "      (<f>.rpc.master); larger ones are compared with a one-sided write or",
+      "      read of the same size (<f>.write|read.<size>)",
+      "  <f>.file.{write,read}.{1KiB,64KiB,1MiB}.bandwidth   a File through a",
+      "      stream with that application buffer, MiB/s, beside memcpy (shm) or a",
+      "      raw loopback stream (tcp); the file is 1 GiB unless less fits",
+      "      (file.size says how big it was)",
+      "  <f>.lookup.threads.{1,4,16}   lookups/s beside master RPCs/s",
+      "  <f>.create.{table,bag}   creates/s (4 B KeyValue in a non-enumerable",
+      "      table; empty File in a bag) beside one thread's master RPCs/s",
+      "  nodes.list.100000.entries   a table of 100 000 children listed,",
+      "      entries/s beside one thread's lookups/s (first fabric only)",
+      "The master's journal is not fsynced per record unless --fsync (Crail",
+      "keeps no log at all); removed blocks are reused after 100 ms.",
+    },
+    optionListHeading = "%nOptions:%n",
+    footer = {
+      "",
+      "Examples:",
+      "  ferrite bench nodes --json nodes.json",
+      "  ferrite bench nodes --quick --fabrics shm",
+      "",
+      "JSON (--json FILE): the shape of 'bench fabric':",
+      "  {\"suite\": \"nodes\", \"results\": [{\"name\", \"value\", \"unit\",",
+      "   \"better\", \"reference\", \"reference_value\", \"ratio\"}, ...]}",
+    })
+public final class NodesBenchCommand implements Callable<Integer> {
+  @CommandLine.Spec CommandLine.Model.CommandSpec spec;
+
+  @Option(
+      names = "--fabrics",
+      split = ",",
+      paramLabel = "NAME",
+      description = "shm, tcp (default: both).")
+  List<String> fabrics;
+
+  @Option(
+      names = "--iterations",
+      paramLabel = "N",
+      description = "Timed ops per latency (default: 5000; --quick: 200).")
+  Integer iterations;
+
+  @Option(
+      names = "--duration",
+      paramLabel = "TIME",
+      converter = DurationConverter.class,
+      description = "Length of each rate measurement (default: 2s; --quick: 200ms).")
+  Duration duration;
+
+  @Option(
+      names = "--file-mib",
+      paramLabel = "MIB",
+      description = "File size for bandwidth (default: 1024; --quick: 64).")
+  Long fileMib;
+
+  @Option(
+      names = "--list-children",
+      paramLabel = "N",
+      description = "Children of the container whose listing is timed (default: 100000; 0 skips).")
+  Integer listChildren;
+
+  @Option(names = "--fsync", description = "fsync the master's journal after every record.")
+  boolean fsync;
+
+  @Option(
+      names = "--json",
+      paramLabel = "FILE",
+      description = "Also write the results as JSON to FILE.")
+  Path json;
+
+  @Option(names = "--quick", description = "A short smoke-test run; numbers are noisy.")
+  boolean quick;
+
+  @Option(
+      names = {"-q", "--quiet"},
+      description = "No progress lines on stderr.")
+  boolean quiet;
+
+  @Override
+  public Integer call() throws Exception {
+    NodesBench.Options d = quick ? NodesBench.Options.quick() : NodesBench.Options.defaults();
+    NodesBench.Options o =
+        new NodesBench.Options(
+            fabrics != null ? List.copyOf(fabrics) : d.fabrics(),
+            iterations != null ? iterations : d.iterations(),
+            duration != null ? duration : d.duration(),
+            fileMib != null ? fileMib << 20 : d.fileBytes(),
+            fsync,
+            listChildren != null ? listChildren : d.listChildren(),
+            quiet ? null : System.err);
+    for (String f : o.fabrics()) {
+      if (!f.equals("shm") && !f.equals("tcp")) {
+        throw new CommandLine.ParameterException(
+            spec.commandLine(), "--fabrics: unknown fabric " + f + " (expected: shm, tcp)");
+      }
+    }
+    BenchReport report = NodesBench.run(o);
+    spec.commandLine().getOut().print(report.table());
+    spec.commandLine().getOut().flush();
+    if (json != null) {
+      report.writeJson(json);
+      spec.commandLine().getErr().println("wrote " + json.toAbsolutePath());
+    }
+    return 0;
+  }
+}

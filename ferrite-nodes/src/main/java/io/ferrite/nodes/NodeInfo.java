@@ -1,0 +1,38 @@
+package io.ferrite.nodes;
+
+import io.ferrite.kernel.proto.BlockRef;
+import java.util.List;
+
+/**
+ * What the master says about a node: a snapshot at the time of the call.
+ *
+ * @param id the node's stable id (its blocks are owned by {@code nodes:<id>})
+ * @param path the path it was found at
+ * @param type its type
+ * @param size bytes of data visible to readers (File, KeyValue); children for containers
+ * @param mtime last modification, epoch milliseconds
+ * @param checksum {@link io.ferrite.fabric.verify.Checksum64} of a KeyValue's value (0 otherwise)
+ * @param storageClass preferred storage class ("" = the cluster's order)
+ * @param location location hint ("" = none)
+ * @param enumerable false for a non-enumerable Table
+ * @param writing whether a session holds the write lease
+ * @param blockCount blocks mapped to the node
+ * @param firstBlock index of {@code blocks.get(0)}
+ * @param blocks some of the node's blocks, from {@code firstBlock} on
+ * @param inline a small KeyValue's value kept in the metadata, or null
+ */
+public record NodeInfo(
+    long id,
+    String path,
+    NodeType type,
+    long size,
+    long mtime,
+    long checksum,
+    String storageClass,
+    String location,
+    boolean enumerable,
+    boolean writing,
+    int blockCount,
+    int firstBlock,
+    List<BlockRef> blocks,
+    byte[] inline) {}

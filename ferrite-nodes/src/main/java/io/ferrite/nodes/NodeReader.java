@@ -1,0 +1,281 @@
+package io.ferrite.nodes;
+
+import io.ferrite.fabric.Futures;
+import java.io.IOException;
+import java.io.InputStream;
+import java.nio.ByteBuffer;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.CompletableFuture;
+
+/**
+ * Reads a File or KeyValue: positional, asynchronous reads of the bytes visible when it was opened
+ * (its size then), cut at block boundaries into one-sided reads; the mapping of the next block is
+ * fetched while the current one transfers (paper §4.4). Thread-safe; {@link #inputStream} adds a
+ * sequential stream with read-ahead and seek.
+ */
+public final class NodeReader {
+  private final Nodes nodes;
+  private final NodeInfo info;
+  private final BlockMap map;
+  private final long bs;
+
+  NodeReader(Nodes nodes, NodeInfo info) {
+    this.nodes = nodes;
+    this.info = info;
+    this.map = new BlockMap(nodes, info, false);
+    this.bs = nodes.blockSize();
+  }
+
+  public NodeInfo info() {
+    return info;
+  }
+
+  /** Bytes readable. */
+  public long size() {
+    return info.size();
+  }
+
+  /**
+   * Reads up to {@code dst.remaining()} bytes at {@code position}; completes with the count, or -1
+   * at the end. A position past the end fails with PAST_END. {@code dst} must not be touched until
+   * the future completes.
+   */
+  public CompletableFuture<Integer> read(long position, ByteBuffer dst) {
+    long size = info.size();
+    if (position < 0 || position > size) {
+      return CompletableFuture.failedFuture(
+          new NodesException(
+              NodesException.Reason.PAST_END,
+              "read at "
+                  + position
+                  + " of "
+                  + info.path()
+                  + " (expected: 0 to its size "
+                  + size
+                  + ")"));
+    }
+    if (dst.remaining() == 0) {
+      return CompletableFuture.completedFuture(0);
+    }
+    if (position == size) {
+      return CompletableFuture.completedFuture(-1);
+    }
+    int len = (int) Math.min(dst.remaining(), size - position);
+    if (info.inline() != null) {
+      dst.put(info.inline(), (int) position, len);
+      return CompletableFuture.completedFuture(len);
+    }
+    List<CompletableFuture<Void>> parts = new ArrayList<>(2);
+    int done = 0;
+    int base = dst.position();
+    while (done < len) {
+      long pos = position + done;
+      int index = (int) (pos / bs);
+      long off = pos % bs;
+      int n = (int) Math.min(len - done, bs - off);
+      ByteBuffer slice = dst.duplicate();
+      slice.position(base + done).limit(base + done + n);
+      parts.add(map.block(index).thenCompose(b -> nodes.readBlock(b, off, slice)));
+      map.prefetch(index + 1);
+      done += n;
+    }
+    dst.position(base + len);
+    CompletableFuture<Void> all =
+        parts.size() == 1
+            ? parts.get(0)
+            : CompletableFuture.allOf(parts.toArray(new CompletableFuture<?>[0]));
+    return all.handle(
+        (v, t) -> {
+          if (t != null) {
+            throw NodesException.from(t);
+          }
+          return len;
+        });
+  }
+
+  /** Reads exactly {@code dst.remaining()} bytes at {@code position}, or fails with PAST_END. */
+  public void readFully(long position, ByteBuffer dst) {
+    if (position < 0 || position + dst.remaining() > info.size()) {
+      throw new NodesException(
+          NodesException.Reason.PAST_END,
+          "read of "
+              + dst.remaining()
+              + " B at "
+              + position
+              + " of "
+              + info.path()
+              + " (expected: within its "
+              + info.size()
+              + " B)");
+    }
+    try {
+      Futures.join(read(position, dst));
+    } catch (RuntimeException e) {
+      throw NodesException.from(e);
+    }
+  }
+
+  /** A sequential stream from position 0, with read-ahead of one block. */
+  public SeekableInputStream inputStream() {
+    return new SeekableInputStream(this, (int) Math.min(bs, 1 << 20));
+  }
+
+  /**
+   * A sequential {@link InputStream} over a reader: keeps up to {@value #DEPTH} chunk reads in
+   * flight ahead of the caller (over tcp the transfers overlap; paper §4.4 overlaps the mapping as
+   * well). When the fabric completes reads synchronously (shm, local: a read is a memcpy) a read of
+   * at least a chunk goes straight into the caller's array, one copy. Not thread-safe.
+   */
+  public static final class SeekableInputStream extends InputStream {
+    static final int DEPTH = 4;
+
+    private record Ahead(ByteBuffer buf, long pos, CompletableFuture<Integer> read) {}
+
+    private final NodeReader reader;
+    private final int chunk;
+    private final java.util.ArrayDeque<Ahead> ahead = new java.util.ArrayDeque<>();
+    private final java.util.ArrayDeque<ByteBuffer> free = new java.util.ArrayDeque<>();
+    private ByteBuffer current = ByteBuffer.allocate(0);
+    private long currentEnd; // file position after current's last byte
+    private long nextIssue;
+    private long position;
+    private boolean synchronous;
+    private boolean closed;
+
+    SeekableInputStream(NodeReader reader, int chunk) {
+      this.reader = reader;
+      this.chunk = chunk;
+    }
+
+    public long position() {
+      return position;
+    }
+
+    /** Moves to {@code pos} (0 to the size); the next read starts there. */
+    public void seek(long pos) throws IOException {
+      checkOpen();
+      if (pos < 0 || pos > reader.size()) {
+        throw new IOException(
+            new NodesException(
+                NodesException.Reason.PAST_END,
+                "seek to " + pos + " (expected: 0 to " + reader.size() + ")"));
+      }
+      long currentStart = currentEnd - current.limit();
+      if (pos >= currentStart && pos <= currentEnd) {
+        current.position((int) (pos - currentStart));
+      } else {
+        current = ByteBuffer.allocate(0);
+        currentEnd = pos;
+      }
+      position = pos;
+    }
+
+    private void checkOpen() throws IOException {
+      if (closed) {
+        throw new IOException(new NodesException(NodesException.Reason.CLOSED, "stream closed"));
+      }
+    }
+
+    /** Issues chunk reads from {@code nextIssue} until {@value #DEPTH} are in flight. */
+    private void topUp() {
+      while (ahead.size() < DEPTH && nextIssue < reader.size()) {
+        ByteBuffer b = free.isEmpty() ? ByteBuffer.allocateDirect(chunk) : free.poll();
+        b.clear();
+        CompletableFuture<Integer> f = reader.read(nextIssue, b);
+        synchronous = f.isDone();
+        ahead.add(new Ahead(b, nextIssue, f));
+        nextIssue += chunk;
+      }
+    }
+
+    /** Makes current hold bytes at {@code position}; false at the end. */
+    private boolean fill() throws IOException {
+      if (current.hasRemaining()) {
+        return true;
+      }
+      if (position >= reader.size()) {
+        return false;
+      }
+      if (ahead.isEmpty() || ahead.peek().pos() != position) {
+        ahead.clear(); // reads for other positions: their buffers are dropped, never reused
+        nextIssue = position;
+      }
+      topUp();
+      Ahead a = ahead.poll();
+      int n;
+      try {
+        n = Futures.join(a.read());
+      } catch (RuntimeException e) {
+        throw new IOException(NodesException.from(e));
+      }
+      if (current.isDirect() && current.capacity() == chunk) {
+        free.add(current);
+      }
+      current = a.buf();
+      current.flip();
+      currentEnd = a.pos() + n;
+      topUp();
+      return n > 0;
+    }
+
+    @Override
+    public int read() throws IOException {
+      checkOpen();
+      if (!fill()) {
+        return -1;
+      }
+      position++;
+      return current.get() & 0xFF;
+    }
+
+    @Override
+    public int read(byte[] b, int off, int len) throws IOException {
+      checkOpen();
+      java.util.Objects.checkFromIndexSize(off, len, b.length);
+      if (len == 0) {
+        return 0;
+      }
+      if (synchronous && !current.hasRemaining() && len >= chunk && position < reader.size()) {
+        // A memcpy fabric: straight into the caller's array, one copy, nothing ahead to wait for.
+        try {
+          ahead.clear();
+          int n = Futures.join(reader.read(position, ByteBuffer.wrap(b, off, len)));
+          if (n > 0) {
+            position += n;
+            currentEnd = position;
+          }
+          return n;
+        } catch (RuntimeException e) {
+          throw new IOException(NodesException.from(e));
+        }
+      }
+      if (!fill()) {
+        return -1;
+      }
+      int n = Math.min(len, current.remaining());
+      current.get(b, off, n);
+      position += n;
+      return n;
+    }
+
+    @Override
+    public long skip(long n) throws IOException {
+      long to = Math.min(reader.size(), position + Math.max(0, n));
+      long skipped = to - position;
+      seek(to);
+      return skipped;
+    }
+
+    @Override
+    public int available() {
+      return (int) Math.min(Integer.MAX_VALUE, reader.size() - position);
+    }
+
+    @Override
+    public void close() {
+      closed = true;
+      ahead.clear();
+    }
+  }
+}

@@ -1,0 +1,514 @@
+package io.ferrite.nodes;
+
+import io.ferrite.fabric.Futures;
+import io.ferrite.fabric.verify.Checksum64;
+import io.ferrite.kernel.client.FerriteClient;
+import io.ferrite.kernel.proto.BlockRef;
+import io.ferrite.kernel.proto.MasterProtocol;
+import io.ferrite.kernel.proto.Wire;
+import java.nio.ByteBuffer;
+import java.util.ArrayList;
+import java.util.Iterator;
+import java.util.List;
+import java.util.NoSuchElementException;
+import java.util.concurrent.CompletableFuture;
+
+/**
+ * The client half of the nodes face: NodeKernel's API (paper Table 2) over a {@link FerriteClient}.
+ * Metadata operations are RPCs to the master's nodes service; data moves with one-sided reads and
+ * writes straight to the memory servers' blocks.
+ *
+ * <p>Every operation has an asynchronous form returning a future (failures are values: the future
+ * fails with a {@link NodesException} or a kernel {@link io.ferrite.fabric.FerriteException}) and a
+ * blocking convenience that throws. Thread-safe; does not own the client.
+ */
+public final class Nodes {
+  private final FerriteClient client;
+  private final long blockSize;
+
+  /**
+   * Opens connections off the fabrics' I/O threads: a continuation of an RPC runs on the thread
+   * that completed it, and connecting there would block that thread's event loop.
+   */
+  private static final java.util.concurrent.ThreadPoolExecutor CONNECTOR =
+      new java.util.concurrent.ThreadPoolExecutor(
+          0,
+          4,
+          30,
+          java.util.concurrent.TimeUnit.SECONDS,
+          new java.util.concurrent.LinkedBlockingQueue<>(),
+          new io.ferrite.fabric.NamedThreadFactory("nodes-connect", true));
+
+  private final java.util.Set<Integer> connected =
+      java.util.concurrent.ConcurrentHashMap.newKeySet();
+
+  public Nodes(FerriteClient client) {
+    this.client = client;
+    this.blockSize = client.status().blockSize();
+    for (io.ferrite.kernel.proto.MemberInfo m : client.members()) {
+      if (m.state() == io.ferrite.kernel.proto.ServerState.ALIVE) {
+        try {
+          client.connection(m.serverId());
+          connected.add(m.serverId());
+        } catch (RuntimeException e) {
+          // Connected on first use instead.
+        }
+      }
+    }
+  }
+
+  /**
+   * Runs a one-sided {@code op} on {@code b}: right here when the connection to its server is open,
+   * else after connecting on a connector thread (never on a fabric I/O thread).
+   */
+  <T> CompletableFuture<T> onBlock(
+      BlockRef b, java.util.function.Function<BlockRef, CompletableFuture<T>> op) {
+    int id = b.serverId();
+    CompletableFuture<T> f =
+        connected.contains(id)
+            ? op.apply(b)
+            : CompletableFuture.runAsync(
+                    () -> {
+                      client.connection(id);
+                      connected.add(id);
+                    },
+                    CONNECTOR)
+                .thenCompose(v -> op.apply(b));
+    return f.whenComplete(
+        (v, t) -> {
+          if (t != null
+              && io.ferrite.fabric.FerriteException.unwrap(t).code()
+                  == io.ferrite.fabric.ErrorCode.UNAVAILABLE) {
+            connected.remove(id);
+          }
+        });
+  }
+
+  CompletableFuture<Void> readBlock(BlockRef b, long offset, ByteBuffer dst) {
+    return onBlock(b, x -> client.read(x, offset, dst));
+  }
+
+  CompletableFuture<Void> writeBlock(BlockRef b, long offset, ByteBuffer src) {
+    return onBlock(b, x -> client.write(x, offset, src));
+  }
+
+  public FerriteClient client() {
+    return client;
+  }
+
+  public long blockSize() {
+    return blockSize;
+  }
+
+  CompletableFuture<ByteBuffer> call(int opcode, Wire.Writer body) {
+    return client
+        .callMaster(NodesProtocol.SERVICE, opcode, body.toBuffer())
+        .handle(
+            (b, t) -> {
+              if (t != null) {
+                throw NodesException.from(t);
+              }
+              return b;
+            });
+  }
+
+  private CompletableFuture<NodeInfo> callNode(int opcode, Wire.Writer body) {
+    return call(opcode, body)
+        .thenApply(
+            b -> {
+              Wire.Reader r = new Wire.Reader(b, "node");
+              NodeInfo n = NodesProtocol.readNode(r);
+              r.end();
+              return n;
+            });
+  }
+
+  private static <T> T join(CompletableFuture<T> f) {
+    try {
+      return Futures.join(f);
+    } catch (RuntimeException e) {
+      throw NodesException.from(e);
+    }
+  }
+
+  // ---------------------------------------------------------------- metadata plane
+
+  /**
+   * Creates a container (Directory, Table, Bag), or an empty File/KeyValue left open (internal).
+   */
+  CompletableFuture<NodeInfo> createAsync(
+      String path, NodeType type, CreateOptions o, int preallocate, byte[] inline) {
+    NodePath.check(path);
+    Wire.Writer w =
+        new Wire.Writer()
+            .str(path)
+            .u8(type.wire())
+            .u8(o.enumerable() ? NodesProtocol.FLAG_ENUMERABLE : 0)
+            .str(o.storageClass())
+            .str(o.location())
+            .i64(client.sessionId())
+            .i32(preallocate)
+            .u8(inline == null ? 0 : 1);
+    if (inline != null) {
+      w.bytes(inline);
+    }
+    return callNode(NodesProtocol.CREATE, w);
+  }
+
+  /** Creates a Directory, Table or Bag. */
+  public CompletableFuture<NodeInfo> createContainerAsync(
+      String path, NodeType type, CreateOptions o) {
+    if (!type.isContainer()) {
+      return CompletableFuture.failedFuture(
+          new NodesException(
+              NodesException.Reason.WRONG_TYPE,
+              "a " + type.label() + " is created with create() or put(), not as a container"));
+    }
+    return createAsync(path, type, o, 0, null);
+  }
+
+  public NodeInfo mkdir(String path) {
+    return join(createContainerAsync(path, NodeType.DIRECTORY, CreateOptions.DEFAULT));
+  }
+
+  /** Creates {@code path} and missing parents as Directories; an existing directory is fine. */
+  public NodeInfo mkdirs(String path) {
+    List<String> comps = NodePath.parse(path);
+    String at = "";
+    NodeInfo last = lookup("/");
+    for (String c : comps) {
+      at = at + "/" + c;
+      try {
+        last = mkdir(at);
+      } catch (NodesException e) {
+        if (e.reason() != NodesException.Reason.ALREADY_EXISTS) {
+          throw e;
+        }
+        last = lookup(at);
+        if (last.type() != NodeType.DIRECTORY) {
+          throw new NodesException(
+              NodesException.Reason.NOT_A_CONTAINER,
+              at + " exists and is a " + last.type().label() + ", not a directory");
+        }
+      }
+    }
+    return last;
+  }
+
+  public NodeInfo createTable(String path, boolean enumerable) {
+    CreateOptions o = enumerable ? CreateOptions.DEFAULT : CreateOptions.DEFAULT.nonEnumerable();
+    return join(createContainerAsync(path, NodeType.TABLE, o));
+  }
+
+  public NodeInfo createBag(String path) {
+    return join(createContainerAsync(path, NodeType.BAG, CreateOptions.DEFAULT));
+  }
+
+  public CompletableFuture<NodeInfo> lookupAsync(String path) {
+    return lookupAsync(path, NodesProtocol.LOOKUP_BLOCKS);
+  }
+
+  CompletableFuture<NodeInfo> lookupAsync(String path, int blocks) {
+    NodePath.check(path);
+    return callNode(NodesProtocol.LOOKUP, new Wire.Writer().str(path).i32(blocks));
+  }
+
+  /** The node at {@code path}; NOT_FOUND if there is none (or it is still being written). */
+  public NodeInfo lookup(String path) {
+    return join(lookupAsync(path));
+  }
+
+  public boolean exists(String path) {
+    try {
+      lookup(path);
+      return true;
+    } catch (NodesException e) {
+      if (e.reason() == NodesException.Reason.NOT_FOUND) {
+        return false;
+      }
+      throw e;
+    }
+  }
+
+  /** Removes a node (a container only when empty, unless {@code recursive}); how many went. */
+  public CompletableFuture<Integer> removeAsync(String path, boolean recursive) {
+    NodePath.check(path);
+    return call(NodesProtocol.REMOVE, new Wire.Writer().str(path).u8(recursive ? 1 : 0))
+        .thenApply(b -> new Wire.Reader(b, "remove").i32("count"));
+  }
+
+  public int remove(String path, boolean recursive) {
+    return join(removeAsync(path, recursive));
+  }
+
+  /**
+   * Moves {@code src} to {@code dst} atomically; {@code dst} must not exist (a KeyValue may replace
+   * one).
+   */
+  public CompletableFuture<NodeInfo> moveAsync(String src, String dst) {
+    NodePath.check(src);
+    NodePath.check(dst);
+    return callNode(NodesProtocol.MOVE, new Wire.Writer().str(src).str(dst));
+  }
+
+  public NodeInfo move(String src, String dst) {
+    return join(moveAsync(src, dst));
+  }
+
+  /** One page of a container's children after {@code after} (by name). */
+  public CompletableFuture<NodesProtocol.Page> listPageAsync(
+      String path, String after, int max, boolean withBlocks) {
+    NodePath.check(path);
+    return call(
+            NodesProtocol.LIST,
+            new Wire.Writer().str(path).str(after).i32(max).u8(withBlocks ? 1 : 0))
+        .thenApply(b -> NodesProtocol.readPage(new Wire.Reader(b, "list")));
+  }
+
+  /**
+   * The children of a Directory, Table or Bag in name order, fetched a page at a time ({@value
+   * NodesProtocol#MAX_LIST_PAGE} entries per RPC, with type, size and time: no lookup per entry). A
+   * non-enumerable Table lists nothing.
+   */
+  public Iterable<NodeInfo> list(String path) {
+    return list(path, false);
+  }
+
+  Iterable<NodeInfo> list(String path, boolean withBlocks) {
+    NodePath.check(path);
+    return () ->
+        new Iterator<>() {
+          NodesProtocol.Page page =
+              join(listPageAsync(path, "", NodesProtocol.MAX_LIST_PAGE, withBlocks));
+          int i;
+
+          @Override
+          public boolean hasNext() {
+            while (i >= page.entries().size() && page.more() && !page.entries().isEmpty()) {
+              String after = page.entries().get(page.entries().size() - 1).path();
+              page = join(listPageAsync(path, after, NodesProtocol.MAX_LIST_PAGE, withBlocks));
+              i = 0;
+            }
+            return i < page.entries().size();
+          }
+
+          @Override
+          public NodeInfo next() {
+            if (!hasNext()) {
+              throw new NoSuchElementException();
+            }
+            return page.entries().get(i++);
+          }
+        };
+  }
+
+  /** Result of a MAP: blocks from index {@code first}. */
+  record Mapped(int first, List<BlockRef> blocks) {}
+
+  CompletableFuture<Mapped> mapAsync(long id, int index, int count, boolean allocate) {
+    return call(
+            NodesProtocol.MAP,
+            new Wire.Writer()
+                .i64(id)
+                .i64(client.sessionId())
+                .i32(index)
+                .i32(count)
+                .u8(allocate ? 1 : 0))
+        .thenApply(
+            b -> {
+              Wire.Reader r = new Wire.Reader(b, "map");
+              int first = r.i32("first");
+              List<BlockRef> bs = MasterProtocol.readBlocks(r);
+              r.end();
+              return new Mapped(first, bs);
+            });
+  }
+
+  CompletableFuture<NodeInfo> publishAsync(long id, long size, long checksum, boolean close) {
+    return callNode(
+        NodesProtocol.PUBLISH,
+        new Wire.Writer()
+            .i64(id)
+            .i64(client.sessionId())
+            .i64(size)
+            .i64(checksum)
+            .u8(close ? 1 : 0));
+  }
+
+  CompletableFuture<Void> abortAsync(long id) {
+    return call(NodesProtocol.ABORT, new Wire.Writer().i64(id).i64(client.sessionId()))
+        .thenApply(b -> null);
+  }
+
+  // ---------------------------------------------------------------- data plane
+
+  /**
+   * Creates a File (first create wins) open for writing by this client; invisible to others until
+   * the writer's first {@link NodeWriter#flush} or {@link NodeWriter#close}. If this client's
+   * session ends first, the file is dropped with its blocks.
+   */
+  public NodeWriter create(String path) {
+    return create(path, CreateOptions.DEFAULT);
+  }
+
+  public NodeWriter create(String path, CreateOptions o) {
+    return new NodeWriter(this, join(createAsync(path, NodeType.FILE, o, 0, null)), 0);
+  }
+
+  /** Opens an existing File to append to it; WRITE_LOCKED while another writer has it open. */
+  public NodeWriter append(String path) {
+    NodePath.check(path);
+    NodeInfo n =
+        join(
+            callNode(
+                NodesProtocol.OPEN_WRITE, new Wire.Writer().str(path).i64(client.sessionId())));
+    return new NodeWriter(this, n, n.size());
+  }
+
+  /** Opens a File or KeyValue for reading. */
+  public NodeReader open(String path) {
+    NodeInfo n = lookup(path);
+    return open(n);
+  }
+
+  public NodeReader open(NodeInfo n) {
+    if (!n.type().hasData()) {
+      throw new NodesException(
+          NodesException.Reason.WRONG_TYPE,
+          n.path()
+              + " is a "
+              + n.type().label()
+              + (n.type() == NodeType.BAG ? ": use openBag" : ", it has no data"));
+    }
+    return new NodeReader(this, n);
+  }
+
+  /** Reads all files of a Bag as one stream, in name order (paper §3.1). */
+  public BagInputStream openBag(String path) {
+    NodeInfo n = lookup(path);
+    if (n.type() != NodeType.BAG) {
+      throw new NodesException(
+          NodesException.Reason.WRONG_TYPE, path + " is a " + n.type().label() + ", not a bag");
+    }
+    return new BagInputStream(this, path);
+  }
+
+  /**
+   * Puts a KeyValue (last put wins): the new value replaces the old one atomically when it is
+   * complete; a reader sees the old value or the new one, never a mix. Values up to {@value
+   * NodesProtocol#MAX_INLINE} B are kept in the master's metadata (one RPC); larger ones go to
+   * blocks written one-sided, then published with their checksum.
+   */
+  public CompletableFuture<NodeInfo> putAsync(String path, ByteBuffer value, CreateOptions o) {
+    int len = value.remaining();
+    if (len <= NodesProtocol.MAX_INLINE) {
+      byte[] b = new byte[len];
+      value.duplicate().get(b);
+      return createAsync(path, NodeType.KEYVALUE, o, 0, b);
+    }
+    long checksum = Checksum64.of(value, value.position(), len);
+    int blocks = (int) ((len + blockSize - 1) / blockSize);
+    return createAsync(path, NodeType.KEYVALUE, o, blocks, null)
+        .thenCompose(
+            n -> {
+              List<CompletableFuture<Void>> writes = new ArrayList<>();
+              for (int i = 0; i < blocks; i++) {
+                ByteBuffer slice = value.duplicate();
+                int from = value.position() + (int) (i * blockSize);
+                slice.position(from).limit((int) Math.min(value.limit(), from + blockSize));
+                writes.add(writeBlock(n.blocks().get(i), 0, slice));
+              }
+              return CompletableFuture.allOf(writes.toArray(new CompletableFuture<?>[0]))
+                  .thenCompose(v -> publishAsync(n.id(), len, checksum, true))
+                  .whenComplete(
+                      (v, t) -> {
+                        if (t != null) {
+                          abortAsync(n.id());
+                        }
+                      });
+            })
+        .handle(
+            (v, t) -> {
+              if (t != null) {
+                throw NodesException.from(t);
+              }
+              return v;
+            });
+  }
+
+  public NodeInfo put(String path, ByteBuffer value) {
+    return join(putAsync(path, value, CreateOptions.DEFAULT));
+  }
+
+  public NodeInfo put(String path, byte[] value) {
+    return put(path, ByteBuffer.wrap(value));
+  }
+
+  /** Times a get re-reads a value that changed under it before it reports CHANGED. */
+  static final int GET_ATTEMPTS = 8;
+
+  /**
+   * Gets a KeyValue's value (or a whole File's data): one lookup, then one-sided reads of its
+   * blocks, verified against the value's checksum; a value replaced while it was read is read
+   * again.
+   */
+  public CompletableFuture<ByteBuffer> getAsync(String path) {
+    return getAttempt(path, 1);
+  }
+
+  private CompletableFuture<ByteBuffer> getAttempt(String path, int attempt) {
+    return lookupAsync(path, NodesProtocol.LOOKUP_BLOCKS)
+        .thenCompose(
+            n -> {
+              if (!n.type().hasData()) {
+                throw new NodesException(
+                    NodesException.Reason.WRONG_TYPE, path + " is a " + n.type().label());
+              }
+              if (n.inline() != null) {
+                return CompletableFuture.completedFuture(ByteBuffer.wrap(n.inline()));
+              }
+              if (n.size() > Integer.MAX_VALUE - 8) {
+                throw new NodesException(
+                    NodesException.Reason.INVALID_ARGUMENT,
+                    path + " holds " + n.size() + " B: too large for one buffer, use open()");
+              }
+              ByteBuffer dst = ByteBuffer.allocate((int) n.size());
+              NodeReader reader = new NodeReader(this, n);
+              return reader
+                  .read(0, dst.duplicate())
+                  .thenCompose(
+                      got -> {
+                        boolean verified =
+                            n.type() != NodeType.KEYVALUE
+                                || Checksum64.of(dst, 0, dst.capacity()) == n.checksum();
+                        if (verified) {
+                          return CompletableFuture.completedFuture(dst);
+                        }
+                        if (attempt >= GET_ATTEMPTS) {
+                          throw new NodesException(
+                              NodesException.Reason.CHANGED,
+                              path + " changed under " + attempt + " reads in a row");
+                        }
+                        return getAttempt(path, attempt + 1);
+                      });
+            })
+        .handle(
+            (v, t) -> {
+              if (t != null) {
+                throw NodesException.from(t);
+              }
+              return v;
+            });
+  }
+
+  public ByteBuffer get(String path) {
+    return join(getAsync(path));
+  }
+
+  public byte[] getBytes(String path) {
+    ByteBuffer b = get(path);
+    byte[] out = new byte[b.remaining()];
+    b.get(out);
+    return out;
+  }
+}

@@ -1,0 +1,124 @@
+package io.ferrite.nodes;
+
+import io.ferrite.kernel.proto.BlockRef;
+import io.ferrite.kernel.proto.MasterProtocol;
+import io.ferrite.kernel.proto.Wire;
+import java.util.ArrayList;
+import java.util.List;
+
+/**
+ * The nodes face's RPC service on the master (the paper's metadata plane, §3.2.1). All bodies are
+ * little-endian {@link Wire} encodings.
+ *
+ * <pre>
+ * CREATE      path str | type u8 | flags u8 (1 = enumerable) | class str | location str
+ *             | session i64 | preallocate i32 (blocks) | inline bytes (KeyValue only, else empty)
+ *             -> node
+ * LOOKUP      path str | blocks i32 (how many block refs to include)        -> node
+ * REMOVE      path str | recursive u8                                        -> removed i32
+ * MOVE        src str | dst str                                              -> node
+ * MAP         id i64 | session i64 | index i32 | count i32 | allocate u8    -> first i32 | blocks
+ * PUBLISH     id i64 | session i64 | size i64 | checksum i64 | close u8    -> node
+ * OPEN_WRITE  path str | session i64                                         -> node
+ * LIST        path str | after str | max i32 | blocks u8                     -> more u8 | n i32 | entry*
+ * ABORT       id i64 | session i64                                           -> empty
+ *
+ * node  = id i64 | path str | type u8 | size i64 | mtime i64 | checksum i64 | class str
+ *         | location str | flags u8 (1 enumerable, 2 writing) | blockCount i32 | first i32
+ *         | blocks | inline (u8 present, bytes)
+ * entry = node with path = the child's name; blocks only when asked for
+ * </pre>
+ */
+public final class NodesProtocol {
+  private NodesProtocol() {}
+
+  /** The service id on the master (kernel 1-15; other faces use other ids). */
+  public static final int SERVICE = 24;
+
+  public static final int CREATE = 1;
+  public static final int LOOKUP = 2;
+  public static final int REMOVE = 3;
+  public static final int MOVE = 4;
+  public static final int MAP = 5;
+  public static final int PUBLISH = 6;
+  public static final int OPEN_WRITE = 7;
+  public static final int LIST = 8;
+  public static final int ABORT = 9;
+
+  public static final int FLAG_ENUMERABLE = 1;
+  public static final int FLAG_WRITING = 2;
+
+  /** KeyValues up to this size live in the master's metadata: a put or get is one RPC. */
+  public static final int MAX_INLINE = 1024;
+
+  /** Block refs a LOOKUP returns by default, so that small nodes need no MAP. */
+  public static final int LOOKUP_BLOCKS = 8;
+
+  /** The most entries in one LIST page. */
+  public static final int MAX_LIST_PAGE = 4096;
+
+  public static void writeNode(Wire.Writer w, NodeInfo n) {
+    w.i64(n.id())
+        .str(n.path())
+        .u8(n.type().wire())
+        .i64(n.size())
+        .i64(n.mtime())
+        .i64(n.checksum())
+        .str(n.storageClass())
+        .str(n.location())
+        .u8((n.enumerable() ? FLAG_ENUMERABLE : 0) | (n.writing() ? FLAG_WRITING : 0))
+        .i32(n.blockCount())
+        .i32(n.firstBlock());
+    MasterProtocol.writeBlocks(w, n.blocks());
+    if (n.inline() == null) {
+      w.u8(0);
+    } else {
+      w.u8(1).bytes(n.inline());
+    }
+  }
+
+  public static NodeInfo readNode(Wire.Reader r) {
+    long id = r.i64("id");
+    String path = r.str("path");
+    NodeType type = NodeType.fromWire(r.u8("type"));
+    long size = r.i64("size");
+    long mtime = r.i64("mtime");
+    long checksum = r.i64("checksum");
+    String cls = r.str("class");
+    String loc = r.str("location");
+    int flags = r.u8("flags");
+    int blockCount = r.i32("blockCount");
+    int first = r.i32("firstBlock");
+    List<BlockRef> blocks = MasterProtocol.readBlocks(r);
+    byte[] inline = r.u8("inline?") == 1 ? r.bytes("inline") : null;
+    return new NodeInfo(
+        id,
+        path,
+        type,
+        size,
+        mtime,
+        checksum,
+        cls,
+        loc,
+        (flags & FLAG_ENUMERABLE) != 0,
+        (flags & FLAG_WRITING) != 0,
+        blockCount,
+        first,
+        blocks,
+        inline);
+  }
+
+  /** One page of a LIST. */
+  public record Page(boolean more, List<NodeInfo> entries) {}
+
+  public static Page readPage(Wire.Reader r) {
+    boolean more = r.u8("more") == 1;
+    int n = r.count("entries", MAX_LIST_PAGE);
+    List<NodeInfo> out = new ArrayList<>(n);
+    for (int i = 0; i < n; i++) {
+      out.add(readNode(r));
+    }
+    r.end();
+    return new Page(more, out);
+  }
+}
