@@ -31,10 +31,12 @@ import picocli.CommandLine.Command;
       CommandLine.HelpCommand.class,
       BenchCommand.class,
       FsCommand.class,
+      KvCommand.class,
       LocalCommand.class,
       MasterCommand.class,
       ServerCommand.class,
       StatusCommand.class,
+      YcsbCommand.class,
     })
 public final class FerriteCli implements Runnable {
   @CommandLine.Spec CommandLine.Model.CommandSpec spec;

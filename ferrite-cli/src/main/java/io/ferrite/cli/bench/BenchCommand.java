@@ -37,6 +37,7 @@ import picocli.CommandLine.Command;
     },
     subcommands = {
       FabricBenchCommand.class,
+      KvBenchCommand.class,
       MemoryBenchCommand.class,
       NodesBenchCommand.class,
     })

@@ -1,0 +1,507 @@
+package io.ferrite.bench.kv;
+
+import io.ferrite.bench.BenchReport;
+import io.ferrite.bench.BenchResult;
+import io.ferrite.bench.Better;
+import io.ferrite.bench.LatencyRecorder;
+import io.ferrite.bench.Progress;
+import io.ferrite.bench.Sizes;
+import io.ferrite.fabric.Credentials;
+import io.ferrite.fabric.Fabric;
+import io.ferrite.fabric.FabricConnection;
+import io.ferrite.fabric.Futures;
+import io.ferrite.fabric.NamedThreadFactory;
+import io.ferrite.fabric.OpKind;
+import io.ferrite.kernel.client.ClientOptions;
+import io.ferrite.kernel.client.Ferrite;
+import io.ferrite.kernel.client.FerriteClient;
+import io.ferrite.kernel.config.FabricFactory;
+import io.ferrite.kernel.config.FerriteConfig;
+import io.ferrite.kernel.master.Master;
+import io.ferrite.kernel.server.MemoryServer;
+import io.ferrite.kv.KvClient;
+import io.ferrite.kv.KvTable;
+import io.ferrite.kv.LookupStats;
+import io.ferrite.kv.PilafLayout;
+import io.ferrite.kv.ShardLayout;
+import io.ferrite.kv.TableOptions;
+import java.io.IOException;
+import java.io.PrintStream;
+import java.nio.ByteBuffer;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Comparator;
+import java.util.List;
+import java.util.Locale;
+import java.util.Objects;
+import java.util.Random;
+import java.util.concurrent.atomic.AtomicReference;
+import java.util.stream.Stream;
+import org.HdrHistogram.Histogram;
+
+/**
+ * {@code ferrite bench kv}: the kv face's table quality and operation speed, each beside the fabric
+ * ops it is made of, measured in the same run against a master and one memory server started in
+ * this process (serving tcp and shm; the client picks the fabric).
+ *
+ * <ul>
+ *   <li><b>Table quality</b> (Pilaf Figure 6): a one-shard Pilaf table filled to 50, 75 and 90%
+ *       with 16 B keys and 32 B values; random present keys are looked up and the fabric's own
+ *       counters give {@code kv.pilaf.occ<N>.reads-per-lookup.mean}; the client's lookup counts
+ *       give {@code probes-per-lookup.{mean,max}}. References: the ideal 2 reads (one entry, one
+ *       extent) and 1 probe.
+ *   <li><b>Operations</b>: {@code kv.<fabric>.<op>.<value>.t<threads>.{throughput,p50,p99}} for op
+ *       = get (one-sided), get-rpc (the same get served by the server: Pilaf-VO), put, mix95 (95%
+ *       get, 5% put), 16 B zipfian keys, 32 B and 1 KiB values, 1 and 16 threads. Each beside
+ *       {@code ceiling.kv.<...>}: the same threads running the raw fabric ops the operation is made
+ *       of — for a get, a 32 B read of a random entry then a read of the extent's size from the
+ *       same regions; for a put or get-rpc, an RPC to the kv service of the same request size that
+ *       does nothing; for mix95, the same mix of those.
+ * </ul>
+ */
+public final class KvBench {
+  public static final String SUITE = "kv";
+  static final int KEY_BYTES = 16;
+  static final int[] VALUE_SIZES = {32, Sizes.KIB};
+  static final double[] OCCUPANCIES = {0.50, 0.75, 0.90};
+  static final String[] OPS = {"get", "get-rpc", "put", "mix95"};
+  private static final Credentials CREDENTIALS =
+      new Credentials(
+          "bench-kv", "ferrite-bench-kv-secret-0123456789".getBytes(StandardCharsets.UTF_8));
+
+  /**
+   * What to run.
+   *
+   * @param fabrics client fabrics, in order ("shm", "tcp")
+   * @param threads client thread counts
+   * @param duration length of each throughput measurement (a quarter as long warms up first)
+   * @param keys keys loaded for the operation measurements
+   * @param qualitySlots slots of the one-shard table of the quality measurement
+   * @param qualityLookups lookups per occupancy
+   * @param directory where the server's data and shm directories go (temporary, deleted)
+   * @param progress progress lines; null for none
+   */
+  public record Options(
+      List<String> fabrics,
+      List<Integer> threads,
+      Duration duration,
+      int keys,
+      int qualitySlots,
+      int qualityLookups,
+      Path directory,
+      PrintStream progress) {
+    public Options {
+      fabrics = List.copyOf(fabrics);
+      threads = List.copyOf(threads);
+      Objects.requireNonNull(duration, "duration");
+      Objects.requireNonNull(directory, "directory");
+      if (keys < 1 || qualitySlots < 16 || qualityLookups < 1) {
+        throw new IllegalArgumentException(
+            "keys: " + keys + ", qualitySlots: " + qualitySlots + " (expected: >= 1, >= 16)");
+      }
+    }
+
+    public static Options defaults() {
+      return new Options(
+          List.of("shm", "tcp"),
+          List.of(1, 16),
+          Duration.ofSeconds(1),
+          20_000,
+          1 << 16,
+          20_000,
+          Path.of("/dev/shm").toFile().isDirectory()
+              ? Path.of("/dev/shm")
+              : Path.of(System.getProperty("java.io.tmpdir")),
+          System.err);
+    }
+
+    public static Options quick() {
+      return defaults()
+          .withDuration(Duration.ofMillis(150))
+          .withKeys(2000)
+          .withQuality(1 << 12, 2000);
+    }
+
+    public Options withFabrics(List<String> f) {
+      return new Options(
+          f, threads, duration, keys, qualitySlots, qualityLookups, directory, progress);
+    }
+
+    public Options withThreads(List<Integer> t) {
+      return new Options(
+          fabrics, t, duration, keys, qualitySlots, qualityLookups, directory, progress);
+    }
+
+    public Options withDuration(Duration d) {
+      return new Options(
+          fabrics, threads, d, keys, qualitySlots, qualityLookups, directory, progress);
+    }
+
+    public Options withKeys(int n) {
+      return new Options(
+          fabrics, threads, duration, n, qualitySlots, qualityLookups, directory, progress);
+    }
+
+    public Options withQuality(int slots, int lookups) {
+      return new Options(fabrics, threads, duration, keys, slots, lookups, directory, progress);
+    }
+
+    public Options withDirectory(Path d) {
+      return new Options(
+          fabrics, threads, duration, keys, qualitySlots, qualityLookups, d, progress);
+    }
+
+    public Options withProgress(PrintStream p) {
+      return new Options(
+          fabrics, threads, duration, keys, qualitySlots, qualityLookups, directory, p);
+    }
+  }
+
+  private KvBench() {}
+
+  static byte[] key(int i) {
+    return String.format(Locale.ROOT, "k%015d", i).getBytes(StandardCharsets.US_ASCII);
+  }
+
+  /** Starts a master and a memory server (tcp + shm), runs every measurement, stops them. */
+  public static BenchReport run(Options o) throws Exception {
+    return run(o, false);
+  }
+
+  /**
+   * As {@link #run(Options)}; with {@code vsRedis}, also starts a {@code redis-server} on 127.0.0.1
+   * and drives it with the same threads, keys, values and distribution: {@code
+   * redis.{get,set}.<value>.t<n>} one command at a time and {@code redis.get16.<value>.t<n>}
+   * pipelined batches of 16 GETs, beside which {@code vs-redis.tcp.*} gives Ferrite's tcp get, put
+   * and 16-key multiGet as ratios (> 1: Ferrite is faster).
+   */
+  public static BenchReport run(Options o, boolean vsRedis) throws Exception {
+    BenchReport report = new BenchReport(SUITE);
+    Progress progress = new Progress("bench " + SUITE, o.progress());
+    Path root = Files.createTempDirectory(o.directory(), "ferrite-bench-kv-");
+    List<AutoCloseable> open = new ArrayList<>();
+    try {
+      RedisPeer redis = null;
+      if (vsRedis) {
+        progress.step("starting redis-server on 127.0.0.1");
+        redis = RedisPeer.start(root);
+        open.add(redis);
+      }
+      FerriteConfig cfg =
+          FerriteConfig.builder()
+              .set(FerriteConfig.CLUSTER_ID, "bench-kv")
+              .set(FerriteConfig.DATA_DIR, root.resolve("data").toString())
+              .set(FerriteConfig.SHM_DIR, root.resolve("shm").toString())
+              .set(FerriteConfig.MASTER_PORT, "0")
+              .set(FerriteConfig.SERVER_HOST, "127.0.0.1")
+              .set(FerriteConfig.MASTER_HOST, "127.0.0.1")
+              .set(FerriteConfig.REGION_SIZE, "1m")
+              .set(FerriteConfig.BLOCK_SIZE, "1m")
+              .set(FerriteConfig.CAPACITY_DRAM, "1m")
+              .set(FerriteConfig.CAPACITY_DISK, "0")
+              .set(FerriteConfig.JOURNAL_FSYNC, "false")
+              .build();
+      Fabric tcp = FabricFactory.standard().open("tcp");
+      open.add(tcp);
+      Fabric shm = FabricFactory.standard().open("shm");
+      open.add(shm);
+      Master master = Master.start(cfg, CREDENTIALS, List.of(tcp));
+      open.add(master);
+      String address = master.addresses().get("tcp");
+      open.add(
+          MemoryServer.start(
+              cfg.with(FerriteConfig.SERVER_NAME, "bench"),
+              CREDENTIALS,
+              List.of(tcp, shm),
+              address,
+              List.of()));
+      java.util.Map<String, FerriteClient> clients = new java.util.LinkedHashMap<>();
+      for (String f : o.fabrics()) {
+        FerriteClient c =
+            Ferrite.connect(address, ClientOptions.builder(CREDENTIALS).fabric(f).build());
+        open.add(c);
+        clients.put(f, c);
+      }
+      FerriteClient first = clients.values().iterator().next();
+      quality(report, o, new KvClient(first), progress);
+      for (int size : VALUE_SIZES) {
+        String table = "bench-" + Sizes.label(size);
+        TableOptions to =
+            TableOptions.DEFAULTS
+                .withShards(4)
+                .withSlotsPerShard(Math.max(1024, o.keys()))
+                .withExtents(
+                    Math.max(
+                        1 << 20, (int) Math.min(1 << 28, (long) o.keys() * 2 * (size + 64) / 4)),
+                    16)
+                .withLimits(64, 4096);
+        KvTable t = new KvClient(first).createTable(table, to);
+        progress.step("loading " + o.keys() + " keys with " + Sizes.label(size) + " values");
+        byte[] value = new byte[size];
+        for (int i = 0; i < o.keys(); i++) {
+          t.put(key(i), value);
+        }
+        for (var e : clients.entrySet()) {
+          KvTable ft = new KvClient(e.getValue()).table(table);
+          for (int threads : o.threads()) {
+            for (String op : OPS) {
+              measure(report, o, e.getKey(), e.getValue(), ft, op, size, threads, progress);
+            }
+          }
+        }
+        if (redis != null && clients.containsKey("tcp")) {
+          RedisVersus.measure(
+              report, o, redis, new KvClient(clients.get("tcp")).table(table), size, progress);
+        }
+      }
+      progress.step("done");
+      return report;
+    } finally {
+      for (int i = open.size() - 1; i >= 0; i--) {
+        try {
+          open.get(i).close();
+        } catch (Exception e) {
+          progress.step("closing: " + e);
+        }
+      }
+      deleteTree(root);
+    }
+  }
+
+  private static void deleteTree(Path root) throws IOException {
+    try (Stream<Path> s = Files.walk(root)) {
+      for (Path p : s.sorted(Comparator.reverseOrder()).toList()) {
+        Files.deleteIfExists(p);
+      }
+    }
+  }
+
+  // ------------------------------------------------------------------ table quality
+
+  private static void quality(BenchReport report, Options o, KvClient kv, Progress progress) {
+    int slots = o.qualitySlots();
+    KvTable t =
+        kv.createTable(
+            "quality",
+            TableOptions.DEFAULTS
+                .withShards(1)
+                .withSlotsPerShard(slots)
+                .withExtents(Math.max(1 << 20, slots * 64), 4)
+                .withLimits(64, 64));
+    report.add(BenchResult.of("ideal.pilaf.reads-per-lookup", 2, "reads", Better.LOWER));
+    report.add(BenchResult.of("ideal.pilaf.probes-per-lookup", 1, "probes", Better.LOWER));
+    byte[] value = new byte[32];
+    int loaded = 0;
+    Random r = new Random(42);
+    FabricConnection conn = kv.ferrite().connection(t.serverOf(0));
+    for (double occ : OCCUPANCIES) {
+      int target = (int) (occ * slots);
+      String name = "kv.pilaf.occ" + Math.round(occ * 100);
+      progress.step(name + ": loading to " + target + " keys");
+      while (loaded < target) {
+        t.put(key(loaded++), value);
+      }
+      t.get(key(0));
+      LookupStats ls = t.lookupStats();
+      ls.reset();
+      long reads0 = conn.counters().ops(OpKind.READ);
+      for (int i = 0; i < o.qualityLookups(); i++) {
+        if (t.get(key(r.nextInt(loaded))) == null) {
+          throw new IllegalStateException("a loaded key is missing");
+        }
+      }
+      double reads = (double) (conn.counters().ops(OpKind.READ) - reads0) / o.qualityLookups();
+      double probes = (double) ls.probes() / ls.lookups();
+      report.add(
+          BenchResult.against(
+              name + ".reads-per-lookup.mean",
+              reads,
+              "reads",
+              Better.LOWER,
+              report.require("ideal.pilaf.reads-per-lookup")));
+      report.add(
+          BenchResult.against(
+              name + ".probes-per-lookup.mean",
+              probes,
+              "probes",
+              Better.LOWER,
+              report.require("ideal.pilaf.probes-per-lookup")));
+      report.add(
+          BenchResult.against(
+              name + ".probes-per-lookup.max",
+              ls.maxProbes(),
+              "probes",
+              Better.LOWER,
+              report.require("ideal.pilaf.probes-per-lookup")));
+    }
+  }
+
+  // ------------------------------------------------------------------ operations
+
+  /** One operation of a worker; {@code r} is the worker's own. */
+  @FunctionalInterface
+  interface Op {
+    void run(Random r);
+  }
+
+  private static void measure(
+      BenchReport report,
+      Options o,
+      String fabric,
+      FerriteClient client,
+      KvTable t,
+      String op,
+      int size,
+      int threads,
+      Progress progress)
+      throws Exception {
+    String suffix = op + "." + Sizes.label(size) + ".t" + threads;
+    Zipfian zipf = new Zipfian(o.keys());
+    // Keys are made before the clock starts: formatting one costs as much as a shm get.
+    byte[][] keys = new byte[o.keys()][];
+    for (int i = 0; i < keys.length; i++) {
+      keys[i] = key(i);
+    }
+    byte[] value = new byte[size];
+    Op kvOp =
+        switch (op) {
+          case "get" -> r -> t.get(keys[zipf.next(r)]);
+          case "get-rpc" -> r -> t.getViaRpc(keys[zipf.next(r)]);
+          case "put" -> r -> t.put(keys[zipf.next(r)], value);
+          default ->
+              r -> {
+                byte[] k = keys[zipf.next(r)];
+                if (r.nextInt(100) < 95) {
+                  t.get(k);
+                } else {
+                  t.put(k, value);
+                }
+              };
+        };
+    Op read = rawGet(client, t, size, zipf);
+    byte[] putPadding = new byte[KEY_BYTES + size + 40];
+    byte[] getPadding = new byte[KEY_BYTES + 20];
+    Op ceilingOp =
+        switch (op) {
+          case "get" -> read;
+          case "get-rpc" -> r -> t.ping(r.nextInt(4), getPadding);
+          case "put" -> r -> t.ping(r.nextInt(4), putPadding);
+          default ->
+              r -> {
+                if (r.nextInt(100) < 95) {
+                  read.run(r);
+                } else {
+                  t.ping(r.nextInt(4), putPadding);
+                }
+              };
+        };
+    progress.step("ceiling.kv." + fabric + "." + suffix);
+    Result ceiling = drive(ceilingOp, threads, o.duration());
+    progress.step("kv." + fabric + "." + suffix);
+    Result kv = drive(kvOp, threads, o.duration());
+    String cname = "ceiling.kv." + fabric + "." + suffix;
+    String name = "kv." + fabric + "." + suffix;
+    BenchResult ct =
+        report.add(
+            BenchResult.of(cname + ".throughput", ceiling.throughput, "ops/s", Better.HIGHER));
+    report.add(
+        BenchResult.against(name + ".throughput", kv.throughput, "ops/s", Better.HIGHER, ct));
+    for (LatencyRecorder.Statistic s :
+        List.of(LatencyRecorder.Statistic.P50, LatencyRecorder.Statistic.P99)) {
+      BenchResult cl =
+          report.add(
+              BenchResult.of(
+                  cname + "." + s.label(),
+                  ceiling.latency.getValueAtPercentile(s.percentile()),
+                  LatencyRecorder.UNIT,
+                  Better.LOWER));
+      report.add(
+          BenchResult.against(
+              name + "." + s.label(),
+              kv.latency.getValueAtPercentile(s.percentile()),
+              LatencyRecorder.UNIT,
+              Better.LOWER,
+              cl));
+    }
+  }
+
+  /**
+   * The fabric ops a get is made of, raw: a 32 B read of a random entry of a random shard, then a
+   * read of the extent's size (16 B key, the value, 8 B header) from that shard's first extent
+   * region, on the same connection. No checksum, no key compare.
+   */
+  private static Op rawGet(FerriteClient client, KvTable t, int size, Zipfian zipf) {
+    int shards = t.info().options().shards();
+    ShardLayout[] ls = new ShardLayout[shards];
+    for (int i = 0; i < shards; i++) {
+      ls[i] = t.layout(i);
+    }
+    int extent = PilafLayout.EXTENT_HEADER + KEY_BYTES + size;
+    FabricConnection c = client.connection(t.serverOf(0));
+    return r -> {
+      // The same key choice as the kv op, so both pay for the zipfian draw.
+      zipf.next(r);
+      ShardLayout l = ls[r.nextInt(shards)];
+      ByteBuffer e = ByteBuffer.allocate(PilafLayout.ENTRY);
+      Futures.join(c.read(l.entries(), PilafLayout.entryOffset(r.nextInt(l.slots())), e));
+      byte[] ext = new byte[extent];
+      Futures.join(c.read(l.extents().get(0), 0, ByteBuffer.wrap(ext)));
+    };
+  }
+
+  record Result(double throughput, Histogram latency) {}
+
+  /** Runs {@code op} on {@code threads} threads: a quarter of {@code d} warm-up, then {@code d}. */
+  static Result drive(Op op, int threads, Duration d) throws Exception {
+    NamedThreadFactory tf = new NamedThreadFactory("bench-kv", true);
+    Histogram[] hs = new Histogram[threads];
+    long[] counts = new long[threads];
+    AtomicReference<Throwable> failure = new AtomicReference<>();
+    long start = System.nanoTime();
+    long measureFrom = start + d.toNanos() / 4;
+    long end = measureFrom + d.toNanos();
+    List<Thread> ts = new ArrayList<>();
+    for (int i = 0; i < threads; i++) {
+      int w = i;
+      hs[w] = new Histogram(3);
+      ts.add(
+          tf.newThread(
+              () -> {
+                Random r = new Random(1000 + w);
+                try {
+                  long now = System.nanoTime();
+                  while (now < end) {
+                    op.run(r);
+                    long after = System.nanoTime();
+                    if (now >= measureFrom) {
+                      hs[w].recordValue(Math.max(0, after - now));
+                      counts[w]++;
+                    }
+                    now = after;
+                  }
+                } catch (Throwable e) {
+                  failure.compareAndSet(null, e);
+                }
+              }));
+    }
+    for (Thread t : ts) {
+      t.start();
+    }
+    for (Thread t : ts) {
+      t.join();
+    }
+    if (failure.get() != null) {
+      throw new IllegalStateException("a benchmark thread failed", failure.get());
+    }
+    Histogram all = new Histogram(3);
+    long total = 0;
+    for (int i = 0; i < threads; i++) {
+      all.add(hs[i]);
+      total += counts[i];
+    }
+    return new Result(total / (d.toNanos() / 1e9), all);
+  }
+}

@@ -1,0 +1,397 @@
+package io.ferrite.cli;
+
+import io.ferrite.fabric.ErrorCode;
+import io.ferrite.fabric.FerriteException;
+import io.ferrite.kernel.client.ClientOptions;
+import io.ferrite.kernel.client.Ferrite;
+import io.ferrite.kernel.client.FerriteClient;
+import io.ferrite.kv.KvClient;
+import io.ferrite.kv.KvTable;
+import io.ferrite.kv.ShardStats;
+import io.ferrite.kv.TableInfo;
+import io.ferrite.kv.TableOptions;
+import java.io.PrintWriter;
+import java.nio.ByteBuffer;
+import java.nio.charset.CharacterCodingException;
+import java.nio.charset.CodingErrorAction;
+import java.nio.charset.StandardCharsets;
+import java.util.HexFormat;
+import java.util.List;
+import java.util.Locale;
+import java.util.concurrent.Callable;
+import java.util.function.Function;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Mixin;
+import picocli.CommandLine.Model.CommandSpec;
+import picocli.CommandLine.Option;
+import picocli.CommandLine.Parameters;
+import picocli.CommandLine.Spec;
+
+/** {@code ferrite kv ...}: the kv face for a person at a terminal. */
+@Command(
+    name = "kv",
+    mixinStandardHelpOptions = true,
+    description = {
+      "Key-value tables whose gets are one-sided reads of a self-verifying hash table (Pilaf);"
+          + " puts and deletes go to the shard's memory server.",
+      "Keys and values are UTF-8 text, or hex with --hex."
+    },
+    footer = {
+      "",
+      "Examples:",
+      "  ferrite kv put users alice '{\"age\": 42}'   creates table 'users' if needed",
+      "  ferrite kv get users alice",
+      "  ferrite kv get --hex users 00ff10",
+      "  ferrite kv del users alice",
+      "  ferrite kv scan-stats users                 per shard: keys, occupancy, extents, moves",
+      "  ferrite kv create big --shards 16 --slots 1048576 --durability always",
+      "  ferrite kv tables"
+    },
+    subcommands = {
+      KvCommand.Get.class,
+      KvCommand.Put.class,
+      KvCommand.Del.class,
+      KvCommand.ScanStats.class,
+      KvCommand.Create.class,
+      KvCommand.Tables.class,
+      KvCommand.Drop.class,
+    })
+final class KvCommand implements Runnable {
+  @Spec CommandSpec spec;
+
+  @Override
+  public void run() {
+    spec.commandLine().usage(spec.commandLine().getOut());
+  }
+
+  /** Connects, runs {@code body} with a kv client, closes. */
+  static <T> T withKv(ClusterTarget target, Function<KvClient, T> body) {
+    ClusterTarget.Resolved t = target.resolve();
+    Fabrics fabrics = new Fabrics();
+    try (FerriteClient c =
+        Ferrite.connect(
+            t.uri(),
+            ClientOptions.builder(t.credentials())
+                .fabrics(fabrics.factory())
+                .session(false)
+                .clientName("ferrite-kv")
+                .build())) {
+      return body.apply(new KvClient(c));
+    } finally {
+      fabrics.close();
+    }
+  }
+
+  static byte[] decode(String s, boolean hex) {
+    if (!hex) {
+      return s.getBytes(StandardCharsets.UTF_8);
+    }
+    try {
+      return HexFormat.of().parseHex(s);
+    } catch (IllegalArgumentException e) {
+      throw new FerriteException(
+          ErrorCode.INVALID_ARGUMENT, "not hex: '" + s + "' (expected: pairs of 0-9a-f)");
+    }
+  }
+
+  /** Text if the bytes are printable UTF-8, else hex (always hex with --hex). */
+  static String show(byte[] b, boolean hex) {
+    if (!hex) {
+      try {
+        String s =
+            StandardCharsets.UTF_8
+                .newDecoder()
+                .onMalformedInput(CodingErrorAction.REPORT)
+                .decode(ByteBuffer.wrap(b))
+                .toString();
+        if (s.chars().noneMatch(c -> c < 0x20 && c != '\n' && c != '\t')) {
+          return s;
+        }
+      } catch (CharacterCodingException e) {
+        // Not text: print hex.
+      }
+    }
+    return "0x" + HexFormat.of().formatHex(b);
+  }
+
+  abstract static class Sub {
+    @Spec CommandSpec spec;
+    @Mixin ClusterTarget target;
+
+    @Option(names = "--hex", description = "Keys and values are hex, and values print as hex.")
+    boolean hex;
+
+    PrintWriter out() {
+      return spec.commandLine().getOut();
+    }
+  }
+
+  @Command(
+      name = "get",
+      mixinStandardHelpOptions = true,
+      description = "Prints the value of a key (one-sided reads only); exit code 1 if absent.")
+  static final class Get extends Sub implements Callable<Integer> {
+    @Parameters(index = "0", description = "table")
+    String table;
+
+    @Parameters(index = "1", description = "key")
+    String key;
+
+    @Override
+    public Integer call() {
+      byte[] v = withKv(target, kv -> kv.table(table).get(decode(key, hex)));
+      if (v == null) {
+        spec.commandLine().getErr().println("(not found)");
+        spec.commandLine().getErr().flush();
+        return 1;
+      }
+      out().println(show(v, hex));
+      out().flush();
+      return 0;
+    }
+  }
+
+  @Command(
+      name = "put",
+      mixinStandardHelpOptions = true,
+      description =
+          "Stores a value under a key (creating the table with default options if needed).")
+  static final class Put extends Sub implements Callable<Integer> {
+    @Parameters(index = "0", description = "table")
+    String table;
+
+    @Parameters(index = "1", description = "key")
+    String key;
+
+    @Parameters(index = "2", description = "value")
+    String value;
+
+    @Option(names = "--if-absent", description = "Only if the key is absent (exit code 1 if not).")
+    boolean ifAbsent;
+
+    @Override
+    public Integer call() {
+      boolean[] applied = new boolean[1];
+      String what =
+          withKv(
+              target,
+              kv -> {
+                KvTable t = openOrCreate(kv, table);
+                byte[] k = decode(key, hex);
+                byte[] v = decode(value, hex);
+                if (ifAbsent) {
+                  applied[0] = t.putIfAbsent(k, v);
+                  return applied[0] ? "created" : "exists, unchanged";
+                }
+                applied[0] = true;
+                return t.put(k, v) ? "created" : "replaced";
+              });
+      out().println(what);
+      out().flush();
+      return applied[0] ? 0 : 1;
+    }
+  }
+
+  static KvTable openOrCreate(KvClient kv, String table) {
+    try {
+      return kv.table(table);
+    } catch (FerriteException e) {
+      if (e.code() != ErrorCode.NOT_FOUND) {
+        throw e;
+      }
+      return kv.createTable(table, TableOptions.DEFAULTS);
+    }
+  }
+
+  @Command(
+      name = "del",
+      mixinStandardHelpOptions = true,
+      description = "Deletes a key; exit code 1 if it was absent.")
+  static final class Del extends Sub implements Callable<Integer> {
+    @Parameters(index = "0", description = "table")
+    String table;
+
+    @Parameters(index = "1", description = "key")
+    String key;
+
+    @Override
+    public Integer call() {
+      boolean deleted = withKv(target, kv -> kv.table(table).delete(decode(key, hex)));
+      out().println(deleted ? "deleted" : "(not found)");
+      out().flush();
+      return deleted ? 0 : 1;
+    }
+  }
+
+  @Command(
+      name = "scan-stats",
+      mixinStandardHelpOptions = true,
+      description =
+          "Per shard: server, keys, slots, occupancy, extent bytes used/free, extent regions,"
+              + " cuckoo moves, puts, full errors, layout epoch.")
+  static final class ScanStats extends Sub implements Callable<Integer> {
+    @Parameters(index = "0", description = "table")
+    String table;
+
+    @Override
+    public Integer call() {
+      String text =
+          withKv(
+              target,
+              kv -> {
+                KvTable t = kv.table(table);
+                List<ShardStats> all = t.stats();
+                StringBuilder sb = new StringBuilder();
+                sb.append(
+                    String.format(
+                        Locale.ROOT,
+                        "table %s (id %016x): %d shards, max key %d B, max value %d B%n",
+                        t.name(),
+                        t.info().tableId(),
+                        all.size(),
+                        t.info().options().maxKey(),
+                        t.info().options().maxValue()));
+                sb.append(
+                    String.format(
+                        Locale.ROOT,
+                        "%5s %6s %10s %10s %6s %12s %12s %4s %8s %10s %5s %5s%n",
+                        "shard",
+                        "server",
+                        "keys",
+                        "slots",
+                        "occ",
+                        "extent-used",
+                        "extent-free",
+                        "regs",
+                        "moves",
+                        "puts",
+                        "full",
+                        "epoch"));
+                long keys = 0;
+                long slots = 0;
+                for (int i = 0; i < all.size(); i++) {
+                  ShardStats s = all.get(i);
+                  keys += s.count();
+                  slots += s.slots();
+                  sb.append(
+                      String.format(
+                          Locale.ROOT,
+                          "%5d %6d %10d %10d %5.1f%% %12d %12d %4d %8d %10d %5d %5d%n",
+                          i,
+                          t.serverOf(i),
+                          s.count(),
+                          s.slots(),
+                          100 * s.occupancy(),
+                          s.extentBytesUsed(),
+                          s.extentBytesFree(),
+                          s.extentRegions(),
+                          s.moves(),
+                          s.puts(),
+                          s.fullErrors(),
+                          s.epoch()));
+                }
+                sb.append(
+                    String.format(
+                        Locale.ROOT,
+                        "total: %d keys in %d slots (%.1f%%)",
+                        keys,
+                        slots,
+                        slots == 0 ? 0.0 : 100.0 * keys / slots));
+                return sb.toString();
+              });
+      out().println(text);
+      out().flush();
+      return 0;
+    }
+  }
+
+  @Command(
+      name = "create",
+      mixinStandardHelpOptions = true,
+      showDefaultValues = true,
+      description = "Creates a table (shards placed on the ALIVE servers by consistent hashing).")
+  static final class Create extends Sub implements Callable<Integer> {
+    @Parameters(index = "0", description = "table")
+    String table;
+
+    @Option(names = "--shards", description = "Shards (keys go to shards by jump consistent hash).")
+    int shards = TableOptions.DEFAULTS.shards();
+
+    @Option(names = "--slots", description = "Cuckoo slots per shard.")
+    int slots = TableOptions.DEFAULTS.slotsPerShard();
+
+    @Option(names = "--extent-region", description = "Bytes of each extent region.")
+    int extentRegion = TableOptions.DEFAULTS.extentRegionBytes();
+
+    @Option(names = "--max-extent-regions", description = "Extent regions a shard may grow to.")
+    int maxRegions = TableOptions.DEFAULTS.maxExtentRegions();
+
+    @Option(names = "--max-key", description = "Largest key, bytes.")
+    int maxKey = TableOptions.DEFAULTS.maxKey();
+
+    @Option(names = "--max-value", description = "Largest value, bytes.")
+    int maxValue = TableOptions.DEFAULTS.maxValue();
+
+    @Option(
+        names = "--durability",
+        description =
+            "none (DRAM only), interval (operation log, fsync every 100 ms) or always (fsync"
+                + " before each write is acknowledged); the log is replayed on restart.")
+    TableOptions.Durability durability = TableOptions.Durability.NONE;
+
+    @Override
+    public Integer call() {
+      TableOptions o =
+          new TableOptions(shards, slots, extentRegion, maxRegions, maxKey, maxValue, durability)
+              .validate();
+      TableInfo t = withKv(target, kv -> kv.createTable(table, o).info());
+      out()
+          .printf(
+              Locale.ROOT,
+              "table %s: %d shards on servers %s%n",
+              t.name(),
+              t.servers().length,
+              java.util.Arrays.toString(t.servers()));
+      out().flush();
+      return 0;
+    }
+  }
+
+  @Command(name = "tables", mixinStandardHelpOptions = true, description = "Lists the tables.")
+  static final class Tables extends Sub implements Callable<Integer> {
+    @Override
+    public Integer call() {
+      List<TableInfo> all = withKv(target, KvClient::tables);
+      for (TableInfo t : all) {
+        out()
+            .printf(
+                Locale.ROOT,
+                "%s  %d shards x %d slots%n",
+                t.name(),
+                t.options().shards(),
+                t.options().slotsPerShard());
+      }
+      out().flush();
+      return 0;
+    }
+  }
+
+  @Command(name = "drop", mixinStandardHelpOptions = true, description = "Drops a table.")
+  static final class Drop extends Sub implements Callable<Integer> {
+    @Parameters(index = "0", description = "table")
+    String table;
+
+    @Override
+    public Integer call() {
+      withKv(
+          target,
+          kv -> {
+            kv.dropTable(table);
+            return null;
+          });
+      out().println("dropped " + table);
+      out().flush();
+      return 0;
+    }
+  }
+}

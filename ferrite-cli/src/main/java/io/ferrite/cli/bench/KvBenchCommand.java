@@ -1,0 +1,134 @@
+package io.ferrite.cli.bench;
+
+import io.ferrite.bench.BenchReport;
+import io.ferrite.bench.kv.KvBench;
+import io.ferrite.cli.DurationConverter;
+import io.ferrite.cli.VersionProvider;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.List;
+import java.util.concurrent.Callable;
+import picocli.CommandLine;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Option;
+
+/** {@code ferrite bench kv}: see {@link KvBench}. */
+@Command(
+    name = "kv",
+    mixinStandardHelpOptions = true,
+    versionProvider = VersionProvider.class,
+    sortOptions = false,
+    header = "kv face: table quality and get/put/mix speed beside the fabric ops they are made of.",
+    description = {
+      "Starts a master and a memory server (tcp + shm) in this process and measures:",
+      "  kv.pilaf.occ{50,75,90}.reads-per-lookup.mean   one-sided reads per get,",
+      "      from the fabric's counters (reference: the ideal 2: entry + extent)",
+      "  kv.pilaf.occ{50,75,90}.probes-per-lookup.{mean,max}   entries read per get",
+      "  kv.<fabric>.<op>.<value>.t<threads>.{throughput,p50,p99}",
+      "      op = get (one-sided), get-rpc (served by the server, Pilaf-VO), put,",
+      "      mix95 (95% get, 5% put); 16 B zipfian keys; 32 B and 1 KiB values;",
+      "      beside ceiling.kv.<same>: the raw fabric ops of the operation (a get:",
+      "      a 32 B entry read then an extent-sized read; a put: an RPC of the",
+      "      same size that does nothing; mix95: the same mix).",
+      "Throughput in ops/s, latency in ns. ratio > 1 means better than the reference.",
+      "Progress goes to stderr, the table to stdout.",
+    },
+    optionListHeading = "%nOptions:%n",
+    footer = {
+      "",
+      "Examples:",
+      "  ferrite bench kv                        shm and tcp, 1 and 16 threads",
+      "  ferrite bench kv --quick --json kv.json",
+      "  ferrite bench kv --fabrics tcp --threads 16 --duration 3s",
+      "  ferrite bench kv --vs redis --fabrics tcp   beside redis-server, as ratios",
+      "",
+      "JSON (--json FILE): the shape of 'bench fabric':",
+      "  {\"suite\": \"kv\", \"results\": [{\"name\", \"value\", \"unit\",",
+      "   \"better\", \"reference\", \"reference_value\", \"ratio\"}, ...]}",
+    })
+public final class KvBenchCommand implements Callable<Integer> {
+  @CommandLine.Spec CommandLine.Model.CommandSpec spec;
+
+  @Option(
+      names = "--fabrics",
+      split = ",",
+      paramLabel = "NAME",
+      description = "Client fabrics, comma-separated: shm, tcp (default: shm,tcp).")
+  List<String> fabrics;
+
+  @Option(
+      names = "--threads",
+      split = ",",
+      paramLabel = "N",
+      description = "Client thread counts (default: 1,16).")
+  List<Integer> threads;
+
+  @Option(
+      names = "--duration",
+      paramLabel = "TIME",
+      converter = DurationConverter.class,
+      description = "Length of each measurement (default: 1s; --quick: 150ms).")
+  Duration duration;
+
+  @Option(
+      names = "--keys",
+      paramLabel = "N",
+      description = "Keys loaded for the operations (default: 20000; --quick: 2000).")
+  Integer keys;
+
+  @Option(names = "--json", paramLabel = "FILE", description = "Also write the results as JSON.")
+  Path json;
+
+  @Option(
+      names = "--vs",
+      paramLabel = "PEER",
+      description =
+          "Also drive a peer with the same harness: 'redis' starts redis-server on 127.0.0.1"
+              + " (apt-get install redis-server) and compares tcp get, put and 16-key batches"
+              + " (multiGet vs pipelining).")
+  String vs;
+
+  @Option(names = "--quick", description = "A short smoke-test run; numbers are noisy.")
+  boolean quick;
+
+  @Option(
+      names = {"-q", "--quiet"},
+      description = "No progress lines on stderr.")
+  boolean quiet;
+
+  @Override
+  public Integer call() throws Exception {
+    KvBench.Options o = quick ? KvBench.Options.quick() : KvBench.Options.defaults();
+    if (fabrics != null) {
+      for (String f : fabrics) {
+        if (!f.equals("shm") && !f.equals("tcp")) {
+          throw new CommandLine.ParameterException(
+              spec.commandLine(), "--fabrics: unknown fabric " + f + " (expected: shm, tcp)");
+        }
+      }
+      o = o.withFabrics(fabrics);
+    }
+    if (threads != null) {
+      o = o.withThreads(threads);
+    }
+    if (duration != null) {
+      o = o.withDuration(duration);
+    }
+    if (keys != null) {
+      o = o.withKeys(keys);
+    }
+    o = o.withProgress(quiet ? null : System.err);
+    if (vs != null && !vs.equals("redis")) {
+      throw new CommandLine.ParameterException(
+          spec.commandLine(), "--vs: unknown peer " + vs + " (expected: redis)");
+    }
+    BenchReport report = KvBench.run(o, "redis".equals(vs));
+    spec.commandLine().getOut().print(report.table());
+    spec.commandLine().getOut().flush();
+    if (json != null) {
+      report.writeJson(json);
+      spec.commandLine().getErr().println("wrote " + json.toAbsolutePath());
+    }
+    return 0;
+  }
+}

@@ -1,0 +1,97 @@
+package io.ferrite.kv;
+
+import io.ferrite.fabric.ErrorCode;
+import io.ferrite.fabric.FerriteException;
+import io.ferrite.fabric.Futures;
+import io.ferrite.kernel.client.FerriteClient;
+import io.ferrite.kernel.proto.Wire;
+import java.nio.ByteBuffer;
+import java.util.ArrayList;
+import java.util.List;
+
+/**
+ * The kv face's entry point: creates, finds and drops tables through the master's directory ({@link
+ * io.ferrite.kv.master.KvDirectory}) and opens {@link KvTable}s. Thread-safe; it does not own the
+ * {@link FerriteClient}, which must outlive it.
+ */
+public final class KvClient {
+  private final FerriteClient client;
+
+  public KvClient(FerriteClient client) {
+    this.client = client;
+  }
+
+  public FerriteClient ferrite() {
+    return client;
+  }
+
+  /**
+   * Creates table {@code name} (or returns the existing one if its options are the same) and opens
+   * every shard on its server.
+   *
+   * @throws FerriteException CONFLICT if the table exists with other options
+   */
+  public KvTable createTable(String name, TableOptions options) {
+    Wire.Writer w = new Wire.Writer().str(name);
+    options.validate().write(w);
+    TableInfo t = readTable(callMaster(KvProtocol.CREATE_TABLE, w.toBuffer()));
+    KvTable table = new KvTable(client, t);
+    table.openAllShards();
+    return table;
+  }
+
+  /**
+   * Opens an existing table.
+   *
+   * @throws FerriteException NOT_FOUND if there is no such table
+   */
+  public KvTable table(String name) {
+    return new KvTable(
+        client,
+        readTable(callMaster(KvProtocol.GET_TABLE, new Wire.Writer().str(name).toBuffer())));
+  }
+
+  /** Every table in the directory. */
+  public List<TableInfo> tables() {
+    ByteBuffer b = callMaster(KvProtocol.LIST_TABLES, ByteBuffer.allocate(0));
+    Wire.Reader r = new Wire.Reader(b, "kv table list");
+    int n = r.count("tables", 1 << 20);
+    List<TableInfo> out = new ArrayList<>(n);
+    for (int i = 0; i < n; i++) {
+      out.add(TableInfo.read(r));
+    }
+    r.end();
+    return out;
+  }
+
+  /** Drops a table from the directory, then its shards from their servers (best effort). */
+  public void dropTable(String name) {
+    TableInfo t = table(name).info();
+    callMaster(KvProtocol.DROP_TABLE, new Wire.Writer().str(name).toBuffer());
+    for (int i = 0; i < t.servers().length; i++) {
+      try {
+        Futures.join(
+            client.call(
+                t.servers()[i],
+                KvProtocol.SERVER_SERVICE,
+                KvProtocol.DROP_SHARD,
+                new Wire.Writer().i64(t.tableId()).i32(i).toBuffer()));
+      } catch (FerriteException e) {
+        if (e.code() != ErrorCode.NOT_FOUND && !e.retryable()) {
+          throw e;
+        }
+      }
+    }
+  }
+
+  private ByteBuffer callMaster(int opcode, ByteBuffer body) {
+    return Futures.join(client.callMaster(KvProtocol.MASTER_SERVICE, opcode, body));
+  }
+
+  private static TableInfo readTable(ByteBuffer b) {
+    Wire.Reader r = new Wire.Reader(b, "kv table");
+    TableInfo t = TableInfo.read(r);
+    r.end();
+    return t;
+  }
+}

@@ -1,0 +1,81 @@
+package io.ferrite.kv;
+
+/**
+ * Service ids and opcodes of the kv face. Bodies are little-endian, encoded with {@link
+ * io.ferrite.kernel.proto.Wire}; {@code str} is a u16-length UTF-8 string, {@code bytes} an
+ * i32-length byte string.
+ *
+ * <h2>Directory: the master extension, service {@value #MASTER_SERVICE} on the master</h2>
+ *
+ * <pre>
+ * CREATE_TABLE  str name, options                      -> table
+ * GET_TABLE     str name                               -> table            (NOT_FOUND)
+ * LIST_TABLES   -                                      -> i32 n, n x table
+ * DROP_TABLE    str name                               -> -                (NOT_FOUND)
+ *
+ * options = i32 shards, i32 slotsPerShard, i32 extentRegionBytes, i32 maxExtentRegions,
+ *           i32 maxKey, i32 maxValue, u8 durability (0 none, 1 interval, 2 always)
+ * table   = str name, i64 tableId, options, i32 shards x i32 serverId
+ * </pre>
+ *
+ * <h2>Shards: the memory-server service, service {@value #SERVER_SERVICE}</h2>
+ *
+ * <pre>
+ * OPEN_SHARD  table, i32 shard                  -> layout    (creates it if absent; idempotent)
+ * LAYOUT      i64 tableId, i32 shard            -> layout    (NOT_FOUND: open it first)
+ * PUT         i64 tableId, i32 shard, u8 mode, bytes key, bytes value, bytes expected -> u8 status
+ * DELETE      i64 tableId, i32 shard, bytes key -> u8 status
+ * GET         i64 tableId, i32 shard, bytes key -> u8 status, bytes value  (the RPC baseline)
+ * STATS       i64 tableId, i32 shard            -> stats
+ * DROP_SHARD  i64 tableId, i32 shard            -> -
+ * PING        any bytes                         -> -         (the benchmark's RPC ceiling)
+ *
+ * layout = i64 tableId, i32 shard, i64 epoch, i32 slots, ref entries, i32 n, n x ref extents
+ * ref    = i32 regionId, i64 rkey, i64 length
+ * stats  = i32 slots, i32 count, i64 extentBytesUsed, i64 extentBytesFree, i32 extentRegions,
+ *          i64 moves, i64 puts, i64 fullErrors, i64 epoch
+ * </pre>
+ */
+public final class KvProtocol {
+  /** The directory's service id on the master. */
+  public static final int MASTER_SERVICE = 41;
+
+  /** The shard service's id on every memory server. */
+  public static final int SERVER_SERVICE = 41;
+
+  public static final int CREATE_TABLE = 1;
+  public static final int GET_TABLE = 2;
+  public static final int LIST_TABLES = 3;
+  public static final int DROP_TABLE = 4;
+
+  public static final int OPEN_SHARD = 1;
+  public static final int LAYOUT = 2;
+  public static final int PUT = 3;
+  public static final int DELETE = 4;
+  public static final int GET = 5;
+  public static final int STATS = 6;
+  public static final int DROP_SHARD = 7;
+
+  /** Answers an empty body whatever the request: the RPC ceiling of a put. */
+  public static final int PING = 8;
+
+  /** PUT modes. */
+  public static final int MODE_PUT = 0;
+
+  public static final int MODE_PUT_IF_ABSENT = 1;
+  public static final int MODE_COMPARE_AND_SET = 2;
+
+  /** Statuses of PUT, DELETE and GET. */
+  public static final int CREATED = 0;
+
+  public static final int REPLACED = 1;
+
+  /** putIfAbsent found the key, or compare-and-set found another value (or no key). */
+  public static final int NOT_APPLIED = 2;
+
+  public static final int DELETED = 3;
+  public static final int MISSING = 4;
+  public static final int FOUND = 5;
+
+  private KvProtocol() {}
+}

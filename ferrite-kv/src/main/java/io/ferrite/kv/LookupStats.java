@@ -1,0 +1,72 @@
+package io.ferrite.kv;
+
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.concurrent.atomic.LongAdder;
+
+/**
+ * A table handle's client-side counts of one-sided lookups: probes (entry reads) per lookup, torn
+ * copies retried and layouts fetched again. Thread-safe.
+ */
+public final class LookupStats {
+  final LongAdder lookups = new LongAdder();
+  final LongAdder probes = new LongAdder();
+  final AtomicLong maxProbes = new AtomicLong();
+  final LongAdder tornRetries = new LongAdder();
+  final LongAdder layoutFetches = new LongAdder();
+  final LongAdder missConfirms = new LongAdder();
+
+  void lookup(int p) {
+    lookups.increment();
+    probes.add(p);
+    if (p > maxProbes.get()) {
+      maxProbes.accumulateAndGet(p, Math::max);
+    }
+  }
+
+  public long lookups() {
+    return lookups.sum();
+  }
+
+  public long probes() {
+    return probes.sum();
+  }
+
+  public long maxProbes() {
+    return maxProbes.get();
+  }
+
+  public long tornRetries() {
+    return tornRetries.sum();
+  }
+
+  public long layoutFetches() {
+    return layoutFetches.sum();
+  }
+
+  public long missConfirms() {
+    return missConfirms.sum();
+  }
+
+  /** Zeroes every count (between benchmark phases). */
+  public void reset() {
+    lookups.reset();
+    probes.reset();
+    maxProbes.set(0);
+    tornRetries.reset();
+    layoutFetches.reset();
+    missConfirms.reset();
+  }
+
+  @Override
+  public String toString() {
+    long l = lookups();
+    return String.format(
+        java.util.Locale.ROOT,
+        "%d lookups, %.3f probes/lookup (max %d), %d torn retries, %d layout fetches",
+        l,
+        l == 0 ? 0.0 : (double) probes() / l,
+        maxProbes(),
+        tornRetries(),
+        layoutFetches());
+  }
+}

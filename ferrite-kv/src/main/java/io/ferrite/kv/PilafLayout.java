@@ -1,0 +1,142 @@
+package io.ferrite.kv;
+
+import io.ferrite.fabric.verify.Checksum64;
+import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
+
+/**
+ * The memory layout of one Pilaf shard (Pilaf §3.2, Figure 4/5), shared by the server that writes
+ * it and the clients that read it one-sided.
+ *
+ * <h2>Entry region</h2>
+ *
+ * <pre>
+ *  0        8        16       24       32                64
+ *  +--------+--------+--------+--------+------ ... ------+----------------+----
+ *  | magic  | epoch  | moves  | slots  | (reserved)      | entry 0 (32 B) | entry 1 ...
+ *  +--------+--------+--------+--------+------ ... ------+----------------+----
+ * </pre>
+ *
+ * {@code epoch} is the layout epoch: the server bumps it (release) when the layout clients cached
+ * changes, e.g. a new extent region; a client that sees another epoch fetches the layout again.
+ * {@code moves} is a sequence counter around every cuckoo displacement (odd while keys move); a
+ * client confirms a miss by reading it before and after its three entries, in one batch.
+ *
+ * <h2>Entry (32 bytes): a root object with its own checksum, holding a self-verifying pointer</h2>
+ *
+ * <pre>
+ *  0                 4          6          8                 12                16
+ *  +-----------------+----------+----------+-----------------+-----------------+
+ *  | extent length   | region # | flags    | extent offset   | key tag         |
+ *  +-----------------+----------+----------+-----------------+-----------------+
+ *  16                                      24                                  32
+ *  +---------------------------------------+-----------------------------------+
+ *  | extent checksum (XXH3-64 of extent)   | entry checksum (XXH3-64 of 0..24) |
+ *  +---------------------------------------+-----------------------------------+
+ * </pre>
+ *
+ * An empty entry is 32 zero bytes. Anything else must verify, or the copy is torn.
+ *
+ * <h2>Extent (in an extent region)</h2>
+ *
+ * <pre>
+ *  | key length u32 | value length u32 | key | value |
+ * </pre>
+ *
+ * All words little-endian.
+ */
+public final class PilafLayout {
+  public static final long MAGIC = 0x46524B565049414CL; // "LAIPVKRF"
+  public static final int HEADER = 64;
+  public static final int EPOCH_OFFSET = 8;
+  public static final int MOVES_OFFSET = 16;
+  public static final int SLOTS_OFFSET = 24;
+  public static final int ENTRY = 32;
+  public static final int FLAG_IN_USE = 1;
+  public static final int EXTENT_HEADER = 8;
+
+  private PilafLayout() {}
+
+  /** Byte offset of {@code slot}'s entry in the entry region. */
+  public static long entryOffset(int slot) {
+    return HEADER + (long) slot * ENTRY;
+  }
+
+  /** Size of the entry region of a shard with {@code slots} entries. */
+  public static long entryRegionLength(int slots) {
+    return HEADER + (long) slots * ENTRY;
+  }
+
+  /** A decoded entry; {@code null} from {@link #decode} means torn. */
+  public record Entry(int length, int region, int flags, int offset, int tag, long checksum) {
+    public static final Entry EMPTY = new Entry(0, 0, 0, 0, 0, 0);
+
+    public boolean inUse() {
+      return (flags & FLAG_IN_USE) != 0;
+    }
+  }
+
+  /** Encodes an in-use entry into {@code dst} at {@code at}. */
+  public static void encode(
+      ByteBuffer dst, int at, int length, int region, int offset, int tag, long sum) {
+    ByteBuffer d = dst.duplicate().order(ByteOrder.LITTLE_ENDIAN);
+    d.putInt(at, length);
+    d.putShort(at + 4, (short) region);
+    d.putShort(at + 6, (short) FLAG_IN_USE);
+    d.putInt(at + 8, offset);
+    d.putInt(at + 12, tag);
+    d.putLong(at + 16, sum);
+    d.putLong(at + 24, Checksum64.of(d, at, 24));
+  }
+
+  /**
+   * Verifies and decodes the entry copy at {@code at}: {@link Entry#EMPTY} for an empty entry, the
+   * entry if its checksum matches, or {@code null} for a torn or corrupt copy (Pilaf §3.3: retry).
+   */
+  public static Entry decode(ByteBuffer src, int at) {
+    ByteBuffer s = src.duplicate().order(ByteOrder.LITTLE_ENDIAN);
+    long w0 = s.getLong(at);
+    long w1 = s.getLong(at + 8);
+    long w2 = s.getLong(at + 16);
+    long w3 = s.getLong(at + 24);
+    if ((w0 | w1 | w2 | w3) == 0) {
+      return Entry.EMPTY;
+    }
+    if (w3 != Checksum64.of(s, at, 24)) {
+      return null;
+    }
+    int flags = s.getShort(at + 6) & 0xFFFF;
+    if ((flags & FLAG_IN_USE) == 0) {
+      return null;
+    }
+    return new Entry(
+        s.getInt(at), s.getShort(at + 4) & 0xFFFF, flags, s.getInt(at + 8), s.getInt(at + 12), w2);
+  }
+
+  /** Encodes an extent (key length, value length, key, value). */
+  public static byte[] extent(byte[] key, byte[] value) {
+    ByteBuffer b =
+        ByteBuffer.allocate(EXTENT_HEADER + key.length + value.length)
+            .order(ByteOrder.LITTLE_ENDIAN);
+    b.putInt(key.length).putInt(value.length).put(key).put(value);
+    return b.array();
+  }
+
+  /** Whether a verified extent holds {@code key}. */
+  public static boolean extentHasKey(byte[] extent, byte[] key) {
+    ByteBuffer b = ByteBuffer.wrap(extent).order(ByteOrder.LITTLE_ENDIAN);
+    int k = b.getInt(0);
+    if (k != key.length || EXTENT_HEADER + (long) k > extent.length) {
+      return false;
+    }
+    return java.util.Arrays.equals(extent, EXTENT_HEADER, EXTENT_HEADER + k, key, 0, k);
+  }
+
+  /** The value of a verified extent. */
+  public static byte[] extentValue(byte[] extent) {
+    ByteBuffer b = ByteBuffer.wrap(extent).order(ByteOrder.LITTLE_ENDIAN);
+    int k = b.getInt(0);
+    int v = b.getInt(4);
+    return java.util.Arrays.copyOfRange(extent, EXTENT_HEADER + k, EXTENT_HEADER + k + v);
+  }
+}

@@ -1,0 +1,127 @@
+package io.ferrite.kv.server;
+
+import io.ferrite.fabric.ErrorCode;
+import io.ferrite.fabric.FerriteException;
+import io.ferrite.fabric.MappedRegion;
+import java.util.ArrayDeque;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.function.Supplier;
+
+/**
+ * Carves a shard's extent regions into extents by size class: classes grow by powers of two with a
+ * half step between (32, 48, 64, 96, 128, ...), so an extent wastes at most a third of its class.
+ * Freed extents go on their class's free list and are reused first; fresh ones are bumped off the
+ * newest region; when that is full a new region is created (up to a limit). Not thread-safe: the
+ * shard's lock guards it.
+ *
+ * <p>An address is {@code region << 32 | offset}. Reusing a freed extent at once is safe for
+ * one-sided readers: their pointer's checksum no longer matches, so they retry (Pilaf §3.3).
+ */
+final class ExtentAllocator {
+  static final int MIN_CLASS = 32;
+
+  private final List<MappedRegion> regions = new ArrayList<>();
+  private final int maxRegions;
+  private final Supplier<MappedRegion> newRegion;
+  private final List<ArrayDeque<Long>> free = new ArrayList<>();
+  private long bump;
+  private long usedBytes;
+  private long freeBytes;
+
+  ExtentAllocator(MappedRegion first, int maxRegions, Supplier<MappedRegion> newRegion) {
+    this.regions.add(first);
+    this.maxRegions = maxRegions;
+    this.newRegion = newRegion;
+  }
+
+  /** The class index of an extent of {@code length} bytes. */
+  static int classOf(int length) {
+    int c = 0;
+    long size = MIN_CLASS;
+    while (size < length) {
+      c++;
+      size = classSize(c);
+    }
+    return c;
+  }
+
+  /** The bytes of class {@code c}: 32, 48, 64, 96, 128, 192, ... */
+  static long classSize(int c) {
+    long base = (long) MIN_CLASS << (c / 2);
+    return (c & 1) == 0 ? base : base + base / 2;
+  }
+
+  List<MappedRegion> regions() {
+    return regions;
+  }
+
+  MappedRegion region(int index) {
+    return regions.get(index);
+  }
+
+  /**
+   * Allocates room for {@code length} bytes; returns its address.
+   *
+   * @return the address; {@code grew[0]} is set when a region was added (the layout changed)
+   * @throws FerriteException NO_SPACE when every region is full and no more may be added
+   */
+  long allocate(int length, boolean[] grew) {
+    int c = classOf(length);
+    long size = classSize(c);
+    while (free.size() <= c) {
+      free.add(new ArrayDeque<>());
+    }
+    Long reused = free.get(c).pollFirst();
+    if (reused != null) {
+      freeBytes -= size;
+      usedBytes += size;
+      return reused;
+    }
+    MappedRegion last = regions.get(regions.size() - 1);
+    if (bump + size > last.length()) {
+      if (regions.size() >= maxRegions) {
+        throw new FerriteException(
+            ErrorCode.NO_SPACE,
+            "extent area full: "
+                + regions.size()
+                + " regions of "
+                + last.length()
+                + " B in use (maxExtentRegions), no free extent of "
+                + size
+                + " B; delete keys or create the table with more extent space");
+      }
+      if (size > last.length()) {
+        throw new FerriteException(
+            ErrorCode.TOO_LARGE, "extent of " + length + " B exceeds a region of " + last.length());
+      }
+      regions.add(newRegion.get());
+      grew[0] = true;
+      bump = 0;
+    }
+    long addr = ((long) (regions.size() - 1) << 32) | bump;
+    bump += size;
+    usedBytes += size;
+    return addr;
+  }
+
+  /** Frees the extent of {@code length} bytes at {@code addr}. */
+  void free(long addr, int length) {
+    int c = classOf(length);
+    long size = classSize(c);
+    while (free.size() <= c) {
+      free.add(new ArrayDeque<>());
+    }
+    free.get(c).addFirst(addr);
+    usedBytes -= size;
+    freeBytes += size;
+  }
+
+  long usedBytes() {
+    return usedBytes;
+  }
+
+  long freeBytes() {
+    return freeBytes;
+  }
+}

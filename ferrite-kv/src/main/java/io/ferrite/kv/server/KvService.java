@@ -1,0 +1,267 @@
+package io.ferrite.kv.server;
+
+import io.ferrite.fabric.ErrorCode;
+import io.ferrite.fabric.FerriteException;
+import io.ferrite.fabric.RpcContext;
+import io.ferrite.kernel.config.Threads;
+import io.ferrite.kernel.proto.Wire;
+import io.ferrite.kernel.server.FerriteService;
+import io.ferrite.kernel.server.ServiceContext;
+import io.ferrite.kv.KvProtocol;
+import io.ferrite.kv.PilafLayout;
+import io.ferrite.kv.TableInfo;
+import io.ferrite.kv.TableOptions;
+import java.nio.ByteBuffer;
+import java.util.Map;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.ScheduledExecutorService;
+import java.util.concurrent.TimeUnit;
+
+/**
+ * The kv face's memory-server half: hosts the shards placed on this server, each in regions of its
+ * own that clients read one-sided, and serves the writes (PUT, DELETE) and layout fetches by RPC
+ * (opcodes in {@link KvProtocol}). Shards are created on demand by {@code OPEN_SHARD}, which the
+ * client sends after the master's directory placed the table; they live in DRAM-tier regions and
+ * are lost when the server stops (no operation log yet).
+ */
+public final class KvService implements FerriteService {
+  private static final System.Logger LOG = System.getLogger(KvService.class.getName());
+
+  private record ShardKey(long tableId, int shard) {}
+
+  private final Map<ShardKey, PilafShard> shards = new ConcurrentHashMap<>();
+  private volatile ServiceContext context;
+  private volatile OpLog log;
+  private ScheduledExecutorService syncer;
+
+  @Override
+  public int id() {
+    return KvProtocol.SERVER_SERVICE;
+  }
+
+  @Override
+  public String name() {
+    return "kv";
+  }
+
+  @Override
+  public void start(ServiceContext ctx) {
+    this.context = ctx;
+    // Replay before anyone can connect: shards of durable tables come back with their data.
+    this.log = OpLog.open(ctx.directory().resolve("kv.log"), this::replay);
+    for (PilafShard s : shards.values()) {
+      hook(s);
+    }
+    syncer = Threads.scheduler("kv-log-sync");
+    syncer.scheduleWithFixedDelay(this::syncQuietly, 100, 100, TimeUnit.MILLISECONDS);
+  }
+
+  @Override
+  public void stop() {
+    if (syncer != null) {
+      syncer.shutdownNow();
+    }
+    if (log != null) {
+      log.close();
+    }
+  }
+
+  private void syncQuietly() {
+    try {
+      log.sync();
+    } catch (FerriteException e) {
+      LOG.log(System.Logger.Level.ERROR, "kv log fsync failed", e);
+    }
+  }
+
+  private void replay(ByteBuffer record) {
+    try {
+      replayOne(record);
+    } catch (FerriteException e) {
+      // Only applied writes are logged, so this is a bug or a changed limit: keep the rest.
+      LOG.log(System.Logger.Level.WARNING, "kv log: a record could not be replayed", e);
+    }
+  }
+
+  private void replayOne(ByteBuffer record) {
+    Wire.Reader r = new Wire.Reader(record, "kv log record");
+    int type = r.u8("type");
+    if (type == KvProtocol.OPEN_SHARD) {
+      TableInfo t = TableInfo.read(r);
+      int shard = r.i32("shard");
+      shards.computeIfAbsent(new ShardKey(t.tableId(), shard), k -> create(t, shard));
+      return;
+    }
+    ShardKey key = new ShardKey(r.i64("tableId"), r.i32("shard"));
+    PilafShard s = shards.get(key);
+    if (type == KvProtocol.DROP_SHARD) {
+      shards.remove(key);
+    } else if (s != null && type == KvProtocol.PUT) {
+      s.put(KvProtocol.MODE_PUT, r.bytes("key"), r.bytes("value"), new byte[0]);
+    } else if (s != null && type == KvProtocol.DELETE) {
+      s.delete(r.bytes("key"));
+    }
+  }
+
+  private static boolean durable(PilafShard s) {
+    return s.options().durability() != TableOptions.Durability.NONE;
+  }
+
+  /** Logs every write of a durable shard, under its lock (so in the order writes apply). */
+  private void hook(PilafShard s) {
+    if (durable(s)) {
+      long id = s.tableId();
+      int shard = s.shard();
+      s.onWrite(
+          (type, kv) -> {
+            Wire.Writer w = new Wire.Writer().u8(type).i64(id).i32(shard).bytes(kv[0]);
+            if (type == KvProtocol.PUT) {
+              w.bytes(kv[1]);
+            }
+            log.append(w.toArray());
+          });
+    }
+  }
+
+  /** After a write RPC on {@code s}: ALWAYS makes the log durable before the answer goes out. */
+  private void afterWrite(PilafShard s) {
+    if (s.options().durability() == TableOptions.Durability.ALWAYS) {
+      log.sync();
+    }
+  }
+
+  @Override
+  public CompletableFuture<ByteBuffer> handle(RpcContext caller, int opcode, ByteBuffer request) {
+    try {
+      return CompletableFuture.completedFuture(dispatch(opcode, request));
+    } catch (FerriteException e) {
+      return CompletableFuture.failedFuture(e);
+    } catch (RuntimeException e) {
+      LOG.log(System.Logger.Level.ERROR, "kv opcode " + opcode + " failed", e);
+      return CompletableFuture.failedFuture(
+          new FerriteException(ErrorCode.INTERNAL, "kv opcode " + opcode + ": " + e, e));
+    }
+  }
+
+  private ByteBuffer dispatch(int opcode, ByteBuffer request) {
+    if (opcode == KvProtocol.PING) {
+      return ByteBuffer.allocate(0);
+    }
+    Wire.Reader r = new Wire.Reader(request, "kv request " + opcode);
+    Wire.Writer w = new Wire.Writer();
+    switch (opcode) {
+      case KvProtocol.OPEN_SHARD -> {
+        TableInfo t = TableInfo.read(r);
+        int shard = r.i32("shard");
+        r.end();
+        if (shard < 0 || shard >= t.options().shards()) {
+          throw new FerriteException(
+              ErrorCode.INVALID_ARGUMENT,
+              "shard: " + shard + " (expected: >= 0 and < " + t.options().shards() + ")");
+        }
+        PilafShard s =
+            shards.computeIfAbsent(
+                new ShardKey(t.tableId(), shard),
+                k -> {
+                  PilafShard n = create(t, shard);
+                  if (durable(n)) {
+                    Wire.Writer rec = new Wire.Writer().u8(KvProtocol.OPEN_SHARD);
+                    t.write(rec);
+                    log.append(rec.i32(shard).toArray());
+                    log.sync();
+                    hook(n);
+                  }
+                  return n;
+                });
+        s.layout().write(w);
+      }
+      case KvProtocol.LAYOUT -> {
+        PilafShard s = shard(r);
+        r.end();
+        s.layout().write(w);
+      }
+      case KvProtocol.PUT -> {
+        PilafShard s = shard(r);
+        int mode = r.u8("mode");
+        byte[] key = r.bytes("key");
+        byte[] value = r.bytes("value");
+        byte[] expected = r.bytes("expected");
+        r.end();
+        if (mode > KvProtocol.MODE_COMPARE_AND_SET) {
+          throw new FerriteException(ErrorCode.INVALID_ARGUMENT, "put mode: " + mode);
+        }
+        w.u8(s.put(mode, key, value, expected));
+        afterWrite(s);
+      }
+      case KvProtocol.DELETE -> {
+        PilafShard s = shard(r);
+        byte[] key = r.bytes("key");
+        r.end();
+        w.u8(s.delete(key));
+        afterWrite(s);
+      }
+      case KvProtocol.GET -> {
+        PilafShard s = shard(r);
+        byte[] key = r.bytes("key");
+        r.end();
+        byte[] v = s.get(key);
+        w.u8(v == null ? KvProtocol.MISSING : KvProtocol.FOUND).bytes(v == null ? new byte[0] : v);
+      }
+      case KvProtocol.STATS -> {
+        PilafShard s = shard(r);
+        r.end();
+        s.stats().write(w);
+      }
+      case KvProtocol.DROP_SHARD -> {
+        long id = r.i64("tableId");
+        int shard = r.i32("shard");
+        r.end();
+        // The regions stay mapped until the server stops: a racing one-sided read must not fault.
+        PilafShard s = shards.remove(new ShardKey(id, shard));
+        if (s != null && durable(s)) {
+          log.append(new Wire.Writer().u8(KvProtocol.DROP_SHARD).i64(id).i32(shard).toArray());
+          log.sync();
+        }
+      }
+      default ->
+          throw new FerriteException(
+              ErrorCode.UNKNOWN_OPCODE, "kv service has no opcode " + opcode);
+    }
+    return w.toBuffer();
+  }
+
+  private PilafShard shard(Wire.Reader r) {
+    long id = r.i64("tableId");
+    int shard = r.i32("shard");
+    PilafShard s = shards.get(new ShardKey(id, shard));
+    if (s == null) {
+      throw new FerriteException(
+          ErrorCode.NOT_FOUND,
+          "no shard "
+              + shard
+              + " of table "
+              + Long.toHexString(id)
+              + " on server "
+              + context.serverId());
+    }
+    return s;
+  }
+
+  private PilafShard create(TableInfo t, int shard) {
+    ServiceContext ctx = context;
+    long extentBytes = (t.options().extentRegionBytes() + 7L) & ~7L;
+    return new PilafShard(
+        t.tableId(),
+        shard,
+        t.options(),
+        () -> ctx.createRegion("dram", PilafLayout.entryRegionLength(t.options().slotsPerShard())),
+        () -> ctx.createRegion("dram", extentBytes),
+        ctx::ref);
+  }
+
+  /** For tests: the number of shards hosted here. */
+  int shardCount() {
+    return shards.size();
+  }
+}

@@ -1,0 +1,97 @@
+package io.ferrite.kv;
+
+import static java.nio.charset.StandardCharsets.UTF_8;
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNull;
+
+import io.ferrite.kernel.client.FerriteClient;
+import io.ferrite.kernel.server.MemoryServer;
+import io.ferrite.kv.TableOptions.Durability;
+import java.nio.file.Path;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/**
+ * The operation log: tables with {@code interval} and {@code always} durability get their writes
+ * back when their server restarts (the log is replayed before it serves), {@code none} tables come
+ * back empty; stale client handles follow the new regions.
+ */
+class KvDurabilityTest {
+  static final TableOptions SMALL =
+      TableOptions.DEFAULTS
+          .withShards(2)
+          .withSlotsPerShard(256)
+          .withExtents(64 << 10, 2)
+          .withLimits(64, 1024);
+
+  @TempDir Path dir;
+  KvCluster cluster;
+
+  @BeforeEach
+  void start() throws Exception {
+    cluster = new KvCluster(dir, 1);
+  }
+
+  @AfterEach
+  void stop() throws Exception {
+    cluster.close();
+  }
+
+  static byte[] b(String s) {
+    return s.getBytes(UTF_8);
+  }
+
+  private void restartServer() {
+    MemoryServer old = cluster.servers.remove(0);
+    String name = old.name();
+    old.close();
+    cluster.startServer(name);
+  }
+
+  @Test
+  void loggedTablesSurviveARestartAndUnloggedOnesComeBackEmpty() {
+    FerriteClient c = cluster.client();
+    KvClient kv = new KvClient(c);
+    KvTable always = kv.createTable("always", SMALL.withDurability(Durability.ALWAYS));
+    KvTable interval = kv.createTable("interval", SMALL.withDurability(Durability.INTERVAL));
+    KvTable none = kv.createTable("none", SMALL);
+    for (KvTable t : new KvTable[] {always, interval, none}) {
+      for (int i = 0; i < 100; i++) {
+        t.put(b("k" + i), b("v" + i));
+      }
+      for (int i = 0; i < 100; i += 3) {
+        t.put(b("k" + i), b("again" + i));
+      }
+      for (int i = 0; i < 100; i += 10) {
+        t.delete(b("k" + i));
+      }
+    }
+    restartServer();
+    for (KvTable t : new KvTable[] {always, interval}) {
+      for (int i = 0; i < 100; i++) {
+        byte[] want = i % 10 == 0 ? null : b(i % 3 == 0 ? "again" + i : "v" + i);
+        assertArrayEquals(want, t.get(b("k" + i)), t.name() + " k" + i);
+      }
+      assertEquals(90, t.stats().stream().mapToInt(ShardStats::count).sum());
+      t.put(b("after"), b("restart"));
+    }
+    assertNull(none.get(b("k1")), "a none table keeps nothing across a restart");
+    restartServer();
+    assertArrayEquals(b("restart"), always.get(b("after")), "appends continue after a replay");
+    assertArrayEquals(b("again3"), kv.table("interval").get(b("k3")));
+  }
+
+  @Test
+  void aDroppedTableIsNotReplayed() {
+    KvClient kv = new KvClient(cluster.client());
+    KvTable t = kv.createTable("gone", SMALL.withDurability(Durability.ALWAYS));
+    t.put(b("k"), b("v"));
+    kv.dropTable("gone");
+    restartServer();
+    KvTable again = kv.createTable("gone", SMALL.withDurability(Durability.ALWAYS));
+    assertNull(again.get(b("k")));
+  }
+}

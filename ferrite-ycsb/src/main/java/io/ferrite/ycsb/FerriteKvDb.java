@@ -1,0 +1,225 @@
+package io.ferrite.ycsb;
+
+import io.ferrite.fabric.Credentials;
+import io.ferrite.fabric.ErrorCode;
+import io.ferrite.fabric.FerriteException;
+import io.ferrite.kernel.client.ClientOptions;
+import io.ferrite.kernel.client.Ferrite;
+import io.ferrite.kernel.client.FerriteClient;
+import io.ferrite.kernel.config.ClusterFile;
+import io.ferrite.kernel.config.Secrets;
+import io.ferrite.kv.KvClient;
+import io.ferrite.kv.KvTable;
+import io.ferrite.kv.TableOptions;
+import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Path;
+import java.util.HashMap;
+import java.util.LinkedHashMap;
+import java.util.Map;
+import java.util.Properties;
+import java.util.Set;
+import java.util.Vector;
+import site.ycsb.ByteArrayByteIterator;
+import site.ycsb.ByteIterator;
+import site.ycsb.DB;
+import site.ycsb.DBException;
+import site.ycsb.Status;
+
+/**
+ * YCSB binding of the kv face ({@code -db io.ferrite.ycsb.FerriteKvDb}). A record (a map of fields)
+ * is one value: {@code u32 n, n x (u16 name length, name, u32 value length, value)}. read is one
+ * one-sided get; insert a put; update a get, merge and compare-and-set (retried), as YCSB's update
+ * changes only the fields it names; delete a delete; scan answers NOT_IMPLEMENTED (the tree face
+ * will serve workload E).
+ *
+ * <p>Properties: {@code ferrite.cluster.file} (default: {@code ~/.ferrite/cluster}), or {@code
+ * ferrite.cluster} + {@code ferrite.secret.file} + {@code ferrite.cluster.id}; {@code
+ * ferrite.table} (default: the workload's table); {@code ferrite.fabric} (auto, shm, tcp); {@code
+ * ferrite.shards}, {@code ferrite.slots} for a table this binding creates.
+ *
+ * <p>YCSB makes one DB per client thread; they share one {@link FerriteClient} per process (a
+ * reference-counted holder: YCSB gives the binding no other place to keep it).
+ */
+public final class FerriteKvDb extends DB {
+  private static final Object LOCK = new Object();
+  private static FerriteClient shared;
+  private static int users;
+
+  private KvTable table;
+
+  @Override
+  public void init() throws DBException {
+    Properties p = getProperties();
+    try {
+      synchronized (LOCK) {
+        if (shared == null) {
+          shared = connect(p);
+        }
+        users++;
+      }
+      String name = p.getProperty("ferrite.table", p.getProperty("table", "usertable"));
+      KvClient kv = new KvClient(shared);
+      try {
+        table = kv.table(name);
+      } catch (FerriteException e) {
+        if (e.code() != ErrorCode.NOT_FOUND) {
+          throw e;
+        }
+        table =
+            kv.createTable(
+                name,
+                TableOptions.DEFAULTS
+                    .withShards(Integer.parseInt(p.getProperty("ferrite.shards", "8")))
+                    .withSlotsPerShard(Integer.parseInt(p.getProperty("ferrite.slots", "65536"))));
+      }
+    } catch (FerriteException | NumberFormatException e) {
+      throw new DBException("ferrite: " + e.getMessage(), e);
+    }
+  }
+
+  private static FerriteClient connect(Properties p) {
+    String uri = p.getProperty("ferrite.cluster");
+    Credentials creds;
+    if (uri == null) {
+      Path file =
+          Path.of(
+              p.getProperty(
+                  "ferrite.cluster.file",
+                  Path.of(System.getProperty("user.home"), ".ferrite", "cluster").toString()));
+      ClusterFile cf = ClusterFile.read(file);
+      uri = cf.uri();
+      creds = new Credentials(cf.clusterId(), Secrets.read(cf.secretFile()));
+    } else {
+      creds =
+          new Credentials(
+              p.getProperty("ferrite.cluster.id", "local"),
+              Secrets.read(Path.of(p.getProperty("ferrite.secret.file"))));
+    }
+    return Ferrite.connect(
+        uri,
+        ClientOptions.builder(creds)
+            .fabric(p.getProperty("ferrite.fabric", "auto"))
+            .clientName("ycsb")
+            .build());
+  }
+
+  @Override
+  public void cleanup() {
+    synchronized (LOCK) {
+      if (--users == 0 && shared != null) {
+        shared.close();
+        shared = null;
+      }
+    }
+  }
+
+  static byte[] key(String k) {
+    return k.getBytes(StandardCharsets.UTF_8);
+  }
+
+  static byte[] encode(Map<String, byte[]> fields) {
+    int size = 4;
+    for (Map.Entry<String, byte[]> e : fields.entrySet()) {
+      size += 2 + e.getKey().getBytes(StandardCharsets.UTF_8).length + 4 + e.getValue().length;
+    }
+    ByteBuffer b = ByteBuffer.allocate(size).order(ByteOrder.LITTLE_ENDIAN);
+    b.putInt(fields.size());
+    for (Map.Entry<String, byte[]> e : fields.entrySet()) {
+      byte[] n = e.getKey().getBytes(StandardCharsets.UTF_8);
+      b.putShort((short) n.length).put(n).putInt(e.getValue().length).put(e.getValue());
+    }
+    return b.array();
+  }
+
+  static Map<String, byte[]> decode(byte[] record) {
+    ByteBuffer b = ByteBuffer.wrap(record).order(ByteOrder.LITTLE_ENDIAN);
+    int n = b.getInt();
+    Map<String, byte[]> out = new LinkedHashMap<>();
+    for (int i = 0; i < n; i++) {
+      byte[] name = new byte[b.getShort() & 0xFFFF];
+      b.get(name);
+      byte[] v = new byte[b.getInt()];
+      b.get(v);
+      out.put(new String(name, StandardCharsets.UTF_8), v);
+    }
+    return out;
+  }
+
+  private static Map<String, byte[]> bytes(Map<String, ByteIterator> values) {
+    Map<String, byte[]> out = new LinkedHashMap<>();
+    for (Map.Entry<String, ByteIterator> e : values.entrySet()) {
+      out.put(e.getKey(), e.getValue().toArray());
+    }
+    return out;
+  }
+
+  @Override
+  public Status read(String t, String key, Set<String> fields, Map<String, ByteIterator> result) {
+    try {
+      byte[] v = table.get(key(key));
+      if (v == null) {
+        return Status.NOT_FOUND;
+      }
+      for (Map.Entry<String, byte[]> e : decode(v).entrySet()) {
+        if (fields == null || fields.contains(e.getKey())) {
+          result.put(e.getKey(), new ByteArrayByteIterator(e.getValue()));
+        }
+      }
+      return Status.OK;
+    } catch (FerriteException e) {
+      return Status.ERROR;
+    }
+  }
+
+  @Override
+  public Status scan(
+      String t,
+      String startkey,
+      int recordcount,
+      Set<String> fields,
+      Vector<HashMap<String, ByteIterator>> result) {
+    return Status.NOT_IMPLEMENTED;
+  }
+
+  @Override
+  public Status update(String t, String key, Map<String, ByteIterator> values) {
+    try {
+      Map<String, byte[]> changes = bytes(values);
+      for (int attempt = 0; attempt < 100; attempt++) {
+        byte[] cur = table.get(key(key));
+        if (cur == null) {
+          return Status.NOT_FOUND;
+        }
+        Map<String, byte[]> merged = decode(cur);
+        merged.putAll(changes);
+        if (table.compareAndSet(key(key), cur, encode(merged))) {
+          return Status.OK;
+        }
+      }
+      return Status.ERROR;
+    } catch (FerriteException e) {
+      return Status.ERROR;
+    }
+  }
+
+  @Override
+  public Status insert(String t, String key, Map<String, ByteIterator> values) {
+    try {
+      table.put(key(key), encode(bytes(values)));
+      return Status.OK;
+    } catch (FerriteException e) {
+      return Status.ERROR;
+    }
+  }
+
+  @Override
+  public Status delete(String t, String key) {
+    try {
+      return table.delete(key(key)) ? Status.OK : Status.NOT_FOUND;
+    } catch (FerriteException e) {
+      return Status.ERROR;
+    }
+  }
+}

@@ -1,0 +1,133 @@
+package io.ferrite.ycsb;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+
+import io.ferrite.fabric.Credentials;
+import io.ferrite.fabric.Fabric;
+import io.ferrite.kernel.config.FabricFactory;
+import io.ferrite.kernel.config.FerriteConfig;
+import io.ferrite.kernel.config.Secrets;
+import io.ferrite.kernel.master.Master;
+import io.ferrite.kernel.server.MemoryServer;
+import java.io.IOException;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.Comparator;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Properties;
+import java.util.Set;
+import java.util.stream.Stream;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+import site.ycsb.ByteIterator;
+import site.ycsb.Status;
+import site.ycsb.StringByteIterator;
+
+/** The binding's operations against a master and a memory server (tcp + shm) in this JVM. */
+class FerriteKvDbClusterTest {
+  @TempDir Path dir;
+  Path shm;
+  final List<AutoCloseable> open = new ArrayList<>();
+  final Properties props = new Properties();
+
+  @BeforeEach
+  void start() throws IOException {
+    shm = Files.createTempDirectory(Path.of("/dev/shm"), "fycsb");
+    Path secret = dir.resolve("secret");
+    String id = "ycsb" + ProcessHandle.current().pid();
+    Credentials creds = new Credentials(id, Secrets.readOrCreate(secret));
+    FerriteConfig cfg =
+        FerriteConfig.builder()
+            .set(FerriteConfig.CLUSTER_ID, id)
+            .set(FerriteConfig.DATA_DIR, dir.resolve("data").toString())
+            .set(FerriteConfig.SHM_DIR, shm.toString())
+            .set(FerriteConfig.MASTER_PORT, "0")
+            .set(FerriteConfig.REGION_SIZE, "1m")
+            .set(FerriteConfig.BLOCK_SIZE, "1m")
+            .set(FerriteConfig.CAPACITY_DRAM, "1m")
+            .set(FerriteConfig.CAPACITY_DISK, "0")
+            .set(FerriteConfig.JOURNAL_FSYNC, "false")
+            .build();
+    Fabric tcp = FabricFactory.standard().open("tcp");
+    Fabric shmFabric = FabricFactory.standard().open("shm");
+    open.add(tcp);
+    open.add(shmFabric);
+    Master master = Master.start(cfg, creds, List.of(tcp));
+    open.add(master);
+    String address = master.addresses().get("tcp");
+    open.add(
+        MemoryServer.start(
+            cfg.with(FerriteConfig.SERVER_NAME, "s1"),
+            creds,
+            List.of(tcp, shmFabric),
+            address,
+            List.of()));
+    props.setProperty(
+        "ferrite.cluster",
+        "ferrite://127.0.0.1:" + address.substring(address.lastIndexOf(':') + 1));
+    props.setProperty("ferrite.secret.file", secret.toString());
+    props.setProperty("ferrite.cluster.id", id);
+    props.setProperty("ferrite.shards", "2");
+    props.setProperty("ferrite.slots", "1024");
+  }
+
+  @AfterEach
+  void stop() throws Exception {
+    for (int i = open.size() - 1; i >= 0; i--) {
+      open.get(i).close();
+    }
+    try (Stream<Path> s = Files.walk(shm)) {
+      for (Path p : s.sorted(Comparator.reverseOrder()).toList()) {
+        Files.deleteIfExists(p);
+      }
+    }
+  }
+
+  private static Map<String, ByteIterator> fields(String... kv) {
+    Map<String, ByteIterator> m = new HashMap<>();
+    for (int i = 0; i < kv.length; i += 2) {
+      m.put(kv[i], new StringByteIterator(kv[i + 1]));
+    }
+    return m;
+  }
+
+  private static String text(Map<String, ByteIterator> m, String f) {
+    return new String(m.get(f).toArray(), StandardCharsets.UTF_8);
+  }
+
+  @Test
+  void insertReadUpdateDeleteAsYcsbCallsThem() throws Exception {
+    for (String fabric : List.of("shm", "tcp")) {
+      props.setProperty("ferrite.fabric", fabric);
+      props.setProperty("ferrite.table", "usertable-" + fabric);
+      FerriteKvDb a = new FerriteKvDb();
+      FerriteKvDb b = new FerriteKvDb();
+      a.setProperties(props);
+      b.setProperties(props);
+      a.init();
+      b.init();
+      assertEquals(Status.OK, a.insert("t", "user1", fields("f0", "a", "f1", "b")));
+      Map<String, ByteIterator> got = new HashMap<>();
+      assertEquals(Status.OK, b.read("t", "user1", null, got));
+      assertEquals("a", text(got, "f0"));
+      assertEquals("b", text(got, "f1"));
+      assertEquals(Status.OK, b.update("t", "user1", fields("f1", "B")));
+      got.clear();
+      assertEquals(Status.OK, a.read("t", "user1", Set.of("f1"), got));
+      assertEquals(Set.of("f1"), got.keySet(), "only the fields asked for");
+      assertEquals("B", text(got, "f1"));
+      assertEquals(Status.NOT_FOUND, a.update("t", "nobody", fields("f0", "x")));
+      assertEquals(Status.NOT_FOUND, a.read("t", "nobody", null, new HashMap<>()));
+      assertEquals(Status.OK, a.delete("t", "user1"));
+      assertEquals(Status.NOT_FOUND, a.delete("t", "user1"));
+      a.cleanup();
+      b.cleanup();
+    }
+  }
+}
