@@ -63,6 +63,8 @@ import picocli.CommandLine.Option;
 public final class FabricBenchCommand implements Callable<Integer> {
   @CommandLine.Spec CommandLine.Model.CommandSpec spec;
 
+  @CommandLine.Mixin BenchOutput out;
+
   @Option(
       names = "--fabrics",
       split = ",",
@@ -107,27 +109,10 @@ public final class FabricBenchCommand implements Callable<Integer> {
               + " (default: /dev/shm if it exists, else the temp directory).")
   Path dir;
 
-  @Option(
-      names = "--json",
-      paramLabel = "FILE",
-      description = "Also write the results as JSON to FILE.")
-  Path json;
-
-  @Option(
-      names = "--quick",
-      description =
-          "A short smoke-test run (a few seconds per fabric); numbers are noisy. Explicit"
-              + " --iterations/--duration/--region-mib still win.")
-  boolean quick;
-
-  @Option(
-      names = {"-q", "--quiet"},
-      description = "No progress lines on stderr.")
-  boolean quiet;
-
   @Override
   public Integer call() throws Exception {
-    FabricBench.Options o = quick ? FabricBench.Options.quick() : FabricBench.Options.defaults();
+    FabricBench.Options o =
+        out.quick() ? FabricBench.Options.quick() : FabricBench.Options.defaults();
     if (fabrics != null) {
       o = o.withFabrics(fabrics.stream().map(String::trim).filter(s -> !s.isEmpty()).toList());
     }
@@ -146,25 +131,9 @@ public final class FabricBenchCommand implements Callable<Integer> {
     if (dir != null) {
       o = o.withDirectory(dir);
     }
-    o = o.withProgress(quiet ? null : System.err);
-    for (String f : o.fabrics()) {
-      if (!Fabrics.NAMES.contains(f)) {
-        throw new CommandLine.ParameterException(
-            spec.commandLine(),
-            "--fabrics: unknown fabric "
-                + f
-                + " (expected one of: "
-                + String.join(", ", Fabrics.NAMES)
-                + ")");
-      }
-    }
+    o = o.withProgress(out.progress());
+    out.checkFabrics(o.fabrics(), Fabrics.NAMES);
     BenchReport report = FabricBench.run(o);
-    spec.commandLine().getOut().print(report.table());
-    spec.commandLine().getOut().flush();
-    if (json != null) {
-      report.writeJson(json);
-      spec.commandLine().getErr().println("wrote " + json.toAbsolutePath());
-    }
-    return 0;
+    return out.emit(report);
   }
 }

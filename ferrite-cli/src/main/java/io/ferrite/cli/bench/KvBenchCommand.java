@@ -4,7 +4,6 @@ import io.ferrite.bench.BenchReport;
 import io.ferrite.bench.kv.KvBench;
 import io.ferrite.cli.DurationConverter;
 import io.ferrite.cli.VersionProvider;
-import java.nio.file.Path;
 import java.time.Duration;
 import java.util.List;
 import java.util.concurrent.Callable;
@@ -49,6 +48,8 @@ import picocli.CommandLine.Option;
 public final class KvBenchCommand implements Callable<Integer> {
   @CommandLine.Spec CommandLine.Model.CommandSpec spec;
 
+  @CommandLine.Mixin BenchOutput out;
+
   @Option(
       names = "--fabrics",
       split = ",",
@@ -76,9 +77,6 @@ public final class KvBenchCommand implements Callable<Integer> {
       description = "Keys loaded for the operations (default: 20000; --quick: 2000).")
   Integer keys;
 
-  @Option(names = "--json", paramLabel = "FILE", description = "Also write the results as JSON.")
-  Path json;
-
   @Option(
       names = "--vs",
       paramLabel = "PEER",
@@ -88,24 +86,11 @@ public final class KvBenchCommand implements Callable<Integer> {
               + " (multiGet vs pipelining).")
   String vs;
 
-  @Option(names = "--quick", description = "A short smoke-test run; numbers are noisy.")
-  boolean quick;
-
-  @Option(
-      names = {"-q", "--quiet"},
-      description = "No progress lines on stderr.")
-  boolean quiet;
-
   @Override
   public Integer call() throws Exception {
-    KvBench.Options o = quick ? KvBench.Options.quick() : KvBench.Options.defaults();
+    KvBench.Options o = out.quick() ? KvBench.Options.quick() : KvBench.Options.defaults();
     if (fabrics != null) {
-      for (String f : fabrics) {
-        if (!f.equals("shm") && !f.equals("tcp")) {
-          throw new CommandLine.ParameterException(
-              spec.commandLine(), "--fabrics: unknown fabric " + f + " (expected: shm, tcp)");
-        }
-      }
+      out.checkFabrics(fabrics, List.of("shm", "tcp"));
       o = o.withFabrics(fabrics);
     }
     if (threads != null) {
@@ -117,18 +102,12 @@ public final class KvBenchCommand implements Callable<Integer> {
     if (keys != null) {
       o = o.withKeys(keys);
     }
-    o = o.withProgress(quiet ? null : System.err);
+    o = o.withProgress(out.progress());
     if (vs != null && !vs.equals("redis")) {
       throw new CommandLine.ParameterException(
           spec.commandLine(), "--vs: unknown peer " + vs + " (expected: redis)");
     }
     BenchReport report = KvBench.run(o, "redis".equals(vs));
-    spec.commandLine().getOut().print(report.table());
-    spec.commandLine().getOut().flush();
-    if (json != null) {
-      report.writeJson(json);
-      spec.commandLine().getErr().println("wrote " + json.toAbsolutePath());
-    }
-    return 0;
+    return out.emit(report);
   }
 }

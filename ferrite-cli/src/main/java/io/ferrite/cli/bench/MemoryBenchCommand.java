@@ -59,6 +59,8 @@ import picocli.CommandLine.Option;
 public final class MemoryBenchCommand implements Callable<Integer> {
   @CommandLine.Spec CommandLine.Model.CommandSpec spec;
 
+  @CommandLine.Mixin BenchOutput out;
+
   @Option(
       names = "--fabrics",
       split = ",",
@@ -105,23 +107,10 @@ public final class MemoryBenchCommand implements Callable<Integer> {
       description = "Where the cluster's files go, in a temporary directory (default: /dev/shm).")
   Path dir;
 
-  @Option(
-      names = "--json",
-      paramLabel = "FILE",
-      description = "Also write the results as JSON to FILE.")
-  Path json;
-
-  @Option(names = "--quick", description = "A short, noisy smoke-test run.")
-  boolean quick;
-
-  @Option(
-      names = {"-q", "--quiet"},
-      description = "No progress lines on stderr.")
-  boolean quiet;
-
   @Override
   public Integer call() throws Exception {
-    MemoryBench.Options o = quick ? MemoryBench.Options.quick() : MemoryBench.Options.defaults();
+    MemoryBench.Options o =
+        out.quick() ? MemoryBench.Options.quick() : MemoryBench.Options.defaults();
     try {
       if (fabrics != null) {
         o = o.withFabrics(fabrics.stream().map(String::trim).filter(s -> !s.isEmpty()).toList());
@@ -139,14 +128,8 @@ public final class MemoryBenchCommand implements Callable<Integer> {
     } catch (IllegalArgumentException e) {
       throw new CommandLine.ParameterException(spec.commandLine(), e.getMessage());
     }
-    o = o.withProgress(quiet ? null : System.err);
+    o = o.withProgress(out.progress());
     BenchReport report = MemoryBench.run(o);
-    spec.commandLine().getOut().print(report.table());
-    spec.commandLine().getOut().flush();
-    if (json != null) {
-      report.writeJson(json);
-      spec.commandLine().getErr().println("wrote " + json.toAbsolutePath());
-    }
-    return 0;
+    return out.emit(report);
   }
 }

@@ -4,7 +4,6 @@ import io.ferrite.bench.BenchReport;
 import io.ferrite.bench.nodes.NodesBench;
 import io.ferrite.cli.DurationConverter;
 import io.ferrite.cli.VersionProvider;
-import java.nio.file.Path;
 import java.time.Duration;
 import java.util.List;
 import java.util.concurrent.Callable;
@@ -53,6 +52,8 @@ import picocli.CommandLine.Option;
 public final class NodesBenchCommand implements Callable<Integer> {
   @CommandLine.Spec CommandLine.Model.CommandSpec spec;
 
+  @CommandLine.Mixin BenchOutput out;
+
   @Option(
       names = "--fabrics",
       split = ",",
@@ -88,23 +89,9 @@ public final class NodesBenchCommand implements Callable<Integer> {
   @Option(names = "--fsync", description = "fsync the master's journal after every record.")
   boolean fsync;
 
-  @Option(
-      names = "--json",
-      paramLabel = "FILE",
-      description = "Also write the results as JSON to FILE.")
-  Path json;
-
-  @Option(names = "--quick", description = "A short smoke-test run; numbers are noisy.")
-  boolean quick;
-
-  @Option(
-      names = {"-q", "--quiet"},
-      description = "No progress lines on stderr.")
-  boolean quiet;
-
   @Override
   public Integer call() throws Exception {
-    NodesBench.Options d = quick ? NodesBench.Options.quick() : NodesBench.Options.defaults();
+    NodesBench.Options d = out.quick() ? NodesBench.Options.quick() : NodesBench.Options.defaults();
     NodesBench.Options o =
         new NodesBench.Options(
             fabrics != null ? List.copyOf(fabrics) : d.fabrics(),
@@ -113,20 +100,9 @@ public final class NodesBenchCommand implements Callable<Integer> {
             fileMib != null ? fileMib << 20 : d.fileBytes(),
             fsync,
             listChildren != null ? listChildren : d.listChildren(),
-            quiet ? null : System.err);
-    for (String f : o.fabrics()) {
-      if (!f.equals("shm") && !f.equals("tcp")) {
-        throw new CommandLine.ParameterException(
-            spec.commandLine(), "--fabrics: unknown fabric " + f + " (expected: shm, tcp)");
-      }
-    }
+            out.progress());
+    out.checkFabrics(o.fabrics(), List.of("shm", "tcp"));
     BenchReport report = NodesBench.run(o);
-    spec.commandLine().getOut().print(report.table());
-    spec.commandLine().getOut().flush();
-    if (json != null) {
-      report.writeJson(json);
-      spec.commandLine().getErr().println("wrote " + json.toAbsolutePath());
-    }
-    return 0;
+    return out.emit(report);
   }
 }
