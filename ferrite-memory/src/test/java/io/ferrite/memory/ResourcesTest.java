@@ -194,7 +194,7 @@ class ResourcesTest {
                 .maxAttempts(1)
                 .fabrics(name -> doomed)
                 .build());
-    cluster.clients.add(dying);
+    cluster.closeLater(dying);
     new RStore(dying).joinNamespace("lease").raddress(ra.address(), 100).map(0);
     assertEquals(1, ns.stat().mappings());
     dead.set(true);
