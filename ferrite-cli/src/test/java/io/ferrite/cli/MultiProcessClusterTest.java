@@ -26,7 +26,6 @@ import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
-import java.util.Comparator;
 import java.util.List;
 import java.util.Random;
 import java.util.function.Supplier;
@@ -78,43 +77,11 @@ class MultiProcessClusterTest {
 
   @AfterEach
   void stopAll() throws IOException, InterruptedException {
-    for (AutoCloseable c : clients) {
-      try {
-        c.close();
-      } catch (Exception e) {
-        // Keep stopping the rest.
-      }
-    }
-    for (Process p : processes) {
-      p.destroyForcibly();
-    }
-    for (Process p : processes) {
-      p.waitFor();
-    }
-    if (shmDir != null) {
-      try (Stream<Path> s = Files.walk(shmDir)) {
-        for (Path p : s.sorted(Comparator.reverseOrder()).toList()) {
-          Files.deleteIfExists(p);
-        }
-      }
-    }
+    CliProcesses.stopAll(clients, processes, shmDir);
   }
 
   private Process start(String name, String... args) throws IOException {
-    List<String> cmd = new ArrayList<>();
-    cmd.add(Path.of(System.getProperty("java.home"), "bin", "java").toString());
-    cmd.add("-Xmx256m");
-    cmd.add("-XX:+UseSerialGC");
-    cmd.add("-XX:TieredStopAtLevel=1");
-    cmd.add("-cp");
-    cmd.add(System.getProperty("java.class.path"));
-    cmd.add(FerriteCli.class.getName());
-    cmd.addAll(List.of(args));
-    Process p =
-        new ProcessBuilder(cmd)
-            .redirectErrorStream(true)
-            .redirectOutput(dir.resolve(name + ".log").toFile())
-            .start();
+    Process p = CliProcesses.start(dir, name, args);
     processes.add(p);
     return p;
   }
