@@ -3,24 +3,17 @@ package io.ferrite.ycsb;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 
 import io.ferrite.fabric.Credentials;
-import io.ferrite.fabric.Fabric;
-import io.ferrite.kernel.config.FabricFactory;
 import io.ferrite.kernel.config.FerriteConfig;
 import io.ferrite.kernel.config.Secrets;
-import io.ferrite.kernel.master.Master;
-import io.ferrite.kernel.server.MemoryServer;
+import io.ferrite.kernel.testing.ClusterHarness;
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
-import java.nio.file.Files;
 import java.nio.file.Path;
-import java.util.ArrayList;
-import java.util.Comparator;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Properties;
 import java.util.Set;
-import java.util.stream.Stream;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
@@ -32,42 +25,26 @@ import site.ycsb.StringByteIterator;
 /** The binding's operations against a master and a memory server (tcp + shm) in this JVM. */
 class FerriteKvDbClusterTest {
   @TempDir Path dir;
-  Path shm;
-  final List<AutoCloseable> open = new ArrayList<>();
+  ClusterHarness cluster;
   final Properties props = new Properties();
 
   @BeforeEach
   void start() throws IOException {
-    shm = Files.createTempDirectory(Path.of("/dev/shm"), "fycsb");
     Path secret = dir.resolve("secret");
     String id = "ycsb" + ProcessHandle.current().pid();
-    Credentials creds = new Credentials(id, Secrets.readOrCreate(secret));
-    FerriteConfig cfg =
-        FerriteConfig.builder()
-            .set(FerriteConfig.CLUSTER_ID, id)
-            .set(FerriteConfig.DATA_DIR, dir.resolve("data").toString())
-            .set(FerriteConfig.SHM_DIR, shm.toString())
-            .set(FerriteConfig.MASTER_PORT, "0")
-            .set(FerriteConfig.REGION_SIZE, "1m")
-            .set(FerriteConfig.BLOCK_SIZE, "1m")
-            .set(FerriteConfig.CAPACITY_DRAM, "1m")
-            .set(FerriteConfig.CAPACITY_DISK, "0")
-            .set(FerriteConfig.JOURNAL_FSYNC, "false")
-            .build();
-    Fabric tcp = FabricFactory.standard().open("tcp");
-    Fabric shmFabric = FabricFactory.standard().open("shm");
-    open.add(tcp);
-    open.add(shmFabric);
-    Master master = Master.start(cfg, creds, List.of(tcp));
-    open.add(master);
-    String address = master.addresses().get("tcp");
-    open.add(
-        MemoryServer.start(
-            cfg.with(FerriteConfig.SERVER_NAME, "s1"),
-            creds,
-            List.of(tcp, shmFabric),
-            address,
-            List.of()));
+    cluster =
+        new ClusterHarness(
+            dir.resolve("data"),
+            new Credentials(id, Secrets.readOrCreate(secret)),
+            true,
+            Map.of(
+                FerriteConfig.REGION_SIZE, "1m",
+                FerriteConfig.BLOCK_SIZE, "1m",
+                FerriteConfig.CAPACITY_DRAM, "1m",
+                FerriteConfig.CAPACITY_DISK, "0"));
+    cluster.startMaster();
+    cluster.startServer("s1");
+    String address = cluster.masterAddress();
     props.setProperty(
         "ferrite.cluster",
         "ferrite://127.0.0.1:" + address.substring(address.lastIndexOf(':') + 1));
@@ -79,13 +56,8 @@ class FerriteKvDbClusterTest {
 
   @AfterEach
   void stop() throws Exception {
-    for (int i = open.size() - 1; i >= 0; i--) {
-      open.get(i).close();
-    }
-    try (Stream<Path> s = Files.walk(shm)) {
-      for (Path p : s.sorted(Comparator.reverseOrder()).toList()) {
-        Files.deleteIfExists(p);
-      }
+    if (cluster != null) {
+      cluster.close();
     }
   }
 
