@@ -8,7 +8,7 @@ import java.util.stream.IntStream;
 /**
  * Sorts records in memory without a per-record object: one {@code long} per record packs the top
  * bits of its key above the record's index, {@link Arrays#parallelSort(long[])} sorts the longs,
- * and the records are then copied once, in key order, into the output buffer.
+ * and the records are then copied once, in key order, to the output.
  *
  * <pre>
  *  63                        indexBits   0
@@ -23,9 +23,9 @@ import java.util.stream.IntStream;
  * million records: about 50 pairs), and a data set full of equal keys still sorts in O(n log n) per
  * level. Equal keys keep their input order (the index breaks the tie).
  *
- * <p>Key extraction and the copy run on the common fork-join pool in as many slices as it has
- * threads plus the caller; {@code parallelSort} uses that pool too (and sorts sequentially when its
- * parallelism is 1: RSort's worker JVMs get a parallelism of the machine's cores).
+ * <p>Key extraction and the copy run in as many slices as the common fork-join pool is wide; {@code
+ * parallelSort} uses that pool too. RSort starts its JVMs with a pool as wide as the cores they
+ * share: the single-JVM reference gets all of them, each of W workers 1/W.
  */
 public final class RecordSorter {
   private RecordSorter() {}
@@ -43,38 +43,99 @@ public final class RecordSorter {
    * buffer's position, limit or byte order matters or changes.
    */
   public static Timings sort(ByteBuffer src, int n, ByteBuffer dst) {
-    if (n < 0 || (long) n * Records.RECORD > src.capacity()) {
-      throw new IllegalArgumentException(
-          "records: " + n + " (expected: 0 to " + src.capacity() / Records.RECORD + ")");
-    }
     if ((long) n * Records.RECORD > dst.capacity()) {
       throw new IllegalArgumentException(
           "output buffer: " + dst.capacity() + " B for " + n + " records");
     }
-    ByteBuffer in = Records.bigEndian(src);
-    int indexBits = Math.max(1, 64 - Long.numberOfLeadingZeros(Math.max(1, n - 1)));
     long t0 = System.nanoTime();
-    long[] keys = keys(in, n, indexBits);
+    Keys keys = new Keys(src, n);
+    forSlices(n, keys.parts, keys::extract);
     long t1 = System.nanoTime();
-    Arrays.parallelSort(keys);
-    resolveTies(in, keys, 0, n, indexBits, 0);
+    keys.sort();
     long t2 = System.nanoTime();
-    permute(in, keys, indexBits, dst);
+    keys.permute(dst);
     long t3 = System.nanoTime();
     return new Timings(t1 - t0, t2 - t1, t3 - t2);
   }
 
-  private static long[] keys(ByteBuffer in, int n, int indexBits) {
-    long[] keys = new long[n];
-    long prefixMask = -1L << indexBits;
-    forSlices(
-        n,
-        (from, to) -> {
-          for (int i = from; i < to; i++) {
-            keys[i] = ((Records.hi(in, i * Records.RECORD) & prefixMask) | i) ^ Long.MIN_VALUE;
-          }
-        });
-    return keys;
+  /**
+   * The packed keys of {@code n} records held in a buffer: {@link #extract} them (all at once, or
+   * piece by piece as the records arrive), {@link #sort}, then {@link #permute} the records.
+   */
+  public static final class Keys {
+    private final ByteBuffer in;
+    private final int n;
+    private final int indexBits;
+    private final long[] keys;
+    private final int parts;
+
+    /** For the {@code n} records at the start of {@code src}. */
+    public Keys(ByteBuffer src, int n) {
+      this(src, n, parts(n));
+    }
+
+    /** As {@link #Keys(ByteBuffer, int)}, permuting in {@code parts} slices (tests). */
+    Keys(ByteBuffer src, int n, int parts) {
+      if (n < 0 || (long) n * Records.RECORD > src.capacity()) {
+        throw new IllegalArgumentException(
+            "records: " + n + " (expected: 0 to " + src.capacity() / Records.RECORD + ")");
+      }
+      this.in = Records.bigEndian(src);
+      this.n = n;
+      this.indexBits = Math.max(1, 64 - Long.numberOfLeadingZeros(Math.max(1, n - 1)));
+      this.keys = new long[n];
+      this.parts = parts;
+    }
+
+    /** Packs the keys of records {@code [from, to)}; slices may run in parallel. */
+    public void extract(int from, int to) {
+      long prefixMask = -1L << indexBits;
+      for (int i = from; i < to; i++) {
+        keys[i] = ((Records.hi(in, i * Records.RECORD) & prefixMask) | i) ^ Long.MIN_VALUE;
+      }
+    }
+
+    /** Sorts the packed keys and resolves prefix ties on the following key bits. */
+    public void sort() {
+      Arrays.parallelSort(keys);
+      resolveTies(in, keys, 0, n, indexBits, 0);
+    }
+
+    /** Copies the records in key order to the start of {@code dst}. */
+    public void permute(ByteBuffer dst) {
+      long indexMask = (1L << indexBits) - 1;
+      forSlices(
+          n,
+          parts,
+          (from, to) -> {
+            ByteBuffer out = dst.duplicate();
+            for (int r = from; r < to; r++) {
+              int idx = (int) (keys[r] & indexMask);
+              out.put(r * Records.RECORD, in, idx * Records.RECORD, Records.RECORD);
+            }
+          });
+    }
+
+    /**
+     * Streams the records in key order to target {@code target} of {@code sink} from byte 0, each
+     * slice through its own {@link Stage}.
+     */
+    public void permute(RecordSink sink, int target) {
+      long indexMask = (1L << indexBits) - 1;
+      forSlices(
+          n,
+          parts,
+          (from, to) -> {
+            Stage stage = new Stage(sink, target, (long) from * Records.RECORD);
+            try {
+              for (int r = from; r < to; r++) {
+                stage.add(in, (int) (keys[r] & indexMask) * Records.RECORD);
+              }
+            } finally {
+              stage.finish();
+            }
+          });
+    }
   }
 
   /**
@@ -113,29 +174,23 @@ public final class RecordSorter {
     resolveTies(in, keys, from, to, indexBits, off);
   }
 
-  private static void permute(ByteBuffer in, long[] keys, int indexBits, ByteBuffer dst) {
-    long indexMask = (1L << indexBits) - 1;
-    forSlices(
-        keys.length,
-        (from, to) -> {
-          ByteBuffer out = dst.duplicate();
-          for (int r = from; r < to; r++) {
-            int idx = (int) (keys[r] & indexMask);
-            out.put(r * Records.RECORD, in, idx * Records.RECORD, Records.RECORD);
-          }
-        });
-  }
-
   /** A slice {@code [from, to)} of work. */
   @FunctionalInterface
   interface Slice {
     void run(int from, int to);
   }
 
-  /** Runs {@code body} over {@code [0, n)} in slices on the common pool and the calling thread. */
-  static void forSlices(int n, Slice body) {
-    int parts = Math.min(ForkJoinPool.getCommonPoolParallelism() + 1, Math.max(1, n / 4096));
-    if (n < PARALLEL_THRESHOLD || parts <= 1) {
+  /** How many slices {@code n} items are cut into: the common pool's width, 1 for little work. */
+  static int parts(int n) {
+    if (n < PARALLEL_THRESHOLD) {
+      return 1;
+    }
+    return Math.max(1, Math.min(ForkJoinPool.getCommonPoolParallelism(), n / 4096));
+  }
+
+  /** Runs {@code body} over {@code [0, n)} in {@code parts} slices, in parallel. */
+  static void forSlices(int n, int parts, Slice body) {
+    if (parts == 1) {
       body.run(0, n);
       return;
     }

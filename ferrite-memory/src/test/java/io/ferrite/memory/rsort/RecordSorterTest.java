@@ -63,6 +63,18 @@ class RecordSorterTest {
   private static void checkAgainstReference(ByteBuffer in, int n) {
     ByteBuffer out = ByteBuffer.allocateDirect(Math.max(1, n) * Records.RECORD);
     RecordSorter.sort(in, n, out);
+    checkAgainstReference(in, n, out);
+    // The streaming path of RSort's phase two: 3 slices, each through its own stage.
+    ByteBuffer streamed = ByteBuffer.allocateDirect(Math.max(1, n) * Records.RECORD);
+    RecordSorter.Keys keys = new RecordSorter.Keys(in, n, 3);
+    keys.extract(0, n / 2);
+    keys.extract(n / 2, n);
+    keys.sort();
+    keys.permute(RecordSink.into(streamed), 0);
+    assertEquals(out, streamed);
+  }
+
+  private static void checkAgainstReference(ByteBuffer in, int n, ByteBuffer out) {
     Integer[] order = new Integer[n];
     for (int i = 0; i < n; i++) {
       order[i] = i;

@@ -1,0 +1,429 @@
+package io.ferrite.memory.rsort;
+
+import io.ferrite.fabric.ErrorCode;
+import io.ferrite.fabric.FerriteException;
+import io.ferrite.kernel.proto.Sizes;
+import io.ferrite.memory.Barrier;
+import io.ferrite.memory.Mapping;
+import io.ferrite.memory.MemoryFlags;
+import io.ferrite.memory.Namespace;
+import io.ferrite.memory.RAddress;
+import io.ferrite.memory.RStore;
+import java.io.IOException;
+import java.io.PrintStream;
+import java.nio.ByteBuffer;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Locale;
+import java.util.concurrent.TimeUnit;
+
+/**
+ * RSort's coordinator (RStore §V-A, §V-C): lays out the coordination region in its own namespace,
+ * starts the worker processes, assigns each phase's work through the workers' areas and moves them
+ * from phase to phase with the {@link Barrier}; then checks the result like valsort (the output's
+ * count and checksum are the input's, and the key ranges are in order, inside and across).
+ *
+ * <p>The sort time is the paper's: from the start of phase one (classification) until every worker
+ * has finished phase two (assembly and sorting) and written its {@code final_j}. Loading the input
+ * and validating the output are timed apart.
+ *
+ * <p>While it waits, the coordinator watches its worker processes: one that exits before it
+ * finished its phase fails the sort at once, with its status; a worker that fails reports why in
+ * its area. {@link #close} stops every worker still running (also from a shutdown hook).
+ */
+public final class RSortCoordinator implements AutoCloseable {
+  private final RStore store;
+  private final ClusterAccess access;
+  private final RSortJob job;
+  private final WorkerLauncher launcher;
+  private final PrintStream progress;
+  private final int workers;
+  private final List<Process> processes = new ArrayList<>();
+  private final long startNanos = System.nanoTime();
+  private boolean closed;
+
+  private Mapping coord;
+  private Barrier barrier;
+  private long[] phaseNanos = new long[RSortWorker.CLEANUP + 1];
+
+  /**
+   * @param store this process's client of the cluster (the coordinator's namespace and mapping)
+   * @param access how the workers reach the same cluster
+   * @param progress progress lines, or null for none
+   */
+  public RSortCoordinator(
+      RStore store,
+      ClusterAccess access,
+      RSortJob job,
+      WorkerLauncher launcher,
+      PrintStream progress) {
+    this.store = store;
+    this.access = access;
+    this.job = job;
+    this.launcher = launcher;
+    this.progress = progress;
+    this.workers = job.workers();
+  }
+
+  /** Runs the whole sort and returns what it measured and found; throws if it could not run. */
+  public RSortResult run() throws IOException, InterruptedException {
+    Namespace ns;
+    try {
+      ns = store.createNamespace(job.coordinatorNamespace());
+    } catch (FerriteException e) {
+      if (e.code() == ErrorCode.CONFLICT) {
+        throw new FerriteException(
+            ErrorCode.CONFLICT,
+            "namespace '"
+                + job.coordinatorNamespace()
+                + "' exists: another sort with namespace prefix '"
+                + job.prefix()
+                + "' runs, or one failed without cleaning up; use another --namespace-prefix",
+            e);
+      }
+      throw e;
+    }
+    long regionBytes = RSortLayout.regionBytes(workers);
+    ns.reserve(regionBytes);
+    RAddress ra = ns.alloc(regionBytes, MemoryFlags.ALLOC_DEFAULT);
+    coord = ra.map(MemoryFlags.MAP_NO_BUFFER);
+    try {
+      barrier = new Barrier(coord, 0, workers);
+      barrier.reset();
+      step(
+          "sorting "
+              + job.records()
+              + " records ("
+              + Sizes.format(job.bytes())
+              + ") on "
+              + workers
+              + " worker process(es); "
+              + (job.input() == null
+                  ? "generated with seed " + job.seed()
+                  : "from " + job.input()));
+      launch(ra.address());
+      phase(RSortWorker.READY, null);
+      for (int w = 0; w < workers; w++) {
+        assign(w, job.shareFirst(w), job.shareCount(w));
+      }
+      phase(RSortWorker.LOAD, "load");
+      RecordValidator.Summary input = RecordValidator.Summary.EMPTY;
+      for (int w = 0; w < workers; w++) {
+        RecordValidator.Summary s = summary(w);
+        input =
+            new RecordValidator.Summary(
+                input.records() + s.records(),
+                input.checksum() + s.checksum(),
+                0,
+                -1,
+                0,
+                new byte[0],
+                new byte[0]);
+      }
+      // Key range j goes to worker j (§V-C: the coordinator assigns each range to one worker).
+      for (int w = 0; w < workers; w++) {
+        assign(w, w, 0);
+      }
+      phase(RSortWorker.PREPARE, null);
+      long sortStart = System.nanoTime();
+      phase(RSortWorker.CLASSIFY, null);
+      phase(RSortWorker.SORT, null);
+      long sortNanos = System.nanoTime() - sortStart;
+      step(
+          String.format(
+              Locale.ROOT,
+              "sorted in %.3f s (classify %.3f s, sort %.3f s): %.0f MiB/s",
+              sortNanos / 1e9,
+              phaseNanos[RSortWorker.CLASSIFY] / 1e9,
+              phaseNanos[RSortWorker.SORT] / 1e9,
+              job.bytes() / (double) (1 << 20) / (sortNanos / 1e9)));
+      phase(RSortWorker.VALIDATE, null);
+      RecordValidator.Summary output = RecordValidator.Summary.EMPTY;
+      long[][] timings = new long[workers][];
+      for (int w = 0; w < workers; w++) {
+        output = output.then(summary(w)); // worker w sorted key range w
+        timings[w] = timings(w);
+      }
+      List<String> problems = RecordValidator.problems(input, output);
+      for (int w = 0; w < workers; w++) {
+        assign(w, job.deleteOutput() ? 1 : 0, 0);
+      }
+      phase(RSortWorker.CLEANUP, null);
+      awaitExit();
+      return new RSortResult(job, input, output, problems, phaseNanos.clone(), sortNanos, timings);
+    } finally {
+      coord.unmap();
+      if (processes.stream().noneMatch(Process::isAlive)) {
+        store.deleteNamespace(job.coordinatorNamespace());
+      }
+    }
+  }
+
+  private void launch(long coordAddress) throws IOException {
+    long maxRange = Math.min(job.records(), Records.MAX_BUFFER_RECORDS);
+    // A record buffer as large as the largest key range (a skewed input may put every record in
+    // one) and the stages; a long per record, parallelSort's scratch array and a byte per record.
+    long direct = maxRange * Records.RECORD + (128L << 20);
+    long heap = (256L << 20) + 24 * maxRange;
+    // The workers share the cores: each gets a share of the threads, so that all of them together
+    // use as many as the single-JVM sort of the same records.
+    int threads = Math.max(1, Runtime.getRuntime().availableProcessors() / workers);
+    for (int w = 0; w < workers; w++) {
+      List<String> a = new ArrayList<>(List.of("rsort-worker"));
+      a.addAll(
+          List.of(
+              "--cluster",
+              access.uri(),
+              "--cluster-id",
+              access.clusterId(),
+              "--secret-file",
+              access.secretFile().toString(),
+              "--fabric",
+              access.fabric(),
+              "--namespace-prefix",
+              job.prefix(),
+              "--coordinator-address",
+              Long.toString(coordAddress),
+              "--worker",
+              Integer.toString(w),
+              "--workers",
+              Integer.toString(workers),
+              "--records",
+              Long.toString(job.records()),
+              "--seed",
+              Long.toString(job.seed()),
+              "--parent-pid",
+              Long.toString(ProcessHandle.current().pid())));
+      if (job.input() != null) {
+        a.addAll(List.of("--input", job.input().toAbsolutePath().toString()));
+      }
+      if (job.output() != null) {
+        a.addAll(List.of("--output", job.output().toAbsolutePath().toString()));
+      }
+      Process p = launcher.start("worker " + w, a, heap, direct, threads);
+      synchronized (this) {
+        if (closed) {
+          p.destroyForcibly();
+          throw new FerriteException(ErrorCode.UNAVAILABLE, "the sort was stopped");
+        }
+        processes.add(p);
+      }
+    }
+  }
+
+  /** Starts {@code phase} and waits until every worker has finished it. */
+  private void phase(int phase, String progressLabel) {
+    String name = RSortWorker.PHASE_NAMES[phase];
+    long t0 = System.nanoTime();
+    long deadline = t0 + job.phaseTimeout().toNanos();
+    long nextReport = t0 + TimeUnit.SECONDS.toNanos(2);
+    barrier.start(phase);
+    for (int spin = 0; ; spin++) {
+      boolean done;
+      try {
+        done = barrier.finished(phase);
+      } catch (FerriteException e) {
+        throw failed(phase, e);
+      }
+      if (done) {
+        break;
+      }
+      int[] status = statuses();
+      for (int w = 0; w < workers; w++) {
+        Process p = processes.get(w);
+        if (!p.isAlive() && status[w] != phase) {
+          throw new FerriteException(
+              ErrorCode.UNAVAILABLE,
+              "worker "
+                  + w
+                  + " (pid "
+                  + p.pid()
+                  + ") exited with status "
+                  + p.exitValue()
+                  + " during phase '"
+                  + name
+                  + "' (its output is above, lines 'worker "
+                  + w
+                  + ": ...')");
+        }
+      }
+      long now = System.nanoTime();
+      if (now > deadline) {
+        StringBuilder pending = new StringBuilder();
+        for (int w = 0; w < workers; w++) {
+          if (status[w] != phase) {
+            pending.append(pending.length() == 0 ? "" : ", ").append(w);
+          }
+        }
+        throw new FerriteException(
+            ErrorCode.TIMEOUT,
+            "phase '" + name + "': worker(s) " + pending + " not done after " + job.phaseTimeout());
+      }
+      if (now > nextReport) {
+        nextReport = now + TimeUnit.SECONDS.toNanos(2);
+        if (progressLabel != null) {
+          long bytes = 0;
+          for (int w = 0; w < workers; w++) {
+            bytes += readLong(RSortLayout.area(w) + RSortLayout.PROGRESS);
+          }
+          step(
+              String.format(
+                  Locale.ROOT,
+                  "%s: %s of %s (%.0f%%)",
+                  progressLabel,
+                  Sizes.format(bytes),
+                  Sizes.format(job.bytes()),
+                  100.0 * bytes / Math.max(1, job.bytes())));
+        } else {
+          step(name + ": waiting for worker(s) " + pendingList(status, phase));
+        }
+      }
+      Barrier.pause(spin);
+    }
+    phaseNanos[phase] = System.nanoTime() - t0;
+    if (phase != RSortWorker.CLASSIFY && phase != RSortWorker.SORT) {
+      step(name + " done in " + RSortWorker.ms(phaseNanos[phase]));
+    }
+  }
+
+  private static String pendingList(int[] status, int phase) {
+    StringBuilder pending = new StringBuilder();
+    for (int w = 0; w < status.length; w++) {
+      if (status[w] != phase) {
+        pending.append(pending.length() == 0 ? "" : ", ").append(w);
+      }
+    }
+    return pending.toString();
+  }
+
+  /** The barrier byte of every worker. */
+  private int[] statuses() {
+    ByteBuffer b = ByteBuffer.allocateDirect(workers);
+    coord.readSync(1, b);
+    int[] out = new int[workers];
+    for (int w = 0; w < workers; w++) {
+      out[w] = b.get(w) & 0xFF;
+    }
+    return out;
+  }
+
+  /** The failure of {@code phase}, with what each failed worker wrote in its area. */
+  private FerriteException failed(int phase, FerriteException cause) {
+    int[] status = statuses();
+    StringBuilder why = new StringBuilder();
+    for (int w = 0; w < workers; w++) {
+      if (status[w] == Barrier.ERROR) {
+        ByteBuffer e = RSortLayout.le(2 + RSortLayout.ERROR_MAX);
+        coord.readSync(RSortLayout.area(w) + RSortLayout.ERROR, e);
+        why.append(why.length() == 0 ? "" : "; ").append(RSortLayout.errorText(e));
+      }
+    }
+    return new FerriteException(
+        ErrorCode.INTERNAL,
+        "phase '"
+            + RSortWorker.PHASE_NAMES[phase]
+            + "' failed: "
+            + (why.length() == 0 ? cause.getMessage() : why),
+        cause);
+  }
+
+  private void assign(int w, long a0, long a1) {
+    ByteBuffer b = RSortLayout.le(16);
+    b.putLong(0, a0).putLong(8, a1);
+    coord.writeSync(RSortLayout.area(w) + RSortLayout.ASSIGN0, b);
+  }
+
+  private long readLong(long at) {
+    ByteBuffer b = RSortLayout.le(8);
+    coord.readSync(at, b);
+    return b.getLong(0);
+  }
+
+  private RecordValidator.Summary summary(int w) {
+    ByteBuffer b = RSortLayout.le(RSortLayout.SUMMARY_BYTES);
+    coord.readSync(RSortLayout.area(w) + RSortLayout.SUMMARY, b);
+    return RSortLayout.getSummary(b);
+  }
+
+  private long[] timings(int w) {
+    ByteBuffer b = RSortLayout.le(8 * RSortLayout.TIMING_SLOTS);
+    coord.readSync(RSortLayout.area(w) + RSortLayout.TIMINGS, b);
+    long[] out = new long[RSortLayout.TIMING_SLOTS];
+    for (int i = 0; i < out.length; i++) {
+      out[i] = b.getLong(8 * i);
+    }
+    return out;
+  }
+
+  /** After CLEANUP the workers exit by themselves; give them a little while, then stop them. */
+  private void awaitExit() throws InterruptedException {
+    for (Process p : processes) {
+      if (!p.waitFor(10, TimeUnit.SECONDS)) {
+        step("worker pid " + p.pid() + " did not exit after cleanup: stopping it");
+        p.destroyForcibly().waitFor(10, TimeUnit.SECONDS);
+      }
+    }
+  }
+
+  private void step(String line) {
+    if (progress != null) {
+      progress.printf(
+          Locale.ROOT, "[rsort %6.1fs] %s%n", (System.nanoTime() - startNanos) / 1e9, line);
+      progress.flush();
+    }
+  }
+
+  /**
+   * Stops every worker process still running: asks them to stop (SIGTERM), then kills those still
+   * there after 3 s. Idempotent.
+   */
+  @Override
+  public void close() {
+    List<Process> stop;
+    synchronized (this) {
+      closed = true;
+      stop = List.copyOf(processes);
+    }
+    for (Process p : stop) {
+      p.destroy();
+    }
+    for (Process p : stop) {
+      try {
+        if (!p.waitFor(3, TimeUnit.SECONDS)) {
+          p.destroyForcibly().waitFor(10, TimeUnit.SECONDS);
+        }
+      } catch (InterruptedException e) {
+        p.destroyForcibly();
+        Thread.currentThread().interrupt();
+      }
+    }
+  }
+
+  /**
+   * After a failed sort: deletes the namespaces of the sort that still exist (best effort: a
+   * namespace still mapped by a worker that was killed stays until its session expires). Returns
+   * the names left behind.
+   */
+  public List<String> deleteNamespaces() {
+    List<String> names = new ArrayList<>();
+    for (int i = 0; i < workers; i++) {
+      names.add(job.inputNamespace(i));
+      for (int j = 0; j < workers; j++) {
+        names.add(job.bucketNamespace(i, j));
+      }
+      names.add(job.finalNamespace(i));
+    }
+    names.add(job.coordinatorNamespace());
+    List<String> left = new ArrayList<>();
+    for (String n : names) {
+      try {
+        store.deleteNamespace(n);
+      } catch (FerriteException e) {
+        if (e.code() != ErrorCode.NOT_FOUND) {
+          left.add(n);
+        }
+      }
+    }
+    return left;
+  }
+}
