@@ -245,9 +245,11 @@ public final class RSortBench {
                       Long.toString(o.seed()),
                       "--result",
                       result.toString()),
-                  (256L << 20) + 24 * records,
-                  2 * bytes + (64L << 20),
-                  Runtime.getRuntime().availableProcessors());
+                  new WorkerLauncher.Jvm(
+                      (256L << 20) + 24 * records,
+                      2 * bytes + (64L << 20),
+                      Runtime.getRuntime().availableProcessors(),
+                      false));
       try {
         if (!proc.waitFor(30, TimeUnit.MINUTES)) {
           throw new IllegalStateException("the single-JVM sort did not finish in 30 minutes");

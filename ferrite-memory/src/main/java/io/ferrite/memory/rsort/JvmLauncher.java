@@ -30,14 +30,16 @@ public final class JvmLauncher implements WorkerLauncher {
   }
 
   @Override
-  public Process start(
-      String label, List<String> args, long heapBytes, long directBytes, int threads)
-      throws IOException {
+  public Process start(String label, List<String> args, Jvm jvm) throws IOException {
     List<String> cmd = new ArrayList<>();
     cmd.add(Path.of(System.getProperty("java.home"), "bin", "java").toString());
-    cmd.add("-Xmx" + mib(heapBytes) + "m");
-    cmd.add("-XX:MaxDirectMemorySize=" + mib(directBytes) + "m");
-    cmd.add("-D" + PARALLELISM + "=" + Math.max(1, threads));
+    cmd.add("-Xmx" + mib(jvm.heapBytes()) + "m");
+    cmd.add("-XX:MaxDirectMemorySize=" + mib(jvm.directBytes()) + "m");
+    cmd.add("-D" + PARALLELISM + "=" + Math.max(1, jvm.threads()));
+    if (jvm.quickStart()) {
+      cmd.add("-XX:TieredStopAtLevel=1");
+      cmd.add("-XX:+UseSerialGC");
+    }
     for (String a : ManagementFactory.getRuntimeMXBean().getInputArguments()) {
       if (a.startsWith("-D") && !a.startsWith("-D" + PARALLELISM + "=")) {
         cmd.add(a);

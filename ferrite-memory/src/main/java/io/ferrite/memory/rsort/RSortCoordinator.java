@@ -32,6 +32,9 @@ import java.util.concurrent.TimeUnit;
  * its area. {@link #close} stops every worker still running (also from a shutdown hook).
  */
 public final class RSortCoordinator implements AutoCloseable {
+  /** Below this size the workers start fast rather than run fast, and skip the JIT warm-up. */
+  public static final long QUICK_START_BYTES = 256L << 20;
+
   private final RStore store;
   private final ClusterAccess access;
   private final RSortJob job;
@@ -200,7 +203,11 @@ public final class RSortCoordinator implements AutoCloseable {
       if (job.output() != null) {
         a.addAll(List.of("--output", job.output().toAbsolutePath().toString()));
       }
-      Process p = launcher.start("worker " + w, a, heap, direct, threads);
+      Process p =
+          launcher.start(
+              "worker " + w,
+              a,
+              new WorkerLauncher.Jvm(heap, direct, threads, job.bytes() < QUICK_START_BYTES));
       synchronized (this) {
         if (closed) {
           p.destroyForcibly();

@@ -275,8 +275,14 @@ public final class RSortWorker {
     return even + even / 50 + Records.RECORD;
   }
 
-  /** Runs the classify and sort code on a sample so the timed phases run compiled code. */
+  /**
+   * Runs the classify and sort code on a sample so the timed phases run compiled code (not for a
+   * small job, whose JVM runs C1 only: there the warm-up would cost more than it saves).
+   */
   private void warmUp() {
+    if (job.bytes() < RSortCoordinator.QUICK_START_BYTES) {
+      return;
+    }
     int n = Math.min(shareRecords, WARM_UP);
     RecordSink scratch = RecordSink.into(b);
     for (int round = 0; round < 3; round++) {

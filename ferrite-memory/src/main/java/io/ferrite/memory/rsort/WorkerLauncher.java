@@ -7,10 +7,19 @@ import java.util.List;
 @FunctionalInterface
 public interface WorkerLauncher {
   /**
-   * Starts a JVM that runs {@code ferrite <args>} with at most {@code heapBytes} of heap and {@code
-   * directBytes} of direct buffers, and a common fork-join pool of {@code threads} threads (what
-   * its parallel steps use); its output goes to the launcher's sink, each line labelled.
+   * Starts a JVM that runs {@code ferrite <args>} with {@code jvm}'s limits; its output goes to the
+   * launcher's sink, each line labelled.
    */
-  Process start(String label, List<String> args, long heapBytes, long directBytes, int threads)
-      throws IOException;
+  Process start(String label, List<String> args, Jvm jvm) throws IOException;
+
+  /**
+   * The shape of a JVM of the sort.
+   *
+   * @param heapBytes most heap
+   * @param directBytes most direct-buffer memory
+   * @param threads width of the common fork-join pool (what the parallel steps use)
+   * @param quickStart a small job: a JVM that starts fast (C1 only, serial GC) beats one that runs
+   *     fast
+   */
+  record Jvm(long heapBytes, long directBytes, int threads, boolean quickStart) {}
 }
