@@ -153,12 +153,11 @@ public final class RSortCoordinator implements AutoCloseable {
       }
       phase(RSortWorker.CLEANUP, null);
       awaitExit();
+      coord.unmap();
+      store.deleteNamespace(job.coordinatorNamespace());
       return new RSortResult(job, input, output, problems, phaseNanos.clone(), sortNanos, timings);
     } finally {
-      coord.unmap();
-      if (processes.stream().noneMatch(Process::isAlive)) {
-        store.deleteNamespace(job.coordinatorNamespace());
-      }
+      coord.unmap(); // idempotent; after a failure, deleteNamespaces() cleans up
     }
   }
 
