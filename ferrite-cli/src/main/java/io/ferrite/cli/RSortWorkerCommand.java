@@ -57,6 +57,9 @@ final class RSortWorkerCommand implements Callable<Integer> {
   @Option(names = "--parent-pid", defaultValue = "0")
   long parentPid;
 
+  @Option(names = "--quiet")
+  boolean quiet;
+
   @Override
   public Integer call() {
     RSortJob job =
@@ -68,6 +71,6 @@ final class RSortWorkerCommand implements Callable<Integer> {
             coordinatorAddress,
             worker,
             parentPid),
-        System.err);
+        quiet ? null : System.err);
   }
 }

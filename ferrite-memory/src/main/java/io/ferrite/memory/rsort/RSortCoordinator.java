@@ -199,6 +199,9 @@ public final class RSortCoordinator implements AutoCloseable {
       if (job.input() != null) {
         a.addAll(List.of("--input", job.input().toAbsolutePath().toString()));
       }
+      if (progress == null) {
+        a.add("--quiet");
+      }
       if (job.output() != null) {
         a.addAll(List.of("--output", job.output().toAbsolutePath().toString()));
       }
@@ -270,7 +273,7 @@ public final class RSortCoordinator implements AutoCloseable {
         if (progressLabel != null) {
           long bytes = 0;
           for (int w = 0; w < workers; w++) {
-            bytes += readLong(RSortLayout.area(w) + RSortLayout.PROGRESS);
+            bytes += new WorkerArea(coord, w).progress();
           }
           step(
               String.format(
@@ -319,9 +322,7 @@ public final class RSortCoordinator implements AutoCloseable {
     StringBuilder why = new StringBuilder();
     for (int w = 0; w < workers; w++) {
       if (status[w] == Barrier.ERROR) {
-        ByteBuffer e = RSortLayout.le(2 + RSortLayout.ERROR_MAX);
-        coord.readSync(RSortLayout.area(w) + RSortLayout.ERROR, e);
-        why.append(why.length() == 0 ? "" : "; ").append(RSortLayout.errorText(e));
+        why.append(why.length() == 0 ? "" : "; ").append(new WorkerArea(coord, w).error());
       }
     }
     return new FerriteException(
@@ -334,31 +335,15 @@ public final class RSortCoordinator implements AutoCloseable {
   }
 
   private void assign(int w, long a0, long a1) {
-    ByteBuffer b = RSortLayout.le(16);
-    b.putLong(0, a0).putLong(8, a1);
-    coord.writeSync(RSortLayout.area(w) + RSortLayout.ASSIGN0, b);
-  }
-
-  private long readLong(long at) {
-    ByteBuffer b = RSortLayout.le(8);
-    coord.readSync(at, b);
-    return b.getLong(0);
+    new WorkerArea(coord, w).assign(a0, a1);
   }
 
   private RecordValidator.Summary summary(int w) {
-    ByteBuffer b = RSortLayout.le(RSortLayout.SUMMARY_BYTES);
-    coord.readSync(RSortLayout.area(w) + RSortLayout.SUMMARY, b);
-    return RSortLayout.getSummary(b);
+    return new WorkerArea(coord, w).summary();
   }
 
   private long[] timings(int w) {
-    ByteBuffer b = RSortLayout.le(8 * RSortLayout.TIMING_SLOTS);
-    coord.readSync(RSortLayout.area(w) + RSortLayout.TIMINGS, b);
-    long[] out = new long[RSortLayout.TIMING_SLOTS];
-    for (int i = 0; i < out.length; i++) {
-      out[i] = b.getLong(8 * i);
-    }
-    return out;
+    return new WorkerArea(coord, w).timings();
   }
 
   /** After CLEANUP the workers exit by themselves; give them a little while, then stop them. */

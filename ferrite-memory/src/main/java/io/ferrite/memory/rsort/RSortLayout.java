@@ -2,7 +2,6 @@ package io.ferrite.memory.rsort;
 
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
-import java.nio.charset.StandardCharsets;
 
 /**
  * The coordination region of a sort: one allocation in the coordinator's namespace that the
@@ -80,43 +79,5 @@ public final class RSortLayout {
 
   static ByteBuffer le(int n) {
     return ByteBuffer.allocateDirect(n).order(ByteOrder.LITTLE_ENDIAN);
-  }
-
-  /** A summary as stored in an area (40 B of counters, then the two keys). */
-  static void putSummary(ByteBuffer b, RecordValidator.Summary s) {
-    b.putLong(0, s.records());
-    b.putLong(8, s.checksum());
-    b.putLong(16, s.unordered());
-    b.putLong(24, s.firstUnordered());
-    b.putLong(32, s.duplicates());
-    b.put(40, s.firstKey(), 0, s.firstKey().length);
-    b.put(56, s.lastKey(), 0, s.lastKey().length);
-  }
-
-  static RecordValidator.Summary getSummary(ByteBuffer b) {
-    long records = b.getLong(0);
-    byte[] first = new byte[records == 0 ? 0 : Records.KEY];
-    byte[] last = new byte[records == 0 ? 0 : Records.KEY];
-    b.get(40, first);
-    b.get(56, last);
-    return new RecordValidator.Summary(
-        records, b.getLong(8), b.getLong(16), b.getLong(24), b.getLong(32), first, last);
-  }
-
-  /** The error text as stored in an area (truncated to {@link #ERROR_MAX} bytes). */
-  static ByteBuffer error(String text) {
-    byte[] utf8 = text.getBytes(StandardCharsets.UTF_8);
-    int n = Math.min(utf8.length, ERROR_MAX);
-    ByteBuffer b = le(2 + n);
-    b.putShort(0, (short) n);
-    b.put(2, utf8, 0, n);
-    return b;
-  }
-
-  static String errorText(ByteBuffer b) {
-    int n = Math.min(b.getShort(0) & 0xFFFF, ERROR_MAX);
-    byte[] utf8 = new byte[n];
-    b.get(2, utf8);
-    return new String(utf8, StandardCharsets.UTF_8);
   }
 }

@@ -91,14 +91,13 @@ public final class RSortWorker {
   public record Args(
       ClusterAccess cluster, RSortJob job, long coordinatorAddress, int worker, long parentPid) {}
 
-  private final Args args;
   private final RSortJob job;
   private final int me;
   private final int workers;
   private final RStore store;
   private final Mapping coord;
   private final PrintStream log;
-  private final ByteBuffer word = RSortLayout.le(16);
+  private final WorkerArea area;
   private final long[] timings = new long[RSortLayout.TIMING_SLOTS];
 
   // Prepared in LOAD.
@@ -122,16 +121,21 @@ public final class RSortWorker {
   private long finalAddress;
 
   private RSortWorker(Args args, RStore store, Mapping coord, PrintStream log) {
-    this.args = args;
     this.job = args.job();
     this.me = args.worker();
     this.workers = job.workers();
     this.store = store;
     this.coord = coord;
     this.log = log;
+    this.area = new WorkerArea(coord, me);
   }
 
-  /** Runs worker {@code args.worker()} to the end; returns the process exit status. */
+  /**
+   * Runs worker {@code args.worker()} to the end; returns the process exit status.
+   *
+   * @param log where the worker says what it did (and why it failed), or null for failures only (on
+   *     stderr)
+   */
   public static int run(Args args, PrintStream log) {
     watchParent(args.parentPid());
     RSortJob job = args.job();
@@ -174,7 +178,7 @@ public final class RSortWorker {
           case CLEANUP -> cleanup();
           default -> throw new IllegalStateException("phase " + phase);
         }
-        writeTimings();
+        area.timings(timings);
         barrier.finish(me, phase);
         log(PHASE_NAMES[phase] + " done in " + ms(System.nanoTime() - t0));
       }
@@ -188,8 +192,11 @@ public final class RSortWorker {
               + ": "
               + (e instanceof FerriteException fe ? fe.getMessage() : e.toString());
       log(what);
+      if (log == null) {
+        System.err.println(what);
+      }
       try {
-        coord.writeSync(RSortLayout.area(me) + RSortLayout.ERROR, RSortLayout.error(what));
+        area.error(what);
         barrier.fail(me);
       } catch (RuntimeException e2) {
         log("could not report the failure: " + e2);
@@ -203,8 +210,8 @@ public final class RSortWorker {
 
   private void load() throws IOException {
     long t0 = System.nanoTime();
-    long first = readAssign(RSortLayout.ASSIGN0);
-    shareRecords = (int) readAssign(RSortLayout.ASSIGN1);
+    long first = area.assignment(0);
+    shareRecords = (int) area.assignment(1);
     long bytes = (long) shareRecords * Records.RECORD;
     // Room for the share and for a key range a little larger than average, so the timed phases
     // need no new buffer (allocating one zeroes it) unless the keys are skewed.
@@ -223,10 +230,9 @@ public final class RSortWorker {
         RecordFiles.read(files, first + done, n, a, done * Records.RECORD);
       }
       done += n;
-      progress((long) done * Records.RECORD);
+      area.progress((long) done * Records.RECORD);
     }
-    RecordValidator.Summary in = RecordValidator.summarize(a, 0, shareRecords);
-    putSummary(in);
+    area.summary(RecordValidator.summarize(a, 0, shareRecords));
 
     Namespace inputNs = store.createNamespace(job.inputNamespace(me));
     if (shareRecords > 0) {
@@ -236,7 +242,8 @@ public final class RSortWorker {
     }
     // One allocation of the expected size per key range; a skewed input allocates more in the
     // timed phase.
-    ByteBuffer prepared = RSortLayout.le(16 * workers);
+    long[] preparedAddress = new long[workers];
+    long[] preparedCapacity = new long[workers];
     for (int j = 0; j < workers; j++) {
       Namespace ns = store.createNamespace(job.bucketNamespace(me, j));
       buckets.add(ns);
@@ -244,9 +251,10 @@ public final class RSortWorker {
       reserveFor(ns, capacity);
       RAddress ra = ns.alloc(capacity, MemoryFlags.ALLOC_DEFAULT);
       bucketOut.add(ra.map(MemoryFlags.MAP_NO_BUFFER));
-      prepared.putLong(16 * j, ra.address()).putLong(16 * j + 8, capacity);
+      preparedAddress[j] = ra.address();
+      preparedCapacity[j] = capacity;
     }
-    coord.writeSync(RSortLayout.area(me) + RSortLayout.PREPARED, prepared);
+    area.table(WorkerArea.Table.PREPARED, preparedAddress, preparedCapacity);
     finalNs = store.createNamespace(job.finalNamespace(me));
     reserveFor(finalNs, expected(job.bytes()));
     warmUp();
@@ -255,12 +263,12 @@ public final class RSortWorker {
 
   /** Maps and touches every worker's prepared bucket of this worker's key range. */
   private void prepare() {
-    int j = (int) readAssign(RSortLayout.ASSIGN0);
+    int j = (int) area.assignment(0);
     bucketIn = new Mapping[workers];
     for (int i = 0; i < workers; i++) {
-      coord.readSync(RSortLayout.area(i) + RSortLayout.PREPARED + 16L * j, word.clear());
-      long address = word.getLong(0);
-      long capacity = word.getLong(8);
+      long[] prepared = new WorkerArea(coord, i).entry(WorkerArea.Table.PREPARED, j);
+      long address = prepared[0];
+      long capacity = prepared[1];
       Namespace ns = i == me ? buckets.get(j) : store.joinNamespace(job.bucketNamespace(i, j));
       bucketIn[i] = RAddress.init(ns, address, capacity).map(MemoryFlags.MAP_NO_BUFFER);
       for (long at = 0; at < capacity; at += b.capacity()) {
@@ -330,7 +338,8 @@ public final class RSortWorker {
     int[] counts = c.counts();
     Mapping[] out = new Mapping[workers];
     List<Mapping> extra = new ArrayList<>();
-    ByteBuffer table = RSortLayout.le(16 * workers);
+    long[] address = new long[workers];
+    long[] count = new long[workers];
     try {
       for (int j = 0; j < workers; j++) {
         long size = (long) counts[j] * Records.RECORD;
@@ -342,13 +351,14 @@ public final class RSortWorker {
           out[j] = ns.alloc(size, MemoryFlags.ALLOC_DEFAULT).map(MemoryFlags.MAP_NO_BUFFER);
           extra.add(out[j]);
         }
-        table.putLong(16 * j, out[j].address()).putLong(16 * j + 8, counts[j]);
+        address[j] = out[j].address();
+        count[j] = counts[j];
       }
       c.scatter((target, offset, records) -> out[target].write(offset, records));
     } finally {
       extra.forEach(Mapping::unmap);
     }
-    coord.writeSync(RSortLayout.area(me) + RSortLayout.TABLE, table);
+    area.table(WorkerArea.Table.BUCKETS, address, count);
     long t2 = System.nanoTime();
     timings[RSortLayout.T_READ_INPUT] = t1 - t0;
     timings[RSortLayout.T_SCATTER] = t2 - t1;
@@ -356,14 +366,14 @@ public final class RSortWorker {
 
   private void sort() {
     long t0 = System.nanoTime();
-    int j = (int) readAssign(RSortLayout.ASSIGN0);
+    int j = (int) area.assignment(0);
     long[] address = new long[workers];
     long[] count = new long[workers];
     long total = 0;
     for (int i = 0; i < workers; i++) {
-      coord.readSync(RSortLayout.area(i) + RSortLayout.TABLE + 16L * j, word.clear());
-      address[i] = word.getLong(0);
-      count[i] = word.getLong(8);
+      long[] e = new WorkerArea(coord, i).entry(WorkerArea.Table.BUCKETS, j);
+      address[i] = e[0];
+      count[i] = e[1];
       total += count[i];
     }
     if (total > Records.MAX_BUFFER_RECORDS) {
@@ -427,7 +437,7 @@ public final class RSortWorker {
     for (Mapping m : bucketIn) {
       m.unmap();
     }
-    int j = (int) readAssign(RSortLayout.ASSIGN0);
+    int j = (int) area.assignment(0);
     int bytes = rangeRecords * Records.RECORD;
     if (rangeRecords > 0) {
       Namespace ns = j == me ? finalNs : store.joinNamespace(job.finalNamespace(j));
@@ -435,17 +445,17 @@ public final class RSortWorker {
         m.readSync(0, a.slice(0, bytes)); // what is stored, not what this worker still holds
       }
     }
-    putSummary(RecordValidator.summarize(a, 0, rangeRecords));
+    area.summary(RecordValidator.summarize(a, 0, rangeRecords));
     if (job.output() != null) {
       Files.createDirectories(job.output());
       RecordFiles.write(RecordFiles.part(job.output(), j), a, 0, bytes);
     }
-    progress(bytes);
+    area.progress(bytes);
     timings[RSortLayout.T_VALIDATE] = System.nanoTime() - t0;
   }
 
   private void cleanup() {
-    boolean deleteFinal = readAssign(RSortLayout.ASSIGN0) != 0;
+    boolean deleteFinal = area.assignment(0) != 0;
     release();
     store.deleteNamespace(job.inputNamespace(me));
     for (int j = 0; j < workers; j++) {
@@ -502,30 +512,6 @@ public final class RSortWorker {
       BufferUtil.free(a);
       a = ByteBuffer.allocateDirect((int) bytes);
     }
-  }
-
-  private long readAssign(int field) {
-    coord.readSync(RSortLayout.area(me) + field, word.clear().limit(8));
-    return word.getLong(0);
-  }
-
-  private void progress(long bytes) {
-    coord.writeSync(
-        RSortLayout.area(me) + RSortLayout.PROGRESS, word.clear().putLong(0, bytes).limit(8));
-  }
-
-  private void putSummary(RecordValidator.Summary s) {
-    ByteBuffer buf = RSortLayout.le(RSortLayout.SUMMARY_BYTES);
-    RSortLayout.putSummary(buf, s);
-    coord.writeSync(RSortLayout.area(me) + RSortLayout.SUMMARY, buf);
-  }
-
-  private void writeTimings() {
-    ByteBuffer buf = RSortLayout.le(8 * RSortLayout.TIMING_SLOTS);
-    for (int i = 0; i < timings.length; i++) {
-      buf.putLong(8 * i, timings[i]);
-    }
-    coord.writeSync(RSortLayout.area(me) + RSortLayout.TIMINGS, buf);
   }
 
   private void log(String line) {
