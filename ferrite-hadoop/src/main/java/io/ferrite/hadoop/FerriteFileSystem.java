@@ -22,11 +22,9 @@ import org.apache.hadoop.fs.CommonPathCapabilities;
 import org.apache.hadoop.fs.CreateFlag;
 import org.apache.hadoop.fs.FSDataInputStream;
 import org.apache.hadoop.fs.FSDataOutputStream;
-import org.apache.hadoop.fs.FileAlreadyExistsException;
 import org.apache.hadoop.fs.FileStatus;
 import org.apache.hadoop.fs.FileSystem;
 import org.apache.hadoop.fs.Path;
-import org.apache.hadoop.fs.PathIOException;
 import org.apache.hadoop.fs.PathIsNotEmptyDirectoryException;
 import org.apache.hadoop.fs.RemoteIterator;
 import org.apache.hadoop.fs.impl.PathCapabilitiesSupport;
@@ -72,6 +70,7 @@ public final class FerriteFileSystem extends FileSystem {
   private Path workingDir;
   private FerriteClient client;
   private Nodes nodes;
+  private NamespaceOps ops;
   private BlockLocator locator;
   private String user;
   private long blockSize;
@@ -109,6 +108,7 @@ public final class FerriteFileSystem extends FileSystem {
       throw IOErrors.translate(e, "connect to", target.master());
     }
     blockSize = nodes.blockSize();
+    ops = new NamespaceOps(nodes);
     locator = new BlockLocator(nodes, target.master());
     user = UserGroupInformation.getCurrentUser().getShortUserName();
     workingDir = makeQualified(new Path("/"));
@@ -202,32 +202,12 @@ public final class FerriteFileSystem extends FileSystem {
         qualified(path));
   }
 
-  private NodeInfo lookup(String p, String op) throws IOException {
-    try {
-      return nodes.lookup(p);
-    } catch (RuntimeException e) {
-      throw IOErrors.translate(e, op, p);
-    }
-  }
-
-  /** The node at {@code p}, or null if there is none. */
-  private NodeInfo lookupOrNull(String p, String op) throws IOException {
-    try {
-      return nodes.lookup(p);
-    } catch (RuntimeException e) {
-      if (IOErrors.reason(e) == Reason.NOT_FOUND) {
-        return null;
-      }
-      throw IOErrors.translate(e, op, p);
-    }
-  }
-
   // ---------------------------------------------------------------- files
 
   @Override
   public FSDataInputStream open(Path f, int bufferSize) throws IOException {
     String p = pathOf(f);
-    NodeInfo n = lookup(p, "open");
+    NodeInfo n = ops.lookup(p, "open");
     if (n.type().isContainer()) {
       throw new FileNotFoundException(p + " is a " + n.type().label() + ", not a file");
     }
@@ -265,67 +245,11 @@ public final class FerriteFileSystem extends FileSystem {
     return create(pathOf(f), flags.contains(CreateFlag.OVERWRITE), false);
   }
 
-  /** Times create retries after losing a race (a file removed or created under it). */
-  private static final int CREATE_ATTEMPTS = 4;
-
   private FSDataOutputStream create(String p, boolean overwrite, boolean parents)
       throws IOException {
     statistics.incrementWriteOps(1);
-    NodeWriter w = createWriter(p, overwrite, parents);
+    NodeWriter w = ops.createWriter(p, overwrite, parents);
     return new FSDataOutputStream(new FerriteOutputStream(w, p), statistics);
-  }
-
-  private NodeWriter createWriter(String p, boolean overwrite, boolean parents) throws IOException {
-    if (p.equals("/")) {
-      throw new FileAlreadyExistsException("/ is the root directory");
-    }
-    for (int attempt = 1; ; attempt++) {
-      NodeWriter w;
-      try {
-        w = nodes.create(p);
-      } catch (RuntimeException e) {
-        Reason r = IOErrors.reason(e);
-        if (attempt == CREATE_ATTEMPTS || (r != Reason.ALREADY_EXISTS && r != Reason.NOT_FOUND)) {
-          throw IOErrors.translate(e, "create", p);
-        }
-        if (r == Reason.NOT_FOUND) { // the parent is missing
-          if (!parents) {
-            throw new FileNotFoundException("create " + p + ": its parent does not exist");
-          }
-          mkdirs(NodePath.parent(p), "create");
-          continue;
-        }
-        NodeInfo old = lookupOrNull(p, "create");
-        if (old == null) {
-          continue; // removed meanwhile, or being created (unpublished) by another writer
-        }
-        if (old.type().isContainer()) {
-          throw new FileAlreadyExistsException(p + " is a " + old.type().label());
-        }
-        if (!overwrite) {
-          throw new FileAlreadyExistsException(p + " exists");
-        }
-        try {
-          nodes.remove(p, false);
-        } catch (RuntimeException gone) {
-          if (IOErrors.reason(gone) != Reason.NOT_FOUND) {
-            throw IOErrors.translate(gone, "overwrite", p);
-          }
-        }
-        continue;
-      }
-      try {
-        w.flush(); // publish the empty file: visible from now on, as Hadoop expects
-        return w;
-      } catch (RuntimeException e) {
-        try {
-          w.abort();
-        } catch (RuntimeException again) {
-          e.addSuppressed(again);
-        }
-        throw IOErrors.translate(e, "create", p);
-      }
-    }
   }
 
   @Override
@@ -349,119 +273,28 @@ public final class FerriteFileSystem extends FileSystem {
     String s = pathOf(src);
     String d = pathOf(dst);
     statistics.incrementWriteOps(1);
-    if (s.equals("/")) {
-      return false;
-    }
-    NodeInfo target = lookupOrNull(d, "rename");
-    if (target != null) {
-      if (!target.type().isContainer()) {
-        return s.equals(d) && lookupOrNull(s, "rename") != null; // onto a file: only itself
-      }
-      d = NodePath.join(d, NodePath.name(s)); // into an existing directory
-    }
-    if (s.equals(d)) {
-      return lookupOrNull(s, "rename") != null;
-    }
-    try {
-      nodes.move(s, d);
-      return true;
-    } catch (RuntimeException e) {
-      Reason r = IOErrors.reason(e);
-      if (r == Reason.INVALID_MOVE) {
-        throw new PathIOException(s, "cannot rename a directory into its own subtree " + d);
-      }
-      if (r == Reason.NOT_FOUND // source, or the destination's parent, missing
-          || r == Reason.ALREADY_EXISTS
-          || r == Reason.NOT_A_CONTAINER // the destination's parent is a file
-          || r == Reason.WRONG_CONTAINER) { // e.g. a directory into a Table
-        return false;
-      }
-      throw IOErrors.translate(e, "rename " + s + " to", d);
-    }
+    return ops.rename(s, d);
   }
 
   @Override
   public boolean delete(Path f, boolean recursive) throws IOException {
     String p = pathOf(f);
     statistics.incrementWriteOps(1);
-    if (p.equals("/")) {
-      return deleteRoot(recursive);
-    }
-    try {
-      nodes.remove(p, recursive);
-      return true;
-    } catch (RuntimeException e) {
-      Reason r = IOErrors.reason(e);
-      if (r == Reason.NOT_FOUND) {
-        return false;
-      }
-      throw IOErrors.translate(e, "delete", p);
-    }
-  }
-
-  /** The root is never removed: true if it is empty, false if recursive, else not empty. */
-  private boolean deleteRoot(boolean recursive) throws IOException {
-    boolean empty;
-    try {
-      empty = !nodes.list("/").iterator().hasNext();
-    } catch (RuntimeException e) {
-      throw IOErrors.translate(e, "delete", "/");
-    }
-    if (empty) {
-      return true;
-    }
-    if (recursive) {
-      return false;
-    }
-    throw new PathIsNotEmptyDirectoryException("/");
+    return ops.delete(p, recursive);
   }
 
   @Override
   public boolean mkdirs(Path f, FsPermission permission) throws IOException {
     statistics.incrementWriteOps(1);
-    mkdirs(pathOf(f), "mkdirs");
+    ops.mkdirs(pathOf(f), "mkdirs");
     return true;
-  }
-
-  /**
-   * Makes {@code p} and its missing parents: one RPC when the parent exists, one more per missing
-   * level. An existing directory (or Table or Bag) is fine; an existing file is not.
-   */
-  private void mkdirs(String p, String op) throws IOException {
-    if (p.equals("/")) {
-      return;
-    }
-    for (int attempt = 1; ; attempt++) {
-      try {
-        nodes.mkdir(p);
-        return;
-      } catch (RuntimeException e) {
-        Reason r = IOErrors.reason(e);
-        if (attempt == CREATE_ATTEMPTS || (r != Reason.ALREADY_EXISTS && r != Reason.NOT_FOUND)) {
-          throw IOErrors.translate(e, op, p);
-        }
-        if (r == Reason.NOT_FOUND) {
-          mkdirs(NodePath.parent(p), op);
-          continue;
-        }
-        NodeInfo old = lookupOrNull(p, op);
-        if (old == null) {
-          continue;
-        }
-        if (old.type().isContainer()) {
-          return;
-        }
-        throw new FileAlreadyExistsException(
-            op + " " + p + ": exists and is a " + old.type().label() + ", not a directory");
-      }
-    }
   }
 
   @Override
   public FileStatus getFileStatus(Path f) throws IOException {
     String p = pathOf(f);
     statistics.incrementReadOps(1);
-    return status(lookup(p, "getFileStatus"), p);
+    return status(ops.lookup(p, "getFileStatus"), p);
   }
 
   @Override
@@ -555,7 +388,7 @@ public final class FerriteFileSystem extends FileSystem {
       return new BlockLocation[0];
     }
     String p = pathOf(file.getPath());
-    NodeInfo n = lookup(p, "getFileBlockLocations");
+    NodeInfo n = ops.lookup(p, "getFileBlockLocations");
     if (!n.type().hasData() || n.size() <= start) {
       return new BlockLocation[0];
     }
