@@ -2,6 +2,7 @@ package io.ferrite.hadoop;
 
 import io.ferrite.kernel.client.Ferrite;
 import io.ferrite.kernel.client.FerriteClient;
+import io.ferrite.kernel.proto.ServerState;
 import io.ferrite.nodes.NodeInfo;
 import io.ferrite.nodes.NodePath;
 import io.ferrite.nodes.NodeWriter;
@@ -24,6 +25,7 @@ import org.apache.hadoop.fs.FSDataInputStream;
 import org.apache.hadoop.fs.FSDataOutputStream;
 import org.apache.hadoop.fs.FileStatus;
 import org.apache.hadoop.fs.FileSystem;
+import org.apache.hadoop.fs.FsStatus;
 import org.apache.hadoop.fs.Path;
 import org.apache.hadoop.fs.PathIsNotEmptyDirectoryException;
 import org.apache.hadoop.fs.RemoteIterator;
@@ -397,6 +399,26 @@ public final class FerriteFileSystem extends FileSystem {
     } catch (RuntimeException e) {
       throw IOErrors.translate(e, "getFileBlockLocations", p);
     }
+  }
+
+  /**
+   * Capacity and use summed over the live memory servers and every storage class ({@code hadoop fs
+   * -df}); {@code ferrite fs df} shows them per class.
+   */
+  @Override
+  public FsStatus getStatus(Path p) throws IOException {
+    statistics.incrementReadOps(1);
+    long capacity = 0;
+    long used = 0;
+    try {
+      for (long[] t : client.status().totals(ServerState.ALIVE).values()) {
+        capacity += t[0];
+        used += t[1];
+      }
+    } catch (RuntimeException e) {
+      throw IOErrors.translate(e, "getStatus", "/");
+    }
+    return new FsStatus(capacity, used, capacity - used);
   }
 
   @Override

@@ -48,7 +48,8 @@ final class FerriteFsConfig {
   static final String RPC_TIMEOUT = PREFIX + "rpc.timeout";
 
   /** The master's tcp port when a URI names none ({@link FerriteConfig#MASTER_PORT}'s default). */
-  static final int DEFAULT_PORT = Integer.parseInt(FerriteConfig.KEYS.get("master.port")[0]);
+  static final int DEFAULT_PORT =
+      Integer.parseInt(FerriteConfig.KEYS.get(FerriteConfig.MASTER_PORT)[0]);
 
   private FerriteFsConfig() {}
 

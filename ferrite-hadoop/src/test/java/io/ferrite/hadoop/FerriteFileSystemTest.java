@@ -35,6 +35,7 @@ import org.apache.hadoop.fs.FSDataOutputStream;
 import org.apache.hadoop.fs.FileAlreadyExistsException;
 import org.apache.hadoop.fs.FileStatus;
 import org.apache.hadoop.fs.FileSystem;
+import org.apache.hadoop.fs.FsStatus;
 import org.apache.hadoop.fs.ParentNotDirectoryException;
 import org.apache.hadoop.fs.Path;
 import org.apache.hadoop.fs.PathIOException;
@@ -91,6 +92,23 @@ class FerriteFileSystemTest {
     }
     assertEquals("hello", new String(read(fs, p), StandardCharsets.UTF_8));
     assertEquals(new Path(uri.toString() + "service/hello"), fs.getFileStatus(p).getPath());
+  }
+
+  @Test
+  void statusIsTheCapacityAndUseOfTheLiveServers() throws Exception {
+    FileSystem fs = fs();
+    FsStatus before = fs.getStatus();
+    assertEquals(2 * 8 << 20, before.getCapacity(), "two servers of 8 MiB dram");
+    Path p = new Path("/status/f");
+    try (FSDataOutputStream out = fs.create(p)) {
+      out.write(new byte[(int) (3 * TestCluster.BLOCK_SIZE)]);
+    }
+    FsStatus after = fs.getStatus();
+    assertTrue(
+        after.getUsed() >= before.getUsed() + 3 * TestCluster.BLOCK_SIZE,
+        before.getUsed() + " -> " + after.getUsed());
+    assertEquals(after.getCapacity() - after.getUsed(), after.getRemaining());
+    assertTrue(fs.delete(p.getParent(), true));
   }
 
   @Test
