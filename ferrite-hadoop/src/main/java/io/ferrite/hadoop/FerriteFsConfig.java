@@ -75,8 +75,10 @@ final class FerriteFsConfig {
       if (master == null) {
         throw new IOException(
             uri
-                + " names no cluster: use ferrite://host:port/path, set FERRITE_CLUSTER, or start"
-                + " 'ferrite local' (it writes "
+                + " names no cluster: use ferrite://host:port/path, set FERRITE_CLUSTER, or give a"
+                + " cluster file as 'ferrite local' writes ("
+                + CLUSTER_FILE
+                + "; none at "
                 + cf.path
                 + ")");
       }
@@ -128,7 +130,9 @@ final class FerriteFsConfig {
               + SECRET
               + "), "
               + FerriteConfig.envName(FerriteConfig.SECRET_FILE)
-              + ", or start 'ferrite local' (it writes "
+              + ", or give a cluster file as 'ferrite local' writes ("
+              + CLUSTER_FILE
+              + "; none at "
               + cf.path
               + ")");
     }

@@ -18,6 +18,7 @@ import java.io.FileNotFoundException;
 import java.io.IOException;
 import java.net.URI;
 import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.HexFormat;
@@ -35,6 +36,7 @@ import org.apache.hadoop.fs.FSDataOutputStream;
 import org.apache.hadoop.fs.FileAlreadyExistsException;
 import org.apache.hadoop.fs.FileStatus;
 import org.apache.hadoop.fs.FileSystem;
+import org.apache.hadoop.fs.FsShell;
 import org.apache.hadoop.fs.FsStatus;
 import org.apache.hadoop.fs.ParentNotDirectoryException;
 import org.apache.hadoop.fs.Path;
@@ -44,6 +46,7 @@ import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.ExtendWith;
+import org.junit.jupiter.api.io.TempDir;
 
 /**
  * What the contract tests do not cover: discovery through {@code META-INF/services}, finding the
@@ -109,6 +112,29 @@ class FerriteFileSystemTest {
         before.getUsed() + " -> " + after.getUsed());
     assertEquals(after.getCapacity() - after.getUsed(), after.getRemaining());
     assertTrue(fs.delete(p.getParent(), true));
+  }
+
+  @Test
+  void hadoopsShellWorksOnFerritePaths(@TempDir java.nio.file.Path local) throws Exception {
+    String base = cluster.uri + "shell";
+    java.nio.file.Path in = local.resolve("in.txt");
+    Files.writeString(in, "hello shell\n", StandardCharsets.UTF_8);
+    FsShell shell = new FsShell(cluster.configuration());
+    try {
+      assertEquals(0, shell.run(new String[] {"-mkdir", "-p", base + "/a/b"}));
+      // put writes a ._COPYING_ file, then renames it into place
+      assertEquals(0, shell.run(new String[] {"-put", in.toString(), base + "/a/b/in.txt"}));
+      assertEquals(0, shell.run(new String[] {"-mv", base + "/a/b/in.txt", base + "/a/in.txt"}));
+      assertEquals(0, shell.run(new String[] {"-ls", "-R", base}));
+      assertEquals(0, shell.run(new String[] {"-df", base}));
+      java.nio.file.Path out = local.resolve("out.txt");
+      assertEquals(0, shell.run(new String[] {"-get", base + "/a/in.txt", out.toString()}));
+      assertEquals("hello shell\n", Files.readString(out, StandardCharsets.UTF_8));
+      assertEquals(0, shell.run(new String[] {"-rm", "-r", base}));
+      assertFalse(fs().exists(new Path("/shell")));
+    } finally {
+      shell.close();
+    }
   }
 
   @Test
