@@ -95,6 +95,7 @@ public final class FerriteFileSystem extends FileSystem {
     super.initialize(name, conf);
     setConf(conf);
     FerriteFsConfig.Target target = FerriteFsConfig.resolve(name, conf, System.getenv());
+    user = UserGroupInformation.getCurrentUser().getShortUserName();
     try {
       this.uri = new URI(SCHEME, name.getAuthority(), "/", null, null);
     } catch (URISyntaxException e) {
@@ -112,7 +113,6 @@ public final class FerriteFileSystem extends FileSystem {
     blockSize = nodes.blockSize();
     ops = new NamespaceOps(nodes);
     locator = new BlockLocator(nodes, target.master());
-    user = UserGroupInformation.getCurrentUser().getShortUserName();
     workingDir = makeQualified(new Path("/"));
   }
 

@@ -268,6 +268,22 @@ class FerriteFileSystemTest {
   }
 
   @Test
+  void namesAreCaseSensitive() throws Exception {
+    FileSystem fs = fs();
+    try (FSDataOutputStream out = fs.create(new Path("/case/Name"))) {
+      out.write(1);
+    }
+    try (FSDataOutputStream out = fs.create(new Path("/case/name"), false)) {
+      out.write(2);
+    }
+    assertEquals(2, fs.listStatus(new Path("/case")).length);
+    assertArrayEquals(new byte[] {1}, read(fs, new Path("/case/Name")));
+    assertArrayEquals(new byte[] {2}, read(fs, new Path("/case/name")));
+    assertFalse(fs.exists(new Path("/case/NAME")));
+    assertTrue(fs.delete(new Path("/case"), true));
+  }
+
+  @Test
   void overwriteReplacesTheDataAndHflushPublishes(Random random) throws Exception {
     FileSystem fs = fs();
     Path p = new Path("/overwrite/f");
