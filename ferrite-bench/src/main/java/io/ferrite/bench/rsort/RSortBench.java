@@ -33,7 +33,8 @@ import java.util.concurrent.TimeUnit;
  *
  * <p>Both sides use the same sort kernel (packed key prefixes, {@link
  * java.util.Arrays#parallelSort}, one copy in key order), in JVMs started the same way (heap and
- * direct-memory limits, a fork-join pool as wide as the machine). The distributed time is the
+ * direct-memory limits; a common fork-join pool as wide as the cores for the single JVM and 1/W of
+ * them for each of the W workers, so both sides run as many threads). The distributed time is the
  * paper's: start of phase one to the end of phase two; generating the input is timed apart. Each
  * round runs the single-JVM sort, then the distributed one; with several rounds the best of each is
  * reported. The output of both is validated (count, checksum, order); a wrong output fails the run.
@@ -43,7 +44,8 @@ import java.util.concurrent.TimeUnit;
  * rsort.&lt;size&gt;.w&lt;W&gt;.time              ms   vs the ceiling: ratio = local / distributed
  * rsort.&lt;size&gt;.w&lt;W&gt;.bandwidth         MiB/s of input sorted, vs the ceiling's
  * rsort.&lt;size&gt;.w&lt;W&gt;.{classify,sort}   ms   the two phases
- * rsort.&lt;size&gt;.w&lt;W&gt;.generate          ms   loading the input (not in the time)
+ * rsort.&lt;size&gt;.w&lt;W&gt;.{load,prepare}     ms   generating the input into the store and
+ *                                          preparing buckets, warm-up (not in the time)
  * machine.load1.{start,end}                load average (1 min) before and after
  * </pre>
  */
@@ -219,8 +221,12 @@ public final class RSortBench {
               MS,
               Better.LOWER));
     }
+    report.add(BenchResult.of(name + ".load", phases[RSortWorker.LOAD] / 1e6, MS, Better.LOWER));
     report.add(
-        BenchResult.of(name + ".generate", phases[RSortWorker.LOAD] / 1e6, MS, Better.LOWER));
+        BenchResult.of(name + ".prepare", phases[RSortWorker.PREPARE] / 1e6, MS, Better.LOWER));
+    report.add(
+        BenchResult.of(
+            "local-sort." + size + ".generate", bestLocal.loadNanos() / 1e6, MS, Better.LOWER));
     report.add(BenchResult.of("machine.load1.end", loadAverage(), "load", Better.LOWER));
     p.step("done");
     return report;
