@@ -66,6 +66,7 @@ import picocli.CommandLine.Spec;
       "  ferrite rsort --local --gen 1GiB --workers 2",
       "  ferrite rsort --local --gen 20MB --workers 2 --output /tmp/sorted --seed 7",
       "  ferrite rsort --input /data/gensort-out --workers 4 --namespace-prefix job1/",
+      "  ferrite rsort --clean --workers 4 --namespace-prefix job1/   (deletes job1/final_j)",
     })
 final class RSortCommand implements Callable<Integer> {
   @Spec CommandSpec spec;
@@ -89,6 +90,13 @@ final class RSortCommand implements Callable<Integer> {
         description =
             "Sort the records in PATH: a file, or every file of a directory in name order.")
     Path input;
+
+    @Option(
+        names = "--clean",
+        description =
+            "Sort nothing: delete the namespaces of a sort with this --namespace-prefix and"
+                + " --workers (an earlier output, or what a killed sort left).")
+    boolean clean;
   }
 
   @Option(
@@ -166,7 +174,9 @@ final class RSortCommand implements Callable<Integer> {
           cl, "--fabric: " + fabric + " (expected: auto, shm or tcp)");
     }
     long records;
-    if (source.gen != null) {
+    if (source.clean) {
+      records = 1;
+    } else if (source.gen != null) {
       if (source.gen < Records.RECORD) {
         throw new CommandLine.ParameterException(
             cl,
@@ -231,6 +241,16 @@ final class RSortCommand implements Callable<Integer> {
                 job,
                 new JvmLauncher(FerriteCli.class.getName(), System.err),
                 progress);
+        if (source.clean) {
+          List<List<String>> r = c.clean();
+          PrintWriter out = cl.getOut();
+          out.println("deleted: " + (r.get(0).isEmpty() ? "nothing" : String.join(", ", r.get(0))));
+          if (!r.get(1).isEmpty()) {
+            out.println("left (still mapped): " + String.join(", ", r.get(1)));
+          }
+          out.flush();
+          return r.get(1).isEmpty() ? 0 : 1;
+        }
         running.set(c);
         RSortResult result;
         try {

@@ -203,6 +203,14 @@ public final class Barrier {
     }
   }
 
+  /**
+   * The phase the coordinator started last (0 before the first): for a worker that waits for more
+   * than one value (e.g. the next phase or an abort the application defines).
+   */
+  public int current() {
+    return get(offset);
+  }
+
   /** Worker {@code worker}: marks {@code phase} finished (after its results are written). */
   public void finish(int worker, int phase) {
     checkWorker(worker);

@@ -39,7 +39,7 @@ class DeadServerTest {
 
   @BeforeEach
   void start() throws Exception {
-    cluster = new MemoryCluster(dir, 3);
+    cluster = new MemoryCluster(dir, 3, false, new MemoryMaster(), "1500ms");
     store = cluster.store();
   }
 

@@ -35,6 +35,9 @@ public final class RSortCoordinator implements AutoCloseable {
   /** Below this size the workers start fast rather than run fast, and skip the JIT warm-up. */
   public static final long QUICK_START_BYTES = 256L << 20;
 
+  /** How long workers get to abandon a failed sort (and delete their namespaces) by themselves. */
+  static final java.time.Duration ABORT_WAIT = java.time.Duration.ofSeconds(10);
+
   private final RStore store;
   private final ClusterAccess access;
   private final RSortJob job;
@@ -47,6 +50,10 @@ public final class RSortCoordinator implements AutoCloseable {
 
   private Mapping coord;
   private Barrier barrier;
+
+  /** Whether this coordinator created the coordinator namespace (its prefix is this sort's). */
+  private boolean ownsPrefix;
+
   private long[] phaseNanos = new long[RSortWorker.CLEANUP + 1];
 
   /**
@@ -68,7 +75,10 @@ public final class RSortCoordinator implements AutoCloseable {
     this.workers = job.workers();
   }
 
-  /** Runs the whole sort and returns what it measured and found; throws if it could not run. */
+  /**
+   * Runs the whole sort and returns what it measured and found; throws if it could not run (after
+   * telling the workers to abandon the sort: they delete what they made and exit).
+   */
   public RSortResult run() throws IOException, InterruptedException {
     Namespace ns;
     try {
@@ -86,79 +96,155 @@ public final class RSortCoordinator implements AutoCloseable {
       }
       throw e;
     }
+    ownsPrefix = true; // the coordinator namespace is this sort's: so are the others it names
+    List<String> exist = new ArrayList<>();
+    for (String name : names()) {
+      if (!name.equals(job.coordinatorNamespace()) && exists(name)) {
+        exist.add(name);
+      }
+    }
+    if (!exist.isEmpty()) {
+      ownsPrefix = false;
+      store.deleteNamespace(job.coordinatorNamespace());
+      throw new FerriteException(
+          ErrorCode.CONFLICT,
+          "namespace(s) "
+              + String.join(", ", exist.subList(0, Math.min(4, exist.size())))
+              + (exist.size() > 4 ? " and " + (exist.size() - 4) + " more" : "")
+              + " exist (the output of an earlier sort?): delete them with 'ferrite rsort --clean"
+              + " --workers "
+              + workers
+              + (job.prefix().isEmpty() ? "" : " --namespace-prefix " + job.prefix())
+              + "', or use another --namespace-prefix");
+    }
+    try {
+      return phases(ns);
+    } catch (IOException | InterruptedException | RuntimeException e) {
+      abort();
+      throw e;
+    } finally {
+      if (coord != null) {
+        coord.unmap(); // idempotent; after a failure, deleteNamespaces() cleans up
+      }
+    }
+  }
+
+  private boolean exists(String name) {
+    try {
+      store.joinNamespace(name);
+      return true;
+    } catch (FerriteException e) {
+      if (e.code() == ErrorCode.NOT_FOUND) {
+        return false;
+      }
+      throw e;
+    }
+  }
+
+  /** Every namespace name of the sort. */
+  private List<String> names() {
+    List<String> names = new ArrayList<>();
+    for (int i = 0; i < workers; i++) {
+      names.add(job.inputNamespace(i));
+      for (int j = 0; j < workers; j++) {
+        names.add(job.bucketNamespace(i, j));
+      }
+      names.add(job.finalNamespace(i));
+    }
+    names.add(job.coordinatorNamespace());
+    return names;
+  }
+
+  /**
+   * After a failure: starts {@link RSortWorker#ABORT}, so the workers still running drop their
+   * mappings, delete their namespaces and exit; waits a little for them, then stops the rest.
+   */
+  private void abort() throws InterruptedException {
+    if (barrier != null) {
+      try {
+        barrier.start(RSortWorker.ABORT);
+      } catch (RuntimeException e) {
+        step("could not signal the abort to the workers: " + e);
+      }
+    }
+    long deadline = System.nanoTime() + ABORT_WAIT.toNanos();
+    for (Process p : processes) {
+      long left = deadline - System.nanoTime();
+      if (left > 0) {
+        p.waitFor(left, TimeUnit.NANOSECONDS);
+      }
+    }
+    close();
+  }
+
+  private RSortResult phases(Namespace ns) throws IOException, InterruptedException {
     long regionBytes = RSortLayout.regionBytes(workers);
     ns.reserve(regionBytes);
     RAddress ra = ns.alloc(regionBytes, MemoryFlags.ALLOC_DEFAULT);
     coord = ra.map(MemoryFlags.MAP_NO_BUFFER);
-    try {
-      barrier = new Barrier(coord, 0, workers);
-      barrier.reset();
-      step(
-          "sorting "
-              + job.records()
-              + " records ("
-              + Sizes.format(job.bytes())
-              + ") on "
-              + workers
-              + " worker process(es); "
-              + (job.input() == null
-                  ? "generated with seed " + job.seed()
-                  : "from " + job.input()));
-      launch(ra.address());
-      phase(RSortWorker.READY, null);
-      for (int w = 0; w < workers; w++) {
-        assign(w, job.shareFirst(w), job.shareCount(w));
-      }
-      phase(RSortWorker.LOAD, "load");
-      RecordValidator.Summary input = RecordValidator.Summary.EMPTY;
-      for (int w = 0; w < workers; w++) {
-        RecordValidator.Summary s = summary(w);
-        input =
-            new RecordValidator.Summary(
-                input.records() + s.records(),
-                input.checksum() + s.checksum(),
-                0,
-                -1,
-                0,
-                new byte[0],
-                new byte[0]);
-      }
-      // Key range j goes to worker j (§V-C: the coordinator assigns each range to one worker).
-      for (int w = 0; w < workers; w++) {
-        assign(w, w, 0);
-      }
-      phase(RSortWorker.PREPARE, null);
-      long sortStart = System.nanoTime();
-      phase(RSortWorker.CLASSIFY, null);
-      phase(RSortWorker.SORT, null);
-      long sortNanos = System.nanoTime() - sortStart;
-      step(
-          String.format(
-              Locale.ROOT,
-              "sorted in %.3f s (classify %.3f s, sort %.3f s): %.0f MiB/s",
-              sortNanos / 1e9,
-              phaseNanos[RSortWorker.CLASSIFY] / 1e9,
-              phaseNanos[RSortWorker.SORT] / 1e9,
-              job.bytes() / (double) (1 << 20) / (sortNanos / 1e9)));
-      phase(RSortWorker.VALIDATE, null);
-      RecordValidator.Summary output = RecordValidator.Summary.EMPTY;
-      long[][] timings = new long[workers][];
-      for (int w = 0; w < workers; w++) {
-        output = output.then(summary(w)); // worker w sorted key range w
-        timings[w] = timings(w);
-      }
-      List<String> problems = RecordValidator.problems(input, output);
-      for (int w = 0; w < workers; w++) {
-        assign(w, job.deleteOutput() ? 1 : 0, 0);
-      }
-      phase(RSortWorker.CLEANUP, null);
-      awaitExit();
-      coord.unmap();
-      store.deleteNamespace(job.coordinatorNamespace());
-      return new RSortResult(job, input, output, problems, phaseNanos.clone(), sortNanos, timings);
-    } finally {
-      coord.unmap(); // idempotent; after a failure, deleteNamespaces() cleans up
+    barrier = new Barrier(coord, 0, workers);
+    barrier.reset();
+    step(
+        "sorting "
+            + job.records()
+            + " records ("
+            + Sizes.format(job.bytes())
+            + ") on "
+            + workers
+            + " worker process(es); "
+            + (job.input() == null ? "generated with seed " + job.seed() : "from " + job.input()));
+    launch(ra.address());
+    phase(RSortWorker.READY, null);
+    for (int w = 0; w < workers; w++) {
+      assign(w, job.shareFirst(w), job.shareCount(w));
     }
+    phase(RSortWorker.LOAD, "load");
+    RecordValidator.Summary input = RecordValidator.Summary.EMPTY;
+    for (int w = 0; w < workers; w++) {
+      RecordValidator.Summary s = summary(w);
+      input =
+          new RecordValidator.Summary(
+              input.records() + s.records(),
+              input.checksum() + s.checksum(),
+              0,
+              -1,
+              0,
+              new byte[0],
+              new byte[0]);
+    }
+    // Key range j goes to worker j (§V-C: the coordinator assigns each range to one worker).
+    for (int w = 0; w < workers; w++) {
+      assign(w, w, 0);
+    }
+    phase(RSortWorker.PREPARE, null);
+    long sortStart = System.nanoTime();
+    phase(RSortWorker.CLASSIFY, null);
+    phase(RSortWorker.SORT, null);
+    long sortNanos = System.nanoTime() - sortStart;
+    step(
+        String.format(
+            Locale.ROOT,
+            "sorted in %.3f s (classify %.3f s, sort %.3f s): %.0f MiB/s",
+            sortNanos / 1e9,
+            phaseNanos[RSortWorker.CLASSIFY] / 1e9,
+            phaseNanos[RSortWorker.SORT] / 1e9,
+            job.bytes() / (double) (1 << 20) / (sortNanos / 1e9)));
+    phase(RSortWorker.VALIDATE, null);
+    RecordValidator.Summary output = RecordValidator.Summary.EMPTY;
+    long[][] timings = new long[workers][];
+    for (int w = 0; w < workers; w++) {
+      output = output.then(summary(w)); // worker w sorted key range w
+      timings[w] = timings(w);
+    }
+    List<String> problems = RecordValidator.problems(input, output);
+    for (int w = 0; w < workers; w++) {
+      assign(w, job.deleteOutput() ? 1 : 0, 0);
+    }
+    phase(RSortWorker.CLEANUP, null);
+    awaitExit();
+    coord.unmap();
+    store.deleteNamespace(job.coordinatorNamespace());
+    return new RSortResult(job, input, output, problems, phaseNanos.clone(), sortNanos, timings);
   }
 
   private void launch(long coordAddress) throws IOException {
@@ -391,22 +477,41 @@ public final class RSortCoordinator implements AutoCloseable {
   }
 
   /**
-   * After a failed sort: deletes the namespaces of the sort that still exist (best effort: a
-   * namespace still mapped by a worker that was killed stays until its session expires). Returns
-   * the names left behind.
+   * Deletes whatever namespaces of this job's names exist (the output of earlier sorts with this
+   * prefix, or what a killed sort left): {@code ferrite rsort --clean}. Returns {deleted, left}; a
+   * namespace still mapped by someone is left.
+   */
+  public List<List<String>> clean() {
+    List<String> deleted = new ArrayList<>();
+    List<String> left = new ArrayList<>();
+    for (String n : names()) {
+      try {
+        store.deleteNamespace(n);
+        deleted.add(n);
+      } catch (FerriteException e) {
+        if (e.code() != ErrorCode.NOT_FOUND) {
+          left.add(n + " (" + e.code() + ")");
+        }
+      }
+    }
+    return List.of(deleted, left);
+  }
+
+  /**
+   * After a failed sort: deletes the namespaces of the sort that still exist (best effort: one a
+   * stopped worker still maps stays until its session expires) and returns the names left behind.
+   * Does nothing if this coordinator did not own the namespace prefix (another sort's namespaces
+   * are not touched).
    */
   public List<String> deleteNamespaces() {
-    List<String> names = new ArrayList<>();
-    for (int i = 0; i < workers; i++) {
-      names.add(job.inputNamespace(i));
-      for (int j = 0; j < workers; j++) {
-        names.add(job.bucketNamespace(i, j));
-      }
-      names.add(job.finalNamespace(i));
+    if (!ownsPrefix) {
+      return List.of();
     }
-    names.add(job.coordinatorNamespace());
+    if (coord != null) {
+      coord.unmap();
+    }
     List<String> left = new ArrayList<>();
-    for (String n : names) {
+    for (String n : names()) {
       try {
         store.deleteNamespace(n);
       } catch (FerriteException e) {

@@ -17,10 +17,12 @@ import java.nio.file.Files;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.HashMap;
+import java.util.Iterator;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.locks.LockSupport;
 import org.agrona.BufferUtil;
 
 /**
@@ -45,8 +47,9 @@ import org.agrona.BufferUtil;
  *   <li>{@code CLEANUP}: deletes its input and bucket namespaces (and {@code final_j} if asked).
  * </ol>
  *
- * A failure is written to its area and reported by {@link Barrier#fail}; the worker then exits. A
- * worker whose coordinator process dies halts.
+ * A failure is written to its area and reported by {@link Barrier#fail}. A worker that fails, or
+ * that sees the coordinator start {@link #ABORT} instead of its next phase, drops its mappings and
+ * deletes the namespaces it created, then exits. A worker whose coordinator process dies halts.
  */
 public final class RSortWorker {
   public static final int READY = 1;
@@ -56,6 +59,12 @@ public final class RSortWorker {
   public static final int SORT = 5;
   public static final int VALIDATE = 6;
   public static final int CLEANUP = 7;
+
+  /** The coordinator's byte when it gives up on a sort: every worker cleans up and exits. */
+  public static final int ABORT = Barrier.MAX_PHASE;
+
+  /** How long a worker that abandons a sort retries deleting a namespace another one still maps. */
+  static final Duration ABANDON = Duration.ofSeconds(5);
 
   static final String[] PHASE_NAMES = {
     "", "start", "load", "prepare", "classify", "sort", "validate", "cleanup"
@@ -116,6 +125,9 @@ public final class RSortWorker {
   private Namespace finalNs;
   private final Map<String, Long> reserved = new HashMap<>();
 
+  /** The namespaces this worker created, deleted if it abandons the sort. */
+  private final List<String> created = new ArrayList<>();
+
   // Results of SORT.
   private int rangeRecords;
   private long finalAddress;
@@ -166,7 +178,11 @@ public final class RSortWorker {
     int phase = 0;
     try {
       for (phase = READY; phase <= CLEANUP; phase++) {
-        barrier.awaitStart(me, phase, WAIT);
+        if (!awaitPhase(barrier, phase)) {
+          log("the coordinator aborted the sort before phase " + PHASE_NAMES[phase]);
+          abandon();
+          return 2;
+        }
         long t0 = System.nanoTime();
         switch (phase) {
           case READY -> {}
@@ -201,9 +217,68 @@ public final class RSortWorker {
       } catch (RuntimeException e2) {
         log("could not report the failure: " + e2);
       }
-      release();
+      abandon();
       return 1;
     }
+  }
+
+  /**
+   * Waits until the coordinator starts {@code phase} (true) or aborts the sort (false).
+   *
+   * @throws FerriteException TIMEOUT after {@link #WAIT}
+   */
+  private static boolean awaitPhase(Barrier barrier, int phase) {
+    long deadline = System.nanoTime() + WAIT.toNanos();
+    for (int spin = 0; ; spin++) {
+      int current = barrier.current();
+      if (current == phase) {
+        return true;
+      }
+      if (current == ABORT) {
+        return false;
+      }
+      if (System.nanoTime() > deadline) {
+        throw new FerriteException(
+            ErrorCode.TIMEOUT, "phase " + PHASE_NAMES[phase] + " not started after " + WAIT);
+      }
+      Barrier.pause(spin);
+    }
+  }
+
+  /**
+   * Drops every mapping, then deletes the namespaces this worker created; one another worker still
+   * maps (it is abandoning the sort too) is retried for up to {@link #ABANDON}.
+   */
+  private void abandon() {
+    release();
+    long deadline = System.nanoTime() + ABANDON.toNanos();
+    List<String> left = new ArrayList<>(created);
+    while (!left.isEmpty()) {
+      for (Iterator<String> it = left.iterator(); it.hasNext(); ) {
+        String name = it.next();
+        try {
+          store.deleteNamespace(name);
+          it.remove();
+        } catch (FerriteException e) {
+          if (e.code() != ErrorCode.CONFLICT) {
+            it.remove(); // gone already, or the cluster is: nothing more to do here
+          }
+        }
+      }
+      if (left.isEmpty() || System.nanoTime() > deadline) {
+        break;
+      }
+      LockSupport.parkNanos(50_000_000L);
+    }
+    if (!left.isEmpty()) {
+      log("could not delete (still mapped): " + String.join(", ", left));
+    }
+  }
+
+  private Namespace create(String name) {
+    Namespace ns = store.createNamespace(name);
+    created.add(name);
+    return ns;
   }
 
   // ---------------------------------------------------------------- phases
@@ -234,7 +309,7 @@ public final class RSortWorker {
     }
     area.summary(RecordValidator.summarize(a, 0, shareRecords));
 
-    Namespace inputNs = store.createNamespace(job.inputNamespace(me));
+    Namespace inputNs = create(job.inputNamespace(me));
     if (shareRecords > 0) {
       reserveFor(inputNs, bytes);
       input = inputNs.alloc(bytes, MemoryFlags.ALLOC_DEFAULT).map(MemoryFlags.MAP_NO_BUFFER);
@@ -245,7 +320,7 @@ public final class RSortWorker {
     long[] preparedAddress = new long[workers];
     long[] preparedCapacity = new long[workers];
     for (int j = 0; j < workers; j++) {
-      Namespace ns = store.createNamespace(job.bucketNamespace(me, j));
+      Namespace ns = create(job.bucketNamespace(me, j));
       buckets.add(ns);
       long capacity = expected(bytes);
       reserveFor(ns, capacity);
@@ -255,7 +330,7 @@ public final class RSortWorker {
       preparedCapacity[j] = capacity;
     }
     area.table(WorkerArea.Table.PREPARED, preparedAddress, preparedCapacity);
-    finalNs = store.createNamespace(job.finalNamespace(me));
+    finalNs = create(job.finalNamespace(me));
     reserveFor(finalNs, expected(job.bytes()));
     warmUp();
     timings[RSortLayout.T_LOAD] = System.nanoTime() - t0;
