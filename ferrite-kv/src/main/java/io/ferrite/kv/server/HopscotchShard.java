@@ -1,0 +1,776 @@
+package io.ferrite.kv.server;
+
+import static io.ferrite.kv.HopscotchLayout.BACK_JOINT;
+import static io.ferrite.kv.HopscotchLayout.BLOCK_SLOTS;
+import static io.ferrite.kv.HopscotchLayout.BUCKET_HEADER;
+import static io.ferrite.kv.HopscotchLayout.BUCKET_SLOTS;
+import static io.ferrite.kv.HopscotchLayout.FWD_JOINT;
+import static io.ferrite.kv.HopscotchLayout.INCARNATION;
+import static io.ferrite.kv.HopscotchLayout.NEXT;
+import static io.ferrite.kv.HopscotchLayout.OVERFLOW;
+import static io.ferrite.kv.HopscotchLayout.getInt;
+import static io.ferrite.kv.HopscotchLayout.getLong;
+import static io.ferrite.kv.HopscotchLayout.putInt;
+import static io.ferrite.kv.HopscotchLayout.putLong;
+
+import io.ferrite.fabric.MappedRegion;
+import io.ferrite.fabric.RegionRef;
+import io.ferrite.fabric.verify.Checksum64;
+import io.ferrite.kv.HopscotchLayout;
+import io.ferrite.kv.KeyHash;
+import io.ferrite.kv.KvProtocol;
+import io.ferrite.kv.ShardLayout;
+import io.ferrite.kv.ShardStats;
+import io.ferrite.kv.TableOptions;
+import java.lang.invoke.VarHandle;
+import java.nio.ByteBuffer;
+import java.util.ArrayDeque;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.BitSet;
+import java.util.List;
+import java.util.function.Function;
+import java.util.function.LongFunction;
+import java.util.function.Supplier;
+
+/**
+ * The server half of one hopscotch shard: FaRM's chained associative hopscotch table (FaRM §3.6;
+ * memory layout in {@link HopscotchLayout}). A key lives in its home bucket b, in b + 1, or in b's
+ * overflow chain; a client reads b and b + 1 with one one-sided read. Every write is done here, by
+ * the server's CPU, under the shard's lock.
+ *
+ * <h2>Write protocol (what makes one-sided reads safe)</h2>
+ *
+ * <ul>
+ *   <li>A bucket or block is changed by building its new image (version + 2, checksum over all of
+ *       it), then: version odd (release), release fence, the rest of the image, version even
+ *       (release). A reader accepts an even version with a matching checksum, or retries.
+ *   <li>Out-of-line values: the extent is written (fresh incarnation) before the slot that points
+ *       to it; an old extent is marked freed (incarnation 0) only after no slot points to it.
+ *   <li>Insert: a free slot in b or b + 1; else hopscotch displacement (FaRM §3.6, after Herlihy et
+ *       al.): the nearest bucket e ≤ b + 1 + {@value #MAX_DISTANCE} with a free slot is found, the
+ *       path of keys that bring the hole back to b + 1 is computed without moving anything, then
+ *       keys move from the far end first, each from its home bucket j to j + 1 (j + 1 written first
+ *       with back(j + 1) + 1, then j with fwd(j) + 1), so a key is never absent and a reader that
+ *       mixes the two buckets across a move sees unequal joint versions. If no path exists, the key
+ *       goes to b's overflow chain (a new block is written completely, then linked at the head).
+ *   <li>Delete: the slot is cleared; if it was a bucket slot and the bucket has a chain, a key of
+ *       the head block is pulled into the slot ("removes attempt to collapse overflow chains") —
+ *       the bucket is written first (with the key, and the head pointer's new incarnation or the
+ *       next block), then the block loses the key and gets that incarnation (or is freed), so a
+ *       reader that read the old bucket and then follows the chain restarts instead of missing the
+ *       key. Empty blocks are unlinked, then freed (incarnation + 1, kept for reuse as blocks only:
+ *       type stability).
+ *   <li>Resize: every pair is placed in a new, larger array nobody reads yet; the epoch is bumped,
+ *       every old bucket's version set to {@link HopscotchLayout#MOVED}, the old chains freed, and
+ *       only then do writes (waiting for the lock) go to the new array.
+ * </ul>
+ */
+final class HopscotchShard extends KvShard {
+  /** Buckets an insert probes forward for a free slot before it uses the overflow chain. */
+  static final int MAX_DISTANCE = 32;
+
+  /** An overflow block, as the server tracks it (the region holds the truth readers see). */
+  private static final class Block {
+    final long addr;
+    long incarnation;
+    final long[] hashes = new long[BLOCK_SLOTS];
+    final long[] extAddr = new long[BLOCK_SLOTS];
+    final int[] extLen = new int[BLOCK_SLOTS];
+    final boolean[] used = new boolean[BLOCK_SLOTS];
+    Block next;
+
+    Block(long addr) {
+      this.addr = addr;
+    }
+
+    int usedCount() {
+      int n = 0;
+      for (boolean u : used) {
+        n += u ? 1 : 0;
+      }
+      return n;
+    }
+
+    int freeSlot() {
+      for (int i = 0; i < BLOCK_SLOTS; i++) {
+        if (!used[i]) {
+          return i;
+        }
+      }
+      return -1;
+    }
+  }
+
+  /** One bucket array and the server's view of it: per slot its key hash and extent, chains. */
+  private static final class Table {
+    final MappedRegion region;
+    final int buckets;
+    final long[] hashes;
+    final long[] extAddr;
+    final int[] extLen;
+    final BitSet used;
+    final Block[] heads;
+
+    Table(MappedRegion region, int buckets) {
+      this.region = region;
+      this.buckets = buckets;
+      int n = (buckets + 1) * BUCKET_SLOTS;
+      this.hashes = new long[n];
+      this.extAddr = new long[n];
+      this.extLen = new int[n];
+      this.used = new BitSet(n);
+      this.heads = new Block[buckets];
+    }
+
+    int freeSlot(int bucket) {
+      for (int i = 0; i < BUCKET_SLOTS; i++) {
+        if (!used.get(bucket * BUCKET_SLOTS + i)) {
+          return i;
+        }
+      }
+      return -1;
+    }
+  }
+
+  /** Where a key was found: bucket slot {@code bucket * 4 + i}, or slot {@code i} of a block. */
+  private record Loc(int bucket, Block block, Block prev, int i) {}
+
+  private final int slotBytes;
+  private final int bucketBytes;
+  private final int blockBytes;
+  private final byte[] img;
+  private final byte[] blockImg;
+  private final byte[] slot;
+  private final byte[] moving;
+  private final ArrayDeque<Block> freeBlocks = new ArrayDeque<>();
+  private Table t;
+  private int count;
+  private int overflowKeys;
+  private int blocks;
+  private long nextIncarnation = 1;
+
+  HopscotchShard(
+      long tableId,
+      int shard,
+      TableOptions options,
+      LongFunction<MappedRegion> newTableRegion,
+      Supplier<MappedRegion> newExtentRegion,
+      Function<MappedRegion, RegionRef> refOf) {
+    super(tableId, shard, options, newTableRegion, newExtentRegion, refOf);
+    this.slotBytes = HopscotchLayout.slotBytes(options.inlineBytes());
+    this.bucketBytes = HopscotchLayout.bucketBytes(slotBytes);
+    this.blockBytes = HopscotchLayout.blockBytes(slotBytes);
+    this.img = new byte[bucketBytes];
+    this.blockImg = new byte[blockBytes];
+    this.slot = new byte[slotBytes];
+    this.moving = new byte[slotBytes];
+    this.t = newTable(HopscotchLayout.bucketsFor(options.slotsPerShard()));
+  }
+
+  private Table newTable(int buckets) {
+    MappedRegion r =
+        newTableRegion.apply(HopscotchLayout.regionLength(buckets, options.inlineBytes()));
+    Table n = new Table(r, buckets);
+    // A fresh region is zero: every bucket has version 0, no slot in use and a null chain, but
+    // its checksum must match before a reader accepts it.
+    Arrays.fill(img, (byte) 0);
+    HopscotchLayout.seal(img, 0, bucketBytes);
+    for (int b = 0; b <= buckets; b++) {
+      r.writeFrom(HopscotchLayout.bucketOffset(b, bucketBytes), ByteBuffer.wrap(img));
+    }
+    r.putLongRelease(HopscotchLayout.BUCKETS_OFFSET, buckets);
+    r.putLongRelease(HopscotchLayout.SLOT_BYTES_OFFSET, slotBytes);
+    r.putLongRelease(HopscotchLayout.EPOCH_OFFSET, epoch);
+    r.putLongRelease(0, HopscotchLayout.MAGIC);
+    return n;
+  }
+
+  @Override
+  synchronized ShardLayout layout() {
+    List<RegionRef> ext = new ArrayList<>();
+    for (MappedRegion r : alloc.regions()) {
+      ext.add(refOf.apply(r));
+    }
+    return new ShardLayout(
+        tableId, shard, epoch, t.buckets * BUCKET_SLOTS, refOf.apply(t.region), List.copyOf(ext));
+  }
+
+  @Override
+  synchronized ShardStats stats() {
+    return new ShardStats(
+        t.buckets * BUCKET_SLOTS,
+        count,
+        alloc.usedBytes(),
+        alloc.freeBytes(),
+        alloc.regions().size(),
+        moves,
+        puts,
+        fullErrors,
+        epoch,
+        overflowKeys,
+        blocks);
+  }
+
+  @Override
+  synchronized int slots() {
+    return t.buckets * BUCKET_SLOTS;
+  }
+
+  // ------------------------------------------------------------------ images (seqlock writes)
+
+  /** Offset of slot {@code i} in a bucket or block image. */
+  private int slotOffset(int i) {
+    return BUCKET_HEADER + i * slotBytes;
+  }
+
+  private long bucketOffset(int bucket) {
+    return HopscotchLayout.bucketOffset(bucket, bucketBytes);
+  }
+
+  private void loadBucket(Table table, int bucket) {
+    table.region.readInto(bucketOffset(bucket), ByteBuffer.wrap(img));
+  }
+
+  private void storeBucket(Table table, int bucket) {
+    store(table.region, bucketOffset(bucket), img, bucketBytes);
+  }
+
+  private MappedRegion blockRegion(Block b) {
+    return alloc.region((int) (b.addr >>> 32));
+  }
+
+  private void loadBlock(Block b) {
+    blockRegion(b).readInto(b.addr & 0xFFFFFFFFL, ByteBuffer.wrap(blockImg));
+  }
+
+  private void storeBlock(Block b) {
+    store(blockRegion(b), b.addr & 0xFFFFFFFFL, blockImg, blockBytes);
+  }
+
+  /**
+   * Writes {@code image} (loaded from {@code at} and changed) back as the next version: odd
+   * version, the rest, even version, with release ordering between the steps.
+   */
+  private static void store(MappedRegion r, long at, byte[] image, int length) {
+    long v = getLong(image, 0) & ~1L;
+    putLong(image, 0, v + 2);
+    HopscotchLayout.seal(image, 0, length);
+    r.putLongRelease(at, v + 1);
+    VarHandle.releaseFence();
+    r.writeFrom(at + 8, ByteBuffer.wrap(image, 8, length - 8));
+    r.putLongRelease(at, v + 2);
+  }
+
+  private long incarnation() {
+    long i = nextIncarnation++;
+    if ((int) i == 0) {
+      i = nextIncarnation++; // extents keep the low 32 bits: 0 means freed
+    }
+    return i;
+  }
+
+  private void bumpEpoch() {
+    epoch++;
+    t.region.putLongRelease(HopscotchLayout.EPOCH_OFFSET, epoch);
+  }
+
+  // ------------------------------------------------------------------ finding keys
+
+  private MappedRegion extentRegion(long addr) {
+    return alloc.region((int) (addr >>> 32));
+  }
+
+  private byte[] readExtent(long addr, int len) {
+    byte[] e = new byte[len];
+    extentRegion(addr).readInto(addr & 0xFFFFFFFFL, ByteBuffer.wrap(e));
+    return e;
+  }
+
+  /** Loads the slot at {@code off} of {@code r} into {@link #slot}. */
+  private void loadSlot(MappedRegion r, long off) {
+    r.readInto(off, ByteBuffer.wrap(slot));
+  }
+
+  private boolean keyMatches(long extAddr, int extLen, byte[] key) {
+    if (extLen > 0) {
+      return HopscotchLayout.extentHasKey(readExtent(extAddr, extLen), key);
+    }
+    return HopscotchLayout.keyLength(slot, 0) == key.length
+        && Arrays.equals(slot, 8, 8 + key.length, key, 0, key.length);
+  }
+
+  private Loc find(long h, byte[] key) {
+    int b = HopscotchLayout.home(h, t.buckets);
+    for (int x = b; x <= b + 1; x++) {
+      for (int i = 0; i < BUCKET_SLOTS; i++) {
+        int g = x * BUCKET_SLOTS + i;
+        if (t.used.get(g) && t.hashes[g] == h) {
+          loadSlot(t.region, bucketOffset(x) + slotOffset(i));
+          if (keyMatches(t.extAddr[g], t.extLen[g], key)) {
+            return new Loc(x, null, null, i);
+          }
+        }
+      }
+    }
+    Block prev = null;
+    for (Block k = t.heads[b]; k != null; prev = k, k = k.next) {
+      for (int i = 0; i < BLOCK_SLOTS; i++) {
+        if (k.used[i] && k.hashes[i] == h) {
+          loadSlot(blockRegion(k), (k.addr & 0xFFFFFFFFL) + slotOffset(i));
+          if (keyMatches(k.extAddr[i], k.extLen[i], key)) {
+            return new Loc(b, k, prev, i);
+          }
+        }
+      }
+    }
+    return null;
+  }
+
+  /** The value at {@code loc}; {@link #slot} holds its slot (loaded by {@link #find}). */
+  private byte[] valueAt(Loc loc) {
+    long addr = loc.block == null ? t.extAddr[index(loc)] : loc.block.extAddr[loc.i];
+    int len = loc.block == null ? t.extLen[index(loc)] : loc.block.extLen[loc.i];
+    return len > 0
+        ? HopscotchLayout.extentValue(readExtent(addr, len))
+        : HopscotchLayout.inlineValue(slot, 0);
+  }
+
+  private static int index(Loc loc) {
+    return loc.bucket * BUCKET_SLOTS + loc.i;
+  }
+
+  @Override
+  synchronized byte[] get(byte[] key) {
+    checkKey(key);
+    Loc loc = find(KeyHash.of(key), key);
+    return loc == null ? null : valueAt(loc);
+  }
+
+  // ------------------------------------------------------------------ writes
+
+  @Override
+  synchronized int put(int mode, byte[] key, byte[] value, byte[] expected) {
+    checkKey(key);
+    checkValue(value);
+    long h = KeyHash.of(key);
+    Loc loc = find(h, key);
+    if (mode == KvProtocol.MODE_PUT_IF_ABSENT && loc != null) {
+      return KvProtocol.NOT_APPLIED;
+    }
+    if (mode == KvProtocol.MODE_COMPARE_AND_SET
+        && (loc == null || !Arrays.equals(valueAt(loc), expected))) {
+      return KvProtocol.NOT_APPLIED;
+    }
+    // The new slot image, and its extent if the pair does not fit inline.
+    long addr = 0;
+    int len = 0;
+    if (key.length + value.length <= options.inlineBytes()) {
+      HopscotchLayout.putInlineSlot(slot, 0, slotBytes, key, value);
+    } else {
+      int inc = (int) incarnation();
+      byte[] extent = HopscotchLayout.extent(inc, key, value);
+      boolean[] grew = new boolean[1];
+      addr = alloc.allocate(extent.length, grew);
+      if (grew[0]) {
+        bumpEpoch(); // publish the new region before any slot points into it
+      }
+      len = extent.length;
+      extentRegion(addr).writeFrom(addr & 0xFFFFFFFFL, ByteBuffer.wrap(extent));
+      HopscotchLayout.putOutOfLineSlot(
+          slot, 0, slotBytes, key.length, h, value.length, addr, len, inc, Checksum64.of(extent));
+      VarHandle.releaseFence();
+    }
+    puts++;
+    if (loc != null) {
+      long oldAddr;
+      int oldLen;
+      if (loc.block == null) {
+        int g = index(loc);
+        oldAddr = t.extAddr[g];
+        oldLen = t.extLen[g];
+        loadBucket(t, loc.bucket);
+        System.arraycopy(slot, 0, img, slotOffset(loc.i), slotBytes);
+        storeBucket(t, loc.bucket);
+        t.extAddr[g] = addr;
+        t.extLen[g] = len;
+      } else {
+        oldAddr = loc.block.extAddr[loc.i];
+        oldLen = loc.block.extLen[loc.i];
+        loadBlock(loc.block);
+        System.arraycopy(slot, 0, blockImg, slotOffset(loc.i), slotBytes);
+        storeBlock(loc.block);
+        loc.block.extAddr[loc.i] = addr;
+        loc.block.extLen[loc.i] = len;
+      }
+      VarHandle.fullFence();
+      freeExtent(oldAddr, oldLen);
+      log.put(key, value);
+      return KvProtocol.REPLACED;
+    }
+    try {
+      insert(t, h, slot, addr, len);
+    } catch (io.ferrite.fabric.FerriteException e) {
+      freeExtent(addr, len);
+      throw e;
+    }
+    count++;
+    VarHandle.fullFence();
+    log.put(key, value);
+    return KvProtocol.CREATED;
+  }
+
+  /** Marks an out-of-line extent freed (readers holding a pointer to it retry) and frees it. */
+  private void freeExtent(long addr, int len) {
+    if (len == 0) {
+      return;
+    }
+    byte[] zero = new byte[4];
+    extentRegion(addr).writeFrom(addr & 0xFFFFFFFFL, ByteBuffer.wrap(zero));
+    alloc.free(addr, len);
+  }
+
+  /**
+   * Places a new pair (slot image {@code image}, hash {@code h}) in {@code table}: its home bucket
+   * or the next, after hopscotch displacement if needed, else the home bucket's overflow chain.
+   *
+   * @throws io.ferrite.fabric.FerriteException NO_SPACE if a new overflow block does not fit
+   */
+  private void insert(Table table, long h, byte[] image, long addr, int len) {
+    int b = HopscotchLayout.home(h, table.buckets);
+    for (int x = b; x <= b + 1; x++) {
+      int i = table.freeSlot(x);
+      if (i >= 0) {
+        putInBucket(table, x, i, image, h, addr, len);
+        return;
+      }
+    }
+    int i = displace(table, b);
+    if (i >= 0) {
+      putInBucket(table, b + 1, i, image, h, addr, len);
+      return;
+    }
+    insertInChain(table, b, image, h, addr, len);
+  }
+
+  private void putInBucket(Table table, int x, int i, byte[] image, long h, long addr, int len) {
+    loadBucket(table, x);
+    System.arraycopy(image, 0, img, slotOffset(i), slotBytes);
+    storeBucket(table, x);
+    int g = x * BUCKET_SLOTS + i;
+    table.used.set(g);
+    table.hashes[g] = h;
+    table.extAddr[g] = addr;
+    table.extLen[g] = len;
+  }
+
+  /**
+   * Hopscotch displacement towards home bucket {@code b}: finds the nearest bucket past b + 1 with
+   * a free slot and a path of keys (each in its own home bucket j, so it may move to j + 1) that
+   * brings the hole back to b + 1; nothing moves unless the whole path exists. Returns the freed
+   * slot of b + 1, or -1.
+   */
+  private int displace(Table table, int b) {
+    int limit = Math.min(table.buckets, b + 1 + MAX_DISTANCE);
+    for (int e = b + 2; e <= limit; e++) {
+      int hole = table.freeSlot(e);
+      if (hole < 0) {
+        continue;
+      }
+      int[] pick = new int[e - b - 1];
+      for (int j = e - 1; j >= b + 1; j--) {
+        int p = -1;
+        for (int i = 0; i < BUCKET_SLOTS && p < 0; i++) {
+          int g = j * BUCKET_SLOTS + i;
+          if (table.used.get(g) && HopscotchLayout.home(table.hashes[g], table.buckets) == j) {
+            p = i;
+          }
+        }
+        if (p < 0) {
+          // Every farther hole would need the same bucket j to give up a key: none can.
+          return -1;
+        }
+        pick[j - b - 1] = p;
+      }
+      // FaRM §3.6 / hopscotch: move from the far end first, so the hole walks back to b + 1.
+      for (int j = e - 1; j >= b + 1; j--) {
+        int p = pick[j - b - 1];
+        move(table, j, p, hole);
+        hole = p;
+      }
+      return hole;
+    }
+    return -1;
+  }
+
+  /** Moves the key in slot {@code from} of bucket j to free slot {@code to} of bucket j + 1. */
+  private void move(Table table, int j, int from, int to) {
+    loadBucket(table, j);
+    System.arraycopy(img, slotOffset(from), moving, 0, slotBytes);
+    // j + 1 first: the key is in both buckets until j is written, never in neither.
+    loadBucket(table, j + 1);
+    System.arraycopy(moving, 0, img, slotOffset(to), slotBytes);
+    putInt(img, BACK_JOINT, getInt(img, BACK_JOINT) + 1);
+    storeBucket(table, j + 1);
+    loadBucket(table, j);
+    Arrays.fill(img, slotOffset(from), slotOffset(from) + slotBytes, (byte) 0);
+    putInt(img, FWD_JOINT, getInt(img, FWD_JOINT) + 1);
+    storeBucket(table, j);
+    int gf = j * BUCKET_SLOTS + from;
+    int gt = (j + 1) * BUCKET_SLOTS + to;
+    table.used.set(gt);
+    table.hashes[gt] = table.hashes[gf];
+    table.extAddr[gt] = table.extAddr[gf];
+    table.extLen[gt] = table.extLen[gf];
+    table.used.clear(gf);
+    moves++;
+  }
+
+  private void insertInChain(Table table, int b, byte[] image, long h, long addr, int len) {
+    for (Block k = table.heads[b]; k != null; k = k.next) {
+      int i = k.freeSlot();
+      if (i >= 0) {
+        loadBlock(k);
+        System.arraycopy(image, 0, blockImg, slotOffset(i), slotBytes);
+        storeBlock(k);
+        setBlockSlot(k, i, h, addr, len);
+        overflowKeys++;
+        return;
+      }
+    }
+    Block k = allocateBlock();
+    // The block is written whole before anything points to it, then linked at the head.
+    loadBlock(k);
+    Arrays.fill(blockImg, 8, blockBytes, (byte) 0);
+    putLong(blockImg, INCARNATION, k.incarnation);
+    Block head = table.heads[b];
+    if (head != null) {
+      HopscotchLayout.putPointer(blockImg, NEXT, head.addr, head.incarnation);
+    }
+    System.arraycopy(image, 0, blockImg, slotOffset(0), slotBytes);
+    storeBlock(k);
+    loadBucket(table, b);
+    HopscotchLayout.putPointer(img, OVERFLOW, k.addr, k.incarnation);
+    storeBucket(table, b);
+    k.next = head;
+    table.heads[b] = k;
+    setBlockSlot(k, 0, h, addr, len);
+    overflowKeys++;
+  }
+
+  private static void setBlockSlot(Block k, int i, long h, long addr, int len) {
+    k.used[i] = true;
+    k.hashes[i] = h;
+    k.extAddr[i] = addr;
+    k.extLen[i] = len;
+  }
+
+  /** A block from the free list (type-stable reuse), or new room in the extent area. */
+  private Block allocateBlock() {
+    Block k = freeBlocks.pollFirst();
+    if (k == null) {
+      boolean[] grew = new boolean[1];
+      long addr;
+      try {
+        addr = alloc.allocate(blockBytes, grew);
+      } catch (io.ferrite.fabric.FerriteException e) {
+        if (e.code() == io.ferrite.fabric.ErrorCode.NO_SPACE) {
+          throw full("no room for an overflow block (" + e.detail() + ")");
+        }
+        throw e;
+      }
+      if (grew[0]) {
+        bumpEpoch();
+      }
+      k = new Block(addr);
+      // Zero the block (the memory may have held an extent): version 0, even.
+      Arrays.fill(blockImg, (byte) 0);
+      blockRegion(k).writeFrom(addr & 0xFFFFFFFFL, ByteBuffer.wrap(blockImg));
+      k.incarnation = incarnation();
+    }
+    blocks++;
+    Arrays.fill(k.used, false);
+    k.next = null;
+    return k;
+  }
+
+  /** Frees an unlinked block: its incarnation moves on, so readers holding a pointer restart. */
+  private void freeBlock(Block k) {
+    k.incarnation = incarnation();
+    loadBlock(k);
+    Arrays.fill(blockImg, 8, blockBytes, (byte) 0);
+    putLong(blockImg, INCARNATION, k.incarnation);
+    storeBlock(k);
+    Arrays.fill(k.used, false);
+    k.next = null;
+    blocks--;
+    freeBlocks.addFirst(k);
+  }
+
+  @Override
+  synchronized int delete(byte[] key) {
+    checkKey(key);
+    Loc loc = find(KeyHash.of(key), key);
+    if (loc == null) {
+      return KvProtocol.MISSING;
+    }
+    long oldAddr;
+    int oldLen;
+    if (loc.block == null) {
+      int g = index(loc);
+      oldAddr = t.extAddr[g];
+      oldLen = t.extLen[g];
+      deleteFromBucket(loc.bucket, loc.i);
+    } else {
+      oldAddr = loc.block.extAddr[loc.i];
+      oldLen = loc.block.extLen[loc.i];
+      deleteFromChain(loc);
+    }
+    VarHandle.fullFence();
+    freeExtent(oldAddr, oldLen);
+    count--;
+    log.delete(key);
+    return KvProtocol.DELETED;
+  }
+
+  private void deleteFromBucket(int x, int i) {
+    int g = x * BUCKET_SLOTS + i;
+    Block head = x < t.buckets ? t.heads[x] : null;
+    loadBucket(t, x);
+    if (head == null) {
+      Arrays.fill(img, slotOffset(i), slotOffset(i) + slotBytes, (byte) 0);
+      storeBucket(t, x);
+      t.used.clear(g);
+      return;
+    }
+    // FaRM §3.6: pull a pair of the chain into the freed slot. Bucket first (the pair plus the
+    // head's next incarnation, or the next block), then the block: a reader that holds the old
+    // bucket and follows the chain finds another incarnation and restarts.
+    int p = 0;
+    while (!head.used[p]) {
+      p++;
+    }
+    loadBlock(head);
+    System.arraycopy(blockImg, slotOffset(p), img, slotOffset(i), slotBytes);
+    boolean emptied = head.usedCount() == 1;
+    long inc = incarnation();
+    if (emptied) {
+      if (head.next == null) {
+        HopscotchLayout.putNullPointer(img, OVERFLOW);
+      } else {
+        HopscotchLayout.putPointer(img, OVERFLOW, head.next.addr, head.next.incarnation);
+      }
+    } else {
+      HopscotchLayout.putPointer(img, OVERFLOW, head.addr, inc);
+    }
+    storeBucket(t, x);
+    t.hashes[g] = head.hashes[p];
+    t.extAddr[g] = head.extAddr[p];
+    t.extLen[g] = head.extLen[p];
+    head.used[p] = false;
+    overflowKeys--;
+    moves++;
+    if (emptied) {
+      t.heads[x] = head.next;
+      freeBlock(head);
+    } else {
+      head.incarnation = inc;
+      loadBlock(head);
+      Arrays.fill(blockImg, slotOffset(p), slotOffset(p) + slotBytes, (byte) 0);
+      putLong(blockImg, INCARNATION, inc);
+      storeBlock(head);
+    }
+  }
+
+  private void deleteFromChain(Loc loc) {
+    Block k = loc.block;
+    loadBlock(k);
+    Arrays.fill(blockImg, slotOffset(loc.i), slotOffset(loc.i) + slotBytes, (byte) 0);
+    storeBlock(k);
+    k.used[loc.i] = false;
+    overflowKeys--;
+    if (k.usedCount() > 0) {
+      return;
+    }
+    // Unlink the empty block (its predecessor skips it), then free it.
+    if (loc.prev == null) {
+      loadBucket(t, loc.bucket);
+      if (k.next == null) {
+        HopscotchLayout.putNullPointer(img, OVERFLOW);
+      } else {
+        HopscotchLayout.putPointer(img, OVERFLOW, k.next.addr, k.next.incarnation);
+      }
+      storeBucket(t, loc.bucket);
+      t.heads[loc.bucket] = k.next;
+    } else {
+      loadBlock(loc.prev);
+      if (k.next == null) {
+        HopscotchLayout.putNullPointer(blockImg, NEXT);
+      } else {
+        HopscotchLayout.putPointer(blockImg, NEXT, k.next.addr, k.next.incarnation);
+      }
+      storeBlock(loc.prev);
+      loc.prev.next = k.next;
+    }
+    freeBlock(k);
+  }
+
+  @Override
+  synchronized void resize(int slots) {
+    checkResize(slots);
+    int buckets = HopscotchLayout.bucketsFor(slots);
+    if (buckets <= t.buckets) {
+      return;
+    }
+    Table old = t;
+    Table n = newTable(buckets);
+    int keptOverflow = overflowKeys;
+    overflowKeys = 0;
+    try {
+      for (int g = old.used.nextSetBit(0); g >= 0; g = old.used.nextSetBit(g + 1)) {
+        int x = g / BUCKET_SLOTS;
+        old.region.readInto(bucketOffset(x) + slotOffset(g % BUCKET_SLOTS), ByteBuffer.wrap(slot));
+        insert(n, old.hashes[g], slot.clone(), old.extAddr[g], old.extLen[g]);
+      }
+      for (Block head : old.heads) {
+        for (Block k = head; k != null; k = k.next) {
+          for (int i = 0; i < BLOCK_SLOTS; i++) {
+            if (k.used[i]) {
+              blockRegion(k)
+                  .readInto((k.addr & 0xFFFFFFFFL) + slotOffset(i), ByteBuffer.wrap(slot));
+              insert(n, k.hashes[i], slot.clone(), k.extAddr[i], k.extLen[i]);
+            }
+          }
+        }
+      }
+    } catch (io.ferrite.fabric.FerriteException e) {
+      // Nothing was published: give back the new array's blocks, keep the old array.
+      for (Block head : n.heads) {
+        for (Block k = head, next; k != null; k = next) {
+          next = k.next;
+          freeBlock(k);
+        }
+      }
+      overflowKeys = keptOverflow;
+      throw e;
+    }
+    // Publish: the epoch, then poison every old bucket (a stale reader fetches the layout), then
+    // free the old chains (a reader that read an old bucket before the poison and follows its chain
+    // finds another incarnation and restarts). Writes, waiting for the lock, go to the new array.
+    t = n;
+    bumpEpoch();
+    old.region.putLongRelease(HopscotchLayout.EPOCH_OFFSET, epoch);
+    VarHandle.fullFence();
+    for (int x = 0; x <= old.buckets; x++) {
+      old.region.putLongRelease(bucketOffset(x), HopscotchLayout.MOVED);
+    }
+    VarHandle.fullFence();
+    for (Block head : old.heads) {
+      for (Block k = head, next; k != null; k = next) {
+        next = k.next;
+        freeBlock(k);
+      }
+    }
+    log.resize(slots);
+  }
+}
