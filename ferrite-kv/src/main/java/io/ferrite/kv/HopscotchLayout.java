@@ -224,6 +224,33 @@ public final class HopscotchLayout {
     return getLong(b, at + body) == Checksum64.of(b, at, body) ? Check.OK : Check.TORN;
   }
 
+  /**
+   * Checks a neighbourhood copy (bucket b then bucket b + 1, {@code bucketBytes} each): both whole
+   * ({@link #check}) and consistent with each other, {@code fwd(b) == back(b + 1)} (FaRM Figure 9:
+   * no move between the two buckets happened between the copies of the two).
+   */
+  public static Check verifyNeighbourhood(byte[] nb, int bucketBytes) {
+    Check c0 = check(nb, 0, bucketBytes);
+    Check c1 = check(nb, bucketBytes, bucketBytes);
+    if (c0 == Check.MOVED || c1 == Check.MOVED) {
+      return Check.MOVED;
+    }
+    if (c0 != Check.OK || c1 != Check.OK || fwdJoint(nb, 0) != backJoint(nb, bucketBytes)) {
+      return Check.TORN;
+    }
+    return Check.OK;
+  }
+
+  /**
+   * Checks an overflow block copy reached through a fat pointer of {@code incarnation}: whole, and
+   * still that incarnation (not freed, and no pair moved out of it since the pointer was read).
+   */
+  public static Check verifyBlock(byte[] block, int blockBytes, long incarnation) {
+    return check(block, 0, blockBytes) == Check.OK && getLong(block, INCARNATION) == incarnation
+        ? Check.OK
+        : Check.TORN;
+  }
+
   /** Writes the checksum of the image at {@code at} of {@code length} bytes into its last word. */
   public static void seal(byte[] b, int at, int length) {
     putLong(b, at + length - 8, Checksum64.of(b, at, length - 8));

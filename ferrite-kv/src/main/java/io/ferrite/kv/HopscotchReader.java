@@ -3,7 +3,6 @@ package io.ferrite.kv;
 import static io.ferrite.kv.HopscotchLayout.BLOCK_SLOTS;
 import static io.ferrite.kv.HopscotchLayout.BUCKET_HEADER;
 import static io.ferrite.kv.HopscotchLayout.BUCKET_SLOTS;
-import static io.ferrite.kv.HopscotchLayout.INCARNATION;
 import static io.ferrite.kv.HopscotchLayout.NEXT;
 import static io.ferrite.kv.HopscotchLayout.OVERFLOW;
 
@@ -93,17 +92,11 @@ final class HopscotchReader extends LayoutReader {
    * else TORN or STALE.
    */
   private Object verify(byte[] nb) {
-    HopscotchLayout.Check c0 = HopscotchLayout.check(nb, 0, bucketBytes);
-    HopscotchLayout.Check c1 = HopscotchLayout.check(nb, bucketBytes, bucketBytes);
-    if (c0 == HopscotchLayout.Check.MOVED || c1 == HopscotchLayout.Check.MOVED) {
-      return STALE;
-    }
-    if (c0 != HopscotchLayout.Check.OK
-        || c1 != HopscotchLayout.Check.OK
-        || HopscotchLayout.fwdJoint(nb, 0) != HopscotchLayout.backJoint(nb, bucketBytes)) {
-      return TORN;
-    }
-    return null;
+    return switch (HopscotchLayout.verifyNeighbourhood(nb, bucketBytes)) {
+      case OK -> null;
+      case MOVED -> STALE;
+      case TORN -> TORN;
+    };
   }
 
   /** Reads the extent of the verified out-of-line slot at {@code at} of {@code src}. */
@@ -156,8 +149,7 @@ final class HopscotchReader extends LayoutReader {
               HopscotchLayout.pointerOffset(src, ptr) & 0xFFFFFFFFL,
               ByteBuffer.wrap(block)));
       probes++;
-      if (HopscotchLayout.check(block, 0, blockBytes) != HopscotchLayout.Check.OK
-          || HopscotchLayout.getLong(block, INCARNATION) != inc
+      if (HopscotchLayout.verifyBlock(block, blockBytes, inc) != HopscotchLayout.Check.OK
           || probes > MAX_CHAIN) {
         return TORN;
       }

@@ -149,6 +149,7 @@ final class HopscotchShard extends KvShard {
   private int overflowKeys;
   private int blocks;
   private long nextIncarnation = 1;
+  private Runnable afterWrite = () -> {};
 
   HopscotchShard(
       long tableId,
@@ -184,6 +185,14 @@ final class HopscotchShard extends KvShard {
     r.putLongRelease(HopscotchLayout.EPOCH_OFFSET, epoch);
     r.putLongRelease(0, HopscotchLayout.MAGIC);
     return n;
+  }
+
+  /**
+   * For protocol tests: runs {@code r} (under the lock) after every write to a region, so a test
+   * can take a snapshot of each intermediate state a concurrent reader could copy.
+   */
+  synchronized void afterEachWrite(Runnable r) {
+    this.afterWrite = r;
   }
 
   @Override
@@ -252,7 +261,7 @@ final class HopscotchShard extends KvShard {
    * Writes {@code image} (loaded from {@code at} and changed) back as the next version: odd
    * version, the rest, even version, with release ordering between the steps.
    */
-  private static void store(MappedRegion r, long at, byte[] image, int length) {
+  private void store(MappedRegion r, long at, byte[] image, int length) {
     long v = getLong(image, 0) & ~1L;
     putLong(image, 0, v + 2);
     HopscotchLayout.seal(image, 0, length);
@@ -260,6 +269,7 @@ final class HopscotchShard extends KvShard {
     VarHandle.releaseFence();
     r.writeFrom(at + 8, ByteBuffer.wrap(image, 8, length - 8));
     r.putLongRelease(at, v + 2);
+    afterWrite.run();
   }
 
   private long incarnation() {
@@ -377,6 +387,7 @@ final class HopscotchShard extends KvShard {
       }
       len = extent.length;
       extentRegion(addr).writeFrom(addr & 0xFFFFFFFFL, ByteBuffer.wrap(extent));
+      afterWrite.run();
       HopscotchLayout.putOutOfLineSlot(
           slot, 0, slotBytes, key.length, h, value.length, addr, len, inc, Checksum64.of(extent));
       VarHandle.releaseFence();
@@ -427,6 +438,7 @@ final class HopscotchShard extends KvShard {
     }
     byte[] zero = new byte[4];
     extentRegion(addr).writeFrom(addr & 0xFFFFFFFFL, ByteBuffer.wrap(zero));
+    afterWrite.run();
     alloc.free(addr, len);
   }
 
@@ -586,6 +598,7 @@ final class HopscotchShard extends KvShard {
       // Zero the block (the memory may have held an extent): version 0, even.
       Arrays.fill(blockImg, (byte) 0);
       blockRegion(k).writeFrom(addr & 0xFFFFFFFFL, ByteBuffer.wrap(blockImg));
+      afterWrite.run();
       k.incarnation = incarnation();
     }
     blocks++;
@@ -763,6 +776,7 @@ final class HopscotchShard extends KvShard {
     VarHandle.fullFence();
     for (int x = 0; x <= old.buckets; x++) {
       old.region.putLongRelease(bucketOffset(x), HopscotchLayout.MOVED);
+      afterWrite.run();
     }
     VarHandle.fullFence();
     for (Block head : old.heads) {
