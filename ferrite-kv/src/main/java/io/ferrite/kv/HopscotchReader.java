@@ -62,13 +62,15 @@ final class HopscotchReader extends LayoutReader {
     byte[] nb = scratch();
     Futures.join(
         c.read(l.entries(), neighbourhoodOffset(l, h), ByteBuffer.wrap(nb, 0, 2 * bucketBytes)));
-    Object bad = verify(nb);
-    if (bad != null) {
-      return bad;
-    }
     for (int i = 0; i < 2 * BUCKET_SLOTS; i++) {
       int at = slotAt(i);
       if (HopscotchLayout.slotMatches(nb, at, slotBytes, key, h)) {
+        // A hit needs only its own bucket whole: the pair was there at the instant that bucket's
+        // version was current. (A miss needs both buckets and their joint versions, below.)
+        Object bad = verifyBucket(nb, i < BUCKET_SLOTS ? 0 : bucketBytes);
+        if (bad != null) {
+          return bad;
+        }
         if (!HopscotchLayout.outOfLine(nb, at)) {
           stats.lookup(1);
           return HopscotchLayout.inlineValue(nb, at);
@@ -79,7 +81,19 @@ final class HopscotchReader extends LayoutReader {
         }
       }
     }
+    Object bad = verify(nb);
+    if (bad != null) {
+      return bad;
+    }
     return followChain(c, l, nb, key, h);
+  }
+
+  private Object verifyBucket(byte[] nb, int at) {
+    return switch (HopscotchLayout.check(nb, at, bucketBytes)) {
+      case OK -> null;
+      case MOVED -> STALE;
+      case TORN -> TORN;
+    };
   }
 
   /** Offset of neighbourhood slot {@code i} (0..7) in a neighbourhood copy. */
@@ -196,17 +210,20 @@ final class HopscotchReader extends LayoutReader {
     for (int i = 0; i < n; i++) {
       byte[] key = keys.get(i);
       byte[] nb = nbs[i];
-      if (verify(nb) != null) {
-        continue;
-      }
       int at = -1;
       for (int s = 0; s < 2 * BUCKET_SLOTS && at < 0; s++) {
         if (HopscotchLayout.slotMatches(nb, slotAt(s), slotBytes, key, hs[i])) {
           at = slotAt(s);
+          if (verifyBucket(nb, s < BUCKET_SLOTS ? 0 : bucketBytes) != null) {
+            at = -2; // torn or moved: the single-key path
+          }
         }
       }
+      if (at == -2) {
+        continue;
+      }
       if (at < 0) {
-        if (HopscotchLayout.isNull(nb, OVERFLOW)) {
+        if (verify(nb) == null && HopscotchLayout.isNull(nb, OVERFLOW)) {
           done[i] = true; // a consistent neighbourhood, no chain: absent
           stats.lookup(1);
         }

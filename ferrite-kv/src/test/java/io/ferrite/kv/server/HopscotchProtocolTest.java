@@ -194,18 +194,23 @@ class HopscotchProtocolTest {
         nb,
         bucketBytes,
         bucketBytes);
+    // A hit needs only the bucket it is in to be whole; a miss needs both, jointly consistent.
+    for (int i = 0; i < 2 * HopscotchLayout.BUCKET_SLOTS; i++) {
+      int bucketAt = (i / HopscotchLayout.BUCKET_SLOTS) * bucketBytes;
+      int at =
+          bucketAt + HopscotchLayout.BUCKET_HEADER + (i % HopscotchLayout.BUCKET_SLOTS) * slotBytes;
+      if (HopscotchLayout.slotMatches(nb, at, slotBytes, key, h)) {
+        if (HopscotchLayout.check(nb, bucketAt, bucketBytes) != HopscotchLayout.Check.OK) {
+          return REJECT;
+        }
+        Object v = inSlot(l, nb, at, slotBytes, key, h, sk);
+        if (v != null) {
+          return v;
+        }
+      }
+    }
     if (HopscotchLayout.verifyNeighbourhood(nb, bucketBytes) != HopscotchLayout.Check.OK) {
       return REJECT;
-    }
-    for (int i = 0; i < 2 * HopscotchLayout.BUCKET_SLOTS; i++) {
-      int at =
-          (i / HopscotchLayout.BUCKET_SLOTS) * bucketBytes
-              + HopscotchLayout.BUCKET_HEADER
-              + (i % HopscotchLayout.BUCKET_SLOTS) * slotBytes;
-      Object v = inSlot(l, nb, at, slotBytes, key, h, sk);
-      if (v != null) {
-        return v;
-      }
     }
     byte[] src = nb;
     int ptr = HopscotchLayout.OVERFLOW;
