@@ -543,11 +543,13 @@ public final class KvBench {
     TableOptions to = t.info().options();
     if (to.layout() == TableOptions.Layout.PILAF) {
       int extent = PilafLayout.EXTENT_HEADER + KEY_BYTES + size;
+      ThreadLocal<ByteBuffer> entries =
+          ThreadLocal.withInitial(() -> ByteBuffer.allocate(PilafLayout.ENTRY));
       return r -> {
         // The same key choice as the kv op, so both pay for the zipfian draw.
         zipf.next(r);
         ShardLayout l = ls[r.nextInt(shards)];
-        ByteBuffer e = ByteBuffer.allocate(PilafLayout.ENTRY);
+        ByteBuffer e = entries.get().clear();
         Futures.join(c.read(l.entries(), PilafLayout.entryOffset(r.nextInt(l.slots())), e));
         byte[] ext = new byte[extent];
         Futures.join(c.read(l.extents().get(0), 0, ByteBuffer.wrap(ext)));
@@ -556,10 +558,12 @@ public final class KvBench {
     int bucketBytes = HopscotchLayout.bucketBytes(HopscotchLayout.slotBytes(to.inlineBytes()));
     boolean inline = KEY_BYTES + size <= to.inlineBytes();
     int extent = HopscotchLayout.EXTENT_HEADER + KEY_BYTES + size;
+    // One neighbourhood buffer per thread, as the kv get has (it allocates only the value).
+    ThreadLocal<byte[]> buffers = ThreadLocal.withInitial(() -> new byte[2 * bucketBytes]);
     return r -> {
       zipf.next(r);
       ShardLayout l = ls[r.nextInt(shards)];
-      byte[] nb = new byte[2 * bucketBytes];
+      byte[] nb = buffers.get();
       int bucket = r.nextInt(l.slots() / HopscotchLayout.BUCKET_SLOTS);
       Futures.join(
           c.read(
