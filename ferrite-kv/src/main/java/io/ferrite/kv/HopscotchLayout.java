@@ -230,12 +230,17 @@ public final class HopscotchLayout {
    * no move between the two buckets happened between the copies of the two).
    */
   public static Check verifyNeighbourhood(byte[] nb, int bucketBytes) {
-    Check c0 = check(nb, 0, bucketBytes);
-    Check c1 = check(nb, bucketBytes, bucketBytes);
+    return verifyNeighbourhood(nb, 0, bucketBytes);
+  }
+
+  /** As {@link #verifyNeighbourhood(byte[], int)}, for a copy at {@code at} of {@code nb}. */
+  public static Check verifyNeighbourhood(byte[] nb, int at, int bucketBytes) {
+    Check c0 = check(nb, at, bucketBytes);
+    Check c1 = check(nb, at + bucketBytes, bucketBytes);
     if (c0 == Check.MOVED || c1 == Check.MOVED) {
       return Check.MOVED;
     }
-    if (c0 != Check.OK || c1 != Check.OK || fwdJoint(nb, 0) != backJoint(nb, bucketBytes)) {
+    if (c0 != Check.OK || c1 != Check.OK || fwdJoint(nb, at) != backJoint(nb, at + bucketBytes)) {
       return Check.TORN;
     }
     return Check.OK;

@@ -30,6 +30,8 @@ final class HopscotchReader extends LayoutReader {
   static final int MAX_CHAIN = 1 << 16;
 
   private static final ThreadLocal<byte[]> SCRATCH = ThreadLocal.withInitial(() -> new byte[0]);
+  private static final ThreadLocal<byte[]> MULTI_SCRATCH =
+      ThreadLocal.withInitial(() -> new byte[0]);
 
   private final int slotBytes;
   private final int bucketBytes;
@@ -89,6 +91,7 @@ final class HopscotchReader extends LayoutReader {
   }
 
   private Object verifyBucket(byte[] nb, int at) {
+    // A bucket copy at 'at' of 'nb' (a neighbourhood buffer, or multiGet's buffer of many).
     return switch (HopscotchLayout.check(nb, at, bucketBytes)) {
       case OK -> null;
       case MOVED -> STALE;
@@ -106,7 +109,11 @@ final class HopscotchReader extends LayoutReader {
    * else TORN or STALE.
    */
   private Object verify(byte[] nb) {
-    return switch (HopscotchLayout.verifyNeighbourhood(nb, bucketBytes)) {
+    return verify(nb, 0);
+  }
+
+  private Object verify(byte[] b, int at) {
+    return switch (HopscotchLayout.verifyNeighbourhood(b, at, bucketBytes)) {
       case OK -> null;
       case MOVED -> STALE;
       case TORN -> TORN;
@@ -196,11 +203,19 @@ final class HopscotchReader extends LayoutReader {
   @Override
   void multiGet(List<byte[]> keys, long[] hs, ShardLayout[] ls, byte[][] out, boolean[] done) {
     int n = keys.size();
-    byte[][] nbs = new byte[n][];
+    int nbBytes = 2 * bucketBytes;
+    // Every key's neighbourhood in one per-thread buffer: no allocation per key but its value.
+    byte[] all = MULTI_SCRATCH.get();
+    if (all.length < n * nbBytes) {
+      all = new byte[n * nbBytes];
+      MULTI_SCRATCH.set(all);
+    }
     Batches round = new Batches(table.client());
     for (int i = 0; i < n; i++) {
-      nbs[i] = new byte[2 * bucketBytes];
-      round.read(ls[i].entries(), neighbourhoodOffset(ls[i], hs[i]), ByteBuffer.wrap(nbs[i]));
+      round.read(
+          ls[i].entries(),
+          neighbourhoodOffset(ls[i], hs[i]),
+          ByteBuffer.wrap(all, i * nbBytes, nbBytes));
     }
     if (!round.flushAndWait()) {
       return;
@@ -209,12 +224,12 @@ final class HopscotchReader extends LayoutReader {
     int[] extAt = null;
     for (int i = 0; i < n; i++) {
       byte[] key = keys.get(i);
-      byte[] nb = nbs[i];
+      int base = i * nbBytes;
       int at = -1;
       for (int s = 0; s < 2 * BUCKET_SLOTS && at < 0; s++) {
-        if (HopscotchLayout.slotMatches(nb, slotAt(s), slotBytes, key, hs[i])) {
-          at = slotAt(s);
-          if (verifyBucket(nb, s < BUCKET_SLOTS ? 0 : bucketBytes) != null) {
+        if (HopscotchLayout.slotMatches(all, base + slotAt(s), slotBytes, key, hs[i])) {
+          at = base + slotAt(s);
+          if (verifyBucket(all, base + (s < BUCKET_SLOTS ? 0 : bucketBytes)) != null) {
             at = -2; // torn or moved: the single-key path
           }
         }
@@ -223,26 +238,26 @@ final class HopscotchReader extends LayoutReader {
         continue;
       }
       if (at < 0) {
-        if (verify(nb) == null && HopscotchLayout.isNull(nb, OVERFLOW)) {
+        if (verify(all, base) == null && HopscotchLayout.isNull(all, base + OVERFLOW)) {
           done[i] = true; // a consistent neighbourhood, no chain: absent
           stats.lookup(1);
         }
-      } else if (!HopscotchLayout.outOfLine(nb, at)) {
-        out[i] = HopscotchLayout.inlineValue(nb, at);
+      } else if (!HopscotchLayout.outOfLine(all, at)) {
+        out[i] = HopscotchLayout.inlineValue(all, at);
         done[i] = true;
         stats.lookup(1);
       } else {
-        int region = HopscotchLayout.extentRegion(nbs[i], at);
+        int region = HopscotchLayout.extentRegion(all, at);
         if (region < ls[i].extents().size()) {
           if (ext == null) {
             ext = new byte[n][];
             extAt = new int[n];
           }
           extAt[i] = at;
-          ext[i] = new byte[HopscotchLayout.extentLength(nbs[i], at)];
+          ext[i] = new byte[HopscotchLayout.extentLength(all, at)];
           RegionRef r = ls[i].extents().get(region);
           round.read(
-              r, HopscotchLayout.extentOffset(nbs[i], at) & 0xFFFFFFFFL, ByteBuffer.wrap(ext[i]));
+              r, HopscotchLayout.extentOffset(all, at) & 0xFFFFFFFFL, ByteBuffer.wrap(ext[i]));
         }
       }
     }
@@ -251,13 +266,12 @@ final class HopscotchReader extends LayoutReader {
     }
     for (int i = 0; i < n; i++) {
       if (ext[i] != null) {
-        byte[] nb = nbs[i];
         int at = extAt[i];
         Object v =
             extentValue(
                 ext[i],
-                HopscotchLayout.extentIncarnation(nb, at),
-                HopscotchLayout.extentChecksum(nb, at),
+                HopscotchLayout.extentIncarnation(all, at),
+                HopscotchLayout.extentChecksum(all, at),
                 keys.get(i));
         if (v instanceof byte[] value) {
           out[i] = value;
