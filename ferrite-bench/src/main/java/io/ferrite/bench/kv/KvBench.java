@@ -82,7 +82,11 @@ public final class KvBench {
    * What to run.
    *
    * @param fabrics client fabrics, in order ("shm", "tcp")
+   * @param layouts table layouts, in order
    * @param threads client thread counts
+   * @param ops operations, in order (of {@link #OPS})
+   * @param inlineValues hopscotch tables of the operations keep every pair inline (inline bytes =
+   *     key + value size; one read per get at any value size) instead of the default 56 bytes
    * @param duration length of each throughput measurement (a quarter as long warms up first)
    * @param keys keys loaded for the operation measurements
    * @param qualitySlots slots of the one-shard table of the quality measurement
@@ -94,6 +98,8 @@ public final class KvBench {
       List<String> fabrics,
       List<TableOptions.Layout> layouts,
       List<Integer> threads,
+      List<String> ops,
+      boolean inlineValues,
       Duration duration,
       int keys,
       int qualitySlots,
@@ -104,8 +110,15 @@ public final class KvBench {
       fabrics = List.copyOf(fabrics);
       layouts = List.copyOf(layouts);
       threads = List.copyOf(threads);
+      ops = List.copyOf(ops);
       if (layouts.isEmpty()) {
         throw new IllegalArgumentException("layouts: none (expected: pilaf, hopscotch or both)");
+      }
+      for (String op : ops) {
+        if (!List.of(OPS).contains(op)) {
+          throw new IllegalArgumentException(
+              "op: " + op + " (expected: one of " + String.join(", ", OPS) + ")");
+        }
       }
       Objects.requireNonNull(duration, "duration");
       Objects.requireNonNull(directory, "directory");
@@ -120,6 +133,8 @@ public final class KvBench {
           List.of("shm", "tcp"),
           List.of(TableOptions.Layout.PILAF, TableOptions.Layout.HOPSCOTCH),
           List.of(1, 16),
+          List.of(OPS),
+          false,
           Duration.ofSeconds(1),
           20_000,
           1 << 16,
@@ -139,22 +154,92 @@ public final class KvBench {
 
     public Options withFabrics(List<String> f) {
       return new Options(
-          f, layouts, threads, duration, keys, qualitySlots, qualityLookups, directory, progress);
+          f,
+          layouts,
+          threads,
+          ops,
+          inlineValues,
+          duration,
+          keys,
+          qualitySlots,
+          qualityLookups,
+          directory,
+          progress);
     }
 
     public Options withLayouts(List<TableOptions.Layout> l) {
       return new Options(
-          fabrics, l, threads, duration, keys, qualitySlots, qualityLookups, directory, progress);
+          fabrics,
+          l,
+          threads,
+          ops,
+          inlineValues,
+          duration,
+          keys,
+          qualitySlots,
+          qualityLookups,
+          directory,
+          progress);
     }
 
     public Options withThreads(List<Integer> t) {
       return new Options(
-          fabrics, layouts, t, duration, keys, qualitySlots, qualityLookups, directory, progress);
+          fabrics,
+          layouts,
+          t,
+          ops,
+          inlineValues,
+          duration,
+          keys,
+          qualitySlots,
+          qualityLookups,
+          directory,
+          progress);
+    }
+
+    public Options withOps(List<String> l) {
+      return new Options(
+          fabrics,
+          layouts,
+          threads,
+          l,
+          inlineValues,
+          duration,
+          keys,
+          qualitySlots,
+          qualityLookups,
+          directory,
+          progress);
+    }
+
+    public Options withInlineValues(boolean b) {
+      return new Options(
+          fabrics,
+          layouts,
+          threads,
+          ops,
+          b,
+          duration,
+          keys,
+          qualitySlots,
+          qualityLookups,
+          directory,
+          progress);
     }
 
     public Options withDuration(Duration d) {
       return new Options(
-          fabrics, layouts, threads, d, keys, qualitySlots, qualityLookups, directory, progress);
+          fabrics,
+          layouts,
+          threads,
+          ops,
+          inlineValues,
+          d,
+          keys,
+          qualitySlots,
+          qualityLookups,
+          directory,
+          progress);
     }
 
     public Options withKeys(int n) {
@@ -162,6 +247,8 @@ public final class KvBench {
           fabrics,
           layouts,
           threads,
+          ops,
+          inlineValues,
           duration,
           n,
           qualitySlots,
@@ -172,17 +259,47 @@ public final class KvBench {
 
     public Options withQuality(int slots, int lookups) {
       return new Options(
-          fabrics, layouts, threads, duration, keys, slots, lookups, directory, progress);
+          fabrics,
+          layouts,
+          threads,
+          ops,
+          inlineValues,
+          duration,
+          keys,
+          slots,
+          lookups,
+          directory,
+          progress);
     }
 
     public Options withDirectory(Path d) {
       return new Options(
-          fabrics, layouts, threads, duration, keys, qualitySlots, qualityLookups, d, progress);
+          fabrics,
+          layouts,
+          threads,
+          ops,
+          inlineValues,
+          duration,
+          keys,
+          qualitySlots,
+          qualityLookups,
+          d,
+          progress);
     }
 
     public Options withProgress(PrintStream p) {
       return new Options(
-          fabrics, layouts, threads, duration, keys, qualitySlots, qualityLookups, directory, p);
+          fabrics,
+          layouts,
+          threads,
+          ops,
+          inlineValues,
+          duration,
+          keys,
+          qualitySlots,
+          qualityLookups,
+          directory,
+          p);
     }
   }
 
@@ -273,6 +390,9 @@ public final class KvBench {
                           1 << 20, (int) Math.min(1 << 28, (long) o.keys() * 2 * (size + 64) / 4)),
                       16)
                   .withLimits(64, 4096);
+          if (o.inlineValues()) {
+            to = to.withInlineBytes(Math.max(TableOptions.DEFAULT_INLINE, KEY_BYTES + size));
+          }
           KvTable t = new KvClient(first).createTable(table, to);
           progress.step(
               "loading " + o.keys() + " keys with " + Sizes.label(size) + " values (" + ln + ")");
@@ -283,7 +403,7 @@ public final class KvBench {
           for (var e : clients.entrySet()) {
             KvTable ft = new KvClient(e.getValue()).table(table);
             for (int threads : o.threads()) {
-              for (String op : OPS) {
+              for (String op : o.ops()) {
                 measure(report, o, ln, e.getKey(), e.getValue(), ft, op, size, threads, progress);
               }
             }

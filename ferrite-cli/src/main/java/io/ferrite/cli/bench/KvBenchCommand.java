@@ -73,6 +73,20 @@ public final class KvBenchCommand implements Callable<Integer> {
   List<TableOptions.Layout> layouts;
 
   @Option(
+      names = "--ops",
+      split = ",",
+      paramLabel = "OP",
+      description = "Operations, comma-separated: get, get-rpc, put, mix95 (default: all).")
+  List<String> ops;
+
+  @Option(
+      names = "--inline-values",
+      description =
+          "Hopscotch tables of the operations keep every pair inline (1 KiB values too: one"
+              + " read per get, of two 4 KiB buckets) instead of the default 56 inline bytes.")
+  boolean inlineValues;
+
+  @Option(
       names = "--threads",
       split = ",",
       paramLabel = "N",
@@ -111,6 +125,16 @@ public final class KvBenchCommand implements Callable<Integer> {
     if (layouts != null) {
       o = o.withLayouts(layouts);
     }
+    if (ops != null) {
+      for (String op : ops) {
+        if (!List.of("get", "get-rpc", "put", "mix95").contains(op)) {
+          throw new CommandLine.ParameterException(
+              spec.commandLine(), "--ops: unknown " + op + " (expected: get, get-rpc, put, mix95)");
+        }
+      }
+      o = o.withOps(ops);
+    }
+    o = o.withInlineValues(inlineValues);
     if (threads != null) {
       o = o.withThreads(threads);
     }
