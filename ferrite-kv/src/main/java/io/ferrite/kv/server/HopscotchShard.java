@@ -2,14 +2,12 @@ package io.ferrite.kv.server;
 
 import static io.ferrite.kv.HopscotchLayout.BACK_JOINT;
 import static io.ferrite.kv.HopscotchLayout.BLOCK_SLOTS;
-import static io.ferrite.kv.HopscotchLayout.BUCKET_HEADER;
 import static io.ferrite.kv.HopscotchLayout.BUCKET_SLOTS;
 import static io.ferrite.kv.HopscotchLayout.FWD_JOINT;
 import static io.ferrite.kv.HopscotchLayout.INCARNATION;
 import static io.ferrite.kv.HopscotchLayout.NEXT;
 import static io.ferrite.kv.HopscotchLayout.OVERFLOW;
 import static io.ferrite.kv.HopscotchLayout.getInt;
-import static io.ferrite.kv.HopscotchLayout.getLong;
 import static io.ferrite.kv.HopscotchLayout.putInt;
 import static io.ferrite.kv.HopscotchLayout.putLong;
 
@@ -22,9 +20,9 @@ import io.ferrite.kv.KvProtocol;
 import io.ferrite.kv.ShardLayout;
 import io.ferrite.kv.ShardStats;
 import io.ferrite.kv.TableOptions;
+import io.ferrite.kv.server.HopscotchMemory.Block;
 import java.lang.invoke.VarHandle;
 import java.nio.ByteBuffer;
-import java.util.ArrayDeque;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.BitSet;
@@ -70,38 +68,6 @@ final class HopscotchShard extends KvShard {
   /** Buckets an insert probes forward for a free slot before it uses the overflow chain. */
   static final int MAX_DISTANCE = 32;
 
-  /** An overflow block, as the server tracks it (the region holds the truth readers see). */
-  private static final class Block {
-    final long addr;
-    long incarnation;
-    final long[] hashes = new long[BLOCK_SLOTS];
-    final long[] extAddr = new long[BLOCK_SLOTS];
-    final int[] extLen = new int[BLOCK_SLOTS];
-    final boolean[] used = new boolean[BLOCK_SLOTS];
-    Block next;
-
-    Block(long addr) {
-      this.addr = addr;
-    }
-
-    int usedCount() {
-      int n = 0;
-      for (boolean u : used) {
-        n += u ? 1 : 0;
-      }
-      return n;
-    }
-
-    int freeSlot() {
-      for (int i = 0; i < BLOCK_SLOTS; i++) {
-        if (!used[i]) {
-          return i;
-        }
-      }
-      return -1;
-    }
-  }
-
   /** One bucket array and the server's view of it: per slot its key hash and extent, chains. */
   private static final class Table {
     final MappedRegion region;
@@ -136,20 +102,13 @@ final class HopscotchShard extends KvShard {
   /** Where a key was found: bucket slot {@code bucket * 4 + i}, or slot {@code i} of a block. */
   private record Loc(int bucket, Block block, Block prev, int i) {}
 
+  private final HopscotchMemory m;
   private final int slotBytes;
-  private final int bucketBytes;
-  private final int blockBytes;
-  private final byte[] img;
-  private final byte[] blockImg;
   private final byte[] slot;
   private final byte[] moving;
-  private final ArrayDeque<Block> freeBlocks = new ArrayDeque<>();
   private Table t;
   private int count;
   private int overflowKeys;
-  private int blocks;
-  private long nextIncarnation = 1;
-  private Runnable afterWrite = () -> {};
 
   HopscotchShard(
       long tableId,
@@ -159,11 +118,8 @@ final class HopscotchShard extends KvShard {
       Supplier<MappedRegion> newExtentRegion,
       Function<MappedRegion, RegionRef> refOf) {
     super(tableId, shard, options, newTableRegion, newExtentRegion, refOf);
-    this.slotBytes = HopscotchLayout.slotBytes(options.inlineBytes());
-    this.bucketBytes = HopscotchLayout.bucketBytes(slotBytes);
-    this.blockBytes = HopscotchLayout.blockBytes(slotBytes);
-    this.img = new byte[bucketBytes];
-    this.blockImg = new byte[blockBytes];
+    this.m = new HopscotchMemory(options.inlineBytes(), alloc);
+    this.slotBytes = m.slotBytes;
     this.slot = new byte[slotBytes];
     this.moving = new byte[slotBytes];
     this.t = newTable(HopscotchLayout.bucketsFor(options.slotsPerShard()));
@@ -175,11 +131,7 @@ final class HopscotchShard extends KvShard {
     Table n = new Table(r, buckets);
     // A fresh region is zero: every bucket has version 0, no slot in use and a null chain, but
     // its checksum must match before a reader accepts it.
-    Arrays.fill(img, (byte) 0);
-    HopscotchLayout.seal(img, 0, bucketBytes);
-    for (int b = 0; b <= buckets; b++) {
-      r.writeFrom(HopscotchLayout.bucketOffset(b, bucketBytes), ByteBuffer.wrap(img));
-    }
+    m.initBuckets(r, buckets);
     r.putLongRelease(HopscotchLayout.BUCKETS_OFFSET, buckets);
     r.putLongRelease(HopscotchLayout.SLOT_BYTES_OFFSET, slotBytes);
     r.putLongRelease(HopscotchLayout.EPOCH_OFFSET, epoch);
@@ -192,7 +144,7 @@ final class HopscotchShard extends KvShard {
    * can take a snapshot of each intermediate state a concurrent reader could copy.
    */
   synchronized void afterEachWrite(Runnable r) {
-    this.afterWrite = r;
+    m.afterEachWrite(r);
   }
 
   @Override
@@ -218,7 +170,7 @@ final class HopscotchShard extends KvShard {
         fullErrors,
         epoch,
         overflowKeys,
-        blocks);
+        m.blocks());
   }
 
   @Override
@@ -226,76 +178,13 @@ final class HopscotchShard extends KvShard {
     return t.buckets * BUCKET_SLOTS;
   }
 
-  // ------------------------------------------------------------------ images (seqlock writes)
-
-  /** Offset of slot {@code i} in a bucket or block image. */
-  private int slotOffset(int i) {
-    return BUCKET_HEADER + i * slotBytes;
-  }
-
-  private long bucketOffset(int bucket) {
-    return HopscotchLayout.bucketOffset(bucket, bucketBytes);
-  }
-
-  private void loadBucket(Table table, int bucket) {
-    table.region.readInto(bucketOffset(bucket), ByteBuffer.wrap(img));
-  }
-
-  private void storeBucket(Table table, int bucket) {
-    store(table.region, bucketOffset(bucket), img, bucketBytes);
-  }
-
-  private MappedRegion blockRegion(Block b) {
-    return alloc.region((int) (b.addr >>> 32));
-  }
-
-  private void loadBlock(Block b) {
-    blockRegion(b).readInto(b.addr & 0xFFFFFFFFL, ByteBuffer.wrap(blockImg));
-  }
-
-  private void storeBlock(Block b) {
-    store(blockRegion(b), b.addr & 0xFFFFFFFFL, blockImg, blockBytes);
-  }
-
-  /**
-   * Writes {@code image} (loaded from {@code at} and changed) back as the next version: odd
-   * version, the rest, even version, with release ordering between the steps.
-   */
-  private void store(MappedRegion r, long at, byte[] image, int length) {
-    long v = getLong(image, 0) & ~1L;
-    putLong(image, 0, v + 2);
-    HopscotchLayout.seal(image, 0, length);
-    r.putLongRelease(at, v + 1);
-    VarHandle.releaseFence();
-    r.writeFrom(at + 8, ByteBuffer.wrap(image, 8, length - 8));
-    r.putLongRelease(at, v + 2);
-    afterWrite.run();
-  }
-
-  private long incarnation() {
-    long i = nextIncarnation++;
-    if ((int) i == 0) {
-      i = nextIncarnation++; // extents keep the low 32 bits: 0 means freed
-    }
-    return i;
-  }
-
+  /** Publishes a new extent region (or a resized array) to clients: the layout epoch moves. */
   private void bumpEpoch() {
     epoch++;
     t.region.putLongRelease(HopscotchLayout.EPOCH_OFFSET, epoch);
   }
 
   // ------------------------------------------------------------------ finding keys
-
-  private MappedRegion extentRegion(long addr) {
-    return alloc.region((int) (addr >>> 32));
-  }
-
-  private byte[] readExtent(long addr, int len) {
-    byte[] e = new byte[len];
-    extentRegion(addr).readInto(addr & 0xFFFFFFFFL, ByteBuffer.wrap(e));
-    return e;
-  }
 
   /** Loads the slot at {@code off} of {@code r} into {@link #slot}. */
   private void loadSlot(MappedRegion r, long off) {
@@ -304,7 +193,7 @@ final class HopscotchShard extends KvShard {
 
   private boolean keyMatches(long extAddr, int extLen, byte[] key) {
     if (extLen > 0) {
-      return HopscotchLayout.extentHasKey(readExtent(extAddr, extLen), key);
+      return HopscotchLayout.extentHasKey(m.readExtent(extAddr, extLen), key);
     }
     return HopscotchLayout.keyLength(slot, 0) == key.length
         && Arrays.equals(slot, 8, 8 + key.length, key, 0, key.length);
@@ -316,7 +205,7 @@ final class HopscotchShard extends KvShard {
       for (int i = 0; i < BUCKET_SLOTS; i++) {
         int g = x * BUCKET_SLOTS + i;
         if (t.used.get(g) && t.hashes[g] == h) {
-          loadSlot(t.region, bucketOffset(x) + slotOffset(i));
+          loadSlot(t.region, m.bucketOffset(x) + m.slotOffset(i));
           if (keyMatches(t.extAddr[g], t.extLen[g], key)) {
             return new Loc(x, null, null, i);
           }
@@ -327,7 +216,7 @@ final class HopscotchShard extends KvShard {
     for (Block k = t.heads[b]; k != null; prev = k, k = k.next) {
       for (int i = 0; i < BLOCK_SLOTS; i++) {
         if (k.used[i] && k.hashes[i] == h) {
-          loadSlot(blockRegion(k), (k.addr & 0xFFFFFFFFL) + slotOffset(i));
+          loadSlot(m.blockRegion(k), m.blockOffset(k) + m.slotOffset(i));
           if (keyMatches(k.extAddr[i], k.extLen[i], key)) {
             return new Loc(b, k, prev, i);
           }
@@ -342,7 +231,7 @@ final class HopscotchShard extends KvShard {
     long addr = loc.block == null ? t.extAddr[index(loc)] : loc.block.extAddr[loc.i];
     int len = loc.block == null ? t.extLen[index(loc)] : loc.block.extLen[loc.i];
     return len > 0
-        ? HopscotchLayout.extentValue(readExtent(addr, len))
+        ? HopscotchLayout.extentValue(m.readExtent(addr, len))
         : HopscotchLayout.inlineValue(slot, 0);
   }
 
@@ -378,7 +267,7 @@ final class HopscotchShard extends KvShard {
     if (key.length + value.length <= options.inlineBytes()) {
       HopscotchLayout.putInlineSlot(slot, 0, slotBytes, key, value);
     } else {
-      int inc = (int) incarnation();
+      int inc = (int) m.incarnation();
       byte[] extent = HopscotchLayout.extent(inc, key, value);
       boolean[] grew = new boolean[1];
       addr = alloc.allocate(extent.length, grew);
@@ -386,8 +275,7 @@ final class HopscotchShard extends KvShard {
         bumpEpoch(); // publish the new region before any slot points into it
       }
       len = extent.length;
-      extentRegion(addr).writeFrom(addr & 0xFFFFFFFFL, ByteBuffer.wrap(extent));
-      afterWrite.run();
+      m.writeExtent(addr, extent);
       HopscotchLayout.putOutOfLineSlot(
           slot, 0, slotBytes, key.length, h, value.length, addr, len, inc, Checksum64.of(extent));
       VarHandle.releaseFence();
@@ -400,46 +288,35 @@ final class HopscotchShard extends KvShard {
         int g = index(loc);
         oldAddr = t.extAddr[g];
         oldLen = t.extLen[g];
-        loadBucket(t, loc.bucket);
-        System.arraycopy(slot, 0, img, slotOffset(loc.i), slotBytes);
-        storeBucket(t, loc.bucket);
+        m.loadBucket(t.region, loc.bucket);
+        System.arraycopy(slot, 0, m.bucket, m.slotOffset(loc.i), slotBytes);
+        m.storeBucket(t.region, loc.bucket);
         t.extAddr[g] = addr;
         t.extLen[g] = len;
       } else {
         oldAddr = loc.block.extAddr[loc.i];
         oldLen = loc.block.extLen[loc.i];
-        loadBlock(loc.block);
-        System.arraycopy(slot, 0, blockImg, slotOffset(loc.i), slotBytes);
-        storeBlock(loc.block);
+        m.loadBlock(loc.block);
+        System.arraycopy(slot, 0, m.block, m.slotOffset(loc.i), slotBytes);
+        m.storeBlock(loc.block);
         loc.block.extAddr[loc.i] = addr;
         loc.block.extLen[loc.i] = len;
       }
       VarHandle.fullFence();
-      freeExtent(oldAddr, oldLen);
+      m.freeExtent(oldAddr, oldLen);
       log.put(key, value);
       return KvProtocol.REPLACED;
     }
     try {
       insert(t, h, slot, addr, len);
     } catch (io.ferrite.fabric.FerriteException e) {
-      freeExtent(addr, len);
+      m.freeExtent(addr, len);
       throw e;
     }
     count++;
     VarHandle.fullFence();
     log.put(key, value);
     return KvProtocol.CREATED;
-  }
-
-  /** Marks an out-of-line extent freed (readers holding a pointer to it retry) and frees it. */
-  private void freeExtent(long addr, int len) {
-    if (len == 0) {
-      return;
-    }
-    byte[] zero = new byte[4];
-    extentRegion(addr).writeFrom(addr & 0xFFFFFFFFL, ByteBuffer.wrap(zero));
-    afterWrite.run();
-    alloc.free(addr, len);
   }
 
   /**
@@ -466,9 +343,9 @@ final class HopscotchShard extends KvShard {
   }
 
   private void putInBucket(Table table, int x, int i, byte[] image, long h, long addr, int len) {
-    loadBucket(table, x);
-    System.arraycopy(image, 0, img, slotOffset(i), slotBytes);
-    storeBucket(table, x);
+    m.loadBucket(table.region, x);
+    System.arraycopy(image, 0, m.bucket, m.slotOffset(i), slotBytes);
+    m.storeBucket(table.region, x);
     int g = x * BUCKET_SLOTS + i;
     table.used.set(g);
     table.hashes[g] = h;
@@ -517,17 +394,17 @@ final class HopscotchShard extends KvShard {
 
   /** Moves the key in slot {@code from} of bucket j to free slot {@code to} of bucket j + 1. */
   private void move(Table table, int j, int from, int to) {
-    loadBucket(table, j);
-    System.arraycopy(img, slotOffset(from), moving, 0, slotBytes);
+    m.loadBucket(table.region, j);
+    System.arraycopy(m.bucket, m.slotOffset(from), moving, 0, slotBytes);
     // j + 1 first: the key is in both buckets until j is written, never in neither.
-    loadBucket(table, j + 1);
-    System.arraycopy(moving, 0, img, slotOffset(to), slotBytes);
-    putInt(img, BACK_JOINT, getInt(img, BACK_JOINT) + 1);
-    storeBucket(table, j + 1);
-    loadBucket(table, j);
-    Arrays.fill(img, slotOffset(from), slotOffset(from) + slotBytes, (byte) 0);
-    putInt(img, FWD_JOINT, getInt(img, FWD_JOINT) + 1);
-    storeBucket(table, j);
+    m.loadBucket(table.region, j + 1);
+    System.arraycopy(moving, 0, m.bucket, m.slotOffset(to), slotBytes);
+    putInt(m.bucket, BACK_JOINT, getInt(m.bucket, BACK_JOINT) + 1);
+    m.storeBucket(table.region, j + 1);
+    m.loadBucket(table.region, j);
+    Arrays.fill(m.bucket, m.slotOffset(from), m.slotOffset(from) + slotBytes, (byte) 0);
+    putInt(m.bucket, FWD_JOINT, getInt(m.bucket, FWD_JOINT) + 1);
+    m.storeBucket(table.region, j);
     int gf = j * BUCKET_SLOTS + from;
     int gt = (j + 1) * BUCKET_SLOTS + to;
     table.used.set(gt);
@@ -542,82 +419,32 @@ final class HopscotchShard extends KvShard {
     for (Block k = table.heads[b]; k != null; k = k.next) {
       int i = k.freeSlot();
       if (i >= 0) {
-        loadBlock(k);
-        System.arraycopy(image, 0, blockImg, slotOffset(i), slotBytes);
-        storeBlock(k);
-        setBlockSlot(k, i, h, addr, len);
+        m.loadBlock(k);
+        System.arraycopy(image, 0, m.block, m.slotOffset(i), slotBytes);
+        m.storeBlock(k);
+        k.set(i, h, addr, len);
         overflowKeys++;
         return;
       }
     }
-    Block k = allocateBlock();
+    Block k = m.allocateBlock(this::bumpEpoch, this::full);
     // The block is written whole before anything points to it, then linked at the head.
-    loadBlock(k);
-    Arrays.fill(blockImg, 8, blockBytes, (byte) 0);
-    putLong(blockImg, INCARNATION, k.incarnation);
+    m.loadBlock(k);
+    Arrays.fill(m.block, 8, m.blockBytes, (byte) 0);
+    putLong(m.block, INCARNATION, k.incarnation);
     Block head = table.heads[b];
     if (head != null) {
-      HopscotchLayout.putPointer(blockImg, NEXT, head.addr, head.incarnation);
+      HopscotchLayout.putPointer(m.block, NEXT, head.addr, head.incarnation);
     }
-    System.arraycopy(image, 0, blockImg, slotOffset(0), slotBytes);
-    storeBlock(k);
-    loadBucket(table, b);
-    HopscotchLayout.putPointer(img, OVERFLOW, k.addr, k.incarnation);
-    storeBucket(table, b);
+    System.arraycopy(image, 0, m.block, m.slotOffset(0), slotBytes);
+    m.storeBlock(k);
+    m.loadBucket(table.region, b);
+    HopscotchLayout.putPointer(m.bucket, OVERFLOW, k.addr, k.incarnation);
+    m.storeBucket(table.region, b);
     k.next = head;
     table.heads[b] = k;
-    setBlockSlot(k, 0, h, addr, len);
+    k.set(0, h, addr, len);
     overflowKeys++;
-  }
-
-  private static void setBlockSlot(Block k, int i, long h, long addr, int len) {
-    k.used[i] = true;
-    k.hashes[i] = h;
-    k.extAddr[i] = addr;
-    k.extLen[i] = len;
-  }
-
-  /** A block from the free list (type-stable reuse), or new room in the extent area. */
-  private Block allocateBlock() {
-    Block k = freeBlocks.pollFirst();
-    if (k == null) {
-      boolean[] grew = new boolean[1];
-      long addr;
-      try {
-        addr = alloc.allocate(blockBytes, grew);
-      } catch (io.ferrite.fabric.FerriteException e) {
-        if (e.code() == io.ferrite.fabric.ErrorCode.NO_SPACE) {
-          throw full("no room for an overflow block (" + e.detail() + ")");
-        }
-        throw e;
-      }
-      if (grew[0]) {
-        bumpEpoch();
-      }
-      k = new Block(addr);
-      // Zero the block (the memory may have held an extent): version 0, even.
-      Arrays.fill(blockImg, (byte) 0);
-      blockRegion(k).writeFrom(addr & 0xFFFFFFFFL, ByteBuffer.wrap(blockImg));
-      afterWrite.run();
-      k.incarnation = incarnation();
-    }
-    blocks++;
-    Arrays.fill(k.used, false);
-    k.next = null;
-    return k;
-  }
-
-  /** Frees an unlinked block: its incarnation moves on, so readers holding a pointer restart. */
-  private void freeBlock(Block k) {
-    k.incarnation = incarnation();
-    loadBlock(k);
-    Arrays.fill(blockImg, 8, blockBytes, (byte) 0);
-    putLong(blockImg, INCARNATION, k.incarnation);
-    storeBlock(k);
-    Arrays.fill(k.used, false);
-    k.next = null;
-    blocks--;
-    freeBlocks.addFirst(k);
   }
 
   @Override
@@ -640,7 +467,7 @@ final class HopscotchShard extends KvShard {
       deleteFromChain(loc);
     }
     VarHandle.fullFence();
-    freeExtent(oldAddr, oldLen);
+    m.freeExtent(oldAddr, oldLen);
     count--;
     log.delete(key);
     return KvProtocol.DELETED;
@@ -649,10 +476,10 @@ final class HopscotchShard extends KvShard {
   private void deleteFromBucket(int x, int i) {
     int g = x * BUCKET_SLOTS + i;
     Block head = x < t.buckets ? t.heads[x] : null;
-    loadBucket(t, x);
+    m.loadBucket(t.region, x);
     if (head == null) {
-      Arrays.fill(img, slotOffset(i), slotOffset(i) + slotBytes, (byte) 0);
-      storeBucket(t, x);
+      Arrays.fill(m.bucket, m.slotOffset(i), m.slotOffset(i) + slotBytes, (byte) 0);
+      m.storeBucket(t.region, x);
       t.used.clear(g);
       return;
     }
@@ -663,20 +490,20 @@ final class HopscotchShard extends KvShard {
     while (!head.used[p]) {
       p++;
     }
-    loadBlock(head);
-    System.arraycopy(blockImg, slotOffset(p), img, slotOffset(i), slotBytes);
+    m.loadBlock(head);
+    System.arraycopy(m.block, m.slotOffset(p), m.bucket, m.slotOffset(i), slotBytes);
     boolean emptied = head.usedCount() == 1;
-    long inc = incarnation();
+    long inc = m.incarnation();
     if (emptied) {
       if (head.next == null) {
-        HopscotchLayout.putNullPointer(img, OVERFLOW);
+        HopscotchLayout.putNullPointer(m.bucket, OVERFLOW);
       } else {
-        HopscotchLayout.putPointer(img, OVERFLOW, head.next.addr, head.next.incarnation);
+        HopscotchLayout.putPointer(m.bucket, OVERFLOW, head.next.addr, head.next.incarnation);
       }
     } else {
-      HopscotchLayout.putPointer(img, OVERFLOW, head.addr, inc);
+      HopscotchLayout.putPointer(m.bucket, OVERFLOW, head.addr, inc);
     }
-    storeBucket(t, x);
+    m.storeBucket(t.region, x);
     t.hashes[g] = head.hashes[p];
     t.extAddr[g] = head.extAddr[p];
     t.extLen[g] = head.extLen[p];
@@ -685,21 +512,21 @@ final class HopscotchShard extends KvShard {
     moves++;
     if (emptied) {
       t.heads[x] = head.next;
-      freeBlock(head);
+      m.freeBlock(head);
     } else {
       head.incarnation = inc;
-      loadBlock(head);
-      Arrays.fill(blockImg, slotOffset(p), slotOffset(p) + slotBytes, (byte) 0);
-      putLong(blockImg, INCARNATION, inc);
-      storeBlock(head);
+      m.loadBlock(head);
+      Arrays.fill(m.block, m.slotOffset(p), m.slotOffset(p) + slotBytes, (byte) 0);
+      putLong(m.block, INCARNATION, inc);
+      m.storeBlock(head);
     }
   }
 
   private void deleteFromChain(Loc loc) {
     Block k = loc.block;
-    loadBlock(k);
-    Arrays.fill(blockImg, slotOffset(loc.i), slotOffset(loc.i) + slotBytes, (byte) 0);
-    storeBlock(k);
+    m.loadBlock(k);
+    Arrays.fill(m.block, m.slotOffset(loc.i), m.slotOffset(loc.i) + slotBytes, (byte) 0);
+    m.storeBlock(k);
     k.used[loc.i] = false;
     overflowKeys--;
     if (k.usedCount() > 0) {
@@ -707,25 +534,25 @@ final class HopscotchShard extends KvShard {
     }
     // Unlink the empty block (its predecessor skips it), then free it.
     if (loc.prev == null) {
-      loadBucket(t, loc.bucket);
+      m.loadBucket(t.region, loc.bucket);
       if (k.next == null) {
-        HopscotchLayout.putNullPointer(img, OVERFLOW);
+        HopscotchLayout.putNullPointer(m.bucket, OVERFLOW);
       } else {
-        HopscotchLayout.putPointer(img, OVERFLOW, k.next.addr, k.next.incarnation);
+        HopscotchLayout.putPointer(m.bucket, OVERFLOW, k.next.addr, k.next.incarnation);
       }
-      storeBucket(t, loc.bucket);
+      m.storeBucket(t.region, loc.bucket);
       t.heads[loc.bucket] = k.next;
     } else {
-      loadBlock(loc.prev);
+      m.loadBlock(loc.prev);
       if (k.next == null) {
-        HopscotchLayout.putNullPointer(blockImg, NEXT);
+        HopscotchLayout.putNullPointer(m.block, NEXT);
       } else {
-        HopscotchLayout.putPointer(blockImg, NEXT, k.next.addr, k.next.incarnation);
+        HopscotchLayout.putPointer(m.block, NEXT, k.next.addr, k.next.incarnation);
       }
-      storeBlock(loc.prev);
+      m.storeBlock(loc.prev);
       loc.prev.next = k.next;
     }
-    freeBlock(k);
+    m.freeBlock(k);
   }
 
   @Override
@@ -742,15 +569,15 @@ final class HopscotchShard extends KvShard {
     try {
       for (int g = old.used.nextSetBit(0); g >= 0; g = old.used.nextSetBit(g + 1)) {
         int x = g / BUCKET_SLOTS;
-        old.region.readInto(bucketOffset(x) + slotOffset(g % BUCKET_SLOTS), ByteBuffer.wrap(slot));
+        old.region.readInto(
+            m.bucketOffset(x) + m.slotOffset(g % BUCKET_SLOTS), ByteBuffer.wrap(slot));
         insert(n, old.hashes[g], slot.clone(), old.extAddr[g], old.extLen[g]);
       }
       for (Block head : old.heads) {
         for (Block k = head; k != null; k = k.next) {
           for (int i = 0; i < BLOCK_SLOTS; i++) {
             if (k.used[i]) {
-              blockRegion(k)
-                  .readInto((k.addr & 0xFFFFFFFFL) + slotOffset(i), ByteBuffer.wrap(slot));
+              m.blockRegion(k).readInto(m.blockOffset(k) + m.slotOffset(i), ByteBuffer.wrap(slot));
               insert(n, k.hashes[i], slot.clone(), k.extAddr[i], k.extLen[i]);
             }
           }
@@ -761,7 +588,7 @@ final class HopscotchShard extends KvShard {
       for (Block head : n.heads) {
         for (Block k = head, next; k != null; k = next) {
           next = k.next;
-          freeBlock(k);
+          m.freeBlock(k);
         }
       }
       overflowKeys = keptOverflow;
@@ -775,14 +602,13 @@ final class HopscotchShard extends KvShard {
     old.region.putLongRelease(HopscotchLayout.EPOCH_OFFSET, epoch);
     VarHandle.fullFence();
     for (int x = 0; x <= old.buckets; x++) {
-      old.region.putLongRelease(bucketOffset(x), HopscotchLayout.MOVED);
-      afterWrite.run();
+      m.poison(old.region, x);
     }
     VarHandle.fullFence();
     for (Block head : old.heads) {
       for (Block k = head, next; k != null; k = next) {
         next = k.next;
-        freeBlock(k);
+        m.freeBlock(k);
       }
     }
     log.resize(slots);
