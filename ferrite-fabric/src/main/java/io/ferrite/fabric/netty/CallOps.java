@@ -63,15 +63,26 @@ final class CallOps {
     @Override
     void encode(ClientWriter out, long requestId) {
       int n = request.remaining();
+      boolean inline = n <= RegionOps.COPY_WRITE_LIMIT;
+      // A large request goes out from the caller's buffer: the pooled buffer holds the headers
+      // only.
       ByteBuf buf =
-          Wire.request(out.alloc(), Frames.TYPE_RPC, requestId, RpcDispatcher.RPC_HEADER + n);
+          inline
+              ? Wire.request(out.alloc(), Frames.TYPE_RPC, requestId, RpcDispatcher.RPC_HEADER + n)
+              : Wire.header(
+                  out.alloc(),
+                  Frames.TYPE_RPC,
+                  0,
+                  requestId,
+                  Frames.HEADER + RpcDispatcher.RPC_HEADER,
+                  RpcDispatcher.RPC_HEADER + n);
       buf.writeShortLE(service);
       buf.writeShortLE(opcode);
       // The server learns how long the caller is prepared to wait, so it can drop a call that
       // queued past it instead of doing work nobody waits for.
       long left = Math.max(1, (deadlineNanos - System.nanoTime()) / 1_000_000L);
       buf.writeIntLE((int) Math.min(left, 0xffff_ffffL));
-      if (n <= RegionOps.COPY_WRITE_LIMIT) {
+      if (inline) {
         buf.writeBytes(request.duplicate());
         out.add(buf);
       } else {

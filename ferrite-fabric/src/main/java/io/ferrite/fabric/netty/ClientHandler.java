@@ -13,6 +13,7 @@ import io.netty.util.concurrent.ScheduledFuture;
 import io.netty.util.internal.PlatformDependent;
 import java.io.IOException;
 import java.lang.System.Logger.Level;
+import java.nio.ByteBuffer;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.List;
@@ -367,6 +368,19 @@ final class ClientHandler extends FrameReader {
       return 0;
     }
     return op.readDirect(u.fd(), remaining);
+  }
+
+  @Override
+  protected int readHeaderDirect(ChannelHandlerContext ctx, ByteBuffer dst) {
+    if (state != READY || !(ctx.channel() instanceof UnixChannel u)) {
+      return 0;
+    }
+    try {
+      int n = u.fd().read(dst, dst.position(), dst.limit());
+      return Math.max(0, n);
+    } catch (IOException e) {
+      return 0; // left for Netty's next read of the socket to report
+    }
   }
 
   @Override

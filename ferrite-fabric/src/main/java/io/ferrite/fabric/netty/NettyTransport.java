@@ -52,10 +52,11 @@ public enum NettyTransport {
       new AdaptiveRecvByteBufAllocator(64, 2048, 1 << 20);
 
   // Clients: a large READ response is read from the socket straight into the caller's buffer
-  // (ClientHandler#readBodyDirect), and only what a read buffer took first is copied twice; a
-  // smaller cap keeps that part small while still batching many small responses per read.
+  // (FrameReader#readDirect), and only what a read buffer took first is copied twice; a small cap
+  // keeps that part small (16 KiB of a 1 MiB response) while one read still takes hundreds of
+  // small responses.
   private static final AdaptiveRecvByteBufAllocator CLIENT_RECV =
-      new AdaptiveRecvByteBufAllocator(64, 2048, 64 << 10);
+      new AdaptiveRecvByteBufAllocator(64, 2048, 16 << 10);
 
   Class<? extends ServerChannel> serverChannel() {
     if (this == UNIX) {

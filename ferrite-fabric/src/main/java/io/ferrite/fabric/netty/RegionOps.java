@@ -274,7 +274,13 @@ final class RegionOps {
         // Large: header in a pooled buffer, payload sent from the caller's buffer (the contract
         // keeps it untouched until the future completes, which is after the server answered).
         ByteBuf buf =
-            Wire.request(out.alloc(), Frames.TYPE_WRITE, requestId, Frames.REGION_OP_HEADER + len);
+            Wire.header(
+                out.alloc(),
+                Frames.TYPE_WRITE,
+                0,
+                requestId,
+                Frames.HEADER + Frames.REGION_OP_HEADER,
+                Frames.REGION_OP_HEADER + len);
         regionHeader(buf, parent.ref, parent.offset + at);
         out.add(buf);
         out.add(Unpooled.wrappedBuffer(src));

@@ -36,6 +36,25 @@ final class Wire {
     return buf;
   }
 
+  /**
+   * A pooled buffer holding only the header of a frame whose {@code bodyLength}-byte body goes out
+   * in buffers of its own (a large READ response from the region, a large WRITE from the caller's
+   * buffer). Sized for the header: a buffer sized for the body too would take a large allocation
+   * from the pool's arena for every op, and a pool chunk that empties is freed and the next one
+   * zeroed anew, which cost more than the socket copy itself.
+   */
+  static ByteBuf header(
+      ByteBufAllocator alloc,
+      int type,
+      int flags,
+      long requestId,
+      int headerBytes,
+      int bodyLength) {
+    ByteBuf buf = alloc.ioBuffer(headerBytes, headerBytes);
+    writeHeader(buf, bodyLength, type, flags, ErrorCode.OK.wire(), requestId);
+    return buf;
+  }
+
   /** A pooled buffer holding the header of an OK response and room for {@code bodyLength}. */
   static ByteBuf response(ByteBufAllocator alloc, int type, long requestId, int bodyLength) {
     ByteBuf buf = alloc.ioBuffer(Frames.HEADER + bodyLength);
