@@ -36,30 +36,24 @@ final class Wire {
     return buf;
   }
 
-  /**
-   * A pooled buffer holding only the header of a frame whose {@code bodyLength}-byte body goes out
-   * in buffers of its own (a large READ response from the region, a large WRITE from the caller's
-   * buffer). Sized for the header: a buffer sized for the body too would take a large allocation
-   * from the pool's arena for every op, and a pool chunk that empties is freed and the next one
-   * zeroed anew, which cost more than the socket copy itself.
-   */
-  static ByteBuf header(
-      ByteBufAllocator alloc,
-      int type,
-      int flags,
-      long requestId,
-      int headerBytes,
-      int bodyLength) {
-    ByteBuf buf = alloc.ioBuffer(headerBytes, headerBytes);
-    writeHeader(buf, bodyLength, type, flags, ErrorCode.OK.wire(), requestId);
-    return buf;
-  }
-
   /** A pooled buffer holding the header of an OK response and room for {@code bodyLength}. */
   static ByteBuf response(ByteBufAllocator alloc, int type, long requestId, int bodyLength) {
     ByteBuf buf = alloc.ioBuffer(Frames.HEADER + bodyLength);
     writeHeader(buf, bodyLength, type, Frames.FLAG_RESPONSE, ErrorCode.OK.wire(), requestId);
     return buf;
+  }
+
+  /**
+   * Writes the header of an OK response with a body of {@code bodyLength} bytes into {@code buf}.
+   */
+  static void writeResponseHeader(ByteBuf buf, int type, long requestId, int bodyLength) {
+    writeHeader(buf, bodyLength, type, Frames.FLAG_RESPONSE, ErrorCode.OK.wire(), requestId);
+  }
+
+  /** Writes an error response of {@code msg} (from {@link #truncatedUtf8}) into {@code buf}. */
+  static void writeError(ByteBuf buf, int type, long requestId, ErrorCode code, byte[] msg) {
+    writeHeader(buf, msg.length, type, Frames.FLAG_RESPONSE, code.wire(), requestId);
+    buf.writeBytes(msg);
   }
 
   /** A complete error response: the status is {@code code}, the body the UTF-8 message. */
