@@ -87,7 +87,7 @@ final class ClientWriter {
   private ByteBuf open;
 
   /** First and largest size of a shared frame buffer. */
-  private static final int OPEN_MIN = 512;
+  private static final int OPEN_MIN = 2048;
 
   private static final int OPEN_MAX = 16 << 10;
 

@@ -17,7 +17,7 @@ import io.netty.channel.ChannelHandlerContext;
  * <p>Event-loop confined, like its handler.
  */
 final class ResponseBuffer {
-  static final int MIN = 512;
+  static final int MIN = 2048;
   static final int MAX = 16 << 10;
 
   private final ChannelHandlerContext ctx;
