@@ -358,8 +358,11 @@ final class ClientHandler extends FrameReader {
     }
   }
 
-  /** Below this, a read buffer's copy costs less than the extra system call. */
-  private static final int DIRECT_READ_MIN = 64 << 10;
+  /**
+   * Below this, a read buffer's copy costs less than the extra system call. At the read buffers'
+   * cap (16 KiB, see NettyTransport), so a body longer than one read buffer is never copied twice.
+   */
+  private static final int DIRECT_READ_MIN = 16 << 10;
 
   @Override
   protected int readBodyDirect(ChannelHandlerContext ctx, int remaining) {
