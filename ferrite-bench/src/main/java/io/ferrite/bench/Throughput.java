@@ -3,6 +3,7 @@ package io.ferrite.bench;
 import io.ferrite.fabric.NamedThreadFactory;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.concurrent.BrokenBarrierException;
 import java.util.concurrent.CyclicBarrier;
 import java.util.concurrent.atomic.AtomicReference;
 
@@ -29,13 +30,16 @@ public final class Throughput {
 
   /**
    * Runs {@code threads} threads of {@code steps} together: each makes its step and runs it once,
-   * waits for the others, warms up for {@code plan.warmup()}, then counts the operations of the
-   * steps it starts within {@code plan.duration()}. Returns operations per second over that window.
+   * waits for the others, warms up for {@code plan.warmup()}, then runs for {@code plan.duration()}
+   * and to the end of the step under way. Returns the operations of the steps that ended after the
+   * warm-up, per second from the end of the warm-up to the last thread's last step (so a step
+   * longer than the whole window still counts, over the time it really took).
    */
   public static double opsPerSecond(Measure.Plan plan, int threads, Steps steps, String name)
       throws Exception {
     NamedThreadFactory tf = new NamedThreadFactory("bench-" + name, true);
     long[] counts = new long[threads];
+    long[] stops = new long[threads];
     long[] windows = new long[2];
     AtomicReference<Throwable> failure = new AtomicReference<>();
     // The last thread to arrive fixes the common timeline, so setup never eats measured time.
@@ -53,11 +57,13 @@ public final class Throughput {
       ts.add(
           tf.newThread(
               () -> {
+                boolean started = false;
                 try {
                   Step step = steps.forThread(w);
                   // One step before the common start: connections and threads at the far end are
                   // up, and a first-time cost is paid outside the warm-up.
                   step.run(0);
+                  started = true;
                   start.await();
                   long measureFrom = windows[0];
                   long end = windows[1];
@@ -66,15 +72,19 @@ public final class Throughput {
                   long now = System.nanoTime();
                   while (now < end) {
                     int done = step.run(i++);
+                    now = System.nanoTime();
                     if (now >= measureFrom) {
                       n += done;
                     }
-                    now = System.nanoTime();
                   }
                   counts[w] = n;
+                  stops[w] = now;
                 } catch (Throwable e) {
                   failure.compareAndSet(null, e);
-                  start.reset(); // the others stop waiting for this one
+                  if (!started) {
+                    // Let the others start and end; the failure is reported after they did.
+                    awaitQuietly(start);
+                  }
                 }
               }));
     }
@@ -88,9 +98,21 @@ public final class Throughput {
       throw new IllegalStateException("a " + name + " thread failed", failure.get());
     }
     long total = 0;
-    for (long c : counts) {
-      total += c;
+    long stop = windows[1];
+    for (int t = 0; t < threads; t++) {
+      total += counts[t];
+      stop = Math.max(stop, stops[t]);
     }
-    return total / (plan.duration().toNanos() / 1e9);
+    return total / ((stop - windows[0]) / 1e9);
+  }
+
+  private static void awaitQuietly(CyclicBarrier barrier) {
+    try {
+      barrier.await();
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+    } catch (BrokenBarrierException e) {
+      // Another thread broke it: nobody waits for this one.
+    }
   }
 }
