@@ -161,6 +161,16 @@ public final class NettyServer implements FabricServer {
     return rpc;
   }
 
+  /** The endpoint's RPC rings (shm), or null: for tests and diagnostics. */
+  public RingHost ringHost() {
+    return rings;
+  }
+
+  /** The endpoint's RPC dispatcher: for tests and diagnostics. */
+  public RpcDispatcher dispatcher() {
+    return rpc;
+  }
+
   /** Whether this endpoint carries RPCs through shm rings (RINGS and DOORBELL frames). */
   boolean hasRings() {
     return rings != null;

@@ -46,11 +46,11 @@ import org.agrona.concurrent.ringbuffer.ManyToOneRingBuffer;
 final class RingClient implements MessageHandler {
   private static final System.Logger LOG = System.getLogger(RingClient.class.getName());
 
-  /** How long the consumer-role holder polls for its own answer before it blocks. */
+  /** How long a waiter polls for its answer before it blocks: spinning, then yielding. */
   static final long SPIN_NANOS = TimeUnit.MICROSECONDS.toNanos(50);
 
-  /** How long a waiter that could not take the role spins before it blocks. */
-  static final long SHORT_SPIN_NANOS = TimeUnit.MICROSECONDS.toNanos(5);
+  /** The first part of {@link #SPIN_NANOS}, with {@link Thread#onSpinWait}; then {@code yield}. */
+  static final long BUSY_SPIN_NANOS = TimeUnit.MICROSECONDS.toNanos(3);
 
   static final long SWEEP_MILLIS = 10;
   private static final int IDLE_SWEEPS = 10;
@@ -78,6 +78,14 @@ final class RingClient implements MessageHandler {
 
   private volatile FerriteException closed;
 
+  /** Doorbells this client rang (the server's poller slept) and heard (nobody polled answers). */
+  final java.util.concurrent.atomic.LongAdder rang = new java.util.concurrent.atomic.LongAdder();
+
+  final java.util.concurrent.atomic.LongAdder heard = new java.util.concurrent.atomic.LongAdder();
+
+  /** Calls that found the request ring full and took the socket. */
+  final java.util.concurrent.atomic.LongAdder full = new java.util.concurrent.atomic.LongAdder();
+
   RingClient(
       NettyConnection control,
       RingFile file,
@@ -91,6 +99,11 @@ final class RingClient implements MessageHandler {
     this.maxResponse = maxResponse;
     this.maxRecord = file.responses.maxMsgLength();
     this.maxRequest = file.requests.maxMsgLength() - RingRecords.REQUEST_HEADER;
+  }
+
+  /** The mapped rings (for tests). */
+  RingFile file() {
+    return file;
   }
 
   /** The largest request the ring carries; longer ones go on the socket. */
@@ -127,6 +140,7 @@ final class RingClient implements MessageHandler {
       int at = ring.tryClaim(RingRecords.REQUEST, RingRecords.REQUEST_HEADER + n);
       if (at < 0) {
         pending.remove(id);
+        full.increment();
         return null; // full: the socket takes it (it has its own bound on what is in flight)
       }
       MutableDirectBuffer b = ring.buffer();
@@ -143,6 +157,7 @@ final class RingClient implements MessageHandler {
       }
       ring.commit(at);
       if (file.producerCheckAsleep(RingFile.SERVER_ASLEEP)) {
+        rang.increment();
         control.doorbell();
       }
     } finally {
@@ -172,25 +187,28 @@ final class RingClient implements MessageHandler {
   }
 
   /**
-   * Lets go of the consumer role. The outermost release raises the client-asleep flag and drains
+   * Lets go of the consumer role. The outermost release raises the client-asleep flag and reads
    * once more (an answer written before the server could see the flag is not rung for), then
-   * honours a doorbell that came while the role was held.
+   * honours a doorbell that came while the role was held. Returns the calls those reads answered,
+   * for the caller to complete once the role is free (so that a thread they wake can take it).
    */
-  private void release() {
+  private RingCall release() {
     if (holds > 1) {
       holds--;
-      return;
+      return null;
     }
+    RingCall answered = null;
     for (; ; ) {
       setAsleep(true);
-      drain();
+      read();
+      answered = join(answered, takeDone());
       holds = 0;
       consumer.set(null);
       if (!bellPending.get() || !tryConsume()) {
-        return;
+        return answered;
       }
       bellPending.set(false);
-      while (drain() > 0) {
+      while (read() > 0) {
         // until empty
       }
     }
@@ -213,18 +231,21 @@ final class RingClient implements MessageHandler {
 
   /** On the I/O thread: the server wrote answers while no thread polled. */
   void onDoorbell() {
+    heard.increment();
     bellPending.set(true);
     if (!tryConsume()) {
       return; // the holder sees bellPending when it lets go
     }
     bellPending.set(false);
+    RingCall answered;
     try {
-      while (drain() > 0) {
+      while (read() > 0) {
         // until empty
       }
     } finally {
-      release();
+      answered = join(takeDone(), release());
     }
+    finish(answered);
   }
 
   /**
@@ -236,6 +257,7 @@ final class RingClient implements MessageHandler {
       return;
     }
     long start = System.nanoTime();
+    long budget = Math.min(maxNanos, SPIN_NANOS);
     boolean mine = false;
     try {
       while (!f.isDone()) {
@@ -247,46 +269,73 @@ final class RingClient implements MessageHandler {
             setAsleep(false);
           }
         }
-        if (mine && drain() > 0) {
-          continue;
+        if (mine) {
+          int n = read();
+          finish(takeDone());
+          if (n > 0) {
+            continue;
+          }
         }
         long spent = System.nanoTime() - start;
-        if (spent > Math.min(maxNanos, mine ? SPIN_NANOS : SHORT_SPIN_NANOS)) {
+        if (spent > budget) {
           return;
         }
-        Thread.onSpinWait();
+        if (spent < BUSY_SPIN_NANOS) {
+          Thread.onSpinWait();
+        } else {
+          // Loaded machine: let the server's poller (or whoever) have this core meanwhile.
+          Thread.yield();
+        }
       }
     } finally {
       if (mine) {
-        release();
+        finish(release());
       }
     }
   }
 
-  /**
-   * Holder only: reads what the response ring has, then completes the calls it finished (outside
-   * the ring read, so a callback that waits for another call can drain again).
-   */
-  private int drain() {
-    int n = 0;
-    if (file.acquire()) {
-      try {
-        n = file.responses.read(this, ServerRings.BATCH);
-      } catch (RuntimeException e) {
-        protocolError("unreadable response ring: " + e);
-      } finally {
-        file.release();
-      }
+  /** Holder only: reads what the response ring has; answered calls collect in {@link #done}. */
+  private int read() {
+    if (!file.acquire()) {
+      return 0;
     }
-    RingCall c = done;
+    try {
+      return file.responses.read(this, ServerRings.BATCH);
+    } catch (RuntimeException e) {
+      protocolError("unreadable response ring: " + e);
+      return 0;
+    } finally {
+      file.release();
+    }
+  }
+
+  /** Holder only: the calls answered since the last take. */
+  private RingCall takeDone() {
+    RingCall d = done;
     done = null;
+    return d;
+  }
+
+  private static RingCall join(RingCall a, RingCall b) {
+    if (a == null) {
+      return b;
+    }
+    RingCall t = a;
+    while (t.nextDone != null) {
+      t = t.nextDone;
+    }
+    t.nextDone = b;
+    return a;
+  }
+
+  /** Completes answered calls (running their callbacks on this thread). */
+  private static void finish(RingCall c) {
     while (c != null) {
       RingCall next = c.nextDone;
       c.nextDone = null;
       c.finish();
       c = next;
     }
-    return n;
   }
 
   @Override
@@ -413,6 +462,17 @@ final class RingClient implements MessageHandler {
 
   boolean isClosed() {
     return closed != null;
+  }
+
+  @Override
+  public String toString() {
+    return "rings ("
+        + pending.size()
+        + " pending, rang "
+        + rang.sum()
+        + ", heard "
+        + heard.sum()
+        + ")";
   }
 
   /** Calls sent and not yet answered (for tests). */

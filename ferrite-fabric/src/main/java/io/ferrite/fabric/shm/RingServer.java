@@ -22,21 +22,36 @@ import java.util.concurrent.locks.LockSupport;
  * <h2>Idle strategy</h2>
  *
  * After the last request it served, the poller spins ({@link Thread#onSpinWait}) for {@link
- * #SPIN_NANOS}, then yields until {@link #YIELD_NANOS}, then sleeps: it sets the server-asleep flag
- * of every connection, looks at every request ring once more, and parks until a client rings the
- * doorbell (a DOORBELL frame, which the endpoint's I/O thread turns into {@link #doorbell}). So a
- * busy client is served with no system call at all, and an idle endpoint costs no CPU. While some
- * connection's response ring is full (its client does not drain it), the poller instead parks for a
- * growing interval (10 µs to 1 ms) and retries, not reading that connection's requests meanwhile.
+ * #SPIN_NANOS}, then yields until its idle budget is spent, then sleeps: it sets the server-asleep
+ * flag of every connection, looks at every request ring once more, and parks until a client rings
+ * the doorbell (a DOORBELL frame; the endpoint's I/O thread then reads that connection's requests
+ * itself, {@link #doorbell}, and wakes the poller). So a busy client is served with no system call
+ * at all, and an idle endpoint costs no CPU.
+ *
+ * <p>The idle budget adapts: it starts at {@link #MIN_IDLE_NANOS}; when a doorbell wakes the poller
+ * less than {@link #SHORT_SLEEP_NANOS} after it went to sleep, traffic had only paused (typically
+ * because the machine is loaded and a round trip took longer than the budget), so the budget
+ * doubles, up to {@link #MAX_IDLE_NANOS}; a longer sleep resets it. Without that, a loaded machine
+ * locks into the slow path: the poller sleeps between requests, every request needs a doorbell,
+ * every round trip gets slower.
+ *
+ * <p>While some connection's response ring is full (its client does not drain it), the poller
+ * instead parks for a growing interval (10 µs to 1 ms) and retries, not reading that connection's
+ * requests meanwhile.
  */
 final class RingServer implements RingHost {
   private static final System.Logger LOG = System.getLogger(RingServer.class.getName());
 
   /** Spin this long after the last request before yielding. */
-  static final long SPIN_NANOS = TimeUnit.MICROSECONDS.toNanos(20);
+  static final long SPIN_NANOS = TimeUnit.MICROSECONDS.toNanos(5);
 
-  /** Yield until this long after the last request, then sleep. */
-  static final long YIELD_NANOS = TimeUnit.MICROSECONDS.toNanos(50);
+  /** Idle budget (spin, then yield) after the last request before sleeping: least and most. */
+  static final long MIN_IDLE_NANOS = TimeUnit.MICROSECONDS.toNanos(50);
+
+  static final long MAX_IDLE_NANOS = TimeUnit.MICROSECONDS.toNanos(800);
+
+  /** A sleep shorter than this doubles the idle budget; a longer one resets it. */
+  static final long SHORT_SLEEP_NANOS = TimeUnit.MILLISECONDS.toNanos(2);
 
   private static final long MIN_BACKOFF_NANOS = TimeUnit.MICROSECONDS.toNanos(10);
   private static final long MAX_BACKOFF_NANOS = TimeUnit.MILLISECONDS.toNanos(1);
@@ -51,6 +66,10 @@ final class RingServer implements RingHost {
 
   /** What the poller polls; replaced (copy on write) under {@code this}. */
   private volatile ServerRings[] polled = new ServerRings[0];
+
+  /** Responses that found their ring full and waited on the server (for tests). */
+  final java.util.concurrent.atomic.LongAdder queuedResponses =
+      new java.util.concurrent.atomic.LongAdder();
 
   private volatile Thread poller;
   private volatile boolean shutdown;
@@ -94,6 +113,11 @@ final class RingServer implements RingHost {
 
   @Override
   public void doorbell(long connectionId) {
+    ServerRings rings = byConnection.get(connectionId);
+    if (rings != null) {
+      rings.readNow();
+    }
+    // Then the poller, for what the client sends next (off the critical path of this call).
     wake();
   }
 
@@ -155,6 +179,7 @@ final class RingServer implements RingHost {
   private void run() {
     long lastWork = System.nanoTime();
     long backoff = MIN_BACKOFF_NANOS;
+    long budget = MIN_IDLE_NANOS;
     while (!shutdown) {
       ServerRings[] all = polled;
       int work = 0;
@@ -180,7 +205,7 @@ final class RingServer implements RingHost {
         Thread.onSpinWait();
         continue;
       }
-      if (idle < YIELD_NANOS) {
+      if (idle < budget) {
         Thread.yield();
         continue;
       }
@@ -191,6 +216,8 @@ final class RingServer implements RingHost {
       }
       sleep(all);
       lastWork = System.nanoTime();
+      long slept = lastWork - now;
+      budget = slept < SHORT_SLEEP_NANOS ? Math.min(MAX_IDLE_NANOS, budget * 2) : MIN_IDLE_NANOS;
     }
   }
 

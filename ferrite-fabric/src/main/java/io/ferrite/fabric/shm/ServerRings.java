@@ -8,14 +8,16 @@ import java.nio.ByteBuffer;
 import java.nio.charset.StandardCharsets;
 import java.util.Queue;
 import java.util.concurrent.ConcurrentLinkedQueue;
+import java.util.concurrent.atomic.AtomicBoolean;
 import org.agrona.MutableDirectBuffer;
 import org.agrona.concurrent.ControlledMessageHandler;
 import org.agrona.concurrent.ringbuffer.ManyToOneRingBuffer;
 
 /**
- * One connection's rings on the server: requests read by the {@link RingServer}'s poller and
- * dispatched, responses written by whichever thread finished the call (the poller for inline
- * handlers, a service thread otherwise).
+ * One connection's rings on the server: requests read by the {@link RingServer}'s poller (or, when
+ * the poller slept and the client rang, by the connection's I/O thread) and dispatched, responses
+ * written by whichever thread finished the call (the reading thread for inline handlers, a service
+ * thread otherwise).
  *
  * <p>The client is not trusted: it shares the file, so every record is checked (type, lengths,
  * offsets) before it is used, and a malformed one, or any failure reading the ring, closes this
@@ -36,6 +38,10 @@ final class ServerRings implements RpcDispatcher.Responder, ControlledMessageHan
   private final int maxChunk;
   private final int maxRequest;
   private final Queue<Pending> overflow = new ConcurrentLinkedQueue<>();
+
+  /** Who reads the request ring: the poller, or the I/O thread after a doorbell. */
+  private final AtomicBoolean reading = new AtomicBoolean();
+
   private volatile boolean closed;
 
   ServerRings(RingServer server, RingHost.RingPeer peer, RingFile file) {
@@ -64,28 +70,69 @@ final class ServerRings implements RpcDispatcher.Responder, ControlledMessageHan
 
   // ---------------------------------------------------------------- poller side
 
-  /** Poller only: writes queued responses, then reads up to {@link #BATCH} requests. */
+  /**
+   * The poller: writes queued responses, then reads up to {@link #BATCH} requests. Skipped while
+   * the I/O thread reads (after a doorbell).
+   */
   int poll() {
-    if (closed || !file.acquire()) {
+    if (closed || !reading.compareAndSet(false, true)) {
       return 0;
     }
     try {
-      int work = 0;
-      if (!overflow.isEmpty()) {
-        work += flush();
+      if (!file.acquire()) {
+        return 0;
+      }
+      try {
+        int work = 0;
         if (!overflow.isEmpty()) {
-          return work;
+          work += flush();
+          if (!overflow.isEmpty()) {
+            return work;
+          }
+        }
+        return work + readRequests();
+      } finally {
+        file.release();
+      }
+    } finally {
+      reading.set(false);
+    }
+  }
+
+  /**
+   * The I/O thread, on a doorbell (the poller slept): reads the requests right here, so the call
+   * that rang waits for one thread wake-up, not two; inline handlers answer on this thread. Leaves
+   * the ring to the poller if it is reading, or if responses are queued.
+   */
+  void readNow() {
+    if (closed || !overflow.isEmpty() || !reading.compareAndSet(false, true)) {
+      return;
+    }
+    try {
+      if (file.acquire()) {
+        try {
+          while (readRequests() > 0 && overflow.isEmpty()) {
+            // until empty
+          }
+        } finally {
+          file.release();
         }
       }
-      return work + file.requests.controlledRead(this, BATCH);
+    } finally {
+      reading.set(false);
+    }
+  }
+
+  /** Under {@link #reading} and the file: dispatches up to {@link #BATCH} requests. */
+  private int readRequests() {
+    try {
+      return file.requests.controlledRead(this, BATCH);
     } catch (BadRecord e) {
       closeConnection("malformed ring record: " + e.getMessage());
-      return 1;
+      return 0;
     } catch (RuntimeException e) {
       closeConnection("unreadable request ring: " + e);
-      return 1;
-    } finally {
-      file.release();
+      return 0;
     }
   }
 
@@ -195,6 +242,7 @@ final class ServerRings implements RpcDispatcher.Responder, ControlledMessageHan
       if (!overflow.isEmpty() || !write(p)) {
         // Behind what is queued already, or the ring is full: the poller finishes it.
         overflow.add(p);
+        server.queuedResponses.increment();
         queued = true;
       }
       if (p.offset > 0 || p.body.remaining() == 0) {

@@ -401,6 +401,6 @@ final class ShmConnection implements FabricConnection {
 
   @Override
   public String toString() {
-    return "shm " + control;
+    return "shm " + control + (rings == null ? "" : ", " + rings);
   }
 }

@@ -110,9 +110,35 @@ public final class FerriteClient implements AutoCloseable {
           withRetries(
               "connect to the master at " + masterAddress,
               () -> fabric(scheme(masterAddress)).connect(masterAddress, connectOptions));
-      m = new MasterStub(c, options.rpcTimeout());
+      m = sameHostMaster(new MasterStub(c, options.rpcTimeout()));
       master = m;
       return m;
+    }
+  }
+
+  /**
+   * The master over shm when it runs on this host and serves shm (and the client may use shm: its
+   * fabric is {@code auto} or {@code shm}), else {@code tcp} as it was reached. A master RPC over
+   * shm is a ring write and a ring read instead of two trips through the loopback stack (see
+   * docs/KERNEL.md); a master that does not know MASTER_INFO, or any failure, keeps tcp.
+   */
+  private MasterStub sameHostMaster(MasterStub viaAddress) {
+    String want = options.fabric();
+    if (!(want.equals("auto") || want.equals("shm")) || !scheme(masterAddress).equals("tcp")) {
+      return viaAddress;
+    }
+    try {
+      MasterStub.MasterInfo info = viaAddress.masterInfo();
+      String shm = info.addresses().get("shm");
+      if (shm == null || !info.hostId().equals(options.hostId())) {
+        return viaAddress;
+      }
+      FabricConnection c = fabric("shm").connect(shm, connectOptions);
+      viaAddress.connection().close();
+      return new MasterStub(c, options.rpcTimeout());
+    } catch (FerriteException e) {
+      LOG.log(System.Logger.Level.DEBUG, "master stays on {0}: {1}", masterAddress, e.getMessage());
+      return viaAddress;
     }
   }
 

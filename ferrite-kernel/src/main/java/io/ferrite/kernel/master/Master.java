@@ -4,11 +4,11 @@ import io.ferrite.fabric.Credentials;
 import io.ferrite.fabric.Fabric;
 import io.ferrite.fabric.FabricServer;
 import io.ferrite.fabric.RegionTable;
-import io.ferrite.fabric.RpcHandler;
 import io.ferrite.fabric.ServerSpec;
 import io.ferrite.kernel.config.FerriteConfig;
 import io.ferrite.kernel.config.Secrets;
 import io.ferrite.kernel.config.Threads;
+import io.ferrite.kernel.proto.HostIdentity;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.nio.file.Path;
@@ -36,6 +36,7 @@ public final class Master implements AutoCloseable {
   private final List<FabricServer> endpoints = new ArrayList<>();
   private final Map<String, String> addresses = new LinkedHashMap<>();
   private volatile boolean closed;
+  private Path shmSocketDir;
 
   private Master(FerriteConfig cfg, MasterState state, Journal journal) {
     this.state = state;
@@ -96,24 +97,39 @@ public final class Master implements AutoCloseable {
             ext.name(),
             ext.serviceId());
       }
-      RpcHandler service = new MasterService(state);
+      MasterService service = new MasterService(state, HostIdentity.local());
       for (Fabric f : fabrics) {
-        ServerSpec spec =
-            new ServerSpec(
-                0,
-                credentials,
-                new RegionTable(),
-                service,
-                cfg.masterHost(),
-                cfg.masterPort(),
-                dir,
-                cfg.serviceThreads(),
-                1024,
-                ServerSpec.DEFAULT_MAX_FRAME);
-        FabricServer s = f.serve(spec);
+        boolean shm = f.name().equals("shm");
+        FabricServer s;
+        try {
+          ServerSpec spec =
+              new ServerSpec(
+                  0,
+                  credentials,
+                  new RegionTable(),
+                  service,
+                  cfg.masterHost(),
+                  cfg.masterPort(),
+                  shm ? m.shmDir(cfg) : dir,
+                  cfg.serviceThreads(),
+                  1024,
+                  ServerSpec.DEFAULT_MAX_FRAME);
+          s = f.serve(spec);
+        } catch (RuntimeException e) {
+          if (!shm) {
+            throw e;
+          }
+          // shm only saves same-host clients time: without it they reach the master over tcp.
+          LOG.log(
+              System.Logger.Level.WARNING,
+              "master not serving shm (same-host clients use tcp): {0}",
+              e.getMessage());
+          continue;
+        }
         m.endpoints.add(s);
         m.addresses.put(f.name(), s.address());
       }
+      service.addresses(m.addresses);
       long period = Math.max(20, Math.min(250, cfg.heartbeatInterval().toMillis() / 2));
       m.ticker.scheduleWithFixedDelay(m::tick, period, period, TimeUnit.MILLISECONDS);
     } catch (RuntimeException e) {
@@ -126,6 +142,22 @@ public final class Master implements AutoCloseable {
         cfg.clusterId(),
         m.addresses.values());
     return m;
+  }
+
+  /**
+   * Where the master's shm socket and RPC ring files live: {@code
+   * <shm.dir>/ferrite-<cluster.id>/.master} (tmpfs, beside the memory servers' region files, and a
+   * name no server takes), owner-only. Removed at close, with the cluster's directory if empty.
+   */
+  private Path shmDir(FerriteConfig cfg) {
+    Path d = cfg.shmDir().resolve("ferrite-" + cfg.clusterId()).resolve(".master");
+    try {
+      Secrets.createPrivateDirectories(d);
+    } catch (IOException e) {
+      throw new UncheckedIOException("cannot create the master's shm directory " + d, e);
+    }
+    shmSocketDir = d;
+    return d;
   }
 
   private void tick() {
@@ -194,6 +226,18 @@ public final class Master implements AutoCloseable {
     synchronized (state) {
       closed = true;
       journal.close();
+    }
+    if (shmSocketDir != null) {
+      removeIfEmpty(shmSocketDir);
+      removeIfEmpty(shmSocketDir.getParent());
+    }
+  }
+
+  private static void removeIfEmpty(Path d) {
+    try {
+      java.nio.file.Files.deleteIfExists(d);
+    } catch (IOException e) {
+      // Not empty (a memory server's directory, a file left behind): keep it.
     }
   }
 }

@@ -13,6 +13,7 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
+import java.util.concurrent.locks.ReentrantReadWriteLock;
 
 /**
  * The namespace: a tree of {@link Node}s keyed by real names, rebuilt from journal records. Every
@@ -64,6 +65,14 @@ final class Namespace {
   final Map<Long, Long> pendingReclaim = new LinkedHashMap<>();
 
   long lastId = ROOT_ID;
+
+  /**
+   * Readers that do not hold the master's metadata lock (lookups) take this read lock; {@link
+   * #apply} takes the write lock while it changes memory. The metadata lock, held across a
+   * mutation's journal fsync, is not needed to read: a lookup waits at most for one record being
+   * applied in memory, never for the disk, and sees every record whole.
+   */
+  final ReentrantReadWriteLock lock = new ReentrantReadWriteLock();
 
   Namespace() {
     byId.put(ROOT_ID, root);
@@ -166,8 +175,17 @@ final class Namespace {
     return r.u8("inline?") == 1 ? r.bytes("inline") : null;
   }
 
-  /** Applies one record; see the class comment for the layouts. */
+  /** Applies one record, atomically for readers; see the class comment for the layouts. */
   void apply(ByteBuffer record) {
+    lock.writeLock().lock();
+    try {
+      applyLocked(record);
+    } finally {
+      lock.writeLock().unlock();
+    }
+  }
+
+  private void applyLocked(ByteBuffer record) {
     Wire.Reader r = new Wire.Reader(record, "nodes record");
     int type = r.u8("type");
     switch (type) {

@@ -363,13 +363,53 @@ public final class NodesMaster implements MasterExtension {
         });
   }
 
+  /**
+   * LOOKUP answered on the thread that received it (the shm ring poller, or an I/O thread): it only
+   * reads the namespace, under the namespace's read lock, which {@link Namespace#apply} holds only
+   * while it changes memory. If that lock is taken or wanted by an apply, the lookup declines and
+   * runs on the service executor instead, where it may wait: the receiving thread never does.
+   */
+  @Override
+  public CompletableFuture<ByteBuffer> handleInline(
+      RpcContext caller, int opcode, ByteBuffer request) {
+    if (opcode != NodesProtocol.LOOKUP) {
+      return null;
+    }
+    // hasQueuedThreads: a writer waiting for the lock gets it before more inline readers.
+    if (ns.lock.hasQueuedThreads() || !ns.lock.readLock().tryLock()) {
+      return null;
+    }
+    try {
+      return CompletableFuture.completedFuture(
+          lookupLocked(new Wire.Reader(request, "nodes opcode " + opcode)));
+    } catch (RuntimeException e) {
+      return CompletableFuture.failedFuture(e);
+    } finally {
+      ns.lock.readLock().unlock();
+    }
+  }
+
   private ByteBuffer lookup(Wire.Reader r) {
+    ns.lock.readLock().lock();
+    try {
+      return lookupLocked(r);
+    } finally {
+      ns.lock.readLock().unlock();
+    }
+  }
+
+  /**
+   * Under the namespace's read lock (not the metadata lock: see {@link Namespace#lock}). A lookup
+   * is linearizable at that lock: every change is one record applied under the write lock, and a
+   * mutation that writes several (create then blocks; publish then trim) makes the node visible, or
+   * replaces it, in exactly one of them.
+   */
+  private ByteBuffer lookupLocked(Wire.Reader r) {
     String path = r.str("path");
     int count = r.i32("blocks");
     r.end();
     NodePath.parse(path);
-    return reply(
-        ctx.mutate(m -> info(existing(path), path, 0, Math.max(0, Math.min(count, MAX_MAP)))));
+    return reply(info(existing(path), path, 0, Math.max(0, Math.min(count, MAX_MAP))));
   }
 
   private ByteBuffer remove(Wire.Reader r) {
