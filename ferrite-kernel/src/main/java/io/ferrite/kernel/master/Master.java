@@ -185,6 +185,11 @@ public final class Master implements AutoCloseable {
     return state;
   }
 
+  /** The endpoints the master serves on, one per fabric (for status and tests). */
+  public List<FabricServer> endpoints() {
+    return List.copyOf(endpoints);
+  }
+
   /** The endpoint per fabric name, e.g. {@code tcp -> tcp://127.0.0.1:7100}. */
   public Map<String, String> addresses() {
     return Map.copyOf(addresses);
