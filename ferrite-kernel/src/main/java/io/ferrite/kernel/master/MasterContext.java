@@ -29,8 +29,23 @@ public interface MasterContext {
      * the extension's name), all or none, on behalf of {@code sessionId} (which must be open). See
      * {@link MasterState#allocate} for class preference and spill.
      */
+    default List<BlockRef> allocate(
+        long sessionId, int count, String storageClass, boolean strict, String owner) {
+      return allocate(sessionId, count, storageClass, strict, owner, "");
+    }
+
+    /**
+     * Like {@link #allocate(long, int, String, boolean, String)}, on the servers {@code location}
+     * names first (a server name, a host identity {@code hostname/boot-id}, or a host name; "" for
+     * no preference), within each storage class; the other servers only when those are full.
+     */
     List<BlockRef> allocate(
-        long sessionId, int count, String storageClass, boolean strict, String owner);
+        long sessionId,
+        int count,
+        String storageClass,
+        boolean strict,
+        String owner,
+        String location);
 
     /** Frees blocks that {@code owner} owns, all or none; returns how many. */
     int free(String owner, List<BlockRef> blocks);

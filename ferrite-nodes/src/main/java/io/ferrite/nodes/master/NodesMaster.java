@@ -132,14 +132,14 @@ public final class NodesMaster implements MasterExtension {
    * but never turns into NO_SPACE.
    */
   private List<BlockRef> allocate(
-      MasterContext.Mutation m, long session, int count, String cls, long id) {
+      MasterContext.Mutation m, long session, int count, String cls, String location, long id) {
     try {
-      return m.allocate(session, count, cls, false, Node.owner(id));
+      return m.allocate(session, count, cls, false, Node.owner(id), location);
     } catch (FerriteException e) {
       if (e.code() != ErrorCode.NO_SPACE || reclaimRemovedBefore(m, System.nanoTime()) == 0) {
         throw e;
       }
-      return m.allocate(session, count, cls, false, Node.owner(id));
+      return m.allocate(session, count, cls, false, Node.owner(id), location);
     }
   }
 
@@ -336,7 +336,9 @@ public final class NodesMaster implements MasterExtension {
           }
           long id = ns.nextId();
           List<BlockRef> blocks =
-              prealloc > 0 && inline == null ? allocate(m, session, prealloc, cls, id) : List.of();
+              prealloc > 0 && inline == null
+                  ? allocate(m, session, prealloc, cls, loc, id)
+                  : List.of();
           boolean published = !data || inline != null;
           Node n =
               new Node(
@@ -519,14 +521,17 @@ public final class NodesMaster implements MasterExtension {
             if (need > 0) {
               List<BlockRef> got;
               try {
-                got = allocate(m, session, need, n.storageClass, id);
+                got = allocate(m, session, need, n.storageClass, n.location, id);
               } catch (FerriteException e) {
                 // The window ahead does not fit: take only what the write at index needs.
                 int least = index + 1 - n.blocks.size();
                 if (e.code() != ErrorCode.NO_SPACE || least >= need) {
                   throw e;
                 }
-                got = least <= 0 ? List.of() : allocate(m, session, least, n.storageClass, id);
+                got =
+                    least <= 0
+                        ? List.of()
+                        : allocate(m, session, least, n.storageClass, n.location, id);
               }
               if (!got.isEmpty()) {
                 m.commit(Namespace.blocks(id, n.blocks.size(), got));
