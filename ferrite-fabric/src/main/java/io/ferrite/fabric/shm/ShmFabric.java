@@ -153,7 +153,8 @@ public final class ShmFabric extends NettyFabric {
       // Bound inside a private directory, made owner-only, then renamed into place: the socket
       // is never reachable by others, not even for the instant between bind and chmod.
       Path privateDir = privateBindDir(spec.socketDir());
-      Path bindPath = privateDir.resolve("s.sock");
+      // Short names: the bind path must fit sockaddr_un (107 bytes) wherever the socket's does.
+      Path bindPath = privateDir.resolve("s");
       try {
         server =
             new NettyServer(
@@ -257,14 +258,22 @@ public final class ShmFabric extends NettyFabric {
   }
 
   private static Path privateBindDir(Path socketDir) {
-    try {
-      return Files.createTempDirectory(
-          socketDir,
-          ".bind-",
-          PosixFilePermissions.asFileAttribute(PosixFilePermissions.fromString("rwx------")));
-    } catch (IOException e) {
-      throw new FerriteException(
-          ErrorCode.UNAVAILABLE, "cannot create a directory in " + socketDir, e);
+    java.security.SecureRandom random = new java.security.SecureRandom();
+    for (int attempt = 0; ; attempt++) {
+      // ".b" + 8 hex digits: no longer than the "server-<id>.sock" it stands in for.
+      Path d = socketDir.resolve(String.format(java.util.Locale.ROOT, ".b%08x", random.nextInt()));
+      try {
+        return Files.createDirectory(
+            d, PosixFilePermissions.asFileAttribute(PosixFilePermissions.fromString("rwx------")));
+      } catch (java.nio.file.FileAlreadyExistsException e) {
+        if (attempt > 100) {
+          throw new FerriteException(
+              ErrorCode.UNAVAILABLE, "cannot create a directory in " + socketDir, e);
+        }
+      } catch (IOException e) {
+        throw new FerriteException(
+            ErrorCode.UNAVAILABLE, "cannot create a directory in " + socketDir, e);
+      }
     }
   }
 

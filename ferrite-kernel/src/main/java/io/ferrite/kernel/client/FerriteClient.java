@@ -54,6 +54,7 @@ public final class FerriteClient implements AutoCloseable {
   private final Map<Long, RegionInfo> regions = new ConcurrentHashMap<>();
   private final ScheduledThreadPoolExecutor renewer;
   private volatile MasterStub master;
+  private volatile String masterFabric = "";
   private volatile long sessionId;
   private volatile boolean closed;
 
@@ -110,6 +111,7 @@ public final class FerriteClient implements AutoCloseable {
           withRetries(
               "connect to the master at " + masterAddress,
               () -> fabric(scheme(masterAddress)).connect(masterAddress, connectOptions));
+      masterFabric = scheme(masterAddress);
       m = sameHostMaster(new MasterStub(c, options.rpcTimeout()));
       master = m;
       return m;
@@ -135,6 +137,7 @@ public final class FerriteClient implements AutoCloseable {
       }
       FabricConnection c = fabric("shm").connect(shm, connectOptions);
       viaAddress.connection().close();
+      masterFabric = "shm";
       return new MasterStub(c, options.rpcTimeout());
     } catch (FerriteException e) {
       LOG.log(System.Logger.Level.DEBUG, "master stays on {0}: {1}", masterAddress, e.getMessage());
@@ -594,6 +597,16 @@ public final class FerriteClient implements AutoCloseable {
 
   public List<MemberInfo> members() {
     return refreshMembers();
+  }
+
+  /**
+   * The fabric of the master connection ({@code shm}, {@code tcp}, {@code local}; "" before the
+   * first connect): over shm and local, one-sided reads of a region the master serves cost a memory
+   * access, over tcp a round trip.
+   */
+  public String masterFabric() {
+    master();
+    return masterFabric;
   }
 
   /** The master stub, for admin tools and faces that need master calls of their own. */

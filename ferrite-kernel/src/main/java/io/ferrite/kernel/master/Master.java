@@ -38,6 +38,11 @@ public final class Master implements AutoCloseable {
   private volatile boolean closed;
   private Path shmSocketDir;
 
+  /** Regions the master serves itself (extensions' {@link MasterContext#createRegion}). */
+  private final RegionTable regions = new RegionTable();
+
+  private final SecureRandom rkeys = new SecureRandom();
+
   private Master(FerriteConfig cfg, MasterState state, Journal journal) {
     this.state = state;
     this.journal = journal;
@@ -90,7 +95,7 @@ public final class Master implements AutoCloseable {
     Master m = new Master(cfg, state, journal);
     try {
       for (MasterExtension ext : extensions) {
-        ext.start(state.contextFor(ext));
+        ext.start(state.contextFor(ext, (name, length) -> m.createRegion(cfg, dir, name, length)));
         LOG.log(
             System.Logger.Level.INFO,
             "master extension {0} (service {1}) started",
@@ -106,7 +111,7 @@ public final class Master implements AutoCloseable {
               new ServerSpec(
                   0,
                   credentials,
-                  new RegionTable(),
+                  m.regions,
                   service,
                   cfg.masterHost(),
                   cfg.masterPort(),
@@ -158,6 +163,31 @@ public final class Master implements AutoCloseable {
     }
     shmSocketDir = d;
     return d;
+  }
+
+  /**
+   * An extension's region: a file in the master's shm directory (tmpfs; the data directory if shm
+   * is unusable), registered in the table every endpoint serves.
+   */
+  private synchronized MasterContext.MasterRegion createRegion(
+      FerriteConfig cfg, Path dataDir, String name, long length) {
+    Path where;
+    try {
+      where = shmDir(cfg);
+    } catch (RuntimeException e) {
+      where = dataDir;
+    }
+    int id = regions.all().size() + 1;
+    Path file = where.resolve("region-" + id + "-" + name);
+    try {
+      java.nio.file.Files.deleteIfExists(file); // left by a master that was killed
+    } catch (IOException e) {
+      throw new UncheckedIOException("cannot replace " + file, e);
+    }
+    io.ferrite.fabric.MappedRegion r =
+        io.ferrite.fabric.MappedRegion.create(file, id, length, rkeys.nextLong());
+    regions.register(r);
+    return new MasterContext.MasterRegion(r, regions.ref(0, id));
   }
 
   private void tick() {
@@ -231,6 +261,9 @@ public final class Master implements AutoCloseable {
     synchronized (state) {
       closed = true;
       journal.close();
+    }
+    for (io.ferrite.fabric.MappedRegion r : regions.all()) {
+      r.closeAndDelete();
     }
     if (shmSocketDir != null) {
       removeIfEmpty(shmSocketDir);

@@ -607,6 +607,16 @@ public final class MasterState {
 
   /** A {@link MasterContext} for {@code ext}: its mutations run under this state's lock. */
   public MasterContext contextFor(MasterExtension ext) {
+    return contextFor(ext, null);
+  }
+
+  /**
+   * A {@link MasterContext} for {@code ext} whose {@link MasterContext#createRegion} is {@code
+   * regions} (null: unsupported).
+   */
+  public MasterContext contextFor(
+      MasterExtension ext,
+      java.util.function.BiFunction<String, Long, MasterContext.MasterRegion> regions) {
     MasterState self = this;
     return new MasterContext() {
       @Override
@@ -619,6 +629,14 @@ public final class MasterState {
       @Override
       public long blockSize() {
         return blockSize;
+      }
+
+      @Override
+      public MasterRegion createRegion(String name, long length) {
+        if (regions == null) {
+          return MasterContext.super.createRegion(name, length);
+        }
+        return regions.apply(ext.name() + "-" + name, length);
       }
     };
   }

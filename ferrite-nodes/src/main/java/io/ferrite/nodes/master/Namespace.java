@@ -74,11 +74,37 @@ final class Namespace {
    */
   final ReentrantReadWriteLock lock = new ReentrantReadWriteLock();
 
+  /**
+   * The version words of clients' cached lookups: slots given to nodes here, words bumped by the
+   * handlers.
+   */
+  final LookupVersions versions = new LookupVersions();
+
   Namespace() {
     byId.put(ROOT_ID, root);
   }
 
   // ---------------------------------------------------------------- queries
+
+  /**
+   * The visible nodes on the path {@code components}, root excluded (empty for the root itself), or
+   * null if there is no such node.
+   */
+  List<Node> resolveChain(List<String> components) {
+    List<Node> chain = new ArrayList<>(components.size());
+    Node n = root;
+    for (String c : components) {
+      if (!n.type.isContainer()) {
+        return null;
+      }
+      n = n.children.get(c);
+      if (n == null || !n.visible) {
+        return null;
+      }
+      chain.add(n);
+    }
+    return chain;
+  }
 
   /** The visible node at {@code components}, or null. */
   Node resolve(List<String> components) {
@@ -210,6 +236,7 @@ final class Namespace {
         n.inline = inline(r);
         n.name = name;
         n.detached = (flags & F_DETACHED) != 0;
+        n.slot = versions.assign();
         Node parent = byId.get(parentId);
         n.parent = parent;
         if (!n.detached) {
@@ -323,6 +350,8 @@ final class Namespace {
       Node n = todo.poll();
       todo.addAll(n.children.values());
       byId.remove(n.id);
+      versions.release(n.slot);
+      n.slot = -1;
       setWriter(n, 0);
       if (!n.blocks.isEmpty()) {
         pendingReclaim.put(n.id, now);

@@ -81,6 +81,14 @@ public final class NodesMaster implements MasterExtension {
   @Override
   public void start(MasterContext context) {
     this.ctx = context;
+    try {
+      ns.versions.attach(context.createRegion("versions", 8L * LookupVersions.SLOTS));
+    } catch (FerriteException e) {
+      LOG.log(
+          System.Logger.Level.INFO,
+          "no version region, clients will not cache lookups: {0}",
+          e.getMessage());
+    }
     reclaimer = new ScheduledThreadPoolExecutor(1, new NamedThreadFactory("nodes-reclaim", true));
     long period = Math.max(10, Math.min(200, reclaimGrace.toMillis() / 2));
     reclaimer.scheduleWithFixedDelay(this::reclaim, period, period, TimeUnit.MILLISECONDS);
@@ -188,6 +196,7 @@ public final class NodesMaster implements MasterExtension {
           switch (opcode) {
             case NodesProtocol.CREATE -> create(r);
             case NodesProtocol.LOOKUP -> lookup(r);
+            case NodesProtocol.LOOKUP_VERSIONED -> lookupVersioned(r);
             case NodesProtocol.REMOVE -> remove(r);
             case NodesProtocol.MOVE -> move(r);
             case NodesProtocol.MAP -> map(r);
@@ -357,9 +366,15 @@ public final class NodesMaster implements MasterExtension {
             n.inline = inline;
             n.size = inline.length;
           }
-          m.commit(Namespace.create(n, parent.id));
-          if (!blocks.isEmpty()) {
-            m.commit(Namespace.blocks(id, 0, blocks));
+          // A KeyValue put with its value inline replaces the old one at once.
+          int[] changing = ns.versions.begin(published ? old : null);
+          try {
+            m.commit(Namespace.create(n, parent.id));
+            if (!blocks.isEmpty()) {
+              m.commit(Namespace.blocks(id, 0, blocks));
+            }
+          } finally {
+            ns.versions.end(changing);
           }
           return reply(info(ns.byId.get(id), path, 0, NodesProtocol.LOOKUP_BLOCKS + prealloc));
         });
@@ -374,7 +389,7 @@ public final class NodesMaster implements MasterExtension {
   @Override
   public CompletableFuture<ByteBuffer> handleInline(
       RpcContext caller, int opcode, ByteBuffer request) {
-    if (opcode != NodesProtocol.LOOKUP) {
+    if (opcode != NodesProtocol.LOOKUP && opcode != NodesProtocol.LOOKUP_VERSIONED) {
       return null;
     }
     // hasQueuedThreads: a writer waiting for the lock gets it before more inline readers.
@@ -382,8 +397,9 @@ public final class NodesMaster implements MasterExtension {
       return null;
     }
     try {
+      Wire.Reader r = new Wire.Reader(request, "nodes opcode " + opcode);
       return CompletableFuture.completedFuture(
-          lookupLocked(new Wire.Reader(request, "nodes opcode " + opcode)));
+          opcode == NodesProtocol.LOOKUP ? lookupLocked(r) : lookupVersionedLocked(r));
     } catch (RuntimeException e) {
       return CompletableFuture.failedFuture(e);
     } finally {
@@ -398,6 +414,49 @@ public final class NodesMaster implements MasterExtension {
     } finally {
       ns.lock.readLock().unlock();
     }
+  }
+
+  private ByteBuffer lookupVersioned(Wire.Reader r) {
+    ns.lock.readLock().lock();
+    try {
+      return lookupVersionedLocked(r);
+    } finally {
+      ns.lock.readLock().unlock();
+    }
+  }
+
+  /**
+   * A lookup plus what a client needs to reuse its answer ({@link LookupVersions}): the words of
+   * the nodes on the path, read under the namespace's read lock together with the nodes themselves.
+   * Not cacheable when a word is odd (a change to that node is committing) or a node has no slot.
+   */
+  private ByteBuffer lookupVersionedLocked(Wire.Reader r) {
+    String path = r.str("path");
+    int count = r.i32("blocks");
+    r.end();
+    List<Node> chain = ns.resolveChain(NodePath.parse(path));
+    if (chain == null) {
+      throw fail(Reason.NOT_FOUND, "no such node " + path);
+    }
+    Node n = chain.isEmpty() ? ns.root : chain.get(chain.size() - 1);
+    NodeInfo info = info(n, path, 0, Math.max(0, Math.min(count, MAX_MAP)));
+    io.ferrite.fabric.RegionRef ref = ns.versions.ref();
+    long[] words = new long[chain.size()];
+    boolean cacheable = ref != null && !chain.isEmpty();
+    for (int i = 0; i < chain.size() && cacheable; i++) {
+      words[i] = ns.versions.read(chain.get(i).slot);
+      cacheable = (words[i] & 1) == 0;
+    }
+    Wire.Writer w = new Wire.Writer(160 + info.blocks().size() * 48 + chain.size() * 12);
+    NodesProtocol.writeNode(w, info);
+    if (!cacheable) {
+      return w.u8(0).toBuffer();
+    }
+    w.u8(1).i32(ref.regionId()).i64(ref.rkey()).i64(ref.length()).i32(chain.size());
+    for (int i = 0; i < chain.size(); i++) {
+      w.i32(chain.get(i).slot).i64(words[i]);
+    }
+    return w.toBuffer();
   }
 
   /**
@@ -430,7 +489,13 @@ public final class NodesMaster implements MasterExtension {
                 path + " is a " + n.type.label() + " with " + n.children.size() + " children");
           }
           int count = count(n);
-          m.commit(Namespace.remove(n.id, now()));
+          // Descendants need no bump: every path to them goes through n.
+          int[] changing = ns.versions.begin(n);
+          try {
+            m.commit(Namespace.remove(n.id, now()));
+          } finally {
+            ns.versions.end(changing);
+          }
           return new Wire.Writer().i32(count).toBuffer();
         });
   }
@@ -482,7 +547,12 @@ public final class NodesMaster implements MasterExtension {
               && !(old.type == NodeType.KEYVALUE && n.type == NodeType.KEYVALUE && old.visible)) {
             throw fail(Reason.ALREADY_EXISTS, dst + " exists");
           }
-          m.commit(Namespace.move(n.id, to.id, name, now()));
+          int[] changing = ns.versions.begin(n, old);
+          try {
+            m.commit(Namespace.move(n.id, to.id, name, now()));
+          } finally {
+            ns.versions.end(changing);
+          }
           return reply(info(n, dst, 0, 0));
         });
   }
@@ -571,7 +641,13 @@ public final class NodesMaster implements MasterExtension {
             m.commit(Namespace.remove(n.id, now()));
             throw fail(Reason.NOT_FOUND, "the table of this keyvalue was removed");
           }
-          m.commit(Namespace.publish(id, size, checksum, now(), close, null));
+          // Published: n's size and value change; a put's KeyValue replaces the old one.
+          int[] changing = ns.versions.begin(n, n.detached ? n.parent.children.get(n.name) : null);
+          try {
+            m.commit(Namespace.publish(id, size, checksum, now(), close, null));
+          } finally {
+            ns.versions.end(changing);
+          }
           if (close) {
             trim(n, m);
           }
