@@ -129,7 +129,14 @@ final class LocalCommand implements Callable<Integer> {
           masterFabric = f;
         }
       }
-      Master master = Master.start(cfg, creds, List.of(masterFabric));
+      // The master serves shm too: same-host clients reach it through shared-memory rings.
+      List<Fabric> masterFabrics = new ArrayList<>(List.of(masterFabric));
+      for (Fabric f : served) {
+        if (f.name().equals("shm") && f != masterFabric) {
+          masterFabrics.add(f);
+        }
+      }
+      Master master = Master.start(cfg, creds, masterFabrics);
       running.add(master);
       String masterAddress = master.addresses().get(masterFabric.name());
       String uri =

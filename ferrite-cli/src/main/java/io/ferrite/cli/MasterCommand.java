@@ -73,11 +73,13 @@ final class MasterCommand implements Callable<Integer> {
   Integer snapshotEvery;
 
   @Option(
-      names = "--fabric",
-      description = "Fabric to serve on.",
-      defaultValue = "tcp",
+      names = {"--fabrics", "--fabric"},
+      description =
+          "Fabrics to serve on (default: tcp,shm; clients on this host move from tcp to shm).",
+      defaultValue = "tcp,shm",
+      split = ",",
       hidden = true)
-  String fabric;
+  List<String> fabricNames;
 
   @Override
   public Integer call() throws Exception {
@@ -98,7 +100,7 @@ final class MasterCommand implements Callable<Integer> {
     Fabrics fabrics = new Fabrics();
     Master master;
     try {
-      master = Master.start(cfg, creds, fabrics.open(List.of(fabric)));
+      master = Master.start(cfg, creds, fabrics.open(fabricNames));
     } catch (RuntimeException e) {
       fabrics.close();
       throw e;

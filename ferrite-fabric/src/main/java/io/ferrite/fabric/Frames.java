@@ -39,10 +39,14 @@ package io.ferrite.fabric;
  * FAA    regionId i32 | pad u32 | rkey u64 | offset u64 | delta u64         [previous u64]
  * MAP    regionId i32 | pad u32 | rkey u64                                  [length u64 | pathLen u16 | path utf8]
  * RPC    service u16 | opcode u16 | deadlineMillis u32 | request ...       [response ...]
+ * RINGS  (empty)                                                           [pathLen u16 | path utf8]
+ * DOORBELL (empty; either direction; never answered: flags 0, status 0, requestId 0)
  * </pre>
  *
  * MAP is the shm fabric's registration step: after checking the rkey the server tells a same-host
- * client which file to map.
+ * client which file to map. RINGS and DOORBELL are the shm fabric's too (a tcp server closes the
+ * connection on either): RINGS asks for a file of RPC rings shared by both ends, DOORBELL wakes the
+ * other end's consumer of those rings when it sleeps ({@code docs/KERNEL.md}, "shm RPC rings").
  */
 public final class Frames {
   private Frames() {}
@@ -65,6 +69,8 @@ public final class Frames {
   public static final int TYPE_FAA = 13;
   public static final int TYPE_MAP = 14;
   public static final int TYPE_RPC = 20;
+  public static final int TYPE_RINGS = 15;
+  public static final int TYPE_DOORBELL = 16;
 
   public static final int FLAG_RESPONSE = 1;
 

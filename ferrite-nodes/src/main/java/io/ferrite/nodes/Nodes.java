@@ -42,8 +42,11 @@ public final class Nodes {
   private final java.util.Set<Integer> connected =
       java.util.concurrent.ConcurrentHashMap.newKeySet();
 
+  private final LookupCache cache;
+
   public Nodes(FerriteClient client) {
     this.client = client;
+    this.cache = new LookupCache(client);
     this.blockSize = client.status().blockSize();
     for (io.ferrite.kernel.proto.MemberInfo m : client.members()) {
       if (m.state() == io.ferrite.kernel.proto.ServerState.ALIVE) {
@@ -492,47 +495,23 @@ public final class Nodes {
    * Gets a KeyValue's value (or a whole File's data): one lookup, then one-sided reads of its
    * blocks, verified against the value's checksum; a value replaced while it was read is read
    * again.
+   *
+   * <p>Where the master is reached over shm, the lookup is kept and reused while the master's
+   * version words of the path's nodes say it is current ({@link LookupCache}): a get of a small
+   * (inline) value is then a few one-sided reads and no RPC at all, and stays linearizable.
    */
   public CompletableFuture<ByteBuffer> getAsync(String path) {
     return getAttempt(path, 1);
   }
 
   private CompletableFuture<ByteBuffer> getAttempt(String path, int attempt) {
-    return lookupAsync(path, NodesProtocol.LOOKUP_BLOCKS)
-        .thenCompose(
-            n -> {
-              if (!n.type().hasData()) {
-                throw new NodesException(
-                    NodesException.Reason.WRONG_TYPE, path + " is a " + n.type().label());
-              }
-              if (n.inline() != null) {
-                return CompletableFuture.completedFuture(ByteBuffer.wrap(n.inline()));
-              }
-              if (n.size() > Integer.MAX_VALUE - 8) {
-                throw new NodesException(
-                    NodesException.Reason.INVALID_ARGUMENT,
-                    path + " holds " + n.size() + " B: too large for one buffer, use open()");
-              }
-              ByteBuffer dst = ByteBuffer.allocate((int) n.size());
-              NodeReader reader = new NodeReader(this, n);
-              return reader
-                  .read(0, dst.duplicate())
-                  .thenCompose(
-                      got -> {
-                        boolean verified =
-                            n.type() != NodeType.KEYVALUE
-                                || Checksum64.of(dst, 0, dst.capacity()) == n.checksum();
-                        if (verified) {
-                          return CompletableFuture.completedFuture(dst);
-                        }
-                        if (attempt >= GET_ATTEMPTS) {
-                          throw new NodesException(
-                              NodesException.Reason.CHANGED,
-                              path + " changed under " + attempt + " reads in a row");
-                        }
-                        return getAttempt(path, attempt + 1);
-                      });
-            })
+    boolean caching = cache.enabled();
+    NodeInfo kept = caching ? cache.current(path) : null;
+    CompletableFuture<NodeInfo> node =
+        kept != null
+            ? CompletableFuture.completedFuture(kept)
+            : caching ? lookupKept(path) : lookupAsync(path, NodesProtocol.LOOKUP_BLOCKS);
+    return node.thenCompose(n -> value(path, n, attempt))
         .handle(
             (v, t) -> {
               if (t != null) {
@@ -540,6 +519,72 @@ public final class Nodes {
               }
               return v;
             });
+  }
+
+  /** A LOOKUP_VERSIONED, whose answer the cache keeps if the master says it may. */
+  private CompletableFuture<NodeInfo> lookupKept(String path) {
+    NodePath.check(path);
+    return client
+        .callMaster(
+            NodesProtocol.SERVICE,
+            NodesProtocol.LOOKUP_VERSIONED,
+            new Wire.Writer().str(path).i32(NodesProtocol.LOOKUP_BLOCKS).toBuffer())
+        .handle(
+            (b, t) -> {
+              if (t == null) {
+                Wire.Reader r = new Wire.Reader(b, "versioned lookup");
+                NodeInfo n = NodesProtocol.readNode(r);
+                cache.keep(path, n, r);
+                return CompletableFuture.completedFuture(n);
+              }
+              if (io.ferrite.fabric.FerriteException.unwrap(t).code()
+                  == io.ferrite.fabric.ErrorCode.UNKNOWN_OPCODE) {
+                cache.unsupported(); // an older master
+                return lookupAsync(path, NodesProtocol.LOOKUP_BLOCKS);
+              }
+              throw NodesException.from(t);
+            })
+        .thenCompose(f -> f);
+  }
+
+  private CompletableFuture<ByteBuffer> value(String path, NodeInfo n, int attempt) {
+    if (!n.type().hasData()) {
+      throw new NodesException(
+          NodesException.Reason.WRONG_TYPE, path + " is a " + n.type().label());
+    }
+    if (n.inline() != null) {
+      return CompletableFuture.completedFuture(ByteBuffer.wrap(n.inline().clone()));
+    }
+    if (n.size() > Integer.MAX_VALUE - 8) {
+      throw new NodesException(
+          NodesException.Reason.INVALID_ARGUMENT,
+          path + " holds " + n.size() + " B: too large for one buffer, use open()");
+    }
+    ByteBuffer dst = ByteBuffer.allocate((int) n.size());
+    NodeReader reader = new NodeReader(this, n);
+    return reader
+        .read(0, dst.duplicate())
+        .thenCompose(
+            got -> {
+              boolean verified =
+                  n.type() != NodeType.KEYVALUE
+                      || Checksum64.of(dst, 0, dst.capacity()) == n.checksum();
+              if (verified) {
+                return CompletableFuture.completedFuture(dst);
+              }
+              cache.forget(path);
+              if (attempt >= GET_ATTEMPTS) {
+                throw new NodesException(
+                    NodesException.Reason.CHANGED,
+                    path + " changed under " + attempt + " reads in a row");
+              }
+              return getAttempt(path, attempt + 1);
+            });
+  }
+
+  /** Lookups the gets of this client keep (for tests). */
+  int keptLookups() {
+    return cache.size();
   }
 
   public ByteBuffer get(String path) {

@@ -22,6 +22,10 @@ import java.util.List;
  * OPEN_WRITE  path str | session i64                                         -> node
  * LIST        path str | after str | max i32 | blocks u8                     -> more u8 | n i32 | entry*
  * ABORT       id i64 | session i64                                           -> empty
+ * LOOKUP_VERSIONED  path str | blocks i32
+ *             -> node | cacheable u8 [| regionId i32 | rkey i64 | length i64 | count i32
+ *                                      | { slot i32 | word i64 }* ]   (the path's nodes, root
+ *                excluded, in order: see "Cached gets" in docs/NODES.md; served by node 0)
  *
  * node  = id i64 | path str | type u8 | size i64 | mtime i64 | checksum i64 | class str
  *         | location str | flags u8 (1 enumerable, 2 writing) | blockCount i32 | first i32
@@ -44,6 +48,7 @@ public final class NodesProtocol {
   public static final int OPEN_WRITE = 7;
   public static final int LIST = 8;
   public static final int ABORT = 9;
+  public static final int LOOKUP_VERSIONED = 10;
 
   public static final int FLAG_ENUMERABLE = 1;
   public static final int FLAG_WRITING = 2;

@@ -11,6 +11,7 @@ import io.ferrite.fabric.Futures;
 import io.ferrite.fabric.MappedRegion;
 import io.ferrite.fabric.RegionRef;
 import io.ferrite.fabric.RegionTable;
+import io.ferrite.fabric.RpcContext;
 import io.ferrite.fabric.RpcHandler;
 import io.ferrite.fabric.ServerSpec;
 import java.io.IOException;
@@ -34,6 +35,7 @@ final class BenchEndpoint implements AutoCloseable {
 
   static final int OP_EMPTY = 0;
   static final int OP_ECHO = 1;
+  static final int OP_INLINE = 2;
 
   private static final int NODE_ID = 1;
   private static final int REGION_ID = 1;
@@ -85,24 +87,41 @@ final class BenchEndpoint implements AutoCloseable {
     ref = table.ref(NODE_ID, REGION_ID);
   }
 
-  /** The bench service: empty answers and echoes, nothing else. */
+  /**
+   * The bench service: empty answers and echoes, nothing else. {@link #OP_INLINE} is the empty
+   * answer given on the thread that received the call ({@link RpcHandler#handleInline}), the others
+   * go through the service executor like any blocking operation.
+   */
   static RpcHandler handler() {
-    return (ctx, service, opcode, request) -> {
-      if (service != SERVICE) {
-        return Futures.failed(ErrorCode.UNKNOWN_SERVICE, "no service " + service);
+    return new RpcHandler() {
+      @Override
+      public CompletableFuture<ByteBuffer> handle(
+          RpcContext ctx, int service, int opcode, ByteBuffer request) {
+        if (service != SERVICE) {
+          return Futures.failed(ErrorCode.UNKNOWN_SERVICE, "no service " + service);
+        }
+        switch (opcode) {
+          case OP_EMPTY:
+          case OP_INLINE:
+            return CompletableFuture.completedFuture(ByteBuffer.allocate(0));
+          case OP_ECHO:
+            {
+              // The request is valid only until the future completes: copy it out.
+              ByteBuffer copy = ByteBuffer.allocate(request.remaining());
+              copy.put(request.duplicate()).flip();
+              return CompletableFuture.completedFuture(copy);
+            }
+          default:
+            return Futures.failed(ErrorCode.UNKNOWN_OPCODE, "bench opcode " + opcode);
+        }
       }
-      switch (opcode) {
-        case OP_EMPTY:
-          return CompletableFuture.completedFuture(ByteBuffer.allocate(0));
-        case OP_ECHO:
-          {
-            // The request is valid only until the future completes: copy it out.
-            ByteBuffer copy = ByteBuffer.allocate(request.remaining());
-            copy.put(request.duplicate()).flip();
-            return CompletableFuture.completedFuture(copy);
-          }
-        default:
-          return Futures.failed(ErrorCode.UNKNOWN_OPCODE, "bench opcode " + opcode);
+
+      @Override
+      public CompletableFuture<ByteBuffer> handleInline(
+          RpcContext ctx, int service, int opcode, ByteBuffer request) {
+        return service == SERVICE && opcode == OP_INLINE
+            ? CompletableFuture.completedFuture(ByteBuffer.allocate(0))
+            : null;
       }
     };
   }

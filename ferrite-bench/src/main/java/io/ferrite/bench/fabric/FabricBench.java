@@ -37,7 +37,10 @@ import java.util.function.Function;
  * <ul>
  *   <li>{@code <fabric>.read.<8B|1KiB|64KiB>.{p50,p99,p99.9}}: one blocking read at a time (ns);
  *   <li>{@code <fabric>.rpc.empty.{p50,p99,p99.9}}: an empty request to a service that answers an
- *       empty response (ns);
+ *       empty response (ns), run on the server's service executor like any blocking operation;
+ *   <li>{@code <fabric>.rpc.inline.{p50,p99,p99.9}}: the same, answered by a handler that declares
+ *       itself non-blocking, on the thread that received the call (an I/O thread, or the shm ring
+ *       poller);
  *   <li>{@code <fabric>.read.1MiB.bandwidth} and {@code <fabric>.write.1MiB.bandwidth}: 1 MiB ops
  *       with {@link Options#depth()} in flight (MiB/s);
  *   <li>for network fabrics (tcp), small-read throughput, the per-op cost that decides how many
@@ -223,6 +226,7 @@ public final class FabricBench {
         stats.forEach(s -> names.add(f + ".read." + Sizes.label(size) + "." + s));
       }
       stats.forEach(s -> names.add(f + ".rpc.empty." + s));
+      stats.forEach(s -> names.add(f + ".rpc.inline." + s));
       names.add(f + ".read." + Sizes.label(BANDWIDTH_SIZE) + ".bandwidth");
       names.add(f + ".write." + Sizes.label(BANDWIDTH_SIZE) + ".bandwidth");
       if (!sameHost(f)) {
@@ -322,6 +326,14 @@ public final class FabricBench {
             plan,
             i -> conn.callSync(BenchEndpoint.SERVICE, BenchEndpoint.OP_EMPTY, empty, RPC_DEADLINE));
     Measure.addLatency(report, rpc, rpcRec, SocketCeiling.pingPong(RPC_REFERENCE_SIZE));
+    String inline = f + ".rpc.inline";
+    progress.step(inline + " latency");
+    LatencyRecorder inlineRec =
+        Measure.latency(
+            plan,
+            i ->
+                conn.callSync(BenchEndpoint.SERVICE, BenchEndpoint.OP_INLINE, empty, RPC_DEADLINE));
+    Measure.addLatency(report, inline, inlineRec, SocketCeiling.pingPong(RPC_REFERENCE_SIZE));
 
     BenchResult bandwidthRef =
         report.require(

@@ -42,14 +42,18 @@ import java.util.stream.Stream;
 
 /**
  * {@code ferrite bench nodes}: the paper's Figures 5 and 7 on this machine. An in-process cluster
- * (master with the nodes extension on tcp, two memory servers serving shm and tcp) and, per fabric,
- * a client whose data ops go over that fabric (its master RPCs over tcp) that measures:
+ * (master with the nodes extension and two memory servers, all serving shm and tcp) and, per
+ * fabric, a client of {@code ferrite://} (the master's tcp address) whose data ops go over that
+ * fabric, and whose master RPCs do too (the shm client moves to the master's shm endpoint, being on
+ * its host), that measures:
  *
  * <ul>
  *   <li>{@code <f>.kv.{put,get}.<size>}: KeyValue put and get latency (ns) for 4 B, 4 KiB, 64 KiB
  *       and 1 MiB, beside the fabric op each is made of: a 4 B value lives in the master's
- *       metadata, so its reference is one master RPC ({@code <f>.rpc.master}); larger values are
- *       one-sided writes / reads of the same size ({@code <f>.write|read.<size>}) plus RPCs;
+ *       metadata, so its reference is one master RPC ({@code <f>.rpc.master}, a session renewal
+ *       through the service executor, for a put; {@code <f>.rpc.master.inline}, an RPC the master
+ *       answers on the thread that received it, as it answers a lookup, for a get); larger values
+ *       are one-sided writes / reads of the same size ({@code <f>.write|read.<size>}) plus RPCs;
  *   <li>{@code <f>.file.{write,read}.<buf>.bandwidth}: a File written with an OutputStream and read
  *       with an InputStream through an application buffer of 1 KiB, 64 KiB, 1 MiB, beside memcpy
  *       (shm) or a raw loopback stream (tcp);
@@ -146,7 +150,7 @@ public final class NodesBench {
         fabrics.add(tcp);
         Master master =
             Master.start(
-                cfg, creds, List.of(tcp), List.of(new NodesMaster(Duration.ofMillis(100))));
+                cfg, creds, List.of(tcp, shm), List.of(new NodesMaster(Duration.ofMillis(100))));
         running.add(master);
         for (int i = 1; i <= 2; i++) {
           running.add(
@@ -165,7 +169,8 @@ public final class NodesBench {
                   .fabrics(Fabrics::create)
                   .clientName("bench-" + f)
                   .build();
-          // The master is reached over tcp, as ferrite://host:port does; data over fabric f.
+          // The master is found over tcp, as ferrite://host:port does; the shm client then moves
+          // to the master's shm endpoint (same host); data over fabric f.
           try (FerriteClient client = Ferrite.connect(master.addresses().get("tcp"), co)) {
             runFabric(report, plan, o, f, client, fileBytes, progress);
           }
@@ -245,6 +250,11 @@ public final class NodesBench {
         f + ".rpc.master",
         Measure.latency(plan, i -> Futures.join(stub.renewSession(sid))),
         null);
+    // The cheapest master RPC the master answers inline (no service-executor hop), as it answers
+    // a lookup: the reference of a 4 B get.
+    progress.step(f + ".rpc.master.inline");
+    Measure.addLatency(
+        report, f + ".rpc.master.inline", Measure.latency(plan, i -> stub.masterInfo()), null);
 
     // The fabric ops the KeyValue sizes are made of.
     BlockRef block = client.allocate(1).get(0);
@@ -272,6 +282,7 @@ public final class NodesBench {
       ByteBuffer v = ByteBuffer.wrap(value);
       Measure.Plan p = size >= Sizes.MIB ? smaller(plan) : plan;
       String ref = size <= 1024 ? f + ".rpc.master" : null;
+      String getRef = size <= 1024 ? f + ".rpc.master.inline" : null;
       progress.step(f + ".kv.put." + Sizes.label(size));
       Measure.addLatency(
           report,
@@ -283,7 +294,7 @@ public final class NodesBench {
           report,
           f + ".kv.get." + Sizes.label(size),
           Measure.latency(p, i -> nodes.get(key)),
-          ref != null ? ref : f + ".read." + Sizes.label(size));
+          getRef != null ? getRef : f + ".read." + Sizes.label(size));
     }
     Thread.sleep(300); // let replaced values' blocks be reclaimed before the file runs
 

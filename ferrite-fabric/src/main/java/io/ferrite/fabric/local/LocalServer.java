@@ -156,6 +156,17 @@ final class LocalServer implements FabricServer {
     copy.put(request.duplicate()).flip();
     CompletableFuture<ByteBuffer> result = new CompletableFuture<>();
     RpcContext ctx = new RpcContext(connectionId, "local");
+    CompletableFuture<ByteBuffer> inline;
+    try {
+      // A non-blocking operation is answered on the thread that "received" it: here, the caller's.
+      inline = spec.rpc().handleInline(ctx, serviceId, opcode, copy);
+    } catch (RuntimeException e) {
+      inline = CompletableFuture.failedFuture(e);
+    }
+    if (inline != null) {
+      inline.whenComplete((resp, t) -> answer(result, copy, resp, t));
+      return result;
+    }
     try {
       service.execute(
           () -> {
@@ -170,26 +181,28 @@ final class LocalServer implements FabricServer {
             } catch (RuntimeException e) {
               f = CompletableFuture.failedFuture(e);
             }
-            f.whenComplete(
-                (resp, t) -> {
-                  if (t != null) {
-                    counters.recordError(OpKind.RPC);
-                    result.completeExceptionally(FerriteException.unwrap(t));
-                  } else {
-                    ByteBuffer out = ByteBuffer.allocate(resp == null ? 0 : resp.remaining());
-                    if (resp != null) {
-                      out.put(resp.duplicate()).flip();
-                    }
-                    counters.record(OpKind.RPC, copy.capacity() + out.capacity());
-                    result.complete(out);
-                  }
-                });
+            f.whenComplete((resp, t) -> answer(result, copy, resp, t));
           });
     } catch (RejectedExecutionException e) {
       counters.recordError(OpKind.RPC);
       return Futures.failed(ErrorCode.BUSY, "service executor of " + address + " is saturated");
     }
     return result;
+  }
+
+  private void answer(
+      CompletableFuture<ByteBuffer> result, ByteBuffer request, ByteBuffer resp, Throwable t) {
+    if (t != null) {
+      counters.recordError(OpKind.RPC);
+      result.completeExceptionally(FerriteException.unwrap(t));
+    } else {
+      ByteBuffer out = ByteBuffer.allocate(resp == null ? 0 : resp.remaining());
+      if (resp != null) {
+        out.put(resp.duplicate()).flip();
+      }
+      counters.record(OpKind.RPC, request.capacity() + out.capacity());
+      result.complete(out);
+    }
   }
 
   void kill() {

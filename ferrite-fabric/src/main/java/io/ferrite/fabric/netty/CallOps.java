@@ -165,4 +165,69 @@ final class CallOps {
       return "MAP of " + ref;
     }
   }
+
+  // RINGS  (empty)                                                     [pathLen u16 | path utf8]
+  static final class Rings extends ClientOp implements Outbound {
+    final CompletableFuture<String> future = new CompletableFuture<>();
+
+    @Override
+    int type() {
+      return Frames.TYPE_RINGS;
+    }
+
+    @Override
+    public void sendOn(ClientWriter out) {
+      out.frame(this);
+    }
+
+    @Override
+    public void failUnsent(FerriteException e) {
+      fail(e);
+    }
+
+    @Override
+    void encode(ClientWriter out, long requestId) {
+      out.add(Wire.request(out.alloc(), Frames.TYPE_RINGS, requestId, 0));
+    }
+
+    @Override
+    void onSuccess(ByteBuf body) {
+      int i = body.readerIndex();
+      int n = body.readableBytes();
+      if (n < 2 || n != 2 + body.getUnsignedShortLE(i)) {
+        future.completeExceptionally(
+            new FerriteException(ErrorCode.PROTOCOL, "malformed RINGS response of " + n + " B"));
+        return;
+      }
+      future.complete(body.toString(i + 2, n - 2, StandardCharsets.UTF_8));
+    }
+
+    @Override
+    void onFailure(FerriteException e) {
+      future.completeExceptionally(e);
+    }
+
+    @Override
+    String describe() {
+      return "RINGS";
+    }
+  }
+
+  /** A DOORBELL frame: sent, never answered, so never registered and never holding a permit. */
+  static final class Doorbell implements Outbound {
+    @Override
+    public void sendOn(ClientWriter out) {
+      out.add(Wire.request(out.alloc(), Frames.TYPE_DOORBELL, 0, 0));
+    }
+
+    @Override
+    public void failUnsent(FerriteException e) {
+      // The connection is gone: nobody is left to wake.
+    }
+
+    @Override
+    public void holdPermit(InFlight permits) {
+      InFlight.release(permits);
+    }
+  }
 }

@@ -84,6 +84,9 @@ final class ClientHandler extends FrameReader {
   /** The op whose response body is being read. */
   private ClientOp current;
 
+  /** Run for every DOORBELL the server sends (shm rings); null: none expected. */
+  volatile Runnable doorbell;
+
   /**
    * Set once the connection is lost, under the writer's lock; every op sent after that fails with
    * it at once.
@@ -305,6 +308,15 @@ final class ClientHandler extends FrameReader {
   @Override
   protected int onHeader(
       ChannelHandlerContext ctx, int type, int flags, int status, long requestId, int bodyLength) {
+    Runnable bell = doorbell;
+    if (type == Frames.TYPE_DOORBELL && state == READY && bell != null) {
+      // Not an answer: the server's ring producer woke our sleeping ring consumer.
+      if (flags != 0 || status != 0 || bodyLength != 0) {
+        throw new FrameReader.BadFrameException("DOORBELL with flags, status or a body");
+      }
+      bell.run();
+      return DISCARD;
+    }
     if (flags != Frames.FLAG_RESPONSE) {
       throw new FrameReader.BadFrameException(
           Wire.typeName(type) + " frame with flags " + flags + " (expected: a response)");

@@ -236,6 +236,33 @@ public final class NettyConnection implements FabricConnection {
     return op.future;
   }
 
+  /**
+   * Asks the server for a file of shm RPC rings (shm only); the future completes with its path, or
+   * fails if the server has none to give.
+   */
+  public CompletableFuture<String> rings() {
+    CallOps.Rings op = new CallOps.Rings();
+    submit(op);
+    return op.future;
+  }
+
+  /** Sends a DOORBELL frame, waking the server's sleeping ring poller; never answered. */
+  public void doorbell() {
+    if (!closed) {
+      handler.writer.send(new CallOps.Doorbell());
+    }
+  }
+
+  /** Runs {@code r} on the event loop for every DOORBELL the server sends. */
+  public void onDoorbell(Runnable r) {
+    handler.doorbell = r;
+  }
+
+  /** Runs {@code r} once the connection is closed or lost (on the event loop, or at once). */
+  public void onClosed(Runnable r) {
+    channel.closeFuture().addListener(f -> r.run());
+  }
+
   @Override
   public Batch batch() {
     return new NettyBatch(this);

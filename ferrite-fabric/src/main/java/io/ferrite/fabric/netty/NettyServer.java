@@ -5,13 +5,19 @@ import io.ferrite.fabric.Credentials;
 import io.ferrite.fabric.ErrorCode;
 import io.ferrite.fabric.FabricServer;
 import io.ferrite.fabric.FerriteException;
+import io.ferrite.fabric.Frames;
+import io.ferrite.fabric.RpcContext;
 import io.ferrite.fabric.ServerSpec;
 import io.netty.bootstrap.ServerBootstrap;
+import io.netty.buffer.ByteBuf;
 import io.netty.channel.Channel;
 import io.netty.channel.ChannelFuture;
+import io.netty.channel.ChannelHandlerContext;
 import io.netty.channel.ChannelInitializer;
 import io.netty.channel.EventLoopGroup;
+import java.lang.System.Logger.Level;
 import java.net.SocketAddress;
+import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Set;
@@ -23,10 +29,13 @@ import java.util.function.Function;
 
 /**
  * A listening endpoint of a byte-stream fabric (tcp, or shm's control socket): one pipeline over
- * either transport. One-sided ops are served on the I/O threads by the {@link SoftNic}; RPCs on the
- * {@link RpcDispatcher}'s bounded executor.
+ * either transport. One-sided ops are served on the I/O threads by the {@link SoftNic}; RPCs by the
+ * {@link RpcDispatcher} (inline, or on its bounded executor). An shm endpoint also has a {@link
+ * RingHost}, which carries RPCs through shared-memory rings.
  */
 public final class NettyServer implements FabricServer {
+  private static final System.Logger LOG = System.getLogger(NettyServer.class.getName());
+
   /** Bound on connect-to-AUTH on the server side; a peer that takes longer is dropped. */
   public static final long DEFAULT_HANDSHAKE_TIMEOUT_MILLIS = 5000;
 
@@ -42,6 +51,7 @@ public final class NettyServer implements FabricServer {
   private final Runnable onClose;
   private final Channel serverChannel;
   private final String address;
+  private final RingHost rings;
 
   /**
    * Binds and starts serving.
@@ -59,6 +69,24 @@ public final class NettyServer implements FabricServer {
       Function<SocketAddress, String> addressOf,
       long handshakeTimeoutMillis,
       Runnable onClose) {
+    this(
+        spec, group, transport, bindTo, serveMap, addressOf, handshakeTimeoutMillis, onClose, null);
+  }
+
+  /**
+   * Binds and starts serving, with RPC rings made by {@code rings} from the endpoint's dispatcher
+   * (null: none, RINGS and DOORBELL frames are protocol errors).
+   */
+  public NettyServer(
+      ServerSpec spec,
+      EventLoopGroup group,
+      NettyTransport transport,
+      SocketAddress bindTo,
+      boolean serveMap,
+      Function<SocketAddress, String> addressOf,
+      long handshakeTimeoutMillis,
+      Runnable onClose,
+      Function<RpcDispatcher, RingHost> rings) {
     this.spec = spec;
     this.handshakeTimeoutMillis = handshakeTimeoutMillis;
     this.onClose = onClose;
@@ -71,6 +99,7 @@ public final class NettyServer implements FabricServer {
             spec.serviceThreads(),
             spec.serviceQueue(),
             spec.maxFrameBytes());
+    this.rings = rings == null ? null : rings.apply(rpc);
     ServerBootstrap b = new ServerBootstrap().group(group);
     transport.configure(b);
     b.childHandler(
@@ -90,6 +119,9 @@ public final class NettyServer implements FabricServer {
     ChannelFuture bound = b.bind(bindTo).awaitUninterruptibly();
     if (!bound.isSuccess()) {
       rpc.shutdown();
+      if (this.rings != null) {
+        this.rings.shutdown();
+      }
       throw new FerriteException(
           ErrorCode.UNAVAILABLE, "cannot bind " + bindTo + ": " + bound.cause(), bound.cause());
     }
@@ -99,6 +131,9 @@ public final class NettyServer implements FabricServer {
     } catch (RuntimeException e) {
       serverChannel.close().awaitUninterruptibly(2000);
       rpc.shutdown();
+      if (this.rings != null) {
+        this.rings.shutdown();
+      }
       throw e;
     }
   }
@@ -124,6 +159,75 @@ public final class NettyServer implements FabricServer {
 
   RpcDispatcher rpc() {
     return rpc;
+  }
+
+  /** The endpoint's RPC rings (shm), or null: for tests and diagnostics. */
+  public RingHost ringHost() {
+    return rings;
+  }
+
+  /** The endpoint's RPC dispatcher: for tests and diagnostics. */
+  public RpcDispatcher dispatcher() {
+    return rpc;
+  }
+
+  /** Whether this endpoint carries RPCs through shm rings (RINGS and DOORBELL frames). */
+  boolean hasRings() {
+    return rings != null;
+  }
+
+  // RINGS  (empty)                                                 [pathLen u16 | path utf8]
+  void openRings(ChannelHandlerContext ctx, ServerHandler conn, long requestId) {
+    Channel ch = ctx.channel();
+    RpcContext caller = new RpcContext(conn.connectionId(), conn.peer());
+    String path;
+    try {
+      path =
+          rings.open(
+              new RingHost.RingPeer() {
+                @Override
+                public RpcContext context() {
+                  return caller;
+                }
+
+                @Override
+                public void ringDoorbell() {
+                  ch.writeAndFlush(
+                      Wire.request(ch.alloc(), Frames.TYPE_DOORBELL, 0, 0), ch.voidPromise());
+                }
+
+                @Override
+                public void close(String reason) {
+                  LOG.log(
+                      Level.WARNING,
+                      "closing connection from {0} to {1}: {2}",
+                      caller.peer(),
+                      address,
+                      reason);
+                  ch.close();
+                }
+              });
+    } catch (FerriteException e) {
+      ctx.writeAndFlush(
+          Wire.error(ctx.alloc(), Frames.TYPE_RINGS, requestId, e.code(), e.detail()),
+          ctx.voidPromise());
+      return;
+    }
+    byte[] p = path.getBytes(StandardCharsets.UTF_8);
+    ByteBuf rsp = Wire.response(ctx.alloc(), Frames.TYPE_RINGS, requestId, 2 + p.length);
+    rsp.writeShortLE(p.length);
+    rsp.writeBytes(p);
+    ctx.writeAndFlush(rsp, ctx.voidPromise());
+  }
+
+  void ringDoorbell(long connectionId) {
+    rings.doorbell(connectionId);
+  }
+
+  void ringsClosed(long connectionId) {
+    if (rings != null) {
+      rings.closed(connectionId);
+    }
   }
 
   Credentials credentials() {
@@ -167,6 +271,9 @@ public final class NettyServer implements FabricServer {
       }
       for (ChannelFuture f : closing) {
         f.awaitUninterruptibly(2000);
+      }
+      if (rings != null) {
+        rings.shutdown();
       }
       rpc.shutdown();
     } finally {

@@ -19,23 +19,48 @@ import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.SynchronousQueue;
 import java.util.concurrent.ThreadPoolExecutor;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.LongAdder;
 
 /**
- * The "server cores": a bounded pool of named service threads that runs {@link RpcHandler}s, apart
- * from the I/O threads that serve one-sided ops. When every thread is busy and the queue is full, a
- * call is answered {@link ErrorCode#BUSY} at once; a call that waited in the queue past its
- * deadline is answered {@link ErrorCode#TIMEOUT} without running.
+ * How an endpoint runs its {@link RpcHandler}, whatever carried the request (a frame on a socket,
+ * or a record in a shm ring):
+ *
+ * <ul>
+ *   <li><b>inline</b> first: {@link RpcHandler#handleInline} on the receiving thread (an I/O thread
+ *       or the shm ring poller). Operations the handler declares non-blocking are answered right
+ *       there, without the two thread wake-ups of the executor hop;
+ *   <li>otherwise the "server cores": a bounded pool of named service threads, apart from the I/O
+ *       threads that serve one-sided ops. When every thread is busy and the queue is full, a call
+ *       is answered {@link ErrorCode#BUSY} at once; a call that waited in the queue past its
+ *       deadline is answered {@link ErrorCode#TIMEOUT} without running.
+ * </ul>
+ *
+ * Both paths answer through a {@link Responder}, and count the same {@link OpKind#RPC} ops, bytes
+ * and errors.
  */
-final class RpcDispatcher {
+public final class RpcDispatcher {
   private static final System.Logger LOG = System.getLogger(RpcDispatcher.class.getName());
 
   /** RPC body before the request: service u16 | opcode u16 | deadlineMillis u32. */
   static final int RPC_HEADER = 8;
 
+  /**
+   * Where the answer to one request goes. Called once per request, on whichever thread finished it
+   * (the receiving thread, a service thread, or the thread that completed the handler's future).
+   */
+  public interface Responder {
+    /** The response body is {@code body}'s position to limit (not modified). */
+    void respond(long requestId, ByteBuffer body);
+
+    /** The call failed with {@code code}; {@code message} says why. */
+    void fail(long requestId, ErrorCode code, String message);
+  }
+
   private final RpcHandler handler;
   private final Counters counters;
   private final ThreadPoolExecutor executor;
   private final int maxResponse;
+  private final LongAdder inline = new LongAdder();
 
   RpcDispatcher(
       RpcHandler handler,
@@ -60,9 +85,19 @@ final class RpcDispatcher {
             new ThreadPoolExecutor.AbortPolicy());
   }
 
+  /** The largest response body a call may return; a longer one is answered TOO_LARGE. */
+  public int maxResponse() {
+    return maxResponse;
+  }
+
+  /** How many calls were answered inline (for tests and diagnostics). */
+  public long inlineCalls() {
+    return inline.sum();
+  }
+
   /**
-   * Called on the I/O thread: copies the request out of the read buffer (so no buffer outlives the
-   * frame) and queues the call.
+   * Called on the I/O thread for an RPC frame: copies the request out of the read buffer (so no
+   * buffer outlives the frame) and dispatches it, answering with frames on {@code ch}.
    */
   void dispatch(Channel ch, ServerHandler conn, long requestId, ByteBuf body) {
     int i = body.readerIndex();
@@ -72,45 +107,76 @@ final class RpcDispatcher {
     ByteBuffer request = ByteBuffer.allocate(body.readableBytes() - RPC_HEADER);
     body.getBytes(i + RPC_HEADER, request);
     request.flip();
+    dispatch(
+        new RpcContext(conn.connectionId(), conn.peer()),
+        requestId,
+        service,
+        opcode,
+        deadlineMillis,
+        request,
+        new SocketResponder(ch));
+  }
+
+  /**
+   * Runs one call: inline if the handler takes it there, else on the service executor (or answers
+   * BUSY at once). {@code request} must be owned by the call (a copy), since it may outlive the
+   * caller's buffers.
+   */
+  public void dispatch(
+      RpcContext caller,
+      long requestId,
+      int service,
+      int opcode,
+      long deadlineMillis,
+      ByteBuffer request,
+      Responder out) {
+    int requestBytes = request.remaining();
+    CompletableFuture<ByteBuffer> f;
+    try {
+      f = handler.handleInline(caller, service, opcode, request);
+    } catch (RuntimeException | Error e) {
+      f = CompletableFuture.failedFuture(e);
+    }
+    if (f != null) {
+      inline.increment();
+      f.whenComplete((rsp, err) -> reply(out, requestId, requestBytes, rsp, err));
+      return;
+    }
     long received = System.nanoTime();
     try {
       executor.execute(
-          () -> run(ch, conn, requestId, service, opcode, deadlineMillis, received, request));
+          () -> run(caller, requestId, service, opcode, deadlineMillis, received, request, out));
     } catch (RejectedExecutionException e) {
       counters.recordError(OpKind.RPC);
       boolean down = executor.isShutdown();
-      ch.write(
-          Wire.error(
-              ch.alloc(),
-              Frames.TYPE_RPC,
-              requestId,
-              down ? ErrorCode.UNAVAILABLE : ErrorCode.BUSY,
-              down
-                  ? "server is shutting down"
-                  : "service executor is saturated ("
-                      + executor.getMaximumPoolSize()
-                      + " threads, "
-                      + executor.getQueue().size()
-                      + " queued)"),
-          ch.voidPromise());
+      out.fail(
+          requestId,
+          down ? ErrorCode.UNAVAILABLE : ErrorCode.BUSY,
+          down
+              ? "server is shutting down"
+              : "service executor is saturated ("
+                  + executor.getMaximumPoolSize()
+                  + " threads, "
+                  + executor.getQueue().size()
+                  + " queued)");
     }
   }
 
   private void run(
-      Channel ch,
-      ServerHandler conn,
+      RpcContext caller,
       long requestId,
       int service,
       int opcode,
       long deadlineMillis,
       long received,
-      ByteBuffer request) {
+      ByteBuffer request,
+      Responder out) {
     int requestBytes = request.remaining();
     if (deadlineMillis > 0) {
       long waited = System.nanoTime() - received;
       if (waited > TimeUnit.MILLISECONDS.toNanos(deadlineMillis)) {
         reply(
-            ch,
+            out,
             requestId,
             requestBytes,
             null,
@@ -130,19 +196,18 @@ final class RpcDispatcher {
     }
     CompletableFuture<ByteBuffer> f;
     try {
-      f =
-          handler.handle(
-              new RpcContext(conn.connectionId(), conn.peer()), service, opcode, request);
+      f = handler.handle(caller, service, opcode, request);
       if (f == null) {
         f = CompletableFuture.failedFuture(new IllegalStateException("handler returned null"));
       }
     } catch (RuntimeException | Error e) {
       f = CompletableFuture.failedFuture(e);
     }
-    f.whenComplete((rsp, err) -> reply(ch, requestId, requestBytes, rsp, err));
+    f.whenComplete((rsp, err) -> reply(out, requestId, requestBytes, rsp, err));
   }
 
-  private void reply(Channel ch, long requestId, int requestBytes, ByteBuffer rsp, Throwable err) {
+  private void reply(
+      Responder out, long requestId, int requestBytes, ByteBuffer rsp, Throwable err) {
     if (err == null && rsp == null) {
       rsp = ByteBuffer.allocate(0);
     }
@@ -152,22 +217,17 @@ final class RpcDispatcher {
               ErrorCode.TOO_LARGE,
               "response of " + rsp.remaining() + " B (expected: <= " + maxResponse + ")");
     }
-    ByteBuf frame;
     if (err != null) {
       FerriteException fe = FerriteException.unwrap(err);
       if (fe.code() == ErrorCode.INTERNAL) {
         LOG.log(Level.WARNING, "RPC handler failed", err);
       }
       counters.recordError(OpKind.RPC);
-      frame = Wire.error(ch.alloc(), Frames.TYPE_RPC, requestId, fe.code(), fe.detail());
+      out.fail(requestId, fe.code(), fe.detail());
     } else {
-      int n = rsp.remaining();
-      frame = Wire.response(ch.alloc(), Frames.TYPE_RPC, requestId, n);
-      frame.writeBytes(rsp.duplicate());
-      counters.record(OpKind.RPC, (long) requestBytes + n);
+      counters.record(OpKind.RPC, (long) requestBytes + rsp.remaining());
+      out.respond(requestId, rsp);
     }
-    // On a closed channel the write fails and Netty releases the frame.
-    ch.writeAndFlush(frame, ch.voidPromise());
   }
 
   void shutdown() {
@@ -179,6 +239,28 @@ final class RpcDispatcher {
     } catch (InterruptedException e) {
       executor.shutdownNow();
       Thread.currentThread().interrupt();
+    }
+  }
+
+  /** Answers with frames on a socket; on a closed channel the write fails and Netty frees it. */
+  private static final class SocketResponder implements Responder {
+    private final Channel ch;
+
+    SocketResponder(Channel ch) {
+      this.ch = ch;
+    }
+
+    @Override
+    public void respond(long requestId, ByteBuffer body) {
+      ByteBuf frame = Wire.response(ch.alloc(), Frames.TYPE_RPC, requestId, body.remaining());
+      frame.writeBytes(body.duplicate());
+      ch.writeAndFlush(frame, ch.voidPromise());
+    }
+
+    @Override
+    public void fail(long requestId, ErrorCode code, String message) {
+      ch.writeAndFlush(
+          Wire.error(ch.alloc(), Frames.TYPE_RPC, requestId, code, message), ch.voidPromise());
     }
   }
 }

@@ -96,6 +96,7 @@ final class ServerHandler extends FrameReader {
     }
     if (state == READY) {
       server.connectionClosed();
+      server.ringsClosed(connectionId);
     }
     super.channelInactive(ctx);
   }
@@ -150,6 +151,13 @@ final class ServerHandler extends FrameReader {
         min = 8;
         max = Integer.MAX_VALUE;
       }
+      case Frames.TYPE_RINGS, Frames.TYPE_DOORBELL -> {
+        if (!server.hasRings()) {
+          throw new FrameReader.BadFrameException(
+              Wire.typeName(type) + " on a server without rings");
+        }
+        min = max = 0;
+      }
       default -> throw new FrameReader.BadFrameException("unknown frame type " + type);
     }
     if (bodyLength < min || bodyLength > max) {
@@ -176,6 +184,8 @@ final class ServerHandler extends FrameReader {
       case Frames.TYPE_CAS, Frames.TYPE_FAA -> nic.atomic(responses, type, requestId, body);
       case Frames.TYPE_MAP -> nic.map(responses, requestId, body);
       case Frames.TYPE_RPC -> server.rpc().dispatch(ctx.channel(), this, requestId, body);
+      case Frames.TYPE_RINGS -> server.openRings(ctx, this, requestId);
+      case Frames.TYPE_DOORBELL -> server.ringDoorbell(connectionId);
       case Frames.TYPE_HELLO -> hello(ctx, requestId, body);
       case Frames.TYPE_AUTH -> auth(ctx, requestId, body);
       default -> throw new FrameReader.BadFrameException("unknown frame type " + type);

@@ -92,6 +92,8 @@ final class Wire {
       case Frames.TYPE_FAA -> "FAA";
       case Frames.TYPE_MAP -> "MAP";
       case Frames.TYPE_RPC -> "RPC";
+      case Frames.TYPE_RINGS -> "RINGS";
+      case Frames.TYPE_DOORBELL -> "DOORBELL";
       default -> "type " + type;
     };
   }

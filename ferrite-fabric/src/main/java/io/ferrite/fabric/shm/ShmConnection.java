@@ -10,6 +10,7 @@ import io.ferrite.fabric.Futures;
 import io.ferrite.fabric.MappedRegion;
 import io.ferrite.fabric.OpKind;
 import io.ferrite.fabric.RegionRef;
+import io.ferrite.fabric.ServerSpec;
 import io.ferrite.fabric.netty.NettyConnection;
 import java.lang.invoke.VarHandle;
 import java.nio.ByteBuffer;
@@ -19,12 +20,17 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.ScheduledExecutorService;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
 import java.util.function.Function;
 
 /**
- * A shm client connection: RPCs and MAP go over the control socket ({@link NettyConnection});
- * one-sided ops are memory accesses on the client's own mapping of the region file, with no work by
- * the server's CPU.
+ * A shm client connection: MAP goes over the control socket ({@link NettyConnection}), RPCs through
+ * the connection's shared-memory rings ({@link RingClient}; on the socket when the server offers no
+ * rings or a request does not fit them); one-sided ops are memory accesses on the client's own
+ * mapping of the region file, with no work by the server's CPU.
  *
  * <p>The first op on a region asks the server to MAP it; the server checks the rkey and names the
  * file, which this connection maps and caches. From then on the rkey and bounds are checked here,
@@ -44,7 +50,10 @@ import java.util.function.Function;
  * threads: it unmaps the memory they access.
  */
 final class ShmConnection implements FabricConnection {
+  private static final System.Logger LOG = System.getLogger(ShmConnection.class.getName());
+
   private final NettyConnection control;
+  private final RingClient rings;
   private final Counters counters;
   private final ConcurrentHashMap<Integer, MappedRegion> mappings = new ConcurrentHashMap<>();
 
@@ -60,9 +69,55 @@ final class ShmConnection implements FabricConnection {
 
   private volatile boolean closed;
 
-  ShmConnection(NettyConnection control) {
+  /**
+   * Wraps an authenticated control connection; with {@code useRings}, asks the server for RPC rings
+   * (within {@code timeout}) and carries RPCs through them. A server without rings, or any failure
+   * setting them up, leaves RPCs on the socket.
+   */
+  ShmConnection(
+      NettyConnection control, boolean useRings, ScheduledExecutorService timer, Duration timeout) {
     this.control = control;
     this.counters = control.counters();
+    this.rings = useRings ? openRings(timeout, timer) : null;
+  }
+
+  private RingClient openRings(Duration timeout, ScheduledExecutorService timer) {
+    RingFile file;
+    try {
+      String path = control.rings().get(Math.max(1, timeout.toMillis()), TimeUnit.MILLISECONDS);
+      file = RingFile.open(Path.of(path));
+    } catch (ExecutionException | TimeoutException | RuntimeException e) {
+      LOG.log(
+          System.Logger.Level.DEBUG,
+          "no RPC rings on {0}, RPCs use the socket: {1}",
+          control.address(),
+          String.valueOf(e));
+      return null;
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+      return null;
+    }
+    // Both ends have it mapped (the server since it answered): nothing needs the name any more.
+    file.unlink();
+    RingClient r =
+        new RingClient(
+            control,
+            file,
+            counters,
+            timer,
+            ServerSpec.DEFAULT_MAX_FRAME - io.ferrite.fabric.Frames.HEADER_AFTER_LENGTH);
+    control.onDoorbell(r::onDoorbell);
+    control.onClosed(
+        () ->
+            r.lost(
+                new FerriteException(
+                    ErrorCode.UNAVAILABLE, "connection to " + control.address() + " closed")));
+    return r;
+  }
+
+  /** The connection's rings, or null if its RPCs use the socket (for tests). */
+  RingClient rings() {
+    return rings;
   }
 
   @Override
@@ -298,11 +353,18 @@ final class ShmConnection implements FabricConnection {
     }
   }
 
-  // ---- RPC over the control socket
+  // ---- RPC: through the rings, else over the control socket
 
   @Override
   public CompletableFuture<ByteBuffer> call(
       int service, int opcode, ByteBuffer request, Duration deadline) {
+    RingClient r = rings;
+    if (r != null && !closed) {
+      CompletableFuture<ByteBuffer> f = r.call(service, opcode, request, deadline);
+      if (f != null) {
+        return f;
+      }
+    }
     return control.call(service, opcode, request, deadline);
   }
 
@@ -318,6 +380,11 @@ final class ShmConnection implements FabricConnection {
       return;
     }
     closed = true;
+    if (rings != null) {
+      rings.lost(
+          new FerriteException(
+              ErrorCode.UNAVAILABLE, "connection to " + control.address() + " is closed"));
+    }
     control.close();
     synchronized (this) {
       for (MappedRegion m : mappings.values()) {
@@ -334,6 +401,6 @@ final class ShmConnection implements FabricConnection {
 
   @Override
   public String toString() {
-    return "shm " + control;
+    return "shm " + control + (rings == null ? "" : ", " + rings);
   }
 }

@@ -10,6 +10,7 @@ import io.ferrite.fabric.netty.NettyConnection;
 import io.ferrite.fabric.netty.NettyFabric;
 import io.ferrite.fabric.netty.NettyServer;
 import io.ferrite.fabric.netty.NettyTransport;
+import io.ferrite.fabric.netty.RingHost;
 import io.ferrite.fabric.tcp.TcpFabric;
 import io.netty.channel.unix.DomainSocketAddress;
 import java.io.IOException;
@@ -24,13 +25,21 @@ import java.nio.file.Path;
 import java.nio.file.StandardCopyOption;
 import java.nio.file.attribute.PosixFilePermissions;
 import java.time.Duration;
+import java.util.concurrent.ScheduledThreadPoolExecutor;
 
 /**
  * The same-host fabric: the client maps a server's region files itself, so one-sided ops are plain
  * memory accesses that cost the server's CPU nothing (the CPU bypass of RDMA, for real). The
  * server's endpoint is a Unix domain socket in {@link ServerSpec#socketDir()} speaking the tcp
- * fabric's frames and handshake; over it the client authenticates, asks for each region's file once
- * (MAP, which checks the rkey) and makes its RPCs.
+ * fabric's frames and handshake; over it the client authenticates and asks for each region's file
+ * once (MAP, which checks the rkey).
+ *
+ * <p>RPCs go through shared memory: after the handshake the client asks for a file of two rings
+ * (RINGS; the file lives in the socket directory and is unlinked once both ends mapped it), and a
+ * call is then a record written to the request ring and one read from the response ring, with no
+ * system call while both ends poll ({@link RingClient}, {@link RingServer}). The socket only
+ * carries doorbells for a sleeping side, and calls too large for the ring. {@link Rings#disabled}
+ * (or {@code -Dferrite.shm.rings=false}) keeps every RPC on the socket, for comparisons.
  *
  * <p>Addresses are {@code shm:///abs/path/server-<nodeId>.sock}. Where Netty's epoll transport is
  * unavailable (no Unix sockets), the endpoint falls back to tcp loopback and says so in its
@@ -42,15 +51,92 @@ public final class ShmFabric extends NettyFabric {
   static final String SCHEME = "shm";
   static final String FALLBACK_SCHEME = "shm+tcp";
 
+  /**
+   * The RPC rings of this fabric's servers and connections.
+   *
+   * @param enabled whether servers offer rings and clients ask for them
+   * @param requestCapacity bytes of each connection's request ring (a power of two, 4 KiB to 16
+   *     MiB); a request up to an eighth of it fits one record
+   * @param responseCapacity bytes of each response ring; longer responses travel in chunks
+   */
+  public record Rings(boolean enabled, int requestCapacity, int responseCapacity) {
+    public Rings {
+      if (enabled) {
+        RingFile.checkCapacity("requestCapacity", requestCapacity);
+        RingFile.checkCapacity("responseCapacity", responseCapacity);
+      }
+    }
+
+    /**
+     * 256 KiB of requests, 1 MiB of responses per connection; off with -Dferrite.shm.rings=false.
+     */
+    public static Rings defaults() {
+      return new Rings(
+          !"false".equals(System.getProperty("ferrite.shm.rings")), 256 << 10, 1 << 20);
+    }
+
+    public static Rings disabled() {
+      return new Rings(false, 0, 0);
+    }
+  }
+
   private final long handshakeTimeoutMillis;
+  private final Rings rings;
+  private ScheduledThreadPoolExecutor timer;
 
   public ShmFabric() {
     this(defaultIoThreads(), Duration.ofMillis(NettyServer.DEFAULT_HANDSHAKE_TIMEOUT_MILLIS));
   }
 
   public ShmFabric(int ioThreads, Duration handshakeTimeout) {
+    this(ioThreads, handshakeTimeout, Rings.defaults());
+  }
+
+  public ShmFabric(int ioThreads, Duration handshakeTimeout, Rings rings) {
     super(SCHEME, ioThreads);
     this.handshakeTimeoutMillis = handshakeTimeout.toMillis();
+    this.rings = rings;
+  }
+
+  /** With default threads and timeouts and these rings. */
+  public ShmFabric(Rings rings) {
+    this(
+        defaultIoThreads(), Duration.ofMillis(NettyServer.DEFAULT_HANDSHAKE_TIMEOUT_MILLIS), rings);
+  }
+
+  private java.util.function.Function<io.ferrite.fabric.netty.RpcDispatcher, RingHost> ringHost(
+      ServerSpec spec) {
+    if (!rings.enabled()) {
+      return null;
+    }
+    return rpc ->
+        new RingServer(
+            rpc,
+            spec.socketDir().toAbsolutePath(),
+            spec.nodeId(),
+            rings.requestCapacity(),
+            rings.responseCapacity());
+  }
+
+  /** The thread that enforces ring calls' deadlines; started with the first connection. */
+  private synchronized ScheduledThreadPoolExecutor timer() {
+    if (timer == null) {
+      timer =
+          new ScheduledThreadPoolExecutor(
+              1, new io.ferrite.fabric.NamedThreadFactory("ferrite-shm-timer", true));
+      timer.setRemoveOnCancelPolicy(true);
+    }
+    return timer;
+  }
+
+  @Override
+  public void close() {
+    super.close();
+    synchronized (this) {
+      if (timer != null) {
+        timer.shutdownNow();
+      }
+    }
   }
 
   @Override
@@ -67,7 +153,8 @@ public final class ShmFabric extends NettyFabric {
       // Bound inside a private directory, made owner-only, then renamed into place: the socket
       // is never reachable by others, not even for the instant between bind and chmod.
       Path privateDir = privateBindDir(spec.socketDir());
-      Path bindPath = privateDir.resolve("s.sock");
+      // Short names: the bind path must fit sockaddr_un (107 bytes) wherever the socket's does.
+      Path bindPath = privateDir.resolve("s");
       try {
         server =
             new NettyServer(
@@ -84,7 +171,8 @@ public final class ShmFabric extends NettyFabric {
                 () -> {
                   untrack(self[0]);
                   deleteQuietly(socket);
-                });
+                },
+                ringHost(spec));
       } finally {
         deleteQuietly(bindPath);
         deleteQuietly(privateDir);
@@ -103,7 +191,8 @@ public final class ShmFabric extends NettyFabric {
               true,
               bound -> TcpFabric.address(bound).replaceFirst("^tcp:", FALLBACK_SCHEME + ":"),
               handshakeTimeoutMillis,
-              () -> untrack(self[0]));
+              () -> untrack(self[0]),
+              ringHost(spec));
     }
     self[0] = server;
     return track(server);
@@ -130,8 +219,24 @@ public final class ShmFabric extends NettyFabric {
     ShmConnection[] self = new ShmConnection[1];
     NettyConnection control =
         NettyConnection.connect(
-            clientGroup(), transport, remote, address, options, c -> untrack(self[0]));
-    self[0] = new ShmConnection(control);
+            clientGroup(),
+            transport,
+            remote,
+            address,
+            options,
+            c -> {
+              if (self[0] != null) {
+                untrack(self[0]);
+              }
+            });
+    try {
+      self[0] =
+          new ShmConnection(
+              control, rings.enabled(), rings.enabled() ? timer() : null, options.connectTimeout());
+    } catch (RuntimeException e) {
+      control.close();
+      throw e;
+    }
     return track(self[0]);
   }
 
@@ -153,14 +258,22 @@ public final class ShmFabric extends NettyFabric {
   }
 
   private static Path privateBindDir(Path socketDir) {
-    try {
-      return Files.createTempDirectory(
-          socketDir,
-          ".bind-",
-          PosixFilePermissions.asFileAttribute(PosixFilePermissions.fromString("rwx------")));
-    } catch (IOException e) {
-      throw new FerriteException(
-          ErrorCode.UNAVAILABLE, "cannot create a directory in " + socketDir, e);
+    java.security.SecureRandom random = new java.security.SecureRandom();
+    for (int attempt = 0; ; attempt++) {
+      // ".b" + 8 hex digits: no longer than the "server-<id>.sock" it stands in for.
+      Path d = socketDir.resolve(String.format(java.util.Locale.ROOT, ".b%08x", random.nextInt()));
+      try {
+        return Files.createDirectory(
+            d, PosixFilePermissions.asFileAttribute(PosixFilePermissions.fromString("rwx------")));
+      } catch (java.nio.file.FileAlreadyExistsException e) {
+        if (attempt > 100) {
+          throw new FerriteException(
+              ErrorCode.UNAVAILABLE, "cannot create a directory in " + socketDir, e);
+        }
+      } catch (IOException e) {
+        throw new FerriteException(
+            ErrorCode.UNAVAILABLE, "cannot create a directory in " + socketDir, e);
+      }
     }
   }
 

@@ -115,6 +115,17 @@ class TcpBadInputTest extends TcpTestSupport {
   }
 
   @Test
+  void shmRingFramesCloseATcpConnection() throws Exception {
+    // RINGS and DOORBELL belong to the shm fabric: a tcp server has no rings to give or wake.
+    for (int type : new int[] {Frames.TYPE_RINGS, Frames.TYPE_DOORBELL}) {
+      RawClient c = raw();
+      c.handshake(credentials);
+      c.send(RawClient.frame(type, 0, 0, 1, new byte[0]));
+      assertClosed(c);
+    }
+  }
+
+  @Test
   void requestWithFlagsOrStatusIsRefused() throws Exception {
     RawClient c = raw();
     c.handshake(credentials);

@@ -54,6 +54,7 @@ public final class FerriteClient implements AutoCloseable {
   private final Map<Long, RegionInfo> regions = new ConcurrentHashMap<>();
   private final ScheduledThreadPoolExecutor renewer;
   private volatile MasterStub master;
+  private volatile String masterFabric = "";
   private volatile long sessionId;
   private volatile boolean closed;
 
@@ -110,9 +111,37 @@ public final class FerriteClient implements AutoCloseable {
           withRetries(
               "connect to the master at " + masterAddress,
               () -> fabric(scheme(masterAddress)).connect(masterAddress, connectOptions));
-      m = new MasterStub(c, options.rpcTimeout());
+      masterFabric = scheme(masterAddress);
+      m = sameHostMaster(new MasterStub(c, options.rpcTimeout()));
       master = m;
       return m;
+    }
+  }
+
+  /**
+   * The master over shm when it runs on this host and serves shm (and the client may use shm: its
+   * fabric is {@code auto} or {@code shm}), else {@code tcp} as it was reached. A master RPC over
+   * shm is a ring write and a ring read instead of two trips through the loopback stack (see
+   * docs/KERNEL.md); a master that does not know MASTER_INFO, or any failure, keeps tcp.
+   */
+  private MasterStub sameHostMaster(MasterStub viaAddress) {
+    String want = options.fabric();
+    if (!(want.equals("auto") || want.equals("shm")) || !scheme(masterAddress).equals("tcp")) {
+      return viaAddress;
+    }
+    try {
+      MasterStub.MasterInfo info = viaAddress.masterInfo();
+      String shm = info.addresses().get("shm");
+      if (shm == null || !info.hostId().equals(options.hostId())) {
+        return viaAddress;
+      }
+      FabricConnection c = fabric("shm").connect(shm, connectOptions);
+      viaAddress.connection().close();
+      masterFabric = "shm";
+      return new MasterStub(c, options.rpcTimeout());
+    } catch (FerriteException e) {
+      LOG.log(System.Logger.Level.DEBUG, "master stays on {0}: {1}", masterAddress, e.getMessage());
+      return viaAddress;
     }
   }
 
@@ -568,6 +597,16 @@ public final class FerriteClient implements AutoCloseable {
 
   public List<MemberInfo> members() {
     return refreshMembers();
+  }
+
+  /**
+   * The fabric of the master connection ({@code shm}, {@code tcp}, {@code local}; "" before the
+   * first connect): over shm and local, one-sided reads of a region the master serves cost a memory
+   * access, over tcp a round trip.
+   */
+  public String masterFabric() {
+    master();
+    return masterFabric;
   }
 
   /** The master stub, for admin tools and faces that need master calls of their own. */

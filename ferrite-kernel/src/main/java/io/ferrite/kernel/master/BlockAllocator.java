@@ -11,12 +11,13 @@ import java.util.Iterator;
 import java.util.List;
 import java.util.Map;
 import java.util.TreeMap;
+import java.util.function.Predicate;
 
 /**
  * Chooses blocks to hand out: storage classes in preference order, and within a class round-robin
- * across the ALIVE servers that have free blocks of it. Only plans: the caller journals and applies
- * the choice. The round-robin cursor is transient (not journaled). Guarded by the {@link
- * MasterState} lock.
+ * across the ALIVE servers that have free blocks of it (those a location hint names first). Only
+ * plans: the caller journals and applies the choice. The round-robin cursor is transient (not
+ * journaled). Guarded by the {@link MasterState} lock.
  */
 final class BlockAllocator {
   private final TreeMap<Integer, ServerEntry> servers;
@@ -47,6 +48,16 @@ final class BlockAllocator {
    *     unknown class
    */
   List<BlockKey> plan(int count, String storageClass, boolean strict) {
+    return plan(count, storageClass, strict, "");
+  }
+
+  /**
+   * Like {@link #plan(int, String, boolean)}, with a location hint: within each class, servers the
+   * hint names ({@link #near}) give their free blocks first, round-robin among themselves; the
+   * others only when those are full. Class preference comes first: a hinted server's disk never
+   * goes before another server's dram.
+   */
+  List<BlockKey> plan(int count, String storageClass, boolean strict, String location) {
     List<String> order = order(storageClass, strict);
     int available = 0;
     for (String cls : order) {
@@ -58,12 +69,25 @@ final class BlockAllocator {
     }
     List<BlockKey> picks = new ArrayList<>(count);
     for (String cls : order) {
-      if (picks.size() == count) {
-        break;
+      if (picks.size() < count && !location.isEmpty()) {
+        pickRoundRobin(cls, count - picks.size(), picks, s -> near(s, location));
       }
-      pickRoundRobin(cls, count - picks.size(), picks);
+      if (picks.size() < count) {
+        pickRoundRobin(
+            cls, count - picks.size(), picks, s -> location.isEmpty() || !near(s, location));
+      }
     }
     return picks;
+  }
+
+  /**
+   * Whether {@code location} names server {@code s}: its name, its host identity ({@code
+   * hostname/boot-id}), or its host name alone.
+   */
+  static boolean near(ServerEntry s, String location) {
+    return location.equals(s.name)
+        || location.equals(s.hostId)
+        || (s.hostId != null && s.hostId.startsWith(location + "/"));
   }
 
   private List<String> order(String storageClass, boolean strict) {
@@ -152,12 +176,13 @@ final class BlockAllocator {
     return sb.toString();
   }
 
-  private void pickRoundRobin(String cls, int want, List<BlockKey> picks) {
+  private void pickRoundRobin(
+      String cls, int want, List<BlockKey> picks, Predicate<ServerEntry> which) {
     // Per server, an iterator over its free blocks of this class, in region and index order.
     List<Iterator<BlockKey>> its = new ArrayList<>();
     List<Integer> ids = new ArrayList<>();
     for (ServerEntry s : servers.values()) {
-      if (s.state != ServerState.ALIVE) {
+      if (s.state != ServerState.ALIVE || !which.test(s)) {
         continue;
       }
       List<RegionEntry> rs = new ArrayList<>();

@@ -4,11 +4,11 @@ import io.ferrite.fabric.Credentials;
 import io.ferrite.fabric.Fabric;
 import io.ferrite.fabric.FabricServer;
 import io.ferrite.fabric.RegionTable;
-import io.ferrite.fabric.RpcHandler;
 import io.ferrite.fabric.ServerSpec;
 import io.ferrite.kernel.config.FerriteConfig;
 import io.ferrite.kernel.config.Secrets;
 import io.ferrite.kernel.config.Threads;
+import io.ferrite.kernel.proto.HostIdentity;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.nio.file.Path;
@@ -36,6 +36,12 @@ public final class Master implements AutoCloseable {
   private final List<FabricServer> endpoints = new ArrayList<>();
   private final Map<String, String> addresses = new LinkedHashMap<>();
   private volatile boolean closed;
+  private Path shmSocketDir;
+
+  /** Regions the master serves itself (extensions' {@link MasterContext#createRegion}). */
+  private final RegionTable regions = new RegionTable();
+
+  private final SecureRandom rkeys = new SecureRandom();
 
   private Master(FerriteConfig cfg, MasterState state, Journal journal) {
     this.state = state;
@@ -89,31 +95,46 @@ public final class Master implements AutoCloseable {
     Master m = new Master(cfg, state, journal);
     try {
       for (MasterExtension ext : extensions) {
-        ext.start(state.contextFor(ext));
+        ext.start(state.contextFor(ext, (name, length) -> m.createRegion(cfg, dir, name, length)));
         LOG.log(
             System.Logger.Level.INFO,
             "master extension {0} (service {1}) started",
             ext.name(),
             ext.serviceId());
       }
-      RpcHandler service = new MasterService(state);
+      MasterService service = new MasterService(state, HostIdentity.local());
       for (Fabric f : fabrics) {
-        ServerSpec spec =
-            new ServerSpec(
-                0,
-                credentials,
-                new RegionTable(),
-                service,
-                cfg.masterHost(),
-                cfg.masterPort(),
-                dir,
-                cfg.serviceThreads(),
-                1024,
-                ServerSpec.DEFAULT_MAX_FRAME);
-        FabricServer s = f.serve(spec);
+        boolean shm = f.name().equals("shm");
+        FabricServer s;
+        try {
+          ServerSpec spec =
+              new ServerSpec(
+                  0,
+                  credentials,
+                  m.regions,
+                  service,
+                  cfg.masterHost(),
+                  cfg.masterPort(),
+                  shm ? m.shmDir(cfg) : dir,
+                  cfg.serviceThreads(),
+                  1024,
+                  ServerSpec.DEFAULT_MAX_FRAME);
+          s = f.serve(spec);
+        } catch (RuntimeException e) {
+          if (!shm) {
+            throw e;
+          }
+          // shm only saves same-host clients time: without it they reach the master over tcp.
+          LOG.log(
+              System.Logger.Level.WARNING,
+              "master not serving shm (same-host clients use tcp): {0}",
+              e.getMessage());
+          continue;
+        }
         m.endpoints.add(s);
         m.addresses.put(f.name(), s.address());
       }
+      service.addresses(m.addresses);
       long period = Math.max(20, Math.min(250, cfg.heartbeatInterval().toMillis() / 2));
       m.ticker.scheduleWithFixedDelay(m::tick, period, period, TimeUnit.MILLISECONDS);
     } catch (RuntimeException e) {
@@ -126,6 +147,47 @@ public final class Master implements AutoCloseable {
         cfg.clusterId(),
         m.addresses.values());
     return m;
+  }
+
+  /**
+   * Where the master's shm socket and RPC ring files live: {@code
+   * <shm.dir>/ferrite-<cluster.id>/.master} (tmpfs, beside the memory servers' region files, and a
+   * name no server takes), owner-only. Removed at close, with the cluster's directory if empty.
+   */
+  private Path shmDir(FerriteConfig cfg) {
+    Path d = cfg.shmDir().resolve("ferrite-" + cfg.clusterId()).resolve(".master");
+    try {
+      Secrets.createPrivateDirectories(d);
+    } catch (IOException e) {
+      throw new UncheckedIOException("cannot create the master's shm directory " + d, e);
+    }
+    shmSocketDir = d;
+    return d;
+  }
+
+  /**
+   * An extension's region: a file in the master's shm directory (tmpfs; the data directory if shm
+   * is unusable), registered in the table every endpoint serves.
+   */
+  private synchronized MasterContext.MasterRegion createRegion(
+      FerriteConfig cfg, Path dataDir, String name, long length) {
+    Path where;
+    try {
+      where = shmDir(cfg);
+    } catch (RuntimeException e) {
+      where = dataDir;
+    }
+    int id = regions.all().size() + 1;
+    Path file = where.resolve("region-" + id + "-" + name);
+    try {
+      java.nio.file.Files.deleteIfExists(file); // left by a master that was killed
+    } catch (IOException e) {
+      throw new UncheckedIOException("cannot replace " + file, e);
+    }
+    io.ferrite.fabric.MappedRegion r =
+        io.ferrite.fabric.MappedRegion.create(file, id, length, rkeys.nextLong());
+    regions.register(r);
+    return new MasterContext.MasterRegion(r, regions.ref(0, id));
   }
 
   private void tick() {
@@ -151,6 +213,11 @@ public final class Master implements AutoCloseable {
   /** The metadata, for in-process inspection (tests, the local command). */
   public MasterState state() {
     return state;
+  }
+
+  /** The endpoints the master serves on, one per fabric (for status and tests). */
+  public List<FabricServer> endpoints() {
+    return List.copyOf(endpoints);
   }
 
   /** The endpoint per fabric name, e.g. {@code tcp -> tcp://127.0.0.1:7100}. */
@@ -194,6 +261,21 @@ public final class Master implements AutoCloseable {
     synchronized (state) {
       closed = true;
       journal.close();
+    }
+    for (io.ferrite.fabric.MappedRegion r : regions.all()) {
+      r.closeAndDelete();
+    }
+    if (shmSocketDir != null) {
+      removeIfEmpty(shmSocketDir);
+      removeIfEmpty(shmSocketDir.getParent());
+    }
+  }
+
+  private static void removeIfEmpty(Path d) {
+    try {
+      java.nio.file.Files.deleteIfExists(d);
+    } catch (IOException e) {
+      // Not empty (a memory server's directory, a file left behind): keep it.
     }
   }
 }

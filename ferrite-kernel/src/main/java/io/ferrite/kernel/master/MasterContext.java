@@ -17,6 +17,29 @@ public interface MasterContext {
   /** The block size of the cluster, in bytes. */
   long blockSize();
 
+  /**
+   * Creates a region of {@code length} bytes (a multiple of 8) that the master itself serves on its
+   * endpoints as node 0, for clients to read one-sided (over shm: plain memory loads on their own
+   * mapping of the file); the extension writes it through {@link MasterRegion#memory}. Transient:
+   * gone when the master stops, and a restarted master makes a new one under a new rkey, so what a
+   * client kept of the old one fails to read. Call from {@link MasterExtension#start}.
+   *
+   * @throws io.ferrite.fabric.FerriteException {@code UNSUPPORTED} where the master has no place
+   *     for one (an extension should then work without it)
+   */
+  default MasterRegion createRegion(String name, long length) {
+    throw new io.ferrite.fabric.FerriteException(
+        io.ferrite.fabric.ErrorCode.UNSUPPORTED, "this master serves no regions");
+  }
+
+  /**
+   * A region served by the master.
+   *
+   * @param memory the master's mapping, to write what clients read
+   * @param ref what clients present to read it (server id 0)
+   */
+  record MasterRegion(io.ferrite.fabric.MappedRegion memory, io.ferrite.fabric.RegionRef ref) {}
+
   /** The steps a mutation may take. Valid only inside the {@code mutate} body that received it. */
   interface Mutation {
     /**
@@ -29,8 +52,23 @@ public interface MasterContext {
      * the extension's name), all or none, on behalf of {@code sessionId} (which must be open). See
      * {@link MasterState#allocate} for class preference and spill.
      */
+    default List<BlockRef> allocate(
+        long sessionId, int count, String storageClass, boolean strict, String owner) {
+      return allocate(sessionId, count, storageClass, strict, owner, "");
+    }
+
+    /**
+     * Like {@link #allocate(long, int, String, boolean, String)}, on the servers {@code location}
+     * names first (a server name, a host identity {@code hostname/boot-id}, or a host name; "" for
+     * no preference), within each storage class; the other servers only when those are full.
+     */
     List<BlockRef> allocate(
-        long sessionId, int count, String storageClass, boolean strict, String owner);
+        long sessionId,
+        int count,
+        String storageClass,
+        boolean strict,
+        String owner,
+        String location);
 
     /** Frees blocks that {@code owner} owns, all or none; returns how many. */
     int free(String owner, List<BlockRef> blocks);

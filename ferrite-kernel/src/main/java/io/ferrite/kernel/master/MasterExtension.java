@@ -26,9 +26,13 @@ import java.util.concurrent.CompletableFuture;
  * <h2>Threading</h2>
  *
  * {@link #apply}, {@link #snapshot}, {@link #sessionClosed} and {@link #serverDead} run under the
- * master's metadata lock, as does the body of every {@link MasterContext#mutate} and {@link
- * MasterContext#read}: the extension needs no lock of its own for state it only touches there.
- * {@link #handle} runs on the master's service executor, concurrently.
+ * master's metadata lock, as does the body of every {@link MasterContext#mutate}: the extension
+ * needs no lock of its own for state it only touches there. {@link #handle} runs on the master's
+ * service executor, concurrently; {@link #handleInline} on the thread that received the call.
+ *
+ * <p>The metadata lock is held across the journal's fsync of every mutation, so an operation that
+ * takes it may wait for I/O. A read-only operation that should not (an inline one) keeps what it
+ * reads under a lock of the extension's own that {@link #apply} takes only while it changes memory.
  */
 public interface MasterExtension {
   /** The RPC service id on the master; 1 to 15 are the kernel's, faces use 16 and up. */
@@ -51,6 +55,19 @@ public interface MasterExtension {
    * completes; failing it with a {@link io.ferrite.fabric.FerriteException} sends that error.
    */
   CompletableFuture<ByteBuffer> handle(RpcContext caller, int opcode, ByteBuffer request);
+
+  /**
+   * Handles a call on the thread that received it (a fabric I/O thread or the shm ring poller), or
+   * declines with {@code null}, after which {@link #handle} runs on the service executor. Only for
+   * cheap read-only operations that never block: never {@link MasterContext#mutate} here (it waits
+   * for the metadata lock, held across journal fsyncs), only locks of the extension's own taken
+   * with {@code tryLock}, declining when they are busy. See {@link
+   * io.ferrite.fabric.RpcHandler#handleInline}. The default declines everything.
+   */
+  default CompletableFuture<ByteBuffer> handleInline(
+      RpcContext caller, int opcode, ByteBuffer request) {
+    return null;
+  }
 
   /**
    * A client session ended (closed, or its lease expired). The extension drops what the session

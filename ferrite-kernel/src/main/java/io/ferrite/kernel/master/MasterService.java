@@ -12,39 +12,83 @@ import io.ferrite.kernel.proto.RegionInfo;
 import io.ferrite.kernel.proto.Wire;
 import java.nio.ByteBuffer;
 import java.util.ArrayList;
+import java.util.HashMap;
 import java.util.List;
+import java.util.Map;
 import java.util.concurrent.CompletableFuture;
 
 /**
  * Decodes the master's RPCs ({@link MasterProtocol}), runs them against the {@link MasterState} and
  * encodes the answers. A malformed request fails that call with INVALID_ARGUMENT and nothing else:
  * the master keeps serving.
+ *
+ * <p>Inline ({@link #handleInline}): MASTER_INFO, and whatever an extension answers inline (the
+ * nodes face's lookup). Everything that takes the metadata lock runs on the service executor, since
+ * that lock is held across journal fsyncs.
  */
 final class MasterService implements RpcHandler {
   private static final System.Logger LOG = System.getLogger(MasterService.class.getName());
 
   private final MasterState state;
 
-  MasterService(MasterState state) {
+  /** The extensions, fixed before the master serves: read without the metadata lock. */
+  private final Map<Integer, MasterExtension> extensions = new HashMap<>();
+
+  private final String hostId;
+  private volatile Map<String, String> addresses = Map.of();
+
+  MasterService(MasterState state, String hostId) {
     this.state = state;
+    this.hostId = hostId;
+    for (MasterExtension ext : state.extensions()) {
+      extensions.put(ext.serviceId(), ext);
+    }
+  }
+
+  /** The master's endpoints, once they all listen (MASTER_INFO). */
+  void addresses(Map<String, String> byFabric) {
+    this.addresses = Map.copyOf(byFabric);
+  }
+
+  @Override
+  public CompletableFuture<ByteBuffer> handleInline(
+      RpcContext ctx, int service, int opcode, ByteBuffer request) {
+    if (service == MasterProtocol.SERVICE) {
+      return opcode == MasterProtocol.MASTER_INFO ? handle(ctx, service, opcode, request) : null;
+    }
+    MasterExtension ext = extensions.get(service);
+    if (ext == null) {
+      return null;
+    }
+    try {
+      return ext.handleInline(ctx, opcode, request);
+    } catch (RuntimeException e) {
+      return extensionFailed(ctx, ext, opcode, e);
+    }
+  }
+
+  private static CompletableFuture<ByteBuffer> extensionFailed(
+      RpcContext ctx, MasterExtension ext, int opcode, RuntimeException e) {
+    if (e instanceof FerriteException) {
+      return CompletableFuture.failedFuture(e);
+    }
+    LOG.log(
+        System.Logger.Level.ERROR,
+        "extension " + ext.name() + " opcode " + opcode + " from " + ctx.peer() + " failed",
+        e);
+    return Futures.failed(ErrorCode.INTERNAL, ext.name() + " opcode " + opcode + ": " + e);
   }
 
   @Override
   public CompletableFuture<ByteBuffer> handle(
       RpcContext ctx, int service, int opcode, ByteBuffer request) {
     if (service != MasterProtocol.SERVICE) {
-      MasterExtension ext = state.extension(service);
+      MasterExtension ext = extensions.get(service);
       if (ext != null) {
         try {
           return ext.handle(ctx, opcode, request);
-        } catch (FerriteException e) {
-          return CompletableFuture.failedFuture(e);
         } catch (RuntimeException e) {
-          LOG.log(
-              System.Logger.Level.ERROR,
-              "extension " + ext.name() + " opcode " + opcode + " from " + ctx.peer() + " failed",
-              e);
-          return Futures.failed(ErrorCode.INTERNAL, ext.name() + " opcode " + opcode + ": " + e);
+          return extensionFailed(ctx, ext, opcode, e);
         }
       }
       return Futures.failed(
@@ -165,6 +209,11 @@ final class MasterService implements RpcHandler {
       case MasterProtocol.STATUS -> {
         r.end();
         MasterProtocol.writeStatus(w, state.status());
+      }
+      case MasterProtocol.MASTER_INFO -> {
+        r.end();
+        w.str(hostId);
+        MasterProtocol.writeAddresses(w, addresses);
       }
       default ->
           throw new FerriteException(ErrorCode.UNKNOWN_OPCODE, "master has no opcode " + opcode);

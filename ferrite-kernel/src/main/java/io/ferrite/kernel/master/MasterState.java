@@ -409,6 +409,21 @@ public final class MasterState {
    */
   public synchronized List<BlockRef> allocate(
       long sessionId, int count, String storageClass, boolean strict, String owner) {
+    return allocate(sessionId, count, storageClass, strict, owner, "");
+  }
+
+  /**
+   * Like {@link #allocate(long, int, String, boolean, String)}, placing blocks preferably on the
+   * servers that {@code location} names (a server name, a host identity or a host name; "" for
+   * none), within each class: see {@link BlockAllocator#plan(int, String, boolean, String)}.
+   */
+  public synchronized List<BlockRef> allocate(
+      long sessionId,
+      int count,
+      String storageClass,
+      boolean strict,
+      String owner,
+      String location) {
     session(sessionId);
     if (count < 1 || count > io.ferrite.kernel.proto.MasterProtocol.MAX_LIST) {
       throw new FerriteException(
@@ -419,7 +434,7 @@ public final class MasterState {
               + io.ferrite.kernel.proto.MasterProtocol.MAX_LIST
               + ")");
     }
-    List<BlockKey> picks = md.allocator.plan(count, storageClass, strict);
+    List<BlockKey> picks = md.allocator.plan(count, storageClass, strict, location);
     commit(new MasterEvent.BlocksAllocated(owner.isEmpty() ? sessionId : 0, owner, picks));
     List<BlockRef> out = new ArrayList<>(picks.size());
     for (BlockKey k : picks) {
@@ -592,6 +607,16 @@ public final class MasterState {
 
   /** A {@link MasterContext} for {@code ext}: its mutations run under this state's lock. */
   public MasterContext contextFor(MasterExtension ext) {
+    return contextFor(ext, null);
+  }
+
+  /**
+   * A {@link MasterContext} for {@code ext} whose {@link MasterContext#createRegion} is {@code
+   * regions} (null: unsupported).
+   */
+  public MasterContext contextFor(
+      MasterExtension ext,
+      java.util.function.BiFunction<String, Long, MasterContext.MasterRegion> regions) {
     MasterState self = this;
     return new MasterContext() {
       @Override
@@ -605,6 +630,14 @@ public final class MasterState {
       public long blockSize() {
         return blockSize;
       }
+
+      @Override
+      public MasterRegion createRegion(String name, long length) {
+        if (regions == null) {
+          return MasterContext.super.createRegion(name, length);
+        }
+        return regions.apply(ext.name() + "-" + name, length);
+      }
     };
   }
 
@@ -617,11 +650,16 @@ public final class MasterState {
 
       @Override
       public List<BlockRef> allocate(
-          long sessionId, int count, String storageClass, boolean strict, String owner) {
+          long sessionId,
+          int count,
+          String storageClass,
+          boolean strict,
+          String owner,
+          String location) {
         if (owner.isEmpty()) {
           throw new IllegalArgumentException("owner: empty (expected: the extension's owner name)");
         }
-        return MasterState.this.allocate(sessionId, count, storageClass, strict, owner);
+        return MasterState.this.allocate(sessionId, count, storageClass, strict, owner, location);
       }
 
       @Override

@@ -35,6 +35,9 @@ import java.util.Map;
  *                    master  <- clusterId str | blockSize u64 | regions i32 | sessions i32
  *                               | count i32 | { MEMBER | regions i32 | classCount i32
  *                                               | { class str | capacity u64 | used u64 }* }*
+ * MASTER_INFO (33)   any     -> (empty)
+ *                    master  <- hostId str | addrCount i32 | { fabric str | address str }*
+ *                    (where else the master listens: a client on the master's host moves to shm)
  *
  * REGION  = regionId i32 | rkey u64 | length u64 | storageClass str | service str ("": block pool)
  * BLOCK   = serverId i32 | regionId i32 | rkey u64 | regionLength u64 | offset u64 | length u64
@@ -69,6 +72,7 @@ public final class MasterProtocol {
   public static final int MEMBERS = 30;
   public static final int REGIONS = 31;
   public static final int STATUS = 32;
+  public static final int MASTER_INFO = 33;
 
   /** ALLOCATE flag: allocate only from the named class, never spill to the next. */
   public static final int FLAG_STRICT = 1;

@@ -136,6 +136,18 @@ public final class MasterStub {
     return out;
   }
 
+  /** Where the master listens, and on which host: {@link MasterProtocol#MASTER_INFO}. */
+  public record MasterInfo(String hostId, Map<String, String> addresses) {}
+
+  public MasterInfo masterInfo() {
+    Wire.Reader r =
+        callSync(MasterProtocol.MASTER_INFO, new Wire.Writer(0), "master-info response");
+    String host = r.str("hostId");
+    Map<String, String> addresses = MasterProtocol.readAddresses(r);
+    r.end();
+    return new MasterInfo(host, addresses);
+  }
+
   public ClusterStatus status() {
     return MasterProtocol.readStatus(
         callSync(MasterProtocol.STATUS, new Wire.Writer(0), "status response"));

@@ -5,6 +5,7 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.ferrite.fabric.Fabric;
+import io.ferrite.fabric.FabricServer;
 import io.ferrite.fabric.OpKind;
 import io.ferrite.fabric.testing.SeedExtension;
 import io.ferrite.kernel.LocalCluster;
@@ -28,7 +29,7 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.ExtendWith;
 import org.junit.jupiter.api.io.TempDir;
 
-/** The kernel over the real fabrics in one JVM: master on tcp, servers on tcp and shm. */
+/** The kernel over the real fabrics in one JVM: master and servers on tcp and shm. */
 @ExtendWith(SeedExtension.class)
 class ClusterOverTcpAndShmTest {
   @TempDir Path dir;
@@ -56,7 +57,7 @@ class ClusterOverTcpAndShmTest {
             .build();
     Fabric tcp = fabric("tcp");
     Fabric shmFabric = fabric("shm");
-    master = Master.start(cfg, LocalCluster.CREDENTIALS, List.of(tcp));
+    master = Master.start(cfg, LocalCluster.CREDENTIALS, List.of(tcp, shmFabric));
     open.add(master);
     for (String name : List.of("a", "b")) {
       MemoryServer s =
@@ -136,5 +137,64 @@ class ClusterOverTcpAndShmTest {
       }
     }
     return n;
+  }
+
+  private long masterRpcs(String fabric) {
+    long n = 0;
+    for (FabricServer e : master.endpoints()) {
+      if (e.address().startsWith(fabric + "://")) {
+        n += e.counters().ops(OpKind.RPC);
+      }
+    }
+    return n;
+  }
+
+  @Test
+  void aClientOnTheMastersHostMovesToShmUnlessItWantsTcp() {
+    assertTrue(master.addresses().containsKey("shm"), "the master serves shm");
+    FerriteClient tcpClient = client("tcp");
+    long shmBefore = masterRpcs("shm");
+    for (int i = 0; i < 20; i++) {
+      tcpClient.status();
+    }
+    assertEquals(shmBefore, masterRpcs("shm"), "client.fabric=tcp keeps the master on tcp");
+    assertTrue(tcpClient.masterStub().connection().toString().startsWith("connection to tcp:"));
+    FerriteClient auto = client("auto");
+    for (int i = 0; i < 20; i++) {
+      auto.status();
+      auto.free(auto.allocate(1));
+    }
+    // (The memory servers' heartbeats keep coming over tcp.)
+    assertTrue(
+        auto.masterStub().connection().toString().startsWith("shm "),
+        "auto reaches the master over shm: " + auto.masterStub().connection());
+    assertTrue(masterRpcs("shm") >= shmBefore + 60, "shm RPCs: " + masterRpcs("shm"));
+  }
+
+  @Test
+  void aMasterThatCannotServeShmStillServesTcp() throws IOException {
+    for (AutoCloseable c : List.copyOf(open)) {
+      if (c instanceof MemoryServer || c instanceof Master) {
+        try {
+          c.close();
+        } catch (Exception e) {
+          throw new AssertionError(e);
+        }
+        open.remove(c);
+      }
+    }
+    Path notADir = Files.createFile(shm.resolve("not-a-directory"));
+    Master m =
+        Master.start(
+            cfg.with(FerriteConfig.SHM_DIR, notADir.toString()),
+            LocalCluster.CREDENTIALS,
+            List.of(fabric("tcp"), fabric("shm")));
+    open.add(m);
+    assertEquals(List.of("tcp"), List.copyOf(m.addresses().keySet()));
+    FerriteClient c =
+        Ferrite.connect(
+            m.addresses().get("tcp"), ClientOptions.builder(LocalCluster.CREDENTIALS).build());
+    open.add(c);
+    assertEquals("k", c.status().clusterId());
   }
 }

@@ -26,9 +26,10 @@ import java.util.stream.Stream;
 /**
  * A master and memory servers in this JVM, for the tests of the kernel and of every face: over the
  * local fabric (deterministic, with fault injection through {@link #network}), or, when {@code
- * real}, the master on tcp and the servers on tcp and shm. Small regions and blocks, short
- * timeouts, no fsync; {@code settings} override any of them. {@link #close()} stops everything it
- * started, in reverse order, and deletes its shm directory.
+ * real}, the master and the servers on tcp and shm (clients reach the master at its tcp address and
+ * move to shm, as on any host they share with it). Small regions and blocks, short timeouts, no
+ * fsync; {@code settings} override any of them. {@link #close()} stops everything it started, in
+ * reverse order, and deletes its shm directory.
  */
 public class ClusterHarness implements AutoCloseable {
   public final Credentials credentials;
@@ -104,7 +105,8 @@ public class ClusterHarness implements AutoCloseable {
     if (master != null) {
       master.close();
     }
-    List<Fabric> on = List.of(real ? tcp : newLocalFabric());
+    // A real master serves shm too: clients on this host (all of them, here) reach it over shm.
+    List<Fabric> on = real ? List.of(tcp, shm) : List.of(newLocalFabric());
     master =
         extensions == null
             ? Master.start(config, credentials, on)

@@ -13,6 +13,7 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
+import java.util.concurrent.locks.ReentrantReadWriteLock;
 
 /**
  * The namespace: a tree of {@link Node}s keyed by real names, rebuilt from journal records. Every
@@ -65,11 +66,45 @@ final class Namespace {
 
   long lastId = ROOT_ID;
 
+  /**
+   * Readers that do not hold the master's metadata lock (lookups) take this read lock; {@link
+   * #apply} takes the write lock while it changes memory. The metadata lock, held across a
+   * mutation's journal fsync, is not needed to read: a lookup waits at most for one record being
+   * applied in memory, never for the disk, and sees every record whole.
+   */
+  final ReentrantReadWriteLock lock = new ReentrantReadWriteLock();
+
+  /**
+   * The version words of clients' cached lookups: slots given to nodes here, words bumped by the
+   * handlers.
+   */
+  final LookupVersions versions = new LookupVersions();
+
   Namespace() {
     byId.put(ROOT_ID, root);
   }
 
   // ---------------------------------------------------------------- queries
+
+  /**
+   * The visible nodes on the path {@code components}, root excluded (empty for the root itself), or
+   * null if there is no such node.
+   */
+  List<Node> resolveChain(List<String> components) {
+    List<Node> chain = new ArrayList<>(components.size());
+    Node n = root;
+    for (String c : components) {
+      if (!n.type.isContainer()) {
+        return null;
+      }
+      n = n.children.get(c);
+      if (n == null || !n.visible) {
+        return null;
+      }
+      chain.add(n);
+    }
+    return chain;
+  }
 
   /** The visible node at {@code components}, or null. */
   Node resolve(List<String> components) {
@@ -166,8 +201,17 @@ final class Namespace {
     return r.u8("inline?") == 1 ? r.bytes("inline") : null;
   }
 
-  /** Applies one record; see the class comment for the layouts. */
+  /** Applies one record, atomically for readers; see the class comment for the layouts. */
   void apply(ByteBuffer record) {
+    lock.writeLock().lock();
+    try {
+      applyLocked(record);
+    } finally {
+      lock.writeLock().unlock();
+    }
+  }
+
+  private void applyLocked(ByteBuffer record) {
     Wire.Reader r = new Wire.Reader(record, "nodes record");
     int type = r.u8("type");
     switch (type) {
@@ -192,6 +236,7 @@ final class Namespace {
         n.inline = inline(r);
         n.name = name;
         n.detached = (flags & F_DETACHED) != 0;
+        n.slot = versions.assign();
         Node parent = byId.get(parentId);
         n.parent = parent;
         if (!n.detached) {
@@ -305,6 +350,8 @@ final class Namespace {
       Node n = todo.poll();
       todo.addAll(n.children.values());
       byId.remove(n.id);
+      versions.release(n.slot);
+      n.slot = -1;
       setWriter(n, 0);
       if (!n.blocks.isEmpty()) {
         pendingReclaim.put(n.id, now);

@@ -36,6 +36,9 @@ final class Node {
   byte[] inline;
   final List<BlockRef> blocks = new ArrayList<>();
 
+  /** The node's word in {@link LookupVersions} (transient), or -1: not cacheable. */
+  int slot = -1;
+
   /**
    * Children by real name. Enumerable containers keep them sorted (listing pages by name); a
    * non-enumerable Table needs no order, so it uses a hash map (cheaper creates, paper §3.1).

@@ -81,6 +81,14 @@ public final class NodesMaster implements MasterExtension {
   @Override
   public void start(MasterContext context) {
     this.ctx = context;
+    try {
+      ns.versions.attach(context.createRegion("versions", 8L * LookupVersions.SLOTS));
+    } catch (FerriteException e) {
+      LOG.log(
+          System.Logger.Level.INFO,
+          "no version region, clients will not cache lookups: {0}",
+          e.getMessage());
+    }
     reclaimer = new ScheduledThreadPoolExecutor(1, new NamedThreadFactory("nodes-reclaim", true));
     long period = Math.max(10, Math.min(200, reclaimGrace.toMillis() / 2));
     reclaimer.scheduleWithFixedDelay(this::reclaim, period, period, TimeUnit.MILLISECONDS);
@@ -132,14 +140,14 @@ public final class NodesMaster implements MasterExtension {
    * but never turns into NO_SPACE.
    */
   private List<BlockRef> allocate(
-      MasterContext.Mutation m, long session, int count, String cls, long id) {
+      MasterContext.Mutation m, long session, int count, String cls, String location, long id) {
     try {
-      return m.allocate(session, count, cls, false, Node.owner(id));
+      return m.allocate(session, count, cls, false, Node.owner(id), location);
     } catch (FerriteException e) {
       if (e.code() != ErrorCode.NO_SPACE || reclaimRemovedBefore(m, System.nanoTime()) == 0) {
         throw e;
       }
-      return m.allocate(session, count, cls, false, Node.owner(id));
+      return m.allocate(session, count, cls, false, Node.owner(id), location);
     }
   }
 
@@ -188,6 +196,7 @@ public final class NodesMaster implements MasterExtension {
           switch (opcode) {
             case NodesProtocol.CREATE -> create(r);
             case NodesProtocol.LOOKUP -> lookup(r);
+            case NodesProtocol.LOOKUP_VERSIONED -> lookupVersioned(r);
             case NodesProtocol.REMOVE -> remove(r);
             case NodesProtocol.MOVE -> move(r);
             case NodesProtocol.MAP -> map(r);
@@ -336,7 +345,9 @@ public final class NodesMaster implements MasterExtension {
           }
           long id = ns.nextId();
           List<BlockRef> blocks =
-              prealloc > 0 && inline == null ? allocate(m, session, prealloc, cls, id) : List.of();
+              prealloc > 0 && inline == null
+                  ? allocate(m, session, prealloc, cls, loc, id)
+                  : List.of();
           boolean published = !data || inline != null;
           Node n =
               new Node(
@@ -355,21 +366,111 @@ public final class NodesMaster implements MasterExtension {
             n.inline = inline;
             n.size = inline.length;
           }
-          m.commit(Namespace.create(n, parent.id));
-          if (!blocks.isEmpty()) {
-            m.commit(Namespace.blocks(id, 0, blocks));
+          // A KeyValue put with its value inline replaces the old one at once.
+          int[] changing = ns.versions.begin(published ? old : null);
+          try {
+            m.commit(Namespace.create(n, parent.id));
+            if (!blocks.isEmpty()) {
+              m.commit(Namespace.blocks(id, 0, blocks));
+            }
+          } finally {
+            ns.versions.end(changing);
           }
           return reply(info(ns.byId.get(id), path, 0, NodesProtocol.LOOKUP_BLOCKS + prealloc));
         });
   }
 
+  /**
+   * LOOKUP answered on the thread that received it (the shm ring poller, or an I/O thread): it only
+   * reads the namespace, under the namespace's read lock, which {@link Namespace#apply} holds only
+   * while it changes memory. If that lock is taken or wanted by an apply, the lookup declines and
+   * runs on the service executor instead, where it may wait: the receiving thread never does.
+   */
+  @Override
+  public CompletableFuture<ByteBuffer> handleInline(
+      RpcContext caller, int opcode, ByteBuffer request) {
+    if (opcode != NodesProtocol.LOOKUP && opcode != NodesProtocol.LOOKUP_VERSIONED) {
+      return null;
+    }
+    // hasQueuedThreads: a writer waiting for the lock gets it before more inline readers.
+    if (ns.lock.hasQueuedThreads() || !ns.lock.readLock().tryLock()) {
+      return null;
+    }
+    try {
+      Wire.Reader r = new Wire.Reader(request, "nodes opcode " + opcode);
+      return CompletableFuture.completedFuture(
+          opcode == NodesProtocol.LOOKUP ? lookupLocked(r) : lookupVersionedLocked(r));
+    } catch (RuntimeException e) {
+      return CompletableFuture.failedFuture(e);
+    } finally {
+      ns.lock.readLock().unlock();
+    }
+  }
+
   private ByteBuffer lookup(Wire.Reader r) {
+    ns.lock.readLock().lock();
+    try {
+      return lookupLocked(r);
+    } finally {
+      ns.lock.readLock().unlock();
+    }
+  }
+
+  private ByteBuffer lookupVersioned(Wire.Reader r) {
+    ns.lock.readLock().lock();
+    try {
+      return lookupVersionedLocked(r);
+    } finally {
+      ns.lock.readLock().unlock();
+    }
+  }
+
+  /**
+   * A lookup plus what a client needs to reuse its answer ({@link LookupVersions}): the words of
+   * the nodes on the path, read under the namespace's read lock together with the nodes themselves.
+   * Not cacheable when a word is odd (a change to that node is committing) or a node has no slot.
+   */
+  private ByteBuffer lookupVersionedLocked(Wire.Reader r) {
+    String path = r.str("path");
+    int count = r.i32("blocks");
+    r.end();
+    List<Node> chain = ns.resolveChain(NodePath.parse(path));
+    if (chain == null) {
+      throw fail(Reason.NOT_FOUND, "no such node " + path);
+    }
+    Node n = chain.isEmpty() ? ns.root : chain.get(chain.size() - 1);
+    NodeInfo info = info(n, path, 0, Math.max(0, Math.min(count, MAX_MAP)));
+    io.ferrite.fabric.RegionRef ref = ns.versions.ref();
+    long[] words = new long[chain.size()];
+    boolean cacheable = ref != null && !chain.isEmpty();
+    for (int i = 0; i < chain.size() && cacheable; i++) {
+      words[i] = ns.versions.read(chain.get(i).slot);
+      cacheable = (words[i] & 1) == 0;
+    }
+    Wire.Writer w = new Wire.Writer(160 + info.blocks().size() * 48 + chain.size() * 12);
+    NodesProtocol.writeNode(w, info);
+    if (!cacheable) {
+      return w.u8(0).toBuffer();
+    }
+    w.u8(1).i32(ref.regionId()).i64(ref.rkey()).i64(ref.length()).i32(chain.size());
+    for (int i = 0; i < chain.size(); i++) {
+      w.i32(chain.get(i).slot).i64(words[i]);
+    }
+    return w.toBuffer();
+  }
+
+  /**
+   * Under the namespace's read lock (not the metadata lock: see {@link Namespace#lock}). A lookup
+   * is linearizable at that lock: every change is one record applied under the write lock, and a
+   * mutation that writes several (create then blocks; publish then trim) makes the node visible, or
+   * replaces it, in exactly one of them.
+   */
+  private ByteBuffer lookupLocked(Wire.Reader r) {
     String path = r.str("path");
     int count = r.i32("blocks");
     r.end();
     NodePath.parse(path);
-    return reply(
-        ctx.mutate(m -> info(existing(path), path, 0, Math.max(0, Math.min(count, MAX_MAP)))));
+    return reply(info(existing(path), path, 0, Math.max(0, Math.min(count, MAX_MAP))));
   }
 
   private ByteBuffer remove(Wire.Reader r) {
@@ -388,7 +489,13 @@ public final class NodesMaster implements MasterExtension {
                 path + " is a " + n.type.label() + " with " + n.children.size() + " children");
           }
           int count = count(n);
-          m.commit(Namespace.remove(n.id, now()));
+          // Descendants need no bump: every path to them goes through n.
+          int[] changing = ns.versions.begin(n);
+          try {
+            m.commit(Namespace.remove(n.id, now()));
+          } finally {
+            ns.versions.end(changing);
+          }
           return new Wire.Writer().i32(count).toBuffer();
         });
   }
@@ -440,7 +547,12 @@ public final class NodesMaster implements MasterExtension {
               && !(old.type == NodeType.KEYVALUE && n.type == NodeType.KEYVALUE && old.visible)) {
             throw fail(Reason.ALREADY_EXISTS, dst + " exists");
           }
-          m.commit(Namespace.move(n.id, to.id, name, now()));
+          int[] changing = ns.versions.begin(n, old);
+          try {
+            m.commit(Namespace.move(n.id, to.id, name, now()));
+          } finally {
+            ns.versions.end(changing);
+          }
           return reply(info(n, dst, 0, 0));
         });
   }
@@ -479,14 +591,17 @@ public final class NodesMaster implements MasterExtension {
             if (need > 0) {
               List<BlockRef> got;
               try {
-                got = allocate(m, session, need, n.storageClass, id);
+                got = allocate(m, session, need, n.storageClass, n.location, id);
               } catch (FerriteException e) {
                 // The window ahead does not fit: take only what the write at index needs.
                 int least = index + 1 - n.blocks.size();
                 if (e.code() != ErrorCode.NO_SPACE || least >= need) {
                   throw e;
                 }
-                got = least <= 0 ? List.of() : allocate(m, session, least, n.storageClass, id);
+                got =
+                    least <= 0
+                        ? List.of()
+                        : allocate(m, session, least, n.storageClass, n.location, id);
               }
               if (!got.isEmpty()) {
                 m.commit(Namespace.blocks(id, n.blocks.size(), got));
@@ -526,7 +641,13 @@ public final class NodesMaster implements MasterExtension {
             m.commit(Namespace.remove(n.id, now()));
             throw fail(Reason.NOT_FOUND, "the table of this keyvalue was removed");
           }
-          m.commit(Namespace.publish(id, size, checksum, now(), close, null));
+          // Published: n's size and value change; a put's KeyValue replaces the old one.
+          int[] changing = ns.versions.begin(n, n.detached ? n.parent.children.get(n.name) : null);
+          try {
+            m.commit(Namespace.publish(id, size, checksum, now(), close, null));
+          } finally {
+            ns.versions.end(changing);
+          }
           if (close) {
             trim(n, m);
           }

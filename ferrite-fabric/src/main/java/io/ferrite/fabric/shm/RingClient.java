@@ -1,0 +1,515 @@
+package io.ferrite.fabric.shm;
+
+import io.ferrite.fabric.Counters;
+import io.ferrite.fabric.ErrorCode;
+import io.ferrite.fabric.FerriteException;
+import io.ferrite.fabric.OpKind;
+import io.ferrite.fabric.netty.NettyConnection;
+import java.lang.System.Logger.Level;
+import java.nio.ByteBuffer;
+import java.nio.charset.StandardCharsets;
+import java.time.Duration;
+import java.util.Map;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.RejectedExecutionException;
+import java.util.concurrent.ScheduledExecutorService;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.concurrent.atomic.AtomicReference;
+import org.agrona.MutableDirectBuffer;
+import org.agrona.concurrent.MessageHandler;
+import org.agrona.concurrent.ringbuffer.ManyToOneRingBuffer;
+
+/**
+ * The client side of one connection's shm RPC rings: a call is a record written into the request
+ * ring (no system call unless the server's poller sleeps), its answer a record read from the
+ * response ring by whichever thread holds the <b>consumer role</b>:
+ *
+ * <ul>
+ *   <li>a thread waiting for a call ({@link RingFuture#join}) takes the role if it is free and
+ *       polls for up to {@link #SPIN_NANOS}, completing every call it finds answered;
+ *   <li>when nobody holds the role, the client-asleep flag is up and the server rings the doorbell
+ *       for each answer; the connection's I/O thread then takes the role and drains the ring, so
+ *       answers nobody waits for (pure async use) still arrive promptly.
+ * </ul>
+ *
+ * A holder that lets go raises the flag and drains once more (Dekker with the server's check, see
+ * {@link RingFile}); a doorbell that arrives while the role is held is remembered ({@code
+ * bellPending}) and honoured by the holder after it lets go, so no answer is stranded.
+ *
+ * <p>Deadlines are enforced by a sweep every {@link #SWEEP_MILLIS} ms on the fabric's timer thread
+ * while calls are pending (a call can end up to that much late); a lost connection fails every
+ * pending call with {@link ErrorCode#UNAVAILABLE}.
+ */
+final class RingClient implements MessageHandler {
+  private static final System.Logger LOG = System.getLogger(RingClient.class.getName());
+
+  /** How long a waiter polls for its answer before it blocks: spinning, then yielding. */
+  static final long SPIN_NANOS = TimeUnit.MICROSECONDS.toNanos(50);
+
+  /** The first part of {@link #SPIN_NANOS}, with {@link Thread#onSpinWait}; then {@code yield}. */
+  static final long BUSY_SPIN_NANOS = TimeUnit.MICROSECONDS.toNanos(3);
+
+  static final long SWEEP_MILLIS = 10;
+  private static final int IDLE_SWEEPS = 10;
+
+  /** The largest body a response may announce, as on the socket (a 4 MiB frame). */
+  private final int maxResponse;
+
+  private final NettyConnection control;
+  private final RingFile file;
+  private final Counters counters;
+  private final ScheduledExecutorService timer;
+  private final int maxRequest;
+  private final int maxRecord;
+  private final Map<Long, RingCall> pending = new ConcurrentHashMap<>();
+  private final AtomicLong ids = new AtomicLong(1);
+
+  private final AtomicReference<Thread> consumer = new AtomicReference<>();
+  private int holds; // consumer role re-entries; touched only by the holder
+  private final AtomicBoolean bellPending = new AtomicBoolean();
+  private RingCall done; // answered during one read; touched only by the holder
+
+  private final AtomicBoolean sweeping = new AtomicBoolean();
+  private long sweptAt;
+  private int idleSweeps;
+
+  private volatile FerriteException closed;
+
+  /** Doorbells this client rang (the server's poller slept) and heard (nobody polled answers). */
+  final java.util.concurrent.atomic.LongAdder rang = new java.util.concurrent.atomic.LongAdder();
+
+  final java.util.concurrent.atomic.LongAdder heard = new java.util.concurrent.atomic.LongAdder();
+
+  /** Calls that found the request ring full and took the socket. */
+  final java.util.concurrent.atomic.LongAdder full = new java.util.concurrent.atomic.LongAdder();
+
+  RingClient(
+      NettyConnection control,
+      RingFile file,
+      Counters counters,
+      ScheduledExecutorService timer,
+      int maxResponse) {
+    this.control = control;
+    this.file = file;
+    this.counters = counters;
+    this.timer = timer;
+    this.maxResponse = maxResponse;
+    this.maxRecord = file.responses.maxMsgLength();
+    this.maxRequest = file.requests.maxMsgLength() - RingRecords.REQUEST_HEADER;
+  }
+
+  /** The mapped rings (for tests). */
+  RingFile file() {
+    return file;
+  }
+
+  /** The largest request the ring carries; longer ones go on the socket. */
+  int maxRequest() {
+    return maxRequest;
+  }
+
+  // ---------------------------------------------------------------- calls
+
+  /**
+   * Sends a call through the request ring; null when the ring cannot take it (too large, full,
+   * closed), and the caller should use the socket.
+   */
+  CompletableFuture<ByteBuffer> call(
+      int service, int opcode, ByteBuffer request, Duration deadline) {
+    if (service < 0 || service > 0xffff || opcode < 0 || opcode > 0xffff) {
+      throw new IllegalArgumentException(
+          "service: " + service + ", opcode: " + opcode + " (expected: 0 to 65535)");
+    }
+    int n = request.remaining();
+    if (n > maxRequest || closed != null) {
+      return null;
+    }
+    long millis = Math.max(1, Math.min(deadline.toMillis(), 0xffff_ffffL));
+    long id = ids.getAndIncrement();
+    RingCall call = new RingCall(this, id, n, System.nanoTime() + millis * 1_000_000L);
+    if (!file.acquire()) {
+      return null;
+    }
+    try {
+      ManyToOneRingBuffer ring = file.requests;
+      // Registered before it can be answered.
+      pending.put(id, call);
+      int at = ring.tryClaim(RingRecords.REQUEST, RingRecords.REQUEST_HEADER + n);
+      if (at < 0) {
+        pending.remove(id);
+        full.increment();
+        return null; // full: the socket takes it (it has its own bound on what is in flight)
+      }
+      MutableDirectBuffer b = ring.buffer();
+      try {
+        b.putLong(at + RingRecords.REQ_ID, id);
+        b.putShort(at + RingRecords.REQ_SERVICE, (short) service);
+        b.putShort(at + RingRecords.REQ_OPCODE, (short) opcode);
+        b.putInt(at + RingRecords.REQ_DEADLINE, (int) millis);
+        b.putBytes(at + RingRecords.REQUEST_HEADER, request, request.position(), n);
+      } catch (RuntimeException e) {
+        ring.abort(at);
+        pending.remove(id);
+        throw e;
+      }
+      ring.commit(at);
+      if (file.producerCheckAsleep(RingFile.SERVER_ASLEEP)) {
+        rang.increment();
+        control.doorbell();
+      }
+    } finally {
+      file.release();
+    }
+    FerriteException lost = closed;
+    if (lost != null && pending.remove(id) != null) {
+      call.fail(lost); // lost() may have swept the table before this call was in it
+    }
+    ensureSweeping();
+    return call;
+  }
+
+  // ---------------------------------------------------------------- consumer role
+
+  private boolean tryConsume() {
+    Thread me = Thread.currentThread();
+    if (consumer.get() == me) {
+      holds++;
+      return true;
+    }
+    if (consumer.compareAndSet(null, me)) {
+      holds = 1;
+      return true;
+    }
+    return false;
+  }
+
+  /**
+   * Lets go of the consumer role. The outermost release raises the client-asleep flag and reads
+   * once more (an answer written before the server could see the flag is not rung for), then
+   * honours a doorbell that came while the role was held. Returns the calls those reads answered,
+   * for the caller to complete once the role is free (so that a thread they wake can take it).
+   */
+  private RingCall release() {
+    if (holds > 1) {
+      holds--;
+      return null;
+    }
+    RingCall answered = null;
+    for (; ; ) {
+      setAsleep(true);
+      read();
+      answered = join(answered, takeDone());
+      holds = 0;
+      consumer.set(null);
+      if (!bellPending.get() || !tryConsume()) {
+        return answered;
+      }
+      bellPending.set(false);
+      while (read() > 0) {
+        // until empty
+      }
+    }
+  }
+
+  private void setAsleep(boolean asleep) {
+    if (!file.acquire()) {
+      return;
+    }
+    try {
+      if (asleep) {
+        file.setAsleep(RingFile.CLIENT_ASLEEP);
+      } else {
+        file.setAwake(RingFile.CLIENT_ASLEEP);
+      }
+    } finally {
+      file.release();
+    }
+  }
+
+  /** On the I/O thread: the server wrote answers while no thread polled. */
+  void onDoorbell() {
+    heard.increment();
+    bellPending.set(true);
+    if (!tryConsume()) {
+      return; // the holder sees bellPending when it lets go
+    }
+    bellPending.set(false);
+    RingCall answered;
+    try {
+      while (read() > 0) {
+        // until empty
+      }
+    } finally {
+      answered = join(takeDone(), release());
+    }
+    finish(answered);
+  }
+
+  /**
+   * Helps {@code f} along: polls the response ring (holding the consumer role if it is free) until
+   * {@code f} is done or the spin budget (or {@code maxNanos}) is spent. Never on an I/O thread.
+   */
+  void await(CompletableFuture<?> f, long maxNanos) {
+    if (f.isDone() || closed != null || control.inEventLoop()) {
+      return;
+    }
+    long start = System.nanoTime();
+    long budget = Math.min(maxNanos, SPIN_NANOS);
+    boolean mine = false;
+    try {
+      while (!f.isDone()) {
+        if (!mine && tryConsume()) {
+          mine = true;
+          if (holds == 1) {
+            // Polling now: the server need not ring. (A nested wait, in a callback run while this
+            // thread already holds the role, leaves the flag to the outer holder.)
+            setAsleep(false);
+          }
+        }
+        if (mine) {
+          int n = read();
+          finish(takeDone());
+          if (n > 0) {
+            continue;
+          }
+        }
+        long spent = System.nanoTime() - start;
+        if (spent > budget) {
+          return;
+        }
+        if (spent < BUSY_SPIN_NANOS) {
+          Thread.onSpinWait();
+        } else {
+          // Loaded machine: let the server's poller (or whoever) have this core meanwhile.
+          Thread.yield();
+        }
+      }
+    } finally {
+      if (mine) {
+        finish(release());
+      }
+    }
+  }
+
+  /** Holder only: reads what the response ring has; answered calls collect in {@link #done}. */
+  private int read() {
+    if (!file.acquire()) {
+      return 0;
+    }
+    try {
+      return file.responses.read(this, ServerRings.BATCH);
+    } catch (RuntimeException e) {
+      protocolError("unreadable response ring: " + e);
+      return 0;
+    } finally {
+      file.release();
+    }
+  }
+
+  /** Holder only: the calls answered since the last take. */
+  private RingCall takeDone() {
+    RingCall d = done;
+    done = null;
+    return d;
+  }
+
+  private static RingCall join(RingCall a, RingCall b) {
+    if (a == null) {
+      return b;
+    }
+    RingCall t = a;
+    while (t.nextDone != null) {
+      t = t.nextDone;
+    }
+    t.nextDone = b;
+    return a;
+  }
+
+  /** Completes answered calls (running their callbacks on this thread). */
+  private static void finish(RingCall c) {
+    while (c != null) {
+      RingCall next = c.nextDone;
+      c.nextDone = null;
+      c.finish();
+      c = next;
+    }
+  }
+
+  @Override
+  public void onMessage(int msgTypeId, MutableDirectBuffer buffer, int index, int length) {
+    if (msgTypeId != RingRecords.RESPONSE
+        || length < RingRecords.RESPONSE_HEADER
+        || length > maxRecord) {
+      throw new IllegalStateException(
+          "response record of type " + msgTypeId + " and " + length + " B");
+    }
+    long id = buffer.getLong(index + RingRecords.RSP_ID);
+    int status = buffer.getShort(index + RingRecords.RSP_STATUS) & 0xffff;
+    int total = buffer.getInt(index + RingRecords.RSP_TOTAL);
+    int offset = buffer.getInt(index + RingRecords.RSP_OFFSET);
+    int n = length - RingRecords.RESPONSE_HEADER;
+    RingCall c = pending.get(id);
+    if (c == null) {
+      return; // a late answer to a call that timed out
+    }
+    if (status != ErrorCode.OK.wire()) {
+      if (pending.remove(id) == null) {
+        return; // ended meanwhile (deadline, loss)
+      }
+      byte[] msg = new byte[Math.min(n, RingRecords.MAX_ERROR_MESSAGE)];
+      buffer.getBytes(index + RingRecords.RESPONSE_HEADER, msg);
+      c.error =
+          new FerriteException(ErrorCode.fromWire(status), new String(msg, StandardCharsets.UTF_8));
+      c.nextDone = done;
+      done = c;
+      return;
+    }
+    if (offset == 0 && c.body == null) {
+      if (total < 0 || total > maxResponse) {
+        throw new IllegalStateException("response of " + total + " B");
+      }
+      c.body = ByteBuffer.allocate(total);
+    }
+    ByteBuffer body = c.body;
+    if (body == null || offset != body.position() || n > body.remaining()) {
+      throw new IllegalStateException(
+          "response chunk of " + n + " B at " + offset + " of call " + id);
+    }
+    buffer.getBytes(index + RingRecords.RESPONSE_HEADER, body, n);
+    if (!body.hasRemaining()) {
+      if (pending.remove(id) == null) {
+        return; // ended meanwhile (deadline, loss)
+      }
+      body.flip();
+      c.nextDone = done;
+      done = c;
+    }
+  }
+
+  private void protocolError(String reason) {
+    LOG.log(Level.WARNING, "closing connection to {0}: {1}", control.address(), reason);
+    lost(
+        new FerriteException(
+            ErrorCode.PROTOCOL, "connection to " + control.address() + " closed: " + reason));
+    control.close();
+  }
+
+  // ---------------------------------------------------------------- deadlines, loss
+
+  private void ensureSweeping() {
+    if (!sweeping.get() && sweeping.compareAndSet(false, true)) {
+      schedule();
+    }
+  }
+
+  private void schedule() {
+    try {
+      timer.schedule(this::sweep, SWEEP_MILLIS, TimeUnit.MILLISECONDS);
+    } catch (RejectedExecutionException e) {
+      // The fabric is closing: it closes this connection too, which fails what is pending.
+      sweeping.set(false);
+    }
+  }
+
+  private void sweep() {
+    long now = System.nanoTime();
+    for (RingCall c : pending.values()) {
+      if (now - c.deadlineNanos >= 0 && pending.remove(c.id, c)) {
+        c.fail(
+            new FerriteException(
+                ErrorCode.TIMEOUT,
+                "no answer to a call (ring) from " + control.address() + " within its deadline"));
+      }
+    }
+    long issued = ids.get();
+    if (issued != sweptAt || !pending.isEmpty()) {
+      sweptAt = issued;
+      idleSweeps = 0;
+    } else {
+      idleSweeps++;
+    }
+    if (closed == null && idleSweeps < IDLE_SWEEPS) {
+      schedule();
+      return;
+    }
+    sweeping.set(false);
+    // A call made after the check above saw the flag still set: pick it up.
+    if (closed == null && !pending.isEmpty() && sweeping.compareAndSet(false, true)) {
+      idleSweeps = 0;
+      schedule();
+    }
+  }
+
+  /** The connection is gone: fails what is pending and releases the rings. Idempotent. */
+  void lost(FerriteException cause) {
+    synchronized (this) {
+      if (closed != null) {
+        return;
+      }
+      closed = cause;
+    }
+    for (Long id : pending.keySet()) {
+      RingCall c = pending.remove(id);
+      if (c != null) {
+        c.fail(cause);
+      }
+    }
+    file.close();
+  }
+
+  boolean isClosed() {
+    return closed != null;
+  }
+
+  @Override
+  public String toString() {
+    return "rings ("
+        + pending.size()
+        + " pending, rang "
+        + rang.sum()
+        + ", heard "
+        + heard.sum()
+        + ")";
+  }
+
+  /** Calls sent and not yet answered (for tests). */
+  int pendingCalls() {
+    return pending.size();
+  }
+
+  // ---------------------------------------------------------------- one call
+
+  /** One call through the rings: its future, and what its answer needs to find it. */
+  static final class RingCall extends RingFuture<ByteBuffer> {
+    final long id;
+    final int requestBytes;
+    final long deadlineNanos;
+    ByteBuffer body;
+    FerriteException error;
+    RingCall nextDone;
+
+    RingCall(RingClient client, long id, int requestBytes, long deadlineNanos) {
+      super(client);
+      this.id = id;
+      this.requestBytes = requestBytes;
+      this.deadlineNanos = deadlineNanos;
+    }
+
+    void finish() {
+      if (error != null) {
+        fail(error);
+      } else {
+        client.counters.record(OpKind.RPC, (long) requestBytes + body.remaining());
+        complete(body);
+      }
+    }
+
+    void fail(FerriteException e) {
+      client.counters.recordError(OpKind.RPC);
+      completeExceptionally(e);
+    }
+  }
+}
