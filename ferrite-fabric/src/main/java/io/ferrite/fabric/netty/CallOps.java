@@ -187,7 +187,7 @@ final class CallOps {
 
     @Override
     void encode(ClientWriter out, long requestId) {
-      out.add(Wire.request(out.alloc(), Frames.TYPE_RINGS, requestId, 0));
+      out.begin(Frames.TYPE_RINGS, requestId, 0, 0);
     }
 
     @Override
@@ -217,7 +217,7 @@ final class CallOps {
   static final class Doorbell implements Outbound {
     @Override
     public void sendOn(ClientWriter out) {
-      out.add(Wire.request(out.alloc(), Frames.TYPE_DOORBELL, 0, 0));
+      out.begin(Frames.TYPE_DOORBELL, 0, 0, 0);
     }
 
     @Override
