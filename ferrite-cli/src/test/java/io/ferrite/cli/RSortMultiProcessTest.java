@@ -7,8 +7,6 @@ import io.ferrite.memory.rsort.RecordFiles;
 import io.ferrite.memory.rsort.RecordGenerator;
 import io.ferrite.memory.rsort.RecordValidator;
 import io.ferrite.memory.rsort.Records;
-import java.io.PrintWriter;
-import java.io.StringWriter;
 import java.nio.ByteBuffer;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -18,7 +16,6 @@ import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
-import picocli.CommandLine;
 
 /**
  * {@code ferrite rsort --local} in this JVM (the coordinator and its cluster) with worker processes
@@ -27,17 +24,8 @@ import picocli.CommandLine;
  * fails is reported and no worker process outlives the command.
  */
 @Tag("multiprocess")
-class RSortMultiProcessTest {
+class RSortMultiProcessTest extends CliCapture {
   @TempDir Path dir;
-  private final StringWriter out = new StringWriter();
-  private final StringWriter err = new StringWriter();
-
-  private int run(String... args) {
-    CommandLine cli = FerriteCli.commandLine();
-    cli.setOut(new PrintWriter(out, true));
-    cli.setErr(new PrintWriter(err, true));
-    return cli.execute(args);
-  }
 
   @AfterEach
   void noWorkerOutlivesTheCommand() {
