@@ -200,7 +200,11 @@ final class RingClient implements MessageHandler {
     RingCall answered = null;
     for (; ; ) {
       setAsleep(true);
-      read();
+      // Everything, not one batch: what is left now was written while the flag was down, and no
+      // doorbell will come for it.
+      while (read() > 0) {
+        // until empty
+      }
       answered = join(answered, takeDone());
       holds = 0;
       consumer.set(null);
@@ -294,13 +298,19 @@ final class RingClient implements MessageHandler {
     }
   }
 
-  /** Holder only: reads what the response ring has; answered calls collect in {@link #done}. */
+  /**
+   * Holder only: reads up to a batch of what the response ring has; answered calls collect in
+   * {@link #done}. Returns 0 only when the ring had nothing: a read that consumed just the padding
+   * at the ring's end (records may follow after the wrap) counts as progress.
+   */
   private int read() {
     if (!file.acquire()) {
       return 0;
     }
     try {
-      return file.responses.read(this, ServerRings.BATCH);
+      long before = file.responses.consumerPosition();
+      int n = file.responses.read(this, ServerRings.BATCH);
+      return n > 0 || file.responses.consumerPosition() != before ? Math.max(1, n) : 0;
     } catch (RuntimeException e) {
       protocolError("unreadable response ring: " + e);
       return 0;
@@ -421,7 +431,13 @@ final class RingClient implements MessageHandler {
         c.fail(
             new FerriteException(
                 ErrorCode.TIMEOUT,
-                "no answer to a call (ring) from " + control.address() + " within its deadline"));
+                "no answer to ring call "
+                    + c.id
+                    + " from "
+                    + control.address()
+                    + " within its deadline ("
+                    + state()
+                    + ")"));
       }
     }
     long issued = ids.get();
@@ -462,6 +478,36 @@ final class RingClient implements MessageHandler {
 
   boolean isClosed() {
     return closed != null;
+  }
+
+  /** The rings' positions and flags, for a diagnosis of a call that got no answer. */
+  private String state() {
+    if (!file.acquire()) {
+      return "closed";
+    }
+    try {
+      Thread holder = consumer.get();
+      return "requests "
+          + file.requests.consumerPosition()
+          + ".."
+          + file.requests.producerPosition()
+          + ", responses "
+          + file.responses.consumerPosition()
+          + ".."
+          + file.responses.producerPosition()
+          + ", server asleep "
+          + file.isAsleep(RingFile.SERVER_ASLEEP)
+          + ", client asleep "
+          + file.isAsleep(RingFile.CLIENT_ASLEEP)
+          + ", consumer "
+          + (holder == null ? "none" : holder.getName())
+          + ", bell pending "
+          + bellPending.get()
+          + ", "
+          + this;
+    } finally {
+      file.release();
+    }
   }
 
   @Override

@@ -123,10 +123,15 @@ final class ServerRings implements RpcDispatcher.Responder, ControlledMessageHan
     }
   }
 
-  /** Under {@link #reading} and the file: dispatches up to {@link #BATCH} requests. */
+  /**
+   * Under {@link #reading} and the file: dispatches up to {@link #BATCH} requests. Returns 0 only
+   * when the ring had nothing (consuming the padding at the ring's end counts as progress).
+   */
   private int readRequests() {
     try {
-      return file.requests.controlledRead(this, BATCH);
+      long before = file.requests.consumerPosition();
+      int n = file.requests.controlledRead(this, BATCH);
+      return n > 0 || file.requests.consumerPosition() != before ? Math.max(1, n) : 0;
     } catch (BadRecord e) {
       closeConnection("malformed ring record: " + e.getMessage());
       return 0;

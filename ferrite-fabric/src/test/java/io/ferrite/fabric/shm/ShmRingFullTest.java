@@ -29,9 +29,14 @@ class ShmRingFullTest extends RingTestSupport {
     // request ring behind it.
     CompletableFuture<ByteBuffer> stall;
     do {
-      // Until one lands on the poller (one read by the I/O thread after a doorbell returns).
+      // Until one lands on the poller. One read by the I/O thread after a doorbell is answered at
+      // once, and that I/O thread has just woken the poller: the next call, made at once, is
+      // likely to find it polling.
       stall = c.call(SVC, STALL_INLINE, ByteBuffer.allocate(0), DEADLINE);
-    } while (!stalled.await(100, java.util.concurrent.TimeUnit.MILLISECONDS));
+      while (!stall.isDone() && stalled.getCount() > 0) {
+        Thread.sleep(1);
+      }
+    } while (stalled.getCount() > 0);
     List<CompletableFuture<ByteBuffer>> calls = new ArrayList<>();
     List<ByteBuffer> sent = new ArrayList<>();
     while (c.rings().full.sum() == 0) {
