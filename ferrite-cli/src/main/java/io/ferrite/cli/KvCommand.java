@@ -32,8 +32,9 @@ import picocli.CommandLine.Spec;
     name = "kv",
     mixinStandardHelpOptions = true,
     description = {
-      "Key-value tables whose gets are one-sided reads of a self-verifying hash table (Pilaf);"
-          + " puts and deletes go to the shard's memory server.",
+      "Key-value tables whose gets are one-sided reads of a self-verifying hash table (FaRM's"
+          + " hopscotch table by default, or Pilaf's cuckoo table); puts and deletes go to the"
+          + " shard's memory server.",
       "Keys and values are UTF-8 text, or hex with --hex."
     },
     footer = {
@@ -45,6 +46,8 @@ import picocli.CommandLine.Spec;
       "  ferrite kv del users alice",
       "  ferrite kv scan-stats users                 per shard: keys, occupancy, extents, moves",
       "  ferrite kv create big --shards 16 --slots 1048576 --durability always",
+      "  ferrite kv create cuckoo --layout pilaf",
+      "  ferrite kv resize big --slots 4194304          grows every shard while it serves",
       "  ferrite kv tables"
     },
     subcommands = {
@@ -53,6 +56,7 @@ import picocli.CommandLine.Spec;
       KvCommand.Del.class,
       KvCommand.ScanStats.class,
       KvCommand.Create.class,
+      KvCommand.Resize.class,
       KvCommand.Tables.class,
       KvCommand.Drop.class,
     })
@@ -228,7 +232,8 @@ final class KvCommand implements Runnable {
       mixinStandardHelpOptions = true,
       description =
           "Per shard: server, keys, slots, occupancy, extent bytes used/free, extent regions,"
-              + " cuckoo moves, puts, full errors, layout epoch.")
+              + " moves (cuckoo or hopscotch displacements), keys and blocks in overflow chains"
+              + " (hopscotch), puts, full errors, layout epoch.")
   static final class ScanStats extends Sub implements Callable<Integer> {
     @Parameters(index = "0", description = "table")
     String table;
@@ -245,16 +250,17 @@ final class KvCommand implements Runnable {
                 sb.append(
                     String.format(
                         Locale.ROOT,
-                        "table %s (id %016x): %d shards, max key %d B, max value %d B%n",
+                        "table %s (id %016x): %s layout, %d shards, max key %d B, max value %d B%n",
                         t.name(),
                         t.info().tableId(),
+                        t.info().options().layout().name().toLowerCase(Locale.ROOT),
                         all.size(),
                         t.info().options().maxKey(),
                         t.info().options().maxValue()));
                 sb.append(
                     String.format(
                         Locale.ROOT,
-                        "%5s %6s %10s %10s %6s %12s %12s %4s %8s %10s %5s %5s%n",
+                        "%5s %6s %10s %10s %6s %12s %12s %4s %8s %8s %7s %10s %5s %5s%n",
                         "shard",
                         "server",
                         "keys",
@@ -264,6 +270,8 @@ final class KvCommand implements Runnable {
                         "extent-free",
                         "regs",
                         "moves",
+                        "overflow",
+                        "blocks",
                         "puts",
                         "full",
                         "epoch"));
@@ -276,7 +284,7 @@ final class KvCommand implements Runnable {
                   sb.append(
                       String.format(
                           Locale.ROOT,
-                          "%5d %6d %10d %10d %5.1f%% %12d %12d %4d %8d %10d %5d %5d%n",
+                          "%5d %6d %10d %10d %5.1f%% %12d %12d %4d %8d %8d %7d %10d %5d %5d%n",
                           i,
                           t.serverOf(i),
                           s.count(),
@@ -286,6 +294,8 @@ final class KvCommand implements Runnable {
                           s.extentBytesFree(),
                           s.extentRegions(),
                           s.moves(),
+                          s.overflowKeys(),
+                          s.overflowBlocks(),
                           s.puts(),
                           s.fullErrors(),
                           s.epoch()));
@@ -317,8 +327,22 @@ final class KvCommand implements Runnable {
     @Option(names = "--shards", description = "Shards (keys go to shards by jump consistent hash).")
     int shards = TableOptions.DEFAULTS.shards();
 
-    @Option(names = "--slots", description = "Cuckoo slots per shard.")
+    @Option(
+        names = "--layout",
+        description =
+            "hopscotch (FaRM: buckets of 4 slots, a get is one read of two buckets, small pairs"
+                + " inline) or pilaf (3-way cuckoo entries pointing to extents, >= 2 reads).")
+    TableOptions.Layout layout = TableOptions.DEFAULTS.layout();
+
+    @Option(names = "--slots", description = "Slots per shard to start with (see kv resize).")
     int slots = TableOptions.DEFAULTS.slotsPerShard();
+
+    @Option(
+        names = "--inline",
+        description =
+            "Hopscotch: bytes of key plus value a slot holds inline (larger pairs live in"
+                + " extents, one more read).")
+    int inline = TableOptions.DEFAULTS.inlineBytes();
 
     @Option(names = "--extent-region", description = "Bytes of each extent region.")
     int extentRegion = TableOptions.DEFAULTS.extentRegionBytes();
@@ -342,7 +366,16 @@ final class KvCommand implements Runnable {
     @Override
     public Integer call() {
       TableOptions o =
-          new TableOptions(shards, slots, extentRegion, maxRegions, maxKey, maxValue, durability)
+          new TableOptions(
+                  shards,
+                  slots,
+                  extentRegion,
+                  maxRegions,
+                  maxKey,
+                  maxValue,
+                  durability,
+                  layout,
+                  inline)
               .validate();
       TableInfo t = withKv(target, kv -> kv.createTable(table, o).info());
       out()
@@ -357,6 +390,50 @@ final class KvCommand implements Runnable {
     }
   }
 
+  @Command(
+      name = "resize",
+      mixinStandardHelpOptions = true,
+      description = {
+        "Grows every shard's table array to at least --slots slots, one shard at a time, while"
+            + " the table serves: each server builds the new array, marks the old one moved and"
+            + " bumps the layout epoch; clients with the old layout fetch the new one."
+      })
+  static final class Resize extends Sub implements Callable<Integer> {
+    @Parameters(index = "0", description = "table")
+    String table;
+
+    @Option(names = "--slots", required = true, description = "Slots per shard.")
+    int slots;
+
+    @Override
+    public Integer call() {
+      String text =
+          withKv(
+              target,
+              kv -> {
+                KvTable t = kv.table(table);
+                t.resize(slots);
+                StringBuilder sb = new StringBuilder();
+                List<ShardStats> all = t.stats();
+                for (int i = 0; i < all.size(); i++) {
+                  sb.append(
+                      String.format(
+                          Locale.ROOT,
+                          "shard %d: %d slots, %d keys (%.1f%%), epoch %d%n",
+                          i,
+                          all.get(i).slots(),
+                          all.get(i).count(),
+                          100 * all.get(i).occupancy(),
+                          all.get(i).epoch()));
+                }
+                return sb.toString();
+              });
+      out().print(text);
+      out().flush();
+      return 0;
+    }
+  }
+
   @Command(name = "tables", mixinStandardHelpOptions = true, description = "Lists the tables.")
   static final class Tables extends Sub implements Callable<Integer> {
     @Override
@@ -366,8 +443,9 @@ final class KvCommand implements Runnable {
         out()
             .printf(
                 Locale.ROOT,
-                "%s  %d shards x %d slots%n",
+                "%s  %s, %d shards x %d slots%n",
                 t.name(),
+                t.options().layout().name().toLowerCase(Locale.ROOT),
                 t.options().shards(),
                 t.options().slotsPerShard());
       }

@@ -97,6 +97,34 @@ class KvCliTest {
   }
 
   @Test
+  void createWithALayoutResizeAndScanStats() {
+    assertEquals(
+        0,
+        run("kv", "create", "cuckoo", "--layout", "pilaf", "--shards", "2", "--slots", "64"),
+        err.toString());
+    assertEquals(
+        0,
+        run("kv", "create", "hop", "--layout", "HOPSCOTCH", "--shards", "2", "--slots", "64"),
+        err.toString());
+    for (String t : List.of("cuckoo", "hop")) {
+      for (int i = 0; i < 40; i++) {
+        assertEquals(0, run("kv", "put", t, "k" + i, "v" + i), err.toString());
+      }
+      assertEquals(0, run("kv", "resize", t, "--slots", "1024"), err.toString());
+      assertTrue(out.toString().contains("shard 1: 1024 slots"), out.toString());
+      assertEquals(0, run("kv", "get", t, "k7"));
+      assertEquals("v7", out.toString().strip());
+      assertEquals(0, run("kv", "scan-stats", t));
+      assertTrue(out.toString().contains("total: 40 keys in 2048 slots"), out.toString());
+    }
+    assertTrue(out.toString().contains("hopscotch layout"), out.toString());
+    assertEquals(0, run("kv", "tables"));
+    assertTrue(out.toString().contains("cuckoo  pilaf, 2 shards"), out.toString());
+    assertTrue(run("kv", "create", "bad", "--layout", "btree") != 0);
+    assertTrue(err.toString().contains("btree"), err.toString());
+  }
+
+  @Test
   void kvHelpHasExamples() {
     CommandLine cl = FerriteCli.commandLine();
     cl.setOut(new PrintWriter(out, true));

@@ -14,7 +14,8 @@ package io.ferrite.kv;
  * DROP_TABLE    str name                               -> -                (NOT_FOUND)
  *
  * options = i32 shards, i32 slotsPerShard, i32 extentRegionBytes, i32 maxExtentRegions,
- *           i32 maxKey, i32 maxValue, u8 durability (0 none, 1 interval, 2 always)
+ *           i32 maxKey, i32 maxValue, u8 durability (0 none, 1 interval, 2 always),
+ *           u8 layout (0 pilaf, 1 hopscotch), i32 inlineBytes
  * table   = str name, i64 tableId, options, i32 shards x i32 serverId
  * </pre>
  *
@@ -29,11 +30,12 @@ package io.ferrite.kv;
  * STATS       i64 tableId, i32 shard            -> stats
  * DROP_SHARD  i64 tableId, i32 shard            -> -
  * PING        any bytes                         -> -         (the benchmark's RPC ceiling)
+ * RESIZE      i64 tableId, i32 shard, i32 slots -> layout    (grows the table array; NO_SPACE)
  *
  * layout = i64 tableId, i32 shard, i64 epoch, i32 slots, ref entries, i32 n, n x ref extents
  * ref    = i32 regionId, i64 rkey, i64 length
  * stats  = i32 slots, i32 count, i64 extentBytesUsed, i64 extentBytesFree, i32 extentRegions,
- *          i64 moves, i64 puts, i64 fullErrors, i64 epoch
+ *          i64 moves, i64 puts, i64 fullErrors, i64 epoch, i32 overflowKeys, i32 overflowBlocks
  * </pre>
  */
 public final class KvProtocol {
@@ -58,6 +60,9 @@ public final class KvProtocol {
 
   /** Answers an empty body whatever the request: the RPC ceiling of a put. */
   public static final int PING = 8;
+
+  /** Grows one shard's table array (both layouts); answers the new layout. */
+  public static final int RESIZE = 9;
 
   /** PUT modes. */
   public static final int MODE_PUT = 0;

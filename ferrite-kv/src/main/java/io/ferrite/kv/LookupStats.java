@@ -4,12 +4,16 @@ import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.LongAdder;
 
 /**
- * A table handle's client-side counts of one-sided lookups: probes (entry reads) per lookup, torn
- * copies retried and layouts fetched again. Thread-safe.
+ * A table handle's client-side counts of one-sided lookups: probes per lookup (table reads: Pilaf
+ * entries, hopscotch neighbourhoods and overflow blocks; not extents), torn copies retried and
+ * layouts fetched again. Thread-safe.
  */
 public final class LookupStats {
   final LongAdder lookups = new LongAdder();
-  final LongAdder probes = new LongAdder();
+
+  /** Probes beyond the first of each lookup (most lookups have none: one add saved per get). */
+  final LongAdder extraProbes = new LongAdder();
+
   final AtomicLong maxProbes = new AtomicLong();
   final LongAdder tornRetries = new LongAdder();
   final LongAdder layoutFetches = new LongAdder();
@@ -17,7 +21,9 @@ public final class LookupStats {
 
   void lookup(int p) {
     lookups.increment();
-    probes.add(p);
+    if (p > 1) {
+      extraProbes.add(p - 1);
+    }
     if (p > maxProbes.get()) {
       maxProbes.accumulateAndGet(p, Math::max);
     }
@@ -28,7 +34,7 @@ public final class LookupStats {
   }
 
   public long probes() {
-    return probes.sum();
+    return lookups.sum() + extraProbes.sum();
   }
 
   public long maxProbes() {
@@ -50,7 +56,7 @@ public final class LookupStats {
   /** Zeroes every count (between benchmark phases). */
   public void reset() {
     lookups.reset();
-    probes.reset();
+    extraProbes.reset();
     maxProbes.set(0);
     tornRetries.reset();
     layoutFetches.reset();

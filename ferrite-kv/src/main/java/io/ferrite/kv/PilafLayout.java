@@ -35,7 +35,9 @@ import java.nio.ByteOrder;
  *  +---------------------------------------+-----------------------------------+
  * </pre>
  *
- * An empty entry is 32 zero bytes. Anything else must verify, or the copy is torn.
+ * An empty entry is 32 zero bytes. Anything else must verify, or the copy is torn. An entry whose
+ * flags are {@code MOVED} (2), checksummed like any other, belongs to an entry array a resize
+ * replaced: the reader fetches the layout again.
  *
  * <h2>Extent (in an extent region)</h2>
  *
@@ -53,6 +55,7 @@ public final class PilafLayout {
   public static final int SLOTS_OFFSET = 24;
   public static final int ENTRY = 32;
   public static final int FLAG_IN_USE = 1;
+  public static final int FLAG_MOVED = 2;
   public static final int EXTENT_HEADER = 8;
 
   private PilafLayout() {}
@@ -70,10 +73,26 @@ public final class PilafLayout {
   /** A decoded entry; {@code null} from {@link #decode} means torn. */
   public record Entry(int length, int region, int flags, int offset, int tag, long checksum) {
     public static final Entry EMPTY = new Entry(0, 0, 0, 0, 0, 0);
+    public static final Entry MOVED = new Entry(0, 0, FLAG_MOVED, 0, 0, 0);
 
     public boolean inUse() {
       return (flags & FLAG_IN_USE) != 0;
     }
+
+    /** The entry array was replaced by a resize: fetch the layout again. */
+    public boolean moved() {
+      return (flags & FLAG_MOVED) != 0;
+    }
+  }
+
+  /** Encodes the entry that marks a slot of a replaced entry array. */
+  public static void encodeMoved(ByteBuffer dst, int at) {
+    ByteBuffer d = dst.duplicate().order(ByteOrder.LITTLE_ENDIAN);
+    d.putLong(at, 0);
+    d.putLong(at + 8, 0);
+    d.putLong(at + 16, 0);
+    d.putShort(at + 6, (short) FLAG_MOVED);
+    d.putLong(at + 24, Checksum64.of(d, at, 24));
   }
 
   /** Encodes an in-use entry into {@code dst} at {@code at}. */
@@ -106,7 +125,10 @@ public final class PilafLayout {
       return null;
     }
     int flags = s.getShort(at + 6) & 0xFFFF;
-    if ((flags & FLAG_IN_USE) == 0) {
+    if (flags == FLAG_MOVED) {
+      return Entry.MOVED;
+    }
+    if (flags != FLAG_IN_USE) {
       return null;
     }
     return new Entry(

@@ -2,7 +2,11 @@ package io.ferrite.kv;
 
 import io.ferrite.kernel.proto.Wire;
 
-/** A shard's counts, as its server reports them. */
+/**
+ * A shard's counts, as its server reports them. {@code moves} counts displacements (cuckoo moves
+ * for Pilaf, hopscotch moves for the hopscotch layout); {@code overflowKeys} and {@code
+ * overflowBlocks} are the keys in overflow chains and the blocks holding them (hopscotch only).
+ */
 public record ShardStats(
     int slots,
     int count,
@@ -12,7 +16,9 @@ public record ShardStats(
     long moves,
     long puts,
     long fullErrors,
-    long epoch) {
+    long epoch,
+    int overflowKeys,
+    int overflowBlocks) {
   public double occupancy() {
     return slots == 0 ? 0 : (double) count / slots;
   }
@@ -26,7 +32,9 @@ public record ShardStats(
         .i64(moves)
         .i64(puts)
         .i64(fullErrors)
-        .i64(epoch);
+        .i64(epoch)
+        .i32(overflowKeys)
+        .i32(overflowBlocks);
   }
 
   public static ShardStats read(Wire.Reader r) {
@@ -39,6 +47,8 @@ public record ShardStats(
         r.i64("moves"),
         r.i64("puts"),
         r.i64("fullErrors"),
-        r.i64("epoch"));
+        r.i64("epoch"),
+        r.i32("overflowKeys"),
+        r.i32("overflowBlocks"));
   }
 }

@@ -5,9 +5,11 @@ import io.ferrite.fabric.FerriteException;
 import io.ferrite.kernel.proto.Wire;
 
 /**
- * How a table is laid out: its number of shards (keys go to shards by jump consistent hashing), the
- * cuckoo slots per shard, the size of each extent region and how many a shard may grow to, and the
- * largest key and value it accepts.
+ * How a table is laid out: its number of shards (keys go to shards by jump consistent hashing), its
+ * {@link Layout} (Pilaf's cuckoo table or FaRM's hopscotch table), the slots per shard it starts
+ * with (a shard can be resized later), the size of each extent region and how many a shard may grow
+ * to, the largest key and value it accepts, what the server does to make writes durable, and (for
+ * the hopscotch layout) how many bytes of key plus value a slot holds inline.
  */
 public record TableOptions(
     int shards,
@@ -16,9 +18,40 @@ public record TableOptions(
     int maxExtentRegions,
     int maxKey,
     int maxValue,
-    Durability durability) {
+    Durability durability,
+    Layout layout,
+    int inlineBytes) {
+  /** Key plus value bytes a hopscotch slot holds inline by default: a 16 B key and a 40 B value. */
+  public static final int DEFAULT_INLINE = 56;
+
   public static final TableOptions DEFAULTS =
-      new TableOptions(8, 1 << 16, 16 << 20, 16, 1024, 256 << 10, Durability.NONE);
+      new TableOptions(
+          8,
+          1 << 16,
+          16 << 20,
+          16,
+          1024,
+          256 << 10,
+          Durability.NONE,
+          Layout.HOPSCOTCH,
+          DEFAULT_INLINE);
+
+  /**
+   * The shard's hash table. Both are read with one-sided reads only and written only by the shard's
+   * server; both are linearizable per key.
+   *
+   * <ul>
+   *   <li>{@code PILAF}: Pilaf's 3-way cuckoo table of 32-byte self-verifying entries pointing to
+   *       key-value extents (Pilaf §3.2–3.4): a get reads 1–3 entries and one extent, ≥ 2 reads.
+   *   <li>{@code HOPSCOTCH}: FaRM's chained associative hopscotch table (FaRM §3.6): buckets of 4
+   *       slots protected by versions, a key always in its bucket, the next one or the bucket's
+   *       overflow chain; small values inline, so a get is usually one read of two buckets.
+   * </ul>
+   */
+  public enum Layout {
+    PILAF,
+    HOPSCOTCH
+  }
 
   /**
    * What the shard's server does with each acknowledged write: {@code NONE} keeps it in DRAM only
@@ -32,24 +65,6 @@ public record TableOptions(
     ALWAYS
   }
 
-  /** Options with no operation log. */
-  public TableOptions(
-      int shards,
-      int slotsPerShard,
-      int extentRegionBytes,
-      int maxExtentRegions,
-      int maxKey,
-      int maxValue) {
-    this(
-        shards,
-        slotsPerShard,
-        extentRegionBytes,
-        maxExtentRegions,
-        maxKey,
-        maxValue,
-        Durability.NONE);
-  }
-
   public TableOptions {
     check("shards", shards, 1, 4096);
     check("slotsPerShard", slotsPerShard, 3, 1 << 24);
@@ -57,7 +72,9 @@ public record TableOptions(
     check("maxExtentRegions", maxExtentRegions, 1, 1024);
     check("maxKey", maxKey, 1, 1 << 16);
     check("maxValue", maxValue, 0, (1 << 30) - (1 << 16));
+    check("inlineBytes", inlineBytes, HopscotchLayout.MIN_INLINE, HopscotchLayout.MAX_INLINE);
     java.util.Objects.requireNonNull(durability, "durability");
+    java.util.Objects.requireNonNull(layout, "layout");
   }
 
   /**
@@ -67,7 +84,10 @@ public record TableOptions(
    */
   public TableOptions validate() {
     // The allocator rounds an extent up to its size class, at most 1.5x (32, 48, 64, 96, ...).
-    long largest = (long) maxKey + maxValue + PilafLayout.EXTENT_HEADER;
+    long largest =
+        (long) maxKey
+            + maxValue
+            + Math.max(PilafLayout.EXTENT_HEADER, HopscotchLayout.EXTENT_HEADER);
     if (largest + largest / 2 > extentRegionBytes) {
       throw new FerriteException(
           ErrorCode.INVALID_ARGUMENT,
@@ -77,7 +97,32 @@ public record TableOptions(
               + extentRegionBytes
               + ": the largest extent, rounded up to its size class, must fit in one region)");
     }
+    regionLength(slotsPerShard);
     return this;
+  }
+
+  /**
+   * Bytes of a shard's table region (entries or buckets) with {@code slots} slots in this layout.
+   *
+   * @throws FerriteException INVALID_ARGUMENT if that is more than a region can hold
+   */
+  public long regionLength(int slots) {
+    long len =
+        layout == Layout.PILAF
+            ? PilafLayout.entryRegionLength(slots)
+            : HopscotchLayout.regionLength(HopscotchLayout.bucketsFor(slots), inlineBytes);
+    if (len > io.ferrite.fabric.MappedRegion.MAX_LENGTH) {
+      throw new FerriteException(
+          ErrorCode.INVALID_ARGUMENT,
+          "slots: "
+              + slots
+              + " need a "
+              + len
+              + " B table region (expected: <= "
+              + io.ferrite.fabric.MappedRegion.MAX_LENGTH
+              + " B: use more shards)");
+    }
+    return len;
   }
 
   private static void check(String name, int v, int min, int max) {
@@ -90,27 +135,94 @@ public record TableOptions(
 
   public TableOptions withShards(int n) {
     return new TableOptions(
-        n, slotsPerShard, extentRegionBytes, maxExtentRegions, maxKey, maxValue, durability);
+        n,
+        slotsPerShard,
+        extentRegionBytes,
+        maxExtentRegions,
+        maxKey,
+        maxValue,
+        durability,
+        layout,
+        inlineBytes);
   }
 
   public TableOptions withSlotsPerShard(int n) {
     return new TableOptions(
-        shards, n, extentRegionBytes, maxExtentRegions, maxKey, maxValue, durability);
+        shards,
+        n,
+        extentRegionBytes,
+        maxExtentRegions,
+        maxKey,
+        maxValue,
+        durability,
+        layout,
+        inlineBytes);
   }
 
   public TableOptions withExtents(int regionBytes, int maxRegions) {
     return new TableOptions(
-        shards, slotsPerShard, regionBytes, maxRegions, maxKey, maxValue, durability);
+        shards,
+        slotsPerShard,
+        regionBytes,
+        maxRegions,
+        maxKey,
+        maxValue,
+        durability,
+        layout,
+        inlineBytes);
   }
 
   public TableOptions withLimits(int key, int value) {
     return new TableOptions(
-        shards, slotsPerShard, extentRegionBytes, maxExtentRegions, key, value, durability);
+        shards,
+        slotsPerShard,
+        extentRegionBytes,
+        maxExtentRegions,
+        key,
+        value,
+        durability,
+        layout,
+        inlineBytes);
   }
 
   public TableOptions withDurability(Durability d) {
     return new TableOptions(
-        shards, slotsPerShard, extentRegionBytes, maxExtentRegions, maxKey, maxValue, d);
+        shards,
+        slotsPerShard,
+        extentRegionBytes,
+        maxExtentRegions,
+        maxKey,
+        maxValue,
+        d,
+        layout,
+        inlineBytes);
+  }
+
+  public TableOptions withLayout(Layout l) {
+    return new TableOptions(
+        shards,
+        slotsPerShard,
+        extentRegionBytes,
+        maxExtentRegions,
+        maxKey,
+        maxValue,
+        durability,
+        l,
+        inlineBytes);
+  }
+
+  /** Key plus value bytes a hopscotch slot holds inline (larger pairs go out of line). */
+  public TableOptions withInlineBytes(int n) {
+    return new TableOptions(
+        shards,
+        slotsPerShard,
+        extentRegionBytes,
+        maxExtentRegions,
+        maxKey,
+        maxValue,
+        durability,
+        layout,
+        n);
   }
 
   public void write(Wire.Writer w) {
@@ -120,7 +232,9 @@ public record TableOptions(
         .i32(maxExtentRegions)
         .i32(maxKey)
         .i32(maxValue)
-        .u8(durability.ordinal());
+        .u8(durability.ordinal())
+        .u8(layout.ordinal())
+        .i32(inlineBytes);
   }
 
   public static TableOptions read(Wire.Reader r) {
@@ -131,7 +245,17 @@ public record TableOptions(
         r.i32("maxExtentRegions"),
         r.i32("maxKey"),
         r.i32("maxValue"),
-        durability(r.u8("durability")));
+        durability(r.u8("durability")),
+        layout(r.u8("layout")),
+        r.i32("inlineBytes"));
+  }
+
+  private static Layout layout(int v) {
+    if (v >= Layout.values().length) {
+      throw new FerriteException(
+          ErrorCode.INVALID_ARGUMENT, "layout: " + v + " (expected: 0 pilaf, 1 hopscotch)");
+    }
+    return Layout.values()[v];
   }
 
   private static Durability durability(int v) {

@@ -4,6 +4,7 @@ import static java.nio.charset.StandardCharsets.UTF_8;
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.ferrite.kernel.client.FerriteClient;
 import io.ferrite.kernel.server.MemoryServer;
@@ -11,13 +12,15 @@ import io.ferrite.kv.TableOptions.Durability;
 import java.nio.file.Path;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
-import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.EnumSource;
 
 /**
  * The operation log: tables with {@code interval} and {@code always} durability get their writes
  * back when their server restarts (the log is replayed before it serves), {@code none} tables come
- * back empty; stale client handles follow the new regions.
+ * back empty; stale client handles follow the new regions. Both layouts; resizes are logged and
+ * replayed in order.
  */
 class KvDurabilityTest {
   static final TableOptions SMALL =
@@ -51,16 +54,21 @@ class KvDurabilityTest {
     cluster.startServer(name);
   }
 
-  @Test
-  void loggedTablesSurviveARestartAndUnloggedOnesComeBackEmpty() {
+  @ParameterizedTest
+  @EnumSource(TableOptions.Layout.class)
+  void loggedTablesSurviveARestartAndUnloggedOnesComeBackEmpty(TableOptions.Layout layout) {
     FerriteClient c = cluster.client();
     KvClient kv = new KvClient(c);
-    KvTable always = kv.createTable("always", SMALL.withDurability(Durability.ALWAYS));
-    KvTable interval = kv.createTable("interval", SMALL.withDurability(Durability.INTERVAL));
-    KvTable none = kv.createTable("none", SMALL);
+    TableOptions o = SMALL.withLayout(layout);
+    KvTable always = kv.createTable("always", o.withDurability(Durability.ALWAYS));
+    KvTable interval = kv.createTable("interval", o.withDurability(Durability.INTERVAL));
+    KvTable none = kv.createTable("none", o);
     for (KvTable t : new KvTable[] {always, interval, none}) {
       for (int i = 0; i < 100; i++) {
-        t.put(b("k" + i), b("v" + i));
+        t.put(b("k" + i), i % 5 == 0 ? new byte[100 + i] : b("v" + i));
+        if (i == 50) {
+          t.resize(1024); // logged too: the replay resizes at the same point
+        }
       }
       for (int i = 0; i < 100; i += 3) {
         t.put(b("k" + i), b("again" + i));
@@ -72,10 +80,16 @@ class KvDurabilityTest {
     restartServer();
     for (KvTable t : new KvTable[] {always, interval}) {
       for (int i = 0; i < 100; i++) {
-        byte[] want = i % 10 == 0 ? null : b(i % 3 == 0 ? "again" + i : "v" + i);
+        byte[] want =
+            i % 10 == 0
+                ? null
+                : i % 3 == 0 ? b("again" + i) : i % 5 == 0 ? new byte[100 + i] : b("v" + i);
         assertArrayEquals(want, t.get(b("k" + i)), t.name() + " k" + i);
       }
       assertEquals(90, t.stats().stream().mapToInt(ShardStats::count).sum());
+      for (ShardStats s : t.stats()) {
+        assertTrue(s.slots() >= 1024, "the resize was replayed: " + s);
+      }
       t.put(b("after"), b("restart"));
     }
     assertNull(none.get(b("k1")), "a none table keeps nothing across a restart");
@@ -84,14 +98,16 @@ class KvDurabilityTest {
     assertArrayEquals(b("again3"), kv.table("interval").get(b("k3")));
   }
 
-  @Test
-  void aDroppedTableIsNotReplayed() {
+  @ParameterizedTest
+  @EnumSource(TableOptions.Layout.class)
+  void aDroppedTableIsNotReplayed(TableOptions.Layout layout) {
     KvClient kv = new KvClient(cluster.client());
-    KvTable t = kv.createTable("gone", SMALL.withDurability(Durability.ALWAYS));
+    KvTable t = kv.createTable("gone", SMALL.withLayout(layout).withDurability(Durability.ALWAYS));
     t.put(b("k"), b("v"));
     kv.dropTable("gone");
     restartServer();
-    KvTable again = kv.createTable("gone", SMALL.withDurability(Durability.ALWAYS));
+    KvTable again =
+        kv.createTable("gone", SMALL.withLayout(layout).withDurability(Durability.ALWAYS));
     assertNull(again.get(b("k")));
   }
 }

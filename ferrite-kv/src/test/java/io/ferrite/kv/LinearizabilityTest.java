@@ -19,16 +19,19 @@ import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicReference;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
-import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.ExtendWith;
 import org.junit.jupiter.api.io.TempDir;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.EnumSource;
 
 /**
  * Records concurrent histories of one-sided gets (and single-key multiGets), puts and deletes from
  * several clients on a few keys, with the local fabric tearing every read (it copies half, waits,
- * copies the rest), in a 70%-full single-shard table so that puts displace keys; then checks each
- * key's history with a register linearizability checker (WGL). Seeded: a failure prints the seed to
- * replay.
+ * copies the rest), for each table layout: a 70%-full Pilaf shard, so that puts displace keys; a
+ * hopscotch shard filled past its buckets with a small inline limit, so that keys move between
+ * buckets, live in overflow chains and are pulled out of them by deletes, and values alternate
+ * between inline and out of line. Each key's history is checked with a register linearizability
+ * checker (WGL). Seeded: a failure prints the seed to replay.
  */
 @ExtendWith(SeedExtension.class)
 class LinearizabilityTest {
@@ -61,13 +64,20 @@ class LinearizabilityTest {
     return b;
   }
 
-  @Test
-  void getsPutsAndDeletesAreLinearizableUnderTornReads(TestSeed seed) throws Exception {
+  @ParameterizedTest
+  @EnumSource(TableOptions.Layout.class)
+  void getsPutsAndDeletesAreLinearizableUnderTornReads(TableOptions.Layout layout, TestSeed seed)
+      throws Exception {
     FerriteClient setup = cluster.client();
-    KvTable table =
-        new KvClient(setup)
-            .createTable("linear", TableOptions.DEFAULTS.withShards(1).withSlotsPerShard(128));
-    for (int i = 0; i < 90; i++) {
+    boolean pilaf = layout == TableOptions.Layout.PILAF;
+    TableOptions o =
+        TableOptions.DEFAULTS
+            .withLayout(layout)
+            .withShards(1)
+            .withSlotsPerShard(pilaf ? 128 : 32)
+            .withInlineBytes(40);
+    KvTable table = new KvClient(setup).createTable("linear", o);
+    for (int i = 0; i < (pilaf ? 90 : 40); i++) {
       table.put(("filler-" + i).getBytes(StandardCharsets.UTF_8), new byte[16]);
     }
     cluster.network.faults().tearWait(Duration.ofMillis(1));
@@ -150,6 +160,11 @@ class LinearizabilityTest {
       }
     }
     assertTrue(torn > 0, "the fabric tore reads that raced puts (torn retries: " + torn + ")");
-    assertTrue(table.stats().get(0).moves() > 0, "puts displaced keys while gets ran");
+    ShardStats s = table.stats().get(0);
+    assertTrue(s.moves() > 0, "puts displaced keys while gets ran: " + s);
+    if (!pilaf) {
+      // 40 fillers and 3 registers in 36 bucket slots: chains were read and written throughout.
+      assertTrue(s.overflowKeys() > 0, "keys live in overflow chains: " + s);
+    }
   }
 }

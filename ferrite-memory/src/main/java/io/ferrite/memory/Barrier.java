@@ -126,32 +126,61 @@ public final class Barrier {
   public void awaitFinished(int phase, Duration timeout) {
     checkPhase(phase);
     long deadline = System.nanoTime() + timeout.toNanos();
-    for (int spin = 0; ; spin++) {
-      all.clear();
-      mapping.readSync(offset + 1, all);
-      StringBuilder failed = new StringBuilder();
-      StringBuilder pending = new StringBuilder();
-      for (int i = 0; i < workers; i++) {
-        int v = all.get(i) & 0xFF;
-        if (v == ERROR) {
-          failed.append(failed.length() == 0 ? "" : ", ").append(i);
-        } else if (v != phase) {
-          pending.append(pending.length() == 0 ? "" : ", ").append(i);
-        }
-      }
-      if (failed.length() > 0) {
-        throw new FerriteException(
-            ErrorCode.CONFLICT, "phase " + phase + ": worker(s) " + failed + " failed");
-      }
-      if (pending.length() == 0) {
-        return;
-      }
+    for (int spin = 0; !finished(phase); spin++) {
       if (System.nanoTime() > deadline) {
         throw new FerriteException(
             ErrorCode.TIMEOUT,
-            "phase " + phase + ": worker(s) " + pending + " not finished after " + timeout);
+            "phase " + phase + ": worker(s) " + pending(phase) + " not finished after " + timeout);
       }
       pause(spin);
+    }
+  }
+
+  /**
+   * Coordinator: whether every worker has finished {@code phase}, from one read of the worker
+   * bytes; for a coordinator that watches other things (its worker processes, progress) while it
+   * waits.
+   *
+   * @throws FerriteException CONFLICT naming the workers that failed
+   */
+  public boolean finished(int phase) {
+    checkPhase(phase);
+    all.clear();
+    mapping.readSync(offset + 1, all);
+    StringBuilder failed = new StringBuilder();
+    boolean done = true;
+    for (int i = 0; i < workers; i++) {
+      int v = all.get(i) & 0xFF;
+      if (v == ERROR) {
+        failed.append(failed.length() == 0 ? "" : ", ").append(i);
+      } else if (v != phase) {
+        done = false;
+      }
+    }
+    if (failed.length() > 0) {
+      throw new FerriteException(
+          ErrorCode.CONFLICT, "phase " + phase + ": worker(s) " + failed + " failed");
+    }
+    return done;
+  }
+
+  /** The workers whose byte says they have not finished {@code phase} (from the last read). */
+  private String pending(int phase) {
+    StringBuilder pending = new StringBuilder();
+    for (int i = 0; i < workers; i++) {
+      if ((all.get(i) & 0xFF) != phase) {
+        pending.append(pending.length() == 0 ? "" : ", ").append(i);
+      }
+    }
+    return pending.toString();
+  }
+
+  /** Waits a little in a polling loop: spins first, then parks up to 1 ms. */
+  public static void pause(int spin) {
+    if (spin < 100) {
+      Thread.onSpinWait();
+    } else {
+      LockSupport.parkNanos(Math.min(1_000_000L, 10_000L * (spin - 99)));
     }
   }
 
@@ -174,6 +203,14 @@ public final class Barrier {
     }
   }
 
+  /**
+   * The phase the coordinator started last (0 before the first): for a worker that waits for more
+   * than one value (e.g. the next phase or an abort the application defines).
+   */
+  public int current() {
+    return get(offset);
+  }
+
   /** Worker {@code worker}: marks {@code phase} finished (after its results are written). */
   public void finish(int worker, int phase) {
     checkWorker(worker);
@@ -185,13 +222,5 @@ public final class Barrier {
   public void fail(int worker) {
     checkWorker(worker);
     put(offset + 1 + worker, ERROR);
-  }
-
-  private static void pause(int spin) {
-    if (spin < 100) {
-      Thread.onSpinWait();
-    } else {
-      LockSupport.parkNanos(Math.min(1_000_000L, 10_000L * (spin - 99)));
-    }
   }
 }

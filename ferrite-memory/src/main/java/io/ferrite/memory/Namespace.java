@@ -56,7 +56,9 @@ public final class Namespace {
    * Reserves at least {@code bytes} more memory for this namespace (whole blocks). Blocks come from
    * the master's cache of ready memory when it has some (warm, §IV-B), else fresh from the memory
    * servers, which this client then prepares: it writes zeros over them, so their pages are
-   * committed on the servers now and not on the data path later (cold).
+   * committed on the servers now and not on the data path later (cold). Cached blocks that another
+   * namespace used are zeroed the same way before this returns (no data crosses namespaces); this
+   * namespace's own released blocks come back as they were, like chunks after {@code free}.
    *
    * @return the namespace's reserve in bytes, after this call
    * @throws FerriteException NO_SPACE if the cluster has not enough memory, INVALID_ARGUMENT if
@@ -76,6 +78,7 @@ public final class Namespace {
     return reserved;
   }
 
+  /** Zeroes {@code fresh} blocks on their servers: one batch per server, flushed together. */
   private void prepare(List<BlockRef> fresh) {
     if (fresh.isEmpty()) {
       return;

@@ -13,8 +13,8 @@ import java.util.Map;
 
 /**
  * A {@link ClusterHarness} whose master runs the memory face, with {@code n} memory servers: 64 KiB
- * blocks, 1 MiB regions, 4 MiB of dram per server; over the local fabric, or (when {@code real})
- * the master on tcp and the servers on tcp and shm.
+ * blocks, 1 MiB regions, 4 MiB of dram per server, DEAD after 5 s of silence; over the local
+ * fabric, or (when {@code real}) the master on tcp and the servers on tcp and shm.
  */
 final class MemoryCluster extends ClusterHarness {
   static final Credentials CREDENTIALS =
@@ -31,6 +31,16 @@ final class MemoryCluster extends ClusterHarness {
   }
 
   MemoryCluster(Path dataDir, int servers, boolean real, MemoryMaster ext) throws IOException {
+    this(dataDir, servers, real, ext, "5s");
+  }
+
+  /**
+   * As above, a server declared DEAD after {@code deadTimeout} of silence. Not the harness's 400
+   * ms: the memory face takes a DEAD server's chunks out of every namespace for good, and a
+   * heartbeat thread starved that long on a loaded machine would make unrelated tests lose memory.
+   */
+  MemoryCluster(Path dataDir, int servers, boolean real, MemoryMaster ext, String deadTimeout)
+      throws IOException {
     super(
         dataDir,
         CREDENTIALS,
@@ -38,7 +48,8 @@ final class MemoryCluster extends ClusterHarness {
         Map.of(
             FerriteConfig.REGION_SIZE, "1m",
             FerriteConfig.CAPACITY_DRAM, "4m",
-            FerriteConfig.CAPACITY_DISK, "0"));
+            FerriteConfig.CAPACITY_DISK, "0",
+            FerriteConfig.DEAD_TIMEOUT, deadTimeout));
     startMaster(ext);
     for (int i = 0; i < servers; i++) {
       startServer("s" + i);

@@ -94,13 +94,51 @@ class ResourcesTest {
     assertEquals(0, a.release(4 * BLOCK));
     assertEquals(4, a.stat().cachedBlocks());
 
-    Namespace b = store.createNamespace("b");
     long writesWarm = totalWrites(c);
-    b.reserve(3 * BLOCK);
-    assertEquals(writesWarm, totalWrites(c), "warm reserve: cached blocks, nothing to prepare");
-    assertEquals(1, b.stat().cachedBlocks());
+    a.reserve(3 * BLOCK);
+    assertEquals(writesWarm, totalWrites(c), "warm reserve of its own blocks: nothing to prepare");
+    assertEquals(1, a.stat().cachedBlocks());
+    a.release(3 * BLOCK);
+    Namespace b = store.createNamespace("b");
+    b.reserve(BLOCK);
     store.deleteNamespace("b");
     assertEquals(4, a.stat().cachedBlocks(), "a deleted namespace's memory is cached too");
+  }
+
+  @Test
+  void cachedBlocksOfAnotherNamespaceAreZeroedBeforeReuse() {
+    Namespace a = store.createNamespace("secret");
+    a.reserve(3 * BLOCK);
+    RAddress ra = a.alloc(3 * BLOCK, 0);
+    ByteBuffer ones = ByteBuffer.allocate(3 * BLOCK);
+    while (ones.hasRemaining()) {
+      ones.put((byte) 0x5A);
+    }
+    try (Mapping m = ra.map(MemoryFlags.MAP_NO_BUFFER)) {
+      m.writeSync(0, ones.flip());
+    }
+    a.free(ra);
+    a.release(3 * BLOCK);
+    assertEquals(3, a.stat().cachedBlocks());
+
+    // Across a master restart (snapshot): the cache still knows whose bytes each block holds.
+    cluster.master.snapshot();
+    cluster.startMaster(new MemoryMaster());
+    store = cluster.store();
+    FerriteClient c = store.client();
+    Namespace b = store.createNamespace("other");
+    long before = totalWrites(c);
+    b.reserve(3 * BLOCK);
+    assertEquals(0, b.stat().cachedBlocks(), "the reserve took the cached blocks");
+    assertTrue(totalWrites(c) > before, "another namespace's blocks are zeroed on reuse");
+    RAddress rb = b.alloc(3 * BLOCK, 0);
+    try (Mapping m = rb.map(MemoryFlags.MAP_NO_BUFFER)) {
+      ByteBuffer got = ByteBuffer.allocate(3 * BLOCK);
+      m.readSync(0, got);
+      for (int i = 0; i < got.capacity(); i++) {
+        assertEquals(0, got.get(i), "byte " + i + " leaked from namespace 'secret'");
+      }
+    }
   }
 
   @Test

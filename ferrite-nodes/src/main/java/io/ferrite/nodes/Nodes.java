@@ -327,6 +327,47 @@ public final class Nodes {
             });
   }
 
+  /** Blocks one {@link #blocks} MAP asks for: the master's limit per MAP. */
+  static final int MAP_CHUNK = 1024;
+
+  /**
+   * Where a File's or KeyValue's bytes live: the refs of up to {@code count} of its blocks from
+   * logical block {@code first} on (fewer at the end of its mapping; none for an inline value).
+   * Served from the refs {@code node} came with when they cover the range, else one MAP per {@value
+   * #MAP_CHUNK} blocks; never allocates. For locality queries, e.g. Hadoop's {@code
+   * getFileBlockLocations}: block {@code i} holds bytes {@code [i * blockSize(), (i + 1) *
+   * blockSize())}.
+   */
+  public List<BlockRef> blocks(NodeInfo node, int first, int count) {
+    if (first < 0 || count < 0) {
+      throw new NodesException(
+          NodesException.Reason.INVALID_ARGUMENT,
+          "blocks first: " + first + ", count: " + count + " (expected: >= 0)");
+    }
+    if (!node.type().hasData()) {
+      throw new NodesException(
+          NodesException.Reason.WRONG_TYPE,
+          node.path() + " is a " + node.type().label() + ", it has no data blocks");
+    }
+    int end = (int) Math.min((long) first + count, node.blockCount());
+    List<BlockRef> out = new ArrayList<>(Math.max(0, end - first));
+    int known = node.firstBlock() + node.blocks().size();
+    if (first >= node.firstBlock() && end <= known) {
+      out.addAll(node.blocks().subList(first - node.firstBlock(), end - node.firstBlock()));
+      return out;
+    }
+    int at = first;
+    while (at < end) {
+      Mapped m = join(mapAsync(node.id(), at, Math.min(MAP_CHUNK, end - at), false));
+      if (m.first() != at || m.blocks().isEmpty()) {
+        break; // the node has fewer blocks now (trimmed, or removed and replaced)
+      }
+      out.addAll(m.blocks());
+      at += m.blocks().size();
+    }
+    return out;
+  }
+
   CompletableFuture<NodeInfo> publishAsync(long id, long size, long checksum, boolean close) {
     return callNode(
         NodesProtocol.PUBLISH,

@@ -37,7 +37,9 @@ import site.ycsb.Status;
  * <p>Properties: {@code ferrite.cluster.file} (default: {@code ~/.ferrite/cluster}), or {@code
  * ferrite.cluster} + {@code ferrite.secret.file} + {@code ferrite.cluster.id}; {@code
  * ferrite.table} (default: the workload's table); {@code ferrite.fabric} (auto, shm, tcp); {@code
- * ferrite.shards}, {@code ferrite.slots} for a table this binding creates.
+ * ferrite.layout} (hopscotch, the default, or pilaf), {@code ferrite.inline} (hopscotch: key plus
+ * value bytes kept inline), {@code ferrite.shards}, {@code ferrite.slots} for a table this binding
+ * creates.
  *
  * <p>YCSB makes one DB per client thread; they share one {@link FerriteClient} per process (a
  * reference-counted holder: YCSB gives the binding no other place to keep it).
@@ -71,10 +73,18 @@ public final class FerriteKvDb extends DB {
             kv.createTable(
                 name,
                 TableOptions.DEFAULTS
+                    .withLayout(
+                        TableOptions.Layout.valueOf(
+                            p.getProperty("ferrite.layout", "hopscotch")
+                                .toUpperCase(java.util.Locale.ROOT)))
+                    .withInlineBytes(
+                        Integer.parseInt(
+                            p.getProperty(
+                                "ferrite.inline", Integer.toString(TableOptions.DEFAULT_INLINE))))
                     .withShards(Integer.parseInt(p.getProperty("ferrite.shards", "8")))
                     .withSlotsPerShard(Integer.parseInt(p.getProperty("ferrite.slots", "65536"))));
       }
-    } catch (FerriteException | NumberFormatException e) {
+    } catch (FerriteException | IllegalArgumentException e) {
       throw new DBException("ferrite: " + e.getMessage(), e);
     }
   }

@@ -6,11 +6,14 @@ import io.ferrite.fabric.Credentials;
 import io.ferrite.kernel.config.FerriteConfig;
 import io.ferrite.kernel.config.Secrets;
 import io.ferrite.kernel.testing.ClusterHarness;
+import io.ferrite.kv.KvClient;
+import io.ferrite.kv.TableOptions;
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
 import java.util.HashMap;
 import java.util.List;
+import java.util.Locale;
 import java.util.Map;
 import java.util.Properties;
 import java.util.Set;
@@ -76,8 +79,17 @@ class FerriteKvDbClusterTest {
   @Test
   void insertReadUpdateDeleteAsYcsbCallsThem() throws Exception {
     for (String fabric : List.of("shm", "tcp")) {
+      for (String layout : List.of("hopscotch", "pilaf")) {
+        run(fabric, layout);
+      }
+    }
+  }
+
+  private void run(String fabric, String layout) throws Exception {
+    {
       props.setProperty("ferrite.fabric", fabric);
-      props.setProperty("ferrite.table", "usertable-" + fabric);
+      props.setProperty("ferrite.layout", layout);
+      props.setProperty("ferrite.table", "usertable-" + fabric + "-" + layout);
       FerriteKvDb a = new FerriteKvDb();
       FerriteKvDb b = new FerriteKvDb();
       a.setProperties(props);
@@ -98,6 +110,17 @@ class FerriteKvDbClusterTest {
       assertEquals(Status.NOT_FOUND, a.read("t", "nobody", null, new HashMap<>()));
       assertEquals(Status.OK, a.delete("t", "user1"));
       assertEquals(Status.NOT_FOUND, a.delete("t", "user1"));
+      assertEquals(Status.OK, a.insert("t", "big", fields("f0", "x".repeat(500))));
+      got.clear();
+      assertEquals(Status.OK, b.read("t", "big", null, got));
+      assertEquals(500, text(got, "f0").length(), "a record larger than a slot, out of line");
+      TableOptions.Layout created =
+          new KvClient(cluster.client("tcp"))
+              .table("usertable-" + fabric + "-" + layout)
+              .info()
+              .options()
+              .layout();
+      assertEquals(TableOptions.Layout.valueOf(layout.toUpperCase(Locale.ROOT)), created);
       a.cleanup();
       b.cleanup();
     }

@@ -6,6 +6,8 @@ import io.ferrite.bench.Better;
 import io.ferrite.bench.Measure;
 import io.ferrite.bench.Progress;
 import io.ferrite.bench.Sizes;
+import io.ferrite.bench.Throughput;
+import io.ferrite.bench.Workload;
 import java.io.EOFException;
 import java.io.IOException;
 import java.io.UncheckedIOException;
@@ -36,12 +38,19 @@ import java.util.List;
  *       B response, the shape of a one-sided read);
  *   <li>{@code SYNC}: the server answers the {@code i64} count of stream bytes it has received
  *       since the previous {@code SYNC};
+ *   <li>{@code ROTATE} followed by {@code i64 k}: stream messages from now on are received into
+ *       {@code k} buffers in turn;
+ *   <li>{@code OPS} (the first message on a connection only): the connection serves small
+ *       request/response operations for the rest of its life, as a server should serve pipelined
+ *       requests: each read takes every request that has arrived ({@code i64 n}: answer {@code n}
+ *       bytes), and their answers go out together in one write;
  *   <li>any other {@code v < 0}: {@code -v} bytes of stream follow; the server reads and discards
  *       them and answers nothing.
  * </ul>
  *
- * One connection carries everything, so warm-up and measurement share its socket buffers and no
- * connection setup is timed.
+ * One connection carries the latency and bandwidth measurements, so warm-up and measurement share
+ * its socket buffers and no connection setup is timed; the operations ceilings open one connection
+ * per client thread (each served by a thread of its own) before they start timing.
  *
  * <h2>Results</h2>
  *
@@ -50,7 +59,16 @@ import java.util.List;
  *   <li>{@code ceiling.socket.rr.1MiB.bandwidth}: back-to-back request/response transfers, 8 B out
  *       and 1 MiB back, one at a time (MiB/s);
  *   <li>{@code ceiling.socket.stream.1MiB.bandwidth}: one-way stream of 1 MiB writes (MiB/s), timed
- *       until the server has received everything.
+ *       until the server has received everything, sent from a window of the size and at the offsets
+ *       of the fabric's ops ({@link Workload}) and received into as many buffers, in turn, as the
+ *       fabric keeps ops in flight: the reference of tcp bandwidth;
+ *   <li>{@code ceiling.socket.stream.1MiB.onebuffer.bandwidth}: the same stream from one buffer
+ *       into one buffer, both staying in cache (shown for comparison with earlier runs).
+ *   <li>{@code ceiling.socket.rr.<N>.t<T>.ops}: {@code T} threads, each on its own connection, each
+ *       sending an 8 B request for N bytes and waiting for them, one at a time (operations/s of all
+ *       threads together);
+ *   <li>{@code ceiling.socket.rr.<N>.batch<B>.t<T>.ops}: the same with {@code B} requests sent in
+ *       one write and their {@code B} answers awaited together (counted as B operations).
  * </ul>
  */
 public final class SocketCeiling implements AutoCloseable {
@@ -59,6 +77,23 @@ public final class SocketCeiling implements AutoCloseable {
   public static final String RR_PREFIX = "ceiling.socket.rr.";
 
   private static final long SYNC = Long.MIN_VALUE;
+  private static final long OPS = Long.MIN_VALUE + 1;
+  private static final long ROTATE = Long.MIN_VALUE + 2;
+  private static final int MAX_ROTATE = 64;
+
+  /** Window and receive buffers of the stream when a suite does not say. */
+  private static final long DEFAULT_WINDOW = 16L << 20;
+
+  private static final int DEFAULT_DEPTH = 4;
+
+  /** Largest answer of an operations-mode request, and most requests answered in one write. */
+  private static final int MAX_OP_RESPONSE = 64 << 10;
+
+  private static final int MAX_OPS_PER_READ = 64;
+
+  /** The unit of operation throughput. */
+  public static final String OPS_UNIT = "ops/s";
+
   private static final int MAX_MESSAGE = 16 << 20;
 
   private final ServerSocketChannel acceptor;
@@ -90,15 +125,123 @@ public final class SocketCeiling implements AutoCloseable {
     return STREAM_PREFIX + Sizes.label(size) + ".bandwidth";
   }
 
+  /**
+   * Name of the stream of {@code size}-byte writes from one buffer into one buffer, both cache-hot
+   * (the definition of {@link #stream} before it sent from a window into rotating buffers).
+   */
+  public static String streamOneBuffer(int size) {
+    return STREAM_PREFIX + Sizes.label(size) + ".onebuffer.bandwidth";
+  }
+
   /** Name of the request/response bandwidth of {@code size}-byte responses. */
   public static String requestResponse(int size) {
     return RR_PREFIX + Sizes.label(size) + ".bandwidth";
   }
 
-  /** Measures every socket ceiling and adds it to {@code report}. */
+  /**
+   * Name of the request/response operations ceiling: {@code threads} threads, {@code batch}
+   * requests of {@code size} bytes at a time (1: one at a time).
+   */
+  public static String ops(int size, int batch, int threads) {
+    return RR_PREFIX
+        + Sizes.label(size)
+        + (batch > 1 ? ".batch" + batch : "")
+        + ".t"
+        + threads
+        + ".ops";
+  }
+
+  /**
+   * Measures {@link #ops} for {@code threads} threads, each with a connection of its own, asking
+   * for {@code batch} answers of {@code size} bytes at a time, and adds it to {@code report}.
+   */
+  public BenchResult measureOps(
+      BenchReport report, Measure.Plan plan, int size, int batch, int threads, Progress progress)
+      throws Exception {
+    if (size < 1 || size > MAX_OP_RESPONSE || batch < 1 || batch > MAX_OPS_PER_READ) {
+      throw new IllegalArgumentException(
+          "size: "
+              + size
+              + ", batch: "
+              + batch
+              + " (expected: 1 to "
+              + MAX_OP_RESPONSE
+              + " and 1 to "
+              + MAX_OPS_PER_READ
+              + ")");
+    }
+    String name = ops(size, batch, threads);
+    progress.step(name);
+    List<SocketChannel> opened = new ArrayList<>();
+    try {
+      double ops =
+          Throughput.opsPerSecond(
+              plan,
+              threads,
+              t -> {
+                SocketChannel ch = connect();
+                synchronized (opened) {
+                  opened.add(ch);
+                }
+                ByteBuffer mode = ByteBuffer.allocateDirect(8).order(ByteOrder.LITTLE_ENDIAN);
+                mode.putLong(0, OPS);
+                writeFully(ch, mode);
+                ByteBuffer requests =
+                    ByteBuffer.allocateDirect(8 * batch).order(ByteOrder.LITTLE_ENDIAN);
+                for (int k = 0; k < batch; k++) {
+                  requests.putLong(8 * k, size);
+                }
+                ByteBuffer answers = ByteBuffer.allocateDirect(size * batch);
+                return i -> {
+                  requests.clear();
+                  writeFully(ch, requests);
+                  answers.clear();
+                  readFully(ch, answers);
+                  return batch;
+                };
+              },
+              "socket-ops");
+      return report.add(BenchResult.of(name, ops, OPS_UNIT, Better.HIGHER));
+    } finally {
+      for (SocketChannel ch : opened) {
+        closeQuietly(ch);
+      }
+    }
+  }
+
+  /**
+   * {@link #measure(BenchReport, Measure.Plan, Workload, int, int[], int, Progress)} with the
+   * defaults of the fabric suite: a 16 MiB window, 4 receive buffers.
+   */
   public void measure(
       BenchReport report,
       Measure.Plan plan,
+      int[] responseSizes,
+      int bandwidthSize,
+      Progress progress)
+      throws Exception {
+    measure(
+        report,
+        plan,
+        new Workload(Math.max(DEFAULT_WINDOW, bandwidthSize)),
+        DEFAULT_DEPTH,
+        responseSizes,
+        bandwidthSize,
+        progress);
+  }
+
+  /**
+   * Measures every socket ceiling and adds it to {@code report}. The stream sends from {@code
+   * workload}'s window at its offsets and is received into {@code depth} buffers in turn: the
+   * memory a tcp read of that many ops in flight touches on each side (the region's window at the
+   * server, the callers' buffers at the client), so that the ceiling does the fabric's copies minus
+   * the fabric, not copies of one cache-hot buffer into another.
+   */
+  public void measure(
+      BenchReport report,
+      Measure.Plan plan,
+      Workload workload,
+      int depth,
       int[] responseSizes,
       int bandwidthSize,
       Progress progress)
@@ -131,9 +274,31 @@ public final class SocketCeiling implements AutoCloseable {
       report.add(
           BenchResult.of(requestResponse(bandwidthSize), rr, Sizes.BANDWIDTH_UNIT, Better.HIGHER));
 
-      progress.step(stream(bandwidthSize));
+      progress.step(streamOneBuffer(bandwidthSize));
       ByteBuffer chunk = ByteBuffer.allocateDirect(bandwidthSize);
-      double stream = Measure.bandwidth(plan, deadline -> streamUntil(ch, chunk, deadline));
+      rotate(ch, 1);
+      double hot =
+          Measure.bandwidth(
+              plan, deadline -> streamUntil(ch, chunk, i -> 0, bandwidthSize, deadline));
+      report.add(
+          BenchResult.of(streamOneBuffer(bandwidthSize), hot, Sizes.BANDWIDTH_UNIT, Better.HIGHER));
+
+      progress.step(stream(bandwidthSize));
+      if (workload.window() < bandwidthSize || workload.window() > Integer.MAX_VALUE) {
+        throw new IllegalArgumentException(
+            "window: " + workload.window() + " (expected: >= " + bandwidthSize + ", int-sized)");
+      }
+      ByteBuffer window = ByteBuffer.allocateDirect((int) workload.window());
+      for (int i = 0; i + 8 <= window.capacity(); i += 8) {
+        window.putLong(i, i * 0x9E3779B97F4A7C15L);
+      }
+      rotate(ch, depth);
+      double stream =
+          Measure.bandwidth(
+              plan,
+              deadline ->
+                  streamUntil(
+                      ch, window, i -> workload.offset(i, bandwidthSize), bandwidthSize, deadline));
       report.add(
           BenchResult.of(stream(bandwidthSize), stream, Sizes.BANDWIDTH_UNIT, Better.HIGHER));
     }
@@ -155,23 +320,42 @@ public final class SocketCeiling implements AutoCloseable {
     readFully(ch, response);
   }
 
+  /** Where the {@code i}-th message of a stream starts in its source buffer. */
+  @FunctionalInterface
+  private interface Offsets {
+    long of(long i);
+  }
+
+  /** Tells the server to receive stream messages into {@code buffers} buffers in turn. */
+  private static void rotate(SocketChannel ch, int buffers) throws IOException {
+    ByteBuffer m = ByteBuffer.allocateDirect(16).order(ByteOrder.LITTLE_ENDIAN);
+    m.putLong(0, ROTATE);
+    m.putLong(8, buffers);
+    writeFully(ch, m);
+  }
+
   /**
-   * Streams {@code chunk}-sized writes (each behind its 8 B header, in one gathering write) until
-   * the deadline, then waits until the server has received all of them.
+   * Streams {@code size}-byte writes from {@code source} at {@code offsets} (each behind its 8 B
+   * header, in one gathering write) until the deadline, then waits until the server has received
+   * all of them.
    */
-  private static long streamUntil(SocketChannel ch, ByteBuffer chunk, long deadline)
+  private static long streamUntil(
+      SocketChannel ch, ByteBuffer source, Offsets offsets, int size, long deadline)
       throws IOException {
     ByteBuffer header = ByteBuffer.allocateDirect(8).order(ByteOrder.LITTLE_ENDIAN);
+    ByteBuffer chunk = source.duplicate();
     ByteBuffer[] message = {header, chunk};
     long sent = 0;
+    long i = 0;
     do {
       header.clear();
-      header.putLong(0, -chunk.capacity());
-      chunk.clear();
+      header.putLong(0, -size);
+      int at = (int) offsets.of(i++);
+      chunk.limit(at + size).position(at);
       while (chunk.hasRemaining()) {
         ch.write(message);
       }
-      sent += chunk.capacity();
+      sent += size;
     } while (System.nanoTime() < deadline);
     header.clear();
     header.putLong(0, SYNC);
@@ -217,6 +401,9 @@ public final class SocketCeiling implements AutoCloseable {
   private static void serve(SocketChannel ch) {
     ByteBuffer header = ByteBuffer.allocateDirect(8).order(ByteOrder.LITTLE_ENDIAN);
     ByteBuffer buffer = ByteBuffer.allocateDirect(64 << 10);
+    // Stream messages are received into these in turn (ROTATE); answers come from buffer.
+    ByteBuffer[] receive = {buffer};
+    int next = 0;
     long streamed = 0;
     try (ch) {
       while (true) {
@@ -225,6 +412,21 @@ public final class SocketCeiling implements AutoCloseable {
           return;
         }
         long v = header.getLong(0);
+        if (v == OPS) {
+          serveOps(ch);
+          return;
+        }
+        if (v == ROTATE) {
+          header.clear();
+          readFully(ch, header);
+          long k = header.getLong(0);
+          if (k < 1 || k > MAX_ROTATE) {
+            return;
+          }
+          receive = new ByteBuffer[(int) k];
+          next = 0;
+          continue;
+        }
         if (v == SYNC) {
           header.clear();
           header.putLong(0, streamed);
@@ -236,19 +438,52 @@ public final class SocketCeiling implements AutoCloseable {
         if (n > MAX_MESSAGE) {
           return;
         }
-        if (n > buffer.capacity()) {
-          buffer = ByteBuffer.allocateDirect((int) n);
-        }
-        buffer.clear().limit((int) n);
         if (v < 0) {
-          readFully(ch, buffer);
+          int k = next;
+          next = (next + 1) % receive.length;
+          if (receive[k] == null || n > receive[k].capacity()) {
+            receive[k] = ByteBuffer.allocateDirect((int) n);
+          }
+          ByteBuffer into = receive[k];
+          into.clear().limit((int) n);
+          readFully(ch, into);
           streamed += n;
         } else {
+          if (n > buffer.capacity()) {
+            buffer = ByteBuffer.allocateDirect((int) n);
+          }
+          buffer.clear().limit((int) n);
           writeFully(ch, buffer);
         }
       }
     } catch (IOException e) {
       // The client went away (or close() closed the channel): this connection is done.
+    }
+  }
+
+  /**
+   * Operations mode: every read takes all the requests that have arrived, and one write answers all
+   * of them (the answers are zeros: the ceiling measures moving them, not making them).
+   */
+  private static void serveOps(SocketChannel ch) throws IOException {
+    ByteBuffer in = ByteBuffer.allocateDirect(8 * MAX_OPS_PER_READ).order(ByteOrder.LITTLE_ENDIAN);
+    ByteBuffer out = ByteBuffer.allocateDirect(MAX_OP_RESPONSE * MAX_OPS_PER_READ);
+    while (true) {
+      if (ch.read(in) < 0) {
+        return;
+      }
+      in.flip();
+      long answer = 0;
+      while (in.remaining() >= 8) {
+        long n = in.getLong();
+        if (n < 0 || n > MAX_OP_RESPONSE) {
+          return;
+        }
+        answer += n;
+      }
+      in.compact();
+      out.clear().limit((int) answer);
+      writeFully(ch, out);
     }
   }
 

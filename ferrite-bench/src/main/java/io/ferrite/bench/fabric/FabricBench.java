@@ -7,9 +7,11 @@ import io.ferrite.bench.LatencyRecorder;
 import io.ferrite.bench.Measure;
 import io.ferrite.bench.Progress;
 import io.ferrite.bench.Sizes;
+import io.ferrite.bench.Throughput;
 import io.ferrite.bench.Workload;
 import io.ferrite.bench.ceiling.MemcpyCeiling;
 import io.ferrite.bench.ceiling.SocketCeiling;
+import io.ferrite.fabric.Batch;
 import io.ferrite.fabric.Fabric;
 import io.ferrite.fabric.FabricConnection;
 import io.ferrite.fabric.Futures;
@@ -40,13 +42,20 @@ import java.util.function.Function;
  *       itself non-blocking, on the thread that received the call (an I/O thread, or the shm ring
  *       poller);
  *   <li>{@code <fabric>.read.1MiB.bandwidth} and {@code <fabric>.write.1MiB.bandwidth}: 1 MiB ops
- *       with {@link Options#depth()} in flight (MiB/s).
+ *       with {@link Options#depth()} in flight (MiB/s);
+ *   <li>for network fabrics (tcp), small-read throughput, the per-op cost that decides how many
+ *       gets a kv client can do: {@code <fabric>.read.<8B|64B>.t<1|16>.ops} (1 or 16 threads
+ *       sharing the connection, each doing one blocking read at a time) and {@code
+ *       <fabric>.read.64B.batch16.t<1|16>.ops} (each thread sending batches of 16 reads, one flush
+ *       per batch, and waiting for all 16), in reads per second.
  * </ul>
  *
  * <p>References: shm and local (same host, same JVM) are compared with {@link MemcpyCeiling} of the
  * same size; tcp (and any other fabric) with {@link SocketCeiling}: latency with the 8 B → N B
- * ping-pong, bandwidth with the one-way stream. RPCs of every fabric are compared with the 8 B
- * ping- pong. The ceilings are in the report too, as {@code ceiling.*} results with no reference.
+ * ping-pong, bandwidth with the one-way stream, throughput with raw request/response operations of
+ * the same size, threads and batching (each raw thread on a connection of its own). RPCs of every
+ * fabric are compared with the 8 B ping-pong. The ceilings are in the report too, as {@code
+ * ceiling.*} results with no reference.
  */
 public final class FabricBench {
   public static final String SUITE = "fabric";
@@ -56,6 +65,17 @@ public final class FabricBench {
 
   /** Size of the ops of the bandwidth measurements. */
   public static final int BANDWIDTH_SIZE = Sizes.MIB;
+
+  /** Sizes of the small-read throughput measurements (network fabrics). */
+  public static final int[] OPS_SIZES = {8, 64};
+
+  /** Client threads of the throughput measurements. */
+  public static final int[] OPS_THREADS = {1, 16};
+
+  /** Reads per batch in the batched throughput measurement, and the size they read. */
+  public static final int OPS_BATCH = 16;
+
+  public static final int OPS_BATCH_SIZE = 64;
 
   /** The ping-pong with the smallest response is the reference of an empty RPC. */
   private static final int RPC_REFERENCE_SIZE = 8;
@@ -193,7 +213,14 @@ public final class FabricBench {
       stats.forEach(s -> names.add(SocketCeiling.pingPong(size) + "." + s));
     }
     names.add(SocketCeiling.requestResponse(BANDWIDTH_SIZE));
+    names.add(SocketCeiling.streamOneBuffer(BANDWIDTH_SIZE));
     names.add(SocketCeiling.stream(BANDWIDTH_SIZE));
+    boolean network = fabrics.stream().anyMatch(f -> !sameHost(f));
+    if (network) {
+      for (int[] o : opsShapes()) {
+        names.add(SocketCeiling.ops(o[0], o[1], o[2]));
+      }
+    }
     for (String f : fabrics) {
       for (int size : LATENCY_SIZES) {
         stats.forEach(s -> names.add(f + ".read." + Sizes.label(size) + "." + s));
@@ -202,8 +229,38 @@ public final class FabricBench {
       stats.forEach(s -> names.add(f + ".rpc.inline." + s));
       names.add(f + ".read." + Sizes.label(BANDWIDTH_SIZE) + ".bandwidth");
       names.add(f + ".write." + Sizes.label(BANDWIDTH_SIZE) + ".bandwidth");
+      if (!sameHost(f)) {
+        for (int[] o : opsShapes()) {
+          names.add(opsName(f, o[0], o[1], o[2]));
+        }
+      }
     }
     return names;
+  }
+
+  /** The throughput measurements as {size, batch, threads}, in report order. */
+  private static List<int[]> opsShapes() {
+    List<int[]> shapes = new ArrayList<>();
+    for (int size : OPS_SIZES) {
+      for (int threads : OPS_THREADS) {
+        shapes.add(new int[] {size, 1, threads});
+      }
+    }
+    for (int threads : OPS_THREADS) {
+      shapes.add(new int[] {OPS_BATCH_SIZE, OPS_BATCH, threads});
+    }
+    return shapes;
+  }
+
+  /** E.g. {@code tcp.read.64B.t16.ops}, {@code tcp.read.64B.batch16.t1.ops}. */
+  static String opsName(String fabric, int size, int batch, int threads) {
+    return fabric
+        + ".read."
+        + Sizes.label(size)
+        + (batch > 1 ? ".batch" + batch : "")
+        + ".t"
+        + threads
+        + ".ops";
   }
 
   /** Measures the ceilings, then every fabric of {@code options}; frees everything it made. */
@@ -215,7 +272,13 @@ public final class FabricBench {
 
     MemcpyCeiling.measure(report, plan, workload, LATENCY_SIZES, BANDWIDTH_SIZE, progress);
     try (SocketCeiling socket = SocketCeiling.start()) {
-      socket.measure(report, plan, LATENCY_SIZES, BANDWIDTH_SIZE, progress);
+      socket.measure(
+          report, plan, workload, options.depth(), LATENCY_SIZES, BANDWIDTH_SIZE, progress);
+      if (options.fabrics().stream().anyMatch(f -> !sameHost(f))) {
+        for (int[] o : opsShapes()) {
+          socket.measureOps(report, plan, o[0], o[1], o[2], progress);
+        }
+      }
     }
     for (String name : options.fabrics()) {
       progress.step(name + ": starting server and connecting");
@@ -304,10 +367,58 @@ public final class FabricBench {
             Sizes.BANDWIDTH_UNIT,
             Better.HIGHER,
             bandwidthRef));
+    if (!sameHost) {
+      for (int[] o : opsShapes()) {
+        int size = o[0];
+        int batch = o[1];
+        int threads = o[2];
+        String name = opsName(f, size, batch, threads);
+        progress.step(name);
+        double ops =
+            Throughput.opsPerSecond(
+                plan, threads, t -> readSteps(conn, ref, workload, size, batch, t), "ops");
+        report.add(
+            BenchResult.against(
+                name,
+                ops,
+                SocketCeiling.OPS_UNIT,
+                Better.HIGHER,
+                report.require(SocketCeiling.ops(size, batch, threads))));
+      }
+    }
+
     // Counts, not times: a sanity check that the ops went where they should (a shm server's CPU
     // serves no one-sided op at all).
     progress.step(f + " client counted: " + conn.counters().snapshot());
     progress.step(f + " server counted: " + endpoint.serverCounters().snapshot());
+  }
+
+  /**
+   * Thread {@code t}'s step of a throughput measurement: one blocking read of {@code size} bytes,
+   * or a batch of {@code batch} reads flushed together and awaited together. Threads start at
+   * different offsets of the window.
+   */
+  private static Throughput.Step readSteps(
+      FabricConnection conn, RegionRef ref, Workload workload, int size, int batch, int t) {
+    ByteBuffer[] dst = new ByteBuffer[batch];
+    for (int k = 0; k < batch; k++) {
+      dst[k] = ByteBuffer.allocateDirect(size);
+    }
+    long base = t * 7919L;
+    if (batch == 1) {
+      return i -> {
+        conn.readSync(ref, workload.offset(base + i, size), dst[0]);
+        return 1;
+      };
+    }
+    return i -> {
+      Batch b = conn.batch();
+      for (int k = 0; k < batch; k++) {
+        b.read(ref, workload.offset(base + i * batch + k, size), dst[k]);
+      }
+      Futures.join(b.flush());
+      return batch;
+    };
   }
 
   /** Issues one op of {@link #BANDWIDTH_SIZE} bytes on {@code buffer}. */

@@ -11,7 +11,6 @@ import io.ferrite.fabric.Fabric;
 import io.ferrite.fabric.FabricConnection;
 import io.ferrite.fabric.Futures;
 import io.ferrite.fabric.NamedThreadFactory;
-import io.ferrite.fabric.OpKind;
 import io.ferrite.kernel.client.ClientOptions;
 import io.ferrite.kernel.client.Ferrite;
 import io.ferrite.kernel.client.FerriteClient;
@@ -19,9 +18,9 @@ import io.ferrite.kernel.config.FabricFactory;
 import io.ferrite.kernel.config.FerriteConfig;
 import io.ferrite.kernel.master.Master;
 import io.ferrite.kernel.server.MemoryServer;
+import io.ferrite.kv.HopscotchLayout;
 import io.ferrite.kv.KvClient;
 import io.ferrite.kv.KvTable;
-import io.ferrite.kv.LookupStats;
 import io.ferrite.kv.PilafLayout;
 import io.ferrite.kv.ShardLayout;
 import io.ferrite.kv.TableOptions;
@@ -43,23 +42,28 @@ import java.util.stream.Stream;
 import org.HdrHistogram.Histogram;
 
 /**
- * {@code ferrite bench kv}: the kv face's table quality and operation speed, each beside the fabric
- * ops it is made of, measured in the same run against a master and one memory server started in
- * this process (serving tcp and shm; the client picks the fabric).
+ * {@code ferrite bench kv}: the kv face's table quality and operation speed, for each table layout
+ * (Pilaf's cuckoo table, FaRM's hopscotch table), each beside the fabric ops it is made of,
+ * measured in the same run against a master and one memory server started in this process (serving
+ * tcp and shm; the client picks the fabric).
  *
  * <ul>
- *   <li><b>Table quality</b> (Pilaf Figure 6): a one-shard Pilaf table filled to 50, 75 and 90%
- *       with 16 B keys and 32 B values; random present keys are looked up and the fabric's own
- *       counters give {@code kv.pilaf.occ<N>.reads-per-lookup.mean}; the client's lookup counts
- *       give {@code probes-per-lookup.{mean,max}}. References: the ideal 2 reads (one entry, one
- *       extent) and 1 probe.
- *   <li><b>Operations</b>: {@code kv.<fabric>.<op>.<value>.t<threads>.{throughput,p50,p99}} for op
- *       = get (one-sided), get-rpc (the same get served by the server: Pilaf-VO), put, mix95 (95%
- *       get, 5% put), 16 B zipfian keys, 32 B and 1 KiB values, 1 and 16 threads. Each beside
- *       {@code ceiling.kv.<...>}: the same threads running the raw fabric ops the operation is made
- *       of — for a get, a 32 B read of a random entry then a read of the extent's size from the
- *       same regions; for a put or get-rpc, an RPC to the kv service of the same request size that
- *       does nothing; for mix95, the same mix of those.
+ *   <li><b>Table quality</b> (Pilaf Figure 6, FaRM §3.6): a one-shard table of each layout filled
+ *       to 50, 75 and 90% with 16 B keys and 32 B values; random present keys are looked up and the
+ *       fabric's own counters give {@code kv.<layout>.occ<N>.reads-per-lookup.mean}; the client's
+ *       lookup counts give {@code probes-per-lookup.{mean,max}} (table reads: Pilaf entries,
+ *       hopscotch neighbourhoods and overflow blocks). References: the ideal reads (Pilaf 2: one
+ *       entry, one extent; hopscotch 1: the neighbourhood, the pair inline) and 1 probe.
+ *   <li><b>Operations</b>: {@code
+ *       kv.<layout>.<fabric>.<op>.<value>.t<threads>.{throughput,p50,p99}} for op = get
+ *       (one-sided), get-rpc (the same get served by the server: Pilaf-VO), put, mix95 (95% get, 5%
+ *       put), 16 B zipfian keys, 32 B and 1 KiB values, 1 and 16 threads sharing one client. Each
+ *       beside {@code ceiling.kv.<...>}: the same threads running the raw fabric ops the operation
+ *       is made of — for a Pilaf get, a 32 B read of a random entry then a read of the extent's
+ *       size; for a hopscotch get, a read of a random neighbourhood (then of the extent's size if
+ *       the pair is out of line); for a put or get-rpc, an RPC to the kv service of the same
+ *       request size that does nothing; for mix95, the same mix of those.
+ *   <li><b>Against Redis</b> ({@code --vs redis}, see {@link RedisVersus}).
  * </ul>
  */
 public final class KvBench {
@@ -76,7 +80,11 @@ public final class KvBench {
    * What to run.
    *
    * @param fabrics client fabrics, in order ("shm", "tcp")
+   * @param layouts table layouts, in order
    * @param threads client thread counts
+   * @param ops operations, in order (of {@link #OPS})
+   * @param inlineValues hopscotch tables of the operations keep every pair inline (inline bytes =
+   *     key + value size; one read per get at any value size) instead of the default 56 bytes
    * @param duration length of each throughput measurement (a quarter as long warms up first)
    * @param keys keys loaded for the operation measurements
    * @param qualitySlots slots of the one-shard table of the quality measurement
@@ -86,7 +94,10 @@ public final class KvBench {
    */
   public record Options(
       List<String> fabrics,
+      List<TableOptions.Layout> layouts,
       List<Integer> threads,
+      List<String> ops,
+      boolean inlineValues,
       Duration duration,
       int keys,
       int qualitySlots,
@@ -95,7 +106,18 @@ public final class KvBench {
       PrintStream progress) {
     public Options {
       fabrics = List.copyOf(fabrics);
+      layouts = List.copyOf(layouts);
       threads = List.copyOf(threads);
+      ops = List.copyOf(ops);
+      if (layouts.isEmpty()) {
+        throw new IllegalArgumentException("layouts: none (expected: pilaf, hopscotch or both)");
+      }
+      for (String op : ops) {
+        if (!List.of(OPS).contains(op)) {
+          throw new IllegalArgumentException(
+              "op: " + op + " (expected: one of " + String.join(", ", OPS) + ")");
+        }
+      }
       Objects.requireNonNull(duration, "duration");
       Objects.requireNonNull(directory, "directory");
       if (keys < 1 || qualitySlots < 16 || qualityLookups < 1) {
@@ -107,7 +129,10 @@ public final class KvBench {
     public static Options defaults() {
       return new Options(
           List.of("shm", "tcp"),
+          List.of(TableOptions.Layout.PILAF, TableOptions.Layout.HOPSCOTCH),
           List.of(1, 16),
+          List.of(OPS),
+          false,
           Duration.ofSeconds(1),
           20_000,
           1 << 16,
@@ -127,36 +152,152 @@ public final class KvBench {
 
     public Options withFabrics(List<String> f) {
       return new Options(
-          f, threads, duration, keys, qualitySlots, qualityLookups, directory, progress);
+          f,
+          layouts,
+          threads,
+          ops,
+          inlineValues,
+          duration,
+          keys,
+          qualitySlots,
+          qualityLookups,
+          directory,
+          progress);
+    }
+
+    public Options withLayouts(List<TableOptions.Layout> l) {
+      return new Options(
+          fabrics,
+          l,
+          threads,
+          ops,
+          inlineValues,
+          duration,
+          keys,
+          qualitySlots,
+          qualityLookups,
+          directory,
+          progress);
     }
 
     public Options withThreads(List<Integer> t) {
       return new Options(
-          fabrics, t, duration, keys, qualitySlots, qualityLookups, directory, progress);
+          fabrics,
+          layouts,
+          t,
+          ops,
+          inlineValues,
+          duration,
+          keys,
+          qualitySlots,
+          qualityLookups,
+          directory,
+          progress);
+    }
+
+    public Options withOps(List<String> l) {
+      return new Options(
+          fabrics,
+          layouts,
+          threads,
+          l,
+          inlineValues,
+          duration,
+          keys,
+          qualitySlots,
+          qualityLookups,
+          directory,
+          progress);
+    }
+
+    public Options withInlineValues(boolean b) {
+      return new Options(
+          fabrics,
+          layouts,
+          threads,
+          ops,
+          b,
+          duration,
+          keys,
+          qualitySlots,
+          qualityLookups,
+          directory,
+          progress);
     }
 
     public Options withDuration(Duration d) {
       return new Options(
-          fabrics, threads, d, keys, qualitySlots, qualityLookups, directory, progress);
+          fabrics,
+          layouts,
+          threads,
+          ops,
+          inlineValues,
+          d,
+          keys,
+          qualitySlots,
+          qualityLookups,
+          directory,
+          progress);
     }
 
     public Options withKeys(int n) {
       return new Options(
-          fabrics, threads, duration, n, qualitySlots, qualityLookups, directory, progress);
+          fabrics,
+          layouts,
+          threads,
+          ops,
+          inlineValues,
+          duration,
+          n,
+          qualitySlots,
+          qualityLookups,
+          directory,
+          progress);
     }
 
     public Options withQuality(int slots, int lookups) {
-      return new Options(fabrics, threads, duration, keys, slots, lookups, directory, progress);
+      return new Options(
+          fabrics,
+          layouts,
+          threads,
+          ops,
+          inlineValues,
+          duration,
+          keys,
+          slots,
+          lookups,
+          directory,
+          progress);
     }
 
     public Options withDirectory(Path d) {
       return new Options(
-          fabrics, threads, duration, keys, qualitySlots, qualityLookups, d, progress);
+          fabrics,
+          layouts,
+          threads,
+          ops,
+          inlineValues,
+          duration,
+          keys,
+          qualitySlots,
+          qualityLookups,
+          d,
+          progress);
     }
 
     public Options withProgress(PrintStream p) {
       return new Options(
-          fabrics, threads, duration, keys, qualitySlots, qualityLookups, directory, p);
+          fabrics,
+          layouts,
+          threads,
+          ops,
+          inlineValues,
+          duration,
+          keys,
+          qualitySlots,
+          qualityLookups,
+          directory,
+          p);
     }
   }
 
@@ -218,43 +359,70 @@ public final class KvBench {
               List.of(tcp, shm),
               address,
               List.of()));
+      // The per-thread clients of --vs redis share one tcp fabric (one set of I/O threads), as the
+      // threads of one client do; each has its own connection, as each Redis thread has.
+      Fabric perThreadTcp = FabricFactory.standard().open("tcp");
+      open.add(perThreadTcp);
+      Fabric sharedTcp = unclosable(perThreadTcp);
       java.util.Map<String, FerriteClient> clients = new java.util.LinkedHashMap<>();
       for (String f : o.fabrics()) {
-        FerriteClient c =
-            Ferrite.connect(address, ClientOptions.builder(CREDENTIALS).fabric(f).build());
+        FerriteClient c = connect(address, f);
         open.add(c);
         clients.put(f, c);
       }
       FerriteClient first = clients.values().iterator().next();
-      quality(report, o, new KvClient(first), progress);
-      for (int size : VALUE_SIZES) {
-        String table = "bench-" + Sizes.label(size);
-        TableOptions to =
-            TableOptions.DEFAULTS
-                .withShards(4)
-                .withSlotsPerShard(Math.max(1024, o.keys()))
-                .withExtents(
-                    Math.max(
-                        1 << 20, (int) Math.min(1 << 28, (long) o.keys() * 2 * (size + 64) / 4)),
-                    16)
-                .withLimits(64, 4096);
-        KvTable t = new KvClient(first).createTable(table, to);
-        progress.step("loading " + o.keys() + " keys with " + Sizes.label(size) + " values");
-        byte[] value = new byte[size];
-        for (int i = 0; i < o.keys(); i++) {
-          t.put(key(i), value);
-        }
-        for (var e : clients.entrySet()) {
-          KvTable ft = new KvClient(e.getValue()).table(table);
-          for (int threads : o.threads()) {
-            for (String op : OPS) {
-              measure(report, o, e.getKey(), e.getValue(), ft, op, size, threads, progress);
+      for (TableOptions.Layout layout : o.layouts()) {
+        TableQuality.measure(report, o, new KvClient(first), layout, progress);
+      }
+      for (TableOptions.Layout layout : o.layouts()) {
+        String ln = layoutName(layout);
+        for (int size : VALUE_SIZES) {
+          String table = "bench-" + ln + "-" + Sizes.label(size);
+          TableOptions to =
+              TableOptions.DEFAULTS
+                  .withLayout(layout)
+                  .withShards(4)
+                  .withSlotsPerShard(Math.max(1024, o.keys()))
+                  .withExtents(
+                      Math.max(
+                          1 << 20, (int) Math.min(1 << 28, (long) o.keys() * 2 * (size + 64) / 4)),
+                      16)
+                  .withLimits(64, 4096);
+          if (o.inlineValues()) {
+            to = to.withInlineBytes(Math.max(TableOptions.DEFAULT_INLINE, KEY_BYTES + size));
+          }
+          KvTable t = new KvClient(first).createTable(table, to);
+          progress.step(
+              "loading " + o.keys() + " keys with " + Sizes.label(size) + " values (" + ln + ")");
+          byte[] value = new byte[size];
+          for (int i = 0; i < o.keys(); i++) {
+            t.put(key(i), value);
+          }
+          for (var e : clients.entrySet()) {
+            KvTable ft = new KvClient(e.getValue()).table(table);
+            for (int threads : o.threads()) {
+              for (String op : o.ops()) {
+                measure(report, o, ln, e.getKey(), e.getValue(), ft, op, size, threads, progress);
+              }
             }
           }
-        }
-        if (redis != null && clients.containsKey("tcp")) {
-          RedisVersus.measure(
-              report, o, redis, new KvClient(clients.get("tcp")).table(table), size, progress);
+          if (redis != null && clients.containsKey("tcp")) {
+            RedisVersus.measure(
+                report,
+                o,
+                redis,
+                () ->
+                    Ferrite.connect(
+                        address,
+                        ClientOptions.builder(CREDENTIALS)
+                            .fabric("tcp")
+                            .fabrics(n -> sharedTcp)
+                            .build()),
+                ln,
+                table,
+                size,
+                progress);
+          }
         }
       }
       progress.step("done");
@@ -271,71 +439,44 @@ public final class KvBench {
     }
   }
 
+  /** A client of the benchmark's cluster over {@code fabric}; the caller closes it. */
+  static FerriteClient connect(String masterAddress, String fabric) {
+    return Ferrite.connect(
+        masterAddress, ClientOptions.builder(CREDENTIALS).fabric(fabric).build());
+  }
+
+  /** {@code f} for clients that close what they open: closing it does nothing. */
+  private static Fabric unclosable(Fabric f) {
+    return new Fabric() {
+      @Override
+      public String name() {
+        return f.name();
+      }
+
+      @Override
+      public io.ferrite.fabric.FabricServer serve(io.ferrite.fabric.ServerSpec spec) {
+        return f.serve(spec);
+      }
+
+      @Override
+      public FabricConnection connect(String address, io.ferrite.fabric.ConnectOptions options) {
+        return f.connect(address, options);
+      }
+
+      @Override
+      public void close() {}
+    };
+  }
+
+  static String layoutName(TableOptions.Layout l) {
+    return l.name().toLowerCase(Locale.ROOT);
+  }
+
   private static void deleteTree(Path root) throws IOException {
     try (Stream<Path> s = Files.walk(root)) {
       for (Path p : s.sorted(Comparator.reverseOrder()).toList()) {
         Files.deleteIfExists(p);
       }
-    }
-  }
-
-  // ------------------------------------------------------------------ table quality
-
-  private static void quality(BenchReport report, Options o, KvClient kv, Progress progress) {
-    int slots = o.qualitySlots();
-    KvTable t =
-        kv.createTable(
-            "quality",
-            TableOptions.DEFAULTS
-                .withShards(1)
-                .withSlotsPerShard(slots)
-                .withExtents(Math.max(1 << 20, slots * 64), 4)
-                .withLimits(64, 64));
-    report.add(BenchResult.of("ideal.pilaf.reads-per-lookup", 2, "reads", Better.LOWER));
-    report.add(BenchResult.of("ideal.pilaf.probes-per-lookup", 1, "probes", Better.LOWER));
-    byte[] value = new byte[32];
-    int loaded = 0;
-    Random r = new Random(42);
-    FabricConnection conn = kv.ferrite().connection(t.serverOf(0));
-    for (double occ : OCCUPANCIES) {
-      int target = (int) (occ * slots);
-      String name = "kv.pilaf.occ" + Math.round(occ * 100);
-      progress.step(name + ": loading to " + target + " keys");
-      while (loaded < target) {
-        t.put(key(loaded++), value);
-      }
-      t.get(key(0));
-      LookupStats ls = t.lookupStats();
-      ls.reset();
-      long reads0 = conn.counters().ops(OpKind.READ);
-      for (int i = 0; i < o.qualityLookups(); i++) {
-        if (t.get(key(r.nextInt(loaded))) == null) {
-          throw new IllegalStateException("a loaded key is missing");
-        }
-      }
-      double reads = (double) (conn.counters().ops(OpKind.READ) - reads0) / o.qualityLookups();
-      double probes = (double) ls.probes() / ls.lookups();
-      report.add(
-          BenchResult.against(
-              name + ".reads-per-lookup.mean",
-              reads,
-              "reads",
-              Better.LOWER,
-              report.require("ideal.pilaf.reads-per-lookup")));
-      report.add(
-          BenchResult.against(
-              name + ".probes-per-lookup.mean",
-              probes,
-              "probes",
-              Better.LOWER,
-              report.require("ideal.pilaf.probes-per-lookup")));
-      report.add(
-          BenchResult.against(
-              name + ".probes-per-lookup.max",
-              ls.maxProbes(),
-              "probes",
-              Better.LOWER,
-              report.require("ideal.pilaf.probes-per-lookup")));
     }
   }
 
@@ -350,6 +491,7 @@ public final class KvBench {
   private static void measure(
       BenchReport report,
       Options o,
+      String layout,
       String fabric,
       FerriteClient client,
       KvTable t,
@@ -398,12 +540,12 @@ public final class KvBench {
                 }
               };
         };
-    progress.step("ceiling.kv." + fabric + "." + suffix);
+    String cname = "ceiling.kv." + layout + "." + fabric + "." + suffix;
+    String name = "kv." + layout + "." + fabric + "." + suffix;
+    progress.step(cname);
     Result ceiling = drive(ceilingOp, threads, o.duration());
-    progress.step("kv." + fabric + "." + suffix);
+    progress.step(name);
     Result kv = drive(kvOp, threads, o.duration());
-    String cname = "ceiling.kv." + fabric + "." + suffix;
-    String name = "kv." + fabric + "." + suffix;
     BenchResult ct =
         report.add(
             BenchResult.of(cname + ".throughput", ceiling.throughput, "ops/s", Better.HIGHER));
@@ -429,9 +571,11 @@ public final class KvBench {
   }
 
   /**
-   * The fabric ops a get is made of, raw: a 32 B read of a random entry of a random shard, then a
-   * read of the extent's size (16 B key, the value, 8 B header) from that shard's first extent
-   * region, on the same connection. No checksum, no key compare.
+   * The fabric ops a get is made of, raw, on the same connection, with no verification: for Pilaf a
+   * 32 B read of a random entry of a random shard, then a read of the extent's size (16 B key, the
+   * value, 8 B header) from that shard's first extent region; for hopscotch a read of a random
+   * neighbourhood (two buckets), then, if the pair does not fit inline, a read of the extent's
+   * size.
    */
   private static Op rawGet(FerriteClient client, KvTable t, int size, Zipfian zipf) {
     int shards = t.info().options().shards();
@@ -439,16 +583,39 @@ public final class KvBench {
     for (int i = 0; i < shards; i++) {
       ls[i] = t.layout(i);
     }
-    int extent = PilafLayout.EXTENT_HEADER + KEY_BYTES + size;
     FabricConnection c = client.connection(t.serverOf(0));
+    TableOptions to = t.info().options();
+    if (to.layout() == TableOptions.Layout.PILAF) {
+      int extent = PilafLayout.EXTENT_HEADER + KEY_BYTES + size;
+      ThreadLocal<ByteBuffer> entries =
+          ThreadLocal.withInitial(() -> ByteBuffer.allocate(PilafLayout.ENTRY));
+      return r -> {
+        // The same key choice as the kv op, so both pay for the zipfian draw.
+        zipf.next(r);
+        ShardLayout l = ls[r.nextInt(shards)];
+        ByteBuffer e = entries.get().clear();
+        Futures.join(c.read(l.entries(), PilafLayout.entryOffset(r.nextInt(l.slots())), e));
+        byte[] ext = new byte[extent];
+        Futures.join(c.read(l.extents().get(0), 0, ByteBuffer.wrap(ext)));
+      };
+    }
+    int bucketBytes = HopscotchLayout.bucketBytes(HopscotchLayout.slotBytes(to.inlineBytes()));
+    boolean inline = KEY_BYTES + size <= to.inlineBytes();
+    int extent = HopscotchLayout.EXTENT_HEADER + KEY_BYTES + size;
+    // One neighbourhood buffer per thread, as the kv get has (it allocates only the value).
+    ThreadLocal<byte[]> buffers = ThreadLocal.withInitial(() -> new byte[2 * bucketBytes]);
     return r -> {
-      // The same key choice as the kv op, so both pay for the zipfian draw.
       zipf.next(r);
       ShardLayout l = ls[r.nextInt(shards)];
-      ByteBuffer e = ByteBuffer.allocate(PilafLayout.ENTRY);
-      Futures.join(c.read(l.entries(), PilafLayout.entryOffset(r.nextInt(l.slots())), e));
-      byte[] ext = new byte[extent];
-      Futures.join(c.read(l.extents().get(0), 0, ByteBuffer.wrap(ext)));
+      byte[] nb = buffers.get();
+      int bucket = r.nextInt(l.slots() / HopscotchLayout.BUCKET_SLOTS);
+      Futures.join(
+          c.read(
+              l.entries(), HopscotchLayout.bucketOffset(bucket, bucketBytes), ByteBuffer.wrap(nb)));
+      if (!inline) {
+        byte[] ext = new byte[extent];
+        Futures.join(c.read(l.extents().get(0), 0, ByteBuffer.wrap(ext)));
+      }
     };
   }
 

@@ -6,12 +6,23 @@ import io.ferrite.bench.Better;
 import io.ferrite.bench.LatencyRecorder;
 import io.ferrite.bench.Progress;
 import io.ferrite.bench.Sizes;
+import io.ferrite.kernel.client.FerriteClient;
+import io.ferrite.kv.KvClient;
 import io.ferrite.kv.KvTable;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
+import java.util.Collections;
 import java.util.List;
+import java.util.function.Supplier;
 
-/** The {@code --vs redis} part of {@link KvBench}: the same harness against redis-server. */
+/**
+ * The {@code --vs redis} part of {@link KvBench}: Ferrite's tcp gets, puts and 16-key multiGets
+ * against redis-server's GET, SET and pipelined batches of 16 GETs, like with like: the same
+ * harness and threads, the same 16 B keys and values, the same zipfian draws, and one connection
+ * per thread on both sides (each Ferrite thread has its own {@link FerriteClient}, so its own tcp
+ * connection to the memory server, all on one shared tcp fabric). Each Ferrite measurement runs
+ * right before the Redis one it is compared with, so both see the same machine.
+ */
 final class RedisVersus {
   static final int BATCH = 16;
   private static final byte[] GET = "GET".getBytes(StandardCharsets.US_ASCII);
@@ -23,7 +34,9 @@ final class RedisVersus {
       BenchReport report,
       KvBench.Options o,
       RedisPeer redis,
-      KvTable ferriteTcp,
+      Supplier<FerriteClient> tcpClients,
+      String layout,
+      String table,
       int size,
       Progress progress)
       throws Exception {
@@ -47,73 +60,112 @@ final class RedisVersus {
     String v = Sizes.label(size);
     for (int threads : o.threads()) {
       String suffix = v + ".t" + threads;
-      ThreadLocal<RedisPeer.Conn> conn = ThreadLocal.withInitial(redis::connect);
-      progress.step("redis.get." + suffix);
-      KvBench.Result get =
-          KvBench.drive(
-              r -> {
-                RedisPeer.Conn c = conn.get();
-                c.command(GET, keys[zipf.next(r)]);
-                c.flush();
-                c.readReply();
-              },
-              threads,
-              o.duration());
-      progress.step("redis.set." + suffix);
-      KvBench.Result set =
-          KvBench.drive(
-              r -> {
-                RedisPeer.Conn c = conn.get();
-                c.command(SET, keys[zipf.next(r)], value);
-                c.flush();
-                c.readReply();
-              },
-              threads,
-              o.duration());
-      progress.step("redis.get16." + suffix + " (pipelined)");
-      KvBench.Result get16 =
-          KvBench.drive(
-              r -> {
-                RedisPeer.Conn c = conn.get();
-                for (int k = 0; k < BATCH; k++) {
+      List<FerriteClient> opened = Collections.synchronizedList(new ArrayList<>());
+      try {
+        // One connection per benchmark thread on both sides, made during the warm-up.
+        ThreadLocal<KvTable> ferrite =
+            ThreadLocal.withInitial(
+                () -> {
+                  FerriteClient c = tcpClients.get();
+                  opened.add(c);
+                  return new KvClient(c).table(table);
+                });
+        ThreadLocal<RedisPeer.Conn> conn = ThreadLocal.withInitial(redis::connect);
+        String f = "ferrite." + layout + ".";
+        progress.step(f + "get." + suffix);
+        KvBench.Result fget =
+            KvBench.drive(r -> ferrite.get().get(keys[zipf.next(r)]), threads, o.duration());
+        progress.step("redis.get." + suffix);
+        KvBench.Result get =
+            KvBench.drive(
+                r -> {
+                  RedisPeer.Conn c = conn.get();
                   c.command(GET, keys[zipf.next(r)]);
-                }
-                c.flush();
-                for (int k = 0; k < BATCH; k++) {
+                  c.flush();
                   c.readReply();
-                }
-              },
-              threads,
-              o.duration());
-      progress.step("kv.tcp.multiget16." + suffix);
-      KvBench.Result multi =
-          KvBench.drive(
-              r -> {
-                List<byte[]> batch = new ArrayList<>(BATCH);
-                for (int k = 0; k < BATCH; k++) {
-                  batch.add(keys[zipf.next(r)]);
-                }
-                ferriteTcp.multiGet(batch);
-              },
-              threads,
-              o.duration());
-      versus(report, "get." + suffix, "kv.tcp.get." + suffix, get, 1);
-      versus(report, "set." + suffix, "kv.tcp.put." + suffix, set, 1);
-      add(report, "redis.get16." + suffix, get16, BATCH);
-      add(report, "kv.tcp.multiget16." + suffix, multi, BATCH);
-      ratio(
-          report,
-          "vs-redis.tcp.multiget16." + suffix,
-          "kv.tcp.multiget16." + suffix,
-          "redis.get16." + suffix);
+                },
+                threads,
+                o.duration());
+        progress.step(f + "put." + suffix);
+        KvBench.Result fput =
+            KvBench.drive(r -> ferrite.get().put(keys[zipf.next(r)], value), threads, o.duration());
+        progress.step("redis.set." + suffix);
+        KvBench.Result set =
+            KvBench.drive(
+                r -> {
+                  RedisPeer.Conn c = conn.get();
+                  c.command(SET, keys[zipf.next(r)], value);
+                  c.flush();
+                  c.readReply();
+                },
+                threads,
+                o.duration());
+        progress.step(f + "multiget16." + suffix);
+        KvBench.Result fmulti =
+            KvBench.drive(
+                r -> {
+                  List<byte[]> batch = new ArrayList<>(BATCH);
+                  for (int k = 0; k < BATCH; k++) {
+                    batch.add(keys[zipf.next(r)]);
+                  }
+                  ferrite.get().multiGet(batch);
+                },
+                threads,
+                o.duration());
+        progress.step("redis.get16." + suffix + " (pipelined)");
+        KvBench.Result get16 =
+            KvBench.drive(
+                r -> {
+                  RedisPeer.Conn c = conn.get();
+                  for (int k = 0; k < BATCH; k++) {
+                    c.command(GET, keys[zipf.next(r)]);
+                  }
+                  c.flush();
+                  for (int k = 0; k < BATCH; k++) {
+                    c.readReply();
+                  }
+                },
+                threads,
+                o.duration());
+        pair(report, layout, "get", suffix, fget, "get", get, 1);
+        pair(report, layout, "put", suffix, fput, "set", set, 1);
+        pair(report, layout, "multiget16", suffix, fmulti, "get16", get16, BATCH);
+      } finally {
+        for (FerriteClient c : opened) {
+          c.close();
+        }
+      }
     }
   }
 
-  /** Adds {@code redis.<what>} and Ferrite's already measured result as a ratio against it. */
-  private static void versus(
-      BenchReport report, String what, String ferrite, KvBench.Result redis, int perOp) {
-    add(report, "redis." + what, redis, perOp);
-    ratio(report, "vs-redis.tcp." + what, ferrite, "redis." + what);
+  /**
+   * Adds {@code ferrite.<layout>.<op>.<suffix>}, {@code redis.vs-<layout>.<redisOp>.<suffix>}
+   * (Redis measured right after it) and their ratio {@code vs-redis.<layout>.<op>.<suffix>} (> 1:
+   * Ferrite is faster). Batches count keys per second.
+   */
+  private static void pair(
+      BenchReport report,
+      String layout,
+      String op,
+      String suffix,
+      KvBench.Result ferrite,
+      String redisOp,
+      KvBench.Result redis,
+      int perOp) {
+    String f = "ferrite." + layout + "." + op + "." + suffix;
+    String r = "redis.vs-" + layout + "." + redisOp + "." + suffix;
+    add(report, f, ferrite, perOp);
+    add(report, r, redis, perOp);
+    for (String stat : List.of("throughput", "p50", "p99")) {
+      BenchResult fr = report.require(f + "." + stat);
+      report.add(
+          BenchResult.against(
+              "vs-redis." + layout + "." + op + "." + suffix + "." + stat,
+              fr.value(),
+              fr.unit(),
+              fr.better(),
+              report.require(r + "." + stat)));
+    }
   }
 
   private static void add(BenchReport report, String name, KvBench.Result r, int perOp) {
@@ -127,19 +179,6 @@ final class RedisVersus {
               r.latency().getValueAtPercentile(s.percentile()),
               LatencyRecorder.UNIT,
               Better.LOWER));
-    }
-  }
-
-  private static void ratio(BenchReport report, String name, String ferrite, String redis) {
-    for (String stat : List.of("throughput", "p50", "p99")) {
-      BenchResult f = report.require(ferrite + "." + stat);
-      report.add(
-          BenchResult.against(
-              name + "." + stat,
-              f.value(),
-              f.unit(),
-              f.better(),
-              report.require(redis + "." + stat)));
     }
   }
 }

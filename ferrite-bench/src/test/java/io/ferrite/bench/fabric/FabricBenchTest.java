@@ -57,6 +57,9 @@ class FabricBenchTest {
         assertEquals(BenchResult.ratio(r.better(), r.value(), ref.value()), r.ratio(), r.name());
       }
     }
+    assertEquals(
+        "ceiling.socket.rr.64B.batch16.t16.ops",
+        report.require("tcp.read.64B.batch16.t16.ops").reference());
     // Same-host fabrics are compared with memcpy, RPCs with the raw ping-pong.
     assertEquals("ceiling.memcpy.64KiB.p99", report.require("local.read.64KiB.p99").reference());
     assertEquals(
@@ -76,6 +79,22 @@ class FabricBenchTest {
     assertTrue(names.contains("tcp.rpc.empty.p50"));
     assertTrue(names.contains("tcp.write.1MiB.bandwidth"));
     assertTrue(names.contains("shm.read.1MiB.bandwidth"));
+    // Small-read throughput for the network fabric only, beside raw ops with the same threads.
+    for (String ops :
+        List.of(
+            "tcp.read.8B.t1.ops",
+            "tcp.read.64B.t16.ops",
+            "tcp.read.64B.batch16.t1.ops",
+            "tcp.read.64B.batch16.t16.ops",
+            "ceiling.socket.rr.64B.t16.ops",
+            "ceiling.socket.rr.64B.batch16.t16.ops")) {
+      assertTrue(names.contains(ops), ops + " missing from " + names);
+    }
+    assertTrue(names.stream().noneMatch(n -> n.startsWith("shm.") && n.endsWith(".ops")));
+    assertTrue(
+        FabricBench.expectedNames(List.of("shm", "local")).stream()
+            .noneMatch(n -> n.endsWith(".ops")),
+        "no socket ops ceilings without a network fabric");
     assertTrue(FabricBench.sameHost("shm"));
     assertTrue(FabricBench.sameHost("local"));
     assertTrue(!FabricBench.sameHost("tcp"));

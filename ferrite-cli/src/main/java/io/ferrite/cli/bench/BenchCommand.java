@@ -40,6 +40,7 @@ import picocli.CommandLine.Command;
       KvBenchCommand.class,
       MemoryBenchCommand.class,
       NodesBenchCommand.class,
+      RSortBenchCommand.class,
     })
 public final class BenchCommand implements Runnable {
   @CommandLine.Spec CommandLine.Model.CommandSpec spec;

@@ -4,6 +4,7 @@ import io.ferrite.bench.BenchReport;
 import io.ferrite.bench.kv.KvBench;
 import io.ferrite.cli.DurationConverter;
 import io.ferrite.cli.VersionProvider;
+import io.ferrite.kv.TableOptions;
 import java.time.Duration;
 import java.util.List;
 import java.util.concurrent.Callable;
@@ -19,16 +20,22 @@ import picocli.CommandLine.Option;
     sortOptions = false,
     header = "kv face: table quality and get/put/mix speed beside the fabric ops they are made of.",
     description = {
-      "Starts a master and a memory server (tcp + shm) in this process and measures:",
-      "  kv.pilaf.occ{50,75,90}.reads-per-lookup.mean   one-sided reads per get,",
-      "      from the fabric's counters (reference: the ideal 2: entry + extent)",
-      "  kv.pilaf.occ{50,75,90}.probes-per-lookup.{mean,max}   entries read per get",
-      "  kv.<fabric>.<op>.<value>.t<threads>.{throughput,p50,p99}",
+      "Starts a master and a memory server (tcp + shm) in this process and measures,",
+      "for each table layout (pilaf, hopscotch):",
+      "  kv.<layout>.occ{50,75,90}.reads-per-lookup.mean   one-sided reads per get,",
+      "      from the fabric's counters (reference: the ideal: pilaf 2, entry + extent;",
+      "      hopscotch 1, the two-bucket neighbourhood with the pair inline)",
+      "  kv.<layout>.occ{50,75,90}.probes-per-lookup.{mean,max}   table reads per get",
+      "  kv.<layout>.<fabric>.<op>.<value>.t<threads>.{throughput,p50,p99}",
       "      op = get (one-sided), get-rpc (served by the server, Pilaf-VO), put,",
       "      mix95 (95% get, 5% put); 16 B zipfian keys; 32 B and 1 KiB values;",
       "      beside ceiling.kv.<same>: the raw fabric ops of the operation (a get:",
-      "      a 32 B entry read then an extent-sized read; a put: an RPC of the",
-      "      same size that does nothing; mix95: the same mix).",
+      "      pilaf, a 32 B entry read then an extent-sized read; hopscotch, a",
+      "      neighbourhood read, then an extent-sized read if the pair is out of line;",
+      "      a put: an RPC of the same size that does nothing; mix95: the same mix).",
+      "With --vs redis: ferrite.<layout>.{get,put,multiget16}.<value>.t<n> beside",
+      "  redis.vs-<layout>.{get,set,get16}.<value>.t<n> measured right after it,",
+      "  one connection per thread on both sides; vs-redis.<layout>.* are the ratios.",
       "Throughput in ops/s, latency in ns. ratio > 1 means better than the reference.",
       "Progress goes to stderr, the table to stdout.",
     },
@@ -40,6 +47,7 @@ import picocli.CommandLine.Option;
       "  ferrite bench kv --quick --json kv.json",
       "  ferrite bench kv --fabrics tcp --threads 16 --duration 3s",
       "  ferrite bench kv --vs redis --fabrics tcp   beside redis-server, as ratios",
+      "  ferrite bench kv --layouts hopscotch --fabrics shm --threads 1",
       "",
       "JSON (--json FILE): the shape of 'bench fabric':",
       "  {\"suite\": \"kv\", \"results\": [{\"name\", \"value\", \"unit\",",
@@ -56,6 +64,27 @@ public final class KvBenchCommand implements Callable<Integer> {
       paramLabel = "NAME",
       description = "Client fabrics, comma-separated: shm, tcp (default: shm,tcp).")
   List<String> fabrics;
+
+  @Option(
+      names = "--layouts",
+      split = ",",
+      paramLabel = "LAYOUT",
+      description = "Table layouts, comma-separated: pilaf, hopscotch (default: both).")
+  List<TableOptions.Layout> layouts;
+
+  @Option(
+      names = "--ops",
+      split = ",",
+      paramLabel = "OP",
+      description = "Operations, comma-separated: get, get-rpc, put, mix95 (default: all).")
+  List<String> ops;
+
+  @Option(
+      names = "--inline-values",
+      description =
+          "Hopscotch tables of the operations keep every pair inline (1 KiB values too: one"
+              + " read per get, of two 4 KiB buckets) instead of the default 56 inline bytes.")
+  boolean inlineValues;
 
   @Option(
       names = "--threads",
@@ -93,6 +122,19 @@ public final class KvBenchCommand implements Callable<Integer> {
       out.checkFabrics(fabrics, List.of("shm", "tcp"));
       o = o.withFabrics(fabrics);
     }
+    if (layouts != null) {
+      o = o.withLayouts(layouts);
+    }
+    if (ops != null) {
+      for (String op : ops) {
+        if (!List.of("get", "get-rpc", "put", "mix95").contains(op)) {
+          throw new CommandLine.ParameterException(
+              spec.commandLine(), "--ops: unknown " + op + " (expected: get, get-rpc, put, mix95)");
+        }
+      }
+      o = o.withOps(ops);
+    }
+    o = o.withInlineValues(inlineValues);
     if (threads != null) {
       o = o.withThreads(threads);
     }

@@ -3,24 +3,11 @@ package io.ferrite.cli.bench;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import io.ferrite.cli.FerriteCli;
-import java.io.PrintWriter;
-import java.io.StringWriter;
+import io.ferrite.cli.CliCapture;
 import org.junit.jupiter.api.Test;
-import picocli.CommandLine;
 
 /** {@code ferrite bench memory}: help and bad input (the run itself is measured, not tested). */
-class MemoryBenchCommandTest {
-  private final StringWriter out = new StringWriter();
-  private final StringWriter err = new StringWriter();
-
-  private int run(String... args) {
-    CommandLine cli = FerriteCli.commandLine();
-    cli.setOut(new PrintWriter(out, true));
-    cli.setErr(new PrintWriter(err, true));
-    return cli.execute(args);
-  }
-
+class MemoryBenchCommandTest extends CliCapture {
   @Test
   void helpNamesTheFiguresTheirCeilingsAndAnExample() {
     assertEquals(0, run("bench", "memory", "--help"));

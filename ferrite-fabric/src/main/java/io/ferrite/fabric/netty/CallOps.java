@@ -63,19 +63,23 @@ final class CallOps {
     @Override
     void encode(ClientWriter out, long requestId) {
       int n = request.remaining();
+      boolean inline = n <= RegionOps.COPY_WRITE_LIMIT;
+      // A large request goes out from the caller's buffer: only the headers are copied.
       ByteBuf buf =
-          Wire.request(out.alloc(), Frames.TYPE_RPC, requestId, RpcDispatcher.RPC_HEADER + n);
+          out.begin(
+              Frames.TYPE_RPC,
+              requestId,
+              RpcDispatcher.RPC_HEADER + n,
+              RpcDispatcher.RPC_HEADER + (inline ? n : 0));
       buf.writeShortLE(service);
       buf.writeShortLE(opcode);
       // The server learns how long the caller is prepared to wait, so it can drop a call that
       // queued past it instead of doing work nobody waits for.
       long left = Math.max(1, (deadlineNanos - System.nanoTime()) / 1_000_000L);
       buf.writeIntLE((int) Math.min(left, 0xffff_ffffL));
-      if (n <= RegionOps.COPY_WRITE_LIMIT) {
+      if (inline) {
         buf.writeBytes(request.duplicate());
-        out.add(buf);
       } else {
-        out.add(buf);
         out.add(Unpooled.wrappedBuffer(request.duplicate()));
       }
     }
@@ -131,11 +135,10 @@ final class CallOps {
 
     @Override
     void encode(ClientWriter out, long requestId) {
-      ByteBuf buf = Wire.request(out.alloc(), Frames.TYPE_MAP, requestId, 16);
+      ByteBuf buf = out.begin(Frames.TYPE_MAP, requestId, 16, 16);
       buf.writeIntLE(ref.regionId());
       buf.writeIntLE(0);
       buf.writeLongLE(ref.rkey());
-      out.add(buf);
     }
 
     @Override
@@ -184,7 +187,7 @@ final class CallOps {
 
     @Override
     void encode(ClientWriter out, long requestId) {
-      out.add(Wire.request(out.alloc(), Frames.TYPE_RINGS, requestId, 0));
+      out.begin(Frames.TYPE_RINGS, requestId, 0, 0);
     }
 
     @Override
@@ -214,7 +217,7 @@ final class CallOps {
   static final class Doorbell implements Outbound {
     @Override
     public void sendOn(ClientWriter out) {
-      out.add(Wire.request(out.alloc(), Frames.TYPE_DOORBELL, 0, 0));
+      out.begin(Frames.TYPE_DOORBELL, 0, 0, 0);
     }
 
     @Override

@@ -13,6 +13,7 @@ import io.netty.util.concurrent.ScheduledFuture;
 import io.netty.util.internal.PlatformDependent;
 import java.io.IOException;
 import java.lang.System.Logger.Level;
+import java.nio.ByteBuffer;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.List;
@@ -369,8 +370,11 @@ final class ClientHandler extends FrameReader {
     }
   }
 
-  /** Below this, a read buffer's copy costs less than the extra system call. */
-  private static final int DIRECT_READ_MIN = 64 << 10;
+  /**
+   * Below this, a read buffer's copy costs less than the extra system call. At the read buffers'
+   * cap (16 KiB, see NettyTransport), so a body longer than one read buffer is never copied twice.
+   */
+  private static final int DIRECT_READ_MIN = 16 << 10;
 
   @Override
   protected int readBodyDirect(ChannelHandlerContext ctx, int remaining) {
@@ -379,6 +383,19 @@ final class ClientHandler extends FrameReader {
       return 0;
     }
     return op.readDirect(u.fd(), remaining);
+  }
+
+  @Override
+  protected int readHeaderDirect(ChannelHandlerContext ctx, ByteBuffer dst) {
+    if (state != READY || !(ctx.channel() instanceof UnixChannel u)) {
+      return 0;
+    }
+    try {
+      int n = u.fd().read(dst, dst.position(), dst.limit());
+      return Math.max(0, n);
+    } catch (IOException e) {
+      return 0; // left for Netty's next read of the socket to report
+    }
   }
 
   @Override

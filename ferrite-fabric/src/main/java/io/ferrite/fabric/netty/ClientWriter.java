@@ -2,6 +2,7 @@ package io.ferrite.fabric.netty;
 
 import io.ferrite.fabric.ErrorCode;
 import io.ferrite.fabric.FerriteException;
+import io.ferrite.fabric.Frames;
 import io.netty.buffer.ByteBuf;
 import io.netty.buffer.ByteBufAllocator;
 import io.netty.buffer.Unpooled;
@@ -81,6 +82,14 @@ final class ClientWriter {
   private long nextRequestId = 1;
   private long nowNanos;
   private final List<ByteBuf> frames = new ArrayList<>();
+
+  /** The last of {@link #frames} while frames may still be appended to it; see {@link #begin}. */
+  private ByteBuf open;
+
+  /** First and largest size of a shared frame buffer. */
+  private static final int OPEN_MIN = 2048;
+
+  private static final int OPEN_MAX = 16 << 10;
 
   /** The marker written after the last frames the loop wrote; event-loop confined. */
   private ChannelFuture lastMarker;
@@ -202,13 +211,35 @@ final class ClientWriter {
     op.encode(this, id);
   }
 
-  ByteBufAllocator alloc() {
-    return alloc;
+  /**
+   * Starts a request frame of {@code bodyLength} body bytes: writes its header into the pooled
+   * buffer the frames of this write share, and returns that buffer with room for the first {@code
+   * bodyBytesHere} body bytes, which the caller writes. The rest of the body, if any, follows with
+   * {@link #add}. Small frames sent together thus go out from one buffer (one allocation, one
+   * iovec) however many there are.
+   */
+  ByteBuf begin(int type, long requestId, int bodyLength, int bodyBytesHere) {
+    int need = Frames.HEADER + bodyBytesHere;
+    ByteBuf b = open;
+    if (b != null && b.maxWritableBytes() >= need) {
+      b.ensureWritable(need);
+    } else {
+      b = alloc.ioBuffer(Math.max(OPEN_MIN, need), Math.max(OPEN_MAX, need));
+      frames.add(b);
+      open = b;
+    }
+    Wire.writeHeader(b, bodyLength, type, 0, 0, requestId);
+    return b;
   }
 
-  /** Appends an encoded frame (or part of one); ownership passes here. */
+  /**
+   * Appends the rest of the current frame's body as a buffer of its own (a large payload sent from
+   * the caller's memory); ownership passes here. The next frame starts a new shared buffer, so
+   * bytes stay in order.
+   */
   void add(ByteBuf buf) {
     frames.add(buf);
+    open = null;
   }
 
   // ---- writing, under the lock
@@ -227,6 +258,7 @@ final class ClientWriter {
       scheduleDrain();
     }
     frames.clear();
+    open = null;
   }
 
   /**

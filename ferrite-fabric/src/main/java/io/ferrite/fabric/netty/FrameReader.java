@@ -6,6 +6,8 @@ import io.netty.buffer.CompositeByteBuf;
 import io.netty.buffer.Unpooled;
 import io.netty.channel.ChannelHandlerContext;
 import io.netty.channel.ChannelInboundHandlerAdapter;
+import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
 
 /**
  * Splits the inbound byte stream into {@link Frames} and hands each to a subclass, checking the
@@ -49,6 +51,9 @@ abstract class FrameReader extends ChannelInboundHandlerAdapter {
   private int bodyRemaining = -1;
   private int mode;
   private CompositeByteBuf gathered;
+
+  /** Where {@link #readDirect} reads a header from the socket; made on first use. */
+  private ByteBuffer headerScratch;
 
   private boolean failed;
 
@@ -251,14 +256,7 @@ abstract class FrameReader extends ChannelInboundHandlerAdapter {
         in.skipBytes(n);
         if (!last && !in.isReadable()) {
           // The read buffer is used up: the rest of the body may be taken from the socket directly.
-          int direct = readBodyDirect(ctx, bodyRemaining);
-          if (direct > 0) {
-            bodyRemaining -= direct;
-            if (bodyRemaining == 0) {
-              bodyRemaining = -1;
-              onBodyChunk(ctx, Unpooled.EMPTY_BUFFER, 0, true);
-            }
-          }
+          readDirect(ctx);
         }
       }
       default -> {
@@ -269,6 +267,55 @@ abstract class FrameReader extends ChannelInboundHandlerAdapter {
         }
       }
     }
+  }
+
+  /**
+   * With the read buffer used up inside a {@link #STREAM} body: takes the rest of the body straight
+   * from the socket ({@link #readBodyDirect}), then, while the socket has more, the next frame's
+   * header too ({@link #readHeaderDirect}), and that frame's body the same way if it streams. So
+   * back-to-back large responses (several bulk reads in flight) go from the socket into their
+   * destinations with no pass through a read buffer at all: the one copy a raw socket makes. It
+   * stops at the first frame not taken directly, whose body then comes through the next read buffer
+   * as usual, or when the socket is drained.
+   */
+  private void readDirect(ChannelHandlerContext ctx) {
+    while (!failed && bodyRemaining > 0 && mode == STREAM) {
+      int direct = readBodyDirect(ctx, bodyRemaining);
+      if (direct <= 0) {
+        return;
+      }
+      bodyRemaining -= direct;
+      if (bodyRemaining > 0) {
+        return; // the socket is drained
+      }
+      bodyRemaining = -1;
+      onBodyChunk(ctx, Unpooled.EMPTY_BUFFER, 0, true);
+      if (headerScratch == null) {
+        headerScratch = ByteBuffer.allocateDirect(Frames.HEADER).order(ByteOrder.LITTLE_ENDIAN);
+      }
+      int want = Frames.HEADER - partialHeaderBytes;
+      headerScratch.clear().limit(want);
+      int got = readHeaderDirect(ctx, headerScratch);
+      if (got <= 0) {
+        return;
+      }
+      headerScratch.position(0).limit(got);
+      // The header parser copes with a partial header; its checks and hooks run as for any frame.
+      readHeader(ctx, Unpooled.wrappedBuffer(headerScratch));
+      if (got < want) {
+        return; // the socket is drained part way through the header
+      }
+    }
+  }
+
+  /**
+   * Reads up to {@code dst.remaining()} bytes of the next frame's header straight from the socket
+   * into {@code dst} (a direct buffer) from its position on, after a body taken by {@link
+   * #readBodyDirect}; returns how many (0 when the socket has none, or when the subclass does not
+   * read directly). The buffer's position and limit are left as they were.
+   */
+  protected int readHeaderDirect(ChannelHandlerContext ctx, ByteBuffer dst) {
+    return 0;
   }
 
   /**

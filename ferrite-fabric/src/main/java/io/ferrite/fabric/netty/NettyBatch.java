@@ -9,6 +9,10 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionException;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicReference;
+import java.util.function.BiConsumer;
 
 /** Ops queued on the caller's thread and handed to the event loop together: one flush. */
 final class NettyBatch implements Batch {
@@ -75,8 +79,45 @@ final class NettyBatch implements Batch {
       throw new IllegalStateException("batch already flushed");
     }
     flushed = true;
+    int n = futures.size();
+    if (n == 0) {
+      return CompletableFuture.completedFuture(null);
+    }
+    // What CompletableFuture.allOf promises, with one completion per op rather than its tree of
+    // relays (about three objects and completions per op): this is on the event loop's path.
+    Countdown all = new Countdown(n);
+    for (CompletableFuture<?> f : futures) {
+      f.whenComplete(all);
+    }
     conn.submitAll(ops);
-    return CompletableFuture.allOf(futures.toArray(new CompletableFuture<?>[0]));
+    return all.future;
+  }
+
+  /** Completes once every op has ended; exceptionally with the first failure, if any. */
+  private static final class Countdown implements BiConsumer<Object, Throwable> {
+    final CompletableFuture<Void> future = new CompletableFuture<>();
+    private final AtomicInteger left;
+    private final AtomicReference<Throwable> failure = new AtomicReference<>();
+
+    Countdown(int n) {
+      left = new AtomicInteger(n);
+    }
+
+    @Override
+    public void accept(Object value, Throwable e) {
+      if (e != null) {
+        failure.compareAndSet(null, e);
+      }
+      if (left.decrementAndGet() == 0) {
+        Throwable f = failure.get();
+        if (f == null) {
+          future.complete(null);
+        } else {
+          future.completeExceptionally(
+              f instanceof CompletionException ? f : new CompletionException(f));
+        }
+      }
+    }
   }
 
   @Override

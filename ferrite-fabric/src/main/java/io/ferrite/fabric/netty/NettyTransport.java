@@ -2,10 +2,14 @@ package io.ferrite.fabric.netty;
 
 import io.netty.bootstrap.Bootstrap;
 import io.netty.bootstrap.ServerBootstrap;
+import io.netty.buffer.ByteBuf;
+import io.netty.buffer.ByteBufHolder;
 import io.netty.channel.AdaptiveRecvByteBufAllocator;
 import io.netty.channel.Channel;
 import io.netty.channel.ChannelOption;
 import io.netty.channel.EventLoopGroup;
+import io.netty.channel.FileRegion;
+import io.netty.channel.MessageSizeEstimator;
 import io.netty.channel.ServerChannel;
 import io.netty.channel.WriteBufferWaterMark;
 import io.netty.channel.epoll.Epoll;
@@ -46,16 +50,34 @@ public enum NettyTransport {
   private static final WriteBufferWaterMark WATER_MARK =
       new WriteBufferWaterMark(8 << 20, 16 << 20);
 
+  /**
+   * Counts an outbound buffer by the memory it holds rather than its readable bytes, so the water
+   * mark bounds memory even for gathered responses whose buffer is larger than what it holds (see
+   * {@link ResponseBuffer}).
+   */
+  private static final MessageSizeEstimator BY_CAPACITY =
+      () ->
+          msg -> {
+            if (msg instanceof ByteBuf b) {
+              return b.capacity();
+            }
+            if (msg instanceof ByteBufHolder h) {
+              return h.content().capacity();
+            }
+            return msg instanceof FileRegion ? 0 : 8;
+          };
+
   // Small requests fit the first guess; bulk transfers grow the read size to 1 MiB so that a
   // large WRITE is gathered from few read buffers (FrameReader slices them rather than copying).
   private static final AdaptiveRecvByteBufAllocator RECV =
       new AdaptiveRecvByteBufAllocator(64, 2048, 1 << 20);
 
   // Clients: a large READ response is read from the socket straight into the caller's buffer
-  // (ClientHandler#readBodyDirect), and only what a read buffer took first is copied twice; a
-  // smaller cap keeps that part small while still batching many small responses per read.
+  // (FrameReader#readDirect), and only what a read buffer took first is copied twice; a small cap
+  // keeps that part small (16 KiB of a 1 MiB response) while one read still takes hundreds of
+  // small responses.
   private static final AdaptiveRecvByteBufAllocator CLIENT_RECV =
-      new AdaptiveRecvByteBufAllocator(64, 2048, 64 << 10);
+      new AdaptiveRecvByteBufAllocator(64, 2048, 16 << 10);
 
   Class<? extends ServerChannel> serverChannel() {
     if (this == UNIX) {
@@ -82,6 +104,7 @@ public enum NettyTransport {
   void configure(ServerBootstrap b) {
     b.channel(serverChannel());
     b.childOption(ChannelOption.WRITE_BUFFER_WATER_MARK, WATER_MARK);
+    b.childOption(ChannelOption.MESSAGE_SIZE_ESTIMATOR, BY_CAPACITY);
     b.childOption(ChannelOption.RCVBUF_ALLOCATOR, RECV);
     if (this == TCP) {
       b.option(ChannelOption.SO_REUSEADDR, true);

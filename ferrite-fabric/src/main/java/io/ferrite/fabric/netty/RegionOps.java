@@ -162,11 +162,10 @@ final class RegionOps {
 
     @Override
     void encode(ClientWriter out, long requestId) {
-      ByteBuf buf =
-          Wire.request(out.alloc(), Frames.TYPE_READ, requestId, Frames.REGION_OP_HEADER + 4);
+      int body = Frames.REGION_OP_HEADER + 4;
+      ByteBuf buf = out.begin(Frames.TYPE_READ, requestId, body, body);
       regionHeader(buf, parent.ref, parent.offset + at);
       buf.writeIntLE(len);
-      out.add(buf);
     }
 
     @Override
@@ -264,19 +263,17 @@ final class RegionOps {
       ByteBuffer src = parent.view.duplicate();
       int p = parent.base + at;
       src.limit(p + len).position(p);
+      int body = Frames.REGION_OP_HEADER + len;
       if (len <= COPY_WRITE_LIMIT) {
-        ByteBuf buf =
-            Wire.request(out.alloc(), Frames.TYPE_WRITE, requestId, Frames.REGION_OP_HEADER + len);
+        ByteBuf buf = out.begin(Frames.TYPE_WRITE, requestId, body, body);
         regionHeader(buf, parent.ref, parent.offset + at);
         buf.writeBytes(src);
-        out.add(buf);
       } else {
-        // Large: header in a pooled buffer, payload sent from the caller's buffer (the contract
-        // keeps it untouched until the future completes, which is after the server answered).
-        ByteBuf buf =
-            Wire.request(out.alloc(), Frames.TYPE_WRITE, requestId, Frames.REGION_OP_HEADER + len);
+        // Large: the headers are copied, the payload is sent from the caller's buffer (the
+        // contract keeps it untouched until the future completes, which is after the server
+        // answered).
+        ByteBuf buf = out.begin(Frames.TYPE_WRITE, requestId, body, Frames.REGION_OP_HEADER);
         regionHeader(buf, parent.ref, parent.offset + at);
-        out.add(buf);
         out.add(Unpooled.wrappedBuffer(src));
       }
     }
@@ -349,13 +346,12 @@ final class RegionOps {
     @Override
     void encode(ClientWriter out, long requestId) {
       int body = Frames.REGION_OP_HEADER + (cas ? 16 : 8);
-      ByteBuf buf = Wire.request(out.alloc(), type(), requestId, body);
+      ByteBuf buf = out.begin(type(), requestId, body, body);
       regionHeader(buf, ref, offset);
       buf.writeLongLE(a);
       if (cas) {
         buf.writeLongLE(b);
       }
-      out.add(buf);
     }
 
     @Override

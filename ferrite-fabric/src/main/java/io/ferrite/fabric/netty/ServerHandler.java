@@ -36,6 +36,9 @@ final class ServerHandler extends FrameReader {
   private ScheduledFuture<?> handshakeTimer;
   private String peer = "?";
 
+  /** The small responses of the current read burst; see {@link ResponseBuffer}. */
+  private ResponseBuffer responses;
+
   ServerHandler(NettyServer server, long connectionId) {
     super(Frames.HEADER_AFTER_LENGTH + Handshake.MAX_HELLO);
     this.server = server;
@@ -48,6 +51,17 @@ final class ServerHandler extends FrameReader {
 
   long connectionId() {
     return connectionId;
+  }
+
+  @Override
+  public void handlerAdded(ChannelHandlerContext ctx) {
+    responses = new ResponseBuffer(ctx);
+  }
+
+  @Override
+  public void handlerRemoved(ChannelHandlerContext ctx) {
+    responses.release();
+    super.handlerRemoved(ctx);
   }
 
   @Override
@@ -76,6 +90,7 @@ final class ServerHandler extends FrameReader {
 
   @Override
   public void channelInactive(ChannelHandlerContext ctx) throws Exception {
+    responses.release();
     if (handshakeTimer != null) {
       handshakeTimer.cancel(false);
     }
@@ -164,10 +179,10 @@ final class ServerHandler extends FrameReader {
       ChannelHandlerContext ctx, int type, int flags, int status, long requestId, ByteBuf body) {
     SoftNic nic = server.nic();
     switch (type) {
-      case Frames.TYPE_READ -> nic.read(ctx, requestId, body);
-      case Frames.TYPE_WRITE -> nic.write(ctx, requestId, body);
-      case Frames.TYPE_CAS, Frames.TYPE_FAA -> nic.atomic(ctx, type, requestId, body);
-      case Frames.TYPE_MAP -> nic.map(ctx, requestId, body);
+      case Frames.TYPE_READ -> nic.read(responses, requestId, body);
+      case Frames.TYPE_WRITE -> nic.write(responses, requestId, body);
+      case Frames.TYPE_CAS, Frames.TYPE_FAA -> nic.atomic(responses, type, requestId, body);
+      case Frames.TYPE_MAP -> nic.map(responses, requestId, body);
       case Frames.TYPE_RPC -> server.rpc().dispatch(ctx.channel(), this, requestId, body);
       case Frames.TYPE_RINGS -> server.openRings(ctx, this, requestId);
       case Frames.TYPE_DOORBELL -> server.ringDoorbell(connectionId);
@@ -260,7 +275,9 @@ final class ServerHandler extends FrameReader {
 
   @Override
   public void channelReadComplete(ChannelHandlerContext ctx) {
-    // One flush (one system call) for every response of a read burst of pipelined requests.
+    // One buffer and one flush (one system call) for the responses of a read burst of pipelined
+    // requests.
+    responses.push();
     ctx.flush();
   }
 

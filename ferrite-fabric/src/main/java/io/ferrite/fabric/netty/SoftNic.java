@@ -8,7 +8,6 @@ import io.ferrite.fabric.OpKind;
 import io.ferrite.fabric.RegionTable;
 import io.netty.buffer.ByteBuf;
 import io.netty.buffer.Unpooled;
-import io.netty.channel.ChannelHandlerContext;
 import io.netty.util.internal.PlatformDependent;
 import java.nio.ByteBuffer;
 import java.nio.charset.StandardCharsets;
@@ -20,8 +19,9 @@ import java.nio.charset.StandardCharsets;
  * (and, for large reads, a wrapper around the region's own memory).
  *
  * <p>Bodies reach here with their length already checked against the op's layout by {@link
- * ServerHandler#onHeader}. Responses are written without a flush; the handler flushes once per read
- * burst.
+ * ServerHandler#onHeader}. Small responses are appended to the connection's {@link ResponseBuffer},
+ * large read bodies written as buffers of their own; nothing is flushed here: the handler writes
+ * and flushes once per read burst.
  */
 final class SoftNic {
   /** Reads up to this size are copied into the response; larger ones are sent from the region. */
@@ -40,7 +40,7 @@ final class SoftNic {
   }
 
   // READ   regionId i32 | pad u32 | rkey u64 | offset u64 | length u32        [data]
-  void read(ChannelHandlerContext ctx, long requestId, ByteBuf body) {
+  void read(ResponseBuffer out, long requestId, ByteBuf body) {
     int i = body.readerIndex();
     int regionId = body.getIntLE(i);
     long rkey = body.getLongLE(i + 8);
@@ -48,7 +48,7 @@ final class SoftNic {
     long len = body.getUnsignedIntLE(i + 24);
     if (len > maxPayload) {
       error(
-          ctx,
+          out,
           Frames.TYPE_READ,
           requestId,
           OpKind.READ,
@@ -56,80 +56,80 @@ final class SoftNic {
           "read length: " + len + " (expected: <= " + maxPayload + " per frame)");
       return;
     }
-    MappedRegion region = region(ctx, Frames.TYPE_READ, requestId, OpKind.READ, regionId);
+    MappedRegion region = region(out, Frames.TYPE_READ, requestId, OpKind.READ, regionId);
     if (region == null
         || !check(
-            ctx, Frames.TYPE_READ, requestId, OpKind.READ, region, rkey, offset, len, false)) {
+            out, Frames.TYPE_READ, requestId, OpKind.READ, region, rkey, offset, len, false)) {
       return;
     }
     int n = (int) len;
     if (n <= COPY_READ_LIMIT) {
-      ByteBuf rsp = Wire.response(ctx.alloc(), Frames.TYPE_READ, requestId, n);
+      ByteBuf rsp = out.room(Frames.HEADER + n);
+      Wire.writeResponseHeader(rsp, Frames.TYPE_READ, requestId, n);
       copyOut(region, offset, rsp, n);
-      ctx.write(rsp, ctx.voidPromise());
     } else {
-      // Zero-copy: the kernel reads the bytes straight from the region's mapping when it sends.
-      // Like an RDMA READ, what goes out is whatever the memory holds at send time.
-      ByteBuf header = Wire.response(ctx.alloc(), Frames.TYPE_READ, requestId, n);
+      // No copy by this process: the kernel copies the bytes straight from the region's mapping
+      // into the socket when it sends. Like an RDMA READ, what goes out is whatever the memory
+      // holds at send time. (sendfile from the region file was measured too: over loopback its
+      // page-by-page splice cost the server as much as the copy, and the client's copy from the
+      // cold file pages cost more than one from the just-written socket buffer.)
+      Wire.writeResponseHeader(out.room(Frames.HEADER), Frames.TYPE_READ, requestId, n);
       ByteBuffer slice = region.buffer().byteBuffer().duplicate();
       slice.limit((int) offset + n).position((int) offset);
-      ctx.write(header, ctx.voidPromise());
-      ctx.write(Unpooled.wrappedBuffer(slice), ctx.voidPromise());
+      out.writeSeparately(Unpooled.wrappedBuffer(slice));
     }
     counters.record(OpKind.READ, n);
   }
 
   // WRITE  regionId i32 | pad u32 | rkey u64 | offset u64 | data ...          [empty]
-  void write(ChannelHandlerContext ctx, long requestId, ByteBuf body) {
+  void write(ResponseBuffer out, long requestId, ByteBuf body) {
     int i = body.readerIndex();
     int regionId = body.getIntLE(i);
     long rkey = body.getLongLE(i + 8);
     long offset = body.getLongLE(i + 16);
     int n = body.readableBytes() - Frames.REGION_OP_HEADER;
-    MappedRegion region = region(ctx, Frames.TYPE_WRITE, requestId, OpKind.WRITE, regionId);
+    MappedRegion region = region(out, Frames.TYPE_WRITE, requestId, OpKind.WRITE, regionId);
     if (region == null
         || !check(
-            ctx, Frames.TYPE_WRITE, requestId, OpKind.WRITE, region, rkey, offset, n, false)) {
+            out, Frames.TYPE_WRITE, requestId, OpKind.WRITE, region, rkey, offset, n, false)) {
       return;
     }
     copyIn(body, i + Frames.REGION_OP_HEADER, region, offset, n);
-    ctx.write(Wire.response(ctx.alloc(), Frames.TYPE_WRITE, requestId, 0), ctx.voidPromise());
+    Wire.writeResponseHeader(out.room(Frames.HEADER), Frames.TYPE_WRITE, requestId, 0);
     counters.record(OpKind.WRITE, n);
   }
 
   // CAS    regionId i32 | pad u32 | rkey u64 | offset u64 | expect u64 | update u64   [previous]
   // FAA    regionId i32 | pad u32 | rkey u64 | offset u64 | delta u64                 [previous]
-  void atomic(ChannelHandlerContext ctx, int type, long requestId, ByteBuf body) {
+  void atomic(ResponseBuffer out, int type, long requestId, ByteBuf body) {
     OpKind kind = type == Frames.TYPE_CAS ? OpKind.COMPARE_AND_SWAP : OpKind.FETCH_AND_ADD;
     int i = body.readerIndex();
     int regionId = body.getIntLE(i);
     long rkey = body.getLongLE(i + 8);
     long offset = body.getLongLE(i + 16);
-    MappedRegion region = region(ctx, type, requestId, kind, regionId);
-    if (region == null || !check(ctx, type, requestId, kind, region, rkey, offset, 8, true)) {
+    MappedRegion region = region(out, type, requestId, kind, regionId);
+    if (region == null || !check(out, type, requestId, kind, region, rkey, offset, 8, true)) {
       return;
     }
     long previous =
         type == Frames.TYPE_CAS
             ? region.compareAndSwap(offset, body.getLongLE(i + 24), body.getLongLE(i + 32))
             : region.fetchAndAdd(offset, body.getLongLE(i + 24));
-    ByteBuf rsp = Wire.response(ctx.alloc(), type, requestId, 8);
+    ByteBuf rsp = out.room(Frames.HEADER + 8);
+    Wire.writeResponseHeader(rsp, type, requestId, 8);
     rsp.writeLongLE(previous);
-    ctx.write(rsp, ctx.voidPromise());
     counters.record(kind, 8);
   }
 
   // MAP    regionId i32 | pad u32 | rkey u64        [length u64 | pathLen u16 | path utf8]
-  void map(ChannelHandlerContext ctx, long requestId, ByteBuf body) {
+  void map(ResponseBuffer out, long requestId, ByteBuf body) {
     if (!serveMap) {
-      ctx.write(
-          Wire.error(
-              ctx.alloc(),
-              Frames.TYPE_MAP,
-              requestId,
-              ErrorCode.UNSUPPORTED,
-              "MAP is served only to same-host (shm) clients"),
-          ctx.voidPromise());
+      writeError(
+          out,
+          Frames.TYPE_MAP,
+          requestId,
+          ErrorCode.UNSUPPORTED,
+          "MAP is served only to same-host (shm) clients");
       return;
     }
     int i = body.readerIndex();
@@ -139,39 +139,34 @@ final class SoftNic {
     ErrorCode code = region == null ? ErrorCode.NO_SUCH_REGION : region.check(rkey, 0, 0, false);
     if (code != ErrorCode.OK) {
       String msg = region == null ? "no region " + regionId : region.describe(code, 0, 0);
-      ctx.write(Wire.error(ctx.alloc(), Frames.TYPE_MAP, requestId, code, msg), ctx.voidPromise());
+      writeError(out, Frames.TYPE_MAP, requestId, code, msg);
       return;
     }
     byte[] path = region.file().toAbsolutePath().toString().getBytes(StandardCharsets.UTF_8);
     if (path.length > 0xffff) {
-      ctx.write(
-          Wire.error(
-              ctx.alloc(),
-              Frames.TYPE_MAP,
-              requestId,
-              ErrorCode.INTERNAL,
-              "region file path is too long"),
-          ctx.voidPromise());
+      writeError(
+          out, Frames.TYPE_MAP, requestId, ErrorCode.INTERNAL, "region file path is too long");
       return;
     }
-    ByteBuf rsp = Wire.response(ctx.alloc(), Frames.TYPE_MAP, requestId, 10 + path.length);
+    int n = 10 + path.length;
+    ByteBuf rsp = out.room(Frames.HEADER + n);
+    Wire.writeResponseHeader(rsp, Frames.TYPE_MAP, requestId, n);
     rsp.writeLongLE(region.length());
     rsp.writeShortLE(path.length);
     rsp.writeBytes(path);
-    ctx.write(rsp, ctx.voidPromise());
   }
 
   private MappedRegion region(
-      ChannelHandlerContext ctx, int type, long requestId, OpKind kind, int regionId) {
+      ResponseBuffer out, int type, long requestId, OpKind kind, int regionId) {
     MappedRegion region = regions.get(regionId);
     if (region == null) {
-      error(ctx, type, requestId, kind, ErrorCode.NO_SUCH_REGION, "no region " + regionId);
+      error(out, type, requestId, kind, ErrorCode.NO_SUCH_REGION, "no region " + regionId);
     }
     return region;
   }
 
   private boolean check(
-      ChannelHandlerContext ctx,
+      ResponseBuffer out,
       int type,
       long requestId,
       OpKind kind,
@@ -184,19 +179,20 @@ final class SoftNic {
     if (code == ErrorCode.OK) {
       return true;
     }
-    error(ctx, type, requestId, kind, code, region.describe(code, offset, len));
+    error(out, type, requestId, kind, code, region.describe(code, offset, len));
     return false;
   }
 
   private void error(
-      ChannelHandlerContext ctx,
-      int type,
-      long requestId,
-      OpKind kind,
-      ErrorCode code,
-      String message) {
+      ResponseBuffer out, int type, long requestId, OpKind kind, ErrorCode code, String message) {
     counters.recordError(kind);
-    ctx.write(Wire.error(ctx.alloc(), type, requestId, code, message), ctx.voidPromise());
+    writeError(out, type, requestId, code, message);
+  }
+
+  private static void writeError(
+      ResponseBuffer out, int type, long requestId, ErrorCode code, String message) {
+    byte[] msg = Wire.truncatedUtf8(message);
+    Wire.writeError(out.room(Frames.HEADER + msg.length), type, requestId, code, msg);
   }
 
   /** Region to response buffer; bounds were checked by {@link MappedRegion#check}. */

@@ -43,6 +43,19 @@ final class Wire {
     return buf;
   }
 
+  /**
+   * Writes the header of an OK response with a body of {@code bodyLength} bytes into {@code buf}.
+   */
+  static void writeResponseHeader(ByteBuf buf, int type, long requestId, int bodyLength) {
+    writeHeader(buf, bodyLength, type, Frames.FLAG_RESPONSE, ErrorCode.OK.wire(), requestId);
+  }
+
+  /** Writes an error response of {@code msg} (from {@link #truncatedUtf8}) into {@code buf}. */
+  static void writeError(ByteBuf buf, int type, long requestId, ErrorCode code, byte[] msg) {
+    writeHeader(buf, msg.length, type, Frames.FLAG_RESPONSE, code.wire(), requestId);
+    buf.writeBytes(msg);
+  }
+
   /** A complete error response: the status is {@code code}, the body the UTF-8 message. */
   static ByteBuf error(
       ByteBufAllocator alloc, int type, long requestId, ErrorCode code, String message) {

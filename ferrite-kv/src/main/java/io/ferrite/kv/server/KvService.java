@@ -8,7 +8,6 @@ import io.ferrite.kernel.proto.Wire;
 import io.ferrite.kernel.server.FerriteService;
 import io.ferrite.kernel.server.ServiceContext;
 import io.ferrite.kv.KvProtocol;
-import io.ferrite.kv.PilafLayout;
 import io.ferrite.kv.TableInfo;
 import io.ferrite.kv.TableOptions;
 import java.nio.ByteBuffer;
@@ -20,17 +19,18 @@ import java.util.concurrent.TimeUnit;
 
 /**
  * The kv face's memory-server half: hosts the shards placed on this server, each in regions of its
- * own that clients read one-sided, and serves the writes (PUT, DELETE) and layout fetches by RPC
- * (opcodes in {@link KvProtocol}). Shards are created on demand by {@code OPEN_SHARD}, which the
- * client sends after the master's directory placed the table; they live in DRAM-tier regions and
- * are lost when the server stops (no operation log yet).
+ * own that clients read one-sided, and serves the writes (PUT, DELETE, RESIZE) and layout fetches
+ * by RPC (opcodes in {@link KvProtocol}). Shards are created on demand by {@code OPEN_SHARD}, which
+ * the client sends after the master's directory placed the table, in the table's layout ({@link
+ * PilafShard} or {@link HopscotchShard}); they live in DRAM-tier regions. Writes of durable tables
+ * go to the operation log, which is replayed when the server starts.
  */
 public final class KvService implements FerriteService {
   private static final System.Logger LOG = System.getLogger(KvService.class.getName());
 
   private record ShardKey(long tableId, int shard) {}
 
-  private final Map<ShardKey, PilafShard> shards = new ConcurrentHashMap<>();
+  private final Map<ShardKey, KvShard> shards = new ConcurrentHashMap<>();
   private volatile ServiceContext context;
   private volatile OpLog log;
   private ScheduledExecutorService syncer;
@@ -50,7 +50,7 @@ public final class KvService implements FerriteService {
     this.context = ctx;
     // Replay before anyone can connect: shards of durable tables come back with their data.
     this.log = OpLog.open(ctx.directory().resolve("kv.log"), this::replay);
-    for (PilafShard s : shards.values()) {
+    for (KvShard s : shards.values()) {
       hook(s);
     }
     syncer = Threads.scheduler("kv-log-sync");
@@ -94,38 +94,53 @@ public final class KvService implements FerriteService {
       return;
     }
     ShardKey key = new ShardKey(r.i64("tableId"), r.i32("shard"));
-    PilafShard s = shards.get(key);
+    KvShard s = shards.get(key);
     if (type == KvProtocol.DROP_SHARD) {
       shards.remove(key);
     } else if (s != null && type == KvProtocol.PUT) {
       s.put(KvProtocol.MODE_PUT, r.bytes("key"), r.bytes("value"), new byte[0]);
     } else if (s != null && type == KvProtocol.DELETE) {
       s.delete(r.bytes("key"));
+    } else if (s != null && type == KvProtocol.RESIZE) {
+      s.resize(r.i32("slots"));
     }
   }
 
-  private static boolean durable(PilafShard s) {
+  private static boolean durable(KvShard s) {
     return s.options().durability() != TableOptions.Durability.NONE;
   }
 
   /** Logs every write of a durable shard, under its lock (so in the order writes apply). */
-  private void hook(PilafShard s) {
+  private void hook(KvShard s) {
     if (durable(s)) {
       long id = s.tableId();
       int shard = s.shard();
       s.onWrite(
-          (type, kv) -> {
-            Wire.Writer w = new Wire.Writer().u8(type).i64(id).i32(shard).bytes(kv[0]);
-            if (type == KvProtocol.PUT) {
-              w.bytes(kv[1]);
+          new KvShard.WriteLog() {
+            @Override
+            public void put(byte[] key, byte[] value) {
+              log.append(head(KvProtocol.PUT).bytes(key).bytes(value).toArray());
             }
-            log.append(w.toArray());
+
+            @Override
+            public void delete(byte[] key) {
+              log.append(head(KvProtocol.DELETE).bytes(key).toArray());
+            }
+
+            @Override
+            public void resize(int slots) {
+              log.append(head(KvProtocol.RESIZE).i32(slots).toArray());
+            }
+
+            private Wire.Writer head(int type) {
+              return new Wire.Writer().u8(type).i64(id).i32(shard);
+            }
           });
     }
   }
 
   /** After a write RPC on {@code s}: ALWAYS makes the log durable before the answer goes out. */
-  private void afterWrite(PilafShard s) {
+  private void afterWrite(KvShard s) {
     if (s.options().durability() == TableOptions.Durability.ALWAYS) {
       log.sync();
     }
@@ -160,11 +175,11 @@ public final class KvService implements FerriteService {
               ErrorCode.INVALID_ARGUMENT,
               "shard: " + shard + " (expected: >= 0 and < " + t.options().shards() + ")");
         }
-        PilafShard s =
+        KvShard s =
             shards.computeIfAbsent(
                 new ShardKey(t.tableId(), shard),
                 k -> {
-                  PilafShard n = create(t, shard);
+                  KvShard n = create(t, shard);
                   if (durable(n)) {
                     Wire.Writer rec = new Wire.Writer().u8(KvProtocol.OPEN_SHARD);
                     t.write(rec);
@@ -177,12 +192,12 @@ public final class KvService implements FerriteService {
         s.layout().write(w);
       }
       case KvProtocol.LAYOUT -> {
-        PilafShard s = shard(r);
+        KvShard s = shard(r);
         r.end();
         s.layout().write(w);
       }
       case KvProtocol.PUT -> {
-        PilafShard s = shard(r);
+        KvShard s = shard(r);
         int mode = r.u8("mode");
         byte[] key = r.bytes("key");
         byte[] value = r.bytes("value");
@@ -195,21 +210,29 @@ public final class KvService implements FerriteService {
         afterWrite(s);
       }
       case KvProtocol.DELETE -> {
-        PilafShard s = shard(r);
+        KvShard s = shard(r);
         byte[] key = r.bytes("key");
         r.end();
         w.u8(s.delete(key));
         afterWrite(s);
       }
       case KvProtocol.GET -> {
-        PilafShard s = shard(r);
+        KvShard s = shard(r);
         byte[] key = r.bytes("key");
         r.end();
         byte[] v = s.get(key);
         w.u8(v == null ? KvProtocol.MISSING : KvProtocol.FOUND).bytes(v == null ? new byte[0] : v);
       }
+      case KvProtocol.RESIZE -> {
+        KvShard s = shard(r);
+        int slots = r.i32("slots");
+        r.end();
+        s.resize(slots);
+        afterWrite(s);
+        s.layout().write(w);
+      }
       case KvProtocol.STATS -> {
-        PilafShard s = shard(r);
+        KvShard s = shard(r);
         r.end();
         s.stats().write(w);
       }
@@ -218,7 +241,7 @@ public final class KvService implements FerriteService {
         int shard = r.i32("shard");
         r.end();
         // The regions stay mapped until the server stops: a racing one-sided read must not fault.
-        PilafShard s = shards.remove(new ShardKey(id, shard));
+        KvShard s = shards.remove(new ShardKey(id, shard));
         if (s != null && durable(s)) {
           log.append(new Wire.Writer().u8(KvProtocol.DROP_SHARD).i64(id).i32(shard).toArray());
           log.sync();
@@ -231,10 +254,10 @@ public final class KvService implements FerriteService {
     return w.toBuffer();
   }
 
-  private PilafShard shard(Wire.Reader r) {
+  private KvShard shard(Wire.Reader r) {
     long id = r.i64("tableId");
     int shard = r.i32("shard");
-    PilafShard s = shards.get(new ShardKey(id, shard));
+    KvShard s = shards.get(new ShardKey(id, shard));
     if (s == null) {
       throw new FerriteException(
           ErrorCode.NOT_FOUND,
@@ -248,14 +271,14 @@ public final class KvService implements FerriteService {
     return s;
   }
 
-  private PilafShard create(TableInfo t, int shard) {
+  private KvShard create(TableInfo t, int shard) {
     ServiceContext ctx = context;
     long extentBytes = (t.options().extentRegionBytes() + 7L) & ~7L;
-    return new PilafShard(
+    return KvShard.create(
         t.tableId(),
         shard,
         t.options(),
-        () -> ctx.createRegion("dram", PilafLayout.entryRegionLength(t.options().slotsPerShard())),
+        len -> ctx.createRegion("dram", (len + 7L) & ~7L),
         () -> ctx.createRegion("dram", extentBytes),
         ctx::ref);
   }

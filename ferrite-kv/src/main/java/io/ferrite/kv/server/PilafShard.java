@@ -3,8 +3,6 @@ package io.ferrite.kv.server;
 import static io.ferrite.kv.PilafLayout.ENTRY;
 import static io.ferrite.kv.PilafLayout.entryOffset;
 
-import io.ferrite.fabric.ErrorCode;
-import io.ferrite.fabric.FerriteException;
 import io.ferrite.fabric.MappedRegion;
 import io.ferrite.fabric.RegionRef;
 import io.ferrite.fabric.verify.Checksum64;
@@ -23,6 +21,7 @@ import java.util.Arrays;
 import java.util.BitSet;
 import java.util.List;
 import java.util.function.Function;
+import java.util.function.LongFunction;
 import java.util.function.Supplier;
 
 /**
@@ -40,90 +39,76 @@ import java.util.function.Supplier;
  *       increments of the {@code moves} counter, keys move last-first so that a key is in one or
  *       two slots, never zero (Pilaf §3.4), and the new key takes the first slot;
  *   <li>extent growth: the new region is registered, the layout epoch bumped (release), and only
- *       then may an entry point into it.
+ *       then may an entry point into it;
+ *   <li>resize: every entry is placed in a new, larger array nobody reads yet; then the old
+ *       header's epoch is bumped and every old entry overwritten with a checksummed {@code MOVED}
+ *       entry; only then does the shard switch to the new array (Pilaf §3.3 resets connections
+ *       instead).
  * </ul>
  *
  * A full table (no cuckoo path within {@value #MAX_BFS_NODES} nodes) or a full extent area fails
- * the put with {@link ErrorCode#NO_SPACE} and changes nothing: no key is ever lost.
+ * the put with {@link io.ferrite.fabric.ErrorCode#NO_SPACE} and changes nothing: no key is lost.
  */
-final class PilafShard {
+final class PilafShard extends KvShard {
   static final int MAX_BFS_NODES = 4096;
   static final int MAX_PATH = 12;
 
-  private final long tableId;
-  private final int shard;
-  private final TableOptions options;
-  private final MappedRegion entries;
-  private final Function<MappedRegion, RegionRef> refOf;
-  private final int slots;
-  private final long[] hashes;
-  private final long[] extentAddr;
-  private final int[] extentLen;
-  private final BitSet used;
-  private final ExtentAllocator alloc;
+  /** One entry array and the server's own view of it. */
+  private static final class Table {
+    final MappedRegion entries;
+    final int slots;
+    final long[] hashes;
+    final long[] extentAddr;
+    final int[] extentLen;
+    final BitSet used;
+
+    Table(MappedRegion entries, int slots) {
+      this.entries = entries;
+      this.slots = slots;
+      this.hashes = new long[slots];
+      this.extentAddr = new long[slots];
+      this.extentLen = new int[slots];
+      this.used = new BitSet(slots);
+    }
+  }
+
   private final ByteBuffer entryBuf = ByteBuffer.allocate(ENTRY).order(ByteOrder.LITTLE_ENDIAN);
+  private Table t;
   private int count;
-  private long epoch = 1;
-  private long moves;
-  private long puts;
-  private long fullErrors;
-  private java.util.function.BiConsumer<Integer, byte[][]> log = (type, kv) -> {};
 
   PilafShard(
       long tableId,
       int shard,
       TableOptions options,
-      Supplier<MappedRegion> newEntryRegion,
+      LongFunction<MappedRegion> newTableRegion,
       Supplier<MappedRegion> newExtentRegion,
       Function<MappedRegion, RegionRef> refOf) {
-    this.tableId = tableId;
-    this.shard = shard;
-    this.options = options;
-    this.slots = options.slotsPerShard();
-    this.refOf = refOf;
-    this.entries = newEntryRegion.get();
-    this.hashes = new long[slots];
-    this.extentAddr = new long[slots];
-    this.extentLen = new int[slots];
-    this.used = new BitSet(slots);
-    this.alloc =
-        new ExtentAllocator(newExtentRegion.get(), options.maxExtentRegions(), newExtentRegion);
-    entries.putLongRelease(PilafLayout.SLOTS_OFFSET, slots);
-    entries.putLongRelease(PilafLayout.EPOCH_OFFSET, epoch);
-    entries.putLongRelease(0, PilafLayout.MAGIC);
+    super(tableId, shard, options, newTableRegion, newExtentRegion, refOf);
+    this.t = newTable(options.slotsPerShard());
   }
 
-  /**
-   * Sets what is told, under the shard's lock (so in the order writes are applied), of every write
-   * that changed the shard: {@code (PUT, {key, value})} or {@code (DELETE, {key})}.
-   */
-  synchronized void onWrite(java.util.function.BiConsumer<Integer, byte[][]> hook) {
-    this.log = hook;
+  private Table newTable(int slots) {
+    Table n = new Table(newTableRegion.apply(PilafLayout.entryRegionLength(slots)), slots);
+    n.entries.putLongRelease(PilafLayout.SLOTS_OFFSET, slots);
+    n.entries.putLongRelease(PilafLayout.EPOCH_OFFSET, epoch);
+    n.entries.putLongRelease(0, PilafLayout.MAGIC);
+    return n;
   }
 
-  TableOptions options() {
-    return options;
-  }
-
-  long tableId() {
-    return tableId;
-  }
-
-  int shard() {
-    return shard;
-  }
-
+  @Override
   synchronized ShardLayout layout() {
     List<RegionRef> ext = new ArrayList<>();
     for (MappedRegion r : alloc.regions()) {
       ext.add(refOf.apply(r));
     }
-    return new ShardLayout(tableId, shard, epoch, slots, refOf.apply(entries), List.copyOf(ext));
+    return new ShardLayout(
+        tableId, shard, epoch, t.slots, refOf.apply(t.entries), List.copyOf(ext));
   }
 
+  @Override
   synchronized ShardStats stats() {
     return new ShardStats(
-        slots,
+        t.slots,
         count,
         alloc.usedBytes(),
         alloc.freeBytes(),
@@ -131,45 +116,36 @@ final class PilafShard {
         moves,
         puts,
         fullErrors,
-        epoch);
+        epoch,
+        0,
+        0);
   }
 
-  void checkKey(byte[] key) {
-    if (key.length == 0 || key.length > options.maxKey()) {
-      throw new FerriteException(
-          key.length == 0 ? ErrorCode.INVALID_ARGUMENT : ErrorCode.TOO_LARGE,
-          "key of " + key.length + " B (expected: >= 1 and <= " + options.maxKey() + " B)");
-    }
-  }
-
-  void checkValue(byte[] value) {
-    if (value.length > options.maxValue()) {
-      throw new FerriteException(
-          ErrorCode.TOO_LARGE,
-          "value of " + value.length + " B (expected: <= " + options.maxValue() + " B)");
-    }
+  @Override
+  synchronized int slots() {
+    return t.slots;
   }
 
   // ------------------------------------------------------------------ reads (server side)
 
   private byte[] readExtent(int slot) {
-    long a = extentAddr[slot];
-    byte[] b = new byte[extentLen[slot]];
+    long a = t.extentAddr[slot];
+    byte[] b = new byte[t.extentLen[slot]];
     alloc.region((int) (a >>> 32)).readInto(a & 0xFFFFFFFFL, ByteBuffer.wrap(b));
     return b;
   }
 
   private int find(long h, byte[] key) {
     for (int way = 0; way < KeyHash.WAYS; way++) {
-      int s = KeyHash.slot(h, way, slots);
-      if (used.get(s) && hashes[s] == h && PilafLayout.extentHasKey(readExtent(s), key)) {
+      int s = KeyHash.slot(h, way, t.slots);
+      if (t.used.get(s) && t.hashes[s] == h && PilafLayout.extentHasKey(readExtent(s), key)) {
         return s;
       }
     }
     return -1;
   }
 
-  /** The RPC baseline get (Pilaf-VO): the value, or null. */
+  @Override
   synchronized byte[] get(byte[] key) {
     checkKey(key);
     int s = find(KeyHash.of(key), key);
@@ -178,7 +154,7 @@ final class PilafShard {
 
   // ------------------------------------------------------------------ writes
 
-  /** Puts by {@code mode}; returns a {@link KvProtocol} status. */
+  @Override
   synchronized int put(int mode, byte[] key, byte[] value, byte[] expected) {
     checkKey(key);
     checkValue(value);
@@ -197,63 +173,62 @@ final class PilafShard {
     if (grew[0]) {
       // Publish the new region before any entry points into it.
       epoch++;
-      entries.putLongRelease(PilafLayout.EPOCH_OFFSET, epoch);
+      t.entries.putLongRelease(PilafLayout.EPOCH_OFFSET, epoch);
     }
     alloc.region((int) (addr >>> 32)).writeFrom(addr & 0xFFFFFFFFL, ByteBuffer.wrap(extent));
     long sum = Checksum64.of(extent);
     VarHandle.releaseFence();
     puts++;
     if (s >= 0) {
-      long oldAddr = extentAddr[s];
-      int oldLen = extentLen[s];
-      writeEntry(s, h, addr, extent.length, sum);
+      long oldAddr = t.extentAddr[s];
+      int oldLen = t.extentLen[s];
+      writeEntry(t, s, h, addr, extent.length, sum);
       VarHandle.fullFence();
       alloc.free(oldAddr, oldLen);
-      log.accept(KvProtocol.PUT, new byte[][] {key, value});
+      log.put(key, value);
       return KvProtocol.REPLACED;
     }
-    int target = -1;
-    for (int way = 0; way < KeyHash.WAYS && target < 0; way++) {
-      int c = KeyHash.slot(h, way, slots);
-      if (!used.get(c)) {
-        target = c;
-      }
-    }
-    if (target >= 0) {
-      writeEntry(target, h, addr, extent.length, sum);
-    } else {
-      int[] path = cuckooPath(h);
-      if (path == null) {
-        alloc.free(addr, extent.length);
-        fullErrors++;
-        throw new FerriteException(
-            ErrorCode.NO_SPACE,
-            "shard "
-                + shard
-                + " is full: "
-                + count
-                + " of "
-                + slots
-                + " slots in use and no cuckoo path within "
-                + MAX_BFS_NODES
-                + " displacements; create the table with more shards or slotsPerShard");
-      }
-      // Pilaf §3.4: move the last displaced key first, so every key stays in >= 1 slot.
-      entries.fetchAndAdd(PilafLayout.MOVES_OFFSET, 1);
-      for (int j = path.length - 1; j >= 1; j--) {
-        moveEntry(path[j - 1], path[j]);
-      }
-      writeEntry(path[0], h, addr, extent.length, sum);
-      entries.fetchAndAdd(PilafLayout.MOVES_OFFSET, 1);
-      moves += path.length - 1;
+    if (!insert(t, h, addr, extent.length, sum)) {
+      alloc.free(addr, extent.length);
+      throw full(
+          count
+              + " of "
+              + t.slots
+              + " slots in use and no cuckoo path within "
+              + MAX_BFS_NODES
+              + " displacements");
     }
     count++;
     VarHandle.fullFence();
-    log.accept(KvProtocol.PUT, new byte[][] {key, value});
+    log.put(key, value);
     return KvProtocol.CREATED;
   }
 
-  /** Deletes {@code key}; returns DELETED or MISSING. */
+  /** Places a new key's entry in {@code table}, displacing others if needed; false if full. */
+  private boolean insert(Table table, long h, long addr, int len, long sum) {
+    for (int way = 0; way < KeyHash.WAYS; way++) {
+      int c = KeyHash.slot(h, way, table.slots);
+      if (!table.used.get(c)) {
+        writeEntry(table, c, h, addr, len, sum);
+        return true;
+      }
+    }
+    int[] path = cuckooPath(table, h);
+    if (path == null) {
+      return false;
+    }
+    // Pilaf §3.4: move the last displaced key first, so every key stays in >= 1 slot.
+    table.entries.fetchAndAdd(PilafLayout.MOVES_OFFSET, 1);
+    for (int j = path.length - 1; j >= 1; j--) {
+      moveEntry(table, path[j - 1], path[j]);
+    }
+    writeEntry(table, path[0], h, addr, len, sum);
+    table.entries.fetchAndAdd(PilafLayout.MOVES_OFFSET, 1);
+    moves += path.length - 1;
+    return true;
+  }
+
+  @Override
   synchronized int delete(byte[] key) {
     checkKey(key);
     int s = find(KeyHash.of(key), key);
@@ -261,33 +236,64 @@ final class PilafShard {
       return KvProtocol.MISSING;
     }
     Arrays.fill(entryBuf.array(), (byte) 0);
-    entries.writeFrom(entryOffset(s), entryBuf.clear());
+    t.entries.writeFrom(entryOffset(s), entryBuf.clear());
     VarHandle.fullFence();
-    used.clear(s);
-    alloc.free(extentAddr[s], extentLen[s]);
+    t.used.clear(s);
+    alloc.free(t.extentAddr[s], t.extentLen[s]);
     count--;
-    log.accept(KvProtocol.DELETE, new byte[][] {key});
+    log.delete(key);
     return KvProtocol.DELETED;
   }
 
-  private void writeEntry(int s, long h, long addr, int len, long sum) {
+  @Override
+  synchronized void resize(int slots) {
+    checkResize(slots);
+    if (slots <= t.slots) {
+      return;
+    }
+    Table old = t;
+    Table n = newTable(slots);
+    for (int s = old.used.nextSetBit(0); s >= 0; s = old.used.nextSetBit(s + 1)) {
+      old.entries.readInto(entryOffset(s), entryBuf.clear());
+      PilafLayout.Entry en = PilafLayout.decode(entryBuf, 0);
+      if (!insert(n, old.hashes[s], old.extentAddr[s], old.extentLen[s], en.checksum())) {
+        // Nothing was published: the old array is untouched (the new region stays unused).
+        throw full("the " + count + " keys do not fit " + slots + " slots");
+      }
+    }
+    // Publish: the epoch first (a miss confirmation in the old array fails), then poison every old
+    // entry, so a stale reader fetches the layout; writes (which wait for the lock) go to the new.
+    epoch++;
+    n.entries.putLongRelease(PilafLayout.EPOCH_OFFSET, epoch);
+    old.entries.putLongRelease(PilafLayout.EPOCH_OFFSET, epoch);
+    VarHandle.fullFence();
+    PilafLayout.encodeMoved(entryBuf.clear(), 0);
+    for (int s = 0; s < old.slots; s++) {
+      old.entries.writeFrom(entryOffset(s), entryBuf.clear());
+    }
+    VarHandle.fullFence();
+    t = n;
+    log.resize(slots);
+  }
+
+  private void writeEntry(Table table, int s, long h, long addr, int len, long sum) {
     PilafLayout.encode(
         entryBuf.clear(), 0, len, (int) (addr >>> 32), (int) addr, KeyHash.tag(h), sum);
-    entries.writeFrom(entryOffset(s), entryBuf.clear());
-    used.set(s);
-    hashes[s] = h;
-    extentAddr[s] = addr;
-    extentLen[s] = len;
+    table.entries.writeFrom(entryOffset(s), entryBuf.clear());
+    table.used.set(s);
+    table.hashes[s] = h;
+    table.extentAddr[s] = addr;
+    table.extentLen[s] = len;
   }
 
   /** Copies the entry of slot {@code from} into slot {@code to} (the entry names no slot). */
-  private void moveEntry(int from, int to) {
-    entries.readInto(entryOffset(from), entryBuf.clear());
-    entries.writeFrom(entryOffset(to), entryBuf.clear());
-    used.set(to);
-    hashes[to] = hashes[from];
-    extentAddr[to] = extentAddr[from];
-    extentLen[to] = extentLen[from];
+  private void moveEntry(Table table, int from, int to) {
+    table.entries.readInto(entryOffset(from), entryBuf.clear());
+    table.entries.writeFrom(entryOffset(to), entryBuf.clear());
+    table.used.set(to);
+    table.hashes[to] = table.hashes[from];
+    table.extentAddr[to] = table.extentAddr[from];
+    table.extentLen[to] = table.extentLen[from];
     // 'from' keeps its copy until the next move (or the new key) overwrites it.
   }
 
@@ -296,7 +302,8 @@ final class PilafShard {
    * empty slot: {@code path[0]} is the new key's slot, {@code path[last]} the empty one, and the
    * key in {@code path[j]} has {@code path[j + 1]} among its candidates. Nothing is moved here.
    */
-  private int[] cuckooPath(long h) {
+  private static int[] cuckooPath(Table table, long h) {
+    int slots = table.slots;
     int[] nodeSlot = new int[MAX_BFS_NODES];
     int[] parent = new int[MAX_BFS_NODES];
     int[] depth = new int[MAX_BFS_NODES];
@@ -317,21 +324,21 @@ final class PilafShard {
       int i = queue.poll();
       int s = nodeSlot[i];
       for (int way = 0; way < KeyHash.WAYS; way++) {
-        int t = KeyHash.slot(hashes[s], way, slots);
-        if (t == s || seen.get(t)) {
+        int c = KeyHash.slot(table.hashes[s], way, slots);
+        if (c == s || seen.get(c)) {
           continue;
         }
-        if (!used.get(t)) {
+        if (!table.used.get(c)) {
           int[] path = new int[depth[i] + 2];
-          path[path.length - 1] = t;
+          path[path.length - 1] = c;
           for (int k = i, j = path.length - 2; k >= 0; k = parent[k], j--) {
             path[j] = nodeSlot[k];
           }
           return path;
         }
         if (n < MAX_BFS_NODES && depth[i] + 1 < MAX_PATH) {
-          seen.set(t);
-          nodeSlot[n] = t;
+          seen.set(c);
+          nodeSlot[n] = c;
           parent[n] = i;
           depth[n] = depth[i] + 1;
           queue.add(n++);

@@ -121,6 +121,7 @@ public final class MemoryMaster implements MasterExtension {
                 m.commit(MemoryState.abort(l.id()));
               }
             }
+            freeLost(m);
             return null;
           });
     } catch (RuntimeException e) {
@@ -228,6 +229,7 @@ public final class MemoryMaster implements MasterExtension {
           }
           m.commit(MemoryState.nsDelete(ns.id));
           trimCache(m);
+          freeLost(m);
           return empty();
         });
   }
@@ -248,15 +250,30 @@ public final class MemoryMaster implements MasterExtension {
         m -> {
           MemoryState.Ns ns = state.ns(nsId);
           session(m, session);
+          // The namespace's own cached blocks first: they hold only its own bytes and go back as
+          // they are. Any other cached block is zeroed by the client with the fresh ones (see
+          // MemoryState: no bytes leak from one namespace to another through the cache).
           List<BlockRef> cached = new ArrayList<>();
-          for (BlockRef b : state.cache.values()) {
+          List<BlockRef> foreign = new ArrayList<>();
+          for (Map.Entry<MemoryState.Key, BlockRef> e : state.cache.entrySet()) {
             if (cached.size() == count) {
               break;
             }
-            cached.add(b);
+            if (Long.valueOf(ns.id).equals(state.cacheFrom.get(e.getKey()))) {
+              cached.add(e.getValue());
+            }
           }
+          for (Map.Entry<MemoryState.Key, BlockRef> e : state.cache.entrySet()) {
+            if (cached.size() + foreign.size() == count) {
+              break;
+            }
+            if (!Long.valueOf(ns.id).equals(state.cacheFrom.get(e.getKey()))) {
+              foreign.add(e.getValue());
+            }
+          }
+          int fromCache = cached.size() + foreign.size();
           List<BlockRef> fresh = List.of();
-          int more = (int) count - cached.size();
+          int more = (int) count - fromCache;
           if (more > 0) {
             try {
               fresh = m.allocate(session, more, "", false, MemoryState.OWNER);
@@ -268,7 +285,7 @@ public final class MemoryMaster implements MasterExtension {
                       + " B for namespace '"
                       + ns.name
                       + "' ("
-                      + cached.size()
+                      + fromCache
                       + " cached block(s) ready, "
                       + more
                       + " more needed): "
@@ -277,10 +294,13 @@ public final class MemoryMaster implements MasterExtension {
             }
           }
           List<BlockRef> all = new ArrayList<>(cached);
+          all.addAll(foreign);
           all.addAll(fresh);
           m.commit(MemoryState.reserve(ns.id, all));
-          Wire.Writer w = new Wire.Writer().i64(ns.reservedBytes()).i32(cached.size());
-          MasterProtocol.writeBlocks(w, fresh);
+          List<BlockRef> prepare = new ArrayList<>(foreign);
+          prepare.addAll(fresh);
+          Wire.Writer w = new Wire.Writer().i64(ns.reservedBytes()).i32(fromCache);
+          MasterProtocol.writeBlocks(w, prepare);
           return w.toBuffer();
         });
   }
@@ -331,6 +351,33 @@ public final class MemoryMaster implements MasterExtension {
     }
     m.free(MemoryState.OWNER, drop);
     m.commit(MemoryState.cacheDrop(keys));
+  }
+
+  /**
+   * Gives the blocks of dead servers that nothing names any more back to the kernel (those the
+   * kernel still has: a server that re-registered without its regions took its blocks with it).
+   */
+  private void freeLost(MasterContext.Mutation m) {
+    List<BlockRef> done = state.unreferencedLost();
+    if (done.isEmpty()) {
+      return;
+    }
+    java.util.Set<MemoryState.Key> owned = new java.util.HashSet<>();
+    for (BlockRef b : m.owned(MemoryState.OWNER)) {
+      owned.add(MemoryState.Key.of(b));
+    }
+    List<BlockRef> give = new ArrayList<>();
+    List<MemoryState.Key> keys = new ArrayList<>();
+    for (BlockRef b : done) {
+      keys.add(MemoryState.Key.of(b));
+      if (owned.contains(MemoryState.Key.of(b))) {
+        give.add(b);
+      }
+    }
+    if (!give.isEmpty()) {
+      m.free(MemoryState.OWNER, give);
+    }
+    m.commit(MemoryState.lostFree(keys));
   }
 
   private ByteBuffer alloc(Wire.Reader r) {
@@ -404,6 +451,7 @@ public final class MemoryMaster implements MasterExtension {
                     + " time(s); unmap it first");
           }
           m.commit(MemoryState.free(ns.id, address));
+          freeLost(m);
           return empty();
         });
   }
@@ -431,6 +479,7 @@ public final class MemoryMaster implements MasterExtension {
         m -> {
           MemoryState.Ns ns = state.ns(nsId);
           MemoryState.Alloc a = MemoryState.allocFor(ns, address, length);
+          MemoryState.checkIntact(ns, a);
           session(m, session);
           long offset = address - a.address;
           long first = offset / ns.chunkSize;
@@ -523,6 +572,7 @@ public final class MemoryMaster implements MasterExtension {
     for (long g : state.reclaimable(ns, a)) {
       m.commit(MemoryState.reclaim(ns.id, a.address, g));
     }
+    freeLost(m);
   }
 
   private MemoryState.Alloc allocOf(MemoryState.Mapping mp) {
@@ -550,6 +600,7 @@ public final class MemoryMaster implements MasterExtension {
             throw new FerriteException(
                 ErrorCode.INVALID_ARGUMENT, "allocation " + a + " is not copy-on-write");
           }
+          MemoryState.checkIntact(ns, a);
           if (first < 0 || count <= 0 || first > a.dataChunks - count) {
             throw new FerriteException(
                 ErrorCode.OUT_OF_BOUNDS,
@@ -699,5 +750,22 @@ public final class MemoryMaster implements MasterExtension {
         m.commit(MemoryState.abort(l.id()));
       }
     }
+    freeLost(m);
+  }
+
+  @Override
+  public void serverDead(int serverId, MasterContext.Mutation m) {
+    // Its memory is gone: take its blocks out of every namespace and the cache; allocations with
+    // a chunk there become lost (see MemoryState). Blocks nothing names go back to the kernel.
+    if (state.holdsBlocksOf(serverId)) {
+      m.commit(MemoryState.serverLost(serverId));
+      System.getLogger(MemoryMaster.class.getName())
+          .log(
+              System.Logger.Level.WARNING,
+              "memory server {0} is DEAD: its chunks left every namespace; allocations on it are"
+                  + " lost",
+              serverId);
+    }
+    freeLost(m);
   }
 }

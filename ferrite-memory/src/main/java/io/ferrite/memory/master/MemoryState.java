@@ -45,8 +45,34 @@ import java.util.TreeSet;
  * 14 RECLAIM    nsId i64, allocAddress i64, generation i64   (retired chunks nobody maps)
  * 15 COW_STATE  nsId i64, allocAddress i64, generation i64, retired count i32, per retired:
  *               generation i64, count i32, chunk keys     (snapshots only)
+ * 16 CACHE_FROM nsId i64, blocks              (cached blocks last reserved by namespace nsId)
+ * 17 SERVER_LOST serverId i32                 (declared DEAD: its blocks leave every namespace
+ *                                               and the cache; allocations on them are lost)
+ * 18 LOST_ADD   blocks                        (snapshots only: lost blocks still referenced)
+ * 19 LOST_FREE  keys                          (lost blocks nobody references: back to the kernel)
  * key   = server i32, region i32, blockOffset i64;   chunk key = key, offsetInBlock i64
  * </pre>
+ *
+ * <h2>Whose data a cached block holds</h2>
+ *
+ * The cache remembers the namespace each block was released or deleted from ({@link #cacheFrom}). A
+ * reserve takes that namespace's own blocks first: they are handed back as they are, like a chunk
+ * that {@code free} returns to its namespace's reserve and {@code alloc} hands out again (RStore
+ * never zeroes within a namespace: it imposes no structure on the bytes, §III-C). Blocks from any
+ * other namespace (or of unknown origin) are returned to the reserving client to be zeroed, exactly
+ * as fresh blocks are, before the reserve returns: no bytes leak from one namespace to another
+ * through the cache.
+ *
+ * <h2>A dead memory server</h2>
+ *
+ * When the master declares a server DEAD its memory is gone. {@code SERVER_LOST} takes its blocks
+ * out of every namespace's reserve (so the reserve and free-chunk counts shrink) and out of the
+ * cache. An allocation with a chunk there is <em>lost</em>: it can no longer be mapped or looked up
+ * (a clear error instead of locations on a dead server), only freed. The lost blocks are kept out
+ * of circulation ({@link #lost}) while an allocation, retired COW generation or lease still names
+ * them, so a client holding an old mapping can never write into memory the kernel has handed to
+ * someone else if the server comes back with its regions; once unreferenced they go back to the
+ * kernel ({@code LOST_FREE}).
  */
 final class MemoryState {
   /** The kernel owner name of every block the memory face holds. */
@@ -67,6 +93,10 @@ final class MemoryState {
   static final int ABORT = 13;
   static final int RECLAIM = 14;
   static final int COW_STATE = 15;
+  static final int CACHE_FROM = 16;
+  static final int SERVER_LOST = 17;
+  static final int LOST_ADD = 18;
+  static final int LOST_FREE = 19;
 
   /** {@code alloc} flag: a copy-on-write allocation (§III-G). */
   static final int FLAG_COW = 1;
@@ -116,6 +146,9 @@ final class MemoryState {
     /** COW: the writer lease, 0 = none. */
     long lease;
 
+    /** Memory servers declared DEAD that held a chunk of this allocation; empty = intact. */
+    final TreeSet<Integer> lostServers = new TreeSet<>();
+
     Alloc(long address, long length, int flags, List<Chunk> chunks, int dataChunks) {
       this.address = address;
       this.length = length;
@@ -126,6 +159,10 @@ final class MemoryState {
 
     boolean cow() {
       return (flags & FLAG_COW) != 0;
+    }
+
+    boolean lost() {
+      return !lostServers.isEmpty();
     }
 
     @Override
@@ -193,6 +230,13 @@ final class MemoryState {
   final Map<Long, Ns> byId = new TreeMap<>();
   final Map<String, Ns> byName = new HashMap<>();
   final Map<Key, BlockRef> cache = new LinkedHashMap<>();
+
+  /** The namespace a cached block was last reserved by; absent = unknown (treated as foreign). */
+  final Map<Key, Long> cacheFrom = new HashMap<>();
+
+  /** Blocks of dead servers still named by an allocation, retired generation or lease. */
+  final Map<Key, BlockRef> lost = new LinkedHashMap<>();
+
   final Map<Long, Mapping> mappings = new TreeMap<>();
   long nextNsId = 1;
   long nextMapId = 1;
@@ -244,6 +288,24 @@ final class MemoryState {
               + "')");
     }
     return a;
+  }
+
+  /**
+   * Fails for an allocation that lost chunks with a dead memory server: its data cannot be read or
+   * written any more (it can still be looked up, to be freed).
+   */
+  static void checkIntact(Ns ns, Alloc a) {
+    if (a.lost()) {
+      throw new FerriteException(
+          ErrorCode.NOT_FOUND,
+          "allocation "
+              + a
+              + " of namespace '"
+              + ns.name
+              + "' lost its data: memory server(s) "
+              + a.lostServers
+              + " holding some of its chunks were declared DEAD (free it and allocate again)");
+    }
   }
 
   /**
@@ -304,6 +366,26 @@ final class MemoryState {
     Wire.Writer w = new Wire.Writer().u8(CACHE_ADD);
     MasterProtocol.writeBlocks(w, blocks);
     return w.toArray();
+  }
+
+  static byte[] cacheFrom(long nsId, List<BlockRef> blocks) {
+    Wire.Writer w = new Wire.Writer().u8(CACHE_FROM).i64(nsId);
+    MasterProtocol.writeBlocks(w, blocks);
+    return w.toArray();
+  }
+
+  static byte[] serverLost(int serverId) {
+    return new Wire.Writer().u8(SERVER_LOST).i32(serverId).toArray();
+  }
+
+  static byte[] lostAdd(List<BlockRef> blocks) {
+    Wire.Writer w = new Wire.Writer().u8(LOST_ADD);
+    MasterProtocol.writeBlocks(w, blocks);
+    return w.toArray();
+  }
+
+  static byte[] lostFree(List<Key> keys) {
+    return keys(new Wire.Writer().u8(LOST_FREE), keys).toArray();
   }
 
   static byte[] cacheDrop(List<Key> keys) {
@@ -448,6 +530,9 @@ final class MemoryState {
           byName.remove(ns.name);
           mappings.values().removeIf(m -> m.nsId == ns.id);
           cache.putAll(ns.blocks);
+          for (Key k : ns.blocks.keySet()) {
+            cacheFrom.put(k, ns.id);
+          }
         }
       }
       case RESERVE -> {
@@ -455,6 +540,7 @@ final class MemoryState {
         for (BlockRef b : MasterProtocol.readBlocks(r)) {
           Key k = Key.of(b);
           cache.remove(k);
+          cacheFrom.remove(k);
           if (ns != null) {
             addBlock(ns, k, b);
           }
@@ -467,6 +553,7 @@ final class MemoryState {
             BlockRef b = removeBlock(ns, k);
             if (b != null) {
               cache.put(k, b);
+              cacheFrom.put(k, ns.id);
             }
           }
         }
@@ -474,11 +561,31 @@ final class MemoryState {
       case CACHE_ADD -> {
         for (BlockRef b : MasterProtocol.readBlocks(r)) {
           cache.put(Key.of(b), b);
+          cacheFrom.remove(Key.of(b));
+        }
+      }
+      case CACHE_FROM -> {
+        long from = r.i64("nsId");
+        for (BlockRef b : MasterProtocol.readBlocks(r)) {
+          cache.put(Key.of(b), b);
+          cacheFrom.put(Key.of(b), from);
         }
       }
       case CACHE_DROP -> {
         for (Key k : readKeys(r)) {
           cache.remove(k);
+          cacheFrom.remove(k);
+        }
+      }
+      case SERVER_LOST -> applyServerLost(r.i32("serverId"));
+      case LOST_ADD -> {
+        for (BlockRef b : MasterProtocol.readBlocks(r)) {
+          lost.put(Key.of(b), b);
+        }
+      }
+      case LOST_FREE -> {
+        for (Key k : readKeys(r)) {
+          lost.remove(k);
         }
       }
       case ALLOC -> {
@@ -496,7 +603,13 @@ final class MemoryState {
             takeChunk(ns, c);
           }
           int data = (int) ((length + ns.chunkSize - 1) / ns.chunkSize);
-          ns.allocs.put(address, new Alloc(address, length, flags, chunks, data));
+          Alloc a = new Alloc(address, length, flags, chunks, data);
+          for (Chunk c : chunks) {
+            if (!ns.blocks.containsKey(c.block)) {
+              a.lostServers.add(c.block.server); // replayed from a snapshot taken after a loss
+            }
+          }
+          ns.allocs.put(address, a);
           long span = (long) n * ns.chunkSize;
           ns.nextAddress = Math.max(ns.nextAddress, address + span);
         }
@@ -616,9 +729,96 @@ final class MemoryState {
       }
       default ->
           throw new FerriteException(
-              ErrorCode.INVALID_ARGUMENT, "memory record type: " + type + " (expected: 1 to 15)");
+              ErrorCode.INVALID_ARGUMENT, "memory record type: " + type + " (expected: 1 to 19)");
     }
     r.end();
+  }
+
+  /** Applies {@code SERVER_LOST}: see the class comment. */
+  private void applyServerLost(int server) {
+    for (Ns ns : byId.values()) {
+      List<Key> gone = new ArrayList<>();
+      for (Key k : ns.blocks.keySet()) {
+        if (k.server == server) {
+          gone.add(k);
+        }
+      }
+      if (gone.isEmpty()) {
+        continue;
+      }
+      for (Key k : gone) {
+        lost.put(k, removeBlock(ns, k));
+      }
+      for (Alloc a : ns.allocs.values()) {
+        for (Chunk c : a.chunks) {
+          if (c.block.server == server) {
+            a.lostServers.add(server);
+            break;
+          }
+        }
+      }
+      // A COW writer's lease on chunks there can never be published: drop it (its publish fails
+      // SESSION_EXPIRED, so the writer retries on live servers).
+      for (Lease l : List.copyOf(leases.values())) {
+        if (l.nsId == ns.id && l.chunks.stream().anyMatch(c -> c.block.server == server)) {
+          leases.remove(l.id);
+          Alloc a = ns.allocs.get(l.allocAddress);
+          if (a != null) {
+            a.lease = 0;
+          }
+          l.chunks.forEach(c -> giveChunk(ns, c));
+        }
+      }
+    }
+    for (Key k : List.copyOf(cache.keySet())) {
+      if (k.server == server) {
+        lost.put(k, cache.remove(k));
+        cacheFrom.remove(k);
+      }
+    }
+  }
+
+  /** Whether any namespace or the cache holds a block of {@code server}. */
+  boolean holdsBlocksOf(int server) {
+    for (Key k : cache.keySet()) {
+      if (k.server == server) {
+        return true;
+      }
+    }
+    for (Ns ns : byId.values()) {
+      for (Key k : ns.blocks.keySet()) {
+        if (k.server == server) {
+          return true;
+        }
+      }
+    }
+    return false;
+  }
+
+  /** Lost blocks that no allocation, retired generation or lease names any more. */
+  List<BlockRef> unreferencedLost() {
+    if (lost.isEmpty()) {
+      return List.of();
+    }
+    java.util.Set<Key> named = new java.util.HashSet<>();
+    for (Ns ns : byId.values()) {
+      for (Alloc a : ns.allocs.values()) {
+        if (a.lost()) {
+          a.chunks.forEach(c -> named.add(c.block));
+        }
+        a.retired.values().forEach(old -> old.forEach(c -> named.add(c.block)));
+      }
+    }
+    for (Lease l : leases.values()) {
+      l.chunks.forEach(c -> named.add(c.block));
+    }
+    List<BlockRef> out = new ArrayList<>();
+    for (Map.Entry<Key, BlockRef> e : lost.entrySet()) {
+      if (!named.contains(e.getKey())) {
+        out.add(e.getValue());
+      }
+    }
+    return out;
   }
 
   private void addBlock(Ns ns, Key k, BlockRef b) {
@@ -677,8 +877,22 @@ final class MemoryState {
   /** Records that rebuild this state from empty. */
   List<byte[]> snapshot() {
     List<byte[]> out = new ArrayList<>();
-    if (!cache.isEmpty()) {
-      out.add(cacheAdd(List.copyOf(cache.values())));
+    Map<Long, List<BlockRef>> byFrom = new TreeMap<>();
+    List<BlockRef> unknown = new ArrayList<>();
+    for (Map.Entry<Key, BlockRef> e : cache.entrySet()) {
+      Long from = cacheFrom.get(e.getKey());
+      if (from == null) {
+        unknown.add(e.getValue());
+      } else {
+        byFrom.computeIfAbsent(from, f -> new ArrayList<>()).add(e.getValue());
+      }
+    }
+    if (!unknown.isEmpty()) {
+      out.add(cacheAdd(unknown));
+    }
+    byFrom.forEach((from, blocks) -> out.add(cacheFrom(from, blocks)));
+    if (!lost.isEmpty()) {
+      out.add(lostAdd(List.copyOf(lost.values())));
     }
     for (Ns ns : byId.values()) {
       out.add(nsCreate(ns.id, ns.name, ns.chunkSize, ns.nextAddress));

@@ -15,7 +15,9 @@ import io.ferrite.kernel.proto.Wire;
  *  2  JOIN_NS       name str                                       nsId i64, chunkSize i32
  *  3  DELETE_NS     name str                                       -
  *  4  RESERVE       nsId i64, bytes i64, session i64               reserved i64, cached i32,
- *                                                                  fresh blocks (to prepare)
+ *                                                                  blocks to prepare (zero):
+ *                                                                  fresh ones and cached ones
+ *                                                                  of other namespaces
  *  5  RELEASE       nsId i64, bytes i64                            reserved i64
  *  6  ALLOC         nsId i64, bytes i64, flags i32                 address i64, length i64
  *  7  FREE          nsId i64, address i64                          -
@@ -39,11 +41,11 @@ import io.ferrite.kernel.proto.Wire;
  * 13  COW_PUBLISH   leaseId i64, session i64, mapId i64            generation i64
  * </pre>
  *
- * Errors: {@code NOT_FOUND} (no such namespace, allocation or mapping), {@code CONFLICT} (a
- * namespace that exists, freeing or deleting what is mapped, releasing allocated memory), {@code
- * NO_SPACE} (alloc beyond the reserve, reserve beyond the cluster), {@code OUT_OF_BOUNDS} (a range
- * outside its allocation), {@code INVALID_ARGUMENT} (bad sizes, names, flags), {@code
- * SESSION_EXPIRED}.
+ * Errors: {@code NOT_FOUND} (no such namespace, allocation or mapping; an allocation lost with a
+ * dead memory server), {@code CONFLICT} (a namespace that exists, freeing or deleting what is
+ * mapped, releasing allocated memory), {@code NO_SPACE} (alloc beyond the reserve, reserve beyond
+ * the cluster), {@code OUT_OF_BOUNDS} (a range outside its allocation), {@code INVALID_ARGUMENT}
+ * (bad sizes, names, flags), {@code SESSION_EXPIRED}.
  */
 public final class MemoryProtocol {
   private MemoryProtocol() {}

@@ -1,0 +1,76 @@
+package io.ferrite.cli;
+
+import io.ferrite.memory.rsort.ClusterAccess;
+import io.ferrite.memory.rsort.RSortJob;
+import io.ferrite.memory.rsort.RSortWorker;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.concurrent.Callable;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Option;
+
+/**
+ * {@code ferrite rsort-worker}: one worker process of {@code ferrite rsort}, started by the
+ * coordinator (hidden: not for people to type). See {@link RSortWorker}.
+ */
+@Command(
+    name = "rsort-worker",
+    hidden = true,
+    description = "One worker process of 'ferrite rsort' (started by it).")
+final class RSortWorkerCommand implements Callable<Integer> {
+  @Option(names = "--cluster", required = true)
+  String uri;
+
+  @Option(names = "--cluster-id", required = true)
+  String clusterId;
+
+  @Option(names = "--secret-file", required = true)
+  Path secretFile;
+
+  @Option(names = "--fabric", defaultValue = "auto")
+  String fabric;
+
+  @Option(names = "--namespace-prefix", defaultValue = "")
+  String prefix;
+
+  @Option(names = "--coordinator-address", required = true)
+  long coordinatorAddress;
+
+  @Option(names = "--worker", required = true)
+  int worker;
+
+  @Option(names = "--workers", required = true)
+  int workers;
+
+  @Option(names = "--records", required = true)
+  long records;
+
+  @Option(names = "--seed", defaultValue = "0")
+  long seed;
+
+  @Option(names = "--input")
+  Path input;
+
+  @Option(names = "--output")
+  Path output;
+
+  @Option(names = "--parent-pid", defaultValue = "0")
+  long parentPid;
+
+  @Option(names = "--quiet")
+  boolean quiet;
+
+  @Override
+  public Integer call() {
+    RSortJob job =
+        new RSortJob(records, seed, input, workers, output, prefix, false, Duration.ofHours(1));
+    return RSortWorker.run(
+        new RSortWorker.Args(
+            new ClusterAccess(uri, clusterId, secretFile, fabric),
+            job,
+            coordinatorAddress,
+            worker,
+            parentPid),
+        quiet ? null : System.err);
+  }
+}

@@ -1,0 +1,72 @@
+package io.ferrite.kv;
+
+import io.ferrite.fabric.Batch;
+import io.ferrite.fabric.FerriteException;
+import io.ferrite.fabric.Futures;
+import io.ferrite.fabric.RegionRef;
+import io.ferrite.kernel.client.FerriteClient;
+import java.nio.ByteBuffer;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.CompletableFuture;
+
+/**
+ * One round of one-sided reads of a multiGet: at most one {@link Batch} per server, all flushed
+ * together (one flush per connection), then awaited. Confined to the calling thread.
+ */
+final class Batches {
+  private final FerriteClient client;
+  private final Map<Integer, Batch> batches = new HashMap<>();
+  private final List<CompletableFuture<Void>> reads = new ArrayList<>();
+
+  Batches(FerriteClient client) {
+    this.client = client;
+  }
+
+  /** Queues a read of {@code dst.remaining()} bytes at {@code offset} of {@code region}. */
+  void read(RegionRef region, long offset, ByteBuffer dst) {
+    Batch b = batches.get(region.serverId());
+    if (b == null) {
+      b = client.batch(region.serverId());
+      batches.put(region.serverId(), b);
+    }
+    reads.add(b.read(region, offset, dst));
+  }
+
+  boolean isEmpty() {
+    return reads.isEmpty();
+  }
+
+  /**
+   * Flushes every batch, then waits for every read. Returns false if any read failed (a stale
+   * region, a lost connection): the caller then finishes the round's keys one by one, through the
+   * single-key path that knows how to recover.
+   */
+  boolean flushAndWait() {
+    List<CompletableFuture<Void>> flushes = new ArrayList<>(batches.size());
+    for (Batch b : batches.values()) {
+      flushes.add(b.flush());
+    }
+    batches.clear();
+    boolean ok = true;
+    for (CompletableFuture<Void> f : flushes) {
+      ok &= quietly(f);
+    }
+    for (CompletableFuture<Void> f : reads) {
+      ok &= quietly(f);
+    }
+    reads.clear();
+    return ok;
+  }
+
+  private static boolean quietly(CompletableFuture<Void> f) {
+    try {
+      Futures.join(f);
+      return true;
+    } catch (FerriteException e) {
+      return false;
+    }
+  }
+}

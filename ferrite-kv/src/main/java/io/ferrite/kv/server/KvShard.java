@@ -1,0 +1,180 @@
+package io.ferrite.kv.server;
+
+import io.ferrite.fabric.ErrorCode;
+import io.ferrite.fabric.FerriteException;
+import io.ferrite.fabric.MappedRegion;
+import io.ferrite.fabric.RegionRef;
+import io.ferrite.kv.KvProtocol;
+import io.ferrite.kv.ShardLayout;
+import io.ferrite.kv.ShardStats;
+import io.ferrite.kv.TableOptions;
+import java.util.function.Function;
+import java.util.function.LongFunction;
+import java.util.function.Supplier;
+
+/**
+ * The server half of one shard of a kv table, whatever its {@link TableOptions.Layout}: a hash
+ * table in regions that clients read one-sided, written only here, by the server's CPU, under the
+ * shard's lock (the object's monitor).
+ *
+ * <h2>Contract (every layout; checked by {@code KvTableContractTest} through a cluster)</h2>
+ *
+ * <ul>
+ *   <li>Every write is linearizable and visible to every one-sided get that starts after it returns
+ *       (a full fence before the answer).
+ *   <li>A one-sided reader never misses a key that is present while keys move inside the table, and
+ *       never accepts a copy that a racing write tore: what it reads verifies (checksums, versions,
+ *       incarnations) or it retries.
+ *   <li>Anything clients cache changes only after the layout epoch moved (a new extent region) or
+ *       after the old location was poisoned (a resize marks every entry or bucket of the old array
+ *       {@code MOVED} before any write lands in the new one): a client with a stale layout fetches
+ *       it again, it never reads a wrong answer.
+ *   <li>A write that fails (NO_SPACE, TOO_LARGE) changes nothing; no key is ever lost.
+ *   <li>Only writes that changed the shard are told to the {@link WriteLog}, under the lock, in the
+ *       order they were applied; replaying them into an empty shard rebuilds the same contents.
+ * </ul>
+ */
+abstract class KvShard {
+  /** Where a durable shard records its applied writes (called under the shard's lock). */
+  interface WriteLog {
+    void put(byte[] key, byte[] value);
+
+    void delete(byte[] key);
+
+    void resize(int slots);
+
+    WriteLog NONE =
+        new WriteLog() {
+          @Override
+          public void put(byte[] key, byte[] value) {}
+
+          @Override
+          public void delete(byte[] key) {}
+
+          @Override
+          public void resize(int slots) {}
+        };
+  }
+
+  final long tableId;
+  final int shard;
+  final TableOptions options;
+  final Function<MappedRegion, RegionRef> refOf;
+  final LongFunction<MappedRegion> newTableRegion;
+  final ExtentAllocator alloc;
+  WriteLog log = WriteLog.NONE;
+  long epoch = 1;
+  long puts;
+  long fullErrors;
+  long moves;
+
+  KvShard(
+      long tableId,
+      int shard,
+      TableOptions options,
+      LongFunction<MappedRegion> newTableRegion,
+      Supplier<MappedRegion> newExtentRegion,
+      Function<MappedRegion, RegionRef> refOf) {
+    this.tableId = tableId;
+    this.shard = shard;
+    this.options = options;
+    this.refOf = refOf;
+    this.newTableRegion = newTableRegion;
+    this.alloc =
+        new ExtentAllocator(newExtentRegion.get(), options.maxExtentRegions(), newExtentRegion);
+  }
+
+  /** A new, empty shard of {@code options.layout()}. */
+  static KvShard create(
+      long tableId,
+      int shard,
+      TableOptions options,
+      LongFunction<MappedRegion> newTableRegion,
+      Supplier<MappedRegion> newExtentRegion,
+      Function<MappedRegion, RegionRef> refOf) {
+    return options.layout() == TableOptions.Layout.PILAF
+        ? new PilafShard(tableId, shard, options, newTableRegion, newExtentRegion, refOf)
+        : new HopscotchShard(tableId, shard, options, newTableRegion, newExtentRegion, refOf);
+  }
+
+  /** Sets where applied writes are recorded. */
+  final synchronized void onWrite(WriteLog l) {
+    this.log = l;
+  }
+
+  final TableOptions options() {
+    return options;
+  }
+
+  final long tableId() {
+    return tableId;
+  }
+
+  final int shard() {
+    return shard;
+  }
+
+  /** What a client caches to read the shard: its regions and the layout epoch. */
+  abstract ShardLayout layout();
+
+  abstract ShardStats stats();
+
+  /** Puts by {@code mode}; returns a {@link KvProtocol} status. */
+  abstract int put(int mode, byte[] key, byte[] value, byte[] expected);
+
+  /** Deletes {@code key}; returns DELETED or MISSING. */
+  abstract int delete(byte[] key);
+
+  /** The RPC baseline get (Pilaf-VO): the value, or null. */
+  abstract byte[] get(byte[] key);
+
+  /**
+   * Grows the table array to {@code slots} slots (no-op when it has at least that many): builds the
+   * new array in a new region, poisons the old one and bumps the epoch, all under the lock, so that
+   * writes wait and one-sided readers either read the old array (unchanged since the lock was
+   * taken) or see {@code MOVED} and fetch the layout again. The old region stays mapped until the
+   * server stops (a racing reader must not fault).
+   *
+   * @throws FerriteException NO_SPACE if the keys do not fit (the shard is left as it was)
+   */
+  abstract void resize(int slots);
+
+  /** The current number of table slots. */
+  abstract int slots();
+
+  void checkKey(byte[] key) {
+    if (key.length == 0 || key.length > options.maxKey()) {
+      throw new FerriteException(
+          key.length == 0 ? ErrorCode.INVALID_ARGUMENT : ErrorCode.TOO_LARGE,
+          "key of " + key.length + " B (expected: >= 1 and <= " + options.maxKey() + " B)");
+    }
+  }
+
+  void checkValue(byte[] value) {
+    if (value.length > options.maxValue()) {
+      throw new FerriteException(
+          ErrorCode.TOO_LARGE,
+          "value of " + value.length + " B (expected: <= " + options.maxValue() + " B)");
+    }
+  }
+
+  void checkResize(int newSlots) {
+    if (newSlots < 3 || newSlots > (1 << 26)) {
+      throw new FerriteException(
+          ErrorCode.INVALID_ARGUMENT,
+          "slots: " + newSlots + " (expected: >= 3 and <= " + (1 << 26) + ")");
+    }
+  }
+
+  FerriteException full(String what) {
+    fullErrors++;
+    return new FerriteException(
+        ErrorCode.NO_SPACE,
+        "shard "
+            + shard
+            + " is full: "
+            + what
+            + "; resize the table (ferrite kv resize), or create it with more shards or"
+            + " slotsPerShard");
+  }
+}
