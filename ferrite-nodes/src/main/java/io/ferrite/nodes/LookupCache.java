@@ -26,6 +26,9 @@ final class LookupCache {
   /** Entries kept at most; beyond, the cache starts over. */
   static final int MAX_ENTRIES = 65_536;
 
+  /** {@code -Dferrite.nodes.cachedGets=false}: every get asks the master (for comparisons). */
+  private static final boolean ON = !"false".equals(System.getProperty("ferrite.nodes.cachedGets"));
+
   /** A kept lookup: the node, and the words of the path's nodes when it was read. */
   record Entry(NodeInfo node, RegionRef region, int[] slots, long[] words) {}
 
@@ -39,7 +42,7 @@ final class LookupCache {
 
   /** Whether gets should use the cache now. */
   boolean enabled() {
-    if (!masterKnowsVersions) {
+    if (!ON || !masterKnowsVersions) {
       return false;
     }
     String f = client.masterFabric();

@@ -49,8 +49,12 @@ final class RingClient implements MessageHandler {
   /** How long a waiter polls for its answer before it blocks: spinning, then yielding. */
   static final long SPIN_NANOS = TimeUnit.MICROSECONDS.toNanos(50);
 
-  /** The first part of {@link #SPIN_NANOS}, with {@link Thread#onSpinWait}; then {@code yield}. */
-  static final long BUSY_SPIN_NANOS = TimeUnit.MICROSECONDS.toNanos(3);
+  /**
+   * The first part of {@link #SPIN_NANOS} spent busy-spinning ({@link Thread#onSpinWait}), the rest
+   * yielding between looks; 0 by default (see {@link RingServer#SPIN_NANOS} for why), {@code
+   * -Dferrite.shm.waiterSpinNanos=N} to change.
+   */
+  static final long BUSY_SPIN_NANOS = Long.getLong("ferrite.shm.waiterSpinNanos", 0);
 
   static final long SWEEP_MILLIS = 10;
   private static final int IDLE_SWEEPS = 10;
