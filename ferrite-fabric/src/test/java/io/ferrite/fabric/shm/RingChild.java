@@ -24,10 +24,11 @@ public final class RingChild {
     Credentials creds = new Credentials(args[1], HexFormat.of().parseHex(args[2]));
     ShmFabric fabric = new ShmFabric();
     FabricConnection c = fabric.connect(address, ConnectOptions.of(creds));
+    // Inline: the service threads may all be held by BLOCK calls of a client killed before.
     Futures.join(
         c.call(
             RingTestSupport.SVC,
-            RingTestSupport.ECHO,
+            RingTestSupport.ECHO_INLINE,
             ByteBuffer.allocate(8),
             Duration.ofSeconds(30)));
     System.out.println("READY");

@@ -42,10 +42,11 @@ class ShmRingKillTest extends RingTestSupport {
         BufferedReader out =
             new BufferedReader(new InputStreamReader(p.getInputStream(), StandardCharsets.UTF_8));
         String line;
+        StringBuilder log = new StringBuilder();
         while ((line = out.readLine()) != null && !line.equals("READY")) {
-          // its log
+          log.append(line).append('\n');
         }
-        assertEquals("READY", line, "the client process did not start");
+        assertEquals("READY", line, "the client process did not start:\n" + log);
         Thread.sleep(random.nextInt(200));
         p.destroyForcibly();
         p.waitFor();
