@@ -8,8 +8,8 @@
  *   <li>{@code RingRecords}: the request and response records;
  *   <li>{@code RingServer} and {@code ServerRings}: the endpoint's ring poller and each
  *       connection's server side;
- *   <li>{@code RingClient} and {@code RingFuture}: the client side, whose waiting threads poll
- *       the response ring themselves.
+ *   <li>{@code RingClient} and {@code RingFuture}: the client side, whose waiting threads poll the
+ *       response ring themselves.
  * </ul>
  */
 package io.ferrite.fabric.shm;
