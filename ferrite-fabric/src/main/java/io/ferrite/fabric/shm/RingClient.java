@@ -133,7 +133,9 @@ final class RingClient implements MessageHandler {
     }
     long millis = Math.max(1, Math.min(deadline.toMillis(), 0xffff_ffffL));
     long id = ids.getAndIncrement();
-    RingCall call = new RingCall(this, id, n, System.nanoTime() + millis * 1_000_000L);
+    long now = System.nanoTime();
+    RingCall call =
+        new RingCall(this, id, kind(service, opcode), n, now, now + millis * 1_000_000L);
     if (!file.acquire()) {
       return null;
     }
@@ -256,16 +258,51 @@ final class RingClient implements MessageHandler {
     finish(answered);
   }
 
+  // ---- how long answers take, per kind of call
+
+  /**
+   * Recent answer times (ns, smoothed) per kind of call (service and opcode, hashed): a wait spins
+   * only for calls that usually answer within {@link #SPIN_NANOS} (an inline lookup), and blocks at
+   * once for those that do not (a journaled create: spinning would only take the core the service
+   * thread needs). Racy by design: a heuristic.
+   */
+  private final long[] answerNanos = new long[256];
+
+  private final java.util.concurrent.atomic.AtomicInteger probes =
+      new java.util.concurrent.atomic.AtomicInteger();
+
+  static int kind(int service, int opcode) {
+    return (service * 31 + opcode) & 255;
+  }
+
+  void answered(int kind, long nanos) {
+    long old = answerNanos[kind];
+    answerNanos[kind] = old == 0 ? nanos : (old * 7 + nanos) / 8;
+  }
+
+  /** The spin budget of a wait for a call of {@code kind}: 0 for calls that answer slowly. */
+  private long budget(int kind) {
+    long usual = answerNanos[kind];
+    if (usual <= SPIN_NANOS) {
+      return SPIN_NANOS;
+    }
+    // Now and then spin anyway, so that a kind that became fast is noticed.
+    return (probes.incrementAndGet() & 31) == 0 ? SPIN_NANOS : 0;
+  }
+
   /**
    * Helps {@code f} along: polls the response ring (holding the consumer role if it is free) until
    * {@code f} is done or the spin budget (or {@code maxNanos}) is spent. Never on an I/O thread.
    */
-  void await(CompletableFuture<?> f, long maxNanos) {
+  void await(RingFuture<?> f, long maxNanos) {
     if (f.isDone() || closed != null || control.inEventLoop()) {
       return;
     }
+    long budget = Math.min(maxNanos, budget(f.kind));
+    if (budget == 0) {
+      return;
+    }
     long start = System.nanoTime();
-    long budget = Math.min(maxNanos, SPIN_NANOS);
     boolean mine = false;
     try {
       while (!f.isDone()) {
@@ -536,19 +573,28 @@ final class RingClient implements MessageHandler {
   static final class RingCall extends RingFuture<ByteBuffer> {
     final long id;
     final int requestBytes;
+    final long startNanos;
     final long deadlineNanos;
     ByteBuffer body;
     FerriteException error;
     RingCall nextDone;
 
-    RingCall(RingClient client, long id, int requestBytes, long deadlineNanos) {
-      super(client);
+    RingCall(
+        RingClient client,
+        long id,
+        int kind,
+        int requestBytes,
+        long startNanos,
+        long deadlineNanos) {
+      super(client, kind);
       this.id = id;
       this.requestBytes = requestBytes;
+      this.startNanos = startNanos;
       this.deadlineNanos = deadlineNanos;
     }
 
     void finish() {
+      client.answered(kind, System.nanoTime() - startNanos);
       if (error != null) {
         fail(error);
       } else {

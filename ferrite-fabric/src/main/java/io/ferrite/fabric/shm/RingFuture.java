@@ -21,13 +21,17 @@ import java.util.concurrent.TimeoutException;
 class RingFuture<T> extends CompletableFuture<T> {
   final RingClient client;
 
-  RingFuture(RingClient client) {
+  /** The kind (service and opcode) of the call this future stems from: how long to help. */
+  final int kind;
+
+  RingFuture(RingClient client, int kind) {
     this.client = client;
+    this.kind = kind;
   }
 
   @Override
   public <U> CompletableFuture<U> newIncompleteFuture() {
-    return new RingFuture<>(client);
+    return new RingFuture<>(client, kind);
   }
 
   @Override
