@@ -392,8 +392,8 @@ class RebalanceTest {
 
   @ParameterizedTest
   @EnumSource(TableOptions.Layout.class)
-  void aMoveLeftPendingAfterTheRetireIsCompletedByTheNextRebalance(TableOptions.Layout layout)
-      throws Exception {
+  void aMoveLeftPendingAfterTheRetireSurvivesAMasterRestartAndIsCompleted(
+      TableOptions.Layout layout) throws Exception {
     KvClient kv = new KvClient(cluster.client());
     KvTable t = kv.createTable("pending", options(layout).withShards(1));
     for (int i = 0; i < 50; i++) {
@@ -417,7 +417,13 @@ class RebalanceTest {
     pr.i32("slots");
     assertEquals(50, pr.i32("n"));
     call(c, m.from(), KvProtocol.RETIRE, ids(m).i64(m.token()).i32(m.to()));
-    // The shard is unavailable (retired, not committed): a write waits, a rebalance completes it.
+    // The master dies too; the intent is in its journal.
+    cluster.startMaster();
+    cluster.awaitServers(2);
+    kv = new KvClient(cluster.client());
+    c = kv.ferrite();
+    t = kv.table("pending");
+    // The shard is unavailable (retired, not committed) until a rebalance completes it.
     assertEquals(1, new KvRebalancer(kv, l -> {}).pending().size());
     KvRebalancer.Report rep = new KvRebalancer(kv, l -> {}).resolvePending(List.of());
     assertEquals(1, rep.resolved().size(), rep.failures().toString());
@@ -438,14 +444,18 @@ class RebalanceTest {
     rep = new KvRebalancer(kv, l -> {}).resolvePending(List.of("pending"));
     assertEquals(1, rep.resolved().size());
     assertEquals(second, kv.table("pending").serverOf(0), "aborted: stays");
-    assertTrue(t.put(key(1, 0), new byte[] {5}) == false, "the freeze was lifted by the cancel");
+    assertFalse(t.put(key(1, 0), new byte[] {5}), "the freeze was lifted by the cancel");
     // The cancelled mover cannot retire the shard any more.
+    FerriteClient client = c;
     FerriteException late =
         assertThrows(
             FerriteException.class,
             () ->
                 call(
-                    c, back.from(), KvProtocol.RETIRE, ids(back).i64(back.token()).i32(back.to())));
+                    client,
+                    back.from(),
+                    KvProtocol.RETIRE,
+                    ids(back).i64(back.token()).i32(back.to())));
     assertEquals(ErrorCode.SESSION_EXPIRED, late.code());
   }
 
