@@ -168,6 +168,8 @@ public final class KvRebalancer {
     Move m = Move.read(r);
     r.end();
     progress.accept(describe(m) + ": freezing writes");
+    long frozenAt = System.nanoTime();
+    long[] copied = new long[1];
     try {
       int pairs =
           new Wire.Reader(
@@ -177,12 +179,19 @@ public final class KvRebalancer {
                       ids(m).i64(m.token()).i64(LEASE_MILLIS).toBuffer()),
                   "kv freeze")
               .i32("pairs");
-      copy(m, pairs);
+      copied[0] = copy(m, pairs);
       call(m.from(), KvProtocol.RETIRE, ids(m).i64(m.token()).i32(m.to()).toBuffer());
     } catch (FerriteException e) {
       cancelOrFinish(m, e); // returns only if the old server did retire the shard
     }
     commit(m);
+    progress.accept(
+        String.format(
+            java.util.Locale.ROOT,
+            "%s: %d KiB copied; writes of the shard waited %.1f ms (freeze to commit)",
+            describe(m),
+            copied[0] >> 10,
+            (System.nanoTime() - frozenAt) / 1e6));
     return m;
   }
 
@@ -243,13 +252,14 @@ public final class KvRebalancer {
 
   /**
    * Copies the frozen (or retired) shard at {@code m.from()} into a fresh shard at {@code m.to()};
-   * {@code pairs} is for progress only (-1: unknown).
+   * {@code pairs} is for progress only (-1: unknown). Returns the bytes of keys and values copied.
    */
-  private void copy(Move m, int pairs) {
+  private long copy(Move m, int pairs) {
     TableInfo info = kv.table(m.name()).info();
     int from = 0;
     int copied = 0;
     int count = 0;
+    long bytes = 0;
     boolean first = true;
     while (first || from >= 0) {
       ByteBuffer page =
@@ -265,7 +275,10 @@ public final class KvRebalancer {
       info.write(w);
       w.i32(m.shard()).u8(first ? 1 : 0).i32(slots).i32(n);
       for (int i = 0; i < n; i++) {
-        w.bytes(r.bytes("key")).bytes(r.bytes("value"));
+        byte[] k = r.bytes("key");
+        byte[] v = r.bytes("value");
+        bytes += k.length + v.length;
+        w.bytes(k).bytes(v);
       }
       r.end();
       count =
@@ -281,6 +294,7 @@ public final class KvRebalancer {
           ErrorCode.INTERNAL,
           "the new server holds " + count + " pairs after the copy of " + copied);
     }
+    return bytes;
   }
 
   /** Journals the new placement; retried while the master is away (the old shard is retired). */
