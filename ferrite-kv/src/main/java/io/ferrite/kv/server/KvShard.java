@@ -272,6 +272,7 @@ abstract class KvShard {
     }
     retiredTo = to;
     frozenToken = 0;
+    frozenPairs = null; // the heap copy is not needed any more (a resolver pages the shard itself)
   }
 
   /**
