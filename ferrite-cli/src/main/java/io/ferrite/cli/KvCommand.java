@@ -6,10 +6,12 @@ import io.ferrite.kernel.client.ClientOptions;
 import io.ferrite.kernel.client.Ferrite;
 import io.ferrite.kernel.client.FerriteClient;
 import io.ferrite.kv.KvClient;
+import io.ferrite.kv.KvRebalancer;
 import io.ferrite.kv.KvTable;
 import io.ferrite.kv.ShardStats;
 import io.ferrite.kv.TableInfo;
 import io.ferrite.kv.TableOptions;
+import io.ferrite.kv.master.KvDirectory;
 import java.io.PrintWriter;
 import java.nio.ByteBuffer;
 import java.nio.charset.CharacterCodingException;
@@ -48,6 +50,8 @@ import picocli.CommandLine.Spec;
       "  ferrite kv create big --shards 16 --slots 1048576 --durability always",
       "  ferrite kv create cuckoo --layout pilaf",
       "  ferrite kv resize big --slots 4194304          grows every shard while it serves",
+      "  ferrite kv rebalance --dry-run                 which shards would move to new servers",
+      "  ferrite kv rebalance [users ...]               moves them, live (progress on stderr)",
       "  ferrite kv tables"
     },
     subcommands = {
@@ -57,6 +61,7 @@ import picocli.CommandLine.Spec;
       KvCommand.ScanStats.class,
       KvCommand.Create.class,
       KvCommand.Resize.class,
+      KvCommand.Rebalance.class,
       KvCommand.Tables.class,
       KvCommand.Drop.class,
     })
@@ -434,21 +439,115 @@ final class KvCommand implements Runnable {
     }
   }
 
-  @Command(name = "tables", mixinStandardHelpOptions = true, description = "Lists the tables.")
+  @Command(
+      name = "rebalance",
+      mixinStandardHelpOptions = true,
+      description = {
+        "Moves the shards whose owner on the consistent-hash ring of ALIVE memory servers changed"
+            + " (servers were added) to their new owner, with their keys, while the tables serve:"
+            + " writes of a moving shard wait (retried) for the copy, reads go on; then the old"
+            + " server retires the shard and the master journals the new placement.",
+        "First finishes or aborts moves a previous rebalance left pending (its mover died).",
+        "Without tables: every table. Progress goes to stderr; exit code 1 if a move failed (that"
+            + " shard serves from where it was)."
+      })
+  static final class Rebalance extends Sub implements Callable<Integer> {
+    @Parameters(arity = "0..*", description = "tables (default: all)")
+    List<String> tables = new java.util.ArrayList<>();
+
+    @Option(
+        names = "--dry-run",
+        description = "Only print which shards would move where (and the pending moves).")
+    boolean dryRun;
+
+    @Override
+    public Integer call() {
+      PrintWriter err = spec.commandLine().getErr();
+      return withKv(
+          target,
+          kv -> {
+            KvRebalancer r =
+                new KvRebalancer(
+                    kv,
+                    line -> {
+                      err.println(line);
+                      err.flush();
+                    });
+            if (dryRun) {
+              List<KvDirectory.Move> plan = r.plan(tables);
+              for (KvDirectory.Move m : r.pending()) {
+                if (tables.isEmpty() || tables.contains(m.name())) {
+                  out().println("pending: " + describe(m) + " (rebalance finishes or aborts it)");
+                }
+              }
+              for (KvDirectory.Move m : plan) {
+                out().println("would move: " + describe(m));
+              }
+              if (plan.isEmpty()) {
+                out().println("nothing to move: every shard lives on its ring owner");
+              }
+              out().flush();
+              return 0;
+            }
+            KvRebalancer.Report rep = r.rebalance(tables);
+            for (KvDirectory.Move m : rep.resolved()) {
+              out().println("resolved: " + describe(m));
+            }
+            for (KvDirectory.Move m : rep.moved()) {
+              out().println("moved: " + describe(m));
+            }
+            for (String f : rep.failures()) {
+              out().println("failed: " + f);
+            }
+            if (rep.moved().isEmpty() && rep.resolved().isEmpty() && rep.ok()) {
+              out().println("nothing to move: every shard lives on its ring owner");
+            }
+            out().flush();
+            return rep.ok() ? 0 : 1;
+          });
+    }
+
+    private static String describe(KvDirectory.Move m) {
+      return m.name() + " shard " + m.shard() + ": server " + m.from() + " -> server " + m.to();
+    }
+  }
+
+  @Command(
+      name = "tables",
+      mixinStandardHelpOptions = true,
+      description =
+          "Lists the tables, and says how many shards a rebalance would move (servers were"
+              + " added).")
   static final class Tables extends Sub implements Callable<Integer> {
     @Override
     public Integer call() {
-      List<TableInfo> all = withKv(target, KvClient::tables);
-      for (TableInfo t : all) {
-        out()
-            .printf(
-                Locale.ROOT,
-                "%s  %s, %d shards x %d slots%n",
-                t.name(),
-                t.options().layout().name().toLowerCase(Locale.ROOT),
-                t.options().shards(),
-                t.options().slotsPerShard());
-      }
+      String text =
+          withKv(
+              target,
+              kv -> {
+                StringBuilder sb = new StringBuilder();
+                for (TableInfo t : kv.tables()) {
+                  sb.append(
+                      String.format(
+                          Locale.ROOT,
+                          "%s  %s, %d shards x %d slots, servers %s%n",
+                          t.name(),
+                          t.options().layout().name().toLowerCase(Locale.ROOT),
+                          t.options().shards(),
+                          t.options().slotsPerShard(),
+                          java.util.Arrays.toString(t.servers())));
+                }
+                int off = new KvRebalancer(kv, line -> {}).plan(List.of()).size();
+                if (off > 0) {
+                  sb.append(
+                      off
+                          + " shard(s) are not on their ring owner (servers were added):"
+                          + " ferrite kv rebalance --dry-run shows them, ferrite kv rebalance"
+                          + " moves them\n");
+                }
+                return sb.toString();
+              });
+      out().print(text);
       out().flush();
       return 0;
     }

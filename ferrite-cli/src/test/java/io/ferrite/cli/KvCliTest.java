@@ -125,11 +125,44 @@ class KvCliTest {
   }
 
   @Test
+  void rebalanceMovesShardsToAJoiningServer() throws Exception {
+    assertEquals(0, run("kv", "create", "grow", "--shards", "8", "--slots", "64"), err.toString());
+    for (int i = 0; i < 60; i++) {
+      assertEquals(0, run("kv", "put", "grow", "k" + i, "v" + i), err.toString());
+    }
+    assertEquals(0, run("kv", "rebalance", "--dry-run"), err.toString());
+    assertTrue(out.toString().contains("nothing to move"), out.toString());
+    assertEquals(0, run("kv", "rebalance", "grow"), err.toString());
+    assertTrue(out.toString().contains("nothing to move"), out.toString());
+    assertEquals(1, run("kv", "rebalance", "nosuch"));
+    assertTrue(err.toString().contains("no kv table nosuch"), err.toString());
+
+    cluster.startServer("s2");
+    cluster.awaitServers(2);
+    assertEquals(0, run("kv", "tables"), err.toString());
+    assertTrue(out.toString().contains("ferrite kv rebalance"), out.toString());
+    assertEquals(0, run("kv", "rebalance", "--dry-run", "grow"), err.toString());
+    String plan = out.toString();
+    assertTrue(plan.contains("would move: grow shard"), plan);
+    long moves = plan.lines().filter(l -> l.startsWith("would move")).count();
+    assertEquals(0, run("kv", "rebalance"), err.toString());
+    assertEquals(moves, out.toString().lines().filter(l -> l.startsWith("moved:")).count());
+    assertTrue(err.toString().contains("copied"), "progress on stderr: " + err);
+    for (int i = 0; i < 60; i++) {
+      assertEquals(0, run("kv", "get", "grow", "k" + i), err.toString());
+      assertEquals("v" + i, out.toString().strip());
+    }
+    assertEquals(0, run("kv", "rebalance", "--dry-run"));
+    assertTrue(out.toString().contains("nothing to move"), out.toString());
+  }
+
+  @Test
   void kvHelpHasExamples() {
     CommandLine cl = FerriteCli.commandLine();
     cl.setOut(new PrintWriter(out, true));
     assertEquals(0, cl.execute("kv", "--help"));
     assertTrue(out.toString().contains("Examples:"), out.toString());
+    assertTrue(out.toString().contains("rebalance --dry-run"), out.toString());
     out.getBuffer().setLength(0);
     assertEquals(0, cl.execute("bench", "kv", "--help"));
     assertTrue(out.toString().contains("reads-per-lookup"), out.toString());

@@ -31,7 +31,12 @@ public enum ErrorCode {
   /** The request was dropped (fault injection, or a peer that shed it); it did not happen. */
   DROPPED(19, ErrorCategory.UNAVAILABLE, true),
   /** The fabric cannot serve this request (e.g. shm fabric to a server on another host). */
-  UNSUPPORTED(20, ErrorCategory.INVALID_ARGUMENT, false);
+  UNSUPPORTED(20, ErrorCategory.INVALID_ARGUMENT, false),
+  /**
+   * What the request names has moved to another server (e.g. a kv shard after a re-sharding): it
+   * did not happen here; fetch the placement again and send it there.
+   */
+  MOVED(21, ErrorCategory.NOT_FOUND, false);
 
   private static final ErrorCode[] BY_WIRE;
 

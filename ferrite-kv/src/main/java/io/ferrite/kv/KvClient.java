@@ -34,8 +34,8 @@ public final class KvClient {
   public KvTable createTable(String name, TableOptions options) {
     Wire.Writer w = new Wire.Writer().str(name);
     options.validate().write(w);
-    TableInfo t = readTable(callMaster(KvProtocol.CREATE_TABLE, w.toBuffer()));
-    KvTable table = new KvTable(client, t);
+    Versioned t = readTable(callMaster(KvProtocol.CREATE_TABLE, w.toBuffer()));
+    KvTable table = new KvTable(client, t.table(), t.version());
     table.openAllShards();
     return table;
   }
@@ -46,9 +46,9 @@ public final class KvClient {
    * @throws FerriteException NOT_FOUND if there is no such table
    */
   public KvTable table(String name) {
-    return new KvTable(
-        client,
-        readTable(callMaster(KvProtocol.GET_TABLE, new Wire.Writer().str(name).toBuffer())));
+    Versioned t =
+        readTable(callMaster(KvProtocol.GET_TABLE, new Wire.Writer().str(name).toBuffer()));
+    return new KvTable(client, t.table(), t.version());
   }
 
   /** Every table in the directory. */
@@ -84,14 +84,18 @@ public final class KvClient {
     }
   }
 
-  private ByteBuffer callMaster(int opcode, ByteBuffer body) {
+  ByteBuffer callMaster(int opcode, ByteBuffer body) {
     return Futures.join(client.callMaster(KvProtocol.MASTER_SERVICE, opcode, body));
   }
 
-  private static TableInfo readTable(ByteBuffer b) {
+  /** A table with the directory's placement version. */
+  record Versioned(TableInfo table, long version) {}
+
+  static Versioned readTable(ByteBuffer b) {
     Wire.Reader r = new Wire.Reader(b, "kv table");
     TableInfo t = TableInfo.read(r);
+    long version = r.i64("version");
     r.end();
-    return t;
+    return new Versioned(t, version);
   }
 }

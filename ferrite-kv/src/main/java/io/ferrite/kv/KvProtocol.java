@@ -12,6 +12,14 @@ package io.ferrite.kv;
  * GET_TABLE     str name                               -> table            (NOT_FOUND)
  * LIST_TABLES   -                                      -> i32 n, n x table
  * DROP_TABLE    str name                               -> -                (NOT_FOUND)
+ * PLAN          str name ("" = every table)            -> i32 n, n x move  (shards off their ring owner)
+ * BEGIN_MOVE    str name, i32 shard, i32 to            -> move             (journals the intent)
+ * END_MOVE      str name, i32 shard, u8 commit         -> table, i64 version (journals placement or abort)
+ * LIST_MOVES    -                                      -> i32 n, n x move  (intents not yet ended)
+ * GET_TABLE and CREATE_TABLE answer "table, i64 version": the placement version, bumped by each
+ * committed move.
+ *
+ * move    = str name, i64 tableId, i32 shard, i32 from, i32 to, i64 token (the freeze's; 0 in a plan)
  *
  * options = i32 shards, i32 slotsPerShard, i32 extentRegionBytes, i32 maxExtentRegions,
  *           i32 maxKey, i32 maxValue, u8 durability (0 none, 1 interval, 2 always),
@@ -31,6 +39,16 @@ package io.ferrite.kv;
  * DROP_SHARD  i64 tableId, i32 shard            -> -
  * PING        any bytes                         -> -         (the benchmark's RPC ceiling)
  * RESIZE      i64 tableId, i32 shard, i32 slots -> layout    (grows the table array; NO_SPACE)
+ * FREEZE      i64 tableId, i32 shard, i64 token, i64 leaseMillis -> i32 pairs  (writes answer BUSY)
+ * EXPORT      i64 tableId, i32 shard, i64 token, i32 from, i32 maxBytes
+ *                         -> i32 next (-1: done), i32 slots, i32 n, n x (bytes key, bytes value)
+ *                            (token 0 pages a retired shard: a pending move is completed from it)
+ * CANCEL      i64 tableId, i32 shard, i64 token -> u8 retired  (1: the move must complete; 0: it is
+ *                                                  cancelled for good, the freeze lifted)
+ * RETIRE      i64 tableId, i32 shard, i64 token, i32 to -> -  (poisoned; then MOVED for everything)
+ * IMPORT      table, i32 shard, u8 first, i32 slots, i32 n, n x (bytes key, bytes value) -> i32 count
+ * SHARDS      -                                 -> i32 n, n x (i64 tableId, i32 shard, u8 state, i32 count)
+ *                                                  state: 0 serving, 1 frozen, 2 retired
  *
  * layout = i64 tableId, i32 shard, i64 epoch, i32 slots, ref entries, i32 n, n x ref extents
  * ref    = i32 regionId, i64 rkey, i64 length
@@ -63,6 +81,22 @@ public final class KvProtocol {
 
   /** Grows one shard's table array (both layouts); answers the new layout. */
   public static final int RESIZE = 9;
+
+  /** Re-sharding, server side (docs/KV.md "Moving shards"). */
+  public static final int FREEZE = 10;
+
+  public static final int EXPORT = 11;
+  public static final int CANCEL = 12;
+  public static final int RETIRE = 13;
+  public static final int IMPORT = 14;
+  public static final int SHARDS = 15;
+
+  /** Re-sharding, directory side. */
+  public static final int PLAN = 5;
+
+  public static final int BEGIN_MOVE = 6;
+  public static final int END_MOVE = 7;
+  public static final int LIST_MOVES = 8;
 
   /** PUT modes. */
   public static final int MODE_PUT = 0;

@@ -32,25 +32,43 @@ import java.util.concurrent.locks.LockSupport;
  * {@link #put}, {@link #putIfAbsent}, {@link #compareAndSet}, {@link #delete} and {@link #resize}
  * are one RPC to the shard's server; they are not retried blindly (a lost answer does not mean the
  * put did not happen). Every operation is linearizable per key.
+ *
+ * <h2>Shards move (re-sharding; docs/KV.md "Moving shards")</h2>
+ *
+ * The handle caches the table's placement. A write answered {@code BUSY} (the shard is frozen while
+ * it moves, or the server is saturated: the write did not happen) is sent again after a backoff; a
+ * write or layout fetch answered {@code MOVED} (the shard was retired on that server), or {@code
+ * NOT_FOUND} (the server restarted), makes the handle fetch the table from the master again and
+ * send it to the shard's server there. A one-sided reader of a retired shard reads {@code MOVED}
+ * buckets or entries, fetches the layout, hears {@code MOVED}, and so ends up at the new server.
+ * All of this is bounded by {@link #MOVE_DEADLINE_NANOS}.
  */
 public final class KvTable {
   /** How long a lookup keeps retrying torn copies before it gives up with CONFLICT. */
   static final long LOOKUP_DEADLINE_NANOS = 10_000_000_000L;
+
+  /**
+   * How long a write or a layout fetch waits for a moving shard (frozen, or retired but not yet
+   * committed by the master) before it gives up.
+   */
+  static final long MOVE_DEADLINE_NANOS = 30_000_000_000L;
 
   private static final Object TORN = LayoutReader.TORN;
   private static final Object STALE = LayoutReader.STALE;
   private static final Object MISS = LayoutReader.MISS;
 
   private final FerriteClient client;
-  private final TableInfo info;
+  private volatile TableInfo info;
+  private volatile long placementVersion;
   private final AtomicReferenceArray<ShardLayout> layouts;
   private final AtomicReferenceArray<FabricConnection> connections;
   private final LookupStats stats = new LookupStats();
   private final LayoutReader reader;
 
-  KvTable(FerriteClient client, TableInfo info) {
+  KvTable(FerriteClient client, TableInfo info, long placementVersion) {
     this.client = client;
     this.info = info;
+    this.placementVersion = placementVersion;
     this.layouts = new AtomicReferenceArray<>(info.options().shards());
     this.connections = new AtomicReferenceArray<>(info.options().shards());
     this.reader = LayoutReader.of(this, stats);
@@ -60,8 +78,50 @@ public final class KvTable {
     return client;
   }
 
+  /** The placement this handle uses (refetched when a shard moved). */
   public TableInfo info() {
     return info;
+  }
+
+  /** The directory's placement version of {@link #info()}: the number of moves committed. */
+  public long placementVersion() {
+    return placementVersion;
+  }
+
+  /**
+   * Fetches the table from the master again unless another thread already replaced {@code seen};
+   * forgets the layouts of shards that now live elsewhere.
+   *
+   * @throws FerriteException NOT_FOUND if the table was dropped (or dropped and created again)
+   */
+  void refresh(TableInfo seen) {
+    synchronized (this) {
+      if (info != seen) {
+        return;
+      }
+      stats.placementFetches.increment();
+      ByteBuffer b =
+          Futures.join(
+              client.callMaster(
+                  KvProtocol.MASTER_SERVICE,
+                  KvProtocol.GET_TABLE,
+                  new Wire.Writer().str(seen.name()).toBuffer()));
+      Wire.Reader r = new Wire.Reader(b, "kv table");
+      TableInfo t = TableInfo.read(r);
+      long version = r.i64("version");
+      r.end();
+      if (t.tableId() != seen.tableId()) {
+        throw new FerriteException(
+            ErrorCode.NOT_FOUND, "kv table " + seen.name() + " was dropped (and created again)");
+      }
+      placementVersion = version;
+      info = t;
+      for (int i = 0; i < t.servers().length; i++) {
+        if (t.servers()[i] != seen.servers()[i]) {
+          layouts.set(i, null);
+        }
+      }
+    }
   }
 
   public String name() {
@@ -119,15 +179,17 @@ public final class KvTable {
   }
 
   private ShardLayout open(int shard) {
+    TableInfo t = info;
     Wire.Writer w = new Wire.Writer();
-    info.write(w);
+    t.write(w);
     w.i32(shard);
-    return readLayout(shard, rpc(shard, KvProtocol.OPEN_SHARD, w.toBuffer()));
+    int server = t.servers()[shard];
+    return readLayout(server, rpcTo(server, KvProtocol.OPEN_SHARD, w.toBuffer()));
   }
 
-  private ShardLayout readLayout(int shard, ByteBuffer b) {
+  private static ShardLayout readLayout(int server, ByteBuffer b) {
     Wire.Reader r = new Wire.Reader(b, "kv layout");
-    ShardLayout l = ShardLayout.read(r, serverOf(shard));
+    ShardLayout l = ShardLayout.read(r, server);
     r.end();
     return l;
   }
@@ -140,18 +202,66 @@ public final class KvTable {
     ShardLayout l = layouts.get(shard);
     if (l == null) {
       stats.layoutFetches.increment();
-      try {
-        l = readLayout(shard, rpc(shard, KvProtocol.LAYOUT, ids(shard).toBuffer()));
-      } catch (FerriteException e) {
-        if (e.code() != ErrorCode.NOT_FOUND) {
-          throw e;
+      long deadline = 0;
+      for (int attempt = 0; ; attempt++) {
+        TableInfo t = info;
+        int server = t.servers()[shard];
+        try {
+          try {
+            l = readLayout(server, rpcTo(server, KvProtocol.LAYOUT, ids(shard).toBuffer()));
+          } catch (FerriteException e) {
+            if (e.code() != ErrorCode.NOT_FOUND) {
+              throw e;
+            }
+            // The server restarted (its DRAM shards are gone) or never opened this shard; or the
+            // shard moved away and the server forgot it (a restart): ask the master first, so a
+            // stale handle never opens an empty shard where the table no longer lives.
+            refresh(t);
+            if (info.servers()[shard] != server) {
+              continue;
+            }
+            l = open(shard);
+          }
+          break;
+        } catch (FerriteException e) {
+          if (e.code() != ErrorCode.MOVED) {
+            throw e;
+          }
+          deadline = awaitMove(t, shard, attempt, deadline, e);
         }
-        // The server restarted (its DRAM shards are gone) or never opened this shard.
-        l = open(shard);
       }
       layouts.set(shard, l);
     }
     return l;
+  }
+
+  /**
+   * After a MOVED answer for {@code shard}: fetches the placement again and, if the master does not
+   * name another server yet (the move is being committed), backs off. Returns the deadline.
+   */
+  private long awaitMove(
+      TableInfo seen, int shard, int attempt, long deadline, FerriteException e) {
+    long now = System.nanoTime();
+    if (deadline == 0) {
+      deadline = now + MOVE_DEADLINE_NANOS;
+    } else if (now - deadline > 0) {
+      throw new FerriteException(
+          ErrorCode.UNAVAILABLE,
+          "shard "
+              + shard
+              + " of table "
+              + seen.name()
+              + " is still moving after "
+              + MOVE_DEADLINE_NANOS / 1_000_000_000L
+              + " s (a move the master has not committed: ferrite kv rebalance finishes it): "
+              + e.getMessage(),
+          e);
+    }
+    refresh(seen);
+    if (info.servers()[shard] == seen.servers()[shard]) {
+      backoff(attempt);
+    }
+    return deadline;
   }
 
   private void invalidate(int shard, ShardLayout seen) {
@@ -163,7 +273,11 @@ public final class KvTable {
   }
 
   private ByteBuffer rpc(int shard, int opcode, ByteBuffer body) {
-    return Futures.join(client.call(serverOf(shard), KvProtocol.SERVER_SERVICE, opcode, body));
+    return rpcTo(serverOf(shard), opcode, body);
+  }
+
+  private ByteBuffer rpcTo(int server, int opcode, ByteBuffer body) {
+    return Futures.join(client.call(server, KvProtocol.SERVER_SERVICE, opcode, body));
   }
 
   // ------------------------------------------------------------------ one-sided reads
@@ -183,7 +297,7 @@ public final class KvTable {
   /** The connection to {@code shard}'s server, cached per shard (one map lookup saved per get). */
   private FabricConnection connection(int shard, ShardLayout l) {
     FabricConnection c = connections.get(shard);
-    if (c == null || !c.isOpen()) {
+    if (c == null || !c.isOpen() || c.remoteId() != l.entries().serverId()) {
       c = client.connection(l.entries().serverId());
       connections.set(shard, c);
     }
@@ -330,18 +444,41 @@ public final class KvTable {
   }
 
   /**
-   * One write RPC. NOT_FOUND means the server has no such shard (it restarted): the write did not
-   * happen, so the shard is opened and the write sent once more.
+   * One write RPC, sent again only when the answer says it did not happen: NOT_FOUND (the server
+   * has no such shard: it restarted; the master is asked where the shard lives, and it is opened
+   * there), BUSY (the shard is frozen while it moves, or the server is saturated: after a backoff)
+   * and MOVED (the shard was retired there: to the server the master names now).
    */
   private ByteBuffer writeRpc(int shard, int opcode, Wire.Writer body) {
-    try {
-      return rpc(shard, opcode, body.toBuffer());
-    } catch (FerriteException e) {
-      if (e.code() != ErrorCode.NOT_FOUND) {
-        throw e;
+    long deadline = 0;
+    boolean reopened = false;
+    for (int attempt = 0; ; attempt++) {
+      TableInfo t = info;
+      int server = t.servers()[shard];
+      try {
+        return rpcTo(server, opcode, body.toBuffer());
+      } catch (FerriteException e) {
+        if (e.code() == ErrorCode.NOT_FOUND && !reopened) {
+          reopened = true;
+          refresh(t);
+          if (info.servers()[shard] == server) {
+            layouts.set(shard, open(shard));
+          }
+        } else if (e.code() == ErrorCode.MOVED) {
+          deadline = awaitMove(t, shard, attempt, deadline, e);
+        } else if (e.code() == ErrorCode.BUSY) {
+          long now = System.nanoTime();
+          if (deadline == 0) {
+            deadline = now + MOVE_DEADLINE_NANOS;
+          } else if (now - deadline > 0) {
+            throw e;
+          }
+          stats.busyRetries.increment();
+          backoff(attempt);
+        } else {
+          throw e;
+        }
       }
-      layouts.set(shard, open(shard));
-      return rpc(shard, opcode, body.toBuffer());
     }
   }
 
@@ -369,7 +506,7 @@ public final class KvTable {
     }
     layout(shard);
     ByteBuffer b = writeRpc(shard, KvProtocol.RESIZE, ids(shard).i32(slots));
-    layouts.set(shard, readLayout(shard, b));
+    layouts.set(shard, readLayout(serverOf(shard), b));
   }
 
   // ------------------------------------------------------------------ stats
@@ -379,7 +516,7 @@ public final class KvTable {
     List<ShardStats> out = new ArrayList<>();
     for (int i = 0; i < info.options().shards(); i++) {
       layout(i);
-      Wire.Reader r = new Wire.Reader(rpc(i, KvProtocol.STATS, ids(i).toBuffer()), "kv stats");
+      Wire.Reader r = new Wire.Reader(writeRpc(i, KvProtocol.STATS, ids(i)), "kv stats");
       out.add(ShardStats.read(r));
       r.end();
     }

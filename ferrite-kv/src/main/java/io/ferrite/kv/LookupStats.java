@@ -19,6 +19,12 @@ public final class LookupStats {
   final LongAdder layoutFetches = new LongAdder();
   final LongAdder missConfirms = new LongAdder();
 
+  /** Table placements fetched again from the master (a shard moved, or its server restarted). */
+  final LongAdder placementFetches = new LongAdder();
+
+  /** Writes sent again after BUSY (a shard frozen while it moves, or a saturated server). */
+  final LongAdder busyRetries = new LongAdder();
+
   void lookup(int p) {
     lookups.increment();
     if (p > 1) {
@@ -53,6 +59,14 @@ public final class LookupStats {
     return missConfirms.sum();
   }
 
+  public long placementFetches() {
+    return placementFetches.sum();
+  }
+
+  public long busyRetries() {
+    return busyRetries.sum();
+  }
+
   /** Zeroes every count (between benchmark phases). */
   public void reset() {
     lookups.reset();
@@ -61,6 +75,8 @@ public final class LookupStats {
     tornRetries.reset();
     layoutFetches.reset();
     missConfirms.reset();
+    placementFetches.reset();
+    busyRetries.reset();
   }
 
   @Override

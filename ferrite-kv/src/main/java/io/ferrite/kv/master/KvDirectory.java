@@ -26,14 +26,42 @@ import java.util.concurrent.CompletableFuture;
  * {@code i} of a table goes to the owner of the first point at or after {@code hash(table, i)}, so
  * adding a server moves only the shards whose arc it takes over.
  *
- * <p>Records: {@code u8 1, table} (created) and {@code u8 2, str name} (dropped).
+ * <p>Shards move when servers are added ({@code ferrite kv rebalance}, {@link
+ * io.ferrite.kv.KvRebalancer}): the directory journals each move's intent, then its end (the new
+ * placement, with the table's placement version bumped, or an abort). The copy itself is the
+ * mover's work with the two servers; see docs/KV.md "Moving shards".
+ *
+ * <p>Records: {@code u8 1, table, i64 version} (created, or the state in a snapshot), {@code u8 2,
+ * str name} (dropped), {@code u8 3, move} (a move's intent) and {@code u8 4, str name, i32 shard,
+ * u8 commit} (its end: the shard now lives on the move's target, or it stays).
  */
 public final class KvDirectory implements MasterExtension {
   static final int VNODES = 64;
   private static final int CREATED = 1;
   private static final int DROPPED = 2;
+  private static final int MOVE_BEGUN = 3;
+  private static final int MOVE_ENDED = 4;
+
+  /** A move the directory has journaled and not yet ended. */
+  public record Move(String name, long tableId, int shard, int from, int to, long token) {
+    public void write(Wire.Writer w) {
+      w.str(name).i64(tableId).i32(shard).i32(from).i32(to).i64(token);
+    }
+
+    public static Move read(Wire.Reader r) {
+      return new Move(
+          r.str("name"),
+          r.i64("tableId"),
+          r.i32("shard"),
+          r.i32("from"),
+          r.i32("to"),
+          r.i64("token"));
+    }
+  }
 
   private final Map<String, TableInfo> tables = new TreeMap<>();
+  private final Map<String, Long> versions = new TreeMap<>();
+  private final Map<String, Move> moves = new TreeMap<>();
   private final SecureRandom random = new SecureRandom();
   private volatile MasterContext context;
 
@@ -54,23 +82,55 @@ public final class KvDirectory implements MasterExtension {
     if (type == CREATED) {
       TableInfo t = TableInfo.read(r);
       tables.put(t.name(), t);
-    } else {
-      tables.remove(r.str("name"));
+      versions.put(t.name(), r.remaining() >= 8 ? r.i64("version") : 0L);
+    } else if (type == DROPPED) {
+      String name = r.str("name");
+      tables.remove(name);
+      versions.remove(name);
+      moves.values().removeIf(m -> m.name().equals(name));
+    } else if (type == MOVE_BEGUN) {
+      Move m = Move.read(r);
+      moves.put(moveKey(m.name(), m.shard()), m);
+    } else if (type == MOVE_ENDED) {
+      String name = r.str("name");
+      int shard = r.i32("shard");
+      boolean commit = r.u8("commit") == 1;
+      Move m = moves.remove(moveKey(name, shard));
+      TableInfo t = tables.get(name);
+      if (commit && m != null && t != null && t.tableId() == m.tableId()) {
+        int[] servers = t.servers().clone();
+        servers[shard] = m.to();
+        tables.put(name, new TableInfo(name, t.tableId(), t.options(), servers));
+        versions.merge(name, 1L, Long::sum);
+      }
     }
+  }
+
+  private static String moveKey(String name, int shard) {
+    return name + "#" + shard;
   }
 
   @Override
   public List<byte[]> snapshot() {
     List<byte[]> out = new ArrayList<>();
     for (TableInfo t : tables.values()) {
-      out.add(created(t));
+      out.add(created(t, versions.getOrDefault(t.name(), 0L)));
+    }
+    for (Move m : moves.values()) {
+      out.add(begun(m));
     }
     return out;
   }
 
-  private static byte[] created(TableInfo t) {
+  private static byte[] created(TableInfo t, long version) {
     Wire.Writer w = new Wire.Writer().u8(CREATED);
     t.write(w);
+    return w.i64(version).toArray();
+  }
+
+  private static byte[] begun(Move m) {
+    Wire.Writer w = new Wire.Writer().u8(MOVE_BEGUN);
+    m.write(w);
     return w.toArray();
   }
 
@@ -110,10 +170,10 @@ public final class KvDirectory implements MasterExtension {
                     return old;
                   }
                   TableInfo nt = new TableInfo(name, id, o, place(name, o.shards(), m.members()));
-                  m.commit(created(nt));
+                  m.commit(created(nt, 0));
                   return nt;
                 });
-        t.write(w);
+        writeVersioned(w, t);
       }
       case KvProtocol.GET_TABLE -> {
         String name = r.str("name");
@@ -122,7 +182,55 @@ public final class KvDirectory implements MasterExtension {
         if (t == null) {
           throw new FerriteException(ErrorCode.NOT_FOUND, "no kv table " + name);
         }
-        t.write(w);
+        writeVersioned(w, t);
+      }
+      case KvProtocol.PLAN -> {
+        String name = r.str("name");
+        r.end();
+        List<Move> plan = context.mutate(m -> plan(name, m.members()));
+        w.i32(plan.size());
+        for (Move m : plan) {
+          m.write(w);
+        }
+      }
+      case KvProtocol.BEGIN_MOVE -> {
+        String name = r.str("name");
+        int shard = r.i32("shard");
+        int to = r.i32("to");
+        r.end();
+        Move move = context.mutate(m -> beginMove(m, name, shard, to));
+        move.write(w);
+      }
+      case KvProtocol.END_MOVE -> {
+        String name = r.str("name");
+        int shard = r.i32("shard");
+        boolean commit = r.u8("commit") == 1;
+        r.end();
+        TableInfo t =
+            context.mutate(
+                m -> {
+                  TableInfo old = existing(name);
+                  if (moves.containsKey(moveKey(name, shard))) {
+                    m.commit(
+                        new Wire.Writer()
+                            .u8(MOVE_ENDED)
+                            .str(name)
+                            .i32(shard)
+                            .u8(commit ? 1 : 0)
+                            .toArray());
+                  }
+                  // Ending a move that already ended answers the table as it is (a retried call).
+                  return tables.getOrDefault(name, old);
+                });
+        writeVersioned(w, t);
+      }
+      case KvProtocol.LIST_MOVES -> {
+        r.end();
+        List<Move> all = context.mutate(m -> List.copyOf(moves.values()));
+        w.i32(all.size());
+        for (Move m : all) {
+          m.write(w);
+        }
       }
       case KvProtocol.LIST_TABLES -> {
         r.end();
@@ -153,6 +261,85 @@ public final class KvDirectory implements MasterExtension {
               ErrorCode.UNKNOWN_OPCODE, "kv directory has no opcode " + opcode);
     }
     return w.toBuffer();
+  }
+
+  private void writeVersioned(Wire.Writer w, TableInfo t) {
+    t.write(w);
+    w.i64(context.mutate(m -> versions.getOrDefault(t.name(), 0L)));
+  }
+
+  private TableInfo existing(String name) {
+    TableInfo t = tables.get(name);
+    if (t == null) {
+      throw new FerriteException(ErrorCode.NOT_FOUND, "no kv table " + name);
+    }
+    return t;
+  }
+
+  /**
+   * The shards of {@code name} (every table if empty) whose ring owner among the ALIVE servers is
+   * not the server they live on, that live on an ALIVE server (the copy reads it) and that are not
+   * moving already. Consistent hashing: a new server takes over only the arcs before its points, so
+   * only the shards on those arcs are listed.
+   */
+  private List<Move> plan(String name, List<MemberInfo> members) {
+    List<TableInfo> which = name.isEmpty() ? List.copyOf(tables.values()) : List.of(existing(name));
+    java.util.Set<Integer> alive = new java.util.HashSet<>();
+    for (MemberInfo m : members) {
+      if (m.state() == ServerState.ALIVE) {
+        alive.add(m.serverId());
+      }
+    }
+    List<Move> out = new ArrayList<>();
+    for (TableInfo t : which) {
+      int[] owners = place(t.name(), t.options().shards(), members);
+      for (int i = 0; i < owners.length; i++) {
+        int from = t.servers()[i];
+        if (owners[i] != from && alive.contains(from) && !moves.containsKey(moveKey(t.name(), i))) {
+          out.add(new Move(t.name(), t.tableId(), i, from, owners[i], 0));
+        }
+      }
+    }
+    return out;
+  }
+
+  private Move beginMove(MasterContext.Mutation m, String name, int shard, int to) {
+    TableInfo t = existing(name);
+    if (shard < 0 || shard >= t.options().shards()) {
+      throw new FerriteException(
+          ErrorCode.INVALID_ARGUMENT,
+          "shard: " + shard + " (expected: >= 0 and < " + t.options().shards() + ")");
+    }
+    Move pending = moves.get(moveKey(name, shard));
+    if (pending != null) {
+      throw new FerriteException(
+          ErrorCode.CONFLICT,
+          "shard "
+              + shard
+              + " of "
+              + name
+              + " is already moving from server "
+              + pending.from()
+              + " to "
+              + pending.to()
+              + " (ferrite kv rebalance finishes or aborts it)");
+    }
+    int from = t.servers()[shard];
+    if (to == from) {
+      throw new FerriteException(
+          ErrorCode.INVALID_ARGUMENT,
+          "shard " + shard + " of " + name + " already lives on server " + to);
+    }
+    boolean alive =
+        m.members().stream().anyMatch(x -> x.serverId() == to && x.state() == ServerState.ALIVE);
+    if (!alive) {
+      throw new FerriteException(
+          ErrorCode.UNAVAILABLE, "server " + to + " is not an ALIVE memory server");
+    }
+    long token = random.nextLong() | 1; // never 0: a token names a freeze
+    Move move = new Move(name, t.tableId(), shard, from, to, token);
+    m.commit(begun(move));
+    return move;
   }
 
   private static String checkName(String name) {

@@ -613,4 +613,48 @@ final class HopscotchShard extends KvShard {
     }
     log.resize(slots);
   }
+
+  @Override
+  synchronized void forEachPair(java.util.function.BiConsumer<byte[], byte[]> f) {
+    for (int g = t.used.nextSetBit(0); g >= 0; g = t.used.nextSetBit(g + 1)) {
+      loadSlot(t.region, m.bucketOffset(g / BUCKET_SLOTS) + m.slotOffset(g % BUCKET_SLOTS));
+      pair(t.extAddr[g], t.extLen[g], f);
+    }
+    for (Block head : t.heads) {
+      for (Block k = head; k != null; k = k.next) {
+        for (int i = 0; i < BLOCK_SLOTS; i++) {
+          if (k.used[i]) {
+            loadSlot(m.blockRegion(k), m.blockOffset(k) + m.slotOffset(i));
+            pair(k.extAddr[i], k.extLen[i], f);
+          }
+        }
+      }
+    }
+  }
+
+  /** The pair of the slot in {@link #slot} (out of line when {@code extLen > 0}). */
+  private void pair(long extAddr, int extLen, java.util.function.BiConsumer<byte[], byte[]> f) {
+    if (extLen > 0) {
+      byte[] e = m.readExtent(extAddr, extLen);
+      // Extent: incarnation u32 | key len u32 | value len u32 | 0 u32 | key | value.
+      int kl = HopscotchLayout.getInt(e, 4);
+      f.accept(Arrays.copyOfRange(e, 16, 16 + kl), HopscotchLayout.extentValue(e));
+    } else {
+      int kl = HopscotchLayout.keyLength(slot, 0);
+      f.accept(Arrays.copyOfRange(slot, 8, 8 + kl), HopscotchLayout.inlineValue(slot, 0));
+    }
+  }
+
+  @Override
+  synchronized void poisonForRetire() {
+    // As a resize poisons its old array, but with nowhere new, and the chains and extents kept: a
+    // reader that copied a bucket before the poison and follows its chain or pointer still reads
+    // the frozen shard's pairs; one that copies a bucket after it fetches the layout.
+    t.region.putLongRelease(HopscotchLayout.EPOCH_OFFSET, epoch | RETIRED_EPOCH);
+    VarHandle.fullFence();
+    for (int x = 0; x <= t.buckets; x++) {
+      m.poison(t.region, x);
+    }
+    VarHandle.fullFence();
+  }
 }

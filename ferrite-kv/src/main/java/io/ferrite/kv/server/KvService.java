@@ -97,6 +97,8 @@ public final class KvService implements FerriteService {
     KvShard s = shards.get(key);
     if (type == KvProtocol.DROP_SHARD) {
       shards.remove(key);
+    } else if (s != null && type == KvProtocol.RETIRE) {
+      s.retire(r.i32("to"));
     } else if (s != null && type == KvProtocol.PUT) {
       s.put(KvProtocol.MODE_PUT, r.bytes("key"), r.bytes("value"), new byte[0]);
     } else if (s != null && type == KvProtocol.DELETE) {
@@ -189,11 +191,13 @@ public final class KvService implements FerriteService {
                   }
                   return n;
                 });
+        s.checkNotRetired();
         s.layout().write(w);
       }
       case KvProtocol.LAYOUT -> {
         KvShard s = shard(r);
         r.end();
+        s.checkNotRetired();
         s.layout().write(w);
       }
       case KvProtocol.PUT -> {
@@ -206,20 +210,33 @@ public final class KvService implements FerriteService {
         if (mode > KvProtocol.MODE_COMPARE_AND_SET) {
           throw new FerriteException(ErrorCode.INVALID_ARGUMENT, "put mode: " + mode);
         }
-        w.u8(s.put(mode, key, value, expected));
+        int status;
+        synchronized (s) {
+          // Under the lock a freeze also takes: a write applies before the freeze's snapshot (and
+          // is copied) or is refused (BUSY, retried by the client; MOVED once retired).
+          s.checkWritable();
+          status = s.put(mode, key, value, expected);
+        }
+        w.u8(status);
         afterWrite(s);
       }
       case KvProtocol.DELETE -> {
         KvShard s = shard(r);
         byte[] key = r.bytes("key");
         r.end();
-        w.u8(s.delete(key));
+        int status;
+        synchronized (s) {
+          s.checkWritable();
+          status = s.delete(key);
+        }
+        w.u8(status);
         afterWrite(s);
       }
       case KvProtocol.GET -> {
         KvShard s = shard(r);
         byte[] key = r.bytes("key");
         r.end();
+        s.checkNotRetired();
         byte[] v = s.get(key);
         w.u8(v == null ? KvProtocol.MISSING : KvProtocol.FOUND).bytes(v == null ? new byte[0] : v);
       }
@@ -227,13 +244,17 @@ public final class KvService implements FerriteService {
         KvShard s = shard(r);
         int slots = r.i32("slots");
         r.end();
-        s.resize(slots);
+        synchronized (s) {
+          s.checkWritable();
+          s.resize(slots);
+        }
         afterWrite(s);
         s.layout().write(w);
       }
       case KvProtocol.STATS -> {
         KvShard s = shard(r);
         r.end();
+        s.checkNotRetired();
         s.stats().write(w);
       }
       case KvProtocol.DROP_SHARD -> {
@@ -247,11 +268,155 @@ public final class KvService implements FerriteService {
           log.sync();
         }
       }
+      case KvProtocol.FREEZE -> {
+        KvShard s = shard(r);
+        long token = r.i64("token");
+        long leaseMillis = r.i64("leaseMillis");
+        r.end();
+        if (token == 0 || leaseMillis <= 0 || leaseMillis > 600_000) {
+          throw new FerriteException(
+              ErrorCode.INVALID_ARGUMENT,
+              "freeze token "
+                  + token
+                  + ", lease "
+                  + leaseMillis
+                  + " ms (expected: token != 0,"
+                  + " lease 1..600000 ms)");
+        }
+        w.i32(s.freeze(token, TimeUnit.MILLISECONDS.toNanos(leaseMillis)));
+      }
+      case KvProtocol.EXPORT -> {
+        KvShard s = shard(r);
+        long token = r.i64("token");
+        int from = r.i32("from");
+        int maxBytes = r.i32("maxBytes");
+        r.end();
+        java.util.List<byte[][]> pairs = s.exportPairs(token, s.frozenLeaseNanos());
+        if (from < 0 || from > pairs.size()) {
+          throw new FerriteException(
+              ErrorCode.INVALID_ARGUMENT,
+              "export from pair " + from + " (expected: 0.." + pairs.size() + ")");
+        }
+        int to = from;
+        long bytes = 0;
+        while (to < pairs.size() && (to == from || bytes < maxBytes)) {
+          bytes += 8 + pairs.get(to)[0].length + pairs.get(to)[1].length;
+          to++;
+        }
+        w.i32(to == pairs.size() ? -1 : to).i32(s.slots()).i32(to - from);
+        for (int i = from; i < to; i++) {
+          w.bytes(pairs.get(i)[0]).bytes(pairs.get(i)[1]);
+        }
+      }
+      case KvProtocol.CANCEL -> {
+        KvShard s = shard(r);
+        long token = r.i64("token");
+        r.end();
+        w.u8(s.cancel(token) ? 1 : 0);
+      }
+      case KvProtocol.RETIRE -> {
+        KvShard s = shard(r);
+        long token = r.i64("token");
+        int to = r.i32("to");
+        r.end();
+        synchronized (s) {
+          if (s.moveState() != 2) {
+            s.checkFrozen(token, s.frozenLeaseNanos());
+            if (durable(s)) {
+              // Durable before the master commits: a restart replays the shard, then retires it.
+              log.append(
+                  new Wire.Writer()
+                      .u8(KvProtocol.RETIRE)
+                      .i64(s.tableId())
+                      .i32(s.shard())
+                      .i32(to)
+                      .toArray());
+            }
+          }
+          s.retire(to);
+        }
+        if (durable(s)) {
+          log.sync();
+        }
+      }
+      case KvProtocol.IMPORT -> {
+        TableInfo t = TableInfo.read(r);
+        int shard = r.i32("shard");
+        boolean first = r.u8("first") == 1;
+        int slots = r.i32("slots");
+        int n = r.count("pairs", 1 << 24);
+        if (shard < 0 || shard >= t.options().shards()) {
+          throw new FerriteException(
+              ErrorCode.INVALID_ARGUMENT,
+              "shard: " + shard + " (expected: >= 0 and < " + t.options().shards() + ")");
+        }
+        ShardKey sk = new ShardKey(t.tableId(), shard);
+        KvShard s;
+        if (first) {
+          s = replaceForImport(t, shard, sk);
+          // As large as the source (which may have been resized): its pairs fit as they did there.
+          s.resize(Math.max(slots, s.slots()));
+        } else {
+          s = shards.get(sk);
+          if (s == null) {
+            throw new FerriteException(
+                ErrorCode.NOT_FOUND,
+                "no import of shard " + shard + " in progress here (it restarted?); start again");
+          }
+        }
+        for (int i = 0; i < n; i++) {
+          byte[] key = r.bytes("key");
+          byte[] value = r.bytes("value");
+          s.put(KvProtocol.MODE_PUT, key, value, new byte[0]);
+        }
+        r.end();
+        if (durable(s)) {
+          log.sync();
+        }
+        w.i32(s.stats().count());
+      }
+      case KvProtocol.SHARDS -> {
+        r.end();
+        java.util.List<KvShard> all = java.util.List.copyOf(shards.values());
+        w.i32(all.size());
+        for (KvShard s : all) {
+          w.i64(s.tableId()).i32(s.shard()).u8(s.moveState()).i32(s.stats().count());
+        }
+      }
       default ->
           throw new FerriteException(
               ErrorCode.UNKNOWN_OPCODE, "kv service has no opcode " + opcode);
     }
     return w.toBuffer();
+  }
+
+  /**
+   * A fresh shard for the first IMPORT of a move, replacing what this server holds under the same
+   * key: a retired shard (the shard moves back here) or a partial import. A serving shard that the
+   * mover's table says lives here is never replaced.
+   */
+  private KvShard replaceForImport(TableInfo t, int shard, ShardKey sk) {
+    synchronized (shards) {
+      KvShard old = shards.get(sk);
+      if (old != null && old.moveState() != 2 && t.servers()[shard] == context.serverId()) {
+        throw new FerriteException(
+            ErrorCode.CONFLICT,
+            "shard " + shard + " of table " + t.name() + " already serves here; not importing");
+      }
+      KvShard n = create(t, shard);
+      if (durable(n)) {
+        if (old != null) {
+          log.append(
+              new Wire.Writer().u8(KvProtocol.DROP_SHARD).i64(t.tableId()).i32(shard).toArray());
+        }
+        Wire.Writer rec = new Wire.Writer().u8(KvProtocol.OPEN_SHARD);
+        t.write(rec);
+        log.append(rec.i32(shard).toArray());
+        hook(n);
+      }
+      shards.put(sk, n);
+      return n;
+    }
   }
 
   private KvShard shard(Wire.Reader r) {

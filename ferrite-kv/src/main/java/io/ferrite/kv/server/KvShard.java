@@ -8,6 +8,9 @@ import io.ferrite.kv.KvProtocol;
 import io.ferrite.kv.ShardLayout;
 import io.ferrite.kv.ShardStats;
 import io.ferrite.kv.TableOptions;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.function.BiConsumer;
 import java.util.function.Function;
 import java.util.function.LongFunction;
 import java.util.function.Supplier;
@@ -67,6 +70,22 @@ abstract class KvShard {
   long puts;
   long fullErrors;
   long moves;
+
+  // Re-sharding (see KvService and docs/KV.md "Moving shards"), guarded by the shard's lock.
+  /** The token of the freeze in force, or 0. */
+  long frozenToken;
+
+  /** When the freeze lapses unless EXPORT renews it ({@link System#nanoTime}). */
+  long frozenUntilNanos;
+
+  /** The pairs as they were when the freeze began, in EXPORT order. */
+  List<byte[][]> frozenPairs;
+
+  /** The server the shard moved to once it is retired, else -1. */
+  int retiredTo = -1;
+
+  /** Tokens of moves cancelled here: a late FREEZE or RETIRE of theirs is refused. */
+  final java.util.Set<Long> cancelled = new java.util.HashSet<>();
 
   KvShard(
       long tableId,
@@ -141,6 +160,152 @@ abstract class KvShard {
 
   /** The current number of table slots. */
   abstract int slots();
+
+  /** Hands every pair to {@code f} (key, value), under the lock. */
+  abstract void forEachPair(BiConsumer<byte[], byte[]> f);
+
+  /**
+   * Poisons the table array for good (every bucket or entry {@code MOVED}, the header's epoch
+   * marked {@link #RETIRED_EPOCH}), leaving the extents and chains as they are: a one-sided reader
+   * that copied a bucket or entry before the poison still reads a consistent pair, one that copies
+   * it after fetches the layout and hears {@code MOVED}.
+   */
+  abstract void poisonForRetire();
+
+  /** The high bit of a retired shard's header epoch: it never equals a cached epoch. */
+  static final long RETIRED_EPOCH = Long.MIN_VALUE;
+
+  // ------------------------------------------------------------------ moving (under the lock)
+
+  /**
+   * Throws unless a write may apply now: MOVED once retired, BUSY (retryable) while frozen. A
+   * freeze whose lease lapsed (its mover died or stalled) is lifted here, so no shard stays frozen.
+   */
+  final synchronized void checkWritable() {
+    checkNotRetired();
+    if (frozenToken != 0) {
+      if (System.nanoTime() - frozenUntilNanos < 0) {
+        throw new FerriteException(
+            ErrorCode.BUSY,
+            "shard " + shard + " of table " + Long.toHexString(tableId) + " is moving; retry");
+      }
+      frozenToken = 0;
+      frozenPairs = null;
+    }
+  }
+
+  final synchronized void checkNotRetired() {
+    if (retiredTo >= 0) {
+      throw new FerriteException(
+          ErrorCode.MOVED,
+          "shard "
+              + shard
+              + " of table "
+              + Long.toHexString(tableId)
+              + " moved to server "
+              + retiredTo
+              + "; fetch the table from the master");
+    }
+  }
+
+  /**
+   * Freezes writes for {@code leaseNanos} under {@code token} and takes the snapshot EXPORT pages
+   * through; answers the number of pairs. Freezing again with the same token renews the lease.
+   */
+  final synchronized int freeze(long token, long leaseNanos) {
+    checkNotRetired();
+    if (cancelled.contains(token)) {
+      throw new FerriteException(
+          ErrorCode.SESSION_EXPIRED, "the move of shard " + shard + " was cancelled");
+    }
+    if (frozenToken != 0 && frozenToken != token && System.nanoTime() - frozenUntilNanos < 0) {
+      throw new FerriteException(
+          ErrorCode.CONFLICT, "shard " + shard + " is already being moved by another mover");
+    }
+    if (frozenToken != token) {
+      List<byte[][]> pairs = new ArrayList<>();
+      forEachPair((k, v) -> pairs.add(new byte[][] {k, v}));
+      frozenPairs = pairs;
+      frozenToken = token;
+    }
+    this.leaseNanos = leaseNanos;
+    frozenUntilNanos = System.nanoTime() + leaseNanos;
+    return frozenPairs.size();
+  }
+
+  /** Throws SESSION_EXPIRED unless the freeze of {@code token} is in force; renews it. */
+  final synchronized void checkFrozen(long token, long leaseNanos) {
+    checkNotRetired();
+    if (frozenToken != token || System.nanoTime() - frozenUntilNanos >= 0) {
+      if (frozenToken == token) {
+        frozenToken = 0;
+        frozenPairs = null;
+      }
+      throw new FerriteException(
+          ErrorCode.SESSION_EXPIRED,
+          "the freeze of shard " + shard + " lapsed or was lifted; the move is abandoned");
+    }
+    frozenUntilNanos = System.nanoTime() + leaseNanos;
+  }
+
+  /**
+   * Decides the fate of move {@code token} here, atomically: true if the shard is already retired
+   * (the move must complete), else the move is cancelled for good (its freeze lifted, a late FREEZE
+   * or RETIRE of it refused) and false.
+   */
+  final synchronized boolean cancel(long token) {
+    if (retiredTo >= 0) {
+      return true;
+    }
+    cancelled.add(token);
+    if (frozenToken == token) {
+      frozenToken = 0;
+      frozenPairs = null;
+    }
+    return false;
+  }
+
+  /** Retires the shard for good: poisoned for readers, MOVED for writers. */
+  final synchronized void retire(int to) {
+    if (retiredTo < 0) {
+      poisonForRetire();
+    }
+    retiredTo = to;
+    frozenToken = 0;
+    frozenPairs = null; // the heap copy is not needed any more (a resolver pages the shard itself)
+  }
+
+  /**
+   * The pairs EXPORT pages through: the freeze's snapshot ({@code token}'s freeze must be in force;
+   * renewed), or, once retired, what the retired shard still holds (a move the master has not
+   * committed yet is completed from it).
+   */
+  final synchronized List<byte[][]> exportPairs(long token, long leaseNanos) {
+    if (retiredTo >= 0) {
+      if (frozenPairs == null) {
+        List<byte[][]> pairs = new ArrayList<>();
+        forEachPair((k, v) -> pairs.add(new byte[][] {k, v}));
+        frozenPairs = pairs;
+      }
+      return frozenPairs;
+    }
+    checkFrozen(token, leaseNanos);
+    return frozenPairs;
+  }
+
+  /** How long each FREEZE or EXPORT keeps the freeze in force. */
+  long leaseNanos = 10_000_000_000L;
+
+  final synchronized long frozenLeaseNanos() {
+    return leaseNanos;
+  }
+
+  /** 0 serving, 1 frozen, 2 retired. */
+  final synchronized int moveState() {
+    return retiredTo >= 0
+        ? 2
+        : frozenToken != 0 && System.nanoTime() - frozenUntilNanos < 0 ? 1 : 0;
+  }
 
   void checkKey(byte[] key) {
     if (key.length == 0 || key.length > options.maxKey()) {

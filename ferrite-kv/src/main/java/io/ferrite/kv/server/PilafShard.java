@@ -276,6 +276,30 @@ final class PilafShard extends KvShard {
     log.resize(slots);
   }
 
+  @Override
+  synchronized void forEachPair(java.util.function.BiConsumer<byte[], byte[]> f) {
+    for (int s = t.used.nextSetBit(0); s >= 0; s = t.used.nextSetBit(s + 1)) {
+      byte[] e = readExtent(s);
+      ByteBuffer b = ByteBuffer.wrap(e).order(ByteOrder.LITTLE_ENDIAN);
+      int kl = b.getInt(0);
+      f.accept(Arrays.copyOfRange(e, 8, 8 + kl), PilafLayout.extentValue(e));
+    }
+  }
+
+  @Override
+  synchronized void poisonForRetire() {
+    // As a resize poisons its old array, but with nowhere new: the header's epoch first (a miss
+    // confirmation fails), then every entry. Extents stay: a reader holding an entry it copied
+    // before the poison reads the pair the frozen shard still has.
+    t.entries.putLongRelease(PilafLayout.EPOCH_OFFSET, epoch | RETIRED_EPOCH);
+    VarHandle.fullFence();
+    PilafLayout.encodeMoved(entryBuf.clear(), 0);
+    for (int s = 0; s < t.slots; s++) {
+      t.entries.writeFrom(entryOffset(s), entryBuf.clear());
+    }
+    VarHandle.fullFence();
+  }
+
   private void writeEntry(Table table, int s, long h, long addr, int len, long sum) {
     PilafLayout.encode(
         entryBuf.clear(), 0, len, (int) (addr >>> 32), (int) addr, KeyHash.tag(h), sum);
