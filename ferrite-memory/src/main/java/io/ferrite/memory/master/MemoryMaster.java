@@ -39,6 +39,8 @@ public final class MemoryMaster implements MasterExtension {
   /** The default time a COW writer's lease on fresh chunks lasts (§III-G: 10 s). */
   public static final long DEFAULT_LEASE_MILLIS = 10_000;
 
+  private static final System.Logger LOG = System.getLogger(MemoryMaster.class.getName());
+
   private final long leaseMillis;
   private java.util.concurrent.ScheduledExecutorService expirer;
 
@@ -479,7 +481,7 @@ public final class MemoryMaster implements MasterExtension {
         m -> {
           MemoryState.Ns ns = state.ns(nsId);
           MemoryState.Alloc a = MemoryState.allocFor(ns, address, length);
-          MemoryState.checkIntact(ns, a);
+          state.checkIntact(ns, a);
           session(m, session);
           long offset = address - a.address;
           long first = offset / ns.chunkSize;
@@ -600,7 +602,7 @@ public final class MemoryMaster implements MasterExtension {
             throw new FerriteException(
                 ErrorCode.INVALID_ARGUMENT, "allocation " + a + " is not copy-on-write");
           }
-          MemoryState.checkIntact(ns, a);
+          state.checkIntact(ns, a);
           if (first < 0 || count <= 0 || first > a.dataChunks - count) {
             throw new FerriteException(
                 ErrorCode.OUT_OF_BOUNDS,
@@ -755,16 +757,52 @@ public final class MemoryMaster implements MasterExtension {
 
   @Override
   public void serverDead(int serverId, MasterContext.Mutation m) {
-    // Its memory is gone: take its blocks out of every namespace and the cache; allocations with
-    // a chunk there become lost (see MemoryState). Blocks nothing names go back to the kernel.
+    // Its memory may be gone: take its blocks out of every namespace and the cache; allocations
+    // with a chunk there become lost until this process of the server comes back (see
+    // MemoryState). Blocks nothing names go back to the kernel.
     if (state.holdsBlocksOf(serverId)) {
-      m.commit(MemoryState.serverLost(serverId));
-      System.getLogger(MemoryMaster.class.getName())
-          .log(
-              System.Logger.Level.WARNING,
-              "memory server {0} is DEAD: its chunks left every namespace; allocations on it are"
-                  + " lost",
-              serverId);
+      long incarnation = state.incarnations.getOrDefault(serverId, 0L);
+      m.commit(MemoryState.serverLost(serverId, incarnation));
+      LOG.log(
+          System.Logger.Level.WARNING,
+          "memory server {0} is DEAD: its chunks left every namespace; allocations on it are lost"
+              + (incarnation != 0 ? " unless the same process comes back" : ""),
+          serverId);
+    }
+    freeLost(m);
+  }
+
+  @Override
+  public void serverRegistered(int serverId, long incarnation, MasterContext.Mutation m) {
+    if (incarnation != 0 && state.incarnations.getOrDefault(serverId, 0L) != incarnation) {
+      m.commit(MemoryState.serverSeen(serverId, incarnation));
+    }
+    Long awaited = state.awaited.get(serverId);
+    if (awaited == null) {
+      return;
+    }
+    // The same process is back (it was paused, not restarted): its regions kept their rkeys and
+    // bytes. Restore only if the kernel still holds every lost block as it was (a region it came
+    // back without or changed dropped its blocks).
+    java.util.Set<BlockRef> held = new java.util.HashSet<>(m.owned(MemoryState.OWNER));
+    List<BlockRef> lost = state.lostOn(serverId);
+    if (awaited == incarnation && held.containsAll(lost)) {
+      m.commit(MemoryState.serverBack(serverId));
+      LOG.log(
+          System.Logger.Level.INFO,
+          "memory server {0} is back with its memory: {1} block(s) and the allocations on them"
+              + " restored",
+          serverId,
+          lost.size());
+    } else {
+      m.commit(MemoryState.serverGone(serverId));
+      LOG.log(
+          System.Logger.Level.WARNING,
+          "memory server {0} came back as "
+              + (awaited == incarnation ? "the same process without some regions" : "a new process")
+              + ": allocations on its {1} lost block(s) stay lost",
+          serverId,
+          lost.size());
     }
     freeLost(m);
   }

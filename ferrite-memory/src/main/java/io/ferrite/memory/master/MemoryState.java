@@ -46,10 +46,18 @@ import java.util.TreeSet;
  * 15 COW_STATE  nsId i64, allocAddress i64, generation i64, retired count i32, per retired:
  *               generation i64, count i32, chunk keys     (snapshots only)
  * 16 CACHE_FROM nsId i64, blocks              (cached blocks last reserved by namespace nsId)
- * 17 SERVER_LOST serverId i32                 (declared DEAD: its blocks leave every namespace
- *                                               and the cache; allocations on them are lost)
- * 18 LOST_ADD   blocks                        (snapshots only: lost blocks still referenced)
+ * 17 SERVER_LOST serverId i32 [incarnation i64] (declared DEAD: its blocks leave every
+ *                                               namespace and the cache; allocations on them are
+ *                                               lost until that incarnation comes back; 0 or
+ *                                               absent: for good)
+ * 18 LOST_ADD   blocks                        (snapshots only: lost blocks of unknown origin)
  * 19 LOST_FREE  keys                          (lost blocks nobody references: back to the kernel)
+ * 20 SERVER_SEEN serverId i32, incarnation i64 (the server process that registered last)
+ * 21 SERVER_BACK serverId i32                 (the lost incarnation re-registered with its
+ *                                               regions: its blocks go back where they were)
+ * 22 SERVER_GONE serverId i32                 (another incarnation registered: what it held is
+ *                                               lost for good)
+ * 23 LOST_FROM  nsId i64, blocks              (snapshots only: lost blocks of namespace nsId)
  * key   = server i32, region i32, blockOffset i64;   chunk key = key, offsetInBlock i64
  * </pre>
  *
@@ -65,14 +73,24 @@ import java.util.TreeSet;
  *
  * <h2>A dead memory server</h2>
  *
- * When the master declares a server DEAD its memory is gone. {@code SERVER_LOST} takes its blocks
- * out of every namespace's reserve (so the reserve and free-chunk counts shrink) and out of the
- * cache. An allocation with a chunk there is <em>lost</em>: it can no longer be mapped or looked up
- * (a clear error instead of locations on a dead server), only freed. The lost blocks are kept out
- * of circulation ({@link #lost}) while an allocation, retired COW generation or lease still names
- * them, so a client holding an old mapping can never write into memory the kernel has handed to
- * someone else if the server comes back with its regions; once unreferenced they go back to the
+ * When the master declares a server DEAD its memory may be gone. {@code SERVER_LOST} takes its
+ * blocks out of every namespace's reserve (so the reserve and free-chunk counts shrink) and out of
+ * the cache. An allocation with a chunk there is <em>lost</em>: it can no longer be mapped (a clear
+ * error instead of locations on a dead server), only looked up and freed. The lost blocks are kept
+ * out of circulation ({@link #lost}, with the namespace each came from) while an allocation,
+ * retired COW generation or lease still names them, so a client holding an old mapping can never
+ * write into memory the kernel has handed to someone else; once unreferenced they go back to the
  * kernel ({@code LOST_FREE}).
+ *
+ * <p>DEAD is not final: a server that was only paused (a GC, an overloaded VM, SIGSTOP) comes back
+ * as the same process ({@link #incarnations}, random per process) with its regions and their bytes
+ * intact. Then {@code SERVER_BACK} puts every lost block of it that is still held back into its
+ * namespace, and the allocations on them (current chunks and retired generations) map again. A
+ * different incarnation (a restarted process: nothing says what its memory holds) ends the wait
+ * with {@code SERVER_GONE}: its allocations stay lost, as do those freed meanwhile (their blocks
+ * went back to the kernel). A COW lease with chunks on the dead server was dropped at {@code
+ * SERVER_LOST} (its publish fails {@code SESSION_EXPIRED}) and stays dropped: what comes back is
+ * the last published generation.
  */
 final class MemoryState {
   /** The kernel owner name of every block the memory face holds. */
@@ -97,6 +115,10 @@ final class MemoryState {
   static final int SERVER_LOST = 17;
   static final int LOST_ADD = 18;
   static final int LOST_FREE = 19;
+  static final int SERVER_SEEN = 20;
+  static final int SERVER_BACK = 21;
+  static final int SERVER_GONE = 22;
+  static final int LOST_FROM = 23;
 
   /** {@code alloc} flag: a copy-on-write allocation (§III-G). */
   static final int FLAG_COW = 1;
@@ -237,6 +259,15 @@ final class MemoryState {
   /** Blocks of dead servers still named by an allocation, retired generation or lease. */
   final Map<Key, BlockRef> lost = new LinkedHashMap<>();
 
+  /** The namespace a lost block was taken from (absent: the cache, or unknown). */
+  final Map<Key, Long> lostFrom = new HashMap<>();
+
+  /** Per server, the incarnation (process) that registered last; absent: unknown. */
+  final Map<Integer, Long> incarnations = new TreeMap<>();
+
+  /** Per dead server whose blocks may come back, the incarnation that must return with them. */
+  final Map<Integer, Long> awaited = new TreeMap<>();
+
   final Map<Long, Mapping> mappings = new TreeMap<>();
   long nextNsId = 1;
   long nextMapId = 1;
@@ -294,7 +325,20 @@ final class MemoryState {
    * Fails for an allocation that lost chunks with a dead memory server: its data cannot be read or
    * written any more (it can still be looked up, to be freed).
    */
-  static void checkIntact(Ns ns, Alloc a) {
+  void checkIntact(Ns ns, Alloc a) {
+    if (a.lost() && awaited.keySet().containsAll(a.lostServers)) {
+      throw new FerriteException(
+          ErrorCode.NOT_FOUND,
+          "allocation "
+              + a
+              + " of namespace '"
+              + ns.name
+              + "' lost its data for now: memory server(s) "
+              + a.lostServers
+              + " holding some of its chunks were declared DEAD and may come back (if the same"
+              + " server process returns with its memory, after a pause, the allocation maps again;"
+              + " if it was restarted, its data is gone: free it and allocate again)");
+    }
     if (a.lost()) {
       throw new FerriteException(
           ErrorCode.NOT_FOUND,
@@ -374,8 +418,26 @@ final class MemoryState {
     return w.toArray();
   }
 
-  static byte[] serverLost(int serverId) {
-    return new Wire.Writer().u8(SERVER_LOST).i32(serverId).toArray();
+  static byte[] serverLost(int serverId, long incarnation) {
+    return new Wire.Writer().u8(SERVER_LOST).i32(serverId).i64(incarnation).toArray();
+  }
+
+  static byte[] serverSeen(int serverId, long incarnation) {
+    return new Wire.Writer().u8(SERVER_SEEN).i32(serverId).i64(incarnation).toArray();
+  }
+
+  static byte[] serverBack(int serverId) {
+    return new Wire.Writer().u8(SERVER_BACK).i32(serverId).toArray();
+  }
+
+  static byte[] serverGone(int serverId) {
+    return new Wire.Writer().u8(SERVER_GONE).i32(serverId).toArray();
+  }
+
+  static byte[] lostFrom(long nsId, List<BlockRef> blocks) {
+    Wire.Writer w = new Wire.Writer().u8(LOST_FROM).i64(nsId);
+    MasterProtocol.writeBlocks(w, blocks);
+    return w.toArray();
   }
 
   static byte[] lostAdd(List<BlockRef> blocks) {
@@ -577,17 +639,35 @@ final class MemoryState {
           cacheFrom.remove(k);
         }
       }
-      case SERVER_LOST -> applyServerLost(r.i32("serverId"));
+      case SERVER_LOST -> {
+        int server = r.i32("serverId");
+        long incarnation = r.remaining() >= 8 ? r.i64("incarnation") : 0;
+        applyServerLost(server, incarnation);
+      }
       case LOST_ADD -> {
         for (BlockRef b : MasterProtocol.readBlocks(r)) {
           lost.put(Key.of(b), b);
         }
       }
+      case LOST_FROM -> {
+        long from = r.i64("nsId");
+        for (BlockRef b : MasterProtocol.readBlocks(r)) {
+          lost.put(Key.of(b), b);
+          lostFrom.put(Key.of(b), from);
+        }
+      }
       case LOST_FREE -> {
         for (Key k : readKeys(r)) {
           lost.remove(k);
+          lostFrom.remove(k);
         }
       }
+      case SERVER_SEEN -> {
+        int server = r.i32("serverId");
+        incarnations.put(server, r.i64("incarnation"));
+      }
+      case SERVER_BACK -> applyServerBack(r.i32("serverId"));
+      case SERVER_GONE -> awaited.remove(r.i32("serverId"));
       case ALLOC -> {
         Ns ns = byId.get(r.i64("nsId"));
         long address = r.i64("address");
@@ -729,13 +809,18 @@ final class MemoryState {
       }
       default ->
           throw new FerriteException(
-              ErrorCode.INVALID_ARGUMENT, "memory record type: " + type + " (expected: 1 to 19)");
+              ErrorCode.INVALID_ARGUMENT, "memory record type: " + type + " (expected: 1 to 23)");
     }
     r.end();
   }
 
   /** Applies {@code SERVER_LOST}: see the class comment. */
-  private void applyServerLost(int server) {
+  private void applyServerLost(int server, long incarnation) {
+    if (incarnation != 0) {
+      awaited.put(server, incarnation);
+    } else {
+      awaited.remove(server);
+    }
     for (Ns ns : byId.values()) {
       List<Key> gone = new ArrayList<>();
       for (Key k : ns.blocks.keySet()) {
@@ -748,6 +833,7 @@ final class MemoryState {
       }
       for (Key k : gone) {
         lost.put(k, removeBlock(ns, k));
+        lostFrom.put(k, ns.id);
       }
       for (Alloc a : ns.allocs.values()) {
         for (Chunk c : a.chunks) {
@@ -776,6 +862,57 @@ final class MemoryState {
         cacheFrom.remove(k);
       }
     }
+  }
+
+  /**
+   * Applies {@code SERVER_BACK}: every lost block of {@code server} whose namespace still exists
+   * goes back into it; the chunks allocations name there (current and retired generations) are
+   * taken again, the rest are free; allocations whose chunks on it are all back are intact again.
+   */
+  private void applyServerBack(int server) {
+    awaited.remove(server);
+    java.util.Set<Ns> touched = new java.util.LinkedHashSet<>();
+    for (Key k : List.copyOf(lost.keySet())) {
+      Long from = lostFrom.get(k);
+      Ns ns = k.server != server || from == null ? null : byId.get(from);
+      if (ns != null) {
+        addBlock(ns, k, lost.remove(k));
+        lostFrom.remove(k);
+        touched.add(ns);
+      }
+    }
+    for (Ns ns : touched) {
+      for (Alloc a : ns.allocs.values()) {
+        boolean whole = true;
+        for (Chunk c : a.chunks) {
+          if (c.block.server == server) {
+            takeChunk(ns, c);
+            whole &= ns.blocks.containsKey(c.block);
+          }
+        }
+        for (List<Chunk> old : a.retired.values()) {
+          for (Chunk c : old) {
+            if (c.block.server == server) {
+              takeChunk(ns, c);
+            }
+          }
+        }
+        if (whole) {
+          a.lostServers.remove(server);
+        }
+      }
+    }
+  }
+
+  /** The lost blocks of {@code server}. */
+  List<BlockRef> lostOn(int server) {
+    List<BlockRef> out = new ArrayList<>();
+    for (Map.Entry<Key, BlockRef> e : lost.entrySet()) {
+      if (e.getKey().server == server) {
+        out.add(e.getValue());
+      }
+    }
+    return out;
   }
 
   /** Whether any namespace or the cache holds a block of {@code server}. */
@@ -891,9 +1028,23 @@ final class MemoryState {
       out.add(cacheAdd(unknown));
     }
     byFrom.forEach((from, blocks) -> out.add(cacheFrom(from, blocks)));
-    if (!lost.isEmpty()) {
-      out.add(lostAdd(List.copyOf(lost.values())));
+    incarnations.forEach((server, inc) -> out.add(serverSeen(server, inc)));
+    // Applied to an empty state, SERVER_LOST only records the incarnation awaited.
+    awaited.forEach((server, inc) -> out.add(serverLost(server, inc)));
+    Map<Long, List<BlockRef>> lostByFrom = new TreeMap<>();
+    List<BlockRef> lostUnknown = new ArrayList<>();
+    for (Map.Entry<Key, BlockRef> e : lost.entrySet()) {
+      Long from = lostFrom.get(e.getKey());
+      if (from == null) {
+        lostUnknown.add(e.getValue());
+      } else {
+        lostByFrom.computeIfAbsent(from, f -> new ArrayList<>()).add(e.getValue());
+      }
     }
+    if (!lostUnknown.isEmpty()) {
+      out.add(lostAdd(lostUnknown));
+    }
+    lostByFrom.forEach((from, blocks) -> out.add(lostFrom(from, blocks)));
     for (Ns ns : byId.values()) {
       out.add(nsCreate(ns.id, ns.name, ns.chunkSize, ns.nextAddress));
       out.add(reserve(ns.id, List.copyOf(ns.blocks.values())));
