@@ -65,7 +65,7 @@ final class Failures {
     // bytes. Restore only if the kernel still holds every lost block as it was (a region it came
     // back without or changed dropped its blocks).
     Set<BlockRef> held = new HashSet<>(m.owned(MemoryState.OWNER));
-    List<BlockRef> lost = state.loss.lostOn(serverId);
+    List<BlockRef> lost = state.loss.restorable(serverId);
     if (awaited == incarnation && held.containsAll(lost)) {
       m.commit(MemoryRecords.serverBack(serverId));
       LOG.log(

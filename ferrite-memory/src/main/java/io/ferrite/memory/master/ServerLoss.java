@@ -85,7 +85,11 @@ final class ServerLoss {
         incarnations.put(server, r.i64("incarnation"));
       }
       case MemoryRecords.SERVER_BACK -> back(r.i32("serverId"));
-      case MemoryRecords.SERVER_GONE -> awaited.remove(r.i32("serverId"));
+      case MemoryRecords.SERVER_GONE -> {
+        int server = r.i32("serverId");
+        awaited.remove(server);
+        forget(server);
+      }
       default -> throw new IllegalArgumentException("not a server-loss record: " + type);
     }
   }
@@ -123,10 +127,12 @@ final class ServerLoss {
 
   /** Applies {@code SERVER_LOST}: see the class comment. */
   private void lose(int server, long incarnation) {
+    Long before = awaited.remove(server);
+    if (before == null || before != incarnation) {
+      forget(server); // what an earlier process lost can never come back with this one
+    }
     if (incarnation != 0) {
       awaited.put(server, incarnation);
-    } else {
-      awaited.remove(server);
     }
     for (Ns ns : state.byId.values()) {
       List<Key> gone = new ArrayList<>();
@@ -211,18 +217,26 @@ final class ServerLoss {
     }
   }
 
-  /** The lost blocks of {@code server}. */
-  List<BlockRef> lostOn(int server) {
+  /**
+   * Makes the lost blocks of {@code server} lost for good: without the namespace they came from,
+   * {@code SERVER_BACK} leaves them alone (they go back to the kernel once nothing names them).
+   */
+  private void forget(int server) {
+    lostFrom.keySet().removeIf(k -> k.server() == server);
+  }
+
+  /** The lost blocks of {@code server} that {@code SERVER_BACK} would put back. */
+  List<BlockRef> restorable(int server) {
     List<BlockRef> out = new ArrayList<>();
     for (Map.Entry<Key, BlockRef> e : lost.entrySet()) {
-      if (e.getKey().server() == server) {
+      if (e.getKey().server() == server && lostFrom.containsKey(e.getKey())) {
         out.add(e.getValue());
       }
     }
     return out;
   }
 
-  /** Whether any namespace or the state.cache holds a block of {@code server}. */
+  /** Whether any namespace or the cache holds a block of {@code server}. */
   boolean holdsBlocksOf(int server) {
     for (Key k : state.cache.keySet()) {
       if (k.server() == server) {
