@@ -41,7 +41,7 @@ final class ServerLoss {
   /** Blocks of dead servers still named by an allocation, retired generation or lease. */
   final Map<Key, BlockRef> lost = new LinkedHashMap<>();
 
-  /** The namespace a lost block was taken from (absent: the cache, or unknown). */
+  /** The namespace a lost block was taken from (absent: the cache, unknown, or lost for good). */
   final Map<Key, Long> lostFrom = new HashMap<>();
 
   /** Per server, the incarnation (process) that registered last; absent: unknown. */
