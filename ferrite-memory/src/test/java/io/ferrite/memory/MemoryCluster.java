@@ -41,19 +41,28 @@ final class MemoryCluster extends ClusterHarness {
    */
   MemoryCluster(Path dataDir, int servers, boolean real, MemoryMaster ext, String deadTimeout)
       throws IOException {
-    super(
-        dataDir,
-        CREDENTIALS,
-        real,
-        Map.of(
-            FerriteConfig.REGION_SIZE, "1m",
-            FerriteConfig.CAPACITY_DRAM, "4m",
-            FerriteConfig.CAPACITY_DISK, "0",
-            FerriteConfig.DEAD_TIMEOUT, deadTimeout));
+    this(dataDir, servers, real, ext, Map.of(FerriteConfig.DEAD_TIMEOUT, deadTimeout));
+  }
+
+  /** As above, with {@code settings} on top of the sizes (a dead timeout, a master port). */
+  MemoryCluster(
+      Path dataDir, int servers, boolean real, MemoryMaster ext, Map<String, String> settings)
+      throws IOException {
+    super(dataDir, CREDENTIALS, real, sizes(settings));
     startMaster(ext);
     for (int i = 0; i < servers; i++) {
       startServer("s" + i);
     }
+  }
+
+  private static Map<String, String> sizes(Map<String, String> settings) {
+    Map<String, String> all = new java.util.HashMap<>();
+    all.put(FerriteConfig.REGION_SIZE, "1m");
+    all.put(FerriteConfig.CAPACITY_DRAM, "4m");
+    all.put(FerriteConfig.CAPACITY_DISK, "0");
+    all.put(FerriteConfig.DEAD_TIMEOUT, "5s");
+    all.putAll(settings);
+    return all;
   }
 
   Master startMaster(MemoryMaster ext) {

@@ -25,10 +25,11 @@ import java.util.concurrent.CompletableFuture;
  *
  * <h2>Threading</h2>
  *
- * {@link #apply}, {@link #snapshot}, {@link #sessionClosed} and {@link #serverDead} run under the
- * master's metadata lock, as does the body of every {@link MasterContext#mutate}: the extension
- * needs no lock of its own for state it only touches there. {@link #handle} runs on the master's
- * service executor, concurrently; {@link #handleInline} on the thread that received the call.
+ * {@link #apply}, {@link #snapshot}, {@link #sessionClosed}, {@link #serverDead} and {@link
+ * #serverRegistered} run under the master's metadata lock, as does the body of every {@link
+ * MasterContext#mutate}: the extension needs no lock of its own for state it only touches there.
+ * {@link #handle} runs on the master's service executor, concurrently; {@link #handleInline} on the
+ * thread that received the call.
  *
  * <p>The metadata lock is held across the journal's fsync of every mutation, so an operation that
  * takes it may wait for I/O. A read-only operation that should not (an inline one) keeps what it
@@ -77,6 +78,16 @@ public interface MasterExtension {
 
   /** A memory server was declared dead. */
   default void serverDead(int serverId, MasterContext.Mutation mutation) {}
+
+  /**
+   * A memory server registered (first time, or again: after a restart of either side, or after it
+   * was declared dead) and is ALIVE, its regions settled: those it came back without, or changed
+   * (another rkey or size), are gone with their blocks; the blocks of those it kept are as they
+   * were. {@code incarnation} is random per server process (0 = unknown: an older server): the same
+   * value means the same process came back (a pause), so memory it held is intact; another value
+   * means a new process.
+   */
+  default void serverRegistered(int serverId, long incarnation, MasterContext.Mutation mutation) {}
 
   /** Runs once when the master stops. */
   default void stop() {}

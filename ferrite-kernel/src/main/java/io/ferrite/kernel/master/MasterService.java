@@ -128,8 +128,9 @@ final class MasterService implements RpcHandler {
         for (int i = 0; i < n; i++) {
           regions.add(MasterProtocol.readRegion(r, id));
         }
+        long incarnation = r.remaining() >= 8 ? r.i64("incarnation") : 0;
         r.end();
-        int assigned = state.register(id, name, host, addresses, regions);
+        int assigned = state.register(id, name, host, addresses, regions, incarnation);
         w.i32(assigned).i64(state.blockSize()).i32(state.heartbeatMillis());
       }
       case MasterProtocol.HEARTBEAT -> {

@@ -134,6 +134,21 @@ public final class MasterState {
       String hostId,
       Map<String, String> addresses,
       List<RegionInfo> regions) {
+    return register(requestedId, name, hostId, addresses, regions, 0);
+  }
+
+  /**
+   * As {@link #register(int, String, String, Map, List)}, from the server process {@code
+   * incarnation} (random per process, 0 = unknown); every extension is told through {@link
+   * MasterExtension#serverRegistered} once the regions are settled.
+   */
+  public synchronized int register(
+      int requestedId,
+      String name,
+      String hostId,
+      Map<String, String> addresses,
+      List<RegionInfo> regions,
+      long incarnation) {
     int id = requestedId > 0 ? requestedId : md.nextServerId;
     Set<Integer> seen = new HashSet<>();
     for (RegionInfo r : regions) {
@@ -204,6 +219,10 @@ public final class MasterState {
     // else: a new server only obtaining its id (it serves nothing yet) stays UNKNOWN, so no
     // client sees it as a live member without an address; its full registration follows.
     s.lastHeartbeat = clock.getAsLong();
+    if (s.state == ServerState.ALIVE) {
+      int aliveId = id;
+      forEachExtension((ext, m) -> ext.serverRegistered(aliveId, incarnation, m));
+    }
     LOG.log(
         System.Logger.Level.INFO,
         "server {0} ({1}) registered: {2} region(s), {3}",

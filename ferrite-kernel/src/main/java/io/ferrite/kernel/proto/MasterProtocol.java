@@ -13,8 +13,10 @@ import java.util.Map;
  * <pre>
  * REGISTER (1)       server  -> serverId i32 (-1: new) | name str | hostId str
  *                               | addrCount i32 | { fabric str | address str }*
- *                               | regionCount i32 | { REGION }*
+ *                               | regionCount i32 | { REGION }* | incarnation u64
  *                    master  <- serverId i32 | blockSize u64 | heartbeatMillis i32
+ *                    (incarnation: random per server process, never 0; absent = 0 = unknown,
+ *                    from an older server)
  * HEARTBEAT (2)      server  -> serverId i32                      master <- (empty)
  *                    NOT_FOUND: unknown or DEAD server: register again
  * ADD_REGION (3)     server  -> serverId i32 | REGION             master <- (empty)

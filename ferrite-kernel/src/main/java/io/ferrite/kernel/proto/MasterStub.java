@@ -44,12 +44,27 @@ public final class MasterStub {
       String hostId,
       Map<String, String> addresses,
       List<RegionInfo> regions) {
+    return register(serverId, name, hostId, addresses, regions, 0);
+  }
+
+  /**
+   * Registers a memory server process; {@code incarnation} tells this process apart from an earlier
+   * or later one of the same server (random, never 0; 0 = unknown).
+   */
+  public Registration register(
+      int serverId,
+      String name,
+      String hostId,
+      Map<String, String> addresses,
+      List<RegionInfo> regions,
+      long incarnation) {
     Wire.Writer w = new Wire.Writer(256).i32(serverId).str(name).str(hostId);
     MasterProtocol.writeAddresses(w, addresses);
     w.i32(regions.size());
     for (RegionInfo r : regions) {
       MasterProtocol.writeRegion(w, r);
     }
+    w.i64(incarnation);
     Wire.Reader r = callSync(MasterProtocol.REGISTER, w, "register response");
     return new Registration(r.i32("serverId"), r.i64("blockSize"), r.i32("heartbeatMillis"));
   }

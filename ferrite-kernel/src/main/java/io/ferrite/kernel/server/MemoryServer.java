@@ -62,6 +62,10 @@ public final class MemoryServer implements AutoCloseable {
   private final DirLock dramLock;
   private MasterLink link;
   private volatile int serverId = -1;
+
+  /** This process among the server's lives: the master tells a pause from a restart by it. */
+  private final long incarnation = newIncarnation();
+
   private volatile boolean closed;
 
   private MemoryServer(FerriteConfig cfg, Path serverDir, Path dramDir) throws IOException {
@@ -223,9 +227,22 @@ public final class MemoryServer implements AutoCloseable {
         addresses.values());
   }
 
+  private static long newIncarnation() {
+    long v;
+    do {
+      v = new java.security.SecureRandom().nextLong();
+    } while (v == 0);
+    return v;
+  }
+
+  /** Random per process, never 0: see {@link MasterStub#register}. */
+  public long incarnation() {
+    return incarnation;
+  }
+
   private int register(MasterStub m) {
     List<RegionInfo> regions = store.infos(serverId);
-    MasterStub.Registration r = m.register(serverId, name, hostId, addresses, regions);
+    MasterStub.Registration r = m.register(serverId, name, hostId, addresses, regions, incarnation);
     if (r.blockSize() != cfg.blockSize()) {
       LOG.log(
           System.Logger.Level.WARNING,

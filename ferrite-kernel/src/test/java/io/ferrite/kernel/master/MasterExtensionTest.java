@@ -14,6 +14,7 @@ import io.ferrite.kernel.LocalCluster;
 import io.ferrite.kernel.client.FerriteClient;
 import io.ferrite.kernel.proto.BlockRef;
 import io.ferrite.kernel.proto.Wire;
+import io.ferrite.kernel.server.MemoryServer;
 import java.nio.ByteBuffer;
 import java.nio.file.Path;
 import java.util.ArrayList;
@@ -44,6 +45,10 @@ class MasterExtensionTest {
   static class Registry implements MasterExtension {
     final Map<String, long[]> names = new TreeMap<>(); // name -> {value, session}
     final List<Long> endedSessions = new ArrayList<>();
+
+    /** "serverId/incarnation" per registration the master reported. */
+    final List<String> registered = java.util.Collections.synchronizedList(new ArrayList<>());
+
     MasterContext ctx;
 
     @Override
@@ -121,6 +126,11 @@ class MasterExtensionTest {
         return CompletableFuture.completedFuture(new Wire.Writer().i64(v[0]).toBuffer());
       }
       return Futures.failed(ErrorCode.UNKNOWN_OPCODE, "opcode " + opcode);
+    }
+
+    @Override
+    public void serverRegistered(int serverId, long incarnation, MasterContext.Mutation m) {
+      registered.add(serverId + "/" + incarnation);
     }
 
     @Override
@@ -282,6 +292,28 @@ class MasterExtensionTest {
         };
     assertThrows(IllegalArgumentException.class, () -> state.registerExtension(low));
     assertThrows(IllegalArgumentException.class, () -> state.registerExtension(new Registry()));
+  }
+
+  @Test
+  void serverRegistrationsCarryTheProcessIncarnation() {
+    Registry reg = new Registry();
+    startMaster(reg);
+    MemoryServer first = cluster.startServer("s1");
+    int id = first.serverId();
+    assertTrue(first.incarnation() != 0);
+    // Told when the server is ALIVE with its regions, not for the registration that only obtains
+    // an id (it may be told again if a loaded machine delays heartbeats: the same process).
+    assertEquals(
+        java.util.Set.of(id + "/" + first.incarnation()),
+        new java.util.HashSet<>(List.copyOf(reg.registered)));
+    first.close();
+    cluster.servers.remove(first);
+    MemoryServer second = cluster.startServer("s1");
+    assertEquals(id, second.serverId(), "the same server (its id file)");
+    assertTrue(second.incarnation() != first.incarnation(), "another process");
+    assertEquals(
+        java.util.Set.of(id + "/" + first.incarnation(), id + "/" + second.incarnation()),
+        new java.util.HashSet<>(List.copyOf(reg.registered)));
   }
 
   @Test

@@ -2,19 +2,13 @@ package io.ferrite.memory.master;
 
 import io.ferrite.fabric.ErrorCode;
 import io.ferrite.fabric.FerriteException;
-import io.ferrite.fabric.RegionRef;
 import io.ferrite.fabric.RpcContext;
 import io.ferrite.kernel.master.MasterContext;
 import io.ferrite.kernel.master.MasterExtension;
-import io.ferrite.kernel.proto.BlockRef;
-import io.ferrite.kernel.proto.MasterProtocol;
 import io.ferrite.kernel.proto.Wire;
 import io.ferrite.memory.proto.MemoryProtocol;
 import java.nio.ByteBuffer;
-import java.util.ArrayList;
-import java.util.HashMap;
 import java.util.List;
-import java.util.Map;
 import java.util.concurrent.CompletableFuture;
 
 /**
@@ -28,19 +22,25 @@ import java.util.concurrent.CompletableFuture;
  * session that ends (closed or expired) loses its mappings; released or deleted memory is kept in a
  * cache of ready blocks (at most {@code cacheLimitBlocks}; the rest goes back to the kernel) and
  * handed to the next reserve (§IV-B).
+ *
+ * <p>Here: the RPC service and the namespace, allocation and mapping operations. Elsewhere: {@link
+ * Reserves} (reserve, release, the cache), {@link CopyOnWrite} (leases, publish, reclaim), {@link
+ * Failures} (ended sessions, dead and returning servers), {@link Locations} (chunk locations on the
+ * wire); the state is {@link MemoryState}, its records {@link MemoryRecords}.
  */
 public final class MemoryMaster implements MasterExtension {
   /** Cached blocks kept by default: beyond this, released memory goes back to the kernel. */
   public static final int DEFAULT_CACHE_LIMIT_BLOCKS = 8192;
 
   /** Flag bits {@code alloc} understands. */
-  static final int KNOWN_ALLOC_FLAGS = MemoryState.FLAG_COW;
+  static final int KNOWN_ALLOC_FLAGS = Alloc.FLAG_COW;
 
   /** The default time a COW writer's lease on fresh chunks lasts (§III-G: 10 s). */
   public static final long DEFAULT_LEASE_MILLIS = 10_000;
 
   private final long leaseMillis;
-  private java.util.concurrent.ScheduledExecutorService expirer;
+  private CopyOnWrite cow;
+  private Reserves reserves;
 
   private final int cacheLimitBlocks;
   private final MemoryState state = new MemoryState();
@@ -94,39 +94,14 @@ public final class MemoryMaster implements MasterExtension {
   @Override
   public void start(MasterContext context) {
     this.ctx = context;
-    // §III-G: "When a lease expires (owing to a client's failure or inactivity), the master
-    // garbage collects the lease's chunk locations."
-    expirer =
-        java.util.concurrent.Executors.newSingleThreadScheduledExecutor(
-            new io.ferrite.fabric.NamedThreadFactory("memory-lease-expirer", true));
-    long period = Math.max(10, Math.min(500, leaseMillis / 4));
-    expirer.scheduleWithFixedDelay(
-        this::expireLeases, period, period, java.util.concurrent.TimeUnit.MILLISECONDS);
+    this.cow = new CopyOnWrite(context, state, leaseMillis);
+    this.reserves = new Reserves(context, state, cacheLimitBlocks);
   }
 
   @Override
   public void stop() {
-    if (expirer != null) {
-      expirer.shutdownNow();
-    }
-  }
-
-  private void expireLeases() {
-    long now = System.currentTimeMillis();
-    try {
-      ctx.mutate(
-          m -> {
-            for (MemoryState.Lease l : List.copyOf(state.leases.values())) {
-              if (l.deadline() < now) {
-                m.commit(MemoryState.abort(l.id()));
-              }
-            }
-            freeLost(m);
-            return null;
-          });
-    } catch (RuntimeException e) {
-      System.getLogger(MemoryMaster.class.getName())
-          .log(System.Logger.Level.WARNING, "expiring COW leases failed, will retry", e);
+    if (cow != null) {
+      cow.close();
     }
   }
 
@@ -139,16 +114,16 @@ public final class MemoryMaster implements MasterExtension {
             case MemoryProtocol.CREATE_NS -> create(r);
             case MemoryProtocol.JOIN_NS -> join(r);
             case MemoryProtocol.DELETE_NS -> delete(r);
-            case MemoryProtocol.RESERVE -> reserve(r);
-            case MemoryProtocol.RELEASE -> release(r);
+            case MemoryProtocol.RESERVE -> reserves.reserve(r);
+            case MemoryProtocol.RELEASE -> reserves.release(r);
             case MemoryProtocol.ALLOC -> alloc(r);
             case MemoryProtocol.FREE -> free(r);
             case MemoryProtocol.LOOKUP -> lookup(r);
             case MemoryProtocol.MAP -> map(r);
             case MemoryProtocol.UNMAP -> unmap(r);
             case MemoryProtocol.STAT -> stat(r);
-            case MemoryProtocol.COW_BEGIN -> cowBegin(r);
-            case MemoryProtocol.COW_PUBLISH -> cowPublish(r);
+            case MemoryProtocol.COW_BEGIN -> cow.begin(r);
+            case MemoryProtocol.COW_PUBLISH -> cow.publish(r);
             default ->
                 throw new FerriteException(
                     ErrorCode.UNKNOWN_OPCODE,
@@ -164,14 +139,14 @@ public final class MemoryMaster implements MasterExtension {
     return ByteBuffer.allocate(0);
   }
 
-  private static long positive(String what, long v) {
+  static long positive(String what, long v) {
     if (v <= 0) {
       throw new FerriteException(ErrorCode.INVALID_ARGUMENT, what + ": " + v + " (expected: > 0)");
     }
     return v;
   }
 
-  private static void session(MasterContext.Mutation m, long session) {
+  static void session(MasterContext.Mutation m, long session) {
     if (!m.sessionOpen(session)) {
       throw new FerriteException(
           ErrorCode.SESSION_EXPIRED, "session " + Long.toHexString(session) + " is not open");
@@ -200,7 +175,7 @@ public final class MemoryMaster implements MasterExtension {
                 ErrorCode.CONFLICT, "namespace '" + name + "' already exists");
           }
           long id = state.nextNsId;
-          m.commit(MemoryState.nsCreate(id, name, cs, cs));
+          m.commit(MemoryRecords.nsCreate(id, name, cs, cs));
           return new Wire.Writer().i64(id).i32(cs).toBuffer();
         });
   }
@@ -210,7 +185,7 @@ public final class MemoryMaster implements MasterExtension {
     r.end();
     return ctx.mutate(
         m -> {
-          MemoryState.Ns ns = state.ns(name);
+          Ns ns = state.ns(name);
           return new Wire.Writer().i64(ns.id).i32(ns.chunkSize).toBuffer();
         });
   }
@@ -220,164 +195,18 @@ public final class MemoryMaster implements MasterExtension {
     r.end();
     return ctx.mutate(
         m -> {
-          MemoryState.Ns ns = state.ns(name);
+          Ns ns = state.ns(name);
           int maps = state.mappingsOf(ns);
           if (maps > 0) {
             throw new FerriteException(
                 ErrorCode.CONFLICT,
                 "namespace '" + name + "' has " + maps + " mapping(s) open; unmap them first");
           }
-          m.commit(MemoryState.nsDelete(ns.id));
-          trimCache(m);
-          freeLost(m);
+          m.commit(MemoryRecords.nsDelete(ns.id));
+          reserves.trimCache(m);
+          Failures.freeLost(state, m);
           return empty();
         });
-  }
-
-  private ByteBuffer reserve(Wire.Reader r) {
-    long nsId = r.i64("nsId");
-    long bytes = positive("reserve bytes", r.i64("bytes"));
-    long session = r.i64("session");
-    r.end();
-    long bs = ctx.blockSize();
-    long count = (bytes + bs - 1) / bs;
-    if (count > MasterProtocol.MAX_LIST) {
-      throw new FerriteException(
-          ErrorCode.TOO_LARGE,
-          "reserve: " + bytes + " B (expected: at most " + MasterProtocol.MAX_LIST * bs + " B)");
-    }
-    return ctx.mutate(
-        m -> {
-          MemoryState.Ns ns = state.ns(nsId);
-          session(m, session);
-          // The namespace's own cached blocks first: they hold only its own bytes and go back as
-          // they are. Any other cached block is zeroed by the client with the fresh ones (see
-          // MemoryState: no bytes leak from one namespace to another through the cache).
-          List<BlockRef> cached = new ArrayList<>();
-          List<BlockRef> foreign = new ArrayList<>();
-          for (Map.Entry<MemoryState.Key, BlockRef> e : state.cache.entrySet()) {
-            if (cached.size() == count) {
-              break;
-            }
-            if (Long.valueOf(ns.id).equals(state.cacheFrom.get(e.getKey()))) {
-              cached.add(e.getValue());
-            }
-          }
-          for (Map.Entry<MemoryState.Key, BlockRef> e : state.cache.entrySet()) {
-            if (cached.size() + foreign.size() == count) {
-              break;
-            }
-            if (!Long.valueOf(ns.id).equals(state.cacheFrom.get(e.getKey()))) {
-              foreign.add(e.getValue());
-            }
-          }
-          int fromCache = cached.size() + foreign.size();
-          List<BlockRef> fresh = List.of();
-          int more = (int) count - fromCache;
-          if (more > 0) {
-            try {
-              fresh = m.allocate(session, more, "", false, MemoryState.OWNER);
-            } catch (FerriteException e) {
-              throw new FerriteException(
-                  e.code(),
-                  "reserve "
-                      + bytes
-                      + " B for namespace '"
-                      + ns.name
-                      + "' ("
-                      + fromCache
-                      + " cached block(s) ready, "
-                      + more
-                      + " more needed): "
-                      + e.detail(),
-                  e);
-            }
-          }
-          List<BlockRef> all = new ArrayList<>(cached);
-          all.addAll(foreign);
-          all.addAll(fresh);
-          m.commit(MemoryState.reserve(ns.id, all));
-          List<BlockRef> prepare = new ArrayList<>(foreign);
-          prepare.addAll(fresh);
-          Wire.Writer w = new Wire.Writer().i64(ns.reservedBytes()).i32(fromCache);
-          MasterProtocol.writeBlocks(w, prepare);
-          return w.toBuffer();
-        });
-  }
-
-  private ByteBuffer release(Wire.Reader r) {
-    long nsId = r.i64("nsId");
-    long bytes = positive("release bytes", r.i64("bytes"));
-    r.end();
-    long bs = ctx.blockSize();
-    long count = (bytes + bs - 1) / bs;
-    return ctx.mutate(
-        m -> {
-          MemoryState.Ns ns = state.ns(nsId);
-          List<MemoryState.Key> keys = state.freeBlocks(ns, (int) Math.min(count, 1 << 30));
-          if (keys.size() < count) {
-            throw new FerriteException(
-                ErrorCode.CONFLICT,
-                "release "
-                    + bytes
-                    + " B from namespace '"
-                    + ns.name
-                    + "': only "
-                    + keys.size() * bs
-                    + " B of its "
-                    + ns.reservedBytes()
-                    + " B reserve are in blocks with nothing allocated (free allocations first)");
-          }
-          m.commit(MemoryState.release(ns.id, keys));
-          trimCache(m);
-          return new Wire.Writer().i64(ns.reservedBytes()).toBuffer();
-        });
-  }
-
-  /** Gives cached blocks beyond the limit back to the kernel. */
-  private void trimCache(MasterContext.Mutation m) {
-    int over = state.cache.size() - cacheLimitBlocks;
-    if (over <= 0) {
-      return;
-    }
-    List<BlockRef> drop = new ArrayList<>(over);
-    List<MemoryState.Key> keys = new ArrayList<>(over);
-    for (Map.Entry<MemoryState.Key, BlockRef> e : state.cache.entrySet()) {
-      if (drop.size() == over) {
-        break;
-      }
-      drop.add(e.getValue());
-      keys.add(e.getKey());
-    }
-    m.free(MemoryState.OWNER, drop);
-    m.commit(MemoryState.cacheDrop(keys));
-  }
-
-  /**
-   * Gives the blocks of dead servers that nothing names any more back to the kernel (those the
-   * kernel still has: a server that re-registered without its regions took its blocks with it).
-   */
-  private void freeLost(MasterContext.Mutation m) {
-    List<BlockRef> done = state.unreferencedLost();
-    if (done.isEmpty()) {
-      return;
-    }
-    java.util.Set<MemoryState.Key> owned = new java.util.HashSet<>();
-    for (BlockRef b : m.owned(MemoryState.OWNER)) {
-      owned.add(MemoryState.Key.of(b));
-    }
-    List<BlockRef> give = new ArrayList<>();
-    List<MemoryState.Key> keys = new ArrayList<>();
-    for (BlockRef b : done) {
-      keys.add(MemoryState.Key.of(b));
-      if (owned.contains(MemoryState.Key.of(b))) {
-        give.add(b);
-      }
-    }
-    if (!give.isEmpty()) {
-      m.free(MemoryState.OWNER, give);
-    }
-    m.commit(MemoryState.lostFree(keys));
   }
 
   private ByteBuffer alloc(Wire.Reader r) {
@@ -392,13 +221,11 @@ public final class MemoryMaster implements MasterExtension {
     }
     return ctx.mutate(
         m -> {
-          MemoryState.Ns ns = state.ns(nsId);
+          Ns ns = state.ns(nsId);
           long data = (bytes + ns.chunkSize - 1) / ns.chunkSize;
           // COW: 8 B of metadata per data chunk, in chunks of their own (§III-G).
           long meta =
-              (flags & MemoryState.FLAG_COW) == 0
-                  ? 0
-                  : (8 * data + ns.chunkSize - 1) / ns.chunkSize;
+              (flags & Alloc.FLAG_COW) == 0 ? 0 : (8 * data + ns.chunkSize - 1) / ns.chunkSize;
           long n = data + meta;
           if (n > MemoryProtocol.MAX_CHUNKS * 16L || n > ns.freeChunks) {
             throw new FerriteException(
@@ -415,9 +242,9 @@ public final class MemoryMaster implements MasterExtension {
                     + ns.freeChunks
                     + " free (reserve more first)");
           }
-          List<MemoryState.Chunk> chunks = state.pickChunks(ns, (int) n);
+          List<Chunk> chunks = ns.pickChunks((int) n);
           long address = ns.nextAddress;
-          m.commit(MemoryState.alloc(ns.id, address, bytes, flags, chunks));
+          m.commit(MemoryRecords.alloc(ns.id, address, bytes, flags, chunks));
           return new Wire.Writer().i64(address).i64(bytes).toBuffer();
         });
   }
@@ -428,8 +255,8 @@ public final class MemoryMaster implements MasterExtension {
     r.end();
     return ctx.mutate(
         m -> {
-          MemoryState.Ns ns = state.ns(nsId);
-          MemoryState.Alloc a = ns.allocs.get(address);
+          Ns ns = state.ns(nsId);
+          Alloc a = ns.allocs.get(address);
           if (a == null) {
             throw new FerriteException(
                 ErrorCode.NOT_FOUND,
@@ -450,8 +277,8 @@ public final class MemoryMaster implements MasterExtension {
                     + a.maps
                     + " time(s); unmap it first");
           }
-          m.commit(MemoryState.free(ns.id, address));
-          freeLost(m);
+          m.commit(MemoryRecords.free(ns.id, address));
+          Failures.freeLost(state, m);
           return empty();
         });
   }
@@ -463,7 +290,7 @@ public final class MemoryMaster implements MasterExtension {
     r.end();
     return ctx.mutate(
         m -> {
-          MemoryState.Alloc a = MemoryState.allocFor(state.ns(nsId), address, length);
+          Alloc a = MemoryState.allocFor(state.ns(nsId), address, length);
           return new Wire.Writer().i64(a.address).i64(a.length).toBuffer();
         });
   }
@@ -477,9 +304,9 @@ public final class MemoryMaster implements MasterExtension {
     r.end();
     return ctx.mutate(
         m -> {
-          MemoryState.Ns ns = state.ns(nsId);
-          MemoryState.Alloc a = MemoryState.allocFor(ns, address, length);
-          MemoryState.checkIntact(ns, a);
+          Ns ns = state.ns(nsId);
+          Alloc a = MemoryState.allocFor(ns, address, length);
+          state.loss.checkIntact(ns, a);
           session(m, session);
           long offset = address - a.address;
           long first = offset / ns.chunkSize;
@@ -498,10 +325,9 @@ public final class MemoryMaster implements MasterExtension {
           MemoryState.Mapping mp =
               new MemoryState.Mapping(
                   state.nextMapId, session, ns.id, a.address, offset, length, a.generation);
-          m.commit(MemoryState.map(mp));
-          List<MemoryState.Chunk> data = a.chunks.subList((int) first, (int) last + 1);
-          List<MemoryState.Chunk> meta =
-              a.cow() ? a.chunks.subList(a.dataChunks, a.chunks.size()) : List.of();
+          m.commit(MemoryRecords.map(mp));
+          List<Chunk> data = a.chunks.subList((int) first, (int) last + 1);
+          List<Chunk> meta = a.cow() ? a.chunks.subList(a.dataChunks, a.chunks.size()) : List.of();
           Locations loc = new Locations(ns);
           Wire.Writer chunks = loc.chunks(data);
           Wire.Writer metaChunks = loc.chunks(meta);
@@ -513,189 +339,7 @@ public final class MemoryMaster implements MasterExtension {
                   .i64(a.generation)
                   .i32(a.flags);
           loc.regions(w);
-          return concat(w, chunks, metaChunks);
-        });
-  }
-
-  /** Chunk locations as (region index, offset) pairs over one table of regions. */
-  private static final class Locations {
-    private final MemoryState.Ns ns;
-    private final Map<MemoryState.Key, Integer> index = new HashMap<>();
-    private final List<RegionRef> regions = new ArrayList<>();
-
-    Locations(MemoryState.Ns ns) {
-      this.ns = ns;
-    }
-
-    Wire.Writer chunks(List<MemoryState.Chunk> list) {
-      Wire.Writer w = new Wire.Writer(list.size() * 12 + 4).i32(list.size());
-      for (MemoryState.Chunk c : list) {
-        BlockRef b = ns.blocks.get(c.block());
-        MemoryState.Key rk = new MemoryState.Key(b.serverId(), b.regionId(), 0);
-        Integer idx = index.get(rk);
-        if (idx == null) {
-          idx = regions.size();
-          index.put(rk, idx);
-          regions.add(b.region());
-        }
-        w.i32(idx).i64(b.offset() + c.inBlock());
-      }
-      return w;
-    }
-
-    void regions(Wire.Writer w) {
-      w.i32(regions.size());
-      for (RegionRef rr : regions) {
-        MemoryProtocol.writeRegion(w, rr);
-      }
-    }
-  }
-
-  private static ByteBuffer concat(Wire.Writer... parts) {
-    List<ByteBuffer> bufs = new ArrayList<>();
-    int n = 0;
-    for (Wire.Writer p : parts) {
-      ByteBuffer b = p.toBuffer();
-      bufs.add(b);
-      n += b.remaining();
-    }
-    ByteBuffer out = ByteBuffer.allocate(n).order(java.nio.ByteOrder.LITTLE_ENDIAN);
-    bufs.forEach(out::put);
-    return out.flip();
-  }
-
-  /** Frees the retired COW chunks of {@code a} that no mapping needs any more. */
-  private void reclaim(MasterContext.Mutation m, MemoryState.Ns ns, MemoryState.Alloc a) {
-    if (a == null || !a.cow()) {
-      return;
-    }
-    for (long g : state.reclaimable(ns, a)) {
-      m.commit(MemoryState.reclaim(ns.id, a.address, g));
-    }
-    freeLost(m);
-  }
-
-  private MemoryState.Alloc allocOf(MemoryState.Mapping mp) {
-    MemoryState.Ns ns = state.byId.get(mp.nsId());
-    return ns == null ? null : ns.allocs.get(mp.allocAddress());
-  }
-
-  private ByteBuffer cowBegin(Wire.Reader r) {
-    long mapId = r.i64("mapId");
-    long session = r.i64("session");
-    int first = r.i32("firstChunk");
-    int count = r.i32("count");
-    r.end();
-    return ctx.mutate(
-        m -> {
-          MemoryState.Mapping mp = state.mappings.get(mapId);
-          if (mp == null || mp.session() != session) {
-            throw new FerriteException(
-                ErrorCode.NOT_FOUND,
-                "no mapping " + mapId + " held by session " + Long.toHexString(session));
-          }
-          MemoryState.Ns ns = state.ns(mp.nsId());
-          MemoryState.Alloc a = allocOf(mp);
-          if (!a.cow()) {
-            throw new FerriteException(
-                ErrorCode.INVALID_ARGUMENT, "allocation " + a + " is not copy-on-write");
-          }
-          MemoryState.checkIntact(ns, a);
-          if (first < 0 || count <= 0 || first > a.dataChunks - count) {
-            throw new FerriteException(
-                ErrorCode.OUT_OF_BOUNDS,
-                "chunks "
-                    + first
-                    + " +"
-                    + count
-                    + " (expected: within the "
-                    + a.dataChunks
-                    + " chunks of "
-                    + a
-                    + ")");
-          }
-          MemoryState.Lease held = state.leases.get(a.lease);
-          if (held != null && held.session() != session) {
-            // §III-G: one writer with concurrent readers.
-            throw new FerriteException(
-                ErrorCode.CONFLICT,
-                "allocation "
-                    + a
-                    + " has a writer (session "
-                    + Long.toHexString(held.session())
-                    + ") until its lease ends in "
-                    + Math.max(0, held.deadline() - System.currentTimeMillis())
-                    + " ms");
-          }
-          if (held != null) {
-            m.commit(MemoryState.abort(held.id()));
-          }
-          if (count > ns.freeChunks) {
-            throw new FerriteException(
-                ErrorCode.NO_SPACE,
-                "copy-on-write of "
-                    + count
-                    + " chunk(s) in namespace '"
-                    + ns.name
-                    + "': its reserve has "
-                    + ns.freeChunks
-                    + " free (reserve more first)");
-          }
-          List<MemoryState.Chunk> fresh = state.pickChunks(ns, count);
-          MemoryState.Lease lease =
-              new MemoryState.Lease(
-                  state.nextLeaseId,
-                  ns.id,
-                  a.address,
-                  session,
-                  first,
-                  System.currentTimeMillis() + leaseMillis,
-                  fresh);
-          m.commit(MemoryState.pending(lease));
-          Locations loc = new Locations(ns);
-          Wire.Writer chunks = loc.chunks(fresh);
-          Wire.Writer w = new Wire.Writer().i64(lease.id()).i64(leaseMillis);
-          loc.regions(w);
-          return concat(w, chunks);
-        });
-  }
-
-  private ByteBuffer cowPublish(Wire.Reader r) {
-    long leaseId = r.i64("leaseId");
-    long session = r.i64("session");
-    long mapId = r.i64("mapId");
-    r.end();
-    return ctx.mutate(
-        m -> {
-          MemoryState.Lease l = state.leases.get(leaseId);
-          if (l == null || l.session() != session) {
-            throw new FerriteException(
-                ErrorCode.SESSION_EXPIRED,
-                "copy-on-write lease "
-                    + leaseId
-                    + " is gone (it expired, or the allocation was freed): nothing was published");
-          }
-          MemoryState.Ns ns = state.ns(l.nsId());
-          MemoryState.Alloc a = ns.allocs.get(l.allocAddress());
-          long generation = a.generation + 1;
-          m.commit(MemoryState.publish(leaseId, generation));
-          // The publisher's own mapping now sees the new generation.
-          MemoryState.Mapping mp = state.mappings.get(mapId);
-          if (mp != null && mp.session() == session) {
-            m.commit(MemoryState.unmap(mapId));
-            m.commit(
-                MemoryState.map(
-                    new MemoryState.Mapping(
-                        mapId,
-                        session,
-                        mp.nsId(),
-                        mp.allocAddress(),
-                        mp.offset(),
-                        mp.length(),
-                        generation)));
-          }
-          reclaim(m, ns, a);
-          return new Wire.Writer().i64(generation).toBuffer();
+          return Locations.concat(w, chunks, metaChunks);
         });
   }
 
@@ -711,8 +355,8 @@ public final class MemoryMaster implements MasterExtension {
                 ErrorCode.NOT_FOUND,
                 "no mapping " + mapId + " held by session " + Long.toHexString(session));
           }
-          m.commit(MemoryState.unmap(mapId));
-          reclaim(m, state.byId.get(mp.nsId()), allocOf(mp));
+          m.commit(MemoryRecords.unmap(mapId));
+          CopyOnWrite.reclaim(state, m, state.byId.get(mp.nsId()), CopyOnWrite.allocOf(state, mp));
           return empty();
         });
   }
@@ -722,7 +366,7 @@ public final class MemoryMaster implements MasterExtension {
     r.end();
     return ctx.mutate(
         m -> {
-          MemoryState.Ns ns = state.ns(nsId);
+          Ns ns = state.ns(nsId);
           return new Wire.Writer()
               .i64(ns.reservedBytes())
               .i64(ns.freeChunks * ns.chunkSize)
@@ -736,36 +380,16 @@ public final class MemoryMaster implements MasterExtension {
 
   @Override
   public void sessionClosed(long sessionId, MasterContext.Mutation m) {
-    // §III-E: "When a client's connection aborts, the master cleans up the associate states and
-    // references."
-    for (MemoryState.Mapping mp : List.copyOf(state.mappings.values())) {
-      if (mp.session() == sessionId) {
-        m.commit(MemoryState.unmap(mp.id()));
-        reclaim(m, state.byId.get(mp.nsId()), allocOf(mp));
-      }
-    }
-    // A COW writer that dies leaves its last published data intact: its pending chunks go.
-    for (MemoryState.Lease l : List.copyOf(state.leases.values())) {
-      if (l.session() == sessionId) {
-        m.commit(MemoryState.abort(l.id()));
-      }
-    }
-    freeLost(m);
+    Failures.sessionClosed(state, sessionId, m);
   }
 
   @Override
   public void serverDead(int serverId, MasterContext.Mutation m) {
-    // Its memory is gone: take its blocks out of every namespace and the cache; allocations with
-    // a chunk there become lost (see MemoryState). Blocks nothing names go back to the kernel.
-    if (state.holdsBlocksOf(serverId)) {
-      m.commit(MemoryState.serverLost(serverId));
-      System.getLogger(MemoryMaster.class.getName())
-          .log(
-              System.Logger.Level.WARNING,
-              "memory server {0} is DEAD: its chunks left every namespace; allocations on it are"
-                  + " lost",
-              serverId);
-    }
-    freeLost(m);
+    Failures.serverDead(state, serverId, m);
+  }
+
+  @Override
+  public void serverRegistered(int serverId, long incarnation, MasterContext.Mutation m) {
+    Failures.serverRegistered(state, serverId, incarnation, m);
   }
 }

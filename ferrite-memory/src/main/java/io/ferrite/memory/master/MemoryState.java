@@ -1,5 +1,29 @@
 package io.ferrite.memory.master;
 
+import static io.ferrite.memory.master.MemoryRecords.ABORT;
+import static io.ferrite.memory.master.MemoryRecords.ALLOC;
+import static io.ferrite.memory.master.MemoryRecords.CACHE_ADD;
+import static io.ferrite.memory.master.MemoryRecords.CACHE_DROP;
+import static io.ferrite.memory.master.MemoryRecords.CACHE_FROM;
+import static io.ferrite.memory.master.MemoryRecords.COW_STATE;
+import static io.ferrite.memory.master.MemoryRecords.FREE;
+import static io.ferrite.memory.master.MemoryRecords.LOST_ADD;
+import static io.ferrite.memory.master.MemoryRecords.LOST_FREE;
+import static io.ferrite.memory.master.MemoryRecords.LOST_FROM;
+import static io.ferrite.memory.master.MemoryRecords.MAP;
+import static io.ferrite.memory.master.MemoryRecords.NS_CREATE;
+import static io.ferrite.memory.master.MemoryRecords.NS_DELETE;
+import static io.ferrite.memory.master.MemoryRecords.PENDING;
+import static io.ferrite.memory.master.MemoryRecords.PUBLISH;
+import static io.ferrite.memory.master.MemoryRecords.RECLAIM;
+import static io.ferrite.memory.master.MemoryRecords.RELEASE;
+import static io.ferrite.memory.master.MemoryRecords.RESERVE;
+import static io.ferrite.memory.master.MemoryRecords.SERVER_BACK;
+import static io.ferrite.memory.master.MemoryRecords.SERVER_GONE;
+import static io.ferrite.memory.master.MemoryRecords.SERVER_LOST;
+import static io.ferrite.memory.master.MemoryRecords.SERVER_SEEN;
+import static io.ferrite.memory.master.MemoryRecords.UNMAP;
+
 import io.ferrite.fabric.ErrorCode;
 import io.ferrite.fabric.FerriteException;
 import io.ferrite.kernel.proto.BlockRef;
@@ -12,7 +36,6 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.TreeMap;
-import java.util.TreeSet;
 
 /**
  * The memory face's metadata on the master, changed only by {@link #apply}ing records (RStore
@@ -25,34 +48,6 @@ import java.util.TreeSet;
  *
  * <p>Not thread-safe: used under the master's metadata lock only.
  *
- * <h2>Records</h2>
- *
- * <pre>
- * 1 NS_CREATE   id i64, name str, chunkSize i32, nextAddress i64
- * 2 NS_DELETE   id i64                        (its blocks go to the cache)
- * 3 RESERVE     nsId i64, blocks              (taken from the cache if there, else fresh)
- * 4 RELEASE     nsId i64, keys                (whole free blocks go to the cache)
- * 5 CACHE_ADD   blocks
- * 6 CACHE_DROP  keys                          (given back to the kernel)
- * 7 ALLOC       nsId i64, address i64, length i64, flags i32, count i32, count x chunk key
- * 8 FREE        nsId i64, address i64
- * 9 MAP         mapId i64, session i64, nsId i64, allocAddress i64, offset i64, length i64
- * 10 UNMAP      mapId i64
- * 11 PENDING    leaseId i64, nsId i64, allocAddress i64, session i64, first i32, deadline i64,
- *               count i32, count x chunk key    (a COW writer's fresh chunks, not yet visible)
- * 12 PUBLISH    leaseId i64, generation i64     (swap them in; the old ones retire)
- * 13 ABORT      leaseId i64                     (the writer died or gave up: chunks are freed)
- * 14 RECLAIM    nsId i64, allocAddress i64, generation i64   (retired chunks nobody maps)
- * 15 COW_STATE  nsId i64, allocAddress i64, generation i64, retired count i32, per retired:
- *               generation i64, count i32, chunk keys     (snapshots only)
- * 16 CACHE_FROM nsId i64, blocks              (cached blocks last reserved by namespace nsId)
- * 17 SERVER_LOST serverId i32                 (declared DEAD: its blocks leave every namespace
- *                                               and the cache; allocations on them are lost)
- * 18 LOST_ADD   blocks                        (snapshots only: lost blocks still referenced)
- * 19 LOST_FREE  keys                          (lost blocks nobody references: back to the kernel)
- * key   = server i32, region i32, blockOffset i64;   chunk key = key, offsetInBlock i64
- * </pre>
- *
  * <h2>Whose data a cached block holds</h2>
  *
  * The cache remembers the namespace each block was released or deleted from ({@link #cacheFrom}). A
@@ -63,145 +58,11 @@ import java.util.TreeSet;
  * as fresh blocks are, before the reserve returns: no bytes leak from one namespace to another
  * through the cache.
  *
- * <h2>A dead memory server</h2>
- *
- * When the master declares a server DEAD its memory is gone. {@code SERVER_LOST} takes its blocks
- * out of every namespace's reserve (so the reserve and free-chunk counts shrink) and out of the
- * cache. An allocation with a chunk there is <em>lost</em>: it can no longer be mapped or looked up
- * (a clear error instead of locations on a dead server), only freed. The lost blocks are kept out
- * of circulation ({@link #lost}) while an allocation, retired COW generation or lease still names
- * them, so a client holding an old mapping can never write into memory the kernel has handed to
- * someone else if the server comes back with its regions; once unreferenced they go back to the
- * kernel ({@code LOST_FREE}).
+ * <p>Record layouts: {@link MemoryRecords}; dead servers: {@link ServerLoss}.
  */
 final class MemoryState {
   /** The kernel owner name of every block the memory face holds. */
   static final String OWNER = "memory";
-
-  static final int NS_CREATE = 1;
-  static final int NS_DELETE = 2;
-  static final int RESERVE = 3;
-  static final int RELEASE = 4;
-  static final int CACHE_ADD = 5;
-  static final int CACHE_DROP = 6;
-  static final int ALLOC = 7;
-  static final int FREE = 8;
-  static final int MAP = 9;
-  static final int UNMAP = 10;
-  static final int PENDING = 11;
-  static final int PUBLISH = 12;
-  static final int ABORT = 13;
-  static final int RECLAIM = 14;
-  static final int COW_STATE = 15;
-  static final int CACHE_FROM = 16;
-  static final int SERVER_LOST = 17;
-  static final int LOST_ADD = 18;
-  static final int LOST_FREE = 19;
-
-  /** {@code alloc} flag: a copy-on-write allocation (§III-G). */
-  static final int FLAG_COW = 1;
-
-  /** A block's identity (its rkey and length come with the {@link BlockRef}). */
-  record Key(int server, int region, long offset) implements Comparable<Key> {
-    static Key of(BlockRef b) {
-      return new Key(b.serverId(), b.regionId(), b.offset());
-    }
-
-    @Override
-    public int compareTo(Key o) {
-      int c = Integer.compare(server, o.server);
-      if (c == 0) {
-        c = Integer.compare(region, o.region);
-      }
-      return c != 0 ? c : Long.compare(offset, o.offset);
-    }
-  }
-
-  /** A chunk: {@code chunkSize} bytes at {@code inBlock} within a reserved block. */
-  record Chunk(Key block, long inBlock) implements Comparable<Chunk> {
-    @Override
-    public int compareTo(Chunk o) {
-      int c = block.compareTo(o.block);
-      return c != 0 ? c : Long.compare(inBlock, o.inBlock);
-    }
-  }
-
-  static final class Alloc {
-    final long address;
-    final long length;
-    final int flags;
-
-    /** Data chunks in address order; for COW, then the metadata chunks (8 B per data chunk). */
-    final List<Chunk> chunks;
-
-    final int dataChunks;
-    int maps;
-
-    /** COW: the published generation (0 = as allocated). */
-    long generation;
-
-    /** COW: locations replaced by the publish of generation G, kept for mappings older than G. */
-    final TreeMap<Long, List<Chunk>> retired = new TreeMap<>();
-
-    /** COW: the writer lease, 0 = none. */
-    long lease;
-
-    /** Memory servers declared DEAD that held a chunk of this allocation; empty = intact. */
-    final TreeSet<Integer> lostServers = new TreeSet<>();
-
-    Alloc(long address, long length, int flags, List<Chunk> chunks, int dataChunks) {
-      this.address = address;
-      this.length = length;
-      this.flags = flags;
-      this.chunks = new ArrayList<>(chunks);
-      this.dataChunks = dataChunks;
-    }
-
-    boolean cow() {
-      return (flags & FLAG_COW) != 0;
-    }
-
-    boolean lost() {
-      return !lostServers.isEmpty();
-    }
-
-    @Override
-    public String toString() {
-      return "[0x" + Long.toHexString(address) + ", +" + length + ")";
-    }
-  }
-
-  static final class Ns {
-    final long id;
-    final String name;
-    final int chunkSize;
-    long nextAddress;
-    int roundRobin;
-    final Map<Key, BlockRef> blocks = new LinkedHashMap<>();
-    final Map<Key, Integer> freeInBlock = new HashMap<>();
-    final TreeMap<Integer, TreeSet<Chunk>> free = new TreeMap<>();
-    final TreeMap<Long, Alloc> allocs = new TreeMap<>();
-    long freeChunks;
-
-    Ns(long id, String name, int chunkSize, long nextAddress) {
-      this.id = id;
-      this.name = name;
-      this.chunkSize = chunkSize;
-      this.nextAddress = nextAddress;
-    }
-
-    long reservedBytes() {
-      long sum = 0;
-      for (BlockRef b : blocks.values()) {
-        sum += b.length();
-      }
-      return sum;
-    }
-
-    int chunksPer(BlockRef b) {
-      return (int) (b.length() / chunkSize);
-    }
-  }
 
   record Mapping(
       long id,
@@ -234,8 +95,8 @@ final class MemoryState {
   /** The namespace a cached block was last reserved by; absent = unknown (treated as foreign). */
   final Map<Key, Long> cacheFrom = new HashMap<>();
 
-  /** Blocks of dead servers still named by an allocation, retired generation or lease. */
-  final Map<Key, BlockRef> lost = new LinkedHashMap<>();
+  /** What dead memory servers took, and what may come back with them. */
+  final ServerLoss loss = new ServerLoss(this);
 
   final Map<Long, Mapping> mappings = new TreeMap<>();
   long nextNsId = 1;
@@ -291,24 +152,6 @@ final class MemoryState {
   }
 
   /**
-   * Fails for an allocation that lost chunks with a dead memory server: its data cannot be read or
-   * written any more (it can still be looked up, to be freed).
-   */
-  static void checkIntact(Ns ns, Alloc a) {
-    if (a.lost()) {
-      throw new FerriteException(
-          ErrorCode.NOT_FOUND,
-          "allocation "
-              + a
-              + " of namespace '"
-              + ns.name
-              + "' lost its data: memory server(s) "
-              + a.lostServers
-              + " holding some of its chunks were declared DEAD (free it and allocate again)");
-    }
-  }
-
-  /**
    * COW: retired generations of {@code a} that no mapping needs any more (every mapping of the
    * allocation is at that generation or newer).
    */
@@ -334,179 +177,6 @@ final class MemoryState {
       n += a.maps;
     }
     return n;
-  }
-
-  // ---------------------------------------------------------------- records
-
-  static byte[] nsCreate(long id, String name, int chunkSize, long nextAddress) {
-    return new Wire.Writer()
-        .u8(NS_CREATE)
-        .i64(id)
-        .str(name)
-        .i32(chunkSize)
-        .i64(nextAddress)
-        .toArray();
-  }
-
-  static byte[] nsDelete(long id) {
-    return new Wire.Writer().u8(NS_DELETE).i64(id).toArray();
-  }
-
-  static byte[] reserve(long nsId, List<BlockRef> blocks) {
-    Wire.Writer w = new Wire.Writer().u8(RESERVE).i64(nsId);
-    MasterProtocol.writeBlocks(w, blocks);
-    return w.toArray();
-  }
-
-  static byte[] release(long nsId, List<Key> keys) {
-    return keys(new Wire.Writer().u8(RELEASE).i64(nsId), keys).toArray();
-  }
-
-  static byte[] cacheAdd(List<BlockRef> blocks) {
-    Wire.Writer w = new Wire.Writer().u8(CACHE_ADD);
-    MasterProtocol.writeBlocks(w, blocks);
-    return w.toArray();
-  }
-
-  static byte[] cacheFrom(long nsId, List<BlockRef> blocks) {
-    Wire.Writer w = new Wire.Writer().u8(CACHE_FROM).i64(nsId);
-    MasterProtocol.writeBlocks(w, blocks);
-    return w.toArray();
-  }
-
-  static byte[] serverLost(int serverId) {
-    return new Wire.Writer().u8(SERVER_LOST).i32(serverId).toArray();
-  }
-
-  static byte[] lostAdd(List<BlockRef> blocks) {
-    Wire.Writer w = new Wire.Writer().u8(LOST_ADD);
-    MasterProtocol.writeBlocks(w, blocks);
-    return w.toArray();
-  }
-
-  static byte[] lostFree(List<Key> keys) {
-    return keys(new Wire.Writer().u8(LOST_FREE), keys).toArray();
-  }
-
-  static byte[] cacheDrop(List<Key> keys) {
-    return keys(new Wire.Writer().u8(CACHE_DROP), keys).toArray();
-  }
-
-  static byte[] alloc(long nsId, long address, long length, int flags, List<Chunk> chunks) {
-    Wire.Writer w =
-        new Wire.Writer(32 + chunks.size() * 24)
-            .u8(ALLOC)
-            .i64(nsId)
-            .i64(address)
-            .i64(length)
-            .i32(flags)
-            .i32(chunks.size());
-    for (Chunk c : chunks) {
-      key(w, c.block).i64(c.inBlock);
-    }
-    return w.toArray();
-  }
-
-  static byte[] free(long nsId, long address) {
-    return new Wire.Writer().u8(FREE).i64(nsId).i64(address).toArray();
-  }
-
-  static byte[] map(Mapping m) {
-    return new Wire.Writer()
-        .u8(MAP)
-        .i64(m.id)
-        .i64(m.session)
-        .i64(m.nsId)
-        .i64(m.allocAddress)
-        .i64(m.offset)
-        .i64(m.length)
-        .i64(m.generation)
-        .toArray();
-  }
-
-  static byte[] pending(Lease l) {
-    Wire.Writer w =
-        new Wire.Writer()
-            .u8(PENDING)
-            .i64(l.id)
-            .i64(l.nsId)
-            .i64(l.allocAddress)
-            .i64(l.session)
-            .i32(l.first)
-            .i64(l.deadline);
-    return chunks(w, l.chunks).toArray();
-  }
-
-  static byte[] publish(long leaseId, long generation) {
-    return new Wire.Writer().u8(PUBLISH).i64(leaseId).i64(generation).toArray();
-  }
-
-  static byte[] abort(long leaseId) {
-    return new Wire.Writer().u8(ABORT).i64(leaseId).toArray();
-  }
-
-  static byte[] reclaim(long nsId, long allocAddress, long generation) {
-    return new Wire.Writer().u8(RECLAIM).i64(nsId).i64(allocAddress).i64(generation).toArray();
-  }
-
-  static byte[] cowState(long nsId, Alloc a) {
-    Wire.Writer w =
-        new Wire.Writer()
-            .u8(COW_STATE)
-            .i64(nsId)
-            .i64(a.address)
-            .i64(a.generation)
-            .i32(a.retired.size());
-    for (Map.Entry<Long, List<Chunk>> e : a.retired.entrySet()) {
-      chunks(w.i64(e.getKey()), e.getValue());
-    }
-    return w.toArray();
-  }
-
-  private static Wire.Writer chunks(Wire.Writer w, List<Chunk> chunks) {
-    w.i32(chunks.size());
-    for (Chunk c : chunks) {
-      key(w, c.block).i64(c.inBlock);
-    }
-    return w;
-  }
-
-  private static List<Chunk> readChunks(Wire.Reader r) {
-    int n = r.count("chunks", Integer.MAX_VALUE);
-    List<Chunk> out = new ArrayList<>(Math.min(n, 4096));
-    for (int i = 0; i < n; i++) {
-      out.add(new Chunk(readKey(r), r.i64("inBlock")));
-    }
-    return out;
-  }
-
-  static byte[] unmap(long mapId) {
-    return new Wire.Writer().u8(UNMAP).i64(mapId).toArray();
-  }
-
-  private static Wire.Writer key(Wire.Writer w, Key k) {
-    return w.i32(k.server).i32(k.region).i64(k.offset);
-  }
-
-  private static Wire.Writer keys(Wire.Writer w, List<Key> keys) {
-    w.i32(keys.size());
-    for (Key k : keys) {
-      key(w, k);
-    }
-    return w;
-  }
-
-  private static Key readKey(Wire.Reader r) {
-    return new Key(r.i32("server"), r.i32("region"), r.i64("blockOffset"));
-  }
-
-  private static List<Key> readKeys(Wire.Reader r) {
-    int n = r.count("keys", Integer.MAX_VALUE);
-    List<Key> out = new ArrayList<>(Math.min(n, 4096));
-    for (int i = 0; i < n; i++) {
-      out.add(readKey(r));
-    }
-    return out;
   }
 
   /** Applies one record; deterministic, and never fails on a record that was once accepted. */
@@ -542,15 +212,15 @@ final class MemoryState {
           cache.remove(k);
           cacheFrom.remove(k);
           if (ns != null) {
-            addBlock(ns, k, b);
+            ns.addBlock(k, b);
           }
         }
       }
       case RELEASE -> {
         Ns ns = byId.get(r.i64("nsId"));
-        for (Key k : readKeys(r)) {
+        for (Key k : MemoryRecords.readKeys(r)) {
           if (ns != null) {
-            BlockRef b = removeBlock(ns, k);
+            BlockRef b = ns.removeBlock(k);
             if (b != null) {
               cache.put(k, b);
               cacheFrom.put(k, ns.id);
@@ -572,22 +242,13 @@ final class MemoryState {
         }
       }
       case CACHE_DROP -> {
-        for (Key k : readKeys(r)) {
+        for (Key k : MemoryRecords.readKeys(r)) {
           cache.remove(k);
           cacheFrom.remove(k);
         }
       }
-      case SERVER_LOST -> applyServerLost(r.i32("serverId"));
-      case LOST_ADD -> {
-        for (BlockRef b : MasterProtocol.readBlocks(r)) {
-          lost.put(Key.of(b), b);
-        }
-      }
-      case LOST_FREE -> {
-        for (Key k : readKeys(r)) {
-          lost.remove(k);
-        }
-      }
+      case SERVER_LOST, LOST_ADD, LOST_FROM, LOST_FREE, SERVER_SEEN, SERVER_BACK, SERVER_GONE ->
+          loss.apply(type, r);
       case ALLOC -> {
         Ns ns = byId.get(r.i64("nsId"));
         long address = r.i64("address");
@@ -596,17 +257,17 @@ final class MemoryState {
         int n = r.count("chunks", Integer.MAX_VALUE);
         List<Chunk> chunks = new ArrayList<>(n);
         for (int i = 0; i < n; i++) {
-          chunks.add(new Chunk(readKey(r), r.i64("inBlock")));
+          chunks.add(new Chunk(MemoryRecords.readKey(r), r.i64("inBlock")));
         }
         if (ns != null) {
           for (Chunk c : chunks) {
-            takeChunk(ns, c);
+            ns.takeChunk(c);
           }
           int data = (int) ((length + ns.chunkSize - 1) / ns.chunkSize);
           Alloc a = new Alloc(address, length, flags, chunks, data);
           for (Chunk c : chunks) {
-            if (!ns.blocks.containsKey(c.block)) {
-              a.lostServers.add(c.block.server); // replayed from a snapshot taken after a loss
+            if (!ns.blocks.containsKey(c.block())) {
+              a.lostServers.add(c.block().server()); // replayed from a snapshot taken after a loss
             }
           }
           ns.allocs.put(address, a);
@@ -620,14 +281,14 @@ final class MemoryState {
         Alloc a = ns == null ? null : ns.allocs.remove(address);
         if (a != null) {
           for (Chunk c : a.chunks) {
-            giveChunk(ns, c);
+            ns.giveChunk(c);
           }
           for (List<Chunk> old : a.retired.values()) {
-            old.forEach(c -> giveChunk(ns, c));
+            old.forEach(c -> ns.giveChunk(c));
           }
           Lease l = leases.remove(a.lease);
           if (l != null) {
-            l.chunks.forEach(c -> giveChunk(ns, c));
+            l.chunks.forEach(c -> ns.giveChunk(c));
           }
           mappings.values().removeIf(m -> m.nsId == ns.id && m.allocAddress == address);
         }
@@ -667,11 +328,11 @@ final class MemoryState {
         long session = r.i64("session");
         int first = r.i32("first");
         long deadline = r.i64("deadline");
-        List<Chunk> chunks = readChunks(r);
+        List<Chunk> chunks = MemoryRecords.readChunks(r);
         Ns ns = byId.get(nsId);
         Alloc a = ns == null ? null : ns.allocs.get(address);
         if (a != null) {
-          chunks.forEach(c -> takeChunk(ns, c));
+          chunks.forEach(c -> ns.takeChunk(c));
           leases.put(id, new Lease(id, nsId, address, session, first, deadline, chunks));
           a.lease = id;
         }
@@ -697,7 +358,7 @@ final class MemoryState {
         Ns ns = l == null ? null : byId.get(l.nsId);
         Alloc a = ns == null ? null : ns.allocs.get(l.allocAddress);
         if (a != null) {
-          l.chunks.forEach(c -> giveChunk(ns, c));
+          l.chunks.forEach(c -> ns.giveChunk(c));
           a.lease = 0;
         }
       }
@@ -707,7 +368,7 @@ final class MemoryState {
         long generation = r.i64("generation");
         List<Chunk> old = a == null ? null : a.retired.remove(generation);
         if (old != null) {
-          old.forEach(c -> giveChunk(ns, c));
+          old.forEach(c -> ns.giveChunk(c));
         }
       }
       case COW_STATE -> {
@@ -717,9 +378,9 @@ final class MemoryState {
         int n = r.count("retired", Integer.MAX_VALUE);
         for (int i = 0; i < n; i++) {
           long g = r.i64("retiredGeneration");
-          List<Chunk> old = readChunks(r);
+          List<Chunk> old = MemoryRecords.readChunks(r);
           if (a != null) {
-            old.forEach(c -> takeChunk(ns, c));
+            old.forEach(c -> ns.takeChunk(c));
             a.retired.put(g, old);
           }
         }
@@ -729,149 +390,9 @@ final class MemoryState {
       }
       default ->
           throw new FerriteException(
-              ErrorCode.INVALID_ARGUMENT, "memory record type: " + type + " (expected: 1 to 19)");
+              ErrorCode.INVALID_ARGUMENT, "memory record type: " + type + " (expected: 1 to 23)");
     }
     r.end();
-  }
-
-  /** Applies {@code SERVER_LOST}: see the class comment. */
-  private void applyServerLost(int server) {
-    for (Ns ns : byId.values()) {
-      List<Key> gone = new ArrayList<>();
-      for (Key k : ns.blocks.keySet()) {
-        if (k.server == server) {
-          gone.add(k);
-        }
-      }
-      if (gone.isEmpty()) {
-        continue;
-      }
-      for (Key k : gone) {
-        lost.put(k, removeBlock(ns, k));
-      }
-      for (Alloc a : ns.allocs.values()) {
-        for (Chunk c : a.chunks) {
-          if (c.block.server == server) {
-            a.lostServers.add(server);
-            break;
-          }
-        }
-      }
-      // A COW writer's lease on chunks there can never be published: drop it (its publish fails
-      // SESSION_EXPIRED, so the writer retries on live servers).
-      for (Lease l : List.copyOf(leases.values())) {
-        if (l.nsId == ns.id && l.chunks.stream().anyMatch(c -> c.block.server == server)) {
-          leases.remove(l.id);
-          Alloc a = ns.allocs.get(l.allocAddress);
-          if (a != null) {
-            a.lease = 0;
-          }
-          l.chunks.forEach(c -> giveChunk(ns, c));
-        }
-      }
-    }
-    for (Key k : List.copyOf(cache.keySet())) {
-      if (k.server == server) {
-        lost.put(k, cache.remove(k));
-        cacheFrom.remove(k);
-      }
-    }
-  }
-
-  /** Whether any namespace or the cache holds a block of {@code server}. */
-  boolean holdsBlocksOf(int server) {
-    for (Key k : cache.keySet()) {
-      if (k.server == server) {
-        return true;
-      }
-    }
-    for (Ns ns : byId.values()) {
-      for (Key k : ns.blocks.keySet()) {
-        if (k.server == server) {
-          return true;
-        }
-      }
-    }
-    return false;
-  }
-
-  /** Lost blocks that no allocation, retired generation or lease names any more. */
-  List<BlockRef> unreferencedLost() {
-    if (lost.isEmpty()) {
-      return List.of();
-    }
-    java.util.Set<Key> named = new java.util.HashSet<>();
-    for (Ns ns : byId.values()) {
-      for (Alloc a : ns.allocs.values()) {
-        if (a.lost()) {
-          a.chunks.forEach(c -> named.add(c.block));
-        }
-        a.retired.values().forEach(old -> old.forEach(c -> named.add(c.block)));
-      }
-    }
-    for (Lease l : leases.values()) {
-      l.chunks.forEach(c -> named.add(c.block));
-    }
-    List<BlockRef> out = new ArrayList<>();
-    for (Map.Entry<Key, BlockRef> e : lost.entrySet()) {
-      if (!named.contains(e.getKey())) {
-        out.add(e.getValue());
-      }
-    }
-    return out;
-  }
-
-  private void addBlock(Ns ns, Key k, BlockRef b) {
-    if (ns.blocks.putIfAbsent(k, b) != null) {
-      return;
-    }
-    int per = ns.chunksPer(b);
-    TreeSet<Chunk> set = ns.free.computeIfAbsent(k.server, s -> new TreeSet<>());
-    for (int i = 0; i < per; i++) {
-      set.add(new Chunk(k, (long) i * ns.chunkSize));
-    }
-    ns.freeInBlock.put(k, per);
-    ns.freeChunks += per;
-  }
-
-  private BlockRef removeBlock(Ns ns, Key k) {
-    BlockRef b = ns.blocks.remove(k);
-    if (b == null) {
-      return null;
-    }
-    int per = ns.chunksPer(b);
-    TreeSet<Chunk> set = ns.free.get(k.server);
-    for (int i = 0; i < per; i++) {
-      if (set != null && set.remove(new Chunk(k, (long) i * ns.chunkSize))) {
-        ns.freeChunks--;
-      }
-    }
-    if (set != null && set.isEmpty()) {
-      ns.free.remove(k.server);
-    }
-    ns.freeInBlock.remove(k);
-    return b;
-  }
-
-  private static void takeChunk(Ns ns, Chunk c) {
-    TreeSet<Chunk> set = ns.free.get(c.block.server);
-    if (set != null && set.remove(c)) {
-      ns.freeChunks--;
-      ns.freeInBlock.merge(c.block, -1, Integer::sum);
-      if (set.isEmpty()) {
-        ns.free.remove(c.block.server);
-      }
-    }
-  }
-
-  private static void giveChunk(Ns ns, Chunk c) {
-    if (!ns.blocks.containsKey(c.block)) {
-      return;
-    }
-    if (ns.free.computeIfAbsent(c.block.server, s -> new TreeSet<>()).add(c)) {
-      ns.freeChunks++;
-      ns.freeInBlock.merge(c.block, 1, Integer::sum);
-    }
   }
 
   /** Records that rebuild this state from empty. */
@@ -888,70 +409,26 @@ final class MemoryState {
       }
     }
     if (!unknown.isEmpty()) {
-      out.add(cacheAdd(unknown));
+      out.add(MemoryRecords.cacheAdd(unknown));
     }
-    byFrom.forEach((from, blocks) -> out.add(cacheFrom(from, blocks)));
-    if (!lost.isEmpty()) {
-      out.add(lostAdd(List.copyOf(lost.values())));
-    }
+    byFrom.forEach((from, blocks) -> out.add(MemoryRecords.cacheFrom(from, blocks)));
+    loss.snapshot(out);
     for (Ns ns : byId.values()) {
-      out.add(nsCreate(ns.id, ns.name, ns.chunkSize, ns.nextAddress));
-      out.add(reserve(ns.id, List.copyOf(ns.blocks.values())));
+      out.add(MemoryRecords.nsCreate(ns.id, ns.name, ns.chunkSize, ns.nextAddress));
+      out.add(MemoryRecords.reserve(ns.id, List.copyOf(ns.blocks.values())));
       for (Alloc a : ns.allocs.values()) {
-        out.add(alloc(ns.id, a.address, a.length, a.flags, a.chunks));
+        out.add(MemoryRecords.alloc(ns.id, a.address, a.length, a.flags, a.chunks));
         if (a.cow()) {
-          out.add(cowState(ns.id, a));
+          out.add(MemoryRecords.cowState(ns.id, a));
         }
       }
     }
     for (Mapping m : mappings.values()) {
-      out.add(map(m));
+      out.add(MemoryRecords.map(m));
     }
     for (Lease l : leases.values()) {
-      out.add(pending(l));
+      out.add(MemoryRecords.pending(l));
     }
-    return out;
-  }
-
-  // ---------------------------------------------------------------- decisions (no side effects)
-
-  /** Picks {@code n} free chunks of {@code ns}, one server after the other (striping, §III-C). */
-  List<Chunk> pickChunks(Ns ns, int n) {
-    List<Chunk> out = new ArrayList<>(n);
-    List<Integer> servers = new ArrayList<>(ns.free.keySet());
-    Map<Integer, java.util.Iterator<Chunk>> its = new HashMap<>();
-    for (Integer s : servers) {
-      its.put(s, ns.free.get(s).iterator());
-    }
-    int i = Math.floorMod(ns.roundRobin, Math.max(1, servers.size()));
-    while (out.size() < n && !its.isEmpty()) {
-      Integer s = servers.get(i % servers.size());
-      java.util.Iterator<Chunk> it = its.get(s);
-      if (it != null) {
-        if (it.hasNext()) {
-          out.add(it.next());
-        } else {
-          its.remove(s);
-        }
-      }
-      i++;
-    }
-    ns.roundRobin = i;
-    return out;
-  }
-
-  /** Whole blocks of {@code ns} with no chunk allocated, up to {@code n}. */
-  List<Key> freeBlocks(Ns ns, int n) {
-    List<Key> out = new ArrayList<>();
-    for (Map.Entry<Key, Integer> e : ns.freeInBlock.entrySet()) {
-      if (out.size() == n) {
-        break;
-      }
-      if (e.getValue() == ns.chunksPer(ns.blocks.get(e.getKey()))) {
-        out.add(e.getKey());
-      }
-    }
-    out.sort(null);
     return out;
   }
 }

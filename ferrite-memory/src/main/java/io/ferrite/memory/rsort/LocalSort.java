@@ -94,7 +94,7 @@ public final class LocalSort {
       }
       long loadNanos = System.nanoTime() - t0;
       RecordValidator.Summary in = RecordValidator.summarize(a, 0, n);
-      int warm = Math.min(n, RSortWorker.WARM_UP);
+      int warm = Math.min(n, WorkerPhases.WARM_UP);
       for (int round = 0; round < 3; round++) {
         RecordSorter.sort(a, warm, b);
       }

@@ -39,14 +39,11 @@ public final class RSortCoordinator implements AutoCloseable {
   static final java.time.Duration ABORT_WAIT = java.time.Duration.ofSeconds(10);
 
   private final RStore store;
-  private final ClusterAccess access;
   private final RSortJob job;
-  private final WorkerLauncher launcher;
   private final PrintStream progress;
   private final int workers;
-  private final List<Process> processes = new ArrayList<>();
+  private final WorkerProcesses procs;
   private final long startNanos = System.nanoTime();
-  private boolean closed;
 
   private Mapping coord;
   private Barrier barrier;
@@ -68,11 +65,10 @@ public final class RSortCoordinator implements AutoCloseable {
       WorkerLauncher launcher,
       PrintStream progress) {
     this.store = store;
-    this.access = access;
     this.job = job;
-    this.launcher = launcher;
     this.progress = progress;
     this.workers = job.workers();
+    this.procs = new WorkerProcesses(access, job, launcher, progress == null);
   }
 
   /**
@@ -167,13 +163,7 @@ public final class RSortCoordinator implements AutoCloseable {
         step("could not signal the abort to the workers: " + e);
       }
     }
-    long deadline = System.nanoTime() + ABORT_WAIT.toNanos();
-    for (Process p : processes) {
-      long left = deadline - System.nanoTime();
-      if (left > 0) {
-        p.waitFor(left, TimeUnit.NANOSECONDS);
-      }
-    }
+    procs.awaitExit(ABORT_WAIT);
     close();
   }
 
@@ -193,7 +183,7 @@ public final class RSortCoordinator implements AutoCloseable {
             + workers
             + " worker process(es); "
             + (job.input() == null ? "generated with seed " + job.seed() : "from " + job.input()));
-    launch(ra.address());
+    procs.launch(ra.address());
     phase(RSortWorker.READY, null);
     for (int w = 0; w < workers; w++) {
       assign(w, job.shareFirst(w), job.shareCount(w));
@@ -241,69 +231,10 @@ public final class RSortCoordinator implements AutoCloseable {
       assign(w, job.deleteOutput() ? 1 : 0, 0);
     }
     phase(RSortWorker.CLEANUP, null);
-    awaitExit();
+    procs.awaitExitAfterCleanup(this::step);
     coord.unmap();
     store.deleteNamespace(job.coordinatorNamespace());
     return new RSortResult(job, input, output, problems, phaseNanos.clone(), sortNanos, timings);
-  }
-
-  private void launch(long coordAddress) throws IOException {
-    long maxRange = Math.min(job.records(), Records.MAX_BUFFER_RECORDS);
-    // A record buffer as large as the largest key range (a skewed input may put every record in
-    // one) and the stages; a long per record, parallelSort's scratch array and a byte per record.
-    long direct = maxRange * Records.RECORD + (128L << 20);
-    long heap = (256L << 20) + 24 * maxRange;
-    // The workers share the cores: each gets a share of the threads, so that all of them together
-    // use as many as the single-JVM sort of the same records.
-    int threads = Math.max(1, Runtime.getRuntime().availableProcessors() / workers);
-    for (int w = 0; w < workers; w++) {
-      List<String> a = new ArrayList<>(List.of("rsort-worker"));
-      a.addAll(
-          List.of(
-              "--cluster",
-              access.uri(),
-              "--cluster-id",
-              access.clusterId(),
-              "--secret-file",
-              access.secretFile().toString(),
-              "--fabric",
-              access.fabric(),
-              "--namespace-prefix",
-              job.prefix(),
-              "--coordinator-address",
-              Long.toString(coordAddress),
-              "--worker",
-              Integer.toString(w),
-              "--workers",
-              Integer.toString(workers),
-              "--records",
-              Long.toString(job.records()),
-              "--seed",
-              Long.toString(job.seed()),
-              "--parent-pid",
-              Long.toString(ProcessHandle.current().pid())));
-      if (job.input() != null) {
-        a.addAll(List.of("--input", job.input().toAbsolutePath().toString()));
-      }
-      if (progress == null) {
-        a.add("--quiet");
-      }
-      if (job.output() != null) {
-        a.addAll(List.of("--output", job.output().toAbsolutePath().toString()));
-      }
-      Process p =
-          launcher.start(
-              "worker " + w,
-              a,
-              new WorkerLauncher.Jvm(heap, direct, threads, job.bytes() < QUICK_START_BYTES));
-      synchronized (this) {
-        if (closed) {
-          p.destroyForcibly();
-          throw new FerriteException(ErrorCode.UNAVAILABLE, "the sort was stopped");
-        }
-        processes.add(p);
-      }
-    }
   }
 
   /** Starts {@code phase} and waits until every worker has finished it. */
@@ -325,7 +256,7 @@ public final class RSortCoordinator implements AutoCloseable {
       }
       int[] status = statuses();
       for (int w = 0; w < workers; w++) {
-        Process p = processes.get(w);
+        Process p = procs.get(w);
         if (!p.isAlive() && status[w] != phase) {
           throw new FerriteException(
               ErrorCode.UNAVAILABLE,
@@ -432,16 +363,6 @@ public final class RSortCoordinator implements AutoCloseable {
     return new WorkerArea(coord, w).timings();
   }
 
-  /** After CLEANUP the workers exit by themselves; give them a little while, then stop them. */
-  private void awaitExit() throws InterruptedException {
-    for (Process p : processes) {
-      if (!p.waitFor(10, TimeUnit.SECONDS)) {
-        step("worker pid " + p.pid() + " did not exit after cleanup: stopping it");
-        p.destroyForcibly().waitFor(10, TimeUnit.SECONDS);
-      }
-    }
-  }
-
   private void step(String line) {
     if (progress != null) {
       progress.printf(
@@ -456,24 +377,7 @@ public final class RSortCoordinator implements AutoCloseable {
    */
   @Override
   public void close() {
-    List<Process> stop;
-    synchronized (this) {
-      closed = true;
-      stop = List.copyOf(processes);
-    }
-    for (Process p : stop) {
-      p.destroy();
-    }
-    for (Process p : stop) {
-      try {
-        if (!p.waitFor(3, TimeUnit.SECONDS)) {
-          p.destroyForcibly().waitFor(10, TimeUnit.SECONDS);
-        }
-      } catch (InterruptedException e) {
-        p.destroyForcibly();
-        Thread.currentThread().interrupt();
-      }
-    }
+    procs.close();
   }
 
   /**

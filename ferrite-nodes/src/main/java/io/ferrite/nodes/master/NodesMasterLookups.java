@@ -1,0 +1,121 @@
+package io.ferrite.nodes.master;
+
+import static io.ferrite.nodes.master.NodesMasterTree.fail;
+import static io.ferrite.nodes.master.NodesMasterTree.reply;
+
+import io.ferrite.fabric.RpcContext;
+import io.ferrite.kernel.proto.Wire;
+import io.ferrite.nodes.NodeInfo;
+import io.ferrite.nodes.NodePath;
+import io.ferrite.nodes.NodesException.Reason;
+import io.ferrite.nodes.NodesProtocol;
+import java.nio.ByteBuffer;
+import java.util.List;
+import java.util.concurrent.CompletableFuture;
+
+/**
+ * The nodes master's read path: LOOKUP and LOOKUP_VERSIONED under the namespace's read lock, not
+ * the metadata lock, answered inline on the receiving thread while that lock is free (see {@link
+ * #handleInline}) and on the service executor otherwise.
+ */
+final class NodesMasterLookups {
+  private final Namespace ns;
+  private final NodesMasterTree tree;
+
+  NodesMasterLookups(Namespace ns, NodesMasterTree tree) {
+    this.ns = ns;
+    this.tree = tree;
+  }
+
+  /**
+   * LOOKUP answered on the thread that received it (the shm ring poller, or an I/O thread): it only
+   * reads the namespace, under the namespace's read lock, which {@link Namespace#apply} holds only
+   * while it changes memory. If that lock is taken or wanted by an apply, the lookup declines and
+   * runs on the service executor instead, where it may wait: the receiving thread never does.
+   */
+  CompletableFuture<ByteBuffer> handleInline(RpcContext caller, int opcode, ByteBuffer request) {
+    if (opcode != NodesProtocol.LOOKUP && opcode != NodesProtocol.LOOKUP_VERSIONED) {
+      return null;
+    }
+    // hasQueuedThreads: a writer waiting for the lock gets it before more inline readers.
+    if (ns.lock.hasQueuedThreads() || !ns.lock.readLock().tryLock()) {
+      return null;
+    }
+    try {
+      Wire.Reader r = new Wire.Reader(request, "nodes opcode " + opcode);
+      return CompletableFuture.completedFuture(
+          opcode == NodesProtocol.LOOKUP ? lookupLocked(r) : lookupVersionedLocked(r));
+    } catch (RuntimeException e) {
+      return CompletableFuture.failedFuture(e);
+    } finally {
+      ns.lock.readLock().unlock();
+    }
+  }
+
+  ByteBuffer lookup(Wire.Reader r) {
+    ns.lock.readLock().lock();
+    try {
+      return lookupLocked(r);
+    } finally {
+      ns.lock.readLock().unlock();
+    }
+  }
+
+  ByteBuffer lookupVersioned(Wire.Reader r) {
+    ns.lock.readLock().lock();
+    try {
+      return lookupVersionedLocked(r);
+    } finally {
+      ns.lock.readLock().unlock();
+    }
+  }
+
+  /**
+   * A lookup plus what a client needs to reuse its answer ({@link LookupVersions}): the words of
+   * the nodes on the path, read under the namespace's read lock together with the nodes themselves.
+   * Not cacheable when a word is odd (a change to that node is committing) or a node has no slot.
+   */
+  private ByteBuffer lookupVersionedLocked(Wire.Reader r) {
+    String path = r.str("path");
+    int count = r.i32("blocks");
+    r.end();
+    List<Node> chain = ns.resolveChain(NodePath.parse(path));
+    if (chain == null) {
+      throw fail(Reason.NOT_FOUND, "no such node " + path);
+    }
+    Node n = chain.isEmpty() ? ns.root : chain.get(chain.size() - 1);
+    NodeInfo info = tree.info(n, path, 0, Math.max(0, Math.min(count, NodesMaster.MAX_MAP)));
+    io.ferrite.fabric.RegionRef ref = ns.versions.ref();
+    long[] words = new long[chain.size()];
+    boolean cacheable = ref != null && !chain.isEmpty();
+    for (int i = 0; i < chain.size() && cacheable; i++) {
+      words[i] = ns.versions.read(chain.get(i).slot);
+      cacheable = (words[i] & 1) == 0;
+    }
+    Wire.Writer w = new Wire.Writer(160 + info.blocks().size() * 48 + chain.size() * 12);
+    NodesProtocol.writeNode(w, info);
+    if (!cacheable) {
+      return w.u8(0).toBuffer();
+    }
+    w.u8(1).i32(ref.regionId()).i64(ref.rkey()).i64(ref.length()).i32(chain.size());
+    for (int i = 0; i < chain.size(); i++) {
+      w.i32(chain.get(i).slot).i64(words[i]);
+    }
+    return w.toBuffer();
+  }
+
+  /**
+   * Under the namespace's read lock (not the metadata lock: see {@link Namespace#lock}). A lookup
+   * is linearizable at that lock: every change is one record applied under the write lock, and a
+   * mutation that writes several (create then blocks; publish then trim) makes the node visible, or
+   * replaces it, in exactly one of them.
+   */
+  private ByteBuffer lookupLocked(Wire.Reader r) {
+    String path = r.str("path");
+    int count = r.i32("blocks");
+    r.end();
+    NodePath.parse(path);
+    return reply(
+        tree.info(tree.existing(path), path, 0, Math.max(0, Math.min(count, NodesMaster.MAX_MAP))));
+  }
+}

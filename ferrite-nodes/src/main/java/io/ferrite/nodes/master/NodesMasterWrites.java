@@ -1,0 +1,284 @@
+package io.ferrite.nodes.master;
+
+import static io.ferrite.nodes.master.NodesMasterTree.checkSession;
+import static io.ferrite.nodes.master.NodesMasterTree.fail;
+import static io.ferrite.nodes.master.NodesMasterTree.now;
+import static io.ferrite.nodes.master.NodesMasterTree.reply;
+
+import io.ferrite.fabric.ErrorCode;
+import io.ferrite.fabric.FerriteException;
+import io.ferrite.fabric.NamedThreadFactory;
+import io.ferrite.kernel.master.MasterContext;
+import io.ferrite.kernel.proto.BlockRef;
+import io.ferrite.kernel.proto.Wire;
+import io.ferrite.nodes.NodePath;
+import io.ferrite.nodes.NodeType;
+import io.ferrite.nodes.NodesException.Reason;
+import java.nio.ByteBuffer;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.concurrent.ScheduledThreadPoolExecutor;
+import java.util.concurrent.TimeUnit;
+
+/**
+ * The data blocks of nodes and who may write them: MAP (allocating ahead for the writer), PUBLISH,
+ * OPEN_WRITE and ABORT; a writer's lease that ends with its session (an unpublished node is
+ * dropped, a published one trimmed to its size); and the blocks of removed nodes, freed after a
+ * grace period so that a reader that looked the node up just before can finish.
+ */
+final class NodesMasterWrites implements AutoCloseable {
+  private static final System.Logger LOG = System.getLogger(NodesMasterWrites.class.getName());
+
+  private final Namespace ns;
+  private final NodesMasterTree tree;
+  private final MasterContext ctx;
+  private final Duration reclaimGrace;
+  private final ScheduledThreadPoolExecutor reclaimer;
+
+  /** Starts the reclaimer. */
+  NodesMasterWrites(Namespace ns, NodesMasterTree tree, MasterContext ctx, Duration reclaimGrace) {
+    this.ns = ns;
+    this.tree = tree;
+    this.ctx = ctx;
+    this.reclaimGrace = reclaimGrace;
+    reclaimer = new ScheduledThreadPoolExecutor(1, new NamedThreadFactory("nodes-reclaim", true));
+    long period = Math.max(10, Math.min(200, reclaimGrace.toMillis() / 2));
+    reclaimer.scheduleWithFixedDelay(this::reclaim, period, period, TimeUnit.MILLISECONDS);
+  }
+
+  @Override
+  public void close() {
+    reclaimer.shutdownNow();
+  }
+
+  /** Nodes removed but whose blocks are not yet freed (for tests). */
+  int pendingReclaims() {
+    return ctx.mutate(m -> ns.pendingReclaim.size());
+  }
+
+  /** Frees the blocks of nodes removed longer than the grace period ago. */
+  void reclaim() {
+    try {
+      ctx.mutate(m -> reclaimRemovedBefore(m, System.nanoTime() - reclaimGrace.toNanos()));
+    } catch (RuntimeException e) {
+      LOG.log(System.Logger.Level.WARNING, "reclaiming blocks of removed nodes failed", e);
+    }
+  }
+
+  /** Frees the blocks of nodes removed before {@code cutoff} (nanoTime); returns how many nodes. */
+  private int reclaimRemovedBefore(MasterContext.Mutation m, long cutoff) {
+    int n = 0;
+    for (Map.Entry<Long, Long> e : List.copyOf(ns.pendingReclaim.entrySet())) {
+      if (e.getValue() - cutoff > 0) {
+        continue;
+      }
+      long id = e.getKey();
+      List<BlockRef> owned = m.owned(Node.owner(id));
+      if (!owned.isEmpty()) {
+        m.free(Node.owner(id), owned);
+      }
+      m.commit(Namespace.reclaimed(id));
+      n++;
+    }
+    return n;
+  }
+
+  /**
+   * Allocates blocks owned by node {@code id}. When no class has room, the blocks of removed nodes
+   * still in their grace period are freed at once and the allocation is tried again: the grace
+   * period protects readers of removed nodes (KeyValue gets verify checksums and re-read anyway),
+   * but never turns into NO_SPACE.
+   */
+  List<BlockRef> allocate(
+      MasterContext.Mutation m, long session, int count, String cls, String location, long id) {
+    try {
+      return m.allocate(session, count, cls, false, Node.owner(id), location);
+    } catch (FerriteException e) {
+      if (e.code() != ErrorCode.NO_SPACE || reclaimRemovedBefore(m, System.nanoTime()) == 0) {
+        throw e;
+      }
+      return m.allocate(session, count, cls, false, Node.owner(id), location);
+    }
+  }
+
+  void sessionClosed(long sessionId, MasterContext.Mutation m) {
+    Set<Long> ids = ns.bySession.get(sessionId);
+    if (ids == null) {
+      return;
+    }
+    for (Long id : List.copyOf(ids)) {
+      Node n = ns.byId.get(id);
+      if (n != null) {
+        release(n, m);
+      }
+    }
+  }
+
+  /** Ends a write lease: a node never published is dropped, a published one keeps its size. */
+  private void release(Node n, MasterContext.Mutation m) {
+    if (!n.visible) {
+      m.commit(Namespace.remove(n.id, now()));
+    } else {
+      m.commit(Namespace.writer(n.id, 0));
+      trim(n, m);
+    }
+  }
+
+  /** Frees blocks past the node's size (allocated ahead by a writer that stopped). */
+  private void trim(Node n, MasterContext.Mutation m) {
+    long bs = ctx.blockSize();
+    int keep = (int) ((n.size + bs - 1) / bs);
+    if (n.blocks.size() > keep) {
+      List<BlockRef> extra = new ArrayList<>(n.blocks.subList(keep, n.blocks.size()));
+      m.commit(Namespace.trim(n.id, keep));
+      m.free(Node.owner(n.id), extra);
+    }
+  }
+
+  ByteBuffer map(Wire.Reader r) {
+    long id = r.i64("id");
+    long session = r.i64("session");
+    int index = r.i32("index");
+    int count = r.i32("count");
+    boolean allocate = r.u8("allocate") == 1;
+    r.end();
+    if (index < 0 || count < 1 || count > NodesMaster.MAX_MAP) {
+      throw fail(
+          Reason.INVALID_ARGUMENT,
+          "map index: "
+              + index
+              + ", count: "
+              + count
+              + " (expected: >= 0 and 1 to "
+              + NodesMaster.MAX_MAP
+              + ")");
+    }
+    return ctx.mutate(
+        m -> {
+          Node n = tree.byId(id);
+          if (!n.type.hasData()) {
+            throw fail(Reason.WRONG_TYPE, "a " + n.type.label() + " has no data blocks");
+          }
+          if (allocate) {
+            if (n.writer != session || session == 0) {
+              throw fail(
+                  Reason.NOT_WRITER, "this session does not hold the write lease of node " + id);
+            }
+            checkSession(m, session);
+            int need = index + count - n.blocks.size();
+            if (need > 0) {
+              List<BlockRef> got;
+              try {
+                got = allocate(m, session, need, n.storageClass, n.location, id);
+              } catch (FerriteException e) {
+                // The window ahead does not fit: take only what the write at index needs.
+                int least = index + 1 - n.blocks.size();
+                if (e.code() != ErrorCode.NO_SPACE || least >= need) {
+                  throw e;
+                }
+                got =
+                    least <= 0
+                        ? List.of()
+                        : allocate(m, session, least, n.storageClass, n.location, id);
+              }
+              if (!got.isEmpty()) {
+                m.commit(Namespace.blocks(id, n.blocks.size(), got));
+              }
+            }
+          }
+          Wire.Writer w = new Wire.Writer(16 + count * 48);
+          int from = Math.min(index, n.blocks.size());
+          int to = (int) Math.min(n.blocks.size(), (long) index + count);
+          w.i32(from);
+          io.ferrite.kernel.proto.MasterProtocol.writeBlocks(w, n.blocks.subList(from, to));
+          return w.toBuffer();
+        });
+  }
+
+  ByteBuffer publish(Wire.Reader r) {
+    long id = r.i64("id");
+    long session = r.i64("session");
+    long size = r.i64("size");
+    long checksum = r.i64("checksum");
+    boolean close = r.u8("close") == 1;
+    r.end();
+    return ctx.mutate(
+        m -> {
+          Node n = tree.byId(id);
+          if (n.writer != session || session == 0) {
+            throw fail(
+                Reason.NOT_WRITER, "this session does not hold the write lease of node " + id);
+          }
+          long capacity = n.blocks.size() * ctx.blockSize();
+          if (size < 0 || size > capacity || (n.type == NodeType.FILE && size < n.size)) {
+            throw fail(
+                Reason.INVALID_ARGUMENT,
+                "size: " + size + " (expected: " + n.size + " to " + capacity + ")");
+          }
+          if (n.detached && ns.byId.get(n.parent.id) != n.parent) {
+            m.commit(Namespace.remove(n.id, now()));
+            throw fail(Reason.NOT_FOUND, "the table of this keyvalue was removed");
+          }
+          // Published: n's size and value change; a put's KeyValue replaces the old one.
+          int[] changing = ns.versions.begin(n, n.detached ? n.parent.children.get(n.name) : null);
+          try {
+            m.commit(Namespace.publish(id, size, checksum, now(), close, null));
+          } finally {
+            ns.versions.end(changing);
+          }
+          if (close) {
+            trim(n, m);
+          }
+          return reply(tree.info(n, n.detached ? "" : n.path(), 0, 0));
+        });
+  }
+
+  ByteBuffer openWrite(Wire.Reader r) {
+    String path = r.str("path");
+    long session = r.i64("session");
+    r.end();
+    NodePath.parse(path);
+    return ctx.mutate(
+        m -> {
+          Node n = tree.existing(path);
+          if (n.type != NodeType.FILE) {
+            throw fail(
+                Reason.WRONG_TYPE,
+                path
+                    + " is a "
+                    + n.type.label()
+                    + (n.type == NodeType.KEYVALUE
+                        ? ": a keyvalue is replaced by a put, not appended to"
+                        : ", not a file"));
+          }
+          if (n.writer != 0) {
+            throw fail(Reason.WRITE_LOCKED, path + " is open for writing by another writer");
+          }
+          checkSession(m, session);
+          m.commit(Namespace.writer(n.id, session));
+          long bs = ctx.blockSize();
+          return reply(tree.info(n, path, (int) (n.size / bs), 2));
+        });
+  }
+
+  ByteBuffer abort(Wire.Reader r) {
+    long id = r.i64("id");
+    long session = r.i64("session");
+    r.end();
+    return ctx.mutate(
+        m -> {
+          Node n = ns.byId.get(id);
+          if (n != null) {
+            if (n.writer != session || session == 0) {
+              throw fail(
+                  Reason.NOT_WRITER, "this session does not hold the write lease of node " + id);
+            }
+            release(n, m);
+          }
+          return ByteBuffer.allocate(0);
+        });
+  }
+}
