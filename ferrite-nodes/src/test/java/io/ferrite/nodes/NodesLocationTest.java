@@ -31,10 +31,17 @@ class NodesLocationTest {
 
   @BeforeEach
   void start() throws Exception {
-    // Three servers with 4 dram blocks of 64 KiB each, no disk.
+    // Three servers with 4 dram blocks of 64 KiB each, no disk. Nothing here dies or expires: a
+    // long dead timeout and session lease keep a stall of a loaded machine from declaring a
+    // server DEAD (which would change where blocks go) or ending the client's session.
     cluster =
         new NodesCluster(
-            dir, Map.of(FerriteConfig.CAPACITY_DRAM, "256k", FerriteConfig.CAPACITY_DISK, "0"));
+            dir,
+            Map.of(
+                FerriteConfig.CAPACITY_DRAM, "256k",
+                FerriteConfig.CAPACITY_DISK, "0",
+                FerriteConfig.DEAD_TIMEOUT, "30s",
+                FerriteConfig.SESSION_LEASE, "30s"));
     cluster.startMaster();
     for (String name : List.of("s1", "s2", "s3")) {
       MemoryServer s = cluster.startServer(name);
