@@ -62,9 +62,9 @@ import java.util.stream.Stream;
  * and write latency of 8 B and 1 KiB (ns; beside memcpy for shm, the raw loopback ping-pong for
  * tcp), and bandwidth of 1 MiB ops ({@link Options#depth()} in flight) and of whole 64 MiB reads
  * and writes (each split into 64 chunk ops issued in parallel), beside memcpy of the same size
- * (shm) or the raw loopback stream (tcp); over tcp each 64 MiB figure is repeated as {@code
- * <name>.samework} beside {@code ceiling.socket.stream.64MiB.bandwidth}, the same stream received
- * front to back into a 64 MiB buffer.
+ * (shm) or the raw loopback stream (tcp); over tcp the 64 MiB read is repeated as {@code
+ * memory.tcp.read.64MiB.bandwidth.samework} beside {@code ceiling.socket.stream.64MiB.bandwidth},
+ * the same stream received front to back into a 64 MiB buffer.
  */
 public final class MemoryBench {
   public static final String SUITE = "memory";
@@ -75,7 +75,7 @@ public final class MemoryBench {
   private static final String MS = "ms";
 
   /**
-   * Suffix of a tcp 64 MiB figure repeated beside {@code ceiling.socket.stream.64MiB.bandwidth}, a
+   * Suffix of the tcp 64 MiB read repeated beside {@code ceiling.socket.stream.64MiB.bandwidth}, a
    * raw stream that fills a 64 MiB destination as the op does (the 1 MiB stream ceiling fills 4
    * cache-resident buffers).
    */
@@ -368,7 +368,7 @@ public final class MemoryBench {
                   shm
                       ? MemcpyCeiling.name(DATA_BYTES) + ".bandwidth"
                       : SocketCeiling.stream(MIB_OP))));
-      if (!shm) {
+      if (!shm && !write) {
         report.add(
             BenchResult.against(
                 name + SAME_WORK,
