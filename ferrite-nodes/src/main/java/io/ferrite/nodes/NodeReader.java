@@ -155,7 +155,8 @@ public final class NodeReader {
     private final int depth;
     private final java.util.ArrayDeque<Ahead> ahead = new java.util.ArrayDeque<>();
     private final java.util.ArrayDeque<ByteBuffer> free = new java.util.ArrayDeque<>();
-    private ByteBuffer current = ByteBuffer.allocate(0);
+    private final ByteBuffer empty = ByteBuffer.allocate(0);
+    private ByteBuffer current = empty;
     private long currentEnd; // file position after current's last byte
     private long nextIssue;
     private long position;
@@ -183,6 +184,13 @@ public final class NodeReader {
       return position;
     }
 
+    /**
+     * Reads issued ahead and not yet consumed (for tests: 0 after a read straight into an array).
+     */
+    int readsAhead() {
+      return ahead.size();
+    }
+
     /** Moves to {@code pos} (0 to the size); the next read starts there. */
     public void seek(long pos) throws IOException {
       checkOpen();
@@ -196,10 +204,18 @@ public final class NodeReader {
       if (pos >= currentStart && pos <= currentEnd) {
         current.position((int) (pos - currentStart));
       } else {
-        current = ByteBuffer.allocate(0);
+        release(current);
+        current = empty;
         currentEnd = pos;
       }
       position = pos;
+    }
+
+    /** Returns a read-ahead buffer whose bytes are no longer needed to the pool. */
+    private void release(ByteBuffer b) {
+      if (b.isDirect() && b.capacity() == chunk) {
+        free.add(b);
+      }
     }
 
     private void checkOpen() throws IOException {
@@ -240,9 +256,7 @@ public final class NodeReader {
       } catch (RuntimeException e) {
         throw new IOException(NodesException.from(e));
       }
-      if (current.isDirect() && current.capacity() == chunk) {
-        free.add(current);
-      }
+      release(current);
       current = a.buf();
       current.flip();
       currentEnd = a.pos() + n;
@@ -279,8 +293,12 @@ public final class NodeReader {
           int n = Futures.join(f);
           if (n > 0) {
             position += n;
-            currentEnd = position;
           }
+          // Nothing buffered now: a seek must not find the old buffer's bytes at the new position
+          // (currentEnd moved, so its start would be computed from the wrong end).
+          release(current);
+          current = empty;
+          currentEnd = position;
           return n;
         } catch (RuntimeException e) {
           throw new IOException(NodesException.from(e));
@@ -297,7 +315,8 @@ public final class NodeReader {
 
     @Override
     public long skip(long n) throws IOException {
-      long to = Math.min(reader.size(), position + Math.max(0, n));
+      // No overflow: skip(Long.MAX_VALUE) means "to the end".
+      long to = n <= 0 ? position : position + Math.min(n, reader.size() - position);
       long skipped = to - position;
       seek(to);
       return skipped;

@@ -22,6 +22,7 @@ import java.nio.channels.ServerSocketChannel;
 import java.nio.channels.SocketChannel;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.concurrent.ArrayBlockingQueue;
 
 /**
  * The ceiling of the tcp fabric: raw loopback TCP between two threads of this JVM, blocking {@link
@@ -46,7 +47,8 @@ import java.util.List;
  *       large read's destination);
  *   <li>{@code HEAP} followed by {@code i64 how}: stream messages from now on are received into one
  *       {@code byte[]} of the message's size, by {@code how}: {@link #HEAP_INPUT_STREAM}, {@link
- *       #HEAP_STAGE_WHOLE} or {@link #HEAP_STAGE_PIECES};
+ *       #HEAP_STAGE_WHOLE}, {@link #HEAP_STAGE_PIECES}, {@link #HEAP_PIPELINED_WHOLE} or {@link
+ *       #HEAP_PIPELINED_PIECES};
  *   <li>{@code OPS} (the first message on a connection only): the connection serves small
  *       request/response operations for the rest of its life, as a server should serve pipelined
  *       requests: each read takes every request that has arrived ({@code i64 n}: answer {@code n}
@@ -76,8 +78,9 @@ import java.util.List;
  *       into one buffer of {@code D} bytes, as a {@code D}-byte read fills its destination;
  *   <li>{@code ceiling.socket.stream.1MiB.heap.bandwidth} ({@link #measureHeap}): the same stream
  *       received into one 1 MiB {@code byte[]}, as an {@code InputStream} fills an application's
- *       array, by the fastest of three ways a plain Java program has (each reported too: {@code
- *       .heap.inputstream}, {@code .heap.stagewhole}, {@code .heap.stagepieces}).
+ *       array, by the fastest of five ways a plain Java program has (each reported too: {@code
+ *       .heap.inputstream}, {@code .heap.stagewhole}, {@code .heap.stagepieces}, and with a second
+ *       thread doing the copy, {@code .heap.pipelinedwhole}, {@code .heap.pipelinedpieces}).
  *   <li>{@code ceiling.socket.rr.<N>.t<T>.ops}: {@code T} threads, each on its own connection, each
  *       sending an 8 B request for N bytes and waiting for them, one at a time (operations/s of all
  *       threads together);
@@ -113,7 +116,19 @@ public final class SocketCeiling implements AutoCloseable {
    */
   public static final int HEAP_STAGE_PIECES = 2;
 
-  private static final String[] HEAP_NAMES = {"inputstream", "stagewhole", "stagepieces"};
+  /**
+   * {@code HEAP} mode: two threads, as a reader with read-ahead has them: the connection's thread
+   * reads whole messages into a ring of 4 direct buffers, a second thread copies each into the
+   * array (the shape of a Ferrite File stream: I/O thread and caller).
+   */
+  public static final int HEAP_PIPELINED_WHOLE = 3;
+
+  /** {@code HEAP} mode: {@link #HEAP_PIPELINED_WHOLE} with a ring of 16 {@link #STAGE_PIECE}s. */
+  public static final int HEAP_PIPELINED_PIECES = 4;
+
+  private static final String[] HEAP_NAMES = {
+    "inputstream", "stagewhole", "stagepieces", "pipelinedwhole", "pipelinedpieces"
+  };
 
   /** The staging buffer of {@link #HEAP_STAGE_PIECES}. */
   static final int STAGE_PIECE = 128 << 10;
@@ -404,9 +419,10 @@ public final class SocketCeiling implements AutoCloseable {
    * Measures {@link #streamHeap(int)}: the stream of {@code size}-byte writes from {@code
    * workload}'s window received into one {@code byte[]} of {@code size} bytes, as an application
    * reading an {@code InputStream} into its array gets them, by each of the ways a plain Java
-   * program has ({@link #HEAP_INPUT_STREAM}, {@link #HEAP_STAGE_WHOLE}, {@link #HEAP_STAGE_PIECES};
-   * a socket cannot read into the Java heap without a copy through native memory, in the JDK or
-   * Netty alike). Each is reported; the ceiling is the fastest. Returns it.
+   * program has ({@link #HEAP_INPUT_STREAM}, {@link #HEAP_STAGE_WHOLE}, {@link #HEAP_STAGE_PIECES},
+   * {@link #HEAP_PIPELINED_WHOLE}, {@link #HEAP_PIPELINED_PIECES}; a socket cannot read into the
+   * Java heap without a copy through native memory, in the JDK or Netty alike). Each is reported;
+   * the ceiling is the fastest. Returns it.
    */
   public BenchResult measureHeap(
       BenchReport report, Measure.Plan plan, Workload workload, int size, Progress progress)
@@ -543,6 +559,7 @@ public final class SocketCeiling implements AutoCloseable {
     int heapHow = -1;
     byte[] heap = null;
     ByteBuffer stage = null;
+    Pipeline pipeline = null;
     try (ch) {
       while (true) {
         header.clear();
@@ -588,6 +605,9 @@ public final class SocketCeiling implements AutoCloseable {
           continue;
         }
         if (v == SYNC) {
+          if (pipeline != null) {
+            pipeline.drain();
+          }
           header.clear();
           header.putLong(0, streamed);
           writeFully(ch, header);
@@ -619,7 +639,20 @@ public final class SocketCeiling implements AutoCloseable {
               && (stage == null || stage.capacity() < STAGE_PIECE)) {
             stage = ByteBuffer.allocateDirect(STAGE_PIECE);
           }
-          receiveHeap(ch, heapHow, heap, stage);
+          if (heapHow >= HEAP_PIPELINED_WHOLE) {
+            if (pipeline == null || pipeline.how != heapHow || pipeline.heap.length != n) {
+              if (pipeline != null) {
+                pipeline.close();
+              }
+              pipeline =
+                  heapHow == HEAP_PIPELINED_WHOLE
+                      ? new Pipeline(heapHow, (int) n, (int) n, 4)
+                      : new Pipeline(heapHow, (int) n, STAGE_PIECE, 16);
+            }
+            pipeline.receive(ch);
+          } else {
+            receiveHeap(ch, heapHow, heap, stage);
+          }
           streamed += n;
         } else if (v < 0) {
           int k = next;
@@ -641,6 +674,98 @@ public final class SocketCeiling implements AutoCloseable {
       }
     } catch (IOException e) {
       // The client went away (or close() closed the channel): this connection is done.
+    } finally {
+      if (pipeline != null) {
+        pipeline.close();
+      }
+    }
+  }
+
+  /**
+   * The receiving half of {@link #HEAP_PIPELINED_WHOLE} / {@link #HEAP_PIPELINED_PIECES}: the
+   * connection's thread reads each message in pieces into a ring of direct buffers; a copier thread
+   * copies each piece into the array at its place and returns its buffer to the ring.
+   */
+  private static final class Pipeline implements Runnable {
+    private record Piece(ByteBuffer buf, int at) {}
+
+    private static final Piece DRAIN = new Piece(null, -1);
+
+    final int how;
+    final byte[] heap;
+    private final int piece;
+    private final ArrayBlockingQueue<Piece> full;
+    private final ArrayBlockingQueue<ByteBuffer> free;
+    private final ArrayBlockingQueue<Boolean> drained = new ArrayBlockingQueue<>(1);
+    private final Thread copier;
+
+    Pipeline(int how, int size, int piece, int depth) {
+      this.how = how;
+      this.heap = new byte[size];
+      this.piece = piece;
+      this.full = new ArrayBlockingQueue<>(depth + 2);
+      this.free = new ArrayBlockingQueue<>(depth);
+      for (int i = 0; i < depth; i++) {
+        free.add(ByteBuffer.allocateDirect(piece));
+      }
+      copier = new Thread(this, "ferrite-bench-socket-copier");
+      copier.setDaemon(true);
+      copier.start();
+    }
+
+    /** Reads one message of {@code heap.length} bytes from {@code ch}, piece by piece. */
+    void receive(SocketChannel ch) throws IOException {
+      try {
+        for (int at = 0; at < heap.length; ) {
+          ByteBuffer b = free.take();
+          int len = Math.min(piece, heap.length - at);
+          b.clear().limit(len);
+          readFully(ch, b);
+          full.put(new Piece(b, at));
+          at += len;
+        }
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
+        throw new java.io.InterruptedIOException("socket ceiling: interrupted");
+      }
+    }
+
+    /** Returns once every piece received so far is in the array. */
+    void drain() throws IOException {
+      try {
+        full.put(DRAIN);
+        drained.take();
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
+        throw new java.io.InterruptedIOException("socket ceiling: interrupted");
+      }
+    }
+
+    @Override
+    public void run() {
+      try {
+        while (true) {
+          Piece p = full.take();
+          if (p == DRAIN) {
+            drained.put(Boolean.TRUE);
+            continue;
+          }
+          p.buf().flip();
+          p.buf().get(heap, p.at(), p.buf().remaining());
+          free.put(p.buf());
+        }
+      } catch (InterruptedException e) {
+        // Stopped.
+      }
+    }
+
+    void close() {
+      copier.interrupt();
+      try {
+        copier.join(5_000);
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
+      }
     }
   }
 
