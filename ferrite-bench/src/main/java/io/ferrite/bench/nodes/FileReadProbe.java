@@ -18,6 +18,7 @@ import java.io.OutputStream;
 import java.lang.management.ManagementFactory;
 import java.lang.management.ThreadInfo;
 import java.lang.management.ThreadMXBean;
+import java.nio.ByteBuffer;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -28,6 +29,7 @@ import java.util.List;
 import java.util.Locale;
 import java.util.Map;
 import java.util.TreeMap;
+import java.util.concurrent.CompletableFuture;
 import java.util.stream.Stream;
 
 /**
@@ -42,7 +44,8 @@ import java.util.stream.Stream;
  * </pre>
  *
  * Arguments: {@code FABRIC ROUNDS FILE_MIB BUF[,BUF...] SHAPE...}, a SHAPE being {@code
- * PIECE_KIB:DEPTH}.
+ * PIECE_KIB:DEPTH} (the stream's read-ahead) or {@code heap:SLICES} (no stream: positional reads
+ * straight into slices of the application's array, see {@link #heapReads}).
  */
 public final class FileReadProbe {
   private FileReadProbe() {}
@@ -59,7 +62,10 @@ public final class FileReadProbe {
     List<int[]> shapes = new ArrayList<>();
     for (int i = 4; i < args.length; i++) {
       String[] pd = args[i].split(":");
-      shapes.add(new int[] {Integer.parseInt(pd[0]) << 10, Integer.parseInt(pd[1])});
+      shapes.add(
+          pd[0].equals("heap")
+              ? new int[] {0, -Integer.parseInt(pd[1])}
+              : new int[] {Integer.parseInt(pd[0]) << 10, Integer.parseInt(pd[1])});
     }
     Path shmRoot = Files.createTempDirectory(Path.of("/dev/shm"), "ffp-");
     Path dataDir = Files.createTempDirectory("ffp-data-");
@@ -115,10 +121,14 @@ public final class FileReadProbe {
             long me0 = mx.getCurrentThreadCpuTime();
             long t0 = System.nanoTime();
             long got = 0;
-            try (InputStream in = r.inputStream(shape[0], shape[1])) {
-              int n;
-              while ((n = in.read(b, 0, buf)) > 0) {
-                got += n;
+            if (shape[1] < 0) {
+              got = heapReads(r, b, buf, -shape[1]);
+            } else {
+              try (InputStream in = r.inputStream(shape[0], shape[1])) {
+                int n;
+                while ((n = in.read(b, 0, buf)) > 0) {
+                  got += n;
+                }
               }
             }
             double sec = (System.nanoTime() - t0) / 1e9;
@@ -158,6 +168,29 @@ public final class FileReadProbe {
         }
       }
     }
+  }
+
+  /**
+   * No stream: each application read is {@code slices} positional reads straight into slices of the
+   * caller's heap array, all in flight, awaited together (over tcp, Netty copies each socket read
+   * of up to 16 KiB into the array while it is cache-hot; with 1 slice this is what the stream did
+   * once it had latched).
+   */
+  private static long heapReads(NodeReader r, byte[] b, int buf, int slices) {
+    long size = r.size();
+    long got = 0;
+    CompletableFuture<?>[] parts = new CompletableFuture<?>[slices];
+    while (got < size) {
+      int len = (int) Math.min(buf, size - got);
+      int piece = (len + slices - 1) / slices;
+      int k = 0;
+      for (int at = 0; at < len; at += piece) {
+        parts[k++] = r.read(got + at, ByteBuffer.wrap(b, at, Math.min(piece, len - at)));
+      }
+      CompletableFuture.allOf(java.util.Arrays.copyOf(parts, k)).join();
+      got += len;
+    }
+    return got;
   }
 
   /** CPU time so far of the live tcp I/O threads, by group. */
