@@ -118,7 +118,22 @@ public final class NodeReader {
 
   /** A sequential stream from position 0, with read-ahead of one block. */
   public SeekableInputStream inputStream() {
-    return new SeekableInputStream(this, (int) Math.min(bs, 1 << 20));
+    return new SeekableInputStream(this, (int) Math.min(bs, 1 << 20), SeekableInputStream.DEPTH);
+  }
+
+  /**
+   * A sequential stream from position 0 that keeps up to {@code depth} reads of {@code piece} bytes
+   * in flight ahead of the caller.
+   *
+   * @throws IllegalArgumentException unless {@code piece} is 1 B to 64 MiB and {@code depth} 1 to
+   *     64
+   */
+  public SeekableInputStream inputStream(int piece, int depth) {
+    if (piece < 1 || piece > (64 << 20) || depth < 1 || depth > 64) {
+      throw new IllegalArgumentException(
+          "piece: " + piece + ", depth: " + depth + " (expected: 1 to 67108864, 1 to 64)");
+    }
+    return new SeekableInputStream(this, piece, depth);
   }
 
   /**
@@ -130,26 +145,50 @@ public final class NodeReader {
   public static final class SeekableInputStream extends InputStream {
     static final int DEPTH = 4;
 
+    /** Reads complete at issue, in a row, that make the stream read straight into the array. */
+    static final int SYNC_STREAK = 4;
+
     private record Ahead(ByteBuffer buf, long pos, CompletableFuture<Integer> read) {}
 
     private final NodeReader reader;
     private final int chunk;
+    private final int depth;
     private final java.util.ArrayDeque<Ahead> ahead = new java.util.ArrayDeque<>();
     private final java.util.ArrayDeque<ByteBuffer> free = new java.util.ArrayDeque<>();
-    private ByteBuffer current = ByteBuffer.allocate(0);
+    private final ByteBuffer empty = ByteBuffer.allocate(0);
+    private ByteBuffer current = empty;
     private long currentEnd; // file position after current's last byte
     private long nextIssue;
     private long position;
-    private boolean synchronous;
+
+    /**
+     * Reads in a row that were complete when issued: a fabric that completes reads in the caller's
+     * thread (shm, local) makes every read so, a network fabric almost none, but a tcp read can
+     * complete between its issue and the check when the caller is descheduled there. So the
+     * straight-into-the-array path needs {@link #SYNC_STREAK} such reads in a row, and any read
+     * found incomplete ends the streak: one misjudged read costs one unpipelined read, never the
+     * rest of the stream (it once latched on a single such race and read every later MiB one at a
+     * time through a heap buffer).
+     */
+    private int syncStreak;
+
     private boolean closed;
 
-    SeekableInputStream(NodeReader reader, int chunk) {
+    SeekableInputStream(NodeReader reader, int chunk, int depth) {
       this.reader = reader;
       this.chunk = chunk;
+      this.depth = depth;
     }
 
     public long position() {
       return position;
+    }
+
+    /**
+     * Reads issued ahead and not yet consumed (for tests: 0 after a read straight into an array).
+     */
+    int readsAhead() {
+      return ahead.size();
     }
 
     /** Moves to {@code pos} (0 to the size); the next read starts there. */
@@ -165,10 +204,18 @@ public final class NodeReader {
       if (pos >= currentStart && pos <= currentEnd) {
         current.position((int) (pos - currentStart));
       } else {
-        current = ByteBuffer.allocate(0);
+        release(current);
+        current = empty;
         currentEnd = pos;
       }
       position = pos;
+    }
+
+    /** Returns a read-ahead buffer whose bytes are no longer needed to the pool. */
+    private void release(ByteBuffer b) {
+      if (b.isDirect() && b.capacity() == chunk) {
+        free.add(b);
+      }
     }
 
     private void checkOpen() throws IOException {
@@ -179,11 +226,11 @@ public final class NodeReader {
 
     /** Issues chunk reads from {@code nextIssue} until {@value #DEPTH} are in flight. */
     private void topUp() {
-      while (ahead.size() < DEPTH && nextIssue < reader.size()) {
+      while (ahead.size() < depth && nextIssue < reader.size()) {
         ByteBuffer b = free.isEmpty() ? ByteBuffer.allocateDirect(chunk) : free.poll();
         b.clear();
         CompletableFuture<Integer> f = reader.read(nextIssue, b);
-        synchronous = f.isDone();
+        syncStreak = f.isDone() ? syncStreak + 1 : 0;
         ahead.add(new Ahead(b, nextIssue, f));
         nextIssue += chunk;
       }
@@ -209,9 +256,7 @@ public final class NodeReader {
       } catch (RuntimeException e) {
         throw new IOException(NodesException.from(e));
       }
-      if (current.isDirect() && current.capacity() == chunk) {
-        free.add(current);
-      }
+      release(current);
       current = a.buf();
       current.flip();
       currentEnd = a.pos() + n;
@@ -236,15 +281,24 @@ public final class NodeReader {
       if (len == 0) {
         return 0;
       }
-      if (synchronous && !current.hasRemaining() && len >= chunk && position < reader.size()) {
+      if (syncStreak >= SYNC_STREAK
+          && !current.hasRemaining()
+          && len >= chunk
+          && position < reader.size()) {
         // A memcpy fabric: straight into the caller's array, one copy, nothing ahead to wait for.
         try {
           ahead.clear();
-          int n = Futures.join(reader.read(position, ByteBuffer.wrap(b, off, len)));
+          CompletableFuture<Integer> f = reader.read(position, ByteBuffer.wrap(b, off, len));
+          syncStreak = f.isDone() ? syncStreak + 1 : 0;
+          int n = Futures.join(f);
           if (n > 0) {
             position += n;
-            currentEnd = position;
           }
+          // Nothing buffered now: a seek must not find the old buffer's bytes at the new position
+          // (currentEnd moved, so its start would be computed from the wrong end).
+          release(current);
+          current = empty;
+          currentEnd = position;
           return n;
         } catch (RuntimeException e) {
           throw new IOException(NodesException.from(e));
@@ -261,7 +315,8 @@ public final class NodeReader {
 
     @Override
     public long skip(long n) throws IOException {
-      long to = Math.min(reader.size(), position + Math.max(0, n));
+      // No overflow: skip(Long.MAX_VALUE) means "to the end".
+      long to = n <= 0 ? position : position + Math.min(n, reader.size() - position);
       long skipped = to - position;
       seek(to);
       return skipped;

@@ -10,6 +10,7 @@ import io.ferrite.bench.Throughput;
 import io.ferrite.bench.Workload;
 import java.io.EOFException;
 import java.io.IOException;
+import java.io.InputStream;
 import java.io.UncheckedIOException;
 import java.net.InetAddress;
 import java.net.InetSocketAddress;
@@ -21,6 +22,7 @@ import java.nio.channels.ServerSocketChannel;
 import java.nio.channels.SocketChannel;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.concurrent.ArrayBlockingQueue;
 
 /**
  * The ceiling of the tcp fabric: raw loopback TCP between two threads of this JVM, blocking {@link
@@ -40,6 +42,13 @@ import java.util.List;
  *       since the previous {@code SYNC};
  *   <li>{@code ROTATE} followed by {@code i64 k}: stream messages from now on are received into
  *       {@code k} buffers in turn;
+ *   <li>{@code FILL} followed by {@code i64 k}: stream messages from now on are received into one
+ *       buffer of {@code k} bytes, each at the next offset, front to back, wrapping at its end (a
+ *       large read's destination);
+ *   <li>{@code HEAP} followed by {@code i64 how}: stream messages from now on are received into one
+ *       {@code byte[]} of the message's size, by {@code how}: {@link #HEAP_INPUT_STREAM}, {@link
+ *       #HEAP_STAGE_WHOLE}, {@link #HEAP_STAGE_PIECES}, {@link #HEAP_PIPELINED_WHOLE} or {@link
+ *       #HEAP_PIPELINED_PIECES};
  *   <li>{@code OPS} (the first message on a connection only): the connection serves small
  *       request/response operations for the rest of its life, as a server should serve pipelined
  *       requests: each read takes every request that has arrived ({@code i64 n}: answer {@code n}
@@ -64,6 +73,14 @@ import java.util.List;
  *       fabric keeps ops in flight: the reference of tcp bandwidth;
  *   <li>{@code ceiling.socket.stream.1MiB.onebuffer.bandwidth}: the same stream from one buffer
  *       into one buffer, both staying in cache (shown for comparison with earlier runs).
+ *   <li>{@code ceiling.socket.stream.<D>.bandwidth} for a destination {@code D} larger than a
+ *       message ({@link #measureFill}): the same stream of 1 MiB writes, received front to back
+ *       into one buffer of {@code D} bytes, as a {@code D}-byte read fills its destination;
+ *   <li>{@code ceiling.socket.stream.1MiB.heap.bandwidth} ({@link #measureHeap}): the same stream
+ *       received into one 1 MiB {@code byte[]}, as an {@code InputStream} fills an application's
+ *       array, by the fastest of five ways a plain Java program has (each reported too: {@code
+ *       .heap.inputstream}, {@code .heap.stagewhole}, {@code .heap.stagepieces}, and with a second
+ *       thread doing the copy, {@code .heap.pipelinedwhole}, {@code .heap.pipelinedpieces}).
  *   <li>{@code ceiling.socket.rr.<N>.t<T>.ops}: {@code T} threads, each on its own connection, each
  *       sending an 8 B request for N bytes and waiting for them, one at a time (operations/s of all
  *       threads together);
@@ -79,7 +96,42 @@ public final class SocketCeiling implements AutoCloseable {
   private static final long SYNC = Long.MIN_VALUE;
   private static final long OPS = Long.MIN_VALUE + 1;
   private static final long ROTATE = Long.MIN_VALUE + 2;
+  private static final long FILL = Long.MIN_VALUE + 3;
+  private static final long HEAP = Long.MIN_VALUE + 4;
   private static final int MAX_ROTATE = 64;
+  private static final long MAX_FILL = 1L << 30;
+
+  /** {@code HEAP} mode: {@code Socket.getInputStream().read(byte[])} until the array is full. */
+  public static final int HEAP_INPUT_STREAM = 0;
+
+  /**
+   * {@code HEAP} mode: {@code SocketChannel.read} of the whole message into a direct buffer of its
+   * size, then one copy into the array.
+   */
+  public static final int HEAP_STAGE_WHOLE = 1;
+
+  /**
+   * {@code HEAP} mode: {@code SocketChannel.read} into a direct buffer of {@link #STAGE_PIECE}
+   * bytes, each read's bytes copied into the array at once, while they are cache-hot.
+   */
+  public static final int HEAP_STAGE_PIECES = 2;
+
+  /**
+   * {@code HEAP} mode: two threads, as a reader with read-ahead has them: the connection's thread
+   * reads whole messages into a ring of 4 direct buffers, a second thread copies each into the
+   * array (the shape of a Ferrite File stream: I/O thread and caller).
+   */
+  public static final int HEAP_PIPELINED_WHOLE = 3;
+
+  /** {@code HEAP} mode: {@link #HEAP_PIPELINED_WHOLE} with a ring of 16 {@link #STAGE_PIECE}s. */
+  public static final int HEAP_PIPELINED_PIECES = 4;
+
+  private static final String[] HEAP_NAMES = {
+    "inputstream", "stagewhole", "stagepieces", "pipelinedwhole", "pipelinedpieces"
+  };
+
+  /** The staging buffer of {@link #HEAP_STAGE_PIECES}. */
+  static final int STAGE_PIECE = 128 << 10;
 
   /** Window and receive buffers of the stream when a suite does not say. */
   private static final long DEFAULT_WINDOW = 16L << 20;
@@ -131,6 +183,19 @@ public final class SocketCeiling implements AutoCloseable {
    */
   public static String streamOneBuffer(int size) {
     return STREAM_PREFIX + Sizes.label(size) + ".onebuffer.bandwidth";
+  }
+
+  /**
+   * Name of the stream of {@code size}-byte writes received into one {@code byte[]} of {@code size}
+   * bytes, by the fastest way measured ({@link #measureHeap}).
+   */
+  public static String streamHeap(int size) {
+    return STREAM_PREFIX + Sizes.label(size) + ".heap.bandwidth";
+  }
+
+  /** Name of the stream into a {@code byte[]} by one way ({@link #HEAP_INPUT_STREAM} ...). */
+  public static String streamHeap(int size, int how) {
+    return STREAM_PREFIX + Sizes.label(size) + ".heap." + HEAP_NAMES[how] + ".bandwidth";
   }
 
   /** Name of the request/response bandwidth of {@code size}-byte responses. */
@@ -288,10 +353,7 @@ public final class SocketCeiling implements AutoCloseable {
         throw new IllegalArgumentException(
             "window: " + workload.window() + " (expected: >= " + bandwidthSize + ", int-sized)");
       }
-      ByteBuffer window = ByteBuffer.allocateDirect((int) workload.window());
-      for (int i = 0; i + 8 <= window.capacity(); i += 8) {
-        window.putLong(i, i * 0x9E3779B97F4A7C15L);
-      }
+      ByteBuffer window = window(workload);
       rotate(ch, depth);
       double stream =
           Measure.bandwidth(
@@ -302,6 +364,91 @@ public final class SocketCeiling implements AutoCloseable {
       report.add(
           BenchResult.of(stream(bandwidthSize), stream, Sizes.BANDWIDTH_UNIT, Better.HIGHER));
     }
+  }
+
+  /** The sender's window of a stream ceiling, written through so no page is the zero page. */
+  private static ByteBuffer window(Workload workload) {
+    ByteBuffer window = ByteBuffer.allocateDirect((int) workload.window());
+    for (int i = 0; i + 8 <= window.capacity(); i += 8) {
+      window.putLong(i, i * 0x9E3779B97F4A7C15L);
+    }
+    return window;
+  }
+
+  /**
+   * Measures {@code ceiling.socket.stream.<destination>.bandwidth}: the stream of {@code size}-byte
+   * writes from {@code workload}'s window (as {@link #stream}), received front to back into one
+   * direct buffer of {@code destination} bytes, wrapping at its end: what a read of {@code
+   * destination} bytes does to its destination, which a stream into a few cache-resident buffers
+   * does not. Adds it to {@code report} and returns it.
+   */
+  public BenchResult measureFill(
+      BenchReport report,
+      Measure.Plan plan,
+      Workload workload,
+      int size,
+      int destination,
+      Progress progress)
+      throws Exception {
+    if (destination <= size || destination % size != 0 || workload.window() < size) {
+      throw new IllegalArgumentException(
+          "size: "
+              + size
+              + ", destination: "
+              + destination
+              + ", window: "
+              + workload.window()
+              + " (expected: a destination a multiple of the size above it, a window >= size)");
+    }
+    String name = stream(destination);
+    progress.step(name);
+    ByteBuffer window = window(workload);
+    try (SocketChannel ch = connect()) {
+      ByteBuffer m = ByteBuffer.allocateDirect(16).order(ByteOrder.LITTLE_ENDIAN);
+      m.putLong(0, FILL).putLong(8, destination);
+      writeFully(ch, m);
+      double mibs =
+          Measure.bandwidth(
+              plan,
+              deadline -> streamUntil(ch, window, i -> workload.offset(i, size), size, deadline));
+      return report.add(BenchResult.of(name, mibs, Sizes.BANDWIDTH_UNIT, Better.HIGHER));
+    }
+  }
+
+  /**
+   * Measures {@link #streamHeap(int)}: the stream of {@code size}-byte writes from {@code
+   * workload}'s window received into one {@code byte[]} of {@code size} bytes, as an application
+   * reading an {@code InputStream} into its array gets them, by each of the ways a plain Java
+   * program has ({@link #HEAP_INPUT_STREAM}, {@link #HEAP_STAGE_WHOLE}, {@link #HEAP_STAGE_PIECES},
+   * {@link #HEAP_PIPELINED_WHOLE}, {@link #HEAP_PIPELINED_PIECES}; a socket cannot read into the
+   * Java heap without a copy through native memory, in the JDK or Netty alike). Each is reported;
+   * the ceiling is the fastest. Returns it.
+   */
+  public BenchResult measureHeap(
+      BenchReport report, Measure.Plan plan, Workload workload, int size, Progress progress)
+      throws Exception {
+    if (workload.window() < size) {
+      throw new IllegalArgumentException(
+          "window: " + workload.window() + " (expected: >= " + size + ")");
+    }
+    ByteBuffer window = window(workload);
+    double best = 0;
+    for (int how = 0; how < HEAP_NAMES.length; how++) {
+      progress.step(streamHeap(size, how));
+      try (SocketChannel ch = connect()) {
+        ByteBuffer m = ByteBuffer.allocateDirect(16).order(ByteOrder.LITTLE_ENDIAN);
+        m.putLong(0, HEAP).putLong(8, how);
+        writeFully(ch, m);
+        double mibs =
+            Measure.bandwidth(
+                plan,
+                deadline -> streamUntil(ch, window, i -> workload.offset(i, size), size, deadline));
+        report.add(
+            BenchResult.of(streamHeap(size, how), mibs, Sizes.BANDWIDTH_UNIT, Better.HIGHER));
+        best = Math.max(best, mibs);
+      }
+    }
+    return report.add(BenchResult.of(streamHeap(size), best, Sizes.BANDWIDTH_UNIT, Better.HIGHER));
   }
 
   private SocketChannel connect() throws IOException {
@@ -405,6 +552,14 @@ public final class SocketCeiling implements AutoCloseable {
     ByteBuffer[] receive = {buffer};
     int next = 0;
     long streamed = 0;
+    // FILL: one large destination, filled front to back.
+    ByteBuffer fill = null;
+    int fillAt = 0;
+    // HEAP: one array of the message's size, filled one of three ways.
+    int heapHow = -1;
+    byte[] heap = null;
+    ByteBuffer stage = null;
+    Pipeline pipeline = null;
     try (ch) {
       while (true) {
         header.clear();
@@ -425,9 +580,34 @@ public final class SocketCeiling implements AutoCloseable {
           }
           receive = new ByteBuffer[(int) k];
           next = 0;
+          fill = null;
+          heapHow = -1;
+          continue;
+        }
+        if (v == FILL || v == HEAP) {
+          header.clear();
+          readFully(ch, header);
+          long k = header.getLong(0);
+          if (v == FILL) {
+            if (k < 1 || k > MAX_FILL) {
+              return;
+            }
+            fill = ByteBuffer.allocateDirect((int) k);
+            fillAt = 0;
+            heapHow = -1;
+          } else {
+            if (k < 0 || k >= HEAP_NAMES.length) {
+              return;
+            }
+            heapHow = (int) k;
+            fill = null;
+          }
           continue;
         }
         if (v == SYNC) {
+          if (pipeline != null) {
+            pipeline.drain();
+          }
           header.clear();
           header.putLong(0, streamed);
           writeFully(ch, header);
@@ -438,7 +618,43 @@ public final class SocketCeiling implements AutoCloseable {
         if (n > MAX_MESSAGE) {
           return;
         }
-        if (v < 0) {
+        if (v < 0 && fill != null) {
+          if (n > fill.capacity()) {
+            return;
+          }
+          if (fillAt + n > fill.capacity()) {
+            fillAt = 0;
+          }
+          fill.limit(fillAt + (int) n).position(fillAt);
+          readFully(ch, fill);
+          fillAt += (int) n;
+          streamed += n;
+        } else if (v < 0 && heapHow >= 0) {
+          if (heap == null || heap.length != n) {
+            heap = new byte[(int) n];
+          }
+          if (heapHow == HEAP_STAGE_WHOLE && (stage == null || stage.capacity() < n)) {
+            stage = ByteBuffer.allocateDirect((int) n);
+          } else if (heapHow == HEAP_STAGE_PIECES
+              && (stage == null || stage.capacity() < STAGE_PIECE)) {
+            stage = ByteBuffer.allocateDirect(STAGE_PIECE);
+          }
+          if (heapHow >= HEAP_PIPELINED_WHOLE) {
+            if (pipeline == null || pipeline.how != heapHow || pipeline.heap.length != n) {
+              if (pipeline != null) {
+                pipeline.close();
+              }
+              pipeline =
+                  heapHow == HEAP_PIPELINED_WHOLE
+                      ? new Pipeline(heapHow, (int) n, (int) n, 4)
+                      : new Pipeline(heapHow, (int) n, STAGE_PIECE, 16);
+            }
+            pipeline.receive(ch);
+          } else {
+            receiveHeap(ch, heapHow, heap, stage);
+          }
+          streamed += n;
+        } else if (v < 0) {
           int k = next;
           next = (next + 1) % receive.length;
           if (receive[k] == null || n > receive[k].capacity()) {
@@ -458,6 +674,136 @@ public final class SocketCeiling implements AutoCloseable {
       }
     } catch (IOException e) {
       // The client went away (or close() closed the channel): this connection is done.
+    } finally {
+      if (pipeline != null) {
+        pipeline.close();
+      }
+    }
+  }
+
+  /**
+   * The receiving half of {@link #HEAP_PIPELINED_WHOLE} / {@link #HEAP_PIPELINED_PIECES}: the
+   * connection's thread reads each message in pieces into a ring of direct buffers; a copier thread
+   * copies each piece into the array at its place and returns its buffer to the ring.
+   */
+  private static final class Pipeline implements Runnable {
+    private record Piece(ByteBuffer buf, int at) {}
+
+    private static final Piece DRAIN = new Piece(null, -1);
+
+    final int how;
+    final byte[] heap;
+    private final int piece;
+    private final ArrayBlockingQueue<Piece> full;
+    private final ArrayBlockingQueue<ByteBuffer> free;
+    private final ArrayBlockingQueue<Boolean> drained = new ArrayBlockingQueue<>(1);
+    private final Thread copier;
+
+    Pipeline(int how, int size, int piece, int depth) {
+      this.how = how;
+      this.heap = new byte[size];
+      this.piece = piece;
+      this.full = new ArrayBlockingQueue<>(depth + 2);
+      this.free = new ArrayBlockingQueue<>(depth);
+      for (int i = 0; i < depth; i++) {
+        free.add(ByteBuffer.allocateDirect(piece));
+      }
+      copier = new Thread(this, "ferrite-bench-socket-copier");
+      copier.setDaemon(true);
+      copier.start();
+    }
+
+    /** Reads one message of {@code heap.length} bytes from {@code ch}, piece by piece. */
+    void receive(SocketChannel ch) throws IOException {
+      try {
+        for (int at = 0; at < heap.length; ) {
+          ByteBuffer b = free.take();
+          int len = Math.min(piece, heap.length - at);
+          b.clear().limit(len);
+          readFully(ch, b);
+          full.put(new Piece(b, at));
+          at += len;
+        }
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
+        throw new java.io.InterruptedIOException("socket ceiling: interrupted");
+      }
+    }
+
+    /** Returns once every piece received so far is in the array. */
+    void drain() throws IOException {
+      try {
+        full.put(DRAIN);
+        drained.take();
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
+        throw new java.io.InterruptedIOException("socket ceiling: interrupted");
+      }
+    }
+
+    @Override
+    public void run() {
+      try {
+        while (true) {
+          Piece p = full.take();
+          if (p == DRAIN) {
+            drained.put(Boolean.TRUE);
+            continue;
+          }
+          p.buf().flip();
+          p.buf().get(heap, p.at(), p.buf().remaining());
+          free.put(p.buf());
+        }
+      } catch (InterruptedException e) {
+        // Stopped.
+      }
+    }
+
+    void close() {
+      copier.interrupt();
+      try {
+        copier.join(5_000);
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
+      }
+    }
+  }
+
+  /** Receives one message of {@code heap.length} bytes into {@code heap}, the {@code how} way. */
+  private static void receiveHeap(SocketChannel ch, int how, byte[] heap, ByteBuffer stage)
+      throws IOException {
+    int n = heap.length;
+    switch (how) {
+      case HEAP_INPUT_STREAM -> {
+        InputStream in = ch.socket().getInputStream();
+        int off = 0;
+        while (off < n) {
+          int r = in.read(heap, off, n - off);
+          if (r < 0) {
+            throw new EOFException("socket ceiling: truncated message");
+          }
+          off += r;
+        }
+      }
+      case HEAP_STAGE_WHOLE -> {
+        stage.clear().limit(n);
+        readFully(ch, stage);
+        stage.flip();
+        stage.get(heap, 0, n);
+      }
+      default -> {
+        int off = 0;
+        while (off < n) {
+          stage.clear().limit(Math.min(stage.capacity(), n - off));
+          int r = ch.read(stage);
+          if (r < 0) {
+            throw new EOFException("socket ceiling: truncated message");
+          }
+          stage.flip();
+          stage.get(heap, off, r);
+          off += r;
+        }
+      }
     }
   }
 

@@ -62,7 +62,9 @@ import java.util.stream.Stream;
  * and write latency of 8 B and 1 KiB (ns; beside memcpy for shm, the raw loopback ping-pong for
  * tcp), and bandwidth of 1 MiB ops ({@link Options#depth()} in flight) and of whole 64 MiB reads
  * and writes (each split into 64 chunk ops issued in parallel), beside memcpy of the same size
- * (shm) or the raw loopback stream (tcp).
+ * (shm) or the raw loopback stream (tcp); over tcp the 64 MiB read is repeated as {@code
+ * memory.tcp.read.64MiB.bandwidth.samework} beside {@code ceiling.socket.stream.64MiB.bandwidth},
+ * the same stream received front to back into a 64 MiB buffer.
  */
 public final class MemoryBench {
   public static final String SUITE = "memory";
@@ -71,6 +73,13 @@ public final class MemoryBench {
   static final int DATA_BYTES = 64 * Sizes.MIB;
   static final long FIRST_SIZE = 64L << 20;
   private static final String MS = "ms";
+
+  /**
+   * Suffix of the tcp 64 MiB read repeated beside {@code ceiling.socket.stream.64MiB.bandwidth}, a
+   * raw stream that fills a 64 MiB destination as the op does (the 1 MiB stream ceiling fills 4
+   * cache-resident buffers).
+   */
+  public static final String SAME_WORK = ".samework";
 
   /**
    * What to run.
@@ -172,6 +181,10 @@ public final class MemoryBench {
     MemcpyCeiling.measure(report, plan, new Workload(DATA_BYTES), new int[0], DATA_BYTES, progress);
     try (SocketCeiling socket = SocketCeiling.start()) {
       socket.measure(report, plan, LATENCY_SIZES, MIB_OP, progress);
+      if (o.fabrics().contains("tcp")) {
+        // The same work as a whole 64 MiB read: the stream received into a 64 MiB destination.
+        socket.measureFill(report, plan, new Workload(16L << 20), MIB_OP, DATA_BYTES, progress);
+      }
     }
     try (Cluster cluster = Cluster.start(o, progress)) {
       controlPath(report, o, cluster, progress);
@@ -355,6 +368,15 @@ public final class MemoryBench {
                   shm
                       ? MemcpyCeiling.name(DATA_BYTES) + ".bandwidth"
                       : SocketCeiling.stream(MIB_OP))));
+      if (!shm && !write) {
+        report.add(
+            BenchResult.against(
+                name + SAME_WORK,
+                mibs,
+                Sizes.BANDWIDTH_UNIT,
+                Better.HIGHER,
+                report.require(SocketCeiling.stream(DATA_BYTES))));
+      }
     }
     m.unmap();
     ns.free(ra);

@@ -56,7 +56,11 @@ import java.util.stream.Stream;
  *       are one-sided writes / reads of the same size ({@code <f>.write|read.<size>}) plus RPCs;
  *   <li>{@code <f>.file.{write,read}.<buf>.bandwidth}: a File written with an OutputStream and read
  *       with an InputStream through an application buffer of 1 KiB, 64 KiB, 1 MiB, beside memcpy
- *       (shm) or a raw loopback stream (tcp);
+ *       (shm) or a raw loopback stream (tcp); over tcp the 1 MiB read is repeated as {@code
+ *       tcp.file.read.1MiB.bandwidth.samework} beside {@code
+ *       ceiling.socket.stream.1MiB.heap.bandwidth}, a raw stream into one 1 MiB {@code byte[]} (the
+ *       same application-visible work: the stream ceiling fills direct buffers, which an {@code
+ *       InputStream} reader's array is not);
  *   <li>{@code <f>.lookup.threads.<n>}: lookups per second with 1, 4, 16 threads, beside the same
  *       threads doing the cheapest master RPC ({@code <f>.rpc.master.threads.<n>});
  *   <li>{@code <f>.create.{table,bag}}: creates per second of a 4 B KeyValue in a non-enumerable
@@ -72,6 +76,12 @@ public final class NodesBench {
   public static final int[] BUFFER_SIZES = {Sizes.KIB, 64 * Sizes.KIB, Sizes.MIB};
   public static final int[] THREADS = {1, 4, 16};
   static final String OPS = "ops/s";
+
+  /**
+   * Suffix of a figure repeated beside the ceiling that does the same application-visible work
+   * (here: a raw stream into a 1 MiB {@code byte[]}), next to the original's stream ceiling.
+   */
+  public static final String SAME_WORK = ".samework";
 
   /**
    * What to run.
@@ -123,6 +133,11 @@ public final class NodesBench {
       MemcpyCeiling.measure(report, plan, new Workload(16L << 20), KV_SIZES, Sizes.MIB, progress);
       try (SocketCeiling sockets = SocketCeiling.start()) {
         sockets.measure(report, plan, KV_SIZES, Sizes.MIB, progress);
+        if (o.fabrics().contains("tcp")) {
+          // The same work as a File read through a 1 MiB application array: a raw stream into
+          // one 1 MiB byte[] (a socket cannot fill the heap without a copy through native memory).
+          sockets.measureHeap(report, plan, new Workload(16L << 20), Sizes.MIB, progress);
+        }
       }
       // Two servers share the file plus room for the KeyValue runs.
       long perServer =
@@ -342,6 +357,15 @@ public final class NodesBench {
               Sizes.BANDWIDTH_UNIT,
               Better.HIGHER,
               report.require(ceiling)));
+      if (f.equals("tcp") && buf == Sizes.MIB) {
+        report.add(
+            BenchResult.against(
+                f + ".file.read." + Sizes.label(buf) + ".bandwidth" + SAME_WORK,
+                rd,
+                Sizes.BANDWIDTH_UNIT,
+                Better.HIGHER,
+                report.require(SocketCeiling.streamHeap(Sizes.MIB))));
+      }
       nodes.remove(path, false);
       Thread.sleep(250); // blocks back to the free list (grace period)
     }
