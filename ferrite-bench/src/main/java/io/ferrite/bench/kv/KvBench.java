@@ -375,7 +375,11 @@ public final class KvBench {
         TableQuality.measure(report, o, new KvClient(first), layout, progress);
       }
       for (TableOptions.Layout layout : o.layouts()) {
-        String ln = layoutName(layout);
+        // Results of tables with every pair inline say so: kv.hopscotch-inline.*, the same
+        // layout with the non-default inline size a user would give a table of 1 KiB values.
+        String ln =
+            layoutName(layout)
+                + (o.inlineValues() && layout == TableOptions.Layout.HOPSCOTCH ? "-inline" : "");
         for (int size : VALUE_SIZES) {
           String table = "bench-" + ln + "-" + Sizes.label(size);
           TableOptions to =

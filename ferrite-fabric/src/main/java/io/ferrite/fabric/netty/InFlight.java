@@ -56,7 +56,14 @@ final class InFlight {
     op.holdPermit(this);
   }
 
-  private boolean onIoThread() {
+  /**
+   * True when no user-level op holds a permit (a racy snapshot, exact for the calling thread's).
+   */
+  boolean idle() {
+    return permits.availablePermits() == max;
+  }
+
+  boolean onIoThread() {
     for (EventExecutor e : ioThreads) {
       if (e.inEventLoop()) {
         return true;
