@@ -4,6 +4,7 @@ import io.ferrite.fabric.ErrorCode;
 import io.ferrite.fabric.FerriteException;
 import io.netty.util.concurrent.EventExecutor;
 import io.netty.util.concurrent.EventExecutorGroup;
+import io.netty.util.concurrent.FastThreadLocalThread;
 import java.util.concurrent.Semaphore;
 
 /**
@@ -64,6 +65,9 @@ final class InFlight {
   }
 
   boolean onIoThread() {
+    if (!(Thread.currentThread() instanceof FastThreadLocalThread)) {
+      return false; // Netty's I/O threads are all FastThreadLocalThreads (DefaultThreadFactory)
+    }
     for (EventExecutor e : ioThreads) {
       if (e.inEventLoop()) {
         return true;
