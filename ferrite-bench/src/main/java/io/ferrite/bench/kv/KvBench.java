@@ -613,12 +613,12 @@ public final class KvBench {
       ShardLayout l = ls[r.nextInt(shards)];
       byte[] nb = buffers.get();
       int bucket = r.nextInt(l.slots() / HopscotchLayout.BUCKET_SLOTS);
-      Futures.join(
-          c.read(
-              l.entries(), HopscotchLayout.bucketOffset(bucket, bucketBytes), ByteBuffer.wrap(nb)));
+      // readSync, as the get reads (over tcp: on a lane, the caller reading its own answer).
+      c.readSync(
+          l.entries(), HopscotchLayout.bucketOffset(bucket, bucketBytes), ByteBuffer.wrap(nb));
       if (!inline) {
         byte[] ext = new byte[extent];
-        Futures.join(c.read(l.extents().get(0), 0, ByteBuffer.wrap(ext)));
+        c.readSync(l.extents().get(0), 0, ByteBuffer.wrap(ext));
       }
     };
   }

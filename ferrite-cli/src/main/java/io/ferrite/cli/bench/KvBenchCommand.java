@@ -83,7 +83,8 @@ public final class KvBenchCommand implements Callable<Integer> {
       names = "--inline-values",
       description =
           "Hopscotch tables of the operations keep every pair inline (1 KiB values too: one"
-              + " read per get, of two 4 KiB buckets) instead of the default 56 inline bytes.")
+              + " read per get, of two 4 KiB buckets) instead of the default 56 inline bytes;"
+              + " their results are named kv.hopscotch-inline.*, vs-redis.hopscotch-inline.*.")
   boolean inlineValues;
 
   @Option(
