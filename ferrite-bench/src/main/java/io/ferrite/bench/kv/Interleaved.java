@@ -30,12 +30,19 @@ final class Interleaved {
 
   private static final int PAUSE = -1;
 
-  /** What the coordinator tells the threads; the threads answer through {@link #paused}. */
+  /**
+   * What the coordinator tells the threads ({@link #phase}) and what they answer ({@link #running}:
+   * threads inside an op). A thread enters by incrementing {@code running} and then reading the
+   * phase again, backing off if it changed; the coordinator ends a slice by setting {@code PAUSE}
+   * and then waiting for {@code running == 0}. All volatile (sequentially consistent), so either
+   * the coordinator sees the entry and waits for the op, or the thread sees the pause: ops of the
+   * two contenders never overlap.
+   */
   private static final class State {
     volatile int phase = PAUSE;
     volatile boolean recording;
     volatile boolean done;
-    final AtomicInteger paused = new AtomicInteger();
+    final AtomicInteger running = new AtomicInteger();
     final AtomicReference<Throwable> failure = new AtomicReference<>();
   }
 
@@ -60,17 +67,16 @@ final class Interleaved {
     long slice = SLICE.toNanos();
     long[] time = new long[2];
     try {
-      awaitPaused(s, threads);
       long warm = Math.max(slice, d.toNanos() / 4);
       for (long spent = 0; spent < warm && s.failure.get() == null; spent += slice) {
         for (int p = 0; p < 2; p++) {
-          runSlice(s, p, slice, threads);
+          runSlice(s, p, slice);
         }
       }
       s.recording = true;
       while ((time[0] < d.toNanos() || time[1] < d.toNanos()) && s.failure.get() == null) {
         for (int p = 0; p < 2; p++) {
-          time[p] += runSlice(s, p, slice, threads);
+          time[p] += runSlice(s, p, slice);
         }
       }
     } finally {
@@ -97,52 +103,43 @@ final class Interleaved {
 
   private static void work(State s, KvBench.Op[] ops, int w, Histogram[][] hs, long[][] counts) {
     Random r = new Random(1000 + w);
-    boolean isPaused = false;
     try {
       while (!s.done) {
         int p = s.phase;
         if (p == PAUSE) {
-          if (!isPaused) {
-            isPaused = true;
-            s.paused.incrementAndGet();
-          }
           LockSupport.parkNanos(20_000);
           continue;
         }
-        if (isPaused) {
-          isPaused = false;
-          s.paused.decrementAndGet();
-        }
-        long before = System.nanoTime();
-        ops[p].run(r);
-        long after = System.nanoTime();
-        if (s.recording) {
-          hs[p][w].recordValue(Math.max(0, after - before));
-          counts[p][w]++;
+        s.running.incrementAndGet();
+        try {
+          if (s.phase != p) {
+            continue; // the slice ended meanwhile
+          }
+          long before = System.nanoTime();
+          ops[p].run(r);
+          long after = System.nanoTime();
+          if (s.recording) {
+            hs[p][w].recordValue(Math.max(0, after - before));
+            counts[p][w]++;
+          }
+        } finally {
+          s.running.decrementAndGet();
         }
       }
     } catch (Throwable e) {
       s.failure.compareAndSet(null, e);
-    } finally {
-      if (!isPaused) {
-        s.paused.incrementAndGet(); // a failed thread counts as paused, so no slice waits for it
-      }
     }
   }
 
   /** Runs contender {@code p} for one slice; returns its length up to the last op's end. */
-  private static long runSlice(State s, int p, long slice, int threads) {
+  private static long runSlice(State s, int p, long slice) {
     long start = System.nanoTime();
     s.phase = p;
     LockSupport.parkNanos(slice);
     s.phase = PAUSE;
-    awaitPaused(s, threads);
-    return System.nanoTime() - start;
-  }
-
-  private static void awaitPaused(State s, int threads) {
-    while (s.paused.get() < threads) {
+    while (s.running.get() > 0) {
       LockSupport.parkNanos(10_000);
     }
+    return System.nanoTime() - start;
   }
 }
