@@ -41,6 +41,10 @@ import java.util.function.Consumer;
  * for one to end (an I/O thread never waits).
  *
  * <p>Futures complete on the event loop: a callback attached to one must not block.
+ *
+ * <p>{@link #readSync} and a batch's {@code flushSync} of small reads go instead over one of the
+ * connection's blocking lanes ({@link Lanes}) when the shared connection has nothing in flight: the
+ * calling thread reads its own answer, as a blocking socket client does.
  */
 public final class NettyConnection implements FabricConnection {
   private static final System.Logger LOG = System.getLogger(NettyConnection.class.getName());
