@@ -21,6 +21,15 @@ public interface Batch extends OneSided {
   /** Sends every queued op; returns a future that completes when all of them have completed. */
   CompletableFuture<Void> flush();
 
+  /**
+   * Sends every queued op and waits for all of them; throws the first failure as a {@link
+   * FerriteException}. Like {@code Futures.join(flush())}, which a fabric may do faster when the
+   * caller waits anyway (tcp: on the caller's own socket, see {@code NettyConnection}).
+   */
+  default void flushSync() {
+    Futures.join(flush());
+  }
+
   /** Number of ops queued so far. */
   int size();
 }

@@ -7,7 +7,6 @@ import static io.ferrite.kv.HopscotchLayout.NEXT;
 import static io.ferrite.kv.HopscotchLayout.OVERFLOW;
 
 import io.ferrite.fabric.FabricConnection;
-import io.ferrite.fabric.Futures;
 import io.ferrite.fabric.RegionRef;
 import java.nio.ByteBuffer;
 import java.util.List;
@@ -62,8 +61,8 @@ final class HopscotchReader extends LayoutReader {
   @Override
   Object probe(FabricConnection c, ShardLayout l, byte[] key, long h) {
     byte[] nb = scratch();
-    Futures.join(
-        c.read(l.entries(), neighbourhoodOffset(l, h), ByteBuffer.wrap(nb, 0, 2 * bucketBytes)));
+    // readSync, not join(read): over tcp the caller then reads the answer itself (a lane).
+    c.readSync(l.entries(), neighbourhoodOffset(l, h), ByteBuffer.wrap(nb, 0, 2 * bucketBytes));
     for (int i = 0; i < 2 * BUCKET_SLOTS; i++) {
       int at = slotAt(i);
       if (HopscotchLayout.slotMatches(nb, at, slotBytes, key, h)) {
@@ -129,11 +128,10 @@ final class HopscotchReader extends LayoutReader {
     byte[] e = new byte[HopscotchLayout.extentLength(src, at)];
     int inc = HopscotchLayout.extentIncarnation(src, at);
     long sum = HopscotchLayout.extentChecksum(src, at);
-    Futures.join(
-        c.read(
-            l.extents().get(region),
-            HopscotchLayout.extentOffset(src, at) & 0xFFFFFFFFL,
-            ByteBuffer.wrap(e)));
+    c.readSync(
+        l.extents().get(region),
+        HopscotchLayout.extentOffset(src, at) & 0xFFFFFFFFL,
+        ByteBuffer.wrap(e));
     Object v = extentValue(e, inc, sum, key);
     if (v instanceof byte[]) {
       stats.lookup(1);
@@ -164,11 +162,10 @@ final class HopscotchReader extends LayoutReader {
       }
       long inc = HopscotchLayout.pointerIncarnation(src, ptr);
       byte[] block = new byte[blockBytes];
-      Futures.join(
-          c.read(
-              l.extents().get(region),
-              HopscotchLayout.pointerOffset(src, ptr) & 0xFFFFFFFFL,
-              ByteBuffer.wrap(block)));
+      c.readSync(
+          l.extents().get(region),
+          HopscotchLayout.pointerOffset(src, ptr) & 0xFFFFFFFFL,
+          ByteBuffer.wrap(block));
       probes++;
       if (HopscotchLayout.verifyBlock(block, blockBytes, inc) != HopscotchLayout.Check.OK
           || probes > MAX_CHAIN) {

@@ -70,6 +70,8 @@ final class RedisPeer implements AutoCloseable {
             .redirectOutput(workDir.resolve("redis.log").toFile())
             .start();
     RedisPeer peer = new RedisPeer(p, port);
+    // A benchmark stopped by a signal must not leave its redis-server running.
+    Runtime.getRuntime().addShutdownHook(new Thread(p::destroy, "redis-peer-stop"));
     long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
     while (true) {
       try (Conn c = peer.new Conn()) {

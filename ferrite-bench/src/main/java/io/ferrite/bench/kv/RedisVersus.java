@@ -18,10 +18,11 @@ import java.util.function.Supplier;
 /**
  * The {@code --vs redis} part of {@link KvBench}: Ferrite's tcp gets, puts and 16-key multiGets
  * against redis-server's GET, SET and pipelined batches of 16 GETs, like with like: the same
- * harness and threads, the same 16 B keys and values, the same zipfian draws, and one connection
- * per thread on both sides (each Ferrite thread has its own {@link FerriteClient}, so its own tcp
- * connection to the memory server, all on one shared tcp fabric). Each Ferrite measurement runs
- * right before the Redis one it is compared with, so both see the same machine.
+ * threads, the same 16 B keys and values, the same zipfian draws, and one connection per thread on
+ * both sides (each Ferrite thread has its own {@link FerriteClient}, so its own tcp connection to
+ * the memory server, all on one shared tcp fabric). Each pair is measured interleaved ({@link
+ * Interleaved}: the same threads alternate between Ferrite and Redis every 50 ms), so both see the
+ * same machine even when the load swings within seconds.
  */
 final class RedisVersus {
   static final int BATCH = 16;
@@ -72,12 +73,10 @@ final class RedisVersus {
                 });
         ThreadLocal<RedisPeer.Conn> conn = ThreadLocal.withInitial(redis::connect);
         String f = "ferrite." + layout + ".";
-        progress.step(f + "get." + suffix);
-        KvBench.Result fget =
-            KvBench.drive(r -> ferrite.get().get(keys[zipf.next(r)]), threads, o.duration());
-        progress.step("redis.get." + suffix);
-        KvBench.Result get =
-            KvBench.drive(
+        progress.step(f + "get." + suffix + " | redis.get." + suffix);
+        KvBench.Result[] gets =
+            Interleaved.drive(
+                r -> ferrite.get().get(keys[zipf.next(r)]),
                 r -> {
                   RedisPeer.Conn c = conn.get();
                   c.command(GET, keys[zipf.next(r)]);
@@ -86,12 +85,12 @@ final class RedisVersus {
                 },
                 threads,
                 o.duration());
-        progress.step(f + "put." + suffix);
-        KvBench.Result fput =
-            KvBench.drive(r -> ferrite.get().put(keys[zipf.next(r)], value), threads, o.duration());
-        progress.step("redis.set." + suffix);
-        KvBench.Result set =
-            KvBench.drive(
+        KvBench.Result fget = gets[0];
+        KvBench.Result get = gets[1];
+        progress.step(f + "put." + suffix + " | redis.set." + suffix);
+        KvBench.Result[] puts =
+            Interleaved.drive(
+                r -> ferrite.get().put(keys[zipf.next(r)], value),
                 r -> {
                   RedisPeer.Conn c = conn.get();
                   c.command(SET, keys[zipf.next(r)], value);
@@ -100,9 +99,11 @@ final class RedisVersus {
                 },
                 threads,
                 o.duration());
-        progress.step(f + "multiget16." + suffix);
-        KvBench.Result fmulti =
-            KvBench.drive(
+        KvBench.Result fput = puts[0];
+        KvBench.Result set = puts[1];
+        progress.step(f + "multiget16." + suffix + " | redis.get16." + suffix + " (pipelined)");
+        KvBench.Result[] multis =
+            Interleaved.drive(
                 r -> {
                   List<byte[]> batch = new ArrayList<>(BATCH);
                   for (int k = 0; k < BATCH; k++) {
@@ -110,11 +111,6 @@ final class RedisVersus {
                   }
                   ferrite.get().multiGet(batch);
                 },
-                threads,
-                o.duration());
-        progress.step("redis.get16." + suffix + " (pipelined)");
-        KvBench.Result get16 =
-            KvBench.drive(
                 r -> {
                   RedisPeer.Conn c = conn.get();
                   for (int k = 0; k < BATCH; k++) {
@@ -127,6 +123,8 @@ final class RedisVersus {
                 },
                 threads,
                 o.duration());
+        KvBench.Result fmulti = multis[0];
+        KvBench.Result get16 = multis[1];
         pair(report, layout, "get", suffix, fget, "get", get, 1);
         pair(report, layout, "put", suffix, fput, "set", set, 1);
         pair(report, layout, "multiget16", suffix, fmulti, "get16", get16, BATCH);

@@ -28,7 +28,7 @@ import picocli.CommandLine.Option;
       "  kv.<layout>.occ{50,75,90}.probes-per-lookup.{mean,max}   table reads per get",
       "  kv.<layout>.<fabric>.<op>.<value>.t<threads>.{throughput,p50,p99}",
       "      op = get (one-sided), get-rpc (served by the server, Pilaf-VO), put,",
-      "      mix95 (95% get, 5% put); 16 B zipfian keys; 32 B and 1 KiB values;",
+      "      mix95 (95%% get, 5%% put); 16 B zipfian keys; 32 B and 1 KiB values;",
       "      beside ceiling.kv.<same>: the raw fabric ops of the operation (a get:",
       "      pilaf, a 32 B entry read then an extent-sized read; hopscotch, a",
       "      neighbourhood read, then an extent-sized read if the pair is out of line;",
@@ -83,7 +83,8 @@ public final class KvBenchCommand implements Callable<Integer> {
       names = "--inline-values",
       description =
           "Hopscotch tables of the operations keep every pair inline (1 KiB values too: one"
-              + " read per get, of two 4 KiB buckets) instead of the default 56 inline bytes.")
+              + " read per get, of two 4 KiB buckets) instead of the default 56 inline bytes;"
+              + " their results are named kv.hopscotch-inline.*, vs-redis.hopscotch-inline.*.")
   boolean inlineValues;
 
   @Option(

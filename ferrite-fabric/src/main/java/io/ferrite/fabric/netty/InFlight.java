@@ -4,6 +4,7 @@ import io.ferrite.fabric.ErrorCode;
 import io.ferrite.fabric.FerriteException;
 import io.netty.util.concurrent.EventExecutor;
 import io.netty.util.concurrent.EventExecutorGroup;
+import io.netty.util.concurrent.FastThreadLocalThread;
 import java.util.concurrent.Semaphore;
 
 /**
@@ -56,7 +57,17 @@ final class InFlight {
     op.holdPermit(this);
   }
 
-  private boolean onIoThread() {
+  /**
+   * True when no user-level op holds a permit (a racy snapshot, exact for the calling thread's).
+   */
+  boolean idle() {
+    return permits.availablePermits() == max;
+  }
+
+  boolean onIoThread() {
+    if (!(Thread.currentThread() instanceof FastThreadLocalThread)) {
+      return false; // Netty's I/O threads are all FastThreadLocalThreads (DefaultThreadFactory)
+    }
     for (EventExecutor e : ioThreads) {
       if (e.inEventLoop()) {
         return true;

@@ -93,6 +93,30 @@ final class NettyBatch implements Batch {
     return all.future;
   }
 
+  /** Small reads only: on one of the connection's lanes when it may take one, one write. */
+  @Override
+  public void flushSync() {
+    if (flushed) {
+      throw new IllegalStateException("batch already flushed");
+    }
+    List<RegionOps.Read> reads = new ArrayList<>(ops.size());
+    for (Outbound op : ops) {
+      if (!(op instanceof RegionOps.Read r) || r.length > Lane.MAX_READ) {
+        Futures.join(flush());
+        return;
+      }
+      reads.add(r);
+    }
+    if (reads.isEmpty() || !conn.readOnLane(reads)) {
+      Futures.join(flush());
+      return;
+    }
+    flushed = true;
+    for (RegionOps.Read r : reads) {
+      Futures.join(r.future);
+    }
+  }
+
   /** Completes once every op has ended; exceptionally with the first failure, if any. */
   private static final class Countdown implements BiConsumer<Object, Throwable> {
     final CompletableFuture<Void> future = new CompletableFuture<>();

@@ -18,9 +18,11 @@ import io.netty.channel.unix.FileDescriptor;
 import io.netty.channel.unix.UnixChannel;
 import java.io.IOException;
 import java.lang.System.Logger.Level;
+import java.net.InetSocketAddress;
 import java.net.SocketAddress;
 import java.nio.ByteBuffer;
 import java.time.Duration;
+import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ExecutionException;
@@ -39,6 +41,10 @@ import java.util.function.Consumer;
  * for one to end (an I/O thread never waits).
  *
  * <p>Futures complete on the event loop: a callback attached to one must not block.
+ *
+ * <p>{@link #readSync} and a batch's {@code flushSync} of small reads go instead over one of the
+ * connection's blocking lanes ({@link Lanes}) when the shared connection has nothing in flight: the
+ * calling thread reads its own answer, as a blocking socket client does.
  */
 public final class NettyConnection implements FabricConnection {
   private static final System.Logger LOG = System.getLogger(NettyConnection.class.getName());
@@ -57,22 +63,34 @@ public final class NettyConnection implements FabricConnection {
   private final Counters counters = new Counters();
   private final InFlight inFlight;
   private final Consumer<NettyConnection> onClose;
+
+  /** Blocking lanes for synchronous small reads; null where there are none (not tcp, or off). */
+  private final Lanes lanes;
+
   private volatile boolean closed;
+  private volatile boolean lanesEnabled = true;
 
   private NettyConnection(
       String address,
       Channel channel,
       ClientHandler handler,
       int remoteId,
-      int maxInFlight,
+      ConnectOptions options,
       Consumer<NettyConnection> onClose) {
     this.address = address;
-    this.inFlight = new InFlight(maxInFlight, channel.eventLoop().parent());
+    this.inFlight = new InFlight(options.maxInFlight(), channel.eventLoop().parent());
     this.channel = channel;
     this.loop = channel.eventLoop();
     this.handler = handler;
     this.remoteId = remoteId;
     this.onClose = onClose;
+    this.lanes =
+        Lanes.MAX > 0 && channel.remoteAddress() instanceof InetSocketAddress remote
+            ? new Lanes(remote, address, options, remoteId, loop)
+            : null;
+    if (lanes != null) {
+      channel.closeFuture().addListener(f -> lanes.close());
+    }
   }
 
   /**
@@ -106,7 +124,7 @@ public final class NettyConnection implements FabricConnection {
       long left = Math.max(0, timeoutNanos - (System.nanoTime() - start));
       int remoteId = handler.handshake.get(left, TimeUnit.NANOSECONDS);
       handler.writer.attach(ch, duplicate(ch));
-      return new NettyConnection(address, ch, handler, remoteId, options.maxInFlight(), onClose);
+      return new NettyConnection(address, ch, handler, remoteId, options, onClose);
     } catch (ExecutionException e) {
       ch.close();
       throw FerriteException.unwrap(e);
@@ -173,6 +191,85 @@ public final class NettyConnection implements FabricConnection {
     RegionOps.Read op = new RegionOps.Read(counters, region, offset, dst);
     submit(op);
     return op.future;
+  }
+
+  /**
+   * A blocking read: on a {@link Lane} when one is free and the shared connection has nothing in
+   * flight (so the read cannot overtake an earlier op of this thread), else through the event loop.
+   */
+  @Override
+  public void readSync(RegionRef region, long offset, ByteBuffer dst) {
+    if (lanes != null && dst.remaining() <= Lane.MAX_READ && !dst.isReadOnly()) {
+      RegionOps.Read op = new RegionOps.Read(counters, region, offset, dst);
+      if (readOnLane(List.of(op))) {
+        Futures.join(op.future);
+        return;
+      }
+    }
+    FabricConnection.super.readSync(region, offset, dst);
+  }
+
+  /** Lanes open now (0 without lanes); for tests and diagnostics. */
+  public int lanes() {
+    return lanes == null ? 0 : lanes.count();
+  }
+
+  /**
+   * Whether synchronous reads may take a lane from now on (default: yes, where lanes exist); lanes
+   * already open stay open until the connection closes. For tests of the shared connection alone.
+   */
+  public void lanesEnabled(boolean on) {
+    lanesEnabled = on;
+  }
+
+  /**
+   * Runs {@code ops} (not yet sent) on a lane and waits for them, if a lane may be used now; false
+   * if not (nothing was done). Each op has ended when this returns true: on the lane, or, if the
+   * lane broke for a reason other than a timeout or the connection's close, on the shared
+   * connection.
+   */
+  boolean readOnLane(List<RegionOps.Read> ops) {
+    if (lanes == null
+        || !lanesEnabled
+        || closed
+        || ops.size() > Lane.MAX_OPS
+        || !inFlight.idle()
+        || inFlight.onIoThread()) {
+      return false;
+    }
+    Lane lane = lanes.take();
+    if (lane == null) {
+      return false;
+    }
+    lanes.begin(lane);
+    try {
+      lane.read(ops);
+      lanes.give(lane);
+      return true;
+    } catch (IOException e) {
+      lanes.discard(lane);
+      FerriteException f = lanes.failure(lane, e, Lanes.describe(ops));
+      List<Outbound> left = new ArrayList<>();
+      for (RegionOps.Read op : ops) {
+        if (!op.future.isDone()) {
+          if (f != null) {
+            op.endNow(f);
+          } else {
+            left.add(op);
+          }
+        }
+      }
+      if (!left.isEmpty()) {
+        // The lane broke, the shared connection may not have (a lane closed by the server): READs
+        // are idempotent, so ask again there, which also reports a dead server as before lanes.
+        LOG.log(Level.DEBUG, "lane to {0} broke: {1}", address, e.toString());
+        submitAll(left);
+        for (Outbound op : left) {
+          ((RegionOps.Read) op).future.exceptionally(x -> null).join();
+        }
+      }
+      return true;
+    }
   }
 
   @Override
@@ -330,6 +427,9 @@ public final class NettyConnection implements FabricConnection {
       return;
     }
     closed = true;
+    if (lanes != null) {
+      lanes.close();
+    }
     ChannelFuture f = channel.close();
     if (!loop.inEventLoop()) {
       f.awaitUninterruptibly(2000);

@@ -100,6 +100,20 @@ final class RegionOps {
       }
     }
 
+    /**
+     * Ends an op answered on a {@link Lane} (never sent on the shared connection, so it holds no
+     * permit and has no parts): with {@code e}, or successfully when null.
+     */
+    final void endNow(FerriteException e) {
+      if (e == null) {
+        counters.record(kind, length);
+        future.complete(null);
+      } else {
+        counters.recordError(kind);
+        future.completeExceptionally(e);
+      }
+    }
+
     @Override
     public void failUnsent(FerriteException e) {
       InFlight.release(permits);

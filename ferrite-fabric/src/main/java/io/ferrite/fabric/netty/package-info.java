@@ -18,7 +18,10 @@
  *       one write share a buffer, large payloads go from the caller's buffer; the event loop takes
  *       over while the socket is full), {@code ClientHandler} (handshake, pending table, timeouts;
  *       event-loop confined, fed by a registration queue) and the per-op classes {@code RegionOps}
- *       and {@code CallOps}.
+ *       and {@code CallOps}. Synchronous small reads ({@code readSync}, {@code Batch.flushSync})
+ *       take a blocking lane when they may ({@code Lane}, {@code Lanes}: a second socket per
+ *       calling thread, bounded, authenticated, closed with the connection): the caller writes its
+ *       request and reads the answer itself, with no event-loop hand-off.
  * </ul>
  */
 package io.ferrite.fabric.netty;
