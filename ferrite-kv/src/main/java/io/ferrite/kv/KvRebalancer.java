@@ -203,12 +203,7 @@ public final class KvRebalancer {
   private void cancelOrFinish(Move m, FerriteException cause) {
     boolean retired;
     try {
-      retired =
-          new Wire.Reader(
-                      call(m.from(), KvProtocol.CANCEL, ids(m).i64(m.token()).toBuffer()),
-                      "kv cancel")
-                  .u8("retired")
-              == 1;
+      retired = cancelAtSource(m);
     } catch (FerriteException e) {
       if (e.code() != ErrorCode.NOT_FOUND) {
         throw new FerriteException(
@@ -330,6 +325,15 @@ public final class KvRebalancer {
   }
 
   /**
+   * Asks the shard's old server to cancel the move {@code m}: true if it had already retired the
+   * shard (the move must then complete), false if it cancelled it (the freeze is lifted for good).
+   */
+  private boolean cancelAtSource(Move m) {
+    ByteBuffer answer = call(m.from(), KvProtocol.CANCEL, ids(m).i64(m.token()).toBuffer());
+    return new Wire.Reader(answer, "kv cancel").u8("retired") == 1;
+  }
+
+  /**
    * Ends a pending move: completes it if the old server retired the shard (re-copying from the
    * retired shard), else cancels it there and aborts it.
    */
@@ -337,12 +341,7 @@ public final class KvRebalancer {
     progress.accept(describe(m) + ": pending; resolving");
     boolean retired;
     try {
-      retired =
-          new Wire.Reader(
-                      call(m.from(), KvProtocol.CANCEL, ids(m).i64(m.token()).toBuffer()),
-                      "kv cancel")
-                  .u8("retired")
-              == 1;
+      retired = cancelAtSource(m);
     } catch (FerriteException e) {
       if (e.code() != ErrorCode.NOT_FOUND) {
         throw e;

@@ -1,5 +1,6 @@
 package io.ferrite.bench.fabric;
 
+import io.ferrite.bench.IoThreadCpu;
 import io.ferrite.fabric.Batch;
 import io.ferrite.fabric.ConnectOptions;
 import io.ferrite.fabric.Credentials;
@@ -13,7 +14,6 @@ import io.ferrite.fabric.RegionTable;
 import io.ferrite.fabric.ServerSpec;
 import io.ferrite.fabric.tcp.TcpFabric;
 import java.lang.management.ManagementFactory;
-import java.lang.management.ThreadInfo;
 import java.lang.management.ThreadMXBean;
 import java.nio.ByteBuffer;
 import java.nio.file.Files;
@@ -22,7 +22,6 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
-import java.util.TreeMap;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.atomic.AtomicLong;
 
@@ -79,7 +78,7 @@ public final class TcpProbe {
       RegionRef ref = table.ref(1, 1);
       for (int round = 0; round < 2; round++) {
         long nanos = (round == 0 ? 2L : seconds) * 1_000_000_000L;
-        Map<String, Long> before = ioCpu();
+        Map<String, Long> before = IoThreadCpu.byGroup();
         CALLER_CPU.set(0);
         long t0 = System.nanoTime();
         long ops =
@@ -87,7 +86,7 @@ public final class TcpProbe {
                 ? small(conn, ref, depthOrBatch, size, threads, t0 + nanos, window)
                 : bulk(conn, ref, mode.equals("read"), depthOrBatch, size, t0 + nanos, window);
         double sec = (System.nanoTime() - t0) / 1e9;
-        Map<String, Long> after = ioCpu();
+        Map<String, Long> after = IoThreadCpu.byGroup();
         after.put("callers", CALLER_CPU.get());
         StringBuilder cpu = new StringBuilder();
         for (Map.Entry<String, Long> e : after.entrySet()) {
@@ -113,27 +112,6 @@ public final class TcpProbe {
       region.closeAndDelete();
       Files.deleteIfExists(dir);
     }
-  }
-
-  /** CPU time so far of the live fabric I/O threads, by group. */
-  private static Map<String, Long> ioCpu() {
-    ThreadMXBean mx = ManagementFactory.getThreadMXBean();
-    Map<String, Long> m = new TreeMap<>();
-    for (ThreadInfo ti : mx.getThreadInfo(mx.getAllThreadIds())) {
-      if (ti == null) {
-        continue;
-      }
-      String n = ti.getThreadName();
-      String group =
-          n.startsWith("ferrite-tcp-server")
-              ? "server-io"
-              : n.startsWith("ferrite-tcp-client") ? "client-io" : null;
-      long c = group == null ? -1 : mx.getThreadCpuTime(ti.getThreadId());
-      if (c > 0) {
-        m.merge(group, c, Long::sum);
-      }
-    }
-    return m;
   }
 
   private static long bulk(

@@ -1,5 +1,6 @@
 package io.ferrite.bench.memory;
 
+import io.ferrite.bench.IoThreadCpu;
 import io.ferrite.bench.Progress;
 import io.ferrite.memory.Mapping;
 import io.ferrite.memory.MemoryFlags;
@@ -7,13 +8,11 @@ import io.ferrite.memory.Namespace;
 import io.ferrite.memory.RAddress;
 import io.ferrite.memory.RStore;
 import java.lang.management.ManagementFactory;
-import java.lang.management.ThreadInfo;
 import java.lang.management.ThreadMXBean;
 import java.nio.ByteBuffer;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
-import java.util.TreeMap;
 
 /**
  * Where a whole 64 MiB read's time goes: the cluster of {@code bench memory} (2 servers, 1 MiB
@@ -50,7 +49,7 @@ public final class ReadProbe {
       ByteBuffer whole = ByteBuffer.allocateDirect(MemoryBench.DATA_BYTES);
       ThreadMXBean mx = ManagementFactory.getThreadMXBean();
       for (int round = 0; round <= rounds; round++) {
-        Map<String, Long> before = cpu(mx);
+        Map<String, Long> before = IoThreadCpu.byGroup();
         long me0 = mx.getCurrentThreadCpuTime();
         long t0 = System.nanoTime();
         long bytes = 0;
@@ -59,7 +58,7 @@ public final class ReadProbe {
           bytes += MemoryBench.DATA_BYTES;
         } while (System.nanoTime() - t0 < nanos);
         double sec = (System.nanoTime() - t0) / 1e9;
-        Map<String, Long> after = cpu(mx);
+        Map<String, Long> after = IoThreadCpu.byGroup();
         after.put("caller", mx.getCurrentThreadCpuTime() - me0);
         double mib = bytes / (double) (1 << 20);
         StringBuilder sb = new StringBuilder();
@@ -72,25 +71,5 @@ public final class ReadProbe {
       }
       m.unmap();
     }
-  }
-
-  /** CPU time so far of the live tcp I/O threads, by group. */
-  private static Map<String, Long> cpu(ThreadMXBean mx) {
-    Map<String, Long> m = new TreeMap<>();
-    for (ThreadInfo ti : mx.getThreadInfo(mx.getAllThreadIds())) {
-      if (ti == null) {
-        continue;
-      }
-      String n = ti.getThreadName();
-      String group =
-          n.startsWith("ferrite-tcp-server")
-              ? "server-io"
-              : n.startsWith("ferrite-tcp-client") ? "client-io" : null;
-      long c = group == null ? -1 : mx.getThreadCpuTime(ti.getThreadId());
-      if (c > 0) {
-        m.merge(group, c, Long::sum);
-      }
-    }
-    return m;
   }
 }

@@ -1,5 +1,6 @@
 package io.ferrite.bench.nodes;
 
+import io.ferrite.bench.IoThreadCpu;
 import io.ferrite.bench.fabric.Fabrics;
 import io.ferrite.fabric.Credentials;
 import io.ferrite.fabric.Fabric;
@@ -16,7 +17,6 @@ import io.ferrite.nodes.master.NodesMaster;
 import java.io.InputStream;
 import java.io.OutputStream;
 import java.lang.management.ManagementFactory;
-import java.lang.management.ThreadInfo;
 import java.lang.management.ThreadMXBean;
 import java.nio.ByteBuffer;
 import java.nio.charset.StandardCharsets;
@@ -28,7 +28,6 @@ import java.util.Comparator;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
-import java.util.TreeMap;
 import java.util.concurrent.CompletableFuture;
 import java.util.stream.Stream;
 
@@ -117,7 +116,7 @@ public final class FileReadProbe {
       for (int round = 0; round <= rounds; round++) {
         for (int buf : bufs) {
           for (int[] shape : shapes) {
-            Map<String, Long> before = cpu(mx);
+            Map<String, Long> before = IoThreadCpu.byGroup();
             long me0 = mx.getCurrentThreadCpuTime();
             long t0 = System.nanoTime();
             long got = 0;
@@ -135,7 +134,7 @@ public final class FileReadProbe {
             if (got != fileBytes) {
               throw new IllegalStateException("read " + got + " of " + fileBytes);
             }
-            Map<String, Long> after = cpu(mx);
+            Map<String, Long> after = IoThreadCpu.byGroup();
             after.put("caller", mx.getCurrentThreadCpuTime() - me0);
             double mib = got / (double) (1 << 20);
             StringBuilder sb = new StringBuilder();
@@ -191,25 +190,5 @@ public final class FileReadProbe {
       got += len;
     }
     return got;
-  }
-
-  /** CPU time so far of the live tcp I/O threads, by group. */
-  private static Map<String, Long> cpu(ThreadMXBean mx) {
-    Map<String, Long> m = new TreeMap<>();
-    for (ThreadInfo ti : mx.getThreadInfo(mx.getAllThreadIds())) {
-      if (ti == null) {
-        continue;
-      }
-      String n = ti.getThreadName();
-      String group =
-          n.startsWith("ferrite-tcp-server")
-              ? "server-io"
-              : n.startsWith("ferrite-tcp-client") ? "client-io" : null;
-      long c = group == null ? -1 : mx.getThreadCpuTime(ti.getThreadId());
-      if (c > 0) {
-        m.merge(group, c, Long::sum);
-      }
-    }
-    return m;
   }
 }

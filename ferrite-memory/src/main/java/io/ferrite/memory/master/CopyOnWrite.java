@@ -85,12 +85,7 @@ final class CopyOnWrite implements AutoCloseable {
     r.end();
     return ctx.mutate(
         m -> {
-          MemoryState.Mapping mp = state.mappings.get(mapId);
-          if (mp == null || mp.session() != session) {
-            throw new FerriteException(
-                ErrorCode.NOT_FOUND,
-                "no mapping " + mapId + " held by session " + Long.toHexString(session));
-          }
+          MemoryState.Mapping mp = state.mappingOf(mapId, session);
           Ns ns = state.ns(mp.nsId());
           Alloc a = allocOf(state, mp);
           if (!a.cow()) {

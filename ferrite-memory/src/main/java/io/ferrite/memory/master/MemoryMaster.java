@@ -349,12 +349,7 @@ public final class MemoryMaster implements MasterExtension {
     r.end();
     return ctx.mutate(
         m -> {
-          MemoryState.Mapping mp = state.mappings.get(mapId);
-          if (mp == null || mp.session() != session) {
-            throw new FerriteException(
-                ErrorCode.NOT_FOUND,
-                "no mapping " + mapId + " held by session " + Long.toHexString(session));
-          }
+          MemoryState.Mapping mp = state.mappingOf(mapId, session);
           m.commit(MemoryRecords.unmap(mapId));
           CopyOnWrite.reclaim(state, m, state.byId.get(mp.nsId()), CopyOnWrite.allocOf(state, mp));
           return empty();

@@ -104,6 +104,17 @@ final class MemoryState {
 
   // ---------------------------------------------------------------- lookups (with clear errors)
 
+  /** The mapping {@code mapId} if {@code session} holds it, else NOT_FOUND. */
+  Mapping mappingOf(long mapId, long session) {
+    Mapping mp = mappings.get(mapId);
+    if (mp == null || mp.session() != session) {
+      throw new FerriteException(
+          ErrorCode.NOT_FOUND,
+          "no mapping " + mapId + " held by session " + Long.toHexString(session));
+    }
+    return mp;
+  }
+
   Ns ns(long id) {
     Ns n = byId.get(id);
     if (n == null) {
