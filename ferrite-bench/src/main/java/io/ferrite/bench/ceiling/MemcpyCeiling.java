@@ -68,4 +68,49 @@ public final class MemcpyCeiling {
         BenchResult.of(
             name(bandwidthSize) + ".bandwidth", mibs, Sizes.BANDWIDTH_UNIT, Better.HIGHER));
   }
+
+  /**
+   * The result name of {@link #measureStreamHeap}, e.g. {@code ceiling.memcpy.stream.1MiB.heap}.
+   */
+  public static String streamHeap(int bufferSize) {
+    return PREFIX + "stream." + Sizes.label(bufferSize) + ".heap.bandwidth";
+  }
+
+  /**
+   * The ceiling of reading a large shm object through an application array: {@code sourceBytes} of
+   * a direct source read front to back, {@code bufferSize} at a time, into one {@code byte[]} of
+   * {@code bufferSize} (the copy a shm File read through an {@code InputStream} performs, and
+   * nothing else), repeated for the plan's duration. Unlike {@link #measure}'s copies from a 16 MiB
+   * window, which the last-level cache holds, a source the size of the object comes from memory, as
+   * the object's bytes do. Result: {@link #streamHeap}, MiB/s.
+   */
+  public static void measureStreamHeap(
+      BenchReport report, Measure.Plan plan, long sourceBytes, int bufferSize, Progress progress)
+      throws Exception {
+    progress.step(streamHeap(bufferSize));
+    // At most 1 GiB (a direct buffer's int capacity), a whole number of application buffers.
+    int n = (int) (Math.min(sourceBytes, 1L << 30) / bufferSize * bufferSize);
+    UnsafeBuffer src = new UnsafeBuffer(ByteBuffer.allocateDirect(n));
+    for (int i = 0; i < n; i += 4096) {
+      src.putLong(i, i * 0x9E3779B97F4A7C15L); // touch every page: no first-use faults when timed
+    }
+    byte[] dst = new byte[bufferSize];
+    double mibs =
+        Measure.bandwidth(
+            plan,
+            deadline -> {
+              long bytes = 0;
+              int off = 0;
+              while (System.nanoTime() < deadline) {
+                src.getBytes(off, dst, 0, bufferSize);
+                bytes += bufferSize;
+                off += bufferSize;
+                if (off == n) {
+                  off = 0;
+                }
+              }
+              return bytes;
+            });
+    report.add(BenchResult.of(streamHeap(bufferSize), mibs, Sizes.BANDWIDTH_UNIT, Better.HIGHER));
+  }
 }
