@@ -9,11 +9,9 @@ import io.ferrite.kernel.client.Ferrite;
 import io.ferrite.kernel.client.FerriteClient;
 import io.ferrite.kernel.config.FerriteConfig;
 import io.ferrite.kernel.master.Master;
-import io.ferrite.kernel.server.MemoryServer;
 import io.ferrite.nodes.NodeReader;
 import io.ferrite.nodes.NodeWriter;
 import io.ferrite.nodes.Nodes;
-import io.ferrite.nodes.master.NodesMaster;
 import java.io.InputStream;
 import java.io.OutputStream;
 import java.lang.management.ManagementFactory;
@@ -22,7 +20,6 @@ import java.nio.ByteBuffer;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Comparator;
 import java.util.List;
@@ -85,20 +82,7 @@ public final class FileReadProbe {
     List<AutoCloseable> running = new ArrayList<>();
     try (Fabric shm = Fabrics.create("shm");
         Fabric tcp = Fabrics.create("tcp")) {
-      Master master =
-          Master.start(
-              cfg, creds, List.of(tcp, shm), List.of(new NodesMaster(Duration.ofMillis(100))));
-      running.add(master);
-      for (int i = 1; i <= 2; i++) {
-        running.add(
-            MemoryServer.start(
-                cfg.with(FerriteConfig.SERVER_NAME, "p" + i),
-                creds,
-                List.of(tcp, shm),
-                master.addresses().get("tcp"),
-                List.of()));
-      }
-      Thread.sleep(500);
+      Master master = NodesBench.startCluster(cfg, creds, tcp, shm, "p", running);
       ClientOptions co =
           ClientOptions.builder(creds).fabric(fabric).fabrics(Fabrics::create).build();
       FerriteClient client = Ferrite.connect(master.addresses().get("tcp"), co);

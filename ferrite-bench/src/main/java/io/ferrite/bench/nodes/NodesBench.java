@@ -170,20 +170,7 @@ public final class NodesBench {
         Fabric tcp = Fabrics.create("tcp");
         fabrics.add(shm);
         fabrics.add(tcp);
-        Master master =
-            Master.start(
-                cfg, creds, List.of(tcp, shm), List.of(new NodesMaster(Duration.ofMillis(100))));
-        running.add(master);
-        for (int i = 1; i <= 2; i++) {
-          running.add(
-              MemoryServer.start(
-                  cfg.with(FerriteConfig.SERVER_NAME, "b" + i),
-                  creds,
-                  List.of(tcp, shm),
-                  master.addresses().get("tcp"),
-                  List.of()));
-        }
-        awaitServers(master, 2);
+        Master master = startCluster(cfg, creds, tcp, shm, "b", running);
         for (String f : o.fabrics()) {
           ClientOptions co =
               ClientOptions.builder(creds)
@@ -236,6 +223,36 @@ public final class NodesBench {
           want >> 20);
     }
     return size;
+  }
+
+  /**
+   * Starts, over both fabrics, a master with the nodes extension (100 ms reclaim grace) and two
+   * memory servers named {@code prefix1} and {@code prefix2}, adds them to {@code running} (the
+   * caller closes them) and waits until both are ALIVE.
+   */
+  static Master startCluster(
+      FerriteConfig cfg,
+      Credentials creds,
+      Fabric tcp,
+      Fabric shm,
+      String prefix,
+      List<AutoCloseable> running)
+      throws Exception {
+    Master master =
+        Master.start(
+            cfg, creds, List.of(tcp, shm), List.of(new NodesMaster(Duration.ofMillis(100))));
+    running.add(master);
+    for (int i = 1; i <= 2; i++) {
+      running.add(
+          MemoryServer.start(
+              cfg.with(FerriteConfig.SERVER_NAME, prefix + i),
+              creds,
+              List.of(tcp, shm),
+              master.addresses().get("tcp"),
+              List.of()));
+    }
+    awaitServers(master, 2);
+    return master;
   }
 
   private static void awaitServers(Master master, int n) throws InterruptedException {

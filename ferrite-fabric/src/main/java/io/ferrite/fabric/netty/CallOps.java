@@ -17,7 +17,7 @@ final class CallOps {
   private CallOps() {}
 
   // RPC    service u16 | opcode u16 | deadlineMillis u32 | request ...       [response ...]
-  static final class Rpc extends ClientOp implements Outbound {
+  static final class Rpc extends FrameOp {
     final CompletableFuture<ByteBuffer> future = new CompletableFuture<>();
     private final Counters counters;
     private final int service;
@@ -48,16 +48,6 @@ final class CallOps {
     @Override
     int type() {
       return Frames.TYPE_RPC;
-    }
-
-    @Override
-    public void sendOn(ClientWriter out) {
-      out.frame(this);
-    }
-
-    @Override
-    public void failUnsent(FerriteException e) {
-      fail(e);
     }
 
     @Override
@@ -110,7 +100,7 @@ final class CallOps {
   }
 
   // MAP    regionId i32 | pad u32 | rkey u64      [length u64 | pathLen u16 | path utf8]
-  static final class Map extends ClientOp implements Outbound {
+  static final class Map extends FrameOp {
     final CompletableFuture<MapAnswer> future = new CompletableFuture<>();
     private final RegionRef ref;
 
@@ -121,16 +111,6 @@ final class CallOps {
     @Override
     int type() {
       return Frames.TYPE_MAP;
-    }
-
-    @Override
-    public void sendOn(ClientWriter out) {
-      out.frame(this);
-    }
-
-    @Override
-    public void failUnsent(FerriteException e) {
-      fail(e);
     }
 
     @Override
@@ -167,22 +147,12 @@ final class CallOps {
   }
 
   // RINGS  (empty)                                                     [pathLen u16 | path utf8]
-  static final class Rings extends ClientOp implements Outbound {
+  static final class Rings extends FrameOp {
     final CompletableFuture<String> future = new CompletableFuture<>();
 
     @Override
     int type() {
       return Frames.TYPE_RINGS;
-    }
-
-    @Override
-    public void sendOn(ClientWriter out) {
-      out.frame(this);
-    }
-
-    @Override
-    public void failUnsent(FerriteException e) {
-      fail(e);
     }
 
     @Override

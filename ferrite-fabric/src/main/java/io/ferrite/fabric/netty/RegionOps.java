@@ -319,7 +319,7 @@ final class RegionOps {
 
   // CAS    regionId i32 | pad u32 | rkey u64 | offset u64 | expect u64 | update u64   [previous]
   // FAA    regionId i32 | pad u32 | rkey u64 | offset u64 | delta u64                 [previous]
-  static final class Atomic extends ClientOp implements Outbound {
+  static final class Atomic extends FrameOp {
     final CompletableFuture<Long> future = new CompletableFuture<>();
     private final Counters counters;
     private final boolean cas;
@@ -345,16 +345,6 @@ final class RegionOps {
     @Override
     int type() {
       return cas ? Frames.TYPE_CAS : Frames.TYPE_FAA;
-    }
-
-    @Override
-    public void sendOn(ClientWriter out) {
-      out.frame(this);
-    }
-
-    @Override
-    public void failUnsent(FerriteException e) {
-      fail(e);
     }
 
     @Override
