@@ -158,7 +158,9 @@ class KvMultiProcessTest {
         "--set",
         "heartbeat.interval=100ms",
         "--set",
-        "server.dead.timeout=1s");
+        "server.dead.timeout=1s",
+        "--set",
+        "shm.dir=" + shmDir); // the master serves shm too: its socket goes where stopAll cleans
     Process server = startServer();
     await("an ALIVE server", this::serverAlive);
 

@@ -99,7 +99,9 @@ class MultiProcessClusterTest {
         "--set",
         "heartbeat.interval=100ms",
         "--set",
-        "server.dead.timeout=1s");
+        "server.dead.timeout=1s",
+        "--set",
+        "shm.dir=" + shmDir); // the master serves shm too: its socket goes where stopAll cleans
   }
 
   private Process startServer(String name) throws IOException {
