@@ -6,7 +6,9 @@ import static io.ferrite.kv.HopscotchLayout.BUCKET_SLOTS;
 import static io.ferrite.kv.HopscotchLayout.NEXT;
 import static io.ferrite.kv.HopscotchLayout.OVERFLOW;
 
+import io.ferrite.fabric.Batch;
 import io.ferrite.fabric.FabricConnection;
+import io.ferrite.fabric.FerriteException;
 import io.ferrite.fabric.RegionRef;
 import java.nio.ByteBuffer;
 import java.util.List;
@@ -27,6 +29,9 @@ final class HopscotchReader extends LayoutReader {
    * Longest chain a lookup follows before it takes the copy for torn (a chain is never this long).
    */
   static final int MAX_CHAIN = 1 << 16;
+
+  /** The {@code where} of a hint to a pair in an overflow chain (bucket slots are 0..7). */
+  private static final int CHAINED = 2 * BUCKET_SLOTS;
 
   private static final ThreadLocal<byte[]> SCRATCH = ThreadLocal.withInitial(() -> new byte[0]);
   private static final ThreadLocal<byte[]> MULTI_SCRATCH =
@@ -61,8 +66,28 @@ final class HopscotchReader extends LayoutReader {
   @Override
   Object probe(FabricConnection c, ShardLayout l, byte[] key, long h) {
     byte[] nb = scratch();
-    // readSync, not join(read): over tcp the caller then reads the answer itself (a lane).
-    c.readSync(l.entries(), neighbourhoodOffset(l, h), ByteBuffer.wrap(nb, 0, 2 * bucketBytes));
+    ByteBuffer nbb = ByteBuffer.wrap(nb, 0, 2 * bucketBytes);
+    long offset = neighbourhoodOffset(l, h);
+    ExtentHints.Hint hint = hints.worthIt(c) ? hints.lookup(h) : null;
+    RegionRef hinted = hint == null ? null : hint.regionIn(l.extents());
+    byte[] pre = null;
+    if (hinted == null) {
+      // readSync, not join(read): over tcp the caller then reads the answer itself (a lane).
+      c.readSync(l.entries(), offset, nbb);
+    } else {
+      // The neighbourhood and the extent the hint names, in one round trip (ExtentHints).
+      pre = new byte[hint.length()];
+      Batch b = c.batch();
+      b.read(l.entries(), offset, nbb);
+      b.read(hinted, hint.offset() & 0xFFFFFFFFL, ByteBuffer.wrap(pre));
+      stats.hintedReads.increment();
+      try {
+        b.flushSync();
+      } catch (FerriteException e) {
+        hints.forget(h);
+        throw e;
+      }
+    }
     for (int i = 0; i < 2 * BUCKET_SLOTS; i++) {
       int at = slotAt(i);
       if (HopscotchLayout.slotMatches(nb, at, slotBytes, key, h)) {
@@ -76,7 +101,10 @@ final class HopscotchReader extends LayoutReader {
           stats.lookup(1);
           return HopscotchLayout.inlineValue(nb, at);
         }
-        Object v = readExtent(c, l, nb, at, key);
+        Object v =
+            pre != null && names(hint, nb, at)
+                ? hintedValue(pre, nb, at, key, 1)
+                : readExtent(c, l, nb, at, key, h, i, 1);
         if (v != MISS) {
           return v; // the value, TORN or STALE; MISS is another key with the same hash
         }
@@ -86,7 +114,46 @@ final class HopscotchReader extends LayoutReader {
     if (bad != null) {
       return bad;
     }
-    return followChain(c, l, nb, key, h);
+    Object v = followChain(c, l, nb, key, h, pre != null ? hint : null, pre);
+    if (v == MISS && hint != null) {
+      hints.forget(h);
+    }
+    return v;
+  }
+
+  /** Whether {@code hint} names the extent of the verified slot at {@code at} of {@code src}. */
+  private static boolean names(ExtentHints.Hint hint, byte[] src, int at) {
+    return hint.names(
+        HopscotchLayout.extentRegion(src, at),
+        HopscotchLayout.extentOffset(src, at),
+        HopscotchLayout.extentLength(src, at),
+        HopscotchLayout.extentChecksum(src, at));
+  }
+
+  /** The value in {@code pre}, an extent copy read on a hint that names the slot at {@code at}. */
+  private Object hintedValue(byte[] pre, byte[] src, int at, byte[] key, int probes) {
+    Object v =
+        extentValue(
+            pre,
+            HopscotchLayout.extentIncarnation(src, at),
+            HopscotchLayout.extentChecksum(src, at),
+            key);
+    if (v instanceof byte[]) {
+      stats.hintHits.increment();
+      stats.lookup(probes);
+    }
+    return v;
+  }
+
+  /** Remembers the pointer of the slot at {@code at} of {@code src} ({@code i}: where it is). */
+  private void remember(long h, int i, byte[] src, int at) {
+    hints.remember(
+        h,
+        i,
+        HopscotchLayout.extentRegion(src, at),
+        HopscotchLayout.extentOffset(src, at),
+        HopscotchLayout.extentLength(src, at),
+        HopscotchLayout.extentChecksum(src, at));
   }
 
   private Object verifyBucket(byte[] nb, int at) {
@@ -119,8 +186,19 @@ final class HopscotchReader extends LayoutReader {
     };
   }
 
-  /** Reads the extent of the verified out-of-line slot at {@code at} of {@code src}. */
-  private Object readExtent(FabricConnection c, ShardLayout l, byte[] src, int at, byte[] key) {
+  /**
+   * Reads the extent of the verified out-of-line slot at {@code at} of {@code src}; a value found
+   * there becomes the key's hint ({@code slot}: neighbourhood slot 0..7, or {@link #CHAINED}).
+   */
+  private Object readExtent(
+      FabricConnection c,
+      ShardLayout l,
+      byte[] src,
+      int at,
+      byte[] key,
+      long h,
+      int slot,
+      int probes) {
     int region = HopscotchLayout.extentRegion(src, at);
     if (region >= l.extents().size()) {
       return STALE; // a region added since the layout was fetched (the epoch moved)
@@ -134,7 +212,8 @@ final class HopscotchReader extends LayoutReader {
         ByteBuffer.wrap(e));
     Object v = extentValue(e, inc, sum, key);
     if (v instanceof byte[]) {
-      stats.lookup(1);
+      stats.lookup(probes);
+      remember(h, slot, src, at);
     }
     return v;
   }
@@ -151,7 +230,14 @@ final class HopscotchReader extends LayoutReader {
    * verified, and its incarnation matched against the pointer that led to it, else the lookup
    * restarts. No chain, or the end of it, is a miss.
    */
-  private Object followChain(FabricConnection c, ShardLayout l, byte[] nb, byte[] key, long h) {
+  private Object followChain(
+      FabricConnection c,
+      ShardLayout l,
+      byte[] nb,
+      byte[] key,
+      long h,
+      ExtentHints.Hint hint,
+      byte[] pre) {
     byte[] src = nb;
     int ptr = OVERFLOW;
     int probes = 1;
@@ -178,7 +264,10 @@ final class HopscotchReader extends LayoutReader {
             stats.lookup(probes);
             return HopscotchLayout.inlineValue(block, at);
           }
-          Object v = readExtent(c, l, block, at, key);
+          Object v =
+              pre != null && names(hint, block, at)
+                  ? hintedValue(pre, block, at, key, probes)
+                  : readExtent(c, l, block, at, key, h, CHAINED, probes);
           if (v != MISS) {
             return v;
           }
@@ -192,10 +281,11 @@ final class HopscotchReader extends LayoutReader {
   }
 
   /**
-   * Round 1: every key's neighbourhood, one batch per server, one flush each. Inline hits and
-   * confirmed misses (a consistent neighbourhood without the key and without a chain) finish here;
-   * round 2 reads the extents of out-of-line hits. Torn or stale copies and keys that need their
-   * chain are left for the single-key path.
+   * Round 1: every key's neighbourhood, and the extent of every key with a hint ({@link
+   * ExtentHints}), one batch per server, one flush each. Inline hits, confirmed misses (a
+   * consistent neighbourhood without the key and without a chain) and out-of-line hits whose hint
+   * named the slot's extent finish here; round 2 reads the other out-of-line hits' extents. Torn or
+   * stale copies and keys that need their chain are left for the single-key path.
    */
   @Override
   void multiGet(List<byte[]> keys, long[] hs, ShardLayout[] ls, byte[][] out, boolean[] done) {
@@ -208,28 +298,58 @@ final class HopscotchReader extends LayoutReader {
       MULTI_SCRATCH.set(all);
     }
     Batches round = new Batches(table.client());
+    ExtentHints.Hint[] hinted = null;
+    byte[][] ext = null;
     for (int i = 0; i < n; i++) {
+      ShardLayout l = ls[i];
       round.read(
-          ls[i].entries(),
-          neighbourhoodOffset(ls[i], hs[i]),
-          ByteBuffer.wrap(all, i * nbBytes, nbBytes));
+          l.entries(), neighbourhoodOffset(l, hs[i]), ByteBuffer.wrap(all, i * nbBytes, nbBytes));
+      ExtentHints.Hint hint = hints.lookup(hs[i]);
+      RegionRef r =
+          hint == null || !hints.worthIt(table.client().connection(l.entries().serverId()))
+              ? null
+              : hint.regionIn(l.extents());
+      if (r != null) {
+        if (ext == null) {
+          ext = new byte[n][];
+          hinted = new ExtentHints.Hint[n];
+        }
+        hinted[i] = hint;
+        ext[i] = new byte[hint.length()];
+        round.read(r, hint.offset() & 0xFFFFFFFFL, ByteBuffer.wrap(ext[i]));
+        stats.hintedReads.increment();
+      }
     }
     if (!round.flushAndWait()) {
+      if (hinted != null) {
+        for (int i = 0; i < n; i++) {
+          if (hinted[i] != null) {
+            hints.forget(hs[i]); // one of them may be why the round failed
+          }
+        }
+      }
       return;
     }
-    byte[][] ext = null;
     int[] extAt = null;
+    int[] extSlot = null;
+    boolean second = false;
     for (int i = 0; i < n; i++) {
       byte[] key = keys.get(i);
       int base = i * nbBytes;
       int at = -1;
+      int slot = -1;
       for (int s = 0; s < 2 * BUCKET_SLOTS && at < 0; s++) {
         if (HopscotchLayout.slotMatches(all, base + slotAt(s), slotBytes, key, hs[i])) {
           at = base + slotAt(s);
+          slot = s;
           if (verifyBucket(all, base + (s < BUCKET_SLOTS ? 0 : bucketBytes)) != null) {
             at = -2; // torn or moved: the single-key path
           }
         }
+      }
+      byte[] pre = ext == null ? null : ext[i];
+      if (ext != null) {
+        ext[i] = null; // from here on: only the extents of round 2
       }
       if (at == -2) {
         continue;
@@ -238,27 +358,41 @@ final class HopscotchReader extends LayoutReader {
         if (verify(all, base) == null && HopscotchLayout.isNull(all, base + OVERFLOW)) {
           done[i] = true; // a consistent neighbourhood, no chain: absent
           stats.lookup(1);
+          if (pre != null) {
+            hints.forget(hs[i]);
+          }
         }
       } else if (!HopscotchLayout.outOfLine(all, at)) {
         out[i] = HopscotchLayout.inlineValue(all, at);
         done[i] = true;
         stats.lookup(1);
+      } else if (pre != null && names(hinted[i], all, at)) {
+        Object v = hintedValue(pre, all, at, key, 1);
+        if (v instanceof byte[] value) {
+          out[i] = value;
+          done[i] = true;
+        }
       } else {
         int region = HopscotchLayout.extentRegion(all, at);
         if (region < ls[i].extents().size()) {
           if (ext == null) {
             ext = new byte[n][];
+          }
+          if (extAt == null) {
             extAt = new int[n];
+            extSlot = new int[n];
           }
           extAt[i] = at;
+          extSlot[i] = slot;
           ext[i] = new byte[HopscotchLayout.extentLength(all, at)];
+          second = true;
           RegionRef r = ls[i].extents().get(region);
           round.read(
               r, HopscotchLayout.extentOffset(all, at) & 0xFFFFFFFFL, ByteBuffer.wrap(ext[i]));
         }
       }
     }
-    if (ext == null || !round.flushAndWait()) {
+    if (!second || !round.flushAndWait()) {
       return;
     }
     for (int i = 0; i < n; i++) {
@@ -274,6 +408,7 @@ final class HopscotchReader extends LayoutReader {
           out[i] = value;
           done[i] = true;
           stats.lookup(1);
+          remember(hs[i], extSlot[i], all, at);
         }
       }
     }

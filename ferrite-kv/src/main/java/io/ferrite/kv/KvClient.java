@@ -16,9 +16,27 @@ import java.util.List;
  */
 public final class KvClient {
   private final FerriteClient client;
+  private volatile boolean hintsOnEveryFabric;
 
   public KvClient(FerriteClient client) {
     this.client = client;
+  }
+
+  /**
+   * Tables opened from here on read hinted extents on every fabric, not only where a batch saves a
+   * round trip ({@link ExtentHints}): for tests, so that the local fabric's torn reads exercise the
+   * speculative path too.
+   */
+  KvClient speculateOnEveryFabric() {
+    hintsOnEveryFabric = true;
+    return this;
+  }
+
+  private KvTable opened(KvTable t) {
+    if (hintsOnEveryFabric) {
+      t.extentHints().speculateOnEveryFabric();
+    }
+    return t;
   }
 
   public FerriteClient ferrite() {
@@ -35,7 +53,7 @@ public final class KvClient {
     Wire.Writer w = new Wire.Writer().str(name);
     options.validate().write(w);
     Versioned t = readTable(callMaster(KvProtocol.CREATE_TABLE, w.toBuffer()));
-    KvTable table = new KvTable(client, t.table(), t.version());
+    KvTable table = opened(new KvTable(client, t.table(), t.version()));
     table.openAllShards();
     return table;
   }
@@ -48,7 +66,7 @@ public final class KvClient {
   public KvTable table(String name) {
     Versioned t =
         readTable(callMaster(KvProtocol.GET_TABLE, new Wire.Writer().str(name).toBuffer()));
-    return new KvTable(client, t.table(), t.version());
+    return opened(new KvTable(client, t.table(), t.version()));
   }
 
   /** Every table in the directory. */

@@ -63,6 +63,7 @@ public final class KvTable {
   private final AtomicReferenceArray<ShardLayout> layouts;
   private final AtomicReferenceArray<FabricConnection> connections;
   private final LookupStats stats = new LookupStats();
+  private final ExtentHints hints = ExtentHints.configured();
   private final LayoutReader reader;
 
   KvTable(FerriteClient client, TableInfo info, long placementVersion) {
@@ -76,6 +77,11 @@ public final class KvTable {
 
   FerriteClient client() {
     return client;
+  }
+
+  /** Where this handle last found each key's extent (read beside the table, see the class). */
+  ExtentHints extentHints() {
+    return hints;
   }
 
   /** The placement this handle uses (refetched when a shard moved). */

@@ -27,10 +27,12 @@ abstract class LayoutReader {
 
   final KvTable table;
   final LookupStats stats;
+  final ExtentHints hints;
 
   LayoutReader(KvTable table, LookupStats stats) {
     this.table = table;
     this.stats = stats;
+    this.hints = table.extentHints();
   }
 
   static LayoutReader of(KvTable table, LookupStats stats) {

@@ -19,6 +19,12 @@ public final class LookupStats {
   final LongAdder layoutFetches = new LongAdder();
   final LongAdder missConfirms = new LongAdder();
 
+  /** Extents read beside the table read, where a hint said they would be ({@link ExtentHints}). */
+  final LongAdder hintedReads = new LongAdder();
+
+  /** Hinted extent reads whose copy was the one the table named (the others cost one more read). */
+  final LongAdder hintHits = new LongAdder();
+
   /** Table placements fetched again from the master (a shard moved, or its server restarted). */
   final LongAdder placementFetches = new LongAdder();
 
@@ -59,6 +65,14 @@ public final class LookupStats {
     return missConfirms.sum();
   }
 
+  public long hintedReads() {
+    return hintedReads.sum();
+  }
+
+  public long hintHits() {
+    return hintHits.sum();
+  }
+
   public long placementFetches() {
     return placementFetches.sum();
   }
@@ -77,6 +91,8 @@ public final class LookupStats {
     missConfirms.reset();
     placementFetches.reset();
     busyRetries.reset();
+    hintedReads.reset();
+    hintHits.reset();
   }
 
   @Override
@@ -84,11 +100,14 @@ public final class LookupStats {
     long l = lookups();
     return String.format(
         java.util.Locale.ROOT,
-        "%d lookups, %.3f probes/lookup (max %d), %d torn retries, %d layout fetches",
+        "%d lookups, %.3f probes/lookup (max %d), %d torn retries, %d layout fetches,"
+            + " %d of %d hinted extent reads hit",
         l,
         l == 0 ? 0.0 : (double) probes() / l,
         maxProbes(),
         tornRetries(),
-        layoutFetches());
+        layoutFetches(),
+        hintHits(),
+        hintedReads());
   }
 }

@@ -5,7 +5,9 @@ import static io.ferrite.kv.PilafLayout.entryOffset;
 
 import io.ferrite.fabric.Batch;
 import io.ferrite.fabric.FabricConnection;
+import io.ferrite.fabric.FerriteException;
 import io.ferrite.fabric.Futures;
+import io.ferrite.fabric.RegionRef;
 import io.ferrite.fabric.verify.Checksum64;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
@@ -29,9 +31,17 @@ final class PilafReader extends LayoutReader {
   Object probe(FabricConnection c, ShardLayout l, byte[] key, long h) {
     int tag = KeyHash.tag(h);
     ByteBuffer e = ByteBuffer.allocate(ENTRY);
+    ExtentHints.Hint hint = hints.worthIt(c) ? hints.lookup(h) : null;
+    if (hint != null) {
+      Object v = probeHinted(c, l, key, h, tag, hint, e);
+      if (v != null) {
+        return v;
+      }
+    }
     for (int way = 0; way < KeyHash.WAYS; way++) {
       int slot = KeyHash.slot(h, way, l.slots());
-      Futures.join(c.read(l.entries(), entryOffset(slot), e.clear()));
+      // readSync, not join(read): over tcp the caller then reads the answer itself (a lane).
+      c.readSync(l.entries(), entryOffset(slot), e.clear());
       PilafLayout.Entry en = PilafLayout.decode(e, 0);
       if (en == null) {
         return TORN;
@@ -48,10 +58,70 @@ final class PilafReader extends LayoutReader {
       }
       if (v != MISS) {
         stats.lookup(way + 1);
+        remember(h, way, en);
         return v;
       }
     }
-    return confirmMiss(c, l, h, tag);
+    Object v = confirmMiss(c, l, h, tag);
+    if (v == MISS && hint != null) {
+      hints.forget(h);
+    }
+    return v;
+  }
+
+  /**
+   * Reads the entry of the hinted way and the hinted extent in one batch ({@link ExtentHints}): the
+   * value if the verified entry names exactly that extent and the copy verifies against it, TORN or
+   * STALE as a probe answers them, or null when the hint did not hold (the full probe follows).
+   */
+  private Object probeHinted(
+      FabricConnection c,
+      ShardLayout l,
+      byte[] key,
+      long h,
+      int tag,
+      ExtentHints.Hint hint,
+      ByteBuffer e) {
+    RegionRef hinted = hint.where() < KeyHash.WAYS ? hint.regionIn(l.extents()) : null;
+    if (hinted == null) {
+      return null;
+    }
+    byte[] pre = new byte[hint.length()];
+    Batch b = c.batch();
+    b.read(l.entries(), entryOffset(KeyHash.slot(h, hint.where(), l.slots())), e.clear());
+    b.read(hinted, hint.offset() & 0xFFFFFFFFL, ByteBuffer.wrap(pre));
+    stats.hintedReads.increment();
+    try {
+      b.flushSync();
+    } catch (FerriteException x) {
+      hints.forget(h);
+      throw x;
+    }
+    PilafLayout.Entry en = PilafLayout.decode(e, 0);
+    if (en == null) {
+      return TORN;
+    }
+    if (en.moved()) {
+      return STALE;
+    }
+    if (!en.inUse() || en.tag() != tag || !names(hint, en)) {
+      return null;
+    }
+    Object v = verifiedValue(pre, en, key);
+    if (v instanceof byte[]) {
+      stats.hintHits.increment();
+      stats.lookup(1);
+      return v;
+    }
+    return v == TORN ? TORN : null;
+  }
+
+  private static boolean names(ExtentHints.Hint hint, PilafLayout.Entry en) {
+    return hint.names(en.region(), en.offset(), en.length(), en.checksum());
+  }
+
+  private void remember(long h, int way, PilafLayout.Entry en) {
+    hints.remember(h, way, en.region(), en.offset(), en.length(), en.checksum());
   }
 
   /**
@@ -63,8 +133,7 @@ final class PilafReader extends LayoutReader {
       return STALE;
     }
     byte[] ext = new byte[en.length()];
-    Futures.join(
-        c.read(l.extents().get(en.region()), en.offset() & 0xFFFFFFFFL, ByteBuffer.wrap(ext)));
+    c.readSync(l.extents().get(en.region()), en.offset() & 0xFFFFFFFFL, ByteBuffer.wrap(ext));
     return verifiedValue(ext, en, key);
   }
 
@@ -119,11 +188,12 @@ final class PilafReader extends LayoutReader {
   }
 
   /**
-   * Rounds of one batch per server: first every key's first-choice entry; then, per key, the extent
+   * Rounds of one batch per server: first every key's first-choice entry, or, for a key with a hint
+   * ({@link ExtentHints}), the hinted way's entry and the hinted extent; then, per key, the extent
    * its entry names (tag match) or its two other entries; then the extents those name. Most keys
-   * live in their first slot, so most finish in two rounds of one read each. Keys whose copies were
-   * torn or stale, or that look absent (a miss needs {@link #probe}'s confirmation), are left for
-   * the single-key path.
+   * live in their first slot, so most finish in two rounds of one read each, and a key whose hint
+   * holds in one. Keys whose copies were torn or stale, whose hint did not hold, or that look
+   * absent (a miss needs {@link #probe}'s confirmation), are left for the single-key path.
    */
   @Override
   void multiGet(List<byte[]> keys, long[] hs, ShardLayout[] ls, byte[][] out, boolean[] done) {
@@ -131,11 +201,33 @@ final class PilafReader extends LayoutReader {
     boolean[] slow = new boolean[n];
     Batches round = new Batches(table.client());
     ByteBuffer[] first = new ByteBuffer[n];
+    ExtentHints.Hint[] hinted = new ExtentHints.Hint[n];
+    byte[][] pre = new byte[n][];
     for (int i = 0; i < n; i++) {
       first[i] = ByteBuffer.allocate(ENTRY);
-      readEntry(round, ls[i], hs[i], 0, first[i]);
+      ExtentHints.Hint hint = hints.lookup(hs[i]);
+      RegionRef r =
+          hint == null
+                  || hint.where() >= KeyHash.WAYS
+                  || !hints.worthIt(table.client().connection(ls[i].entries().serverId()))
+              ? null
+              : hint.regionIn(ls[i].extents());
+      if (r == null) {
+        readEntry(round, ls[i], hs[i], 0, first[i]);
+      } else {
+        hinted[i] = hint;
+        pre[i] = new byte[hint.length()];
+        readEntry(round, ls[i], hs[i], hint.where(), first[i]);
+        round.read(r, hint.offset() & 0xFFFFFFFFL, ByteBuffer.wrap(pre[i]));
+        stats.hintedReads.increment();
+      }
     }
     if (!round.flushAndWait()) {
+      for (int i = 0; i < n; i++) {
+        if (hinted[i] != null) {
+          hints.forget(hs[i]); // one of them may be why the round failed
+        }
+      }
       return;
     }
     // Round 2: extents of first-slot tag matches; the other two entries of everyone else.
@@ -144,7 +236,23 @@ final class PilafReader extends LayoutReader {
     ByteBuffer[][] rest = new ByteBuffer[n][];
     for (int i = 0; i < n; i++) {
       PilafLayout.Entry en = PilafLayout.decode(first[i], 0);
-      if (en == null || en.moved()) {
+      if (hinted[i] != null) {
+        Object v =
+            en != null && en.inUse() && en.tag() == KeyHash.tag(hs[i]) && names(hinted[i], en)
+                ? verifiedValue(pre[i], en, keys.get(i))
+                : null;
+        if (v instanceof byte[] value) {
+          out[i] = value;
+          done[i] = true;
+          stats.hintHits.increment();
+          stats.lookup(1);
+        } else {
+          slow[i] = true;
+          if (v == null) {
+            hints.forget(hs[i]); // the probe reads the key's ways afresh and remembers anew
+          }
+        }
+      } else if (en == null || en.moved()) {
         slow[i] = true;
       } else if (en.inUse() && en.tag() == KeyHash.tag(hs[i])) {
         slow[i] = !readExtent(round, ls[i], en, hit, ext, i);
@@ -154,12 +262,13 @@ final class PilafReader extends LayoutReader {
         readEntry(round, ls[i], hs[i], 2, rest[i][1]);
       }
     }
-    if (!round.flushAndWait()) {
+    if (round.isEmpty() || !round.flushAndWait()) {
       return;
     }
     // Round 3: verify first-slot extents; extents of the other entries' tag matches.
+    int[] way = new int[n];
     for (int i = 0; i < n; i++) {
-      if (slow[i]) {
+      if (slow[i] || done[i]) {
         continue;
       }
       if (hit[i] != null) {
@@ -168,24 +277,26 @@ final class PilafReader extends LayoutReader {
           out[i] = value;
           done[i] = true;
           stats.lookup(1);
+          remember(hs[i], 0, hit[i]);
         } else {
           slow[i] = true;
         }
         continue;
       }
-      for (ByteBuffer e : rest[i]) {
-        PilafLayout.Entry en = PilafLayout.decode(e, 0);
+      for (int w = 0; w < rest[i].length; w++) {
+        PilafLayout.Entry en = PilafLayout.decode(rest[i][w], 0);
         if (en == null || en.moved()) {
           slow[i] = true;
         } else if (hit[i] == null && en.inUse() && en.tag() == KeyHash.tag(hs[i])) {
           slow[i] = !readExtent(round, ls[i], en, hit, ext, i);
+          way[i] = w + 1;
         }
       }
       if (hit[i] == null) {
         slow[i] = true; // absent here: probe() confirms the miss
       }
     }
-    if (!round.flushAndWait()) {
+    if (round.isEmpty() || !round.flushAndWait()) {
       return;
     }
     for (int i = 0; i < n; i++) {
@@ -195,6 +306,7 @@ final class PilafReader extends LayoutReader {
           out[i] = value;
           done[i] = true;
           stats.lookup(2);
+          remember(hs[i], way[i], hit[i]);
         }
       }
     }

@@ -18,10 +18,15 @@ final class KvCluster extends ClusterHarness {
           "kv-test", "0123456789abcdef-kv-test-secret".getBytes(StandardCharsets.UTF_8));
 
   KvCluster(Path dataDir, int serverCount) throws IOException {
+    this(dataDir, serverCount, false);
+  }
+
+  /** As above; {@code real}: the master and servers on tcp and shm instead of the local fabric. */
+  KvCluster(Path dataDir, int serverCount, boolean real) throws IOException {
     super(
         dataDir,
         CREDENTIALS,
-        false,
+        real,
         Map.of(
             FerriteConfig.CAPACITY_DRAM, "256k",
             FerriteConfig.CAPACITY_DISK, "0",

@@ -46,6 +46,14 @@ abstract class KvTableContractTest {
   abstract TableOptions.Layout layout();
 
   /**
+   * Whether the handles of {@link #kv} read hinted extents beside the table on the local fabric too
+   * ({@link ExtentHints}; a subclass runs every contract test again with them).
+   */
+  boolean hinted() {
+    return false;
+  }
+
+  /**
    * Four shards of 1024 slots, 64 KiB extent regions (4 at most), keys ≤ 1 KiB, values ≤ 16 KiB.
    */
   TableOptions small() {
@@ -61,7 +69,7 @@ abstract class KvTableContractTest {
   void start() throws Exception {
     cluster = new KvCluster(dir, 2);
     ferrite = cluster.client();
-    kv = new KvClient(ferrite);
+    kv = hinted() ? new KvClient(ferrite).speculateOnEveryFabric() : new KvClient(ferrite);
   }
 
   @AfterEach

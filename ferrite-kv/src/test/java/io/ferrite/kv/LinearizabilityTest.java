@@ -1,5 +1,6 @@
 package io.ferrite.kv;
 
+import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 import static org.junit.jupiter.api.Assertions.fail;
 
@@ -17,12 +18,14 @@ import java.util.List;
 import java.util.Random;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicReference;
+import java.util.stream.Stream;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.extension.ExtendWith;
 import org.junit.jupiter.api.io.TempDir;
 import org.junit.jupiter.params.ParameterizedTest;
-import org.junit.jupiter.params.provider.EnumSource;
+import org.junit.jupiter.params.provider.Arguments;
+import org.junit.jupiter.params.provider.MethodSource;
 
 /**
  * Records concurrent histories of one-sided gets (and single-key multiGets), puts and deletes from
@@ -64,10 +67,16 @@ class LinearizabilityTest {
     return b;
   }
 
+  /** Each layout, without and with extent hints read beside the table (ExtentHints). */
+  static Stream<Arguments> layoutsAndHints() {
+    return Stream.of(TableOptions.Layout.values())
+        .flatMap(l -> Stream.of(Arguments.of(l, false), Arguments.of(l, true)));
+  }
+
   @ParameterizedTest
-  @EnumSource(TableOptions.Layout.class)
-  void getsPutsAndDeletesAreLinearizableUnderTornReads(TableOptions.Layout layout, TestSeed seed)
-      throws Exception {
+  @MethodSource("layoutsAndHints")
+  void getsPutsAndDeletesAreLinearizableUnderTornReads(
+      TableOptions.Layout layout, boolean hinted, TestSeed seed) throws Exception {
     FerriteClient setup = cluster.client();
     boolean pilaf = layout == TableOptions.Layout.PILAF;
     TableOptions o =
@@ -96,7 +105,8 @@ class LinearizabilityTest {
     List<Thread> threads = new ArrayList<>();
     List<KvTable> handles = new ArrayList<>();
     for (int t = 0; t < THREADS; t++) {
-      KvTable h = new KvClient(cluster.client()).table("linear");
+      KvClient c = new KvClient(cluster.client());
+      KvTable h = (hinted ? c.speculateOnEveryFabric() : c).table("linear");
       handles.add(h);
       Random r = new Random(seed.value() * 31 + t);
       int thread = t;
@@ -149,8 +159,12 @@ class LinearizabilityTest {
       throw new AssertionError("a client failed", failure.get());
     }
     long torn = 0;
+    long hintedReads = 0;
+    long hintHits = 0;
     for (KvTable h : handles) {
       torn += h.lookupStats().tornRetries();
+      hintedReads += h.lookupStats().hintedReads();
+      hintHits += h.lookupStats().hintHits();
     }
     for (int k = 0; k < KEYS; k++) {
       List<Op> h = new ArrayList<>(perKey.get(k));
@@ -160,6 +174,14 @@ class LinearizabilityTest {
       }
     }
     assertTrue(torn > 0, "the fabric tore reads that raced puts (torn retries: " + torn + ")");
+    if (hinted) {
+      // Both outcomes of a hint happened: its extent was the one the table named, or it was not.
+      assertTrue(
+          hintHits > 0 && hintedReads > hintHits,
+          "hinted extent reads: " + hintedReads + ", used: " + hintHits);
+    } else {
+      assertEquals(0, hintedReads, "no hints on the local fabric unless asked for");
+    }
     ShardStats s = table.stats().get(0);
     assertTrue(s.moves() > 0, "puts displaced keys while gets ran: " + s);
     if (!pilaf) {

@@ -1,0 +1,138 @@
+package io.ferrite.kv;
+
+import io.ferrite.fabric.FabricConnection;
+import io.ferrite.fabric.RegionRef;
+import java.util.List;
+
+/**
+ * Where a table handle last found each key's out-of-line value: a bounded client-side cache of the
+ * self-verifying pointers its lookups followed, so that the next lookup of the key can read the
+ * extent <i>in the same round trip</i> as the table read that names it, instead of after it.
+ *
+ * <h2>Why a hint can never give a wrong answer</h2>
+ *
+ * A hint is only ever a guess of where to read. The answer still comes from the table: a lookup
+ * reads the key's entry or bucket and the hinted extent together (one batch), verifies the table
+ * copy as it always does, and uses the extent copy only if the verified table copy points to
+ * exactly that extent (region, offset, length and checksum equal) and the extent copy verifies
+ * against that pointer as any extent read does (incarnation, checksum, key). An extent's bytes do
+ * not change while a pointer to it is published, so a verified copy taken just before or just after
+ * the table copy holds the pair the table named at the table copy's instant: the lookup is
+ * linearizable at that instant, as it is without the hint. A stale hint (the key was written since,
+ * its extent moved or freed) fails the comparison and costs one ordinary extent read, after which
+ * the hint is replaced; a hint into a region that is gone fails the batch, is forgotten, and the
+ * lookup starts again with the layout fetched anew.
+ *
+ * <h2>Shape</h2>
+ *
+ * A direct-mapped array of immutable {@link Hint}s indexed by the key's hash, shared by the
+ * handle's threads without locks: a racy read sees a whole hint or another one (the fields are
+ * final), and a lost update costs one extent read. Capacity {@code ferrite.kv.extentHints} entries
+ * (default {@value #DEFAULT_CAPACITY}, about 40 B each once filled; 0 turns hints off). Hints are
+ * used only where a batch saves a round trip ({@link FabricConnection#opsAreRoundTrips}: tcp),
+ * since over shm a read is a copy the caller makes either way.
+ */
+final class ExtentHints {
+  static final int DEFAULT_CAPACITY = 1 << 16;
+  static final int MAX_CAPACITY = 1 << 24;
+
+  /**
+   * One key's last seen extent: {@code where} is the layout's position of the pointer (hopscotch:
+   * the neighbourhood slot; Pilaf: the cuckoo way), the rest the pointer's fields.
+   */
+  record Hint(long hash, int where, int region, int offset, int length, long checksum) {
+    /** Whether the pointer these fields describe is the one this hint names. */
+    boolean names(int region, int offset, int length, long checksum) {
+      return this.region == region
+          && this.offset == offset
+          && this.length == length
+          && this.checksum == checksum;
+    }
+
+    /** The region of {@code extents} this hint reads, or null if it is not a valid read there. */
+    RegionRef regionIn(List<RegionRef> extents) {
+      if (region >= extents.size() || length <= 0) {
+        return null;
+      }
+      RegionRef r = extents.get(region);
+      return (offset & 0xFFFFFFFFL) + length <= r.length() ? r : null;
+    }
+  }
+
+  private final Hint[] hints;
+  private final int mask;
+  private volatile boolean everyFabric;
+
+  ExtentHints(int capacity) {
+    if (capacity < 0 || capacity > MAX_CAPACITY) {
+      throw new IllegalArgumentException(
+          "ferrite.kv.extentHints: " + capacity + " (expected: 0 to " + MAX_CAPACITY + ")");
+    }
+    int n = capacity <= 1 ? capacity : Integer.highestOneBit(capacity - 1) << 1;
+    this.hints = n == 0 ? null : new Hint[n];
+    this.mask = n - 1;
+  }
+
+  /** Hints with the capacity system property {@code ferrite.kv.extentHints} asks for. */
+  static ExtentHints configured() {
+    return new ExtentHints(Integer.getInteger("ferrite.kv.extentHints", DEFAULT_CAPACITY));
+  }
+
+  /** Number of hints this cache holds at most (0: off). */
+  int capacity() {
+    return hints == null ? 0 : hints.length;
+  }
+
+  /**
+   * Speculates on every fabric, not only where a batch saves a round trip: for tests, so that the
+   * local fabric's torn reads exercise the speculative path too.
+   */
+  void speculateOnEveryFabric() {
+    everyFabric = true;
+  }
+
+  /** Whether hints are worth a read over {@code c} (on, and a batch saves a round trip there). */
+  boolean worthIt(FabricConnection c) {
+    return hints != null && (everyFabric || c.opsAreRoundTrips());
+  }
+
+  /** The hint of {@code hash}, or null. */
+  Hint lookup(long hash) {
+    if (hints == null) {
+      return null;
+    }
+    Hint h = hints[index(hash)];
+    return h != null && h.hash == hash ? h : null;
+  }
+
+  /** Remembers the pointer a lookup of {@code hash} just followed to a verified value. */
+  void remember(long hash, int where, int region, int offset, int length, long checksum) {
+    if (hints == null) {
+      return;
+    }
+    int i = index(hash);
+    Hint h = hints[i];
+    if (h == null
+        || h.hash != hash
+        || h.where != where
+        || !h.names(region, offset, length, checksum)) {
+      hints[i] = new Hint(hash, where, region, offset, length, checksum);
+    }
+  }
+
+  /** Forgets the hint of {@code hash} (the key is absent, or the hinted read failed). */
+  void forget(long hash) {
+    if (hints == null) {
+      return;
+    }
+    int i = index(hash);
+    Hint h = hints[i];
+    if (h != null && h.hash == hash) {
+      hints[i] = null;
+    }
+  }
+
+  private int index(long hash) {
+    return (int) (hash ^ (hash >>> 32)) & mask;
+  }
+}
