@@ -1,8 +1,10 @@
 package io.ferrite.kv;
 
-import io.ferrite.fabric.FabricConnection;
 import io.ferrite.fabric.RegionRef;
+import java.lang.ref.WeakReference;
+import java.util.HashMap;
 import java.util.List;
+import java.util.Map;
 
 /**
  * Where a table handle last found each key's out-of-line value: a bounded client-side cache of the
@@ -25,12 +27,13 @@ import java.util.List;
  *
  * <h2>Shape</h2>
  *
- * A direct-mapped array of immutable {@link Hint}s indexed by the key's hash, shared by the
- * handle's threads without locks: a racy read sees a whole hint or another one (the fields are
- * final), and a lost update costs one extent read. Capacity {@code ferrite.kv.extentHints} entries
- * (default {@value #DEFAULT_CAPACITY}, about 40 B each once filled; 0 turns hints off). Hints are
- * used only where a batch saves a round trip ({@link FabricConnection#opsAreRoundTrips}: tcp),
- * since over shm a read is a copy the caller makes either way.
+ * A direct-mapped array of immutable {@link Hint}s indexed by the key's hash, shared by every
+ * handle of the table in the process ({@link #forTable}) and their threads, without locks: a racy
+ * read sees a whole hint or another one (the fields are final), and a lost update costs one extent
+ * read. Capacity {@code ferrite.kv.extentHints} entries (default {@value #DEFAULT_CAPACITY}, about
+ * 40 B each once filled; 0 turns hints off). Hints are used only where a batch saves a round trip
+ * ({@link FabricConnection#opsAreRoundTrips}: tcp), since over shm a read is a copy the caller
+ * makes either way.
  */
 final class ExtentHints {
   static final int DEFAULT_CAPACITY = 1 << 16;
@@ -59,9 +62,11 @@ final class ExtentHints {
     }
   }
 
+  /** Every table's hints in this process, by table id (random 64-bit, never reused). */
+  private static final Map<Long, WeakReference<ExtentHints>> SHARED = new HashMap<>();
+
   private final Hint[] hints;
   private final int mask;
-  private volatile boolean everyFabric;
 
   ExtentHints(int capacity) {
     if (capacity < 0 || capacity > MAX_CAPACITY) {
@@ -78,22 +83,26 @@ final class ExtentHints {
     return new ExtentHints(Integer.getInteger("ferrite.kv.extentHints", DEFAULT_CAPACITY));
   }
 
+  /**
+   * The hints of table {@code tableId} that every handle of it in this process shares (what one
+   * handle learns, the others use), kept while a handle holds them.
+   */
+  static ExtentHints forTable(long tableId) {
+    synchronized (SHARED) {
+      WeakReference<ExtentHints> r = SHARED.get(tableId);
+      ExtentHints h = r == null ? null : r.get();
+      if (h == null) {
+        SHARED.values().removeIf(w -> w.get() == null);
+        h = configured();
+        SHARED.put(tableId, new WeakReference<>(h));
+      }
+      return h;
+    }
+  }
+
   /** Number of hints this cache holds at most (0: off). */
   int capacity() {
     return hints == null ? 0 : hints.length;
-  }
-
-  /**
-   * Speculates on every fabric, not only where a batch saves a round trip: for tests, so that the
-   * local fabric's torn reads exercise the speculative path too.
-   */
-  void speculateOnEveryFabric() {
-    everyFabric = true;
-  }
-
-  /** Whether hints are worth a read over {@code c} (on, and a batch saves a round trip there). */
-  boolean worthIt(FabricConnection c) {
-    return hints != null && (everyFabric || c.opsAreRoundTrips());
   }
 
   /** The hint of {@code hash}, or null. */

@@ -68,7 +68,7 @@ final class HopscotchReader extends LayoutReader {
     byte[] nb = scratch();
     ByteBuffer nbb = ByteBuffer.wrap(nb, 0, 2 * bucketBytes);
     long offset = neighbourhoodOffset(l, h);
-    ExtentHints.Hint hint = hints.worthIt(c) ? hints.lookup(h) : null;
+    ExtentHints.Hint hint = table.hinting(c) ? hints.lookup(h) : null;
     RegionRef hinted = hint == null ? null : hint.regionIn(l.extents());
     byte[] pre = null;
     if (hinted == null) {
@@ -306,7 +306,7 @@ final class HopscotchReader extends LayoutReader {
           l.entries(), neighbourhoodOffset(l, hs[i]), ByteBuffer.wrap(all, i * nbBytes, nbBytes));
       ExtentHints.Hint hint = hints.lookup(hs[i]);
       RegionRef r =
-          hint == null || !hints.worthIt(table.client().connection(l.entries().serverId()))
+          hint == null || !table.hinting(table.client().connection(l.entries().serverId()))
               ? null
               : hint.regionIn(l.extents());
       if (r != null) {

@@ -34,7 +34,7 @@ public final class KvClient {
 
   private KvTable opened(KvTable t) {
     if (hintsOnEveryFabric) {
-      t.extentHints().speculateOnEveryFabric();
+      t.speculateOnEveryFabric();
     }
     return t;
   }

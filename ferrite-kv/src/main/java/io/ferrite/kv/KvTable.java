@@ -63,7 +63,8 @@ public final class KvTable {
   private final AtomicReferenceArray<ShardLayout> layouts;
   private final AtomicReferenceArray<FabricConnection> connections;
   private final LookupStats stats = new LookupStats();
-  private final ExtentHints hints = ExtentHints.configured();
+  private final ExtentHints hints;
+  private volatile boolean hintsOnEveryFabric;
   private final LayoutReader reader;
 
   KvTable(FerriteClient client, TableInfo info, long placementVersion) {
@@ -72,6 +73,7 @@ public final class KvTable {
     this.placementVersion = placementVersion;
     this.layouts = new AtomicReferenceArray<>(info.options().shards());
     this.connections = new AtomicReferenceArray<>(info.options().shards());
+    this.hints = ExtentHints.forTable(info.tableId());
     this.reader = LayoutReader.of(this, stats);
   }
 
@@ -79,9 +81,22 @@ public final class KvTable {
     return client;
   }
 
-  /** Where this handle last found each key's extent (read beside the table, see the class). */
+  /** Where the table's handles last found each key's extent (read beside the table). */
   ExtentHints extentHints() {
     return hints;
+  }
+
+  /**
+   * This handle reads hinted extents on every fabric, not only where a batch saves a round trip
+   * ({@link ExtentHints}): for tests, so that the local fabric's torn reads exercise that path too.
+   */
+  void speculateOnEveryFabric() {
+    hintsOnEveryFabric = true;
+  }
+
+  /** Whether a hinted extent is worth a read beside the table read over {@code c}. */
+  boolean hinting(FabricConnection c) {
+    return hints.capacity() > 0 && (hintsOnEveryFabric || c.opsAreRoundTrips());
   }
 
   /** The placement this handle uses (refetched when a shard moved). */

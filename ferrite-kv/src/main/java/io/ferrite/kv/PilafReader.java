@@ -31,7 +31,7 @@ final class PilafReader extends LayoutReader {
   Object probe(FabricConnection c, ShardLayout l, byte[] key, long h) {
     int tag = KeyHash.tag(h);
     ByteBuffer e = ByteBuffer.allocate(ENTRY);
-    ExtentHints.Hint hint = hints.worthIt(c) ? hints.lookup(h) : null;
+    ExtentHints.Hint hint = table.hinting(c) ? hints.lookup(h) : null;
     if (hint != null) {
       Object v = probeHinted(c, l, key, h, tag, hint, e);
       if (v != null) {
@@ -209,7 +209,7 @@ final class PilafReader extends LayoutReader {
       RegionRef r =
           hint == null
                   || hint.where() >= KeyHash.WAYS
-                  || !hints.worthIt(table.client().connection(ls[i].entries().serverId()))
+                  || !table.hinting(table.client().connection(ls[i].entries().serverId()))
               ? null
               : hint.regionIn(ls[i].extents());
       if (r == null) {

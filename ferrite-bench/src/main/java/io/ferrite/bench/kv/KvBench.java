@@ -6,11 +6,12 @@ import io.ferrite.bench.Better;
 import io.ferrite.bench.LatencyRecorder;
 import io.ferrite.bench.Progress;
 import io.ferrite.bench.Sizes;
+import io.ferrite.fabric.Batch;
 import io.ferrite.fabric.Credentials;
 import io.ferrite.fabric.Fabric;
 import io.ferrite.fabric.FabricConnection;
-import io.ferrite.fabric.Futures;
 import io.ferrite.fabric.NamedThreadFactory;
+import io.ferrite.fabric.RegionRef;
 import io.ferrite.kernel.client.ClientOptions;
 import io.ferrite.kernel.client.Ferrite;
 import io.ferrite.kernel.client.FerriteClient;
@@ -576,10 +577,11 @@ public final class KvBench {
 
   /**
    * The fabric ops a get is made of, raw, on the same connection, with no verification: for Pilaf a
-   * 32 B read of a random entry of a random shard, then a read of the extent's size (16 B key, the
+   * 32 B read of a random entry of a random shard and a read of the extent's size (16 B key, the
    * value, 8 B header) from that shard's first extent region; for hopscotch a read of a random
-   * neighbourhood (two buckets), then, if the pair does not fit inline, a read of the extent's
-   * size.
+   * neighbourhood (two buckets) and, if the pair does not fit inline, a read of the extent's size.
+   * Where a batch saves a round trip (tcp) the two reads go in one batch, as a get with a hint
+   * sends them (the kv get's extent hints); elsewhere one after the other.
    */
   private static Op rawGet(FerriteClient client, KvTable t, int size, Zipfian zipf) {
     int shards = t.info().options().shards();
@@ -598,9 +600,14 @@ public final class KvBench {
         zipf.next(r);
         ShardLayout l = ls[r.nextInt(shards)];
         ByteBuffer e = entries.get().clear();
-        Futures.join(c.read(l.entries(), PilafLayout.entryOffset(r.nextInt(l.slots())), e));
         byte[] ext = new byte[extent];
-        Futures.join(c.read(l.extents().get(0), 0, ByteBuffer.wrap(ext)));
+        readPair(
+            c,
+            l.entries(),
+            PilafLayout.entryOffset(r.nextInt(l.slots())),
+            e,
+            l.extents().get(0),
+            ByteBuffer.wrap(ext));
       };
     }
     int bucketBytes = HopscotchLayout.bucketBytes(HopscotchLayout.slotBytes(to.inlineBytes()));
@@ -613,14 +620,30 @@ public final class KvBench {
       ShardLayout l = ls[r.nextInt(shards)];
       byte[] nb = buffers.get();
       int bucket = r.nextInt(l.slots() / HopscotchLayout.BUCKET_SLOTS);
-      // readSync, as the get reads (over tcp: on a lane, the caller reading its own answer).
-      c.readSync(
-          l.entries(), HopscotchLayout.bucketOffset(bucket, bucketBytes), ByteBuffer.wrap(nb));
-      if (!inline) {
+      long offset = HopscotchLayout.bucketOffset(bucket, bucketBytes);
+      if (inline) {
+        // readSync, as the get reads (over tcp: on a lane, the caller reading its own answer).
+        c.readSync(l.entries(), offset, ByteBuffer.wrap(nb));
+      } else {
         byte[] ext = new byte[extent];
-        c.readSync(l.extents().get(0), 0, ByteBuffer.wrap(ext));
+        readPair(
+            c, l.entries(), offset, ByteBuffer.wrap(nb), l.extents().get(0), ByteBuffer.wrap(ext));
       }
     };
+  }
+
+  /** Two reads as a get with a hint makes them: one batch over tcp, else one after the other. */
+  private static void readPair(
+      FabricConnection c, RegionRef r1, long o1, ByteBuffer d1, RegionRef r2, ByteBuffer d2) {
+    if (c.opsAreRoundTrips()) {
+      Batch b = c.batch();
+      b.read(r1, o1, d1);
+      b.read(r2, 0, d2);
+      b.flushSync();
+    } else {
+      c.readSync(r1, o1, d1);
+      c.readSync(r2, 0, d2);
+    }
   }
 
   record Result(double throughput, Histogram latency) {}

@@ -62,6 +62,7 @@ final class RedisVersus {
     for (int threads : o.threads()) {
       String suffix = v + ".t" + threads;
       List<FerriteClient> opened = Collections.synchronizedList(new ArrayList<>());
+      List<KvTable> handles = Collections.synchronizedList(new ArrayList<>());
       try {
         // One connection per benchmark thread on both sides, made during the warm-up.
         ThreadLocal<KvTable> ferrite =
@@ -69,7 +70,9 @@ final class RedisVersus {
                 () -> {
                   FerriteClient c = tcpClients.get();
                   opened.add(c);
-                  return new KvClient(c).table(table);
+                  KvTable t = new KvClient(c).table(table);
+                  handles.add(t);
+                  return t;
                 });
         ThreadLocal<RedisPeer.Conn> conn = ThreadLocal.withInitial(redis::connect);
         String f = "ferrite." + layout + ".";
@@ -85,6 +88,7 @@ final class RedisVersus {
                 },
                 threads,
                 o.duration());
+        double getHints = hintHits(handles);
         KvBench.Result fget = gets[0];
         KvBench.Result get = gets[1];
         progress.step(f + "put." + suffix + " | redis.set." + suffix);
@@ -99,6 +103,7 @@ final class RedisVersus {
                 },
                 threads,
                 o.duration());
+        hintHits(handles);
         KvBench.Result fput = puts[0];
         KvBench.Result set = puts[1];
         progress.step(f + "multiget16." + suffix + " | redis.get16." + suffix + " (pipelined)");
@@ -123,11 +128,14 @@ final class RedisVersus {
                 },
                 threads,
                 o.duration());
+        double multiHints = hintHits(handles);
         KvBench.Result fmulti = multis[0];
         KvBench.Result get16 = multis[1];
         pair(report, layout, "get", suffix, fget, "get", get, 1);
         pair(report, layout, "put", suffix, fput, "set", set, 1);
         pair(report, layout, "multiget16", suffix, fmulti, "get16", get16, BATCH);
+        hints(report, f + "get." + suffix, getHints);
+        hints(report, f + "multiget16." + suffix, multiHints);
       } finally {
         for (FerriteClient c : opened) {
           c.close();
@@ -164,6 +172,27 @@ final class RedisVersus {
               fr.better(),
               report.require(r + "." + stat)));
     }
+  }
+
+  /**
+   * The fraction of the lookups of {@code handles} since the last call (warm-up included) that an
+   * extent hint answered in the table read's round trip; zeroes their counts.
+   */
+  private static double hintHits(List<KvTable> handles) {
+    long lookups = 0;
+    long hits = 0;
+    synchronized (handles) {
+      for (KvTable t : handles) {
+        lookups += t.lookupStats().lookups();
+        hits += t.lookupStats().hintHits();
+        t.lookupStats().reset();
+      }
+    }
+    return lookups == 0 ? 0 : (double) hits / lookups;
+  }
+
+  private static void hints(BenchReport report, String name, double fraction) {
+    report.add(BenchResult.of(name + ".hinted", fraction, "of lookups", Better.HIGHER));
   }
 
   private static void add(BenchReport report, String name, KvBench.Result r, int perOp) {
