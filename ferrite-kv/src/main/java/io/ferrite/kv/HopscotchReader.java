@@ -103,7 +103,7 @@ final class HopscotchReader extends LayoutReader {
         }
         Object v =
             pre != null && names(hint, nb, at)
-                ? hintedValue(pre, nb, at, key, 1)
+                ? countedHintedValue(pre, nb, at, key, 1)
                 : readExtent(c, l, nb, at, key, h, i, 1);
         if (v != MISS) {
           return v; // the value, TORN or STALE; MISS is another key with the same hash
@@ -131,13 +131,17 @@ final class HopscotchReader extends LayoutReader {
   }
 
   /** The value in {@code pre}, an extent copy read on a hint that names the slot at {@code at}. */
-  private Object hintedValue(byte[] pre, byte[] src, int at, byte[] key, int probes) {
-    Object v =
-        extentValue(
-            pre,
-            HopscotchLayout.extentIncarnation(src, at),
-            HopscotchLayout.extentChecksum(src, at),
-            key);
+  private static Object hintedValue(byte[] pre, byte[] src, int at, byte[] key) {
+    return extentValue(
+        pre,
+        HopscotchLayout.extentIncarnation(src, at),
+        HopscotchLayout.extentChecksum(src, at),
+        key);
+  }
+
+  /** {@link #hintedValue}, counted as a lookup of {@code probes} table reads. */
+  private Object countedHintedValue(byte[] pre, byte[] src, int at, byte[] key, int probes) {
+    Object v = hintedValue(pre, src, at, key);
     if (v instanceof byte[]) {
       stats.hintHits.increment();
       stats.lookup(probes);
@@ -266,7 +270,7 @@ final class HopscotchReader extends LayoutReader {
           }
           Object v =
               pre != null && names(hint, block, at)
-                  ? hintedValue(pre, block, at, key, probes)
+                  ? countedHintedValue(pre, block, at, key, probes)
                   : readExtent(c, l, block, at, key, h, CHAINED, probes);
           if (v != MISS) {
             return v;
@@ -289,6 +293,31 @@ final class HopscotchReader extends LayoutReader {
    */
   @Override
   void multiGet(List<byte[]> keys, long[] hs, ShardLayout[] ls, byte[][] out, boolean[] done) {
+    Counts counts = new Counts();
+    try {
+      multiGet(keys, hs, ls, out, done, counts);
+    } finally {
+      counts.addTo(stats); // once per call, not per key (they showed up in its profile)
+    }
+  }
+
+  /** What a multiGet counted, added to the handle's stats once at its end. */
+  private static final class Counts {
+    int found;
+    int hinted;
+    int hits;
+
+    void addTo(LookupStats s) {
+      s.oneProbeLookups(found);
+      if (hinted > 0) {
+        s.hintedReads.add(hinted);
+        s.hintHits.add(hits);
+      }
+    }
+  }
+
+  private void multiGet(
+      List<byte[]> keys, long[] hs, ShardLayout[] ls, byte[][] out, boolean[] done, Counts counts) {
     int n = keys.size();
     int nbBytes = 2 * bucketBytes;
     // Every key's neighbourhood in one per-thread buffer: no allocation per key but its value.
@@ -300,15 +329,18 @@ final class HopscotchReader extends LayoutReader {
     Batches round = new Batches(table.client());
     ExtentHints.Hint[] hinted = null;
     byte[][] ext = null;
+    int hintServer = -1; // whether hints are worth it, for the last server asked about
+    boolean hinting = false;
     for (int i = 0; i < n; i++) {
       ShardLayout l = ls[i];
       round.read(
           l.entries(), neighbourhoodOffset(l, hs[i]), ByteBuffer.wrap(all, i * nbBytes, nbBytes));
       ExtentHints.Hint hint = hints.lookup(hs[i]);
-      RegionRef r =
-          hint == null || !table.hinting(table.client().connection(l.entries().serverId()))
-              ? null
-              : hint.regionIn(l.extents());
+      if (hint != null && l.entries().serverId() != hintServer) {
+        hintServer = l.entries().serverId();
+        hinting = table.hinting(table.client().connection(hintServer));
+      }
+      RegionRef r = hint != null && hinting ? hint.regionIn(l.extents()) : null;
       if (r != null) {
         if (ext == null) {
           ext = new byte[n][];
@@ -317,7 +349,7 @@ final class HopscotchReader extends LayoutReader {
         hinted[i] = hint;
         ext[i] = new byte[hint.length()];
         round.read(r, hint.offset() & 0xFFFFFFFFL, ByteBuffer.wrap(ext[i]));
-        stats.hintedReads.increment();
+        counts.hinted++;
       }
     }
     if (!round.flushAndWait()) {
@@ -357,7 +389,7 @@ final class HopscotchReader extends LayoutReader {
       if (at < 0) {
         if (verify(all, base) == null && HopscotchLayout.isNull(all, base + OVERFLOW)) {
           done[i] = true; // a consistent neighbourhood, no chain: absent
-          stats.lookup(1);
+          counts.found++;
           if (pre != null) {
             hints.forget(hs[i]);
           }
@@ -365,10 +397,12 @@ final class HopscotchReader extends LayoutReader {
       } else if (!HopscotchLayout.outOfLine(all, at)) {
         out[i] = HopscotchLayout.inlineValue(all, at);
         done[i] = true;
-        stats.lookup(1);
+        counts.found++;
       } else if (pre != null && names(hinted[i], all, at)) {
-        Object v = hintedValue(pre, all, at, key, 1);
+        Object v = hintedValue(pre, all, at, key);
         if (v instanceof byte[] value) {
+          counts.found++;
+          counts.hits++;
           out[i] = value;
           done[i] = true;
         }
@@ -407,7 +441,7 @@ final class HopscotchReader extends LayoutReader {
         if (v instanceof byte[] value) {
           out[i] = value;
           done[i] = true;
-          stats.lookup(1);
+          counts.found++;
           remember(hs[i], extSlot[i], all, at);
         }
       }

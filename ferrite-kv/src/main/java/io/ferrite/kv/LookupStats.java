@@ -41,6 +41,16 @@ public final class LookupStats {
     }
   }
 
+  /** {@code n} lookups of one table read each (a multiGet's, added at once). */
+  void oneProbeLookups(int n) {
+    if (n > 0) {
+      lookups.add(n);
+      if (maxProbes.get() < 1) {
+        maxProbes.accumulateAndGet(1, Math::max);
+      }
+    }
+  }
+
   public long lookups() {
     return lookups.sum();
   }
