@@ -11,6 +11,7 @@ import io.ferrite.fabric.FabricConnection;
 import io.ferrite.fabric.FerriteException;
 import io.ferrite.fabric.RegionRef;
 import java.nio.ByteBuffer;
+import java.util.Arrays;
 import java.util.List;
 
 /**
@@ -19,10 +20,13 @@ import java.util.List;
  * HopscotchLayout#bucketBytes} — verified whole: both versions even, both checksums matching, and
  * the joint versions equal ({@code fwd(b) == back(b + 1)}), so a copy that straddles a move between
  * the two buckets is retried. An inline pair is answered from that copy; an out-of-line pair costs
- * one more read, of its extent, verified by incarnation and checksum. Only when the key is in
- * neither bucket and the home bucket has an overflow chain are the chain's blocks read, each
- * checked against the incarnation of the fat pointer that led to it. A consistent neighbourhood
- * without the key and without a chain is a miss in one read.
+ * one more read, of its extent, verified by incarnation and checksum. Where a batch saves a round
+ * trip (tcp), a key read before has a hint ({@link ExtentHints}) that names its bucket and extent:
+ * both are read in one batch, and the answer is taken only if the verified bucket names exactly
+ * that extent and the extent copy verifies; otherwise the lookup goes on as without the hint. Only
+ * when the key is in neither bucket and the home bucket has an overflow chain are the chain's
+ * blocks read, each checked against the incarnation of the fat pointer that led to it. A consistent
+ * neighbourhood without the key and without a chain is a miss in one read.
  */
 final class HopscotchReader extends LayoutReader {
   /**
@@ -65,28 +69,27 @@ final class HopscotchReader extends LayoutReader {
 
   @Override
   Object probe(FabricConnection c, ShardLayout l, byte[] key, long h) {
+    ExtentHints.Hint hint = table.hinting(c) ? hints.lookup(h) : null;
+    RegionRef hinted = hint == null ? null : hint.regionIn(l.extents());
+    if (hinted != null && hint.where() < CHAINED) {
+      Object v = probeHintedBucket(c, l, key, h, hint, hinted);
+      if (v != null) {
+        return v;
+      }
+      hints.forget(h); // the key is not where the hint said: the full lookup, which remembers anew
+      hint = null;
+      hinted = null;
+    }
     byte[] nb = scratch();
     ByteBuffer nbb = ByteBuffer.wrap(nb, 0, 2 * bucketBytes);
     long offset = neighbourhoodOffset(l, h);
-    ExtentHints.Hint hint = table.hinting(c) ? hints.lookup(h) : null;
-    RegionRef hinted = hint == null ? null : hint.regionIn(l.extents());
     byte[] pre = null;
     if (hinted == null) {
       // readSync, not join(read): over tcp the caller then reads the answer itself (a lane).
       c.readSync(l.entries(), offset, nbb);
     } else {
-      // The neighbourhood and the extent the hint names, in one round trip (ExtentHints).
-      pre = new byte[hint.length()];
-      Batch b = c.batch();
-      b.read(l.entries(), offset, nbb);
-      b.read(hinted, hint.offset() & 0xFFFFFFFFL, ByteBuffer.wrap(pre));
-      stats.hintedReads.increment();
-      try {
-        b.flushSync();
-      } catch (FerriteException e) {
-        hints.forget(h);
-        throw e;
-      }
+      // A pair in the chain: the neighbourhood and the hinted extent in one round trip.
+      pre = readBeside(c, l.entries(), offset, nbb, hint, hinted, h);
     }
     for (int i = 0; i < 2 * BUCKET_SLOTS; i++) {
       int at = slotAt(i);
@@ -101,10 +104,7 @@ final class HopscotchReader extends LayoutReader {
           stats.lookup(1);
           return HopscotchLayout.inlineValue(nb, at);
         }
-        Object v =
-            pre != null && names(hint, nb, at)
-                ? countedHintedValue(pre, nb, at, key, 1)
-                : readExtent(c, l, nb, at, key, h, i, 1);
+        Object v = readExtent(c, l, nb, at, key, h, i, 1);
         if (v != MISS) {
           return v; // the value, TORN or STALE; MISS is another key with the same hash
         }
@@ -119,6 +119,82 @@ final class HopscotchReader extends LayoutReader {
       hints.forget(h);
     }
     return v;
+  }
+
+  /**
+   * Reads {@code dst} at {@code offset} of {@code table} and, in the same batch (one round trip),
+   * the extent {@code hint} names; returns the extent copy.
+   */
+  private byte[] readBeside(
+      FabricConnection c,
+      RegionRef table,
+      long offset,
+      ByteBuffer dst,
+      ExtentHints.Hint hint,
+      RegionRef hinted,
+      long h) {
+    byte[] pre = new byte[hint.length()];
+    Batch b = c.batch();
+    b.read(table, offset, dst);
+    b.read(hinted, hint.offset() & 0xFFFFFFFFL, ByteBuffer.wrap(pre));
+    stats.hintedReads.increment();
+    try {
+      b.flushSync();
+    } catch (FerriteException e) {
+      hints.forget(h);
+      throw e;
+    }
+    return pre;
+  }
+
+  /**
+   * A lookup by a hint to a bucket slot ({@link ExtentHints}): one round trip reads the one bucket
+   * of the neighbourhood the hint names and the hinted extent. A hit needs only its own bucket
+   * whole (see {@link #probe}), so a verified bucket whose slot for the key names exactly the
+   * hinted extent, and a copy of that extent that verifies, answer the lookup. Returns the value,
+   * TORN or STALE; if the key's slot names another extent, that extent's read result; null if the
+   * key is not in that bucket (it moved, or is gone: the full lookup decides).
+   */
+  private Object probeHintedBucket(
+      FabricConnection c,
+      ShardLayout l,
+      byte[] key,
+      long h,
+      ExtentHints.Hint hint,
+      RegionRef hinted) {
+    byte[] nb = scratch();
+    int half = hint.where() < BUCKET_SLOTS ? 0 : bucketBytes;
+    byte[] pre =
+        readBeside(
+            c,
+            l.entries(),
+            neighbourhoodOffset(l, h) + half,
+            ByteBuffer.wrap(nb, half, bucketBytes),
+            hint,
+            hinted,
+            h);
+    Object bad = verifyBucket(nb, half);
+    if (bad != null) {
+      return bad;
+    }
+    int from = half == 0 ? 0 : BUCKET_SLOTS;
+    for (int i = from; i < from + BUCKET_SLOTS; i++) {
+      int at = slotAt(i);
+      if (HopscotchLayout.slotMatches(nb, at, slotBytes, key, h)) {
+        if (!HopscotchLayout.outOfLine(nb, at)) {
+          stats.lookup(1);
+          return HopscotchLayout.inlineValue(nb, at);
+        }
+        Object v =
+            names(hint, nb, at)
+                ? countedHintedValue(pre, nb, at, key, 1)
+                : readExtent(c, l, nb, at, key, h, i, 1);
+        if (v != MISS) {
+          return v;
+        }
+      }
+    }
+    return null;
   }
 
   /** Whether {@code hint} names the extent of the verified slot at {@code at} of {@code src}. */
@@ -285,11 +361,12 @@ final class HopscotchReader extends LayoutReader {
   }
 
   /**
-   * Round 1: every key's neighbourhood, and the extent of every key with a hint ({@link
-   * ExtentHints}), one batch per server, one flush each. Inline hits, confirmed misses (a
-   * consistent neighbourhood without the key and without a chain) and out-of-line hits whose hint
-   * named the slot's extent finish here; round 2 reads the other out-of-line hits' extents. Torn or
-   * stale copies and keys that need their chain are left for the single-key path.
+   * Round 1: every key's neighbourhood, or for a key with a hint ({@link ExtentHints}) the one
+   * bucket it names and the hinted extent, one batch per server, one flush each. Inline hits,
+   * confirmed misses (a consistent neighbourhood without the key and without a chain) and
+   * out-of-line hits whose hint named the slot's extent finish here; round 2 reads the other
+   * out-of-line hits' extents. Torn or stale copies and keys that need their chain are left for the
+   * single-key path.
    */
   @Override
   void multiGet(List<byte[]> keys, long[] hs, ShardLayout[] ls, byte[][] out, boolean[] done) {
@@ -331,26 +408,40 @@ final class HopscotchReader extends LayoutReader {
     byte[][] ext = null;
     int hintServer = -1; // whether hints are worth it, for the last server asked about
     boolean hinting = false;
+    int[] only = null; // per key: -1 the whole neighbourhood was read, else the one bucket's offset
     for (int i = 0; i < n; i++) {
       ShardLayout l = ls[i];
-      round.read(
-          l.entries(), neighbourhoodOffset(l, hs[i]), ByteBuffer.wrap(all, i * nbBytes, nbBytes));
       ExtentHints.Hint hint = hints.lookup(hs[i]);
       if (hint != null && l.entries().serverId() != hintServer) {
         hintServer = l.entries().serverId();
         hinting = table.hinting(table.client().connection(hintServer));
       }
       RegionRef r = hint != null && hinting ? hint.regionIn(l.extents()) : null;
-      if (r != null) {
-        if (ext == null) {
-          ext = new byte[n][];
-          hinted = new ExtentHints.Hint[n];
-        }
-        hinted[i] = hint;
-        ext[i] = new byte[hint.length()];
-        round.read(r, hint.offset() & 0xFFFFFFFFL, ByteBuffer.wrap(ext[i]));
-        counts.hinted++;
+      long offset = neighbourhoodOffset(l, hs[i]);
+      if (r == null) {
+        round.read(l.entries(), offset, ByteBuffer.wrap(all, i * nbBytes, nbBytes));
+        continue;
       }
+      if (ext == null) {
+        ext = new byte[n][];
+        hinted = new ExtentHints.Hint[n];
+        only = new int[n];
+        Arrays.fill(only, -1);
+      }
+      if (hint.where() < CHAINED) {
+        // The one bucket the hint names, as probeHintedBucket reads it.
+        only[i] = hint.where() < BUCKET_SLOTS ? 0 : bucketBytes;
+        round.read(
+            l.entries(),
+            offset + only[i],
+            ByteBuffer.wrap(all, i * nbBytes + only[i], bucketBytes));
+      } else {
+        round.read(l.entries(), offset, ByteBuffer.wrap(all, i * nbBytes, nbBytes));
+      }
+      hinted[i] = hint;
+      ext[i] = new byte[hint.length()];
+      round.read(r, hint.offset() & 0xFFFFFFFFL, ByteBuffer.wrap(ext[i]));
+      counts.hinted++;
     }
     if (!round.flushAndWait()) {
       if (hinted != null) {
@@ -370,7 +461,10 @@ final class HopscotchReader extends LayoutReader {
       int base = i * nbBytes;
       int at = -1;
       int slot = -1;
-      for (int s = 0; s < 2 * BUCKET_SLOTS && at < 0; s++) {
+      int half = only == null ? -1 : only[i];
+      int from = half <= 0 ? 0 : BUCKET_SLOTS;
+      int to = half < 0 ? 2 * BUCKET_SLOTS : from + BUCKET_SLOTS;
+      for (int s = from; s < to && at < 0; s++) {
         if (HopscotchLayout.slotMatches(all, base + slotAt(s), slotBytes, key, hs[i])) {
           at = base + slotAt(s);
           slot = s;
@@ -386,7 +480,9 @@ final class HopscotchReader extends LayoutReader {
       if (at == -2) {
         continue;
       }
-      if (at < 0) {
+      if (at < 0 && half >= 0) {
+        hints.forget(hs[i]); // not in the bucket the hint named: the single-key path looks
+      } else if (at < 0) {
         if (verify(all, base) == null && HopscotchLayout.isNull(all, base + OVERFLOW)) {
           done[i] = true; // a consistent neighbourhood, no chain: absent
           counts.found++;

@@ -25,6 +25,7 @@ import org.junit.jupiter.api.extension.ExtendWith;
 import org.junit.jupiter.api.io.TempDir;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.Arguments;
+import org.junit.jupiter.params.provider.EnumSource;
 import org.junit.jupiter.params.provider.MethodSource;
 
 /**
@@ -77,16 +78,42 @@ class LinearizabilityTest {
   @MethodSource("layoutsAndHints")
   void getsPutsAndDeletesAreLinearizableUnderTornReads(
       TableOptions.Layout layout, boolean hinted, TestSeed seed) throws Exception {
-    FerriteClient setup = cluster.client();
     boolean pilaf = layout == TableOptions.Layout.PILAF;
+    ShardStats s = run(layout, hinted, seed, pilaf ? 128 : 32, pilaf ? 90 : 40);
+    assertTrue(s.moves() > 0, "puts displaced keys while gets ran: " + s);
+    if (!pilaf) {
+      // 40 fillers and 3 registers in 36 bucket slots: chains were read and written throughout.
+      assertTrue(s.overflowKeys() > 0, "keys live in overflow chains: " + s);
+    }
+  }
+
+  /**
+   * Hopscotch with room in the buckets, so that the registers live in bucket slots and hinted gets
+   * read the one bucket their hint names beside the extent (not the neighbourhood of a chained
+   * key).
+   */
+  @ParameterizedTest
+  @EnumSource(
+      value = TableOptions.Layout.class,
+      names = {"HOPSCOTCH"})
+  void hintedOneBucketGetsAreLinearizableUnderTornReads(TableOptions.Layout layout, TestSeed seed)
+      throws Exception {
+    ShardStats s = run(layout, true, seed, 256, 40);
+    assertEquals(0, s.overflowKeys(), "every key in a bucket: " + s);
+  }
+
+  private ShardStats run(
+      TableOptions.Layout layout, boolean hinted, TestSeed seed, int slots, int fillers)
+      throws Exception {
+    FerriteClient setup = cluster.client();
     TableOptions o =
         TableOptions.DEFAULTS
             .withLayout(layout)
             .withShards(1)
-            .withSlotsPerShard(pilaf ? 128 : 32)
+            .withSlotsPerShard(slots)
             .withInlineBytes(40);
     KvTable table = new KvClient(setup).createTable("linear", o);
-    for (int i = 0; i < (pilaf ? 90 : 40); i++) {
+    for (int i = 0; i < fillers; i++) {
       table.put(("filler-" + i).getBytes(StandardCharsets.UTF_8), new byte[16]);
     }
     cluster.network.faults().tearWait(Duration.ofMillis(1));
@@ -182,11 +209,6 @@ class LinearizabilityTest {
     } else {
       assertEquals(0, hintedReads, "no hints on the local fabric unless asked for");
     }
-    ShardStats s = table.stats().get(0);
-    assertTrue(s.moves() > 0, "puts displaced keys while gets ran: " + s);
-    if (!pilaf) {
-      // 40 fillers and 3 registers in 36 bucket slots: chains were read and written throughout.
-      assertTrue(s.overflowKeys() > 0, "keys live in overflow chains: " + s);
-    }
+    return table.stats().get(0);
   }
 }
