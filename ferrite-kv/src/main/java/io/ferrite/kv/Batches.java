@@ -21,7 +21,7 @@ final class Batches {
   // boxed lookup per read showed up in its profile).
   private final List<Batch> batches = new ArrayList<>(2);
   private int[] servers = new int[2];
-  private final List<CompletableFuture<Void>> reads = new ArrayList<>();
+  private final List<CompletableFuture<Void>> reads = new ArrayList<>(32);
 
   Batches(FerriteClient client) {
     this.client = client;

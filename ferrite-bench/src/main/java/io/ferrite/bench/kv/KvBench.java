@@ -332,34 +332,7 @@ public final class KvBench {
         redis = RedisPeer.start(root);
         open.add(redis);
       }
-      FerriteConfig cfg =
-          FerriteConfig.builder()
-              .set(FerriteConfig.CLUSTER_ID, "bench-kv")
-              .set(FerriteConfig.DATA_DIR, root.resolve("data").toString())
-              .set(FerriteConfig.SHM_DIR, root.resolve("shm").toString())
-              .set(FerriteConfig.MASTER_PORT, "0")
-              .set(FerriteConfig.SERVER_HOST, "127.0.0.1")
-              .set(FerriteConfig.MASTER_HOST, "127.0.0.1")
-              .set(FerriteConfig.REGION_SIZE, "1m")
-              .set(FerriteConfig.BLOCK_SIZE, "1m")
-              .set(FerriteConfig.CAPACITY_DRAM, "1m")
-              .set(FerriteConfig.CAPACITY_DISK, "0")
-              .set(FerriteConfig.JOURNAL_FSYNC, "false")
-              .build();
-      Fabric tcp = FabricFactory.standard().open("tcp");
-      open.add(tcp);
-      Fabric shm = FabricFactory.standard().open("shm");
-      open.add(shm);
-      Master master = Master.start(cfg, CREDENTIALS, List.of(tcp));
-      open.add(master);
-      String address = master.addresses().get("tcp");
-      open.add(
-          MemoryServer.start(
-              cfg.with(FerriteConfig.SERVER_NAME, "bench"),
-              CREDENTIALS,
-              List.of(tcp, shm),
-              address,
-              List.of()));
+      String address = startCluster(root, open);
       // The per-thread clients of --vs redis share one tcp fabric (one set of I/O threads), as the
       // threads of one client do; each has its own connection, as each Redis thread has.
       Fabric perThreadTcp = FabricFactory.standard().open("tcp");
@@ -383,19 +356,7 @@ public final class KvBench {
                 + (o.inlineValues() && layout == TableOptions.Layout.HOPSCOTCH ? "-inline" : "");
         for (int size : VALUE_SIZES) {
           String table = "bench-" + ln + "-" + Sizes.label(size);
-          TableOptions to =
-              TableOptions.DEFAULTS
-                  .withLayout(layout)
-                  .withShards(4)
-                  .withSlotsPerShard(Math.max(1024, o.keys()))
-                  .withExtents(
-                      Math.max(
-                          1 << 20, (int) Math.min(1 << 28, (long) o.keys() * 2 * (size + 64) / 4)),
-                      16)
-                  .withLimits(64, 4096);
-          if (o.inlineValues()) {
-            to = to.withInlineBytes(Math.max(TableOptions.DEFAULT_INLINE, KEY_BYTES + size));
-          }
+          TableOptions to = tableOptions(layout, o.keys(), size, o.inlineValues());
           KvTable t = new KvClient(first).createTable(table, to);
           progress.step(
               "loading " + o.keys() + " keys with " + Sizes.label(size) + " values (" + ln + ")");
@@ -444,6 +405,61 @@ public final class KvBench {
     }
   }
 
+  /**
+   * Starts the benchmark's master and one memory server (tcp + shm) under {@code root}; adds both
+   * and their fabrics to {@code open} (close in reverse order). Returns the master's tcp address.
+   */
+  static String startCluster(Path root, List<AutoCloseable> open) {
+    FerriteConfig cfg =
+        FerriteConfig.builder()
+            .set(FerriteConfig.CLUSTER_ID, "bench-kv")
+            .set(FerriteConfig.DATA_DIR, root.resolve("data").toString())
+            .set(FerriteConfig.SHM_DIR, root.resolve("shm").toString())
+            .set(FerriteConfig.MASTER_PORT, "0")
+            .set(FerriteConfig.SERVER_HOST, "127.0.0.1")
+            .set(FerriteConfig.MASTER_HOST, "127.0.0.1")
+            .set(FerriteConfig.REGION_SIZE, "1m")
+            .set(FerriteConfig.BLOCK_SIZE, "1m")
+            .set(FerriteConfig.CAPACITY_DRAM, "1m")
+            .set(FerriteConfig.CAPACITY_DISK, "0")
+            .set(FerriteConfig.JOURNAL_FSYNC, "false")
+            .build();
+    Fabric tcp = FabricFactory.standard().open("tcp");
+    open.add(tcp);
+    Fabric shm = FabricFactory.standard().open("shm");
+    open.add(shm);
+    Master master = Master.start(cfg, CREDENTIALS, List.of(tcp));
+    open.add(master);
+    String address = master.addresses().get("tcp");
+    open.add(
+        MemoryServer.start(
+            cfg.with(FerriteConfig.SERVER_NAME, "bench"),
+            CREDENTIALS,
+            List.of(tcp, shm),
+            address,
+            List.of()));
+    return address;
+  }
+
+  /**
+   * The options of the operations' tables: 4 shards sized for {@code keys}, extents for {@code
+   * keys} pairs of {@code size}-byte values, keys ≤ 64 B and values ≤ 4 KiB; {@code inline}: every
+   * pair inline.
+   */
+  static TableOptions tableOptions(TableOptions.Layout layout, int keys, int size, boolean inline) {
+    TableOptions to =
+        TableOptions.DEFAULTS
+            .withLayout(layout)
+            .withShards(4)
+            .withSlotsPerShard(Math.max(1024, keys))
+            .withExtents(
+                Math.max(1 << 20, (int) Math.min(1 << 28, (long) keys * 2 * (size + 64) / 4)), 16)
+            .withLimits(64, 4096);
+    return inline
+        ? to.withInlineBytes(Math.max(TableOptions.DEFAULT_INLINE, KEY_BYTES + size))
+        : to;
+  }
+
   /** A client of the benchmark's cluster over {@code fabric}; the caller closes it. */
   static FerriteClient connect(String masterAddress, String fabric) {
     return Ferrite.connect(
@@ -477,7 +493,7 @@ public final class KvBench {
     return l.name().toLowerCase(Locale.ROOT);
   }
 
-  private static void deleteTree(Path root) throws IOException {
+  static void deleteTree(Path root) throws IOException {
     try (Stream<Path> s = Files.walk(root)) {
       for (Path p : s.sorted(Comparator.reverseOrder()).toList()) {
         Files.deleteIfExists(p);
