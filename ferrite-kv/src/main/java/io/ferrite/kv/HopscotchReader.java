@@ -6,9 +6,7 @@ import static io.ferrite.kv.HopscotchLayout.BUCKET_SLOTS;
 import static io.ferrite.kv.HopscotchLayout.NEXT;
 import static io.ferrite.kv.HopscotchLayout.OVERFLOW;
 
-import io.ferrite.fabric.Batch;
 import io.ferrite.fabric.FabricConnection;
-import io.ferrite.fabric.FerriteException;
 import io.ferrite.fabric.RegionRef;
 import java.nio.ByteBuffer;
 import java.util.Arrays;
@@ -119,32 +117,6 @@ final class HopscotchReader extends LayoutReader {
       hints.forget(h);
     }
     return v;
-  }
-
-  /**
-   * Reads {@code dst} at {@code offset} of {@code table} and, in the same batch (one round trip),
-   * the extent {@code hint} names; returns the extent copy.
-   */
-  private byte[] readBeside(
-      FabricConnection c,
-      RegionRef table,
-      long offset,
-      ByteBuffer dst,
-      ExtentHints.Hint hint,
-      RegionRef hinted,
-      long h) {
-    byte[] pre = new byte[hint.length()];
-    Batch b = c.batch();
-    b.read(table, offset, dst);
-    b.read(hinted, hint.offset() & 0xFFFFFFFFL, ByteBuffer.wrap(pre));
-    stats.hintedReads.increment();
-    try {
-      b.flushSync();
-    } catch (FerriteException e) {
-      hints.forget(h);
-      throw e;
-    }
-    return pre;
   }
 
   /**

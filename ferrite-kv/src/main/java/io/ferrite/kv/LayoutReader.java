@@ -1,6 +1,10 @@
 package io.ferrite.kv;
 
+import io.ferrite.fabric.Batch;
 import io.ferrite.fabric.FabricConnection;
+import io.ferrite.fabric.FerriteException;
+import io.ferrite.fabric.RegionRef;
+import java.nio.ByteBuffer;
 import java.util.List;
 
 /**
@@ -50,4 +54,30 @@ abstract class LayoutReader {
    */
   abstract void multiGet(
       List<byte[]> keys, long[] hs, ShardLayout[] ls, byte[][] out, boolean[] done);
+
+  /**
+   * Reads {@code dst} at {@code offset} of {@code table} and, in the same batch (one round trip),
+   * the extent {@code hint} names; returns the extent copy.
+   */
+  final byte[] readBeside(
+      FabricConnection c,
+      RegionRef table,
+      long offset,
+      ByteBuffer dst,
+      ExtentHints.Hint hint,
+      RegionRef hinted,
+      long h) {
+    byte[] pre = new byte[hint.length()];
+    Batch b = c.batch();
+    b.read(table, offset, dst);
+    b.read(hinted, hint.offset() & 0xFFFFFFFFL, ByteBuffer.wrap(pre));
+    stats.hintedReads.increment();
+    try {
+      b.flushSync();
+    } catch (FerriteException e) {
+      hints.forget(h);
+      throw e;
+    }
+    return pre;
+  }
 }

@@ -5,7 +5,6 @@ import static io.ferrite.kv.PilafLayout.entryOffset;
 
 import io.ferrite.fabric.Batch;
 import io.ferrite.fabric.FabricConnection;
-import io.ferrite.fabric.FerriteException;
 import io.ferrite.fabric.Futures;
 import io.ferrite.fabric.RegionRef;
 import io.ferrite.fabric.verify.Checksum64;
@@ -86,17 +85,15 @@ final class PilafReader extends LayoutReader {
     if (hinted == null) {
       return null;
     }
-    byte[] pre = new byte[hint.length()];
-    Batch b = c.batch();
-    b.read(l.entries(), entryOffset(KeyHash.slot(h, hint.where(), l.slots())), e.clear());
-    b.read(hinted, hint.offset() & 0xFFFFFFFFL, ByteBuffer.wrap(pre));
-    stats.hintedReads.increment();
-    try {
-      b.flushSync();
-    } catch (FerriteException x) {
-      hints.forget(h);
-      throw x;
-    }
+    byte[] pre =
+        readBeside(
+            c,
+            l.entries(),
+            entryOffset(KeyHash.slot(h, hint.where(), l.slots())),
+            e.clear(),
+            hint,
+            hinted,
+            h);
     PilafLayout.Entry en = PilafLayout.decode(e, 0);
     if (en == null) {
       return TORN;
