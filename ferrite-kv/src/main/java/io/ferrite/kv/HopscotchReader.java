@@ -147,6 +147,10 @@ final class HopscotchReader extends LayoutReader {
             h);
     Object bad = verifyBucket(nb, half);
     if (bad != null) {
+      // Not tried again: the retry takes the plain path. A copy of one bucket cut by a racing write
+      // fails where the neighbourhood's other bucket could have answered, and a hot key's bucket
+      // changes all the time.
+      hints.forget(h);
       return bad;
     }
     int from = half == 0 ? 0 : BUCKET_SLOTS;
@@ -159,7 +163,7 @@ final class HopscotchReader extends LayoutReader {
         }
         Object v =
             names(hint, nb, at)
-                ? countedHintedValue(pre, nb, at, key, 1)
+                ? countedHintedValue(pre, nb, at, key, 1, h)
                 : readExtent(c, l, nb, at, key, h, i, 1);
         if (v != MISS) {
           return v;
@@ -188,11 +192,15 @@ final class HopscotchReader extends LayoutReader {
   }
 
   /** {@link #hintedValue}, counted as a lookup of {@code probes} table reads. */
-  private Object countedHintedValue(byte[] pre, byte[] src, int at, byte[] key, int probes) {
+  private Object countedHintedValue(
+      byte[] pre, byte[] src, int at, byte[] key, int probes, long h) {
     Object v = hintedValue(pre, src, at, key);
     if (v instanceof byte[]) {
       stats.hintHits.increment();
       stats.lookup(probes);
+    } else {
+      // A hinted copy that fails to verify is not tried again: the retry takes the plain path.
+      hints.forget(h);
     }
     return v;
   }
@@ -318,7 +326,7 @@ final class HopscotchReader extends LayoutReader {
           }
           Object v =
               pre != null && names(hint, block, at)
-                  ? countedHintedValue(pre, block, at, key, probes)
+                  ? countedHintedValue(pre, block, at, key, probes, h)
                   : readExtent(c, l, block, at, key, h, CHAINED, probes);
           if (v != MISS) {
             return v;
@@ -473,6 +481,8 @@ final class HopscotchReader extends LayoutReader {
           counts.hits++;
           out[i] = value;
           done[i] = true;
+        } else {
+          hints.forget(hs[i]); // torn or another key: the single-key path, without the hint
         }
       } else {
         int region = HopscotchLayout.extentRegion(all, at);

@@ -95,11 +95,9 @@ final class PilafReader extends LayoutReader {
             hinted,
             h);
     PilafLayout.Entry en = PilafLayout.decode(e, 0);
-    if (en == null) {
-      return TORN;
-    }
-    if (en.moved()) {
-      return STALE;
+    if (en == null || en.moved()) {
+      hints.forget(h); // not tried again: the retry takes the plain path
+      return en == null ? TORN : STALE;
     }
     if (!en.inUse() || en.tag() != tag || !names(hint, en)) {
       return null;
@@ -110,6 +108,10 @@ final class PilafReader extends LayoutReader {
       stats.lookup(1);
       return v;
     }
+    // A hinted copy that fails to verify is not tried again: the retry takes the plain path, so a
+    // hinted address that keeps changing under its reader (freed and written again) cannot keep a
+    // lookup retrying the same copy.
+    hints.forget(h);
     return v == TORN ? TORN : null;
   }
 
@@ -245,9 +247,7 @@ final class PilafReader extends LayoutReader {
           stats.lookup(1);
         } else {
           slow[i] = true;
-          if (v == null) {
-            hints.forget(hs[i]); // the probe reads the key's ways afresh and remembers anew
-          }
+          hints.forget(hs[i]); // the probe reads the key's ways afresh and remembers anew
         }
       } else if (en == null || en.moved()) {
         slow[i] = true;
