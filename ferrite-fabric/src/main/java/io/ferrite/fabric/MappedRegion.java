@@ -235,6 +235,11 @@ public final class MappedRegion implements AutoCloseable {
     buffer.putLongOrdered((int) offset, value);
   }
 
+  /** Writes a 32-bit word with release semantics (native order, as {@link #putLongRelease}). */
+  public void putIntRelease(long offset, int value) {
+    buffer.putIntOrdered((int) offset, value);
+  }
+
   public boolean isClosed() {
     return closed;
   }

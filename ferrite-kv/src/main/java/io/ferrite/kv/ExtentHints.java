@@ -9,41 +9,37 @@ import java.util.Map;
 /**
  * Where a table handle last found each key's out-of-line value: a bounded client-side cache of the
  * self-verifying pointers its lookups followed, so that the next lookup of the key can read the
- * extent <i>in the same round trip</i> as the table read that names it, instead of after it.
+ * extent alone — one read, without the table — instead of the table and then the extent.
  *
  * <h2>Why a hint can never give a wrong answer</h2>
  *
- * A hint is only ever a guess of where to read. The answer still comes from the table: a lookup
- * reads the key's entry or bucket and the hinted extent together (one batch), verifies the table
- * copy as it always does, and uses the extent copy only if the verified table copy points to
- * exactly that extent (region, offset, length and checksum equal) and the extent copy verifies
- * against that pointer as any extent read does (incarnation, checksum, key). An extent's bytes do
- * not change while a pointer to it is published, so a verified copy taken just before or just after
- * the table copy holds the pair the table named at the table copy's instant: the lookup is
- * linearizable at that instant, as it is without the hint. A stale hint (the key was written since,
- * its extent moved or freed) fails the comparison and costs one ordinary extent read, after which
- * the hint is replaced; a hint into a region that is gone fails the batch, is forgotten, and the
- * lookup starts again with the layout fetched anew.
+ * A hint is only ever a guess of where to read; the extent's current word decides ({@link
+ * Extents}). The server keeps it equal to the extent's incarnation only while the pointer to the
+ * extent is published and current, so a copy whose checksum matches the hint's (it covers the
+ * incarnation, the key and the value) and whose current word equals its incarnation had that word
+ * copied at an instant when it was the key's value, and holds that value: the lookup is
+ * linearizable at that instant. Anything else — the key written or deleted since (the word cleared,
+ * the extent perhaps reused), a copy torn by such a write, a region the layout does not have —
+ * fails the check: the hint is forgotten and the lookup reads the table as without it, which
+ * remembers the new pointer. A hint into a region that is gone fails the read: it is forgotten and
+ * the lookup starts again with the layout fetched anew.
  *
  * <h2>Shape</h2>
  *
  * A direct-mapped array of immutable {@link Hint}s indexed by the key's hash, shared by every
  * handle of the table in the process ({@link #forTable}) and their threads, without locks: a racy
- * read sees a whole hint or another one (the fields are final), and a lost update costs one extent
+ * read sees a whole hint or another one (the fields are final), and a lost update costs one table
  * read. Capacity {@code ferrite.kv.extentHints} entries (default {@value #DEFAULT_CAPACITY}, about
- * 40 B each once filled; 0 turns hints off). Hints are used only where a batch saves a round trip
- * ({@link FabricConnection#opsAreRoundTrips}: tcp), since over shm a read is a copy the caller
- * makes either way.
+ * 40 B each once filled; 0 turns hints off). Hints are used only where a read costs a round trip
+ * ({@link FabricConnection#opsAreRoundTrips}: tcp): over shm the table read is a copy of a few
+ * hundred bytes, and the one-sided read counts of {@code bench kv} stay those of the layouts.
  */
 final class ExtentHints {
   static final int DEFAULT_CAPACITY = 1 << 16;
   static final int MAX_CAPACITY = 1 << 24;
 
-  /**
-   * One key's last seen extent: {@code where} is the layout's position of the pointer (hopscotch:
-   * the neighbourhood slot; Pilaf: the cuckoo way), the rest the pointer's fields.
-   */
-  record Hint(long hash, int where, int region, int offset, int length, long checksum) {
+  /** One key's last seen extent: the fields of the pointer to it. */
+  record Hint(long hash, int region, int offset, int length, long checksum) {
     /** Whether the pointer these fields describe is the one this hint names. */
     boolean names(int region, int offset, int length, long checksum) {
       return this.region == region
@@ -115,17 +111,14 @@ final class ExtentHints {
   }
 
   /** Remembers the pointer a lookup of {@code hash} just followed to a verified value. */
-  void remember(long hash, int where, int region, int offset, int length, long checksum) {
+  void remember(long hash, int region, int offset, int length, long checksum) {
     if (hints == null) {
       return;
     }
     int i = index(hash);
     Hint h = hints[i];
-    if (h == null
-        || h.hash != hash
-        || h.where != where
-        || !h.names(region, offset, length, checksum)) {
-      hints[i] = new Hint(hash, where, region, offset, length, checksum);
+    if (h == null || h.hash != hash || !h.names(region, offset, length, checksum)) {
+      hints[i] = new Hint(hash, region, offset, length, checksum);
     }
   }
 

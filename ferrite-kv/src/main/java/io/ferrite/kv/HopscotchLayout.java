@@ -85,15 +85,9 @@ import java.util.Arrays;
  * </pre>
  *
  * An empty slot has flags 0. Pairs whose key plus value fit the table's inline bytes live in the
- * slot; larger ones in an extent:
- *
- * <pre>
- *  | incarnation u32 | key len u32 | value len u32 | 0 u32 | key | value |
- * </pre>
- *
- * The extent's incarnation is unique in the shard (0 once freed) and must equal the slot's; the
- * slot's checksum covers the whole extent (Pilaf's self-verifying pointer). All words
- * little-endian.
+ * slot; larger ones in an {@link Extents extent}, whose incarnation is the slot's, unique in the
+ * shard (0 once freed); the slot's checksum covers the extent (Pilaf's self-verifying pointer). All
+ * words little-endian.
  */
 public final class HopscotchLayout {
   public static final long MAGIC = 0x46524B56484F5053L; // "SPOHVKRF"
@@ -120,7 +114,6 @@ public final class HopscotchLayout {
   public static final int SLOT_HEADER = 8;
   public static final int FLAG_USED = 1;
   public static final int FLAG_OUT_OF_LINE = 2;
-  public static final int EXTENT_HEADER = 16;
 
   /** Inline bytes a slot holds at least (an out-of-line slot needs 32 after its header). */
   public static final int MIN_INLINE = 32;
@@ -404,41 +397,5 @@ public final class HopscotchLayout {
   private static void slotHeader(byte[] b, int at, int keyLength, int flags, int valueLength) {
     putInt(b, at, (keyLength & 0xFFFF) | (flags & 0xFF) << 16);
     putInt(b, at + 4, valueLength);
-  }
-
-  // ------------------------------------------------------------------ extents
-
-  /** Encodes an extent: incarnation, key length, value length, key, value. */
-  public static byte[] extent(int incarnation, byte[] key, byte[] value) {
-    byte[] e = new byte[EXTENT_HEADER + key.length + value.length];
-    putInt(e, 0, incarnation);
-    putInt(e, 4, key.length);
-    putInt(e, 8, value.length);
-    System.arraycopy(key, 0, e, EXTENT_HEADER, key.length);
-    System.arraycopy(value, 0, e, EXTENT_HEADER + key.length, value.length);
-    return e;
-  }
-
-  /**
-   * Verifies an extent copy against the slot that points to it: the incarnation (the extent was not
-   * freed and reused), the checksum (the copy is whole) and the lengths. Returns false to retry.
-   */
-  public static boolean extentValid(byte[] e, int incarnation, long checksum) {
-    return e.length >= EXTENT_HEADER
-        && getInt(e, 0) == incarnation
-        && Checksum64.of(e) == checksum
-        && (long) EXTENT_HEADER + getInt(e, 4) + getInt(e, 8) == e.length;
-  }
-
-  /** Whether a verified extent holds {@code key}. */
-  public static boolean extentHasKey(byte[] e, byte[] key) {
-    return getInt(e, 4) == key.length
-        && Arrays.equals(e, EXTENT_HEADER, EXTENT_HEADER + key.length, key, 0, key.length);
-  }
-
-  /** The value of a verified extent. */
-  public static byte[] extentValue(byte[] e) {
-    int from = EXTENT_HEADER + getInt(e, 4);
-    return Arrays.copyOfRange(e, from, from + getInt(e, 8));
   }
 }

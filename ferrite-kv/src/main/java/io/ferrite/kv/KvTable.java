@@ -81,20 +81,20 @@ public final class KvTable {
     return client;
   }
 
-  /** Where the table's handles last found each key's extent (read beside the table). */
+  /** Where the table's handles last found each key's extent (read alone on the next lookup). */
   ExtentHints extentHints() {
     return hints;
   }
 
   /**
-   * This handle reads hinted extents on every fabric, not only where a batch saves a round trip
+   * This handle reads hinted extents on every fabric, not only where a read costs a round trip
    * ({@link ExtentHints}): for tests, so that the local fabric's torn reads exercise that path too.
    */
   void speculateOnEveryFabric() {
     hintsOnEveryFabric = true;
   }
 
-  /** Whether a hinted extent is worth a read beside the table read over {@code c}. */
+  /** Whether a lookup over {@code c} reads a hinted extent alone before the table. */
   boolean hinting(FabricConnection c) {
     return hints.capacity() > 0 && (hintsOnEveryFabric || c.opsAreRoundTrips());
   }

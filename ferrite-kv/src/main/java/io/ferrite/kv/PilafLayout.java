@@ -41,11 +41,10 @@ import java.nio.ByteOrder;
  *
  * <h2>Extent (in an extent region)</h2>
  *
- * <pre>
- *  | key length u32 | value length u32 | key | value |
- * </pre>
+ * The {@link Extents} both layouts share: an incarnation, the key and value lengths, a current
+ * word, the key, the value. The entry's extent checksum covers all but the current word.
  *
- * All words little-endian.
+ * <p>All words little-endian.
  */
 public final class PilafLayout {
   public static final long MAGIC = 0x46524B565049414CL; // "LAIPVKRF"
@@ -56,7 +55,6 @@ public final class PilafLayout {
   public static final int ENTRY = 32;
   public static final int FLAG_IN_USE = 1;
   public static final int FLAG_MOVED = 2;
-  public static final int EXTENT_HEADER = 8;
 
   private PilafLayout() {}
 
@@ -133,32 +131,5 @@ public final class PilafLayout {
     }
     return new Entry(
         s.getInt(at), s.getShort(at + 4) & 0xFFFF, flags, s.getInt(at + 8), s.getInt(at + 12), w2);
-  }
-
-  /** Encodes an extent (key length, value length, key, value). */
-  public static byte[] extent(byte[] key, byte[] value) {
-    ByteBuffer b =
-        ByteBuffer.allocate(EXTENT_HEADER + key.length + value.length)
-            .order(ByteOrder.LITTLE_ENDIAN);
-    b.putInt(key.length).putInt(value.length).put(key).put(value);
-    return b.array();
-  }
-
-  /** Whether a verified extent holds {@code key}. */
-  public static boolean extentHasKey(byte[] extent, byte[] key) {
-    ByteBuffer b = ByteBuffer.wrap(extent).order(ByteOrder.LITTLE_ENDIAN);
-    int k = b.getInt(0);
-    if (k != key.length || EXTENT_HEADER + (long) k > extent.length) {
-      return false;
-    }
-    return java.util.Arrays.equals(extent, EXTENT_HEADER, EXTENT_HEADER + k, key, 0, k);
-  }
-
-  /** The value of a verified extent. */
-  public static byte[] extentValue(byte[] extent) {
-    ByteBuffer b = ByteBuffer.wrap(extent).order(ByteOrder.LITTLE_ENDIAN);
-    int k = b.getInt(0);
-    int v = b.getInt(4);
-    return java.util.Arrays.copyOfRange(extent, EXTENT_HEADER + k, EXTENT_HEADER + k + v);
   }
 }

@@ -6,8 +6,6 @@ import static io.ferrite.kv.PilafLayout.entryOffset;
 import io.ferrite.fabric.Batch;
 import io.ferrite.fabric.FabricConnection;
 import io.ferrite.fabric.Futures;
-import io.ferrite.fabric.RegionRef;
-import io.ferrite.fabric.verify.Checksum64;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
 import java.util.ArrayList;
@@ -27,16 +25,9 @@ final class PilafReader extends LayoutReader {
   }
 
   @Override
-  Object probe(FabricConnection c, ShardLayout l, byte[] key, long h) {
+  Object probeTable(FabricConnection c, ShardLayout l, byte[] key, long h) {
     int tag = KeyHash.tag(h);
     ByteBuffer e = ByteBuffer.allocate(ENTRY);
-    ExtentHints.Hint hint = table.hinting(c) ? hints.lookup(h) : null;
-    if (hint != null) {
-      Object v = probeHinted(c, l, key, h, tag, hint, e);
-      if (v != null) {
-        return v;
-      }
-    }
     for (int way = 0; way < KeyHash.WAYS; way++) {
       int slot = KeyHash.slot(h, way, l.slots());
       // readSync, not join(read): over tcp the caller then reads the answer itself (a lane).
@@ -57,70 +48,15 @@ final class PilafReader extends LayoutReader {
       }
       if (v != MISS) {
         stats.lookup(way + 1);
-        remember(h, way, en);
+        remember(h, en);
         return v;
       }
     }
-    Object v = confirmMiss(c, l, h, tag);
-    if (v == MISS && hint != null) {
-      hints.forget(h);
-    }
-    return v;
+    return confirmMiss(c, l, h, tag);
   }
 
-  /**
-   * Reads the entry of the hinted way and the hinted extent in one batch ({@link ExtentHints}): the
-   * value if the verified entry names exactly that extent and the copy verifies against it, TORN or
-   * STALE as a probe answers them, or null when the hint did not hold (the full probe follows).
-   */
-  private Object probeHinted(
-      FabricConnection c,
-      ShardLayout l,
-      byte[] key,
-      long h,
-      int tag,
-      ExtentHints.Hint hint,
-      ByteBuffer e) {
-    RegionRef hinted = hint.where() < KeyHash.WAYS ? hint.regionIn(l.extents()) : null;
-    if (hinted == null) {
-      return null;
-    }
-    byte[] pre =
-        readBeside(
-            c,
-            l.entries(),
-            entryOffset(KeyHash.slot(h, hint.where(), l.slots())),
-            e.clear(),
-            hint,
-            hinted,
-            h);
-    PilafLayout.Entry en = PilafLayout.decode(e, 0);
-    if (en == null || en.moved()) {
-      hints.forget(h); // not tried again: the retry takes the plain path
-      return en == null ? TORN : STALE;
-    }
-    if (!en.inUse() || en.tag() != tag || !names(hint, en)) {
-      return null;
-    }
-    Object v = verifiedValue(pre, en, key);
-    if (v instanceof byte[]) {
-      stats.hintHits.increment();
-      stats.lookup(1);
-      return v;
-    }
-    // A hinted copy that fails to verify is not tried again: the retry takes the plain path, so a
-    // hinted address that keeps changing under its reader (freed and written again) cannot keep a
-    // lookup retrying the same copy.
-    hints.forget(h);
-    return v == TORN ? TORN : null;
-  }
-
-  private static boolean names(ExtentHints.Hint hint, PilafLayout.Entry en) {
-    return hint.names(en.region(), en.offset(), en.length(), en.checksum());
-  }
-
-  private void remember(long h, int way, PilafLayout.Entry en) {
-    hints.remember(h, way, en.region(), en.offset(), en.length(), en.checksum());
+  private void remember(long h, PilafLayout.Entry en) {
+    remember(h, en.region(), en.offset(), en.length(), en.checksum());
   }
 
   /**
@@ -137,10 +73,10 @@ final class PilafReader extends LayoutReader {
   }
 
   private static Object verifiedValue(byte[] ext, PilafLayout.Entry en, byte[] key) {
-    if (Checksum64.of(ext) != en.checksum()) {
-      return TORN;
+    if (!Extents.valid(ext, en.checksum())) {
+      return TORN; // freed and reused, or a torn copy
     }
-    return PilafLayout.extentHasKey(ext, key) ? PilafLayout.extentValue(ext) : MISS;
+    return Extents.hasKey(ext, key) ? Extents.value(ext) : MISS;
   }
 
   /**
@@ -187,46 +123,33 @@ final class PilafReader extends LayoutReader {
   }
 
   /**
-   * Rounds of one batch per server: first every key's first-choice entry, or, for a key with a hint
-   * ({@link ExtentHints}), the hinted way's entry and the hinted extent; then, per key, the extent
-   * its entry names (tag match) or its two other entries; then the extents those name. Most keys
-   * live in their first slot, so most finish in two rounds of one read each, and a key whose hint
-   * holds in one. Keys whose copies were torn or stale, whose hint did not hold, or that look
+   * Rounds of one batch per server: first every unhinted key's first-choice entry (and the hinted
+   * extents, {@link LayoutReader}); then, per key, the extent its entry names (tag match) or its
+   * two other entries; then the extents those name. Most keys live in their first slot, so most
+   * finish in two rounds of one read each. Keys whose copies were torn or stale, or that look
    * absent (a miss needs {@link #probe}'s confirmation), are left for the single-key path.
    */
   @Override
-  void multiGet(List<byte[]> keys, long[] hs, ShardLayout[] ls, byte[][] out, boolean[] done) {
+  void multiGet(
+      List<byte[]> keys,
+      long[] hs,
+      ShardLayout[] ls,
+      byte[][] out,
+      boolean[] done,
+      Batches round,
+      HintedRound hinted) {
     int n = keys.size();
     boolean[] slow = new boolean[n];
-    Batches round = new Batches(table.client());
     ByteBuffer[] first = new ByteBuffer[n];
-    ExtentHints.Hint[] hinted = new ExtentHints.Hint[n];
-    byte[][] pre = new byte[n][];
     for (int i = 0; i < n; i++) {
-      first[i] = ByteBuffer.allocate(ENTRY);
-      ExtentHints.Hint hint = hints.lookup(hs[i]);
-      RegionRef r =
-          hint == null
-                  || hint.where() >= KeyHash.WAYS
-                  || !table.hinting(table.client().connection(ls[i].entries().serverId()))
-              ? null
-              : hint.regionIn(ls[i].extents());
-      if (r == null) {
-        readEntry(round, ls[i], hs[i], 0, first[i]);
+      if (hinted.covers(i)) {
+        slow[i] = true; // settled by its hint, or left for the single-key path
       } else {
-        hinted[i] = hint;
-        pre[i] = new byte[hint.length()];
-        readEntry(round, ls[i], hs[i], hint.where(), first[i]);
-        round.read(r, hint.offset() & 0xFFFFFFFFL, ByteBuffer.wrap(pre[i]));
-        stats.hintedReads.increment();
+        first[i] = ByteBuffer.allocate(ENTRY);
+        readEntry(round, ls[i], hs[i], 0, first[i]);
       }
     }
-    if (!round.flushAndWait()) {
-      for (int i = 0; i < n; i++) {
-        if (hinted[i] != null) {
-          hints.forget(hs[i]); // one of them may be why the round failed
-        }
-      }
+    if (!hinted.flush(round, keys, hs, out, done)) {
       return;
     }
     // Round 2: extents of first-slot tag matches; the other two entries of everyone else.
@@ -234,22 +157,11 @@ final class PilafReader extends LayoutReader {
     byte[][] ext = new byte[n][];
     ByteBuffer[][] rest = new ByteBuffer[n][];
     for (int i = 0; i < n; i++) {
+      if (slow[i]) {
+        continue;
+      }
       PilafLayout.Entry en = PilafLayout.decode(first[i], 0);
-      if (hinted[i] != null) {
-        Object v =
-            en != null && en.inUse() && en.tag() == KeyHash.tag(hs[i]) && names(hinted[i], en)
-                ? verifiedValue(pre[i], en, keys.get(i))
-                : null;
-        if (v instanceof byte[] value) {
-          out[i] = value;
-          done[i] = true;
-          stats.hintHits.increment();
-          stats.lookup(1);
-        } else {
-          slow[i] = true;
-          hints.forget(hs[i]); // the probe reads the key's ways afresh and remembers anew
-        }
-      } else if (en == null || en.moved()) {
+      if (en == null || en.moved()) {
         slow[i] = true;
       } else if (en.inUse() && en.tag() == KeyHash.tag(hs[i])) {
         slow[i] = !readExtent(round, ls[i], en, hit, ext, i);
@@ -263,7 +175,6 @@ final class PilafReader extends LayoutReader {
       return;
     }
     // Round 3: verify first-slot extents; extents of the other entries' tag matches.
-    int[] way = new int[n];
     for (int i = 0; i < n; i++) {
       if (slow[i] || done[i]) {
         continue;
@@ -274,7 +185,7 @@ final class PilafReader extends LayoutReader {
           out[i] = value;
           done[i] = true;
           stats.lookup(1);
-          remember(hs[i], 0, hit[i]);
+          remember(hs[i], hit[i]);
         } else {
           slow[i] = true;
         }
@@ -286,7 +197,6 @@ final class PilafReader extends LayoutReader {
           slow[i] = true;
         } else if (hit[i] == null && en.inUse() && en.tag() == KeyHash.tag(hs[i])) {
           slow[i] = !readExtent(round, ls[i], en, hit, ext, i);
-          way[i] = w + 1;
         }
       }
       if (hit[i] == null) {
@@ -303,7 +213,7 @@ final class PilafReader extends LayoutReader {
           out[i] = value;
           done[i] = true;
           stats.lookup(2);
-          remember(hs[i], way[i], hit[i]);
+          remember(hs[i], hit[i]);
         }
       }
     }

@@ -84,14 +84,13 @@ public record TableOptions(
    */
   public TableOptions validate() {
     // The allocator rounds an extent up to its size class, at most 1.5x (32, 48, 64, 96, ...).
-    long largest =
-        (long) maxKey
-            + maxValue
-            + Math.max(PilafLayout.EXTENT_HEADER, HopscotchLayout.EXTENT_HEADER);
+    long largest = (long) maxKey + maxValue + Extents.HEADER;
     if (largest + largest / 2 > extentRegionBytes) {
       throw new FerriteException(
           ErrorCode.INVALID_ARGUMENT,
-          "1.5 x (maxKey + maxValue + 8): "
+          "1.5 x (maxKey + maxValue + "
+              + Extents.HEADER
+              + "): "
               + (largest + largest / 2)
               + " B (expected: <= extentRegionBytes "
               + extentRegionBytes

@@ -5,8 +5,11 @@ import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertNotNull;
 import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import io.ferrite.fabric.ErrorCode;
+import io.ferrite.fabric.FerriteException;
 import io.ferrite.fabric.testing.SeedExtension;
 import io.ferrite.fabric.testing.TestSeed;
 import java.nio.ByteBuffer;
@@ -24,9 +27,9 @@ import org.junit.jupiter.params.provider.EnumSource;
 
 /**
  * Extent hints ({@link ExtentHints}) over real tcp, where they are on by default: a get of a key
- * read before reads its extent beside the table; a stale, forged or impossible hint never changes
- * an answer; readers racing writers of values of changing sizes read only values that were written,
- * never an older one after a newer one.
+ * read before reads its extent alone; a stale, forged or impossible hint never changes an answer,
+ * nor does a hint into a dropped table; readers racing writers of values of changing sizes read
+ * only values that were written, never an older one after a newer one.
  */
 @ExtendWith(SeedExtension.class)
 class ExtentHintsTest {
@@ -74,8 +77,7 @@ class ExtentHintsTest {
 
   @ParameterizedTest
   @EnumSource(TableOptions.Layout.class)
-  void aSecondGetReadsTheExtentBesideTheTableAndAStaleHintCostsOnlyARead(
-      TableOptions.Layout layout) {
+  void aSecondGetReadsTheExtentAloneAndAStaleHintCostsOnlyARead(TableOptions.Layout layout) {
     KvTable t = create(layout);
     LookupStats s = t.lookupStats();
     byte[] k = key(1);
@@ -98,10 +100,21 @@ class ExtentHintsTest {
     assertArrayEquals(v2, t.multiGet(List.of(k)).get(0));
     assertEquals(3, s.hintHits(), "multiGet reads the hinted extent in its first round");
 
-    t.delete(k);
+    t.delete(k); // the extent is no longer current: the hint no longer answers
     assertNull(t.get(k));
-    assertNull(t.extentHints().lookup(KeyHash.of(k)), "a confirmed miss forgets the hint");
+    assertEquals(5, s.hintedReads());
+    assertEquals(3, s.hintHits(), "the hint of a deleted key is read but not used");
+    assertNull(t.extentHints().lookup(KeyHash.of(k)), "a hint that failed is forgotten");
     assertNull(t.multiGet(List.of(k)).get(0));
+
+    t.put(k, v1); // the same value again: a new extent (perhaps the same bytes), a new hint
+    assertArrayEquals(v1, t.get(k));
+    assertArrayEquals(v1, t.get(k));
+    assertEquals(4, s.hintHits());
+    t.put(k, v2);
+    assertArrayEquals(v2, t.multiGet(List.of(k)).get(0), "a stale hint in a multiGet");
+    assertArrayEquals(v2, t.multiGet(List.of(k)).get(0));
+    assertEquals(5, s.hintHits());
   }
 
   @ParameterizedTest
@@ -123,35 +136,47 @@ class ExtentHintsTest {
     assertNotNull(ofB);
 
     // a's hint names b's extent (a real, whole extent of another key): read, never used.
-    hints.remember(ha, ofA.where(), ofB.region(), ofB.offset(), ofB.length(), ofB.checksum());
+    hints.remember(ha, ofB.region(), ofB.offset(), ofB.length(), ofB.checksum());
     long hits = s.hintHits();
     long reads = s.hintedReads();
     assertArrayEquals(value(1, 1), t.get(a));
     assertEquals(reads + 1, s.hintedReads());
     assertEquals(hits, s.hintHits());
-    hints.remember(ha, ofA.where(), ofB.region(), ofB.offset(), ofB.length(), ofB.checksum());
+    hints.remember(ha, ofB.region(), ofB.offset(), ofB.length(), ofB.checksum());
     assertArrayEquals(value(1, 1), t.multiGet(List.of(a, b)).get(0));
 
     // a's place with another checksum, and a's place one byte on: read, never used.
-    hints.remember(ha, ofA.where(), ofA.region(), ofA.offset(), ofA.length(), ofA.checksum() ^ 1);
+    hints.remember(ha, ofA.region(), ofA.offset(), ofA.length(), ofA.checksum() ^ 1);
     assertArrayEquals(value(1, 1), t.get(a));
-    hints.remember(ha, ofA.where(), ofA.region(), ofA.offset() + 1, ofA.length(), ofA.checksum());
+    hints.remember(ha, ofA.region(), ofA.offset() + 1, ofA.length(), ofA.checksum());
     assertArrayEquals(value(1, 1), t.get(a));
 
     // Impossible hints are not even read: an unknown region, past the region's end, a bad place.
     reads = s.hintedReads();
-    hints.remember(ha, ofA.where(), 99, ofA.offset(), ofA.length(), ofA.checksum());
+    hints.remember(ha, 99, ofA.offset(), ofA.length(), ofA.checksum());
     assertArrayEquals(value(1, 1), t.get(a));
-    hints.remember(ha, ofA.where(), ofA.region(), -16, ofA.length(), ofA.checksum());
+    hints.remember(ha, ofA.region(), -16, ofA.length(), ofA.checksum());
     assertArrayEquals(value(1, 1), t.get(a));
-    hints.remember(ha, ofA.where(), ofA.region(), ofA.offset(), -1, ofA.checksum());
+    hints.remember(ha, ofA.region(), ofA.offset(), -1, ofA.checksum());
     assertArrayEquals(value(1, 1), t.multiGet(List.of(a)).get(0));
-    if (layout == TableOptions.Layout.PILAF) {
-      hints.remember(ha, KeyHash.WAYS, ofA.region(), ofA.offset(), ofA.length(), ofA.checksum());
-      assertArrayEquals(value(1, 1), t.get(a));
-    }
     assertEquals(reads, s.hintedReads(), "impossible hints are not read");
     assertEquals(value(2, 1).length, t.get(b).length);
+  }
+
+  @ParameterizedTest
+  @EnumSource(TableOptions.Layout.class)
+  void aHintIntoADroppedTableAnswersNothing(TableOptions.Layout layout) {
+    KvTable t = create(layout);
+    byte[] k = key(1);
+    t.put(k, value(1, 1));
+    t.get(k);
+    assertNotNull(t.extentHints().lookup(KeyHash.of(k)));
+    new KvClient(cluster.client("tcp")).dropTable("hints");
+    // The dropped shards' extents are no longer current: the hinted copy fails, the poisoned table
+    // sends the handle to the master, which no longer knows the table.
+    FerriteException e = assertThrows(FerriteException.class, () -> t.get(k));
+    assertEquals(ErrorCode.NOT_FOUND, e.code(), e.getMessage());
+    assertEquals(0, t.lookupStats().hintHits());
   }
 
   @ParameterizedTest

@@ -7,6 +7,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.ferrite.fabric.testing.SeedExtension;
 import java.nio.charset.StandardCharsets;
+import java.util.Arrays;
 import java.util.Random;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.ExtendWith;
@@ -99,21 +100,32 @@ class HopscotchLayoutTest {
   }
 
   @Test
-  void anExtentVerifiesOnlyWithItsIncarnationAndChecksum() {
+  void anExtentVerifiesWholeWithItsChecksumAndIsCurrentOnlyWhenMarked() {
     byte[] key = {1, 2};
     byte[] value = {3, 4, 5};
-    byte[] e = HopscotchLayout.extent(42, key, value);
-    long sum = io.ferrite.fabric.verify.Checksum64.of(e);
-    assertTrue(HopscotchLayout.extentValid(e, 42, sum));
-    assertTrue(HopscotchLayout.extentHasKey(e, key));
-    assertArrayEquals(value, HopscotchLayout.extentValue(e));
-    assertFalse(HopscotchLayout.extentValid(e, 43, sum), "freed and reused");
+    byte[] e = Extents.image(42, key, value);
+    long sum = Extents.checksum(e);
+    assertEquals(42, Extents.incarnation(e));
+    assertTrue(Extents.valid(e.clone(), sum));
+    assertFalse(Extents.current(e.clone(), sum), "not marked current yet");
+    byte[] marked = e.clone();
+    HopscotchLayout.putInt(marked, Extents.CURRENT, 42);
+    assertTrue(Extents.valid(marked.clone(), sum), "the checksum does not cover the current word");
+    assertTrue(Extents.current(marked.clone(), sum));
+    HopscotchLayout.putInt(marked, Extents.CURRENT, 43);
+    assertFalse(Extents.current(marked, sum), "marked for another incarnation");
+    assertTrue(Extents.hasKey(e, key));
+    assertFalse(Extents.hasKey(e, new byte[] {1, 3}));
+    assertArrayEquals(key, Extents.key(e));
+    assertArrayEquals(value, Extents.value(e));
+    assertFalse(Extents.valid(Extents.image(43, key, value), sum), "freed and reused");
     byte[] freed = e.clone();
     HopscotchLayout.putInt(freed, 0, 0);
-    assertFalse(HopscotchLayout.extentValid(freed, 42, sum), "freed");
+    assertFalse(Extents.valid(freed, Extents.checksum(freed)), "freed (incarnation 0)");
     byte[] torn = e.clone();
     torn[torn.length - 1] ^= 1;
-    assertFalse(HopscotchLayout.extentValid(torn, 42, sum), "torn");
+    assertFalse(Extents.valid(torn, sum), "torn");
+    assertFalse(Extents.valid(Arrays.copyOf(e, e.length - 1), sum), "short");
   }
 
   @Test

@@ -25,7 +25,6 @@ import org.junit.jupiter.api.extension.ExtendWith;
 import org.junit.jupiter.api.io.TempDir;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.Arguments;
-import org.junit.jupiter.params.provider.EnumSource;
 import org.junit.jupiter.params.provider.MethodSource;
 
 /**
@@ -85,21 +84,6 @@ class LinearizabilityTest {
       // 40 fillers and 3 registers in 36 bucket slots: chains were read and written throughout.
       assertTrue(s.overflowKeys() > 0, "keys live in overflow chains: " + s);
     }
-  }
-
-  /**
-   * Hopscotch with room in the buckets, so that the registers live in bucket slots and hinted gets
-   * read the one bucket their hint names beside the extent (not the neighbourhood of a chained
-   * key).
-   */
-  @ParameterizedTest
-  @EnumSource(
-      value = TableOptions.Layout.class,
-      names = {"HOPSCOTCH"})
-  void hintedOneBucketGetsAreLinearizableUnderTornReads(TableOptions.Layout layout, TestSeed seed)
-      throws Exception {
-    ShardStats s = run(layout, true, seed, 256, 40);
-    assertEquals(0, s.overflowKeys(), "every key in a bucket: " + s);
   }
 
   private ShardStats run(

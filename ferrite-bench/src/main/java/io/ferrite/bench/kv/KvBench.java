@@ -19,6 +19,7 @@ import io.ferrite.kernel.config.FabricFactory;
 import io.ferrite.kernel.config.FerriteConfig;
 import io.ferrite.kernel.master.Master;
 import io.ferrite.kernel.server.MemoryServer;
+import io.ferrite.kv.Extents;
 import io.ferrite.kv.HopscotchLayout;
 import io.ferrite.kv.KvClient;
 import io.ferrite.kv.KvTable;
@@ -608,7 +609,7 @@ public final class KvBench {
     FabricConnection c = client.connection(t.serverOf(0));
     TableOptions to = t.info().options();
     if (to.layout() == TableOptions.Layout.PILAF) {
-      int extent = PilafLayout.EXTENT_HEADER + KEY_BYTES + size;
+      int extent = Extents.HEADER + KEY_BYTES + size;
       ThreadLocal<ByteBuffer> entries =
           ThreadLocal.withInitial(() -> ByteBuffer.allocate(PilafLayout.ENTRY));
       return r -> {
@@ -628,7 +629,7 @@ public final class KvBench {
     }
     int bucketBytes = HopscotchLayout.bucketBytes(HopscotchLayout.slotBytes(to.inlineBytes()));
     boolean inline = KEY_BYTES + size <= to.inlineBytes();
-    int extent = HopscotchLayout.EXTENT_HEADER + KEY_BYTES + size;
+    int extent = Extents.HEADER + KEY_BYTES + size;
     // One neighbourhood buffer per thread, as the kv get has (it allocates only the value).
     ThreadLocal<byte[]> buffers = ThreadLocal.withInitial(() -> new byte[2 * bucketBytes]);
     return r -> {

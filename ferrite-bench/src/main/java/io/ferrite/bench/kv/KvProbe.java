@@ -5,6 +5,7 @@ import io.ferrite.fabric.Batch;
 import io.ferrite.fabric.FabricConnection;
 import io.ferrite.fabric.RegionRef;
 import io.ferrite.kernel.client.FerriteClient;
+import io.ferrite.kv.Extents;
 import io.ferrite.kv.HopscotchLayout;
 import io.ferrite.kv.KvClient;
 import io.ferrite.kv.KvTable;
@@ -61,7 +62,7 @@ public final class KvProbe {
       FabricConnection conn = c.connection(t.serverOf(0));
       ShardLayout l = t.layout(0);
       int bucketBytes = HopscotchLayout.bucketBytes(HopscotchLayout.slotBytes(56));
-      int extent = HopscotchLayout.EXTENT_HEADER + KvBench.KEY_BYTES + size;
+      int extent = Extents.HEADER + KvBench.KEY_BYTES + size;
       int buckets = l.slots() / HopscotchLayout.BUCKET_SLOTS;
       System.out.printf(
           Locale.ROOT,

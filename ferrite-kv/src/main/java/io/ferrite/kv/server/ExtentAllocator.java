@@ -3,6 +3,9 @@ package io.ferrite.kv.server;
 import io.ferrite.fabric.ErrorCode;
 import io.ferrite.fabric.FerriteException;
 import io.ferrite.fabric.MappedRegion;
+import io.ferrite.kv.Extents;
+import java.lang.invoke.VarHandle;
+import java.nio.ByteBuffer;
 import java.util.ArrayDeque;
 import java.util.ArrayList;
 import java.util.List;
@@ -16,7 +19,9 @@ import java.util.function.Supplier;
  * shard's lock guards it.
  *
  * <p>An address is {@code region << 32 | offset}. Reusing a freed extent at once is safe for
- * one-sided readers: their pointer's checksum no longer matches, so they retry (Pilaf §3.3).
+ * one-sided readers: their pointer's checksum no longer matches, so they retry (Pilaf §3.3); and a
+ * freed extent's current word was cleared before its pointer changed, so a hint to it does not
+ * answer either ({@link io.ferrite.kv.Extents}).
  */
 final class ExtentAllocator {
   static final int MIN_CLASS = 32;
@@ -115,6 +120,30 @@ final class ExtentAllocator {
     free.get(c).addFirst(addr);
     usedBytes -= size;
     freeBytes += size;
+  }
+
+  // ------------------------------------------------------------------ extents (Extents)
+
+  /** Writes a new extent image (its current word 0) at {@code addr}. */
+  void write(long addr, byte[] image) {
+    region((int) (addr >>> 32)).writeFrom(addr & 0xFFFFFFFFL, ByteBuffer.wrap(image));
+  }
+
+  /**
+   * Sets the current word of the extent at {@code addr} to its {@code incarnation} (release): the
+   * pointer to it is published, and it is its key's value ({@link io.ferrite.kv.Extents}).
+   */
+  void markCurrent(long addr, int incarnation) {
+    region((int) (addr >>> 32)).putIntRelease((addr & 0xFFFFFFFFL) + Extents.CURRENT, incarnation);
+  }
+
+  /**
+   * Clears the current word of the extent at {@code addr} (full fence after): it is about to stop
+   * being its key's value. Before the pointer to it changes.
+   */
+  void clearCurrent(long addr) {
+    region((int) (addr >>> 32)).putIntRelease((addr & 0xFFFFFFFFL) + Extents.CURRENT, 0);
+    VarHandle.fullFence();
   }
 
   long usedBytes() {

@@ -235,9 +235,29 @@ final class HopscotchMemory {
     return e;
   }
 
-  /** Writes a new extent (before any slot points to it). */
+  /**
+   * Writes a new extent, not current (before any slot points to it; {@link io.ferrite.kv.Extents}).
+   */
   void writeExtent(long addr, byte[] extent) {
-    extentRegion(addr).writeFrom(addr & 0xFFFFFFFFL, ByteBuffer.wrap(extent));
+    alloc.write(addr, extent);
+    afterWrite.run();
+  }
+
+  /** Marks a new extent current, once the slot that points to it is published. */
+  void markCurrent(long addr, int incarnation) {
+    alloc.markCurrent(addr, incarnation);
+    afterWrite.run();
+  }
+
+  /**
+   * Clears the current word of an out-of-line extent (a hint to it no longer answers), before the
+   * slot that points to it changes; no-op for an inline pair ({@code len} 0).
+   */
+  void clearCurrent(long addr, int len) {
+    if (len == 0) {
+      return;
+    }
+    alloc.clearCurrent(addr);
     afterWrite.run();
   }
 

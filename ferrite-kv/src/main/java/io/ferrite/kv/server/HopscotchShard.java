@@ -14,6 +14,7 @@ import static io.ferrite.kv.HopscotchLayout.putLong;
 import io.ferrite.fabric.MappedRegion;
 import io.ferrite.fabric.RegionRef;
 import io.ferrite.fabric.verify.Checksum64;
+import io.ferrite.kv.Extents;
 import io.ferrite.kv.HopscotchLayout;
 import io.ferrite.kv.KeyHash;
 import io.ferrite.kv.KvProtocol;
@@ -44,7 +45,9 @@ import java.util.function.Supplier;
  *       it), then: version odd (release), release fence, the rest of the image, version even
  *       (release). A reader accepts an even version with a matching checksum, or retries.
  *   <li>Out-of-line values: the extent is written (fresh incarnation) before the slot that points
- *       to it; an old extent is marked freed (incarnation 0) only after no slot points to it.
+ *       to it, and marked current after ({@link io.ferrite.kv.Extents}); an old extent stops being
+ *       current before its slot changes, and is marked freed (incarnation 0) only after no slot
+ *       points to it.
  *   <li>Insert: a free slot in b or b + 1; else hopscotch displacement (FaRM §3.6, after Herlihy et
  *       al.): the nearest bucket e ≤ b + 1 + {@value #MAX_DISTANCE} with a free slot is found, the
  *       path of keys that bring the hole back to b + 1 is computed without moving anything, then
@@ -193,7 +196,7 @@ final class HopscotchShard extends KvShard {
 
   private boolean keyMatches(long extAddr, int extLen, byte[] key) {
     if (extLen > 0) {
-      return HopscotchLayout.extentHasKey(m.readExtent(extAddr, extLen), key);
+      return Extents.hasKey(m.readExtent(extAddr, extLen), key);
     }
     return HopscotchLayout.keyLength(slot, 0) == key.length
         && Arrays.equals(slot, 8, 8 + key.length, key, 0, key.length);
@@ -230,9 +233,7 @@ final class HopscotchShard extends KvShard {
   private byte[] valueAt(Loc loc) {
     long addr = loc.block == null ? t.extAddr[index(loc)] : loc.block.extAddr[loc.i];
     int len = loc.block == null ? t.extLen[index(loc)] : loc.block.extLen[loc.i];
-    return len > 0
-        ? HopscotchLayout.extentValue(m.readExtent(addr, len))
-        : HopscotchLayout.inlineValue(slot, 0);
+    return len > 0 ? Extents.value(m.readExtent(addr, len)) : HopscotchLayout.inlineValue(slot, 0);
   }
 
   private static int index(Loc loc) {
@@ -264,11 +265,12 @@ final class HopscotchShard extends KvShard {
     // The new slot image, and its extent if the pair does not fit inline.
     long addr = 0;
     int len = 0;
+    int inc = 0;
     if (key.length + value.length <= options.inlineBytes()) {
       HopscotchLayout.putInlineSlot(slot, 0, slotBytes, key, value);
     } else {
-      int inc = (int) m.incarnation();
-      byte[] extent = HopscotchLayout.extent(inc, key, value);
+      inc = (int) m.incarnation();
+      byte[] extent = Extents.image(inc, key, value);
       boolean[] grew = new boolean[1];
       addr = alloc.allocate(extent.length, grew);
       if (grew[0]) {
@@ -288,6 +290,7 @@ final class HopscotchShard extends KvShard {
         int g = index(loc);
         oldAddr = t.extAddr[g];
         oldLen = t.extLen[g];
+        m.clearCurrent(oldAddr, oldLen);
         m.loadBucket(t.region, loc.bucket);
         System.arraycopy(slot, 0, m.bucket, m.slotOffset(loc.i), slotBytes);
         m.storeBucket(t.region, loc.bucket);
@@ -296,13 +299,14 @@ final class HopscotchShard extends KvShard {
       } else {
         oldAddr = loc.block.extAddr[loc.i];
         oldLen = loc.block.extLen[loc.i];
+        m.clearCurrent(oldAddr, oldLen);
         m.loadBlock(loc.block);
         System.arraycopy(slot, 0, m.block, m.slotOffset(loc.i), slotBytes);
         m.storeBlock(loc.block);
         loc.block.extAddr[loc.i] = addr;
         loc.block.extLen[loc.i] = len;
       }
-      VarHandle.fullFence();
+      markCurrent(addr, len, inc);
       m.freeExtent(oldAddr, oldLen);
       log.put(key, value);
       return KvProtocol.REPLACED;
@@ -314,9 +318,18 @@ final class HopscotchShard extends KvShard {
       throw e;
     }
     count++;
-    VarHandle.fullFence();
+    markCurrent(addr, len, inc);
     log.put(key, value);
     return KvProtocol.CREATED;
+  }
+
+  /** Marks the new extent of a put (if out of line) current, now its slot is published. */
+  private void markCurrent(long addr, int len, int inc) {
+    if (len != 0) {
+      VarHandle.releaseFence();
+      m.markCurrent(addr, inc);
+    }
+    VarHandle.fullFence();
   }
 
   /**
@@ -460,10 +473,12 @@ final class HopscotchShard extends KvShard {
       int g = index(loc);
       oldAddr = t.extAddr[g];
       oldLen = t.extLen[g];
+      m.clearCurrent(oldAddr, oldLen);
       deleteFromBucket(loc.bucket, loc.i);
     } else {
       oldAddr = loc.block.extAddr[loc.i];
       oldLen = loc.block.extLen[loc.i];
+      m.clearCurrent(oldAddr, oldLen);
       deleteFromChain(loc);
     }
     VarHandle.fullFence();
@@ -636,9 +651,7 @@ final class HopscotchShard extends KvShard {
   private void pair(long extAddr, int extLen, java.util.function.BiConsumer<byte[], byte[]> f) {
     if (extLen > 0) {
       byte[] e = m.readExtent(extAddr, extLen);
-      // Extent: incarnation u32 | key len u32 | value len u32 | 0 u32 | key | value.
-      int kl = HopscotchLayout.getInt(e, 4);
-      f.accept(Arrays.copyOfRange(e, 16, 16 + kl), HopscotchLayout.extentValue(e));
+      f.accept(Extents.key(e), Extents.value(e));
     } else {
       int kl = HopscotchLayout.keyLength(slot, 0);
       f.accept(Arrays.copyOfRange(slot, 8, 8 + kl), HopscotchLayout.inlineValue(slot, 0));
@@ -647,14 +660,28 @@ final class HopscotchShard extends KvShard {
 
   @Override
   synchronized void poisonForRetire() {
-    // As a resize poisons its old array, but with nowhere new, and the chains and extents kept: a
-    // reader that copied a bucket before the poison and follows its chain or pointer still reads
-    // the frozen shard's pairs; one that copies a bucket after it fetches the layout.
+    // As a resize poisons its old array, but with nowhere new, and the chains kept: a reader that
+    // copied a bucket before the poison and follows its chain still reads the frozen shard's
+    // blocks and extents; one that copies a bucket after it fetches the layout. No extent is
+    // current
+    // any more: its pair is about to be written on the new server, so a hint to it must not answer.
     t.region.putLongRelease(HopscotchLayout.EPOCH_OFFSET, epoch | RETIRED_EPOCH);
     VarHandle.fullFence();
     for (int x = 0; x <= t.buckets; x++) {
       m.poison(t.region, x);
     }
     VarHandle.fullFence();
+    for (int g = t.used.nextSetBit(0); g >= 0; g = t.used.nextSetBit(g + 1)) {
+      m.clearCurrent(t.extAddr[g], t.extLen[g]);
+    }
+    for (Block head : t.heads) {
+      for (Block k = head; k != null; k = k.next) {
+        for (int i = 0; i < BLOCK_SLOTS; i++) {
+          if (k.used[i]) {
+            m.clearCurrent(k.extAddr[i], k.extLen[i]);
+          }
+        }
+      }
+    }
   }
 }

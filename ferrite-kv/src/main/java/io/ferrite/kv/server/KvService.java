@@ -262,7 +262,12 @@ public final class KvService implements FerriteService {
         int shard = r.i32("shard");
         r.end();
         // The regions stay mapped until the server stops: a racing one-sided read must not fault.
+        // They are poisoned and no extent stays current, so a handle of a dropped table that reads
+        // them (or a hinted extent) fetches the layout and hears that the shard is gone.
         KvShard s = shards.remove(new ShardKey(id, shard));
+        if (s != null) {
+          s.poisonForRetire();
+        }
         if (s != null && durable(s)) {
           log.append(new Wire.Writer().u8(KvProtocol.DROP_SHARD).i64(id).i32(shard).toArray());
           log.sync();

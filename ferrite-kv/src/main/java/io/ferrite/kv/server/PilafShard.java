@@ -6,6 +6,7 @@ import static io.ferrite.kv.PilafLayout.entryOffset;
 import io.ferrite.fabric.MappedRegion;
 import io.ferrite.fabric.RegionRef;
 import io.ferrite.fabric.verify.Checksum64;
+import io.ferrite.kv.Extents;
 import io.ferrite.kv.KeyHash;
 import io.ferrite.kv.KvProtocol;
 import io.ferrite.kv.PilafLayout;
@@ -32,9 +33,11 @@ import java.util.function.Supplier;
  * <h2>Write order (what makes one-sided reads safe)</h2>
  *
  * <ul>
- *   <li>put of a new value: write the extent, release fence, write the entry (its checksum covers
- *       the pointer, the pointer's checksum covers the extent), full fence, then free the old
- *       extent and reply (Pilaf §3.3: a completed put is visible to every later get);
+ *   <li>put of a new value: write the extent, release fence, clear the old extent's current word
+ *       (full fence), write the entry (its checksum covers the pointer, the pointer's checksum
+ *       covers the extent), mark the new extent current, full fence, then free the old extent and
+ *       reply (Pilaf §3.3: a completed put is visible to every later get; the current word: {@link
+ *       io.ferrite.kv.Extents});
  *   <li>cuckoo displacement: the path is computed first, without moving anything; then, between two
  *       increments of the {@code moves} counter, keys move last-first so that a key is in one or
  *       two slots, never zero (Pilaf §3.4), and the new key takes the first slot;
@@ -75,6 +78,7 @@ final class PilafShard extends KvShard {
   private final ByteBuffer entryBuf = ByteBuffer.allocate(ENTRY).order(ByteOrder.LITTLE_ENDIAN);
   private Table t;
   private int count;
+  private int incarnations;
 
   PilafShard(
       long tableId,
@@ -138,7 +142,7 @@ final class PilafShard extends KvShard {
   private int find(long h, byte[] key) {
     for (int way = 0; way < KeyHash.WAYS; way++) {
       int s = KeyHash.slot(h, way, t.slots);
-      if (t.used.get(s) && t.hashes[s] == h && PilafLayout.extentHasKey(readExtent(s), key)) {
+      if (t.used.get(s) && t.hashes[s] == h && Extents.hasKey(readExtent(s), key)) {
         return s;
       }
     }
@@ -149,7 +153,7 @@ final class PilafShard extends KvShard {
   synchronized byte[] get(byte[] key) {
     checkKey(key);
     int s = find(KeyHash.of(key), key);
-    return s < 0 ? null : PilafLayout.extentValue(readExtent(s));
+    return s < 0 ? null : Extents.value(readExtent(s));
   }
 
   // ------------------------------------------------------------------ writes
@@ -164,10 +168,11 @@ final class PilafShard extends KvShard {
       return KvProtocol.NOT_APPLIED;
     }
     if (mode == KvProtocol.MODE_COMPARE_AND_SET
-        && (s < 0 || !Arrays.equals(PilafLayout.extentValue(readExtent(s)), expected))) {
+        && (s < 0 || !Arrays.equals(Extents.value(readExtent(s)), expected))) {
       return KvProtocol.NOT_APPLIED;
     }
-    byte[] extent = PilafLayout.extent(key, value);
+    int inc = nextIncarnation();
+    byte[] extent = Extents.image(inc, key, value);
     boolean[] grew = new boolean[1];
     long addr = alloc.allocate(extent.length, grew);
     if (grew[0]) {
@@ -175,14 +180,17 @@ final class PilafShard extends KvShard {
       epoch++;
       t.entries.putLongRelease(PilafLayout.EPOCH_OFFSET, epoch);
     }
-    alloc.region((int) (addr >>> 32)).writeFrom(addr & 0xFFFFFFFFL, ByteBuffer.wrap(extent));
+    alloc.write(addr, extent);
     long sum = Checksum64.of(extent);
     VarHandle.releaseFence();
     puts++;
     if (s >= 0) {
       long oldAddr = t.extentAddr[s];
       int oldLen = t.extentLen[s];
+      alloc.clearCurrent(oldAddr);
       writeEntry(t, s, h, addr, extent.length, sum);
+      VarHandle.releaseFence();
+      alloc.markCurrent(addr, inc);
       VarHandle.fullFence();
       alloc.free(oldAddr, oldLen);
       log.put(key, value);
@@ -199,6 +207,8 @@ final class PilafShard extends KvShard {
               + " displacements");
     }
     count++;
+    VarHandle.releaseFence();
+    alloc.markCurrent(addr, inc);
     VarHandle.fullFence();
     log.put(key, value);
     return KvProtocol.CREATED;
@@ -235,6 +245,7 @@ final class PilafShard extends KvShard {
     if (s < 0) {
       return KvProtocol.MISSING;
     }
+    alloc.clearCurrent(t.extentAddr[s]);
     Arrays.fill(entryBuf.array(), (byte) 0);
     t.entries.writeFrom(entryOffset(s), entryBuf.clear());
     VarHandle.fullFence();
@@ -280,9 +291,7 @@ final class PilafShard extends KvShard {
   synchronized void forEachPair(java.util.function.BiConsumer<byte[], byte[]> f) {
     for (int s = t.used.nextSetBit(0); s >= 0; s = t.used.nextSetBit(s + 1)) {
       byte[] e = readExtent(s);
-      ByteBuffer b = ByteBuffer.wrap(e).order(ByteOrder.LITTLE_ENDIAN);
-      int kl = b.getInt(0);
-      f.accept(Arrays.copyOfRange(e, 8, 8 + kl), PilafLayout.extentValue(e));
+      f.accept(Extents.key(e), Extents.value(e));
     }
   }
 
@@ -290,7 +299,8 @@ final class PilafShard extends KvShard {
   synchronized void poisonForRetire() {
     // As a resize poisons its old array, but with nowhere new: the header's epoch first (a miss
     // confirmation fails), then every entry. Extents stay: a reader holding an entry it copied
-    // before the poison reads the pair the frozen shard still has.
+    // before the poison reads the pair the frozen shard still has. But none is current any more:
+    // its pair is about to be written on the new server, so a hint to it must not answer.
     t.entries.putLongRelease(PilafLayout.EPOCH_OFFSET, epoch | RETIRED_EPOCH);
     VarHandle.fullFence();
     PilafLayout.encodeMoved(entryBuf.clear(), 0);
@@ -298,6 +308,15 @@ final class PilafShard extends KvShard {
       t.entries.writeFrom(entryOffset(s), entryBuf.clear());
     }
     VarHandle.fullFence();
+    for (int s = t.used.nextSetBit(0); s >= 0; s = t.used.nextSetBit(s + 1)) {
+      alloc.clearCurrent(t.extentAddr[s]);
+    }
+  }
+
+  /** A new extent incarnation ({@link Extents}): shard-unique, never 0. */
+  private int nextIncarnation() {
+    int inc = ++incarnations;
+    return inc != 0 ? inc : ++incarnations;
   }
 
   private void writeEntry(Table table, int s, long h, long addr, int len, long sum) {

@@ -6,6 +6,7 @@ import static org.junit.jupiter.api.Assertions.fail;
 import io.ferrite.fabric.MappedRegion;
 import io.ferrite.fabric.RegionRef;
 import io.ferrite.fabric.testing.SeedExtension;
+import io.ferrite.kv.Extents;
 import io.ferrite.kv.HopscotchLayout;
 import io.ferrite.kv.KeyHash;
 import io.ferrite.kv.KvProtocol;
@@ -37,11 +38,23 @@ import org.junit.jupiter.api.io.TempDir;
  * reject the copy or give the right answer: a key untouched by the operation is never hidden and
  * never has another value. This is what the joint versions, the order of a move's two writes and
  * the chain incarnations are for; switching any of them off fails this test.
+ *
+ * <p>The same goes for an extent read alone by a hint ({@link Extents}, the current word): every
+ * pointer to an extent a reader ever followed is kept as a hint, and after every operation each
+ * hint of the written key is read with its current word from one state and the rest from another. A
+ * copy that verifies against the hint and is marked current must hold the key's value at the
+ * current word's state. Clearing an old extent's current word only after its slot changed fails
+ * this test.
  */
 @ExtendWith(SeedExtension.class)
 class HopscotchProtocolTest {
   static final Object REJECT = new Object();
   static final Object ABSENT = new Object();
+
+  /**
+   * What a lookup found through a slot: (extent region id, offset, length, checksum), for hints.
+   */
+  private static long[] followed;
 
   @TempDir Path dir;
   final List<MappedRegion> regions = new ArrayList<>();
@@ -97,8 +110,11 @@ class HopscotchProtocolTest {
     List<Map<Integer, byte[]>> states = new ArrayList<>();
     shard.afterEachWrite(() -> states.add(snapshot()));
     Map<String, byte[]> model = new HashMap<>();
+    Map<String, List<long[]>> hints = new HashMap<>();
     int maxOverflow = 0;
     int checked = 0;
+    int hintsChecked = 0;
+    int hintsHeld = 0;
     for (int op = 0; op < 400; op++) {
       String name = "key-" + random.nextInt(60);
       byte[] key = b(name);
@@ -156,8 +172,76 @@ class HopscotchProtocolTest {
           }
         }
       }
+      // Every hint of the written key, read alone: current word from state i, the rest from k. What
+      // it
+      // reads must be the key's value at state i's instant, as a reader of the table sees it then:
+      // before the op, until the first state whose table gives the new value; after it, from the
+      // last state whose table gives the old one on.
+      byte[] old = before.get(name);
+      byte[] now = model.get(name);
+      int firstAfter = states.size();
+      int lastBefore = -1;
+      for (int i = 0; i < states.size(); i++) {
+        Object t = lookup(l, o, key, states.get(i), states.get(i), states.get(i));
+        if (same(t, now) && !same(t, old)) {
+          firstAfter = Math.min(firstAfter, i);
+        } else if (same(t, old) && !same(t, now)) {
+          lastBefore = i;
+        }
+      }
+      for (long[] hint : hints.getOrDefault(name, List.of())) {
+        for (int i = 0; i < states.size(); i++) {
+          for (int k = 0; k < states.size(); k++) {
+            byte[] e = extentCopy(hint, states.get(i), states.get(k));
+            hintsChecked++;
+            if (!Extents.current(e, hint[3]) || !Extents.hasKey(e, key)) {
+              continue;
+            }
+            hintsHeld++;
+            byte[] got = Extents.value(e);
+            boolean ok =
+                (Arrays.equals(got, old) && i < firstAfter)
+                    || (Arrays.equals(got, now) && i > lastBefore);
+            if (!ok) {
+              fail(
+                  "op "
+                      + op
+                      + " on "
+                      + name
+                      + ": a hint read with its current word from state "
+                      + i
+                      + " and the rest from "
+                      + k
+                      + " of "
+                      + states.size()
+                      + " verified with "
+                      + got.length
+                      + " B; the table gives the new value from state "
+                      + firstAfter
+                      + " and the old one until "
+                      + lastBefore);
+            }
+          }
+        }
+      }
+      // The pointers a reader follows now become hints.
+      Map<Integer, byte[]> last = states.get(states.size() - 1);
+      for (int n = 0; n < 60; n++) {
+        followed = null;
+        lookup(l, o, b("key-" + n), last, last, last);
+        if (followed != null) {
+          long[] f = followed;
+          List<long[]> known = hints.computeIfAbsent("key-" + n, x -> new ArrayList<>());
+          if (known.stream().noneMatch(h -> Arrays.equals(h, f))) {
+            known.add(f);
+          }
+        }
+      }
       maxOverflow = Math.max(maxOverflow, shard.stats().overflowKeys());
     }
+    assertTrue(
+        hintsHeld > 200, "hinted copies that verified: " + hintsHeld + " of " + hintsChecked);
+    assertTrue(hintsChecked > 3 * hintsHeld, "stale hints were checked: " + hintsChecked);
     ShardStats s = shard.stats();
     assertTrue(s.moves() > 0, "displacements and pulls happened: " + s);
     assertTrue(maxOverflow > 0, "overflow chains were used");
@@ -257,13 +341,30 @@ class HopscotchProtocolTest {
     if (!HopscotchLayout.outOfLine(src, at)) {
       return HopscotchLayout.inlineValue(src, at);
     }
-    byte[] region = sk.get(l.extents().get(HopscotchLayout.extentRegion(src, at)).regionId());
-    int off = HopscotchLayout.extentOffset(src, at);
-    byte[] e = Arrays.copyOfRange(region, off, off + HopscotchLayout.extentLength(src, at));
-    if (!HopscotchLayout.extentValid(
-        e, HopscotchLayout.extentIncarnation(src, at), HopscotchLayout.extentChecksum(src, at))) {
+    long[] pointer = {
+      l.extents().get(HopscotchLayout.extentRegion(src, at)).regionId(),
+      HopscotchLayout.extentOffset(src, at),
+      HopscotchLayout.extentLength(src, at),
+      HopscotchLayout.extentChecksum(src, at)
+    };
+    byte[] e = extentCopy(pointer, sk, sk);
+    if (!Extents.valid(e, pointer[3])) {
       return REJECT;
     }
-    return HopscotchLayout.extentHasKey(e, key) ? HopscotchLayout.extentValue(e) : null;
+    if (!Extents.hasKey(e, key)) {
+      return null;
+    }
+    followed = pointer;
+    return Extents.value(e);
+  }
+
+  /**
+   * A copy of the extent {@code p} names: its current word from state {@code sw}, the rest from sr.
+   */
+  private static byte[] extentCopy(long[] p, Map<Integer, byte[]> sw, Map<Integer, byte[]> sr) {
+    int off = (int) p[1];
+    byte[] e = Arrays.copyOfRange(sr.get((int) p[0]), off, off + (int) p[2]);
+    System.arraycopy(sw.get((int) p[0]), off + Extents.CURRENT, e, Extents.CURRENT, 4);
+    return e;
   }
 }
