@@ -26,42 +26,30 @@ import java.util.Map;
  *
  * <h2>Shape</h2>
  *
- * A direct-mapped array of immutable {@link Hint}s indexed by the key's hash, shared by every
- * handle of the table in the process ({@link #forTable}) and their threads, without locks: a racy
- * read sees a whole hint or another one (the fields are final), and a lost update costs one table
- * read. Capacity {@code ferrite.kv.extentHints} entries (default {@value #DEFAULT_CAPACITY}, about
- * 40 B each once filled; 0 turns hints off). Hints are used only where a read costs a round trip
- * ({@link FabricConnection#opsAreRoundTrips}: tcp): over shm the table read is a copy of a few
- * hundred bytes, and the one-sided read counts of {@code bench kv} stay those of the layouts.
+ * A direct-mapped table indexed by the key's hash, in primitive arrays (a lookup touches no object:
+ * it showed in a multiGet's profile as a pointer chase per key), shared by every handle of the
+ * table in the process ({@link #forTable}) and their threads, without locks: a racy read may mix
+ * the fields of two hints, which is only a wrong guess (the copy fails its check and the hint is
+ * forgotten), and a lost update costs one table read. Capacity {@code ferrite.kv.extentHints}
+ * entries (default {@value #DEFAULT_CAPACITY}, 28 B each; 0 turns hints off). Hints are used only
+ * where a read costs a round trip ({@link FabricConnection#opsAreRoundTrips}: tcp): over shm the
+ * table read is a copy of a few hundred bytes, and the one-sided read counts of {@code bench kv}
+ * stay those of the layouts.
  */
 final class ExtentHints {
   static final int DEFAULT_CAPACITY = 1 << 16;
   static final int MAX_CAPACITY = 1 << 24;
 
   /** One key's last seen extent: the fields of the pointer to it. */
-  record Hint(long hash, int region, int offset, int length, long checksum) {
-    /** Whether the pointer these fields describe is the one this hint names. */
-    boolean names(int region, int offset, int length, long checksum) {
-      return this.region == region
-          && this.offset == offset
-          && this.length == length
-          && this.checksum == checksum;
-    }
-
-    /** The region of {@code extents} this hint reads, or null if it is not a valid read there. */
-    RegionRef regionIn(List<RegionRef> extents) {
-      if (region >= extents.size() || length <= 0) {
-        return null;
-      }
-      RegionRef r = extents.get(region);
-      return (offset & 0xFFFFFFFFL) + length <= r.length() ? r : null;
-    }
-  }
+  record Hint(long hash, int region, int offset, int length, long checksum) {}
 
   /** Every table's hints in this process, by table id (random 64-bit, never reused). */
   private static final Map<Long, WeakReference<ExtentHints>> SHARED = new HashMap<>();
 
-  private final Hint[] hints;
+  private final long[] hashes;
+  private final long[] places; // region << 32 | offset
+  private final int[] lengths;
+  private final long[] checksums;
   private final int mask;
 
   ExtentHints(int capacity) {
@@ -70,7 +58,10 @@ final class ExtentHints {
           "ferrite.kv.extentHints: " + capacity + " (expected: 0 to " + MAX_CAPACITY + ")");
     }
     int n = capacity <= 1 ? capacity : Integer.highestOneBit(capacity - 1) << 1;
-    this.hints = n == 0 ? null : new Hint[n];
+    this.hashes = n == 0 ? null : new long[n];
+    this.places = new long[n];
+    this.lengths = new int[n];
+    this.checksums = new long[n];
     this.mask = n - 1;
   }
 
@@ -98,39 +89,82 @@ final class ExtentHints {
 
   /** Number of hints this cache holds at most (0: off). */
   int capacity() {
-    return hints == null ? 0 : hints.length;
+    return hashes == null ? 0 : hashes.length;
   }
 
-  /** The hint of {@code hash}, or null. */
+  /** The hint of {@code hash}, or null (a copy; for tests and the slow path). */
   Hint lookup(long hash) {
-    if (hints == null) {
+    int i = find(hash);
+    return i < 0 ? null : new Hint(hash, region(i), offset(i), lengths[i], checksums[i]);
+  }
+
+  /** The index of the hint of {@code hash}, or -1; read its fields with the accessors below. */
+  int find(long hash) {
+    if (hashes == null || hash == 0) {
+      return -1;
+    }
+    int i = index(hash);
+    return hashes[i] == hash ? i : -1;
+  }
+
+  int region(int i) {
+    return (int) (places[i] >>> 32);
+  }
+
+  int offset(int i) {
+    return (int) places[i];
+  }
+
+  int length(int i) {
+    return lengths[i];
+  }
+
+  long checksum(int i) {
+    return checksums[i];
+  }
+
+  /**
+   * The region of {@code extents} that hint {@code i} reads, or null if it is not a valid read
+   * there.
+   */
+  RegionRef regionIn(int i, List<RegionRef> extents) {
+    int region = region(i);
+    int length = lengths[i];
+    if (region < 0 || region >= extents.size() || length <= 0) {
       return null;
     }
-    Hint h = hints[index(hash)];
-    return h != null && h.hash == hash ? h : null;
+    RegionRef r = extents.get(region);
+    return (offset(i) & 0xFFFFFFFFL) + length <= r.length() ? r : null;
   }
 
   /** Remembers the pointer a lookup of {@code hash} just followed to a verified value. */
   void remember(long hash, int region, int offset, int length, long checksum) {
-    if (hints == null) {
+    if (hashes == null || hash == 0) {
       return;
     }
     int i = index(hash);
-    Hint h = hints[i];
-    if (h == null || h.hash != hash || !h.names(region, offset, length, checksum)) {
-      hints[i] = new Hint(hash, region, offset, length, checksum);
+    long place = (long) region << 32 | (offset & 0xFFFFFFFFL);
+    if (hashes[i] == hash
+        && places[i] == place
+        && lengths[i] == length
+        && checksums[i] == checksum) {
+      return; // the common case: the hint the lookup used; no write
     }
+    hashes[i] = 0; // a reader racing this sees no hint or a mix, never a wrong answer
+    places[i] = place;
+    lengths[i] = length;
+    checksums[i] = checksum;
+    hashes[i] = hash;
   }
 
-  /** Forgets the hint of {@code hash} (the key is absent, or the hinted read failed). */
+  /** Forgets the hint of {@code hash} (the hinted read failed). */
   void forget(long hash) {
-    if (hints == null) {
+    if (hashes == null) {
       return;
     }
     int i = index(hash);
-    Hint h = hints[i];
-    if (h != null && h.hash == hash) {
-      hints[i] = null;
+    if (hashes[i] == hash) {
+      hashes[i] = 0;
     }
   }
 

@@ -93,6 +93,33 @@ public final class Extents {
         && valid(e, checksum);
   }
 
+  /**
+   * The value of {@code key} in the extent copy at {@code at} of {@code b} ({@code length} bytes),
+   * read without its pointer by a hint with {@code checksum}: if the copy is {@link #current},
+   * whole and of that key; else null. Clears the copy's current word.
+   */
+  static byte[] currentValue(byte[] b, int at, int length, long checksum, byte[] key) {
+    if (length < HEADER) {
+      return null;
+    }
+    int incarnation = HopscotchLayout.getInt(b, at);
+    int keyLength = HopscotchLayout.getInt(b, at + 4);
+    int valueLength = HopscotchLayout.getInt(b, at + 8);
+    if (incarnation == 0
+        || HopscotchLayout.getInt(b, at + CURRENT) != incarnation
+        || keyLength != key.length
+        || (long) HEADER + keyLength + valueLength != length) {
+      return null;
+    }
+    HopscotchLayout.putInt(b, at + CURRENT, 0);
+    int from = at + HEADER;
+    if (Checksum64.of(b, at, length) != checksum
+        || !Arrays.equals(b, from, from + keyLength, key, 0, keyLength)) {
+      return null;
+    }
+    return Arrays.copyOfRange(b, from + keyLength, from + keyLength + valueLength);
+  }
+
   /** The checksum a pointer to the extent {@code image} (current word 0) holds. */
   public static long checksum(byte[] image) {
     return Checksum64.of(image);

@@ -72,22 +72,24 @@ abstract class LayoutReader {
    * the hint names a region this layout does not have). A failed read forgets it too and is thrown.
    */
   private byte[] probeHint(FabricConnection c, ShardLayout l, byte[] key, long h) {
-    ExtentHints.Hint hint = hints.lookup(h);
-    if (hint == null) {
+    int i = hints.find(h);
+    if (i < 0) {
       return null;
     }
-    RegionRef r = hint.regionIn(l.extents());
+    RegionRef r = hints.regionIn(i, l.extents());
+    int length = hints.length(i);
+    long checksum = hints.checksum(i);
     byte[] v = null;
     if (r != null) {
-      byte[] e = new byte[hint.length()];
+      byte[] e = scratch(length);
       stats.hintedReads.increment();
       try {
-        c.readSync(r, hint.offset() & 0xFFFFFFFFL, ByteBuffer.wrap(e));
+        c.readSync(r, hints.offset(i) & 0xFFFFFFFFL, ByteBuffer.wrap(e, 0, length));
       } catch (FerriteException ex) {
         hints.forget(h);
         throw ex;
       }
-      v = hintedValue(e, hint, key);
+      v = Extents.currentValue(e, 0, length, checksum, key);
     }
     if (v == null) {
       hints.forget(h);
@@ -98,9 +100,17 @@ abstract class LayoutReader {
     return v;
   }
 
-  /** The value in {@code e}, a copy of the extent {@code hint} names, if it verifies; else null. */
-  private static byte[] hintedValue(byte[] e, ExtentHints.Hint hint, byte[] key) {
-    return Extents.current(e, hint.checksum()) && Extents.hasKey(e, key) ? Extents.value(e) : null;
+  private static final ThreadLocal<byte[]> HINT_SCRATCH =
+      ThreadLocal.withInitial(() -> new byte[0]);
+
+  /** The calling thread's buffer for hinted extent copies, at least {@code length} bytes. */
+  private static byte[] scratch(int length) {
+    byte[] b = HINT_SCRATCH.get();
+    if (b.length < length) {
+      b = new byte[Math.max(length, 2 * b.length)];
+      HINT_SCRATCH.set(b);
+    }
+    return b;
   }
 
   /** Remembers the extent a lookup of {@code h} just read and verified through the table. */
@@ -118,32 +128,25 @@ abstract class LayoutReader {
       List<byte[]> keys, long[] hs, ShardLayout[] ls, byte[][] out, boolean[] done) {
     Batches round = new Batches(table.client());
     int n = keys.size();
-    ExtentHints.Hint[] hinted = null;
-    byte[][] copies = null;
+    HintedRound h = new HintedRound(n);
     int hintServer = -1; // whether hints are worth it, for the last server asked about
     boolean hinting = false;
-    for (int i = 0; i < n; i++) {
-      ExtentHints.Hint hint = hints.lookup(hs[i]);
-      if (hint == null) {
+    for (int k = 0; k < n; k++) {
+      int i = hints.find(hs[k]);
+      if (i < 0) {
         continue;
       }
-      if (ls[i].entries().serverId() != hintServer) {
-        hintServer = ls[i].entries().serverId();
+      if (ls[k].entries().serverId() != hintServer) {
+        hintServer = ls[k].entries().serverId();
         hinting = table.hinting(table.client().connection(hintServer));
       }
-      RegionRef r = hinting ? hint.regionIn(ls[i].extents()) : null;
-      if (r == null) {
-        continue;
+      RegionRef r = hinting ? hints.regionIn(i, ls[k].extents()) : null;
+      if (r != null) {
+        h.add(k, r, hints.offset(i) & 0xFFFFFFFFL, hints.length(i), hints.checksum(i));
       }
-      if (hinted == null) {
-        hinted = new ExtentHints.Hint[n];
-        copies = new byte[n][];
-      }
-      hinted[i] = hint;
-      copies[i] = new byte[hint.length()];
-      round.read(r, hint.offset() & 0xFFFFFFFFL, ByteBuffer.wrap(copies[i]));
     }
-    multiGet(keys, hs, ls, out, done, round, new HintedRound(hinted, copies));
+    h.queue(round);
+    multiGet(keys, hs, ls, out, done, round, h);
   }
 
   /**
@@ -161,19 +164,58 @@ abstract class LayoutReader {
       Batches round,
       HintedRound hinted);
 
-  /** The hinted extent reads of a multiGet's round 1, and what they settle. */
+  /**
+   * The hinted extent reads of a multiGet's round 1, and what they settle: every copy in one
+   * per-thread buffer, checked against the hint's fields as they were when the read was queued
+   * (another thread may replace a hint before the round ends).
+   */
   final class HintedRound {
-    private final ExtentHints.Hint[] hints;
-    private final byte[][] copies;
+    private final int n;
+    private int[] at; // per key: where its copy starts in the buffer, or -1 (not hinted)
+    private int[] lengths;
+    private long[] checksums;
+    private RegionRef[] regions;
+    private long[] offsets;
+    private int bytes;
 
-    HintedRound(ExtentHints.Hint[] hints, byte[][] copies) {
-      this.hints = hints;
-      this.copies = copies;
+    HintedRound(int n) {
+      this.n = n;
     }
 
-    /** Whether key {@code i} was read by its hint (the layout reads nothing for it in round 1). */
-    boolean covers(int i) {
-      return hints != null && hints[i] != null;
+    /** Key {@code k} is read by its hint: {@code length} bytes at {@code offset} of {@code r}. */
+    void add(int k, RegionRef r, long offset, int length, long checksum) {
+      if (at == null) {
+        at = new int[n];
+        java.util.Arrays.fill(at, -1);
+        lengths = new int[n];
+        checksums = new long[n];
+        regions = new RegionRef[n];
+        offsets = new long[n];
+      }
+      at[k] = bytes;
+      bytes += length;
+      lengths[k] = length;
+      checksums[k] = checksum;
+      regions[k] = r;
+      offsets[k] = offset;
+    }
+
+    /** Queues the hinted reads into {@code round}. */
+    void queue(Batches round) {
+      if (at == null) {
+        return;
+      }
+      byte[] scratch = scratch(bytes);
+      for (int k = 0; k < n; k++) {
+        if (at[k] >= 0) {
+          round.read(regions[k], offsets[k], ByteBuffer.wrap(scratch, at[k], lengths[k]));
+        }
+      }
+    }
+
+    /** Whether key {@code k} was read by its hint (the layout reads nothing for it in round 1). */
+    boolean covers(int k) {
+      return at != null && at[k] >= 0;
     }
 
     /**
@@ -183,23 +225,24 @@ abstract class LayoutReader {
      */
     boolean flush(Batches round, List<byte[]> keys, long[] hs, byte[][] out, boolean[] done) {
       boolean ok = round.flushAndWait();
-      if (hints == null) {
+      if (at == null) {
         return ok;
       }
+      byte[] scratch = HINT_SCRATCH.get();
       int reads = 0;
       int hits = 0;
-      for (int i = 0; i < hints.length; i++) {
-        if (hints[i] == null) {
+      for (int k = 0; k < n; k++) {
+        if (at[k] < 0) {
           continue;
         }
         reads++;
-        byte[] v = ok ? hintedValue(copies[i], hints[i], keys.get(i)) : null;
-        copies[i] = null;
+        byte[] v =
+            ok ? Extents.currentValue(scratch, at[k], lengths[k], checksums[k], keys.get(k)) : null;
         if (v == null) {
-          LayoutReader.this.hints.forget(hs[i]);
+          hints.forget(hs[k]);
         } else {
-          out[i] = v;
-          done[i] = true;
+          out[k] = v;
+          done[k] = true;
           hits++;
         }
       }

@@ -6,7 +6,6 @@ import io.ferrite.fabric.FabricConnection;
 import io.ferrite.fabric.RegionRef;
 import io.ferrite.kernel.client.FerriteClient;
 import io.ferrite.kv.Extents;
-import io.ferrite.kv.HopscotchLayout;
 import io.ferrite.kv.KvClient;
 import io.ferrite.kv.KvTable;
 import io.ferrite.kv.ShardLayout;
@@ -24,11 +23,11 @@ import java.util.Random;
 /**
  * Where the time of a tcp get goes, in CPU time rather than throughput, so that it can be read on a
  * loaded machine: one caller thread runs {@code get} and {@code multiGet} of 16 keys on a hopscotch
- * table (zipfian keys, as {@code bench kv}), and beside each the same fabric reads raw — one batch
- * of what a hinted lookup reads (the bucket and the extent per key), no verification. For each it
- * prints per operation the wall time, the caller's CPU time and the server's tcp I/O threads' CPU
- * time; the differences between a kv operation and its raw reads are the client's and the server's
- * cost of the kv layer.
+ * table (zipfian keys, as {@code bench kv}), and beside each the same fabric reads raw — what a
+ * hinted lookup reads (the extent of each key, one batch), no verification. For each it prints per
+ * operation the wall time, the caller's CPU time and the server's tcp I/O threads' CPU time; the
+ * differences between a kv operation and its raw reads are the client's and the server's cost of
+ * the kv layer.
  *
  * <pre>
  * java -cp 'ferrite-cli/target/lib/*' io.ferrite.bench.kv.KvProbe [VALUE_BYTES [KEYS [OPS [ROUNDS]]]]
@@ -61,9 +60,7 @@ public final class KvProbe {
       Zipfian zipf = new Zipfian(keys);
       FabricConnection conn = c.connection(t.serverOf(0));
       ShardLayout l = t.layout(0);
-      int bucketBytes = HopscotchLayout.bucketBytes(HopscotchLayout.slotBytes(56));
       int extent = Extents.HEADER + KvBench.KEY_BYTES + size;
-      int buckets = l.slots() / HopscotchLayout.BUCKET_SLOTS;
       System.out.printf(
           Locale.ROOT,
           "%d B values, %d keys, %d ops per run; per op: wall, caller CPU, server I/O CPU (µs)%n",
@@ -72,10 +69,7 @@ public final class KvProbe {
           ops);
       for (int round = 0; round < rounds; round++) {
         run("get", ops, r -> t.get(ks[zipf.next(r)]));
-        run(
-            "raw get (bucket + extent, 1 batch)",
-            ops,
-            r -> raw(conn, l, r, zipf, buckets, 1, bucketBytes, extent));
+        run("raw get (an extent-sized read)", ops, r -> raw(conn, l, r, zipf, 1, extent));
         run(
             "multiGet 16",
             ops / 4,
@@ -87,9 +81,9 @@ public final class KvProbe {
               t.multiGet(batch);
             });
         run(
-            "raw 16 (16 buckets + 16 extents, 1 batch)",
+            "raw 16 (16 extent-sized reads, 1 batch)",
             ops / 4,
-            r -> raw(conn, l, r, zipf, buckets, 16, bucketBytes, extent));
+            r -> raw(conn, l, r, zipf, 16, extent));
       }
       System.out.println(t.lookupStats());
     } finally {
@@ -101,23 +95,16 @@ public final class KvProbe {
   }
 
   private static void raw(
-      FabricConnection c,
-      ShardLayout l,
-      Random r,
-      Zipfian zipf,
-      int buckets,
-      int n,
-      int bucketBytes,
-      int extent) {
-    Batch b = c.batch();
-    RegionRef entries = l.entries();
+      FabricConnection c, ShardLayout l, Random r, Zipfian zipf, int n, int extent) {
     RegionRef extents = l.extents().get(0);
+    if (n == 1) {
+      zipf.next(r);
+      c.readSync(extents, 0, ByteBuffer.wrap(new byte[extent]));
+      return;
+    }
+    Batch b = c.batch();
     for (int k = 0; k < n; k++) {
       zipf.next(r);
-      b.read(
-          entries,
-          HopscotchLayout.bucketOffset(r.nextInt(buckets), bucketBytes),
-          ByteBuffer.allocate(bucketBytes));
       b.read(extents, 0, ByteBuffer.wrap(new byte[extent]));
     }
     b.flushSync();
