@@ -23,6 +23,7 @@ import java.util.List;
 import java.util.Random;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicReference;
+import java.util.concurrent.locks.LockSupport;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
@@ -429,11 +430,21 @@ abstract class KvTableContractTest {
     assertTrue(seen >= 0);
   }
 
+  /** How long the tearing local fabric waits between the halves of a read (torn-read test). */
+  private static final long TEAR_WAIT_NANOS = 200_000;
+
+  /** The torn-read test's writer pauses up to this long between writes: see the test. */
+  private static final int WRITER_PAUSE_NANOS = 200_000;
+
   @Test
   void tornReadsAreDetectedAndRetried(Random random) throws Exception {
-    // The local fabric copies half of each read, waits up to 1 ms, then copies the rest, while a
+    // The local fabric copies half of each read, waits 200 µs, then copies the rest, while a
     // writer keeps rewriting a few keys (inline and out of line) and deleting them: every copy
     // that mixes two states must fail its verification, and only written values come back.
+    // The writer pauses 0-200 µs between writes. It must: an optimistic reader finishes only
+    // when a copy falls between two writes of its key, and a writer that rewrites a key faster
+    // than the stretched read (a Pilaf entry is torn by any write of its key) starves it until
+    // the lookup deadline (CONFLICT). Over tcp or shm a 32 B copy takes nanoseconds, not 200 µs.
     KvTable t = kv.createTable("torn", small().withShards(1).withSlotsPerShard(64));
     for (int i = 0; i < 40; i++) {
       t.put(b("filler-" + i), b("f" + i));
@@ -444,7 +455,7 @@ abstract class KvTableContractTest {
       values[i] = new byte[i * 37];
       Arrays.fill(values[i], (byte) (i + 1));
     }
-    cluster.network.faults().tearWait(Duration.ofMillis(1));
+    cluster.network.faults().tearWait(Duration.ofNanos(TEAR_WAIT_NANOS));
     cluster.network.faults().tearReads(true);
     AtomicBoolean done = new AtomicBoolean();
     AtomicReference<Throwable> failed = new AtomicReference<>();
@@ -461,6 +472,7 @@ abstract class KvTableContractTest {
                   } else {
                     t.put(k, values[wr.nextInt(values.length)]);
                   }
+                  LockSupport.parkNanos(wr.nextInt(WRITER_PAUSE_NANOS));
                 }
               } catch (Throwable e) {
                 failed.compareAndSet(null, e);
