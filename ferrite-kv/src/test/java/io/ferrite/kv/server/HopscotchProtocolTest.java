@@ -172,11 +172,10 @@ class HopscotchProtocolTest {
           }
         }
       }
-      // Every hint of the written key, read alone: current word from state i, the rest from k. What
-      // it
-      // reads must be the key's value at state i's instant, as a reader of the table sees it then:
-      // before the op, until the first state whose table gives the new value; after it, from the
-      // last state whose table gives the old one on.
+      // Every hint of the written key, read alone: current word from state i, the rest from k.
+      // What it reads must be the key's value at state i's instant, as a reader of the table sees
+      // it then: before the op, until the first state whose table gives the new value; after it,
+      // from the last state whose table gives the old one on.
       byte[] old = before.get(name);
       byte[] now = model.get(name);
       int firstAfter = states.size();
