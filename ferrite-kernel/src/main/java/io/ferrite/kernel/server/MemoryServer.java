@@ -356,6 +356,25 @@ public final class MemoryServer implements AutoCloseable {
     }
 
     @Override
+    public void freeRegion(MappedRegion region) {
+      RegionInfo info = store.freeServiceRegion(serverId, region, service.name());
+      try {
+        link.stub().removeRegion(serverId, info.ref().regionId());
+      } catch (FerriteException e) {
+        // Not registered yet, or reconnecting: the next REGISTER lists the regions without it.
+        LOG.log(
+            System.Logger.Level.DEBUG,
+            "the master forgets region {0} with the next registration",
+            info.ref().regionId());
+      }
+    }
+
+    @Override
+    public long[] regionUsage() {
+      return store.serviceRegions(service.name());
+    }
+
+    @Override
     public RegionRef ref(MappedRegion region) {
       return table.ref(serverId, region.id());
     }

@@ -258,17 +258,28 @@ class ClusterEndToEndTest {
 
   /** Echoes requests and creates one region of its own. */
   static final class EchoService implements FerriteService {
+    final int id;
+    final String name;
     volatile ServiceContext ctx;
     volatile MappedRegion region;
 
+    EchoService() {
+      this(16, "echo");
+    }
+
+    EchoService(int id, String name) {
+      this.id = id;
+      this.name = name;
+    }
+
     @Override
     public int id() {
-      return 16;
+      return id;
     }
 
     @Override
     public String name() {
-      return "echo";
+      return name;
     }
 
     @Override
@@ -315,6 +326,65 @@ class ClusterEndToEndTest {
     for (BlockRef b : c.allocate(4)) {
       assertTrue(b.regionId() != echo.region.id() || b.serverId() != s.serverId());
     }
+  }
+
+  @Test
+  void aServiceFreesItsOwnRegionsAndNoOtherAndIdsAreNotReused() throws Exception {
+    EchoService echo = new EchoService();
+    EchoService other = new EchoService(17, "other");
+    MemoryServer s = cluster.startServer("s3", echo, other);
+    FerriteClient c = cluster.client();
+    MappedRegion mine = echo.region;
+    java.nio.file.Path file = mine.file();
+    io.ferrite.fabric.RegionRef ref = echo.ctx.ref(mine);
+    assertTrue(java.nio.file.Files.exists(file));
+    assertEquals(1, echo.ctx.regionUsage()[0]);
+    assertEquals(64 * 1024, echo.ctx.regionUsage()[1]);
+    c.connection(s.serverId()).readSync(ref, 0, ByteBuffer.allocate(8));
+
+    // Another service's region: refused by name, nothing changes.
+    FerriteException notMine =
+        assertThrows(FerriteException.class, () -> echo.ctx.freeRegion(other.region));
+    assertEquals(ErrorCode.INVALID_ARGUMENT, notMine.code(), notMine.getMessage());
+    assertTrue(notMine.getMessage().contains("service 'other'"), notMine.getMessage());
+    assertTrue(java.nio.file.Files.exists(other.region.file()));
+    c.connection(s.serverId())
+        .readSync(other.ctx.ref(other.region), 0, ByteBuffer.allocate(8)); // still served
+
+    echo.ctx.freeRegion(mine);
+    assertTrue(!java.nio.file.Files.exists(file), "the region file is deleted");
+    assertEquals(0, echo.ctx.regionUsage()[0]);
+    assertEquals(1, other.ctx.regionUsage()[0]);
+    FerriteException gone =
+        assertThrows(
+            FerriteException.class,
+            () -> c.connection(s.serverId()).readSync(ref, 0, ByteBuffer.allocate(8)));
+    assertEquals(ErrorCode.NO_SUCH_REGION, gone.code(), gone.getMessage());
+    List<RegionInfo> listed = c.masterStub().regions(s.serverId());
+    assertTrue(
+        listed.stream().noneMatch(r -> r.ref().regionId() == mine.id()),
+        "the master forgets the freed region: " + listed);
+    assertTrue(listed.stream().anyMatch(r -> r.service().equals("other")), listed.toString());
+
+    // Freed already: a specific error, not a second free.
+    FerriteException twice = assertThrows(FerriteException.class, () -> echo.ctx.freeRegion(mine));
+    assertEquals(ErrorCode.NO_SUCH_REGION, twice.code(), twice.getMessage());
+
+    // The freed id is never given again: a stale ref cannot reach a newer region.
+    MappedRegion next = echo.ctx.createRegion("dram", 64 * 1024);
+    assertTrue(next.id() > mine.id(), next.id() + " after " + mine.id());
+    echo.ctx.freeRegion(next);
+
+    // The master refuses to forget a block-pool region that way; the server keeps serving.
+    BlockRef b = c.allocate(1, "dram", true, "").get(0);
+    FerriteException pool =
+        assertThrows(
+            FerriteException.class, () -> c.masterStub().removeRegion(b.serverId(), b.regionId()));
+    assertEquals(ErrorCode.INVALID_ARGUMENT, pool.code(), pool.getMessage());
+    c.write(b, 0, ByteBuffer.wrap(new byte[] {5})).join();
+    ByteBuffer echoed =
+        Futures.join(c.call(s.serverId(), 16, 1, ByteBuffer.wrap(new byte[] {1, 2})));
+    assertEquals(2, echoed.remaining());
   }
 
   @Test
