@@ -2,6 +2,7 @@ package io.ferrite.fabric;
 
 import java.io.IOException;
 import java.io.UncheckedIOException;
+import java.lang.ref.Cleaner;
 import java.lang.ref.Reference;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
@@ -13,6 +14,7 @@ import java.nio.file.Path;
 import java.nio.file.StandardOpenOption;
 import java.nio.file.attribute.PosixFilePermissions;
 import java.util.EnumSet;
+import java.util.concurrent.atomic.AtomicLong;
 import org.agrona.IoUtil;
 import org.agrona.concurrent.UnsafeBuffer;
 
@@ -49,6 +51,13 @@ public final class MappedRegion implements AutoCloseable {
       throw new ExceptionInInitializerError("Ferrite needs a little-endian platform");
     }
   }
+
+  /** Watches released mappings: the JVM unmaps each once it is unreachable. */
+  private static final Cleaner CLEANER =
+      Cleaner.create(new NamedThreadFactory("ferrite-unmap", true));
+
+  /** Regions released in this process whose memory the JVM has not unmapped yet. */
+  private static final AtomicLong RELEASED_MAPPED = new AtomicLong();
 
   private final int id;
   private final long rkey;
@@ -275,7 +284,18 @@ public final class MappedRegion implements AutoCloseable {
     if (!closed) {
       released = true;
       closed = true;
+      RELEASED_MAPPED.incrementAndGet();
+      // Runs when the buffer is phantom reachable, i.e. when its own cleaner unmaps it.
+      CLEANER.register(mapped, RELEASED_MAPPED::decrementAndGet);
     }
+  }
+
+  /**
+   * How many regions of this process were {@link #release() released} and are still mapped (some
+   * op, or a reference not yet collected, holds them): their memory comes back after a GC.
+   */
+  public static long releasedStillMapped() {
+    return RELEASED_MAPPED.get();
   }
 
   /** Unmaps the memory. Does not delete the file. Idempotent; does nothing after release. */

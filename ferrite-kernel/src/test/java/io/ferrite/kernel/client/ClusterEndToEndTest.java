@@ -328,15 +328,30 @@ class ClusterEndToEndTest {
     }
   }
 
+  private static void freeTwice(EchoService echo) {
+    MappedRegion mine = echo.region;
+    echo.region = null;
+    echo.ctx.freeRegion(mine);
+    // Freed already: a specific error, not a second free.
+    FerriteException twice = assertThrows(FerriteException.class, () -> echo.ctx.freeRegion(mine));
+    assertEquals(ErrorCode.NO_SUCH_REGION, twice.code(), twice.getMessage());
+  }
+
+  private static int createAndFree(EchoService echo) {
+    MappedRegion next = echo.ctx.createRegion("dram", 64 * 1024);
+    echo.ctx.freeRegion(next);
+    return next.id();
+  }
+
   @Test
   void aServiceFreesItsOwnRegionsAndNoOtherAndIdsAreNotReused() throws Exception {
     EchoService echo = new EchoService();
     EchoService other = new EchoService(17, "other");
     MemoryServer s = cluster.startServer("s3", echo, other);
     FerriteClient c = cluster.client();
-    MappedRegion mine = echo.region;
-    java.nio.file.Path file = mine.file();
-    io.ferrite.fabric.RegionRef ref = echo.ctx.ref(mine);
+    int mineId = echo.region.id();
+    Path file = echo.region.file();
+    io.ferrite.fabric.RegionRef ref = echo.ctx.ref(echo.region);
     assertTrue(java.nio.file.Files.exists(file));
     assertEquals(1, echo.ctx.regionUsage()[0]);
     assertEquals(64 * 1024, echo.ctx.regionUsage()[1]);
@@ -351,7 +366,7 @@ class ClusterEndToEndTest {
     c.connection(s.serverId())
         .readSync(other.ctx.ref(other.region), 0, ByteBuffer.allocate(8)); // still served
 
-    echo.ctx.freeRegion(mine);
+    freeTwice(echo); // in its own frame: nothing here keeps the region reachable
     assertTrue(!java.nio.file.Files.exists(file), "the region file is deleted");
     assertEquals(0, echo.ctx.regionUsage()[0]);
     assertEquals(1, other.ctx.regionUsage()[0]);
@@ -362,18 +377,27 @@ class ClusterEndToEndTest {
     assertEquals(ErrorCode.NO_SUCH_REGION, gone.code(), gone.getMessage());
     List<RegionInfo> listed = c.masterStub().regions(s.serverId());
     assertTrue(
-        listed.stream().noneMatch(r -> r.ref().regionId() == mine.id()),
+        listed.stream().noneMatch(r -> r.ref().regionId() == mineId),
         "the master forgets the freed region: " + listed);
     assertTrue(listed.stream().anyMatch(r -> r.service().equals("other")), listed.toString());
 
-    // Freed already: a specific error, not a second free.
-    FerriteException twice = assertThrows(FerriteException.class, () -> echo.ctx.freeRegion(mine));
-    assertEquals(ErrorCode.NO_SUCH_REGION, twice.code(), twice.getMessage());
-
     // The freed id is never given again: a stale ref cannot reach a newer region.
-    MappedRegion next = echo.ctx.createRegion("dram", 64 * 1024);
-    assertTrue(next.id() > mine.id(), next.id() + " after " + mine.id());
-    echo.ctx.freeRegion(next);
+    int nextId = createAndFree(echo);
+    assertTrue(nextId > mineId, nextId + " after " + mineId);
+
+    // The JVM unmaps both once nothing holds them (the server asks for a GC while released regions
+    // stay mapped; this test never calls one).
+    String deleted = " " + file.toAbsolutePath() + " (deleted)";
+    await(
+        "the freed region to be unmapped",
+        () -> {
+          try (java.util.stream.Stream<String> maps =
+              java.nio.file.Files.lines(Path.of("/proc/self/maps"))) {
+            return maps.noneMatch(l -> l.endsWith(deleted));
+          } catch (java.io.IOException e) {
+            throw new java.io.UncheckedIOException(e);
+          }
+        });
 
     // The master refuses to forget a block-pool region that way; the server keeps serving.
     BlockRef b = c.allocate(1, "dram", true, "").get(0);
