@@ -509,11 +509,6 @@ public final class KvService implements FerriteService {
     return s;
   }
 
-  /** For tests: the live regions of the kv service on this server and their bytes. */
-  long[] regionUsage() {
-    return context.regionUsage();
-  }
-
   /** For tests: the number of shards hosted here. */
   int shardCount() {
     return shards.size();
