@@ -72,8 +72,8 @@ public final class MemoryServer implements AutoCloseable {
   private volatile boolean closed;
 
   /**
-   * After a service frees a region: asks the JVM for a collection, with backoff, while released
-   * regions are still mapped, so that their memory comes back in seconds even in a server that
+   * After a service frees a region: asks the JVM for a collection, with backoff, while regions this
+   * server freed are still mapped, so that their memory comes back in seconds even in a server that
    * allocates too little for the GC to run by itself (the JVM unmaps a released region only once it
    * is unreachable: see {@link MappedRegion#release()}).
    */
@@ -81,6 +81,12 @@ public final class MemoryServer implements AutoCloseable {
 
   /** The reclaimer's next delay (ms), 0 when it is idle. Guarded by {@link #reclaimLock}. */
   private long reclaimDelayMillis;
+
+  /**
+   * Regions this server freed whose memory the JVM may not have unmapped yet (cleared once the
+   * region is collected). Guarded by {@link #reclaimLock}.
+   */
+  private final List<java.lang.ref.WeakReference<MappedRegion>> freedMapped = new ArrayList<>();
 
   private final Object reclaimLock = new Object();
 
@@ -102,9 +108,10 @@ public final class MemoryServer implements AutoCloseable {
     this.reclaimer = Threads.scheduler("ferrite-server-" + name + "-reclaim");
   }
 
-  /** After a free: makes sure a reclaim pass is scheduled (see {@link #reclaimer}). */
-  private void reclaimSoon() {
+  /** After {@code freed} was freed: makes sure a reclaim pass is scheduled ({@link #reclaimer}). */
+  private void reclaimSoon(MappedRegion freed) {
     synchronized (reclaimLock) {
+      freedMapped.add(new java.lang.ref.WeakReference<>(freed));
       if (reclaimDelayMillis == 0 && !closed) {
         reclaimDelayMillis = 500;
         scheduleReclaim();
@@ -112,14 +119,23 @@ public final class MemoryServer implements AutoCloseable {
     }
   }
 
+  /** Whether a region this server freed may still be mapped; forgets those collected. */
+  private boolean freedStillMapped() {
+    synchronized (reclaimLock) {
+      freedMapped.removeIf(r -> r.get() == null);
+      return !freedMapped.isEmpty();
+    }
+  }
+
   private void reclaim() {
-    if (MappedRegion.releasedStillMapped() > 0) {
+    if (freedStillMapped()) {
       // The only way to have the JVM unmap a region no op holds any more without a count on
-      // every one-sided op: a released region is unreachable once its ops are done.
+      // every one-sided op: a released region is unreachable once its ops are done. Only this
+      // server's frees count: mappings other code in the process released are its business.
       System.gc();
     }
     synchronized (reclaimLock) {
-      if (closed || MappedRegion.releasedStillMapped() == 0 || reclaimDelayMillis >= 32_000) {
+      if (closed || !freedStillMapped() || reclaimDelayMillis >= 32_000) {
         reclaimDelayMillis = 0; // done, or something still holds a mapping: the next free retries
         return;
       }
@@ -409,7 +425,7 @@ public final class MemoryServer implements AutoCloseable {
     @Override
     public void freeRegion(MappedRegion region) {
       RegionInfo info = store.freeServiceRegion(serverId, region, service.name());
-      reclaimSoon();
+      reclaimSoon(region);
       try {
         link.stub().removeRegion(serverId, info.ref().regionId());
       } catch (FerriteException e) {
