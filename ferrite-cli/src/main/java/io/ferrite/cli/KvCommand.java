@@ -265,7 +265,7 @@ final class KvCommand implements Runnable {
                 sb.append(
                     String.format(
                         Locale.ROOT,
-                        "%5s %6s %10s %10s %6s %12s %12s %4s %8s %8s %7s %10s %5s %5s%n",
+                        "%5s %6s %10s %10s %6s %12s %12s %4s %8s %8s %7s %10s %5s %5s %12s%n",
                         "shard",
                         "server",
                         "keys",
@@ -279,7 +279,8 @@ final class KvCommand implements Runnable {
                         "blocks",
                         "puts",
                         "full",
-                        "epoch"));
+                        "epoch",
+                        "region-bytes"));
                 long keys = 0;
                 long slots = 0;
                 for (int i = 0; i < all.size(); i++) {
@@ -289,7 +290,7 @@ final class KvCommand implements Runnable {
                   sb.append(
                       String.format(
                           Locale.ROOT,
-                          "%5d %6d %10d %10d %5.1f%% %12d %12d %4d %8d %8d %7d %10d %5d %5d%n",
+                          "%5d %6d %10d %10d %5.1f%% %12d %12d %4d %8d %8d %7d %10d %5d %5d %12d%n",
                           i,
                           t.serverOf(i),
                           s.count(),
@@ -303,7 +304,8 @@ final class KvCommand implements Runnable {
                           s.overflowBlocks(),
                           s.puts(),
                           s.fullErrors(),
-                          s.epoch()));
+                          s.epoch(),
+                          s.regionBytes()));
                 }
                 sb.append(
                     String.format(

@@ -43,6 +43,16 @@ public interface FabricConnection extends OneSided, AutoCloseable {
 
   boolean isOpen();
 
+  /**
+   * Tells the connection that the caller no longer needs {@code region} (its owner freed it, or the
+   * caller's layout stopped naming it): a connection that caches something per region (the shm
+   * fabric's mapping of the region file) drops it, so the memory can go back. Safe while other
+   * threads run ops on the region: those finish or fail with {@link ErrorCode#NO_SUCH_REGION}; a
+   * later op on it asks the server again. Does nothing if {@code region} (with its rkey) is not
+   * cached, and by default.
+   */
+  default void release(RegionRef region) {}
+
   /** Fails all outstanding ops with {@link ErrorCode#UNAVAILABLE} and releases every resource. */
   @Override
   void close();

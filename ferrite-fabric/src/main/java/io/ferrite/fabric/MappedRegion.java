@@ -2,6 +2,8 @@ package io.ferrite.fabric;
 
 import java.io.IOException;
 import java.io.UncheckedIOException;
+import java.lang.ref.Cleaner;
+import java.lang.ref.Reference;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
 import java.nio.MappedByteBuffer;
@@ -12,6 +14,7 @@ import java.nio.file.Path;
 import java.nio.file.StandardOpenOption;
 import java.nio.file.attribute.PosixFilePermissions;
 import java.util.EnumSet;
+import java.util.concurrent.atomic.AtomicLong;
 import org.agrona.IoUtil;
 import org.agrona.concurrent.UnsafeBuffer;
 
@@ -33,7 +36,11 @@ import org.agrona.concurrent.UnsafeBuffer;
  * platform Ferrite runs on; checked at class load).
  *
  * <p>Thread-safety: all methods may be called concurrently; {@link #close()} must not race with
- * accesses (owners keep a region mapped until every user of it is gone).
+ * accesses (owners keep a region mapped until every user of it is gone). {@link #release()} may: it
+ * stops the region for new ops and leaves the unmapping to the JVM, which unmaps a {@link
+ * MappedByteBuffer} only once nothing refers to it any more. Every access below ends with a {@link
+ * Reference#reachabilityFence}, so the region (and its buffer) stays reachable until the copy is
+ * done: an op that passed {@link #check} before the release finishes on mapped memory.
  */
 public final class MappedRegion implements AutoCloseable {
   /** Regions are indexed by {@code int}; 1 GiB keeps every offset + length well inside it. */
@@ -45,6 +52,13 @@ public final class MappedRegion implements AutoCloseable {
     }
   }
 
+  /** Watches released mappings: the JVM unmaps each once it is unreachable. */
+  private static final Cleaner CLEANER =
+      Cleaner.create(new NamedThreadFactory("ferrite-unmap", true));
+
+  /** Regions released in this process whose memory the JVM has not unmapped yet. */
+  private static final AtomicLong RELEASED_MAPPED = new AtomicLong();
+
   private final int id;
   private final long rkey;
   private final Path file;
@@ -52,6 +66,9 @@ public final class MappedRegion implements AutoCloseable {
   private final UnsafeBuffer buffer;
   private final int length;
   private volatile boolean closed;
+
+  /** Set by {@link #release()}: closed to new ops, unmapped by the JVM instead of by close. */
+  private volatile boolean released;
 
   private MappedRegion(int id, long rkey, Path file, MappedByteBuffer mapped) {
     this.id = id;
@@ -195,11 +212,13 @@ public final class MappedRegion implements AutoCloseable {
   /** Plain copy of {@code dst.remaining()} bytes at {@code offset} into {@code dst}. */
   public void readInto(long offset, ByteBuffer dst) {
     buffer.getBytes((int) offset, dst, dst.position(), dst.remaining());
+    Reference.reachabilityFence(this);
   }
 
   /** Plain copy of {@code src.remaining()} bytes from {@code src} to {@code offset}. */
   public void writeFrom(long offset, ByteBuffer src) {
     buffer.putBytes((int) offset, src, src.position(), src.remaining());
+    Reference.reachabilityFence(this);
   }
 
   /**
@@ -208,48 +227,103 @@ public final class MappedRegion implements AutoCloseable {
    */
   public long compareAndSwap(long offset, long expect, long update) {
     int i = (int) offset;
-    while (true) {
-      long cur = buffer.getLongVolatile(i);
-      if (cur != expect) {
-        // Linearizes at this read: the word did not hold expect.
-        return cur;
+    try {
+      while (true) {
+        long cur = buffer.getLongVolatile(i);
+        if (cur != expect) {
+          // Linearizes at this read: the word did not hold expect.
+          return cur;
+        }
+        if (buffer.compareAndSetLong(i, expect, update)) {
+          return expect;
+        }
       }
-      if (buffer.compareAndSetLong(i, expect, update)) {
-        return expect;
-      }
+    } finally {
+      Reference.reachabilityFence(this);
     }
   }
 
   /** Atomically adds {@code delta} to the word at {@code offset}; returns the previous value. */
   public long fetchAndAdd(long offset, long delta) {
-    return buffer.getAndAddLong((int) offset, delta);
+    long previous = buffer.getAndAddLong((int) offset, delta);
+    Reference.reachabilityFence(this);
+    return previous;
   }
 
   /** Reads a word with acquire semantics; pairs with {@link #putLongRelease} and the atomics. */
   public long getLongAcquire(long offset) {
-    return buffer.getLongVolatile((int) offset);
+    long v = buffer.getLongVolatile((int) offset);
+    Reference.reachabilityFence(this);
+    return v;
   }
 
   /** Writes a word with release semantics; pairs with {@link #getLongAcquire}. */
   public void putLongRelease(long offset, long value) {
     buffer.putLongOrdered((int) offset, value);
+    Reference.reachabilityFence(this);
   }
 
   /** Writes a 32-bit word with release semantics (native order, as {@link #putLongRelease}). */
   public void putIntRelease(long offset, int value) {
     buffer.putIntOrdered((int) offset, value);
+    Reference.reachabilityFence(this);
   }
 
   public boolean isClosed() {
     return closed;
   }
 
-  /** Unmaps the memory. Does not delete the file. Idempotent. */
+  /** Whether {@link #release()} was called (the memory is the JVM's to unmap). */
+  public boolean isReleased() {
+    return released;
+  }
+
+  /**
+   * Closes the region to new ops without unmapping it, so that it may race with accesses: {@link
+   * #check} answers {@link ErrorCode#NO_SUCH_REGION} from now on, an op that passed the check
+   * before finishes on the mapped memory, and the JVM unmaps the memory once nothing refers to the
+   * region or its buffer (the {@link MappedByteBuffer}'s cleaner, after a garbage collection). The
+   * owner drops its references after calling this. A later {@link #close()} does nothing.
+   * Idempotent.
+   */
+  public synchronized void release() {
+    if (!closed) {
+      released = true;
+      closed = true;
+      RELEASED_MAPPED.incrementAndGet();
+      // Runs when the buffer is phantom reachable, i.e. when its own cleaner unmaps it.
+      CLEANER.register(mapped, RELEASED_MAPPED::decrementAndGet);
+    }
+  }
+
+  /**
+   * How many regions of this process were {@link #release() released} and are still mapped (some
+   * op, or a reference not yet collected, holds them): their memory comes back after a GC.
+   */
+  public static long releasedStillMapped() {
+    return RELEASED_MAPPED.get();
+  }
+
+  /** Unmaps the memory. Does not delete the file. Idempotent; does nothing after release. */
   @Override
   public synchronized void close() {
     if (!closed) {
       closed = true;
       IoUtil.unmap(mapped);
+    }
+  }
+
+  /**
+   * Releases the region ({@link #release()}: unmapped by the JVM once no op holds it) and deletes
+   * its file. Deleting, not truncating: a process that still maps the file (a shm client) keeps
+   * reading the bytes it had, never faults, and the memory goes back when the last mapping goes.
+   */
+  public void releaseAndDelete() {
+    release();
+    try {
+      Files.deleteIfExists(file);
+    } catch (IOException e) {
+      throw new UncheckedIOException("cannot delete region file " + file, e);
     }
   }
 

@@ -103,4 +103,26 @@ class MappedRegionTest {
                 FerriteException.class, () -> MappedRegion.open(dir.resolve("none"), 1, 4096, 5))
             .code());
   }
+
+  @Test
+  void aReleasedRegionRefusesNewOpsKeepsItsBytesForOpsThatHoldItAndDeletesItsFile()
+      throws IOException {
+    MappedRegion r = MappedRegion.create(dir.resolve("r"), 1, 4096, 5);
+    MappedRegion reader = MappedRegion.open(dir.resolve("r"), 1, 4096, 5);
+    try {
+      r.putLongRelease(8, -1L);
+      r.releaseAndDelete();
+      assertTrue(r.isReleased());
+      assertEquals(ErrorCode.NO_SUCH_REGION, r.check(5, 0, 8, false));
+      assertTrue(!Files.exists(dir.resolve("r")), "the file is deleted");
+      // Not unmapped: an op that passed the check before the release still reads the memory.
+      assertEquals(-1L, r.getLongAcquire(8));
+      // Another mapping of the unlinked file keeps its pages: same bytes, no fault.
+      assertEquals(-1L, reader.getLongAcquire(8));
+      r.close(); // does nothing after a release: the JVM unmaps it when it is unreachable
+      assertEquals(-1L, r.getLongAcquire(8));
+    } finally {
+      reader.close();
+    }
+  }
 }

@@ -48,12 +48,19 @@ package io.ferrite.kv;
  * RETIRE      i64 tableId, i32 shard, i64 token, i32 to -> -  (poisoned; then MOVED for everything)
  * IMPORT      table, i32 shard, u8 first, i32 slots, i32 n, n x (bytes key, bytes value) -> i32 count
  * SHARDS      -                                 -> i32 n, n x (i64 tableId, i32 shard, u8 state, i32 count)
- *                                                  state: 0 serving, 1 frozen, 2 retired
+ *                                                  state: 0 serving, 1 frozen, 2 retired,
+ *                                                  3 retired and its regions freed (RELEASE)
+ * RELEASE     i64 tableId, i32 shard, i32 to    -> u8 freed  (after the master committed the move of a
+ *                                                  retired shard to server {@code to}: its regions
+ *                                                  are freed, it still answers MOVED; 0: nothing
+ *                                                  held; idempotent; INVALID_ARGUMENT if it serves
+ *                                                  here or retired to another server)
  *
  * layout = i64 tableId, i32 shard, i64 epoch, i32 slots, ref entries, i32 n, n x ref extents
  * ref    = i32 regionId, i64 rkey, i64 length
  * stats  = i32 slots, i32 count, i64 extentBytesUsed, i64 extentBytesFree, i32 extentRegions,
- *          i64 moves, i64 puts, i64 fullErrors, i64 epoch, i32 overflowKeys, i32 overflowBlocks
+ *          i64 moves, i64 puts, i64 fullErrors, i64 epoch, i32 overflowKeys, i32 overflowBlocks,
+ *          i32 regions, i64 regionBytes
  * </pre>
  */
 public final class KvProtocol {
@@ -90,6 +97,9 @@ public final class KvProtocol {
   public static final int RETIRE = 13;
   public static final int IMPORT = 14;
   public static final int SHARDS = 15;
+
+  /** Frees a retired shard's regions once its move is committed (docs/KV.md "Moving shards"). */
+  public static final int RELEASE = 16;
 
   /** Re-sharding, directory side. */
   public static final int PLAN = 5;

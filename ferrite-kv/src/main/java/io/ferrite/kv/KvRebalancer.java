@@ -4,11 +4,17 @@ import io.ferrite.fabric.ErrorCode;
 import io.ferrite.fabric.FerriteException;
 import io.ferrite.fabric.Futures;
 import io.ferrite.kernel.client.FerriteClient;
+import io.ferrite.kernel.proto.MemberInfo;
+import io.ferrite.kernel.proto.ServerState;
 import io.ferrite.kernel.proto.Wire;
 import io.ferrite.kv.master.KvDirectory.Move;
 import java.nio.ByteBuffer;
 import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.HashSet;
 import java.util.List;
+import java.util.Map;
+import java.util.Set;
 import java.util.concurrent.locks.LockSupport;
 import java.util.function.Consumer;
 
@@ -34,6 +40,10 @@ import java.util.function.Consumer;
  *       for durable tables; from then on everything sent to A about s answers {@code MOVED}.
  *   <li>{@code END_MOVE commit} at the master: the placement names B, the table's placement version
  *       is bumped. Clients that heard {@code MOVED} refetch the table and go to B.
+ *   <li>{@code RELEASE} at A (best effort): now that no move can need A's copy any more, A frees
+ *       the retired shard's regions and keeps a tombstone that answers {@code MOVED}. A mover that
+ *       dies before it leaves them to the next rebalance, which sweeps every server for retired
+ *       shards the master places elsewhere (and for shards of dropped tables).
  * </ol>
  *
  * A failure before the retire cancels the move at A ({@code CANCEL}: atomic with RETIRE under A's
@@ -125,7 +135,102 @@ public final class KvRebalancer {
         progress.accept(describe(p) + ": FAILED: " + e.getMessage());
       }
     }
+    sweepRetired(tables);
     return new Report(moved, resolved, failures);
+  }
+
+  /**
+   * Frees what earlier moves left on their old servers (a mover that died between the commit and
+   * its RELEASE, a server that was away then): every retired shard of {@code tables} (every table
+   * if empty) that the master places on another server with no move of it pending is released, and
+   * every shard of a table the directory no longer has is dropped. Best effort; returns the number
+   * of shards whose regions were freed.
+   */
+  public int sweepRetired(List<String> tables) {
+    int freed = 0;
+    for (MemberInfo member : client.refreshMembers()) {
+      if (member.state() != ServerState.ALIVE) {
+        continue;
+      }
+      int server = member.serverId();
+      try {
+        Wire.Reader r =
+            new Wire.Reader(call(server, KvProtocol.SHARDS, ByteBuffer.allocate(0)), "kv shards");
+        int n = r.count("shards", 1 << 24);
+        List<long[]> listed = new ArrayList<>(n);
+        for (int i = 0; i < n; i++) {
+          long id = r.i64("tableId");
+          int shard = r.i32("shard");
+          int state = r.u8("state");
+          r.i32("count");
+          listed.add(new long[] {id, shard, state});
+        }
+        r.end();
+        // The directory is read after the server's list: a shard listed there was opened after its
+        // table was created, so a table id the directory no longer has was dropped (ids are random
+        // per creation, never reused), not created since.
+        Map<Long, TableInfo> byId = new HashMap<>();
+        for (TableInfo t : kv.tables()) {
+          byId.put(t.tableId(), t);
+        }
+        Set<String> moving = new HashSet<>();
+        for (Move m : pending()) {
+          moving.add(m.tableId() + "/" + m.shard());
+        }
+        for (long[] e : listed) {
+          long id = e[0];
+          int shard = (int) e[1];
+          TableInfo t = byId.get(id);
+          if (t == null) {
+            if (tables.isEmpty()) {
+              call(server, KvProtocol.DROP_SHARD, new Wire.Writer().i64(id).i32(shard).toBuffer());
+              progress.accept(
+                  "shard "
+                      + shard
+                      + " of dropped table "
+                      + Long.toHexString(id)
+                      + ": dropped on server "
+                      + server);
+              freed++;
+            }
+          } else if (e[2] == 2
+              && (tables.isEmpty() || tables.contains(t.name()))
+              && t.servers()[shard] != server
+              && !moving.contains(id + "/" + shard)) {
+            ByteBuffer a =
+                call(
+                    server,
+                    KvProtocol.RELEASE,
+                    new Wire.Writer().i64(id).i32(shard).i32(t.servers()[shard]).toBuffer());
+            if (new Wire.Reader(a, "kv release").u8("freed") == 1) {
+              progress.accept(
+                  t.name() + " shard " + shard + ": regions freed on old server " + server);
+              freed++;
+            }
+          }
+        }
+      } catch (FerriteException e) {
+        progress.accept("server " + server + ": not swept (" + e.getMessage() + ")");
+      }
+    }
+    return freed;
+  }
+
+  /**
+   * After the commit of {@code m}: the old server frees the retired shard's regions (it keeps
+   * answering MOVED). Best effort: a failure leaves them to {@link #sweepRetired}.
+   */
+  private void release(Move m) {
+    try {
+      call(m.from(), KvProtocol.RELEASE, ids(m).i32(m.to()).toBuffer());
+      progress.accept(describe(m) + ": regions freed on the old server");
+    } catch (FerriteException e) {
+      progress.accept(
+          describe(m)
+              + ": the old server did not free the shard's regions yet ("
+              + e.getMessage()
+              + "); the next rebalance does");
+    }
   }
 
   /**
@@ -185,6 +290,7 @@ public final class KvRebalancer {
       cancelOrFinish(m, e); // returns only if the old server did retire the shard
     }
     commit(m);
+    release(m);
     progress.accept(
         String.format(
             java.util.Locale.ROOT,
@@ -354,6 +460,7 @@ public final class KvRebalancer {
     }
     copy(m, -1);
     commit(m);
+    release(m);
   }
 
   private static Wire.Writer ids(Move m) {

@@ -4,12 +4,15 @@ import io.ferrite.fabric.ErrorCode;
 import io.ferrite.fabric.FabricConnection;
 import io.ferrite.fabric.FerriteException;
 import io.ferrite.fabric.Futures;
+import io.ferrite.fabric.RegionRef;
 import io.ferrite.kernel.client.FerriteClient;
 import io.ferrite.kernel.proto.Wire;
 import java.nio.ByteBuffer;
 import java.util.ArrayList;
 import java.util.Arrays;
+import java.util.HashSet;
 import java.util.List;
+import java.util.Set;
 import java.util.concurrent.atomic.AtomicReferenceArray;
 import java.util.concurrent.locks.LockSupport;
 
@@ -61,6 +64,15 @@ public final class KvTable {
   private volatile TableInfo info;
   private volatile long placementVersion;
   private final AtomicReferenceArray<ShardLayout> layouts;
+
+  /**
+   * The newest layout this handle fetched per shard, never cleared: when a newer one replaces it,
+   * the regions it named that the new one does not (a resized-away array; everything of a shard
+   * that moved or was dropped) are released on the client's connection, so a shm mapping of them
+   * goes away (docs/KV.md "Freeing regions").
+   */
+  private final AtomicReferenceArray<ShardLayout> known;
+
   private final AtomicReferenceArray<FabricConnection> connections;
   private final LookupStats stats = new LookupStats();
   private final ExtentHints hints;
@@ -72,6 +84,7 @@ public final class KvTable {
     this.info = info;
     this.placementVersion = placementVersion;
     this.layouts = new AtomicReferenceArray<>(info.options().shards());
+    this.known = new AtomicReferenceArray<>(info.options().shards());
     this.connections = new AtomicReferenceArray<>(info.options().shards());
     this.hints = ExtentHints.forTable(info.tableId());
     this.reader = LayoutReader.of(this, stats);
@@ -121,17 +134,26 @@ public final class KvTable {
         return;
       }
       stats.placementFetches.increment();
-      ByteBuffer b =
-          Futures.join(
-              client.callMaster(
-                  KvProtocol.MASTER_SERVICE,
-                  KvProtocol.GET_TABLE,
-                  new Wire.Writer().str(seen.name()).toBuffer()));
+      ByteBuffer b;
+      try {
+        b =
+            Futures.join(
+                client.callMaster(
+                    KvProtocol.MASTER_SERVICE,
+                    KvProtocol.GET_TABLE,
+                    new Wire.Writer().str(seen.name()).toBuffer()));
+      } catch (FerriteException e) {
+        if (e.code() == ErrorCode.NOT_FOUND) {
+          releaseAll(); // the table was dropped: nothing this handle mapped is any use
+        }
+        throw e;
+      }
       Wire.Reader r = new Wire.Reader(b, "kv table");
       TableInfo t = TableInfo.read(r);
       long version = r.i64("version");
       r.end();
       if (t.tableId() != seen.tableId()) {
+        releaseAll();
         throw new FerriteException(
             ErrorCode.NOT_FOUND, "kv table " + seen.name() + " was dropped (and created again)");
       }
@@ -195,8 +217,53 @@ public final class KvTable {
 
   void openAllShards() {
     for (int i = 0; i < info.options().shards(); i++) {
-      layouts.set(i, open(i));
+      layouts.set(i, installed(i, open(i)));
     }
+  }
+
+  /** Forgets every layout and releases every region they named (the table was dropped). */
+  private void releaseAll() {
+    for (int i = 0; i < known.length(); i++) {
+      layouts.set(i, null);
+      ShardLayout old = known.getAndSet(i, null);
+      if (old != null) {
+        client.releaseRegion(old.entries());
+        for (RegionRef r : old.extents()) {
+          client.releaseRegion(r);
+        }
+      }
+    }
+  }
+
+  /**
+   * Records {@code l} as the newest layout of {@code shard} and releases the regions of the one it
+   * replaces that {@code l} does not name (region ids are never reused by a server process, and a
+   * region is compared with its server and rkey). Returns {@code l}.
+   */
+  private ShardLayout installed(int shard, ShardLayout l) {
+    ShardLayout old;
+    do {
+      old = known.get(shard);
+      if (old != null
+          && old.entries().serverId() == l.entries().serverId()
+          && l.epoch() < old.epoch()) {
+        // An older fetch that lost a race with a newer one: it names nothing the newer dropped.
+        return l;
+      }
+    } while (!known.compareAndSet(shard, old, l));
+    if (old != null && old != l) {
+      Set<RegionRef> now = new HashSet<>(l.extents());
+      now.add(l.entries());
+      if (!now.contains(old.entries())) {
+        client.releaseRegion(old.entries());
+      }
+      for (RegionRef r : old.extents()) {
+        if (!now.contains(r)) {
+          client.releaseRegion(r);
+        }
+      }
+    }
+    return l;
   }
 
   private ShardLayout open(int shard) {
@@ -251,7 +318,7 @@ public final class KvTable {
           deadline = awaitMove(t, shard, attempt, deadline, e);
         }
       }
-      layouts.set(shard, l);
+      layouts.set(shard, installed(shard, l));
     }
     return l;
   }
@@ -483,7 +550,7 @@ public final class KvTable {
           reopened = true;
           refresh(t);
           if (info.servers()[shard] == server) {
-            layouts.set(shard, open(shard));
+            layouts.set(shard, installed(shard, open(shard)));
           }
         } else if (e.code() == ErrorCode.MOVED) {
           deadline = awaitMove(t, shard, attempt, deadline, e);
@@ -527,7 +594,7 @@ public final class KvTable {
     }
     layout(shard);
     ByteBuffer b = writeRpc(shard, KvProtocol.RESIZE, ids(shard).i32(slots));
-    layouts.set(shard, readLayout(serverOf(shard), b));
+    layouts.set(shard, installed(shard, readLayout(serverOf(shard), b)));
   }
 
   // ------------------------------------------------------------------ stats

@@ -5,7 +5,9 @@ import io.ferrite.kernel.proto.Wire;
 /**
  * A shard's counts, as its server reports them. {@code moves} counts displacements (cuckoo moves
  * for Pilaf, hopscotch moves for the hopscotch layout); {@code overflowKeys} and {@code
- * overflowBlocks} are the keys in overflow chains and the blocks holding them (hopscotch only).
+ * overflowBlocks} are the keys in overflow chains and the blocks holding them (hopscotch only);
+ * {@code regions} and {@code regionBytes} are the server regions the shard holds now (its table
+ * array and its extent regions: a resize frees the replaced array's region).
  */
 public record ShardStats(
     int slots,
@@ -18,7 +20,9 @@ public record ShardStats(
     long fullErrors,
     long epoch,
     int overflowKeys,
-    int overflowBlocks) {
+    int overflowBlocks,
+    int regions,
+    long regionBytes) {
   public double occupancy() {
     return slots == 0 ? 0 : (double) count / slots;
   }
@@ -34,7 +38,9 @@ public record ShardStats(
         .i64(fullErrors)
         .i64(epoch)
         .i32(overflowKeys)
-        .i32(overflowBlocks);
+        .i32(overflowBlocks)
+        .i32(regions)
+        .i64(regionBytes);
   }
 
   public static ShardStats read(Wire.Reader r) {
@@ -49,6 +55,8 @@ public record ShardStats(
         r.i64("fullErrors"),
         r.i64("epoch"),
         r.i32("overflowKeys"),
-        r.i32("overflowBlocks"));
+        r.i32("overflowBlocks"),
+        r.i32("regions"),
+        r.i64("regionBytes"));
   }
 }

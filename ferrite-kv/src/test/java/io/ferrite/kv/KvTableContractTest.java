@@ -171,7 +171,7 @@ abstract class KvTableContractTest {
       blocks += s.overflowBlocks();
       moves += s.moves();
     }
-    return new ShardStats(0, count, used, 0, 0, moves, 0, 0, 0, overflow, blocks);
+    return new ShardStats(0, count, used, 0, 0, moves, 0, 0, 0, overflow, blocks, 0, 0);
   }
 
   @Test

@@ -440,12 +440,17 @@ class RebalanceTest {
     kv = new KvClient(cluster.client());
     c = kv.ferrite();
     t = kv.table("pending");
+    // A sweep leaves a retired shard alone while its move is pending: the move is completed from
+    // it.
+    assertEquals(0, new KvRebalancer(kv, l -> {}).sweepRetired(List.of()));
+    assertEquals(2, shardState(c, m.from(), m.tableId(), 0), "retired, regions kept");
     // The shard is unavailable (retired, not committed) until a rebalance completes it.
     assertEquals(1, new KvRebalancer(kv, l -> {}).pending().size());
     KvRebalancer.Report rep = new KvRebalancer(kv, l -> {}).resolvePending(List.of());
     assertEquals(1, rep.resolved().size(), rep.failures().toString());
     assertTrue(rep.ok(), rep.failures().toString());
     assertEquals(second, kv.table("pending").serverOf(0));
+    assertEquals(3, shardState(c, m.from(), m.tableId(), 0), "committed: regions freed");
     for (int i = 0; i < 50; i++) {
       assertArrayEquals(new byte[i * 7], t.get(key(1, i)), "key " + i + " (stale handle)");
     }
@@ -500,6 +505,11 @@ class RebalanceTest {
       cluster.startServer(old.name());
     }
     cluster.awaitServers(2);
+    // The old server replayed RETIRE and RELEASE: tombstones without regions.
+    for (Move m : rep.moved()) {
+      assertEquals(
+          3, shardState(kv.ferrite(), m.from(), m.tableId(), m.shard()), "shard " + m.shard());
+    }
     KvTable again = kv.table("logged");
     for (int i = 0; i < 200; i++) {
       byte[] want =
@@ -535,6 +545,24 @@ class RebalanceTest {
     assertEquals(0, kv.table("still").placementVersion());
     assertNull(t.get(key(0, 1)));
     assertArrayEquals(new byte[] {1}, t.get(key(0, 0)));
+  }
+
+  /** The SHARDS state of one shard on {@code server}, -1 if it is not listed there. */
+  static int shardState(FerriteClient c, int server, long tableId, int shard) {
+    Wire.Reader r =
+        new Wire.Reader(call(c, server, KvProtocol.SHARDS, new Wire.Writer()), "shards");
+    int n = r.i32("n");
+    int state = -1;
+    for (int i = 0; i < n; i++) {
+      long id = r.i64("tableId");
+      int s = r.i32("shard");
+      int st = r.u8("state");
+      r.i32("count");
+      if (id == tableId && s == shard) {
+        state = st;
+      }
+    }
+    return state;
   }
 
   private static Wire.Writer ids(Move m) {

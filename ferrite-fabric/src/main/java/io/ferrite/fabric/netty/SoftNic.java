@@ -74,6 +74,8 @@ final class SoftNic {
       // page-by-page splice cost the server as much as the copy, and the client's copy from the
       // cold file pages cost more than one from the just-written socket buffer.)
       Wire.writeResponseHeader(out.room(Frames.HEADER), Frames.TYPE_READ, requestId, n);
+      // The duplicate refers to the mapped buffer, so a released region stays mapped until the
+      // send is done and the wrapper collected.
       ByteBuffer slice = region.buffer().byteBuffer().duplicate();
       slice.limit((int) offset + n).position((int) offset);
       out.writeSeparately(Unpooled.wrappedBuffer(slice));
@@ -203,6 +205,8 @@ final class SoftNic {
     if (dst.hasMemoryAddress()) {
       PlatformDependent.copyMemory(
           region.buffer().addressOffset() + offset, dst.memoryAddress() + dst.writerIndex(), n);
+      // A released region is unmapped by the JVM once unreachable: keep it reachable until here.
+      java.lang.ref.Reference.reachabilityFence(region);
       dst.writerIndex(dst.writerIndex() + n);
     } else {
       ByteBuffer src = region.buffer().byteBuffer().duplicate();
@@ -219,6 +223,7 @@ final class SoftNic {
     if (src.hasMemoryAddress()) {
       PlatformDependent.copyMemory(
           src.memoryAddress() + index, region.buffer().addressOffset() + offset, n);
+      java.lang.ref.Reference.reachabilityFence(region);
     } else {
       ByteBuffer dst = region.buffer().byteBuffer().duplicate();
       dst.limit((int) offset + n).position((int) offset);

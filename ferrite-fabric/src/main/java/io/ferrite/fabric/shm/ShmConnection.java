@@ -16,8 +16,6 @@ import java.lang.invoke.VarHandle;
 import java.nio.ByteBuffer;
 import java.nio.file.Path;
 import java.time.Duration;
-import java.util.ArrayList;
-import java.util.List;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ExecutionException;
@@ -46,6 +44,14 @@ import java.util.function.Function;
  * <p>Once the control connection is lost, memory ops fail with {@link ErrorCode#UNAVAILABLE} too,
  * as they would on an RDMA queue pair whose peer went away.
  *
+ * <p>A mapping is dropped when the caller {@link #release releases} its region, when a MAP of its
+ * id fails with {@link ErrorCode#NO_SUCH_REGION} (the server freed it), and when a re-MAP replaces
+ * it. Dropping never unmaps under a racing op: the mapping is {@link MappedRegion#release()
+ * released} (ops that already hold it finish on mapped memory, later ones fail with {@code
+ * NO_SUCH_REGION}, which kv readers take for a stale layout) and the JVM unmaps it once no op
+ * refers to it. A server never truncates a region file it frees (it unlinks it), so a mapping of a
+ * freed region still reads the bytes it had (a kv shard's {@code MOVED} poison) and never faults.
+ *
  * <p>Like {@link MappedRegion#close()}, {@link #close()} must not race with ops in flight on other
  * threads: it unmaps the memory they access.
  */
@@ -63,9 +69,6 @@ final class ShmConnection implements FabricConnection {
    * replaced mapping's rkey stops matching here as it does there.
    */
   private volatile MappedRegion last;
-
-  /** Mappings replaced by a re-MAP; unmapped only at close, since ops may still use them. */
-  private final List<MappedRegion> retired = new ArrayList<>();
 
   private volatile boolean closed;
 
@@ -151,10 +154,45 @@ final class ShmConnection implements FabricConnection {
           ErrorCode.UNAVAILABLE, "connection to " + control.address() + " is closed");
     }
     MappedRegion m = mappings.get(ref.regionId());
-    if (m != null && m.rkey() == ref.rkey()) {
+    if (m != null && m.rkey() == ref.rkey() && !m.isClosed()) {
       return CompletableFuture.completedFuture(m);
     }
-    return control.map(ref).thenApply(answer -> install(ref, answer.path(), answer.length()));
+    return control
+        .map(ref)
+        .whenComplete(
+            (answer, e) -> {
+              if (e != null && FerriteException.unwrap(e).code() == ErrorCode.NO_SUCH_REGION) {
+                // The server freed the region: a mapping of the id (under any rkey) is garbage.
+                drop(ref.regionId(), 0, false);
+              }
+            })
+        .thenApply(answer -> install(ref, answer.path(), answer.length()));
+  }
+
+  @Override
+  public void release(RegionRef region) {
+    drop(region.regionId(), region.rkey(), true);
+  }
+
+  /**
+   * Drops the mapping of region {@code id} (only under {@code rkey} if {@code matchRkey}) without
+   * unmapping it under a racing op: see the class comment.
+   */
+  private synchronized void drop(int id, long rkey, boolean matchRkey) {
+    MappedRegion m = mappings.get(id);
+    if (m == null || (matchRkey && m.rkey() != rkey)) {
+      return;
+    }
+    mappings.remove(id, m);
+    m.release();
+    if (last == m) {
+      last = null;
+    }
+  }
+
+  /** For tests: how many regions this connection has mapped. */
+  int mappedRegions() {
+    return mappings.size();
   }
 
   private synchronized MappedRegion install(RegionRef ref, String path, long length) {
@@ -163,14 +201,26 @@ final class ShmConnection implements FabricConnection {
           ErrorCode.UNAVAILABLE, "connection to " + control.address() + " is closed");
     }
     MappedRegion m = mappings.get(ref.regionId());
-    if (m != null && m.rkey() == ref.rkey()) {
+    if (m != null && m.rkey() == ref.rkey() && !m.isClosed()) {
       return m;
     }
-    MappedRegion fresh = MappedRegion.open(Path.of(path), ref.regionId(), length, ref.rkey());
+    MappedRegion fresh;
+    try {
+      fresh = MappedRegion.open(Path.of(path), ref.regionId(), length, ref.rkey());
+    } catch (FerriteException e) {
+      if (e.code() != ErrorCode.NOT_FOUND) {
+        throw e;
+      }
+      // The server freed the region between its MAP answer and this open (it unlinks the file;
+      // region files are never recreated under a freed id).
+      throw new FerriteException(
+          ErrorCode.NO_SUCH_REGION, "region " + ref.regionId() + " was freed: " + e.detail(), e);
+    }
     MappedRegion old = mappings.put(ref.regionId(), fresh);
     last = fresh;
     if (old != null) {
-      retired.add(old);
+      // Ops may still hold it: the JVM unmaps it once they are done.
+      old.release();
     }
     return fresh;
   }
@@ -326,9 +376,9 @@ final class ShmConnection implements FabricConnection {
       return null;
     }
     MappedRegion m = last;
-    if (m == null || m.id() != ref.regionId() || m.rkey() != ref.rkey()) {
+    if (m == null || m.id() != ref.regionId() || m.rkey() != ref.rkey() || m.isClosed()) {
       m = mappings.get(ref.regionId());
-      if (m == null || m.rkey() != ref.rkey()) {
+      if (m == null || m.rkey() != ref.rkey() || m.isClosed()) {
         return null;
       }
       last = m;
@@ -398,10 +448,6 @@ final class ShmConnection implements FabricConnection {
       }
       mappings.clear();
       last = null;
-      for (MappedRegion m : retired) {
-        m.close();
-      }
-      retired.clear();
     }
   }
 

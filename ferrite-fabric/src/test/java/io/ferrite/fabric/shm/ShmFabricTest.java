@@ -182,6 +182,106 @@ class ShmFabricTest {
     assertThrows(FerriteException.class, () -> c.readSync(ref, 0, ByteBuffer.allocate(8)));
   }
 
+  @Test
+  void aFreedRegionIsReadFromTheMappingUntilReleasedAndNeverFaults() throws Exception {
+    String file = region.file().toAbsolutePath().toString();
+    FabricConnection c = connect();
+    FabricConnection other = connect();
+    try {
+      c.readSync(ref, 0, ByteBuffer.allocate(8)); // maps the region
+      other.readSync(ref, 0, ByteBuffer.allocate(8));
+      // The owner poisons the region, then frees it while readers run on both connections.
+      for (int off = 0; off < 1 << 16; off += 8) {
+        region.putLongRelease(off, -1L);
+      }
+      java.util.concurrent.atomic.AtomicBoolean stop =
+          new java.util.concurrent.atomic.AtomicBoolean();
+      java.util.concurrent.atomic.AtomicReference<Throwable> failure =
+          new java.util.concurrent.atomic.AtomicReference<>();
+      List<Thread> readers = new java.util.ArrayList<>();
+      for (FabricConnection conn : List.of(c, other)) {
+        Thread t =
+            new Thread(
+                () -> {
+                  ByteBuffer dst = ByteBuffer.allocateDirect(4096);
+                  Random r = new Random(seed);
+                  while (!stop.get()) {
+                    dst.clear();
+                    int off = r.nextInt(16) * 4096;
+                    try {
+                      conn.readSync(ref, off, dst);
+                      for (int i = 0; i < 4096; i += 8) {
+                        if (dst.getLong(i) != -1L) {
+                          failure.compareAndSet(
+                              null, new AssertionError("read " + dst.getLong(i) + " at " + off));
+                        }
+                      }
+                    } catch (FerriteException e) {
+                      if (e.code() != ErrorCode.NO_SUCH_REGION) {
+                        failure.compareAndSet(null, e);
+                      }
+                    }
+                  }
+                },
+                "shm-reader");
+        t.start();
+        readers.add(t);
+      }
+      Thread.sleep(20);
+      regions.deregister(1);
+      region.releaseAndDelete();
+      assertFalse(Files.exists(region.file()), "the file is unlinked, not truncated");
+      region = null; // the server lets go of it too
+      Thread.sleep(20);
+      // c's mapping is cached: it still reads the poison (the unlinked file's pages).
+      ByteBuffer one = ByteBuffer.allocate(8);
+      c.readSync(ref, 0, one);
+      assertEquals(-1L, one.order(java.nio.ByteOrder.LITTLE_ENDIAN).getLong(0), where());
+      // Released while its readers run: they finish on mapped memory or fail NO_SUCH_REGION.
+      c.release(ref);
+      Thread.sleep(20);
+      stop.set(true);
+      for (Thread t : readers) {
+        t.join();
+      }
+      if (failure.get() != null) {
+        throw new AssertionError(where(), failure.get());
+      }
+      FerriteException gone =
+          assertThrows(FerriteException.class, () -> c.readSync(ref, 0, ByteBuffer.allocate(8)));
+      assertEquals(ErrorCode.NO_SUCH_REGION, gone.code(), gone.getMessage());
+      // other learns from a failed MAP (here under another rkey) that the id is gone.
+      RegionRef forged = new RegionRef(5, 1, ref.rkey() + 1, ref.length());
+      assertEquals(
+          ErrorCode.NO_SUCH_REGION,
+          assertThrows(
+                  FerriteException.class, () -> other.readSync(forged, 0, ByteBuffer.allocate(8)))
+              .code());
+      assertEquals(0, ((ShmConnection) other).mappedRegions(), "the failed MAP dropped it");
+      assertEquals(
+          ErrorCode.NO_SUCH_REGION,
+          assertThrows(FerriteException.class, () -> other.readSync(ref, 0, ByteBuffer.allocate(8)))
+              .code());
+      // No process maps the file any more once the JVM collected the released mappings: the
+      // memory is back.
+      long deadline = System.nanoTime() + 30_000_000_000L;
+      while (deletedMappingsOf(file) > 0) {
+        assertTrue(System.nanoTime() < deadline, "the freed region stays mapped");
+        System.gc();
+        Thread.sleep(10);
+      }
+    } finally {
+      c.close();
+      other.close();
+    }
+  }
+
+  private static long deletedMappingsOf(String file) throws IOException {
+    try (Stream<String> lines = Files.lines(Paths.get("/proc/self/maps"))) {
+      return lines.filter(l -> l.endsWith(" " + file + " (deleted)")).count();
+    }
+  }
+
   private static long mappingsOf(String file) throws IOException {
     try (Stream<String> lines = Files.lines(Paths.get("/proc/self/maps"))) {
       return lines.filter(l -> l.endsWith(" " + file)).count();

@@ -7,6 +7,7 @@ import io.ferrite.fabric.Fabric;
 import io.ferrite.fabric.FabricConnection;
 import io.ferrite.fabric.FerriteException;
 import io.ferrite.fabric.Futures;
+import io.ferrite.fabric.RegionRef;
 import io.ferrite.fabric.verify.Checksum64;
 import io.ferrite.kernel.config.Threads;
 import io.ferrite.kernel.proto.BlockRef;
@@ -438,6 +439,17 @@ public final class FerriteClient implements AutoCloseable {
                 result.completeExceptionally(e);
               }
             });
+  }
+
+  /**
+   * Tells the open connection to {@code region}'s server, if any, that this client no longer needs
+   * the region ({@link FabricConnection#release}: a shm mapping of it is dropped). Opens nothing.
+   */
+  public void releaseRegion(RegionRef region) {
+    FabricConnection c = connections.get(region.serverId());
+    if (c != null) {
+      c.release(region);
+    }
   }
 
   /** The shared connection to {@code serverId}, opened on first use. */

@@ -144,6 +144,12 @@ final class MasterService implements RpcHandler {
         r.end();
         state.addRegion(id, region);
       }
+      case MasterProtocol.REMOVE_REGION -> {
+        int id = r.i32("serverId");
+        int regionId = r.i32("regionId");
+        r.end();
+        w.u8(state.removeServiceRegion(id, regionId) ? 1 : 0);
+      }
       case MasterProtocol.OPEN_SESSION -> {
         String client = r.str("clientName");
         int lease = r.i32("leaseMillis");

@@ -308,6 +308,36 @@ public final class MasterState {
   }
 
   /**
+   * Forgets service region {@code regionId} of {@code serverId} (its service freed it); false if
+   * the master does not know it (removed already, or never reached the master). Journaled.
+   *
+   * @throws FerriteException NOT_FOUND for an unknown server, INVALID_ARGUMENT for a block-pool
+   *     region (its blocks are the master's to hand out; a server drops those only by registering
+   *     again without them)
+   */
+  public synchronized boolean removeServiceRegion(int serverId, int regionId) {
+    ServerEntry s = servers.get(serverId);
+    if (s == null) {
+      throw new FerriteException(ErrorCode.NOT_FOUND, "server " + serverId + " is not registered");
+    }
+    RegionEntry have = s.regions.get(regionId);
+    if (have == null) {
+      return false;
+    }
+    if (have.info.service().isEmpty()) {
+      throw new FerriteException(
+          ErrorCode.INVALID_ARGUMENT,
+          "region "
+              + serverId
+              + "/"
+              + regionId
+              + " is a block-pool region (expected: a service region)");
+    }
+    commit(new MasterEvent.RegionRemoved(serverId, regionId));
+    return true;
+  }
+
+  /**
    * Marks servers silent for longer than the timeout DEAD and expires unrenewed sessions (freeing
    * their session-scoped blocks). Called periodically by the master's ticker.
    */

@@ -20,6 +20,8 @@ import java.util.Map;
  * HEARTBEAT (2)      server  -> serverId i32                      master <- (empty)
  *                    NOT_FOUND: unknown or DEAD server: register again
  * ADD_REGION (3)     server  -> serverId i32 | REGION             master <- (empty)
+ * REMOVE_REGION (4)  server  -> serverId i32 | regionId i32       master <- removed u8 (0: unknown)
+ *                    (a service region its service freed; INVALID_ARGUMENT for a block-pool region)
  * OPEN_SESSION (10)  client  -> clientName str | leaseMillis i32 (0: the master's default)
  *                    master  <- sessionId u64 | leaseMillis i32
  * RENEW_SESSION (11) client  -> sessionId u64                     master <- leaseMillis i32
@@ -65,6 +67,7 @@ public final class MasterProtocol {
   public static final int REGISTER = 1;
   public static final int HEARTBEAT = 2;
   public static final int ADD_REGION = 3;
+  public static final int REMOVE_REGION = 4;
   public static final int OPEN_SESSION = 10;
   public static final int RENEW_SESSION = 11;
   public static final int CLOSE_SESSION = 12;

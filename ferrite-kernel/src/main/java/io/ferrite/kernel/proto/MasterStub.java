@@ -79,6 +79,14 @@ public final class MasterStub {
     callSync(MasterProtocol.ADD_REGION, w, "add-region response");
   }
 
+  /** Tells the master a service region is gone (idempotent: an unknown region is no error). */
+  public void removeRegion(int serverId, int regionId) {
+    callSync(
+        MasterProtocol.REMOVE_REGION,
+        new Wire.Writer(8).i32(serverId).i32(regionId),
+        "remove-region response");
+  }
+
   /** An open session: its id and the lease the master granted. */
   public record Session(long sessionId, int leaseMillis) {}
 

@@ -15,6 +15,7 @@ import io.ferrite.fabric.RpcHandler;
 import io.ferrite.fabric.ServerSpec;
 import io.ferrite.kernel.config.FerriteConfig;
 import io.ferrite.kernel.config.Secrets;
+import io.ferrite.kernel.config.Threads;
 import io.ferrite.kernel.proto.HostIdentity;
 import io.ferrite.kernel.proto.MasterStub;
 import io.ferrite.kernel.proto.RegionInfo;
@@ -32,6 +33,8 @@ import java.util.Map;
 import java.util.ServiceLoader;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.ScheduledThreadPoolExecutor;
+import java.util.concurrent.TimeUnit;
 import java.util.function.Supplier;
 
 /**
@@ -68,6 +71,25 @@ public final class MemoryServer implements AutoCloseable {
 
   private volatile boolean closed;
 
+  /**
+   * After a service frees a region: asks the JVM for a collection, with backoff, while regions this
+   * server freed are still mapped, so that their memory comes back in seconds even in a server that
+   * allocates too little for the GC to run by itself (the JVM unmaps a released region only once it
+   * is unreachable: see {@link MappedRegion#release()}).
+   */
+  private final ScheduledThreadPoolExecutor reclaimer;
+
+  /** The reclaimer's next delay (ms), 0 when it is idle. Guarded by {@link #reclaimLock}. */
+  private long reclaimDelayMillis;
+
+  /**
+   * Regions this server freed whose memory the JVM may not have unmapped yet (cleared once the
+   * region is collected). Guarded by {@link #reclaimLock}.
+   */
+  private final List<java.lang.ref.WeakReference<MappedRegion>> freedMapped = new ArrayList<>();
+
+  private final Object reclaimLock = new Object();
+
   private MemoryServer(FerriteConfig cfg, Path serverDir, Path dramDir) throws IOException {
     this.cfg = cfg;
     this.name = cfg.serverName();
@@ -83,6 +105,51 @@ public final class MemoryServer implements AutoCloseable {
     this.store =
         new RegionStore(
             serverDir, Map.of("dram", dramDir, "disk", serverDir.resolve("disk")), table);
+    this.reclaimer = Threads.scheduler("ferrite-server-" + name + "-reclaim");
+  }
+
+  /** After {@code freed} was freed: makes sure a reclaim pass is scheduled ({@link #reclaimer}). */
+  private void reclaimSoon(MappedRegion freed) {
+    synchronized (reclaimLock) {
+      freedMapped.add(new java.lang.ref.WeakReference<>(freed));
+      if (reclaimDelayMillis == 0 && !closed) {
+        reclaimDelayMillis = 500;
+        scheduleReclaim();
+      }
+    }
+  }
+
+  /** Whether a region this server freed may still be mapped; forgets those collected. */
+  private boolean freedStillMapped() {
+    synchronized (reclaimLock) {
+      freedMapped.removeIf(r -> r.get() == null);
+      return !freedMapped.isEmpty();
+    }
+  }
+
+  private void reclaim() {
+    if (freedStillMapped()) {
+      // The only way to have the JVM unmap a region no op holds any more without a count on
+      // every one-sided op: a released region is unreachable once its ops are done. Only this
+      // server's frees count: mappings other code in the process released are its business.
+      System.gc();
+    }
+    synchronized (reclaimLock) {
+      if (closed || !freedStillMapped() || reclaimDelayMillis >= 32_000) {
+        reclaimDelayMillis = 0; // done, or something still holds a mapping: the next free retries
+        return;
+      }
+      reclaimDelayMillis *= 2;
+      scheduleReclaim();
+    }
+  }
+
+  private void scheduleReclaim() {
+    try {
+      reclaimer.schedule(this::reclaim, reclaimDelayMillis, TimeUnit.MILLISECONDS);
+    } catch (java.util.concurrent.RejectedExecutionException e) {
+      reclaimDelayMillis = 0; // the server is closing
+    }
   }
 
   /**
@@ -356,6 +423,26 @@ public final class MemoryServer implements AutoCloseable {
     }
 
     @Override
+    public void freeRegion(MappedRegion region) {
+      RegionInfo info = store.freeServiceRegion(serverId, region, service.name());
+      reclaimSoon(region);
+      try {
+        link.stub().removeRegion(serverId, info.ref().regionId());
+      } catch (FerriteException e) {
+        // Not registered yet, or reconnecting: the next REGISTER lists the regions without it.
+        LOG.log(
+            System.Logger.Level.DEBUG,
+            "the master forgets region {0} with the next registration",
+            info.ref().regionId());
+      }
+    }
+
+    @Override
+    public long[] regionUsage() {
+      return store.serviceRegions(service.name());
+    }
+
+    @Override
     public RegionRef ref(MappedRegion region) {
       return table.ref(serverId, region.id());
     }
@@ -403,6 +490,7 @@ public final class MemoryServer implements AutoCloseable {
         LOG.log(System.Logger.Level.WARNING, "stopping service " + s.name(), ex);
       }
     }
+    reclaimer.shutdownNow();
     store.close();
     try {
       dramLock.release(true);

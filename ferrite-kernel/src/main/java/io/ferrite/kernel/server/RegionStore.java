@@ -30,10 +30,17 @@ import java.util.stream.Stream;
  * per line: {@code id class rkeyHex length}. A server restarted after a crash re-opens the files
  * still there with the same rkeys, so the master keeps the blocks allocated in them; a file that is
  * gone (dram after a reboot or a clean stop) is replaced by a new region with a new rkey. Service
- * regions are not listed: they live as long as the process. Files in the class directories that are
- * not listed are leftovers and are deleted.
+ * regions are not listed: they live until their service frees them ({@link #freeServiceRegion}) or
+ * the process stops. Files in the class directories that are not listed are leftovers and are
+ * deleted.
  *
- * <p>Not thread-safe except {@link #createServiceRegion} and {@link #infos}, which synchronize.
+ * <p>Region ids are never reused within a process: a freed region's id stays unused, so nothing
+ * cached under an id (a shm client's mapping, a layout) can ever name a newer region. (Every fabric
+ * also checks the rkey, which differs anyway; after a restart, clients' connections, and with them
+ * their mappings, are gone.)
+ *
+ * <p>Not thread-safe except {@link #createServiceRegion}, {@link #freeServiceRegion}, {@link
+ * #infos} and {@link #serviceRegions}, which synchronize.
  */
 final class RegionStore implements AutoCloseable {
   private static final System.Logger LOG = System.getLogger(RegionStore.class.getName());
@@ -43,6 +50,9 @@ final class RegionStore implements AutoCloseable {
   private final RegionTable table;
   private final SecureRandom random = new SecureRandom();
   private final TreeMap<Integer, Entry> entries = new TreeMap<>();
+
+  /** The id the next region gets: above every id this process has used. */
+  private int nextId = 1;
 
   record Entry(MappedRegion region, String storageClass, String service) {}
 
@@ -87,6 +97,7 @@ final class RegionStore implements AutoCloseable {
             MappedRegion r = MappedRegion.open(p, id, length, rkey);
             entries.put(id, new Entry(r, cls, ""));
             table.register(r);
+            nextId = Math.max(nextId, id + 1);
           }
         } catch (RuntimeException e) {
           LOG.log(System.Logger.Level.WARNING, "ignoring region list line ''{0}'': {1}", line, e);
@@ -141,7 +152,10 @@ final class RegionStore implements AutoCloseable {
   }
 
   private Entry create(String cls, long length, String service) {
-    int id = entries.isEmpty() ? 1 : entries.lastKey() + 1;
+    if (nextId == Integer.MAX_VALUE) {
+      throw new FerriteException(ErrorCode.NO_SPACE, "region ids exhausted; restart the server");
+    }
+    int id = nextId++;
     long rkey;
     do {
       rkey = random.nextLong();
@@ -155,6 +169,62 @@ final class RegionStore implements AutoCloseable {
 
   synchronized MappedRegion createServiceRegion(String cls, long length, String service) {
     return create(cls, length, service).region();
+  }
+
+  /**
+   * Frees service region {@code r} of {@code service}: deregistered from every fabric (an op that
+   * looks it up from now on fails with {@link ErrorCode#NO_SUCH_REGION}), closed to ops that
+   * already found it and unmapped by the JVM once none holds it ({@link MappedRegion#release()}),
+   * its file deleted (never truncated: a shm client that maps it keeps reading what it held and
+   * never faults; the memory goes back when the last mapping is gone). Returns what the region was,
+   * for the master's directory.
+   *
+   * @throws FerriteException NO_SUCH_REGION if {@code r} is not a live region of this server (freed
+   *     already), INVALID_ARGUMENT if it belongs to the block pool or to another service
+   */
+  synchronized RegionInfo freeServiceRegion(int serverId, MappedRegion r, String service) {
+    Entry e = entries.get(r.id());
+    if (e == null || e.region() != r) {
+      throw new FerriteException(
+          ErrorCode.NO_SUCH_REGION,
+          "region " + r.id() + " is not a region of this server (freed already?)");
+    }
+    if (!e.service().equals(service)) {
+      throw new FerriteException(
+          ErrorCode.INVALID_ARGUMENT,
+          "region "
+              + r.id()
+              + " belongs to "
+              + (e.service().isEmpty() ? "the block pool" : "service '" + e.service() + "'")
+              + " (expected: a region of service '"
+              + service
+              + "')");
+    }
+    RegionInfo info =
+        new RegionInfo(
+            new RegionRef(serverId, r.id(), r.rkey(), r.length()), e.storageClass(), e.service());
+    entries.remove(r.id());
+    table.deregister(r.id());
+    try {
+      r.releaseAndDelete();
+    } catch (UncheckedIOException ex) {
+      // Out of the table and the list already; the file is a leftover the next start deletes.
+      LOG.log(System.Logger.Level.WARNING, "freeing " + r, ex);
+    }
+    return info;
+  }
+
+  /** The number and total length of the live regions of {@code service}. */
+  synchronized long[] serviceRegions(String service) {
+    long n = 0;
+    long bytes = 0;
+    for (Entry e : entries.values()) {
+      if (e.service().equals(service)) {
+        n++;
+        bytes += e.region().length();
+      }
+    }
+    return new long[] {n, bytes};
   }
 
   synchronized List<RegionInfo> infos(int serverId) {

@@ -22,6 +22,22 @@ public interface ServiceContext {
    */
   MappedRegion createRegion(String storageClass, long length);
 
+  /**
+   * Frees {@code region}, a region this service created: every fabric stops serving it (ops that
+   * look it up from now on fail with {@link io.ferrite.fabric.ErrorCode#NO_SUCH_REGION}), its file
+   * is deleted, the master's region directory forgets it, and the mapping is unmapped once no op in
+   * flight holds it ({@link MappedRegion#release()}). The caller must have made whatever clients
+   * may still read there safe to read (e.g. poisoned) and must not touch the region afterwards. Its
+   * id is never given to another region by this process.
+   *
+   * @throws io.ferrite.fabric.FerriteException NO_SUCH_REGION if it is not a live region of this
+   *     server (freed already), INVALID_ARGUMENT if it belongs to another service or the block pool
+   */
+  void freeRegion(MappedRegion region);
+
+  /** The number of live regions this service created and their total length in bytes. */
+  long[] regionUsage();
+
   /** The ref (with rkey) clients need to reach {@code region}. */
   RegionRef ref(MappedRegion region);
 

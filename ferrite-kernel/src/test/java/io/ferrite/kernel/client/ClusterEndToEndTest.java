@@ -258,17 +258,28 @@ class ClusterEndToEndTest {
 
   /** Echoes requests and creates one region of its own. */
   static final class EchoService implements FerriteService {
+    final int id;
+    final String name;
     volatile ServiceContext ctx;
     volatile MappedRegion region;
 
+    EchoService() {
+      this(16, "echo");
+    }
+
+    EchoService(int id, String name) {
+      this.id = id;
+      this.name = name;
+    }
+
     @Override
     public int id() {
-      return 16;
+      return id;
     }
 
     @Override
     public String name() {
-      return "echo";
+      return name;
     }
 
     @Override
@@ -315,6 +326,89 @@ class ClusterEndToEndTest {
     for (BlockRef b : c.allocate(4)) {
       assertTrue(b.regionId() != echo.region.id() || b.serverId() != s.serverId());
     }
+  }
+
+  private static void freeTwice(EchoService echo) {
+    MappedRegion mine = echo.region;
+    echo.region = null;
+    echo.ctx.freeRegion(mine);
+    // Freed already: a specific error, not a second free.
+    FerriteException twice = assertThrows(FerriteException.class, () -> echo.ctx.freeRegion(mine));
+    assertEquals(ErrorCode.NO_SUCH_REGION, twice.code(), twice.getMessage());
+  }
+
+  private static int createAndFree(EchoService echo) {
+    MappedRegion next = echo.ctx.createRegion("dram", 64 * 1024);
+    echo.ctx.freeRegion(next);
+    return next.id();
+  }
+
+  @Test
+  void aServiceFreesItsOwnRegionsAndNoOtherAndIdsAreNotReused() throws Exception {
+    EchoService echo = new EchoService();
+    EchoService other = new EchoService(17, "other");
+    MemoryServer s = cluster.startServer("s3", echo, other);
+    FerriteClient c = cluster.client();
+    int mineId = echo.region.id();
+    Path file = echo.region.file();
+    io.ferrite.fabric.RegionRef ref = echo.ctx.ref(echo.region);
+    assertTrue(java.nio.file.Files.exists(file));
+    assertEquals(1, echo.ctx.regionUsage()[0]);
+    assertEquals(64 * 1024, echo.ctx.regionUsage()[1]);
+    c.connection(s.serverId()).readSync(ref, 0, ByteBuffer.allocate(8));
+
+    // Another service's region: refused by name, nothing changes.
+    FerriteException notMine =
+        assertThrows(FerriteException.class, () -> echo.ctx.freeRegion(other.region));
+    assertEquals(ErrorCode.INVALID_ARGUMENT, notMine.code(), notMine.getMessage());
+    assertTrue(notMine.getMessage().contains("service 'other'"), notMine.getMessage());
+    assertTrue(java.nio.file.Files.exists(other.region.file()));
+    c.connection(s.serverId())
+        .readSync(other.ctx.ref(other.region), 0, ByteBuffer.allocate(8)); // still served
+
+    freeTwice(echo); // in its own frame: nothing here keeps the region reachable
+    assertTrue(!java.nio.file.Files.exists(file), "the region file is deleted");
+    assertEquals(0, echo.ctx.regionUsage()[0]);
+    assertEquals(1, other.ctx.regionUsage()[0]);
+    FerriteException gone =
+        assertThrows(
+            FerriteException.class,
+            () -> c.connection(s.serverId()).readSync(ref, 0, ByteBuffer.allocate(8)));
+    assertEquals(ErrorCode.NO_SUCH_REGION, gone.code(), gone.getMessage());
+    List<RegionInfo> listed = c.masterStub().regions(s.serverId());
+    assertTrue(
+        listed.stream().noneMatch(r -> r.ref().regionId() == mineId),
+        "the master forgets the freed region: " + listed);
+    assertTrue(listed.stream().anyMatch(r -> r.service().equals("other")), listed.toString());
+
+    // The freed id is never given again: a stale ref cannot reach a newer region.
+    int nextId = createAndFree(echo);
+    assertTrue(nextId > mineId, nextId + " after " + mineId);
+
+    // The JVM unmaps both once nothing holds them (the server asks for a GC while released regions
+    // stay mapped; this test never calls one).
+    String deleted = " " + file.toAbsolutePath() + " (deleted)";
+    await(
+        "the freed region to be unmapped",
+        () -> {
+          try (java.util.stream.Stream<String> maps =
+              java.nio.file.Files.lines(Path.of("/proc/self/maps"))) {
+            return maps.noneMatch(l -> l.endsWith(deleted));
+          } catch (java.io.IOException e) {
+            throw new java.io.UncheckedIOException(e);
+          }
+        });
+
+    // The master refuses to forget a block-pool region that way; the server keeps serving.
+    BlockRef b = c.allocate(1, "dram", true, "").get(0);
+    FerriteException pool =
+        assertThrows(
+            FerriteException.class, () -> c.masterStub().removeRegion(b.serverId(), b.regionId()));
+    assertEquals(ErrorCode.INVALID_ARGUMENT, pool.code(), pool.getMessage());
+    c.write(b, 0, ByteBuffer.wrap(new byte[] {5})).join();
+    ByteBuffer echoed =
+        Futures.join(c.call(s.serverId(), 16, 1, ByteBuffer.wrap(new byte[] {1, 2})));
+    assertEquals(2, echoed.remaining());
   }
 
   @Test

@@ -162,6 +162,9 @@ final class HopscotchShard extends KvShard {
 
   @Override
   synchronized ShardStats stats() {
+    if (t == null) {
+      return new ShardStats(0, 0, 0, 0, 0, moves, puts, fullErrors, epoch, 0, 0, 0, 0);
+    }
     return new ShardStats(
         t.buckets * BUCKET_SLOTS,
         count,
@@ -173,12 +176,24 @@ final class HopscotchShard extends KvShard {
         fullErrors,
         epoch,
         overflowKeys,
-        m.blocks());
+        m.blocks(),
+        (int) regionUsage()[0],
+        regionUsage()[1]);
+  }
+
+  @Override
+  synchronized MappedRegion tableRegion() {
+    return t.region;
   }
 
   @Override
   synchronized int slots() {
-    return t.buckets * BUCKET_SLOTS;
+    return t == null ? 0 : t.buckets * BUCKET_SLOTS;
+  }
+
+  @Override
+  void forgetTable() {
+    t = null;
   }
 
   /** Publishes a new extent region (or a resized array) to clients: the layout epoch moves. */
@@ -599,7 +614,7 @@ final class HopscotchShard extends KvShard {
         }
       }
     } catch (io.ferrite.fabric.FerriteException e) {
-      // Nothing was published: give back the new array's blocks, keep the old array.
+      // Nothing was published: give back the new array's blocks and region, keep the old array.
       for (Block head : n.heads) {
         for (Block k = head, next; k != null; k = next) {
           next = k.next;
@@ -607,6 +622,7 @@ final class HopscotchShard extends KvShard {
         }
       }
       overflowKeys = keptOverflow;
+      free(n.region);
       throw e;
     }
     // Publish: the epoch, then poison every old bucket (a stale reader fetches the layout), then
@@ -626,6 +642,10 @@ final class HopscotchShard extends KvShard {
         m.freeBlock(k);
       }
     }
+    // Every bucket of the old array is MOVED and nothing here reads it again: give its region
+    // back. A reader that still holds the old layout gets NO_SUCH_REGION (tcp) or reads the
+    // poison from its own mapping of the unlinked file (shm); both fetch the layout again.
+    free(old.region);
     log.resize(slots);
   }
 

@@ -96,9 +96,14 @@ public final class KvService implements FerriteService {
     ShardKey key = new ShardKey(r.i64("tableId"), r.i32("shard"));
     KvShard s = shards.get(key);
     if (type == KvProtocol.DROP_SHARD) {
-      shards.remove(key);
+      KvShard dropped = shards.remove(key);
+      if (dropped != null) {
+        dropped.drop();
+      }
     } else if (s != null && type == KvProtocol.RETIRE) {
       s.retire(r.i32("to"));
+    } else if (s != null && type == KvProtocol.RELEASE) {
+      s.freeRegions();
     } else if (s != null && type == KvProtocol.PUT) {
       s.put(KvProtocol.MODE_PUT, r.bytes("key"), r.bytes("value"), new byte[0]);
     } else if (s != null && type == KvProtocol.DELETE) {
@@ -261,16 +266,17 @@ public final class KvService implements FerriteService {
         long id = r.i64("tableId");
         int shard = r.i32("shard");
         r.end();
-        // The regions stay mapped until the server stops: a racing one-sided read must not fault.
-        // They are poisoned and no extent stays current, so a handle of a dropped table that reads
-        // them (or a hinted extent) fetches the layout and hears that the shard is gone.
         KvShard s = shards.remove(new ShardKey(id, shard));
-        if (s != null) {
-          s.poisonForRetire();
-        }
         if (s != null && durable(s)) {
           log.append(new Wire.Writer().u8(KvProtocol.DROP_SHARD).i64(id).i32(shard).toArray());
           log.sync();
+        }
+        if (s != null) {
+          // Poisoned, then freed: a racing one-sided reader gets NO_SUCH_REGION (tcp) or reads
+          // MOVED from its own mapping of the unlinked file (shm, never truncated: no fault); both
+          // fetch the layout and learn the table is gone. Writes that found the shard before it
+          // left the map answer NOT_FOUND (checked under the lock).
+          s.drop();
         }
       }
       case KvProtocol.FREEZE -> {
@@ -344,6 +350,12 @@ public final class KvService implements FerriteService {
           log.sync();
         }
       }
+      case KvProtocol.RELEASE -> {
+        KvShard s = shards.get(new ShardKey(r.i64("tableId"), r.i32("shard")));
+        int to = r.i32("to");
+        r.end();
+        w.u8(s != null && release(s, to) ? 1 : 0);
+      }
       case KvProtocol.IMPORT -> {
         TableInfo t = TableInfo.read(r);
         int shard = r.i32("shard");
@@ -385,7 +397,7 @@ public final class KvService implements FerriteService {
         java.util.List<KvShard> all = java.util.List.copyOf(shards.values());
         w.i32(all.size());
         for (KvShard s : all) {
-          w.i64(s.tableId()).i32(s.shard()).u8(s.moveState()).i32(s.stats().count());
+          w.i64(s.tableId()).i32(s.shard()).u8(s.listState()).i32(s.stats().count());
         }
       }
       default ->
@@ -393,6 +405,42 @@ public final class KvService implements FerriteService {
               ErrorCode.UNKNOWN_OPCODE, "kv service has no opcode " + opcode);
     }
     return w.toBuffer();
+  }
+
+  /**
+   * Frees the regions of {@code s}, retired to server {@code to}, after the master committed its
+   * move (the mover says so: it sends RELEASE only after END_MOVE committed, or for a shard the
+   * master places elsewhere with no move pending). Until then the retired shard's poison stays
+   * readable and its pairs exportable (a pending move is completed from them). The shard stays, a
+   * tombstone answering MOVED. Logged for durable tables, so a restart frees them again. Returns
+   * whether regions were freed now.
+   */
+  private boolean release(KvShard s, int to) {
+    synchronized (s) {
+      if (s.moveState() != 2) {
+        throw new FerriteException(
+            ErrorCode.INVALID_ARGUMENT,
+            "shard "
+                + s.shard()
+                + " of table "
+                + Long.toHexString(s.tableId())
+                + " serves here (expected: a retired shard)");
+      }
+      if (s.retiredTo != to) {
+        throw new FerriteException(
+            ErrorCode.INVALID_ARGUMENT,
+            "shard " + s.shard() + " retired to server " + s.retiredTo + " (expected: " + to + ")");
+      }
+      if (s.regionsFreed) {
+        return false;
+      }
+      if (durable(s)) {
+        log.append(
+            new Wire.Writer().u8(KvProtocol.RELEASE).i64(s.tableId()).i32(s.shard()).toArray());
+      }
+      s.freeRegions();
+      return true;
+    }
   }
 
   /**
@@ -420,6 +468,11 @@ public final class KvService implements FerriteService {
         hook(n);
       }
       shards.put(sk, n);
+      if (old != null) {
+        // A retired shard (the shard moves back here) or a partial import: nobody reads it any
+        // more (readers of a retired one read poison, a partial import was never served).
+        old.freeRegions();
+      }
       return n;
     }
   }
@@ -444,13 +497,16 @@ public final class KvService implements FerriteService {
   private KvShard create(TableInfo t, int shard) {
     ServiceContext ctx = context;
     long extentBytes = (t.options().extentRegionBytes() + 7L) & ~7L;
-    return KvShard.create(
-        t.tableId(),
-        shard,
-        t.options(),
-        len -> ctx.createRegion("dram", (len + 7L) & ~7L),
-        () -> ctx.createRegion("dram", extentBytes),
-        ctx::ref);
+    KvShard s =
+        KvShard.create(
+            t.tableId(),
+            shard,
+            t.options(),
+            len -> ctx.createRegion("dram", (len + 7L) & ~7L),
+            () -> ctx.createRegion("dram", extentBytes),
+            ctx::ref);
+    s.onFree(ctx::freeRegion);
+    return s;
   }
 
   /** For tests: the number of shards hosted here. */

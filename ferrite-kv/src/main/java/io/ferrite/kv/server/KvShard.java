@@ -11,6 +11,7 @@ import io.ferrite.kv.TableOptions;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.function.BiConsumer;
+import java.util.function.Consumer;
 import java.util.function.Function;
 import java.util.function.LongFunction;
 import java.util.function.Supplier;
@@ -66,6 +67,17 @@ abstract class KvShard {
   final LongFunction<MappedRegion> newTableRegion;
   final ExtentAllocator alloc;
   WriteLog log = WriteLog.NONE;
+
+  /**
+   * Gives a region the shard no longer uses back to the server (the kernel's {@code freeRegion}):
+   * called under the lock, only once every client that may still read the region reads poison there
+   * (docs/KV.md "Freeing regions").
+   */
+  Consumer<MappedRegion> freeRegion = r -> {};
+
+  /** Set once {@link #freeRegions()} gave every region back: nothing may touch them any more. */
+  boolean regionsFreed;
+
   long epoch = 1;
   long puts;
   long fullErrors;
@@ -121,6 +133,78 @@ abstract class KvShard {
     this.log = l;
   }
 
+  /** Sets how regions the shard stops using are given back. */
+  final synchronized void onFree(Consumer<MappedRegion> f) {
+    this.freeRegion = f;
+  }
+
+  /** The region of the current table array (buckets or entries). */
+  abstract MappedRegion tableRegion();
+
+  /** Frees {@code r} through {@link #freeRegion}; a failure is logged, never thrown. */
+  final void free(MappedRegion r) {
+    try {
+      freeRegion.accept(r);
+    } catch (RuntimeException e) {
+      System.getLogger(KvShard.class.getName())
+          .log(System.Logger.Level.WARNING, "shard " + shard + ": cannot free " + r, e);
+    }
+  }
+
+  /**
+   * Gives every region back (the table array and the extent regions) for a shard this server will
+   * never serve again: dropped, or retired and committed elsewhere. The caller made sure clients
+   * that still read it read poison (retired) or nothing of value (dropped). Idempotent.
+   */
+  final synchronized void freeRegions() {
+    if (regionsFreed) {
+      return;
+    }
+    regionsFreed = true;
+    frozenPairs = null;
+    free(tableRegion());
+    for (MappedRegion r : alloc.regions()) {
+      free(r);
+    }
+    // Drop every reference to the regions: the JVM unmaps a released region only once nothing
+    // refers to it, and a retired shard stays in the map as a tombstone.
+    alloc.regions().clear();
+    forgetTable();
+  }
+
+  /**
+   * Drops the reference to the table array once its region was freed (only {@link #stats}, {@link
+   * #slots} and the move-state checks are called on a shard after {@link #freeRegions}).
+   */
+  abstract void forgetTable();
+
+  /**
+   * For a dropped shard: poisons the array as a retire does (unless it is retired already), so a
+   * shm reader that still maps it reads {@code MOVED}, fetches the layout and learns the table is
+   * gone, then frees every region. Idempotent.
+   */
+  final synchronized void drop() {
+    if (regionsFreed) {
+      return;
+    }
+    if (retiredTo < 0) {
+      poisonForRetire();
+    }
+    freeRegions();
+  }
+
+  /** The regions the shard holds and their bytes (0 once freed). */
+  final synchronized long[] regionUsage() {
+    if (regionsFreed) {
+      return new long[] {0, 0};
+    }
+    long bytes = tableRegion().length();
+    for (MappedRegion r : alloc.regions()) {
+      bytes += r.length();
+    }
+    return new long[] {1 + alloc.regions().size(), bytes};
+  }
+
   final TableOptions options() {
     return options;
   }
@@ -151,8 +235,10 @@ abstract class KvShard {
    * Grows the table array to {@code slots} slots (no-op when it has at least that many): builds the
    * new array in a new region, poisons the old one and bumps the epoch, all under the lock, so that
    * writes wait and one-sided readers either read the old array (unchanged since the lock was
-   * taken) or see {@code MOVED} and fetch the layout again. The old region stays mapped until the
-   * server stops (a racing reader must not fault).
+   * taken) or see {@code MOVED} and fetch the layout again. The old array's region is then freed
+   * ({@link #freeRegion}): a racing reader over tcp gets {@code NO_SUCH_REGION}, one over shm reads
+   * its own mapping of the (unlinked, never truncated) file, which holds the poison; both fetch the
+   * layout again.
    *
    * @throws FerriteException NO_SPACE if the keys do not fit (the shard is left as it was)
    */
@@ -195,6 +281,11 @@ abstract class KvShard {
   }
 
   final synchronized void checkNotRetired() {
+    if (regionsFreed && retiredTo < 0) {
+      throw new FerriteException(
+          ErrorCode.NOT_FOUND,
+          "shard " + shard + " of table " + Long.toHexString(tableId) + " was dropped here");
+    }
     if (retiredTo >= 0) {
       throw new FerriteException(
           ErrorCode.MOVED,
@@ -281,6 +372,15 @@ abstract class KvShard {
    * committed yet is completed from it).
    */
   final synchronized List<byte[][]> exportPairs(long token, long leaseNanos) {
+    if (regionsFreed) {
+      throw new FerriteException(
+          ErrorCode.MOVED,
+          "shard "
+              + shard
+              + " moved to server "
+              + retiredTo
+              + " and its move was committed: nothing left to export here");
+    }
     if (retiredTo >= 0) {
       if (frozenPairs == null) {
         List<byte[][]> pairs = new ArrayList<>();
@@ -298,6 +398,11 @@ abstract class KvShard {
 
   final synchronized long frozenLeaseNanos() {
     return leaseNanos;
+  }
+
+  /** As SHARDS lists it: {@link #moveState()}, or 3 once retired and its regions freed. */
+  final synchronized int listState() {
+    return retiredTo >= 0 && regionsFreed ? 3 : moveState();
   }
 
   /** 0 serving, 1 frozen, 2 retired. */

@@ -111,6 +111,9 @@ final class PilafShard extends KvShard {
 
   @Override
   synchronized ShardStats stats() {
+    if (t == null) {
+      return new ShardStats(0, 0, 0, 0, 0, moves, puts, fullErrors, epoch, 0, 0, 0, 0);
+    }
     return new ShardStats(
         t.slots,
         count,
@@ -122,12 +125,24 @@ final class PilafShard extends KvShard {
         fullErrors,
         epoch,
         0,
-        0);
+        0,
+        (int) regionUsage()[0],
+        regionUsage()[1]);
+  }
+
+  @Override
+  synchronized MappedRegion tableRegion() {
+    return t.entries;
   }
 
   @Override
   synchronized int slots() {
-    return t.slots;
+    return t == null ? 0 : t.slots;
+  }
+
+  @Override
+  void forgetTable() {
+    t = null;
   }
 
   // ------------------------------------------------------------------ reads (server side)
@@ -268,7 +283,8 @@ final class PilafShard extends KvShard {
       old.entries.readInto(entryOffset(s), entryBuf.clear());
       PilafLayout.Entry en = PilafLayout.decode(entryBuf, 0);
       if (!insert(n, old.hashes[s], old.extentAddr[s], old.extentLen[s], en.checksum())) {
-        // Nothing was published: the old array is untouched (the new region stays unused).
+        // Nothing was published: the old array is untouched; the new region goes back.
+        free(n.entries);
         throw full("the " + count + " keys do not fit " + slots + " slots");
       }
     }
@@ -284,6 +300,9 @@ final class PilafShard extends KvShard {
     }
     VarHandle.fullFence();
     t = n;
+    // Every old entry is MOVED and nothing here reads the old array again: give its region back
+    // (a stale reader gets NO_SUCH_REGION over tcp, the poison from its own mapping over shm).
+    free(old.entries);
     log.resize(slots);
   }
 
