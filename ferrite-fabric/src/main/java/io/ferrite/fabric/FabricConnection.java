@@ -28,16 +28,6 @@ public interface FabricConnection extends OneSided, AutoCloseable {
 
   Batch batch();
 
-  /**
-   * Whether each op costs a round trip to the server that ops in one {@link #batch} share (tcp), as
-   * opposed to a copy the caller makes itself (shm, local). A reader uses it to decide whether a
-   * speculative read sent beside a needed one is nearly free (it rides the same round trip) or
-   * plain extra work.
-   */
-  default boolean opsAreRoundTrips() {
-    return true;
-  }
-
   /** Client-side counts of ops and bytes on this connection. */
   Counters counters();
 

@@ -16,26 +16,25 @@ import java.util.List;
  */
 public final class KvClient {
   private final FerriteClient client;
-  private volatile boolean hintsOnEveryFabric;
+  private volatile boolean extentHints = true;
 
   public KvClient(FerriteClient client) {
     this.client = client;
   }
 
   /**
-   * Tables opened from here on read hinted extents on every fabric, not only where a batch saves a
-   * round trip ({@link ExtentHints}): for tests, so that the local fabric's torn reads exercise the
-   * speculative path too.
+   * Whether tables opened from here on read a key's last known extent alone before the table (on by
+   * default): one read per out-of-line get instead of two, and a stale guess costs one read (docs/
+   * KV.md "Extent hints"). Off, every lookup reads the table: for workloads that rarely read a key
+   * twice, and for measuring the table layouts themselves ({@code bench kv}'s reads per lookup).
    */
-  KvClient speculateOnEveryFabric() {
-    hintsOnEveryFabric = true;
+  public KvClient extentHints(boolean on) {
+    extentHints = on;
     return this;
   }
 
   private KvTable opened(KvTable t) {
-    if (hintsOnEveryFabric) {
-      t.speculateOnEveryFabric();
-    }
+    t.extentHints(extentHints);
     return t;
   }
 

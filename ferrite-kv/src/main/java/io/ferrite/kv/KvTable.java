@@ -13,6 +13,7 @@ import java.util.Arrays;
 import java.util.HashSet;
 import java.util.List;
 import java.util.Set;
+import java.util.concurrent.ThreadLocalRandom;
 import java.util.concurrent.atomic.AtomicReferenceArray;
 import java.util.concurrent.locks.LockSupport;
 
@@ -76,7 +77,7 @@ public final class KvTable {
   private final AtomicReferenceArray<FabricConnection> connections;
   private final LookupStats stats = new LookupStats();
   private final ExtentHints hints;
-  private volatile boolean hintsOnEveryFabric;
+  private volatile boolean useHints = true;
   private final LayoutReader reader;
 
   KvTable(FerriteClient client, TableInfo info, long placementVersion) {
@@ -99,17 +100,37 @@ public final class KvTable {
     return hints;
   }
 
-  /**
-   * This handle reads hinted extents on every fabric, not only where a read costs a round trip
-   * ({@link ExtentHints}): for tests, so that the local fabric's torn reads exercise that path too.
-   */
-  void speculateOnEveryFabric() {
-    hintsOnEveryFabric = true;
+  /** Whether this handle reads hinted extents ({@link KvClient#extentHints}). */
+  void extentHints(boolean on) {
+    useHints = on;
   }
 
-  /** Whether a lookup over {@code c} reads a hinted extent alone before the table. */
-  boolean hinting(FabricConnection c) {
-    return hints.capacity() > 0 && (hintsOnEveryFabric || c.opsAreRoundTrips());
+  /**
+   * A lookup by hints reads the table instead, at random, once in this many: a resize leaves the
+   * extents current, so a handle whose every key has a hint would otherwise never read a shard's
+   * table again, never meet the old array's poison, and keep its old layout (and, over shm, its
+   * mapping of the freed array) for good. Over tcp it costs 1/256 of the gets a second round trip.
+   */
+  static final int TABLE_CHECK_EVERY = 256;
+
+  /** {@link #TABLE_CHECK_EVERY}, or 0 (never: tests that count reads exactly). */
+  private volatile int tableCheckEvery = TABLE_CHECK_EVERY;
+
+  /** For tests that count reads exactly: lookups by hints never read the table instead. */
+  void neverCheckTheTable() {
+    tableCheckEvery = 0;
+  }
+
+  /**
+   * Whether this lookup (a get, or a whole multiGet) reads hinted extents alone before the table:
+   * if hints are on, except once in {@link #TABLE_CHECK_EVERY}, at random.
+   */
+  boolean hinting() {
+    if (!useHints || hints.capacity() == 0) {
+      return false;
+    }
+    int every = tableCheckEvery;
+    return every == 0 || ThreadLocalRandom.current().nextInt(every) != 0;
   }
 
   /** The placement this handle uses (refetched when a shard moved). */

@@ -54,7 +54,7 @@ abstract class LayoutReader {
    * has one that holds, else {@link #probeTable}.
    */
   final Object probe(FabricConnection c, ShardLayout l, byte[] key, long h) {
-    if (table.hinting(c)) {
+    if (table.hinting()) {
       byte[] v = probeHint(c, l, key, h);
       if (v != null) {
         return v;
@@ -129,18 +129,13 @@ abstract class LayoutReader {
     Batches round = new Batches(table.client());
     int n = keys.size();
     HintedRound h = new HintedRound(n);
-    int hintServer = -1; // whether hints are worth it, for the last server asked about
-    boolean hinting = false;
-    for (int k = 0; k < n; k++) {
+    boolean hinting = table.hinting();
+    for (int k = 0; hinting && k < n; k++) {
       int i = hints.find(hs[k]);
       if (i < 0) {
         continue;
       }
-      if (ls[k].entries().serverId() != hintServer) {
-        hintServer = ls[k].entries().serverId();
-        hinting = table.hinting(table.client().connection(hintServer));
-      }
-      RegionRef r = hinting ? hints.regionIn(i, ls[k].extents()) : null;
+      RegionRef r = hints.regionIn(i, ls[k].extents());
       if (r != null) {
         h.add(k, r, hints.offset(i) & 0xFFFFFFFFL, hints.length(i), hints.checksum(i));
       }

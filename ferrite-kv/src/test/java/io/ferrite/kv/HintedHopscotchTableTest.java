@@ -1,9 +1,9 @@
 package io.ferrite.kv;
 
 /**
- * Every hopscotch contract test again, with each get and multiGet reading the extent its hint names
- * beside the neighbourhood ({@link ExtentHints}) on the local fabric, which tears reads in some of
- * the tests: a hint must never change an answer.
+ * Every hopscotch contract test again with extent hints on (the default: {@link ExtentHints}), each
+ * get and multiGet of a key seen before reading its hinted extent alone, on the local fabric, which
+ * tears reads in some of the tests: a hint must never change an answer.
  */
 class HintedHopscotchTableTest extends HopscotchTableTest {
   @Override

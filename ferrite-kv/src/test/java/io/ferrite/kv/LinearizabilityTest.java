@@ -116,8 +116,7 @@ class LinearizabilityTest {
     List<Thread> threads = new ArrayList<>();
     List<KvTable> handles = new ArrayList<>();
     for (int t = 0; t < THREADS; t++) {
-      KvClient c = new KvClient(cluster.client());
-      KvTable h = (hinted ? c.speculateOnEveryFabric() : c).table("linear");
+      KvTable h = new KvClient(cluster.client()).extentHints(hinted).table("linear");
       handles.add(h);
       Random r = new Random(seed.value() * 31 + t);
       int thread = t;

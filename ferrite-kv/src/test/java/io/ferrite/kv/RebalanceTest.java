@@ -288,8 +288,7 @@ class RebalanceTest {
     for (int t = 0; t < 4; t++) {
       // Half the handles read by extent hints (the values are out of line): a hint into a retired
       // shard's extent must not answer once the shard moved (none of its extents is current).
-      KvClient c = new KvClient(cluster.client());
-      KvTable h = (t % 2 == 0 ? c.speculateOnEveryFabric() : c).table("linear");
+      KvTable h = new KvClient(cluster.client()).extentHints(t % 2 == 0).table("linear");
       handles.add(h);
       Random r = new Random(seed.value() * 17 + t);
       int thread = t;

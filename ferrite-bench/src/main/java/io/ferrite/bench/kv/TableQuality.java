@@ -58,8 +58,10 @@ final class TableQuality {
       while (loaded < target) {
         t.put(KvBench.key(loaded++), value);
       }
-      // A fresh handle: its first get fetches the layout (an RPC, not a read), then only reads.
-      KvTable reader = kv.table(t.name());
+      // A fresh handle: its first get fetches the layout (an RPC, not a read), then only reads;
+      // without extent hints, which would answer keys seen before by reading their extent alone
+      // and so measure the hints, not the table layout.
+      KvTable reader = new KvClient(kv.ferrite()).extentHints(false).table(t.name());
       reader.get(KvBench.key(0));
       LookupStats ls = reader.lookupStats();
       ls.reset();

@@ -204,12 +204,6 @@ final class LocalConnection implements FabricConnection {
     return counters;
   }
 
-  /** One-sided ops are copies the caller makes (RPCs still cross a ring). */
-  @Override
-  public boolean opsAreRoundTrips() {
-    return false;
-  }
-
   @Override
   public boolean isOpen() {
     return open && !server.isDead();

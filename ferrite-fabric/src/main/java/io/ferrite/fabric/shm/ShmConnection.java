@@ -133,12 +133,6 @@ final class ShmConnection implements FabricConnection {
     return counters;
   }
 
-  /** One-sided ops are copies the caller makes (RPCs still cross a ring). */
-  @Override
-  public boolean opsAreRoundTrips() {
-    return false;
-  }
-
   @Override
   public boolean isOpen() {
     return !closed && control.isOpen();
