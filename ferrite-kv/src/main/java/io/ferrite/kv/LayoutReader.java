@@ -86,17 +86,20 @@ abstract class LayoutReader {
       try {
         c.readSync(r, hints.offset(i) & 0xFFFFFFFFL, ByteBuffer.wrap(e, 0, length));
       } catch (FerriteException ex) {
+        stats.hintMisses.increment();
         hints.forget(h);
         throw ex;
       }
       v = Extents.currentValue(e, 0, length, checksum, key);
     }
     if (v == null) {
+      if (r != null) {
+        stats.hintMisses.increment();
+      }
       hints.forget(h);
       return null;
     }
-    stats.hintHits.increment();
-    stats.lookup(1);
+    stats.hintHit();
     return v;
   }
 
@@ -241,9 +244,7 @@ abstract class LayoutReader {
           hits++;
         }
       }
-      stats.hintedReads.add(reads);
-      stats.hintHits.add(hits);
-      stats.oneProbeLookups(hits);
+      stats.hinted(reads, hits);
       return ok;
     }
   }

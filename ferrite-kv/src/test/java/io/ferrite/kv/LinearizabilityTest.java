@@ -190,7 +190,7 @@ class LinearizabilityTest {
           hintHits > 0 && hintedReads > hintHits,
           "hinted extent reads: " + hintedReads + ", used: " + hintHits);
     } else {
-      assertEquals(0, hintedReads, "no hints on the local fabric unless asked for");
+      assertEquals(0, hintedReads, "no hints when the client turned them off");
     }
     return table.stats().get(0);
   }

@@ -66,9 +66,13 @@ final class ShmConnection implements FabricConnection {
   /**
    * The mapping most recently used, to skip the map lookup when ops stay on one region. Always one
    * that is (or was, until replaced) in {@link #mappings}; a re-MAP sets it to the new one, so a
-   * replaced mapping's rkey stops matching here as it does there.
+   * replaced mapping's rkey stops matching here as it does there. Plain, not volatile: a volatile
+   * store is a full fence on x86, paid by every op that alternates between regions (a kv get reads
+   * a table and an extent region). A thread that sees a stale or null value falls back to the map;
+   * a released mapping is refused by its own volatile {@code isClosed}; and {@link MappedRegion}'s
+   * fields are final, so a racy read of this field sees it whole.
    */
-  private volatile MappedRegion last;
+  private MappedRegion last;
 
   private volatile boolean closed;
 
@@ -288,9 +292,11 @@ final class ShmConnection implements FabricConnection {
   private Void readOn(MappedRegion m, long offset, ByteBuffer dst) {
     int n = dst.remaining();
     check(m, offset, n, false);
+    // Counted before the copy: a counter add is a locked instruction, and after the copy it would
+    // wait for the copy's stores to drain (a visible share of a 1 KiB kv get).
+    counters.record(OpKind.READ, n);
     m.readInto(offset, dst);
     VarHandle.acquireFence();
-    counters.record(OpKind.READ, n);
     return null;
   }
 
@@ -312,9 +318,9 @@ final class ShmConnection implements FabricConnection {
   private Void writeOn(MappedRegion m, long offset, ByteBuffer src) {
     int n = src.remaining();
     check(m, offset, n, false);
+    counters.record(OpKind.WRITE, n); // before the copy, as reads count
     VarHandle.releaseFence();
     m.writeFrom(offset, src);
-    counters.record(OpKind.WRITE, n);
     return null;
   }
 

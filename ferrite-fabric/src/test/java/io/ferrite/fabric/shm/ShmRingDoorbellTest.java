@@ -31,13 +31,20 @@ class ShmRingDoorbellTest extends RingTestSupport {
     start(new ShmFabric.Rings(true, 64 << 10, 64 << 10), 2, 16);
     ShmConnection c = connect();
     RingFile file = c.rings().file();
+    // A poller seen asleep may wake before the call lands (a park returns spuriously, or on the
+    // permit a late doorbell left): that call finds it awake and need not ring. So each call rings
+    // at most once, and most ring.
+    int rings = 0;
     for (int i = 0; i < 30; i++) {
       await("the poller sleeps", () -> file.isAsleep(RingFile.SERVER_ASLEEP));
       long rang = c.rings().rang.sum();
       ByteBuffer req = bytes(random, random.nextInt(300));
       assertEcho(c, random.nextBoolean() ? ECHO_INLINE : ECHO, req, "call " + i + " to a sleeper");
-      assertEquals(rang + 1, c.rings().rang.sum(), "the call rang the doorbell once");
+      long now = c.rings().rang.sum();
+      assertTrue(now - rang <= 1, "call " + i + " rang " + (now - rang) + " times");
+      rings += (int) (now - rang);
     }
+    assertTrue(rings >= 15, "only " + rings + " of 30 calls to a sleeping poller rang");
   }
 
   @Test
