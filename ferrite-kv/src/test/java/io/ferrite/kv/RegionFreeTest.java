@@ -274,6 +274,15 @@ class RegionFreeTest {
     }
   }
 
+  /** Creates table {@code name} and puts version 0 of keys 0 to {@code keys - 1}. */
+  static KvTable filled(KvClient kv, String name, TableOptions options, int keys) {
+    KvTable t = kv.createTable(name, options);
+    for (int i = 0; i < keys; i++) {
+      t.put(key(i), value(i, 0));
+    }
+    return t;
+  }
+
   /** Whether every handle caches the layout {@code fresh} has, for every shard. */
   static boolean layoutsCaughtUp(List<KvTable> handles, KvTable fresh) {
     for (KvTable h : handles) {
@@ -292,11 +301,8 @@ class RegionFreeTest {
       TableOptions.Layout layout, String fabric, TestSeed seed) throws Exception {
     FerriteClient setup = cluster.client(fabric);
     KvClient kv = new KvClient(setup);
-    KvTable t = kv.createTable("grow", options(layout, 2));
     int keys = 200;
-    for (int i = 0; i < keys; i++) {
-      t.put(key(i), value(i, 0));
-    }
+    KvTable t = filled(kv, "grow", options(layout, 2), keys);
     int server = t.serverOf(0);
     Set<Integer> before = kvRegions(setup, server);
     Load load = new Load("grow", fabric, keys, seed.value());
@@ -350,11 +356,8 @@ class RegionFreeTest {
       TableOptions.Layout layout, String fabric, TestSeed seed) throws Exception {
     FerriteClient setup = cluster.client(fabric);
     KvClient kv = new KvClient(setup);
-    KvTable t = kv.createTable("spread", options(layout, 8));
     int keys = 400;
-    for (int i = 0; i < keys; i++) {
-      t.put(key(i), value(i, 0));
-    }
+    KvTable t = filled(kv, "spread", options(layout, 8), keys);
     int first = t.serverOf(0);
     Load load = new Load("spread", fabric, keys, seed.value());
     MemoryServer added = cluster.startServer("kv1");
