@@ -101,6 +101,13 @@ public final class KvProtocol {
   /** Frees a retired shard's regions once its move is committed (docs/KV.md "Moving shards"). */
   public static final int RELEASE = 16;
 
+  /**
+   * Server: rewrite this server's kv log now as a snapshot of its durable shards (compaction, which
+   * also runs by itself past {@code kv.log.compact}); empty request; answers the log's bytes before
+   * and after (u64, u64).
+   */
+  public static final int COMPACT_LOG = 17;
+
   /** Re-sharding, directory side. */
   public static final int PLAN = 5;
 

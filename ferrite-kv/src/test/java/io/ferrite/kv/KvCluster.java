@@ -6,6 +6,7 @@ import io.ferrite.kernel.testing.ClusterHarness;
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
+import java.util.HashMap;
 import java.util.Map;
 
 /**
@@ -23,18 +24,26 @@ final class KvCluster extends ClusterHarness {
 
   /** As above; {@code real}: the master and servers on tcp and shm instead of the local fabric. */
   KvCluster(Path dataDir, int serverCount, boolean real) throws IOException {
-    super(
-        dataDir,
-        CREDENTIALS,
-        real,
-        Map.of(
-            FerriteConfig.CAPACITY_DRAM, "256k",
-            FerriteConfig.CAPACITY_DISK, "0",
-            FerriteConfig.DEAD_TIMEOUT, "2s",
-            FerriteConfig.SESSION_LEASE, "5s"));
+    this(dataDir, serverCount, real, Map.of());
+  }
+
+  /** As above, with configuration {@code extra} on top of the test defaults. */
+  KvCluster(Path dataDir, int serverCount, boolean real, Map<String, String> extra)
+      throws IOException {
+    super(dataDir, CREDENTIALS, real, config(extra));
     startMaster();
     for (int i = 0; i < serverCount; i++) {
       startServer("kv" + i);
     }
+  }
+
+  private static Map<String, String> config(Map<String, String> extra) {
+    Map<String, String> c = new HashMap<>();
+    c.put(FerriteConfig.CAPACITY_DRAM, "256k");
+    c.put(FerriteConfig.CAPACITY_DISK, "0");
+    c.put(FerriteConfig.DEAD_TIMEOUT, "2s");
+    c.put(FerriteConfig.SESSION_LEASE, "5s");
+    c.putAll(extra);
+    return c;
   }
 }

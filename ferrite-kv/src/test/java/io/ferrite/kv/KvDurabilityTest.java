@@ -7,9 +7,15 @@ import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.ferrite.kernel.client.FerriteClient;
+import io.ferrite.kernel.config.FerriteConfig;
 import io.ferrite.kernel.server.MemoryServer;
 import io.ferrite.kv.TableOptions.Durability;
+import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.HashMap;
+import java.util.Map;
+import java.util.Random;
+import java.util.stream.Stream;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.io.TempDir;
@@ -109,5 +115,74 @@ class KvDurabilityTest {
     KvTable again =
         kv.createTable("gone", SMALL.withLayout(layout).withDurability(Durability.ALWAYS));
     assertNull(again.get(b("k")));
+  }
+
+  @ParameterizedTest
+  @EnumSource(TableOptions.Layout.class)
+  void aCompactedLogRebuildsExactlyWhatTheServerHeld(TableOptions.Layout layout) throws Exception {
+    // A 16 KiB threshold: the server rewrites its log as a snapshot many times while one client
+    // keeps overwriting and deleting 60 keys; every restart must give back exactly the model.
+    cluster.close();
+    cluster =
+        new KvCluster(
+            dir.resolve("compacting"), 1, false, Map.of(FerriteConfig.KV_LOG_COMPACT, "16k"));
+    KvClient kv = new KvClient(cluster.client());
+    TableOptions o = SMALL.withLayout(layout).withDurability(Durability.ALWAYS);
+    KvTable t = kv.createTable("hot", o);
+    KvTable gone = kv.createTable("gone", o);
+    gone.put(b("g"), b("dropped before a compaction"));
+    KvTable none = kv.createTable("none", SMALL.withLayout(layout));
+    none.put(b("n"), b("never logged"));
+    Path logFile;
+    try (Stream<Path> files = Files.walk(dir.resolve("compacting"))) {
+      logFile = files.filter(p -> p.endsWith("kv.log")).findFirst().orElseThrow();
+    }
+    Map<String, byte[]> model = new HashMap<>();
+    Random r = new Random(layout.ordinal() * 31L + 7);
+    int shrinks = 0;
+    long last = Files.size(logFile);
+    long deadline = System.nanoTime() + 60_000_000_000L;
+    for (int round = 0; round < 40 || shrinks < 3; round++) {
+      assertTrue(System.nanoTime() < deadline, "the log shrank " + shrinks + " times in 60 s");
+      for (int i = 0; i < 50; i++) {
+        String k = "k" + r.nextInt(60);
+        if (r.nextInt(8) == 0) {
+          t.delete(b(k));
+          model.remove(k);
+        } else {
+          byte[] v = new byte[r.nextInt(300)];
+          r.nextBytes(v);
+          t.put(b(k), v);
+          model.put(k, v);
+        }
+      }
+      if (round == 5) {
+        kv.dropTable("gone");
+      }
+      if (round == 10) {
+        t.resize(1024);
+      }
+      long size = Files.size(logFile);
+      if (size < last) {
+        shrinks++;
+      }
+      last = size;
+    }
+    for (int restart = 0; restart < 2; restart++) {
+      restartServer();
+      for (int i = 0; i < 60; i++) {
+        assertArrayEquals(model.get("k" + i), t.get(b("k" + i)), "k" + i + ", restart " + restart);
+      }
+      assertEquals(model.size(), t.stats().stream().mapToInt(ShardStats::count).sum());
+      for (ShardStats s : t.stats()) {
+        assertTrue(s.slots() >= 1024, "the resize survived the snapshot: " + s);
+      }
+      assertNull(none.get(b("n")), "a none table is not in the snapshot");
+      t.put(b("after" + restart), b("appended to a compacted log"));
+      model.put("after" + restart, b("appended to a compacted log"));
+    }
+    assertArrayEquals(b("appended to a compacted log"), t.get(b("after0")));
+    KvTable again = kv.createTable("gone", o);
+    assertNull(again.get(b("g")), "a table dropped before the snapshot stays dropped");
   }
 }

@@ -55,6 +55,7 @@ public final class FerriteConfig {
   public static final String JOURNAL_FSYNC = "journal.fsync";
   public static final String SNAPSHOT_EVERY = "journal.snapshot.every";
   public static final String RPC_TIMEOUT = "rpc.timeout";
+  public static final String KV_LOG_COMPACT = "kv.log.compact";
 
   /** Every key with its default and a one-line description (shown by {@code --help}). */
   public static final Map<String, String[]> KEYS;
@@ -89,6 +90,11 @@ public final class FerriteConfig {
     k.put(JOURNAL_FSYNC, new String[] {"true", "fsync the master journal after every record"});
     k.put(SNAPSHOT_EVERY, new String[] {"10000", "journal records between snapshots"});
     k.put(RPC_TIMEOUT, new String[] {"5s", "deadline of control RPCs"});
+    k.put(
+        KV_LOG_COMPACT,
+        new String[] {
+          "64m", "a server's kv log is rewritten as a snapshot past this and 2x its last size"
+        });
     KEYS = Collections.unmodifiableMap(k);
   }
 
@@ -243,6 +249,7 @@ public final class FerriteConfig {
       throw new IllegalArgumentException(MASTER_PORT + ": " + port + " (expected: 0 to 65535)");
     }
     snapshotEvery();
+    kvLogCompactBytes();
     sessionLease();
     rpcTimeout();
     serverPort();
@@ -397,6 +404,15 @@ public final class FerriteConfig {
 
   public boolean journalFsync() {
     return Boolean.parseBoolean(get(JOURNAL_FSYNC));
+  }
+
+  /** The kv log size past which (and past twice its size after the last one) it is compacted. */
+  public long kvLogCompactBytes() {
+    long n = size(KV_LOG_COMPACT);
+    if (n < 4096) {
+      throw new IllegalArgumentException(KV_LOG_COMPACT + ": " + n + " (expected: >= 4096)");
+    }
+    return n;
   }
 
   public int snapshotEvery() {

@@ -11,11 +11,16 @@ import io.ferrite.kv.KvProtocol;
 import io.ferrite.kv.TableInfo;
 import io.ferrite.kv.TableOptions;
 import java.nio.ByteBuffer;
+import java.util.ArrayList;
+import java.util.Comparator;
+import java.util.List;
 import java.util.Map;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.locks.ReentrantReadWriteLock;
+import java.util.function.Consumer;
 
 /**
  * The kv face's memory-server half: hosts the shards placed on this server, each in regions of its
@@ -35,6 +40,19 @@ public final class KvService implements FerriteService {
   private volatile OpLog log;
   private ScheduledExecutorService syncer;
 
+  /**
+   * Every request holds the read side (they are the only appenders of the log, and append under
+   * their shard's lock); a compaction holds the write side, so no write is half applied or half
+   * logged while it takes its snapshot, and no shard lock is held by a waiting writer.
+   */
+  private final ReentrantReadWriteLock requests = new ReentrantReadWriteLock();
+
+  /** The log is compacted once it is over this size and twice its size after the last one. */
+  private long compactBytes;
+
+  private long compactedBytes;
+  private long compactions;
+
   @Override
   public int id() {
     return KvProtocol.SERVER_SERVICE;
@@ -53,6 +71,8 @@ public final class KvService implements FerriteService {
     for (KvShard s : shards.values()) {
       hook(s);
     }
+    compactBytes = ctx.config().kvLogCompactBytes();
+    compactedBytes = log.bytes();
     syncer = Threads.scheduler("kv-log-sync");
     syncer.scheduleWithFixedDelay(this::syncQuietly, 100, 100, TimeUnit.MILLISECONDS);
   }
@@ -61,6 +81,12 @@ public final class KvService implements FerriteService {
   public void stop() {
     if (syncer != null) {
       syncer.shutdownNow();
+      try {
+        // A compaction in progress finishes (or fails whole) before the log closes.
+        syncer.awaitTermination(60, TimeUnit.SECONDS);
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
+      }
     }
     if (log != null) {
       log.close();
@@ -70,9 +96,79 @@ public final class KvService implements FerriteService {
   private void syncQuietly() {
     try {
       log.sync();
+      long size = log.bytes();
+      if (size > compactBytes && size > 2 * compactedBytes) {
+        compactLog();
+      }
     } catch (FerriteException e) {
-      LOG.log(System.Logger.Level.ERROR, "kv log fsync failed", e);
+      LOG.log(System.Logger.Level.ERROR, "kv log fsync or compaction failed", e);
     }
+  }
+
+  /**
+   * Rewrites the log as the records that rebuild what this server holds now: for each durable
+   * shard, OPEN_SHARD, a RESIZE to its current size, a PUT per pair, and RETIRE and RELEASE for a
+   * shard that moved away. Requests wait meanwhile (seconds for gigabytes of pairs). Returns the
+   * log's size after.
+   */
+  long compactLog() {
+    requests.writeLock().lock();
+    try {
+      long before = log.bytes();
+      List<Map.Entry<ShardKey, KvShard>> live = new ArrayList<>(shards.entrySet());
+      live.sort(
+          Comparator.comparingLong((Map.Entry<ShardKey, KvShard> e) -> e.getKey().tableId())
+              .thenComparingInt(e -> e.getKey().shard()));
+      log.rewrite(
+          sink -> {
+            for (Map.Entry<ShardKey, KvShard> e : live) {
+              if (durable(e.getValue())) {
+                snapshot(e.getValue(), sink);
+              }
+            }
+          });
+      compactedBytes = log.bytes();
+      compactions++;
+      LOG.log(
+          System.Logger.Level.INFO,
+          "kv log compacted: {0} B -> {1} B ({2} shards)",
+          before,
+          compactedBytes,
+          live.size());
+      return compactedBytes;
+    } finally {
+      requests.writeLock().unlock();
+    }
+  }
+
+  /** The records that rebuild {@code s} as it is now (see {@link #compactLog}). */
+  private static void snapshot(KvShard s, Consumer<byte[]> sink) {
+    synchronized (s) {
+      Wire.Writer open = new Wire.Writer().u8(KvProtocol.OPEN_SHARD);
+      s.table.write(open);
+      sink.accept(open.i32(s.shard()).toArray());
+      if (!s.regionsFreed) {
+        if (s.slots() != s.options().slotsPerShard()) {
+          sink.accept(head(KvProtocol.RESIZE, s).i32(s.slots()).toArray());
+        }
+        s.forEachPair((k, v) -> sink.accept(head(KvProtocol.PUT, s).bytes(k).bytes(v).toArray()));
+      }
+      if (s.retiredTo >= 0) {
+        sink.accept(head(KvProtocol.RETIRE, s).i32(s.retiredTo).toArray());
+      }
+      if (s.regionsFreed) {
+        sink.accept(head(KvProtocol.RELEASE, s).toArray());
+      }
+    }
+  }
+
+  private static Wire.Writer head(int type, KvShard s) {
+    return new Wire.Writer().u8(type).i64(s.tableId()).i32(s.shard());
+  }
+
+  /** For tests: how many times the log was compacted since the service started. */
+  long compactions() {
+    return compactions;
   }
 
   private void replay(ByteBuffer record) {
@@ -155,6 +251,19 @@ public final class KvService implements FerriteService {
 
   @Override
   public CompletableFuture<ByteBuffer> handle(RpcContext caller, int opcode, ByteBuffer request) {
+    if (opcode == KvProtocol.COMPACT_LOG) {
+      // Not under the read side: the compaction takes the write side.
+      try {
+        new Wire.Reader(request, "kv compact-log request").end();
+        long before = log.bytes();
+        long after = compactLog();
+        return CompletableFuture.completedFuture(
+            new Wire.Writer().i64(before).i64(after).toBuffer());
+      } catch (FerriteException e) {
+        return CompletableFuture.failedFuture(e);
+      }
+    }
+    requests.readLock().lock();
     try {
       return CompletableFuture.completedFuture(dispatch(opcode, request));
     } catch (FerriteException e) {
@@ -163,6 +272,8 @@ public final class KvService implements FerriteService {
       LOG.log(System.Logger.Level.ERROR, "kv opcode " + opcode + " failed", e);
       return CompletableFuture.failedFuture(
           new FerriteException(ErrorCode.INTERNAL, "kv opcode " + opcode + ": " + e, e));
+    } finally {
+      requests.readLock().unlock();
     }
   }
 
@@ -496,6 +607,12 @@ public final class KvService implements FerriteService {
 
   private KvShard create(TableInfo t, int shard) {
     ServiceContext ctx = context;
+    KvShard s = newShard(ctx, t, shard);
+    s.table = t;
+    return s;
+  }
+
+  private static KvShard newShard(ServiceContext ctx, TableInfo t, int shard) {
     long extentBytes = (t.options().extentRegionBytes() + 7L) & ~7L;
     KvShard s =
         KvShard.create(

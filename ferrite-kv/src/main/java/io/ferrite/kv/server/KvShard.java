@@ -78,6 +78,9 @@ abstract class KvShard {
   /** Set once {@link #freeRegions()} gave every region back: nothing may touch them any more. */
   boolean regionsFreed;
 
+  /** The table as the shard was opened with (its log's OPEN_SHARD record); set by the service. */
+  io.ferrite.kv.TableInfo table;
+
   long epoch = 1;
   long puts;
   long fullErrors;

@@ -7,7 +7,9 @@ import java.io.IOException;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
 import java.nio.channels.FileChannel;
+import java.nio.file.Files;
 import java.nio.file.Path;
+import java.nio.file.StandardCopyOption;
 import java.nio.file.StandardOpenOption;
 import java.util.function.Consumer;
 
@@ -24,12 +26,17 @@ import java.util.function.Consumer;
  * Recovery reads records until the end or the first torn or corrupt one (a crash in the middle of
  * an append), cuts the file there and appends after it. Thread-safe: appends are serialised; a
  * caller that appends under its shard's lock keeps the log in the order writes were applied.
+ *
+ * <p>{@link #rewrite} replaces the whole log by a shorter one (compaction): the new records go to
+ * {@code <file>.rewrite}, which is fsynced, renamed over the log (atomic) and the directory
+ * fsynced; a crash before the rename leaves the old log whole (the stale file is deleted at the
+ * next open), after it the new one.
  */
 final class OpLog implements AutoCloseable {
   private static final System.Logger LOG = System.getLogger(OpLog.class.getName());
   static final int MAX_RECORD = 64 << 20;
 
-  private final FileChannel channel;
+  private FileChannel channel;
   private final Path file;
   private long appended;
   private long synced;
@@ -41,9 +48,15 @@ final class OpLog implements AutoCloseable {
     this.synced = records;
   }
 
+  private static Path compactFile(Path file) {
+    return file.resolveSibling(file.getFileName() + ".rewrite");
+  }
+
   /** Opens (or creates) {@code file}, hands every intact record to {@code replay}, in order. */
   static OpLog open(Path file, Consumer<ByteBuffer> replay) {
     try {
+      // A compaction that crashed before its rename: the log itself is whole.
+      Files.deleteIfExists(compactFile(file));
       FileChannel ch =
           FileChannel.open(
               file, StandardOpenOption.CREATE, StandardOpenOption.READ, StandardOpenOption.WRITE);
@@ -87,29 +100,108 @@ final class OpLog implements AutoCloseable {
 
   /** Appends one record (not yet durable: see {@link #sync}). */
   synchronized void append(byte[] body) {
-    ByteBuffer b = ByteBuffer.allocate(12 + body.length).order(ByteOrder.LITTLE_ENDIAN);
-    b.putInt(body.length).putLong(Checksum64.of(body)).put(body).flip();
     try {
-      while (b.hasRemaining()) {
-        channel.write(b);
-      }
+      write(channel, body);
     } catch (IOException e) {
       throw new FerriteException(ErrorCode.INTERNAL, "cannot append to kv log " + file, e);
     }
     appended++;
   }
 
+  private static void write(FileChannel ch, byte[] body) throws IOException {
+    if (body.length > MAX_RECORD) {
+      throw new FerriteException(
+          ErrorCode.INTERNAL, "kv log record of " + body.length + " B (max " + MAX_RECORD + ")");
+    }
+    ByteBuffer b = ByteBuffer.allocate(12 + body.length).order(ByteOrder.LITTLE_ENDIAN);
+    b.putInt(body.length).putLong(Checksum64.of(body)).put(body).flip();
+    while (b.hasRemaining()) {
+      ch.write(b);
+    }
+  }
+
+  /** The log's size in bytes. */
+  synchronized long bytes() {
+    try {
+      return channel.size();
+    } catch (IOException e) {
+      throw new FerriteException(ErrorCode.INTERNAL, "cannot size kv log " + file, e);
+    }
+  }
+
+  /**
+   * Replaces the log by the records {@code snapshot} hands to its sink, in order (see the class
+   * comment). The caller makes sure nothing is appended meanwhile and that the records rebuild what
+   * the old log did. On failure the old log stays in use and the partial new one is deleted.
+   */
+  synchronized void rewrite(Consumer<Consumer<byte[]>> snapshot) {
+    Path tmp = compactFile(file);
+    FileChannel fresh = null;
+    try {
+      fresh =
+          FileChannel.open(
+              tmp,
+              StandardOpenOption.CREATE,
+              StandardOpenOption.TRUNCATE_EXISTING,
+              StandardOpenOption.READ,
+              StandardOpenOption.WRITE);
+      FileChannel out = fresh;
+      long[] records = new long[1];
+      snapshot.accept(
+          body -> {
+            try {
+              write(out, body);
+            } catch (IOException e) {
+              throw new FerriteException(ErrorCode.INTERNAL, "cannot write " + tmp, e);
+            }
+            records[0]++;
+          });
+      fresh.force(true);
+      Files.move(tmp, file, StandardCopyOption.ATOMIC_MOVE, StandardCopyOption.REPLACE_EXISTING);
+      syncDirectory(file.toAbsolutePath().getParent());
+      FileChannel old = channel;
+      channel = fresh;
+      fresh = null;
+      appended = records[0];
+      synced = records[0];
+      try {
+        old.close();
+      } catch (IOException e) {
+        LOG.log(System.Logger.Level.WARNING, "closing the replaced kv log " + file, e);
+      }
+    } catch (IOException e) {
+      throw new FerriteException(ErrorCode.INTERNAL, "cannot compact kv log " + file, e);
+    } finally {
+      if (fresh != null) {
+        try {
+          fresh.close();
+          Files.deleteIfExists(tmp);
+        } catch (IOException e) {
+          LOG.log(System.Logger.Level.WARNING, "removing " + tmp, e);
+        }
+      }
+    }
+  }
+
+  private static void syncDirectory(Path dir) throws IOException {
+    try (FileChannel d = FileChannel.open(dir, StandardOpenOption.READ)) {
+      d.force(true);
+    }
+  }
+
   /** Makes every record appended so far durable (fsync); cheap when nothing is new. */
   void sync() {
     long target;
+    FileChannel ch;
     synchronized (this) {
       target = appended;
+      ch = channel;
       if (synced >= target) {
         return;
       }
     }
     try {
-      channel.force(false);
+      ch.force(false);
     } catch (IOException e) {
       throw new FerriteException(ErrorCode.INTERNAL, "cannot fsync kv log " + file, e);
     }

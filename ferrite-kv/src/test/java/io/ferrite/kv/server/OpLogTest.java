@@ -2,6 +2,9 @@ package io.ferrite.kv.server;
 
 import static java.nio.charset.StandardCharsets.UTF_8;
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.io.IOException;
 import java.nio.ByteBuffer;
@@ -14,7 +17,10 @@ import java.util.List;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
-/** The log's recovery: intact records replay in order; a torn or corrupt tail is cut off. */
+/**
+ * The log's recovery: intact records replay in order; a torn or corrupt tail is cut off; a rewrite
+ * (compaction) replaces the log whole, and one that crashed before its rename leaves the old log.
+ */
 class OpLogTest {
   @TempDir Path dir;
 
@@ -56,5 +62,58 @@ class OpLogTest {
     log.append("four".getBytes(UTF_8));
     log.close();
     assertEquals(List.of("one", "two", "four"), replay(f));
+  }
+
+  @Test
+  void aRewriteReplacesTheLogWholeAndAppendsFollowIt() throws IOException {
+    Path f = dir.resolve("kv.log");
+    OpLog log = OpLog.open(f, b -> {});
+    for (int i = 0; i < 100; i++) {
+      log.append(("old" + i).getBytes(UTF_8));
+    }
+    long before = log.bytes();
+    log.rewrite(
+        sink -> {
+          sink.accept("snap1".getBytes(UTF_8));
+          sink.accept("snap2".getBytes(UTF_8));
+        });
+    assertTrue(log.bytes() < before, log.bytes() + " vs " + before);
+    log.append("after".getBytes(UTF_8));
+    log.sync();
+    log.close();
+    assertEquals(List.of("snap1", "snap2", "after"), replay(f));
+    assertFalse(Files.exists(dir.resolve("kv.log.rewrite")));
+  }
+
+  @Test
+  void aRewriteThatFailsKeepsTheOldLog() throws IOException {
+    Path f = dir.resolve("kv.log");
+    OpLog log = OpLog.open(f, b -> {});
+    log.append("one".getBytes(UTF_8));
+    assertThrows(
+        IllegalStateException.class,
+        () ->
+            log.rewrite(
+                sink -> {
+                  sink.accept("half".getBytes(UTF_8));
+                  throw new IllegalStateException("the snapshot failed");
+                }));
+    assertFalse(Files.exists(dir.resolve("kv.log.rewrite")), "the partial rewrite is removed");
+    log.append("two".getBytes(UTF_8));
+    log.close();
+    assertEquals(List.of("one", "two"), replay(f));
+  }
+
+  @Test
+  void aRewriteCutShortBeforeItsRenameLeavesTheOldLog() throws IOException {
+    Path f = dir.resolve("kv.log");
+    OpLog log = OpLog.open(f, b -> {});
+    log.append("one".getBytes(UTF_8));
+    log.append("two".getBytes(UTF_8));
+    log.close();
+    // What a crash in the middle of a rewrite leaves: the new log, partly written, beside the old.
+    Files.write(dir.resolve("kv.log.rewrite"), new byte[] {5, 0, 0, 0, 1, 2, 3});
+    assertEquals(List.of("one", "two"), replay(f));
+    assertFalse(Files.exists(dir.resolve("kv.log.rewrite")), "the stale rewrite is deleted");
   }
 }
