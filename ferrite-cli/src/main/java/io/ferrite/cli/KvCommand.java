@@ -52,7 +52,8 @@ import picocli.CommandLine.Spec;
       "  ferrite kv resize big --slots 4194304          grows every shard while it serves",
       "  ferrite kv rebalance --dry-run                 which shards would move to new servers",
       "  ferrite kv rebalance [users ...]               moves them, live (progress on stderr)",
-      "  ferrite kv tables"
+      "  ferrite kv tables",
+      "  ferrite kv compact-log                         rewrites every server's kv log now"
     },
     subcommands = {
       KvCommand.Get.class,
@@ -64,6 +65,7 @@ import picocli.CommandLine.Spec;
       KvCommand.Rebalance.class,
       KvCommand.Tables.class,
       KvCommand.Drop.class,
+      KvCommand.CompactLog.class,
     })
 final class KvCommand implements Runnable {
   @Spec CommandSpec spec;
@@ -550,6 +552,59 @@ final class KvCommand implements Runnable {
                 return sb.toString();
               });
       out().print(text);
+      out().flush();
+      return 0;
+    }
+  }
+
+  @Command(
+      name = "compact-log",
+      mixinStandardHelpOptions = true,
+      description = {
+        "Rewrites the kv operation log of every alive memory server (or of --server) as a"
+            + " snapshot of its durable tables' shards, now. Servers do it by themselves once the"
+            + " log passes kv.log.compact (64m) and twice its last size; this is for a restart"
+            + " you want fast, or for disk space.",
+        "Each server's kv requests wait while it copies its durable pairs."
+      })
+  static final class CompactLog extends Sub implements Callable<Integer> {
+    @Option(names = "--server", paramLabel = "ID", description = "Only this memory server.")
+    Integer server;
+
+    @Override
+    public Integer call() {
+      List<KvClient.LogSizes> done =
+          withKv(
+              target,
+              kv -> {
+                List<Integer> ids = new java.util.ArrayList<>();
+                if (server != null) {
+                  ids.add(server);
+                } else {
+                  for (io.ferrite.kernel.proto.MemberInfo m : kv.ferrite().refreshMembers()) {
+                    if (m.state() == io.ferrite.kernel.proto.ServerState.ALIVE) {
+                      ids.add(m.serverId());
+                    }
+                  }
+                }
+                List<KvClient.LogSizes> sizes = new java.util.ArrayList<>();
+                for (int id : ids) {
+                  sizes.add(kv.compactLog(id));
+                }
+                return sizes;
+              });
+      for (KvClient.LogSizes s : done) {
+        out()
+            .printf(
+                Locale.ROOT,
+                "server %d: kv log %,d B -> %,d B%n",
+                s.server(),
+                s.before(),
+                s.after());
+      }
+      if (done.isEmpty()) {
+        out().println("no alive memory server");
+      }
       out().flush();
       return 0;
     }

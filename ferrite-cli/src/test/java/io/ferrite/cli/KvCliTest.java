@@ -125,6 +125,32 @@ class KvCliTest {
   }
 
   @Test
+  void compactLogRewritesEveryServersLogAndLosesNothing() {
+    assertEquals(
+        0,
+        run("kv", "create", "logged", "--shards", "2", "--slots", "64", "--durability", "always"),
+        err.toString());
+    for (int round = 0; round < 3; round++) {
+      for (int i = 0; i < 20; i++) {
+        assertEquals(0, run("kv", "put", "logged", "k" + i, "v" + round), err.toString());
+      }
+    }
+    assertEquals(0, run("kv", "compact-log"), err.toString());
+    java.util.regex.Matcher m =
+        java.util.regex.Pattern.compile("server (\\d+): kv log ([\\d,]+) B -> ([\\d,]+) B")
+            .matcher(out.toString());
+    assertTrue(m.find(), out.toString());
+    long before = Long.parseLong(m.group(2).replace(",", ""));
+    long after = Long.parseLong(m.group(3).replace(",", ""));
+    assertTrue(after < before, out.toString());
+    assertEquals(0, run("kv", "get", "logged", "k7"));
+    assertEquals("v2", out.toString().strip());
+    assertEquals(0, run("kv", "compact-log", "--server", m.group(1)), err.toString());
+    assertTrue(run("kv", "compact-log", "--server", "999") != 0);
+    assertTrue(!err.toString().isBlank(), "a clear error for an unknown server");
+  }
+
+  @Test
   void rebalanceMovesShardsToAJoiningServer() throws Exception {
     assertEquals(0, run("kv", "create", "grow", "--shards", "8", "--slots", "64"), err.toString());
     for (int i = 0; i < 60; i++) {

@@ -101,6 +101,28 @@ public final class KvClient {
     }
   }
 
+  /** A server's kv log size before and after a compaction. */
+  public record LogSizes(int server, long before, long after) {}
+
+  /**
+   * Compacts the kv operation log of memory server {@code server} now (docs/KV.md "Compaction"): it
+   * is rewritten as a snapshot of the durable shards there. The server's requests wait meanwhile.
+   */
+  public LogSizes compactLog(int server) {
+    Wire.Reader r =
+        new Wire.Reader(
+            Futures.join(
+                client.call(
+                    server,
+                    KvProtocol.SERVER_SERVICE,
+                    KvProtocol.COMPACT_LOG,
+                    ByteBuffer.allocate(0))),
+            "kv compact-log answer");
+    LogSizes s = new LogSizes(server, r.i64("before"), r.i64("after"));
+    r.end();
+    return s;
+  }
+
   ByteBuffer callMaster(int opcode, ByteBuffer body) {
     return Futures.join(client.callMaster(KvProtocol.MASTER_SERVICE, opcode, body));
   }
