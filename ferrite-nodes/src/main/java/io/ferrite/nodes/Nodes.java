@@ -43,10 +43,19 @@ public final class Nodes {
       java.util.concurrent.ConcurrentHashMap.newKeySet();
 
   private final LookupCache cache;
+  private final LeaseCache leased;
+
+  /**
+   * Counts of this client's lookup cache (leased lookups): answers it gave with no fabric op,
+   * lookups it sent to the master, and kept answers it dropped because the master revoked their
+   * lease.
+   */
+  public record CacheCounters(long hits, long misses, long invalidations) {}
 
   public Nodes(FerriteClient client) {
     this.client = client;
     this.cache = new LookupCache(client);
+    this.leased = new LeaseCache(client);
     this.blockSize = client.status().blockSize();
     for (io.ferrite.kernel.proto.MemberInfo m : client.members()) {
       if (m.state() == io.ferrite.kernel.proto.ServerState.ALIVE) {
@@ -207,8 +216,67 @@ public final class Nodes {
     return join(createContainerAsync(path, NodeType.BAG, CreateOptions.DEFAULT));
   }
 
+  /**
+   * The node at {@code path}. Where gets do not use the master's version words (the master not
+   * reached over shm or local), a lookup of a File or KeyValue this client looked up before is
+   * answered from its cache while it holds a lease on it, with no fabric op; the master revokes the
+   * lease before any change to the node (or an ancestor) is applied, so the answer is never older
+   * than a change acknowledged before the call (docs/NODES.md, "Leased lookups").
+   */
   public CompletableFuture<NodeInfo> lookupAsync(String path) {
+    if (leasing()) {
+      NodeInfo kept = leased.hit(path);
+      if (kept != null) {
+        return CompletableFuture.completedFuture(kept);
+      }
+      return lookupLeased(path);
+    }
     return lookupAsync(path, NodesProtocol.LOOKUP_BLOCKS);
+  }
+
+  /** A lookup that asks the master, never this client's cache (for comparisons). */
+  public NodeInfo lookupAtMaster(String path) {
+    return join(lookupAsync(path, NodesProtocol.LOOKUP_BLOCKS));
+  }
+
+  /** Whether lookups use leases: on, and gets do not use version words. */
+  private boolean leasing() {
+    return LeaseCache.ON && !cache.enabled();
+  }
+
+  /** A LOOKUP_LEASED, whose answer the lease cache keeps if the master granted a lease. */
+  private CompletableFuture<NodeInfo> lookupLeased(String path) {
+    NodePath.check(path);
+    long sent = System.nanoTime();
+    return client
+        .callMaster(
+            NodesProtocol.SERVICE,
+            NodesProtocol.LOOKUP_LEASED,
+            new Wire.Writer()
+                .str(path)
+                .i32(NodesProtocol.LOOKUP_BLOCKS)
+                .i64(leased.holder())
+                .toBuffer())
+        .handle(
+            (b, t) -> {
+              if (t == null) {
+                Wire.Reader r = new Wire.Reader(b, "leased lookup");
+                NodeInfo n = NodesProtocol.readNode(r);
+                leased.keep(path, n, r, sent);
+                return CompletableFuture.completedFuture(n);
+              }
+              if (io.ferrite.fabric.FerriteException.unwrap(t).code()
+                  == io.ferrite.fabric.ErrorCode.UNKNOWN_OPCODE) {
+                return lookupAsync(path, NodesProtocol.LOOKUP_BLOCKS); // an older master
+              }
+              throw NodesException.from(t);
+            })
+        .thenCompose(f -> f);
+  }
+
+  /** This client's lookup cache counts (leased lookups). */
+  public CacheCounters cacheCounters() {
+    return leased.counters();
   }
 
   CompletableFuture<NodeInfo> lookupAsync(String path, int blocks) {
@@ -510,7 +578,7 @@ public final class Nodes {
     CompletableFuture<NodeInfo> node =
         kept != null
             ? CompletableFuture.completedFuture(kept)
-            : caching ? lookupKept(path) : lookupAsync(path, NodesProtocol.LOOKUP_BLOCKS);
+            : caching ? lookupKept(path) : lookupAsync(path);
     return node.thenCompose(n -> value(path, n, attempt))
         .handle(
             (v, t) -> {
@@ -573,6 +641,7 @@ public final class Nodes {
                 return CompletableFuture.completedFuture(dst);
               }
               cache.forget(path);
+              leased.forget(path);
               if (attempt >= GET_ATTEMPTS) {
                 throw new NodesException(
                     NodesException.Reason.CHANGED,
@@ -584,7 +653,7 @@ public final class Nodes {
 
   /** Lookups the gets of this client keep (for tests). */
   int keptLookups() {
-    return cache.size();
+    return cache.size() + leased.size();
   }
 
   public ByteBuffer get(String path) {

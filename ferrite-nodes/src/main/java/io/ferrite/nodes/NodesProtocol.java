@@ -26,6 +26,12 @@ import java.util.List;
  *             -> node | cacheable u8 [| regionId i32 | rkey i64 | length i64 | count i32
  *                                      | { slot i32 | word i64 }* ]   (the path's nodes, root
  *                excluded, in order: see "Cached gets" in docs/NODES.md; served by node 0)
+ * LOOKUP_LEASED     path str | blocks i32 | holder i64
+ *             -> node | epoch i64 | seq i64 | lease i64 (ns, 0 = not leased) | count i32
+ *                | id i64 *   (the path's nodes, root excluded: "Leased lookups" in docs/NODES.md)
+ * WATCH       holder i64 (0 = register) | epoch i64 | acked i64 (invalidations applied)
+ *             -> holder i64 | epoch i64 | seq i64 | lease i64 (ns, 0 = not renewed) | count i32
+ *                | id i64 *   (nodes whose leases were revoked; parked up to a third of a lease)
  *
  * node  = id i64 | path str | type u8 | size i64 | mtime i64 | checksum i64 | class str
  *         | location str | flags u8 (1 enumerable, 2 writing) | blockCount i32 | first i32
@@ -49,6 +55,8 @@ public final class NodesProtocol {
   public static final int LIST = 8;
   public static final int ABORT = 9;
   public static final int LOOKUP_VERSIONED = 10;
+  public static final int LOOKUP_LEASED = 11;
+  public static final int WATCH = 12;
 
   public static final int FLAG_ENUMERABLE = 1;
   public static final int FLAG_WRITING = 2;

@@ -80,6 +80,9 @@ final class Namespace {
    */
   final LookupVersions versions = new LookupVersions();
 
+  /** The lookup leases clients hold (set by {@link NodesMaster}). */
+  NodesMasterLeases leases;
+
   Namespace() {
     byId.put(ROOT_ID, root);
   }

@@ -20,9 +20,11 @@ import io.ferrite.nodes.NodesProtocol;
 import java.nio.ByteBuffer;
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.HashSet;
 import java.util.Iterator;
 import java.util.List;
 import java.util.NavigableMap;
+import java.util.Set;
 import java.util.concurrent.CompletableFuture;
 
 /**
@@ -47,16 +49,32 @@ public final class NodesMaster implements MasterExtension {
   private final Duration reclaimGrace;
   private MasterContext ctx;
   private final NodesMasterTree tree = new NodesMasterTree(ns);
-  private final NodesMasterLookups lookups = new NodesMasterLookups(ns, tree);
+  private final NodesMasterLeases leases;
+  private final NodesMasterLookups lookups;
   private NodesMasterWrites writes;
 
-  /** With the default grace of 2 s before a removed node's blocks are reused. */
+  /**
+   * With the default grace of 2 s before a removed node's blocks are reused, and the default lookup
+   * lease ({@code -Dferrite.nodes.leaseMs}, 2 s).
+   */
   public NodesMaster() {
     this(Duration.ofSeconds(2));
   }
 
   public NodesMaster(Duration reclaimGrace) {
+    this(reclaimGrace, NodesMasterLeases.DEFAULT_LEASE);
+  }
+
+  /**
+   * @param reclaimGrace how long a removed node's blocks stay untouched
+   * @param lookupLease how long a client may answer a lookup from its cache without hearing from
+   *     the master: what a dead client can cost a writer (docs/NODES.md, "Leased lookups")
+   */
+  public NodesMaster(Duration reclaimGrace, Duration lookupLease) {
     this.reclaimGrace = reclaimGrace;
+    this.leases = new NodesMasterLeases(lookupLease);
+    this.lookups = new NodesMasterLookups(ns, tree, leases);
+    ns.leases = leases;
   }
 
   @Override
@@ -82,6 +100,7 @@ public final class NodesMaster implements MasterExtension {
   @Override
   public void start(MasterContext context) {
     this.ctx = context;
+    leases.recovered(ns.nextId());
     try {
       ns.versions.attach(context.createRegion("versions", 8L * LookupVersions.SLOTS));
     } catch (FerriteException e) {
@@ -98,6 +117,12 @@ public final class NodesMaster implements MasterExtension {
     if (writes != null) {
       writes.close();
     }
+    leases.close();
+  }
+
+  /** Leases revoked so far, and holders whose lease ran out while a writer waited (for tests). */
+  public long[] leaseCounts() {
+    return leases.counts();
   }
 
   /** Nodes removed but whose blocks are not yet freed (for tests). */
@@ -117,28 +142,66 @@ public final class NodesMaster implements MasterExtension {
 
   @Override
   public CompletableFuture<ByteBuffer> handle(RpcContext caller, int opcode, ByteBuffer request) {
+    if (opcode == NodesProtocol.WATCH) {
+      return lookups.handleInline(caller, opcode, request);
+    }
     try {
-      Wire.Reader r = new Wire.Reader(request, "nodes opcode " + opcode);
-      ByteBuffer out =
-          switch (opcode) {
-            case NodesProtocol.CREATE -> create(r);
-            case NodesProtocol.LOOKUP -> lookups.lookup(r);
-            case NodesProtocol.LOOKUP_VERSIONED -> lookups.lookupVersioned(r);
-            case NodesProtocol.REMOVE -> remove(r);
-            case NodesProtocol.MOVE -> move(r);
-            case NodesProtocol.MAP -> writes.map(r);
-            case NodesProtocol.PUBLISH -> writes.publish(r);
-            case NodesProtocol.OPEN_WRITE -> writes.openWrite(r);
-            case NodesProtocol.LIST -> list(r);
-            case NodesProtocol.ABORT -> writes.abort(r);
-            default ->
-                throw new FerriteException(
-                    ErrorCode.UNKNOWN_OPCODE, "nodes service has no opcode " + opcode);
-          };
-      return CompletableFuture.completedFuture(out);
+      return CompletableFuture.completedFuture(dispatch(opcode, request));
+    } catch (NodesMasterLeases.Held h) {
+      // Some client may answer a lookup of a node this mutation changes from its cache: revoke
+      // those leases, then run it again (nothing was committed). The request is copied: the
+      // fabric may reuse its buffer once this returns.
+      ByteBuffer copy = ByteBuffer.allocate(request.remaining());
+      copy.put(request.duplicate()).flip();
+      Set<Long> mine = new HashSet<>();
+      return retry(opcode, copy, h.ids, mine).whenComplete((v, t) -> leases.release(mine));
     } catch (RuntimeException e) {
       return CompletableFuture.failedFuture(e);
     }
+  }
+
+  /** Runs a mutation again once the leases on {@code ids} are revoked, on the leases' thread. */
+  private CompletableFuture<ByteBuffer> retry(
+      int opcode, ByteBuffer request, long[] ids, Set<Long> mine) {
+    return leases
+        .invalidate(ids, mine)
+        .thenCompose(
+            v -> {
+              NodesMasterLeases.MINE.set(mine);
+              try {
+                return CompletableFuture.completedFuture(dispatch(opcode, request.duplicate()));
+              } catch (NodesMasterLeases.Held h) {
+                return retry(opcode, request, h.ids, mine);
+              } catch (RuntimeException e) {
+                return CompletableFuture.failedFuture(e);
+              } finally {
+                NodesMasterLeases.MINE.remove();
+              }
+            });
+  }
+
+  private ByteBuffer dispatch(int opcode, ByteBuffer request) {
+    Wire.Reader r = new Wire.Reader(request, "nodes opcode " + opcode);
+    return switch (opcode) {
+      case NodesProtocol.CREATE -> create(r);
+      case NodesProtocol.LOOKUP -> lookups.lookup(r);
+      case NodesProtocol.LOOKUP_VERSIONED -> lookups.lookupVersioned(r);
+      case NodesProtocol.LOOKUP_LEASED -> lookups.lookupLeased(r);
+      case NodesProtocol.REMOVE -> remove(r);
+      case NodesProtocol.MOVE -> move(r);
+      case NodesProtocol.MAP -> writes.map(r);
+      case NodesProtocol.PUBLISH -> writes.publish(r);
+      case NodesProtocol.OPEN_WRITE -> writes.openWrite(r);
+      case NodesProtocol.LIST -> list(r);
+      case NodesProtocol.ABORT -> writes.abort(r);
+      default ->
+          throw new FerriteException(
+              ErrorCode.UNKNOWN_OPCODE, "nodes service has no opcode " + opcode);
+    };
+  }
+
+  private static boolean published(NodeType type, byte[] inline) {
+    return !type.hasData() || inline != null;
   }
 
   private ByteBuffer create(Wire.Reader r) {
@@ -191,11 +254,19 @@ public final class NodesMaster implements MasterExtension {
           if (data) {
             checkSession(m, session);
           }
+          // A KeyValue put with its value inline replaces the old one at once.
+          long[] entered = ns.leases.enter(published(type, inline) ? old : null);
           long id = ns.nextId();
-          List<BlockRef> blocks =
-              prealloc > 0 && inline == null
-                  ? writes.allocate(m, session, prealloc, cls, loc, id)
-                  : List.of();
+          List<BlockRef> blocks;
+          try {
+            blocks =
+                prealloc > 0 && inline == null
+                    ? writes.allocate(m, session, prealloc, cls, loc, id)
+                    : List.of();
+          } catch (RuntimeException e) {
+            ns.leases.exit(entered);
+            throw e;
+          }
           boolean published = !data || inline != null;
           Node n =
               new Node(
@@ -214,7 +285,6 @@ public final class NodesMaster implements MasterExtension {
             n.inline = inline;
             n.size = inline.length;
           }
-          // A KeyValue put with its value inline replaces the old one at once.
           int[] changing = ns.versions.begin(published ? old : null);
           try {
             m.commit(Namespace.create(n, parent.id));
@@ -223,6 +293,7 @@ public final class NodesMaster implements MasterExtension {
             }
           } finally {
             ns.versions.end(changing);
+            ns.leases.exit(entered);
           }
           return reply(tree.info(ns.byId.get(id), path, 0, NodesProtocol.LOOKUP_BLOCKS + prealloc));
         });
@@ -255,11 +326,13 @@ public final class NodesMaster implements MasterExtension {
           }
           int count = count(n);
           // Descendants need no bump: every path to them goes through n.
+          long[] entered = ns.leases.enter(n);
           int[] changing = ns.versions.begin(n);
           try {
             m.commit(Namespace.remove(n.id, now()));
           } finally {
             ns.versions.end(changing);
+            ns.leases.exit(entered);
           }
           return new Wire.Writer().i32(count).toBuffer();
         });
@@ -312,11 +385,13 @@ public final class NodesMaster implements MasterExtension {
               && !(old.type == NodeType.KEYVALUE && n.type == NodeType.KEYVALUE && old.visible)) {
             throw fail(Reason.ALREADY_EXISTS, dst + " exists");
           }
+          long[] entered = ns.leases.enter(n, old);
           int[] changing = ns.versions.begin(n, old);
           try {
             m.commit(Namespace.move(n.id, to.id, name, now()));
           } finally {
             ns.versions.end(changing);
+            ns.leases.exit(entered);
           }
           return reply(tree.info(n, dst, 0, 0));
         });

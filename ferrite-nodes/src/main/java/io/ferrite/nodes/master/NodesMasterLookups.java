@@ -21,10 +21,12 @@ import java.util.concurrent.CompletableFuture;
 final class NodesMasterLookups {
   private final Namespace ns;
   private final NodesMasterTree tree;
+  private final NodesMasterLeases leases;
 
-  NodesMasterLookups(Namespace ns, NodesMasterTree tree) {
+  NodesMasterLookups(Namespace ns, NodesMasterTree tree, NodesMasterLeases leases) {
     this.ns = ns;
     this.tree = tree;
+    this.leases = leases;
   }
 
   /**
@@ -34,7 +36,22 @@ final class NodesMasterLookups {
    * runs on the service executor instead, where it may wait: the receiving thread never does.
    */
   CompletableFuture<ByteBuffer> handleInline(RpcContext caller, int opcode, ByteBuffer request) {
-    if (opcode != NodesProtocol.LOOKUP && opcode != NodesProtocol.LOOKUP_VERSIONED) {
+    if (opcode == NodesProtocol.WATCH) {
+      // Never waits: parks the answer, which a revocation or a timer completes.
+      try {
+        Wire.Reader r = new Wire.Reader(request, "nodes watch");
+        long holder = r.i64("holder");
+        long epoch = r.i64("epoch");
+        long acked = r.i64("acked");
+        r.end();
+        return leases.watch(holder, epoch, acked);
+      } catch (RuntimeException e) {
+        return CompletableFuture.failedFuture(e);
+      }
+    }
+    if (opcode != NodesProtocol.LOOKUP
+        && opcode != NodesProtocol.LOOKUP_VERSIONED
+        && opcode != NodesProtocol.LOOKUP_LEASED) {
       return null;
     }
     // hasQueuedThreads: a writer waiting for the lock gets it before more inline readers.
@@ -44,7 +61,11 @@ final class NodesMasterLookups {
     try {
       Wire.Reader r = new Wire.Reader(request, "nodes opcode " + opcode);
       return CompletableFuture.completedFuture(
-          opcode == NodesProtocol.LOOKUP ? lookupLocked(r) : lookupVersionedLocked(r));
+          switch (opcode) {
+            case NodesProtocol.LOOKUP -> lookupLocked(r);
+            case NodesProtocol.LOOKUP_LEASED -> lookupLeasedLocked(r);
+            default -> lookupVersionedLocked(r);
+          });
     } catch (RuntimeException e) {
       return CompletableFuture.failedFuture(e);
     } finally {
@@ -68,6 +89,46 @@ final class NodesMasterLookups {
     } finally {
       ns.lock.readLock().unlock();
     }
+  }
+
+  ByteBuffer lookupLeased(Wire.Reader r) {
+    ns.lock.readLock().lock();
+    try {
+      return lookupLeasedLocked(r);
+    } finally {
+      ns.lock.readLock().unlock();
+    }
+  }
+
+  /**
+   * A lookup plus a lease on its answer for the asking holder ({@link NodesMasterLeases}): granted
+   * under the namespace's read lock with the nodes read, so no change is applied between the read
+   * and the grant, and a change that starts later finds the lease. Containers are answered but not
+   * leased: their size (children) changes with every create in them.
+   */
+  private ByteBuffer lookupLeasedLocked(Wire.Reader r) {
+    String path = r.str("path");
+    int count = r.i32("blocks");
+    long holder = r.i64("holder");
+    r.end();
+    List<Node> chain = ns.resolveChain(NodePath.parse(path));
+    if (chain == null) {
+      throw fail(Reason.NOT_FOUND, "no such node " + path);
+    }
+    Node n = chain.isEmpty() ? ns.root : chain.get(chain.size() - 1);
+    NodeInfo info = tree.info(n, path, 0, Math.max(0, Math.min(count, NodesMaster.MAX_MAP)));
+    NodesMasterLeases.Grant g = leases.grant(holder, chain, !n.type.isContainer());
+    Wire.Writer w = new Wire.Writer(160 + info.blocks().size() * 48 + chain.size() * 8);
+    NodesProtocol.writeNode(w, info);
+    w.i64(g.epoch()).i64(g.seq()).i64(g.leaseNanos());
+    if (g.leaseNanos() == 0) {
+      return w.i32(0).toBuffer();
+    }
+    w.i32(chain.size());
+    for (Node c : chain) {
+      w.i64(c.id);
+    }
+    return w.toBuffer();
   }
 
   /**

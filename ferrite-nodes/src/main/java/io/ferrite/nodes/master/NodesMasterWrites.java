@@ -109,11 +109,23 @@ final class NodesMasterWrites implements AutoCloseable {
     if (ids == null) {
       return;
     }
+    List<Long> visible = new ArrayList<>();
     for (Long id : List.copyOf(ids)) {
       Node n = ns.byId.get(id);
       if (n != null) {
+        if (n.visible) {
+          visible.add(id);
+        }
         release(n, m);
       }
+    }
+    if (!visible.isEmpty()) {
+      // Not a client's call, so nothing to hold back: a cached answer of these nodes may say
+      // "writing" (and count blocks past the size) until its holder acknowledges this.
+      Set<Long> mine = new java.util.HashSet<>();
+      ns.leases
+          .invalidate(visible.stream().mapToLong(Long::longValue).toArray(), mine)
+          .whenComplete((v, t) -> ns.leases.release(mine));
     }
   }
 
@@ -170,22 +182,28 @@ final class NodesMasterWrites implements AutoCloseable {
             checkSession(m, session);
             int need = index + count - n.blocks.size();
             if (need > 0) {
+              // The node's block count changes: what a cached lookup of it says.
+              long[] entered = ns.leases.enter(n);
               List<BlockRef> got;
               try {
-                got = allocate(m, session, need, n.storageClass, n.location, id);
-              } catch (FerriteException e) {
-                // The window ahead does not fit: take only what the write at index needs.
-                int least = index + 1 - n.blocks.size();
-                if (e.code() != ErrorCode.NO_SPACE || least >= need) {
-                  throw e;
+                try {
+                  got = allocate(m, session, need, n.storageClass, n.location, id);
+                } catch (FerriteException e) {
+                  // The window ahead does not fit: take only what the write at index needs.
+                  int least = index + 1 - n.blocks.size();
+                  if (e.code() != ErrorCode.NO_SPACE || least >= need) {
+                    throw e;
+                  }
+                  got =
+                      least <= 0
+                          ? List.of()
+                          : allocate(m, session, least, n.storageClass, n.location, id);
                 }
-                got =
-                    least <= 0
-                        ? List.of()
-                        : allocate(m, session, least, n.storageClass, n.location, id);
-              }
-              if (!got.isEmpty()) {
-                m.commit(Namespace.blocks(id, n.blocks.size(), got));
+                if (!got.isEmpty()) {
+                  m.commit(Namespace.blocks(id, n.blocks.size(), got));
+                }
+              } finally {
+                ns.leases.exit(entered);
               }
             }
           }
@@ -223,11 +241,14 @@ final class NodesMasterWrites implements AutoCloseable {
             throw fail(Reason.NOT_FOUND, "the table of this keyvalue was removed");
           }
           // Published: n's size and value change; a put's KeyValue replaces the old one.
-          int[] changing = ns.versions.begin(n, n.detached ? n.parent.children.get(n.name) : null);
+          Node old = n.detached ? n.parent.children.get(n.name) : null;
+          long[] entered = ns.leases.enter(n, old);
+          int[] changing = ns.versions.begin(n, old);
           try {
             m.commit(Namespace.publish(id, size, checksum, now(), close, null));
           } finally {
             ns.versions.end(changing);
+            ns.leases.exit(entered);
           }
           if (close) {
             trim(n, m);
@@ -258,7 +279,12 @@ final class NodesMasterWrites implements AutoCloseable {
             throw fail(Reason.WRITE_LOCKED, path + " is open for writing by another writer");
           }
           checkSession(m, session);
-          m.commit(Namespace.writer(n.id, session));
+          long[] entered = ns.leases.enter(n); // its "writing" flag
+          try {
+            m.commit(Namespace.writer(n.id, session));
+          } finally {
+            ns.leases.exit(entered);
+          }
           long bs = ctx.blockSize();
           return reply(tree.info(n, path, (int) (n.size / bs), 2));
         });
@@ -276,7 +302,12 @@ final class NodesMasterWrites implements AutoCloseable {
               throw fail(
                   Reason.NOT_WRITER, "this session does not hold the write lease of node " + id);
             }
-            release(n, m);
+            long[] entered = ns.leases.enter(n);
+            try {
+              release(n, m);
+            } finally {
+              ns.leases.exit(entered);
+            }
           }
           return ByteBuffer.allocate(0);
         });
