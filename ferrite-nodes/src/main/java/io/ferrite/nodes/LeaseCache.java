@@ -56,6 +56,7 @@ final class LeaseCache {
   private long epoch = -2;
   private long processed;
   private boolean watching;
+  private boolean releasing;
   private long leaseNanos;
 
   private final LongAdder hits = new LongAdder();
@@ -101,7 +102,7 @@ final class LeaseCache {
     }
     r.end();
     if (!watching) {
-      arm(); // registers (holder 0), or re-registers after a failure or a restarted master
+      arm(false); // registers (holder 0), or re-registers after a failure or a restarted master
     }
     if (lease <= 0 || ep != epoch || seq < processed || n == 0) {
       return;
@@ -133,9 +134,13 @@ final class LeaseCache {
     }
   }
 
-  /** Sends the next WATCH, acknowledging what was applied. Under the monitor. */
-  private void arm() {
+  /**
+   * Sends the next WATCH, acknowledging what was applied; with {@code release}, one that gives all
+   * leases back (answered at once, with a new epoch). Under the monitor.
+   */
+  private void arm(boolean release) {
     watching = true;
+    releasing = release;
     long sent = System.nanoTime();
     CompletableFuture<ByteBuffer> f;
     try {
@@ -143,7 +148,12 @@ final class LeaseCache {
           client.callMaster(
               NodesProtocol.SERVICE,
               NodesProtocol.WATCH,
-              new Wire.Writer().i64(holder).i64(epoch).i64(processed).toBuffer());
+              new Wire.Writer()
+                  .i64(holder)
+                  .i64(epoch)
+                  .i64(processed)
+                  .i64(release ? -1 : client.rpcTimeout().toNanos() / 2)
+                  .toBuffer());
     } catch (RuntimeException e) {
       f = CompletableFuture.failedFuture(e);
     }
@@ -157,6 +167,7 @@ final class LeaseCache {
       dropAll();
       deadline = System.nanoTime();
       watching = false;
+      releasing = false;
       return;
     }
     Wire.Reader r = new Wire.Reader(b, "nodes watch");
@@ -185,11 +196,17 @@ final class LeaseCache {
       extend(sent, lease);
     }
     long idle = System.nanoTime() - lastUse;
-    if (entries.isEmpty() || idle - IDLE_LEASES * Math.max(leaseNanos, 1) > 0) {
-      dropAll();
+    if (n > 0) {
+      arm(false); // the acknowledgement a writer waits for
+    } else if (releasing) {
+      // The master dropped this holder's leases (new epoch, entries dropped above).
       watching = false;
+    } else if (entries.isEmpty() || idle - IDLE_LEASES * Math.max(leaseNanos, 1) > 0) {
+      // Nothing to answer from: give the leases back, so that no writer waits for this client.
+      dropAll();
+      arm(true);
     } else {
-      arm();
+      arm(false);
     }
   }
 

@@ -30,8 +30,9 @@ import java.util.List;
  *             -> node | epoch i64 | seq i64 | lease i64 (ns, 0 = not leased) | count i32
  *                | id i64 *   (the path's nodes, root excluded: "Leased lookups" in docs/NODES.md)
  * WATCH       holder i64 (0 = register) | epoch i64 | acked i64 (invalidations applied)
+ *             | hold i64 (ns the client lets it be parked: below its RPC timeout)
  *             -> holder i64 | epoch i64 | seq i64 | lease i64 (ns, 0 = not renewed) | count i32
- *                | id i64 *   (nodes whose leases were revoked; parked up to a third of a lease)
+ *                | id i64 *   (nodes whose leases were revoked; parked up to min(hold, lease / 3))
  *
  * node  = id i64 | path str | type u8 | size i64 | mtime i64 | checksum i64 | class str
  *         | location str | flags u8 (1 enumerable, 2 writing) | blockCount i32 | first i32

@@ -346,64 +346,83 @@ final class NodesMasterLeases implements AutoCloseable {
    * renews its lease (if none is left unacknowledged), answering at once if it has some to deliver
    * or its epoch moved, else when one comes or after a third of a lease.
    */
-  CompletableFuture<ByteBuffer> watch(long holderId, long epoch, long acked) {
+  CompletableFuture<ByteBuffer> watch(long holderId, long epoch, long acked, long maxHold) {
     List<Runnable> after = new ArrayList<>();
     CompletableFuture<ByteBuffer> out = new CompletableFuture<>();
+    ByteBuffer now;
     synchronized (this) {
-      long now = System.nanoTime();
-      Holder h = holderId == 0 ? null : holders.get(holderId);
-      if (h == null) {
-        // New, or unknown here (a restarted master, or swept): a new holder, which the client
-        // takes as a reset.
-        h = new Holder(nextHolder++);
-        holders.put(h.id, h);
-        h.expiresAt = now + leaseNanos;
-        out.complete(answer(h, true));
-        return out;
-      }
-      if (now - h.expiresAt >= 0) {
-        reset(h, after);
-      } else if (epoch == h.epoch && acked > h.acked) {
-        long upTo = Math.min(acked, h.seq);
-        h.acked = Math.max(h.acked, upTo);
-        h.pending.headMap(upTo, true).clear();
-        Map<Long, List<CompletableFuture<Void>>> done = h.waiters.headMap(upTo, true);
-        for (List<CompletableFuture<Void>> fs : done.values()) {
-          for (CompletableFuture<Void> f : fs) {
-            after.add(() -> f.complete(null));
-          }
-        }
-        done.clear();
-      }
-      boolean renew = h.pending.isEmpty();
-      if (renew) {
-        h.expiresAt = now + leaseNanos;
-      }
-      if (h.watch != null) {
-        answerWatch(h, after); // superseded
-      }
-      if (!h.pending.isEmpty() || epoch != h.epoch) {
-        out.complete(answer(h, renew));
-      } else {
-        Holder held = h;
-        h.watch = out;
-        h.watchTimeout =
-            timer.schedule(
-                () -> {
-                  List<Runnable> later = new ArrayList<>();
-                  synchronized (this) {
-                    if (held.watch == out) {
-                      answerWatch(held, later);
-                    }
-                  }
-                  runOutside(later);
-                },
-                holdNanos,
-                TimeUnit.NANOSECONDS);
-      }
+      now = watchLocked(holderId, epoch, acked, maxHold, out, after);
     }
     runOutside(after);
+    if (now != null) {
+      out.complete(now);
+    }
     return out;
+  }
+
+  /** The answer to give at once, or null when {@code out} is parked. Under the monitor. */
+  private ByteBuffer watchLocked(
+      long holderId,
+      long epoch,
+      long acked,
+      long maxHold,
+      CompletableFuture<ByteBuffer> out,
+      List<Runnable> after) {
+    long now = System.nanoTime();
+    Holder h = holderId == 0 ? null : holders.get(holderId);
+    if (h == null) {
+      // New, or unknown here (a restarted master, or swept): a new holder, which the client takes
+      // as a reset.
+      h = new Holder(nextHolder++);
+      holders.put(h.id, h);
+      h.expiresAt = now + leaseNanos;
+      return answer(h, true);
+    }
+    if (now - h.expiresAt >= 0) {
+      reset(h, after);
+    } else if (epoch == h.epoch && acked > h.acked) {
+      long upTo = Math.min(acked, h.seq);
+      h.acked = Math.max(h.acked, upTo);
+      h.pending.headMap(upTo, true).clear();
+      Map<Long, List<CompletableFuture<Void>>> done = h.waiters.headMap(upTo, true);
+      for (List<CompletableFuture<Void>> fs : done.values()) {
+        for (CompletableFuture<Void> f : fs) {
+          after.add(() -> f.complete(null));
+        }
+      }
+      done.clear();
+    }
+    if (h.watch != null) {
+      answerWatch(h, after); // superseded
+    }
+    if (maxHold < 0) {
+      // Released: the client keeps nothing any more.
+      reset(h, after);
+      return answer(h, false);
+    }
+    boolean renew = h.pending.isEmpty();
+    if (renew) {
+      h.expiresAt = now + leaseNanos;
+    }
+    if (!h.pending.isEmpty() || epoch != h.epoch) {
+      return answer(h, renew);
+    }
+    Holder held = h;
+    h.watch = out;
+    h.watchTimeout =
+        timer.schedule(
+            () -> {
+              List<Runnable> later = new ArrayList<>();
+              synchronized (this) {
+                if (held.watch == out) {
+                  answerWatch(held, later);
+                }
+              }
+              runOutside(later);
+            },
+            Math.max(0, Math.min(holdNanos, maxHold)),
+            TimeUnit.NANOSECONDS);
+    return null;
   }
 
   /** Completes {@code h}'s parked WATCH (if any) with what it has now. Under the monitor. */

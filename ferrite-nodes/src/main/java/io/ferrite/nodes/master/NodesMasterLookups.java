@@ -43,8 +43,9 @@ final class NodesMasterLookups {
         long holder = r.i64("holder");
         long epoch = r.i64("epoch");
         long acked = r.i64("acked");
+        long hold = r.i64("hold");
         r.end();
-        return leases.watch(holder, epoch, acked);
+        return leases.watch(holder, epoch, acked, hold);
       } catch (RuntimeException e) {
         return CompletableFuture.failedFuture(e);
       }
