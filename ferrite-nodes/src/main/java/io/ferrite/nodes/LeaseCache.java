@@ -30,8 +30,16 @@ import java.util.concurrent.atomic.LongAdder;
  * </ul>
  */
 final class LeaseCache {
+  private static final String MODE = System.getProperty("ferrite.nodes.leasedLookups", "true");
+
   /** {@code -Dferrite.nodes.leasedLookups=false}: every lookup asks the master. */
-  static final boolean ON = !"false".equals(System.getProperty("ferrite.nodes.leasedLookups"));
+  static final boolean ON = !"false".equals(MODE);
+
+  /**
+   * {@code -Dferrite.nodes.leasedLookups=always}: leases also where gets would use the master's
+   * version words (shm, local), for comparisons.
+   */
+  static final boolean ALWAYS = "always".equals(MODE);
 
   /** Entries kept at most; beyond, the cache starts over. */
   static final int MAX_ENTRIES = 65_536;

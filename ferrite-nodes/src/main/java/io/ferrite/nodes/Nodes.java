@@ -241,7 +241,7 @@ public final class Nodes {
 
   /** Whether lookups use leases: on, and gets do not use version words. */
   private boolean leasing() {
-    return LeaseCache.ON && !cache.enabled();
+    return LeaseCache.ALWAYS || (LeaseCache.ON && !cache.enabled());
   }
 
   /** A LOOKUP_LEASED, whose answer the lease cache keeps if the master granted a lease. */
@@ -573,7 +573,7 @@ public final class Nodes {
   }
 
   private CompletableFuture<ByteBuffer> getAttempt(String path, int attempt) {
-    boolean caching = cache.enabled();
+    boolean caching = !LeaseCache.ALWAYS && cache.enabled();
     NodeInfo kept = caching ? cache.current(path) : null;
     CompletableFuture<NodeInfo> node =
         kept != null

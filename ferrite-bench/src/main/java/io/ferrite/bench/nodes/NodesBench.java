@@ -63,13 +63,16 @@ import java.util.stream.Stream;
  *       reader's array is not); over shm {@code ceiling.memcpy.stream.1MiB.heap.bandwidth}, the
  *       file's size copied from memory into one 1 MiB {@code byte[]} (the 1 MiB memcpy ceiling
  *       copies from a 16 MiB window the last-level cache holds);
- *   <li>{@code <f>.lookup.threads.<n>}: lookups per second with 1, 4, 16 threads, beside the same
- *       threads doing the cheapest master RPC ({@code <f>.rpc.master.threads.<n>});
+ *   <li>{@code <f>.lookup.threads.<n>}: lookups that ask the master (not a client's cache) per
+ *       second with 1, 4, 16 threads, beside the same threads doing the cheapest master RPC ({@code
+ *       <f>.rpc.master.threads.<n>});
  *   <li>{@code <f>.create.{table,bag}}: creates per second of a 4 B KeyValue in a non-enumerable
  *       Table and of an empty File in a Bag (create + close), one thread, beside one thread's
  *       master RPCs per second;
  *   <li>{@code nodes.list.<n>.entries}: a container of 100 000 children listed, entries per second,
- *       beside one thread's lookups per second.
+ *       beside one thread's lookups per second;
+ *   <li>over tcp, the metadata plane with the journal fsynced, leased lookups and a fresh client
+ *       process: {@link NodesMetadataBench}.
  * </ul>
  */
 public final class NodesBench {
@@ -77,6 +80,7 @@ public final class NodesBench {
   public static final int[] KV_SIZES = {4, 4 * Sizes.KIB, 64 * Sizes.KIB, Sizes.MIB};
   public static final int[] BUFFER_SIZES = {Sizes.KIB, 64 * Sizes.KIB, Sizes.MIB};
   public static final int[] THREADS = {1, 4, 16};
+  static final int[] PINGPONG_SIZES = {8, 4, 4 * Sizes.KIB, 64 * Sizes.KIB, Sizes.MIB};
   static final String OPS = "ops/s";
 
   /**
@@ -139,7 +143,8 @@ public final class NodesBench {
         MemcpyCeiling.measureStreamHeap(report, plan, fileBytes, Sizes.MIB, progress);
       }
       try (SocketCeiling sockets = SocketCeiling.start()) {
-        sockets.measure(report, plan, KV_SIZES, Sizes.MIB, progress);
+        // 8 B: the raw ping-pong the metadata RPCs are measured against.
+        sockets.measure(report, plan, PINGPONG_SIZES, Sizes.MIB, progress);
         if (o.fabrics().contains("tcp")) {
           // The same work as a File read through a 1 MiB application array: a raw stream into
           // one 1 MiB byte[] (a socket cannot fill the heap without a copy through native memory).
@@ -183,6 +188,9 @@ public final class NodesBench {
           try (FerriteClient client = Ferrite.connect(master.addresses().get("tcp"), co)) {
             runFabric(report, plan, o, f, client, fileBytes, progress);
           }
+        }
+        if (o.fabrics().contains("tcp")) {
+          NodesMetadataBench.run(report, plan, o, shmRoot, tcp, shm, progress);
         }
       } finally {
         for (int i = running.size() - 1; i >= 0; i--) {
@@ -403,7 +411,8 @@ public final class NodesBench {
       double rpc = rate(threads, o.duration(), () -> Futures.join(stub.renewSession(sid)));
       BenchResult ref =
           report.add(BenchResult.of(f + ".rpc.master.threads." + threads, rpc, OPS, Better.HIGHER));
-      double lookups = rate(threads, o.duration(), () -> nodes.lookup(key));
+      // Lookups that ask the master (leased lookups: NodesMetadataBench).
+      double lookups = rate(threads, o.duration(), () -> nodes.lookupAtMaster(key));
       report.add(
           BenchResult.against(f + ".lookup.threads." + threads, lookups, OPS, Better.HIGHER, ref));
     }
