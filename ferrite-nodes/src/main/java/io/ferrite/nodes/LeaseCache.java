@@ -112,7 +112,9 @@ final class LeaseCache {
     if (!watching) {
       arm(false); // registers (holder 0), or re-registers after a failure or a restarted master
     }
-    if (lease <= 0 || ep != epoch || seq < processed || n == 0) {
+    // While a release is in flight the master may drop this holder's leases at any moment: the
+    // answer would be served past the master's view of the lease.
+    if (lease <= 0 || ep != epoch || seq < processed || n == 0 || releasing) {
       return;
     }
     if (entries.size() >= MAX_ENTRIES) {
