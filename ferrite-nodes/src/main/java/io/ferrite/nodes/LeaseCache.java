@@ -53,8 +53,14 @@ final class LeaseCache {
   /** Until when (client nanoTime) kept entries may answer. Written under the monitor. */
   private volatile long deadline = System.nanoTime();
 
-  /** Last hit or keep (nanoTime): an idle cache stops watching after {@link #IDLE_LEASES}. */
+  /**
+   * Last hit or keep (nanoTime, as seen by the WATCH loop): an idle cache gives its leases back
+   * after {@link #IDLE_LEASES} leases.
+   */
   private volatile long lastUse;
+
+  /** A hit since the WATCH loop last looked. */
+  private volatile boolean touched;
 
   private static final int IDLE_LEASES = 10;
 
@@ -82,7 +88,9 @@ final class LeaseCache {
     // the acknowledgement leaves, and a lease that lapsed is seen as lapsed.
     if (e != null && System.nanoTime() - deadline < 0) {
       hits.increment();
-      lastUse = System.nanoTime();
+      if (!touched) {
+        touched = true; // read-mostly: threads hitting the cache do not write one line each time
+      }
       return e.node;
     }
     misses.increment();
@@ -204,6 +212,10 @@ final class LeaseCache {
     r.end();
     if (lease > 0) {
       extend(sent, lease);
+    }
+    if (touched) {
+      touched = false;
+      lastUse = System.nanoTime();
     }
     long idle = System.nanoTime() - lastUse;
     if (n > 0) {
