@@ -239,6 +239,7 @@ final class NodesMasterLeases implements AutoCloseable {
   CompletableFuture<Void> invalidate(long[] ids, Set<Long> mine) {
     List<CompletableFuture<?>> waits = new ArrayList<>();
     List<Runnable> after = new ArrayList<>();
+    Set<Holder> told = new java.util.LinkedHashSet<>();
     synchronized (this) {
       long now = System.nanoTime();
       for (long id : ids) {
@@ -278,8 +279,11 @@ final class NodesMasterLeases implements AutoCloseable {
           waits.add(f);
           // The lease is frozen now: if the holder never acknowledges, it ends at expiresAt.
           timer.schedule(() -> expire(h), h.expiresAt - now, TimeUnit.NANOSECONDS);
-          answerWatch(h, after);
+          told.add(h);
         }
+      }
+      for (Holder h : told) {
+        answerWatch(h, after); // once per holder, with all of its revocations
       }
     }
     runOutside(after);
