@@ -223,10 +223,11 @@ class NodesLeasedLookupTest {
 
   /**
    * Readers (each its own client: its own cache) look up and get /t/k0../t/k2 while writers put new
-   * values there and move them away. Node ids grow in commit order, so for a linearizable store a
-   * lookup or get that finds a node must find one whose id is at least that of every put to the
-   * path acknowledged before the call began, and never one whose move away was acknowledged before
-   * it began.
+   * values there and move them away, and a third moves the table /t away and back. Node ids grow in
+   * commit order, so for a linearizable store a lookup or get that finds a node must find one whose
+   * id is at least that of every put to the path acknowledged before the call began, never one
+   * whose move away was acknowledged before it began, and nothing at all if the call ran wholly
+   * between a move of /t away being acknowledged and its move back starting.
    */
   @Test
   @Timeout(300)
@@ -241,6 +242,8 @@ class NodesLeasedLookupTest {
     List<ConcurrentLinkedQueue<long[]>> puts = new ArrayList<>();
     ConcurrentHashMap<Long, Long> dead = new ConcurrentHashMap<>();
     ConcurrentHashMap<Long, Long> idOfValue = new ConcurrentHashMap<>();
+    // Windows where /t was away: {move away acknowledged, move back started (MAX: not yet)}.
+    ConcurrentHashMap<Integer, long[]> away = new ConcurrentHashMap<>();
     for (int p = 0; p < paths; p++) {
       puts.add(new ConcurrentLinkedQueue<>());
     }
@@ -287,10 +290,23 @@ class NodesLeasedLookupTest {
                                 + " was acknowledged");
                       }
                     }
+                    long end = clock.get();
                     Long gone = dead.get(id);
                     if (gone != null && gone <= start) {
                       throw new AssertionError(
                           "found node " + id + " of /t/k" + p + " after its move away returned");
+                    }
+                    for (long[] w : away.values()) {
+                      if (w[0] <= start && end < w[1]) {
+                        throw new AssertionError(
+                            "found /t/k"
+                                + p
+                                + " while /t was moved away ("
+                                + w[0]
+                                + ", "
+                                + w[1]
+                                + ")");
+                      }
                     }
                     checked.incrementAndGet();
                   }
@@ -321,8 +337,15 @@ class NodesLeasedLookupTest {
                       }
                     } else {
                       long v = values.incrementAndGet();
-                      NodeInfo put =
-                          n.put("/t/k" + p, ByteBuffer.allocate(8).putLong(0, v).array());
+                      NodeInfo put;
+                      try {
+                        put = n.put("/t/k" + p, ByteBuffer.allocate(8).putLong(0, v).array());
+                      } catch (NodesException e) {
+                        if (e.reason() != NodesException.Reason.NOT_FOUND) {
+                          throw e;
+                        }
+                        continue; // /t is away
+                      }
                       idOfValue.put(v, put.id());
                       puts.get(p).add(new long[] {clock.incrementAndGet(), put.id()});
                     }
@@ -333,6 +356,26 @@ class NodesLeasedLookupTest {
               },
               "writer-" + i));
     }
+    Nodes mover = nodes();
+    mover.mkdir("/away");
+    Random moves = new Random(seed.value() + 7);
+    threads.add(
+        new Thread(
+            () -> {
+              try {
+                for (int i = 0; i < 15 && failure.get() == null; i++) {
+                  Thread.sleep(moves.nextInt(20));
+                  mover.move("/t", "/away/t");
+                  away.put(i, new long[] {clock.incrementAndGet(), Long.MAX_VALUE});
+                  Thread.sleep(moves.nextInt(20));
+                  away.put(i, new long[] {away.get(i)[0], clock.incrementAndGet()});
+                  mover.move("/away/t", "/t");
+                }
+              } catch (Throwable e) {
+                failure.compareAndSet(null, e);
+              }
+            },
+            "mover"));
     for (Thread t : threads) {
       t.start();
     }
