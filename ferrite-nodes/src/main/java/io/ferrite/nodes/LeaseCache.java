@@ -1,5 +1,8 @@
 package io.ferrite.nodes;
 
+import io.ferrite.fabric.ErrorCode;
+import io.ferrite.fabric.FabricConnection;
+import io.ferrite.fabric.FerriteException;
 import io.ferrite.kernel.client.FerriteClient;
 import io.ferrite.kernel.proto.Wire;
 import java.nio.ByteBuffer;
@@ -70,6 +73,7 @@ final class LeaseCache {
   private long epoch = -2;
   private long processed;
   private boolean watching;
+  private FabricConnection conn;
   private boolean releasing;
   private long leaseNanos;
 
@@ -106,8 +110,11 @@ final class LeaseCache {
    * Reads the lease part of a LOOKUP_LEASED answer after its node and keeps the node if it may.
    *
    * @param sent nanoTime when the request was sent
+   * @param via the master connection it came on: where WATCHes go
    */
-  synchronized void keep(String path, NodeInfo node, Wire.Reader r, long sent) {
+  synchronized void keep(
+      String path, NodeInfo node, Wire.Reader r, long sent, FabricConnection via) {
+    conn = via;
     long ep = r.i64("epoch");
     long seq = r.i64("seq");
     long lease = r.i64("lease");
@@ -160,18 +167,24 @@ final class LeaseCache {
     watching = true;
     releasing = release;
     long sent = System.nanoTime();
+    ByteBuffer body =
+        new Wire.Writer()
+            .i64(holder)
+            .i64(epoch)
+            .i64(processed)
+            .i64(release ? -1 : client.rpcTimeout().toNanos() / 2)
+            .toBuffer();
+    // Sent on the connection the lookups came on, never by FerriteClient.callMaster, which
+    // reconnects in the calling thread: this runs on fabric threads. A closed connection fails the
+    // WATCH, which drops everything kept; the next lookup takes a new connection.
     CompletableFuture<ByteBuffer> f;
+    FabricConnection c = conn;
     try {
       f =
-          client.callMaster(
-              NodesProtocol.SERVICE,
-              NodesProtocol.WATCH,
-              new Wire.Writer()
-                  .i64(holder)
-                  .i64(epoch)
-                  .i64(processed)
-                  .i64(release ? -1 : client.rpcTimeout().toNanos() / 2)
-                  .toBuffer());
+          c == null || !c.isOpen()
+              ? CompletableFuture.failedFuture(
+                  new FerriteException(ErrorCode.UNAVAILABLE, "master connection closed"))
+              : c.call(NodesProtocol.SERVICE, NodesProtocol.WATCH, body, client.rpcTimeout());
     } catch (RuntimeException e) {
       f = CompletableFuture.failedFuture(e);
     }

@@ -247,22 +247,25 @@ public final class Nodes {
   /** A LOOKUP_LEASED, whose answer the lease cache keeps if the master granted a lease. */
   private CompletableFuture<NodeInfo> lookupLeased(String path) {
     NodePath.check(path);
+    // The connection is taken here, on the caller's thread (which may connect); the cache sends
+    // its WATCHes on it from the fabric's threads, which must not.
+    io.ferrite.fabric.FabricConnection c = client.masterStub().connection();
     long sent = System.nanoTime();
-    return client
-        .callMaster(
+    return c.call(
             NodesProtocol.SERVICE,
             NodesProtocol.LOOKUP_LEASED,
             new Wire.Writer()
                 .str(path)
                 .i32(NodesProtocol.LOOKUP_BLOCKS)
                 .i64(leased.holder())
-                .toBuffer())
+                .toBuffer(),
+            client.rpcTimeout())
         .handle(
             (b, t) -> {
               if (t == null) {
                 Wire.Reader r = new Wire.Reader(b, "leased lookup");
                 NodeInfo n = NodesProtocol.readNode(r);
-                leased.keep(path, n, r, sent);
+                leased.keep(path, n, r, sent, c);
                 return CompletableFuture.completedFuture(n);
               }
               if (io.ferrite.fabric.FerriteException.unwrap(t).code()
