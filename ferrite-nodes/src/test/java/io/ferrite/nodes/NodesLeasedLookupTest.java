@@ -56,6 +56,18 @@ class NodesLeasedLookupTest {
   }
 
   private void start(Duration lease) throws Exception {
+    start(lease, Map.of());
+  }
+
+  private void start(Duration lease, Map<String, String> more) throws Exception {
+    Map<String, String> settings =
+        new java.util.HashMap<>(
+            Map.of(
+                FerriteConfig.CAPACITY_DRAM, "4m",
+                FerriteConfig.CAPACITY_DISK, "0",
+                FerriteConfig.SERVICE_THREADS, "4",
+                FerriteConfig.DEAD_TIMEOUT, "10s"));
+    settings.putAll(more);
     cluster =
         new ClusterHarness(
             dir,
@@ -63,11 +75,7 @@ class NodesLeasedLookupTest {
                 "leased-lookups",
                 "0123456789abcdef-leased-secret".getBytes(StandardCharsets.UTF_8)),
             true,
-            Map.of(
-                FerriteConfig.CAPACITY_DRAM, "4m",
-                FerriteConfig.CAPACITY_DISK, "0",
-                FerriteConfig.SERVICE_THREADS, "4",
-                FerriteConfig.DEAD_TIMEOUT, "10s"));
+            settings);
     ext = new NodesMaster(Duration.ofMillis(50), lease);
     cluster.startMaster(List.of(ext));
     cluster.startServer("s1");
@@ -176,6 +184,31 @@ class NodesLeasedLookupTest {
       b.remove("/d/u", true);
     }
     assertTrue(a.cacheCounters().invalidations() > 0, "no lease was ever revoked");
+  }
+
+  @Test
+  void aRestartedMasterLeavesNothingStaleAndGrantsAgain() throws Exception {
+    // The master comes back on the same tcp port, where the clients find it again.
+    int port;
+    try (java.net.ServerSocket s = new java.net.ServerSocket(0)) {
+      port = s.getLocalPort();
+    }
+    Duration lease = Duration.ofMillis(500);
+    start(lease, Map.of(FerriteConfig.MASTER_PORT, Integer.toString(port)));
+    Nodes a = nodes();
+    a.createTable("/t", true);
+    NodeInfo before = a.put("/t/k", new byte[] {1});
+    assertEquals(before.id(), cached(a, "/t/k").id());
+    ext = new NodesMaster(Duration.ofMillis(50), lease);
+    cluster.startMaster(List.of(ext));
+    cluster.awaitServers(1);
+    // A change of a node the new master recovered: it waits out the lease a client may still hold.
+    Nodes b = nodes();
+    NodeInfo after = b.put("/t/k", new byte[] {2});
+    assertEquals(after.id(), a.lookup("/t/k").id());
+    // The client registers with the new master and is answered from its cache again.
+    assertEquals(after.id(), cached(a, "/t/k").id());
+    assertArrayEquals(new byte[] {2}, a.getBytes("/t/k"));
   }
 
   private static void assertNotFound(Nodes n, String path) {
