@@ -241,6 +241,11 @@ public final class Master implements AutoCloseable {
   public record JournalStats(
       long recordsWritten, long fsyncs, long recordsFsynced, long largestBatch) {}
 
+  /** The journal, for tests of group commit. */
+  Journal journal() {
+    return journal;
+  }
+
   /** The metadata, for in-process inspection (tests, the local command). */
   public MasterState state() {
     return state;
