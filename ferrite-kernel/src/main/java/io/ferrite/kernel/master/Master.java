@@ -205,6 +205,11 @@ public final class Master implements AutoCloseable {
 
   private void tick() {
     try {
+      if (journal.failure() != null) {
+        // A failed fsync stopped the journal: expiries and snapshots would only be refused (and
+        // logged) every tick. The failure was logged once; the master waits to be restarted.
+        return;
+      }
       state.tick();
       if (journal.recordsSinceSnapshot() >= snapshotEvery) {
         snapshot();
