@@ -50,9 +50,13 @@ import java.util.stream.Stream;
  * log: it and everything after it are dropped with a warning and the file is truncated there, so
  * new records follow the last good one. A generation 0 with no snapshot is an empty state.
  *
- * <p>A snapshot writes generation G+1 while appends are blocked (the caller holds the state lock),
- * then starts log G+1 and deletes generation G. A crash at any point leaves either G (snapshot and
- * log) or G+1 complete; leftovers of the other are removed at the next open.
+ * <p>A snapshot is taken in two steps. Under the state lock, {@link #rotate} starts log G+1 (a new
+ * file, not fsynced there: the journal thread fsyncs the old log's tail, the new log and the
+ * directory with its next batch) and the caller copies the state as events. Outside the lock,
+ * {@link #writeSnapshot} writes snapshot G+1 (temp file, fsync, atomic rename, directory fsync) and
+ * deletes the older generations. Recovery loads the newest snapshot S and replays the chain of logs
+ * S, S+1, ... that follow it, so a crash between the steps (snapshot G, logs G and G+1) loses
+ * nothing; a torn log ends the chain (later logs are dropped: they would follow a gap).
  *
  * <p><b>Group commit.</b> {@link #append} writes the record into the log file (the page cache: a
  * {@code write}, a few microseconds) and numbers it: its log sequence number (LSN) is the count of
@@ -111,10 +115,16 @@ final class Journal implements AutoCloseable {
   private long generation;
 
   /**
-   * The current log. Replaced by {@link #snapshot} under {@link #forceLock}, which the journal
-   * thread holds across its fsync, so it never fsyncs a channel being closed.
+   * The current log. Written by appenders under the state lock; replaced by {@link #rotate} under
+   * the state lock and {@link #lock}; read by the journal thread under {@link #lock}.
    */
   private FileChannel log;
+
+  /** Logs replaced by {@link #rotate} whose tail the journal thread has yet to fsync and close. */
+  private final List<FileChannel> retiring = new ArrayList<>();
+
+  /** A log was created since the journal thread last fsynced the directory. */
+  private boolean dirDirty;
 
   private int recordsSinceSnapshot;
 
@@ -133,9 +143,13 @@ final class Journal implements AutoCloseable {
   private volatile long recordsFsynced;
   private volatile long largestBatch;
 
-  private final Object forceLock = new Object();
+  /** One snapshot at a time ({@link #writeSnapshot} runs outside the state lock). */
+  private final Object snapshotLock = new Object();
 
-  /** Guards {@link #waiters} and {@link #closing}; {@link #work} wakes the journal thread. */
+  /**
+   * Guards {@link #waiters}, {@link #closing}, {@link #retiring}, {@link #dirDirty} and the swap of
+   * {@link #log}; {@link #work} wakes the journal thread. Never held across I/O.
+   */
   private final ReentrantLock lock = new ReentrantLock();
 
   private final Condition work = lock.newCondition();
@@ -238,40 +252,52 @@ final class Journal implements AutoCloseable {
       }
       snapRecords = r.records;
     }
-    Path logPath = file("log", generation);
+    // The logs from the snapshot's generation on, in order, as long as each follows the last.
+    long snapGen = generation;
     int logRecords = 0;
     long dropped = 0;
-    if (Files.exists(logPath)) {
+    Path logPath = file("log", generation);
+    for (long gen = snapGen; Files.exists(file("log", gen)); gen++) {
+      logPath = file("log", gen);
+      generation = gen;
       ReadResult r = readFile(logPath, KIND_LOG, replay);
-      logRecords = r.records;
-      dropped = r.droppedBytes;
-      if (dropped > 0) {
+      logRecords += r.records;
+      if (r.droppedBytes > 0) {
+        dropped = r.droppedBytes;
         LOG.log(
             System.Logger.Level.WARNING,
             "journal {0}: ignoring a torn or corrupt tail of {1} bytes after {2} good records"
                 + " (a crash during a write); truncating",
             logPath,
             dropped,
-            logRecords);
+            r.records);
         try (FileChannel ch = FileChannel.open(logPath, StandardOpenOption.WRITE)) {
           ch.truncate(r.goodLength);
           ch.force(true);
         }
+        break; // a later log would follow a gap: dropped below
       }
     }
-    // Remove what an interrupted snapshot left: older generations and temp files.
+    long lastGen = generation;
+    // Remove what an interrupted snapshot left (older generations, temp files) and logs after a
+    // torn one.
+    java.util.Set<Path> keep = new java.util.HashSet<>();
+    keep.add(file("snapshot", snapGen));
+    for (long g = snapGen; g <= lastGen; g++) {
+      keep.add(file("log", g));
+    }
     try (Stream<Path> s = Files.list(dir)) {
       for (Path p : (Iterable<Path>) s::iterator) {
         String n = p.getFileName().toString();
-        boolean current = p.equals(logPath) || p.equals(file("snapshot", generation));
-        if (!current && (n.startsWith("log-") || n.startsWith("snapshot-") || n.endsWith(".tmp"))) {
+        if (!keep.contains(p)
+            && (n.startsWith("log-") || n.startsWith("snapshot-") || n.endsWith(".tmp"))) {
           Files.deleteIfExists(p);
         }
       }
     }
     openLog(logPath);
     recordsSinceSnapshot = logRecords;
-    recovery = new Recovery(generation, snapRecords, logRecords, dropped);
+    recovery = new Recovery(snapGen, snapRecords, logRecords, dropped);
     LOG.log(
         System.Logger.Level.INFO,
         "journal {0}: generation {1}, {2} snapshot + {3} log records recovered",
@@ -380,20 +406,36 @@ final class Journal implements AutoCloseable {
   }
 
   private void openLog(Path logPath) throws IOException {
+    log = openLog(logPath, generation, true);
+  }
+
+  /**
+   * Opens log {@code gen} for appends, writing its header if it has none; {@code sync}: fsync a new
+   * file and the directory now (else the journal thread's next batch does).
+   */
+  private FileChannel openLog(Path logPath, long gen, boolean sync) throws IOException {
     boolean fresh = !Files.exists(logPath) || Files.size(logPath) < HEADER;
-    log =
+    FileChannel ch =
         FileChannel.open(
             logPath, StandardOpenOption.CREATE, StandardOpenOption.WRITE, StandardOpenOption.READ);
-    if (fresh) {
-      log.truncate(0);
-      ByteBuffer h = header(KIND_LOG, generation);
-      while (h.hasRemaining()) {
-        log.write(h);
+    try {
+      if (fresh) {
+        ch.truncate(0);
+        ByteBuffer h = header(KIND_LOG, gen);
+        while (h.hasRemaining()) {
+          ch.write(h);
+        }
+        if (sync) {
+          ch.force(true);
+          syncDirectory();
+        }
       }
-      log.force(true);
-      syncDirectory();
+      ch.position(ch.size());
+    } catch (IOException e) {
+      ch.close();
+      throw e;
     }
-    log.position(log.size());
+    return ch;
   }
 
   /** Makes renames and new files in the journal directory durable (Linux: fsync the dir). */
@@ -513,8 +555,11 @@ final class Journal implements AutoCloseable {
 
   /** The journal thread: fsync what was written, release whom it covered, repeat. */
   private void run() {
+    List<FileChannel> old = new ArrayList<>();
     while (true) {
       long target;
+      FileChannel current;
+      boolean newLog;
       lock.lock();
       try {
         while (written == durable && !closing) {
@@ -523,13 +568,26 @@ final class Journal implements AutoCloseable {
         if (written == durable) {
           return; // closing, and nothing left to make durable
         }
-        target = written; // every record up to here is in the file already
+        // Every record up to target is in one of these files already: the retired logs' tails, or
+        // the current log (rotate swaps under this lock, appenders store written under it).
+        target = written;
+        current = log;
+        old.addAll(retiring);
+        retiring.clear();
+        newLog = dirDirty;
+        dirDirty = false;
       } finally {
         lock.unlock();
       }
       try {
-        synchronized (forceLock) {
-          fsyncer.force(log);
+        for (FileChannel ch : old) {
+          fsyncer.force(ch);
+          ch.close();
+        }
+        old.clear();
+        fsyncer.force(current);
+        if (newLog) {
+          syncDirectory(); // the new log's name, before anything in it counts as durable
         }
       } catch (IOException | RuntimeException e) {
         fail(e);
@@ -588,8 +646,20 @@ final class Journal implements AutoCloseable {
     }
   }
 
-  /** Writes {@code state} (from {@link MasterState#snapshotEvents}) as generation + 1. */
+  /** Writes {@code state} (from {@link MasterState#snapshotEvents}) as generation + 1, at once. */
   void snapshot(List<MasterEvent> state) {
+    writeSnapshot(rotate(), state);
+  }
+
+  /**
+   * Starts log G+1: appends go there from now on. Called under the state lock, with the state
+   * copied for {@link #writeSnapshot} under the same hold, so the snapshot holds exactly the
+   * records of logs up to G. No fsync here: the journal thread fsyncs the old log's tail, the new
+   * log and the directory with its next batch, before it counts any later record durable.
+   *
+   * @return G+1, for {@link #writeSnapshot}
+   */
+  long rotate() {
     if (failure != null) {
       // The state holds mutations whose fsync failed: a snapshot would make them durable although
       // their callers were told they failed. Recovery from the log is the one truth now.
@@ -597,49 +667,86 @@ final class Journal implements AutoCloseable {
           ErrorCode.INTERNAL, "no snapshot: the master journal failed", failure);
     }
     long next = generation + 1;
-    Path snap = file("snapshot", next);
-    Path tmp = dir.resolve(snap.getFileName() + ".tmp");
+    Path path = file("log", next);
+    FileChannel fresh;
     try {
-      try (FileChannel ch =
-          FileChannel.open(
-              tmp,
-              StandardOpenOption.CREATE,
-              StandardOpenOption.TRUNCATE_EXISTING,
-              StandardOpenOption.WRITE)) {
-        ByteBuffer h = header(KIND_SNAPSHOT, next);
-        while (h.hasRemaining()) {
-          ch.write(h);
-        }
-        List<List<MasterEvent>> one = new ArrayList<>(state.size());
-        for (MasterEvent e : state) {
-          one.add(List.of(e));
-        }
-        writeRecords(ch, one);
-        ch.force(true);
-      }
-      Files.move(tmp, snap, StandardCopyOption.ATOMIC_MOVE);
-      syncDirectory();
-      // From here on generation `next` is the recovery point.
-      Path oldLog = logFile();
-      Path oldSnap = file("snapshot", generation);
-      // Every record written so far is in the snapshot, which is durable now; the journal thread
-      // may be fsyncing the old log: wait for it, then swap. Its next fsync is of the new log and
-      // marks all records written before it durable, which they are (snapshot + new log).
-      synchronized (forceLock) {
-        log.close();
-        generation = next;
-        openLog(logFile());
-      }
-      Files.deleteIfExists(oldLog);
-      Files.deleteIfExists(oldSnap);
-      recordsSinceSnapshot = 0;
-      LOG.log(
-          System.Logger.Level.INFO,
-          "journal snapshot {0}: {1} records",
-          snap.getFileName(),
-          state.size());
+      fresh = openLog(path, next, false);
     } catch (IOException e) {
-      throw new FerriteException(ErrorCode.INTERNAL, "cannot write journal snapshot " + snap, e);
+      throw new FerriteException(ErrorCode.INTERNAL, "cannot start journal log " + path, e);
+    }
+    FileChannel previous = log;
+    lock.lock();
+    try {
+      log = fresh;
+      generation = next;
+      if (fsync) {
+        retiring.add(previous);
+        dirDirty = true;
+      }
+    } finally {
+      lock.unlock();
+    }
+    if (!fsync) {
+      try {
+        previous.close();
+      } catch (IOException e) {
+        LOG.log(System.Logger.Level.WARNING, "closing the previous journal log", e);
+      }
+    }
+    recordsSinceSnapshot = 0;
+    return next;
+  }
+
+  /**
+   * Writes snapshot {@code gen} (from {@link #rotate}) of {@code state}: temp file, fsync, atomic
+   * rename, directory fsync; then deletes the older snapshots and logs. Runs outside the state lock
+   * (one at a time); appends and the journal thread go on meanwhile. If it fails, the logs still
+   * hold everything (recovery chains them) and the next snapshot tries again.
+   */
+  void writeSnapshot(long gen, List<MasterEvent> state) {
+    synchronized (snapshotLock) {
+      Path snap = file("snapshot", gen);
+      Path tmp = dir.resolve(snap.getFileName() + ".tmp");
+      try {
+        try (FileChannel ch =
+            FileChannel.open(
+                tmp,
+                StandardOpenOption.CREATE,
+                StandardOpenOption.TRUNCATE_EXISTING,
+                StandardOpenOption.WRITE)) {
+          ByteBuffer h = header(KIND_SNAPSHOT, gen);
+          while (h.hasRemaining()) {
+            ch.write(h);
+          }
+          List<List<MasterEvent>> one = new ArrayList<>(state.size());
+          for (MasterEvent e : state) {
+            one.add(List.of(e));
+          }
+          writeRecords(ch, one);
+          ch.force(true);
+        }
+        Files.move(tmp, snap, StandardCopyOption.ATOMIC_MOVE);
+        syncDirectory();
+        // From here on generation `gen` is the recovery point: the older files are not needed
+        // (a retired log the journal thread still fsyncs may be unlinked under it).
+        for (long g : generations("log")) {
+          if (g < gen) {
+            Files.deleteIfExists(file("log", g));
+          }
+        }
+        for (long g : generations("snapshot")) {
+          if (g < gen) {
+            Files.deleteIfExists(file("snapshot", g));
+          }
+        }
+        LOG.log(
+            System.Logger.Level.INFO,
+            "journal snapshot {0}: {1} records",
+            snap.getFileName(),
+            state.size());
+      } catch (IOException e) {
+        throw new FerriteException(ErrorCode.INTERNAL, "cannot write journal snapshot " + snap, e);
+      }
     }
   }
 
@@ -671,21 +778,26 @@ final class Journal implements AutoCloseable {
     }
     IOException closeError = null;
     if (thread != null && thread.isAlive()) {
-      // forceLock is held by the stuck fsync: closing the channel under it makes it fail.
+      // Stuck in an fsync: closing the channel under it makes it fail.
       closeQuietly();
     } else {
-      synchronized (forceLock) {
-        try {
-          if (log != null && log.isOpen()) {
-            if (failure == null) {
-              log.force(true);
-              durable = written;
-            }
-            log.close();
+      try {
+        for (FileChannel ch : retiring) {
+          if (failure == null) {
+            ch.force(true);
           }
-        } catch (IOException e) {
-          closeError = e;
+          ch.close();
         }
+        retiring.clear();
+        if (log != null && log.isOpen()) {
+          if (failure == null) {
+            log.force(true);
+            durable = written;
+          }
+          log.close();
+        }
+      } catch (IOException e) {
+        closeError = e;
       }
     }
     List<Waiter> left;

@@ -36,6 +36,10 @@ public final class Master implements AutoCloseable {
   private final List<FabricServer> endpoints = new ArrayList<>();
   private final Map<String, String> addresses = new LinkedHashMap<>();
   private volatile boolean closed;
+
+  /** One snapshot at a time, and none while closing; taken before the metadata lock. */
+  private final Object snapshotLock = new Object();
+
   private Path shmSocketDir;
 
   /** Regions the master serves itself (extensions' {@link MasterContext#createRegion}). */
@@ -219,12 +223,23 @@ public final class Master implements AutoCloseable {
     }
   }
 
-  /** Writes a snapshot now and truncates the log. */
+  /**
+   * Writes a snapshot now and truncates the log. The metadata lock is held only to copy the state
+   * and start the next log; the snapshot file is written and fsynced outside it, while mutations go
+   * on (see {@link Journal}).
+   */
   public void snapshot() {
-    synchronized (state) {
-      if (!closed) {
-        journal.snapshot(state.snapshotEvents());
+    synchronized (snapshotLock) {
+      long generation;
+      List<MasterEvent> events;
+      synchronized (state) {
+        if (closed) {
+          return;
+        }
+        events = state.snapshotEvents();
+        generation = journal.rotate();
       }
+      journal.writeSnapshot(generation, events);
     }
   }
 
@@ -299,9 +314,11 @@ public final class Master implements AutoCloseable {
         LOG.log(System.Logger.Level.WARNING, "closing master endpoint " + s.address(), e);
       }
     }
-    synchronized (state) {
-      closed = true;
-      journal.close();
+    synchronized (snapshotLock) {
+      synchronized (state) {
+        closed = true;
+        journal.close();
+      }
     }
     for (io.ferrite.fabric.MappedRegion r : regions.all()) {
       r.closeAndDelete();
