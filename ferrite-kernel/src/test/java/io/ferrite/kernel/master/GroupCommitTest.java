@@ -385,6 +385,37 @@ class GroupCommitTest {
   }
 
   @Test
+  void aSnapshotNeitherWaitsForTheJournalsFsyncNorHoldsMutationsBack() throws Exception {
+    try (ClusterHarness c = cluster()) {
+      c.startMaster();
+      FerriteClient client = c.client();
+      Journal journal = c.master.journal();
+      await("session durable", () -> journal.durableLsn() == journal.writtenLsn());
+      int sessions = c.master.state().sessionCount();
+
+      fsync.hold();
+      CompletableFuture<Long> before = openSession(client, "before-the-snapshot");
+      assertTrue(fsync.entered.tryAcquire(30, TimeUnit.SECONDS), "no fsync started");
+      long generation = journal.generation();
+      // On another thread, bounded: a snapshot that waited for the held fsync would never return.
+      CompletableFuture<Void> snapshot = CompletableFuture.runAsync(c.master::snapshot);
+      snapshot.get(30, TimeUnit.SECONDS);
+      assertEquals(generation + 1, journal.generation());
+      CompletableFuture<Long> after = openSession(client, "after-the-snapshot");
+      await("both applied", () -> c.master.state().sessionCount() == sessions + 2);
+      assertHeld("a session", before, after);
+
+      fsync.open();
+      long a = before.get(30, TimeUnit.SECONDS);
+      long b = after.get(30, TimeUnit.SECONDS);
+      assertNull(journal.failure());
+      Master again = c.startMaster();
+      assertTrue(again.state().hasSession(a), "in the snapshot");
+      assertTrue(again.state().hasSession(b), "in the log after it");
+    }
+  }
+
+  @Test
   void snapshotsRotateTheLogUnderConcurrentMutations() throws Exception {
     fsync.delayMillis = 1; // keep fsyncs in flight while the snapshot swaps the log
     List<Long> acked = new CopyOnWriteArrayList<>();
