@@ -2,7 +2,6 @@ package io.ferrite.kernel.master;
 
 import io.ferrite.fabric.ErrorCode;
 import io.ferrite.fabric.FerriteException;
-import io.ferrite.fabric.Futures;
 import io.ferrite.fabric.verify.Checksum64;
 import io.ferrite.kernel.config.Secrets;
 import io.ferrite.kernel.proto.Wire;
@@ -20,8 +19,6 @@ import java.util.List;
 import java.util.Locale;
 import java.util.Objects;
 import java.util.concurrent.CompletableFuture;
-import java.util.concurrent.locks.Condition;
-import java.util.concurrent.locks.ReentrantLock;
 import java.util.function.Consumer;
 import java.util.stream.Stream;
 
@@ -58,33 +55,17 @@ import java.util.stream.Stream;
  * S, S+1, ... that follow it, so a crash between the steps (snapshot G, logs G and G+1) loses
  * nothing; a torn log ends the chain (later logs are dropped: they would follow a gap).
  *
- * <p><b>Group commit.</b> {@link #append} writes the record into the log file (the page cache: a
- * {@code write}, a few microseconds) and numbers it: its log sequence number (LSN) is the count of
- * records appended since open, published in {@link #writtenLsn}. It does not fsync. One thread of
- * its own, {@code ferrite-master-journal}, fsyncs whatever has been written (one fsync covers every
- * record written before it started), publishes {@link #durableLsn}, and completes the futures of
- * {@link #whenDurable} that it covered. While it fsyncs, the next records gather; the next fsync
- * covers them all, so under N concurrent mutators there are far fewer than N fsyncs, with no timer
- * and no added latency when alone. The master's metadata lock is held only across the {@code
- * write}. Without fsync ({@code journal.fsync=false}) there is no thread and durable == written.
+ * <p><b>Group commit</b> ({@link GroupCommit}). {@link #append} writes the record into the log file
+ * (the page cache: a {@code write}, about a microsecond) and numbers it (its LSN); it does not
+ * fsync. The journal thread fsyncs batches and completes {@link #whenDurable}. The master's
+ * metadata lock is held only across the {@code write}. An fsync that fails stops the journal for
+ * good ({@link #failure}): later appends and snapshots are refused, so the master accepts no more
+ * mutations until it is restarted; recovery then keeps whatever reached the disk (unacknowledged
+ * records may or may not be there, like a call that timed out).
  *
- * <p>Memory ordering: an appender writes the record, then stores {@code written} (volatile); the
- * journal thread loads {@code written} before it calls fsync, so every record numbered up to that
- * load is in the file before the fsync starts (a {@code write} returns only when the page cache
- * holds it, and {@code fsync} flushes every page dirty at its start). It stores {@code durable}
- * (volatile) after the fsync returns; whoever loads it sees a durable prefix of the log.
- *
- * <p><b>Failure.</b> An fsync that fails (or throws) poisons the journal: after an fsync error
- * Linux may have dropped the dirty pages, so no later fsync can vouch for them. Every waiter not
- * yet covered fails with {@code INTERNAL}, every later {@link #append} throws (so the state is left
- * unchanged by later mutations), and every later {@link #whenDurable} past the durable point fails.
- * The master stops serving mutations and answers built on them until it is restarted; recovery then
- * keeps whatever reached the disk (unacknowledged records may or may not be there, like a call that
- * timed out).
- *
- * <p>Thread-safety: {@link #append} and {@link #snapshot} are called under the master's state lock
- * (one at a time); {@link #writtenLsn}, {@link #durableLsn}, {@link #whenDurable} and {@link
- * #stats} from any thread.
+ * <p>Thread-safety: {@link #append} and {@link #rotate} are called under the master's state lock
+ * (one at a time), {@link #writeSnapshot} outside it (one at a time); {@link #writtenLsn}, {@link
+ * #durableLsn}, {@link #whenDurable} and {@link #stats} from any thread.
  */
 final class Journal implements AutoCloseable {
   private static final System.Logger LOG = System.getLogger(Journal.class.getName());
@@ -115,51 +96,17 @@ final class Journal implements AutoCloseable {
   private long generation;
 
   /**
-   * The current log. Written by appenders under the state lock; replaced by {@link #rotate} under
-   * the state lock and {@link #lock}; read by the journal thread under {@link #lock}.
+   * The current log: written by appenders and replaced by {@link #rotate}, under the state lock.
    */
   private FileChannel log;
 
-  /** Logs replaced by {@link #rotate} whose tail the journal thread has yet to fsync and close. */
-  private final List<FileChannel> retiring = new ArrayList<>();
-
-  /** A log was created since the journal thread last fsynced the directory. */
-  private boolean dirDirty;
-
   private int recordsSinceSnapshot;
-
-  /** LSN of the last record written to the log; stored after its write (see class comment). */
-  private volatile long written;
-
-  /** LSN up to which the log is fsynced; stored by the journal thread after its fsync. */
-  private volatile long durable;
-
-  /** Set once when an fsync fails; never cleared (see class comment). */
-  private volatile FerriteException failure;
-
-  /** Statistics, written by the journal thread only (and by close once it has stopped). */
-  private volatile long fsyncs;
-
-  private volatile long recordsFsynced;
-  private volatile long largestBatch;
 
   /** One snapshot at a time ({@link #writeSnapshot} runs outside the state lock). */
   private final Object snapshotLock = new Object();
 
-  /**
-   * Guards {@link #waiters}, {@link #closing}, {@link #retiring}, {@link #dirDirty} and the swap of
-   * {@link #log}; {@link #work} wakes the journal thread. Never held across I/O.
-   */
-  private final ReentrantLock lock = new ReentrantLock();
-
-  private final Condition work = lock.newCondition();
-  private final List<Waiter> waiters = new ArrayList<>();
-  private boolean closing;
-  private Thread thread;
-
-  private record Waiter(long lsn, CompletableFuture<Void> done) {}
-
-  private static final CompletableFuture<Void> DONE = CompletableFuture.completedFuture(null);
+  /** Set once the log is open, after recovery. */
+  private GroupCommit commit;
 
   /** What {@link #open} found. */
   record Recovery(long generation, int snapshotRecords, int logRecords, long droppedBytes) {}
@@ -189,11 +136,9 @@ final class Journal implements AutoCloseable {
     } catch (IOException e) {
       throw new UncheckedIOException("cannot open the master journal in " + dir, e);
     }
-    if (fsync) {
-      j.thread = new Thread(j::run, "ferrite-master-journal");
-      j.thread.setDaemon(true);
-      j.thread.start();
-    }
+    j.commit =
+        new GroupCommit(
+            j.log, fsync, fsyncer, j::syncDirectory, () -> j.logFile().getFileName().toString());
     return j;
   }
 
@@ -457,7 +402,7 @@ final class Journal implements AutoCloseable {
    * @throws FerriteException INTERNAL if the write fails, or the journal failed earlier
    */
   void append(List<MasterEvent> events) {
-    FerriteException failed = failure;
+    FerriteException failed = commit.failure();
     if (failed != null) {
       throw new FerriteException(
           ErrorCode.INTERNAL,
@@ -483,167 +428,31 @@ final class Journal implements AutoCloseable {
       throw new FerriteException(
           ErrorCode.INTERNAL, "cannot append to the master journal " + logFile(), e);
     }
-    long lsn = written + 1; // single appender (the state lock): no lost update
-    if (!fsync) {
-      durable = lsn; // before written: a reader never sees written > durable here
-      written = lsn;
-      return;
-    }
-    lock.lock();
-    try {
-      written = lsn;
-      work.signal(); // costs an unpark only if the journal thread is waiting
-    } finally {
-      lock.unlock();
-    }
+    commit.appended();
   }
 
   /** LSN of the last record appended (0: none since open). */
   long writtenLsn() {
-    return written;
+    return commit.writtenLsn();
   }
 
   /** LSN up to which every record is on disk (== {@link #writtenLsn} without fsync). */
   long durableLsn() {
-    return durable;
+    return commit.durableLsn();
   }
 
   /** The failure that stopped the journal, or null. */
   FerriteException failure() {
-    return failure;
+    return commit.failure();
   }
 
-  /**
-   * A future completed once every record up to {@code lsn} is on disk: at once when it already is,
-   * otherwise by the journal thread after the fsync that covers it; failed (INTERNAL) if the
-   * journal fails or closes first. Never blocks.
-   */
+  /** See {@link GroupCommit#whenDurable}. Never blocks. */
   CompletableFuture<Void> whenDurable(long lsn) {
-    if (durable >= lsn) {
-      return DONE;
-    }
-    lock.lock();
-    try {
-      // Re-checked under the lock: the journal thread stores durable (or failure) before it takes
-      // the lock to collect waiters, so a waiter added here is either already covered or found.
-      if (durable >= lsn) {
-        return DONE;
-      }
-      if (failure != null) {
-        return CompletableFuture.failedFuture(failure);
-      }
-      if (closing) {
-        return Futures.failed(ErrorCode.UNAVAILABLE, "the master journal is closed");
-      }
-      CompletableFuture<Void> f = new CompletableFuture<>();
-      waiters.add(new Waiter(lsn, f));
-      return f;
-    } finally {
-      lock.unlock();
-    }
+    return commit.whenDurable(lsn);
   }
 
-  /**
-   * Group commit at work: {@code fsyncs} fsyncs of the log covered {@code recordsFsynced} records,
-   * at most {@code largestBatch} at once, out of {@code recordsWritten} appended since open.
-   */
-  record Stats(long recordsWritten, long fsyncs, long recordsFsynced, long largestBatch) {}
-
-  Stats stats() {
-    return new Stats(written, fsyncs, recordsFsynced, largestBatch);
-  }
-
-  /** The journal thread: fsync what was written, release whom it covered, repeat. */
-  private void run() {
-    List<FileChannel> old = new ArrayList<>();
-    while (true) {
-      long target;
-      FileChannel current;
-      boolean newLog;
-      lock.lock();
-      try {
-        while (written == durable && !closing) {
-          work.awaitUninterruptibly();
-        }
-        if (written == durable) {
-          return; // closing, and nothing left to make durable
-        }
-        // Every record up to target is in one of these files already: the retired logs' tails, or
-        // the current log (rotate swaps under this lock, appenders store written under it).
-        target = written;
-        current = log;
-        old.addAll(retiring);
-        retiring.clear();
-        newLog = dirDirty;
-        dirDirty = false;
-      } finally {
-        lock.unlock();
-      }
-      try {
-        for (FileChannel ch : old) {
-          fsyncer.force(ch);
-          ch.close();
-        }
-        old.clear();
-        fsyncer.force(current);
-        if (newLog) {
-          syncDirectory(); // the new log's name, before anything in it counts as durable
-        }
-      } catch (IOException | RuntimeException e) {
-        fail(e);
-        return;
-      }
-      long before = durable;
-      fsyncs = fsyncs + 1;
-      recordsFsynced = recordsFsynced + (target - before);
-      largestBatch = Math.max(largestBatch, target - before);
-      durable = target;
-      release(target);
-    }
-  }
-
-  /** Completes (outside the lock: they send answers) the waiters up to {@code lsn}. */
-  private void release(long lsn) {
-    List<CompletableFuture<Void>> done = new ArrayList<>();
-    lock.lock();
-    try {
-      for (int i = waiters.size() - 1; i >= 0; i--) {
-        if (waiters.get(i).lsn <= lsn) {
-          done.add(waiters.remove(i).done);
-        }
-      }
-    } finally {
-      lock.unlock();
-    }
-    for (int i = done.size() - 1; i >= 0; i--) {
-      done.get(i).complete(null);
-    }
-  }
-
-  private void fail(Throwable e) {
-    FerriteException f =
-        new FerriteException(
-            ErrorCode.INTERNAL,
-            "fsync of the master journal "
-                + logFile()
-                + " failed; records up to "
-                + durable
-                + " are durable, the master accepts no more mutations and must be restarted: "
-                + e,
-            e);
-    LOG.log(System.Logger.Level.ERROR, f.getMessage(), e);
-    List<Waiter> failed;
-    lock.lock();
-    try {
-      failure = f; // under the lock: whenDurable either sees it or its waiter is collected here
-      failed = new ArrayList<>(waiters);
-      waiters.clear();
-    } finally {
-      lock.unlock();
-    }
-    for (Waiter w : failed) {
-      w.done.completeExceptionally(f);
-    }
+  GroupCommit.Stats stats() {
+    return commit.stats();
   }
 
   /** Writes {@code state} (from {@link MasterState#snapshotEvents}) as generation + 1, at once. */
@@ -660,6 +469,7 @@ final class Journal implements AutoCloseable {
    * @return G+1, for {@link #writeSnapshot}
    */
   long rotate() {
+    FerriteException failure = commit.failure();
     if (failure != null) {
       // The state holds mutations whose fsync failed: a snapshot would make them durable although
       // their callers were told they failed. Recovery from the log is the one truth now.
@@ -674,25 +484,9 @@ final class Journal implements AutoCloseable {
     } catch (IOException e) {
       throw new FerriteException(ErrorCode.INTERNAL, "cannot start journal log " + path, e);
     }
-    FileChannel previous = log;
-    lock.lock();
-    try {
-      log = fresh;
-      generation = next;
-      if (fsync) {
-        retiring.add(previous);
-        dirDirty = true;
-      }
-    } finally {
-      lock.unlock();
-    }
-    if (!fsync) {
-      try {
-        previous.close();
-      } catch (IOException e) {
-        LOG.log(System.Logger.Level.WARNING, "closing the previous journal log", e);
-      }
-    }
+    log = fresh;
+    generation = next;
+    commit.rotated(fresh);
     recordsSinceSnapshot = 0;
     return next;
   }
@@ -751,85 +545,15 @@ final class Journal implements AutoCloseable {
   }
 
   /**
-   * Stops the journal thread once it has made every written record durable (a thread stuck in an
-   * fsync is waited for 10 s, then left), fsyncs and closes the log. Waiters still pending then
-   * complete if the final fsync covers them, else fail.
+   * Stops the journal thread once it has made every written record durable, fsyncs and closes the
+   * logs ({@link GroupCommit#close}).
    */
   @Override
   public void close() {
-    if (thread != null) {
-      lock.lock();
-      try {
-        closing = true;
-        work.signal();
-      } finally {
-        lock.unlock();
-      }
-      try {
-        thread.join(10_000);
-      } catch (InterruptedException e) {
-        Thread.currentThread().interrupt();
-      }
-      if (thread.isAlive()) {
-        LOG.log(
-            System.Logger.Level.WARNING,
-            "the master journal thread is stuck in an fsync; closing without it");
-      }
-    }
-    IOException closeError = null;
-    if (thread != null && thread.isAlive()) {
-      // Stuck in an fsync: closing the channel under it makes it fail.
-      closeQuietly();
-    } else {
-      try {
-        for (FileChannel ch : retiring) {
-          if (failure == null) {
-            ch.force(true);
-          }
-          ch.close();
-        }
-        retiring.clear();
-        if (log != null && log.isOpen()) {
-          if (failure == null) {
-            log.force(true);
-            durable = written;
-          }
-          log.close();
-        }
-      } catch (IOException e) {
-        closeError = e;
-      }
-    }
-    List<Waiter> left;
-    lock.lock();
     try {
-      closing = true;
-      left = new ArrayList<>(waiters);
-      waiters.clear();
-    } finally {
-      lock.unlock();
-    }
-    for (Waiter w : left) {
-      if (w.lsn <= durable) {
-        w.done.complete(null);
-      } else {
-        w.done.completeExceptionally(
-            failure != null
-                ? failure
-                : new FerriteException(
-                    ErrorCode.UNAVAILABLE, "the master journal closed before the fsync"));
-      }
-    }
-    if (closeError != null) {
-      throw new UncheckedIOException("cannot close the master journal " + logFile(), closeError);
-    }
-  }
-
-  private void closeQuietly() {
-    try {
-      log.close();
+      commit.close();
     } catch (IOException e) {
-      LOG.log(System.Logger.Level.WARNING, "closing the master journal " + logFile(), e);
+      throw new UncheckedIOException("cannot close the master journal " + logFile(), e);
     }
   }
 }

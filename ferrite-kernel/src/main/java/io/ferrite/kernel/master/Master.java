@@ -249,7 +249,7 @@ public final class Master implements AutoCloseable {
    * fsync there are none.
    */
   public JournalStats journalStats() {
-    Journal.Stats s = journal.stats();
+    GroupCommit.Stats s = journal.stats();
     return new JournalStats(s.recordsWritten(), s.fsyncs(), s.recordsFsynced(), s.largestBatch());
   }
 

@@ -277,7 +277,7 @@ class GroupCommitTest {
       }
       await("all " + n + " sessions applied", () -> journal.writtenLsn() >= first + n);
       long last = journal.writtenLsn();
-      Journal.Stats held = journal.stats();
+      GroupCommit.Stats held = journal.stats();
       // Each answer is checked as it arrives: the fsync covering every record is done.
       List<String> early = new CopyOnWriteArrayList<>();
       for (CompletableFuture<Long> f : opened) {
@@ -296,7 +296,7 @@ class GroupCommitTest {
       CompletableFuture.allOf(opened.toArray(new CompletableFuture<?>[0]))
           .get(30, TimeUnit.SECONDS);
       assertEquals(List.of(), early);
-      Journal.Stats after = journal.stats();
+      GroupCommit.Stats after = journal.stats();
       primer.get(30, TimeUnit.SECONDS);
       // The held fsync (the primer's), then one for all n.
       long fsyncs = after.fsyncs() - held.fsyncs();
@@ -317,7 +317,7 @@ class GroupCommitTest {
       for (int i = 0; i < threads; i++) {
         clients.add(c.client());
       }
-      Journal.Stats before = c.master.journal().stats();
+      GroupCommit.Stats before = c.master.journal().stats();
       List<Throwable> errors = new CopyOnWriteArrayList<>();
       List<Thread> ts = new ArrayList<>();
       for (int t = 0; t < threads; t++) {
@@ -341,7 +341,7 @@ class GroupCommitTest {
         t.join();
       }
       assertEquals(List.of(), errors);
-      Journal.Stats after = c.master.journal().stats();
+      GroupCommit.Stats after = c.master.journal().stats();
       long records = after.recordsWritten() - before.recordsWritten();
       long fsyncs = after.fsyncs() - before.fsyncs();
       assertEquals((long) threads * each, records);
