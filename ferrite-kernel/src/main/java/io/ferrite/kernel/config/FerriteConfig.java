@@ -87,7 +87,12 @@ public final class FerriteConfig {
     k.put(
         CLIENT_FABRIC,
         new String[] {"auto", "client fabric: auto (shm on same host, else tcp), shm, tcp, local"});
-    k.put(JOURNAL_FSYNC, new String[] {"true", "fsync the master journal after every record"});
+    k.put(
+        JOURNAL_FSYNC,
+        new String[] {
+          "true",
+          "fsync the master journal (group commit: one fsync per batch, no answer before it)"
+        });
     k.put(SNAPSHOT_EVERY, new String[] {"10000", "journal records between snapshots"});
     k.put(RPC_TIMEOUT, new String[] {"5s", "deadline of control RPCs"});
     k.put(

@@ -17,6 +17,8 @@ import java.nio.file.StandardOpenOption;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Locale;
+import java.util.Objects;
+import java.util.concurrent.CompletableFuture;
 import java.util.function.Consumer;
 import java.util.stream.Stream;
 
@@ -27,7 +29,8 @@ import java.util.stream.Stream;
  * <pre>
  * dir/snapshot-GGGGGGGGGGGGGGGG   the whole state as events, generation G (hex), written to a
  *                                 temp file, fsynced, then renamed into place (atomic)
- * dir/log-GGGGGGGGGGGGGGGG        the events after snapshot G, appended and fsynced per group
+ * dir/log-GGGGGGGGGGGGGGGG        the events after snapshot G, appended one record per group,
+ *                                 fsynced by the journal thread per batch of records
  *
  * file   = header | record*
  * header = magic u32 "FJNL" | version u16 | kind u16 (1 snapshot, 2 log) | generation u64
@@ -44,11 +47,25 @@ import java.util.stream.Stream;
  * log: it and everything after it are dropped with a warning and the file is truncated there, so
  * new records follow the last good one. A generation 0 with no snapshot is an empty state.
  *
- * <p>A snapshot writes generation G+1 while appends are blocked (the caller holds the state lock),
- * then starts log G+1 and deletes generation G. A crash at any point leaves either G (snapshot and
- * log) or G+1 complete; leftovers of the other are removed at the next open.
+ * <p>A snapshot is taken in two steps. Under the state lock, {@link #rotate} starts log G+1 (a new
+ * file, not fsynced there: the journal thread fsyncs the old log's tail, the new log and the
+ * directory with its next batch) and the caller copies the state as events. Outside the lock,
+ * {@link #writeSnapshot} writes snapshot G+1 (temp file, fsync, atomic rename, directory fsync) and
+ * deletes the older generations. Recovery loads the newest snapshot S and replays the chain of logs
+ * S, S+1, ... that follow it, so a crash between the steps (snapshot G, logs G and G+1) loses
+ * nothing; a torn log ends the chain (later logs are dropped: they would follow a gap).
  *
- * <p>Not thread-safe: the master calls it under its state lock.
+ * <p><b>Group commit</b> ({@link GroupCommit}). {@link #append} writes the record into the log file
+ * (the page cache: a {@code write}, about a microsecond) and numbers it (its LSN); it does not
+ * fsync. The journal thread fsyncs batches and completes {@link #whenDurable}. The master's
+ * metadata lock is held only across the {@code write}. An fsync that fails stops the journal for
+ * good ({@link #failure}): later appends and snapshots are refused, so the master accepts no more
+ * mutations until it is restarted; recovery then keeps whatever reached the disk (unacknowledged
+ * records may or may not be there, like a call that timed out).
+ *
+ * <p>Thread-safety: {@link #append} and {@link #rotate} are called under the master's state lock
+ * (one at a time), {@link #writeSnapshot} outside it (one at a time); {@link #writtenLsn}, {@link
+ * #durableLsn}, {@link #whenDurable} and {@link #stats} from any thread.
  */
 final class Journal implements AutoCloseable {
   private static final System.Logger LOG = System.getLogger(Journal.class.getName());
@@ -61,20 +78,45 @@ final class Journal implements AutoCloseable {
   static final int RECORD_HEADER = 12;
   static final int MAX_RECORD = 64 << 20;
 
+  /**
+   * How the journal makes its log durable: {@link #FORCE} ({@code fdatasync}) in production; tests
+   * inject one that blocks or fails (a wrapper, not a mock).
+   */
+  @FunctionalInterface
+  interface Fsync {
+    void force(FileChannel log) throws IOException;
+  }
+
+  /** {@code FileChannel.force(false)}: the data and the size, not the timestamps. */
+  static final Fsync FORCE = ch -> ch.force(false);
+
   private final Path dir;
   private final boolean fsync;
+  private final Fsync fsyncer;
   private long generation;
+
+  /**
+   * The current log: written by appenders and replaced by {@link #rotate}, under the state lock.
+   */
   private FileChannel log;
+
   private int recordsSinceSnapshot;
+
+  /** One snapshot at a time ({@link #writeSnapshot} runs outside the state lock). */
+  private final Object snapshotLock = new Object();
+
+  /** Set once the log is open, after recovery. */
+  private GroupCommit commit;
 
   /** What {@link #open} found. */
   record Recovery(long generation, int snapshotRecords, int logRecords, long droppedBytes) {}
 
   private Recovery recovery;
 
-  private Journal(Path dir, boolean fsync) {
+  private Journal(Path dir, boolean fsync, Fsync fsyncer) {
     this.dir = dir;
     this.fsync = fsync;
+    this.fsyncer = Objects.requireNonNull(fsyncer);
   }
 
   /**
@@ -82,13 +124,21 @@ final class Journal implements AutoCloseable {
    * in order, and readies it for appends.
    */
   static Journal open(Path dir, boolean fsync, Consumer<MasterEvent> replay) {
-    Journal j = new Journal(dir, fsync);
+    return open(dir, fsync, FORCE, replay);
+  }
+
+  /** As {@link #open(Path, boolean, Consumer)}, fsyncing the log with {@code fsyncer}. */
+  static Journal open(Path dir, boolean fsync, Fsync fsyncer, Consumer<MasterEvent> replay) {
+    Journal j = new Journal(dir, fsync, fsyncer);
     try {
       Secrets.createPrivateDirectories(dir);
       j.recover(replay);
     } catch (IOException e) {
       throw new UncheckedIOException("cannot open the master journal in " + dir, e);
     }
+    j.commit =
+        new GroupCommit(
+            j.log, fsync, fsyncer, j::syncDirectory, () -> j.logFile().getFileName().toString());
     return j;
   }
 
@@ -147,40 +197,52 @@ final class Journal implements AutoCloseable {
       }
       snapRecords = r.records;
     }
-    Path logPath = file("log", generation);
+    // The logs from the snapshot's generation on, in order, as long as each follows the last.
+    long snapGen = generation;
     int logRecords = 0;
     long dropped = 0;
-    if (Files.exists(logPath)) {
+    Path logPath = file("log", generation);
+    for (long gen = snapGen; Files.exists(file("log", gen)); gen++) {
+      logPath = file("log", gen);
+      generation = gen;
       ReadResult r = readFile(logPath, KIND_LOG, replay);
-      logRecords = r.records;
-      dropped = r.droppedBytes;
-      if (dropped > 0) {
+      logRecords += r.records;
+      if (r.droppedBytes > 0) {
+        dropped = r.droppedBytes;
         LOG.log(
             System.Logger.Level.WARNING,
             "journal {0}: ignoring a torn or corrupt tail of {1} bytes after {2} good records"
                 + " (a crash during a write); truncating",
             logPath,
             dropped,
-            logRecords);
+            r.records);
         try (FileChannel ch = FileChannel.open(logPath, StandardOpenOption.WRITE)) {
           ch.truncate(r.goodLength);
           ch.force(true);
         }
+        break; // a later log would follow a gap: dropped below
       }
     }
-    // Remove what an interrupted snapshot left: older generations and temp files.
+    long lastGen = generation;
+    // Remove what an interrupted snapshot left (older generations, temp files) and logs after a
+    // torn one.
+    java.util.Set<Path> keep = new java.util.HashSet<>();
+    keep.add(file("snapshot", snapGen));
+    for (long g = snapGen; g <= lastGen; g++) {
+      keep.add(file("log", g));
+    }
     try (Stream<Path> s = Files.list(dir)) {
       for (Path p : (Iterable<Path>) s::iterator) {
         String n = p.getFileName().toString();
-        boolean current = p.equals(logPath) || p.equals(file("snapshot", generation));
-        if (!current && (n.startsWith("log-") || n.startsWith("snapshot-") || n.endsWith(".tmp"))) {
+        if (!keep.contains(p)
+            && (n.startsWith("log-") || n.startsWith("snapshot-") || n.endsWith(".tmp"))) {
           Files.deleteIfExists(p);
         }
       }
     }
     openLog(logPath);
     recordsSinceSnapshot = logRecords;
-    recovery = new Recovery(generation, snapRecords, logRecords, dropped);
+    recovery = new Recovery(snapGen, snapRecords, logRecords, dropped);
     LOG.log(
         System.Logger.Level.INFO,
         "journal {0}: generation {1}, {2} snapshot + {3} log records recovered",
@@ -289,20 +351,36 @@ final class Journal implements AutoCloseable {
   }
 
   private void openLog(Path logPath) throws IOException {
+    log = openLog(logPath, generation, true);
+  }
+
+  /**
+   * Opens log {@code gen} for appends, writing its header if it has none; {@code sync}: fsync a new
+   * file and the directory now (else the journal thread's next batch does).
+   */
+  private FileChannel openLog(Path logPath, long gen, boolean sync) throws IOException {
     boolean fresh = !Files.exists(logPath) || Files.size(logPath) < HEADER;
-    log =
+    FileChannel ch =
         FileChannel.open(
             logPath, StandardOpenOption.CREATE, StandardOpenOption.WRITE, StandardOpenOption.READ);
-    if (fresh) {
-      log.truncate(0);
-      ByteBuffer h = header(KIND_LOG, generation);
-      while (h.hasRemaining()) {
-        log.write(h);
+    try {
+      if (fresh) {
+        ch.truncate(0);
+        ByteBuffer h = header(KIND_LOG, gen);
+        while (h.hasRemaining()) {
+          ch.write(h);
+        }
+        if (sync) {
+          ch.force(true);
+          syncDirectory();
+        }
       }
-      log.force(true);
-      syncDirectory();
+      ch.position(ch.size());
+    } catch (IOException e) {
+      ch.close();
+      throw e;
     }
-    log.position(log.size());
+    return ch;
   }
 
   /** Makes renames and new files in the journal directory durable (Linux: fsync the dir). */
@@ -316,15 +394,26 @@ final class Journal implements AutoCloseable {
     }
   }
 
-  /** Appends {@code events} as one group and (if configured) fsyncs once. */
+  /**
+   * Writes {@code events} as one record (one group) and numbers it; does not fsync (the journal
+   * thread does, see the class comment). Called under the state lock, one at a time. A record that
+   * cannot be written is cut off and the call throws, so the caller can leave its state unchanged.
+   *
+   * @throws FerriteException INTERNAL if the write fails, or the journal failed earlier
+   */
   void append(List<MasterEvent> events) {
+    FerriteException failed = commit.failure();
+    if (failed != null) {
+      throw new FerriteException(
+          ErrorCode.INTERNAL,
+          "the master journal failed earlier, so the master accepts no more mutations: "
+              + failed.detail(),
+          failed);
+    }
     long start = -1;
     try {
       start = log.position();
       writeRecords(log, List.of(events));
-      if (fsync) {
-        log.force(false);
-      }
       recordsSinceSnapshot += events.size();
     } catch (IOException e) {
       // Cut off a partial group so that later appends do not follow garbage.
@@ -339,59 +428,130 @@ final class Journal implements AutoCloseable {
       throw new FerriteException(
           ErrorCode.INTERNAL, "cannot append to the master journal " + logFile(), e);
     }
+    commit.appended();
   }
 
-  /** Writes {@code state} (from {@link MasterState#snapshotEvents}) as generation + 1. */
+  /** LSN of the last record appended (0: none since open). */
+  long writtenLsn() {
+    return commit.writtenLsn();
+  }
+
+  /** LSN up to which every record is on disk (== {@link #writtenLsn} without fsync). */
+  long durableLsn() {
+    return commit.durableLsn();
+  }
+
+  /** The failure that stopped the journal, or null. */
+  FerriteException failure() {
+    return commit.failure();
+  }
+
+  /** See {@link GroupCommit#whenDurable}. Never blocks. */
+  CompletableFuture<Void> whenDurable(long lsn) {
+    return commit.whenDurable(lsn);
+  }
+
+  GroupCommit.Stats stats() {
+    return commit.stats();
+  }
+
+  /** Writes {@code state} (from {@link MasterState#snapshotEvents}) as generation + 1, at once. */
   void snapshot(List<MasterEvent> state) {
+    writeSnapshot(rotate(), state);
+  }
+
+  /**
+   * Starts log G+1: appends go there from now on. Called under the state lock, with the state
+   * copied for {@link #writeSnapshot} under the same hold, so the snapshot holds exactly the
+   * records of logs up to G. No fsync here: the journal thread fsyncs the old log's tail, the new
+   * log and the directory with its next batch, before it counts any later record durable.
+   *
+   * @return G+1, for {@link #writeSnapshot}
+   */
+  long rotate() {
+    FerriteException failure = commit.failure();
+    if (failure != null) {
+      // The state holds mutations whose fsync failed: a snapshot would make them durable although
+      // their callers were told they failed. Recovery from the log is the one truth now.
+      throw new FerriteException(
+          ErrorCode.INTERNAL, "no snapshot: the master journal failed", failure);
+    }
     long next = generation + 1;
-    Path snap = file("snapshot", next);
-    Path tmp = dir.resolve(snap.getFileName() + ".tmp");
+    Path path = file("log", next);
+    FileChannel fresh;
     try {
-      try (FileChannel ch =
-          FileChannel.open(
-              tmp,
-              StandardOpenOption.CREATE,
-              StandardOpenOption.TRUNCATE_EXISTING,
-              StandardOpenOption.WRITE)) {
-        ByteBuffer h = header(KIND_SNAPSHOT, next);
-        while (h.hasRemaining()) {
-          ch.write(h);
-        }
-        List<List<MasterEvent>> one = new ArrayList<>(state.size());
-        for (MasterEvent e : state) {
-          one.add(List.of(e));
-        }
-        writeRecords(ch, one);
-        ch.force(true);
-      }
-      Files.move(tmp, snap, StandardCopyOption.ATOMIC_MOVE);
-      syncDirectory();
-      // From here on generation `next` is the recovery point.
-      Path oldLog = logFile();
-      Path oldSnap = file("snapshot", generation);
-      log.close();
-      generation = next;
-      openLog(logFile());
-      Files.deleteIfExists(oldLog);
-      Files.deleteIfExists(oldSnap);
-      recordsSinceSnapshot = 0;
-      LOG.log(
-          System.Logger.Level.INFO,
-          "journal snapshot {0}: {1} records",
-          snap.getFileName(),
-          state.size());
+      fresh = openLog(path, next, false);
     } catch (IOException e) {
-      throw new FerriteException(ErrorCode.INTERNAL, "cannot write journal snapshot " + snap, e);
+      throw new FerriteException(ErrorCode.INTERNAL, "cannot start journal log " + path, e);
+    }
+    log = fresh;
+    generation = next;
+    commit.rotated(fresh);
+    recordsSinceSnapshot = 0;
+    return next;
+  }
+
+  /**
+   * Writes snapshot {@code gen} (from {@link #rotate}) of {@code state}: temp file, fsync, atomic
+   * rename, directory fsync; then deletes the older snapshots and logs. Runs outside the state lock
+   * (one at a time); appends and the journal thread go on meanwhile. If it fails, the logs still
+   * hold everything (recovery chains them) and the next snapshot tries again.
+   */
+  void writeSnapshot(long gen, List<MasterEvent> state) {
+    synchronized (snapshotLock) {
+      Path snap = file("snapshot", gen);
+      Path tmp = dir.resolve(snap.getFileName() + ".tmp");
+      try {
+        try (FileChannel ch =
+            FileChannel.open(
+                tmp,
+                StandardOpenOption.CREATE,
+                StandardOpenOption.TRUNCATE_EXISTING,
+                StandardOpenOption.WRITE)) {
+          ByteBuffer h = header(KIND_SNAPSHOT, gen);
+          while (h.hasRemaining()) {
+            ch.write(h);
+          }
+          List<List<MasterEvent>> one = new ArrayList<>(state.size());
+          for (MasterEvent e : state) {
+            one.add(List.of(e));
+          }
+          writeRecords(ch, one);
+          ch.force(true);
+        }
+        Files.move(tmp, snap, StandardCopyOption.ATOMIC_MOVE);
+        syncDirectory();
+        // From here on generation `gen` is the recovery point: the older files are not needed
+        // (a retired log the journal thread still fsyncs may be unlinked under it).
+        for (long g : generations("log")) {
+          if (g < gen) {
+            Files.deleteIfExists(file("log", g));
+          }
+        }
+        for (long g : generations("snapshot")) {
+          if (g < gen) {
+            Files.deleteIfExists(file("snapshot", g));
+          }
+        }
+        LOG.log(
+            System.Logger.Level.INFO,
+            "journal snapshot {0}: {1} records",
+            snap.getFileName(),
+            state.size());
+      } catch (IOException e) {
+        throw new FerriteException(ErrorCode.INTERNAL, "cannot write journal snapshot " + snap, e);
+      }
     }
   }
 
+  /**
+   * Stops the journal thread once it has made every written record durable, fsyncs and closes the
+   * logs ({@link GroupCommit#close}).
+   */
   @Override
   public void close() {
     try {
-      if (log != null && log.isOpen()) {
-        log.force(true);
-        log.close();
-      }
+      commit.close();
     } catch (IOException e) {
       throw new UncheckedIOException("cannot close the master journal " + logFile(), e);
     }

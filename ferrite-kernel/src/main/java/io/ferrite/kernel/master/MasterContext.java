@@ -10,7 +10,8 @@ public interface MasterContext {
   /**
    * Runs {@code body} under the master's metadata lock, so that what the extension checks and what
    * it commits form one atomic step with respect to every other mutation of the cluster's metadata.
-   * Keep bodies short: they block every metadata operation while they run.
+   * Keep bodies short: they block every metadata operation while they run. The lock is held across
+   * the journal's write of each record, not its fsync (group commit).
    */
   <T> T mutate(Function<Mutation, T> body);
 
@@ -43,7 +44,12 @@ public interface MasterContext {
   /** The steps a mutation may take. Valid only inside the {@code mutate} body that received it. */
   interface Mutation {
     /**
-     * Journals {@code record} for this extension (durably), then {@link MasterExtension#apply}s it.
+     * Journals {@code record} for this extension, then {@link MasterExtension#apply}s it. The
+     * record is written now and fsynced by the journal's group commit; no RPC answer of the master
+     * leaves before the fsync covering every record written when the handler completed, so the
+     * extension's answers (and everyone's reads of what it applied) are acknowledged only once
+     * durable. An effect outside an RPC answer (a write to a master region, a call out) is not held
+     * back: it may show state that a crash then loses.
      */
     void commit(byte[] record);
 

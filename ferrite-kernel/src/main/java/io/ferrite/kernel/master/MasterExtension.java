@@ -31,9 +31,11 @@ import java.util.concurrent.CompletableFuture;
  * {@link #handle} runs on the master's service executor, concurrently; {@link #handleInline} on the
  * thread that received the call.
  *
- * <p>The metadata lock is held across the journal's fsync of every mutation, so an operation that
- * takes it may wait for I/O. A read-only operation that should not (an inline one) keeps what it
- * reads under a lock of the extension's own that {@link #apply} takes only while it changes memory.
+ * <p>The metadata lock is held across the journal's write of every mutation (not its fsync: group
+ * commit) and by every mutation and the ticker, so an operation that takes it may wait. A read-only
+ * operation that should not (an inline one) keeps what it reads under a lock of the extension's own
+ * that {@link #apply} takes only while it changes memory. Whatever the handler, the master sends
+ * its answer only once the journal is durable up to what was written when it completed.
  */
 public interface MasterExtension {
   /** The RPC service id on the master; 1 to 15 are the kernel's, faces use 16 and up. */
@@ -61,8 +63,8 @@ public interface MasterExtension {
    * Handles a call on the thread that received it (a fabric I/O thread or the shm ring poller), or
    * declines with {@code null}, after which {@link #handle} runs on the service executor. Only for
    * cheap read-only operations that never block: never {@link MasterContext#mutate} here (it waits
-   * for the metadata lock, held across journal fsyncs), only locks of the extension's own taken
-   * with {@code tryLock}, declining when they are busy. See {@link
+   * for the metadata lock, held by every mutation), only locks of the extension's own taken with
+   * {@code tryLock}, declining when they are busy. See {@link
    * io.ferrite.fabric.RpcHandler#handleInline}. The default declines everything.
    */
   default CompletableFuture<ByteBuffer> handleInline(

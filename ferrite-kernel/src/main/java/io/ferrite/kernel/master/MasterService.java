@@ -24,12 +24,23 @@ import java.util.concurrent.CompletableFuture;
  *
  * <p>Inline ({@link #handleInline}): MASTER_INFO, and whatever an extension answers inline (the
  * nodes face's lookup). Everything that takes the metadata lock runs on the service executor, since
- * that lock is held across journal fsyncs.
+ * that lock is held across journal writes.
+ *
+ * <p><b>Acknowledgement after durability.</b> Every answer (kernel or extension, result or error,
+ * inline or not) leaves only once the journal is durable up to the LSN that was written when its
+ * handler completed: {@link #afterDurable}. That covers the mutation's own record (written under
+ * the lock before the handler returned) and every record whose effect the answer may show, a read
+ * that sees a create 50 us old included (its apply came after its write, and the read saw the
+ * apply): a crash cannot lose a state a client was shown. When nothing is pending (the usual read,
+ * and always without fsync) the handler's own future goes out untouched; otherwise the answer is
+ * chained on {@link Journal#whenDurable} and sent by the journal thread after its fsync. Nothing
+ * here blocks.
  */
 final class MasterService implements RpcHandler {
   private static final System.Logger LOG = System.getLogger(MasterService.class.getName());
 
   private final MasterState state;
+  private final Journal journal;
 
   /** The extensions, fixed before the master serves: read without the metadata lock. */
   private final Map<Integer, MasterExtension> extensions = new HashMap<>();
@@ -37,8 +48,9 @@ final class MasterService implements RpcHandler {
   private final String hostId;
   private volatile Map<String, String> addresses = Map.of();
 
-  MasterService(MasterState state, String hostId) {
+  MasterService(MasterState state, Journal journal, String hostId) {
     this.state = state;
+    this.journal = journal;
     this.hostId = hostId;
     for (MasterExtension ext : state.extensions()) {
       extensions.put(ext.serviceId(), ext);
@@ -54,17 +66,38 @@ final class MasterService implements RpcHandler {
   public CompletableFuture<ByteBuffer> handleInline(
       RpcContext ctx, int service, int opcode, ByteBuffer request) {
     if (service == MasterProtocol.SERVICE) {
-      return opcode == MasterProtocol.MASTER_INFO ? handle(ctx, service, opcode, request) : null;
+      // MASTER_INFO shows the endpoints, nothing journaled: no wait for durability.
+      return opcode == MasterProtocol.MASTER_INFO ? dispatchKernel(ctx, opcode, request) : null;
     }
     MasterExtension ext = extensions.get(service);
     if (ext == null) {
       return null;
     }
+    CompletableFuture<ByteBuffer> f;
     try {
-      return ext.handleInline(ctx, opcode, request);
+      f = ext.handleInline(ctx, opcode, request);
     } catch (RuntimeException e) {
-      return extensionFailed(ctx, ext, opcode, e);
+      f = extensionFailed(ctx, ext, opcode, e);
     }
+    return f == null ? null : afterDurable(f);
+  }
+
+  /**
+   * {@code f}, answered only once the journal is durable up to what was written when {@code f}
+   * completed (see the class comment). Never blocks: it chains.
+   */
+  CompletableFuture<ByteBuffer> afterDurable(CompletableFuture<ByteBuffer> f) {
+    if (!f.isDone()) {
+      // An asynchronous handler: what its answer may show is known only when it completes.
+      return f.handle((r, e) -> f).thenCompose(this::afterDurable);
+    }
+    // Load written, then durable: if durable >= the written we loaded, every record this answer
+    // can reflect is on disk (both only grow).
+    long lsn = journal.writtenLsn();
+    if (journal.durableLsn() >= lsn) {
+      return f;
+    }
+    return journal.whenDurable(lsn).thenCompose(v -> f);
   }
 
   private static CompletableFuture<ByteBuffer> extensionFailed(
@@ -85,11 +118,16 @@ final class MasterService implements RpcHandler {
     if (service != MasterProtocol.SERVICE) {
       MasterExtension ext = extensions.get(service);
       if (ext != null) {
+        CompletableFuture<ByteBuffer> f;
         try {
-          return ext.handle(ctx, opcode, request);
+          f = ext.handle(ctx, opcode, request);
         } catch (RuntimeException e) {
-          return extensionFailed(ctx, ext, opcode, e);
+          f = extensionFailed(ctx, ext, opcode, e);
         }
+        if (f == null) {
+          f = Futures.failed(ErrorCode.INTERNAL, ext.name() + " opcode " + opcode + ": no answer");
+        }
+        return afterDurable(f);
       }
       return Futures.failed(
           ErrorCode.UNKNOWN_SERVICE,
@@ -99,6 +137,11 @@ final class MasterService implements RpcHandler {
               + MasterProtocol.SERVICE
               + " or an installed extension's)");
     }
+    return afterDurable(dispatchKernel(ctx, opcode, request));
+  }
+
+  private CompletableFuture<ByteBuffer> dispatchKernel(
+      RpcContext ctx, int opcode, ByteBuffer request) {
     try {
       return CompletableFuture.completedFuture(dispatch(opcode, request));
     } catch (FerriteException e) {

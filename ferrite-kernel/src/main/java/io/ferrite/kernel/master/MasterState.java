@@ -33,8 +33,11 @@ import java.util.function.LongSupplier;
  * recovery every server is {@link ServerState#UNKNOWN} until it heartbeats, and every session gets
  * a fresh lease.
  *
- * <p>Thread-safety: every public method is {@code synchronized}; metadata rates are low and the
- * journal's fsync dominates anyway.
+ * <p>Thread-safety: every public method is {@code synchronized}. The sink only writes under the
+ * lock; the journal fsyncs outside it (group commit), and the master's RPC layer holds each answer
+ * until the fsync that covers what it shows ({@link MasterService}). So a method returning here
+ * means "applied in memory and written", not "durable": in-process callers that need durability
+ * wait on the journal.
  */
 public final class MasterState {
   private static final System.Logger LOG = System.getLogger(MasterState.class.getName());
@@ -42,7 +45,10 @@ public final class MasterState {
   /** Where the events of a mutation go before they are applied. */
   @FunctionalInterface
   public interface Sink {
-    /** Makes {@code events} durable, as one group; throws if it cannot. */
+    /**
+     * Writes {@code events} ahead, as one group, in order (durability may follow later: the
+     * journal's group commit); throws if it cannot, and then the state stays unchanged.
+     */
     void append(List<MasterEvent> events);
   }
 

@@ -241,6 +241,65 @@ class JournalTest {
     }
   }
 
+  /** A snapshot whose log was started (under the lock) but whose file was never written. */
+  @Test
+  void aCrashBetweenRotationAndSnapshotLosesNothing() throws IOException {
+    Set<MasterEvent> before;
+    try (Opened m = new Opened()) {
+      workload(m.state, random, clock, 100);
+      synchronized (m.state) {
+        assertEquals(1, m.journal.rotate()); // log 1 started, snapshot 1 never written
+      }
+      workload(m.state, random, clock, 100);
+      before = m.image();
+    }
+    try (var s = Files.list(dir)) {
+      List<String> names = s.map(p -> p.getFileName().toString()).sorted().toList();
+      assertEquals(List.of("log-0000000000000000", "log-0000000000000001"), names);
+    }
+    try (Opened m = new Opened()) {
+      assertEquals(before, m.image(), "snapshot 0 (none) + log 0 + log 1; " + seed);
+      assertEquals(1, m.journal.generation(), "appends continue in log 1");
+      MasterStateTest.server(m.state, "late", MasterStateTest.region(1, "dram", 4));
+      before = m.image();
+      m.journal.snapshot(m.state.snapshotEvents()); // rotates to 2, drops 0 and 1
+    }
+    try (var s = Files.list(dir)) {
+      List<String> names = s.map(p -> p.getFileName().toString()).sorted().toList();
+      assertEquals(List.of("log-0000000000000002", "snapshot-0000000000000002"), names);
+    }
+    try (Opened m = new Opened()) {
+      assertEquals(before, m.image());
+    }
+  }
+
+  /** A torn log ends the chain: a later log would follow a gap, so it is dropped. */
+  @Test
+  void aTornLogEndsTheChainOfLogs() throws IOException {
+    Set<MasterEvent> afterFirst;
+    long lost;
+    try (Opened m = new Opened()) {
+      workload(m.state, random, clock, 50);
+      afterFirst = m.image();
+      MasterStateTest.server(m.state, "torn", MasterStateTest.region(1, "dram", 4));
+      synchronized (m.state) {
+        m.journal.rotate();
+      }
+      lost = m.state.openSession("after-the-gap", 1000).sessionId();
+    }
+    Path log0 = dir.resolve("log-0000000000000000");
+    try (FileChannel ch = FileChannel.open(log0, StandardOpenOption.WRITE)) {
+      ch.truncate(Files.size(log0) - 5); // the last record of log 0 never reached the disk
+    }
+    try (Opened m = new Opened()) {
+      assertTrue(m.journal.recovery().droppedBytes() > 0);
+      assertEquals(afterFirst, m.image(), "log 0 up to its torn record, nothing of log 1");
+      assertTrue(!m.state.hasSession(lost));
+      assertEquals(0, m.journal.generation(), "appends continue in log 0");
+      assertTrue(Files.notExists(dir.resolve("log-0000000000000001")));
+    }
+  }
+
   @Test
   void recoveredServersAreUnknownUntilTheyHeartbeatAndDeadIfTheyNeverDo() {
     int a;

@@ -107,11 +107,18 @@ public class ClusterHarness implements AutoCloseable {
     }
     // A real master serves shm too: clients on this host (all of them, here) reach it over shm.
     List<Fabric> on = real ? List.of(tcp, shm) : List.of(newLocalFabric());
-    master =
-        extensions == null
-            ? Master.start(config, credentials, on)
-            : Master.start(config, credentials, on, extensions);
+    master = launchMaster(on, extensions);
     return master;
+  }
+
+  /**
+   * Starts a master on {@code on} with {@code extensions} (null: those {@link
+   * java.util.ServiceLoader} finds). Tests override it to start one with injected faults.
+   */
+  protected Master launchMaster(List<Fabric> on, List<MasterExtension> extensions) {
+    return extensions == null
+        ? Master.start(config, credentials, on)
+        : Master.start(config, credentials, on, extensions);
   }
 
   public String masterAddress() {

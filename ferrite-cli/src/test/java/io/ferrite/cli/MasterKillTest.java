@@ -1,0 +1,256 @@
+package io.ferrite.cli;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import io.ferrite.fabric.Credentials;
+import io.ferrite.fabric.testing.SeedExtension;
+import io.ferrite.kernel.client.ClientOptions;
+import io.ferrite.kernel.client.Ferrite;
+import io.ferrite.kernel.client.FerriteClient;
+import io.ferrite.kernel.config.Secrets;
+import io.ferrite.kernel.proto.BlockRef;
+import io.ferrite.kernel.proto.ClusterStatus;
+import io.ferrite.kernel.proto.ServerState;
+import java.io.IOException;
+import java.net.ServerSocket;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.Random;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.function.Supplier;
+import java.util.stream.Stream;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Tag;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.ExtendWith;
+import org.junit.jupiter.api.io.TempDir;
+
+/**
+ * The master's group commit under SIGKILL: a master (its own JVM, journal fsync on) serves several
+ * writer threads that allocate persistently owned blocks and free some of them; it is SIGKILLed
+ * after a seeded number of acknowledgements, restarted on the same directory, and every
+ * acknowledged allocation is owned again and every acknowledged free stays freed (group commit
+ * acknowledges nothing before its fsync). Every process is killed in {@link #stopAll()}.
+ */
+@Tag("multiprocess")
+@ExtendWith(SeedExtension.class)
+class MasterKillTest {
+  static final String CLUSTER = "master-kill-test";
+  static final long TIMEOUT_NANOS = 60_000_000_000L;
+  static final int WRITERS = 8;
+
+  @TempDir Path dir;
+  Path shmDir;
+  int port;
+  Credentials credentials;
+  final List<Process> processes = new ArrayList<>();
+  final List<AutoCloseable> clients = new ArrayList<>();
+
+  @AfterEach
+  void stopAll() throws IOException, InterruptedException {
+    CliProcesses.stopAll(clients, processes, shmDir);
+  }
+
+  private Process start(String name, String... args) throws IOException {
+    Process p = CliProcesses.start(dir, name, args);
+    processes.add(p);
+    return p;
+  }
+
+  private Process startMaster() throws IOException {
+    return start(
+        "master",
+        "master",
+        "--dir",
+        dir.toString(),
+        "--port",
+        Integer.toString(port),
+        "--cluster-id",
+        CLUSTER,
+        "--set",
+        "journal.fsync=true",
+        "--set",
+        "block.size=64k",
+        "--set",
+        "heartbeat.interval=100ms",
+        "--set",
+        "server.dead.timeout=30s",
+        "--set",
+        "shm.dir=" + shmDir);
+  }
+
+  private FerriteClient client(boolean session) {
+    FerriteClient c =
+        Ferrite.connect(
+            "ferrite://127.0.0.1:" + port,
+            ClientOptions.builder(credentials)
+                .fabric("tcp")
+                .session(session)
+                .clientName("master-kill-test")
+                .build());
+    clients.add(c);
+    return c;
+  }
+
+  private String logs() {
+    StringBuilder sb = new StringBuilder("logs:\n");
+    try (Stream<Path> s = Files.list(dir)) {
+      for (Path p : s.filter(f -> f.toString().endsWith(".log")).sorted().toList()) {
+        sb.append("--- ").append(p.getFileName()).append('\n');
+        sb.append(Files.readString(p, StandardCharsets.UTF_8));
+      }
+    } catch (IOException e) {
+      sb.append(e);
+    }
+    return sb.toString();
+  }
+
+  private <T> T await(String what, Supplier<T> probe) throws InterruptedException {
+    long deadline = System.nanoTime() + TIMEOUT_NANOS;
+    RuntimeException last = null;
+    while (System.nanoTime() < deadline) {
+      try {
+        T v = probe.get();
+        if (v != null && !Boolean.FALSE.equals(v)) {
+          return v;
+        }
+      } catch (RuntimeException e) {
+        last = e;
+      }
+      Thread.sleep(50);
+    }
+    throw new AssertionError(
+        "timed out waiting for " + what + " (last error: " + last + ")\n" + logs());
+  }
+
+  private boolean serverAlive() {
+    try (FerriteClient c =
+        Ferrite.connect(
+            "ferrite://127.0.0.1:" + port,
+            ClientOptions.builder(credentials).fabric("tcp").session(false).build())) {
+      ClusterStatus st = c.status();
+      return st.members().size() == 1
+          && st.members().get(0).info().state() == ServerState.ALIVE
+          && st.members().get(0).regions() > 0;
+    }
+  }
+
+  /** Compares blocks by where they are (a restarted master rebuilds the same refs). */
+  static String where(BlockRef b) {
+    return b.region().serverId() + "/" + b.region().regionId() + "@" + b.offset();
+  }
+
+  @Test
+  void everyAcknowledgedMutationSurvivesASigkilledMaster(Random random) throws Exception {
+    shmDir = Files.createTempDirectory(Path.of("/dev/shm"), "ferrite-master-kill-");
+    try (ServerSocket s = new ServerSocket(0)) {
+      port = s.getLocalPort();
+    }
+    credentials = new Credentials(CLUSTER, Secrets.readOrCreate(dir.resolve("secret")));
+    Process master = startMaster();
+    start(
+        "s1",
+        "server",
+        "--dir",
+        dir.toString(),
+        "--name",
+        "s1",
+        "--master",
+        "ferrite://127.0.0.1:" + port,
+        "--cluster-id",
+        CLUSTER,
+        "--fabrics",
+        "tcp",
+        "--dram",
+        "64m",
+        "--disk",
+        "0",
+        "--set",
+        "region.size=16m",
+        "--set",
+        "heartbeat.interval=100ms",
+        "--set",
+        "shm.dir=" + shmDir);
+    await("an ALIVE server", this::serverAlive);
+
+    // owner -> block, for each acknowledged allocation; owners whose free was acknowledged.
+    Map<String, String> allocated = new ConcurrentHashMap<>();
+    List<String> freed = new CopyOnWriteArrayList<>();
+    List<String> unknown = new CopyOnWriteArrayList<>(); // a free the kill cut short
+    AtomicInteger acks = new AtomicInteger();
+    List<Throwable> unexpected = new CopyOnWriteArrayList<>();
+    List<Thread> writers = new ArrayList<>();
+    for (int t = 0; t < WRITERS; t++) {
+      FerriteClient c = client(true);
+      long seed = random.nextLong();
+      int id = t;
+      writers.add(
+          new Thread(
+              () -> {
+                Random rnd = new Random(seed);
+                List<String> mine = new ArrayList<>();
+                List<BlockRef> blocks = new ArrayList<>();
+                try {
+                  for (int i = 0; ; i++) {
+                    if (!mine.isEmpty() && rnd.nextInt(3) == 0) {
+                      int k = rnd.nextInt(mine.size());
+                      String owner = mine.remove(k);
+                      unknown.add(owner);
+                      c.free(List.of(blocks.remove(k)));
+                      freed.add(owner);
+                      unknown.remove(owner);
+                    } else {
+                      String owner = "w" + id + "-" + i;
+                      List<BlockRef> got = c.allocate(1, "", false, owner);
+                      allocated.put(owner, where(got.get(0)));
+                      mine.add(owner);
+                      blocks.add(got.get(0));
+                    }
+                    acks.incrementAndGet();
+                  }
+                } catch (RuntimeException e) {
+                  // The master died under this call: its outcome is unknown. Anything else is not.
+                  if (!(e instanceof io.ferrite.fabric.FerriteException)) {
+                    unexpected.add(e);
+                  }
+                }
+              },
+              "master-kill-writer-" + t));
+    }
+    writers.forEach(Thread::start);
+    int killAt = 100 + random.nextInt(400);
+    await(killAt + " acknowledged mutations", () -> acks.get() >= killAt || !unexpected.isEmpty());
+    master.destroyForcibly().waitFor(); // SIGKILL, mid-stream
+    for (Thread w : writers) {
+      w.join(TIMEOUT_NANOS / 1_000_000);
+      assertTrue(!w.isAlive(), w.getName() + " still running\n" + logs());
+    }
+    assertEquals(List.of(), unexpected);
+    int n = acks.get();
+
+    startMaster();
+    FerriteClient check = await("the restarted master", () -> client(false));
+    int checked = 0;
+    for (Map.Entry<String, String> e : allocated.entrySet()) {
+      if (unknown.contains(e.getKey())) {
+        continue; // freed or not: both are right
+      }
+      List<BlockRef> owned = check.owned(e.getKey());
+      if (freed.contains(e.getKey())) {
+        assertEquals(List.of(), owned, "acknowledged free of " + e.getKey() + " lost\n" + logs());
+      } else {
+        assertEquals(1, owned.size(), "acknowledged allocation " + e.getKey() + " lost\n" + logs());
+        assertEquals(e.getValue(), where(owned.get(0)), e.getKey());
+      }
+      checked++;
+    }
+    assertTrue(n >= killAt && checked > 0, "acknowledged: " + n + ", checked " + checked);
+  }
+}
