@@ -35,7 +35,8 @@ import java.util.concurrent.CompletableFuture;
  * commit) and by every mutation and the ticker, so an operation that takes it may wait. A read-only
  * operation that should not (an inline one) keeps what it reads under a lock of the extension's own
  * that {@link #apply} takes only while it changes memory. Whatever the handler, the master sends
- * its answer only once the journal is durable up to what was written when it completed.
+ * its answer only once the journal is durable up to what was written when it completed, except an
+ * answer {@link #handle} returns as a {@link ProvisionalAnswer}.
  */
 public interface MasterExtension {
   /** The RPC service id on the master; 1 to 15 are the kernel's, faces use 16 and up. */

@@ -34,7 +34,7 @@ import java.util.concurrent.CompletableFuture;
  * apply): a crash cannot lose a state a client was shown. When nothing is pending (the usual read,
  * and always without fsync) the handler's own future goes out untouched; otherwise the answer is
  * chained on {@link Journal#whenDurable} and sent by the journal thread after its fsync. Nothing
- * here blocks.
+ * here blocks. The one exception is an extension's {@link ProvisionalAnswer} (see there).
  */
 final class MasterService implements RpcHandler {
   private static final System.Logger LOG = System.getLogger(MasterService.class.getName());
@@ -46,11 +46,20 @@ final class MasterService implements RpcHandler {
   private final Map<Integer, MasterExtension> extensions = new HashMap<>();
 
   private final String hostId;
+
+  /**
+   * What the extensions wrote when they started (the nodes face's id jump among it): no {@link
+   * ProvisionalAnswer} leaves before it is durable, so a provisional answer never depends on a
+   * start record a crash could still take back.
+   */
+  private final long provisionalFrom;
+
   private volatile Map<String, String> addresses = Map.of();
 
   MasterService(MasterState state, Journal journal, String hostId) {
     this.state = state;
     this.journal = journal;
+    this.provisionalFrom = journal.writtenLsn();
     this.hostId = hostId;
     for (MasterExtension ext : state.extensions()) {
       extensions.put(ext.serviceId(), ext);
@@ -127,7 +136,11 @@ final class MasterService implements RpcHandler {
         if (f == null) {
           f = Futures.failed(ErrorCode.INTERNAL, ext.name() + " opcode " + opcode + ": no answer");
         }
-        return afterDurable(f);
+        // A provisional answer (an invisible, blockless create) leaves at once: the durable
+        // mutation that makes its effect real waits for the fsync covering both.
+        return f instanceof ProvisionalAnswer && journal.durableLsn() >= provisionalFrom
+            ? f
+            : afterDurable(f);
       }
       return Futures.failed(
           ErrorCode.UNKNOWN_SERVICE,

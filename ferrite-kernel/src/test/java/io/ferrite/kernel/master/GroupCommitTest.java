@@ -19,9 +19,7 @@ import io.ferrite.kernel.proto.MasterProtocol;
 import io.ferrite.kernel.proto.Wire;
 import io.ferrite.kernel.testing.ClusterHarness;
 import java.io.IOException;
-import java.io.InterruptedIOException;
 import java.nio.ByteBuffer;
-import java.nio.channels.FileChannel;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.HashMap;
@@ -31,13 +29,10 @@ import java.util.Map;
 import java.util.Random;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CopyOnWriteArrayList;
-import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.ExecutionException;
-import java.util.concurrent.Semaphore;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
 import java.util.concurrent.atomic.AtomicBoolean;
-import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.function.BooleanSupplier;
 import org.junit.jupiter.api.Test;
@@ -61,50 +56,7 @@ class GroupCommitTest {
 
   @TempDir Path dir;
 
-  final FaultyFsync fsync = new FaultyFsync();
-
-  /**
-   * The real fsync behind a gate a test can hold shut, an optional delay, and an injected failure.
-   * A wrapper, not a mock: what passes the gate is {@code FileChannel.force}.
-   */
-  static final class FaultyFsync implements Journal.Fsync {
-    private volatile CountDownLatch gate = new CountDownLatch(0);
-    final Semaphore entered = new Semaphore(0);
-    final AtomicInteger calls = new AtomicInteger();
-    volatile long delayMillis;
-    volatile boolean fail;
-
-    /** From now on every fsync waits at the gate until {@link #open}. */
-    void hold() {
-      entered.drainPermits();
-      gate = new CountDownLatch(1);
-    }
-
-    void open() {
-      gate.countDown();
-    }
-
-    @Override
-    public void force(FileChannel log) throws IOException {
-      calls.incrementAndGet();
-      entered.release();
-      try {
-        if (!gate.await(60, TimeUnit.SECONDS)) {
-          throw new IOException("test fsync held for 60 s: the test forgot to open it");
-        }
-        if (delayMillis > 0) {
-          Thread.sleep(delayMillis);
-        }
-      } catch (InterruptedException e) {
-        Thread.currentThread().interrupt();
-        throw new InterruptedIOException("test fsync interrupted");
-      }
-      if (fail) {
-        throw new IOException("injected fsync failure");
-      }
-      log.force(false);
-    }
-  }
+  final HeldFsync fsync = new HeldFsync();
 
   /** A journaled counter: INCREMENT on the executor (a mutation), GET answered inline. */
   static final class Counter implements MasterExtension {
@@ -165,12 +117,15 @@ class GroupCommitTest {
     settings.put(FerriteConfig.JOURNAL_FSYNC, "true");
     // Heartbeat answers wait for held fsyncs too: a server must not be declared dead meanwhile.
     settings.put(FerriteConfig.DEAD_TIMEOUT, "60s");
+    // The sessions the tests open by RPC are never renewed: with the harness's 2 s lease, a slow
+    // run saw them expire (journaled closes) and reported them "lost".
+    settings.put(FerriteConfig.SESSION_LEASE, "10m");
     settings.put(FerriteConfig.CAPACITY_DRAM, "4m");
     return new ClusterHarness(dir, LocalCluster.CREDENTIALS, false, settings) {
       @Override
       protected Master launchMaster(List<Fabric> on, List<MasterExtension> extensions) {
         counter = new Counter();
-        return Master.start(config, credentials, on, List.of(counter), fsync);
+        return fsync.start(config, credentials, on, List.of(counter));
       }
     };
   }

@@ -362,10 +362,24 @@ final class Namespace {
     }
   }
 
+  /**
+   * Node ids a master start skips: a File's CREATE is answered before its record is durable ({@link
+   * io.ferrite.kernel.master.ProvisionalAnswer}), so a crash can forget ids that writers still
+   * hold. Each start journals a jump of this many ids past the last one recovered (durable before
+   * any provisional answer leaves), so a forgotten id is never handed out again and a stale
+   * writer's PUBLISH or MAP can only miss, never land on another node. 2^32 ids per start.
+   */
+  static final long ID_GAP_PER_START = 1L << 32;
+
+  /** The record that moves the next id past {@code lastId} (see {@link #ID_GAP_PER_START}). */
+  static byte[] nextId(long lastId) {
+    return new Wire.Writer().u8(NEXT_ID).i64(lastId).toArray();
+  }
+
   /** Records that rebuild this namespace from empty, parents before children. */
   List<byte[]> snapshot() {
     List<byte[]> out = new ArrayList<>();
-    out.add(new Wire.Writer().u8(NEXT_ID).i64(lastId).toArray());
+    out.add(nextId(lastId));
     ArrayDeque<Node> todo = new ArrayDeque<>(root.children.values());
     List<Node> detached = new ArrayList<>();
     for (Node n : byId.values()) {

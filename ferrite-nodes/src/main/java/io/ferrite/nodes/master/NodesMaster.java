@@ -7,9 +7,11 @@ import static io.ferrite.nodes.master.NodesMasterTree.reply;
 
 import io.ferrite.fabric.ErrorCode;
 import io.ferrite.fabric.FerriteException;
+import io.ferrite.fabric.Futures;
 import io.ferrite.fabric.RpcContext;
 import io.ferrite.kernel.master.MasterContext;
 import io.ferrite.kernel.master.MasterExtension;
+import io.ferrite.kernel.master.ProvisionalAnswer;
 import io.ferrite.kernel.proto.BlockRef;
 import io.ferrite.kernel.proto.Wire;
 import io.ferrite.nodes.NodeInfo;
@@ -101,6 +103,13 @@ public final class NodesMaster implements MasterExtension {
   public void start(MasterContext context) {
     this.ctx = context;
     leases.recovered(ns.nextId());
+    // Before the first provisional CREATE answer can leave (the master waits for this record's
+    // fsync before it sends any: MasterService), skip the ids a crash may have forgotten.
+    context.mutate(
+        m -> {
+          m.commit(Namespace.nextId(ns.lastId + Namespace.ID_GAP_PER_START));
+          return null;
+        });
     try {
       ns.versions.attach(context.createRegion("versions", 8L * LookupVersions.SLOTS));
     } catch (FerriteException e) {
@@ -146,6 +155,9 @@ public final class NodesMaster implements MasterExtension {
       return lookups.handleInline(caller, opcode, request);
     }
     try {
+      if (opcode == NodesProtocol.CREATE) {
+        return create(new Wire.Reader(request, "nodes opcode " + opcode));
+      }
       return CompletableFuture.completedFuture(dispatch(opcode, request));
     } catch (NodesMasterLeases.Held h) {
       // Some client may answer a lookup of a node this mutation changes from its cache: revoke
@@ -183,7 +195,8 @@ public final class NodesMaster implements MasterExtension {
   private ByteBuffer dispatch(int opcode, ByteBuffer request) {
     Wire.Reader r = new Wire.Reader(request, "nodes opcode " + opcode);
     return switch (opcode) {
-      case NodesProtocol.CREATE -> create(r);
+        // Re-run after a lease revocation: the answer waits for the fsync like any other.
+      case NodesProtocol.CREATE -> Futures.join(create(r));
       case NodesProtocol.LOOKUP -> lookups.lookup(r);
       case NodesProtocol.LOOKUP_VERSIONED -> lookups.lookupVersioned(r);
       case NodesProtocol.LOOKUP_LEASED -> lookups.lookupLeased(r);
@@ -204,7 +217,13 @@ public final class NodesMaster implements MasterExtension {
     return !type.hasData() || inline != null;
   }
 
-  private ByteBuffer create(Wire.Reader r) {
+  /**
+   * CREATE. The answer for a data node created open and empty (no inline value, no preallocated
+   * blocks: a user's File create) is a {@link ProvisionalAnswer}: the node is invisible until its
+   * PUBLISH, holds no blocks, and its MAPs and PUBLISH are answered only after the fsync that
+   * covers this record too, so a create-then-close costs one fsync (see ProvisionalAnswer).
+   */
+  private CompletableFuture<ByteBuffer> create(Wire.Reader r) {
     String path = r.str("path");
     NodeType type = NodeType.fromWire(r.u8("type"));
     int flags = r.u8("flags");
@@ -295,7 +314,11 @@ public final class NodesMaster implements MasterExtension {
             ns.versions.end(changing);
             ns.leases.exit(entered);
           }
-          return reply(tree.info(ns.byId.get(id), path, 0, NodesProtocol.LOOKUP_BLOCKS + prealloc));
+          ByteBuffer answer =
+              reply(tree.info(ns.byId.get(id), path, 0, NodesProtocol.LOOKUP_BLOCKS + prealloc));
+          return !published && blocks.isEmpty()
+              ? ProvisionalAnswer.of(answer)
+              : CompletableFuture.completedFuture(answer);
         });
   }
 
