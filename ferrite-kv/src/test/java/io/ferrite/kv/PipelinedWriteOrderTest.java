@@ -7,6 +7,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import io.ferrite.fabric.testing.SeedExtension;
 import io.ferrite.fabric.testing.TestSeed;
 import io.ferrite.kernel.client.FerriteClient;
+import io.ferrite.kernel.config.Threads;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
 import java.nio.charset.StandardCharsets;
@@ -74,7 +75,7 @@ class PipelinedWriteOrderTest {
       long[] last = new long[KEYS];
       AtomicBoolean writing = new AtomicBoolean(true);
       AtomicLong reads = new AtomicLong();
-      ExecutorService readers = Executors.newFixedThreadPool(2);
+      ExecutorService readers = Executors.newFixedThreadPool(2, Threads.named("order-reader"));
       List<Future<?>> readerDone = new ArrayList<>();
       try {
         for (int i = 0; i < 2; i++) {

@@ -9,6 +9,7 @@ import static org.junit.jupiter.api.Assertions.fail;
 
 import io.ferrite.fabric.testing.SeedExtension;
 import io.ferrite.fabric.testing.TestSeed;
+import io.ferrite.kernel.config.Threads;
 import io.ferrite.kv.KvClient;
 import io.ferrite.kv.KvCluster;
 import io.ferrite.kv.KvTable;
@@ -162,7 +163,7 @@ class GroupCommitTest {
     try (KvCluster cluster = new KvCluster(dir, 1)) {
       KvTable t = new KvClient(cluster.client()).createTable("shared", ALWAYS);
       long before = fsync.calls.get();
-      ExecutorService pool = Executors.newFixedThreadPool(writers);
+      ExecutorService pool = Executors.newFixedThreadPool(writers, Threads.named("always-writer"));
       try {
         List<Future<?>> done = new ArrayList<>();
         for (int w = 0; w < writers; w++) {
