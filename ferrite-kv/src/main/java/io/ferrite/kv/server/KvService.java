@@ -305,11 +305,17 @@ public final class KvService implements FerriteService {
   /**
    * Writes (PUT, DELETE, MULTI_PUT) are taken here, on the receiving thread, in the order the
    * connection's requests arrived: applied at once when nothing can block, else queued on their
-   * shard in that order ({@link KvWrites}). Everything else declines to {@link #handle}.
+   * shard in that order ({@link KvWrites}). PING is answered here. Everything else declines to
+   * {@link #handle}.
    */
   @Override
   public CompletableFuture<ByteBuffer> handleInline(
       RpcContext caller, int opcode, ByteBuffer request) {
+    if (opcode == KvProtocol.PING) {
+      // The ceiling of a put: the cheapest RPC to this service, answered where it lands as puts
+      // are.
+      return CompletableFuture.completedFuture(ByteBuffer.allocate(0));
+    }
     if (!KvWrites.isWrite(opcode)) {
       return null;
     }
