@@ -293,16 +293,6 @@ public final class KvService implements FerriteService {
   }
 
   /**
-   * After a RESIZE of {@code s}: ALWAYS makes the log durable before the answer goes out (waits for
-   * the group commit: RESIZE runs on the service executor, never on a receiving thread).
-   */
-  private void afterWrite(KvShard s) {
-    if (s.options().durability() == TableOptions.Durability.ALWAYS) {
-      log.sync();
-    }
-  }
-
-  /**
    * Writes (PUT, DELETE, MULTI_PUT) are taken here, on the receiving thread, in the order the
    * connection's requests arrived: applied at once when nothing can block, else queued on their
    * shard in that order ({@link KvWrites}). PING is answered here. Everything else declines to
@@ -354,7 +344,13 @@ public final class KvService implements FerriteService {
     }
     requests.readLock().lock();
     try {
-      return CompletableFuture.completedFuture(dispatch(opcode, request));
+      // Control operations that logged a record answer after the group commit covers it: no
+      // executor thread waits on an fsync either.
+      boolean[] flush = new boolean[1];
+      ByteBuffer answer = dispatch(opcode, request, flush);
+      return flush[0]
+          ? log.flush().thenApply(v -> answer)
+          : CompletableFuture.completedFuture(answer);
     } catch (FerriteException e) {
       return CompletableFuture.failedFuture(e);
     } catch (RuntimeException e) {
@@ -366,7 +362,11 @@ public final class KvService implements FerriteService {
     }
   }
 
-  private ByteBuffer dispatch(int opcode, ByteBuffer request) {
+  /**
+   * Serves one request; sets {@code flush[0]} when the answer must wait until what it logged is
+   * durable.
+   */
+  private ByteBuffer dispatch(int opcode, ByteBuffer request, boolean[] flush) {
     if (opcode == KvProtocol.PING) {
       return ByteBuffer.allocate(0);
     }
@@ -391,11 +391,12 @@ public final class KvService implements FerriteService {
                     Wire.Writer rec = new Wire.Writer().u8(KvProtocol.OPEN_SHARD);
                     t.write(rec);
                     log.append(rec.i32(shard).toArray());
-                    log.sync();
                     hook(n);
                   }
                   return n;
                 });
+        // Whoever created it: the answer waits until the OPEN_SHARD record is durable.
+        flush[0] = durable(s);
         s.checkNotRetired();
         s.layout().write(w);
       }
@@ -426,7 +427,7 @@ public final class KvService implements FerriteService {
               }
               return null;
             });
-        afterWrite(s);
+        flush[0] = s.options().durability() == TableOptions.Durability.ALWAYS;
         s.layout().write(w);
       }
       case KvProtocol.STATS -> {
@@ -442,7 +443,7 @@ public final class KvService implements FerriteService {
         KvShard s = shards.remove(new ShardKey(id, shard));
         if (s != null && durable(s)) {
           log.append(new Wire.Writer().u8(KvProtocol.DROP_SHARD).i64(id).i32(shard).toArray());
-          log.sync();
+          flush[0] = true;
         }
         if (s != null) {
           // Poisoned, then freed: a racing one-sided reader gets NO_SUCH_REGION (tcp) or reads
@@ -530,9 +531,7 @@ public final class KvService implements FerriteService {
         } finally {
           s.gate.unlock();
         }
-        if (durable(s)) {
-          log.sync();
-        }
+        flush[0] = durable(s);
       }
       case KvProtocol.RELEASE -> {
         KvShard s = shards.get(new ShardKey(r.i64("tableId"), r.i32("shard")));
@@ -582,9 +581,7 @@ public final class KvService implements FerriteService {
           s.gate.unlock();
         }
         r.end();
-        if (durable(s)) {
-          log.sync();
-        }
+        flush[0] = durable(s);
         w.i32(s.stats().count());
       }
       case KvProtocol.SHARDS -> {
