@@ -224,4 +224,30 @@ class OpLogTest {
       log.close();
     }
   }
+
+  @Test
+  void theZeroFilledTailOfALogThatWasNotClosedIsNotARecord() throws IOException {
+    Path f = dir.resolve("kv.log");
+    OpLog log = OpLog.open(f, b -> {});
+    Path crashed = dir.resolve("crashed.log");
+    try {
+      for (String s : List.of("one", "two", "three")) {
+        log.append(s.getBytes(UTF_8));
+      }
+      log.sync();
+      assertEquals(3 * 12 + 11, log.bytes(), "bytes() is the records' end, not the file's size");
+      // The file as a crash leaves it: the records, then the zero-filled space ahead of them.
+      Files.copy(f, crashed);
+    } finally {
+      log.close();
+    }
+    assertTrue(Files.size(crashed) >= OpLog.PREALLOCATE, "preallocated: " + Files.size(crashed));
+    assertEquals(List.of("one", "two", "three"), replay(crashed));
+    OpLog again = OpLog.open(crashed, b -> {});
+    again.append("four".getBytes(UTF_8));
+    again.close();
+    assertEquals(List.of("one", "two", "three", "four"), replay(crashed));
+    assertEquals(4 * 12 + 15, Files.size(crashed), "a closed log ends at its last record");
+    assertEquals(3 * 12 + 11, Files.size(f));
+  }
 }
