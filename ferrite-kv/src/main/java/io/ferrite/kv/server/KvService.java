@@ -107,6 +107,11 @@ public final class KvService implements FerriteService {
               }
 
               @Override
+              public boolean requestLockWanted() {
+                return requests.hasQueuedThreads();
+              }
+
+              @Override
               public OpLog log() {
                 return log;
               }

@@ -87,6 +87,13 @@ final class KvWrites implements AutoCloseable {
 
     Lock requestLock();
 
+    /**
+     * Whether a thread waits for the request lock (a compaction waiting for its write side): then
+     * nothing takes the read side inline, since {@code tryLock} would barge past the compaction and
+     * a steady stream of inline writes could starve it.
+     */
+    boolean requestLockWanted();
+
     OpLog log();
   }
 
@@ -330,7 +337,7 @@ final class KvWrites implements AutoCloseable {
       return false;
     }
     Lock requests = host.requestLock();
-    if (!requests.tryLock()) {
+    if (host.requestLockWanted() || !requests.tryLock()) {
       return false;
     }
     boolean done;
