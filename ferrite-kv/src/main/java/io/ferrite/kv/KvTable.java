@@ -399,6 +399,11 @@ public final class KvTable {
     return new Wire.Writer().i64(info.tableId()).i32(shard);
   }
 
+  /** As {@link #ids(int)}, sized for {@code more} bytes after them (no regrowth copies). */
+  private Wire.Writer ids(int shard, int more) {
+    return new Wire.Writer(12 + more).i64(info.tableId()).i32(shard);
+  }
+
   private ByteBuffer rpc(int shard, int opcode, ByteBuffer body) {
     return rpcTo(serverOf(shard), opcode, body);
   }
@@ -566,7 +571,13 @@ public final class KvTable {
     int shard = shardOf(key);
     ByteBuffer b =
         writeRpc(
-            shard, KvProtocol.PUT, ids(shard).u8(mode).bytes(key).bytes(value).bytes(expected));
+            shard,
+            KvProtocol.PUT,
+            ids(shard, 13 + key.length + value.length + expected.length)
+                .u8(mode)
+                .bytes(key)
+                .bytes(value)
+                .bytes(expected));
     return new Wire.Reader(b, "kv put").u8("status");
   }
 
@@ -647,7 +658,11 @@ public final class KvTable {
     checkValue(value);
     int shard = shardOf(key);
     Wire.Writer body =
-        ids(shard).u8(KvProtocol.MODE_PUT).bytes(key).bytes(value).bytes(new byte[0]);
+        ids(shard, 13 + key.length + value.length)
+            .u8(KvProtocol.MODE_PUT)
+            .bytes(key)
+            .bytes(value)
+            .bytes(new byte[0]);
     return writeRpcAsync(shard, KvProtocol.PUT, body)
         .thenApply(b -> new Wire.Reader(b, "kv put").u8("status") == KvProtocol.CREATED);
   }
@@ -724,7 +739,11 @@ public final class KvTable {
     List<CompletableFuture<Void>> sent = new ArrayList<>(servers.size());
     for (int s = 0; s < servers.size(); s++) {
       List<Integer> idx = pairs.get(s);
-      Wire.Writer w = new Wire.Writer().i64(t.tableId()).i32(idx.size());
+      int bytes = 12;
+      for (int i : idx) {
+        bytes += 12 + ks[i].length + vs[i].length;
+      }
+      Wire.Writer w = new Wire.Writer(bytes).i64(t.tableId()).i32(idx.size());
       for (int i : idx) {
         w.i32(shards[i]).bytes(ks[i]).bytes(vs[i]);
       }

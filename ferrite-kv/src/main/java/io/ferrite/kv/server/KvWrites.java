@@ -177,7 +177,7 @@ final class KvWrites implements AutoCloseable {
         }
         return;
       }
-      Wire.Writer w = new Wire.Writer().i32(status.length);
+      Wire.Writer w = new Wire.Writer(4 + status.length).i32(status.length);
       for (int i = 0; i < status.length; i++) {
         FerriteException e = errors[i];
         if (e == null) {
