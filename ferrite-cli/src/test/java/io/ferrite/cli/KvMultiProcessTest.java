@@ -18,10 +18,17 @@ import java.net.ServerSocket;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.ArrayDeque;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Map;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicInteger;
 import java.util.function.Supplier;
 import java.util.stream.Stream;
 import org.junit.jupiter.api.AfterEach;
@@ -31,8 +38,10 @@ import org.junit.jupiter.api.io.TempDir;
 
 /**
  * The kv operation log under {@code always}: a memory server (its own JVM) is SIGKILLed during a
- * stream of puts, restarted on the same directory, and every put that was acknowledged before the
- * kill is found again (the log is replayed before the server serves).
+ * stream of puts (one writer; then concurrent writers, pipelined putAsync and multiPut included, so
+ * acknowledgements come from the group commit), restarted on the same directory, and every write
+ * that was acknowledged before the kill is found again (the log is replayed before the server
+ * serves).
  */
 @Tag("multiprocess")
 class KvMultiProcessTest {
@@ -139,8 +148,8 @@ class KvMultiProcessTest {
     return s.getBytes(StandardCharsets.UTF_8);
   }
 
-  @Test
-  void everyAcknowledgedPutSurvivesASigkilledServerUnderAlways() throws Exception {
+  /** Starts the master and the server, waits for it; returns the server's process. */
+  private Process startCluster() throws Exception {
     shmDir = Files.createTempDirectory(Path.of("/dev/shm"), "ferrite-kv-mp-");
     try (ServerSocket s = new ServerSocket(0)) {
       port = s.getLocalPort();
@@ -163,17 +172,21 @@ class KvMultiProcessTest {
         "shm.dir=" + shmDir); // the master serves shm too: its socket goes where stopAll cleans
     Process server = startServer();
     await("an ALIVE server", this::serverAlive);
+    return server;
+  }
 
-    KvTable t =
-        new KvClient(client())
-            .createTable(
-                "durable",
-                TableOptions.DEFAULTS
-                    .withShards(4)
-                    .withSlotsPerShard(8192)
-                    .withExtents(1 << 20, 4)
-                    .withLimits(64, 1024)
-                    .withDurability(TableOptions.Durability.ALWAYS));
+  static final TableOptions DURABLE =
+      TableOptions.DEFAULTS
+          .withShards(4)
+          .withSlotsPerShard(8192)
+          .withExtents(1 << 20, 4)
+          .withLimits(64, 1024)
+          .withDurability(TableOptions.Durability.ALWAYS);
+
+  @Test
+  void everyAcknowledgedPutSurvivesASigkilledServerUnderAlways() throws Exception {
+    Process server = startCluster();
+    KvTable t = new KvClient(client()).createTable("durable", DURABLE);
     List<Integer> acked = new CopyOnWriteArrayList<>();
     AtomicBoolean stop = new AtomicBoolean();
     Thread writer =
@@ -205,5 +218,129 @@ class KvMultiProcessTest {
       assertArrayEquals(b("value-" + i), v, "acknowledged put " + i + " of " + n + "\n" + logs());
     }
     assertTrue(n >= 200, "acknowledged: " + n);
+  }
+
+  @Test
+  void everyAcknowledgedWriteOfConcurrentPipelinedWritersSurvivesASigkill() throws Exception {
+    Process server = startCluster();
+    KvTable t = new KvClient(client()).createTable("durable", DURABLE);
+    // Acknowledged writes: key -> value, for keys written once; and for overwritten keys the
+    // highest acknowledged sequence (a later unacknowledged write may have landed too).
+    Map<String, String> once = new ConcurrentHashMap<>();
+    Map<Integer, Integer> overwritten = new ConcurrentHashMap<>();
+    AtomicInteger acks = new AtomicInteger();
+    AtomicBoolean stop = new AtomicBoolean();
+    ConcurrentLinkedQueue<Throwable> unexpected = new ConcurrentLinkedQueue<>();
+    List<Thread> writers = new ArrayList<>();
+    // Two writers of blocking puts.
+    for (int w = 0; w < 2; w++) {
+      String prefix = "sync" + w + "-";
+      writers.add(
+          new Thread(
+              () -> {
+                for (int i = 0; !stop.get(); i++) {
+                  try {
+                    t.put(b(prefix + i), b("v" + i));
+                  } catch (RuntimeException e) {
+                    return; // the server died under this put: its outcome is unknown
+                  }
+                  once.put(prefix + i, "v" + i);
+                  acks.incrementAndGet();
+                }
+              },
+              "kv-mp-sync-" + w));
+    }
+    // A pipelining writer: up to 32 putAsync in flight, half of them overwriting 8 keys.
+    writers.add(
+        new Thread(
+            () -> {
+              ArrayDeque<CompletableFuture<Boolean>> window = new ArrayDeque<>();
+              for (int i = 0; !stop.get(); i++) {
+                int seq = i;
+                CompletableFuture<Boolean> f;
+                if (i % 2 == 0) {
+                  String k = "async-" + i;
+                  f = t.putAsync(b(k), b("v" + i));
+                  f.thenRun(
+                      () -> {
+                        once.put(k, "v" + seq);
+                        acks.incrementAndGet();
+                      });
+                } else {
+                  int k = i % 16;
+                  f = t.putAsync(b("over-" + k), b(Integer.toString(seq)));
+                  f.thenRun(
+                      () -> {
+                        overwritten.merge(k, seq, Math::max);
+                        acks.incrementAndGet();
+                      });
+                }
+                window.add(f);
+                while (window.size() >= 32) {
+                  try {
+                    window.poll().get(30, TimeUnit.SECONDS);
+                  } catch (Exception e) {
+                    return;
+                  }
+                }
+              }
+            },
+            "kv-mp-async"));
+    // A writer of multiPuts of 8 pairs.
+    writers.add(
+        new Thread(
+            () -> {
+              for (int i = 0; !stop.get(); i++) {
+                List<byte[]> ks = new ArrayList<>();
+                List<byte[]> vs = new ArrayList<>();
+                for (int j = 0; j < 8; j++) {
+                  ks.add(b("multi-" + i + "-" + j));
+                  vs.add(b("m" + i + "-" + j));
+                }
+                try {
+                  t.multiPut(ks, vs);
+                } catch (RuntimeException e) {
+                  return;
+                }
+                for (int j = 0; j < 8; j++) {
+                  once.put("multi-" + i + "-" + j, "m" + i + "-" + j);
+                }
+                acks.addAndGet(8);
+              }
+            },
+            "kv-mp-multi"));
+    for (Thread w : writers) {
+      w.setUncaughtExceptionHandler((th, e) -> unexpected.add(e));
+      w.start();
+    }
+    await("1000 acknowledged writes", () -> acks.get() >= 1000);
+    server.destroyForcibly().waitFor(); // SIGKILL, mid-stream
+    for (Thread w : writers) {
+      w.join(60_000);
+    }
+    stop.set(true);
+    for (Thread w : writers) {
+      w.join();
+    }
+    assertTrue(unexpected.isEmpty(), "writers failed: " + unexpected);
+    startServer();
+    await("the restarted server ALIVE", this::serverAlive);
+
+    KvTable again = new KvClient(client()).table("durable");
+    int n = once.size();
+    for (Map.Entry<String, String> e : once.entrySet()) {
+      byte[] v = await(e.getKey() + " readable", () -> again.get(b(e.getKey())));
+      assertArrayEquals(
+          b(e.getValue()), v, "acknowledged write " + e.getKey() + " of " + n + "\n" + logs());
+    }
+    for (Map.Entry<Integer, Integer> e : overwritten.entrySet()) {
+      byte[] v =
+          await("over-" + e.getKey() + " readable", () -> again.get(b("over-" + e.getKey())));
+      int seq = Integer.parseInt(new String(v, StandardCharsets.UTF_8));
+      assertTrue(
+          seq >= e.getValue(),
+          "over-" + e.getKey() + " holds " + seq + ", older than acknowledged " + e.getValue());
+    }
+    assertTrue(acks.get() >= 1000, "acknowledged: " + acks.get());
   }
 }

@@ -34,6 +34,10 @@ package io.ferrite.kv;
  * LAYOUT      i64 tableId, i32 shard            -> layout    (NOT_FOUND: open it first)
  * PUT         i64 tableId, i32 shard, u8 mode, bytes key, bytes value, bytes expected -> u8 status
  * DELETE      i64 tableId, i32 shard, bytes key -> u8 status
+ * MULTI_PUT   i64 tableId, i32 n, n x (i32 shard, bytes key, bytes value)
+ *                         -> i32 n, n x (u8 status | u8 FAILED, u16 error code, str message)
+ *                            (plain puts of the shards this server holds, each shard's pairs
+ *                             applied in request order; a pair refused BUSY/MOVED changed nothing)
  * GET         i64 tableId, i32 shard, bytes key -> u8 status, bytes value  (the RPC baseline)
  * STATS       i64 tableId, i32 shard            -> stats
  * DROP_SHARD  i64 tableId, i32 shard            -> -
@@ -62,6 +66,11 @@ package io.ferrite.kv;
  *          i64 moves, i64 puts, i64 fullErrors, i64 epoch, i32 overflowKeys, i32 overflowBlocks,
  *          i32 regions, i64 regionBytes
  * </pre>
+ *
+ * <p>Order: a connection's PUT, DELETE and MULTI_PUT to one shard are applied in the order they
+ * arrived (the server queues them per shard as they arrive), so a client that pipelines writes on
+ * one connection sees them applied in issue order. An {@code always} table's writes are answered
+ * after the fsync that covers them (group commit).
  */
 public final class KvProtocol {
   /** The directory's service id on the master. */
@@ -108,6 +117,9 @@ public final class KvProtocol {
    */
   public static final int COMPACT_LOG = 17;
 
+  /** Server: plain puts of many pairs of one table, per shard in request order (see above). */
+  public static final int MULTI_PUT = 18;
+
   /** Re-sharding, directory side. */
   public static final int PLAN = 5;
 
@@ -132,6 +144,9 @@ public final class KvProtocol {
   public static final int DELETED = 3;
   public static final int MISSING = 4;
   public static final int FOUND = 5;
+
+  /** A MULTI_PUT pair that failed: an error code and a message follow. */
+  public static final int FAILED = 255;
 
   private KvProtocol() {}
 }

@@ -13,7 +13,12 @@ import java.util.Arrays;
 import java.util.HashSet;
 import java.util.List;
 import java.util.Set;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.SynchronousQueue;
 import java.util.concurrent.ThreadLocalRandom;
+import java.util.concurrent.ThreadPoolExecutor;
+import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicReferenceArray;
 import java.util.concurrent.locks.LockSupport;
 
@@ -36,6 +41,19 @@ import java.util.concurrent.locks.LockSupport;
  * {@link #put}, {@link #putIfAbsent}, {@link #compareAndSet}, {@link #delete} and {@link #resize}
  * are one RPC to the shard's server; they are not retried blindly (a lost answer does not mean the
  * put did not happen). Every operation is linearizable per key.
+ *
+ * <h2>Pipelined writes</h2>
+ *
+ * {@link #putAsync}, {@link #deleteAsync} and {@link #multiPutAsync} send the RPC and return: a
+ * thread may have many writes in flight, bounded by bandwidth rather than round trips. {@link
+ * #multiPut} sends one MULTI_PUT per server carrying all of that server's pairs (as {@link
+ * #multiGet} reads one batch per server). Writes of one thread to one key are applied in the order
+ * they were issued, also when pipelined: they travel on the one connection to the shard's server,
+ * which applies a connection's writes to a shard in arrival order ({@link KvProtocol}). A write the
+ * server refused without applying it (BUSY while the shard moves, MOVED, NOT_FOUND after a server
+ * restart) is sent again, as by {@link #put}, from a retry thread; such a retry may land after a
+ * later write of the same key that was already in flight: while a shard moves, a pipelining writer
+ * that needs the order must wait for its writes (the synchronous calls always keep it).
  *
  * <h2>Shards move (re-sharding; docs/KV.md "Moving shards")</h2>
  *
@@ -381,6 +399,11 @@ public final class KvTable {
     return new Wire.Writer().i64(info.tableId()).i32(shard);
   }
 
+  /** As {@link #ids(int)}, sized for {@code more} bytes after them (no regrowth copies). */
+  private Wire.Writer ids(int shard, int more) {
+    return new Wire.Writer(12 + more).i64(info.tableId()).i32(shard);
+  }
+
   private ByteBuffer rpc(int shard, int opcode, ByteBuffer body) {
     return rpcTo(serverOf(shard), opcode, body);
   }
@@ -548,7 +571,13 @@ public final class KvTable {
     int shard = shardOf(key);
     ByteBuffer b =
         writeRpc(
-            shard, KvProtocol.PUT, ids(shard).u8(mode).bytes(key).bytes(value).bytes(expected));
+            shard,
+            KvProtocol.PUT,
+            ids(shard, 13 + key.length + value.length + expected.length)
+                .u8(mode)
+                .bytes(key)
+                .bytes(value)
+                .bytes(expected));
     return new Wire.Reader(b, "kv put").u8("status");
   }
 
@@ -589,6 +618,203 @@ public final class KvTable {
         }
       }
     }
+  }
+
+  // ------------------------------------------------------------------ pipelined writes (RPC)
+
+  /**
+   * Where writes refused without being applied (BUSY, MOVED, NOT_FOUND) are sent again, blocking,
+   * off the fabric's threads that completed the first attempt. Rarely used (a shard moving, a
+   * server restarting): threads are made on demand and die after a minute idle.
+   */
+  private static final ExecutorService RETRIES =
+      new ThreadPoolExecutor(
+          0,
+          64,
+          60,
+          TimeUnit.SECONDS,
+          new SynchronousQueue<>(),
+          r -> {
+            Thread t = new Thread(r, "kv-write-retry");
+            t.setDaemon(true);
+            return t;
+          },
+          new ThreadPoolExecutor.CallerRunsPolicy());
+
+  /** Whether a write answered {@code e} did not happen and may be sent again. */
+  private static boolean redoable(FerriteException e) {
+    return e.code() == ErrorCode.BUSY
+        || e.code() == ErrorCode.MOVED
+        || e.code() == ErrorCode.NOT_FOUND;
+  }
+
+  /**
+   * As {@link #put}, without waiting: the future completes with whether the key was new once the
+   * server applied the put (for an {@code always} table, once it is on disk). Puts of one thread to
+   * one key are applied in issue order (class comment).
+   */
+  public CompletableFuture<Boolean> putAsync(byte[] key, byte[] value) {
+    checkKey(key);
+    checkValue(value);
+    int shard = shardOf(key);
+    Wire.Writer body =
+        ids(shard, 13 + key.length + value.length)
+            .u8(KvProtocol.MODE_PUT)
+            .bytes(key)
+            .bytes(value)
+            .bytes(new byte[0]);
+    return writeRpcAsync(shard, KvProtocol.PUT, body)
+        .thenApply(b -> new Wire.Reader(b, "kv put").u8("status") == KvProtocol.CREATED);
+  }
+
+  /** As {@link #delete}, without waiting: the future says whether the key was present. */
+  public CompletableFuture<Boolean> deleteAsync(byte[] key) {
+    checkKey(key);
+    int shard = shardOf(key);
+    return writeRpcAsync(shard, KvProtocol.DELETE, ids(shard).bytes(key))
+        .thenApply(b -> new Wire.Reader(b, "kv delete").u8("status") == KvProtocol.DELETED);
+  }
+
+  private CompletableFuture<ByteBuffer> writeRpcAsync(int shard, int opcode, Wire.Writer body) {
+    int server = serverOf(shard);
+    return client
+        .call(server, KvProtocol.SERVER_SERVICE, opcode, body.toBuffer())
+        .handle(
+            (b, err) -> {
+              if (err == null) {
+                return CompletableFuture.completedFuture(b);
+              }
+              FerriteException e = FerriteException.unwrap(err);
+              if (!redoable(e)) {
+                return CompletableFuture.<ByteBuffer>failedFuture(e);
+              }
+              return CompletableFuture.supplyAsync(() -> writeRpc(shard, opcode, body), RETRIES);
+            })
+        .thenCompose(f -> f);
+  }
+
+  /**
+   * Stores {@code values.get(i)} under {@code keys.get(i)} for every i: one MULTI_PUT per server
+   * with all of that server's pairs, sent together, then awaited. Returns, per pair, whether its
+   * key was new. Pairs of one key are applied in list order; the call is not atomic across keys (a
+   * failure may leave some pairs applied).
+   */
+  public List<Boolean> multiPut(List<byte[]> keys, List<byte[]> values) {
+    return Futures.join(multiPutAsync(keys, values));
+  }
+
+  /** As {@link #multiPut}, without waiting (pipelined multiPuts keep their order per key). */
+  public CompletableFuture<List<Boolean>> multiPutAsync(List<byte[]> keys, List<byte[]> values) {
+    int n = keys.size();
+    if (values.size() != n) {
+      throw new FerriteException(
+          ErrorCode.INVALID_ARGUMENT,
+          "values: " + values.size() + " (expected: as many as keys, " + n + ")");
+    }
+    byte[][] ks = new byte[n][];
+    byte[][] vs = new byte[n][];
+    int[] shards = new int[n];
+    for (int i = 0; i < n; i++) {
+      ks[i] = keys.get(i);
+      vs[i] = values.get(i);
+      checkKey(ks[i]);
+      checkValue(vs[i]);
+      shards[i] = shardOf(ks[i]);
+    }
+    TableInfo t = info;
+    boolean[] created = new boolean[n];
+    // Pairs by server, in list order; a multiPut touches a few servers.
+    List<Integer> servers = new ArrayList<>(2);
+    List<List<Integer>> pairs = new ArrayList<>(2);
+    for (int i = 0; i < n; i++) {
+      int server = t.servers()[shards[i]];
+      int at = servers.indexOf(server);
+      if (at < 0) {
+        at = servers.size();
+        servers.add(server);
+        pairs.add(new ArrayList<>());
+      }
+      pairs.get(at).add(i);
+    }
+    List<CompletableFuture<Void>> sent = new ArrayList<>(servers.size());
+    for (int s = 0; s < servers.size(); s++) {
+      List<Integer> idx = pairs.get(s);
+      int bytes = 12;
+      for (int i : idx) {
+        bytes += 12 + ks[i].length + vs[i].length;
+      }
+      Wire.Writer w = new Wire.Writer(bytes).i64(t.tableId()).i32(idx.size());
+      for (int i : idx) {
+        w.i32(shards[i]).bytes(ks[i]).bytes(vs[i]);
+      }
+      sent.add(
+          client
+              .call(servers.get(s), KvProtocol.SERVER_SERVICE, KvProtocol.MULTI_PUT, w.toBuffer())
+              .handle((b, err) -> multiPutAnswer(b, err, idx, ks, vs, created))
+              .thenCompose(f -> f));
+    }
+    return CompletableFuture.allOf(sent.toArray(new CompletableFuture<?>[0]))
+        .thenApply(
+            v -> {
+              List<Boolean> out = new ArrayList<>(n);
+              for (boolean c : created) {
+                out.add(c);
+              }
+              return out;
+            });
+  }
+
+  /**
+   * Reads one server's MULTI_PUT answer into {@code created}; pairs refused without being applied
+   * (or all of them, if the whole call was) are put again one by one on a retry thread.
+   */
+  private CompletableFuture<Void> multiPutAnswer(
+      ByteBuffer b, Throwable err, List<Integer> idx, byte[][] ks, byte[][] vs, boolean[] created) {
+    List<Integer> again = new ArrayList<>();
+    FerriteException failed = null;
+    if (err != null) {
+      FerriteException e = FerriteException.unwrap(err);
+      if (!redoable(e)) {
+        return CompletableFuture.failedFuture(e);
+      }
+      again.addAll(idx);
+    } else {
+      Wire.Reader r = new Wire.Reader(b, "kv multiPut");
+      int n = r.count("pairs", idx.size());
+      if (n != idx.size()) {
+        return CompletableFuture.failedFuture(
+            new FerriteException(
+                ErrorCode.INTERNAL, "multiPut answered " + n + " pairs of " + idx.size()));
+      }
+      for (int i : idx) {
+        int status = r.u8("status");
+        if (status == KvProtocol.FAILED) {
+          FerriteException e =
+              new FerriteException(ErrorCode.fromWire(r.u16("code")), r.str("message"));
+          if (redoable(e)) {
+            again.add(i);
+          } else if (failed == null) {
+            failed = e;
+          }
+        } else {
+          created[i] = status == KvProtocol.CREATED;
+        }
+      }
+      r.end();
+    }
+    if (failed != null) {
+      return CompletableFuture.failedFuture(failed);
+    }
+    if (again.isEmpty()) {
+      return CompletableFuture.completedFuture(null);
+    }
+    return CompletableFuture.runAsync(
+        () -> {
+          for (int i : again) {
+            created[i] = put(ks[i], vs[i]);
+          }
+        },
+        RETRIES);
   }
 
   /**

@@ -13,22 +13,22 @@ import java.util.Map;
  * A {@link ClusterHarness} with {@code serverCount} memory servers; the kv service and directory
  * are found by {@link java.util.ServiceLoader}.
  */
-final class KvCluster extends ClusterHarness {
+public final class KvCluster extends ClusterHarness {
   static final Credentials CREDENTIALS =
       new Credentials(
           "kv-test", "0123456789abcdef-kv-test-secret".getBytes(StandardCharsets.UTF_8));
 
-  KvCluster(Path dataDir, int serverCount) throws IOException {
+  public KvCluster(Path dataDir, int serverCount) throws IOException {
     this(dataDir, serverCount, false);
   }
 
   /** As above; {@code real}: the master and servers on tcp and shm instead of the local fabric. */
-  KvCluster(Path dataDir, int serverCount, boolean real) throws IOException {
+  public KvCluster(Path dataDir, int serverCount, boolean real) throws IOException {
     this(dataDir, serverCount, real, Map.of());
   }
 
   /** As above, with configuration {@code extra} on top of the test defaults. */
-  KvCluster(Path dataDir, int serverCount, boolean real, Map<String, String> extra)
+  public KvCluster(Path dataDir, int serverCount, boolean real, Map<String, String> extra)
       throws IOException {
     super(dataDir, CREDENTIALS, real, config(extra));
     startMaster();

@@ -323,14 +323,26 @@ public final class KvBench {
     Progress progress = new Progress("bench " + SUITE, o.progress());
     Path root = Files.createTempDirectory(o.directory(), "ferrite-bench-kv-");
     List<AutoCloseable> open = new ArrayList<>();
+    Path disk = null;
     try {
       RedisPeer redis = null;
+      RedisPeer redisAof = null;
+      // The kv log of the always tables and Redis's append-only file on one disk file system (the
+      // bench root is usually tmpfs, where an fsync costs nothing).
       if (vsRedis) {
-        progress.step("starting redis-server on 127.0.0.1");
+        disk =
+            Files.createTempDirectory(
+                Path.of(System.getProperty("java.io.tmpdir")), "ferrite-bench-kv-disk-");
+        progress.step(
+            "starting redis-server on 127.0.0.1, and one with appendfsync always in " + disk);
         redis = RedisPeer.start(root);
         open.add(redis);
+        Path aofDir = Files.createDirectories(disk.resolve("redis"));
+        redisAof = RedisPeer.start(aofDir, true);
+        open.add(redisAof);
       }
-      String address = startCluster(root, open);
+      String address =
+          startCluster(root, disk == null ? root.resolve("data") : disk.resolve("data"), open);
       // The per-thread clients of --vs redis share one tcp fabric (one set of I/O threads), as the
       // threads of one client do; each has its own connection, as each Redis thread has.
       Fabric perThreadTcp = FabricFactory.standard().open("tcp");
@@ -371,10 +383,26 @@ public final class KvBench {
             }
           }
           if (redis != null && clients.containsKey("tcp")) {
+            String alwaysTable = table + "-always";
+            KvTable at =
+                new KvClient(first)
+                    .createTable(alwaysTable, to.withDurability(TableOptions.Durability.ALWAYS));
+            progress.step("loading " + o.keys() + " keys into " + alwaysTable + " (multiPut)");
+            for (int i = 0; i < o.keys(); i += 256) {
+              List<byte[]> ks = new ArrayList<>();
+              List<byte[]> vs = new ArrayList<>();
+              for (int k = i; k < Math.min(o.keys(), i + 256); k++) {
+                ks.add(key(k));
+                vs.add(value);
+              }
+              at.multiPut(ks, vs);
+            }
             RedisVersus.measure(
                 report,
                 o,
                 redis,
+                redisAof,
+                alwaysTable,
                 () ->
                     Ferrite.connect(
                         address,
@@ -400,6 +428,9 @@ public final class KvBench {
         }
       }
       deleteTree(root);
+      if (disk != null) {
+        deleteTree(disk);
+      }
     }
   }
 
@@ -408,10 +439,15 @@ public final class KvBench {
    * and their fabrics to {@code open} (close in reverse order). Returns the master's tcp address.
    */
   static String startCluster(Path root, List<AutoCloseable> open) {
+    return startCluster(root, root.resolve("data"), open);
+  }
+
+  /** As above, with the servers' data (the kv log) in {@code dataDir}. */
+  static String startCluster(Path root, Path dataDir, List<AutoCloseable> open) {
     FerriteConfig cfg =
         FerriteConfig.builder()
             .set(FerriteConfig.CLUSTER_ID, "bench-kv")
-            .set(FerriteConfig.DATA_DIR, root.resolve("data").toString())
+            .set(FerriteConfig.DATA_DIR, dataDir.toString())
             .set(FerriteConfig.SHM_DIR, root.resolve("shm").toString())
             .set(FerriteConfig.MASTER_PORT, "0")
             .set(FerriteConfig.SERVER_HOST, "127.0.0.1")

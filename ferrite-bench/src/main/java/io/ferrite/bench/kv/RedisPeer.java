@@ -17,10 +17,11 @@ import java.util.List;
 import java.util.concurrent.TimeUnit;
 
 /**
- * A {@code redis-server} this benchmark starts on 127.0.0.1 (no persistence, no snapshots) and a
- * minimal RESP client for it: one connection per benchmark thread, each issuing blocking commands
- * (or a pipelined batch), as each Ferrite thread issues blocking gets. Install the server with
- * {@code apt-get install redis-server}.
+ * A {@code redis-server} this benchmark starts on 127.0.0.1 (no persistence, no snapshots; or, for
+ * the {@code always} rows, an append-only file fsynced before each reply) and a minimal RESP client
+ * for it: one connection per benchmark thread, each issuing blocking commands (or a pipelined
+ * batch), as each Ferrite thread issues blocking gets. Install the server with {@code apt-get
+ * install redis-server}.
  */
 final class RedisPeer implements AutoCloseable {
   private final Process process;
@@ -44,6 +45,16 @@ final class RedisPeer implements AutoCloseable {
   }
 
   static RedisPeer start(Path workDir) throws IOException, InterruptedException {
+    return start(workDir, false);
+  }
+
+  /**
+   * Starts redis-server with its working directory {@code workDir}; {@code aofAlways}: with {@code
+   * --appendonly yes --appendfsync always} (every write fsynced to {@code workDir}'s append-only
+   * file before the reply: the peer of a kv table with durability {@code always} whose log is on
+   * the same file system).
+   */
+  static RedisPeer start(Path workDir, boolean aofAlways) throws IOException, InterruptedException {
     Path bin = binary();
     if (bin == null) {
       throw new IOException(
@@ -63,11 +74,13 @@ final class RedisPeer implements AutoCloseable {
                 "--save",
                 "",
                 "--appendonly",
-                "no",
+                aofAlways ? "yes" : "no",
+                "--appendfsync",
+                aofAlways ? "always" : "everysec",
                 "--dir",
                 workDir.toString())
             .redirectErrorStream(true)
-            .redirectOutput(workDir.resolve("redis.log").toFile())
+            .redirectOutput(workDir.resolve(aofAlways ? "redis-aof.log" : "redis.log").toFile())
             .start();
     RedisPeer peer = new RedisPeer(p, port);
     // A benchmark stopped by a signal must not leave its redis-server running.

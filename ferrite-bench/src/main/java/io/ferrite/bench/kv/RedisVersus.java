@@ -16,13 +16,17 @@ import java.util.List;
 import java.util.function.Supplier;
 
 /**
- * The {@code --vs redis} part of {@link KvBench}: Ferrite's tcp gets, puts and 16-key multiGets
- * against redis-server's GET, SET and pipelined batches of 16 GETs, like with like: the same
- * threads, the same 16 B keys and values, the same zipfian draws, and one connection per thread on
- * both sides (each Ferrite thread has its own {@link FerriteClient}, so its own tcp connection to
- * the memory server, all on one shared tcp fabric). Each pair is measured interleaved ({@link
- * Interleaved}: the same threads alternate between Ferrite and Redis every 50 ms), so both see the
- * same machine even when the load swings within seconds.
+ * The {@code --vs redis} part of {@link KvBench}: Ferrite's tcp gets, puts, 16-key multiGets and
+ * 16-pair multiPuts against redis-server's GET, SET and pipelined batches of 16 GETs and of 16
+ * SETs; and puts and multiPuts of a table with durability {@code always} against a second
+ * redis-server with {@code appendfsync always} whose append-only file is on the file system of the
+ * kv log (both fsync before they answer: {@code put-always}, {@code multiput16-always} beside
+ * {@code set-always}, {@code set16-always}). Like with like: the same threads, the same 16 B keys
+ * and values, the same zipfian draws, and one connection per thread on both sides (each Ferrite
+ * thread has its own {@link FerriteClient}, so its own tcp connection to the memory server, all on
+ * one shared tcp fabric). Each pair is measured interleaved ({@link Interleaved}: the same threads
+ * alternate between Ferrite and Redis every 50 ms), so both see the same machine even when the load
+ * swings within seconds.
  */
 final class RedisVersus {
   static final int BATCH = 16;
@@ -35,6 +39,8 @@ final class RedisVersus {
       BenchReport report,
       KvBench.Options o,
       RedisPeer redis,
+      RedisPeer redisAof,
+      String alwaysTable,
       Supplier<FerriteClient> tcpClients,
       String layout,
       String table,
@@ -47,16 +53,8 @@ final class RedisVersus {
     }
     byte[] value = new byte[size];
     progress.step("redis: loading " + keys.length + " keys with " + Sizes.label(size) + " values");
-    RedisPeer.Conn loader = redis.connect();
-    for (int i = 0; i < keys.length; i++) {
-      loader.command(SET, keys[i], value);
-      if (i % 256 == 255 || i == keys.length - 1) {
-        loader.flush();
-        for (int k = i - (i % 256); k <= i; k++) {
-          loader.readReply();
-        }
-      }
-    }
+    load(redis, keys, value);
+    load(redisAof, keys, value);
     Zipfian zipf = new Zipfian(o.keys());
     String v = Sizes.label(size);
     for (int threads : o.threads()) {
@@ -65,16 +63,24 @@ final class RedisVersus {
       List<KvTable> handles = Collections.synchronizedList(new ArrayList<>());
       try {
         // One connection per benchmark thread on both sides, made during the warm-up.
-        ThreadLocal<KvTable> ferrite =
+        ThreadLocal<FerriteClient> client =
             ThreadLocal.withInitial(
                 () -> {
                   FerriteClient c = tcpClients.get();
                   opened.add(c);
-                  KvTable t = new KvClient(c).table(table);
+                  return c;
+                });
+        ThreadLocal<KvTable> ferrite =
+            ThreadLocal.withInitial(
+                () -> {
+                  KvTable t = new KvClient(client.get()).table(table);
                   handles.add(t);
                   return t;
                 });
+        ThreadLocal<KvTable> ferriteAlways =
+            ThreadLocal.withInitial(() -> new KvClient(client.get()).table(alwaysTable));
         ThreadLocal<RedisPeer.Conn> conn = ThreadLocal.withInitial(redis::connect);
+        ThreadLocal<RedisPeer.Conn> connAof = ThreadLocal.withInitial(redisAof::connect);
         String f = "ferrite." + layout + ".";
         progress.step(f + "get." + suffix + " | redis.get." + suffix);
         KvBench.Result[] gets =
@@ -134,6 +140,44 @@ final class RedisVersus {
         pair(report, layout, "get", suffix, fget, "get", get, 1);
         pair(report, layout, "put", suffix, fput, "set", set, 1);
         pair(report, layout, "multiget16", suffix, fmulti, "get16", get16, BATCH);
+        progress.step(f + "multiput16." + suffix + " | redis.set16." + suffix + " (pipelined)");
+        KvBench.Result[] mputs =
+            Interleaved.drive(
+                r -> multiPut(ferrite.get(), keys, zipf, r, value),
+                r -> set16(conn.get(), keys, zipf, r, value),
+                threads,
+                o.duration());
+        pair(report, layout, "multiput16", suffix, mputs[0], "set16", mputs[1], BATCH);
+        progress.step(f + "put-always." + suffix + " | redis.set-always." + suffix);
+        KvBench.Result[] aputs =
+            Interleaved.drive(
+                r -> ferriteAlways.get().put(keys[zipf.next(r)], value),
+                r -> {
+                  RedisPeer.Conn c = connAof.get();
+                  c.command(SET, keys[zipf.next(r)], value);
+                  c.flush();
+                  c.readReply();
+                },
+                threads,
+                o.duration());
+        pair(report, layout, "put-always", suffix, aputs[0], "set-always", aputs[1], 1);
+        progress.step(
+            f + "multiput16-always." + suffix + " | redis.set16-always." + suffix + " (pipelined)");
+        KvBench.Result[] amputs =
+            Interleaved.drive(
+                r -> multiPut(ferriteAlways.get(), keys, zipf, r, value),
+                r -> set16(connAof.get(), keys, zipf, r, value),
+                threads,
+                o.duration());
+        pair(
+            report,
+            layout,
+            "multiput16-always",
+            suffix,
+            amputs[0],
+            "set16-always",
+            amputs[1],
+            BATCH);
         hints(report, f + "get." + suffix, getHints);
         hints(report, f + "multiget16." + suffix, multiHints);
       } finally {
@@ -141,6 +185,43 @@ final class RedisVersus {
           c.close();
         }
       }
+    }
+  }
+
+  private static void load(RedisPeer redis, byte[][] keys, byte[] value) {
+    RedisPeer.Conn loader = redis.connect();
+    for (int i = 0; i < keys.length; i++) {
+      loader.command(SET, keys[i], value);
+      if (i % 256 == 255 || i == keys.length - 1) {
+        loader.flush();
+        for (int k = i - (i % 256); k <= i; k++) {
+          loader.readReply();
+        }
+      }
+    }
+  }
+
+  /** One multiPut of {@link #BATCH} zipfian keys (one MULTI_PUT per server). */
+  private static void multiPut(
+      KvTable t, byte[][] keys, Zipfian zipf, java.util.Random r, byte[] value) {
+    List<byte[]> ks = new ArrayList<>(BATCH);
+    List<byte[]> vs = new ArrayList<>(BATCH);
+    for (int k = 0; k < BATCH; k++) {
+      ks.add(keys[zipf.next(r)]);
+      vs.add(value);
+    }
+    t.multiPut(ks, vs);
+  }
+
+  /** {@link #BATCH} SETs of zipfian keys, pipelined: one flush, then the replies. */
+  private static void set16(
+      RedisPeer.Conn c, byte[][] keys, Zipfian zipf, java.util.Random r, byte[] value) {
+    for (int k = 0; k < BATCH; k++) {
+      c.command(SET, keys[zipf.next(r)], value);
+    }
+    c.flush();
+    for (int k = 0; k < BATCH; k++) {
+      c.readReply();
     }
   }
 

@@ -33,6 +33,19 @@ public interface FerriteService {
    */
   CompletableFuture<ByteBuffer> handle(RpcContext caller, int opcode, ByteBuffer request);
 
+  /**
+   * Handles one call on the thread that received it (a fabric I/O thread or shm ring poller), or
+   * declines with {@code null}, after which {@link #handle} runs on the service executor: see
+   * {@link io.ferrite.fabric.RpcHandler#handleInline} for what such a handler must never do (block,
+   * wait for a lock anything slow may hold). The fabric calls it first for every request, in the
+   * order a connection's requests arrived; a service can rely on that to keep a connection's
+   * requests in order (the kv service does, for writes). The default declines everything.
+   */
+  default CompletableFuture<ByteBuffer> handleInline(
+      RpcContext caller, int opcode, ByteBuffer request) {
+    return null;
+  }
+
   /** Stops the service; its regions are closed by the memory server afterwards. */
   default void stop() {}
 }

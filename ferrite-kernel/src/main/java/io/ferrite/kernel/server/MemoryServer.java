@@ -265,7 +265,20 @@ public final class MemoryServer implements AutoCloseable {
       started.add(fs);
     }
 
-    RpcHandler dispatch = this::dispatch;
+    RpcHandler dispatch =
+        new RpcHandler() {
+          @Override
+          public CompletableFuture<ByteBuffer> handle(
+              RpcContext ctx, int service, int opcode, ByteBuffer request) {
+            return dispatch(ctx, service, opcode, request);
+          }
+
+          @Override
+          public CompletableFuture<ByteBuffer> handleInline(
+              RpcContext ctx, int service, int opcode, ByteBuffer request) {
+            return dispatchInline(ctx, service, opcode, request);
+          }
+        };
     for (Fabric f : fabrics) {
       ServerSpec spec =
           new ServerSpec(
@@ -341,6 +354,26 @@ public final class MemoryServer implements AutoCloseable {
     } catch (RuntimeException e) {
       LOG.log(
           System.Logger.Level.ERROR, "service " + s.name() + " opcode " + opcode + " failed", e);
+      return Futures.failed(ErrorCode.INTERNAL, s.name() + " opcode " + opcode + ": " + e);
+    }
+  }
+
+  /** {@link FerriteService#handleInline} of the addressed service; null (declined) if none. */
+  private CompletableFuture<ByteBuffer> dispatchInline(
+      RpcContext ctx, int service, int opcode, ByteBuffer request) {
+    FerriteService s = services.get(service);
+    if (s == null) {
+      return null; // the executor path answers UNKNOWN_SERVICE
+    }
+    try {
+      return s.handleInline(ctx, opcode, request);
+    } catch (FerriteException e) {
+      return CompletableFuture.failedFuture(e);
+    } catch (RuntimeException e) {
+      LOG.log(
+          System.Logger.Level.ERROR,
+          "service " + s.name() + " opcode " + opcode + " failed inline",
+          e);
       return Futures.failed(ErrorCode.INTERNAL, s.name() + " opcode " + opcode + ": " + e);
     }
   }

@@ -39,6 +39,21 @@ public final class KvService implements FerriteService {
   private volatile ServiceContext context;
   private volatile OpLog log;
   private ScheduledExecutorService syncer;
+  private KvWrites writes;
+
+  /**
+   * For tests only: the fsync the logs of services started from now on use (null: a real one).
+   * Static because services are found by ServiceLoader; a test sets it before it starts its servers
+   * and clears it after.
+   */
+  static volatile OpLog.Fsync testFsync;
+
+  /**
+   * Whether writes may be applied on the thread that received them ({@link KvWrites}); on unless
+   * the system property {@code ferrite.kv.inlineWrites} is {@code false} (for measuring both).
+   */
+  private static final boolean INLINE_WRITES =
+      !"false".equals(System.getProperty("ferrite.kv.inlineWrites"));
 
   /**
    * Every request holds the read side (they are the only appenders of the log, and append under
@@ -67,13 +82,45 @@ public final class KvService implements FerriteService {
   public void start(ServiceContext ctx) {
     this.context = ctx;
     // Replay before anyone can connect: shards of durable tables come back with their data.
-    this.log = OpLog.open(ctx.directory().resolve("kv.log"), this::replay);
+    OpLog.Fsync fsync = testFsync;
+    this.log =
+        OpLog.open(
+            ctx.directory().resolve("kv.log"),
+            this::replay,
+            fsync == null ? OpLog.Fsync.DATA : fsync);
     for (KvShard s : shards.values()) {
       hook(s);
     }
     compactBytes = ctx.config().kvLogCompactBytes();
     compactedBytes = log.bytes();
-    syncer = Threads.scheduler("kv-log-sync");
+    writes =
+        new KvWrites(
+            new KvWrites.Host() {
+              @Override
+              public KvShard shard(long tableId, int shard) {
+                return KvService.this.shard(tableId, shard);
+              }
+
+              @Override
+              public java.util.concurrent.locks.Lock requestLock() {
+                return requests.readLock();
+              }
+
+              @Override
+              public boolean requestLockWanted() {
+                return requests.hasQueuedThreads();
+              }
+
+              @Override
+              public OpLog log() {
+                return log;
+              }
+            },
+            Math.max(1, ctx.config().serviceThreads()),
+            INLINE_WRITES);
+    // The interval fsync and the compaction check; the group commit of `always` writes has its
+    // own thread in the log.
+    syncer = Threads.scheduler("kv-log-interval");
     syncer.scheduleWithFixedDelay(this::syncQuietly, 100, 100, TimeUnit.MILLISECONDS);
   }
 
@@ -88,9 +135,17 @@ public final class KvService implements FerriteService {
         Thread.currentThread().interrupt();
       }
     }
+    if (writes != null) {
+      writes.close();
+    }
     if (log != null) {
       log.close();
     }
+  }
+
+  /** For tests: how many fsyncs the log made. */
+  long fsyncs() {
+    return log.fsyncs();
   }
 
   private void syncQuietly() {
@@ -242,15 +297,44 @@ public final class KvService implements FerriteService {
     }
   }
 
-  /** After a write RPC on {@code s}: ALWAYS makes the log durable before the answer goes out. */
-  private void afterWrite(KvShard s) {
-    if (s.options().durability() == TableOptions.Durability.ALWAYS) {
-      log.sync();
+  /**
+   * Writes (PUT, DELETE, MULTI_PUT) are taken here, on the receiving thread, in the order the
+   * connection's requests arrived: applied at once when nothing can block, else queued on their
+   * shard in that order ({@link KvWrites}). PING is answered here. Everything else declines to
+   * {@link #handle}.
+   */
+  @Override
+  public CompletableFuture<ByteBuffer> handleInline(
+      RpcContext caller, int opcode, ByteBuffer request) {
+    if (opcode == KvProtocol.PING) {
+      // The ceiling of a put: the cheapest RPC to this service, answered where it lands as puts
+      // are.
+      return CompletableFuture.completedFuture(ByteBuffer.allocate(0));
+    }
+    if (!KvWrites.isWrite(opcode)) {
+      return null;
+    }
+    return write(opcode, request, true);
+  }
+
+  private CompletableFuture<ByteBuffer> write(int opcode, ByteBuffer request, boolean inline) {
+    try {
+      return writes.submit(opcode, request, inline);
+    } catch (FerriteException e) {
+      return CompletableFuture.failedFuture(e);
+    } catch (RuntimeException e) {
+      LOG.log(System.Logger.Level.ERROR, "kv opcode " + opcode + " failed", e);
+      return CompletableFuture.failedFuture(
+          new FerriteException(ErrorCode.INTERNAL, "kv opcode " + opcode + ": " + e, e));
     }
   }
 
   @Override
   public CompletableFuture<ByteBuffer> handle(RpcContext caller, int opcode, ByteBuffer request) {
+    if (KvWrites.isWrite(opcode)) {
+      // A fabric that did not offer it inline first: still ordered by the shard's queue.
+      return write(opcode, request, false);
+    }
     if (opcode == KvProtocol.COMPACT_LOG) {
       // Not under the read side: the compaction takes the write side.
       try {
@@ -265,7 +349,13 @@ public final class KvService implements FerriteService {
     }
     requests.readLock().lock();
     try {
-      return CompletableFuture.completedFuture(dispatch(opcode, request));
+      // Control operations that logged a record answer after the group commit covers it: no
+      // executor thread waits on an fsync either.
+      boolean[] flush = new boolean[1];
+      ByteBuffer answer = dispatch(opcode, request, flush);
+      return flush[0]
+          ? log.flush().thenApply(v -> answer)
+          : CompletableFuture.completedFuture(answer);
     } catch (FerriteException e) {
       return CompletableFuture.failedFuture(e);
     } catch (RuntimeException e) {
@@ -277,7 +367,11 @@ public final class KvService implements FerriteService {
     }
   }
 
-  private ByteBuffer dispatch(int opcode, ByteBuffer request) {
+  /**
+   * Serves one request; sets {@code flush[0]} when the answer must wait until what it logged is
+   * durable.
+   */
+  private ByteBuffer dispatch(int opcode, ByteBuffer request, boolean[] flush) {
     if (opcode == KvProtocol.PING) {
       return ByteBuffer.allocate(0);
     }
@@ -302,11 +396,12 @@ public final class KvService implements FerriteService {
                     Wire.Writer rec = new Wire.Writer().u8(KvProtocol.OPEN_SHARD);
                     t.write(rec);
                     log.append(rec.i32(shard).toArray());
-                    log.sync();
                     hook(n);
                   }
                   return n;
                 });
+        // Whoever created it: the answer waits until the OPEN_SHARD record is durable.
+        flush[0] = durable(s);
         s.checkNotRetired();
         s.layout().write(w);
       }
@@ -315,38 +410,6 @@ public final class KvService implements FerriteService {
         r.end();
         s.checkNotRetired();
         s.layout().write(w);
-      }
-      case KvProtocol.PUT -> {
-        KvShard s = shard(r);
-        int mode = r.u8("mode");
-        byte[] key = r.bytes("key");
-        byte[] value = r.bytes("value");
-        byte[] expected = r.bytes("expected");
-        r.end();
-        if (mode > KvProtocol.MODE_COMPARE_AND_SET) {
-          throw new FerriteException(ErrorCode.INVALID_ARGUMENT, "put mode: " + mode);
-        }
-        int status;
-        synchronized (s) {
-          // Under the lock a freeze also takes: a write applies before the freeze's snapshot (and
-          // is copied) or is refused (BUSY, retried by the client; MOVED once retired).
-          s.checkWritable();
-          status = s.put(mode, key, value, expected);
-        }
-        w.u8(status);
-        afterWrite(s);
-      }
-      case KvProtocol.DELETE -> {
-        KvShard s = shard(r);
-        byte[] key = r.bytes("key");
-        r.end();
-        int status;
-        synchronized (s) {
-          s.checkWritable();
-          status = s.delete(key);
-        }
-        w.u8(status);
-        afterWrite(s);
       }
       case KvProtocol.GET -> {
         KvShard s = shard(r);
@@ -360,11 +423,16 @@ public final class KvService implements FerriteService {
         KvShard s = shard(r);
         int slots = r.i32("slots");
         r.end();
-        synchronized (s) {
-          s.checkWritable();
-          s.resize(slots);
-        }
-        afterWrite(s);
+        KvWrites.gated(
+            s,
+            () -> {
+              synchronized (s) {
+                s.checkWritable();
+                s.resize(slots);
+              }
+              return null;
+            });
+        flush[0] = s.options().durability() == TableOptions.Durability.ALWAYS;
         s.layout().write(w);
       }
       case KvProtocol.STATS -> {
@@ -380,14 +448,19 @@ public final class KvService implements FerriteService {
         KvShard s = shards.remove(new ShardKey(id, shard));
         if (s != null && durable(s)) {
           log.append(new Wire.Writer().u8(KvProtocol.DROP_SHARD).i64(id).i32(shard).toArray());
-          log.sync();
+          flush[0] = true;
         }
         if (s != null) {
           // Poisoned, then freed: a racing one-sided reader gets NO_SUCH_REGION (tcp) or reads
           // MOVED from its own mapping of the unlinked file (shm, never truncated: no fault); both
           // fetch the layout and learn the table is gone. Writes that found the shard before it
           // left the map answer NOT_FOUND (checked under the lock).
-          s.drop();
+          KvWrites.gated(
+              s,
+              () -> {
+                s.drop();
+                return null;
+              });
         }
       }
       case KvProtocol.FREEZE -> {
@@ -405,7 +478,7 @@ public final class KvService implements FerriteService {
                   + " ms (expected: token != 0,"
                   + " lease 1..600000 ms)");
         }
-        w.i32(s.freeze(token, TimeUnit.MILLISECONDS.toNanos(leaseMillis)));
+        w.i32(KvWrites.gated(s, () -> s.freeze(token, TimeUnit.MILLISECONDS.toNanos(leaseMillis))));
       }
       case KvProtocol.EXPORT -> {
         KvShard s = shard(r);
@@ -413,7 +486,8 @@ public final class KvService implements FerriteService {
         int from = r.i32("from");
         int maxBytes = r.i32("maxBytes");
         r.end();
-        java.util.List<byte[][]> pairs = s.exportPairs(token, s.frozenLeaseNanos());
+        java.util.List<byte[][]> pairs =
+            KvWrites.gated(s, () -> s.exportPairs(token, s.frozenLeaseNanos()));
         if (from < 0 || from > pairs.size()) {
           throw new FerriteException(
               ErrorCode.INVALID_ARGUMENT,
@@ -441,31 +515,34 @@ public final class KvService implements FerriteService {
         long token = r.i64("token");
         int to = r.i32("to");
         r.end();
-        synchronized (s) {
-          if (s.moveState() != 2) {
-            s.checkFrozen(token, s.frozenLeaseNanos());
-            if (durable(s)) {
-              // Durable before the master commits: a restart replays the shard, then retires it.
-              log.append(
-                  new Wire.Writer()
-                      .u8(KvProtocol.RETIRE)
-                      .i64(s.tableId())
-                      .i32(s.shard())
-                      .i32(to)
-                      .toArray());
+        s.gate.lock();
+        try {
+          synchronized (s) {
+            if (s.moveState() != 2) {
+              s.checkFrozen(token, s.frozenLeaseNanos());
+              if (durable(s)) {
+                // Durable before the master commits: a restart replays the shard, then retires it.
+                log.append(
+                    new Wire.Writer()
+                        .u8(KvProtocol.RETIRE)
+                        .i64(s.tableId())
+                        .i32(s.shard())
+                        .i32(to)
+                        .toArray());
+              }
             }
+            s.retire(to);
           }
-          s.retire(to);
+        } finally {
+          s.gate.unlock();
         }
-        if (durable(s)) {
-          log.sync();
-        }
+        flush[0] = durable(s);
       }
       case KvProtocol.RELEASE -> {
         KvShard s = shards.get(new ShardKey(r.i64("tableId"), r.i32("shard")));
         int to = r.i32("to");
         r.end();
-        w.u8(s != null && release(s, to) ? 1 : 0);
+        w.u8(s != null && KvWrites.gated(s, () -> release(s, to)) ? 1 : 0);
       }
       case KvProtocol.IMPORT -> {
         TableInfo t = TableInfo.read(r);
@@ -483,7 +560,13 @@ public final class KvService implements FerriteService {
         if (first) {
           s = replaceForImport(t, shard, sk);
           // As large as the source (which may have been resized): its pairs fit as they did there.
-          s.resize(Math.max(slots, s.slots()));
+          KvShard fresh = s;
+          KvWrites.gated(
+              fresh,
+              () -> {
+                fresh.resize(Math.max(slots, fresh.slots()));
+                return null;
+              });
         } else {
           s = shards.get(sk);
           if (s == null) {
@@ -492,15 +575,18 @@ public final class KvService implements FerriteService {
                 "no import of shard " + shard + " in progress here (it restarted?); start again");
           }
         }
-        for (int i = 0; i < n; i++) {
-          byte[] key = r.bytes("key");
-          byte[] value = r.bytes("value");
-          s.put(KvProtocol.MODE_PUT, key, value, new byte[0]);
+        s.gate.lock();
+        try {
+          for (int i = 0; i < n; i++) {
+            byte[] key = r.bytes("key");
+            byte[] value = r.bytes("value");
+            s.put(KvProtocol.MODE_PUT, key, value, new byte[0]);
+          }
+        } finally {
+          s.gate.unlock();
         }
         r.end();
-        if (durable(s)) {
-          log.sync();
-        }
+        flush[0] = durable(s);
         w.i32(s.stats().count());
       }
       case KvProtocol.SHARDS -> {
@@ -582,15 +668,22 @@ public final class KvService implements FerriteService {
       if (old != null) {
         // A retired shard (the shard moves back here) or a partial import: nobody reads it any
         // more (readers of a retired one read poison, a partial import was never served).
-        old.freeRegions();
+        KvWrites.gated(
+            old,
+            () -> {
+              old.freeRegions();
+              return null;
+            });
       }
       return n;
     }
   }
 
   private KvShard shard(Wire.Reader r) {
-    long id = r.i64("tableId");
-    int shard = r.i32("shard");
+    return shard(r.i64("tableId"), r.i32("shard"));
+  }
+
+  private KvShard shard(long id, int shard) {
     KvShard s = shards.get(new ShardKey(id, shard));
     if (s == null) {
       throw new FerriteException(
@@ -619,8 +712,16 @@ public final class KvService implements FerriteService {
             t.tableId(),
             shard,
             t.options(),
-            len -> ctx.createRegion("dram", (len + 7L) & ~7L),
-            () -> ctx.createRegion("dram", extentBytes),
+            len -> {
+              KvWrites.checkNonBlocking();
+              return ctx.createRegion("dram", (len + 7L) & ~7L);
+            },
+            () -> {
+              // Refused on a receiving thread (creating a region may block): the write is
+              // queued for a writer thread instead (KvWrites).
+              KvWrites.checkNonBlocking();
+              return ctx.createRegion("dram", extentBytes);
+            },
             ctx::ref);
     s.onFree(ctx::freeRegion);
     return s;

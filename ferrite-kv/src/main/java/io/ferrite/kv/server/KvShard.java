@@ -99,6 +99,23 @@ abstract class KvShard {
   /** The server the shard moved to once it is retired, else -1. */
   int retiredTo = -1;
 
+  // Ordered writes (KvWrites).
+  /**
+   * Held by whoever applies writes (a drainer, or a receiving thread with tryLock), and by every
+   * operation that may hold the shard's monitor long (resize, freeze, export, retire, release,
+   * drop, import): a thread holding the gate meets the monitor held only by microsecond work.
+   */
+  final java.util.concurrent.locks.ReentrantLock gate =
+      new java.util.concurrent.locks.ReentrantLock();
+
+  /** Writes that arrived and wait their turn, in arrival order (KvWrites). */
+  final java.util.concurrent.ConcurrentLinkedQueue<KvWrites.Part> queued =
+      new java.util.concurrent.ConcurrentLinkedQueue<>();
+
+  /** Whether a writer thread is draining {@link #queued}. */
+  final java.util.concurrent.atomic.AtomicBoolean draining =
+      new java.util.concurrent.atomic.AtomicBoolean();
+
   /** Tokens of moves cancelled here: a late FREEZE or RETIRE of theirs is refused. */
   final java.util.Set<Long> cancelled = new java.util.HashSet<>();
 

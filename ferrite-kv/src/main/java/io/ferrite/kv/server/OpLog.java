@@ -11,6 +11,11 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.StandardCopyOption;
 import java.nio.file.StandardOpenOption;
+import java.util.ArrayDeque;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.locks.ReentrantLock;
 import java.util.function.Consumer;
 
 /**
@@ -31,21 +36,87 @@ import java.util.function.Consumer;
  * {@code <file>.rewrite}, which is fsynced, renamed over the log (atomic) and the directory
  * fsynced; a crash before the rename leaves the old log whole (the stale file is deleted at the
  * next open), after it the new one.
+ *
+ * <h2>Group commit</h2>
+ *
+ * Appends only write to the page cache. {@link #flush} asks for every record appended so far to be
+ * made durable and answers a future; one named syncer thread per log ({@code kv-log-sync}) loops:
+ * it takes the number of records appended by then, fsyncs once, and completes every future whose
+ * records that fsync covered, so concurrent writers share one fsync (a batch is whatever was
+ * appended while the previous fsync ran). Nobody else ever waits on an fsync: a write RPC of an
+ * {@code always} table answers when its future completes, on the syncer thread. Record counts are
+ * logical and never go back (a rewrite keeps them), so a future registered before a rewrite is
+ * completed by it (the rewritten file was fsynced whole). After a failed fsync the log is broken
+ * for good: the kernel may have dropped the dirty pages and a later fsync would not say so (Linux
+ * "fsyncgate"), so every waiting and later flush fails with INTERNAL.
  */
 final class OpLog implements AutoCloseable {
   private static final System.Logger LOG = System.getLogger(OpLog.class.getName());
   static final int MAX_RECORD = 64 << 20;
 
-  private FileChannel channel;
+  /** How the syncer makes a channel durable; tests inject one that blocks or counts. */
+  interface Fsync {
+    void force(FileChannel ch) throws IOException;
+
+    Fsync DATA = ch -> ch.force(false);
+  }
+
+  private record Waiter(long upTo, CompletableFuture<Void> done) {}
+
+  private static final CompletableFuture<Void> DONE = CompletableFuture.completedFuture(null);
+
+  // Guarded by this (the monitor): appends, the counts, the waiters and the channel swap.
+  private volatile FileChannel channel;
   private final Path file;
+  private final Fsync fsync;
+
+  /** Records appended since the log was opened, counting the replayed ones; never goes back. */
   private long appended;
+
+  /** Of those, how many are known durable (the last fsync covered them). */
   private long synced;
 
-  private OpLog(FileChannel channel, Path file, long records) {
+  /** Futures of {@link #flush}, in the order of their {@code upTo} (registered in the monitor). */
+  private final ArrayDeque<Waiter> waiters = new ArrayDeque<>();
+
+  private FerriteException broken;
+  private boolean closed;
+  private long fsyncs;
+
+  /**
+   * Held across each fsync, and by a rewrite while it swaps the channel: an fsync never runs on a
+   * channel that a rewrite is closing. Ordered before the monitor.
+   */
+  private final ReentrantLock forcing = new ReentrantLock();
+
+  private final Thread syncer;
+
+  /**
+   * The log grows by zero-filled steps of this many bytes ahead of its end: an fdatasync of records
+   * written over zeros already on disk needs no metadata (file size, extents), so no journal commit
+   * (measured here: 105 us against 170 us for an append that grows the file).
+   */
+  static final int PREALLOCATE = 1 << 20;
+
+  private static final ByteBuffer ZEROS = ByteBuffer.allocate(64 << 10);
+
+  /** The logical end (bytes of whole records; the channel's position); guarded by the monitor. */
+  private long end;
+
+  /** Bytes of the file, zero-filled past {@link #end}; guarded by the monitor. */
+  private long allocated;
+
+  private OpLog(FileChannel channel, Path file, long records, long bytes, Fsync fsync) {
     this.channel = channel;
+    this.end = bytes;
+    this.allocated = bytes;
     this.file = file;
+    this.fsync = fsync;
     this.appended = records;
     this.synced = records;
+    this.syncer = new Thread(this::syncLoop, "kv-log-sync");
+    syncer.setDaemon(true);
+    syncer.start();
   }
 
   private static Path compactFile(Path file) {
@@ -54,6 +125,11 @@ final class OpLog implements AutoCloseable {
 
   /** Opens (or creates) {@code file}, hands every intact record to {@code replay}, in order. */
   static OpLog open(Path file, Consumer<ByteBuffer> replay) {
+    return open(file, replay, Fsync.DATA);
+  }
+
+  /** As above, with the syncer making the log durable through {@code fsync}. */
+  static OpLog open(Path file, Consumer<ByteBuffer> replay, Fsync fsync) {
     try {
       // A compaction that crashed before its rename: the log itself is whole.
       Files.deleteIfExists(compactFile(file));
@@ -83,29 +159,77 @@ final class OpLog implements AutoCloseable {
         records++;
       }
       if (pos < size) {
-        LOG.log(
-            System.Logger.Level.WARNING,
-            "kv log {0}: torn or corrupt record at byte {1} of {2}; cut there",
-            file,
-            pos,
-            size);
+        if (!zeros(ch, pos, size)) {
+          LOG.log(
+              System.Logger.Level.WARNING,
+              "kv log {0}: torn or corrupt record at byte {1} of {2}; cut there",
+              file,
+              pos,
+              size);
+        } // else: the zero-filled space of a log that was not closed: not a tear
         ch.truncate(pos);
       }
       ch.position(pos);
-      return new OpLog(ch, file, records);
+      return new OpLog(ch, file, records, pos, fsync);
     } catch (IOException e) {
       throw new FerriteException(ErrorCode.INTERNAL, "cannot open kv log " + file, e);
     }
   }
 
-  /** Appends one record (not yet durable: see {@link #sync}). */
+  /**
+   * Appends one record (not yet durable: see {@link #flush}); a write to the page cache, no fsync.
+   */
   synchronized void append(byte[] body) {
+    if (closed) {
+      throw new FerriteException(ErrorCode.UNAVAILABLE, "kv log " + file + " is closed");
+    }
     try {
+      long next = end + 12 + body.length;
+      if (next > allocated) {
+        preallocate(next);
+      }
       write(channel, body);
+      end = next;
     } catch (IOException e) {
       throw new FerriteException(ErrorCode.INTERNAL, "cannot append to kv log " + file, e);
     }
     appended++;
+  }
+
+  /**
+   * Zero-fills the file from {@link #allocated} to at least {@code upTo} plus {@link #PREALLOCATE}
+   * (positional writes: the channel's position, the log's end, stays). A page-cache write of 1 MiB
+   * once per MiB of log; the next fdatasync writes it out with the records.
+   */
+  private void preallocate(long upTo) throws IOException {
+    long target = Math.max(upTo, allocated) + PREALLOCATE;
+    long at = allocated;
+    while (at < target) {
+      ByteBuffer z = ZEROS.duplicate();
+      z.limit((int) Math.min(z.capacity(), target - at));
+      at += channel.write(z, at);
+    }
+    allocated = at;
+  }
+
+  /** Whether bytes {@code from} to {@code to} of {@code ch} are all zero (preallocated space). */
+  private static boolean zeros(FileChannel ch, long from, long to) throws IOException {
+    ByteBuffer b = ByteBuffer.allocate(64 << 10);
+    for (long at = from; at < to; ) {
+      b.clear();
+      b.limit((int) Math.min(b.capacity(), to - at));
+      int n = ch.read(b, at);
+      if (n <= 0) {
+        return false;
+      }
+      for (int i = 0; i < n; i++) {
+        if (b.get(i) != 0) {
+          return false;
+        }
+      }
+      at += n;
+    }
+    return true;
   }
 
   private static void write(FileChannel ch, byte[] body) throws IOException {
@@ -122,11 +246,7 @@ final class OpLog implements AutoCloseable {
 
   /** The log's size in bytes. */
   synchronized long bytes() {
-    try {
-      return channel.size();
-    } catch (IOException e) {
-      throw new FerriteException(ErrorCode.INTERNAL, "cannot size kv log " + file, e);
-    }
+    return end;
   }
 
   /**
@@ -134,7 +254,20 @@ final class OpLog implements AutoCloseable {
    * comment). The caller makes sure nothing is appended meanwhile and that the records rebuild what
    * the old log did. On failure the old log stays in use and the partial new one is deleted.
    */
-  synchronized void rewrite(Consumer<Consumer<byte[]>> snapshot) {
+  void rewrite(Consumer<Consumer<byte[]>> snapshot) {
+    List<Waiter> covered;
+    forcing.lock();
+    try {
+      synchronized (this) {
+        covered = rewriteLocked(snapshot);
+      }
+    } finally {
+      forcing.unlock();
+    }
+    complete(covered, null);
+  }
+
+  private List<Waiter> rewriteLocked(Consumer<Consumer<byte[]>> snapshot) {
     Path tmp = compactFile(file);
     FileChannel fresh = null;
     try {
@@ -161,14 +294,18 @@ final class OpLog implements AutoCloseable {
       syncDirectory(file.toAbsolutePath().getParent());
       FileChannel old = channel;
       channel = fresh;
+      end = fresh.size();
+      allocated = end;
       fresh = null;
-      appended = records[0];
-      synced = records[0];
+      // The new file holds everything appended so far, fsynced: every waiter is covered. The
+      // logical count stays (the waiters' marks are in it).
+      synced = appended;
       try {
         old.close();
       } catch (IOException e) {
         LOG.log(System.Logger.Level.WARNING, "closing the replaced kv log " + file, e);
       }
+      return takeCovered(synced);
     } catch (IOException e) {
       throw new FerriteException(ErrorCode.INTERNAL, "cannot compact kv log " + file, e);
     } finally {
@@ -189,24 +326,110 @@ final class OpLog implements AutoCloseable {
     }
   }
 
-  /** Makes every record appended so far durable (fsync); cheap when nothing is new. */
+  /**
+   * A future completed once every record appended before this call is durable (one fsync of the
+   * syncer covers it; already complete when nothing is new), or failed with INTERNAL if the log
+   * could not be made durable. Never blocks.
+   */
+  synchronized CompletableFuture<Void> flush() {
+    if (broken != null) {
+      return CompletableFuture.failedFuture(broken);
+    }
+    if (synced >= appended) {
+      return DONE;
+    }
+    if (closed) {
+      return CompletableFuture.failedFuture(
+          new FerriteException(ErrorCode.UNAVAILABLE, "kv log " + file + " is closed"));
+    }
+    CompletableFuture<Void> f = new CompletableFuture<>();
+    boolean wake = waiters.isEmpty();
+    waiters.addLast(new Waiter(appended, f));
+    if (wake) {
+      notifyAll(); // the syncer sleeps only while there is no waiter
+    }
+    return f;
+  }
+
+  /** Makes every record appended so far durable, waiting for the syncer (not on fabric threads). */
   void sync() {
-    long target;
-    FileChannel ch;
-    synchronized (this) {
-      target = appended;
-      ch = channel;
-      if (synced >= target) {
-        return;
-      }
-    }
     try {
-      ch.force(false);
-    } catch (IOException e) {
-      throw new FerriteException(ErrorCode.INTERNAL, "cannot fsync kv log " + file, e);
+      flush().join();
+    } catch (java.util.concurrent.CompletionException e) {
+      throw FerriteException.unwrap(e);
     }
-    synchronized (this) {
-      synced = Math.max(synced, target);
+  }
+
+  /** How many fsyncs the syncer made (for tests: group commit shares them). */
+  synchronized long fsyncs() {
+    return fsyncs;
+  }
+
+  /**
+   * The syncer: sleeps until a flush waits, fsyncs what was appended by then, completes the futures
+   * that fsync covered (outside the monitor: completing one sends its answer), and starts again
+   * with whatever was appended meanwhile: the next batch.
+   */
+  private void syncLoop() {
+    while (true) {
+      long target;
+      synchronized (this) {
+        while (!closed && (waiters.isEmpty() || broken != null)) {
+          try {
+            wait();
+          } catch (InterruptedException e) {
+            // Only close() stops the syncer: it sets closed first.
+          }
+        }
+        if (waiters.isEmpty() || broken != null) {
+          return; // closed, and nobody waits
+        }
+        target = appended;
+      }
+      FerriteException failed = null;
+      forcing.lock();
+      try {
+        // The channel read under the lock a rewrite swaps it under; records up to target were
+        // written to it (appends write before they count), or the rewrite covered them.
+        fsync.force(channel);
+      } catch (IOException | RuntimeException e) {
+        failed = new FerriteException(ErrorCode.INTERNAL, "cannot fsync kv log " + file, e);
+        LOG.log(System.Logger.Level.ERROR, "kv log fsync failed; the log refuses writes now", e);
+      } finally {
+        forcing.unlock();
+      }
+      List<Waiter> done;
+      synchronized (this) {
+        fsyncs++;
+        if (failed != null) {
+          broken = failed;
+          done = new ArrayList<>(waiters);
+          waiters.clear();
+        } else {
+          synced = Math.max(synced, target);
+          done = takeCovered(synced);
+        }
+      }
+      complete(done, failed);
+    }
+  }
+
+  /** Removes and returns the waiters whose records are within the first {@code durable}. */
+  private List<Waiter> takeCovered(long durable) {
+    List<Waiter> out = new ArrayList<>();
+    while (!waiters.isEmpty() && waiters.peekFirst().upTo() <= durable) {
+      out.add(waiters.pollFirst());
+    }
+    return out;
+  }
+
+  private static void complete(List<Waiter> done, FerriteException failed) {
+    for (Waiter w : done) {
+      if (failed == null) {
+        w.done().complete(null);
+      } else {
+        w.done().completeExceptionally(failed);
+      }
     }
   }
 
@@ -214,8 +437,28 @@ final class OpLog implements AutoCloseable {
   public void close() {
     try {
       sync();
+    } catch (FerriteException e) {
+      LOG.log(System.Logger.Level.WARNING, "closing kv log " + file, e);
+    }
+    List<Waiter> left;
+    synchronized (this) {
+      closed = true;
+      notifyAll();
+      left = new ArrayList<>(waiters);
+      waiters.clear();
+    }
+    complete(left, new FerriteException(ErrorCode.UNAVAILABLE, "kv log " + file + " closed"));
+    try {
+      syncer.join(10_000);
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+    }
+    try {
+      synchronized (this) {
+        channel.truncate(end); // the zero-filled space goes: a closed log ends at its last record
+      }
       channel.close();
-    } catch (IOException | FerriteException e) {
+    } catch (IOException e) {
       LOG.log(System.Logger.Level.WARNING, "closing kv log " + file, e);
     }
   }

@@ -6,6 +6,8 @@ import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import io.ferrite.fabric.ErrorCode;
+import io.ferrite.fabric.FerriteException;
 import java.io.IOException;
 import java.nio.ByteBuffer;
 import java.nio.channels.FileChannel;
@@ -14,12 +16,21 @@ import java.nio.file.Path;
 import java.nio.file.StandardOpenOption;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionException;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.Semaphore;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
+import java.util.concurrent.atomic.AtomicBoolean;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
 /**
  * The log's recovery: intact records replay in order; a torn or corrupt tail is cut off; a rewrite
  * (compaction) replaces the log whole, and one that crashed before its rename leaves the old log.
+ * Group commit: a flush completes only after an fsync that began after its records were appended; a
+ * rewrite completes waiting flushes; a failed fsync fails them and every later one.
  */
 class OpLogTest {
   @TempDir Path dir;
@@ -115,5 +126,128 @@ class OpLogTest {
     Files.write(dir.resolve("kv.log.rewrite"), new byte[] {5, 0, 0, 0, 1, 2, 3});
     assertEquals(List.of("one", "two"), replay(f));
     assertFalse(Files.exists(dir.resolve("kv.log.rewrite")), "the stale rewrite is deleted");
+  }
+
+  /** An fsync that blocks while {@code hold} is closed, and says when it is entered. */
+  private static OpLog.Fsync held(CountDownLatch hold, Semaphore entered, AtomicBoolean fail) {
+    return ch -> {
+      entered.release();
+      try {
+        hold.await();
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
+      }
+      if (fail.get()) {
+        throw new IOException("injected fsync failure");
+      }
+      ch.force(false);
+    };
+  }
+
+  @Test
+  void aFlushCompletesOnlyAfterAnFsyncThatStartedAfterItsRecords() throws Exception {
+    Path f = dir.resolve("kv.log");
+    CountDownLatch hold = new CountDownLatch(1);
+    Semaphore entered = new Semaphore(0);
+    OpLog log = OpLog.open(f, b -> {}, held(hold, entered, new AtomicBoolean()));
+    try {
+      log.append("a".getBytes(UTF_8));
+      CompletableFuture<Void> first = log.flush();
+      assertTrue(entered.tryAcquire(30, TimeUnit.SECONDS)); // the syncer is in the held fsync
+      log.append("b".getBytes(UTF_8)); // appended while that fsync runs: not covered by it
+      CompletableFuture<Void> second = log.flush();
+      assertFalse(first.isDone(), "answered before its fsync returned");
+      hold.countDown();
+      first.get(30, TimeUnit.SECONDS);
+      second.get(30, TimeUnit.SECONDS);
+      assertTrue(log.fsyncs() >= 2, "b needed an fsync of its own: " + log.fsyncs());
+      assertTrue(log.flush().isDone(), "nothing new: no wait");
+    } finally {
+      hold.countDown();
+      log.close();
+    }
+  }
+
+  @Test
+  void aRewriteCompletesTheFlushesWaitingForTheOldLog() throws Exception {
+    Path f = dir.resolve("kv.log");
+    CountDownLatch hold = new CountDownLatch(1);
+    Semaphore entered = new Semaphore(0);
+    OpLog log = OpLog.open(f, b -> {}, held(hold, entered, new AtomicBoolean()));
+    try {
+      log.append("x".getBytes(UTF_8));
+      CompletableFuture<Void> held = log.flush();
+      assertTrue(entered.tryAcquire(30, TimeUnit.SECONDS));
+      log.append("y".getBytes(UTF_8));
+      CompletableFuture<Void> waiting = log.flush();
+      // The rewrite waits for the fsync in progress (it swaps the channel only between fsyncs).
+      CompletableFuture<Void> rewrite =
+          CompletableFuture.runAsync(() -> log.rewrite(sink -> sink.accept("xy".getBytes(UTF_8))));
+      // Never done while the fsync is held (a correct log cannot finish it then; a wait that is
+      // too short only makes the check weaker, never wrong).
+      assertThrows(
+          TimeoutException.class,
+          () -> rewrite.get(200, TimeUnit.MILLISECONDS),
+          "the rewrite swapped the channel under a running fsync");
+      hold.countDown();
+      rewrite.get(30, TimeUnit.SECONDS);
+      held.get(30, TimeUnit.SECONDS);
+      waiting.get(30, TimeUnit.SECONDS); // covered by the rewritten, fsynced file
+      log.append("z".getBytes(UTF_8));
+      log.flush().get(30, TimeUnit.SECONDS);
+    } finally {
+      hold.countDown();
+      log.close();
+    }
+    assertEquals(List.of("xy", "z"), replay(f));
+  }
+
+  @Test
+  void aFailedFsyncFailsItsFlushesAndEveryLaterOne() throws Exception {
+    Path f = dir.resolve("kv.log");
+    CountDownLatch hold = new CountDownLatch(1);
+    AtomicBoolean fail = new AtomicBoolean(true);
+    OpLog log = OpLog.open(f, b -> {}, held(hold, new Semaphore(0), fail));
+    try {
+      log.append("lost?".getBytes(UTF_8));
+      CompletableFuture<Void> flush = log.flush();
+      hold.countDown();
+      CompletionException e =
+          assertThrows(
+              CompletionException.class, () -> flush.orTimeout(30, TimeUnit.SECONDS).join());
+      assertEquals(ErrorCode.INTERNAL, FerriteException.unwrap(e).code());
+      fail.set(false); // a later fsync would succeed, but may not have the lost pages: refused
+      log.append("later".getBytes(UTF_8));
+      FerriteException later = assertThrows(FerriteException.class, log::sync);
+      assertEquals(ErrorCode.INTERNAL, later.code());
+    } finally {
+      log.close();
+    }
+  }
+
+  @Test
+  void theZeroFilledTailOfALogThatWasNotClosedIsNotARecord() throws IOException {
+    Path f = dir.resolve("kv.log");
+    OpLog log = OpLog.open(f, b -> {});
+    Path crashed = dir.resolve("crashed.log");
+    try {
+      for (String s : List.of("one", "two", "three")) {
+        log.append(s.getBytes(UTF_8));
+      }
+      log.sync();
+      assertEquals(3 * 12 + 11, log.bytes(), "bytes() is the records' end, not the file's size");
+      // The file as a crash leaves it: the records, then the zero-filled space ahead of them.
+      Files.copy(f, crashed);
+    } finally {
+      log.close();
+    }
+    assertTrue(Files.size(crashed) >= OpLog.PREALLOCATE, "preallocated: " + Files.size(crashed));
+    assertEquals(List.of("one", "two", "three"), replay(crashed));
+    OpLog again = OpLog.open(crashed, b -> {});
+    again.append("four".getBytes(UTF_8));
+    again.close();
+    assertEquals(List.of("one", "two", "three", "four"), replay(crashed));
+    assertEquals(4 * 12 + 15, Files.size(crashed), "a closed log ends at its last record");
+    assertEquals(3 * 12 + 11, Files.size(f));
   }
 }

@@ -1,0 +1,441 @@
+package io.ferrite.kv.server;
+
+import io.ferrite.fabric.ErrorCode;
+import io.ferrite.fabric.FerriteException;
+import io.ferrite.kernel.config.Threads;
+import io.ferrite.kernel.proto.Wire;
+import io.ferrite.kv.KvProtocol;
+import io.ferrite.kv.TableOptions;
+import java.nio.ByteBuffer;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.LinkedBlockingQueue;
+import java.util.concurrent.ThreadPoolExecutor;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.locks.Lock;
+import java.util.function.Supplier;
+
+/**
+ * The kv service's write path (PUT, DELETE, MULTI_PUT): every write is applied in the order it
+ * arrived on its shard, where it landed when that cannot block, else on a writer thread.
+ *
+ * <h2>Order</h2>
+ *
+ * The fabric hands a connection's requests to {@link KvService#handleInline} one after the other,
+ * in the order they arrived. There each write is either applied at once or appended to its shard's
+ * FIFO queue ({@link KvShard#queued}), never handed to the fabric's executor (whose threads could
+ * run two queued puts of one connection in either order). A write is applied inline only when its
+ * shard's queue is empty, so nothing that arrived before it on that shard is still waiting; queued
+ * writes are applied head first by one drainer at a time. So a client's writes to one key (one
+ * shard) are applied in issue order, however many it pipelines. Writes of different connections are
+ * concurrent, as before.
+ *
+ * <h2>When a write is applied inline (on the receiving thread)</h2>
+ *
+ * Only when nothing it needs can make it wait: the service's request lock taken with {@code
+ * tryLock} (a compaction holds its write side for seconds), the shard's {@link KvShard#gate} with
+ * {@code tryLock} (every slow holder of the shard's monitor — resize, freeze, export, retire,
+ * release, drop, import — holds the gate first, so with the gate the monitor is only ever held by
+ * microsecond operations), the queue empty, and no region to create: {@link #checkNonBlocking}
+ * refuses a new extent region while a thread applies inline, by throwing {@link #WOULD_BLOCK} where
+ * NO_SPACE would be thrown, which leaves the shard unchanged (the {@link KvShard} contract). The
+ * log append is a write to the page cache. Anything else: the write is queued and a writer thread
+ * ({@code kv-writer-N}, as many as the server's service threads) applies it.
+ *
+ * <h2>Durability</h2>
+ *
+ * Writes of an {@code always} table are answered only once the log's group commit covered them
+ * ({@link OpLog#flush}): the returned future completes on the log's syncer thread; no thread of the
+ * fabric or of the writers ever waits on an fsync.
+ */
+final class KvWrites implements AutoCloseable {
+  private static final System.Logger LOG = System.getLogger(KvWrites.class.getName());
+
+  /** Drainer passes apply at most this many queued writes before releasing the locks. */
+  private static final int DRAIN_BATCH = 64;
+
+  /**
+   * Thrown (one shared instance, no stack) where a new region would be created while a write is
+   * applied inline: caught by {@link #tryInline}, which queues the write instead. A
+   * FerriteException so the shards' NO_SPACE clean-up paths run for it.
+   */
+  static final FerriteException WOULD_BLOCK =
+      new FerriteException(ErrorCode.BUSY, "would block inline (a region to create)") {
+        private static final long serialVersionUID = 1L;
+
+        @Override
+        public synchronized Throwable fillInStackTrace() {
+          return this;
+        }
+      };
+
+  private static final ThreadLocal<boolean[]> INLINE =
+      ThreadLocal.withInitial(() -> new boolean[1]);
+
+  /** Call before anything that may block (creating a region): refuses it on an inline thread. */
+  static void checkNonBlocking() {
+    if (INLINE.get()[0]) {
+      throw WOULD_BLOCK;
+    }
+  }
+
+  /** Where the service finds shards, its request lock, and its log. */
+  interface Host {
+    KvShard shard(long tableId, int shard);
+
+    Lock requestLock();
+
+    /**
+     * Whether a thread waits for the request lock (a compaction waiting for its write side): then
+     * nothing takes the read side inline, since {@code tryLock} would barge past the compaction and
+     * a steady stream of inline writes could starve it.
+     */
+    boolean requestLockWanted();
+
+    OpLog log();
+  }
+
+  private final Host host;
+  private final ThreadPoolExecutor writers;
+  private final boolean inline;
+
+  KvWrites(Host host, int threads, boolean inline) {
+    this.host = host;
+    this.inline = inline;
+    this.writers =
+        new ThreadPoolExecutor(
+            threads,
+            threads,
+            0,
+            TimeUnit.MILLISECONDS,
+            new LinkedBlockingQueue<>(),
+            Threads.named("kv-writer"));
+  }
+
+  static boolean isWrite(int opcode) {
+    return opcode == KvProtocol.PUT
+        || opcode == KvProtocol.DELETE
+        || opcode == KvProtocol.MULTI_PUT;
+  }
+
+  // ------------------------------------------------------------------ requests
+
+  /** One write RPC: its pairs, their outcomes, and the answer once every part is applied. */
+  private final class Request {
+    final int opcode;
+    final byte[][] keys;
+    final byte[][] values;
+    final int mode;
+    final byte[] expected;
+    final int[] status;
+    final FerriteException[] errors;
+    final AtomicInteger parts = new AtomicInteger();
+    final CompletableFuture<ByteBuffer> answer = new CompletableFuture<>();
+    volatile boolean durable;
+
+    Request(int opcode, int n, int mode, byte[] expected) {
+      this.opcode = opcode;
+      this.keys = new byte[n][];
+      this.values = new byte[n][];
+      this.mode = mode;
+      this.expected = expected;
+      this.status = new int[n];
+      this.errors = new FerriteException[n];
+    }
+
+    /** After a part: the last one answers (for {@code always}, after the fsync covering it). */
+    void partDone() {
+      if (parts.decrementAndGet() != 0) {
+        return;
+      }
+      if (durable) {
+        // Registered after every part was applied and logged: the flush covers all of them
+        // (and any write they read, e.g. a putIfAbsent that found a key not yet durable).
+        host.log()
+            .flush()
+            .whenComplete(
+                (v, err) -> {
+                  if (err != null) {
+                    answer.completeExceptionally(FerriteException.unwrap(err));
+                  } else {
+                    answer();
+                  }
+                });
+      } else {
+        answer();
+      }
+    }
+
+    private void answer() {
+      if (opcode != KvProtocol.MULTI_PUT) {
+        if (errors[0] != null) {
+          answer.completeExceptionally(errors[0]);
+        } else {
+          answer.complete(new Wire.Writer().u8(status[0]).toBuffer());
+        }
+        return;
+      }
+      Wire.Writer w = new Wire.Writer(4 + status.length).i32(status.length);
+      for (int i = 0; i < status.length; i++) {
+        FerriteException e = errors[i];
+        if (e == null) {
+          w.u8(status[i]);
+        } else {
+          w.u8(KvProtocol.FAILED).u16(e.code().wire()).str(truncate(e.getMessage()));
+        }
+      }
+      answer.complete(w.toBuffer());
+    }
+  }
+
+  private static String truncate(String s) {
+    String m = s == null ? "" : s;
+    return m.length() > 1000 ? m.substring(0, 1000) : m;
+  }
+
+  /** The pairs of one request that go to one shard, applied in order, resumable. */
+  final class Part {
+    final Request request;
+    final KvShard shard;
+    final int[] pairs;
+    int next;
+
+    Part(Request request, KvShard shard, int[] pairs) {
+      this.request = request;
+      this.shard = shard;
+      this.pairs = pairs;
+    }
+
+    /**
+     * Applies the remaining pairs; called with the request lock (read side) and the shard's gate
+     * held. Returns false if one would block inline (the pairs before it are applied; the rest is
+     * applied from there by a writer).
+     */
+    boolean apply() {
+      Request r = request;
+      KvShard s = shard;
+      while (next < pairs.length) {
+        int i = pairs[next];
+        try {
+          synchronized (s) {
+            // Under the lock a freeze also takes: a write applies before the freeze's snapshot
+            // (and is copied) or is refused (BUSY, retried by the client; MOVED once retired).
+            s.checkWritable();
+            r.status[i] =
+                r.opcode == KvProtocol.DELETE
+                    ? s.delete(r.keys[i])
+                    : s.put(r.mode, r.keys[i], r.values[i], r.expected);
+          }
+        } catch (FerriteException e) {
+          if (e == WOULD_BLOCK) {
+            return false;
+          }
+          r.errors[i] = e;
+        } catch (RuntimeException e) {
+          LOG.log(System.Logger.Level.ERROR, "kv write failed", e);
+          r.errors[i] = new FerriteException(ErrorCode.INTERNAL, "kv write: " + e, e);
+        }
+        next++;
+      }
+      return true;
+    }
+  }
+
+  /**
+   * Decodes a PUT, DELETE or MULTI_PUT and applies or queues its parts (see the class comment);
+   * {@code inlineAllowed}: the caller is the receiving thread and may apply them there. The future
+   * answers the RPC.
+   */
+  CompletableFuture<ByteBuffer> submit(int opcode, ByteBuffer body, boolean inlineAllowed) {
+    Request r;
+    List<Part> parts = new ArrayList<>(1);
+    Wire.Reader rd = new Wire.Reader(body, "kv write " + opcode);
+    switch (opcode) {
+      case KvProtocol.PUT -> {
+        KvShard s = host.shard(rd.i64("tableId"), rd.i32("shard"));
+        int mode = rd.u8("mode");
+        byte[] key = rd.bytes("key");
+        byte[] value = rd.bytes("value");
+        byte[] expected = rd.bytes("expected");
+        rd.end();
+        if (mode > KvProtocol.MODE_COMPARE_AND_SET) {
+          throw new FerriteException(ErrorCode.INVALID_ARGUMENT, "put mode: " + mode);
+        }
+        r = new Request(opcode, 1, mode, expected);
+        r.keys[0] = key;
+        r.values[0] = value;
+        parts.add(new Part(r, s, new int[] {0}));
+      }
+      case KvProtocol.DELETE -> {
+        KvShard s = host.shard(rd.i64("tableId"), rd.i32("shard"));
+        byte[] key = rd.bytes("key");
+        rd.end();
+        r = new Request(opcode, 1, 0, null);
+        r.keys[0] = key;
+        parts.add(new Part(r, s, new int[] {0}));
+      }
+      case KvProtocol.MULTI_PUT -> {
+        long tableId = rd.i64("tableId");
+        int n = rd.count("pairs", 1 << 20);
+        r = new Request(opcode, n, KvProtocol.MODE_PUT, new byte[0]);
+        int[] shardOf = new int[n];
+        for (int i = 0; i < n; i++) {
+          shardOf[i] = rd.i32("shard");
+          r.keys[i] = rd.bytes("key");
+          r.values[i] = rd.bytes("value");
+        }
+        rd.end();
+        // One part per shard, its pairs in request order (the shards of one server are few).
+        boolean[] taken = new boolean[n];
+        for (int i = 0; i < n; i++) {
+          if (taken[i]) {
+            continue;
+          }
+          int count = 0;
+          for (int j = i; j < n; j++) {
+            if (shardOf[j] == shardOf[i]) {
+              count++;
+            }
+          }
+          int[] idx = new int[count];
+          int k = 0;
+          for (int j = i; j < n; j++) {
+            if (shardOf[j] == shardOf[i]) {
+              idx[k++] = j;
+              taken[j] = true;
+            }
+          }
+          parts.add(new Part(r, host.shard(tableId, shardOf[i]), idx));
+        }
+      }
+      default -> throw new IllegalArgumentException("not a write: " + opcode);
+    }
+    boolean durable = false;
+    for (Part p : parts) {
+      durable |= p.shard.options().durability() == TableOptions.Durability.ALWAYS;
+    }
+    r.durable = durable;
+    r.parts.set(parts.size());
+    if (parts.isEmpty()) {
+      r.parts.set(1);
+      r.partDone();
+    }
+    for (Part p : parts) {
+      if (!(inline && inlineAllowed && tryInline(p))) {
+        enqueue(p);
+      }
+    }
+    return r.answer;
+  }
+
+  /** Applies {@code p} on this thread if nothing can block (class comment); else false. */
+  private boolean tryInline(Part p) {
+    KvShard s = p.shard;
+    if (!s.queued.isEmpty()) {
+      return false;
+    }
+    Lock requests = host.requestLock();
+    if (host.requestLockWanted() || !requests.tryLock()) {
+      return false;
+    }
+    boolean done;
+    try {
+      if (!s.gate.tryLock()) {
+        return false;
+      }
+      try {
+        // Re-checked under the gate: a drainer removes a write only after applying it, holding
+        // the gate, so an empty queue here means everything that arrived before is applied.
+        if (!s.queued.isEmpty()) {
+          return false;
+        }
+        boolean[] flag = INLINE.get();
+        flag[0] = true;
+        try {
+          done = p.apply();
+        } finally {
+          flag[0] = false;
+        }
+      } finally {
+        s.gate.unlock();
+      }
+    } finally {
+      requests.unlock();
+    }
+    if (done) {
+      p.request.partDone();
+    }
+    // Not done: the pairs before the blocking one are applied; the queue is empty and this is
+    // the receiving thread, so queueing the rest now keeps the order.
+    return done;
+  }
+
+  private void enqueue(Part p) {
+    KvShard s = p.shard;
+    s.queued.add(p);
+    if (s.draining.compareAndSet(false, true)) {
+      writers.execute(() -> drain(s));
+    }
+  }
+
+  /**
+   * Applies {@code s}'s queued writes head first until the queue is empty (one drainer at once).
+   */
+  private void drain(KvShard s) {
+    while (true) {
+      List<Part> finished = new ArrayList<>();
+      Lock requests = host.requestLock();
+      requests.lock();
+      try {
+        s.gate.lock();
+        try {
+          for (int i = 0; i < DRAIN_BATCH; i++) {
+            Part p = s.queued.peek();
+            if (p == null) {
+              break;
+            }
+            p.apply(); // not inline: never WOULD_BLOCK
+            s.queued.poll();
+            finished.add(p);
+          }
+        } finally {
+          s.gate.unlock();
+        }
+      } finally {
+        requests.unlock();
+      }
+      for (Part p : finished) {
+        p.request.partDone();
+      }
+      if (s.queued.isEmpty()) {
+        s.draining.set(false);
+        // A write queued between the check and the reset found draining set and left it to us.
+        if (s.queued.isEmpty() || !s.draining.compareAndSet(false, true)) {
+          return;
+        }
+      }
+    }
+  }
+
+  /** Runs {@code op} holding {@code s}'s gate: for slow operations that take the shard's lock. */
+  static <T> T gated(KvShard s, Supplier<T> op) {
+    s.gate.lock();
+    try {
+      return op.get();
+    } finally {
+      s.gate.unlock();
+    }
+  }
+
+  @Override
+  public void close() {
+    writers.shutdown();
+    try {
+      writers.awaitTermination(30, TimeUnit.SECONDS);
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+    }
+  }
+}
