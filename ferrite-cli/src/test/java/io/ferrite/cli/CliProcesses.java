@@ -1,11 +1,19 @@
 package io.ferrite.cli;
 
+import io.ferrite.fabric.Credentials;
+import io.ferrite.kernel.client.ClientOptions;
+import io.ferrite.kernel.client.Ferrite;
+import io.ferrite.kernel.client.FerriteClient;
+import io.ferrite.kernel.proto.ClusterStatus;
+import io.ferrite.kernel.proto.ServerState;
 import java.io.IOException;
+import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.Comparator;
 import java.util.List;
+import java.util.function.Supplier;
 import java.util.stream.Stream;
 
 /** Runs {@code ferrite} commands as separate JVMs for the multi-process tests, and stops them. */
@@ -54,6 +62,57 @@ final class CliProcesses {
           Files.deleteIfExists(p);
         }
       }
+    }
+  }
+
+  /** The {@code *.log} files in {@code logDir}, for a failure message. */
+  static String logs(Path logDir) {
+    StringBuilder sb = new StringBuilder("logs:\n");
+    try (Stream<Path> s = Files.list(logDir)) {
+      for (Path p : s.filter(f -> f.toString().endsWith(".log")).sorted().toList()) {
+        sb.append("--- ").append(p.getFileName()).append('\n');
+        sb.append(Files.readString(p, StandardCharsets.UTF_8));
+      }
+    } catch (IOException e) {
+      sb.append(e);
+    }
+    return sb.toString();
+  }
+
+  /**
+   * Polls {@code probe} every 100 ms until it gives something neither null nor false (a failing
+   * probe counts as not yet), for at most {@code timeoutNanos}; then fails naming {@code what}, the
+   * last error and {@code context} (the processes' logs).
+   */
+  static <T> T await(String what, long timeoutNanos, Supplier<T> probe, Supplier<String> context)
+      throws InterruptedException {
+    long deadline = System.nanoTime() + timeoutNanos;
+    RuntimeException last = null;
+    while (System.nanoTime() < deadline) {
+      try {
+        T v = probe.get();
+        if (v != null && !Boolean.FALSE.equals(v)) {
+          return v;
+        }
+      } catch (RuntimeException e) {
+        last = e;
+      }
+      Thread.sleep(100);
+    }
+    throw new AssertionError(
+        "timed out waiting for " + what + " (last error: " + last + ")\n" + context.get());
+  }
+
+  /** Whether the cluster at {@code port} has exactly one member, ALIVE with its regions. */
+  static boolean oneServerAlive(int port, Credentials credentials) {
+    try (FerriteClient c =
+        Ferrite.connect(
+            "ferrite://127.0.0.1:" + port,
+            ClientOptions.builder(credentials).fabric("tcp").session(false).build())) {
+      ClusterStatus st = c.status();
+      return st.members().size() == 1
+          && st.members().get(0).info().state() == ServerState.ALIVE
+          && st.members().get(0).regions() > 0;
     }
   }
 }

@@ -8,8 +8,6 @@ import io.ferrite.kernel.client.ClientOptions;
 import io.ferrite.kernel.client.Ferrite;
 import io.ferrite.kernel.client.FerriteClient;
 import io.ferrite.kernel.config.Secrets;
-import io.ferrite.kernel.proto.ClusterStatus;
-import io.ferrite.kernel.proto.ServerState;
 import io.ferrite.kv.KvClient;
 import io.ferrite.kv.KvTable;
 import io.ferrite.kv.TableOptions;
@@ -30,7 +28,6 @@ import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.function.Supplier;
-import java.util.stream.Stream;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
@@ -102,46 +99,15 @@ class KvMultiProcessTest {
   }
 
   private String logs() {
-    StringBuilder sb = new StringBuilder("logs:\n");
-    try (Stream<Path> s = Files.list(dir)) {
-      for (Path p : s.filter(f -> f.toString().endsWith(".log")).sorted().toList()) {
-        sb.append("--- ").append(p.getFileName()).append('\n');
-        sb.append(Files.readString(p, StandardCharsets.UTF_8));
-      }
-    } catch (IOException e) {
-      sb.append(e);
-    }
-    return sb.toString();
+    return CliProcesses.logs(dir);
   }
 
   private <T> T await(String what, Supplier<T> probe) throws InterruptedException {
-    long deadline = System.nanoTime() + TIMEOUT_NANOS;
-    RuntimeException last = null;
-    while (System.nanoTime() < deadline) {
-      try {
-        T v = probe.get();
-        if (v != null && !Boolean.FALSE.equals(v)) {
-          return v;
-        }
-      } catch (RuntimeException e) {
-        last = e;
-      }
-      Thread.sleep(100);
-    }
-    throw new AssertionError(
-        "timed out waiting for " + what + " (last error: " + last + ")\n" + logs());
+    return CliProcesses.await(what, TIMEOUT_NANOS, probe, this::logs);
   }
 
   private boolean serverAlive() {
-    try (FerriteClient c =
-        Ferrite.connect(
-            "ferrite://127.0.0.1:" + port,
-            ClientOptions.builder(credentials).fabric("tcp").session(false).build())) {
-      ClusterStatus st = c.status();
-      return st.members().size() == 1
-          && st.members().get(0).info().state() == ServerState.ALIVE
-          && st.members().get(0).regions() > 0;
-    }
+    return CliProcesses.oneServerAlive(port, credentials);
   }
 
   static byte[] b(String s) {

@@ -22,7 +22,6 @@ import java.io.PrintWriter;
 import java.io.StringWriter;
 import java.net.ServerSocket;
 import java.nio.ByteBuffer;
-import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
@@ -131,34 +130,11 @@ class MultiProcessClusterTest {
   }
 
   private String logs() {
-    StringBuilder sb = new StringBuilder("seed " + seed + "; logs:\n");
-    try (Stream<Path> s = Files.list(dir)) {
-      for (Path p : s.filter(f -> f.toString().endsWith(".log")).sorted().toList()) {
-        sb.append("--- ").append(p.getFileName()).append('\n');
-        sb.append(Files.readString(p, StandardCharsets.UTF_8));
-      }
-    } catch (IOException e) {
-      sb.append(e);
-    }
-    return sb.toString();
+    return "seed " + seed + "; " + CliProcesses.logs(dir);
   }
 
   private <T> T await(String what, Supplier<T> probe) throws InterruptedException {
-    long deadline = System.nanoTime() + TIMEOUT_NANOS;
-    RuntimeException last = null;
-    while (System.nanoTime() < deadline) {
-      try {
-        T v = probe.get();
-        if (v != null && !Boolean.FALSE.equals(v)) {
-          return v;
-        }
-      } catch (RuntimeException e) {
-        last = e;
-      }
-      Thread.sleep(100);
-    }
-    throw new AssertionError(
-        "timed out waiting for " + what + " (last error: " + last + ")\n" + logs());
+    return CliProcesses.await(what, TIMEOUT_NANOS, probe, this::logs);
   }
 
   private FerriteClient client(boolean session) {
