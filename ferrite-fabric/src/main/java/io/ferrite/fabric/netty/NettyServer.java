@@ -98,7 +98,8 @@ public final class NettyServer implements FabricServer {
             "ferrite-svc-" + spec.nodeId(),
             spec.serviceThreads(),
             spec.serviceQueue(),
-            spec.maxFrameBytes());
+            spec.maxFrameBytes(),
+            spec.dispatchSpinNanos());
     this.rings = rings == null ? null : rings.apply(rpc);
     ServerBootstrap b = new ServerBootstrap().group(group);
     transport.configure(b);
