@@ -18,8 +18,8 @@ import java.nio.file.Path;
  * @param serviceQueue how many RPCs may wait for a dispatch thread before new ones get {@link
  *     ErrorCode#BUSY}
  * @param maxFrameBytes the largest frame accepted; a longer length closes the connection
- * @param dispatchSpinNanos how long an idle dispatch thread busy-polls for the next call before it
- *     parks (at most one thread in eight spins at a time); 0 parks at once
+ * @param dispatchSpinNanos how long an idle dispatch thread polls for the next call (yielding
+ *     between looks) before it parks (at most one thread in eight spins at a time); 0 parks at once
  *     <h2>Sizing the dispatch threads</h2>
  *     A call handed to a spinning dispatch thread costs no system call and no wake-up; one handed
  *     to a parked thread costs a wake-up (5 to 50 µs on a loaded VM). Spinning costs a core while
@@ -49,8 +49,8 @@ public record ServerSpec(
   /** 4 MiB of payload plus headers: large ops are split by clients into frames of this size. */
   public static final int DEFAULT_MAX_FRAME = (4 << 20) + 4096;
 
-  /** Default of {@link #dispatchSpinNanos()}: 30 µs. */
-  public static final long DEFAULT_DISPATCH_SPIN_NANOS = 30_000;
+  /** Default of {@link #dispatchSpinNanos()}: 50 µs. */
+  public static final long DEFAULT_DISPATCH_SPIN_NANOS = 50_000;
 
   public ServerSpec {
     if (serviceThreads < 1) {
