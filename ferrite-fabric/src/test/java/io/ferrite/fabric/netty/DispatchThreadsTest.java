@@ -169,40 +169,52 @@ class DispatchThreadsTest {
   }
 
   @Test
-  void shutdownRunsOrAbandonsEachQueuedCallOnce() throws Exception {
+  void shutdownAbandonsWhatNoThreadTookAndInterruptsAStuckHandler() throws Exception {
     CountDownLatch running = new CountDownLatch(1);
-    CountDownLatch never = new CountDownLatch(1);
-    AtomicIntegerArray ends = new AtomicIntegerArray(4);
+    CountDownLatch unstick = new CountDownLatch(1);
+    AtomicInteger interrupted = new AtomicInteger();
+    AtomicIntegerArray ran = new AtomicIntegerArray(4);
+    AtomicIntegerArray abandoned = new AtomicIntegerArray(4);
     DispatchThreads threads = new DispatchThreads("test-dispatch", 1, 3, 0);
-    assertTrue(
-        threads.offer(
-            task(
-                () -> {
-                  running.countDown();
-                  try {
-                    never.await(STUCK_SECONDS, TimeUnit.SECONDS);
-                  } catch (InterruptedException e) {
-                    Thread.currentThread().interrupt(); // shutdown's grace period is over
-                  }
-                  ends.incrementAndGet(0);
-                },
-                () -> ends.incrementAndGet(0))));
-    assertTrue(running.await(STUCK_SECONDS, TimeUnit.SECONDS));
-    for (int i = 1; i < 4; i++) {
-      int id = i;
+    try {
       assertTrue(
-          threads.offer(task(() -> ends.incrementAndGet(id), () -> ends.incrementAndGet(id))));
-    }
-    threads.shutdown(50);
-    assertFalse(threads.offer(task(() -> {}, () -> {})), "a closed endpoint takes no call");
-    // The stuck thread was interrupted; each call ends exactly once, run or abandoned.
-    long until = System.nanoTime() + TimeUnit.SECONDS.toNanos(STUCK_SECONDS);
-    for (int i = 0; i < 4; i++) {
-      while (ends.get(i) == 0 && System.nanoTime() < until) {
-        Thread.sleep(1);
+          threads.offer(
+              task(
+                  () -> {
+                    running.countDown();
+                    // Stuck past the grace period, interrupt or not: the queue is left to close.
+                    for (; ; ) {
+                      try {
+                        if (unstick.await(STUCK_SECONDS, TimeUnit.SECONDS)) {
+                          break;
+                        }
+                      } catch (InterruptedException e) {
+                        interrupted.incrementAndGet();
+                      }
+                    }
+                    ran.incrementAndGet(0);
+                  },
+                  () -> abandoned.incrementAndGet(0))));
+      assertTrue(running.await(STUCK_SECONDS, TimeUnit.SECONDS));
+      for (int i = 1; i < 4; i++) {
+        int id = i;
+        assertTrue(
+            threads.offer(
+                task(() -> ran.incrementAndGet(id), () -> abandoned.incrementAndGet(id))));
       }
-      assertEquals(1, ends.get(i), "call " + i + " ended");
+      threads.shutdown(50);
+      assertFalse(threads.offer(task(() -> {}, () -> {})), "a closed endpoint takes no call");
+      assertEquals(1, interrupted.get(), "the stuck handler was interrupted");
+      for (int i = 1; i < 4; i++) {
+        assertEquals(0, ran.get(i), "queued call " + i + " ran");
+        assertEquals(1, abandoned.get(i), "queued call " + i + " was answered");
+      }
+    } finally {
+      unstick.countDown();
     }
+    assertEquals(0, waitForIdle(threads));
+    assertEquals(1, ran.get(0));
+    assertEquals(0, abandoned.get(0));
   }
 
   /** Waits (bounded) until no call is admitted; returns how many still are. */
