@@ -204,6 +204,10 @@ class DispatchThreadsTest {
       }
       threads.shutdown(50);
       assertFalse(threads.offer(task(() -> {}, () -> {})), "a closed endpoint takes no call");
+      long until = System.nanoTime() + TimeUnit.SECONDS.toNanos(STUCK_SECONDS);
+      while (interrupted.get() == 0 && System.nanoTime() < until) {
+        Thread.sleep(1);
+      }
       assertEquals(1, interrupted.get(), "the stuck handler was interrupted");
       for (int i = 1; i < 4; i++) {
         assertEquals(0, ran.get(i), "queued call " + i + " ran");
