@@ -254,7 +254,8 @@ class DispatchOverloadTest {
       assertNull(failures.peek(), () -> kind + ": " + failures);
       assertTrue(
           duplicates.isEmpty(),
-          () -> kind + ": " + duplicates.size() + " calls handled twice, e.g. " + duplicates.peek());
+          () ->
+              kind + ": " + duplicates.size() + " calls handled twice, e.g. " + duplicates.peek());
       assertEquals(answered.get(), handled.size(), kind + ": calls handled");
       assertTrue(answered.get() >= threads * calls, kind + ": answered " + answered.get());
     }
