@@ -101,7 +101,7 @@ public final class RpcDispatcher {
         opcode,
         deadlineMillis,
         request,
-        new SocketResponder(ch));
+        new SocketResponder(ch, conn));
   }
 
   /**
@@ -263,25 +263,29 @@ public final class RpcDispatcher {
     threads.shutdown(1000);
   }
 
-  /** Answers with frames on a socket; on a closed channel the write fails and Netty frees it. */
+  /**
+   * Answers with frames on a socket, written by the answering thread where it can ({@link
+   * ServerWriter}); on a closed channel the write fails and Netty frees it.
+   */
   private static final class SocketResponder implements Responder {
     private final Channel ch;
+    private final ServerHandler conn;
 
-    SocketResponder(Channel ch) {
+    SocketResponder(Channel ch, ServerHandler conn) {
       this.ch = ch;
+      this.conn = conn;
     }
 
     @Override
     public void respond(long requestId, ByteBuffer body) {
       ByteBuf frame = Wire.response(ch.alloc(), Frames.TYPE_RPC, requestId, body.remaining());
       frame.writeBytes(body.duplicate());
-      ch.writeAndFlush(frame, ch.voidPromise());
+      conn.send(ch, frame);
     }
 
     @Override
     public void fail(long requestId, ErrorCode code, String message) {
-      ch.writeAndFlush(
-          Wire.error(ch.alloc(), Frames.TYPE_RPC, requestId, code, message), ch.voidPromise());
+      conn.send(ch, Wire.error(ch.alloc(), Frames.TYPE_RPC, requestId, code, message));
     }
   }
 }
