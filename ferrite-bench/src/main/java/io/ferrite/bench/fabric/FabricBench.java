@@ -47,7 +47,10 @@ import java.util.function.Function;
  *       gets a kv client can do: {@code <fabric>.read.<8B|64B>.t<1|16>.ops} (1 or 16 threads
  *       sharing the connection, each doing one blocking read at a time) and {@code
  *       <fabric>.read.64B.batch16.t<1|16>.ops} (each thread sending batches of 16 reads, one flush
- *       per batch, and waiting for all 16), in reads per second.
+ *       per batch, and waiting for all 16), in reads per second; and {@code
+ *       <fabric>.rpc.empty.t16.ops}, empty calls served by the dispatch threads from 16 threads
+ *       sharing the connection (one call at a time each), beside raw 8 B request/response ops of 16
+ *       threads.
  * </ul>
  *
  * <p>References: shm and local (same host, same JVM) are compared with {@link MemcpyCeiling} of the
@@ -233,6 +236,7 @@ public final class FabricBench {
         for (int[] o : opsShapes()) {
           names.add(opsName(f, o[0], o[1], o[2]));
         }
+        names.add(rpcOpsName(f));
       }
     }
     return names;
@@ -250,6 +254,14 @@ public final class FabricBench {
       shapes.add(new int[] {OPS_BATCH_SIZE, OPS_BATCH, threads});
     }
     return shapes;
+  }
+
+  /** Client threads of the RPC throughput measurement (network fabrics). */
+  public static final int RPC_OPS_THREADS = 16;
+
+  /** E.g. {@code tcp.rpc.empty.t16.ops}. */
+  static String rpcOpsName(String fabric) {
+    return fabric + ".rpc.empty.t" + RPC_OPS_THREADS + ".ops";
   }
 
   /** E.g. {@code tcp.read.64B.t16.ops}, {@code tcp.read.64B.batch16.t1.ops}. */
@@ -385,6 +397,31 @@ public final class FabricBench {
                 Better.HIGHER,
                 report.require(SocketCeiling.ops(size, batch, threads))));
       }
+    }
+
+    if (!sameHost) {
+      // Empty calls served by the dispatch threads, 16 callers sharing the connection (each one
+      // call at a time), beside raw 8 B request/response ops with as many threads.
+      String name = rpcOpsName(f);
+      progress.step(name);
+      double ops =
+          Throughput.opsPerSecond(
+              plan,
+              RPC_OPS_THREADS,
+              t ->
+                  i -> {
+                    conn.callSync(
+                        BenchEndpoint.SERVICE, BenchEndpoint.OP_EMPTY, empty, RPC_DEADLINE);
+                    return 1;
+                  },
+              "rpc");
+      report.add(
+          BenchResult.against(
+              name,
+              ops,
+              SocketCeiling.OPS_UNIT,
+              Better.HIGHER,
+              report.require(SocketCeiling.ops(RPC_REFERENCE_SIZE, 1, RPC_OPS_THREADS))));
     }
 
     // Counts, not times: a sanity check that the ops went where they should (a shm server's CPU
