@@ -32,6 +32,7 @@ import java.util.Queue;
 import java.util.Random;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentLinkedQueue;
+import java.util.concurrent.locks.LockSupport;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.ExtendWith;
 
@@ -84,8 +85,8 @@ class ServerWriterTest {
                   try {
                     Random r = new Random(seed);
                     for (int i = 0; i < 60 && failures.isEmpty(); i++) {
-                      // Up to 1 MiB answered by a dispatch thread: more than a socket buffer.
-                      int n = r.nextInt(4) == 0 ? r.nextInt(1 << 20) : r.nextInt(70_000);
+                      // Up to 3 MiB answered by a dispatch thread: more than a socket buffer.
+                      int n = r.nextInt(4) == 0 ? r.nextInt(3 << 20) : r.nextInt(70_000);
                       long s = r.nextLong();
                       ByteBuffer req = ByteBuffer.allocate(12).putInt(0, n).putLong(4, s);
                       CompletableFuture<ByteBuffer> call =
@@ -102,7 +103,14 @@ class ServerWriterTest {
                         dsts.add(dst);
                         offs.add(off);
                       }
-                      Futures.join(b.flush());
+                      CompletableFuture<Void> flushed = b.flush();
+                      if (r.nextInt(3) == 0) {
+                        // A slow reader: the client's event loop (where the future completes)
+                        // stops reading for a while, the server's socket fills, and its writers
+                        // must hand the rest of a frame to its event loop and wait for it.
+                        flushed.thenRun(() -> LockSupport.parkNanos(5_000_000));
+                      }
+                      Futures.join(flushed);
                       for (int k = 0; k < dsts.size(); k++) {
                         byte[] want = new byte[dsts.get(k).capacity()];
                         System.arraycopy(fill, offs.get(k), want, 0, want.length);
