@@ -288,7 +288,9 @@ final class ServerHandler extends FrameReader {
     server.connectionOpened();
     ctx.writeAndFlush(
         Wire.response(ctx.alloc(), Frames.TYPE_AUTH, requestId, 0), ctx.voidPromise());
-    writer = new ServerWriter(ctx, DIRECT_WRITES ? duplicate(ctx.channel()) : null);
+    ServerWriter w = new ServerWriter(ctx, DIRECT_WRITES ? duplicate(ctx.channel()) : null);
+    responses.writer(w);
+    writer = w;
   }
 
   /** A duplicate of the socket's descriptor for {@link ServerWriter}, or null to use the loop. */

@@ -33,17 +33,18 @@ import java.util.concurrent.locks.ReentrantLock;
  * <ul>
  *   <li><b>direct</b>: the lock holder writes one whole frame with a non-blocking {@code write} to
  *       a duplicate of the socket's descriptor ({@link FdDup}, closed only here, under the lock).
- *       Allowed only while Netty has no flushed bytes it has not written ({@link #loopOwns} false),
- *       so a direct frame never lands inside one of Netty's;
+ *       Allowed only while Netty holds no bytes at all ({@link #loopOwns} false), so a direct frame
+ *       never lands inside one of Netty's, and the rest of a frame the socket did not take can be
+ *       the next thing Netty writes;
  *   <li><b>loop</b>: otherwise, and for the rest of a frame the socket did not take, frames queue
  *       in order for the event loop ({@link #pending}), which writes and flushes them.
  * </ul>
  *
- * The event loop flushes only under the lock ({@link #flush}), and afterwards sets {@link
- * #loopOwns} to whether Netty kept flushed bytes back (a full socket); if it did, a marker written
- * after them tells, once written, that direct writes may resume (the last marker only: a later one
- * means later bytes). Frames the loop writes during a read burst without a flush (the {@link
- * ResponseBuffer}) are whole frames not yet on the socket, so a direct frame may go before them.
+ * The event loop claims the socket under the lock before it hands Netty any frame of its own
+ * ({@link #claimForLoop}: the {@link ResponseBuffer} of a read burst), writing what is pending
+ * first; it flushes only under the lock ({@link #flush}), and afterwards sets {@link #loopOwns} to
+ * whether Netty kept bytes back (a full socket); if it did, a marker written after them tells, once
+ * written, that direct writes may resume (the last marker only: a later one means later bytes).
  *
  * <p>The lock is held only for a non-blocking system call or a Netty flush, never while waiting.
  * Without a duplicate descriptor (NIO, or dup failed) every frame takes the loop, as before.
@@ -123,6 +124,22 @@ final class ServerWriter {
   }
 
   /**
+   * On the event loop, before it hands Netty a frame of its own (a read burst's responses): from
+   * now until its next flush Netty holds bytes, so the loop owns the socket. What other threads
+   * left pending goes first: it may be the rest of a frame already partly on the socket, which
+   * nothing may come before.
+   */
+  void claimForLoop() {
+    lock.lock();
+    try {
+      writePending();
+      loopOwns = true;
+    } finally {
+      lock.unlock();
+    }
+  }
+
+  /**
    * On the event loop, at the end of a read burst: writes what is pending, pushes the burst's
    * responses, and flushes, all under the lock.
    */
@@ -186,7 +203,7 @@ final class ServerWriter {
       loopOwns = true; // closed: whatever comes is failed and freed by Netty
       return;
     }
-    if (out.isEmpty()) {
+    if (drained(out)) {
       loopOwns = !pending.isEmpty();
       return;
     }
@@ -206,12 +223,17 @@ final class ServerWriter {
     lock.lock();
     try {
       ChannelOutboundBuffer out = ch.unsafe().outboundBuffer();
-      if (pending.isEmpty() && out != null && out.isEmpty()) {
+      if (pending.isEmpty() && out != null && drained(out)) {
         loopOwns = false;
       }
     } finally {
       lock.unlock();
     }
+  }
+
+  /** Whether Netty holds no bytes at all: nothing flushed and unwritten, nothing unflushed. */
+  private static boolean drained(ChannelOutboundBuffer out) {
+    return out.isEmpty() && out.totalPendingWriteBytes() == 0;
   }
 
   /**
