@@ -17,7 +17,7 @@ import java.util.concurrent.TimeUnit;
 
 /**
  * One accepted connection: the handshake, then dispatch of each frame to the {@link SoftNic}
- * (one-sided ops, on this I/O thread) or the {@link RpcDispatcher} (service executor).
+ * (one-sided ops, on this I/O thread) or the {@link RpcDispatcher} (inline, or a dispatch thread).
  *
  * <p>Before authentication only HELLO then AUTH are accepted, and frames are limited to the size of
  * a HELLO, so an unauthenticated peer can make the server allocate at most a few hundred bytes and
