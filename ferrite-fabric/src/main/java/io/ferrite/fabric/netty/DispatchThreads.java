@@ -190,10 +190,11 @@ final class DispatchThreads {
           return t;
         }
         // Not Thread.onSpinWait: measured on 2 loaded vCPUs, a thread that busy-spins holds the
-        // core
-        // the client and the ring poller need to send the very call it waits for (shm empty call
-        // p50 34 us with 30 us of busy spin, 124 us with 100 us); yielding between looks gives
-        // the core to them, and costs one system call when nobody else wants it (p50 2.6 us).
+        // core the client and the ring poller need to send the very call it waits for (shm empty
+        // call p50 34 us with 30 us of busy spin, 124 us with 100 us); yielding between looks
+        // gives the core to them, and costs one system call when nobody else wants it (2.6 us).
+        // A few microseconds of busy spin first did not help either (tcp the same, shm empty
+        // call p50 5.4 to 6.7 us with 3 us, 12 to 15 us with 10 us).
         Thread.yield();
       } while (System.nanoTime() - start < spinNanos && !shutdown);
     }
