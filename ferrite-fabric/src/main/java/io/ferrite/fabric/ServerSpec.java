@@ -5,6 +5,20 @@ import java.nio.file.Path;
 /**
  * What a fabric needs to serve one endpoint.
  *
+ * <h2>Sizing the dispatch threads</h2>
+ *
+ * A call handed to a spinning dispatch thread costs no wake-up; one handed to a parked thread costs
+ * a wake-up (5 to 50 µs on a loaded VM). Spinning costs a core while it lasts (it yields to any
+ * thread that wants the core).
+ *
+ * <ul>
+ *   <li>2 cores (the default, {@link #loopback}): 2 threads (a handler that blocks on a journal
+ *       fsync must not stop the other calls), {@link #DEFAULT_DISPATCH_SPIN_NANOS}: long enough to
+ *       catch a client's next round trip, short enough to give the core back between bursts;
+ *   <li>64 cores: as many threads as the handlers can keep busy, about half the cores (32), and 50
+ *       to 100 µs of spin: 4 threads spin at a time and the I/O threads keep cores of their own.
+ * </ul>
+ *
  * @param nodeId the id this endpoint announces in the handshake (a memory server's id; 0 for the
  *     master)
  * @param credentials cluster id and secret that clients must prove
@@ -20,18 +34,6 @@ import java.nio.file.Path;
  * @param maxFrameBytes the largest frame accepted; a longer length closes the connection
  * @param dispatchSpinNanos how long an idle dispatch thread polls for the next call (yielding
  *     between looks) before it parks (at most one thread in eight spins at a time); 0 parks at once
- *     <h2>Sizing the dispatch threads</h2>
- *     A call handed to a spinning dispatch thread costs no system call and no wake-up; one handed
- *     to a parked thread costs a wake-up (5 to 50 µs on a loaded VM). Spinning costs a core while
- *     it lasts.
- *     <ul>
- *       <li>2 cores (the default, {@link #loopback}): 2 threads (a handler that blocks on a journal
- *           fsync must not stop the other calls), {@link #DEFAULT_DISPATCH_SPIN_NANOS}: long enough
- *           to catch a client's next round trip, short enough to give the core back between bursts;
- *       <li>64 cores: as many threads as the handlers can keep busy, about half the cores (32), and
- *           50 to 100 µs of spin: 4 threads spin at a time and the I/O threads have their own
- *           cores.
- *     </ul>
  */
 public record ServerSpec(
     int nodeId,
