@@ -373,6 +373,10 @@ public final class NettyConnection implements FabricConnection {
           ErrorCode.UNAVAILABLE,
           "lane to " + address + " lost during " + what + " (it may have run): " + e,
           e);
+    } catch (RuntimeException | Error e) {
+      lanes.discard(lane); // in an unknown state: never reused, its place freed
+      counters.recordError(OpKind.RPC);
+      throw e;
     }
   }
 
