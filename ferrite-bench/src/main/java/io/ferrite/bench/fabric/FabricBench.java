@@ -37,10 +37,13 @@ import java.util.function.Function;
  * <ul>
  *   <li>{@code <fabric>.read.<8B|1KiB|64KiB>.{p50,p99,p99.9}}: one blocking read at a time (ns);
  *   <li>{@code <fabric>.rpc.empty.{p50,p99,p99.9}}: an empty request to a service that answers an
- *       empty response (ns), run on the server's service executor like any blocking operation;
+ *       empty response (ns), run on one of the server's dispatch threads like any blocking
+ *       operation;
  *   <li>{@code <fabric>.rpc.inline.{p50,p99,p99.9}}: the same, answered by a handler that declares
  *       itself non-blocking, on the thread that received the call (an I/O thread, or the shm ring
  *       poller);
+ *   <li>both RPC latencies after at least {@link #RPC_WARMUP} of warm-up calls, also with {@code
+ *       --quick}, so that they measure the steady state, not the first calls' cold path;
  *   <li>{@code <fabric>.read.1MiB.bandwidth} and {@code <fabric>.write.1MiB.bandwidth}: 1 MiB ops
  *       with {@link Options#depth()} in flight (MiB/s);
  *   <li>for network fabrics (tcp), small-read throughput, the per-op cost that decides how many
@@ -87,6 +90,13 @@ public final class FabricBench {
   private static final long MAX_WINDOW = 16L << 20;
 
   private static final Duration RPC_DEADLINE = Duration.ofSeconds(10);
+
+  /**
+   * Least warm-up of an RPC latency measurement, also with {@code --quick}: a call path's first
+   * hundreds of calls run cold (JIT; the shm client judging the kind slow and blocking rather than
+   * spinning; a parked ring poller and dispatch thread) and a short warm-up measured that state.
+   */
+  static final Duration RPC_WARMUP = Duration.ofMillis(250);
 
   /**
    * What to run.
@@ -333,16 +343,21 @@ public final class FabricBench {
     String rpc = f + ".rpc.empty";
     progress.step(rpc + " latency");
     ByteBuffer empty = ByteBuffer.allocate(0);
+    Measure.Plan rpcPlan =
+        plan.warmup().compareTo(RPC_WARMUP) >= 0
+            ? plan
+            : new Measure.Plan(
+                plan.warmupIterations(), plan.iterations(), RPC_WARMUP, plan.duration());
     LatencyRecorder rpcRec =
         Measure.latency(
-            plan,
+            rpcPlan,
             i -> conn.callSync(BenchEndpoint.SERVICE, BenchEndpoint.OP_EMPTY, empty, RPC_DEADLINE));
     Measure.addLatency(report, rpc, rpcRec, SocketCeiling.pingPong(RPC_REFERENCE_SIZE));
     String inline = f + ".rpc.inline";
     progress.step(inline + " latency");
     LatencyRecorder inlineRec =
         Measure.latency(
-            plan,
+            rpcPlan,
             i ->
                 conn.callSync(BenchEndpoint.SERVICE, BenchEndpoint.OP_INLINE, empty, RPC_DEADLINE));
     Measure.addLatency(report, inline, inlineRec, SocketCeiling.pingPong(RPC_REFERENCE_SIZE));
