@@ -14,7 +14,7 @@ public enum ErrorCode {
   UNKNOWN_SERVICE(5, ErrorCategory.NOT_FOUND, false),
   UNKNOWN_OPCODE(6, ErrorCategory.INVALID_ARGUMENT, false),
   INVALID_ARGUMENT(7, ErrorCategory.INVALID_ARGUMENT, false),
-  /** The server's service executor is saturated; back off and retry. */
+  /** Every RPC thread of the server is busy and its queue is full; back off and retry. */
   BUSY(8, ErrorCategory.RESOURCE_EXHAUSTED, true),
   TIMEOUT(9, ErrorCategory.TIMEOUT, true),
   /** The connection is gone (peer died, closed, or network failure). */

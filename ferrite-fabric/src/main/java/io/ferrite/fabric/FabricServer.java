@@ -11,7 +11,7 @@ public interface FabricServer extends AutoCloseable {
   /** Number of currently open, authenticated connections. */
   int connections();
 
-  /** Stops accepting, closes every connection and the service executor. Does not close regions. */
+  /** Stops accepting, closes every connection and stops the RPC threads. Does not close regions. */
   @Override
   void close();
 }

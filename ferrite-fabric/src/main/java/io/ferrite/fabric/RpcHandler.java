@@ -4,9 +4,10 @@ import java.nio.ByteBuffer;
 import java.util.concurrent.CompletableFuture;
 
 /**
- * The server side of two-sided RPC. The fabric calls {@link #handle} on its bounded service
- * executor (the "server cores"), never on an I/O thread; {@link #handleInline}, for the few
- * operations that declare themselves non-blocking, on the thread that received the request.
+ * The server side of two-sided RPC. The fabric calls {@link #handle} on one of the endpoint's
+ * dispatch threads (the "server cores", {@link ServerSpec#serviceThreads}), never on an I/O thread;
+ * {@link #handleInline}, for the few operations that declare themselves non-blocking, on the thread
+ * that received the request.
  *
  * <p>The handler returns a future of the response body; failing it with a {@link FerriteException}
  * sends that error to the caller; any other exception is sent as {@link ErrorCode#INTERNAL} and
@@ -18,8 +19,8 @@ public interface RpcHandler {
 
   /**
    * Handles a call on the thread that received it — a fabric I/O thread, or the shm fabric's ring
-   * poller — saving the hop to the service executor and back (two thread wake-ups), or declines by
-   * returning {@code null}, after which {@link #handle} runs on the executor as usual.
+   * poller — saving the hand-off to a dispatch thread, or declines by returning {@code null}, after
+   * which {@link #handle} runs on a dispatch thread as usual.
    *
    * <p>Overriding this is how an operation declares itself non-blocking. Such an operation must be
    * cheap (microseconds) and must never block: no I/O, no waiting for a lock that anything slow may

@@ -90,7 +90,7 @@ final class BenchEndpoint implements AutoCloseable {
   /**
    * The bench service: empty answers and echoes, nothing else. {@link #OP_INLINE} is the empty
    * answer given on the thread that received the call ({@link RpcHandler#handleInline}), the others
-   * go through the service executor like any blocking operation.
+   * go through a dispatch thread like any blocking operation.
    */
   static RpcHandler handler() {
     return new RpcHandler() {

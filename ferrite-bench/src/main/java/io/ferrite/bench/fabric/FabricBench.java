@@ -37,17 +37,23 @@ import java.util.function.Function;
  * <ul>
  *   <li>{@code <fabric>.read.<8B|1KiB|64KiB>.{p50,p99,p99.9}}: one blocking read at a time (ns);
  *   <li>{@code <fabric>.rpc.empty.{p50,p99,p99.9}}: an empty request to a service that answers an
- *       empty response (ns), run on the server's service executor like any blocking operation;
+ *       empty response (ns), run on one of the server's dispatch threads like any blocking
+ *       operation;
  *   <li>{@code <fabric>.rpc.inline.{p50,p99,p99.9}}: the same, answered by a handler that declares
  *       itself non-blocking, on the thread that received the call (an I/O thread, or the shm ring
  *       poller);
+ *   <li>both RPC latencies after at least {@link #RPC_WARMUP} of warm-up calls, also with {@code
+ *       --quick}, so that they measure the steady state, not the first calls' cold path;
  *   <li>{@code <fabric>.read.1MiB.bandwidth} and {@code <fabric>.write.1MiB.bandwidth}: 1 MiB ops
  *       with {@link Options#depth()} in flight (MiB/s);
  *   <li>for network fabrics (tcp), small-read throughput, the per-op cost that decides how many
  *       gets a kv client can do: {@code <fabric>.read.<8B|64B>.t<1|16>.ops} (1 or 16 threads
  *       sharing the connection, each doing one blocking read at a time) and {@code
  *       <fabric>.read.64B.batch16.t<1|16>.ops} (each thread sending batches of 16 reads, one flush
- *       per batch, and waiting for all 16), in reads per second.
+ *       per batch, and waiting for all 16), in reads per second; and {@code
+ *       <fabric>.rpc.empty.t16.ops}, empty calls served by the dispatch threads from 16 threads
+ *       sharing the connection (one call at a time each), beside raw 8 B request/response ops of 16
+ *       threads.
  * </ul>
  *
  * <p>References: shm and local (same host, same JVM) are compared with {@link MemcpyCeiling} of the
@@ -84,6 +90,13 @@ public final class FabricBench {
   private static final long MAX_WINDOW = 16L << 20;
 
   private static final Duration RPC_DEADLINE = Duration.ofSeconds(10);
+
+  /**
+   * Least warm-up of an RPC latency measurement, also with {@code --quick}: a call path's first
+   * hundreds of calls run cold (JIT; the shm client judging the kind slow and blocking rather than
+   * spinning; a parked ring poller and dispatch thread) and a short warm-up measured that state.
+   */
+  static final Duration RPC_WARMUP = Duration.ofMillis(250);
 
   /**
    * What to run.
@@ -233,6 +246,7 @@ public final class FabricBench {
         for (int[] o : opsShapes()) {
           names.add(opsName(f, o[0], o[1], o[2]));
         }
+        names.add(rpcOpsName(f));
       }
     }
     return names;
@@ -250,6 +264,14 @@ public final class FabricBench {
       shapes.add(new int[] {OPS_BATCH_SIZE, OPS_BATCH, threads});
     }
     return shapes;
+  }
+
+  /** Client threads of the RPC throughput measurement (network fabrics). */
+  public static final int RPC_OPS_THREADS = 16;
+
+  /** E.g. {@code tcp.rpc.empty.t16.ops}. */
+  static String rpcOpsName(String fabric) {
+    return fabric + ".rpc.empty.t" + RPC_OPS_THREADS + ".ops";
   }
 
   /** E.g. {@code tcp.read.64B.t16.ops}, {@code tcp.read.64B.batch16.t1.ops}. */
@@ -321,16 +343,21 @@ public final class FabricBench {
     String rpc = f + ".rpc.empty";
     progress.step(rpc + " latency");
     ByteBuffer empty = ByteBuffer.allocate(0);
+    Measure.Plan rpcPlan =
+        plan.warmup().compareTo(RPC_WARMUP) >= 0
+            ? plan
+            : new Measure.Plan(
+                plan.warmupIterations(), plan.iterations(), RPC_WARMUP, plan.duration());
     LatencyRecorder rpcRec =
         Measure.latency(
-            plan,
+            rpcPlan,
             i -> conn.callSync(BenchEndpoint.SERVICE, BenchEndpoint.OP_EMPTY, empty, RPC_DEADLINE));
     Measure.addLatency(report, rpc, rpcRec, SocketCeiling.pingPong(RPC_REFERENCE_SIZE));
     String inline = f + ".rpc.inline";
     progress.step(inline + " latency");
     LatencyRecorder inlineRec =
         Measure.latency(
-            plan,
+            rpcPlan,
             i ->
                 conn.callSync(BenchEndpoint.SERVICE, BenchEndpoint.OP_INLINE, empty, RPC_DEADLINE));
     Measure.addLatency(report, inline, inlineRec, SocketCeiling.pingPong(RPC_REFERENCE_SIZE));
@@ -385,6 +412,31 @@ public final class FabricBench {
                 Better.HIGHER,
                 report.require(SocketCeiling.ops(size, batch, threads))));
       }
+    }
+
+    if (!sameHost) {
+      // Empty calls served by the dispatch threads, 16 callers sharing the connection (each one
+      // call at a time), beside raw 8 B request/response ops with as many threads.
+      String name = rpcOpsName(f);
+      progress.step(name);
+      double ops =
+          Throughput.opsPerSecond(
+              plan,
+              RPC_OPS_THREADS,
+              t ->
+                  i -> {
+                    conn.callSync(
+                        BenchEndpoint.SERVICE, BenchEndpoint.OP_EMPTY, empty, RPC_DEADLINE);
+                    return 1;
+                  },
+              "rpc");
+      report.add(
+          BenchResult.against(
+              name,
+              ops,
+              SocketCeiling.OPS_UNIT,
+              Better.HIGHER,
+              report.require(SocketCeiling.ops(RPC_REFERENCE_SIZE, 1, RPC_OPS_THREADS))));
     }
 
     // Counts, not times: a sanity check that the ops went where they should (a shm server's CPU

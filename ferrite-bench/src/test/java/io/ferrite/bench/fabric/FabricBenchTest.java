@@ -86,6 +86,8 @@ class FabricBenchTest {
             "tcp.read.64B.t16.ops",
             "tcp.read.64B.batch16.t1.ops",
             "tcp.read.64B.batch16.t16.ops",
+            "tcp.rpc.empty.t16.ops",
+            "ceiling.socket.rr.8B.t16.ops",
             "ceiling.socket.rr.64B.t16.ops",
             "ceiling.socket.rr.64B.batch16.t16.ops")) {
       assertTrue(names.contains(ops), ops + " missing from " + names);

@@ -26,8 +26,10 @@ import java.util.concurrent.atomic.AtomicInteger;
  * with the answer: a round trip costs a {@code write} and a {@code read} on the calling thread, as
  * with a blocking Redis or raw-socket client.
  *
- * <p>Frames are those of {@link Frames}; a lane only ever sends READ requests, all of one call
- * written with one {@code write}, and matches answers by request id.
+ * <p>Frames are those of {@link Frames}; a lane sends READ requests, all of one call written with
+ * one {@code write}, or one small RPC ({@link #call}), and matches answers by request id. An RPC on
+ * a lane is served by the server like any other (inline, or by a dispatch thread); only its {@link
+ * io.ferrite.fabric.RpcContext#connectionId} is the lane's, not the shared connection's.
  *
  * <h2>Deadlines</h2>
  *
@@ -42,6 +44,9 @@ final class Lane {
 
   /** At most this many ops per call (one write of their frames). */
   static final int MAX_OPS = 256;
+
+  /** RPCs with requests of at most this many bytes take a lane; larger ones the event loop. */
+  static final int MAX_CALL_REQUEST = 4096;
 
   private static final int READ_BODY = Frames.REGION_OP_HEADER + 4;
   private static final int READ_FRAME = Frames.HEADER + READ_BODY;
@@ -217,6 +222,75 @@ final class Lane {
       copyBody(op);
       op.endNow(null);
     }
+  }
+
+  /**
+   * Sends one RPC and reads its answer on this thread: the response body (owned by the caller), or
+   * a {@link FerriteException} with the server's error status (the lane stays usable). Throws
+   * {@link IOException} if the lane broke (the call's outcome is then unknown: it may have run) and
+   * the lane must be discarded.
+   */
+  ByteBuffer call(int service, int opcode, ByteBuffer request, long deadlineMillis, int maxResponse)
+      throws IOException {
+    int n = request.remaining();
+    long id = nextRequestId++;
+    out.clear();
+    // RPC    service u16 | opcode u16 | deadlineMillis u32 | request ...       [response ...]
+    header(Frames.TYPE_RPC, id, RpcDispatcher.RPC_HEADER + n);
+    out.putShort((short) service).putShort((short) opcode);
+    out.putInt((int) Math.min(Math.max(1, deadlineMillis), 0xffff_ffffL));
+    out.put(request.duplicate());
+    flushOut();
+    fill(Frames.HEADER);
+    int frameLength = in.getInt();
+    int type = in.get() & 0xff;
+    int flags = in.get() & 0xff;
+    int status = in.getShort() & 0xffff;
+    long answered = in.getLong();
+    int body = frameLength - Frames.HEADER_AFTER_LENGTH;
+    if (type != Frames.TYPE_RPC || flags != Frames.FLAG_RESPONSE || answered != id || body < 0) {
+      throw new IOException(
+          "unexpected "
+              + Wire.typeName(type)
+              + " frame (flags "
+              + flags
+              + ", id "
+              + answered
+              + ", expected "
+              + id
+              + ")");
+    }
+    if (status != ErrorCode.OK.wire()) {
+      if (body > Wire.MAX_ERROR_MESSAGE) {
+        throw new IOException("error message of " + body + " B");
+      }
+      fill(body);
+      ByteBuffer msg = in.slice().limit(body);
+      in.position(in.position() + body);
+      throw new FerriteException(
+          ErrorCode.fromWire(status), StandardCharsets.UTF_8.decode(msg).toString());
+    }
+    if (body > maxResponse) {
+      throw new IOException("RPC response of " + body + " B (expected: <= " + maxResponse + ")");
+    }
+    ByteBuffer rsp = ByteBuffer.allocate(body);
+    while (rsp.hasRemaining()) {
+      if (!in.hasRemaining()) {
+        in.clear();
+        int r = ch.read(in);
+        in.flip();
+        if (r < 0) {
+          throw new EOFException("the server closed the lane");
+        }
+        continue;
+      }
+      int take = Math.min(rsp.remaining(), in.remaining());
+      int lim = in.limit();
+      in.limit(in.position() + take);
+      rsp.put(in);
+      in.limit(lim);
+    }
+    return rsp.flip();
   }
 
   /** Moves the op's body from the read buffer (and the socket) into the caller's buffer. */

@@ -6,7 +6,9 @@ import io.ferrite.fabric.Counters;
 import io.ferrite.fabric.ErrorCode;
 import io.ferrite.fabric.FabricConnection;
 import io.ferrite.fabric.FerriteException;
+import io.ferrite.fabric.Frames;
 import io.ferrite.fabric.Futures;
+import io.ferrite.fabric.OpKind;
 import io.ferrite.fabric.RegionRef;
 import io.ferrite.fabric.ServerSpec;
 import io.netty.bootstrap.Bootstrap;
@@ -21,6 +23,7 @@ import java.lang.System.Logger.Level;
 import java.net.InetSocketAddress;
 import java.net.SocketAddress;
 import java.nio.ByteBuffer;
+import java.nio.channels.ClosedByInterruptException;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
@@ -42,9 +45,10 @@ import java.util.function.Consumer;
  *
  * <p>Futures complete on the event loop: a callback attached to one must not block.
  *
- * <p>{@link #readSync} and a batch's {@code flushSync} of small reads go instead over one of the
- * connection's blocking lanes ({@link Lanes}) when the shared connection has nothing in flight: the
- * calling thread reads its own answer, as a blocking socket client does.
+ * <p>{@link #readSync}, a batch's {@code flushSync} of small reads and {@link #callSync} of a small
+ * request go instead over one of the connection's blocking lanes ({@link Lanes}) when the shared
+ * connection has nothing in flight: the calling thread reads its own answer, as a blocking socket
+ * client does.
  */
 public final class NettyConnection implements FabricConnection {
   private static final System.Logger LOG = System.getLogger(NettyConnection.class.getName());
@@ -223,21 +227,27 @@ public final class NettyConnection implements FabricConnection {
   }
 
   /**
+   * A lane for the calling thread's next op, or null if it must take the shared connection: no
+   * lanes, or something in flight there (a lane op could overtake it), or an I/O thread.
+   */
+  private Lane laneForNextOp() {
+    if (lanes == null || !lanesEnabled || closed || !inFlight.idle() || inFlight.onIoThread()) {
+      return null;
+    }
+    return lanes.take();
+  }
+
+  /**
    * Runs {@code ops} (not yet sent) on a lane and waits for them, if a lane may be used now; false
    * if not (nothing was done). Each op has ended when this returns true: on the lane, or, if the
    * lane broke for a reason other than a timeout or the connection's close, on the shared
    * connection.
    */
   boolean readOnLane(List<RegionOps.Read> ops) {
-    if (lanes == null
-        || !lanesEnabled
-        || closed
-        || ops.size() > Lane.MAX_OPS
-        || !inFlight.idle()
-        || inFlight.onIoThread()) {
+    if (ops.size() > Lane.MAX_OPS) {
       return false;
     }
-    Lane lane = lanes.take();
+    Lane lane = laneForNextOp();
     if (lane == null) {
       return false;
     }
@@ -307,6 +317,72 @@ public final class NettyConnection implements FabricConnection {
     return Futures.failed(
         ErrorCode.TOO_LARGE,
         "request of " + request.remaining() + " B (expected: <= " + maxRequest() + ")");
+  }
+
+  /**
+   * A blocking call: on a {@link Lane} when one is free, the request is small and the shared
+   * connection has nothing in flight (so the call cannot overtake an earlier op of this thread),
+   * else through the event loop. On a lane the calling thread reads its own answer: no event-loop
+   * to caller hand-off. A lane lost mid-call fails the call with {@link ErrorCode#UNAVAILABLE} (it
+   * may have run: an RPC is not retried, unlike a lane READ); the lane watchdog ends a call past
+   * its deadline with {@link ErrorCode#TIMEOUT}.
+   */
+  @Override
+  public ByteBuffer callSync(int service, int opcode, ByteBuffer request, Duration deadline) {
+    if (lanes != null && request.remaining() <= Lane.MAX_CALL_REQUEST) {
+      if (service < 0 || service > 0xffff || opcode < 0 || opcode > 0xffff) {
+        throw new IllegalArgumentException(
+            "service: " + service + ", opcode: " + opcode + " (expected: 0 to 65535)");
+      }
+      Lane lane = laneForNextOp();
+      if (lane != null) {
+        return callOnLane(lane, service, opcode, request, deadline);
+      }
+    }
+    return FabricConnection.super.callSync(service, opcode, request, deadline);
+  }
+
+  private ByteBuffer callOnLane(
+      Lane lane, int service, int opcode, ByteBuffer request, Duration deadline) {
+    long ms = Math.max(1, deadline.toMillis());
+    lane.begin(System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(ms));
+    int requestBytes = request.remaining();
+    try {
+      ByteBuffer rsp = lane.call(service, opcode, request, ms, maxResponse());
+      lanes.give(lane);
+      counters.record(OpKind.RPC, (long) requestBytes + rsp.remaining());
+      return rsp;
+    } catch (FerriteException e) {
+      lanes.give(lane); // an error answer: the lane is fine
+      counters.recordError(OpKind.RPC);
+      throw e;
+    } catch (IOException e) {
+      lanes.discard(lane);
+      counters.recordError(OpKind.RPC);
+      String what = "call to service " + service + " opcode " + opcode;
+      if (lane.expired()) {
+        throw new FerriteException(
+            ErrorCode.TIMEOUT,
+            "no answer to " + what + " from " + address + " within its deadline (" + ms + " ms)");
+      }
+      if (e instanceof ClosedByInterruptException) {
+        throw new FerriteException(
+            ErrorCode.UNAVAILABLE, "interrupted waiting for " + what + " from " + address);
+      }
+      throw new FerriteException(
+          ErrorCode.UNAVAILABLE,
+          "lane to " + address + " lost during " + what + " (it may have run): " + e,
+          e);
+    } catch (RuntimeException | Error e) {
+      lanes.discard(lane); // in an unknown state: never reused, its place freed
+      counters.recordError(OpKind.RPC);
+      throw e;
+    }
+  }
+
+  /** The largest response body a server sends: a frame of the default size. */
+  private static int maxResponse() {
+    return ServerSpec.DEFAULT_MAX_FRAME - Frames.HEADER_AFTER_LENGTH;
   }
 
   private static int maxRequest() {

@@ -98,7 +98,8 @@ public final class NettyServer implements FabricServer {
             "ferrite-svc-" + spec.nodeId(),
             spec.serviceThreads(),
             spec.serviceQueue(),
-            spec.maxFrameBytes());
+            spec.maxFrameBytes(),
+            spec.dispatchSpinNanos());
     this.rings = rings == null ? null : rings.apply(rpc);
     ServerBootstrap b = new ServerBootstrap().group(group);
     transport.configure(b);
@@ -192,8 +193,7 @@ public final class NettyServer implements FabricServer {
 
                 @Override
                 public void ringDoorbell() {
-                  ch.writeAndFlush(
-                      Wire.request(ch.alloc(), Frames.TYPE_DOORBELL, 0, 0), ch.voidPromise());
+                  conn.send(ch, Wire.request(ch.alloc(), Frames.TYPE_DOORBELL, 0, 0));
                 }
 
                 @Override
@@ -208,16 +208,14 @@ public final class NettyServer implements FabricServer {
                 }
               });
     } catch (FerriteException e) {
-      ctx.writeAndFlush(
-          Wire.error(ctx.alloc(), Frames.TYPE_RINGS, requestId, e.code(), e.detail()),
-          ctx.voidPromise());
+      conn.send(ch, Wire.error(ctx.alloc(), Frames.TYPE_RINGS, requestId, e.code(), e.detail()));
       return;
     }
     byte[] p = path.getBytes(StandardCharsets.UTF_8);
     ByteBuf rsp = Wire.response(ctx.alloc(), Frames.TYPE_RINGS, requestId, 2 + p.length);
     rsp.writeShortLE(p.length);
     rsp.writeBytes(p);
-    ctx.writeAndFlush(rsp, ctx.voidPromise());
+    conn.send(ch, rsp);
   }
 
   void ringDoorbell(long connectionId) {

@@ -23,8 +23,16 @@ final class ResponseBuffer {
   private final ChannelHandlerContext ctx;
   private ByteBuf current;
 
+  /** Set once the connection writes from other threads too: told before each write of ours. */
+  private ServerWriter writer;
+
   ResponseBuffer(ChannelHandlerContext ctx) {
     this.ctx = ctx;
+  }
+
+  /** From the handshake on, frames of ours are announced to {@code w} first. */
+  void writer(ServerWriter w) {
+    writer = w;
   }
 
   /**
@@ -47,12 +55,28 @@ final class ResponseBuffer {
 
   /** Writes what is gathered, then {@code body} as a buffer of its own; no flush. */
   void writeSeparately(ByteBuf body) {
-    push();
+    // One claim for both: what is gathered ends with this frame's header, and nothing that other
+    // threads left pending may come between it and the body.
+    claim();
+    writeCurrent();
     ctx.write(body, ctx.voidPromise());
   }
 
   /** Writes what is gathered to the channel, without a flush. */
   void push() {
+    if (current != null) {
+      claim(); // between whole frames: pending frames of other threads may go first
+      writeCurrent();
+    }
+  }
+
+  private void claim() {
+    if (writer != null) {
+      writer.claimForLoop();
+    }
+  }
+
+  private void writeCurrent() {
     ByteBuf b = current;
     if (b != null) {
       current = null;

@@ -9,15 +9,9 @@ import io.ferrite.fabric.RpcContext;
 import io.ferrite.fabric.RpcHandler;
 import io.netty.buffer.ByteBuf;
 import io.netty.channel.Channel;
-import io.netty.util.concurrent.DefaultThreadFactory;
 import java.lang.System.Logger.Level;
 import java.nio.ByteBuffer;
-import java.util.concurrent.ArrayBlockingQueue;
-import java.util.concurrent.BlockingQueue;
 import java.util.concurrent.CompletableFuture;
-import java.util.concurrent.RejectedExecutionException;
-import java.util.concurrent.SynchronousQueue;
-import java.util.concurrent.ThreadPoolExecutor;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.LongAdder;
 
@@ -28,11 +22,13 @@ import java.util.concurrent.atomic.LongAdder;
  * <ul>
  *   <li><b>inline</b> first: {@link RpcHandler#handleInline} on the receiving thread (an I/O thread
  *       or the shm ring poller). Operations the handler declares non-blocking are answered right
- *       there, without the two thread wake-ups of the executor hop;
- *   <li>otherwise the "server cores": a bounded pool of named service threads, apart from the I/O
- *       threads that serve one-sided ops. When every thread is busy and the queue is full, a call
- *       is answered {@link ErrorCode#BUSY} at once; a call that waited in the queue past its
- *       deadline is answered {@link ErrorCode#TIMEOUT} without running.
+ *       there, without the hand-off to a dispatch thread and back;
+ *   <li>otherwise the "server cores": the endpoint's {@link DispatchThreads}, named threads started
+ *       with the endpoint, apart from the I/O threads that serve one-sided ops, taking calls from a
+ *       lock-free queue (an idle one spins briefly, so a call usually costs no wake-up). When every
+ *       thread is busy and the queue is full, a call is answered {@link ErrorCode#BUSY} at once; a
+ *       call that waited in the queue past its deadline is answered {@link ErrorCode#TIMEOUT}
+ *       without running.
  * </ul>
  *
  * Both paths answer through a {@link Responder}, and count the same {@link OpKind#RPC} ops, bytes
@@ -58,7 +54,7 @@ public final class RpcDispatcher {
 
   private final RpcHandler handler;
   private final Counters counters;
-  private final ThreadPoolExecutor executor;
+  private final DispatchThreads threads;
   private final int maxResponse;
   private final LongAdder inline = new LongAdder();
 
@@ -68,21 +64,12 @@ public final class RpcDispatcher {
       String name,
       int threads,
       int queue,
-      int maxFrameBytes) {
+      int maxFrameBytes,
+      long spinNanos) {
     this.handler = handler;
     this.counters = counters;
     this.maxResponse = maxFrameBytes - Frames.HEADER_AFTER_LENGTH;
-    BlockingQueue<Runnable> q =
-        queue == 0 ? new SynchronousQueue<>() : new ArrayBlockingQueue<>(queue);
-    this.executor =
-        new ThreadPoolExecutor(
-            threads,
-            threads,
-            0,
-            TimeUnit.MILLISECONDS,
-            q,
-            new DefaultThreadFactory(name, true),
-            new ThreadPoolExecutor.AbortPolicy());
+    this.threads = new DispatchThreads(name, threads, queue, spinNanos);
   }
 
   /** The largest response body a call may return; a longer one is answered TOO_LARGE. */
@@ -114,13 +101,13 @@ public final class RpcDispatcher {
         opcode,
         deadlineMillis,
         request,
-        new SocketResponder(ch));
+        new SocketResponder(ch, conn));
   }
 
   /**
-   * Runs one call: inline if the handler takes it there, else on the service executor (or answers
-   * BUSY at once). {@code request} must be owned by the call (a copy), since it may outlive the
-   * caller's buffers.
+   * Runs one call: inline if the handler takes it there, else on a dispatch thread (or answers BUSY
+   * at once). {@code request} must be owned by the call (a copy), since it may outlive the caller's
+   * buffers.
    */
   public void dispatch(
       RpcContext caller,
@@ -142,23 +129,65 @@ public final class RpcDispatcher {
       f.whenComplete((rsp, err) -> reply(out, requestId, requestBytes, rsp, err));
       return;
     }
-    long received = System.nanoTime();
-    try {
-      executor.execute(
-          () -> run(caller, requestId, service, opcode, deadlineMillis, received, request, out));
-    } catch (RejectedExecutionException e) {
+    Call call =
+        new Call(
+            caller, requestId, service, opcode, deadlineMillis, System.nanoTime(), request, out);
+    if (!threads.offer(call)) {
       counters.recordError(OpKind.RPC);
-      boolean down = executor.isShutdown();
+      boolean down = threads.isShutdown();
       out.fail(
           requestId,
           down ? ErrorCode.UNAVAILABLE : ErrorCode.BUSY,
           down
               ? "server is shutting down"
-              : "service executor is saturated ("
-                  + executor.getMaximumPoolSize()
+              : "every dispatch thread is busy and the queue is full ("
+                  + threads.threads()
                   + " threads, "
-                  + executor.getQueue().size()
-                  + " queued)");
+                  + threads.admitted()
+                  + " calls admitted)");
+    }
+  }
+
+  /** A call waiting for a dispatch thread. */
+  private final class Call implements DispatchThreads.Task {
+    private final RpcContext caller;
+    private final long requestId;
+    private final int service;
+    private final int opcode;
+    private final long deadlineMillis;
+    private final long received;
+    private final ByteBuffer request;
+    private final Responder out;
+
+    Call(
+        RpcContext caller,
+        long requestId,
+        int service,
+        int opcode,
+        long deadlineMillis,
+        long received,
+        ByteBuffer request,
+        Responder out) {
+      this.caller = caller;
+      this.requestId = requestId;
+      this.service = service;
+      this.opcode = opcode;
+      this.deadlineMillis = deadlineMillis;
+      this.received = received;
+      this.request = request;
+      this.out = out;
+    }
+
+    @Override
+    public void run() {
+      RpcDispatcher.this.run(
+          caller, requestId, service, opcode, deadlineMillis, received, request, out);
+    }
+
+    @Override
+    public void abandon() {
+      counters.recordError(OpKind.RPC);
+      out.fail(requestId, ErrorCode.UNAVAILABLE, "server is shutting down");
     }
   }
 
@@ -231,36 +260,32 @@ public final class RpcDispatcher {
   }
 
   void shutdown() {
-    executor.shutdown();
-    try {
-      if (!executor.awaitTermination(1, TimeUnit.SECONDS)) {
-        executor.shutdownNow();
-      }
-    } catch (InterruptedException e) {
-      executor.shutdownNow();
-      Thread.currentThread().interrupt();
-    }
+    threads.shutdown(1000);
   }
 
-  /** Answers with frames on a socket; on a closed channel the write fails and Netty frees it. */
+  /**
+   * Answers with frames on a socket, written by the answering thread where it can ({@link
+   * ServerWriter}); on a closed channel the write fails and Netty frees it.
+   */
   private static final class SocketResponder implements Responder {
     private final Channel ch;
+    private final ServerHandler conn;
 
-    SocketResponder(Channel ch) {
+    SocketResponder(Channel ch, ServerHandler conn) {
       this.ch = ch;
+      this.conn = conn;
     }
 
     @Override
     public void respond(long requestId, ByteBuffer body) {
       ByteBuf frame = Wire.response(ch.alloc(), Frames.TYPE_RPC, requestId, body.remaining());
       frame.writeBytes(body.duplicate());
-      ch.writeAndFlush(frame, ch.voidPromise());
+      conn.send(ch, frame);
     }
 
     @Override
     public void fail(long requestId, ErrorCode code, String message) {
-      ch.writeAndFlush(
-          Wire.error(ch.alloc(), Frames.TYPE_RPC, requestId, code, message), ch.voidPromise());
+      conn.send(ch, Wire.error(ch.alloc(), Frames.TYPE_RPC, requestId, code, message));
     }
   }
 }

@@ -4,8 +4,11 @@ import io.ferrite.fabric.Credentials;
 import io.ferrite.fabric.ErrorCode;
 import io.ferrite.fabric.Frames;
 import io.netty.buffer.ByteBuf;
+import io.netty.channel.Channel;
 import io.netty.channel.ChannelFutureListener;
 import io.netty.channel.ChannelHandlerContext;
+import io.netty.channel.unix.FileDescriptor;
+import io.netty.channel.unix.UnixChannel;
 import io.netty.util.concurrent.ScheduledFuture;
 import java.io.IOException;
 import java.lang.System.Logger.Level;
@@ -14,7 +17,7 @@ import java.util.concurrent.TimeUnit;
 
 /**
  * One accepted connection: the handshake, then dispatch of each frame to the {@link SoftNic}
- * (one-sided ops, on this I/O thread) or the {@link RpcDispatcher} (service executor).
+ * (one-sided ops, on this I/O thread) or the {@link RpcDispatcher} (inline, or a dispatch thread).
  *
  * <p>Before authentication only HELLO then AUTH are accepted, and frames are limited to the size of
  * a HELLO, so an unauthenticated peer can make the server allocate at most a few hundred bytes and
@@ -38,6 +41,19 @@ final class ServerHandler extends FrameReader {
 
   /** The small responses of the current read burst; see {@link ResponseBuffer}. */
   private ResponseBuffer responses;
+
+  /**
+   * Frames from other threads (RPC answers, doorbells), written by the thread that has them; set on
+   * the event loop once the handshake is done, before any RPC of this connection is dispatched.
+   */
+  private volatile ServerWriter writer;
+
+  /**
+   * Whether answers from other threads may be written to the socket by those threads (the default)
+   * or always go through the event loop, as for the client ({@link NettyConnection}); a diagnostic
+   * switch for comparisons, read once.
+   */
+  private static final boolean DIRECT_WRITES = !Boolean.getBoolean("ferrite.netty.loopWritesOnly");
 
   ServerHandler(NettyServer server, long connectionId) {
     super(Frames.HEADER_AFTER_LENGTH + Handshake.MAX_HELLO);
@@ -88,9 +104,26 @@ final class ServerHandler extends FrameReader {
     super.channelActive(ctx);
   }
 
+  /**
+   * Sends one whole frame of this connection from any thread (an RPC answer, a doorbell): see
+   * {@link ServerWriter}. Ownership of {@code frame} passes here.
+   */
+  void send(Channel ch, ByteBuf frame) {
+    ServerWriter w = writer;
+    if (w != null) {
+      w.send(frame);
+    } else {
+      ch.writeAndFlush(frame, ch.voidPromise());
+    }
+  }
+
   @Override
   public void channelInactive(ChannelHandlerContext ctx) throws Exception {
     responses.release();
+    ServerWriter w = writer;
+    if (w != null) {
+      w.close();
+    }
     if (handshakeTimer != null) {
       handshakeTimer.cancel(false);
     }
@@ -255,6 +288,22 @@ final class ServerHandler extends FrameReader {
     server.connectionOpened();
     ctx.writeAndFlush(
         Wire.response(ctx.alloc(), Frames.TYPE_AUTH, requestId, 0), ctx.voidPromise());
+    ServerWriter w = new ServerWriter(ctx, DIRECT_WRITES ? duplicate(ctx.channel()) : null);
+    responses.writer(w);
+    writer = w;
+  }
+
+  /** A duplicate of the socket's descriptor for {@link ServerWriter}, or null to use the loop. */
+  private FileDescriptor duplicate(Channel ch) {
+    if (!(ch instanceof UnixChannel u)) {
+      return null;
+    }
+    try {
+      return FdDup.dup(u.fd());
+    } catch (IOException | RuntimeException e) {
+      LOG.log(Level.DEBUG, "no direct answers on {0}: {1}", peer, e.toString());
+      return null;
+    }
   }
 
   private void refuse(ChannelHandlerContext ctx, int type, long requestId, String reason) {
@@ -277,8 +326,13 @@ final class ServerHandler extends FrameReader {
   public void channelReadComplete(ChannelHandlerContext ctx) {
     // One buffer and one flush (one system call) for the responses of a read burst of pipelined
     // requests.
-    responses.push();
-    ctx.flush();
+    ServerWriter w = writer;
+    if (w != null) {
+      w.flush(responses); // under the writer's lock: no direct write lands inside this flush
+    } else {
+      responses.push();
+      ctx.flush();
+    }
   }
 
   @Override

@@ -10,8 +10,9 @@
  *   <li>Server: {@link io.ferrite.fabric.netty.NettyServer}, one {@code ServerHandler} per
  *       connection (handshake, then dispatch), {@code SoftNic} (one-sided ops on the I/O thread;
  *       large reads sent from the region's mapping with no copy by the JVM) and {@code
- *       RpcDispatcher} (bounded service executor). The small responses of one read burst are
- *       gathered into one buffer ({@code ResponseBuffer}) and flushed once.
+ *       RpcDispatcher} (inline, or its {@code DispatchThreads}; answers written by the answering
+ *       thread through {@code ServerWriter}). The small responses of one read burst are gathered
+ *       into one buffer ({@code ResponseBuffer}) and flushed once.
  *   <li>Client: {@link io.ferrite.fabric.netty.NettyConnection} (in-flight bound, {@code
  *       InFlight}), {@code ClientWriter} (callers encode and write frames to the socket themselves
  *       under a combining write lock, through a duplicated descriptor, {@code FdDup}; the frames of

@@ -276,8 +276,21 @@ final class RingClient implements MessageHandler {
   }
 
   void answered(int kind, long nanos) {
-    long old = answerNanos[kind];
-    answerNanos[kind] = old == 0 ? nanos : (old * 7 + nanos) / 8;
+    answerNanos[kind] = nextEstimate(answerNanos[kind], nanos);
+  }
+
+  /**
+   * The usual answer time of a kind after one more answer: a smoothed average, except that a kind
+   * judged slow that answers within the spin budget (a probe caught it) is fast again at once.
+   * Averaged in, it would take ~10 probes (hundreds of calls) to cross back, every call meanwhile
+   * paying the doorbell round trip: the state a cold start (JIT, a parked dispatch thread) leaves a
+   * client in. A slow answer after it turns it back at once: (7 x fast + slow) / 8.
+   */
+  static long nextEstimate(long old, long nanos) {
+    if (old == 0 || (nanos <= SPIN_NANOS && old > SPIN_NANOS)) {
+      return nanos;
+    }
+    return (old * 7 + nanos) / 8;
   }
 
   /** The spin budget of a wait for a call of {@code kind}: 0 for calls that answer slowly. */
@@ -286,8 +299,8 @@ final class RingClient implements MessageHandler {
     if (usual <= SPIN_NANOS) {
       return SPIN_NANOS;
     }
-    // Now and then spin anyway, so that a kind that became fast is noticed.
-    return (probes.incrementAndGet() & 31) == 0 ? SPIN_NANOS : 0;
+    // Now and then (one call in 8) spin anyway, so that a kind that became fast is noticed.
+    return (probes.incrementAndGet() & 7) == 0 ? SPIN_NANOS : 0;
   }
 
   /**

@@ -17,7 +17,7 @@ import java.util.concurrent.locks.LockSupport;
  * The server side of shm RPC rings for one endpoint: one {@link ServerRings} per connection that
  * asked for rings, and one <b>ring poller</b> thread that reads every connection's request ring and
  * hands each request to the endpoint's {@link RpcDispatcher} (which answers non-blocking operations
- * right there, on the poller, and queues the rest for the service executor).
+ * right there, on the poller, and queues the rest for its dispatch threads).
  *
  * <h2>Idle strategy</h2>
  *

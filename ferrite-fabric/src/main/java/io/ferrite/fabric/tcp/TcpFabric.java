@@ -18,7 +18,7 @@ import java.time.Duration;
 
 /**
  * The fabric for any host: frames over TCP (Netty; epoll when available). One-sided ops are served
- * by the server's I/O threads alone (the soft NIC); RPCs by its bounded service executor.
+ * by the server's I/O threads alone (the soft NIC); RPCs inline or by its dispatch threads.
  *
  * <p>Addresses are {@code tcp://host:port} ({@code tcp://[::1]:port} for IPv6).
  */
