@@ -409,7 +409,8 @@ public final class KvTable {
   }
 
   private ByteBuffer rpcTo(int server, int opcode, ByteBuffer body) {
-    return Futures.join(client.call(server, KvProtocol.SERVER_SERVICE, opcode, body));
+    // The caller waits anyway: a blocking call (over tcp a lane, the caller reads its answer).
+    return client.callSync(server, KvProtocol.SERVER_SERVICE, opcode, body);
   }
 
   // ------------------------------------------------------------------ one-sided reads

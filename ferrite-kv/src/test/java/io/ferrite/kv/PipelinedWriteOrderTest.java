@@ -17,6 +17,7 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Random;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
@@ -75,6 +76,8 @@ class PipelinedWriteOrderTest {
       long[] last = new long[KEYS];
       AtomicBoolean writing = new AtomicBoolean(true);
       AtomicLong reads = new AtomicLong();
+      // The writer starts once both readers read: a fast writer finished before they were set up.
+      CountDownLatch readersReading = new CountDownLatch(2);
       ExecutorService readers = Executors.newFixedThreadPool(2, Threads.named("order-reader"));
       List<Future<?>> readerDone = new ArrayList<>();
       try {
@@ -88,6 +91,7 @@ class PipelinedWriteOrderTest {
                     KvTable rt = new KvClient(rc).table("order");
                     Random r = new Random(seed.value() * 7 + id);
                     long[] seen = new long[KEYS];
+                    boolean counted = false;
                     while (writing.get()) {
                       int k = r.nextInt(KEYS);
                       byte[] v = rt.get(key(k));
@@ -99,10 +103,15 @@ class PipelinedWriteOrderTest {
                         seen[k] = s;
                       }
                       reads.incrementAndGet();
+                      if (!counted) {
+                        counted = true;
+                        readersReading.countDown();
+                      }
                     }
                     return null;
                   }));
         }
+        assertTrue(readersReading.await(60, TimeUnit.SECONDS), "the readers never read");
         Random r = new Random(seed.value());
         ArrayDeque<CompletableFuture<?>> inFlight = new ArrayDeque<>();
         long seq = 0;

@@ -107,6 +107,14 @@ public final class NodeWriter implements AutoCloseable {
   }
 
   private CompletableFuture<NodeInfo> publish(boolean close) {
+    return publish(close, false);
+  }
+
+  /**
+   * Publishes once the writes issued so far are done; {@code sync}: on this thread, which waits
+   * anyway, so the PUBLISH is a blocking call (over tcp on a lane, no event-loop hand-off).
+   */
+  private CompletableFuture<NodeInfo> publish(boolean close, boolean sync) {
     CompletableFuture<?>[] wait;
     long size;
     synchronized (this) {
@@ -119,21 +127,32 @@ public final class NodeWriter implements AutoCloseable {
       pending.clear();
       size = position;
     }
-    return CompletableFuture.allOf(wait)
-        .thenCompose(v -> nodes.publishAsync(info.id(), size, 0, close))
-        .handle(
-            (v, t) -> {
-              if (t != null) {
-                throw NodesException.context(
-                    t, (close ? "closing " : "flushing ") + info.path() + " at " + size + " B");
-              }
-              return v;
-            });
+    CompletableFuture<NodeInfo> published;
+    if (sync) {
+      try {
+        CompletableFuture.allOf(wait).join();
+        published = CompletableFuture.completedFuture(nodes.publishSync(info.id(), size, 0, close));
+      } catch (RuntimeException e) {
+        published = CompletableFuture.failedFuture(e);
+      }
+    } else {
+      published =
+          CompletableFuture.allOf(wait)
+              .thenCompose(v -> nodes.publishAsync(info.id(), size, 0, close));
+    }
+    return published.handle(
+        (v, t) -> {
+          if (t != null) {
+            throw NodesException.context(
+                t, (close ? "closing " : "flushing ") + info.path() + " at " + size + " B");
+          }
+          return v;
+        });
   }
 
   /** Waits for the writes issued so far and makes them visible to readers; keeps the lease. */
   public NodeInfo flush() {
-    return join(publish(false));
+    return join(publish(false, true));
   }
 
   /** Waits for the writes, publishes the size and gives up the write lease. */
@@ -143,7 +162,7 @@ public final class NodeWriter implements AutoCloseable {
 
   @Override
   public void close() {
-    join(closeAsync());
+    join(publish(true, true));
   }
 
   /** Gives up without publishing what was written since the last flush. */

@@ -124,6 +124,23 @@ public final class Nodes {
             });
   }
 
+  /**
+   * As {@link #callNode}, for a caller that waits anyway: a blocking call (over tcp a small request
+   * takes a lane and the caller reads its own answer: {@link FerriteClient#callMasterSync}).
+   */
+  private NodeInfo callNodeSync(int opcode, Wire.Writer body) {
+    ByteBuffer b;
+    try {
+      b = client.callMasterSync(NodesProtocol.SERVICE, opcode, body.toBuffer());
+    } catch (RuntimeException e) {
+      throw NodesException.from(e);
+    }
+    Wire.Reader r = new Wire.Reader(b, "node");
+    NodeInfo n = NodesProtocol.readNode(r);
+    r.end();
+    return n;
+  }
+
   private CompletableFuture<NodeInfo> callNode(int opcode, Wire.Writer body) {
     return call(opcode, body)
         .thenApply(
@@ -151,6 +168,11 @@ public final class Nodes {
   CompletableFuture<NodeInfo> createAsync(
       String path, NodeType type, CreateOptions o, int preallocate, byte[] inline) {
     NodePath.check(path);
+    return callNode(NodesProtocol.CREATE, createRequest(path, type, o, preallocate, inline));
+  }
+
+  private Wire.Writer createRequest(
+      String path, NodeType type, CreateOptions o, int preallocate, byte[] inline) {
     Wire.Writer w =
         new Wire.Writer()
             .str(path)
@@ -164,7 +186,7 @@ public final class Nodes {
     if (inline != null) {
       w.bytes(inline);
     }
-    return callNode(NodesProtocol.CREATE, w);
+    return w;
   }
 
   /** Creates a Directory, Table or Bag. */
@@ -236,7 +258,9 @@ public final class Nodes {
 
   /** A lookup that asks the master, never this client's cache (for comparisons). */
   public NodeInfo lookupAtMaster(String path) {
-    return join(lookupAsync(path, NodesProtocol.LOOKUP_BLOCKS));
+    NodePath.check(path);
+    return callNodeSync(
+        NodesProtocol.LOOKUP, new Wire.Writer().str(path).i32(NodesProtocol.LOOKUP_BLOCKS));
   }
 
   /** Whether lookups use leases: on, and gets do not use version words. */
@@ -440,14 +464,21 @@ public final class Nodes {
   }
 
   CompletableFuture<NodeInfo> publishAsync(long id, long size, long checksum, boolean close) {
-    return callNode(
-        NodesProtocol.PUBLISH,
-        new Wire.Writer()
-            .i64(id)
-            .i64(client.sessionId())
-            .i64(size)
-            .i64(checksum)
-            .u8(close ? 1 : 0));
+    return callNode(NodesProtocol.PUBLISH, publishRequest(id, size, checksum, close));
+  }
+
+  /** As {@link #publishAsync}, blocking (see {@link #callNodeSync}). */
+  NodeInfo publishSync(long id, long size, long checksum, boolean close) {
+    return callNodeSync(NodesProtocol.PUBLISH, publishRequest(id, size, checksum, close));
+  }
+
+  private Wire.Writer publishRequest(long id, long size, long checksum, boolean close) {
+    return new Wire.Writer()
+        .i64(id)
+        .i64(client.sessionId())
+        .i64(size)
+        .i64(checksum)
+        .u8(close ? 1 : 0);
   }
 
   CompletableFuture<Void> abortAsync(long id) {
@@ -467,7 +498,11 @@ public final class Nodes {
   }
 
   public NodeWriter create(String path, CreateOptions o) {
-    return new NodeWriter(this, join(createAsync(path, NodeType.FILE, o, 0, null)), 0);
+    NodePath.check(path);
+    return new NodeWriter(
+        this,
+        callNodeSync(NodesProtocol.CREATE, createRequest(path, NodeType.FILE, o, 0, null)),
+        0);
   }
 
   /** Opens an existing File to append to it; WRITE_LOCKED while another writer has it open. */

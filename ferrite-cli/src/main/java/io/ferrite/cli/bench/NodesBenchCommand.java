@@ -92,7 +92,11 @@ public final class NodesBenchCommand implements Callable<Integer> {
       description = "Children of the container whose listing is timed (default: 100000; 0 skips).")
   Integer listChildren;
 
-  @Option(names = "--fsync", description = "fsync the master's journal after every record.")
+  @Option(
+      names = "--fsync",
+      description =
+          "fsync the master's journal for the whole suite (group commit: one fsync covers what"
+              + " was written while the previous one ran). The metadata rows always run with it.")
   boolean fsync;
 
   @Override

@@ -377,6 +377,34 @@ public final class FerriteClient implements AutoCloseable {
   }
 
   /**
+   * As {@link #call}, for a caller that waits anyway: through {@link FabricConnection#callSync},
+   * where a small request over tcp takes a blocking lane when the connection has nothing in flight,
+   * so the caller reads its own answer (no hand-off from the client's event loop). Not retried.
+   */
+  public ByteBuffer callSync(int serverId, int service, int opcode, ByteBuffer request) {
+    return callSyncOn(connection(serverId), serverId, service, opcode, request);
+  }
+
+  /** As {@link #callMaster}, blocking, through {@link FabricConnection#callSync}. Not retried. */
+  public ByteBuffer callMasterSync(int service, int opcode, ByteBuffer request) {
+    return master().connection().callSync(service, opcode, request, options.rpcTimeout());
+  }
+
+  private ByteBuffer callSyncOn(
+      FabricConnection c, int serverId, int service, int opcode, ByteBuffer request) {
+    try {
+      return c.callSync(service, opcode, request, options.rpcTimeout());
+    } catch (FerriteException e) {
+      if (e.code() == ErrorCode.UNAVAILABLE) {
+        // As the asynchronous path does: the next call opens a new connection.
+        connections.remove(serverId, c);
+        c.close();
+      }
+      throw e;
+    }
+  }
+
+  /**
    * Calls {@code opcode} of a face's extension service on the master (a {@link
    * io.ferrite.kernel.master.MasterExtension}). Not retried.
    */
