@@ -48,6 +48,9 @@ public final class KvService implements FerriteService {
    */
   static volatile OpLog.Fsync testFsync;
 
+  /** For tests only, like {@link #testFsync}: told of every service started from now on. */
+  static volatile java.util.function.Consumer<KvService> testStarted;
+
   /**
    * Whether writes may be applied on the thread that received them ({@link KvWrites}); on unless
    * the system property {@code ferrite.kv.inlineWrites} is {@code false} (for measuring both).
@@ -61,6 +64,11 @@ public final class KvService implements FerriteService {
    * logged while it takes its snapshot, and no shard lock is held by a waiting writer.
    */
   private final ReentrantReadWriteLock requests = new ReentrantReadWriteLock();
+
+  /** The lock every request holds the read side of (tests hold its write side to stall writes). */
+  ReentrantReadWriteLock requestLock() {
+    return requests;
+  }
 
   /** The log is compacted once it is over this size and twice its size after the last one. */
   private long compactBytes;
@@ -81,6 +89,10 @@ public final class KvService implements FerriteService {
   @Override
   public void start(ServiceContext ctx) {
     this.context = ctx;
+    java.util.function.Consumer<KvService> started = testStarted;
+    if (started != null) {
+      started.accept(this);
+    }
     // Replay before anyone can connect: shards of durable tables come back with their data.
     OpLog.Fsync fsync = testFsync;
     this.log =

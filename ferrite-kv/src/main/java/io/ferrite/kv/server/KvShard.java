@@ -112,6 +112,10 @@ abstract class KvShard {
   final java.util.concurrent.ConcurrentLinkedQueue<KvWrites.Part> queued =
       new java.util.concurrent.ConcurrentLinkedQueue<>();
 
+  /** How many writes {@link #queued} holds (its size() walks the list). */
+  final java.util.concurrent.atomic.AtomicInteger queuedCount =
+      new java.util.concurrent.atomic.AtomicInteger();
+
   /** Whether a writer thread is draining {@link #queued}. */
   final java.util.concurrent.atomic.AtomicBoolean draining =
       new java.util.concurrent.atomic.AtomicBoolean();

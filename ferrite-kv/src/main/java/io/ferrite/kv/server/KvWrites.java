@@ -53,6 +53,13 @@ import java.util.function.Supplier;
 final class KvWrites implements AutoCloseable {
   private static final System.Logger LOG = System.getLogger(KvWrites.class.getName());
 
+  /**
+   * Writes a shard may hold queued; past it a write is refused with BUSY at once, before any of it
+   * is applied (a client retries it after a backoff), so an overloaded server sheds load instead of
+   * growing its queues without bound.
+   */
+  static final int MAX_QUEUED = 16_384;
+
   /** Drainer passes apply at most this many queued writes before releasing the locks. */
   private static final int DRAIN_BATCH = 64;
 
@@ -312,6 +319,22 @@ final class KvWrites implements AutoCloseable {
       }
       default -> throw new IllegalArgumentException("not a write: " + opcode);
     }
+    for (Part p : parts) {
+      int queued = p.shard.queuedCount.get();
+      if (queued >= MAX_QUEUED) {
+        throw new FerriteException(
+            ErrorCode.BUSY,
+            "kv shard "
+                + p.shard.tableId()
+                + "/"
+                + p.shard.shard()
+                + " has "
+                + queued
+                + " writes queued (max "
+                + MAX_QUEUED
+                + "): nothing applied, retry later");
+      }
+    }
     boolean durable = false;
     for (Part p : parts) {
       durable |= p.shard.options().durability() == TableOptions.Durability.ALWAYS;
@@ -374,6 +397,7 @@ final class KvWrites implements AutoCloseable {
 
   private void enqueue(Part p) {
     KvShard s = p.shard;
+    s.queuedCount.incrementAndGet();
     s.queued.add(p);
     if (s.draining.compareAndSet(false, true)) {
       writers.execute(() -> drain(s));
@@ -398,6 +422,7 @@ final class KvWrites implements AutoCloseable {
             }
             p.apply(); // not inline: never WOULD_BLOCK
             s.queued.poll();
+            s.queuedCount.decrementAndGet();
             finished.add(p);
           }
         } finally {
