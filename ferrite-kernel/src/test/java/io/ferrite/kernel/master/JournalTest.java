@@ -189,6 +189,34 @@ class JournalTest {
   }
 
   @Test
+  void theZeroFilledTailOfALogThatWasNotClosedIsACleanEnd() throws IOException {
+    Opened first = new Opened();
+    workload(first.state, random, clock, 50);
+    Set<MasterEvent> before = first.image();
+    long records = first.journal.writtenLsn();
+    // As a crash leaves it: the log with its preallocated zeros after the last record (a clean
+    // close cuts them, so the test puts the crashed file back after the close).
+    Path log = logFile();
+    assertTrue(
+        Files.size(log) >= Journal.PREALLOCATE,
+        "the log grows in zero-filled steps: " + Files.size(log) + " B");
+    Path copy = dir.resolveSibling(dir.getFileName() + "-crashed-log");
+    Files.copy(log, copy);
+    first.close();
+    Files.move(copy, log, java.nio.file.StandardCopyOption.REPLACE_EXISTING);
+    try (Opened m = new Opened()) {
+      assertEquals(0, m.journal.recovery().droppedBytes(), "zeros are not a torn tail");
+      assertEquals(records, m.journal.recovery().logRecords());
+      assertEquals(before, m.image());
+      MasterStateTest.server(m.state, "after", MasterStateTest.region(1, "dram", 4));
+      before = m.image();
+    }
+    try (Opened m = new Opened()) {
+      assertEquals(before, m.image(), "records appended after the cut zeros are recovered");
+    }
+  }
+
+  @Test
   void corruptRecordEndsTheLogWithoutFailingRecovery() throws IOException {
     Set<MasterEvent> before;
     try (Opened m = new Opened()) {
