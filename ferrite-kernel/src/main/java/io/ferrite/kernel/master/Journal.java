@@ -4,6 +4,7 @@ import io.ferrite.fabric.ErrorCode;
 import io.ferrite.fabric.FerriteException;
 import io.ferrite.fabric.verify.Checksum64;
 import io.ferrite.kernel.config.Secrets;
+import io.ferrite.kernel.log.LogFiles;
 import io.ferrite.kernel.proto.Wire;
 import java.io.IOException;
 import java.io.UncheckedIOException;
@@ -372,33 +373,18 @@ final class Journal implements AutoCloseable {
     allocated = log.size();
   }
 
-  /**
-   * A log grows in zero-filled steps of this many bytes, written ahead of the records: an fdatasync
-   * of records written over zeros already on disk changes no file metadata (size, extents), so the
-   * file system commits no journal of its own for it (measured here: about 100-110 us against
-   * 130-150 us for an fdatasync after an append that grows the file). Recovery takes an all-zero
-   * tail for the clean end it is.
-   */
-  static final int PREALLOCATE = 1 << 20;
+  /** The log grows in zero-filled steps ({@link LogFiles}), fsync on only. */
+  static final int PREALLOCATE = LogFiles.PREALLOCATE;
 
   /** A record starting closer than this to the zero-filled end triggers the next step. */
   static final int PREALLOCATE_AHEAD = 64 << 10;
-
-  private static final ByteBuffer ZEROS = ByteBuffer.allocate(64 << 10);
 
   /** Bytes of the current log, zero-filled past its position; under the state lock. */
   private long allocated;
 
   /** Zero-fills the current log from {@link #allocated} to past {@code upTo} (positional). */
   private void preallocate(long upTo) throws IOException {
-    long target = Math.max(upTo, allocated) + PREALLOCATE;
-    long at = allocated;
-    while (at < target) {
-      ByteBuffer z = ZEROS.duplicate();
-      z.limit((int) Math.min(z.capacity(), target - at));
-      at += log.write(z, at);
-    }
-    allocated = at;
+    allocated = LogFiles.zeroFill(log, allocated, upTo);
   }
 
   /**

@@ -3,6 +3,7 @@ package io.ferrite.kv.server;
 import io.ferrite.fabric.ErrorCode;
 import io.ferrite.fabric.FerriteException;
 import io.ferrite.fabric.verify.Checksum64;
+import io.ferrite.kernel.log.LogFiles;
 import java.io.IOException;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
@@ -92,13 +93,11 @@ final class OpLog implements AutoCloseable {
   private final Thread syncer;
 
   /**
-   * The log grows by zero-filled steps of this many bytes ahead of its end: an fdatasync of records
-   * written over zeros already on disk needs no metadata (file size, extents), so no journal commit
-   * (measured here: 105 us against 170 us for an append that grows the file).
+   * The log grows by zero-filled steps of this many bytes ahead of its end ({@link LogFiles}: an
+   * fdatasync over zeros already on disk needs no file-system journal commit; measured here: 105 us
+   * against 170 us for an append that grows the file).
    */
-  static final int PREALLOCATE = 1 << 20;
-
-  private static final ByteBuffer ZEROS = ByteBuffer.allocate(64 << 10);
+  static final int PREALLOCATE = LogFiles.PREALLOCATE;
 
   /** The logical end (bytes of whole records; the channel's position); guarded by the monitor. */
   private long end;
@@ -202,14 +201,7 @@ final class OpLog implements AutoCloseable {
    * once per MiB of log; the next fdatasync writes it out with the records.
    */
   private void preallocate(long upTo) throws IOException {
-    long target = Math.max(upTo, allocated) + PREALLOCATE;
-    long at = allocated;
-    while (at < target) {
-      ByteBuffer z = ZEROS.duplicate();
-      z.limit((int) Math.min(z.capacity(), target - at));
-      at += channel.write(z, at);
-    }
-    allocated = at;
+    allocated = LogFiles.zeroFill(channel, allocated, upTo);
   }
 
   /** Whether bytes {@code from} to {@code to} of {@code ch} are all zero (preallocated space). */
