@@ -274,31 +274,21 @@ final class Lane {
       throw new IOException("RPC response of " + body + " B (expected: <= " + maxResponse + ")");
     }
     ByteBuffer rsp = ByteBuffer.allocate(body);
-    while (rsp.hasRemaining()) {
-      if (!in.hasRemaining()) {
-        in.clear();
-        int r = ch.read(in);
-        in.flip();
-        if (r < 0) {
-          throw new EOFException("the server closed the lane");
-        }
-        continue;
-      }
-      int take = Math.min(rsp.remaining(), in.remaining());
-      int lim = in.limit();
-      in.limit(in.position() + take);
-      rsp.put(in);
-      in.limit(lim);
-    }
+    readInto(rsp);
     return rsp.flip();
   }
 
   /** Moves the op's body from the read buffer (and the socket) into the caller's buffer. */
   private void copyBody(RegionOps.Read op) throws IOException {
     ByteBuffer v = op.view;
-    int p = op.base;
-    int left = op.length;
-    while (left > 0) {
+    v.limit(v.capacity()).position(op.base);
+    v.limit(op.base + op.length);
+    readInto(v);
+  }
+
+  /** Fills {@code dst} (position to limit) from the read buffer, then from the socket. */
+  private void readInto(ByteBuffer dst) throws IOException {
+    while (dst.hasRemaining()) {
       if (!in.hasRemaining()) {
         in.clear();
         int r = ch.read(in);
@@ -308,15 +298,11 @@ final class Lane {
         }
         continue;
       }
-      int take = Math.min(left, in.remaining());
-      v.limit(v.capacity()).position(p);
-      v.limit(p + take);
+      int take = Math.min(dst.remaining(), in.remaining());
       int lim = in.limit();
       in.limit(in.position() + take);
-      v.put(in);
+      dst.put(in);
       in.limit(lim);
-      p += take;
-      left -= take;
     }
   }
 

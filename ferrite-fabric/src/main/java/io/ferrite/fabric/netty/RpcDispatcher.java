@@ -178,10 +178,42 @@ public final class RpcDispatcher {
       this.out = out;
     }
 
+    /** On a dispatch thread: TIMEOUT if it waited past its deadline, else the handler. */
     @Override
     public void run() {
-      RpcDispatcher.this.run(
-          caller, requestId, service, opcode, deadlineMillis, received, request, out);
+      int requestBytes = request.remaining();
+      if (deadlineMillis > 0) {
+        long waited = System.nanoTime() - received;
+        if (waited > TimeUnit.MILLISECONDS.toNanos(deadlineMillis)) {
+          reply(
+              out,
+              requestId,
+              requestBytes,
+              null,
+              new FerriteException(
+                  ErrorCode.TIMEOUT,
+                  "call to service "
+                      + service
+                      + " opcode "
+                      + opcode
+                      + " waited "
+                      + TimeUnit.NANOSECONDS.toMillis(waited)
+                      + " ms in the service queue (deadline: "
+                      + deadlineMillis
+                      + " ms)"));
+          return;
+        }
+      }
+      CompletableFuture<ByteBuffer> f;
+      try {
+        f = handler.handle(caller, service, opcode, request);
+        if (f == null) {
+          f = CompletableFuture.failedFuture(new IllegalStateException("handler returned null"));
+        }
+      } catch (RuntimeException | Error e) {
+        f = CompletableFuture.failedFuture(e);
+      }
+      f.whenComplete((rsp, err) -> reply(out, requestId, requestBytes, rsp, err));
     }
 
     @Override
@@ -189,50 +221,6 @@ public final class RpcDispatcher {
       counters.recordError(OpKind.RPC);
       out.fail(requestId, ErrorCode.UNAVAILABLE, "server is shutting down");
     }
-  }
-
-  private void run(
-      RpcContext caller,
-      long requestId,
-      int service,
-      int opcode,
-      long deadlineMillis,
-      long received,
-      ByteBuffer request,
-      Responder out) {
-    int requestBytes = request.remaining();
-    if (deadlineMillis > 0) {
-      long waited = System.nanoTime() - received;
-      if (waited > TimeUnit.MILLISECONDS.toNanos(deadlineMillis)) {
-        reply(
-            out,
-            requestId,
-            requestBytes,
-            null,
-            new FerriteException(
-                ErrorCode.TIMEOUT,
-                "call to service "
-                    + service
-                    + " opcode "
-                    + opcode
-                    + " waited "
-                    + TimeUnit.NANOSECONDS.toMillis(waited)
-                    + " ms in the service queue (deadline: "
-                    + deadlineMillis
-                    + " ms)"));
-        return;
-      }
-    }
-    CompletableFuture<ByteBuffer> f;
-    try {
-      f = handler.handle(caller, service, opcode, request);
-      if (f == null) {
-        f = CompletableFuture.failedFuture(new IllegalStateException("handler returned null"));
-      }
-    } catch (RuntimeException | Error e) {
-      f = CompletableFuture.failedFuture(e);
-    }
-    f.whenComplete((rsp, err) -> reply(out, requestId, requestBytes, rsp, err));
   }
 
   private void reply(

@@ -102,6 +102,23 @@ final class NodesMasterLookups {
   }
 
   /**
+   * The nodes of {@code path} below the root (the root's path: none); NOT_FOUND if there is none.
+   */
+  private List<Node> chain(String path) {
+    List<Node> chain = ns.resolveChain(NodePath.parse(path));
+    if (chain == null) {
+      throw fail(Reason.NOT_FOUND, "no such node " + path);
+    }
+    return chain;
+  }
+
+  /** The answer for the last node of {@code chain}, with up to {@code count} block refs. */
+  private NodeInfo info(List<Node> chain, String path, int count) {
+    Node n = chain.isEmpty() ? ns.root : chain.get(chain.size() - 1);
+    return tree.info(n, path, 0, Math.max(0, Math.min(count, NodesMaster.MAX_MAP)));
+  }
+
+  /**
    * A lookup plus a lease on its answer for the asking holder ({@link NodesMasterLeases}): granted
    * under the namespace's read lock with the nodes read, so no change is applied between the read
    * and the grant, and a change that starts later finds the lease. Containers are answered but not
@@ -112,13 +129,9 @@ final class NodesMasterLookups {
     int count = r.i32("blocks");
     long holder = r.i64("holder");
     r.end();
-    List<Node> chain = ns.resolveChain(NodePath.parse(path));
-    if (chain == null) {
-      throw fail(Reason.NOT_FOUND, "no such node " + path);
-    }
-    Node n = chain.isEmpty() ? ns.root : chain.get(chain.size() - 1);
-    NodeInfo info = tree.info(n, path, 0, Math.max(0, Math.min(count, NodesMaster.MAX_MAP)));
-    NodesMasterLeases.Grant g = leases.grant(holder, chain, !n.type.isContainer());
+    List<Node> chain = chain(path);
+    NodeInfo info = info(chain, path, count);
+    NodesMasterLeases.Grant g = leases.grant(holder, chain, !info.type().isContainer());
     Wire.Writer w = new Wire.Writer(160 + info.blocks().size() * 48 + chain.size() * 8);
     NodesProtocol.writeNode(w, info);
     w.i64(g.epoch()).i64(g.seq()).i64(g.leaseNanos());
@@ -141,12 +154,8 @@ final class NodesMasterLookups {
     String path = r.str("path");
     int count = r.i32("blocks");
     r.end();
-    List<Node> chain = ns.resolveChain(NodePath.parse(path));
-    if (chain == null) {
-      throw fail(Reason.NOT_FOUND, "no such node " + path);
-    }
-    Node n = chain.isEmpty() ? ns.root : chain.get(chain.size() - 1);
-    NodeInfo info = tree.info(n, path, 0, Math.max(0, Math.min(count, NodesMaster.MAX_MAP)));
+    List<Node> chain = chain(path);
+    NodeInfo info = info(chain, path, count);
     io.ferrite.fabric.RegionRef ref = ns.versions.ref();
     long[] words = new long[chain.size()];
     boolean cacheable = ref != null && !chain.isEmpty();
