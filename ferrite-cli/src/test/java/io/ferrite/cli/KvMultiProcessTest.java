@@ -27,11 +27,8 @@ import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
-import java.util.function.Supplier;
-import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.io.TempDir;
 
 /**
  * The kv operation log under {@code always}: a memory server (its own JVM) is SIGKILLed during a
@@ -41,27 +38,8 @@ import org.junit.jupiter.api.io.TempDir;
  * serves).
  */
 @Tag("multiprocess")
-class KvMultiProcessTest {
+class KvMultiProcessTest extends ProcessClusterTest {
   static final String CLUSTER = "kv-mp-test";
-  static final long TIMEOUT_NANOS = 60_000_000_000L;
-
-  @TempDir Path dir;
-  Path shmDir;
-  int port;
-  Credentials credentials;
-  final List<Process> processes = new ArrayList<>();
-  final List<AutoCloseable> clients = new ArrayList<>();
-
-  @AfterEach
-  void stopAll() throws IOException, InterruptedException {
-    CliProcesses.stopAll(clients, processes, shmDir);
-  }
-
-  private Process start(String name, String... args) throws IOException {
-    Process p = CliProcesses.start(dir, name, args);
-    processes.add(p);
-    return p;
-  }
 
   private Process startServer() throws IOException {
     return start(
@@ -96,14 +74,6 @@ class KvMultiProcessTest {
             ClientOptions.builder(credentials).fabric("tcp").clientName("kv-mp-test").build());
     clients.add(c);
     return c;
-  }
-
-  private String logs() {
-    return CliProcesses.logs(dir);
-  }
-
-  private <T> T await(String what, Supplier<T> probe) throws InterruptedException {
-    return CliProcesses.await(what, TIMEOUT_NANOS, probe, this::logs);
   }
 
   private boolean serverAlive() {

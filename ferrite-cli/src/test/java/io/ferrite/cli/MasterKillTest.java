@@ -21,12 +21,9 @@ import java.util.Random;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.atomic.AtomicInteger;
-import java.util.function.Supplier;
-import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.ExtendWith;
-import org.junit.jupiter.api.io.TempDir;
 
 /**
  * The master's group commit under SIGKILL: a master (its own JVM, journal fsync on) serves several
@@ -37,28 +34,9 @@ import org.junit.jupiter.api.io.TempDir;
  */
 @Tag("multiprocess")
 @ExtendWith(SeedExtension.class)
-class MasterKillTest {
+class MasterKillTest extends ProcessClusterTest {
   static final String CLUSTER = "master-kill-test";
-  static final long TIMEOUT_NANOS = 60_000_000_000L;
   static final int WRITERS = 8;
-
-  @TempDir Path dir;
-  Path shmDir;
-  int port;
-  Credentials credentials;
-  final List<Process> processes = new ArrayList<>();
-  final List<AutoCloseable> clients = new ArrayList<>();
-
-  @AfterEach
-  void stopAll() throws IOException, InterruptedException {
-    CliProcesses.stopAll(clients, processes, shmDir);
-  }
-
-  private Process start(String name, String... args) throws IOException {
-    Process p = CliProcesses.start(dir, name, args);
-    processes.add(p);
-    return p;
-  }
 
   private Process startMaster() throws IOException {
     return start(
@@ -93,14 +71,6 @@ class MasterKillTest {
                 .build());
     clients.add(c);
     return c;
-  }
-
-  private String logs() {
-    return CliProcesses.logs(dir);
-  }
-
-  private <T> T await(String what, Supplier<T> probe) throws InterruptedException {
-    return CliProcesses.await(what, TIMEOUT_NANOS, probe, this::logs);
   }
 
   private boolean serverAlive() {

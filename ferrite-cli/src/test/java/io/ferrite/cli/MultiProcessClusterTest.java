@@ -24,19 +24,15 @@ import java.net.ServerSocket;
 import java.nio.ByteBuffer;
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.util.ArrayList;
 import java.util.List;
 import java.util.Random;
-import java.util.function.Supplier;
 import java.util.stream.Stream;
-import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Assumptions;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.TestInfo;
 import org.junit.jupiter.api.extension.ExtendWith;
-import org.junit.jupiter.api.io.TempDir;
 import picocli.CommandLine;
 
 /**
@@ -47,7 +43,7 @@ import picocli.CommandLine;
  */
 @Tag("multiprocess")
 @ExtendWith(SeedExtension.class)
-class MultiProcessClusterTest {
+class MultiProcessClusterTest extends ProcessClusterTest {
   TestSeed seed;
 
   @BeforeEach
@@ -56,15 +52,8 @@ class MultiProcessClusterTest {
   }
 
   static final String CLUSTER = "mp-test";
-  static final long TIMEOUT_NANOS = 60_000_000_000L;
 
-  @TempDir Path dir;
-  Path shmDir;
-  final List<Process> processes = new ArrayList<>();
-  final List<AutoCloseable> clients = new ArrayList<>();
-  int port;
   Path secret;
-  Credentials credentials;
 
   static boolean tcpAvailable() {
     try (Fabric f = FabricFactory.standard().open("tcp")) {
@@ -72,17 +61,6 @@ class MultiProcessClusterTest {
     } catch (FerriteException e) {
       return false;
     }
-  }
-
-  @AfterEach
-  void stopAll() throws IOException, InterruptedException {
-    CliProcesses.stopAll(clients, processes, shmDir);
-  }
-
-  private Process start(String name, String... args) throws IOException {
-    Process p = CliProcesses.start(dir, name, args);
-    processes.add(p);
-    return p;
   }
 
   private Process startMaster() throws IOException {
@@ -129,12 +107,9 @@ class MultiProcessClusterTest {
         "shm.dir=" + shmDir);
   }
 
-  private String logs() {
-    return "seed " + seed + "; " + CliProcesses.logs(dir);
-  }
-
-  private <T> T await(String what, Supplier<T> probe) throws InterruptedException {
-    return CliProcesses.await(what, TIMEOUT_NANOS, probe, this::logs);
+  @Override
+  String logs() {
+    return "seed " + seed + "; " + super.logs();
   }
 
   private FerriteClient client(boolean session) {

@@ -1,0 +1,48 @@
+package io.ferrite.cli;
+
+import io.ferrite.fabric.Credentials;
+import java.io.IOException;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.function.Supplier;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.io.TempDir;
+
+/**
+ * What the multi-process tests share: a cluster of {@code ferrite} JVMs started through {@link
+ * CliProcesses}, logging into the test's directory, every process and client stopped after each
+ * test (also when it fails) and its shm directory removed.
+ */
+abstract class ProcessClusterTest {
+  static final long TIMEOUT_NANOS = 60_000_000_000L;
+
+  @TempDir Path dir;
+  Path shmDir;
+  int port;
+  Credentials credentials;
+  final List<Process> processes = new ArrayList<>();
+  final List<AutoCloseable> clients = new ArrayList<>();
+
+  @AfterEach
+  void stopAll() throws IOException, InterruptedException {
+    CliProcesses.stopAll(clients, processes, shmDir);
+  }
+
+  /** Starts {@code ferrite args...} as process {@code name}, stopped after the test. */
+  Process start(String name, String... args) throws IOException {
+    Process p = CliProcesses.start(dir, name, args);
+    processes.add(p);
+    return p;
+  }
+
+  /** The processes' logs, for a failure message. */
+  String logs() {
+    return CliProcesses.logs(dir);
+  }
+
+  /** Polls {@code probe} until it answers (see {@link CliProcesses#await}), for at most 60 s. */
+  <T> T await(String what, Supplier<T> probe) throws InterruptedException {
+    return CliProcesses.await(what, TIMEOUT_NANOS, probe, this::logs);
+  }
+}
