@@ -3,19 +3,14 @@ package io.ferrite.cli;
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import io.ferrite.fabric.Credentials;
 import io.ferrite.kernel.client.ClientOptions;
 import io.ferrite.kernel.client.Ferrite;
 import io.ferrite.kernel.client.FerriteClient;
-import io.ferrite.kernel.config.Secrets;
 import io.ferrite.kv.KvClient;
 import io.ferrite.kv.KvTable;
 import io.ferrite.kv.TableOptions;
 import java.io.IOException;
-import java.net.ServerSocket;
 import java.nio.charset.StandardCharsets;
-import java.nio.file.Files;
-import java.nio.file.Path;
 import java.util.ArrayDeque;
 import java.util.ArrayList;
 import java.util.List;
@@ -86,11 +81,7 @@ class KvMultiProcessTest extends ProcessClusterTest {
 
   /** Starts the master and the server, waits for it; returns the server's process. */
   private Process startCluster() throws Exception {
-    shmDir = Files.createTempDirectory(Path.of("/dev/shm"), "ferrite-kv-mp-");
-    try (ServerSocket s = new ServerSocket(0)) {
-      port = s.getLocalPort();
-    }
-    credentials = new Credentials(CLUSTER, Secrets.readOrCreate(dir.resolve("secret")));
+    newCluster(CLUSTER, "ferrite-kv-mp-");
     start(
         "master",
         "master",

@@ -3,17 +3,12 @@ package io.ferrite.cli;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import io.ferrite.fabric.Credentials;
 import io.ferrite.fabric.testing.SeedExtension;
 import io.ferrite.kernel.client.ClientOptions;
 import io.ferrite.kernel.client.Ferrite;
 import io.ferrite.kernel.client.FerriteClient;
-import io.ferrite.kernel.config.Secrets;
 import io.ferrite.kernel.proto.BlockRef;
 import java.io.IOException;
-import java.net.ServerSocket;
-import java.nio.file.Files;
-import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
@@ -84,11 +79,7 @@ class MasterKillTest extends ProcessClusterTest {
 
   @Test
   void everyAcknowledgedMutationSurvivesASigkilledMaster(Random random) throws Exception {
-    shmDir = Files.createTempDirectory(Path.of("/dev/shm"), "ferrite-master-kill-");
-    try (ServerSocket s = new ServerSocket(0)) {
-      port = s.getLocalPort();
-    }
-    credentials = new Credentials(CLUSTER, Secrets.readOrCreate(dir.resolve("secret")));
+    newCluster(CLUSTER, "ferrite-master-kill-");
     Process master = startMaster();
     start(
         "s1",

@@ -4,7 +4,6 @@ import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import io.ferrite.fabric.Credentials;
 import io.ferrite.fabric.Fabric;
 import io.ferrite.fabric.FerriteException;
 import io.ferrite.fabric.testing.SeedExtension;
@@ -13,14 +12,12 @@ import io.ferrite.kernel.client.ClientOptions;
 import io.ferrite.kernel.client.Ferrite;
 import io.ferrite.kernel.client.FerriteClient;
 import io.ferrite.kernel.config.FabricFactory;
-import io.ferrite.kernel.config.Secrets;
 import io.ferrite.kernel.proto.BlockRef;
 import io.ferrite.kernel.proto.ClusterStatus;
 import io.ferrite.kernel.proto.ServerState;
 import java.io.IOException;
 import java.io.PrintWriter;
 import java.io.StringWriter;
-import java.net.ServerSocket;
 import java.nio.ByteBuffer;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -158,12 +155,8 @@ class MultiProcessClusterTest extends ProcessClusterTest {
   void killedServerIsMarkedDeadAndRestartedMasterRecoversFromItsJournal(TestInfo info, Random rnd)
       throws Exception {
     Assumptions.assumeTrue(tcpAvailable(), "the tcp fabric is not in this build yet");
-    shmDir = Files.createTempDirectory(Path.of("/dev/shm"), "ferrite-mp-");
-    try (ServerSocket s = new ServerSocket(0)) {
-      port = s.getLocalPort();
-    }
-    secret = dir.resolve("secret");
-    credentials = new Credentials(CLUSTER, Secrets.readOrCreate(secret));
+    newCluster(CLUSTER, "ferrite-mp-");
+    secret = secret();
 
     startMaster();
     await("the master", () -> status() != null);

@@ -1,7 +1,10 @@
 package io.ferrite.cli;
 
 import io.ferrite.fabric.Credentials;
+import io.ferrite.kernel.config.Secrets;
 import java.io.IOException;
+import java.net.ServerSocket;
+import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
@@ -23,6 +26,23 @@ abstract class ProcessClusterTest {
   Credentials credentials;
   final List<Process> processes = new ArrayList<>();
   final List<AutoCloseable> clients = new ArrayList<>();
+
+  /**
+   * Readies a new cluster {@code clusterId}: an shm directory under /dev/shm (removed after the
+   * test), a free port for the master, and the cluster secret in the test's directory.
+   */
+  void newCluster(String clusterId, String shmPrefix) throws IOException {
+    shmDir = Files.createTempDirectory(Path.of("/dev/shm"), shmPrefix);
+    try (ServerSocket s = new ServerSocket(0)) {
+      port = s.getLocalPort();
+    }
+    credentials = new Credentials(clusterId, Secrets.readOrCreate(secret()));
+  }
+
+  /** Where the cluster secret is kept. */
+  Path secret() {
+    return dir.resolve("secret");
+  }
 
   @AfterEach
   void stopAll() throws IOException, InterruptedException {
