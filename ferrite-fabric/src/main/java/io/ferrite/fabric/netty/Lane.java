@@ -205,15 +205,7 @@ final class Lane {
         throw new IOException("second answer or bad length for request " + id);
       }
       if (status != ErrorCode.OK.wire()) {
-        if (body > Wire.MAX_ERROR_MESSAGE) {
-          throw new IOException("error message of " + body + " B");
-        }
-        fill(body);
-        ByteBuffer msg = in.slice().limit(body);
-        in.position(in.position() + body);
-        op.endNow(
-            new FerriteException(
-                ErrorCode.fromWire(status), StandardCharsets.UTF_8.decode(msg).toString()));
+        op.endNow(readError(status, body));
         continue;
       }
       if (body != op.length) {
@@ -261,14 +253,7 @@ final class Lane {
               + ")");
     }
     if (status != ErrorCode.OK.wire()) {
-      if (body > Wire.MAX_ERROR_MESSAGE) {
-        throw new IOException("error message of " + body + " B");
-      }
-      fill(body);
-      ByteBuffer msg = in.slice().limit(body);
-      in.position(in.position() + body);
-      throw new FerriteException(
-          ErrorCode.fromWire(status), StandardCharsets.UTF_8.decode(msg).toString());
+      throw readError(status, body);
     }
     if (body > maxResponse) {
       throw new IOException("RPC response of " + body + " B (expected: <= " + maxResponse + ")");
@@ -284,6 +269,18 @@ final class Lane {
     v.limit(v.capacity()).position(op.base);
     v.limit(op.base + op.length);
     readInto(v);
+  }
+
+  /** Reads an error answer's message ({@code body} bytes) into the failure it reports. */
+  private FerriteException readError(int status, int body) throws IOException {
+    if (body > Wire.MAX_ERROR_MESSAGE) {
+      throw new IOException("error message of " + body + " B");
+    }
+    fill(body);
+    ByteBuffer msg = in.slice().limit(body);
+    in.position(in.position() + body);
+    return new FerriteException(
+        ErrorCode.fromWire(status), StandardCharsets.UTF_8.decode(msg).toString());
   }
 
   /** Fills {@code dst} (position to limit) from the read buffer, then from the socket. */
