@@ -111,6 +111,9 @@ class ExtentHintsCacheTest {
       kept += hints.lookup(hs[k]) != null ? 1 : 0;
     }
     // Direct-mapped, about 13% of the keys would have been evicted by a later key of their entry.
-    assertTrue(kept > keys * 99 / 100, "kept " + kept + " of " + keys);
+    // 4-way, a set overflows for about 0.8% of them (167 of 20,000 on average, 2% of seeds lose
+    // over 200: the former bound of 1% failed seed 4312426176963283539 with 214); 1.5% is ten
+    // standard deviations away and still far below direct-mapped.
+    assertTrue(kept > keys * 985 / 1000, "kept " + kept + " of " + keys);
   }
 }
