@@ -399,6 +399,15 @@ public final class KvTable {
     return new Wire.Writer().i64(info.tableId()).i32(shard);
   }
 
+  /** A PUT's request (KvProtocol), sized up front (no regrowth copies). */
+  private Wire.Writer putRequest(int shard, int mode, byte[] key, byte[] value, byte[] expected) {
+    return ids(shard, 13 + key.length + value.length + expected.length)
+        .u8(mode)
+        .bytes(key)
+        .bytes(value)
+        .bytes(expected);
+  }
+
   /** As {@link #ids(int)}, sized for {@code more} bytes after them (no regrowth copies). */
   private Wire.Writer ids(int shard, int more) {
     return new Wire.Writer(12 + more).i64(info.tableId()).i32(shard);
@@ -570,15 +579,7 @@ public final class KvTable {
     checkKey(key);
     checkValue(value);
     int shard = shardOf(key);
-    ByteBuffer b =
-        writeRpc(
-            shard,
-            KvProtocol.PUT,
-            ids(shard, 13 + key.length + value.length + expected.length)
-                .u8(mode)
-                .bytes(key)
-                .bytes(value)
-                .bytes(expected));
+    ByteBuffer b = writeRpc(shard, KvProtocol.PUT, putRequest(shard, mode, key, value, expected));
     return new Wire.Reader(b, "kv put").u8("status");
   }
 
@@ -658,12 +659,7 @@ public final class KvTable {
     checkKey(key);
     checkValue(value);
     int shard = shardOf(key);
-    Wire.Writer body =
-        ids(shard, 13 + key.length + value.length)
-            .u8(KvProtocol.MODE_PUT)
-            .bytes(key)
-            .bytes(value)
-            .bytes(new byte[0]);
+    Wire.Writer body = putRequest(shard, KvProtocol.MODE_PUT, key, value, new byte[0]);
     return writeRpcAsync(shard, KvProtocol.PUT, body)
         .thenApply(b -> new Wire.Reader(b, "kv put").u8("status") == KvProtocol.CREATED);
   }
