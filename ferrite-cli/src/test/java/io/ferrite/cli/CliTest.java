@@ -11,7 +11,6 @@ import java.nio.file.Path;
 import java.util.Comparator;
 import java.util.stream.Stream;
 import org.junit.jupiter.api.AfterEach;
-import org.junit.jupiter.api.Assumptions;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
@@ -83,8 +82,6 @@ class CliTest {
 
   @Test
   void localOverTcpAndShmChecksBothAndStatusFindsIt() {
-    Assumptions.assumeTrue(
-        MultiProcessClusterTest.tcpAvailable(), "the tcp fabric is not in this build yet");
     Path published = dir.resolve("home/.ferrite/cluster");
     int code =
         run(

@@ -4,14 +4,11 @@ import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import io.ferrite.fabric.Fabric;
-import io.ferrite.fabric.FerriteException;
 import io.ferrite.fabric.testing.SeedExtension;
 import io.ferrite.fabric.testing.TestSeed;
 import io.ferrite.kernel.client.ClientOptions;
 import io.ferrite.kernel.client.Ferrite;
 import io.ferrite.kernel.client.FerriteClient;
-import io.ferrite.kernel.config.FabricFactory;
 import io.ferrite.kernel.proto.BlockRef;
 import io.ferrite.kernel.proto.ClusterStatus;
 import io.ferrite.kernel.proto.ServerState;
@@ -24,7 +21,6 @@ import java.nio.file.Path;
 import java.util.List;
 import java.util.Random;
 import java.util.stream.Stream;
-import org.junit.jupiter.api.Assumptions;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
@@ -51,14 +47,6 @@ class MultiProcessClusterTest extends ProcessClusterTest {
   static final String CLUSTER = "mp-test";
 
   Path secret;
-
-  static boolean tcpAvailable() {
-    try (Fabric f = FabricFactory.standard().open("tcp")) {
-      return f != null;
-    } catch (FerriteException e) {
-      return false;
-    }
-  }
 
   private Process startMaster() throws IOException {
     return start(
@@ -154,7 +142,6 @@ class MultiProcessClusterTest extends ProcessClusterTest {
   @Test
   void killedServerIsMarkedDeadAndRestartedMasterRecoversFromItsJournal(TestInfo info, Random rnd)
       throws Exception {
-    Assumptions.assumeTrue(tcpAvailable(), "the tcp fabric is not in this build yet");
     newCluster(CLUSTER, "ferrite-mp-");
     secret = secret();
 
@@ -219,7 +206,6 @@ class MultiProcessClusterTest extends ProcessClusterTest {
 
   @Test
   void localClusterStopsCleanlyOnSigterm() throws Exception {
-    Assumptions.assumeTrue(tcpAvailable(), "the tcp fabric is not in this build yet");
     shmDir = Files.createTempDirectory(Path.of("/dev/shm"), "fm");
     Path local = dir.resolve("local");
     Process p =

@@ -10,6 +10,7 @@ import io.ferrite.fabric.FerriteException;
 import io.ferrite.fabric.Futures;
 import io.ferrite.fabric.OpKind;
 import io.ferrite.fabric.testing.SeedExtension;
+import io.ferrite.fabric.testing.TestThreads;
 import io.ferrite.fabric.verify.Checksum64;
 import io.ferrite.kernel.LocalCluster;
 import io.ferrite.kernel.config.FerriteConfig;
@@ -99,34 +100,36 @@ class ClientRetryTest {
     cluster.network.faults().tearReads(true);
     AtomicBoolean stop = new AtomicBoolean();
     AtomicLong writes = new AtomicLong();
-    Thread writer =
-        new Thread(
-            () -> {
-              while (!stop.get()) {
-                client.writeSync(block, 0, ByteBuffer.wrap(writes.get() % 2 == 0 ? b : a));
-                writes.incrementAndGet();
-                LockSupport.parkNanos(500_000);
-              }
-              client.writeSync(block, 0, ByteBuffer.wrap(a));
-            },
-            "torn-read-writer");
-    writer.start();
-    try {
-      while (writes.get() == 0) {
-        Thread.onSpinWait();
+    try (TestThreads bg = new TestThreads(() -> stop.set(true))) {
+      bg.start(
+          "torn-read-writer",
+          () -> {
+            while (!stop.get()) {
+              client.writeSync(block, 0, ByteBuffer.wrap(writes.get() % 2 == 0 ? b : a));
+              writes.incrementAndGet();
+              LockSupport.parkNanos(500_000);
+            }
+            client.writeSync(block, 0, ByteBuffer.wrap(a));
+          });
+      try {
+        while (writes.get() == 0 && !bg.failed()) {
+          Thread.onSpinWait();
+        }
+        long readsBefore = serverReads();
+        ByteBuffer dst = ByteBuffer.allocate(a.length);
+        CompletableFuture<Void> read = client.readVerified(block, 0, dst, checksumA);
+        Thread.sleep(150); // let the writer tear a few attempts
+        stop.set(true);
+        bg.join();
+        Futures.join(read);
+        assertArrayEquals(a, dst.array(), "only an untorn copy of A is accepted");
+        // The first attempt waited for one of the writer's writes between its halves (every write
+        // changes the block from A to B or back), so it was torn and retried: two reads at least.
+        long reads = serverReads() - readsBefore;
+        assertTrue(reads >= 2, "reads: " + reads + " (a torn attempt and the untorn one)");
+      } finally {
+        stop.set(true);
       }
-      long readsBefore = serverReads();
-      ByteBuffer dst = ByteBuffer.allocate(a.length);
-      CompletableFuture<Void> read = client.readVerified(block, 0, dst, checksumA);
-      Thread.sleep(150); // let the writer tear a few attempts
-      stop.set(true);
-      writer.join();
-      Futures.join(read);
-      assertArrayEquals(a, dst.array(), "only an untorn copy of A is accepted");
-      assertTrue(serverReads() - readsBefore >= 1);
-    } finally {
-      stop.set(true);
-      writer.join();
     }
 
     // Data that never matches fails with a retryable CONFLICT, not a wrong answer.

@@ -16,7 +16,6 @@ import java.nio.file.StandardOpenOption;
 import java.util.ArrayList;
 import java.util.HashSet;
 import java.util.List;
-import java.util.Map;
 import java.util.Random;
 import java.util.Set;
 import java.util.concurrent.atomic.AtomicLong;
@@ -352,7 +351,8 @@ class JournalTest {
   void emptyDirectoryIsAnEmptyMaster() {
     try (Opened m = new Opened()) {
       assertEquals(0, m.state.members().size());
-      assertEquals(Map.of(), Map.of());
+      assertEquals(Set.of(), m.image(), "no metadata of any kind");
+      assertEquals(new Journal.Recovery(0, 0, 0, 0), m.journal.recovery());
     }
   }
 }
