@@ -117,7 +117,9 @@ final class ServerCommand implements Callable<Integer> {
               + secret
               + ": pass --secret-file with the file the master created (its <dir>/secret)");
     }
-    Credentials creds = new Credentials(cfg.clusterId(), Secrets.read(secret));
+    byte[] root = Secrets.read(secret);
+    Secrets.writeClientSecret(secret, root);
+    Credentials creds = new Credentials(cfg.clusterId(), root);
     String masterAddress = master != null ? Ferrite.masterAddress(master) : cfg.masterTcpAddress();
     List<String> names = cfg.serverFabrics();
     String scheme = masterAddress.substring(0, masterAddress.indexOf("://"));
