@@ -167,6 +167,11 @@ public class ClusterHarness implements AutoCloseable {
     return client(ClientOptions.builder(credentials));
   }
 
+  /** An ADMIN client over {@code fabric}. */
+  public FerriteClient adminClient(String fabric) {
+    return client(ClientOptions.builder(credentials).fabric(fabric));
+  }
+
   public FerriteClient client(ClientOptions.Builder options) {
     if (!real) {
       options.fabric("local").fabrics(fabrics());
