@@ -102,6 +102,22 @@ public final class Credentials {
     }
   }
 
+  /**
+   * What a client whose secret the server at {@code server} refused reports (every fabric says it
+   * the same way): "the secret in FILE is not this cluster's (or not valid for role R)".
+   */
+  public String wrongSecretMessage(String server) {
+    String where = origin.isEmpty() ? "the secret given" : "the secret in " + origin;
+    return where
+        + " is not this cluster's (or not valid for role "
+        + role
+        + "): refused by the server at "
+        + server
+        + " of cluster '"
+        + clusterId
+        + "'";
+  }
+
   /** The credentials of role {@code r}, derived from these (see {@link #secretFor}). */
   public Credentials as(Role r) {
     return r == role ? this : new Credentials(clusterId, secretFor(r), r, origin);

@@ -74,18 +74,7 @@ public final class LocalFabric implements Fabric {
     Role role = client.role();
     if (!server.canDerive(role)
         || !MessageDigest.isEqual(server.secretFor(role), client.secretFor(role))) {
-      String where =
-          client.origin().isEmpty() ? "the secret given" : "the secret in " + client.origin();
-      throw new FerriteException(
-          ErrorCode.AUTH_FAILED,
-          where
-              + " is not this cluster's (or not valid for role "
-              + role
-              + "): refused by the server at "
-              + address
-              + " of cluster '"
-              + client.clusterId()
-              + "'");
+      throw new FerriteException(ErrorCode.AUTH_FAILED, client.wrongSecretMessage(address));
     }
     LocalConnection c = new LocalConnection(s, role, scheduler, owned::remove);
     owned.add(c);

@@ -28,10 +28,10 @@ import javax.crypto.spec.SecretKeySpec;
  * talks to a peer without the secret; but a failed serverProof alone cannot tell "my secret is
  * wrong" from "this server is not the cluster's". The HELLO's helloCheck lets a genuine server tell
  * first: a check that does not verify is answered AUTH_FAILED with {@link #WRONG_SECRET}, which the
- * client reports as its own wrong secret ({@link #wrongSecret}). A check over the client's own
- * nonce only cannot be replayed into an AUTH (that proof covers the server's fresh nonce too), so
- * it adds nothing an impostor can use. A failed serverProof after a passed check then means the
- * peer is not the cluster's server.
+ * client reports as its own wrong secret ({@link Credentials#wrongSecretMessage}). A check over the
+ * client's own nonce only cannot be replayed into an AUTH (that proof covers the server's fresh
+ * nonce too), so it adds nothing an impostor can use. A failed serverProof after a passed check
+ * then means the peer is not the cluster's server.
  */
 final class Handshake {
   private Handshake() {}
@@ -86,22 +86,9 @@ final class Handshake {
   static FerriteException refusedHello(
       Credentials c, String address, ErrorCode code, String serverMessage) {
     if (code == ErrorCode.AUTH_FAILED && serverMessage.startsWith(WRONG_SECRET)) {
-      return new FerriteException(ErrorCode.AUTH_FAILED, wrongSecret(c, address));
+      return new FerriteException(ErrorCode.AUTH_FAILED, c.wrongSecretMessage(address));
     }
     return new FerriteException(code, address + ": " + serverMessage);
-  }
-
-  /** "the secret in FILE is not this cluster's (or not valid for role R)", and who said so. */
-  static String wrongSecret(Credentials c, String address) {
-    String where = c.origin().isEmpty() ? "the secret given" : "the secret in " + c.origin();
-    return where
-        + " is not this cluster's (or not valid for role "
-        + c.role()
-        + "): refused by the server at "
-        + address
-        + " of cluster '"
-        + c.clusterId()
-        + "'";
   }
 
   /** Constant-time comparison, so the time taken does not reveal how much of a proof matched. */
