@@ -1,6 +1,7 @@
 package io.ferrite.cli;
 
 import io.ferrite.fabric.Credentials;
+import io.ferrite.fabric.Role;
 import io.ferrite.kernel.config.ClusterFile;
 import io.ferrite.kernel.config.FerriteConfig;
 import io.ferrite.kernel.config.Secrets;
@@ -14,6 +15,12 @@ import picocli.CommandLine.Option;
  * {@code FERRITE_CLUSTER} / {@code FERRITE_CLUSTER_SECRET_FILE} / {@code FERRITE_CLUSTER_ID}, then
  * the cluster file ({@code --cluster-file}, default {@code ~/.ferrite/cluster}, written by {@code
  * ferrite local}).
+ *
+ * <p>Which secret: a {@code --secret-file} given on the command line is used as it is, root or
+ * {@code client.secret} (its role is the file's). Otherwise the configured file is the root {@code
+ * secret}; a data command ({@link Role#CLIENT}) takes the {@code client.secret} beside it when
+ * there is one, so that it runs with the least role that can do its job, and only the operator's
+ * commands (kv drop, rebalance, compact-log) use the root.
  */
 final class ClusterTarget {
   @Option(
@@ -26,7 +33,9 @@ final class ClusterTarget {
   @Option(
       names = "--secret-file",
       description =
-          "Cluster secret file (default: $FERRITE_CLUSTER_SECRET_FILE, then the cluster file).")
+          "Cluster secret file: the root 'secret' or a 'client.secret' (default:"
+              + " $FERRITE_CLUSTER_SECRET_FILE, then the cluster file's; data commands take the"
+              + " client.secret beside a default root file).")
   Path secretFile;
 
   @Option(names = "--cluster-id", description = "Cluster id (default: the cluster file's).")
@@ -40,11 +49,21 @@ final class ClusterTarget {
   /** The resolved target. */
   record Resolved(String uri, Credentials credentials) {}
 
+  /** For a data command: the least role, CLIENT, when the secret file was not given. */
   Resolved resolve() {
-    return resolve(System.getenv());
+    return resolve(Role.CLIENT);
+  }
+
+  /** For a command that needs {@code role}: CLIENT for data, ADMIN for the operator's. */
+  Resolved resolve(Role role) {
+    return resolve(System.getenv(), role);
   }
 
   Resolved resolve(Map<String, String> env) {
+    return resolve(env, Role.CLIENT);
+  }
+
+  Resolved resolve(Map<String, String> env, Role role) {
     Path cfPath = clusterFile != null ? clusterFile : ClusterFile.defaultLocation();
     ClusterFile cf = Files.exists(cfPath) ? ClusterFile.read(cfPath) : null;
     String u = first(uri, env.get("FERRITE_CLUSTER"), cf == null ? null : cf.uri());
@@ -71,7 +90,14 @@ final class ClusterTarget {
             env.get(FerriteConfig.envName(FerriteConfig.CLUSTER_ID)),
             cf == null ? null : cf.clusterId(),
             "ferrite");
-    return new Resolved(u, new Credentials(id, Secrets.read(Path.of(secret))));
+    Path file = Path.of(secret);
+    if (secretFile == null && role == Role.CLIENT) {
+      Path client = file.toAbsolutePath().resolveSibling(Secrets.CLIENT_FILE);
+      if (Files.isReadable(client)) {
+        file = client;
+      }
+    }
+    return new Resolved(u, Secrets.load(id, file));
   }
 
   private static String first(String... values) {

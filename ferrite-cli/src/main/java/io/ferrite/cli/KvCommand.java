@@ -2,6 +2,7 @@ package io.ferrite.cli;
 
 import io.ferrite.fabric.ErrorCode;
 import io.ferrite.fabric.FerriteException;
+import io.ferrite.fabric.Role;
 import io.ferrite.kernel.client.ClientOptions;
 import io.ferrite.kernel.client.Ferrite;
 import io.ferrite.kernel.client.FerriteClient;
@@ -77,7 +78,15 @@ final class KvCommand implements Runnable {
 
   /** Connects, runs {@code body} with a kv client, closes. */
   static <T> T withKv(ClusterTarget target, Function<KvClient, T> body) {
-    ClusterTarget.Resolved t = target.resolve();
+    return withKv(target, Role.CLIENT, body);
+  }
+
+  /**
+   * As {@link #withKv(ClusterTarget, Function)} with the secret of {@code role}: ADMIN for drop,
+   * rebalance and compact-log, whose shard opcodes refuse a CLIENT.
+   */
+  static <T> T withKv(ClusterTarget target, Role role, Function<KvClient, T> body) {
+    ClusterTarget.Resolved t = target.resolve(role);
     Fabrics fabrics = new Fabrics();
     try (FerriteClient c =
         Ferrite.connect(
@@ -469,6 +478,7 @@ final class KvCommand implements Runnable {
       PrintWriter err = spec.commandLine().getErr();
       return withKv(
           target,
+          Role.ADMIN,
           kv -> {
             KvRebalancer r =
                 new KvRebalancer(
@@ -576,6 +586,7 @@ final class KvCommand implements Runnable {
       List<KvClient.LogSizes> done =
           withKv(
               target,
+              Role.ADMIN,
               kv -> {
                 List<Integer> ids = new java.util.ArrayList<>();
                 if (server != null) {
@@ -619,6 +630,7 @@ final class KvCommand implements Runnable {
     public Integer call() {
       withKv(
           target,
+          Role.ADMIN,
           kv -> {
             kv.dropTable(table);
             return null;

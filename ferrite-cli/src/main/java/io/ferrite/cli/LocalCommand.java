@@ -104,7 +104,9 @@ final class LocalCommand implements Callable<Integer> {
     FerriteConfig cfg = config.load(flags);
     Secrets.createPrivateDirectories(dir);
     Path secret = dir.resolve("secret");
-    Credentials creds = new Credentials(cfg.clusterId(), Secrets.readOrCreate(secret));
+    byte[] root = Secrets.readOrCreate(secret);
+    Secrets.writeClientSecret(secret, root);
+    Credentials creds = new Credentials(cfg.clusterId(), root);
     PrintWriter out = spec.commandLine().getOut();
 
     Fabrics fabrics = new Fabrics();

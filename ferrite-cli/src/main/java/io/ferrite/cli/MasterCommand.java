@@ -95,7 +95,9 @@ final class MasterCommand implements Callable<Integer> {
     ConfigOptions.put(flags, FerriteConfig.SNAPSHOT_EVERY, snapshotEvery);
     FerriteConfig cfg = config.load(flags);
     Path secret = secretPath(cfg);
-    Credentials creds = new Credentials(cfg.clusterId(), Secrets.readOrCreate(secret));
+    byte[] root = Secrets.readOrCreate(secret);
+    Secrets.writeClientSecret(secret, root);
+    Credentials creds = new Credentials(cfg.clusterId(), root);
     PrintWriter out = spec.commandLine().getOut();
     Fabrics fabrics = new Fabrics();
     Master master;

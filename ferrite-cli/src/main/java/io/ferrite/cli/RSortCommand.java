@@ -3,8 +3,6 @@ package io.ferrite.cli;
 import io.ferrite.fabric.ErrorCode;
 import io.ferrite.fabric.FerriteException;
 import io.ferrite.kernel.client.FerriteClient;
-import io.ferrite.kernel.config.ClusterFile;
-import io.ferrite.kernel.config.FerriteConfig;
 import io.ferrite.memory.RStore;
 import io.ferrite.memory.rsort.ClusterAccess;
 import io.ferrite.memory.rsort.JvmLauncher;
@@ -20,7 +18,6 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.List;
-import java.util.Map;
 import java.util.concurrent.Callable;
 import java.util.concurrent.atomic.AtomicReference;
 import picocli.CommandLine;
@@ -231,7 +228,10 @@ final class RSortCommand implements Callable<Integer> {
               ErrorCode.INVALID_ARGUMENT,
               e.getMessage() + "; or pass --local to start a cluster for the sort");
         }
-        access = new ClusterAccess(t.uri(), t.credentials().clusterId(), secretFile(), fabric);
+        // The workers read the file this process chose (the client.secret when there is one).
+        access =
+            new ClusterAccess(
+                t.uri(), t.credentials().clusterId(), Path.of(t.credentials().origin()), fabric);
       }
       try (FerriteClient client = access.connect("rsort-coordinator")) {
         RSortCoordinator c =
@@ -303,24 +303,5 @@ final class RSortCommand implements Callable<Integer> {
     long blocks = (long) workers * workers + 2L * workers + 8;
     long total = (long) (job.bytes() * factor) + blocks * (4L << 20) + (64L << 20);
     return (total + servers - 1) / servers;
-  }
-
-  /** The secret file the workers read: resolved as {@link ClusterTarget} resolves the secret. */
-  private Path secretFile() {
-    if (target.secretFile != null) {
-      return target.secretFile;
-    }
-    Map<String, String> env = System.getenv();
-    String fromEnv = env.get(FerriteConfig.envName(FerriteConfig.SECRET_FILE));
-    if (fromEnv != null && !fromEnv.isBlank()) {
-      return Path.of(fromEnv);
-    }
-    Path cf = target.clusterFile != null ? target.clusterFile : ClusterFile.defaultLocation();
-    if (Files.exists(cf)) {
-      return ClusterFile.read(cf).secretFile();
-    }
-    throw new FerriteException(
-        ErrorCode.INVALID_ARGUMENT,
-        "no cluster secret file for the workers: pass --secret-file, or use --local");
   }
 }

@@ -117,7 +117,15 @@ final class ServerCommand implements Callable<Integer> {
               + secret
               + ": pass --secret-file with the file the master created (its <dir>/secret)");
     }
-    Credentials creds = new Credentials(cfg.clusterId(), Secrets.read(secret));
+    byte[] root = Secrets.read(secret);
+    try {
+      Secrets.writeClientSecret(secret, root);
+    } catch (java.io.UncheckedIOException e) {
+      // A root secret on a read-only mount: the server needs only the root; say what is missing.
+      System.getLogger(ServerCommand.class.getName())
+          .log(System.Logger.Level.WARNING, "no client.secret written: {0}", e.getMessage());
+    }
+    Credentials creds = new Credentials(cfg.clusterId(), root);
     String masterAddress = master != null ? Ferrite.masterAddress(master) : cfg.masterTcpAddress();
     List<String> names = cfg.serverFabrics();
     String scheme = masterAddress.substring(0, masterAddress.indexOf("://"));

@@ -78,6 +78,10 @@ class CliTest {
     assertTrue(out.toString().contains("dram  256 MiB in total"), out.toString());
     assertTrue(Files.exists(dir.resolve("cluster")));
     assertTrue(Files.exists(dir.resolve("secret")));
+    // The CLIENT secret beside the root, for applications (docs/SECURITY.md).
+    assertEquals(
+        io.ferrite.fabric.Role.CLIENT,
+        io.ferrite.kernel.config.Secrets.load("x", dir.resolve("client.secret")).role());
   }
 
   @Test

@@ -162,7 +162,8 @@ class MasterKillTest extends ProcessClusterTest {
     int n = acks.get();
 
     startMaster();
-    FerriteClient check = await("the restarted master", () -> client(false));
+    // With a session: OWNED answers only a live session (docs/SECURITY.md).
+    FerriteClient check = await("the restarted master", () -> client(true));
     int checked = 0;
     for (Map.Entry<String, String> e : allocated.entrySet()) {
       if (unknown.contains(e.getKey())) {

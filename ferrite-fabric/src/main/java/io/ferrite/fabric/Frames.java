@@ -21,14 +21,19 @@ package io.ferrite.fabric;
  *
  * <pre>
  * client -> HELLO     magic u32 'FRRT' | version u16 | idLen u16 | clusterId utf8 | clientNonce 16 B
+ *                     | role u8 | helloCheck 32 B = HMAC-SHA256(roleSecret, "ferrite-hello" | role | clientNonce)
  * server -> HELLO rsp nodeId i32 | serverNonce 16 B | serverProof 32 B
- *                     serverProof = HMAC-SHA256(secret, "ferrite-server" | clientNonce | serverNonce)
- * client -> AUTH      clientProof 32 B = HMAC-SHA256(secret, "ferrite-client" | serverNonce | clientNonce)
+ *                     serverProof = HMAC-SHA256(roleSecret, "ferrite-server" | role | clientNonce | serverNonce)
+ * client -> AUTH      clientProof 32 B = HMAC-SHA256(roleSecret, "ferrite-client" | role | serverNonce | clientNonce)
  * server -> AUTH rsp  (empty body) or an error response and close
  * </pre>
  *
- * The client checks serverProof before sending AUTH, so a client never talks to a server that does
- * not know the secret either. A wrong cluster id or version is answered with an error and a close.
+ * {@code role} is the {@link Role} the client claims (its wire byte); {@code roleSecret} is that
+ * role's secret, which the server derives from the root ({@link Credentials#secretFor}). The client
+ * checks serverProof before sending AUTH, so a client never talks to a server that does not know
+ * the secret either. A wrong cluster id or version, or a helloCheck that does not verify (the
+ * client's secret is wrong for its role), is answered AUTH_FAILED and a close, so that the client
+ * can say which it was.
  *
  * <h2>Bodies of requests (responses in brackets)</h2>
  *
@@ -52,7 +57,7 @@ public final class Frames {
   private Frames() {}
 
   public static final int MAGIC = 0x54525246; // "FRRT" little-endian
-  public static final int PROTOCOL_VERSION = 1;
+  public static final int PROTOCOL_VERSION = 2;
 
   public static final int LENGTH_FIELD = 4;
 

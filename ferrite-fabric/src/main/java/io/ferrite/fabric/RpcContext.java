@@ -9,5 +9,13 @@ package io.ferrite.fabric;
  *     blocking lanes, each a connection of its own, so identify a client by what its requests carry
  *     (a session), not by this id
  * @param peer a human-readable description of the peer (address), for logs
+ * @param role the principal the connection's handshake proved; services refuse server-only and
+ *     admin opcodes to a {@link Role#CLIENT}
  */
-public record RpcContext(long connectionId, String peer) {}
+public record RpcContext(long connectionId, String peer, Role role) {
+  public RpcContext {
+    if (role == null) {
+      throw new IllegalArgumentException("role: null (expected: the role the handshake proved)");
+    }
+  }
+}

@@ -2,6 +2,7 @@ package io.ferrite.fabric;
 
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNotNull;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -26,6 +27,7 @@ import java.util.Set;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.CyclicBarrier;
+import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.AtomicReference;
 import java.util.stream.Stream;
@@ -44,6 +46,10 @@ import org.junit.jupiter.api.TestInfo;
 public abstract class FabricContractTest {
   protected static final int SERVICE_ECHO = 1;
   protected static final int SERVICE_FAIL = 2;
+
+  /** Answers the caller's {@link RpcContext#role()} as its wire byte. */
+  protected static final int SERVICE_ROLE = 3;
+
   protected static final long BIG = 80L << 20;
 
   protected final long seed = Long.getLong("tests.seed", System.nanoTime());
@@ -112,6 +118,10 @@ public abstract class FabricContractTest {
     }
     if (service == SERVICE_FAIL) {
       return Futures.failed(ErrorCode.CONFLICT, "service says no to opcode " + opcode);
+    }
+    if (service == SERVICE_ROLE) {
+      return CompletableFuture.completedFuture(
+          ByteBuffer.wrap(new byte[] {(byte) ctx.role().wire()}));
     }
     return Futures.failed(ErrorCode.UNKNOWN_SERVICE, "no service " + service);
   }
@@ -435,6 +445,60 @@ public abstract class FabricContractTest {
             FerriteException.class,
             () -> fabric.connect(server.address(), ConnectOptions.of(otherCluster)).close());
     assertEquals(ErrorCode.AUTH_FAILED, e.code(), where());
+  }
+
+  // ---------------------------------------------------------------- roles
+
+  /** The role the handshake proved reaches the service, over the async and blocking call paths. */
+  @Test
+  void theProvenRoleReachesTheService() throws Exception {
+    for (Role r : Role.values()) {
+      try (FabricConnection c =
+          fabric.connect(server.address(), ConnectOptions.of(credentials.as(r)))) {
+        ByteBuffer sync =
+            c.callSync(SERVICE_ROLE, 1, ByteBuffer.allocate(0), Duration.ofSeconds(5));
+        assertEquals(r.wire(), sync.get(sync.position()), where() + ": callSync as " + r);
+        ByteBuffer async =
+            c.call(SERVICE_ROLE, 1, ByteBuffer.allocate(0), Duration.ofSeconds(5))
+                .get(10, TimeUnit.SECONDS);
+        assertEquals(r.wire(), async.get(async.position()), where() + ": call as " + r);
+      }
+    }
+  }
+
+  /**
+   * A client whose secret is wrong for its role hears that its own secret is wrong, naming the
+   * file: not that the server failed to prove itself.
+   */
+  @Test
+  void aWrongSecretIsReportedAsTheClientsOwn() {
+    byte[] clientSecret = credentials.secretFor(Role.CLIENT);
+    clientSecret[0] ^= 1;
+    Credentials wrong =
+        new Credentials("contract", clientSecret, Role.CLIENT, "/etc/x/client.secret");
+    FerriteException e =
+        assertThrows(
+            FerriteException.class,
+            () -> fabric.connect(server.address(), ConnectOptions.of(wrong)).close());
+    assertEquals(ErrorCode.AUTH_FAILED, e.code(), where());
+    assertTrue(
+        e.getMessage()
+            .contains(
+                "the secret in /etc/x/client.secret is not this cluster's (or not valid for role"
+                    + " CLIENT)"),
+        where() + ": " + e.getMessage());
+    assertFalse(e.getMessage().contains("failed to prove"), where() + ": " + e.getMessage());
+    // The right client secret claiming a role it is not (here: the root's) is refused the same way.
+    Credentials claimsAdmin =
+        new Credentials(
+            "contract", credentials.secretFor(Role.CLIENT), Role.ADMIN, "client.secret");
+    e =
+        assertThrows(
+            FerriteException.class,
+            () -> fabric.connect(server.address(), ConnectOptions.of(claimsAdmin)).close());
+    assertEquals(ErrorCode.AUTH_FAILED, e.code(), where());
+    assertTrue(
+        e.getMessage().contains("not valid for role ADMIN"), where() + ": " + e.getMessage());
   }
 
   // ---------------------------------------------------------------- rpc

@@ -174,7 +174,7 @@ class ExtentHintsTest {
     t.put(k, value(1, 1));
     t.get(k);
     assertNotNull(t.extentHints().lookup(KeyHash.of(k)));
-    new KvClient(cluster.client("tcp")).dropTable("hints");
+    new KvClient(cluster.adminClient("tcp")).dropTable("hints");
     // The dropped shards' extents are no longer current: the hinted copy fails, the poisoned table
     // sends the handle to the master, which no longer knows the table.
     FerriteException e = assertThrows(FerriteException.class, () -> t.get(k));

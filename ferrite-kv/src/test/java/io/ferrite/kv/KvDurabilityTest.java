@@ -110,7 +110,7 @@ class KvDurabilityTest {
     KvClient kv = new KvClient(cluster.client());
     KvTable t = kv.createTable("gone", SMALL.withLayout(layout).withDurability(Durability.ALWAYS));
     t.put(b("k"), b("v"));
-    kv.dropTable("gone");
+    new KvClient(cluster.adminClient()).dropTable("gone");
     restartServer();
     KvTable again =
         kv.createTable("gone", SMALL.withLayout(layout).withDurability(Durability.ALWAYS));
@@ -157,7 +157,7 @@ class KvDurabilityTest {
         }
       }
       if (round == 5) {
-        kv.dropTable("gone");
+        new KvClient(cluster.adminClient()).dropTable("gone");
       }
       if (round == 10) {
         t.resize(1024);

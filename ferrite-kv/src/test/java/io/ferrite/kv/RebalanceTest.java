@@ -46,7 +46,8 @@ import org.junit.jupiter.params.provider.EnumSource;
  * register history across moves is checked for linearizability; a new server killed mid-copy leaves
  * the table on the old one; a mover that dies after the retire is completed from the master's
  * journal; durable tables keep exactly their keys across restarts of both servers. Both layouts,
- * seeded.
+ * seeded. The mover and the set-up clients hold the root (moves are the operator's); the readers
+ * and writers beside them are CLIENTs.
  */
 @ExtendWith(SeedExtension.class)
 class RebalanceTest {
@@ -115,7 +116,7 @@ class RebalanceTest {
   @EnumSource(TableOptions.Layout.class)
   void aJoiningServerTakesItsShardsWhileClientsWrite(TableOptions.Layout layout, TestSeed seed)
       throws Exception {
-    FerriteClient setup = cluster.client();
+    FerriteClient setup = cluster.adminClient();
     KvClient kv = new KvClient(setup);
     KvTable table = kv.createTable("grow", options(layout));
     int writers = 3;
@@ -196,7 +197,7 @@ class RebalanceTest {
     }
     int second = addServer();
     List<String> lines = Collections.synchronizedList(new ArrayList<>());
-    KvRebalancer rebalancer = new KvRebalancer(new KvClient(cluster.client()), lines::add);
+    KvRebalancer rebalancer = new KvRebalancer(new KvClient(cluster.adminClient()), lines::add);
     List<Move> plan = rebalancer.plan(List.of("grow"));
     assertFalse(plan.isEmpty(), "the new server owns arcs of the ring");
     KvRebalancer.Report report;
@@ -269,7 +270,7 @@ class RebalanceTest {
   @EnumSource(TableOptions.Layout.class)
   void registersStayLinearizableAcrossMovesThereAndBack(TableOptions.Layout layout, TestSeed seed)
       throws Exception {
-    KvClient kv = new KvClient(cluster.client());
+    KvClient kv = new KvClient(cluster.adminClient());
     kv.createTable("linear", options(layout).withShards(1));
     int first = kv.table("linear").serverOf(0);
     int second = addServer();
@@ -327,7 +328,7 @@ class RebalanceTest {
     for (Thread t : threads) {
       t.start();
     }
-    KvRebalancer mover = new KvRebalancer(new KvClient(cluster.client()), line -> {});
+    KvRebalancer mover = new KvRebalancer(new KvClient(cluster.adminClient()), line -> {});
     try {
       mover.move("linear", 0, second);
       mover.move("linear", 0, first); // back: the import replaces the retired shard there
@@ -368,7 +369,7 @@ class RebalanceTest {
   @EnumSource(TableOptions.Layout.class)
   void killingTheNewServerMidCopyLeavesTheTableOnTheOldOne(TableOptions.Layout layout)
       throws Exception {
-    KvClient kv = new KvClient(cluster.client());
+    KvClient kv = new KvClient(cluster.adminClient());
     KvTable t = kv.createTable("kill", options(layout).withShards(1));
     int first = t.serverOf(0);
     Random r = new Random(7);
@@ -385,7 +386,7 @@ class RebalanceTest {
     AtomicBoolean killed = new AtomicBoolean();
     KvRebalancer mover =
         new KvRebalancer(
-            new KvClient(cluster.client()),
+            new KvClient(cluster.adminClient()),
             line -> {
               if (line.contains("copied") && killed.compareAndSet(false, true)) {
                 cluster.servers.remove(joining);
@@ -410,13 +411,13 @@ class RebalanceTest {
   @EnumSource(TableOptions.Layout.class)
   void aMoveLeftPendingAfterTheRetireSurvivesAMasterRestartAndIsCompleted(
       TableOptions.Layout layout) throws Exception {
-    KvClient kv = new KvClient(cluster.client());
+    KvClient kv = new KvClient(cluster.adminClient());
     KvTable t = kv.createTable("pending", options(layout).withShards(1));
     for (int i = 0; i < 50; i++) {
       t.put(key(1, i), new byte[i * 7]);
     }
     int second = addServer();
-    FerriteClient c = cluster.client();
+    FerriteClient c = cluster.adminClient();
     // A mover that dies right after the old server retired the shard (before the master's commit).
     ByteBuffer b =
         Futures.join(
@@ -436,7 +437,7 @@ class RebalanceTest {
     // The master dies too; the intent is in its journal.
     cluster.startMaster();
     cluster.awaitServers(2);
-    kv = new KvClient(cluster.client());
+    kv = new KvClient(cluster.adminClient());
     c = kv.ferrite();
     t = kv.table("pending");
     // A sweep leaves a retired shard alone while its move is pending: the move is completed from
@@ -484,7 +485,7 @@ class RebalanceTest {
   @EnumSource(TableOptions.Layout.class)
   void durableTablesKeepExactlyTheirKeysAcrossRestartsOfBothServers(TableOptions.Layout layout)
       throws Exception {
-    KvClient kv = new KvClient(cluster.client());
+    KvClient kv = new KvClient(cluster.adminClient());
     KvTable t = kv.createTable("logged", options(layout).withDurability(Durability.ALWAYS));
     for (int i = 0; i < 200; i++) {
       t.put(key(2, i), ("v" + i).getBytes(StandardCharsets.UTF_8));
@@ -543,7 +544,7 @@ class RebalanceTest {
 
   @Test
   void badInputMovesNothingAndSaysSo() throws Exception {
-    KvClient kv = new KvClient(cluster.client());
+    KvClient kv = new KvClient(cluster.adminClient());
     KvTable t = kv.createTable("still", options(TableOptions.Layout.HOPSCOTCH));
     t.put(key(0, 0), new byte[] {1});
     KvRebalancer r = new KvRebalancer(kv, l -> {});

@@ -299,7 +299,7 @@ class RegionFreeTest {
   @MethodSource("layoutsAndFabrics")
   void eightResizesUnderReadersLeaveExactlyTheRegionsTheLayoutNames(
       TableOptions.Layout layout, String fabric, TestSeed seed) throws Exception {
-    FerriteClient setup = cluster.client(fabric);
+    FerriteClient setup = cluster.adminClient(fabric);
     KvClient kv = new KvClient(setup);
     int keys = 200;
     KvTable t = filled(kv, "grow", options(layout, 2), keys);
@@ -354,7 +354,7 @@ class RegionFreeTest {
   @MethodSource("layoutsAndFabrics")
   void aRebalanceLeavesNoRegionOfAMovedShardOnItsOldServer(
       TableOptions.Layout layout, String fabric, TestSeed seed) throws Exception {
-    FerriteClient setup = cluster.client(fabric);
+    FerriteClient setup = cluster.adminClient(fabric);
     KvClient kv = new KvClient(setup);
     int keys = 400;
     KvTable t = filled(kv, "spread", options(layout, 8), keys);

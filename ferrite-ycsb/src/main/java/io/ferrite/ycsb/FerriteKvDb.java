@@ -100,12 +100,13 @@ public final class FerriteKvDb extends DB {
                   Path.of(System.getProperty("user.home"), ".ferrite", "cluster").toString()));
       ClusterFile cf = ClusterFile.read(file);
       uri = cf.uri();
-      creds = new Credentials(cf.clusterId(), Secrets.read(cf.secretFile()));
+      creds = Secrets.load(cf.clusterId(), cf.secretFile());
     } else {
+      // The root secret or a client.secret (docs/SECURITY.md): the role is the file's.
       creds =
-          new Credentials(
+          Secrets.load(
               p.getProperty("ferrite.cluster.id", "local"),
-              Secrets.read(Path.of(p.getProperty("ferrite.secret.file"))));
+              Path.of(p.getProperty("ferrite.secret.file")));
     }
     return Ferrite.connect(
         uri,

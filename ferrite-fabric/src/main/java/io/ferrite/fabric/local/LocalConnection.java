@@ -9,6 +9,7 @@ import io.ferrite.fabric.FerriteException;
 import io.ferrite.fabric.Futures;
 import io.ferrite.fabric.OpKind;
 import io.ferrite.fabric.RegionRef;
+import io.ferrite.fabric.Role;
 import java.nio.ByteBuffer;
 import java.time.Duration;
 import java.util.concurrent.CompletableFuture;
@@ -27,11 +28,16 @@ final class LocalConnection implements FabricConnection {
 
   private final java.util.function.Consumer<AutoCloseable> onClose;
 
+  /** The role the client's credentials proved at connect. */
+  private final Role role;
+
   LocalConnection(
       LocalServer server,
+      Role role,
       ScheduledExecutorService scheduler,
       java.util.function.Consumer<AutoCloseable> onClose) {
     this.server = server;
+    this.role = role;
     this.onClose = onClose;
     this.scheduler = scheduler;
     this.id = server.nextConnectionId();
@@ -149,7 +155,7 @@ final class LocalConnection implements FabricConnection {
     CompletableFuture<ByteBuffer> f;
     Duration delay = faults.delay();
     if (delay.isZero()) {
-      f = server.call(id, service, opcode, request, deadline);
+      f = server.call(id, role, service, opcode, request, deadline);
     } else {
       ByteBuffer copy = ByteBuffer.allocate(request.remaining());
       copy.put(request.duplicate()).flip();
@@ -158,7 +164,7 @@ final class LocalConnection implements FabricConnection {
       scheduler.schedule(
           () -> {
             server
-                .call(id, service, opcode, copy, deadline)
+                .call(id, role, service, opcode, copy, deadline)
                 .whenComplete(
                     (v, t) -> {
                       if (t != null) {

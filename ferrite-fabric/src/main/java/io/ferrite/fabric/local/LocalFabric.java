@@ -1,13 +1,16 @@
 package io.ferrite.fabric.local;
 
 import io.ferrite.fabric.ConnectOptions;
+import io.ferrite.fabric.Credentials;
 import io.ferrite.fabric.ErrorCode;
 import io.ferrite.fabric.Fabric;
 import io.ferrite.fabric.FabricConnection;
 import io.ferrite.fabric.FabricServer;
 import io.ferrite.fabric.FerriteException;
 import io.ferrite.fabric.NamedThreadFactory;
+import io.ferrite.fabric.Role;
 import io.ferrite.fabric.ServerSpec;
+import java.security.MessageDigest;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ScheduledThreadPoolExecutor;
@@ -54,12 +57,26 @@ public final class LocalFabric implements Fabric {
       throw new FerriteException(ErrorCode.UNSUPPORTED, "not a local fabric address: " + address);
     }
     LocalServer s = network.lookup(address);
-    if (!s.spec().credentials().equals(options.credentials())) {
+    Credentials server = s.spec().credentials();
+    Credentials client = options.credentials();
+    if (!server.clusterId().equals(client.clusterId())) {
       throw new FerriteException(
           ErrorCode.AUTH_FAILED,
-          "authentication with " + address + " failed: wrong cluster id or secret");
+          address
+              + ": cluster id '"
+              + client.clusterId()
+              + "' (expected: '"
+              + server.clusterId()
+              + "')");
     }
-    LocalConnection c = new LocalConnection(s, scheduler, owned::remove);
+    // As the wire fabrics' handshake (netty/Handshake): the server derives the secret of the role
+    // the client claims from its root and compares; a mismatch is the client's wrong secret.
+    Role role = client.role();
+    if (!server.canDerive(role)
+        || !MessageDigest.isEqual(server.secretFor(role), client.secretFor(role))) {
+      throw new FerriteException(ErrorCode.AUTH_FAILED, client.wrongSecretMessage(address));
+    }
+    LocalConnection c = new LocalConnection(s, role, scheduler, owned::remove);
     owned.add(c);
     return c;
   }

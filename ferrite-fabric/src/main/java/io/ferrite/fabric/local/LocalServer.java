@@ -10,6 +10,7 @@ import io.ferrite.fabric.NamedThreadFactory;
 import io.ferrite.fabric.OpKind;
 import io.ferrite.fabric.RegionAccess;
 import io.ferrite.fabric.RegionRef;
+import io.ferrite.fabric.Role;
 import io.ferrite.fabric.RpcContext;
 import io.ferrite.fabric.ServerSpec;
 import java.nio.ByteBuffer;
@@ -147,7 +148,12 @@ final class LocalServer implements FabricServer {
   }
 
   CompletableFuture<ByteBuffer> call(
-      long connectionId, int serviceId, int opcode, ByteBuffer request, Duration deadline) {
+      long connectionId,
+      Role role,
+      int serviceId,
+      int opcode,
+      ByteBuffer request,
+      Duration deadline) {
     if (dead) {
       return Futures.failed(ErrorCode.UNAVAILABLE, "endpoint " + address + " is down");
     }
@@ -155,7 +161,7 @@ final class LocalServer implements FabricServer {
     ByteBuffer copy = ByteBuffer.allocate(request.remaining());
     copy.put(request.duplicate()).flip();
     CompletableFuture<ByteBuffer> result = new CompletableFuture<>();
-    RpcContext ctx = new RpcContext(connectionId, "local");
+    RpcContext ctx = new RpcContext(connectionId, "local", role);
     CompletableFuture<ByteBuffer> inline;
     try {
       // A non-blocking operation is answered on the thread that "received" it: here, the caller's.

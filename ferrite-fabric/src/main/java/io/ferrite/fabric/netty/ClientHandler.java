@@ -4,6 +4,7 @@ import io.ferrite.fabric.Credentials;
 import io.ferrite.fabric.ErrorCode;
 import io.ferrite.fabric.FerriteException;
 import io.ferrite.fabric.Frames;
+import io.ferrite.fabric.Role;
 import io.ferrite.fabric.ServerSpec;
 import io.netty.buffer.ByteBuf;
 import io.netty.channel.ChannelHandlerContext;
@@ -113,12 +114,14 @@ final class ClientHandler extends FrameReader {
             ctx.alloc(),
             Frames.TYPE_HELLO,
             0,
-            Handshake.HELLO_FIXED + id.length + Frames.NONCE_BYTES);
+            Handshake.HELLO_FIXED + id.length + Handshake.HELLO_TAIL);
     hello.writeIntLE(Frames.MAGIC);
     hello.writeShortLE(Frames.PROTOCOL_VERSION);
     hello.writeShortLE(id.length);
     hello.writeBytes(id);
     hello.writeBytes(clientNonce);
+    hello.writeByte(credentials.role().wire());
+    hello.writeBytes(Handshake.helloCheck(credentials, credentials.role(), clientNonce));
     ctx.writeAndFlush(hello, ctx.voidPromise());
     super.channelActive(ctx);
   }
@@ -127,7 +130,8 @@ final class ClientHandler extends FrameReader {
     if (status != ErrorCode.OK.wire()) {
       refused(
           ctx,
-          new FerriteException(ErrorCode.fromWire(status), address + ": " + Wire.message(body)));
+          Handshake.refusedHello(
+              credentials, address, ErrorCode.fromWire(status), Wire.message(body)));
       return;
     }
     if (type == Frames.TYPE_HELLO) {
@@ -146,7 +150,10 @@ final class ClientHandler extends FrameReader {
       body.getBytes(i + 4, serverNonce);
       body.getBytes(i + 4 + Frames.NONCE_BYTES, proof);
       // Check the server before proving ourselves: never talk to a peer without the secret.
-      if (!Handshake.verify(Handshake.serverProof(credentials, clientNonce, serverNonce), proof)) {
+      // The server accepted our helloCheck, so our secret is right: a bad proof is the server's.
+      Role role = credentials.role();
+      if (!Handshake.verify(
+          Handshake.serverProof(credentials, role, clientNonce, serverNonce), proof)) {
         refused(
             ctx,
             new FerriteException(
@@ -155,7 +162,7 @@ final class ClientHandler extends FrameReader {
         return;
       }
       ByteBuf auth = Wire.request(ctx.alloc(), Frames.TYPE_AUTH, 0, Frames.PROOF_BYTES);
-      auth.writeBytes(Handshake.clientProof(credentials, serverNonce, clientNonce));
+      auth.writeBytes(Handshake.clientProof(credentials, role, serverNonce, clientNonce));
       ctx.writeAndFlush(auth, ctx.voidPromise());
       state = AUTH_SENT;
     } else {

@@ -4,6 +4,7 @@ import io.ferrite.fabric.Credentials;
 import io.ferrite.fabric.ErrorCode;
 import io.ferrite.fabric.FerriteException;
 import io.ferrite.fabric.Frames;
+import io.ferrite.fabric.Role;
 import java.nio.charset.StandardCharsets;
 import java.security.GeneralSecurityException;
 import java.security.MessageDigest;
@@ -12,29 +13,50 @@ import javax.crypto.Mac;
 import javax.crypto.spec.SecretKeySpec;
 
 /**
- * The mutual challenge-response of {@link Frames}: each side proves it knows the cluster secret by
- * an HMAC-SHA256 over both fresh nonces, with a distinct label per direction so that a proof cannot
- * be reflected back. The secret never crosses the wire.
+ * The mutual challenge-response of {@link Frames}: each side proves it knows the secret of the role
+ * the client names ({@link Role}) by an HMAC-SHA256 over both fresh nonces, with a distinct label
+ * per direction so that a proof cannot be reflected back. No secret crosses the wire. The server
+ * holds the root and derives the role's secret ({@link Credentials#secretFor}).
  *
  * <pre>
- * serverProof = HMAC-SHA256(secret, "ferrite-server" | clientNonce | serverNonce)
- * clientProof = HMAC-SHA256(secret, "ferrite-client" | serverNonce | clientNonce)
+ * helloCheck  = HMAC-SHA256(roleSecret, "ferrite-hello"  | role | clientNonce)
+ * serverProof = HMAC-SHA256(roleSecret, "ferrite-server" | role | clientNonce | serverNonce)
+ * clientProof = HMAC-SHA256(roleSecret, "ferrite-client" | role | serverNonce | clientNonce)
  * </pre>
+ *
+ * <p>Which side learns what: the client checks serverProof before it proves itself, so it never
+ * talks to a peer without the secret; but a failed serverProof alone cannot tell "my secret is
+ * wrong" from "this server is not the cluster's". The HELLO's helloCheck lets a genuine server tell
+ * first: a check that does not verify is answered AUTH_FAILED with {@link #WRONG_SECRET}, which the
+ * client reports as its own wrong secret ({@link Credentials#wrongSecretMessage}). A check over the
+ * client's own nonce only cannot be replayed into an AUTH (that proof covers the server's fresh
+ * nonce too), so it adds nothing an impostor can use. A failed serverProof after a passed check
+ * then means the peer is not the cluster's server.
  */
 final class Handshake {
   private Handshake() {}
 
   private static final byte[] SERVER_LABEL = "ferrite-server".getBytes(StandardCharsets.US_ASCII);
   private static final byte[] CLIENT_LABEL = "ferrite-client".getBytes(StandardCharsets.US_ASCII);
+  private static final byte[] HELLO_LABEL = "ferrite-hello".getBytes(StandardCharsets.US_ASCII);
 
   /** HELLO body before the cluster id: magic u32 | version u16 | idLen u16. */
   static final int HELLO_FIXED = 8;
+
+  /** HELLO body after the cluster id: clientNonce 16 B | role u8 | helloCheck 32 B. */
+  static final int HELLO_TAIL = Frames.NONCE_BYTES + 1 + Frames.PROOF_BYTES;
+
+  /**
+   * How a server's AUTH_FAILED answer to a HELLO begins when the helloCheck did not verify: the
+   * client's secret is wrong for the role it named. Part of the protocol: the client matches it.
+   */
+  static final String WRONG_SECRET = "the client's secret is not valid for role ";
 
   /** HELLO response body: nodeId i32 | serverNonce | serverProof. */
   static final int HELLO_RESPONSE = 4 + Frames.NONCE_BYTES + Frames.PROOF_BYTES;
 
   /** The longest HELLO body: a 255-character cluster id may take 3 bytes per character. */
-  static final int MAX_HELLO = HELLO_FIXED + 255 * 3 + Frames.NONCE_BYTES;
+  static final int MAX_HELLO = HELLO_FIXED + 255 * 3 + HELLO_TAIL;
 
   private static final SecureRandom RANDOM = new SecureRandom();
 
@@ -44,12 +66,29 @@ final class Handshake {
     return n;
   }
 
-  static byte[] serverProof(Credentials c, byte[] clientNonce, byte[] serverNonce) {
-    return hmac(c, SERVER_LABEL, clientNonce, serverNonce);
+  static byte[] helloCheck(Credentials c, Role role, byte[] clientNonce) {
+    return hmac(c, role, HELLO_LABEL, clientNonce, new byte[0]);
   }
 
-  static byte[] clientProof(Credentials c, byte[] serverNonce, byte[] clientNonce) {
-    return hmac(c, CLIENT_LABEL, serverNonce, clientNonce);
+  static byte[] serverProof(Credentials c, Role role, byte[] clientNonce, byte[] serverNonce) {
+    return hmac(c, role, SERVER_LABEL, clientNonce, serverNonce);
+  }
+
+  static byte[] clientProof(Credentials c, Role role, byte[] serverNonce, byte[] clientNonce) {
+    return hmac(c, role, CLIENT_LABEL, serverNonce, clientNonce);
+  }
+
+  /**
+   * What a client reports when the server refused its HELLO with {@code serverMessage}: its own
+   * wrong secret, naming the file, if the server said so ({@link #WRONG_SECRET}); else the server's
+   * reason.
+   */
+  static FerriteException refusedHello(
+      Credentials c, String address, ErrorCode code, String serverMessage) {
+    if (code == ErrorCode.AUTH_FAILED && serverMessage.startsWith(WRONG_SECRET)) {
+      return new FerriteException(ErrorCode.AUTH_FAILED, c.wrongSecretMessage(address));
+    }
+    return new FerriteException(code, address + ": " + serverMessage);
   }
 
   /** Constant-time comparison, so the time taken does not reveal how much of a proof matched. */
@@ -57,12 +96,13 @@ final class Handshake {
     return MessageDigest.isEqual(expected, presented);
   }
 
-  private static byte[] hmac(Credentials c, byte[] label, byte[] first, byte[] second) {
-    byte[] secret = c.secret();
+  private static byte[] hmac(Credentials c, Role role, byte[] label, byte[] first, byte[] second) {
+    byte[] secret = c.secretFor(role);
     try {
       Mac mac = Mac.getInstance("HmacSHA256");
       mac.init(new SecretKeySpec(secret, "HmacSHA256"));
       mac.update(label);
+      mac.update((byte) role.wire());
       mac.update(first);
       mac.update(second);
       return mac.doFinal();

@@ -4,6 +4,7 @@ import io.ferrite.fabric.Credentials;
 import io.ferrite.fabric.ErrorCode;
 import io.ferrite.fabric.FerriteException;
 import io.ferrite.fabric.Frames;
+import io.ferrite.fabric.Role;
 import java.io.EOFException;
 import java.io.IOException;
 import java.net.InetSocketAddress;
@@ -115,11 +116,18 @@ final class Lane {
     byte[] clientNonce = Handshake.nonce();
     byte[] id = credentials.clusterId().getBytes(StandardCharsets.UTF_8);
     out.clear();
-    header(Frames.TYPE_HELLO, 0, Handshake.HELLO_FIXED + id.length + Frames.NONCE_BYTES);
+    Role role = credentials.role();
+    header(Frames.TYPE_HELLO, 0, Handshake.HELLO_FIXED + id.length + Handshake.HELLO_TAIL);
     out.putInt(Frames.MAGIC).putShort((short) Frames.PROTOCOL_VERSION).putShort((short) id.length);
-    out.put(id).put(clientNonce);
+    out.put(id).put(clientNonce).put((byte) role.wire());
+    out.put(Handshake.helloCheck(credentials, role, clientNonce));
     flushOut();
-    ByteBuffer hello = handshakeAnswer(Frames.TYPE_HELLO);
+    ByteBuffer hello;
+    try {
+      hello = handshakeAnswer(Frames.TYPE_HELLO);
+    } catch (FerriteException e) {
+      throw Handshake.refusedHello(credentials, remote.toString(), e.code(), e.detail());
+    }
     if (hello.remaining() != Handshake.HELLO_RESPONSE) {
       throw new IOException("HELLO response of " + hello.remaining() + " B");
     }
@@ -127,7 +135,8 @@ final class Lane {
     byte[] serverNonce = new byte[Frames.NONCE_BYTES];
     byte[] proof = new byte[Frames.PROOF_BYTES];
     hello.get(serverNonce).get(proof);
-    if (!Handshake.verify(Handshake.serverProof(credentials, clientNonce, serverNonce), proof)) {
+    if (!Handshake.verify(
+        Handshake.serverProof(credentials, role, clientNonce, serverNonce), proof)) {
       throw new FerriteException(
           ErrorCode.AUTH_FAILED, "server at " + remote + " failed to prove the cluster secret");
     }
@@ -136,7 +145,7 @@ final class Lane {
     }
     out.clear();
     header(Frames.TYPE_AUTH, 0, Frames.PROOF_BYTES);
-    out.put(Handshake.clientProof(credentials, serverNonce, clientNonce));
+    out.put(Handshake.clientProof(credentials, role, serverNonce, clientNonce));
     flushOut();
     if (handshakeAnswer(Frames.TYPE_AUTH).hasRemaining()) {
       throw new IOException("AUTH response with a body");

@@ -180,7 +180,7 @@ public final class NettyServer implements FabricServer {
   // RINGS  (empty)                                                 [pathLen u16 | path utf8]
   void openRings(ChannelHandlerContext ctx, ServerHandler conn, long requestId) {
     Channel ch = ctx.channel();
-    RpcContext caller = new RpcContext(conn.connectionId(), conn.peer());
+    RpcContext caller = new RpcContext(conn.connectionId(), conn.peer(), conn.role());
     String path;
     try {
       path =

@@ -95,7 +95,7 @@ public final class RpcDispatcher {
     body.getBytes(i + RPC_HEADER, request);
     request.flip();
     dispatch(
-        new RpcContext(conn.connectionId(), conn.peer()),
+        new RpcContext(conn.connectionId(), conn.peer(), conn.role()),
         requestId,
         service,
         opcode,

@@ -3,6 +3,7 @@ package io.ferrite.fabric.netty;
 import io.ferrite.fabric.Credentials;
 import io.ferrite.fabric.ErrorCode;
 import io.ferrite.fabric.Frames;
+import io.ferrite.fabric.Role;
 import io.netty.buffer.ByteBuf;
 import io.netty.channel.Channel;
 import io.netty.channel.ChannelFutureListener;
@@ -36,6 +37,10 @@ final class ServerHandler extends FrameReader {
   private int state = AWAIT_HELLO;
   private byte[] clientNonce;
   private byte[] serverNonce;
+
+  /** The role the HELLO claimed; proven once READY. Event loop only. */
+  private Role role;
+
   private ScheduledFuture<?> handshakeTimer;
   private String peer = "?";
 
@@ -67,6 +72,14 @@ final class ServerHandler extends FrameReader {
 
   long connectionId() {
     return connectionId;
+  }
+
+  /** The role the handshake proved; called on the event loop, only once the handshake is done. */
+  Role role() {
+    if (state != READY) {
+      throw new IllegalStateException("no role before the handshake is done");
+    }
+    return role;
   }
 
   @Override
@@ -226,6 +239,7 @@ final class ServerHandler extends FrameReader {
   }
 
   // HELLO  magic u32 'FRRT' | version u16 | idLen u16 | clusterId utf8 | clientNonce 16 B
+  //        | role u8 | helloCheck 32 B
   private void hello(ChannelHandlerContext ctx, long requestId, ByteBuf body) {
     int i = body.readerIndex();
     int magic = body.getIntLE(i);
@@ -235,14 +249,8 @@ final class ServerHandler extends FrameReader {
       throw new FrameReader.BadFrameException(
           "HELLO magic 0x" + Integer.toHexString(magic) + " (expected: 'FRRT')");
     }
-    if (body.readableBytes() != Handshake.HELLO_FIXED + idLen + Frames.NONCE_BYTES) {
-      throw new FrameReader.BadFrameException(
-          "HELLO body of "
-              + body.readableBytes()
-              + " B does not match its cluster id length "
-              + idLen);
-    }
     Credentials creds = server.credentials();
+    // Before the length check: another version's HELLO has another layout, and deserves a reason.
     if (version != Frames.PROTOCOL_VERSION) {
       refuse(
           ctx,
@@ -250,6 +258,13 @@ final class ServerHandler extends FrameReader {
           requestId,
           "protocol version " + version + " (expected: " + Frames.PROTOCOL_VERSION + ")");
       return;
+    }
+    if (body.readableBytes() != Handshake.HELLO_FIXED + idLen + Handshake.HELLO_TAIL) {
+      throw new FrameReader.BadFrameException(
+          "HELLO body of "
+              + body.readableBytes()
+              + " B does not match its cluster id length "
+              + idLen);
     }
     String clusterId = body.toString(i + Handshake.HELLO_FIXED, idLen, StandardCharsets.UTF_8);
     if (!clusterId.equals(creds.clusterId())) {
@@ -260,10 +275,36 @@ final class ServerHandler extends FrameReader {
           "cluster id '" + clusterId + "' (expected: '" + creds.clusterId() + "')");
       return;
     }
+    int tail = i + Handshake.HELLO_FIXED + idLen;
     clientNonce = new byte[Frames.NONCE_BYTES];
-    body.getBytes(i + Handshake.HELLO_FIXED + idLen, clientNonce);
+    body.getBytes(tail, clientNonce);
+    int roleByte = body.getUnsignedByte(tail + Frames.NONCE_BYTES);
+    Role claimed = Role.fromWire(roleByte);
+    if (claimed == null) {
+      refuse(ctx, Frames.TYPE_HELLO, requestId, "role " + roleByte + " (expected: 0, 1 or 2)");
+      return;
+    }
+    if (!creds.canDerive(claimed)) {
+      refuse(
+          ctx,
+          Frames.TYPE_HELLO,
+          requestId,
+          "this server holds a " + creds.role() + " secret and cannot verify role " + claimed);
+      return;
+    }
+    byte[] check = new byte[Frames.PROOF_BYTES];
+    body.getBytes(tail + Frames.NONCE_BYTES + 1, check);
+    if (!Handshake.verify(Handshake.helloCheck(creds, claimed, clientNonce), check)) {
+      refuse(
+          ctx,
+          Frames.TYPE_HELLO,
+          requestId,
+          Handshake.WRONG_SECRET + claimed + " of cluster '" + creds.clusterId() + "'");
+      return;
+    }
+    role = claimed;
     serverNonce = Handshake.nonce();
-    byte[] proof = Handshake.serverProof(creds, clientNonce, serverNonce);
+    byte[] proof = Handshake.serverProof(creds, role, clientNonce, serverNonce);
     ByteBuf rsp =
         Wire.response(ctx.alloc(), Frames.TYPE_HELLO, requestId, Handshake.HELLO_RESPONSE);
     rsp.writeIntLE(server.nodeId());
@@ -277,9 +318,13 @@ final class ServerHandler extends FrameReader {
   private void auth(ChannelHandlerContext ctx, long requestId, ByteBuf body) {
     byte[] presented = new byte[Frames.PROOF_BYTES];
     body.getBytes(body.readerIndex(), presented);
-    byte[] expected = Handshake.clientProof(server.credentials(), serverNonce, clientNonce);
+    byte[] expected = Handshake.clientProof(server.credentials(), role, serverNonce, clientNonce);
     if (!Handshake.verify(expected, presented)) {
-      refuse(ctx, Frames.TYPE_AUTH, requestId, "client proof does not match the cluster secret");
+      refuse(
+          ctx,
+          Frames.TYPE_AUTH,
+          requestId,
+          "client proof does not match the secret of role " + role);
       return;
     }
     state = READY;

@@ -110,9 +110,13 @@ final class RawClient implements AutoCloseable {
     byte[] clientNonce = new byte[16];
     rnd.nextBytes(clientNonce);
     byte[] id = credentials.clusterId().getBytes(StandardCharsets.UTF_8);
-    ByteBuffer hello = ByteBuffer.allocate(8 + id.length + 16).order(ByteOrder.LITTLE_ENDIAN);
+    int role = credentials.role().wire();
+    byte[] secret = credentials.secret();
+    byte[] check = hmac(secret, "ferrite-hello", role, clientNonce, new byte[0]);
+    ByteBuffer hello =
+        ByteBuffer.allocate(8 + id.length + 16 + 1 + 32).order(ByteOrder.LITTLE_ENDIAN);
     hello.putInt(Frames.MAGIC).putShort((short) Frames.PROTOCOL_VERSION);
-    hello.putShort((short) id.length).put(id).put(clientNonce);
+    hello.putShort((short) id.length).put(id).put(clientNonce).put((byte) role).put(check);
     send(frame(Frames.TYPE_HELLO, 0, 0, 0, hello.array()));
     Frame rsp = receive();
     if (rsp.status() != 0) {
@@ -122,7 +126,7 @@ final class RawClient implements AutoCloseable {
     int nodeId = r.getInt();
     byte[] serverNonce = new byte[16];
     r.get(serverNonce);
-    byte[] proof = hmac(credentials.secret(), "ferrite-client", serverNonce, clientNonce);
+    byte[] proof = hmac(secret, "ferrite-client", role, serverNonce, clientNonce);
     send(frame(Frames.TYPE_AUTH, 0, 0, 0, proof));
     Frame auth = receive();
     if (auth.status() != 0) {
@@ -131,11 +135,13 @@ final class RawClient implements AutoCloseable {
     return nodeId;
   }
 
-  static byte[] hmac(byte[] secret, String label, byte[] a, byte[] b) {
+  /** HMAC-SHA256(secret, label | role u8 | a | b), as docs {@code Frames} spell it. */
+  static byte[] hmac(byte[] secret, String label, int role, byte[] a, byte[] b) {
     try {
       Mac mac = Mac.getInstance("HmacSHA256");
       mac.init(new SecretKeySpec(secret, "HmacSHA256"));
       mac.update(label.getBytes(StandardCharsets.US_ASCII));
+      mac.update((byte) role);
       mac.update(a);
       mac.update(b);
       return mac.doFinal();

@@ -249,16 +249,22 @@ class TcpBadInputTest extends TcpTestSupport {
             FerriteException.class,
             () -> fabric.connect(server.address(), ConnectOptions.of(wrong)).close());
     assertEquals(ErrorCode.AUTH_FAILED, e.code(), where());
-    // A raw client that answers the challenge wrongly is refused with an error, then closed.
-    RawClient c = raw();
+    // A raw client whose HELLO check is wrong is refused at HELLO, told its secret is wrong.
     byte[] nonce = new byte[16];
     byte[] id = "tcp-test".getBytes(StandardCharsets.UTF_8);
-    ByteBuffer hello = ByteBuffer.allocate(8 + id.length + 16).order(ByteOrder.LITTLE_ENDIAN);
-    hello.putInt(Frames.MAGIC).putShort((short) 1).putShort((short) id.length).put(id).put(nonce);
-    c.send(RawClient.frame(Frames.TYPE_HELLO, 0, 0, 0, hello.array()));
+    RawClient c = raw();
+    c.send(RawClient.frame(Frames.TYPE_HELLO, 0, 0, 0, rawHello(id, nonce, new byte[32])));
+    RawClient.Frame refused = c.receive();
+    assertEquals(ErrorCode.AUTH_FAILED.wire(), refused.status(), refused.text());
+    assertTrue(refused.text().contains("secret is not valid for role ADMIN"), refused.text());
+    assertClosed(c);
+    // One that passes the check but answers the challenge wrongly is refused at AUTH, then closed.
+    c = raw();
+    byte[] check = RawClient.hmac(credentials.secret(), "ferrite-hello", 2, nonce, new byte[0]);
+    c.send(RawClient.frame(Frames.TYPE_HELLO, 0, 0, 0, rawHello(id, nonce, check)));
     assertEquals(0, c.receive().status());
     c.send(RawClient.frame(Frames.TYPE_AUTH, 0, 0, 0, new byte[32]));
-    RawClient.Frame refused = c.receive();
+    refused = c.receive();
     assertEquals(ErrorCode.AUTH_FAILED.wire(), refused.status(), refused.text());
     assertClosed(c);
     // Nothing ran.
@@ -267,6 +273,15 @@ class TcpBadInputTest extends TcpTestSupport {
       assertEquals(0, s.ops(k), where() + ": " + s);
       assertEquals(0, s.errors(k), where() + ": " + s);
     }
+  }
+
+  /** A HELLO claiming role ADMIN with {@code check} as its helloCheck. */
+  private static byte[] rawHello(byte[] id, byte[] nonce, byte[] check) {
+    ByteBuffer hello =
+        ByteBuffer.allocate(8 + id.length + 16 + 1 + 32).order(ByteOrder.LITTLE_ENDIAN);
+    hello.putInt(Frames.MAGIC).putShort((short) Frames.PROTOCOL_VERSION);
+    hello.putShort((short) id.length).put(id).put(nonce).put((byte) 2).put(check);
+    return hello.array();
   }
 
   @Test

@@ -169,7 +169,7 @@ class TcpClientBackpressureTest {
       byte[] serverNonce = new byte[16];
       ByteBuffer rsp = ByteBuffer.allocate(52).order(ByteOrder.LITTLE_ENDIAN);
       rsp.putInt(9).put(serverNonce);
-      rsp.put(RawClient.hmac(credentials.secret(), "ferrite-server", clientNonce, serverNonce));
+      rsp.put(RawClient.hmac(credentials.secret(), "ferrite-server", 2, clientNonce, serverNonce));
       answer(Frames.TYPE_HELLO, 0, rsp.array());
       readFrame(in); // AUTH
       answer(Frames.TYPE_AUTH, 0, new byte[0]);

@@ -87,7 +87,7 @@ class TcpClientTimeoutTest {
                 rsp.putInt(9).put(serverNonce);
                 rsp.put(
                     RawClient.hmac(
-                        credentials.secret(), "ferrite-server", clientNonce, serverNonce));
+                        credentials.secret(), "ferrite-server", 2, clientNonce, serverNonce));
                 send(Frames.TYPE_HELLO, 0, 0, rsp.array());
                 readFrame(in); // AUTH (its proof is not what this test is about)
                 send(Frames.TYPE_AUTH, 0, 0, new byte[0]);

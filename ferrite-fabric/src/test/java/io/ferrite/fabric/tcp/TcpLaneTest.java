@@ -303,7 +303,7 @@ class TcpLaneTest extends TcpTestSupport {
       Arrays.fill(serverNonce, (byte) 5);
       ByteBuffer rsp = ByteBuffer.allocate(52).order(ByteOrder.LITTLE_ENDIAN);
       rsp.putInt(9).put(serverNonce);
-      rsp.put(RawClient.hmac(credentials.secret(), "ferrite-server", clientNonce, serverNonce));
+      rsp.put(RawClient.hmac(credentials.secret(), "ferrite-server", 2, clientNonce, serverNonce));
       out.write(RawClient.frame(Frames.TYPE_HELLO, Frames.FLAG_RESPONSE, 0, 0, rsp.array()));
       readFrame(in);
       out.write(RawClient.frame(Frames.TYPE_AUTH, Frames.FLAG_RESPONSE, 0, 0, new byte[0]));

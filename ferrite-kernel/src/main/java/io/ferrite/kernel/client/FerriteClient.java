@@ -214,7 +214,7 @@ public final class FerriteClient implements AutoCloseable {
 
   /** The blocks persistently owned by {@code owner}. */
   public List<BlockRef> owned(String owner) {
-    return master().owned(owner);
+    return master().owned(session(), owner);
   }
 
   // ---------------------------------------------------------------- one-sided ops

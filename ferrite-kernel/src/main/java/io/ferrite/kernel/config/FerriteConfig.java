@@ -429,7 +429,8 @@ public final class FerriteConfig {
   }
 
   /**
-   * The cluster credentials: the inline secret if set, else the secret file.
+   * The cluster credentials: the inline secret if set (the root), else the secret file: the root
+   * {@code secret} or a {@code client.secret} ({@link Secrets#load}), with the role it holds.
    *
    * @throws IllegalArgumentException if neither is configured, with what to do about it
    */
@@ -443,7 +444,7 @@ public final class FerriteConfig {
         throw new IllegalArgumentException(SECRET + ": not hex", e);
       }
     } else if (!get(SECRET_FILE).isEmpty()) {
-      secret = Secrets.read(Path.of(get(SECRET_FILE)));
+      return Secrets.load(clusterId(), Path.of(get(SECRET_FILE)));
     } else {
       throw new IllegalArgumentException(
           "no cluster secret: set "

@@ -1,20 +1,34 @@
 package io.ferrite.kernel.config;
 
+import io.ferrite.fabric.Credentials;
+import io.ferrite.fabric.Role;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.FileAlreadyExistsException;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.nio.file.StandardCopyOption;
 import java.nio.file.attribute.PosixFilePermission;
 import java.nio.file.attribute.PosixFilePermissions;
 import java.security.SecureRandom;
 import java.util.HexFormat;
+import java.util.Locale;
 import java.util.Set;
 
 /**
- * The cluster secret on disk: 32 random bytes, hex, in a file readable by its owner only, inside a
- * directory that only its owner may enter.
+ * The cluster secrets on disk, each in a file readable by its owner only, inside a directory that
+ * only its owner may enter.
+ *
+ * <ul>
+ *   <li>{@code secret}: the root (role ADMIN), 32 random bytes as hex. Masters and memory servers
+ *       need it; the operator's commands use it.
+ *   <li>{@code client.secret}, beside it: {@code client:} and the hex of the CLIENT secret, {@code
+ *       HMAC-SHA256(root, "ferrite-role-client")} ({@link Role}). Enough for every data op of every
+ *       face, and nothing can be derived from it. Hand this one to applications.
+ * </ul>
+ *
+ * {@link #load} reads either and returns credentials of the role the file holds.
  */
 public final class Secrets {
   private static final System.Logger LOG = System.getLogger(Secrets.class.getName());
@@ -24,8 +38,85 @@ public final class Secrets {
 
   private Secrets() {}
 
-  /** Reads the hex secret in {@code file}; warns if others may read the file. */
+  /** The file name of the CLIENT secret, beside the root {@code secret}. */
+  public static final String CLIENT_FILE = "client.secret";
+
+  /** How a role secret's file begins: {@code client:} or {@code server:}, then the hex. */
+  private static String prefix(Role r) {
+    return r.name().toLowerCase(Locale.ROOT) + ":";
+  }
+
+  /**
+   * The credentials in {@code file}, root or role secret ({@code client:hex}): the role is the
+   * file's, and messages name the file (a wrong secret is reported as "the secret in FILE is not
+   * this cluster's").
+   */
+  public static Credentials load(String clusterId, Path file) {
+    String text = readText(file);
+    Role role = Role.ADMIN;
+    for (Role r : new Role[] {Role.CLIENT, Role.SERVER}) {
+      if (text.startsWith(prefix(r))) {
+        role = r;
+        text = text.substring(prefix(r).length());
+      }
+    }
+    return new Credentials(clusterId, parse(file, text), role, file.toString());
+  }
+
+  /** The root secret's hex in {@code file}; warns if others may read the file. */
   public static byte[] read(Path file) {
+    String text = readText(file);
+    for (Role r : new Role[] {Role.CLIENT, Role.SERVER}) {
+      if (text.startsWith(prefix(r))) {
+        throw new IllegalArgumentException(
+            "the secret file "
+                + file
+                + " holds a "
+                + r
+                + " secret; this needs the cluster's root secret (the file named 'secret' that"
+                + " 'ferrite local' or 'ferrite master' wrote)");
+      }
+    }
+    return parse(file, text);
+  }
+
+  private static byte[] parse(Path file, String hex) {
+    try {
+      return HexFormat.of().parseHex(hex);
+    } catch (IllegalArgumentException e) {
+      throw new IllegalArgumentException("cluster secret file " + file + " does not hold hex", e);
+    }
+  }
+
+  /**
+   * Writes the CLIENT secret derived from {@code root} to {@link #CLIENT_FILE} beside {@code
+   * rootFile} (mode 0600), unless it already holds it; returns its path.
+   */
+  public static Path writeClientSecret(Path rootFile, byte[] root) {
+    Path file = rootFile.toAbsolutePath().resolveSibling(CLIENT_FILE);
+    Credentials client = new Credentials("any", root).as(Role.CLIENT);
+    String text = prefix(Role.CLIENT) + HexFormat.of().formatHex(client.secret()) + "\n";
+    try {
+      if (Files.exists(file) && Files.readString(file, StandardCharsets.US_ASCII).equals(text)) {
+        return file;
+      }
+      // A new file, moved into place: a reader never sees it half written or with a wide mode.
+      Path tmp = file.resolveSibling(CLIENT_FILE + ".tmp");
+      Files.deleteIfExists(tmp);
+      Files.writeString(
+          Files.createFile(
+              tmp,
+              PosixFilePermissions.asFileAttribute(PosixFilePermissions.fromString("rw-------"))),
+          text,
+          StandardCharsets.US_ASCII);
+      Files.move(tmp, file, StandardCopyOption.REPLACE_EXISTING, StandardCopyOption.ATOMIC_MOVE);
+      return file;
+    } catch (IOException e) {
+      throw new UncheckedIOException("cannot write the client secret file " + file, e);
+    }
+  }
+
+  private static String readText(Path file) {
     try {
       String hex = Files.readString(file, StandardCharsets.US_ASCII).trim();
       try {
@@ -41,12 +132,10 @@ public final class Secrets {
       } catch (UnsupportedOperationException e) {
         // Not a POSIX file system: nothing to check.
       }
-      return HexFormat.of().parseHex(hex);
+      return hex;
     } catch (IOException e) {
       throw new IllegalArgumentException(
           "cannot read the cluster secret file " + file + ": " + e, e);
-    } catch (IllegalArgumentException e) {
-      throw new IllegalArgumentException("cluster secret file " + file + " does not hold hex", e);
     }
   }
 

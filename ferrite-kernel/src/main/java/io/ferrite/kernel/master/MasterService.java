@@ -3,11 +3,14 @@ package io.ferrite.kernel.master;
 import io.ferrite.fabric.ErrorCode;
 import io.ferrite.fabric.FerriteException;
 import io.ferrite.fabric.Futures;
+import io.ferrite.fabric.RegionRef;
+import io.ferrite.fabric.Role;
 import io.ferrite.fabric.RpcContext;
 import io.ferrite.fabric.RpcHandler;
 import io.ferrite.kernel.proto.BlockRef;
 import io.ferrite.kernel.proto.MasterProtocol;
 import io.ferrite.kernel.proto.MemberInfo;
+import io.ferrite.kernel.proto.Permissions;
 import io.ferrite.kernel.proto.RegionInfo;
 import io.ferrite.kernel.proto.Wire;
 import java.nio.ByteBuffer;
@@ -156,7 +159,8 @@ final class MasterService implements RpcHandler {
   private CompletableFuture<ByteBuffer> dispatchKernel(
       RpcContext ctx, int opcode, ByteBuffer request) {
     try {
-      return CompletableFuture.completedFuture(dispatch(opcode, request));
+      checkRole(ctx, opcode);
+      return CompletableFuture.completedFuture(dispatch(ctx, opcode, request));
     } catch (FerriteException e) {
       return CompletableFuture.failedFuture(e);
     } catch (IllegalArgumentException e) {
@@ -170,7 +174,26 @@ final class MasterService implements RpcHandler {
     }
   }
 
-  private ByteBuffer dispatch(int opcode, ByteBuffer request) {
+  /**
+   * Membership opcodes are the servers' (and the operator's): a CLIENT that could REGISTER,
+   * HEARTBEAT or REMOVE_REGION could impersonate a server, keep a dead one alive, or unlist a live
+   * service region.
+   */
+  private static void checkRole(RpcContext ctx, int opcode) {
+    String name =
+        switch (opcode) {
+          case MasterProtocol.REGISTER -> "REGISTER";
+          case MasterProtocol.HEARTBEAT -> "HEARTBEAT";
+          case MasterProtocol.ADD_REGION -> "ADD_REGION";
+          case MasterProtocol.REMOVE_REGION -> "REMOVE_REGION";
+          default -> null;
+        };
+    if (name != null) {
+      Permissions.require(ctx, Role.SERVER, "master " + name + " (opcode " + opcode + ")");
+    }
+  }
+
+  private ByteBuffer dispatch(RpcContext ctx, int opcode, ByteBuffer request) {
     Wire.Reader r = new Wire.Reader(request, "request of opcode " + opcode);
     Wire.Writer w = new Wire.Writer(64);
     switch (opcode) {
@@ -247,8 +270,11 @@ final class MasterService implements RpcHandler {
         w.i32(state.free(session, sr, offs));
       }
       case MasterProtocol.OWNED -> {
+        long session = r.i64("sessionId");
         String owner = r.str("owner");
         r.end();
+        // Only a live session may list an owner's blocks (and their keys): SESSION_EXPIRED else.
+        state.renewSession(session);
         MasterProtocol.writeBlocks(w, state.owned(owner));
       }
       case MasterProtocol.MEMBERS -> {
@@ -263,10 +289,13 @@ final class MasterService implements RpcHandler {
         int id = r.i32("serverId");
         r.end();
         List<RegionInfo> regions = state.regions(id);
+        // Region keys are for servers: a CLIENT sees the directory with every rkey 0 (no key is
+        // ever 0), and reaches data through the keys its allocations and faces hand it.
+        boolean keys = ctx.role().atLeast(Role.SERVER);
         w.i32(regions.size());
         for (RegionInfo ri : regions) {
           w.i32(ri.ref().serverId());
-          MasterProtocol.writeRegion(w, ri);
+          MasterProtocol.writeRegion(w, keys ? ri : withoutKey(ri));
         }
       }
       case MasterProtocol.STATUS -> {
@@ -282,5 +311,11 @@ final class MasterService implements RpcHandler {
           throw new FerriteException(ErrorCode.UNKNOWN_OPCODE, "master has no opcode " + opcode);
     }
     return w.toBuffer();
+  }
+
+  private static RegionInfo withoutKey(RegionInfo ri) {
+    RegionRef r = ri.ref();
+    return new RegionInfo(
+        new RegionRef(r.serverId(), r.regionId(), 0, r.length()), ri.storageClass(), ri.service());
   }
 }

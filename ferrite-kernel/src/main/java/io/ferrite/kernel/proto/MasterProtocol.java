@@ -32,9 +32,11 @@ import java.util.Map;
  *                    master  <- count i32 | { BLOCK }*
  * FREE (21)          client  -> sessionId u64 | count i32 | { serverId i32 | regionId i32 | offset u64 }*
  *                    master  <- freed i32
- * OWNED (22)         client  -> owner str                         master <- count i32 | { BLOCK }*
+ * OWNED (22)         client  -> sessionId u64 | owner str         master <- count i32 | { BLOCK }*
+ *                    (SESSION_EXPIRED without a live session; renews it)
  * MEMBERS (30)       any     -> (empty)                           master <- count i32 | { MEMBER }*
  * REGIONS (31)       any     -> serverId i32 (-1: all)            master <- count i32 | { serverId i32 | REGION }*
+ *                    (to a CLIENT every rkey is 0: region keys are for servers)
  * STATUS (32)        any     -> (empty)
  *                    master  <- clusterId str | blockSize u64 | regions i32 | sessions i32
  *                               | count i32 | { MEMBER | regions i32 | classCount i32
@@ -50,9 +52,10 @@ import java.util.Map;
  *           | addrCount i32 | { fabric str | address str }*
  * </pre>
  *
- * Every caller has proven the cluster secret in the fabric's handshake; the master does not tell
- * server and client roles apart (the secret is the trust boundary). Session ids are random 63-bit
- * values, so one client cannot guess another's session.
+ * Every caller has proven a role's secret in the fabric's handshake ({@link
+ * io.ferrite.fabric.Role}). REGISTER, HEARTBEAT, ADD_REGION and REMOVE_REGION need role SERVER or
+ * ADMIN: a CLIENT gets {@code PERMISSION_DENIED} ({@link Permissions}). Session ids are random
+ * 63-bit values, so one client cannot guess another's session.
  *
  * <p>Errors travel as the fabric's error responses: a malformed body is {@code INVALID_ARGUMENT},
  * an unknown opcode {@code UNKNOWN_OPCODE}, an unknown or expired session {@code SESSION_EXPIRED},

@@ -132,9 +132,11 @@ public final class MasterStub {
         .thenApply(b -> new Wire.Reader(b, "free response").i32("freed"));
   }
 
-  public List<BlockRef> owned(String owner) {
+  /** The blocks {@code owner} holds; the caller must hold live session {@code sessionId}. */
+  public List<BlockRef> owned(long sessionId, String owner) {
     return MasterProtocol.readBlocks(
-        callSync(MasterProtocol.OWNED, new Wire.Writer(32).str(owner), "owned response"));
+        callSync(
+            MasterProtocol.OWNED, new Wire.Writer(40).i64(sessionId).str(owner), "owned response"));
   }
 
   public List<MemberInfo> members() {

@@ -10,6 +10,7 @@ import io.ferrite.fabric.Futures;
 import io.ferrite.fabric.MappedRegion;
 import io.ferrite.fabric.RegionRef;
 import io.ferrite.fabric.RegionTable;
+import io.ferrite.fabric.Role;
 import io.ferrite.fabric.RpcContext;
 import io.ferrite.fabric.RpcHandler;
 import io.ferrite.fabric.ServerSpec;
@@ -226,7 +227,8 @@ public final class MemoryServer implements AutoCloseable {
           "no fabric among the server's to reach the master at " + masterAddress);
     }
     Duration rpc = cfg.rpcTimeout();
-    ConnectOptions options = new ConnectOptions(credentials, rpc, rpc);
+    // Servers hold the root but speak to the master as SERVER: the least role that can register.
+    ConnectOptions options = new ConnectOptions(credentials.as(Role.SERVER), rpc, rpc);
     link =
         new MasterLink(
             toMaster,

@@ -140,7 +140,9 @@ class GroupCommitTest {
 
   static CompletableFuture<List<BlockRef>> owned(FerriteClient c, String owner) {
     return c.callMaster(
-            MasterProtocol.SERVICE, MasterProtocol.OWNED, new Wire.Writer(32).str(owner).toBuffer())
+            MasterProtocol.SERVICE,
+            MasterProtocol.OWNED,
+            new Wire.Writer(40).i64(c.sessionId()).str(owner).toBuffer())
         .thenApply(b -> MasterProtocol.readBlocks(new Wire.Reader(b, "owned")));
   }
 

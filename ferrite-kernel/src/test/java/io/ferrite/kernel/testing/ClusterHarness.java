@@ -2,6 +2,7 @@ package io.ferrite.kernel.testing;
 
 import io.ferrite.fabric.Credentials;
 import io.ferrite.fabric.Fabric;
+import io.ferrite.fabric.Role;
 import io.ferrite.fabric.local.LocalFabric;
 import io.ferrite.fabric.local.LocalNetwork;
 import io.ferrite.kernel.client.ClientOptions;
@@ -147,12 +148,27 @@ public class ClusterHarness implements AutoCloseable {
     return s;
   }
 
+  /**
+   * A client holding only the CLIENT secret ({@link Role}): what an application holds, so every
+   * face's data path is tested with the least role. Use {@link #adminClient()} for the operator's
+   * opcodes (dropping tables, moving shards, region keys).
+   */
   public FerriteClient client() {
+    return client(ClientOptions.builder(credentials.as(Role.CLIENT)));
+  }
+
+  /** A CLIENT-role client over {@code fabric}: local, or tcp or shm on a real cluster. */
+  public FerriteClient client(String fabric) {
+    return client(ClientOptions.builder(credentials.as(Role.CLIENT)).fabric(fabric));
+  }
+
+  /** A client holding the root secret (role ADMIN), as the CLI's admin commands do. */
+  public FerriteClient adminClient() {
     return client(ClientOptions.builder(credentials));
   }
 
-  /** A client over {@code fabric}: local, or tcp or shm on a real cluster. */
-  public FerriteClient client(String fabric) {
+  /** An ADMIN client over {@code fabric}. */
+  public FerriteClient adminClient(String fabric) {
     return client(ClientOptions.builder(credentials).fabric(fabric));
   }
 

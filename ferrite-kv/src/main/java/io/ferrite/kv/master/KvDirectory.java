@@ -2,10 +2,12 @@ package io.ferrite.kv.master;
 
 import io.ferrite.fabric.ErrorCode;
 import io.ferrite.fabric.FerriteException;
+import io.ferrite.fabric.Role;
 import io.ferrite.fabric.RpcContext;
 import io.ferrite.kernel.master.MasterContext;
 import io.ferrite.kernel.master.MasterExtension;
 import io.ferrite.kernel.proto.MemberInfo;
+import io.ferrite.kernel.proto.Permissions;
 import io.ferrite.kernel.proto.ServerState;
 import io.ferrite.kernel.proto.Wire;
 import io.ferrite.kv.KvProtocol;
@@ -142,9 +144,28 @@ public final class KvDirectory implements MasterExtension {
   @Override
   public CompletableFuture<ByteBuffer> handle(RpcContext caller, int opcode, ByteBuffer request) {
     try {
+      checkRole(caller, opcode);
       return CompletableFuture.completedFuture(dispatch(opcode, request));
     } catch (FerriteException e) {
       return CompletableFuture.failedFuture(e);
+    }
+  }
+
+  /**
+   * Moving shards and dropping tables are the operator's (the rebalancer, {@code ferrite kv drop}
+   * with the root secret): both end in server-only shard opcodes (FREEZE, RETIRE, DROP_SHARD), and
+   * a CLIENT that could drop a table from the directory alone would strand its shards' memory.
+   */
+  private static void checkRole(RpcContext caller, int opcode) {
+    String name =
+        switch (opcode) {
+          case KvProtocol.BEGIN_MOVE -> "BEGIN_MOVE";
+          case KvProtocol.END_MOVE -> "END_MOVE";
+          case KvProtocol.DROP_TABLE -> "DROP_TABLE";
+          default -> null;
+        };
+    if (name != null) {
+      Permissions.require(caller, Role.SERVER, "kv directory " + name + " (opcode " + opcode + ")");
     }
   }
 

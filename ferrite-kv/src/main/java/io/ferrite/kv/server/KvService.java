@@ -2,8 +2,10 @@ package io.ferrite.kv.server;
 
 import io.ferrite.fabric.ErrorCode;
 import io.ferrite.fabric.FerriteException;
+import io.ferrite.fabric.Role;
 import io.ferrite.fabric.RpcContext;
 import io.ferrite.kernel.config.Threads;
+import io.ferrite.kernel.proto.Permissions;
 import io.ferrite.kernel.proto.Wire;
 import io.ferrite.kernel.server.FerriteService;
 import io.ferrite.kernel.server.ServiceContext;
@@ -329,6 +331,26 @@ public final class KvService implements FerriteService {
     return write(opcode, request, true);
   }
 
+  /**
+   * The name of a shard opcode only servers and the operator may send (moves, drops, the log's
+   * compaction), or null for a client's (data ops, OPEN_SHARD, LAYOUT, STATS, RESIZE, PING). None
+   * of these is answered inline, so {@link #handle} is the one place that checks.
+   */
+  private static String serverOnly(int opcode) {
+    return switch (opcode) {
+      case KvProtocol.DROP_SHARD -> "DROP_SHARD";
+      case KvProtocol.FREEZE -> "FREEZE";
+      case KvProtocol.EXPORT -> "EXPORT";
+      case KvProtocol.CANCEL -> "CANCEL";
+      case KvProtocol.RETIRE -> "RETIRE";
+      case KvProtocol.IMPORT -> "IMPORT";
+      case KvProtocol.SHARDS -> "SHARDS";
+      case KvProtocol.RELEASE -> "RELEASE";
+      case KvProtocol.COMPACT_LOG -> "COMPACT_LOG";
+      default -> null;
+    };
+  }
+
   private CompletableFuture<ByteBuffer> write(int opcode, ByteBuffer request, boolean inline) {
     try {
       return writes.submit(opcode, request, inline);
@@ -343,6 +365,11 @@ public final class KvService implements FerriteService {
 
   @Override
   public CompletableFuture<ByteBuffer> handle(RpcContext caller, int opcode, ByteBuffer request) {
+    String serverOnly = serverOnly(opcode);
+    if (serverOnly != null && !caller.role().atLeast(Role.SERVER)) {
+      return CompletableFuture.failedFuture(
+          Permissions.denied(caller, Role.SERVER, "kv " + serverOnly + " (opcode " + opcode + ")"));
+    }
     if (KvWrites.isWrite(opcode)) {
       // A fabric that did not offer it inline first: still ordered by the shard's queue.
       return write(opcode, request, false);

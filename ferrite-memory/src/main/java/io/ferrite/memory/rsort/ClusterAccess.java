@@ -1,6 +1,5 @@
 package io.ferrite.memory.rsort;
 
-import io.ferrite.fabric.Credentials;
 import io.ferrite.kernel.client.ClientOptions;
 import io.ferrite.kernel.client.Ferrite;
 import io.ferrite.kernel.client.FerriteClient;
@@ -13,14 +12,14 @@ import java.nio.file.Path;
  *
  * @param uri {@code ferrite://host:port} or a fabric address of the master
  * @param clusterId the cluster id
- * @param secretFile the cluster secret file (mode 0600)
+ * @param secretFile the cluster secret file (mode 0600): the root or a {@code client.secret}
  * @param fabric the client fabric: {@code auto} (shm on this host), {@code shm} or {@code tcp}
  */
 public record ClusterAccess(String uri, String clusterId, Path secretFile, String fabric) {
   public FerriteClient connect(String clientName) {
     return Ferrite.connect(
         uri,
-        ClientOptions.builder(new Credentials(clusterId, Secrets.read(secretFile)))
+        ClientOptions.builder(Secrets.load(clusterId, secretFile))
             .fabric(fabric)
             .clientName(clientName)
             .build());
