@@ -66,6 +66,21 @@ public final class Master implements AutoCloseable {
   }
 
   /**
+   * Repairs the journal under {@code cfg}'s data directory before a start, as an operator asked
+   * ({@code ferrite master --repair-journal}): cuts it at a corrupt record that {@link #start}
+   * refuses ({@link JournalCorruptException}). Returns one line per file cut, saying what was
+   * dropped; empty if nothing needed it. Run it only while no master runs on that directory.
+   */
+  public static List<String> repairJournal(FerriteConfig cfg) {
+    Path dir = cfg.dataDir().resolve("master").resolve("journal");
+    try {
+      return Journal.repair(dir);
+    } catch (IOException e) {
+      throw new UncheckedIOException("cannot repair the master journal in " + dir, e);
+    }
+  }
+
+  /**
    * Like {@link #start(FerriteConfig, Credentials, List)} with exactly {@code extensions} installed
    * (no {@link ServiceLoader} discovery): each gets its records replayed, then {@link
    * MasterExtension#start}, and serves its RPC service on the master's endpoints.
