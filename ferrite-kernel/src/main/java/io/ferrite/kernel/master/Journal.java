@@ -345,36 +345,17 @@ final class Journal implements AutoCloseable {
   }
 
   /**
-   * Bytes of checksum work {@link #nextValid} may do before it gives up and calls the tail corrupt
-   * (so a journal it cannot vouch for is never dropped). A torn tail costs far less: a partial
-   * record's length runs past the end, the zeros after it are skipped at one compare per byte, and
-   * a random length rarely fits the bytes left.
-   */
-  static final long SCAN_BUDGET = 1L << 30;
-
-  /**
-   * The offset of the first valid record (length in range, checksum matching) at or after {@code
-   * bad + 1}, or -1 if there is none: the test that tells corruption (a valid record follows) from
-   * a torn tail (none does). Scans every byte offset: a record is not aligned. Returns {@code bad}
-   * itself when the scan ran out of {@link #SCAN_BUDGET} (corrupt, to be safe).
+   * The offset of the first valid record after the bad one at {@code bad}, or -1: see {@link
+   * LogFiles#nextRecord}.
    */
   static long nextValid(byte[] all, int bad) {
     ByteBuffer b = ByteBuffer.wrap(all).order(ByteOrder.LITTLE_ENDIAN);
-    long budget = SCAN_BUDGET;
-    for (int off = bad + 1; off + RECORD_HEADER < all.length; off++) {
-      int len = b.getInt(off);
-      if (len < 1 || len > MAX_RECORD || len > all.length - off - RECORD_HEADER) {
-        continue;
-      }
-      budget -= len;
-      if (budget < 0) {
-        return bad;
-      }
-      if (checksum(all, off, len) == b.getLong(off + 4)) {
-        return off;
-      }
-    }
-    return -1;
+    return LogFiles.nextRecord(
+        all,
+        bad,
+        RECORD_HEADER,
+        MAX_RECORD,
+        (log, off, len) -> checksum(log, off, len) == b.getLong(off + 4));
   }
 
   /** Valid records in {@code all} walking from {@code from} (for what a repair drops). */
