@@ -15,6 +15,7 @@ import io.ferrite.fabric.RpcHandler;
 import io.ferrite.fabric.ServerSpec;
 import io.ferrite.kernel.config.FerriteConfig;
 import io.ferrite.kernel.config.Secrets;
+import io.ferrite.kernel.config.ShmDirectory;
 import io.ferrite.kernel.config.Threads;
 import io.ferrite.kernel.proto.HostIdentity;
 import io.ferrite.kernel.proto.MasterStub;
@@ -39,9 +40,10 @@ import java.util.function.Supplier;
 
 /**
  * A memory server: lends its DRAM ({@code dram} class, region files under {@code
- * <shm.dir>/ferrite-<cluster>/<name>/}) and disk ({@code disk} class, under {@code
- * <data.dir>/<name>/disk/}) as regions, serves them with one {@link RegionTable} on every fabric it
- * is given, registers them with the master and heartbeats, and hosts the services of faces.
+ * <shm.dir>/ferrite-<cluster>[-<random>]/<name>/}, see {@link ShmDirectory}) and disk ({@code disk}
+ * class, under {@code <data.dir>/<name>/disk/}) as regions, serves them with one {@link
+ * RegionTable} on every fabric it is given, registers them with the master and heartbeats, and
+ * hosts the services of faces.
  *
  * <p>Its id, kept in {@code <data.dir>/<name>/server.id}, survives restarts; so do the region files
  * that survive (see {@link RegionStore}). Locks on its directory and on its dram directory keep two
@@ -181,7 +183,8 @@ public final class MemoryServer implements AutoCloseable {
       Supplier<String> masterAddress,
       List<FerriteService> extraServices) {
     Path serverDir = cfg.dataDir().resolve(cfg.serverName());
-    Path dramDir = cfg.shmDir().resolve("ferrite-" + cfg.clusterId()).resolve(cfg.serverName());
+    // Checked (owner, mode, no symlink) or created 0700; a random suffix in a shared shm.dir.
+    Path dramDir = ShmDirectory.cluster(cfg, cfg.serverName());
     MemoryServer s;
     try {
       s = new MemoryServer(cfg, serverDir, dramDir);

@@ -11,6 +11,7 @@ import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
+import java.nio.file.LinkOption;
 import java.nio.file.Path;
 import java.nio.file.StandardCopyOption;
 import java.nio.file.attribute.PosixFilePermissions;
@@ -93,7 +94,13 @@ final class RegionStore implements AutoCloseable {
           long rkey = Long.parseUnsignedLong(f[2], 16);
           long length = Long.parseLong(f[3]);
           Path p = file(dir(cls), id);
-          if (Files.exists(p) && Files.size(p) == length) {
+          if (Files.isSymbolicLink(p)) {
+            // Never followed: a link planted in the class directory would make the server map
+            // (and serve, and write into) a file of someone else's choosing. Deleted below.
+            LOG.log(System.Logger.Level.WARNING, "ignoring region file {0}: a symbolic link", p);
+            continue;
+          }
+          if (Files.isRegularFile(p, LinkOption.NOFOLLOW_LINKS) && Files.size(p) == length) {
             MappedRegion r = MappedRegion.open(p, id, length, rkey);
             entries.put(id, new Entry(r, cls, ""));
             table.register(r);
