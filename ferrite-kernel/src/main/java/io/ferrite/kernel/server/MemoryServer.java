@@ -106,7 +106,10 @@ public final class MemoryServer implements AutoCloseable {
     }
     this.store =
         new RegionStore(
-            serverDir, Map.of("dram", dramDir, "disk", serverDir.resolve("disk")), table);
+            serverDir,
+            Map.of("dram", dramDir, "disk", serverDir.resolve("disk")),
+            Map.of("dram", cfg.capacity("dram"), "disk", cfg.capacity("disk")),
+            table);
     this.reclaimer = Threads.scheduler("ferrite-server-" + name + "-reclaim");
   }
 
@@ -336,6 +339,22 @@ public final class MemoryServer implements AutoCloseable {
     return r.serverId();
   }
 
+  /**
+   * Asks the master to forget empty block-pool region {@code r} so that its space can go to a
+   * service region ({@link RegionStore#createServiceRegion}): false if it has blocks in use.
+   */
+  private boolean retire(RegionInfo r) {
+    try {
+      link.stub().removeRegion(serverId, r.ref().regionId());
+      return true;
+    } catch (FerriteException e) {
+      if (e.code() == ErrorCode.CONFLICT) {
+        return false; // blocks in use there: the master keeps it
+      }
+      throw e;
+    }
+  }
+
   private CompletableFuture<ByteBuffer> dispatch(
       RpcContext ctx, int service, int opcode, ByteBuffer request) {
     FerriteService s = services.get(service);
@@ -445,7 +464,9 @@ public final class MemoryServer implements AutoCloseable {
 
     @Override
     public MappedRegion createRegion(String storageClass, long length) {
-      MappedRegion r = store.createServiceRegion(storageClass, length, service.name());
+      MappedRegion r =
+          store.createServiceRegion(
+              serverId, storageClass, length, service.name(), MemoryServer.this::retire);
       try {
         link.stub().addRegion(serverId, store.info(serverId, r));
       } catch (FerriteException e) {
@@ -470,6 +491,17 @@ public final class MemoryServer implements AutoCloseable {
             System.Logger.Level.DEBUG,
             "the master forgets region {0} with the next registration",
             info.ref().regionId());
+      }
+      // The space goes back to the block pool once a whole pool region fits again.
+      for (RegionInfo grown : store.regrowPool(serverId, info.storageClass(), cfg.regionSize())) {
+        try {
+          link.stub().addRegion(serverId, grown);
+        } catch (FerriteException e) {
+          LOG.log(
+              System.Logger.Level.DEBUG,
+              "block-pool region {0} reaches the master with the next registration",
+              grown.ref().regionId());
+        }
       }
     }
 

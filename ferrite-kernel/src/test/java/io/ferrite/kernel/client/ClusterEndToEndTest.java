@@ -399,12 +399,13 @@ class ClusterEndToEndTest {
           }
         });
 
-    // The master refuses to forget a block-pool region that way; the server keeps serving.
+    // The master refuses to forget a block-pool region with a block in use; the server keeps
+    // serving.
     BlockRef b = c.allocate(1, "dram", true, "").get(0);
     FerriteException pool =
         assertThrows(
             FerriteException.class, () -> c.masterStub().removeRegion(b.serverId(), b.regionId()));
-    assertEquals(ErrorCode.INVALID_ARGUMENT, pool.code(), pool.getMessage());
+    assertEquals(ErrorCode.CONFLICT, pool.code(), pool.getMessage());
     c.write(b, 0, ByteBuffer.wrap(new byte[] {5})).join();
     ByteBuffer echoed =
         Futures.join(c.call(s.serverId(), 16, 1, ByteBuffer.wrap(new byte[] {1, 2})));
