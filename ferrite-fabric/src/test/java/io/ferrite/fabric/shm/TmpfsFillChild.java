@@ -53,20 +53,28 @@ public final class TmpfsFillChild {
     System.out.println("done");
   }
 
+  /**
+   * Creates regions until refused (at most 64: with lazily allocated files that is far more than
+   * fit), and only then touches every page of each: a file that did not get its space at creation
+   * would fault here, killing the JVM.
+   */
   private static String fill(Path dir, long length, List<MappedRegion> made) {
-    for (int id = made.size() + 1; ; id++) {
-      MappedRegion r;
+    String refused = "never refused";
+    for (int id = made.size() + 1; id <= 64; id++) {
       try {
-        r =
+        made.add(
             MappedRegion.create(
-                dir.resolve("region-" + id + "-" + System.nanoTime()), id, length, 1);
+                dir.resolve("region-" + id + "-" + System.nanoTime()), id, length, 1));
       } catch (FerriteException e) {
-        return e.code().name();
+        refused = e.code().name();
+        break;
       }
-      for (int at = 0; at < length; at += 4096) {
-        r.buffer().putLong(at, id);
-      }
-      made.add(r);
     }
+    for (MappedRegion r : made) {
+      for (int at = 0; at < length; at += 4096) {
+        r.buffer().putLong(at, r.id());
+      }
+    }
+    return refused;
   }
 }
