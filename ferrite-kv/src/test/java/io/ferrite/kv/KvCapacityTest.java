@@ -54,6 +54,23 @@ class KvCapacityTest {
       assertEquals(ErrorCode.NO_SPACE, huge.code(), huge.getMessage());
       assertEquals(0, dramUsed(c), "the shards made before the refusal are freed");
 
+      // A table whose first shards fit and later ones do not (about 6.5 MiB a shard: two fit on a
+      // server of 16 MiB, the third does not): the create drops it, and all comes back.
+      TableOptions probe =
+          TableOptions.DEFAULTS.withShards(1).withSlotsPerShard(1 << 14).withExtents(1 << 20, 16);
+      kv.createTable("probe", probe);
+      long perSlot = (dramUsed(c) - (1 << 20)) / (1 << 14);
+      kv.dropTable("probe");
+      assertEquals(0, dramUsed(c));
+      int slots = (int) (((13L << 20) / 2 - (1 << 20)) / perSlot);
+      FerriteException part =
+          assertThrows(
+              FerriteException.class,
+              () -> kv.createTable("part", probe.withShards(8).withSlotsPerShard(slots)));
+      assertEquals(ErrorCode.NO_SPACE, part.code(), part.getMessage());
+      assertEquals(0, dramUsed(c), "the shards opened before the refusal are dropped");
+      assertThrows(FerriteException.class, () -> kv.table("part"), "no table left behind");
+
       TableOptions small =
           TableOptions.DEFAULTS.withShards(2).withSlotsPerShard(1024).withExtents(1 << 20, 16);
       KvTable t = kv.createTable("values", small);
