@@ -43,7 +43,7 @@ class FerriteKvDbClusterTest {
             Map.of(
                 FerriteConfig.REGION_SIZE, "1m",
                 FerriteConfig.BLOCK_SIZE, "1m",
-                FerriteConfig.CAPACITY_DRAM, "64m", // kv shard regions count against it
+                FerriteConfig.CAPACITY_DRAM, "128m", // kv shard regions count against it
                 FerriteConfig.CAPACITY_DISK, "0"));
     cluster.startMaster();
     cluster.startServer("s1");
