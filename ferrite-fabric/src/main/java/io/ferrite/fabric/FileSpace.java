@@ -15,17 +15,18 @@ import java.util.concurrent.TimeUnit;
  *
  * <p>Java has no {@code fallocate}. Large files get it from the {@code fallocate(1)} command
  * (util-linux; {@code posix_fallocate} semantics: on tmpfs it commits the pages without writing
- * them, on ext4/xfs it reserves extents); small ones, and any file when the command is missing or
- * the file system does not support it, get zeros written in 1 MiB chunks. Measured for a 64 MiB
- * region on this project's VM (tmpfs, 2 shared cores): writing zeros 80-100 ms (up to 230 ms under
- * load), the {@code fallocate} subprocess 10-25 ms after the first (117 ms: the JVM's first spawn);
- * a spawn costs a few ms, so below {@link #SUBPROCESS_FROM} zeros are cheaper.
+ * them, on ext4/xfs it reserves extents); smaller ones, and any file when the command is missing or
+ * the file system does not support it, get zeros written in 1 MiB chunks. Measured on tmpfs on this
+ * project's VM (2 cores shared with four builds, so noisy; `java Alloc.java /dev/shm N`, 6 rounds
+ * each): 256 KiB and 1 MiB zeros 0.3-1.5 ms against 3-24 ms for the subprocess; 4 MiB 1.3 against
+ * 3-5 ms; 16 MiB 9-42 against 4-56 ms (a toss-up); 64 MiB 80-230 ms against 10-25 ms (117 ms for
+ * the JVM's first spawn). Hence the subprocess from {@link #SUBPROCESS_FROM} (32 MiB) on.
  */
 public final class FileSpace {
   private static final System.Logger LOG = System.getLogger(FileSpace.class.getName());
 
   /** Files from this size on are given space by {@code fallocate(1)}; smaller ones get zeros. */
-  public static final long SUBPROCESS_FROM = 4L << 20;
+  public static final long SUBPROCESS_FROM = 32L << 20;
 
   private static final ByteBuffer ZEROS = ByteBuffer.allocateDirect(1 << 20);
 

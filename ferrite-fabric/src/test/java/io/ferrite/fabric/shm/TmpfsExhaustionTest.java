@@ -20,17 +20,15 @@ import org.junit.jupiter.api.Test;
  */
 @Tag("multiprocess")
 class TmpfsExhaustionTest {
-  /** The tmpfs: 8 MiB; regions of 1 MiB (zero-filled) and 4 MiB (fallocate(1)). */
-  static final String SIZE = "8m";
-
-  private static List<String> run(long regionLength) throws Exception {
+  /** Runs the child on a tmpfs of {@code tmpfsSize} (mount's syntax) with regions of a length. */
+  private static List<String> run(String tmpfsSize, long regionLength) throws Exception {
     Path dir = Path.of("/tmp/ferrite-tmpfs-test-" + ProcessHandle.current().pid());
     String javaBin = Path.of(System.getProperty("java.home"), "bin", "java").toString();
     String script =
         "mkdir -p "
             + dir
             + " && mount -t tmpfs -o size="
-            + SIZE
+            + tmpfsSize
             + " tmpfs "
             + dir
             + " && exec \"$0\" -Xmx64m -XX:+UseSerialGC -XX:TieredStopAtLevel=1 -cp \"$1\" "
@@ -78,11 +76,11 @@ class TmpfsExhaustionTest {
 
   @Test
   void zeroFilledRegionsFillATmpfsWithNoFault() throws Exception {
-    check(run(1 << 20), 8);
+    check(run("8m", 1 << 20), 8); // below FileSpace.SUBPROCESS_FROM: zeros
   }
 
   @Test
   void fallocatedRegionsFillATmpfsWithNoFault() throws Exception {
-    check(run(4 << 20), 2);
+    check(run("64m", io.ferrite.fabric.FileSpace.SUBPROCESS_FROM), 2); // fallocate(1)
   }
 }
