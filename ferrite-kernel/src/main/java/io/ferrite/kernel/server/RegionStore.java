@@ -210,10 +210,6 @@ final class RegionStore implements AutoCloseable {
     return e;
   }
 
-  synchronized MappedRegion createServiceRegion(String cls, long length, String service) {
-    return createServiceRegion(-1, cls, length, service, r -> false);
-  }
-
   /**
    * Creates a region of {@code length} bytes for {@code service} if it fits in the capacity of
    * {@code cls}, where block-pool regions and service regions count alike. When it does not fit,
@@ -265,7 +261,12 @@ final class RegionStore implements AutoCloseable {
     return n;
   }
 
-  /** Retires empty block-pool regions of {@code cls}, highest id first, until {@code need} B. */
+  /**
+   * Retires empty block-pool regions of {@code cls}, highest id first, until {@code need} B. Runs
+   * under the store's lock across one master RPC per region: rare (a service growing past the
+   * capacity the pool leaves), and a re-registration meanwhile waits in {@link #infos}, so it never
+   * lists a region the master was just told to forget.
+   */
   private void retire(int serverId, String cls, long need, Retirer retirer) {
     List<Entry> pool = new ArrayList<>();
     for (Entry e : entries.descendingMap().values()) {
