@@ -35,7 +35,8 @@ import picocli.CommandLine.Spec;
       "",
       "Examples:",
       "  ferrite master --dir /var/lib/ferrite --port 7100",
-      "  ferrite master --dead-timeout 5s --lease 30s --set journal.fsync=true"
+      "  ferrite master --dead-timeout 5s --lease 30s --set journal.fsync=true",
+      "  ferrite master --dir /var/lib/ferrite --repair-journal"
     })
 final class MasterCommand implements Callable<Integer> {
   @Spec CommandSpec spec;
@@ -73,6 +74,14 @@ final class MasterCommand implements Callable<Integer> {
   Integer snapshotEvery;
 
   @Option(
+      names = "--repair-journal",
+      description =
+          "Before starting, cut the journal at a corrupt record (a bad record followed by valid"
+              + " ones, which the master otherwise refuses to start on) and print what was"
+              + " dropped. The records from the cut on are lost.")
+  boolean repairJournal;
+
+  @Option(
       names = {"--fabrics", "--fabric"},
       description =
           "Fabrics to serve on (default: tcp,shm; clients on this host move from tcp to shm).",
@@ -99,6 +108,12 @@ final class MasterCommand implements Callable<Integer> {
     Secrets.writeClientSecret(secret, root);
     Credentials creds = new Credentials(cfg.clusterId(), root);
     PrintWriter out = spec.commandLine().getOut();
+    if (repairJournal) {
+      List<String> cut = Master.repairJournal(cfg);
+      out.println(cut.isEmpty() ? "journal: nothing to repair" : "journal repaired:");
+      cut.forEach(line -> out.println("  " + line));
+      out.flush();
+    }
     Fabrics fabrics = new Fabrics();
     Master master;
     try {

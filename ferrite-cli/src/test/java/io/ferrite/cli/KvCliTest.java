@@ -39,9 +39,10 @@ class KvCliTest {
             new Credentials(id, Secrets.readOrCreate(secret)),
             true,
             Map.of(
-                FerriteConfig.REGION_SIZE, "1m",
+                FerriteConfig.REGION_SIZE, "64m",
                 FerriteConfig.BLOCK_SIZE, "1m",
-                FerriteConfig.CAPACITY_DRAM, "1m",
+                // kv shard regions count against it: the tables' default 16 MiB extent regions
+                FerriteConfig.CAPACITY_DRAM, "512m",
                 FerriteConfig.CAPACITY_DISK, "0"));
     cluster.startMaster();
     cluster.startServer("s1");

@@ -97,7 +97,16 @@ public final class MappedRegion implements AutoCloseable {
     } catch (IOException e) {
       throw new FerriteException(ErrorCode.INTERNAL, "cannot create region file " + file, e);
     }
-    return map(file, id, length, rkey, true);
+    try {
+      return map(file, id, length, rkey, true);
+    } catch (RuntimeException e) {
+      try {
+        Files.deleteIfExists(file); // e.g. NO_SPACE: give back what was allocated
+      } catch (IOException suppressed) {
+        e.addSuppressed(suppressed);
+      }
+      throw e;
+    }
   }
 
   /**
@@ -135,9 +144,8 @@ public final class MappedRegion implements AutoCloseable {
     try (FileChannel ch =
         FileChannel.open(file, EnumSet.of(StandardOpenOption.READ, StandardOpenOption.WRITE))) {
       if (setLength) {
-        ch.truncate(length);
-        // Extend sparse: writing the last byte sets the size without committing pages.
-        ch.write(ByteBuffer.wrap(new byte[1]), length - 1);
+        // Space now (NO_SPACE if there is none), not a SIGBUS when a page is first touched.
+        FileSpace.allocate(ch, file, length);
       }
       MappedByteBuffer mbb = ch.map(FileChannel.MapMode.READ_WRITE, 0, length);
       return new MappedRegion(id, rkey, file, mbb);

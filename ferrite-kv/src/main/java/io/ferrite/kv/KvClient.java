@@ -46,15 +46,41 @@ public final class KvClient {
    * Creates table {@code name} (or returns the existing one if its options are the same) and opens
    * every shard on its server.
    *
-   * @throws FerriteException CONFLICT if the table exists with other options
+   * @throws FerriteException CONFLICT if the table exists with other options; NO_SPACE if its
+   *     servers have no room for its shards (a table this call created is dropped again, so the
+   *     shards already opened give their space back)
    */
   public KvTable createTable(String name, TableOptions options) {
     Wire.Writer w = new Wire.Writer().str(name);
     options.validate().write(w);
+    boolean existed = exists(name);
     Versioned t = readTable(callMaster(KvProtocol.CREATE_TABLE, w.toBuffer()));
     KvTable table = opened(new KvTable(client, t.table(), t.version()));
-    table.openAllShards();
+    try {
+      table.openAllShards();
+    } catch (FerriteException e) {
+      if (e.code() == ErrorCode.NO_SPACE && !existed) {
+        try {
+          dropTable(name);
+        } catch (FerriteException dropFailed) {
+          e.addSuppressed(dropFailed);
+        }
+      }
+      throw e;
+    }
     return table;
+  }
+
+  private boolean exists(String name) {
+    try {
+      table(name);
+      return true;
+    } catch (FerriteException e) {
+      if (e.code() == ErrorCode.NOT_FOUND) {
+        return false;
+      }
+      throw e;
+    }
   }
 
   /**

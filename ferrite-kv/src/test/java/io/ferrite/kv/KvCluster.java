@@ -39,7 +39,8 @@ public final class KvCluster extends ClusterHarness {
 
   private static Map<String, String> config(Map<String, String> extra) {
     Map<String, String> c = new HashMap<>();
-    c.put(FerriteConfig.CAPACITY_DRAM, "256k");
+    // Room for the tables of every test: kv shard regions count against capacity.dram.
+    c.put(FerriteConfig.CAPACITY_DRAM, "64m"); // a default table has 16 MiB extent regions
     c.put(FerriteConfig.CAPACITY_DISK, "0");
     c.put(FerriteConfig.DEAD_TIMEOUT, "2s");
     c.put(FerriteConfig.SESSION_LEASE, "5s");

@@ -66,7 +66,7 @@ class RegionFreeTest {
             KvCluster.CREDENTIALS,
             true,
             Map.of(
-                FerriteConfig.CAPACITY_DRAM, "256k",
+                FerriteConfig.CAPACITY_DRAM, "64m",
                 FerriteConfig.CAPACITY_DISK, "0",
                 FerriteConfig.DEAD_TIMEOUT, "2s",
                 FerriteConfig.SESSION_LEASE, "5s"));

@@ -41,9 +41,10 @@ class FerriteKvDbClusterTest {
             new Credentials(id, Secrets.readOrCreate(secret)),
             true,
             Map.of(
-                FerriteConfig.REGION_SIZE, "1m",
+                FerriteConfig.REGION_SIZE, "64m",
                 FerriteConfig.BLOCK_SIZE, "1m",
-                FerriteConfig.CAPACITY_DRAM, "1m",
+                // kv shard regions count against it: 8 shards with 16 MiB extent regions
+                FerriteConfig.CAPACITY_DRAM, "256m",
                 FerriteConfig.CAPACITY_DISK, "0"));
     cluster.startMaster();
     cluster.startServer("s1");

@@ -452,9 +452,11 @@ public final class KvBench {
             .set(FerriteConfig.MASTER_PORT, "0")
             .set(FerriteConfig.SERVER_HOST, "127.0.0.1")
             .set(FerriteConfig.MASTER_HOST, "127.0.0.1")
-            .set(FerriteConfig.REGION_SIZE, "1m")
+            // The tables' shard regions count against capacity.dram (with the block pool, whose
+            // empty 1 GiB regions they take over): room for the largest runs' tables.
+            .set(FerriteConfig.REGION_SIZE, "1g")
             .set(FerriteConfig.BLOCK_SIZE, "1m")
-            .set(FerriteConfig.CAPACITY_DRAM, "1m")
+            .set(FerriteConfig.CAPACITY_DRAM, "4g")
             .set(FerriteConfig.CAPACITY_DISK, "0")
             .set(FerriteConfig.JOURNAL_FSYNC, "false")
             .build();

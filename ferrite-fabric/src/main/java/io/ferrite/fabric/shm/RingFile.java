@@ -210,8 +210,9 @@ final class RingFile {
         FileChannel.open(file, EnumSet.of(StandardOpenOption.READ, StandardOpenOption.WRITE))) {
       if (setLength) {
         ch.truncate(0);
-        // A sparse file: pages are committed as the rings first reach them.
-        ch.write(java.nio.ByteBuffer.allocate(1), size - 1);
+        // Space now: a full tmpfs is NO_SPACE at connect, never a SIGBUS in a client (or here)
+        // when the rings first reach a page.
+        io.ferrite.fabric.FileSpace.allocate(ch, file, size);
       }
       return ch.map(FileChannel.MapMode.READ_WRITE, 0, size);
     } catch (IOException e) {

@@ -44,9 +44,16 @@ import java.util.stream.Stream;
  * all. A snapshot writes one event per record.
  *
  * <p>Recovery loads the newest snapshot, then replays its log. A record whose length runs past the
- * end of the file, or whose checksum does not match (a crash in the middle of a write), ends the
- * log: it and everything after it are dropped with a warning and the file is truncated there, so
- * new records follow the last good one. A generation 0 with no snapshot is an empty state.
+ * end of the file, or whose checksum does not match, ends the log. What follows it decides what it
+ * was: only bad bytes and zeros to the end of the file (a crash in the middle of the last writes;
+ * the zeros are the log's preallocation) is a <em>torn tail</em>: it is dropped with a warning and
+ * the file is truncated there, so new records follow the last good one. A valid record anywhere
+ * after the bad one is <em>corruption</em> (media, or someone's editor): dropping the tail would
+ * silently lose records that were fsynced and acknowledged, so recovery refuses ({@link
+ * JournalCorruptException}, naming the file and the offset) until an operator asks for {@link
+ * #repair} ({@code ferrite master --repair-journal}). A damaged snapshot is always corruption
+ * (snapshots are renamed into place only after an fsync). A generation 0 with no snapshot is an
+ * empty state.
  *
  * <p>A snapshot is taken in two steps. Under the state lock, {@link #rotate} starts log G+1 (a new
  * file, not fsynced there: the journal thread fsyncs the old log's tail, the new log and the
@@ -189,12 +196,9 @@ final class Journal implements AutoCloseable {
       Path snap = file("snapshot", generation);
       ReadResult r = readFile(snap, KIND_SNAPSHOT, replay);
       if (r.droppedBytes > 0) {
-        // Snapshots are renamed into place only after fsync: damage here is media corruption.
-        LOG.log(
-            System.Logger.Level.ERROR,
-            "snapshot {0} is damaged after {1} records; metadata after that point is lost",
-            snap,
-            r.records);
+        // Snapshots are renamed into place only after fsync: damage here is media corruption,
+        // whether or not valid records follow.
+        throw new JournalCorruptException(snap, r.goodLength, r.records, r.nextValid);
       }
       snapRecords = r.records;
     }
@@ -208,12 +212,15 @@ final class Journal implements AutoCloseable {
       generation = gen;
       ReadResult r = readFile(logPath, KIND_LOG, replay);
       logRecords += r.records;
+      if (r.nextValid >= 0) {
+        throw new JournalCorruptException(logPath, r.goodLength, r.records, r.nextValid);
+      }
       if (r.droppedBytes > 0) {
         dropped = r.droppedBytes;
         LOG.log(
             System.Logger.Level.WARNING,
-            "journal {0}: ignoring a torn or corrupt tail of {1} bytes after {2} good records"
-                + " (a crash during a write); truncating",
+            "journal {0}: ignoring a torn tail of {1} bytes after {2} good records (a crash"
+                + " during a write: no valid record follows); truncating",
             logPath,
             dropped,
             r.records);
@@ -264,14 +271,15 @@ final class Journal implements AutoCloseable {
    * droppedBytes} of a torn or corrupt tail, or ({@code zeroTail}) only zeros: the preallocated
    * space of a log (see {@link #PREALLOCATE}), which is a clean end, not a tear.
    */
-  private record ReadResult(int records, long goodLength, long droppedBytes, boolean zeroTail) {}
+  private record ReadResult(
+      int records, long goodLength, long droppedBytes, boolean zeroTail, long nextValid) {}
 
   private static ReadResult readFile(Path file, int kind, Consumer<MasterEvent> replay)
       throws IOException {
     byte[] all = Files.readAllBytes(file);
     ByteBuffer b = ByteBuffer.wrap(all).order(ByteOrder.LITTLE_ENDIAN);
     if (all.length < HEADER) {
-      return new ReadResult(0, 0, all.length, false);
+      return new ReadResult(0, 0, all.length, false, -1);
     }
     int magic = b.getInt();
     int version = b.getShort() & 0xFFFF;
@@ -332,8 +340,97 @@ final class Journal implements AutoCloseable {
       zeros = all[i] == 0;
     }
     return zeros
-        ? new ReadResult(records, good, 0, good < all.length)
-        : new ReadResult(records, good, all.length - good, false);
+        ? new ReadResult(records, good, 0, good < all.length, -1)
+        : new ReadResult(records, good, all.length - good, false, nextValid(all, (int) good));
+  }
+
+  /**
+   * The offset of the first valid record after the bad one at {@code bad}, or -1: see {@link
+   * LogFiles#nextRecord}.
+   */
+  static long nextValid(byte[] all, int bad) {
+    ByteBuffer b = ByteBuffer.wrap(all).order(ByteOrder.LITTLE_ENDIAN);
+    return LogFiles.nextRecord(
+        all,
+        bad,
+        RECORD_HEADER,
+        MAX_RECORD,
+        (log, off, len) -> checksum(log, off, len) == b.getLong(off + 4));
+  }
+
+  /** Valid records in {@code all} walking from {@code from} (for what a repair drops). */
+  private static int recordsFrom(byte[] all, long from) {
+    ByteBuffer b = ByteBuffer.wrap(all).order(ByteOrder.LITTLE_ENDIAN);
+    int n = 0;
+    int off = (int) from;
+    while (off + RECORD_HEADER <= all.length) {
+      int len = b.getInt(off);
+      if (len < 1 || len > MAX_RECORD || len > all.length - off - RECORD_HEADER) {
+        break;
+      }
+      if (checksum(all, off, len) != b.getLong(off + 4)) {
+        break;
+      }
+      n++;
+      off += RECORD_HEADER + len;
+    }
+    return n;
+  }
+
+  /**
+   * Repairs a corrupt journal in {@code dir} as an operator asked ({@code ferrite master
+   * --repair-journal}): truncates the newest snapshot or the first log of its chain at its first
+   * bad record if valid records follow it (what {@link #open} refuses), and says what it dropped,
+   * one line per file cut; an empty list if there was nothing to repair. The master is not running:
+   * it holds the journal while it runs. Records after the cut are lost for good (as are later logs,
+   * which would follow a gap); the master recovers what precedes it.
+   */
+  static List<String> repair(Path dir) throws IOException {
+    List<String> done = new ArrayList<>();
+    if (!Files.isDirectory(dir)) {
+      return done;
+    }
+    Journal j = new Journal(dir, false, FORCE);
+    List<Long> snaps = j.generations("snapshot");
+    long gen = snaps.isEmpty() ? 0 : snaps.get(snaps.size() - 1);
+    List<Path> chain = new ArrayList<>();
+    if (!snaps.isEmpty()) {
+      chain.add(j.file("snapshot", gen));
+    }
+    for (long g = gen; Files.exists(j.file("log", g)); g++) {
+      chain.add(j.file("log", g));
+    }
+    for (Path p : chain) {
+      int kind = p.getFileName().toString().startsWith("snapshot-") ? KIND_SNAPSHOT : KIND_LOG;
+      ReadResult r = readFile(p, kind, e -> {});
+      boolean corrupt = kind == KIND_SNAPSHOT ? r.droppedBytes > 0 : r.nextValid >= 0;
+      if (!corrupt) {
+        if (r.droppedBytes > 0) {
+          break; // a torn tail: open cuts it as usual, and the chain ends there
+        }
+        continue;
+      }
+      byte[] all = Files.readAllBytes(p);
+      int lost = r.nextValid > r.goodLength ? recordsFrom(all, r.nextValid) : 0;
+      try (FileChannel ch = FileChannel.open(p, StandardOpenOption.WRITE)) {
+        ch.truncate(r.goodLength);
+        ch.force(true);
+      }
+      done.add(
+          String.format(
+              Locale.ROOT,
+              "%s: kept %d records, truncated at offset %d, dropped %d bytes (the bad record, then"
+                  + " at least %d valid records from offset %d)",
+              p,
+              r.records,
+              r.goodLength,
+              all.length - r.goodLength,
+              lost,
+              r.nextValid));
+      LOG.log(System.Logger.Level.WARNING, "journal repaired: " + done.get(done.size() - 1));
+      break; // later logs follow the cut: open drops them
+    }
+    return done;
   }
 
   /** XXH3-64 over the length field and the body, so a corrupt length is caught too. */

@@ -7,6 +7,7 @@ import io.ferrite.fabric.RegionTable;
 import io.ferrite.fabric.ServerSpec;
 import io.ferrite.kernel.config.FerriteConfig;
 import io.ferrite.kernel.config.Secrets;
+import io.ferrite.kernel.config.ShmDirectory;
 import io.ferrite.kernel.config.Threads;
 import io.ferrite.kernel.proto.HostIdentity;
 import java.io.IOException;
@@ -63,6 +64,21 @@ public final class Master implements AutoCloseable {
     List<MasterExtension> found = new ArrayList<>();
     ServiceLoader.load(MasterExtension.class).forEach(found::add);
     return start(cfg, credentials, fabrics, found);
+  }
+
+  /**
+   * Repairs the journal under {@code cfg}'s data directory before a start, as an operator asked
+   * ({@code ferrite master --repair-journal}): cuts it at a corrupt record that {@link #start}
+   * refuses ({@link JournalCorruptException}). Returns one line per file cut, saying what was
+   * dropped; empty if nothing needed it. Run it only while no master runs on that directory.
+   */
+  public static List<String> repairJournal(FerriteConfig cfg) {
+    Path dir = cfg.dataDir().resolve("master").resolve("journal");
+    try {
+      return Journal.repair(dir);
+    } catch (IOException e) {
+      throw new UncheckedIOException("cannot repair the master journal in " + dir, e);
+    }
   }
 
   /**
@@ -168,16 +184,12 @@ public final class Master implements AutoCloseable {
 
   /**
    * Where the master's shm socket and RPC ring files live: {@code
-   * <shm.dir>/ferrite-<cluster.id>/.master} (tmpfs, beside the memory servers' region files, and a
-   * name no server takes), owner-only. Removed at close, with the cluster's directory if empty.
+   * <shm.dir>/ferrite-<cluster.id>[-<random>]/.master} (tmpfs, beside the memory servers' region
+   * files, and a name no server takes), owner-only and checked ({@link ShmDirectory}). Removed at
+   * close, with the cluster's directory if empty.
    */
   private Path shmDir(FerriteConfig cfg) {
-    Path d = cfg.shmDir().resolve("ferrite-" + cfg.clusterId()).resolve(".master");
-    try {
-      Secrets.createPrivateDirectories(d);
-    } catch (IOException e) {
-      throw new UncheckedIOException("cannot create the master's shm directory " + d, e);
-    }
+    Path d = ShmDirectory.cluster(cfg, ".master");
     shmSocketDir = d;
     return d;
   }

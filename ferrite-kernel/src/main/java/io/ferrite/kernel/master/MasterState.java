@@ -314,12 +314,13 @@ public final class MasterState {
   }
 
   /**
-   * Forgets service region {@code regionId} of {@code serverId} (its service freed it); false if
-   * the master does not know it (removed already, or never reached the master). Journaled.
+   * Forgets service region {@code regionId} of {@code serverId} (its service freed it), or an empty
+   * block-pool region (its server gives the space to a service region); false if the master does
+   * not know it (removed already, or never reached the master). Journaled.
    *
-   * @throws FerriteException NOT_FOUND for an unknown server, INVALID_ARGUMENT for a block-pool
-   *     region (its blocks are the master's to hand out; a server drops those only by registering
-   *     again without them)
+   * @throws FerriteException NOT_FOUND for an unknown server, CONFLICT for a block-pool region with
+   *     blocks in use (they are the master's to hand out and their owners'; a server drops those
+   *     only by registering again without them)
    */
   public synchronized boolean removeServiceRegion(int serverId, int regionId) {
     ServerEntry s = servers.get(serverId);
@@ -330,14 +331,18 @@ public final class MasterState {
     if (have == null) {
       return false;
     }
-    if (have.info.service().isEmpty()) {
+    if (have.info.service().isEmpty() && have.usedCount > 0) {
+      // An empty pool region may go (its server gives the space to a service region); one with
+      // blocks in use may not: its blocks are the master's to hand out and their owners'.
       throw new FerriteException(
-          ErrorCode.INVALID_ARGUMENT,
+          ErrorCode.CONFLICT,
           "region "
               + serverId
               + "/"
               + regionId
-              + " is a block-pool region (expected: a service region)");
+              + " is a block-pool region with "
+              + have.usedCount
+              + " block(s) in use (expected: a service region or an empty block-pool region)");
     }
     commit(new MasterEvent.RegionRemoved(serverId, regionId));
     return true;
@@ -611,10 +616,14 @@ public final class MasterState {
         use.put(c, new long[2]);
       }
       for (RegionEntry r : s.regions.values()) {
+        long[] u = use.computeIfAbsent(r.info.storageClass(), k -> new long[2]);
         if (r.info.isBlockPool()) {
-          long[] u = use.computeIfAbsent(r.info.storageClass(), k -> new long[2]);
           u[0] += r.blocks * blockSize;
           u[1] += r.usedCount * blockSize;
+        } else {
+          // A service region (kv shards, ...) takes its space from the server's capacity.
+          u[0] += r.info.ref().length();
+          u[1] += r.info.ref().length();
         }
       }
       List<ClusterStatus.ClassUsage> usage = new ArrayList<>();

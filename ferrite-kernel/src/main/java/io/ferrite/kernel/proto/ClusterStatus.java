@@ -22,7 +22,11 @@ public record ClusterStatus(
     members = List.copyOf(members);
   }
 
-  /** Capacity and use of one storage class on one server (block-pool regions only). */
+  /**
+   * Capacity and use of one storage class on one server: its block-pool regions (capacity) and
+   * their blocks in use (used), plus its service regions (kv shards, ...), which count as both: a
+   * service region takes its space from the server's capacity.
+   */
   public record ClassUsage(String storageClass, long capacityBytes, long usedBytes) {}
 
   /** One server's line of the report. */

@@ -16,6 +16,7 @@ import io.ferrite.fabric.RpcHandler;
 import io.ferrite.fabric.ServerSpec;
 import io.ferrite.kernel.config.FerriteConfig;
 import io.ferrite.kernel.config.Secrets;
+import io.ferrite.kernel.config.ShmDirectory;
 import io.ferrite.kernel.config.Threads;
 import io.ferrite.kernel.proto.HostIdentity;
 import io.ferrite.kernel.proto.MasterStub;
@@ -40,9 +41,10 @@ import java.util.function.Supplier;
 
 /**
  * A memory server: lends its DRAM ({@code dram} class, region files under {@code
- * <shm.dir>/ferrite-<cluster>/<name>/}) and disk ({@code disk} class, under {@code
- * <data.dir>/<name>/disk/}) as regions, serves them with one {@link RegionTable} on every fabric it
- * is given, registers them with the master and heartbeats, and hosts the services of faces.
+ * <shm.dir>/ferrite-<cluster>[-<random>]/<name>/}, see {@link ShmDirectory}) and disk ({@code disk}
+ * class, under {@code <data.dir>/<name>/disk/}) as regions, serves them with one {@link
+ * RegionTable} on every fabric it is given, registers them with the master and heartbeats, and
+ * hosts the services of faces.
  *
  * <p>Its id, kept in {@code <data.dir>/<name>/server.id}, survives restarts; so do the region files
  * that survive (see {@link RegionStore}). Locks on its directory and on its dram directory keep two
@@ -105,7 +107,10 @@ public final class MemoryServer implements AutoCloseable {
     }
     this.store =
         new RegionStore(
-            serverDir, Map.of("dram", dramDir, "disk", serverDir.resolve("disk")), table);
+            serverDir,
+            Map.of("dram", dramDir, "disk", serverDir.resolve("disk")),
+            Map.of("dram", cfg.capacity("dram"), "disk", cfg.capacity("disk")),
+            table);
     this.reclaimer = Threads.scheduler("ferrite-server-" + name + "-reclaim");
   }
 
@@ -182,7 +187,8 @@ public final class MemoryServer implements AutoCloseable {
       Supplier<String> masterAddress,
       List<FerriteService> extraServices) {
     Path serverDir = cfg.dataDir().resolve(cfg.serverName());
-    Path dramDir = cfg.shmDir().resolve("ferrite-" + cfg.clusterId()).resolve(cfg.serverName());
+    // Checked (owner, mode, no symlink) or created 0700; a random suffix in a shared shm.dir.
+    Path dramDir = ShmDirectory.cluster(cfg, cfg.serverName());
     MemoryServer s;
     try {
       s = new MemoryServer(cfg, serverDir, dramDir);
@@ -335,6 +341,22 @@ public final class MemoryServer implements AutoCloseable {
     return r.serverId();
   }
 
+  /**
+   * Asks the master to forget empty block-pool region {@code r} so that its space can go to a
+   * service region ({@link RegionStore#createServiceRegion}): false if it has blocks in use.
+   */
+  private boolean retire(RegionInfo r) {
+    try {
+      link.stub().removeRegion(serverId, r.ref().regionId());
+      return true;
+    } catch (FerriteException e) {
+      if (e.code() == ErrorCode.CONFLICT) {
+        return false; // blocks in use there: the master keeps it
+      }
+      throw e;
+    }
+  }
+
   private CompletableFuture<ByteBuffer> dispatch(
       RpcContext ctx, int service, int opcode, ByteBuffer request) {
     FerriteService s = services.get(service);
@@ -444,7 +466,9 @@ public final class MemoryServer implements AutoCloseable {
 
     @Override
     public MappedRegion createRegion(String storageClass, long length) {
-      MappedRegion r = store.createServiceRegion(storageClass, length, service.name());
+      MappedRegion r =
+          store.createServiceRegion(
+              serverId, storageClass, length, service.name(), MemoryServer.this::retire);
       try {
         link.stub().addRegion(serverId, store.info(serverId, r));
       } catch (FerriteException e) {
@@ -469,6 +493,17 @@ public final class MemoryServer implements AutoCloseable {
             System.Logger.Level.DEBUG,
             "the master forgets region {0} with the next registration",
             info.ref().regionId());
+      }
+      // The space goes back to the block pool once a whole pool region fits again.
+      for (RegionInfo grown : store.regrowPool(serverId, info.storageClass(), cfg.regionSize())) {
+        try {
+          link.stub().addRegion(serverId, grown);
+        } catch (FerriteException e) {
+          LOG.log(
+              System.Logger.Level.DEBUG,
+              "block-pool region {0} reaches the master with the next registration",
+              grown.ref().regionId());
+        }
       }
     }
 

@@ -11,6 +11,7 @@ import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
+import java.nio.file.LinkOption;
 import java.nio.file.Path;
 import java.nio.file.StandardCopyOption;
 import java.nio.file.attribute.PosixFilePermissions;
@@ -39,14 +40,23 @@ import java.util.stream.Stream;
  * also checks the rkey, which differs anyway; after a restart, clients' connections, and with them
  * their mappings, are gone.)
  *
+ * <p>Capacity: per storage class, block-pool regions and service regions together hold at most
+ * {@code capacity.<class>} bytes. The pool takes it all at start; a service region that does not
+ * fit retires empty pool regions (the master agreeing) and is refused with NO_SPACE if that is not
+ * enough; space services free goes back to the pool ({@link #regrowPool}).
+ *
  * <p>Not thread-safe except {@link #createServiceRegion}, {@link #freeServiceRegion}, {@link
- * #infos} and {@link #serviceRegions}, which synchronize.
+ * #regrowPool}, {@link #infos} and {@link #serviceRegions}, which synchronize.
  */
 final class RegionStore implements AutoCloseable {
   private static final System.Logger LOG = System.getLogger(RegionStore.class.getName());
 
   private final Path metaFile;
   private final Map<String, Path> classDirs;
+
+  /** Bytes per class that pool and service regions may hold together; absent: no limit. */
+  private final Map<String, Long> capacities;
+
   private final RegionTable table;
   private final SecureRandom random = new SecureRandom();
   private final TreeMap<Integer, Entry> entries = new TreeMap<>();
@@ -57,9 +67,34 @@ final class RegionStore implements AutoCloseable {
   record Entry(MappedRegion region, String storageClass, String service) {}
 
   RegionStore(Path serverDir, Map<String, Path> classDirs, RegionTable table) {
+    this(serverDir, classDirs, Map.of(), table);
+  }
+
+  /**
+   * A store whose regions of class {@code c} hold at most {@code capacities.get(c)} bytes, pool and
+   * service regions together (see {@link #createServiceRegion}).
+   */
+  RegionStore(
+      Path serverDir,
+      Map<String, Path> classDirs,
+      Map<String, Long> capacities,
+      RegionTable table) {
     this.metaFile = serverDir.resolve("regions");
     this.classDirs = Map.copyOf(classDirs);
+    this.capacities = Map.copyOf(capacities);
     this.table = table;
+  }
+
+  /**
+   * Asks the master to forget an empty block-pool region, so that its space can go to a service
+   * region: true if the master no longer hands out its blocks (it had none in use), false if it
+   * does (blocks in use).
+   *
+   * @throws FerriteException UNAVAILABLE if the master cannot be asked
+   */
+  @FunctionalInterface
+  interface Retirer {
+    boolean retire(RegionInfo poolRegion);
   }
 
   private Path dir(String cls) {
@@ -93,7 +128,13 @@ final class RegionStore implements AutoCloseable {
           long rkey = Long.parseUnsignedLong(f[2], 16);
           long length = Long.parseLong(f[3]);
           Path p = file(dir(cls), id);
-          if (Files.exists(p) && Files.size(p) == length) {
+          if (Files.isSymbolicLink(p)) {
+            // Never followed: a link planted in the class directory would make the server map
+            // (and serve, and write into) a file of someone else's choosing. Deleted below.
+            LOG.log(System.Logger.Level.WARNING, "ignoring region file {0}: a symbolic link", p);
+            continue;
+          }
+          if (Files.isRegularFile(p, LinkOption.NOFOLLOW_LINKS) && Files.size(p) == length) {
             MappedRegion r = MappedRegion.open(p, id, length, rkey);
             entries.put(id, new Entry(r, cls, ""));
             table.register(r);
@@ -155,20 +196,145 @@ final class RegionStore implements AutoCloseable {
     if (nextId == Integer.MAX_VALUE) {
       throw new FerriteException(ErrorCode.NO_SPACE, "region ids exhausted; restart the server");
     }
+    Path dir = dir(cls);
     int id = nextId++;
     long rkey;
     do {
       rkey = random.nextLong();
     } while (rkey == 0);
-    MappedRegion r = MappedRegion.create(file(dir(cls), id), id, length, rkey);
+    // Space at creation (FileSpace): NO_SPACE now if the file system is full, the file deleted.
+    MappedRegion r = MappedRegion.create(file(dir, id), id, length, rkey);
     Entry e = new Entry(r, cls, service);
     entries.put(id, e);
     table.register(r);
     return e;
   }
 
-  synchronized MappedRegion createServiceRegion(String cls, long length, String service) {
+  /**
+   * Creates a region of {@code length} bytes for {@code service} if it fits in the capacity of
+   * {@code cls}, where block-pool regions and service regions count alike. When it does not fit,
+   * empty block-pool regions (highest id first: the allocator fills a server's regions in order, so
+   * those are the emptiest) are retired to make room, each only once {@code retirer} (the master)
+   * agreed; {@link #regrowPool} gives the space back to the pool when services free it. The check
+   * comes before the file is made; the file gets its space at creation ({@link
+   * io.ferrite.fabric.FileSpace}), so a full file system is NO_SPACE here too, never a fault later.
+   *
+   * @throws FerriteException NO_SPACE if the capacity (or the file system) has no room, saying what
+   *     holds it
+   */
+  synchronized MappedRegion createServiceRegion(
+      int serverId, String cls, long length, String service, Retirer retirer) {
+    dir(cls);
+    long cap = capacities.getOrDefault(cls, Long.MAX_VALUE);
+    long over = held(cls, "") + held(cls, null) + length - cap;
+    if (over > 0) {
+      retire(serverId, cls, over, retirer);
+      over = held(cls, "") + held(cls, null) + length - cap;
+    }
+    if (over > 0) {
+      throw new FerriteException(
+          ErrorCode.NO_SPACE,
+          String.format(
+              Locale.ROOT,
+              "no room for a %s region of %d B for service '%s': capacity.%s is %d B, of which"
+                  + " service regions hold %d B and block-pool regions with blocks in use %d B",
+              cls,
+              length,
+              service,
+              cls,
+              cap,
+              held(cls, null),
+              held(cls, "")));
+    }
     return create(cls, length, service).region();
+  }
+
+  /** Bytes of {@code cls} regions of the block pool ({@code ""}) or of all services (null). */
+  private long held(String cls, String service) {
+    long n = 0;
+    for (Entry e : entries.values()) {
+      if (e.storageClass().equals(cls)
+          && (service == null ? !e.service().isEmpty() : e.service().equals(service))) {
+        n += e.region().length();
+      }
+    }
+    return n;
+  }
+
+  /**
+   * Retires empty block-pool regions of {@code cls}, highest id first, until {@code need} B. Runs
+   * under the store's lock across one master RPC per region: rare (a service growing past the
+   * capacity the pool leaves), and a re-registration meanwhile waits in {@link #infos}, so it never
+   * lists a region the master was just told to forget.
+   */
+  private void retire(int serverId, String cls, long need, Retirer retirer) {
+    List<Entry> pool = new ArrayList<>();
+    for (Entry e : entries.descendingMap().values()) {
+      if (e.service().isEmpty() && e.storageClass().equals(cls)) {
+        pool.add(e);
+      }
+    }
+    long freed = 0;
+    for (Entry e : pool) {
+      if (freed >= need) {
+        break;
+      }
+      MappedRegion r = e.region();
+      boolean gone;
+      try {
+        gone =
+            retirer.retire(
+                new RegionInfo(new RegionRef(serverId, r.id(), r.rkey(), r.length()), cls, ""));
+      } catch (FerriteException ex) {
+        LOG.log(
+            System.Logger.Level.INFO,
+            "cannot retire block-pool region {0} to make room: {1}",
+            r.id(),
+            ex.getMessage());
+        break; // the master is unreachable: no pool region can go
+      }
+      if (gone) {
+        entries.remove(r.id());
+        table.deregister(r.id());
+        try {
+          // No block of it is allocated, but a stale ref may still be reading: the safe path.
+          r.releaseAndDelete();
+        } catch (UncheckedIOException ex) {
+          LOG.log(System.Logger.Level.WARNING, "retiring " + r, ex);
+        }
+        freed += r.length();
+      }
+    }
+    if (freed > 0) {
+      writeMeta();
+    }
+  }
+
+  /**
+   * Gives space that services freed back to the block pool: creates pool regions of {@code cls}
+   * while a whole one fits in the capacity. Returns them, for the master.
+   */
+  synchronized List<RegionInfo> regrowPool(int serverId, String cls, long regionSize) {
+    List<RegionInfo> grown = new ArrayList<>();
+    Long cap = capacities.get(cls);
+    if (cap == null) {
+      return grown;
+    }
+    while (held(cls, "") + held(cls, null) + regionSize <= cap) {
+      MappedRegion r;
+      try {
+        r = create(cls, regionSize, "").region();
+      } catch (FerriteException e) {
+        LOG.log(
+            System.Logger.Level.WARNING, "cannot grow the block pool back: {0}", e.getMessage());
+        break;
+      }
+      grown.add(new RegionInfo(new RegionRef(serverId, r.id(), r.rkey(), r.length()), cls, ""));
+    }
+    if (!grown.isEmpty()) {
+      writeMeta();
+    }
+    return grown;
   }
 
   /**

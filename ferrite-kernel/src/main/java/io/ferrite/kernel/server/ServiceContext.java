@@ -18,7 +18,13 @@ public interface ServiceContext {
    * Creates a region of {@code length} bytes in {@code storageClass} ({@code dram} or {@code disk})
    * owned by this service: registered with every fabric of the server (so one-sided ops reach it)
    * and with the master's region directory (never handed out as blocks). It is deleted when the
-   * server stops. Does not count against the block-pool capacity.
+   * server stops. It counts against the server's {@code capacity.<class>}, with the block pool:
+   * empty block-pool regions are retired to make room, and the space goes back to the pool when the
+   * region is freed. Its file gets its space now.
+   *
+   * @throws io.ferrite.fabric.FerriteException NO_SPACE, before anything is made, if the capacity
+   *     has no room (block-pool regions with blocks in use and other service regions hold it), or
+   *     if the file system is full
    */
   MappedRegion createRegion(String storageClass, long length);
 

@@ -399,15 +399,15 @@ class ClusterEndToEndTest {
           }
         });
 
-    // The master refuses to forget a block-pool region that way (even to the root: REMOVE_REGION
-    // is a server's); the server keeps serving.
+    // The master refuses to forget a block-pool region with a block in use (REMOVE_REGION is a
+    // server's: only a server or the root may call it); the server keeps serving.
     BlockRef b = c.allocate(1, "dram", true, "").get(0);
     FerriteClient admin = cluster.adminClient();
     FerriteException pool =
         assertThrows(
             FerriteException.class,
             () -> admin.masterStub().removeRegion(b.serverId(), b.regionId()));
-    assertEquals(ErrorCode.INVALID_ARGUMENT, pool.code(), pool.getMessage());
+    assertEquals(ErrorCode.CONFLICT, pool.code(), pool.getMessage());
     c.write(b, 0, ByteBuffer.wrap(new byte[] {5})).join();
     ByteBuffer echoed =
         Futures.join(c.call(s.serverId(), 16, 1, ByteBuffer.wrap(new byte[] {1, 2})));

@@ -239,6 +239,91 @@ class JournalTest {
     }
   }
 
+  /** Offsets of the records of a log file, from its header on. */
+  private static List<Integer> recordOffsets(byte[] all) {
+    java.nio.ByteBuffer b = java.nio.ByteBuffer.wrap(all).order(java.nio.ByteOrder.LITTLE_ENDIAN);
+    List<Integer> offs = new ArrayList<>();
+    int off = Journal.HEADER;
+    while (off + Journal.RECORD_HEADER <= all.length) {
+      int len = b.getInt(off);
+      if (len < 1) {
+        break;
+      }
+      offs.add(off);
+      off += Journal.RECORD_HEADER + len;
+    }
+    return offs;
+  }
+
+  /**
+   * A flipped byte in a record in the middle, valid fsynced records after it: corruption, not a
+   * torn tail. The master refuses to start, naming the file and the offset, and leaves the file as
+   * it was; a repair asked for cuts there and says what it dropped, and the journal opens after.
+   */
+  @Test
+  void aBadRecordFollowedByValidOnesIsCorruptionNotATornTail() throws IOException {
+    try (Opened m = new Opened()) {
+      workload(m.state, random, clock, 60);
+    }
+    Path log = logFile();
+    byte[] all = Files.readAllBytes(log);
+    List<Integer> offs = recordOffsets(all);
+    assertTrue(offs.size() >= 10, "records: " + offs.size());
+    int victim = offs.size() / 2 + random.nextInt(offs.size() / 4);
+    int at = offs.get(victim);
+    int next = offs.get(victim + 1);
+    all[at + Journal.RECORD_HEADER + random.nextInt(next - at - Journal.RECORD_HEADER)] ^= 0x10;
+    Files.write(log, all);
+
+    JournalCorruptException e =
+        org.junit.jupiter.api.Assertions.assertThrows(JournalCorruptException.class, Opened::new);
+    assertEquals(log, e.file());
+    assertEquals(at, e.offset());
+    assertTrue(e.getMessage().contains("offset " + at), e.getMessage());
+    assertTrue(e.getMessage().contains("--repair-journal"), e.getMessage());
+    assertTrue(java.util.Arrays.equals(all, Files.readAllBytes(log)), "a refusal changes nothing");
+
+    List<String> cut = Journal.repair(dir);
+    assertEquals(1, cut.size(), cut.toString());
+    assertTrue(cut.get(0).contains("truncated at offset " + at), cut.get(0));
+    assertTrue(
+        cut.get(0).contains("at least " + (offs.size() - victim - 1) + " valid records"),
+        cut.get(0));
+    assertEquals(at, Files.size(log));
+    try (Opened m = new Opened()) {
+      assertEquals(victim, m.journal.recovery().logRecords(), "the records before the bad one");
+      assertEquals(0, m.journal.recovery().droppedBytes());
+    }
+    assertEquals(List.of(), Journal.repair(dir), "nothing left to repair");
+  }
+
+  /**
+   * A torn tail, including the zero-filled preallocation after it, is still cut by itself; a repair
+   * finds nothing to do there.
+   */
+  @Test
+  void aTornTailBeforeThePreallocatedZerosIsNotCorruption() throws IOException {
+    Opened first = new Opened();
+    workload(first.state, random, clock, 50);
+    long records = first.journal.writtenLsn();
+    Path log = logFile();
+    byte[] crashed = Files.readAllBytes(log); // the preallocated zeros of a log not closed
+    first.close();
+    List<Integer> offs = recordOffsets(crashed);
+    int last = offs.get(offs.size() - 1);
+    // The last record half written: its second half still zeros, then the preallocation.
+    int len =
+        java.nio.ByteBuffer.wrap(crashed).order(java.nio.ByteOrder.LITTLE_ENDIAN).getInt(last);
+    java.util.Arrays.fill(
+        crashed, last + Journal.RECORD_HEADER + len / 2, crashed.length, (byte) 0);
+    Files.write(log, crashed);
+    assertEquals(List.of(), Journal.repair(dir));
+    try (Opened m = new Opened()) {
+      assertEquals(records - 1, m.journal.recovery().logRecords());
+      assertTrue(m.journal.recovery().droppedBytes() > 0);
+    }
+  }
+
   @Test
   void snapshotPlusLogRecoversAndTruncatesTheLog() throws IOException {
     Set<MasterEvent> before;

@@ -3,6 +3,7 @@ package io.ferrite.kv.server;
 import io.ferrite.fabric.ErrorCode;
 import io.ferrite.fabric.FerriteException;
 import io.ferrite.fabric.Role;
+import io.ferrite.fabric.MappedRegion;
 import io.ferrite.fabric.RpcContext;
 import io.ferrite.kernel.config.Threads;
 import io.ferrite.kernel.proto.Permissions;
@@ -746,22 +747,48 @@ public final class KvService implements FerriteService {
 
   private static KvShard newShard(ServiceContext ctx, TableInfo t, int shard) {
     long extentBytes = (t.options().extentRegionBytes() + 7L) & ~7L;
-    KvShard s =
-        KvShard.create(
-            t.tableId(),
-            shard,
-            t.options(),
-            len -> {
-              KvWrites.checkNonBlocking();
-              return ctx.createRegion("dram", (len + 7L) & ~7L);
-            },
-            () -> {
-              // Refused on a receiving thread (creating a region may block): the write is
-              // queued for a writer thread instead (KvWrites).
-              KvWrites.checkNonBlocking();
-              return ctx.createRegion("dram", extentBytes);
-            },
-            ctx::ref);
+    // The regions made while the shard is built (its first extent region, then its table): if a
+    // later one is refused (NO_SPACE: the capacity is full), the earlier ones are given back
+    // here, since no shard will ever own them. Null once the shard is built.
+    java.util.concurrent.atomic.AtomicReference<List<MappedRegion>> building =
+        new java.util.concurrent.atomic.AtomicReference<>(new ArrayList<>());
+    java.util.function.UnaryOperator<MappedRegion> track =
+        r -> {
+          List<MappedRegion> b = building.get();
+          if (b != null) {
+            b.add(r);
+          }
+          return r;
+        };
+    KvShard s;
+    try {
+      s =
+          KvShard.create(
+              t.tableId(),
+              shard,
+              t.options(),
+              len -> {
+                KvWrites.checkNonBlocking();
+                return track.apply(ctx.createRegion("dram", (len + 7L) & ~7L));
+              },
+              () -> {
+                // Refused on a receiving thread (creating a region may block): the write is
+                // queued for a writer thread instead (KvWrites).
+                KvWrites.checkNonBlocking();
+                return track.apply(ctx.createRegion("dram", extentBytes));
+              },
+              ctx::ref);
+    } catch (RuntimeException e) {
+      for (MappedRegion r : building.getAndSet(null)) {
+        try {
+          ctx.freeRegion(r);
+        } catch (RuntimeException freeFailed) {
+          e.addSuppressed(freeFailed);
+        }
+      }
+      throw e;
+    }
+    building.set(null);
     s.onFree(ctx::freeRegion);
     return s;
   }

@@ -29,9 +29,13 @@ import java.util.function.Consumer;
  *  +------------+---------------------+----------------+
  * </pre>
  *
- * Recovery reads records until the end or the first torn or corrupt one (a crash in the middle of
- * an append), cuts the file there and appends after it. Thread-safe: appends are serialised; a
- * caller that appends under its shard's lock keeps the log in the order writes were applied.
+ * Recovery reads records until the end or the first bad one. Only bad bytes and zeros after it (a
+ * crash in the middle of an append, then the preallocation) is a torn tail: the file is cut there
+ * and appends follow. An intact record after the bad one is corruption ({@link
+ * LogFiles#nextRecord}): cutting would drop acknowledged writes, so the log refuses to open (and
+ * the server to start) with a message naming the file and the offset. Thread-safe: appends are
+ * serialised; a caller that appends under its shard's lock keeps the log in the order writes were
+ * applied.
  *
  * <p>{@link #rewrite} replaces the whole log by a shorter one (compaction): the new records go to
  * {@code <file>.rewrite}, which is fsynced, renamed over the log (atomic) and the directory
@@ -159,9 +163,10 @@ final class OpLog implements AutoCloseable {
       }
       if (pos < size) {
         if (!zeros(ch, pos, size)) {
+          refuseIfCorrupt(ch, file, pos, size, records);
           LOG.log(
               System.Logger.Level.WARNING,
-              "kv log {0}: torn or corrupt record at byte {1} of {2}; cut there",
+              "kv log {0}: torn record at byte {1} of {2} (no intact record follows); cut there",
               file,
               pos,
               size);
@@ -202,6 +207,60 @@ final class OpLog implements AutoCloseable {
    */
   private void preallocate(long upTo) throws IOException {
     allocated = LogFiles.zeroFill(channel, allocated, upTo);
+  }
+
+  /**
+   * Throws if an intact record follows the bad one at {@code bad} (corruption, not a torn tail):
+   * reads the rest of the file, which is at most the tail since the last good record.
+   */
+  private static void refuseIfCorrupt(FileChannel ch, Path file, long bad, long size, long good)
+      throws IOException {
+    if (size - bad > Integer.MAX_VALUE - 16) {
+      throw new FerriteException(
+          ErrorCode.INTERNAL,
+          "kv log "
+              + file
+              + ": bad record at offset "
+              + bad
+              + " and "
+              + (size - bad)
+              + " bytes after");
+    }
+    ByteBuffer rest = ByteBuffer.allocate((int) (size - bad));
+    while (rest.hasRemaining() && ch.read(rest, bad + rest.position()) > 0) {
+      // read it all
+    }
+    byte[] all = rest.array();
+    ByteBuffer le = ByteBuffer.wrap(all).order(ByteOrder.LITTLE_ENDIAN);
+    long next =
+        LogFiles.nextRecord(
+            all,
+            0,
+            12,
+            MAX_RECORD,
+            (log, off, len) -> Checksum64.of(log, off + 12, len) == le.getLong(off + 4));
+    if (next >= 0) {
+      throw new FerriteException(
+          ErrorCode.INTERNAL,
+          "kv log "
+              + file
+              + " is corrupt at offset "
+              + bad
+              + " (after "
+              + good
+              + " good records): "
+              + (next > 0
+                  ? "an intact record follows at offset " + (bad + next)
+                  : "too much follows to check")
+              + ", so this is not a torn tail. The server will not start and drop acknowledged"
+              + " writes silently. Restore the file from a copy, or cut it at the bad record"
+              + " (`truncate -s "
+              + bad
+              + " "
+              + file
+              + "`; the writes from there on are lost), or move it aside (every write of the"
+              + " server's durable tables is lost).");
+    }
   }
 
   /** Whether bytes {@code from} to {@code to} of {@code ch} are all zero (preallocated space). */

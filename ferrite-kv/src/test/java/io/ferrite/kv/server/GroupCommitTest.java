@@ -100,12 +100,16 @@ class GroupCommitTest {
     }
   }
 
+  /** Room for 4 shards of 16 MiB extents on one server (shard regions count against it). */
+  static final java.util.Map<String, String> ROOM =
+      java.util.Map.of(io.ferrite.kernel.config.FerriteConfig.CAPACITY_DRAM, "128m");
+
   @ParameterizedTest(name = "real={0}")
   @ValueSource(booleans = {false, true})
   void noAlwaysWriteIsAnsweredWhileTheFsyncCoveringItIsBlocked(boolean real) throws Exception {
     HeldFsync fsync = new HeldFsync();
     KvService.testFsync = fsync;
-    try (KvCluster cluster = new KvCluster(dir, 1, real)) {
+    try (KvCluster cluster = new KvCluster(dir, 1, real, ROOM)) {
       KvTable t =
           new KvClient(real ? cluster.client("tcp") : cluster.client()).createTable("held", ALWAYS);
       t.put(b("gone"), b("soon"));
@@ -160,7 +164,7 @@ class GroupCommitTest {
     KvService.testFsync = fsync;
     int writers = 16;
     int each = 60;
-    try (KvCluster cluster = new KvCluster(dir, 1)) {
+    try (KvCluster cluster = new KvCluster(dir, 1, false, ROOM)) {
       KvTable t = new KvClient(cluster.client()).createTable("shared", ALWAYS);
       long before = fsync.calls.get();
       ExecutorService pool = Executors.newFixedThreadPool(writers, Threads.named("always-writer"));

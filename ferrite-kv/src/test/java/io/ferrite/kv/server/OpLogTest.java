@@ -75,6 +75,35 @@ class OpLogTest {
     assertEquals(List.of("one", "two", "four"), replay(f));
   }
 
+  /**
+   * A flipped byte in a record with intact records after it is corruption, not a torn tail: the log
+   * refuses to open, naming the file and the offset, and leaves the file as it was.
+   */
+  @Test
+  void aBadRecordFollowedByIntactOnesRefusesToOpen() throws IOException {
+    Path f = dir.resolve("kv.log");
+    OpLog log = OpLog.open(f, b -> {});
+    for (String s : List.of("one", "two", "three", "four")) {
+      log.append(s.getBytes(UTF_8));
+    }
+    log.close();
+    byte[] all = Files.readAllBytes(f);
+    int two = 12 + 3; // after "one"'s record
+    all[two + 12 + 1] ^= 0x01; // a byte of "two"'s body
+    Files.write(f, all);
+    FerriteException e = assertThrows(FerriteException.class, () -> OpLog.open(f, b -> {}));
+    assertEquals(ErrorCode.INTERNAL, e.code());
+    assertTrue(e.getMessage().contains(f + " is corrupt at offset " + two), e.getMessage());
+    assertTrue(
+        e.getMessage().contains("intact record follows at offset " + (two + 15)), e.getMessage());
+    assertTrue(java.util.Arrays.equals(all, Files.readAllBytes(f)), "a refusal changes nothing");
+    // Cut where the message says: the log opens with what preceded the bad record.
+    try (FileChannel ch = FileChannel.open(f, StandardOpenOption.WRITE)) {
+      ch.truncate(two);
+    }
+    assertEquals(List.of("one"), replay(f));
+  }
+
   @Test
   void aRewriteReplacesTheLogWholeAndAppendsFollowIt() throws IOException {
     Path f = dir.resolve("kv.log");
