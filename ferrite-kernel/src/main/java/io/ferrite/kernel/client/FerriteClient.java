@@ -86,7 +86,8 @@ public final class FerriteClient implements AutoCloseable {
 
   /** The longest one session renewal waits for the master (for tests). */
   Duration renewDeadline() {
-    return session.renewDeadline();
+    Session s = session;
+    return s == null ? Duration.ZERO : s.renewDeadline();
   }
 
   // ---------------------------------------------------------------- blocks

@@ -108,6 +108,9 @@ final class Session implements AutoCloseable {
         LOG.log(
             System.Logger.Level.WARNING, "session renewal failed, will retry: {0}", e.getMessage());
       }
+    } catch (RuntimeException e) {
+      // Thrown out of a periodic task it would cancel every later renewal, silently.
+      LOG.log(System.Logger.Level.ERROR, "session renewal failed, will retry", e);
     }
   }
 
