@@ -22,6 +22,7 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Random;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.atomic.AtomicReference;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
@@ -29,13 +30,13 @@ import org.junit.jupiter.api.extension.ExtendWith;
 import org.junit.jupiter.api.io.TempDir;
 
 /**
- * A silent memory server must not cost a healthy client its session. The client's connection to one
- * server is lost and every reconnect to it black-holed ({@link SilentHostFabric}), so a read
- * retried there waits out three connect timeouts (4.5 s) while the lease is 1 s: the session
- * survives only if renewal waits on nothing of the read's (no shared thread, no shared lock).
+ * A silent memory server ({@link SilentHostFabric} black-holes its address) costs a healthy client
+ * nothing but the ops addressed to it: the session is renewed (its own thread, its own deadline),
+ * other servers' retries run (the retry thread never waits on the network), other servers' connects
+ * go through (no lock across a connect).
  */
 @ExtendWith(SeedExtension.class)
-class SessionRenewalTest {
+class SilentServerTest {
   static final int LEASE_MILLIS = 1000;
   static final Duration CONNECT_TIMEOUT = Duration.ofMillis(1500);
 
@@ -81,6 +82,10 @@ class SessionRenewalTest {
     return cluster.closeLater(Ferrite.connect(cluster.masterAddress(), options));
   }
 
+  /**
+   * The client's connection to one server is lost and every reconnect to it black-holed, so a read
+   * retried there waits out three connect timeouts (4.5 s) while the lease is 1 s.
+   */
   @Test
   void aSilentServerDoesNotLetTheSessionExpire(Random random) {
     FerriteClient client = client();
@@ -161,6 +166,49 @@ class SessionRenewalTest {
     }
     // The black-holed connect gives up at once, the next attempt reaches the healed server.
     Futures.join(stuck);
+  }
+
+  /**
+   * No lock is held across a connect: while a first connect to the silent server waits (black-
+   * holed until the test heals it), a first connect to the other server goes through.
+   */
+  @Test
+  void aSilentServerDoesNotHoldUpConnectsToOthers() throws Exception {
+    FerriteClient client = client(Duration.ofSeconds(20));
+    List<BlockRef> blocks = client.allocate(4); // no server connection yet: only the master's
+    BlockRef victim = blocks.get(0);
+    BlockRef healthy =
+        blocks.stream().filter(b -> b.serverId() != victim.serverId()).findFirst().orElseThrow();
+    for (SilentHostFabric f : fabrics) {
+      f.silence(address(client, victim.serverId()));
+    }
+    AtomicReference<Throwable> failure = new AtomicReference<>();
+    Thread stuck =
+        new Thread(
+            () -> {
+              try {
+                client.readSync(victim, 0, ByteBuffer.allocate(8)); // connects after the heal
+              } catch (Throwable t) {
+                failure.set(t);
+              }
+            },
+            "silent-server-reader");
+    stuck.start();
+    try {
+      while (fabrics.stream().mapToInt(f -> f.blackHoled.get()).sum() == 0) {
+        Thread.onSpinWait();
+      }
+      client.readSync(healthy, 0, ByteBuffer.allocate(8)); // its own first connect
+      assertTrue(stuck.isAlive(), "the silent server's connect is still waiting");
+    } finally {
+      for (SilentHostFabric f : fabrics) {
+        f.heal();
+      }
+      stuck.join();
+    }
+    if (failure.get() != null) {
+      throw new AssertionError("the silent server's read failed after the heal", failure.get());
+    }
   }
 
   private static String address(FerriteClient client, int serverId) {
