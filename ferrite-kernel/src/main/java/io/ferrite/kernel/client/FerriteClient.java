@@ -304,8 +304,11 @@ public final class FerriteClient implements AutoCloseable {
     if (s != null) {
       s.close(); // first: it needs the master connection
     }
-    retry.close();
+    // Connections before retries: an attempt still waiting for its backoff then runs (at once,
+    // in retry.close()) into a closed client and fails UNAVAILABLE, rather than starting a connect
+    // this thread would wait for.
     connections.close();
+    retry.close();
   }
 
   /** The deadline of control RPCs. */
