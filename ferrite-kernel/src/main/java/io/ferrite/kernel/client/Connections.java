@@ -232,7 +232,8 @@ final class Connections implements AutoCloseable {
                 failure = new FerriteException(ErrorCode.UNAVAILABLE, "client is closed");
               }
             } catch (FerriteException e) {
-              failure = e;
+              failure =
+                  closed ? new FerriteException(ErrorCode.UNAVAILABLE, "client is closed", e) : e;
             } catch (RuntimeException e) {
               failure = new FerriteException(ErrorCode.INTERNAL, String.valueOf(e), e);
             }
@@ -349,10 +350,12 @@ final class Connections implements AutoCloseable {
       return;
     }
     closed = true;
-    connector.shutdownNow();
+    // The waiters first, then the interrupt: a connect that the interrupt ends must not get to
+    // report its own failure as the reason.
     for (CompletableFuture<?> f : connecting.values()) {
       f.completeExceptionally(new FerriteException(ErrorCode.UNAVAILABLE, "client is closed"));
     }
+    connector.shutdownNow();
     List<AutoCloseable> all = new ArrayList<>(open.values());
     open.clear();
     MasterStub m = master;

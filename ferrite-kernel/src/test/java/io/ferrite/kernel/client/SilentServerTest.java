@@ -3,6 +3,7 @@ package io.ferrite.kernel.client;
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertInstanceOf;
 import static org.junit.jupiter.api.Assertions.assertNotEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -209,6 +210,47 @@ class SilentServerTest {
     if (failure.get() != null) {
       throw new AssertionError("the silent server's read failed after the heal", failure.get());
     }
+  }
+
+  /**
+   * Closing the client fails an op that waits for a connect at once, with {@code UNAVAILABLE}
+   * because the client closed, not after the connect's own timeouts.
+   */
+  @Test
+  void closeFailsAnOpWaitingForAConnect() throws Exception {
+    FerriteClient client = client(Duration.ofSeconds(20));
+    BlockRef victim = client.allocate(1).get(0);
+    for (SilentHostFabric f : fabrics) {
+      f.silence(address(client, victim.serverId()));
+    }
+    AtomicReference<Throwable> outcome = new AtomicReference<>();
+    Thread waiting =
+        new Thread(
+            () -> {
+              try {
+                client.readSync(victim, 0, ByteBuffer.allocate(8));
+                outcome.set(new AssertionError("a read from a silent server succeeded"));
+              } catch (Throwable t) {
+                outcome.set(t);
+              }
+            },
+            "connect-waiter");
+    waiting.start();
+    try {
+      while (fabrics.stream().mapToInt(f -> f.blackHoled.get()).sum() == 0) {
+        Thread.onSpinWait();
+      }
+      client.close();
+      waiting.join();
+    } finally {
+      for (SilentHostFabric f : fabrics) {
+        f.heal();
+      }
+      waiting.join();
+    }
+    FerriteException e = assertInstanceOf(FerriteException.class, outcome.get());
+    assertEquals(ErrorCode.UNAVAILABLE, e.code(), e.getMessage());
+    assertTrue(e.getMessage().contains("client is closed"), e.getMessage());
   }
 
   private static String address(FerriteClient client, int serverId) {
