@@ -52,8 +52,14 @@ import java.util.function.Function;
  * refers to it. A server never truncates a region file it frees (it unlinks it), so a mapping of a
  * freed region still reads the bytes it had (a kv shard's {@code MOVED} poison) and never faults.
  *
- * <p>Like {@link MappedRegion#close()}, {@link #close()} must not race with ops in flight on other
- * threads: it unmaps the memory they access.
+ * <p>{@link #close()} may race with ops in flight on other threads: it releases every mapping the
+ * same way (never {@link MappedRegion#close()}, which would unmap memory a racing op is copying and
+ * crash the JVM). An op that passed its check before the close finishes on mapped memory and
+ * completes; one that checks after it fails with {@link ErrorCode#UNAVAILABLE}. That costs an op
+ * nothing: the check it already made (the mapping's volatile {@code closed}) is the only gate, and
+ * the op's own reference to the mapping keeps it mapped (see {@link MappedRegion}'s reachability
+ * fences). The rings are reference-counted ({@link RingFile#acquire}) and unmapped by their last
+ * user.
  */
 final class ShmConnection implements FabricConnection {
   private static final System.Logger LOG = System.getLogger(ShmConnection.class.getName());
@@ -256,9 +262,15 @@ final class ShmConnection implements FabricConnection {
         .exceptionallyCompose(e -> CompletableFuture.failedFuture(FerriteException.unwrap(e)));
   }
 
-  private static void check(MappedRegion m, long offset, long len, boolean atomic) {
+  private void check(MappedRegion m, long offset, long len, boolean atomic) {
     ErrorCode code = m.check(m.rkey(), offset, len, atomic);
     if (code != ErrorCode.OK) {
+      if (code == ErrorCode.NO_SUCH_REGION && closed) {
+        // Released by close(), not by the server: the connection is gone, not the region. close()
+        // sets closed before it releases, so a release seen here implies closed is seen too.
+        throw new FerriteException(
+            ErrorCode.UNAVAILABLE, "connection to " + control.address() + " is closed");
+      }
       throw new FerriteException(code, m.describe(code, offset, len));
     }
   }
@@ -444,7 +456,8 @@ final class ShmConnection implements FabricConnection {
     control.close();
     synchronized (this) {
       for (MappedRegion m : mappings.values()) {
-        m.close();
+        // Not close(): another thread may be copying from it right now (see the class comment).
+        m.release();
       }
       mappings.clear();
       last = null;
