@@ -17,9 +17,15 @@ import javax.crypto.spec.SecretKeySpec;
  * be reflected back. The secret never crosses the wire.
  *
  * <pre>
- * serverProof = HMAC-SHA256(secret, "ferrite-server" | clientNonce | serverNonce)
- * clientProof = HMAC-SHA256(secret, "ferrite-client" | serverNonce | clientNonce)
+ * serverProof = HMAC-SHA256(secret, "ferrite-server" | clientNonce | serverNonce | binding)
+ * clientProof = HMAC-SHA256(secret, "ferrite-client" | serverNonce | clientNonce | binding)
  * </pre>
+ *
+ * <p>{@code binding} ties the proofs to the connection: under TLS it is the SHA-256 of the server's
+ * certificate as each end sees it (RFC 5929 tls-server-end-point, {@link Tls#serverEndPoint}), so a
+ * relay that terminates TLS with a certificate of its own (even one the client trusts) makes the
+ * two ends hash different bytes and the handshake fails; without TLS it is empty, and the proofs
+ * are the bytes they were before binding existed.
  */
 final class Handshake {
   private Handshake() {}
@@ -44,12 +50,23 @@ final class Handshake {
     return n;
   }
 
+  /** The channel binding of a connection without TLS. */
+  static final byte[] NO_BINDING = new byte[0];
+
   static byte[] serverProof(Credentials c, byte[] clientNonce, byte[] serverNonce) {
-    return hmac(c, SERVER_LABEL, clientNonce, serverNonce);
+    return serverProof(c, clientNonce, serverNonce, NO_BINDING);
   }
 
   static byte[] clientProof(Credentials c, byte[] serverNonce, byte[] clientNonce) {
-    return hmac(c, CLIENT_LABEL, serverNonce, clientNonce);
+    return clientProof(c, serverNonce, clientNonce, NO_BINDING);
+  }
+
+  static byte[] serverProof(Credentials c, byte[] clientNonce, byte[] serverNonce, byte[] binding) {
+    return hmac(c, SERVER_LABEL, clientNonce, serverNonce, binding);
+  }
+
+  static byte[] clientProof(Credentials c, byte[] serverNonce, byte[] clientNonce, byte[] binding) {
+    return hmac(c, CLIENT_LABEL, serverNonce, clientNonce, binding);
   }
 
   /** Constant-time comparison, so the time taken does not reveal how much of a proof matched. */
@@ -57,7 +74,8 @@ final class Handshake {
     return MessageDigest.isEqual(expected, presented);
   }
 
-  private static byte[] hmac(Credentials c, byte[] label, byte[] first, byte[] second) {
+  private static byte[] hmac(
+      Credentials c, byte[] label, byte[] first, byte[] second, byte[] binding) {
     byte[] secret = c.secret();
     try {
       Mac mac = Mac.getInstance("HmacSHA256");
@@ -65,6 +83,7 @@ final class Handshake {
       mac.update(label);
       mac.update(first);
       mac.update(second);
+      mac.update(binding);
       return mac.doFinal();
     } catch (GeneralSecurityException e) {
       throw new FerriteException(ErrorCode.INTERNAL, "HmacSHA256 is not available", e);
