@@ -1,6 +1,7 @@
 package io.ferrite.cli;
 
 import io.ferrite.fabric.Credentials;
+import io.ferrite.fabric.netty.Tls;
 import io.ferrite.kernel.config.ClusterFile;
 import io.ferrite.kernel.config.FerriteConfig;
 import io.ferrite.kernel.config.Secrets;
@@ -37,8 +38,16 @@ final class ClusterTarget {
       description = "Cluster file to read (default: ~/.ferrite/cluster).")
   Path clusterFile;
 
-  /** The resolved target. */
-  record Resolved(String uri, Credentials credentials) {}
+  @Option(
+      names = "--tls-trust",
+      paramLabel = "PEM",
+      description =
+          "Connect over TLS, trusting these certificates (default: $FERRITE_TLS_TRUST, then the"
+              + " cluster file's tls.trust; none: no TLS).")
+  Path tlsTrust;
+
+  /** The resolved target; {@code tls} is null when the cluster does not run TLS. */
+  record Resolved(String uri, Credentials credentials, Tls tls) {}
 
   Resolved resolve() {
     return resolve(System.getenv());
@@ -71,7 +80,13 @@ final class ClusterTarget {
             env.get(FerriteConfig.envName(FerriteConfig.CLUSTER_ID)),
             cf == null ? null : cf.clusterId(),
             "ferrite");
-    return new Resolved(u, new Credentials(id, Secrets.read(Path.of(secret))));
+    String trust =
+        first(
+            tlsTrust == null ? null : tlsTrust.toString(),
+            env.get(FerriteConfig.envName(FerriteConfig.TLS_TRUST)),
+            cf == null || cf.tlsTrust() == null ? null : cf.tlsTrust().toString());
+    Tls tls = trust == null ? null : Tls.fromPem(null, null, Path.of(trust));
+    return new Resolved(u, new Credentials(id, Secrets.read(Path.of(secret))), tls);
   }
 
   private static String first(String... values) {

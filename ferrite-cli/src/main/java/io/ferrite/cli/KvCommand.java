@@ -78,7 +78,7 @@ final class KvCommand implements Runnable {
   /** Connects, runs {@code body} with a kv client, closes. */
   static <T> T withKv(ClusterTarget target, Function<KvClient, T> body) {
     ClusterTarget.Resolved t = target.resolve();
-    Fabrics fabrics = new Fabrics();
+    Fabrics fabrics = new Fabrics(t.tls());
     try (FerriteClient c =
         Ferrite.connect(
             t.uri(),

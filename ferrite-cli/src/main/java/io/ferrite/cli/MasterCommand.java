@@ -97,7 +97,7 @@ final class MasterCommand implements Callable<Integer> {
     Path secret = secretPath(cfg);
     Credentials creds = new Credentials(cfg.clusterId(), Secrets.readOrCreate(secret));
     PrintWriter out = spec.commandLine().getOut();
-    Fabrics fabrics = new Fabrics();
+    Fabrics fabrics = new Fabrics(cfg);
     Master master;
     try {
       master = Master.start(cfg, creds, fabrics.open(fabricNames));
