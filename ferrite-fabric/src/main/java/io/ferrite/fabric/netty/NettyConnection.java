@@ -90,10 +90,10 @@ public final class NettyConnection implements FabricConnection {
     this.handler = handler;
     this.remoteId = remoteId;
     this.onClose = onClose;
-    // Lanes are plain sockets of their own: never under TLS (Tls#rawSocket decides for them too).
+    // Lanes are plain sockets of their own, beside the channel: never under TLS.
     this.lanes =
         Lanes.MAX > 0
-                && Tls.rawSocket(channel) != null
+                && !Tls.on(channel)
                 && channel.remoteAddress() instanceof InetSocketAddress remote
             ? new Lanes(remote, address, options, remoteId, loop)
             : null;
@@ -256,6 +256,14 @@ public final class NettyConnection implements FabricConnection {
       }
     }
     FabricConnection.super.readSync(region, offset, dst);
+  }
+
+  /**
+   * Whether synchronous ops may take blocking lanes on this connection at all: tcp without TLS,
+   * unless {@code ferrite.netty.lanes} is 0. For tests and diagnostics.
+   */
+  public boolean hasLanes() {
+    return lanes != null;
   }
 
   /** Lanes open now (0 without lanes); for tests and diagnostics. */

@@ -44,8 +44,9 @@ import javax.net.ssl.SSLSession;
  * TLS cannot allow (the bytes there are ciphertext): caller-thread writes through a duplicated
  * descriptor ({@code ClientWriter}, {@code ServerWriter}), the client's direct reads of large READ
  * bodies into the caller's buffer ({@code ClientHandler}), and the blocking lanes (plain sockets of
- * their own, {@code Lanes}). Whether they may run is decided here alone, by {@link #rawSocket}:
- * under TLS every byte goes through the pipeline.
+ * their own, {@code Lanes}). Whether they may run is decided here alone: {@link #rawSocket} gives
+ * the descriptor to the first three, {@link #on} turns the lanes off; under TLS every byte goes
+ * through the pipeline.
  */
 public final class Tls {
   private static final System.Logger LOG = System.getLogger(Tls.class.getName());

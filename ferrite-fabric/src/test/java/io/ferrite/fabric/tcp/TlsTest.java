@@ -101,6 +101,7 @@ class TlsTest extends TcpTestSupport {
       assertEquals(data[i], small.get(0), where());
     }
     // Under TLS synchronous reads never open a lane (a plain socket beside the TLS one).
+    assertTrue(!((NettyConnection) c).hasLanes(), where());
     assertEquals(0, ((NettyConnection) c).lanes(), where());
     assertEquals(1, server.connections(), where());
   }
@@ -192,6 +193,7 @@ class TlsTest extends TcpTestSupport {
     // The plaintext server still serves plaintext clients.
     try (FabricConnection c = plainFabric.connect(plain.address(), quick(credentials))) {
       assertEquals(4, c.remoteId());
+      assertTrue(((NettyConnection) c).hasLanes(), "plain tcp keeps its lanes");
     }
   }
 
