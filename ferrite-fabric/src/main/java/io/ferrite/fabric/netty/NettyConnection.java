@@ -266,6 +266,11 @@ public final class NettyConnection implements FabricConnection {
     return lanes != null;
   }
 
+  /** The connection's writer: for tests of its locking. */
+  ClientWriter writer() {
+    return handler.writer;
+  }
+
   /** Lanes open now (0 without lanes); for tests and diagnostics. */
   public int lanes() {
     return lanes == null ? 0 : lanes.count();
