@@ -2,6 +2,7 @@ package io.ferrite.cli;
 
 import io.ferrite.fabric.Credentials;
 import io.ferrite.fabric.Role;
+import io.ferrite.fabric.netty.Tls;
 import io.ferrite.kernel.config.ClusterFile;
 import io.ferrite.kernel.config.FerriteConfig;
 import io.ferrite.kernel.config.Secrets;
@@ -46,8 +47,16 @@ final class ClusterTarget {
       description = "Cluster file to read (default: ~/.ferrite/cluster).")
   Path clusterFile;
 
-  /** The resolved target. */
-  record Resolved(String uri, Credentials credentials) {}
+  @Option(
+      names = "--tls-trust",
+      paramLabel = "PEM",
+      description =
+          "Connect over TLS, trusting these certificates (default: $FERRITE_TLS_TRUST, then the"
+              + " cluster file's tls.trust; none: no TLS).")
+  Path tlsTrust;
+
+  /** The resolved target; {@code tls} is null when the cluster does not run TLS. */
+  record Resolved(String uri, Credentials credentials, Tls tls) {}
 
   /** For a data command: the least role, CLIENT, when the secret file was not given. */
   Resolved resolve() {
@@ -97,7 +106,13 @@ final class ClusterTarget {
         file = client;
       }
     }
-    return new Resolved(u, Secrets.load(id, file));
+    String trust =
+        first(
+            tlsTrust == null ? null : tlsTrust.toString(),
+            env.get(FerriteConfig.envName(FerriteConfig.TLS_TRUST)),
+            cf == null || cf.tlsTrust() == null ? null : cf.tlsTrust().toString());
+    Tls tls = trust == null ? null : Tls.fromPem(null, null, Path.of(trust));
+    return new Resolved(u, Secrets.load(id, file), tls);
   }
 
   private static String first(String... values) {

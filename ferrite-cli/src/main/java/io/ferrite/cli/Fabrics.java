@@ -3,21 +3,44 @@ package io.ferrite.cli;
 import io.ferrite.fabric.Fabric;
 import io.ferrite.fabric.local.LocalFabric;
 import io.ferrite.fabric.local.LocalNetwork;
+import io.ferrite.fabric.netty.Tls;
+import io.ferrite.fabric.tcp.TcpFabric;
 import io.ferrite.kernel.config.FabricFactory;
+import io.ferrite.kernel.config.FerriteConfig;
 import java.util.ArrayList;
 import java.util.List;
 
 /**
- * The fabrics a CLI process opens: tcp and shm from {@link FabricFactory#standard()}, and the
- * in-JVM local fabric on one network shared by the whole process. Closes what it opened.
+ * The fabrics a CLI process opens: tcp (with TLS when configured) and shm from {@link
+ * FabricFactory#standard(FerriteConfig)}, and the in-JVM local fabric on one network shared by the
+ * whole process. Closes what it opened.
  */
 final class Fabrics implements AutoCloseable {
   private final LocalNetwork network = new LocalNetwork();
   private final List<Fabric> opened = new ArrayList<>();
+  private final FabricFactory standard;
+
+  /** Without TLS. */
+  Fabrics() {
+    this.standard = FabricFactory.standard();
+  }
+
+  /** As {@code cfg} configures them ({@code tls.*}). */
+  Fabrics(FerriteConfig cfg) {
+    this.standard = FabricFactory.standard(cfg);
+  }
+
+  /** A client's: TLS on tcp trusting {@code tls}'s trust file, or none when null. */
+  Fabrics(Tls tls) {
+    this.standard = tls == null ? FabricFactory.standard() : name -> standardWith(name, tls);
+  }
+
+  private static Fabric standardWith(String name, Tls tls) {
+    return name.equals("tcp") ? new TcpFabric(tls) : FabricFactory.standard().open(name);
+  }
 
   FabricFactory factory() {
-    return name ->
-        name.equals("local") ? new LocalFabric(network) : FabricFactory.standard().open(name);
+    return name -> name.equals("local") ? new LocalFabric(network) : standard.open(name);
   }
 
   /** Opens one fabric of each name, owned by this object. */

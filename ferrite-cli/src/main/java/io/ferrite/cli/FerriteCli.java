@@ -39,6 +39,7 @@ import picocli.CommandLine.Command;
       RSortWorkerCommand.class,
       ServerCommand.class,
       StatusCommand.class,
+      TlsCommand.class,
       YcsbCommand.class,
     })
 public final class FerriteCli implements Runnable {

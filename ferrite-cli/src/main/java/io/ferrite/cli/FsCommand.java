@@ -75,7 +75,7 @@ final class FsCommand implements Runnable {
     @Override
     public final Integer call() throws Exception {
       ClusterTarget.Resolved t = target.resolve();
-      Fabrics fabrics = new Fabrics();
+      Fabrics fabrics = new Fabrics(t.tls());
       try (FerriteClient c =
           Ferrite.connect(
               t.uri(),

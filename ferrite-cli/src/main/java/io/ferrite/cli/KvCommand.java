@@ -87,7 +87,7 @@ final class KvCommand implements Runnable {
    */
   static <T> T withKv(ClusterTarget target, Role role, Function<KvClient, T> body) {
     ClusterTarget.Resolved t = target.resolve(role);
-    Fabrics fabrics = new Fabrics();
+    Fabrics fabrics = new Fabrics(t.tls());
     try (FerriteClient c =
         Ferrite.connect(
             t.uri(),

@@ -2,6 +2,7 @@ package io.ferrite.cli;
 
 import io.ferrite.fabric.Credentials;
 import io.ferrite.fabric.Fabric;
+import io.ferrite.fabric.tcp.TlsFiles;
 import io.ferrite.kernel.config.ClusterFile;
 import io.ferrite.kernel.config.FerriteConfig;
 import io.ferrite.kernel.config.Secrets;
@@ -43,7 +44,8 @@ import picocli.CommandLine.Spec;
       "Examples:",
       "  ferrite local",
       "  ferrite local --dram 1g --disk 4g --port 7200",
-      "  ferrite local --exit-after-check     # smoke test: exit status 0 if all passed"
+      "  ferrite local --exit-after-check     # smoke test: exit status 0 if all passed",
+      "  ferrite local --tls                  # TLS on tcp, self-signed pair in <dir>/tls"
     })
 final class LocalCommand implements Callable<Integer> {
   @Spec CommandSpec spec;
@@ -76,6 +78,14 @@ final class LocalCommand implements Callable<Integer> {
   boolean exitAfterCheck;
 
   @Option(
+      names = "--tls",
+      description =
+          "TLS 1.3 on tcp: serve and connect with <dir>/tls/cert.pem and key.pem (a self-signed"
+              + " pair for 127.0.0.1 and localhost, made on first use); the cluster file names"
+              + " the certificate, so client commands trust it.")
+  boolean tls;
+
+  @Option(
       names = "--default-cluster-file",
       defaultValue = "${sys:user.home}/.ferrite/cluster",
       hidden = true,
@@ -101,15 +111,23 @@ final class LocalCommand implements Callable<Integer> {
     flags.put(FerriteConfig.CAPACITY_DRAM, dram);
     flags.put(FerriteConfig.CAPACITY_DISK, disk);
     flags.put(FerriteConfig.SECRET_FILE, dir.resolve("secret").toString());
-    FerriteConfig cfg = config.load(flags);
     Secrets.createPrivateDirectories(dir);
+    Path tlsCert = null;
+    if (tls) {
+      tlsCert = TlsCommand.pairIn(dir.resolve("tls"), spec.commandLine().getOut());
+      flags.put(FerriteConfig.TLS_ENABLED, "true");
+      flags.put(FerriteConfig.TLS_CERT, tlsCert.toString());
+      flags.put(FerriteConfig.TLS_KEY, tlsCert.resolveSibling(TlsFiles.KEY).toString());
+      flags.put(FerriteConfig.TLS_TRUST, tlsCert.toString());
+    }
+    FerriteConfig cfg = config.load(flags);
     Path secret = dir.resolve("secret");
     byte[] root = Secrets.readOrCreate(secret);
     Secrets.writeClientSecret(secret, root);
     Credentials creds = new Credentials(cfg.clusterId(), root);
     PrintWriter out = spec.commandLine().getOut();
 
-    Fabrics fabrics = new Fabrics();
+    Fabrics fabrics = new Fabrics(cfg);
     List<AutoCloseable> running = new ArrayList<>();
     Runnable stopAll =
         () -> {
@@ -159,7 +177,7 @@ final class LocalCommand implements Callable<Integer> {
         started.add(s);
         ids.add(s.serverId());
       }
-      ClusterFile cf = new ClusterFile(uri, cfg.clusterId(), secret);
+      ClusterFile cf = new ClusterFile(uri, cfg.clusterId(), secret, tlsCert);
       cf.write(dir.resolve(ClusterFile.FILE_NAME));
       boolean reachable = !masterFabric.name().equals("local");
       if (reachable) {
@@ -181,6 +199,9 @@ final class LocalCommand implements Callable<Integer> {
             Sizes.format(e.getValue()[0] / Math.max(1, started.size())));
       }
       out.println("  secret   " + secret.toAbsolutePath());
+      if (tlsCert != null) {
+        out.println("  tls      " + tlsCert.toAbsolutePath() + " (TLS 1.3 on tcp)");
+      }
       out.println(
           "  cluster file "
               + dir.resolve(ClusterFile.FILE_NAME).toAbsolutePath()

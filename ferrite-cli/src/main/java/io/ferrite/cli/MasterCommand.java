@@ -114,7 +114,7 @@ final class MasterCommand implements Callable<Integer> {
       cut.forEach(line -> out.println("  " + line));
       out.flush();
     }
-    Fabrics fabrics = new Fabrics();
+    Fabrics fabrics = new Fabrics(cfg);
     Master master;
     try {
       master = Master.start(cfg, creds, fabrics.open(fabricNames));

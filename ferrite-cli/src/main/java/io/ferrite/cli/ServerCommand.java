@@ -133,7 +133,7 @@ final class ServerCommand implements Callable<Integer> {
       names = new java.util.ArrayList<>(names);
       names.add(scheme);
     }
-    Fabrics fabrics = new Fabrics();
+    Fabrics fabrics = new Fabrics(cfg);
     MemoryServer server;
     try {
       server = MemoryServer.start(cfg, creds, fabrics.open(names), masterAddress, List.of());

@@ -38,7 +38,7 @@ final class StatusCommand implements Callable<Integer> {
   @Override
   public Integer call() {
     ClusterTarget.Resolved t = target.resolve();
-    Fabrics fabrics = new Fabrics();
+    Fabrics fabrics = new Fabrics(t.tls());
     try (FerriteClient c =
         Ferrite.connect(
             t.uri(),

@@ -24,7 +24,8 @@ package io.ferrite.fabric;
  *                     | role u8 | helloCheck 32 B = HMAC-SHA256(roleSecret, "ferrite-hello" | role | clientNonce)
  * server -> HELLO rsp nodeId i32 | serverNonce 16 B | serverProof 32 B
  *                     serverProof = HMAC-SHA256(roleSecret, "ferrite-server" | role | clientNonce | serverNonce)
- * client -> AUTH      clientProof 32 B = HMAC-SHA256(roleSecret, "ferrite-client" | role | serverNonce | clientNonce)
+ *                     | binding (TLS: SHA-256 of the server certificate, RFC 5929; else empty)
+ * client -> AUTH      clientProof 32 B = HMAC-SHA256(roleSecret, "ferrite-client" | role | serverNonce | clientNonce | binding)
  * server -> AUTH rsp  (empty body) or an error response and close
  * </pre>
  *

@@ -62,6 +62,11 @@ import java.util.function.Function;
  * the same size, threads and batching (each raw thread on a connection of its own). RPCs of every
  * fabric are compared with the 8 B ping-pong. The ceilings are in the report too, as {@code
  * ceiling.*} results with no reference.
+ *
+ * <p>{@code tcp-tls} is the tcp fabric with TLS 1.3 (where the tcp fast paths are off: every byte
+ * through Netty's pipeline and the SSL engine). When {@code tcp} runs before it, every {@code
+ * tcp-tls} result is compared with the same {@code tcp} result of this run, so its ratio is the
+ * cost of TLS; otherwise with the socket ceilings, as tcp's are.
  */
 public final class FabricBench {
   public static final String SUITE = "fabric";
@@ -137,10 +142,13 @@ public final class FabricBench {
       Objects.requireNonNull(factory, "factory");
     }
 
-    /** shm and tcp, 20,000 timed ops per latency, 2 s per bandwidth, 4 in flight, 128 MiB. */
+    /**
+     * shm, tcp and tcp with TLS, 20,000 timed ops per latency, 2 s per bandwidth, 4 in flight, 128
+     * MiB.
+     */
     public static Options defaults() {
       return new Options(
-          List.of("shm", "tcp"),
+          List.of("shm", "tcp", Fabrics.TCP_TLS),
           20_000,
           Duration.ofSeconds(2),
           4,
@@ -204,6 +212,17 @@ public final class FabricBench {
     return Files.isDirectory(shm) && Files.isWritable(shm)
         ? shm
         : Path.of(System.getProperty("java.io.tmpdir"));
+  }
+
+  /**
+   * The fabric whose results of this run {@code fabric}'s are compared with, or null for the
+   * ceilings: tcp for tcp-tls when tcp ran first.
+   */
+  static String peer(String fabric, List<String> fabrics) {
+    int tcp = fabrics.indexOf("tcp");
+    return fabric.equals(Fabrics.TCP_TLS) && tcp >= 0 && tcp < fabrics.indexOf(fabric)
+        ? "tcp"
+        : null;
   }
 
   /** True for fabrics whose data path is a memory copy in this host (compared with memcpy). */
@@ -310,7 +329,15 @@ public final class FabricBench {
               options.directory(),
               options.regionBytes(),
               workload.window())) {
-        measureFabric(report, options, plan, workload, endpoint, progress);
+        measureFabric(
+            report,
+            options,
+            plan,
+            workload,
+            endpoint,
+            name,
+            peer(name, options.fabrics()),
+            progress);
       }
     }
     progress.step("done");
@@ -323,9 +350,10 @@ public final class FabricBench {
       Measure.Plan plan,
       Workload workload,
       BenchEndpoint endpoint,
+      String f,
+      String peer,
       Progress progress)
       throws Exception {
-    String f = endpoint.name();
     FabricConnection conn = endpoint.connection();
     RegionRef ref = endpoint.ref();
     boolean sameHost = sameHost(f);
@@ -337,7 +365,12 @@ public final class FabricBench {
       LatencyRecorder rec =
           Measure.latency(plan, i -> conn.readSync(ref, workload.offset(i, size), dst));
       Measure.addLatency(
-          report, prefix, rec, sameHost ? MemcpyCeiling.name(size) : SocketCeiling.pingPong(size));
+          report,
+          prefix,
+          rec,
+          peer != null
+              ? peer + ".read." + Sizes.label(size)
+              : sameHost ? MemcpyCeiling.name(size) : SocketCeiling.pingPong(size));
     }
 
     String rpc = f + ".rpc.empty";
@@ -352,7 +385,11 @@ public final class FabricBench {
         Measure.latency(
             rpcPlan,
             i -> conn.callSync(BenchEndpoint.SERVICE, BenchEndpoint.OP_EMPTY, empty, RPC_DEADLINE));
-    Measure.addLatency(report, rpc, rpcRec, SocketCeiling.pingPong(RPC_REFERENCE_SIZE));
+    Measure.addLatency(
+        report,
+        rpc,
+        rpcRec,
+        peer != null ? peer + ".rpc.empty" : SocketCeiling.pingPong(RPC_REFERENCE_SIZE));
     String inline = f + ".rpc.inline";
     progress.step(inline + " latency");
     LatencyRecorder inlineRec =
@@ -360,14 +397,18 @@ public final class FabricBench {
             rpcPlan,
             i ->
                 conn.callSync(BenchEndpoint.SERVICE, BenchEndpoint.OP_INLINE, empty, RPC_DEADLINE));
-    Measure.addLatency(report, inline, inlineRec, SocketCeiling.pingPong(RPC_REFERENCE_SIZE));
+    Measure.addLatency(
+        report,
+        inline,
+        inlineRec,
+        peer != null ? peer + ".rpc.inline" : SocketCeiling.pingPong(RPC_REFERENCE_SIZE));
 
+    String label = Sizes.label(BANDWIDTH_SIZE);
     BenchResult bandwidthRef =
         report.require(
             sameHost
                 ? MemcpyCeiling.name(BANDWIDTH_SIZE) + ".bandwidth"
                 : SocketCeiling.stream(BANDWIDTH_SIZE));
-    String label = Sizes.label(BANDWIDTH_SIZE);
     int depth = options.depth();
     progress.step(f + ".read." + label + " bandwidth (" + depth + " in flight)");
     double read =
@@ -380,7 +421,7 @@ public final class FabricBench {
             read,
             Sizes.BANDWIDTH_UNIT,
             Better.HIGHER,
-            bandwidthRef));
+            peer != null ? report.require(peer + ".read." + label + ".bandwidth") : bandwidthRef));
 
     progress.step(f + ".write." + label + " bandwidth (" + depth + " in flight)");
     double write =
@@ -393,7 +434,7 @@ public final class FabricBench {
             write,
             Sizes.BANDWIDTH_UNIT,
             Better.HIGHER,
-            bandwidthRef));
+            peer != null ? report.require(peer + ".write." + label + ".bandwidth") : bandwidthRef));
     if (!sameHost) {
       for (int[] o : opsShapes()) {
         int size = o[0];
@@ -410,7 +451,10 @@ public final class FabricBench {
                 ops,
                 SocketCeiling.OPS_UNIT,
                 Better.HIGHER,
-                report.require(SocketCeiling.ops(size, batch, threads))));
+                report.require(
+                    peer != null
+                        ? opsName(peer, size, batch, threads)
+                        : SocketCeiling.ops(size, batch, threads))));
       }
     }
 
@@ -436,7 +480,10 @@ public final class FabricBench {
               ops,
               SocketCeiling.OPS_UNIT,
               Better.HIGHER,
-              report.require(SocketCeiling.ops(RPC_REFERENCE_SIZE, 1, RPC_OPS_THREADS))));
+              report.require(
+                  peer != null
+                      ? rpcOpsName(peer)
+                      : SocketCeiling.ops(RPC_REFERENCE_SIZE, 1, RPC_OPS_THREADS))));
     }
 
     // Counts, not times: a sanity check that the ops went where they should (a shm server's CPU

@@ -67,9 +67,27 @@ class FabricBenchTest {
     assertEquals(
         "ceiling.socket.pingpong.8B.p99.9", report.require("local.rpc.empty.p99.9").reference());
 
+    // tcp with TLS beside tcp without, measured in the same run: the ratio is TLS's cost.
+    assertEquals(
+        "tcp.read.1MiB.bandwidth", report.require("tcp-tls.read.1MiB.bandwidth").reference());
+    assertEquals("tcp.rpc.empty.p50", report.require("tcp-tls.rpc.empty.p50").reference());
+    assertEquals("tcp.read.8B.p99", report.require("tcp-tls.read.8B.p99").reference());
+    assertEquals(
+        "tcp.read.64B.batch16.t16.ops",
+        report.require("tcp-tls.read.64B.batch16.t16.ops").reference());
+    assertEquals("tcp.rpc.empty.t16.ops", report.require("tcp-tls.rpc.empty.t16.ops").reference());
+
     try (Stream<Path> left = Files.list(dir)) {
       assertEquals(List.of(), left.toList(), "region files and directories are deleted");
     }
+  }
+
+  @Test
+  void tlsIsComparedWithTcpOnlyWhenTcpRanFirst() {
+    assertEquals("tcp", FabricBench.peer("tcp-tls", List.of("shm", "tcp", "tcp-tls")));
+    assertEquals(null, FabricBench.peer("tcp-tls", List.of("tcp-tls", "tcp")));
+    assertEquals(null, FabricBench.peer("tcp-tls", List.of("tcp-tls")));
+    assertEquals(null, FabricBench.peer("tcp", List.of("tcp", "tcp-tls")));
   }
 
   @Test

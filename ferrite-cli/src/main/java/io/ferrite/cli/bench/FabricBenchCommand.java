@@ -81,7 +81,9 @@ public final class FabricBenchCommand implements Callable<Integer> {
       names = "--fabrics",
       split = ",",
       paramLabel = "NAME",
-      description = "Fabrics to measure, comma-separated: shm, tcp, local (default: shm,tcp).")
+      description =
+          "Fabrics to measure, comma-separated: shm, tcp, tcp-tls (tcp with TLS 1.3, compared"
+              + " with tcp when tcp comes first), local (default: shm,tcp,tcp-tls).")
   List<String> fabrics;
 
   @Option(

@@ -8,7 +8,7 @@ import io.ferrite.fabric.Role;
 import io.ferrite.fabric.ServerSpec;
 import io.netty.buffer.ByteBuf;
 import io.netty.channel.ChannelHandlerContext;
-import io.netty.channel.unix.UnixChannel;
+import io.netty.channel.unix.FileDescriptor;
 import io.netty.util.collection.LongObjectHashMap;
 import io.netty.util.concurrent.ScheduledFuture;
 import io.netty.util.internal.PlatformDependent;
@@ -23,6 +23,7 @@ import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
+import javax.net.ssl.SSLException;
 
 /**
  * The client end of a connection: the handshake, then the table of pending requests. Everything
@@ -56,6 +57,9 @@ final class ClientHandler extends FrameReader {
   private byte[] clientNonce;
   private int remoteId;
   private ChannelHandlerContext ctx;
+
+  /** The socket for direct reads, or null when they must not run ({@link Tls#rawSocket}). */
+  private FileDescriptor rawSocket;
 
   /** How often registrations are swept into the pending table while ops are being sent. */
   static final long SWEEP_MILLIS = 10;
@@ -107,6 +111,7 @@ final class ClientHandler extends FrameReader {
   @Override
   public void channelActive(ChannelHandlerContext ctx) throws Exception {
     this.ctx = ctx;
+    this.rawSocket = Tls.rawSocket(ctx.channel());
     clientNonce = Handshake.nonce();
     byte[] id = credentials.clusterId().getBytes(StandardCharsets.UTF_8);
     ByteBuf hello =
@@ -149,20 +154,26 @@ final class ClientHandler extends FrameReader {
       byte[] proof = new byte[Frames.PROOF_BYTES];
       body.getBytes(i + 4, serverNonce);
       body.getBytes(i + 4 + Frames.NONCE_BYTES, proof);
+      byte[] binding = Tls.serverEndPoint(ctx.channel(), false);
       // Check the server before proving ourselves: never talk to a peer without the secret.
       // The server accepted our helloCheck, so our secret is right: a bad proof is the server's.
       Role role = credentials.role();
       if (!Handshake.verify(
-          Handshake.serverProof(credentials, role, clientNonce, serverNonce), proof)) {
+          Handshake.serverProof(credentials, role, clientNonce, serverNonce, binding), proof)) {
         refused(
             ctx,
             new FerriteException(
                 ErrorCode.AUTH_FAILED,
-                "server at " + address + " failed to prove the cluster secret"));
+                "server at "
+                    + address
+                    + " failed to prove the cluster secret"
+                    + (binding.length > 0
+                        ? " over this TLS session (a relay terminating TLS?)"
+                        : "")));
         return;
       }
       ByteBuf auth = Wire.request(ctx.alloc(), Frames.TYPE_AUTH, 0, Frames.PROOF_BYTES);
-      auth.writeBytes(Handshake.clientProof(credentials, role, serverNonce, clientNonce));
+      auth.writeBytes(Handshake.clientProof(credentials, role, serverNonce, clientNonce, binding));
       ctx.writeAndFlush(auth, ctx.voidPromise());
       state = AUTH_SENT;
     } else {
@@ -386,19 +397,21 @@ final class ClientHandler extends FrameReader {
   @Override
   protected int readBodyDirect(ChannelHandlerContext ctx, int remaining) {
     ClientOp op = current;
-    if (op == null || remaining < DIRECT_READ_MIN || !(ctx.channel() instanceof UnixChannel u)) {
+    FileDescriptor fd = rawSocket;
+    if (op == null || remaining < DIRECT_READ_MIN || fd == null) {
       return 0;
     }
-    return op.readDirect(u.fd(), remaining);
+    return op.readDirect(fd, remaining);
   }
 
   @Override
   protected int readHeaderDirect(ChannelHandlerContext ctx, ByteBuffer dst) {
-    if (state != READY || !(ctx.channel() instanceof UnixChannel u)) {
+    FileDescriptor fd = rawSocket;
+    if (state != READY || fd == null) {
       return 0;
     }
     try {
-      int n = u.fd().read(dst, dst.position(), dst.limit());
+      int n = fd.read(dst, dst.position(), dst.limit());
       return Math.max(0, n);
     } catch (IOException e) {
       return 0; // left for Netty's next read of the socket to report
@@ -416,7 +429,8 @@ final class ClientHandler extends FrameReader {
 
   @Override
   public void exceptionCaught(ChannelHandlerContext ctx, Throwable cause) {
-    if (!(cause instanceof IOException)) {
+    // A failed TLS handshake is reported by connect (Tls#handshakeFailure), not logged here.
+    if (!(cause instanceof IOException) && !(cause.getCause() instanceof SSLException)) {
       LOG.log(Level.WARNING, "closing connection to " + address + " after an error", cause);
     }
     lost(

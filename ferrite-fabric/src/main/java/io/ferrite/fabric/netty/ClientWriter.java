@@ -112,7 +112,7 @@ final class ClientWriter {
         closeFd();
       }
     } finally {
-      lock.unlock();
+      unlockAndHelp();
     }
   }
 
@@ -120,8 +120,24 @@ final class ClientWriter {
     lock.lock();
   }
 
-  void unlock() {
+  /**
+   * Releases the lock taken by anyone but {@link #combine}, then sends what was submitted
+   * meanwhile. A caller whose {@code tryLock} failed left its op in {@link #submitted} for the
+   * holder; only {@link #combine} looked again after unlocking, so an op submitted while the event
+   * loop held the lock (its marker callback, say) waited for the next op to be sent, and without
+   * one forever, with no timeout (it was not yet registered). Under TLS, where every frame takes
+   * the loop, that window is open on every write.
+   */
+  private void unlockAndHelp() {
     lock.unlock();
+    // Not inside an outer hold of this thread (a reentrant lock): that holder is mid-write.
+    if (!submitted.isEmpty() && !lock.isHeldByCurrentThread()) {
+      combine();
+    }
+  }
+
+  void unlock() {
+    unlockAndHelp();
   }
 
   // ---- sending (any thread)
@@ -377,7 +393,7 @@ final class ClientWriter {
         loopOwns = false;
       }
     } finally {
-      lock.unlock();
+      unlockAndHelp();
     }
   }
 
@@ -391,7 +407,7 @@ final class ClientWriter {
       inactive = true;
       closeFd();
     } finally {
-      lock.unlock();
+      unlockAndHelp();
     }
     releaseQueued();
   }
@@ -403,7 +419,7 @@ final class ClientWriter {
       inactive = true;
       closeFd();
     } finally {
-      lock.unlock();
+      unlockAndHelp();
     }
     if (channel != null) {
       scheduleDrain();

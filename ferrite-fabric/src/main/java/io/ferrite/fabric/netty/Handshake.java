@@ -20,8 +20,8 @@ import javax.crypto.spec.SecretKeySpec;
  *
  * <pre>
  * helloCheck  = HMAC-SHA256(roleSecret, "ferrite-hello"  | role | clientNonce)
- * serverProof = HMAC-SHA256(roleSecret, "ferrite-server" | role | clientNonce | serverNonce)
- * clientProof = HMAC-SHA256(roleSecret, "ferrite-client" | role | serverNonce | clientNonce)
+ * serverProof = HMAC-SHA256(roleSecret, "ferrite-server" | role | clientNonce | serverNonce | binding)
+ * clientProof = HMAC-SHA256(roleSecret, "ferrite-client" | role | serverNonce | clientNonce | binding)
  * </pre>
  *
  * <p>Which side learns what: the client checks serverProof before it proves itself, so it never
@@ -32,6 +32,11 @@ import javax.crypto.spec.SecretKeySpec;
  * client's own nonce only cannot be replayed into an AUTH (that proof covers the server's fresh
  * nonce too), so it adds nothing an impostor can use. A failed serverProof after a passed check
  * then means the peer is not the cluster's server.
+ *
+ * <p>{@code binding} ties the proofs to the connection: under TLS it is the SHA-256 of the server's
+ * certificate as each end sees it (RFC 5929 tls-server-end-point, {@link Tls#serverEndPoint}), so a
+ * relay that terminates TLS with a certificate of its own (even one the client trusts) makes the
+ * two ends hash different bytes and the handshake fails; without TLS it is empty.
  */
 final class Handshake {
   private Handshake() {}
@@ -66,16 +71,29 @@ final class Handshake {
     return n;
   }
 
+  /** The channel binding of a connection without TLS. */
+  static final byte[] NO_BINDING = new byte[0];
+
   static byte[] helloCheck(Credentials c, Role role, byte[] clientNonce) {
-    return hmac(c, role, HELLO_LABEL, clientNonce, new byte[0]);
+    return hmac(c, role, HELLO_LABEL, clientNonce, new byte[0], NO_BINDING);
   }
 
   static byte[] serverProof(Credentials c, Role role, byte[] clientNonce, byte[] serverNonce) {
-    return hmac(c, role, SERVER_LABEL, clientNonce, serverNonce);
+    return serverProof(c, role, clientNonce, serverNonce, NO_BINDING);
   }
 
   static byte[] clientProof(Credentials c, Role role, byte[] serverNonce, byte[] clientNonce) {
-    return hmac(c, role, CLIENT_LABEL, serverNonce, clientNonce);
+    return clientProof(c, role, serverNonce, clientNonce, NO_BINDING);
+  }
+
+  static byte[] serverProof(
+      Credentials c, Role role, byte[] clientNonce, byte[] serverNonce, byte[] binding) {
+    return hmac(c, role, SERVER_LABEL, clientNonce, serverNonce, binding);
+  }
+
+  static byte[] clientProof(
+      Credentials c, Role role, byte[] serverNonce, byte[] clientNonce, byte[] binding) {
+    return hmac(c, role, CLIENT_LABEL, serverNonce, clientNonce, binding);
   }
 
   /**
@@ -96,7 +114,8 @@ final class Handshake {
     return MessageDigest.isEqual(expected, presented);
   }
 
-  private static byte[] hmac(Credentials c, Role role, byte[] label, byte[] first, byte[] second) {
+  private static byte[] hmac(
+      Credentials c, Role role, byte[] label, byte[] first, byte[] second, byte[] binding) {
     byte[] secret = c.secretFor(role);
     try {
       Mac mac = Mac.getInstance("HmacSHA256");
@@ -105,6 +124,7 @@ final class Handshake {
       mac.update((byte) role.wire());
       mac.update(first);
       mac.update(second);
+      mac.update(binding);
       return mac.doFinal();
     } catch (GeneralSecurityException e) {
       throw new FerriteException(ErrorCode.INTERNAL, "HmacSHA256 is not available", e);

@@ -14,10 +14,12 @@ import io.ferrite.fabric.ServerSpec;
 import io.netty.bootstrap.Bootstrap;
 import io.netty.channel.Channel;
 import io.netty.channel.ChannelFuture;
+import io.netty.channel.ChannelInitializer;
 import io.netty.channel.EventLoop;
 import io.netty.channel.EventLoopGroup;
 import io.netty.channel.unix.FileDescriptor;
-import io.netty.channel.unix.UnixChannel;
+import io.netty.handler.ssl.SslHandler;
+import io.netty.util.concurrent.Future;
 import java.io.IOException;
 import java.lang.System.Logger.Level;
 import java.net.InetSocketAddress;
@@ -88,8 +90,11 @@ public final class NettyConnection implements FabricConnection {
     this.handler = handler;
     this.remoteId = remoteId;
     this.onClose = onClose;
+    // Lanes are plain sockets of their own, beside the channel: never under TLS.
     this.lanes =
-        Lanes.MAX > 0 && channel.remoteAddress() instanceof InetSocketAddress remote
+        Lanes.MAX > 0
+                && !Tls.on(channel)
+                && channel.remoteAddress() instanceof InetSocketAddress remote
             ? new Lanes(remote, address, options, remoteId, loop)
             : null;
     if (lanes != null) {
@@ -108,11 +113,40 @@ public final class NettyConnection implements FabricConnection {
       String address,
       ConnectOptions options,
       Consumer<NettyConnection> onClose) {
+    return connect(group, transport, remote, address, options, onClose, null);
+  }
+
+  /**
+   * Connects as {@link #connect(EventLoopGroup, NettyTransport, SocketAddress, String,
+   * ConnectOptions, Consumer)}, over TLS when {@code tls} is not null (TCP only): the server's
+   * certificate is checked against the trust file before the cluster handshake starts, and a
+   * rejected one fails with {@link ErrorCode#AUTH_FAILED} naming the certificate problem.
+   */
+  public static NettyConnection connect(
+      EventLoopGroup group,
+      NettyTransport transport,
+      SocketAddress remote,
+      String address,
+      ConnectOptions options,
+      Consumer<NettyConnection> onClose,
+      Tls tls) {
     long timeoutNanos = options.connectTimeout().toNanos();
     long start = System.nanoTime();
     ClientHandler handler =
         new ClientHandler(options.credentials(), address, options.opTimeout().toNanos());
-    Bootstrap b = new Bootstrap().group(group).handler(handler);
+    Bootstrap b = new Bootstrap().group(group);
+    if (tls == null) {
+      b.handler(handler);
+    } else {
+      InetSocketAddress to = (InetSocketAddress) remote;
+      b.handler(
+          new ChannelInitializer<Channel>() {
+            @Override
+            protected void initChannel(Channel ch) {
+              ch.pipeline().addLast(tls.clientHandler(ch, to), handler);
+            }
+          });
+    }
     transport.configure(b, (int) Math.min(Integer.MAX_VALUE, options.connectTimeout().toMillis()));
     ChannelFuture cf = b.connect(remote);
     if (!cf.awaitUninterruptibly(timeoutNanos, TimeUnit.NANOSECONDS) || !cf.isSuccess()) {
@@ -126,6 +160,16 @@ public final class NettyConnection implements FabricConnection {
     Channel ch = cf.channel();
     try {
       long left = Math.max(0, timeoutNanos - (System.nanoTime() - start));
+      SslHandler ssl = ch.pipeline().get(SslHandler.class);
+      if (ssl != null) {
+        // The TLS failure, not the closed channel the cluster handshake then sees, is the story.
+        Future<Channel> hs = ssl.handshakeFuture();
+        if (hs.awaitUninterruptibly(left, TimeUnit.NANOSECONDS) && !hs.isSuccess()) {
+          ch.close();
+          throw tls.handshakeFailure(address, hs.cause());
+        }
+        left = Math.max(0, timeoutNanos - (System.nanoTime() - start));
+      }
       int remoteId = handler.handshake.get(left, TimeUnit.NANOSECONDS);
       handler.writer.attach(ch, duplicate(ch));
       return new NettyConnection(address, ch, handler, remoteId, options, onClose);
@@ -150,11 +194,12 @@ public final class NettyConnection implements FabricConnection {
 
   /** A descriptor for caller-thread writes (see {@link ClientWriter}), or null to use the loop. */
   private static FileDescriptor duplicate(Channel ch) {
-    if (!(ch instanceof UnixChannel u) || !DIRECT_WRITES) {
+    FileDescriptor fd = Tls.rawSocket(ch);
+    if (fd == null || !DIRECT_WRITES) {
       return null;
     }
     try {
-      return FdDup.dup(u.fd());
+      return FdDup.dup(fd);
     } catch (IOException | RuntimeException e) {
       LOG.log(Level.DEBUG, "no caller-thread writes on {0}: {1}", ch, e.toString());
       return null;
@@ -211,6 +256,19 @@ public final class NettyConnection implements FabricConnection {
       }
     }
     FabricConnection.super.readSync(region, offset, dst);
+  }
+
+  /**
+   * Whether synchronous ops may take blocking lanes on this connection at all: tcp without TLS,
+   * unless {@code ferrite.netty.lanes} is 0. For tests and diagnostics.
+   */
+  public boolean hasLanes() {
+    return lanes != null;
+  }
+
+  /** The connection's writer: for tests of its locking. */
+  ClientWriter writer() {
+    return handler.writer;
   }
 
   /** Lanes open now (0 without lanes); for tests and diagnostics. */

@@ -87,6 +87,37 @@ public final class NettyServer implements FabricServer {
       long handshakeTimeoutMillis,
       Runnable onClose,
       Function<RpcDispatcher, RingHost> rings) {
+    this(
+        spec,
+        group,
+        transport,
+        bindTo,
+        serveMap,
+        addressOf,
+        handshakeTimeoutMillis,
+        onClose,
+        rings,
+        null);
+  }
+
+  /**
+   * Binds and starts serving, over TLS when {@code tls} is not null (TCP only: every accepted
+   * connection must open with a TLS hello; a plaintext one is answered with an error and closed).
+   */
+  public NettyServer(
+      ServerSpec spec,
+      EventLoopGroup group,
+      NettyTransport transport,
+      SocketAddress bindTo,
+      boolean serveMap,
+      Function<SocketAddress, String> addressOf,
+      long handshakeTimeoutMillis,
+      Runnable onClose,
+      Function<RpcDispatcher, RingHost> rings,
+      Tls tls) {
+    if (tls != null) {
+      tls.requireServer();
+    }
     this.spec = spec;
     this.handshakeTimeoutMillis = handshakeTimeoutMillis;
     this.onClose = onClose;
@@ -113,6 +144,9 @@ public final class NettyServer implements FabricServer {
             }
             channels.add(ch);
             ch.closeFuture().addListener(f -> channels.remove(ch));
+            if (tls != null) {
+              ch.pipeline().addLast(tls.serverGate(NettyServer.this.address));
+            }
             ch.pipeline()
                 .addLast(new ServerHandler(NettyServer.this, nextConnectionId.getAndIncrement()));
           }

@@ -9,12 +9,12 @@ import io.netty.channel.Channel;
 import io.netty.channel.ChannelFutureListener;
 import io.netty.channel.ChannelHandlerContext;
 import io.netty.channel.unix.FileDescriptor;
-import io.netty.channel.unix.UnixChannel;
 import io.netty.util.concurrent.ScheduledFuture;
 import java.io.IOException;
 import java.lang.System.Logger.Level;
 import java.nio.charset.StandardCharsets;
 import java.util.concurrent.TimeUnit;
+import javax.net.ssl.SSLException;
 
 /**
  * One accepted connection: the handshake, then dispatch of each frame to the {@link SoftNic}
@@ -304,7 +304,9 @@ final class ServerHandler extends FrameReader {
     }
     role = claimed;
     serverNonce = Handshake.nonce();
-    byte[] proof = Handshake.serverProof(creds, role, clientNonce, serverNonce);
+    byte[] proof =
+        Handshake.serverProof(
+            creds, role, clientNonce, serverNonce, Tls.serverEndPoint(ctx.channel(), true));
     ByteBuf rsp =
         Wire.response(ctx.alloc(), Frames.TYPE_HELLO, requestId, Handshake.HELLO_RESPONSE);
     rsp.writeIntLE(server.nodeId());
@@ -318,7 +320,13 @@ final class ServerHandler extends FrameReader {
   private void auth(ChannelHandlerContext ctx, long requestId, ByteBuf body) {
     byte[] presented = new byte[Frames.PROOF_BYTES];
     body.getBytes(body.readerIndex(), presented);
-    byte[] expected = Handshake.clientProof(server.credentials(), role, serverNonce, clientNonce);
+    byte[] expected =
+        Handshake.clientProof(
+            server.credentials(),
+            role,
+            serverNonce,
+            clientNonce,
+            Tls.serverEndPoint(ctx.channel(), true));
     if (!Handshake.verify(expected, presented)) {
       refuse(
           ctx,
@@ -340,11 +348,12 @@ final class ServerHandler extends FrameReader {
 
   /** A duplicate of the socket's descriptor for {@link ServerWriter}, or null to use the loop. */
   private FileDescriptor duplicate(Channel ch) {
-    if (!(ch instanceof UnixChannel u)) {
+    FileDescriptor fd = Tls.rawSocket(ch);
+    if (fd == null) {
       return null;
     }
     try {
-      return FdDup.dup(u.fd());
+      return FdDup.dup(fd);
     } catch (IOException | RuntimeException e) {
       LOG.log(Level.DEBUG, "no direct answers on {0}: {1}", peer, e.toString());
       return null;
@@ -391,6 +400,9 @@ final class ServerHandler extends FrameReader {
   public void exceptionCaught(ChannelHandlerContext ctx, Throwable cause) {
     if (cause instanceof IOException) {
       LOG.log(Level.DEBUG, "connection from {0} failed: {1}", peer, cause.toString());
+    } else if (cause.getCause() instanceof SSLException tls) {
+      // A peer's TLS failure (its trust file, or not TLS): one line, no stack.
+      LOG.log(Level.WARNING, "TLS with {0} failed: {1}", peer, tls.getMessage());
     } else {
       LOG.log(Level.WARNING, "closing connection from " + peer + " after an error", cause);
     }

@@ -23,6 +23,9 @@
  *       take a blocking lane when they may ({@code Lane}, {@code Lanes}: a second socket per
  *       calling thread, bounded, authenticated, closed with the connection): the caller writes its
  *       request and reads the answer itself, with no event-loop hand-off.
+ *   <li>TLS (tcp only): {@link io.ferrite.fabric.netty.Tls} puts Netty's {@code SslHandler} first
+ *       in the pipeline, binds the handshake's proofs to the server certificate, and decides in one
+ *       place that the paths beneath the pipeline (direct writes and reads, lanes) are off.
  * </ul>
  */
 package io.ferrite.fabric.netty;

@@ -10,6 +10,7 @@ import io.ferrite.fabric.netty.NettyConnection;
 import io.ferrite.fabric.netty.NettyFabric;
 import io.ferrite.fabric.netty.NettyServer;
 import io.ferrite.fabric.netty.NettyTransport;
+import io.ferrite.fabric.netty.Tls;
 import java.net.InetSocketAddress;
 import java.net.SocketAddress;
 import java.net.URI;
@@ -21,12 +22,22 @@ import java.time.Duration;
  * by the server's I/O threads alone (the soft NIC); RPCs inline or by its dispatch threads.
  *
  * <p>Addresses are {@code tcp://host:port} ({@code tcp://[::1]:port} for IPv6).
+ *
+ * <p>With {@link Tls}, every server and connection of the fabric runs TLS 1.3 and the cluster
+ * handshake is bound to the TLS session; the paths that bypass Netty's pipeline are then off (see
+ * {@link Tls}).
  */
 public final class TcpFabric extends NettyFabric {
   private final long handshakeTimeoutMillis;
+  private final Tls tls;
 
   public TcpFabric() {
     this(defaultIoThreads(), Duration.ofMillis(NettyServer.DEFAULT_HANDSHAKE_TIMEOUT_MILLIS));
+  }
+
+  /** A tcp fabric whose servers and connections all run TLS ({@code tls} null: none do). */
+  public TcpFabric(Tls tls) {
+    this(defaultIoThreads(), Duration.ofMillis(NettyServer.DEFAULT_HANDSHAKE_TIMEOUT_MILLIS), tls);
   }
 
   /**
@@ -34,8 +45,23 @@ public final class TcpFabric extends NettyFabric {
    * @param handshakeTimeout how long a server waits for an accepted peer to authenticate
    */
   public TcpFabric(int ioThreads, Duration handshakeTimeout) {
+    this(ioThreads, handshakeTimeout, null);
+  }
+
+  /**
+   * @param ioThreads I/O threads of each event loop group (servers', clients')
+   * @param handshakeTimeout how long a server waits for an accepted peer to authenticate
+   * @param tls TLS for every server and connection of this fabric, or null for none
+   */
+  public TcpFabric(int ioThreads, Duration handshakeTimeout, Tls tls) {
     super("tcp", ioThreads);
     this.handshakeTimeoutMillis = handshakeTimeout.toMillis();
+    this.tls = tls;
+  }
+
+  /** Whether this fabric runs TLS. */
+  public boolean tls() {
+    return tls != null;
   }
 
   @Override
@@ -50,7 +76,9 @@ public final class TcpFabric extends NettyFabric {
             false,
             TcpFabric::address,
             handshakeTimeoutMillis,
-            () -> untrack(self[0]));
+            () -> untrack(self[0]),
+            null,
+            tls);
     self[0] = server;
     return track(server);
   }
@@ -60,7 +88,7 @@ public final class TcpFabric extends NettyFabric {
     SocketAddress remote = parse(address, "tcp");
     return track(
         NettyConnection.connect(
-            clientGroup(), NettyTransport.TCP, remote, address, options, this::untrack));
+            clientGroup(), NettyTransport.TCP, remote, address, options, this::untrack, tls));
   }
 
   /** {@code tcp://host:port} of a bound socket. */
@@ -91,6 +119,6 @@ public final class TcpFabric extends NettyFabric {
 
   @Override
   public String toString() {
-    return "tcp fabric";
+    return tls == null ? "tcp fabric" : "tcp fabric (TLS)";
   }
 }

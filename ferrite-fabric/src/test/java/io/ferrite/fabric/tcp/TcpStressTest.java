@@ -67,6 +67,11 @@ class TcpStressTest {
   }
 
   @Test
+  void tcpWithTls() throws Exception {
+    run(new TcpFabric(TlsTesting.tls()));
+  }
+
+  @Test
   void shm() throws Exception {
     run(new ShmFabric());
   }
@@ -79,7 +84,16 @@ class TcpStressTest {
    */
   @Test
   void pipelinedBulkReadsBetweenSmallOps() throws Exception {
-    TcpFabric fabric = new TcpFabric();
+    pipelinedBulkReads(new TcpFabric());
+  }
+
+  /** The same through the SSL engine, where no byte is read from the socket directly. */
+  @Test
+  void pipelinedBulkReadsBetweenSmallOpsOverTls() throws Exception {
+    pipelinedBulkReads(new TcpFabric(TlsTesting.tls()));
+  }
+
+  private void pipelinedBulkReads(TcpFabric fabric) throws Exception {
     toClose.add(fabric);
     dir = Files.createTempDirectory(Path.of("/dev/shm"), "ferrite-stress-");
     RegionTable regions = new RegionTable();

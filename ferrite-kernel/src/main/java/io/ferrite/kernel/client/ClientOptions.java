@@ -62,6 +62,7 @@ public record ClientOptions(
   public static ClientOptions from(FerriteConfig cfg) {
     return builder(cfg.credentials())
         .fabric(cfg.clientFabric())
+        .fabrics(FabricFactory.standard(cfg))
         .rpcTimeout(cfg.rpcTimeout())
         .build();
   }

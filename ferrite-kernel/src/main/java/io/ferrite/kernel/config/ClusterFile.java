@@ -24,9 +24,16 @@ import java.util.Properties;
  * @param uri the master, {@code ferrite://host:port}
  * @param clusterId the cluster id
  * @param secretFile the secret file
+ * @param tlsTrust the certificates to trust when the cluster runs TLS on tcp ({@code tls.trust});
+ *     null when it does not
  */
-public record ClusterFile(String uri, String clusterId, Path secretFile) {
+public record ClusterFile(String uri, String clusterId, Path secretFile, Path tlsTrust) {
   public static final String FILE_NAME = "cluster";
+
+  /** A cluster without TLS. */
+  public ClusterFile(String uri, String clusterId, Path secretFile) {
+    this(uri, clusterId, secretFile, null);
+  }
 
   /** {@code ~/.ferrite/cluster}. */
   public static Path defaultLocation() {
@@ -46,8 +53,12 @@ public record ClusterFile(String uri, String clusterId, Path secretFile) {
       throw new IllegalArgumentException(
           "cluster file " + file + " lacks uri or " + FerriteConfig.SECRET_FILE);
     }
+    String trust = p.getProperty(FerriteConfig.TLS_TRUST);
     return new ClusterFile(
-        uri, p.getProperty(FerriteConfig.CLUSTER_ID, "ferrite"), Path.of(secret));
+        uri,
+        p.getProperty(FerriteConfig.CLUSTER_ID, "ferrite"),
+        Path.of(secret),
+        trust == null || trust.isBlank() ? null : Path.of(trust));
   }
 
   /** Writes atomically (temp file + rename), so a reader never sees half a file. */
@@ -56,6 +67,9 @@ public record ClusterFile(String uri, String clusterId, Path secretFile) {
     p.setProperty("uri", uri);
     p.setProperty(FerriteConfig.CLUSTER_ID, clusterId);
     p.setProperty(FerriteConfig.SECRET_FILE, secretFile.toAbsolutePath().toString());
+    if (tlsTrust != null) {
+      p.setProperty(FerriteConfig.TLS_TRUST, tlsTrust.toAbsolutePath().toString());
+    }
     try {
       Path dir = Secrets.createPrivateDirectories(file.toAbsolutePath().getParent());
       Path tmp = Files.createTempFile(dir, FILE_NAME, ".tmp");

@@ -3,6 +3,7 @@ package io.ferrite.kernel.config;
 import io.ferrite.fabric.ErrorCode;
 import io.ferrite.fabric.Fabric;
 import io.ferrite.fabric.FerriteException;
+import io.ferrite.fabric.netty.Tls;
 
 /**
  * Opens a {@link Fabric} by name ({@code tcp}, {@code shm}, {@code local}). Masters, memory servers
@@ -18,9 +19,19 @@ public interface FabricFactory {
    */
   Fabric open(String name);
 
-  /** The fabrics of a real deployment: tcp and shm. */
+  /** The fabrics of a real deployment: tcp (without TLS) and shm. */
   static FabricFactory standard() {
-    return StandardFabrics::open;
+    return name -> StandardFabrics.open(name, null);
+  }
+
+  /**
+   * The fabrics of a real deployment as {@code cfg} configures them: tcp with {@link
+   * FerriteConfig#tls()} when {@code tls.enabled}, and shm (never TLS: it does not leave the host).
+   * The TLS files are read once, here.
+   */
+  static FabricFactory standard(FerriteConfig cfg) {
+    Tls tls = cfg.tls();
+    return name -> StandardFabrics.open(name, tls);
   }
 
   /** Fails for every name: for processes that must not open a fabric of their own. */

@@ -1,6 +1,7 @@
 package io.ferrite.kernel.config;
 
 import io.ferrite.fabric.Credentials;
+import io.ferrite.fabric.netty.Tls;
 import io.ferrite.kernel.proto.Sizes;
 import java.io.IOException;
 import java.io.Reader;
@@ -56,6 +57,10 @@ public final class FerriteConfig {
   public static final String SNAPSHOT_EVERY = "journal.snapshot.every";
   public static final String RPC_TIMEOUT = "rpc.timeout";
   public static final String KV_LOG_COMPACT = "kv.log.compact";
+  public static final String TLS_ENABLED = "tls.enabled";
+  public static final String TLS_CERT = "tls.cert";
+  public static final String TLS_KEY = "tls.key";
+  public static final String TLS_TRUST = "tls.trust";
 
   /** Every key with its default and a one-line description (shown by {@code --help}). */
   public static final Map<String, String[]> KEYS;
@@ -100,6 +105,12 @@ public final class FerriteConfig {
         new String[] {
           "64m", "a server's kv log is rewritten as a snapshot past this and 2x its last size"
         });
+    k.put(TLS_ENABLED, new String[] {"false", "TLS 1.3 on the tcp fabric (servers and clients)"});
+    k.put(TLS_CERT, new String[] {"", "PEM certificate chain a server presents (tls.enabled)"});
+    k.put(TLS_KEY, new String[] {"", "PEM PKCS#8 private key of tls.cert, mode 0600"});
+    k.put(
+        TLS_TRUST,
+        new String[] {"", "PEM certificates a client accepts a server's from (default: tls.cert)"});
     KEYS = Collections.unmodifiableMap(k);
   }
 
@@ -258,6 +269,17 @@ public final class FerriteConfig {
     sessionLease();
     rpcTimeout();
     serverPort();
+    if (tlsEnabled() && get(TLS_CERT).isEmpty() && get(TLS_TRUST).isEmpty()) {
+      throw new IllegalArgumentException(
+          TLS_ENABLED
+              + " needs "
+              + TLS_TRUST
+              + " (a client) or "
+              + TLS_CERT
+              + " and "
+              + TLS_KEY
+              + " (a server); 'ferrite tls generate --dir D' makes a pair");
+    }
   }
 
   public String get(String key) {
@@ -426,6 +448,33 @@ public final class FerriteConfig {
       throw new IllegalArgumentException(SNAPSHOT_EVERY + ": " + n + " (expected: >= 1)");
     }
     return n;
+  }
+
+  public boolean tlsEnabled() {
+    return Boolean.parseBoolean(get(TLS_ENABLED));
+  }
+
+  /**
+   * The TLS of this process's tcp fabric, or null when {@link #TLS_ENABLED} is off. A server
+   * presents {@link #TLS_CERT} with {@link #TLS_KEY}; as a client (every process is one: servers
+   * reach the master) it trusts {@link #TLS_TRUST}, by default {@link #TLS_CERT} (a self-signed
+   * pair shared by the cluster).
+   *
+   * @throws io.ferrite.fabric.FerriteException naming a file that cannot be used
+   */
+  public Tls tls() {
+    if (!tlsEnabled()) {
+      return null;
+    }
+    Path cert = optionalPath(TLS_CERT);
+    Path key = optionalPath(TLS_KEY);
+    Path trust = optionalPath(TLS_TRUST);
+    return Tls.fromPem(cert, key, trust != null ? trust : cert);
+  }
+
+  private Path optionalPath(String key) {
+    String v = get(key);
+    return v.isEmpty() ? null : Path.of(v);
   }
 
   /**

@@ -3,6 +3,7 @@ package io.ferrite.kernel.config;
 import io.ferrite.fabric.ErrorCode;
 import io.ferrite.fabric.Fabric;
 import io.ferrite.fabric.FerriteException;
+import io.ferrite.fabric.netty.Tls;
 import io.ferrite.fabric.shm.ShmFabric;
 import io.ferrite.fabric.tcp.TcpFabric;
 
@@ -10,9 +11,9 @@ import io.ferrite.fabric.tcp.TcpFabric;
 final class StandardFabrics {
   private StandardFabrics() {}
 
-  static Fabric open(String name) {
+  static Fabric open(String name, Tls tls) {
     return switch (name) {
-      case "tcp" -> new TcpFabric();
+      case "tcp" -> new TcpFabric(tls);
       case "shm" -> new ShmFabric();
       default ->
           throw new FerriteException(

@@ -5,6 +5,10 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import io.ferrite.fabric.Fabric;
+import io.ferrite.fabric.FerriteException;
+import io.ferrite.fabric.tcp.TcpFabric;
+import io.ferrite.fabric.tcp.TlsFiles;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.attribute.PosixFilePermissions;
@@ -96,5 +100,47 @@ class FerriteConfigTest {
     cf.write(f);
     assertEquals(cf.uri(), ClusterFile.read(f).uri());
     assertEquals(cf.secretFile().toAbsolutePath(), ClusterFile.read(f).secretFile());
+  }
+
+  @Test
+  void tlsIsOffByDefaultAndNeedsFilesWhenOn() {
+    assertEquals(null, FerriteConfig.defaults().tls());
+    IllegalArgumentException e =
+        assertThrows(
+            IllegalArgumentException.class,
+            () -> FerriteConfig.builder().set(FerriteConfig.TLS_ENABLED, "true").build());
+    assertTrue(e.getMessage().contains("tls.trust"), e.getMessage());
+  }
+
+  @Test
+  void tlsFromTheConfiguredPairReachesTheTcpFabric() throws Exception {
+    Path cert = TlsFiles.generate(dir.resolve("tls"), TlsFiles.LOOPBACK, 1);
+    FerriteConfig c =
+        FerriteConfig.builder()
+            .set(FerriteConfig.TLS_ENABLED, "true")
+            .set(FerriteConfig.TLS_CERT, cert.toString())
+            .set(FerriteConfig.TLS_KEY, cert.resolveSibling(TlsFiles.KEY).toString())
+            .build();
+    assertTrue(c.tls() != null, "the trust defaults to the certificate");
+    try (Fabric tcp = FabricFactory.standard(c).open("tcp");
+        Fabric plain = FabricFactory.standard().open("tcp")) {
+      assertTrue(((TcpFabric) tcp).tls(), "standard(cfg) opens tcp with TLS");
+      assertTrue(!((TcpFabric) plain).tls(), "standard() opens tcp without");
+    }
+    // A key file that is not there is named.
+    FerriteException e =
+        assertThrows(
+            FerriteException.class,
+            () -> c.with(FerriteConfig.TLS_KEY, dir.resolve("nope.pem").toString()).tls());
+    assertTrue(e.getMessage().contains("nope.pem"), e.getMessage());
+  }
+
+  @Test
+  void clusterFileCarriesTheTlsTrust() {
+    Path f = dir.resolve("cluster");
+    new ClusterFile("ferrite://h:1", "id", dir.resolve("secret"), dir.resolve("cert.pem")).write(f);
+    assertEquals(dir.resolve("cert.pem").toAbsolutePath(), ClusterFile.read(f).tlsTrust());
+    new ClusterFile("ferrite://h:1", "id", dir.resolve("secret")).write(f);
+    assertEquals(null, ClusterFile.read(f).tlsTrust());
   }
 }

@@ -2,8 +2,8 @@ package io.ferrite.kv.server;
 
 import io.ferrite.fabric.ErrorCode;
 import io.ferrite.fabric.FerriteException;
-import io.ferrite.fabric.Role;
 import io.ferrite.fabric.MappedRegion;
+import io.ferrite.fabric.Role;
 import io.ferrite.fabric.RpcContext;
 import io.ferrite.kernel.config.Threads;
 import io.ferrite.kernel.proto.Permissions;
