@@ -54,20 +54,20 @@ class MappedRegionTest {
   void checkNamesWhatIsWrong() {
     MappedRegion r = MappedRegion.create(dir.resolve("r"), 1, 4096, 5);
     try {
-      assertEquals(ErrorCode.OK, r.check(5, 0, 4096, false));
-      assertEquals(ErrorCode.BAD_RKEY, r.check(6, 0, 8, false));
-      assertEquals(ErrorCode.OUT_OF_BOUNDS, r.check(5, 4089, 8, false));
-      assertEquals(ErrorCode.OUT_OF_BOUNDS, r.check(5, -1, 1, false));
-      assertEquals(ErrorCode.OUT_OF_BOUNDS, r.check(5, Long.MAX_VALUE, 8, false));
-      assertEquals(ErrorCode.OUT_OF_BOUNDS, r.check(5, 0, -1, false));
-      assertEquals(ErrorCode.MISALIGNED, r.check(5, 4, 8, true));
+      assertEquals(ErrorCode.OK, r.check(5, 0, 4096, Access.READ));
+      assertEquals(ErrorCode.BAD_RKEY, r.check(6, 0, 8, Access.READ));
+      assertEquals(ErrorCode.OUT_OF_BOUNDS, r.check(5, 4089, 8, Access.READ));
+      assertEquals(ErrorCode.OUT_OF_BOUNDS, r.check(5, -1, 1, Access.READ));
+      assertEquals(ErrorCode.OUT_OF_BOUNDS, r.check(5, Long.MAX_VALUE, 8, Access.READ));
+      assertEquals(ErrorCode.OUT_OF_BOUNDS, r.check(5, 0, -1, Access.READ));
+      assertEquals(ErrorCode.MISALIGNED, r.check(5, 4, 8, Access.ATOMIC));
       assertTrue(
           r.describe(ErrorCode.OUT_OF_BOUNDS, 4089, 8).contains("offset + length <= 4096"),
           r.describe(ErrorCode.OUT_OF_BOUNDS, 4089, 8));
     } finally {
       r.close();
     }
-    assertEquals(ErrorCode.NO_SUCH_REGION, r.check(5, 0, 8, false));
+    assertEquals(ErrorCode.NO_SUCH_REGION, r.check(5, 0, 8, Access.READ));
   }
 
   @Test
@@ -113,7 +113,7 @@ class MappedRegionTest {
       r.putLongRelease(8, -1L);
       r.releaseAndDelete();
       assertTrue(r.isReleased());
-      assertEquals(ErrorCode.NO_SUCH_REGION, r.check(5, 0, 8, false));
+      assertEquals(ErrorCode.NO_SUCH_REGION, r.check(5, 0, 8, Access.READ));
       assertTrue(!Files.exists(dir.resolve("r")), "the file is deleted");
       // Not unmapped: an op that passed the check before the release still reads the memory.
       assertEquals(-1L, r.getLongAcquire(8));

@@ -99,7 +99,7 @@ public class RegionAccessBenchmark {
   /** The full check a one-sided op runs before touching memory. */
   @Benchmark
   public Object regionCheck() {
-    return region.check(0x5EED, 64, size, false);
+    return region.check(0x5EED, 64, size, io.ferrite.fabric.Access.READ);
   }
 
   /** A successful compare-and-swap: the word alternates between two values. */
