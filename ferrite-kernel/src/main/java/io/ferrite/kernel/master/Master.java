@@ -33,6 +33,10 @@ public final class Master implements AutoCloseable {
   private final Journal journal;
   private final int snapshotEvery;
   private final ScheduledThreadPoolExecutor ticker;
+
+  /** Carries revocations to the servers; set once before the master serves. */
+  private volatile Revoker revoker;
+
   private final List<FabricServer> endpoints = new ArrayList<>();
   private final Map<String, String> addresses = new LinkedHashMap<>();
   private volatile boolean closed;
@@ -106,6 +110,7 @@ public final class Master implements AutoCloseable {
     for (MasterExtension ext : extensions) {
       state.registerExtension(ext);
     }
+    state.blockKeys(new io.ferrite.kernel.proto.BlockKeyMint(credentials.secret()));
     Journal journal = Journal.open(dir.resolve("journal"), cfg.journalFsync(), fsync, state::apply);
     state.recovered();
     state.sink(journal::append);
@@ -120,6 +125,13 @@ public final class Master implements AutoCloseable {
             ext.serviceId());
       }
       MasterService service = new MasterService(state, journal, HostIdentity.local());
+      m.revoker =
+          new Revoker(
+              state,
+              fabrics,
+              new io.ferrite.fabric.ConnectOptions(credentials, cfg.rpcTimeout(), cfg.rpcTimeout()),
+              cfg.rpcTimeout());
+      service.revoker(m.revoker);
       for (Fabric f : fabrics) {
         boolean shm = f.name().equals("shm");
         FabricServer s;
@@ -215,6 +227,11 @@ public final class Master implements AutoCloseable {
         return;
       }
       state.tick();
+      Revoker r = revoker;
+      if (r != null) {
+        r.revokeNow(); // blocks of expired sessions
+        r.retry();
+      }
       if (journal.recordsSinceSnapshot() >= snapshotEvery) {
         snapshot();
       }
@@ -300,6 +317,10 @@ public final class Master implements AutoCloseable {
       return;
     }
     ticker.shutdownNow();
+    Revoker rv = revoker;
+    if (rv != null) {
+      rv.close();
+    }
     for (MasterExtension ext : state.extensions()) {
       try {
         ext.stop();

@@ -19,6 +19,8 @@ import io.ferrite.kernel.config.Threads;
 import io.ferrite.kernel.proto.HostIdentity;
 import io.ferrite.kernel.proto.MasterStub;
 import io.ferrite.kernel.proto.RegionInfo;
+import io.ferrite.kernel.proto.ServerProtocol;
+import io.ferrite.kernel.proto.Wire;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.nio.ByteBuffer;
@@ -65,6 +67,9 @@ public final class MemoryServer implements AutoCloseable {
   private final DirLock dramLock;
   private MasterLink link;
   private volatile int serverId = -1;
+
+  /** Installs block keys (REGISTER's generations, REVOKE); set in boot before registering. */
+  private volatile BlockGrants grants;
 
   /** This process among the server's lives: the master tells a pause from a restart by it. */
   private final long incarnation = newIncarnation();
@@ -212,6 +217,8 @@ public final class MemoryServer implements AutoCloseable {
     long regionSize = cfg.regionSize();
     store.fill("dram", (int) (cfg.capacity("dram") / regionSize), regionSize);
     store.fill("disk", (int) (cfg.capacity("disk") / regionSize), regionSize);
+    store.attachBlockKeys(cfg.blockSize());
+    grants = new BlockGrants(credentials.secret(), table);
 
     String scheme = masterAddress.substring(0, Math.max(0, masterAddress.indexOf("://")));
     Fabric toMaster = null;
@@ -323,6 +330,9 @@ public final class MemoryServer implements AutoCloseable {
   private int register(MasterStub m) {
     List<RegionInfo> regions = store.infos(serverId);
     MasterStub.Registration r = m.register(serverId, name, hostId, addresses, regions, incarnation);
+    // Before any block key works: the current generation of every block (a restarted server's
+    // tables are all zeros until now).
+    grants.install(r.serverId(), r.generations());
     if (r.blockSize() != cfg.blockSize()) {
       LOG.log(
           System.Logger.Level.WARNING,
@@ -335,6 +345,9 @@ public final class MemoryServer implements AutoCloseable {
 
   private CompletableFuture<ByteBuffer> dispatch(
       RpcContext ctx, int service, int opcode, ByteBuffer request) {
+    if (service == ServerProtocol.SERVICE) {
+      return kernel(opcode, request);
+    }
     FerriteService s = services.get(service);
     if (s == null) {
       return Futures.failed(
@@ -355,6 +368,20 @@ public final class MemoryServer implements AutoCloseable {
       LOG.log(
           System.Logger.Level.ERROR, "service " + s.name() + " opcode " + opcode + " failed", e);
       return Futures.failed(ErrorCode.INTERNAL, s.name() + " opcode " + opcode + ": " + e);
+    }
+  }
+
+  /** The kernel's own service ({@link ServerProtocol}): the master's REVOKE. */
+  private CompletableFuture<ByteBuffer> kernel(int opcode, ByteBuffer request) {
+    if (opcode != ServerProtocol.REVOKE) {
+      return Futures.failed(
+          ErrorCode.UNKNOWN_OPCODE, "server kernel service has no opcode " + opcode);
+    }
+    try {
+      grants.revoke(serverId, ServerProtocol.readRevokes(new Wire.Reader(request, "REVOKE")));
+      return CompletableFuture.completedFuture(ByteBuffer.allocate(0));
+    } catch (FerriteException e) {
+      return CompletableFuture.failedFuture(e);
     }
   }
 

@@ -167,6 +167,24 @@ final class RegionStore implements AutoCloseable {
     return e;
   }
 
+  /**
+   * Gives every block-pool region that has none a block key table of {@code blockSize} blocks, all
+   * keys 0 (no grant) until {@link BlockGrants} installs them. A table left by an earlier process
+   * is replaced: its keys may be revoked ones.
+   */
+  synchronized void attachBlockKeys(long blockSize) {
+    for (Entry e : entries.values()) {
+      MappedRegion r = e.region();
+      if (e.service().isEmpty() && r.blockKeys() == null) {
+        r.attachBlockKeys(
+            io.ferrite.fabric.BlockKeys.create(
+                io.ferrite.fabric.BlockKeys.fileFor(r.file()),
+                blockSize,
+                (int) (r.length() / blockSize)));
+      }
+    }
+  }
+
   synchronized MappedRegion createServiceRegion(String cls, long length, String service) {
     return create(cls, length, service).region();
   }
