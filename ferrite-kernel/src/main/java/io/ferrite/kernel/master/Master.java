@@ -216,7 +216,8 @@ public final class Master implements AutoCloseable {
     io.ferrite.fabric.MappedRegion r =
         io.ferrite.fabric.MappedRegion.create(file, id, length, rkeys.nextLong());
     regions.register(r);
-    return new MasterContext.MasterRegion(r, regions.ref(0, id));
+    // Clients only read it: they get the read key, which cannot write (PERMISSION_DENIED).
+    return new MasterContext.MasterRegion(r, regions.readRef(0, id));
   }
 
   private void tick() {

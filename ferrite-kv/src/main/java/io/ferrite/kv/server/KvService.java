@@ -734,7 +734,7 @@ public final class KvService implements FerriteService {
               KvWrites.checkNonBlocking();
               return ctx.createRegion("dram", extentBytes);
             },
-            ctx::ref);
+            ctx::readRef);
     s.onFree(ctx::freeRegion);
     return s;
   }
