@@ -165,7 +165,7 @@ final class ShmConnection implements FabricConnection {
             (answer, e) -> {
               if (e != null && FerriteException.unwrap(e).code() == ErrorCode.NO_SUCH_REGION) {
                 // The server freed the region: a mapping of the id (under any rkey) is garbage.
-                drop(ref.regionId(), 0, false);
+                drop(ref.regionId());
               }
             })
         .thenApply(answer -> install(ref, answer));
@@ -174,16 +174,16 @@ final class ShmConnection implements FabricConnection {
   /** Drops the mapping of the region (whatever key {@code region} carries). */
   @Override
   public void release(RegionRef region) {
-    drop(region.regionId(), 0, false);
+    drop(region.regionId());
   }
 
   /**
-   * Drops the mapping of region {@code id} (only under {@code rkey} if {@code matchRkey}) without
-   * unmapping it under a racing op: see the class comment.
+   * Drops the mapping of region {@code id} without unmapping it under a racing op: see the class
+   * comment.
    */
-  private synchronized void drop(int id, long rkey, boolean matchRkey) {
+  private synchronized void drop(int id) {
     MappedRegion m = mappings.get(id);
-    if (m == null || (matchRkey && m.rkey() != rkey)) {
+    if (m == null) {
       return;
     }
     mappings.remove(id, m);

@@ -119,6 +119,14 @@ public final class MasterState {
     md.revoking = true;
   }
 
+  /**
+   * Whether a mutation since the last {@link #drainRevokes} freed blocks (a volatile read, no lock:
+   * a caller that made the mutation on this thread always sees it).
+   */
+  boolean revokesPending() {
+    return md.revokesPending;
+  }
+
   /** The revokes owed since the last call, by server (and forgets them): see {@link Revoker}. */
   synchronized Map<Integer, List<ServerRevoke>> drainRevokes() {
     Map<Integer, List<ServerRevoke>> out = new TreeMap<>();

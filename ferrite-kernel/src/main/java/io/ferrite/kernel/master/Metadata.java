@@ -38,6 +38,12 @@ final class Metadata {
   private final List<Revoke> pendingRevokes = new ArrayList<>();
 
   /**
+   * Whether {@link #pendingRevokes} may be non-empty: written under the lock, read without it by
+   * {@link Revoker#revokeNow} so that the usual RPC (which freed nothing) skips the lock.
+   */
+  volatile boolean revokesPending;
+
+  /**
    * Whether freed blocks are quarantined until revoked: only when blocks carry their own keys
    * ({@link MasterState#blockKeys}); with region keys a revoke would change nothing.
    */
@@ -191,6 +197,7 @@ final class Metadata {
     if (revoking) {
       r.quarantine(i);
       pendingRevokes.add(new Revoke(k, r.generation[i]));
+      revokesPending = true;
     }
   }
 
@@ -198,6 +205,7 @@ final class Metadata {
   List<Revoke> drainRevokes() {
     List<Revoke> out = List.copyOf(pendingRevokes);
     pendingRevokes.clear();
+    revokesPending = false;
     return out;
   }
 
@@ -208,6 +216,7 @@ final class Metadata {
    */
   void recovered() {
     pendingRevokes.clear();
+    revokesPending = false;
     for (ServerEntry s : servers.values()) {
       for (RegionEntry r : s.regions.values()) {
         for (int i = 0; i < r.blocks; i++) {

@@ -61,6 +61,11 @@ final class Revoker implements AutoCloseable {
    * caller drained still waits for them.
    */
   synchronized CompletableFuture<Void> revokeNow() {
+    if (!state.revokesPending()) {
+      // Nothing freed since the last drain (the usual RPC): no metadata lock. Under this lock,
+      // so a drain by another caller has also set sent already.
+      return sent;
+    }
     Map<Integer, List<MasterState.ServerRevoke>> owed = state.drainRevokes();
     if (!owed.isEmpty()) {
       CompletableFuture<Void> f = send(owed, true);
