@@ -11,9 +11,9 @@ import java.util.List;
 import java.util.Map;
 
 /**
- * Chunk locations as (region index, offset) pairs over one table of region refs: one ref per
- * block, since each block's ref carries that block's own key (a block key grants nothing in the
- * next block of the same region, so chunks of two blocks never share an entry).
+ * Chunk locations as (region index, offset) pairs over one table of region refs: one ref per block,
+ * since each block's ref carries that block's own key (a block key grants nothing in the next block
+ * of the same region, so chunks of two blocks never share an entry).
  */
 final class Locations {
   private final Ns ns;
