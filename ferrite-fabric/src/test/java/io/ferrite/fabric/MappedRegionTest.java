@@ -51,6 +51,35 @@ class MappedRegionTest {
   }
 
   @Test
+  void blockKeysOfAnyBlockSizeGrantExactlyTheirBlock() {
+    // 3000 B blocks: not a power of two, so the block of an offset is a division, not a shift.
+    MappedRegion r = MappedRegion.create(dir.resolve("r"), 1, 12_000, 5);
+    try {
+      BlockKeys keys = BlockKeys.create(BlockKeys.fileFor(r.file()), 3000, 4);
+      r.attachBlockKeys(keys);
+      keys.set(2, 77);
+      long ro = Capabilities.readOnly(77);
+      assertEquals(ErrorCode.OK, r.check(77, 6000, 3000, Access.WRITE));
+      assertEquals(ErrorCode.OK, r.check(77, 8992, 8, Access.ATOMIC));
+      assertEquals(ErrorCode.BAD_RKEY, r.check(77, 5992, 16, Access.READ), "straddles 1 and 2");
+      assertEquals(ErrorCode.BAD_RKEY, r.check(77, 9000, 8, Access.READ), "block 3");
+      assertEquals(ErrorCode.BAD_RKEY, r.check(77, 4096, 8, Access.READ), "block 1");
+      assertEquals(ErrorCode.OK, r.check(ro, 6000, 8, Access.READ));
+      assertEquals(ErrorCode.PERMISSION_DENIED, r.check(ro, 6000, 8, Access.WRITE));
+      assertEquals(ErrorCode.PERMISSION_DENIED, r.check(r.readKey(), 0, 8, Access.ATOMIC));
+      assertEquals(ErrorCode.BAD_RKEY, r.check(0, 0, 8, Access.READ), "0 is never a grant");
+      assertEquals(MappedRegion.Grant.BLOCK, r.grantOf(ro));
+      assertEquals(MappedRegion.Grant.NONE, r.grantOf(78));
+      keys.set(2, 0);
+      assertEquals(ErrorCode.BAD_RKEY, r.check(77, 6000, 8, Access.READ), "revoked");
+      assertEquals(ErrorCode.BAD_RKEY, r.check(ro, 6000, 8, Access.READ), "revoked");
+    } finally {
+      r.closeAndDelete();
+    }
+    assertTrue(!Files.exists(BlockKeys.fileFor(dir.resolve("r"))), "the key file goes too");
+  }
+
+  @Test
   void checkNamesWhatIsWrong() {
     MappedRegion r = MappedRegion.create(dir.resolve("r"), 1, 4096, 5);
     try {
