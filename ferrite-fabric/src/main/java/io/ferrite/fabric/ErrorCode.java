@@ -37,6 +37,10 @@ public enum ErrorCode {
    * did not happen here; fetch the placement again and send it there.
    */
   MOVED(21, ErrorCategory.NOT_FOUND, false),
+  /**
+   * An authenticated caller whose role or capability rights do not allow the op (e.g. a write with
+   * a read-only key). {@link #BAD_RKEY} is for a key that grants nothing on the bytes.
+   */
   PERMISSION_DENIED(22, ErrorCategory.ACCESS_DENIED, false);
 
   private static final ErrorCode[] BY_WIRE;

@@ -43,16 +43,20 @@ package io.ferrite.fabric;
  * WRITE  regionId i32 | pad u32 | rkey u64 | offset u64 | data ...          [empty]
  * CAS    regionId i32 | pad u32 | rkey u64 | offset u64 | expect u64 | update u64   [previous u64]
  * FAA    regionId i32 | pad u32 | rkey u64 | offset u64 | delta u64         [previous u64]
- * MAP    regionId i32 | pad u32 | rkey u64                                  [length u64 | pathLen u16 | path utf8]
+ * MAP    regionId i32 | pad u32 | rkey u64                                  [length u64 | pathLen u16 | path utf8
+ *                                                                           | grant u8 | keysPathLen u16 | keysPath utf8]
  * RPC    service u16 | opcode u16 | deadlineMillis u32 | request ...       [response ...]
  * RINGS  (empty)                                                           [pathLen u16 | path utf8]
  * DOORBELL (empty; either direction; never answered: flags 0, status 0, requestId 0)
  * </pre>
  *
- * MAP is the shm fabric's registration step: after checking the rkey the server tells a same-host
- * client which file to map. RINGS and DOORBELL are the shm fabric's too (a tcp server closes the
- * connection on either): RINGS asks for a file of RPC rings shared by both ends, DOORBELL wakes the
- * other end's consumer of those rings when it sleeps ({@code docs/KERNEL.md}, "shm RPC rings").
+ * MAP is the shm fabric's registration step: after checking that the key grants something in the
+ * region ({@link MappedRegion#grantOf}: 1 owner, 2 read, 3 block) the server tells a same-host
+ * client which file to map, and which block key file ({@link BlockKeys}, "" if none) to check its
+ * ops against; a response that ends after the path (an older server) means grant 1. RINGS and
+ * DOORBELL are the shm fabric's too (a tcp server closes the connection on either): RINGS asks for
+ * a file of RPC rings shared by both ends, DOORBELL wakes the other end's consumer of those rings
+ * when it sleeps ({@code docs/KERNEL.md}, "shm RPC rings").
  */
 public final class Frames {
   private Frames() {}

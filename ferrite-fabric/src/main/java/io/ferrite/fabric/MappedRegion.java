@@ -60,7 +60,20 @@ public final class MappedRegion implements AutoCloseable {
   private static final AtomicLong RELEASED_MAPPED = new AtomicLong();
 
   private final int id;
+
+  /** The owner key (all rights, whole region); 0 on a client mapping that was not shown it. */
   private final long rkey;
+
+  /** {@link Capabilities#readOnly} of the owner key (reads, whole region); 0: none known. */
+  private final long readKey;
+
+  /**
+   * The block key table, if the region is a block pool whose keys were installed; null: only the
+   * owner and read keys grant anything. Set once, after creation (a server knows the block size
+   * from its config; a shm client from the MAP answer).
+   */
+  private volatile BlockKeys blockKeys;
+
   private final Path file;
   private final MappedByteBuffer mapped;
   private final UnsafeBuffer buffer;
@@ -70,9 +83,10 @@ public final class MappedRegion implements AutoCloseable {
   /** Set by {@link #release()}: closed to new ops, unmapped by the JVM instead of by close. */
   private volatile boolean released;
 
-  private MappedRegion(int id, long rkey, Path file, MappedByteBuffer mapped) {
+  private MappedRegion(int id, long rkey, long readKey, Path file, MappedByteBuffer mapped) {
     this.id = id;
     this.rkey = rkey;
+    this.readKey = readKey;
     this.file = file;
     this.mapped = mapped;
     this.buffer = new UnsafeBuffer(mapped);
@@ -98,7 +112,7 @@ public final class MappedRegion implements AutoCloseable {
       throw new FerriteException(ErrorCode.INTERNAL, "cannot create region file " + file, e);
     }
     try {
-      return map(file, id, length, rkey, true);
+      return map(file, id, length, rkey, readKeyOf(rkey), true);
     } catch (RuntimeException e) {
       try {
         Files.deleteIfExists(file); // e.g. NO_SPACE: give back what was allocated
@@ -109,11 +123,24 @@ public final class MappedRegion implements AutoCloseable {
     }
   }
 
+  private static long readKeyOf(long ownerKey) {
+    return ownerKey == 0 ? 0 : Capabilities.readOnly(ownerKey);
+  }
+
   /**
    * Maps an existing region file, e.g. a shm client mapping a server's region, or a restarted
    * server re-opening its own. The file must be exactly {@code length} bytes.
    */
   public static MappedRegion open(Path file, int id, long length, long rkey) {
+    return open(file, id, length, rkey, readKeyOf(rkey));
+  }
+
+  /**
+   * Maps an existing region file knowing only the region-wide keys a server confirmed (a shm
+   * client): {@code ownerKey} and {@code readKey}, either 0 if not known. Block keys are checked
+   * against the {@link #attachBlockKeys attached} table.
+   */
+  public static MappedRegion open(Path file, int id, long length, long ownerKey, long readKey) {
     checkLength(length);
     try {
       long size = Files.size(file);
@@ -125,7 +152,7 @@ public final class MappedRegion implements AutoCloseable {
     } catch (IOException e) {
       throw new FerriteException(ErrorCode.NOT_FOUND, "cannot open region file " + file, e);
     }
-    return map(file, id, length, rkey, false);
+    return map(file, id, length, ownerKey, readKey, false);
   }
 
   private static void checkLength(long length) {
@@ -140,7 +167,8 @@ public final class MappedRegion implements AutoCloseable {
     }
   }
 
-  private static MappedRegion map(Path file, int id, long length, long rkey, boolean setLength) {
+  private static MappedRegion map(
+      Path file, int id, long length, long rkey, long readKey, boolean setLength) {
     try (FileChannel ch =
         FileChannel.open(file, EnumSet.of(StandardOpenOption.READ, StandardOpenOption.WRITE))) {
       if (setLength) {
@@ -148,7 +176,7 @@ public final class MappedRegion implements AutoCloseable {
         FileSpace.allocate(ch, file, length);
       }
       MappedByteBuffer mbb = ch.map(FileChannel.MapMode.READ_WRITE, 0, length);
-      return new MappedRegion(id, rkey, file, mbb);
+      return new MappedRegion(id, rkey, readKey, file, mbb);
     } catch (IOException e) {
       throw new FerriteException(ErrorCode.INTERNAL, "cannot map region file " + file, e);
     }
@@ -158,9 +186,58 @@ public final class MappedRegion implements AutoCloseable {
     return id;
   }
 
-  /** The capability a caller must present. Never log it. */
+  /** The owner key: all rights on the whole region (0 if unknown here). Never log it. */
   public long rkey() {
     return rkey;
+  }
+
+  /** The region's read key: reads of the whole region (0 if unknown here). Never log it. */
+  public long readKey() {
+    return readKey;
+  }
+
+  /** Installs the block key table (once); block keys grant nothing before. */
+  public synchronized void attachBlockKeys(BlockKeys keys) {
+    if (blockKeys != null) {
+      throw new IllegalStateException("region " + id + " has its block keys already");
+    }
+    if (keys.blocks() * keys.blockSize() > length) {
+      throw new FerriteException(
+          ErrorCode.INVALID_ARGUMENT, keys + " reaches past region " + id + " of " + length + " B");
+    }
+    blockKeys = keys;
+  }
+
+  /** The block key table, or null. */
+  public BlockKeys blockKeys() {
+    return blockKeys;
+  }
+
+  /** What {@code key} grants on this region as a whole (MAP's answer). */
+  public enum Grant {
+    /** No right at all. */
+    NONE,
+    /** The owner key: every op on every byte. */
+    OWNER,
+    /** The read key: reads of every byte. */
+    READ,
+    /** A key of some block(s) in the block key table: checked per op against the table. */
+    BLOCK
+  }
+
+  /** What {@code key} grants (a scan of the block table: for MAP, never on the data path). */
+  public Grant grantOf(long key) {
+    if (key == 0) {
+      return Grant.NONE;
+    }
+    if (key == rkey) {
+      return Grant.OWNER;
+    }
+    if (key == readKey) {
+      return Grant.READ;
+    }
+    BlockKeys k = blockKeys;
+    return k != null && k.grantsSome(key) ? Grant.BLOCK : Grant.NONE;
   }
 
   public long length() {
@@ -177,21 +254,63 @@ public final class MappedRegion implements AutoCloseable {
   }
 
   /**
-   * Checks a one-sided access. Returns {@link ErrorCode#OK} when {@code presentedRkey} matches and
-   * {@code [offset, offset + len)} lies inside the region; otherwise the code to answer with.
-   * {@code atomic} additionally requires an 8-byte aligned offset and {@code len == 8}.
+   * Checks a one-sided access with {@code presentedKey}. Returns {@link ErrorCode#OK} when the key
+   * grants {@code access} on all of {@code [offset, offset + len)}; otherwise the code to answer
+   * with:
+   *
+   * <ul>
+   *   <li>the owner key: bounds only;
+   *   <li>the read key: reads only ({@link ErrorCode#PERMISSION_DENIED} for a write or an atomic);
+   *   <li>any other key: the block key table. The op must lie inside one block and the key be that
+   *       block's read-write key (every op) or its read-only key (reads; else {@code
+   *       PERMISSION_DENIED}). A key of another block, a revoked one, 0, or any other value is
+   *       {@link ErrorCode#BAD_RKEY}: it grants nothing on these bytes.
+   * </ul>
+   *
+   * {@link Access#ATOMIC} additionally requires an 8-byte aligned offset. O(1): compares, a shift
+   * and two acquire loads for a block key; no allocation.
    */
-  public ErrorCode check(long presentedRkey, long offset, long len, boolean atomic) {
+  public ErrorCode check(long presentedKey, long offset, long len, Access access) {
     if (closed) {
       return ErrorCode.NO_SUCH_REGION;
     }
-    if (presentedRkey != rkey) {
+    if (presentedKey == 0) {
       return ErrorCode.BAD_RKEY;
     }
+    if (presentedKey == rkey) {
+      return bounds(offset, len, access);
+    }
+    if (presentedKey == readKey) {
+      return access != Access.READ ? ErrorCode.PERMISSION_DENIED : bounds(offset, len, access);
+    }
+    BlockKeys k = blockKeys;
+    if (k == null) {
+      return ErrorCode.BAD_RKEY;
+    }
+    ErrorCode b = bounds(offset, len, access);
+    if (b != ErrorCode.OK) {
+      return b;
+    }
+    long first = k.blockOf(offset);
+    // A zero-length op names the block its offset is in.
+    if (first >= k.blocks() || k.blockOf(offset + Math.max(len, 1) - 1) != first) {
+      return ErrorCode.BAD_RKEY;
+    }
+    int i = (int) first;
+    if (k.rwKeyAcquire(i) == presentedKey) {
+      return ErrorCode.OK;
+    }
+    if (k.roKeyAcquire(i) == presentedKey) {
+      return access == Access.READ ? ErrorCode.OK : ErrorCode.PERMISSION_DENIED;
+    }
+    return ErrorCode.BAD_RKEY;
+  }
+
+  private ErrorCode bounds(long offset, long len, Access access) {
     if (offset < 0 || len < 0 || offset > length - len) {
       return ErrorCode.OUT_OF_BOUNDS;
     }
-    if (atomic && (offset & 7) != 0) {
+    if (access == Access.ATOMIC && (offset & 7) != 0) {
       return ErrorCode.MISALIGNED;
     }
     return ErrorCode.OK;
@@ -200,7 +319,9 @@ public final class MappedRegion implements AutoCloseable {
   /** Describes a failed {@link #check}, saying what was expected. */
   public String describe(ErrorCode code, long offset, long len) {
     return switch (code) {
-      case BAD_RKEY -> "rkey does not match region " + id;
+      case BAD_RKEY ->
+          "no valid key for bytes [" + offset + ", " + (offset + len) + ") of region " + id;
+      case PERMISSION_DENIED -> "a read-only key cannot write region " + id;
       case OUT_OF_BOUNDS ->
           "offset: "
               + offset
@@ -318,6 +439,10 @@ public final class MappedRegion implements AutoCloseable {
     if (!closed) {
       closed = true;
       IoUtil.unmap(mapped);
+      BlockKeys k = blockKeys;
+      if (k != null) {
+        k.unmap();
+      }
     }
   }
 
@@ -328,6 +453,7 @@ public final class MappedRegion implements AutoCloseable {
    */
   public void releaseAndDelete() {
     release();
+    deleteKeys();
     try {
       Files.deleteIfExists(file);
     } catch (IOException e) {
@@ -338,10 +464,18 @@ public final class MappedRegion implements AutoCloseable {
   /** Unmaps and deletes the file. */
   public void closeAndDelete() {
     close();
+    deleteKeys();
     try {
       Files.deleteIfExists(file);
     } catch (IOException e) {
       throw new UncheckedIOException("cannot delete region file " + file, e);
+    }
+  }
+
+  private void deleteKeys() {
+    BlockKeys k = blockKeys;
+    if (k != null) {
+      k.delete();
     }
   }
 

@@ -5,17 +5,17 @@ public final class RegionAccess {
   private RegionAccess() {}
 
   /**
-   * Returns region {@code regionId} of {@code table} if {@code rkey} matches and {@code [offset,
-   * offset + len)} is inside it (and, for atomics, 8-byte aligned); otherwise throws the {@link
+   * Returns region {@code regionId} of {@code table} if {@code rkey} grants {@code access} on
+   * {@code [offset, offset + len)} ({@link MappedRegion#check}); otherwise throws the {@link
    * FerriteException} to answer with. Touches no memory.
    */
   public static MappedRegion resolve(
-      RegionTable table, int regionId, long rkey, long offset, long len, boolean atomic) {
+      RegionTable table, int regionId, long rkey, long offset, long len, Access access) {
     MappedRegion r = table.get(regionId);
     if (r == null) {
       throw new FerriteException(ErrorCode.NO_SUCH_REGION, "no region " + regionId);
     }
-    ErrorCode c = r.check(rkey, offset, len, atomic);
+    ErrorCode c = r.check(rkey, offset, len, access);
     if (c != ErrorCode.OK) {
       throw new FerriteException(c, r.describe(c, offset, len));
     }

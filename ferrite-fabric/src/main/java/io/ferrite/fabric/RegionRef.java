@@ -6,7 +6,8 @@ package io.ferrite.fabric;
  *
  * @param serverId the memory server that owns the region
  * @param regionId the region's id, unique within its server
- * @param rkey the random 64-bit capability checked on every one-sided op
+ * @param rkey the 64-bit key checked on every one-sided op: the region's owner key, its read key,
+ *     or a block's key (see {@link Capabilities})
  * @param length the region's size in bytes
  */
 public record RegionRef(int serverId, int regionId, long rkey, long length) {

@@ -31,6 +31,16 @@ public final class RegionTable {
     return regions.values();
   }
 
+  /** A ref carrying region {@code regionId}'s read key: reads of the whole region. */
+  public RegionRef readRef(int serverId, int regionId) {
+    MappedRegion r = regions.get(regionId);
+    if (r == null) {
+      throw new FerriteException(ErrorCode.NO_SUCH_REGION, "no region " + regionId);
+    }
+    return new RegionRef(serverId, r.id(), r.readKey(), r.length());
+  }
+
+  /** A ref carrying region {@code regionId}'s owner key: every op on the whole region. */
   public RegionRef ref(int serverId, int regionId) {
     MappedRegion r = regions.get(regionId);
     if (r == null) {

@@ -401,6 +401,151 @@ public abstract class FabricContractTest {
     conn.writeSync(smallRef, 0, ByteBuffer.wrap(new byte[] {1}));
   }
 
+  // ---------------------------------------------------------------- capabilities
+
+  /** A key nobody was given: random, never one of the region's or a block's. */
+  private long someOtherKey(long... taken) {
+    while (true) {
+      long k = random.nextLong();
+      boolean clash = k == 0 || k == small.rkey() || k == small.readKey();
+      for (long t : taken) {
+        clash |= k == t || k == Capabilities.readOnly(t);
+      }
+      if (!clash) {
+        return k;
+      }
+    }
+  }
+
+  /** Block keys on {@code small}: 4 blocks of 1 KiB, blocks 1 and 2 granted to their own keys. */
+  private BlockKeys blockKeys() {
+    BlockKeys keys = BlockKeys.create(BlockKeys.fileFor(small.file()), 1024, 4);
+    small.attachBlockKeys(keys);
+    return keys;
+  }
+
+  /** {@code f} fails with {@code code} and the read buffer {@code dst} was not written. */
+  private void assertRefusedUnread(ErrorCode code, ByteBuffer dst, CompletableFuture<?> f) {
+    assertFails(code, f);
+    for (int i = 0; i < dst.capacity(); i++) {
+      assertEquals((byte) 0x5A, dst.get(i), where() + ": refused read wrote byte " + i);
+    }
+  }
+
+  private static ByteBuffer sentinel(int n) {
+    ByteBuffer b = ByteBuffer.allocate(n);
+    for (int i = 0; i < n; i++) {
+      b.put(i, (byte) 0x5A);
+    }
+    return b;
+  }
+
+  @Test
+  void capabilitiesGrantOnlyTheirBlockAndTheirRights() {
+    BlockKeys keys = blockKeys();
+    long k1 = someOtherKey();
+    long k2 = someOtherKey(k1);
+    keys.set(1, k1);
+    keys.set(2, k2);
+    RegionRef block1 = new RegionRef(7, 2, k1, 4096);
+    RegionRef block1ReadOnly = new RegionRef(7, 2, Capabilities.readOnly(k1), 4096);
+    RegionRef block2 = new RegionRef(7, 2, k2, 4096);
+    RegionRef regionRead = new RegionRef(7, 2, small.readKey(), 4096);
+    RegionRef none = new RegionRef(7, 2, someOtherKey(k1, k2), 4096);
+
+    // Another client owns block 2 and writes its data there; this one holds block 1.
+    byte[] theirs = new byte[1024];
+    random.nextBytes(theirs);
+    FabricConnection other = connect();
+    other.writeSync(block2, 2048, ByteBuffer.wrap(theirs));
+    byte[] mine = new byte[1024];
+    random.nextBytes(mine);
+    conn.writeSync(block1, 1024, ByteBuffer.wrap(mine));
+    ByteBuffer back = ByteBuffer.allocate(1024);
+    conn.readSync(block1, 1024, back);
+    assertArrayEquals(mine, back.array(), where());
+    long before = regionChecksum(small, 4096);
+
+    // Block 1's key on block 2, and across the boundary between 1 and 2: no key for those bytes.
+    assertFails(ErrorCode.BAD_RKEY, conn.write(block1, 2048, ByteBuffer.allocate(8)));
+    assertRefusedUnread(ErrorCode.BAD_RKEY, sentinel(8), conn.read(block1, 2048, sentinel(8)));
+    ByteBuffer dst = sentinel(16);
+    assertRefusedUnread(ErrorCode.BAD_RKEY, dst, conn.read(block1, 2040, dst));
+    assertFails(ErrorCode.BAD_RKEY, conn.write(block1, 2040, ByteBuffer.allocate(16)));
+    assertFails(ErrorCode.BAD_RKEY, conn.compareAndSwap(block1, 2048, 0, 1));
+    assertFails(ErrorCode.BAD_RKEY, conn.fetchAndAdd(block1, 2048, 1));
+    assertFails(ErrorCode.BAD_RKEY, conn.write(block1, 0, ByteBuffer.allocate(8)));
+
+    // The read-only form of block 1's key reads block 1 and nothing else; writes are denied.
+    ByteBuffer ro = ByteBuffer.allocate(1024);
+    conn.readSync(block1ReadOnly, 1024, ro);
+    assertArrayEquals(mine, ro.array(), where());
+    assertFails(
+        ErrorCode.PERMISSION_DENIED, conn.write(block1ReadOnly, 1024, ByteBuffer.allocate(8)));
+    assertFails(ErrorCode.PERMISSION_DENIED, conn.compareAndSwap(block1ReadOnly, 1024, 0, 1));
+    assertFails(ErrorCode.PERMISSION_DENIED, conn.fetchAndAdd(block1ReadOnly, 1024, 1));
+    dst = sentinel(8);
+    assertRefusedUnread(ErrorCode.BAD_RKEY, dst, conn.read(block1ReadOnly, 2048, dst));
+
+    // The region's read key reads everything and writes nothing.
+    ByteBuffer all = ByteBuffer.allocate(1024);
+    conn.readSync(regionRead, 2048, all);
+    assertArrayEquals(theirs, all.array(), where());
+    assertFails(ErrorCode.PERMISSION_DENIED, conn.write(regionRead, 2048, ByteBuffer.allocate(8)));
+    assertFails(ErrorCode.PERMISSION_DENIED, conn.compareAndSwap(regionRead, 2048, 0, 1));
+    assertFails(ErrorCode.PERMISSION_DENIED, conn.fetchAndAdd(regionRead, 2048, 1));
+
+    // No capability at all.
+    dst = sentinel(8);
+    assertRefusedUnread(ErrorCode.BAD_RKEY, dst, conn.read(none, 2048, dst));
+    assertFails(ErrorCode.BAD_RKEY, conn.write(none, 2048, ByteBuffer.allocate(8)));
+    assertFails(ErrorCode.BAD_RKEY, conn.compareAndSwap(none, 2048, 0, 1));
+    assertFails(ErrorCode.BAD_RKEY, conn.fetchAndAdd(none, 2048, 1));
+
+    assertEquals(
+        before, regionChecksum(small, 4096), where() + ": a refused op changed the region");
+    ByteBuffer still = ByteBuffer.allocate(1024);
+    other.readSync(block2, 2048, still);
+    assertArrayEquals(theirs, still.array(), where());
+  }
+
+  @Test
+  void revokedBlockKeyFailsAtItsNextOp() {
+    BlockKeys keys = blockKeys();
+    long stale = someOtherKey();
+    keys.set(1, stale);
+    RegionRef old = new RegionRef(7, 2, stale, 4096);
+    RegionRef oldReadOnly = new RegionRef(7, 2, Capabilities.readOnly(stale), 4096);
+    conn.writeSync(old, 1024, ByteBuffer.wrap(new byte[] {1, 2, 3, 4, 5, 6, 7, 8}));
+    conn.readSync(oldReadOnly, 1024, ByteBuffer.allocate(8));
+
+    // Freed and handed to the next owner, who writes its data: the old key is dead at once.
+    long fresh = someOtherKey(stale);
+    keys.set(1, fresh);
+    RegionRef next = new RegionRef(7, 2, fresh, 4096);
+    FabricConnection nextOwner = connect();
+    byte[] theirs = new byte[1024];
+    random.nextBytes(theirs);
+    nextOwner.writeSync(next, 1024, ByteBuffer.wrap(theirs));
+    long before = regionChecksum(small, 4096);
+
+    ByteBuffer dst = sentinel(1024);
+    assertRefusedUnread(ErrorCode.BAD_RKEY, dst, conn.read(old, 1024, dst));
+    dst = sentinel(8);
+    assertRefusedUnread(ErrorCode.BAD_RKEY, dst, conn.read(oldReadOnly, 1024, dst));
+    assertFails(ErrorCode.BAD_RKEY, conn.write(old, 1024, ByteBuffer.allocate(8)));
+    assertFails(ErrorCode.BAD_RKEY, conn.compareAndSwap(old, 1024, 0, 1));
+    assertFails(ErrorCode.BAD_RKEY, conn.fetchAndAdd(old, 1024, 1));
+    assertEquals(before, regionChecksum(small, 4096), where() + ": a stale key changed the region");
+
+    // Revoked with no successor: the block is closed to every key but the owner's.
+    keys.set(1, 0);
+    assertFails(ErrorCode.BAD_RKEY, nextOwner.read(next, 1024, ByteBuffer.allocate(8)));
+    assertFails(
+        ErrorCode.BAD_RKEY, conn.read(new RegionRef(7, 2, 0, 4096), 1024, ByteBuffer.allocate(8)));
+    conn.readSync(smallRef, 1024, ByteBuffer.allocate(8));
+  }
+
   @Test
   void outOfBoundsFailsAndChangesNothing() {
     long before = regionChecksum(small, 4096);

@@ -51,23 +51,52 @@ class MappedRegionTest {
   }
 
   @Test
+  void blockKeysOfAnyBlockSizeGrantExactlyTheirBlock() {
+    // 3000 B blocks: not a power of two, so the block of an offset is a division, not a shift.
+    MappedRegion r = MappedRegion.create(dir.resolve("r"), 1, 12_000, 5);
+    try {
+      BlockKeys keys = BlockKeys.create(BlockKeys.fileFor(r.file()), 3000, 4);
+      r.attachBlockKeys(keys);
+      keys.set(2, 77);
+      long ro = Capabilities.readOnly(77);
+      assertEquals(ErrorCode.OK, r.check(77, 6000, 3000, Access.WRITE));
+      assertEquals(ErrorCode.OK, r.check(77, 8992, 8, Access.ATOMIC));
+      assertEquals(ErrorCode.BAD_RKEY, r.check(77, 5992, 16, Access.READ), "straddles 1 and 2");
+      assertEquals(ErrorCode.BAD_RKEY, r.check(77, 9000, 8, Access.READ), "block 3");
+      assertEquals(ErrorCode.BAD_RKEY, r.check(77, 4096, 8, Access.READ), "block 1");
+      assertEquals(ErrorCode.OK, r.check(ro, 6000, 8, Access.READ));
+      assertEquals(ErrorCode.PERMISSION_DENIED, r.check(ro, 6000, 8, Access.WRITE));
+      assertEquals(ErrorCode.PERMISSION_DENIED, r.check(r.readKey(), 0, 8, Access.ATOMIC));
+      assertEquals(ErrorCode.BAD_RKEY, r.check(0, 0, 8, Access.READ), "0 is never a grant");
+      assertEquals(MappedRegion.Grant.BLOCK, r.grantOf(ro));
+      assertEquals(MappedRegion.Grant.NONE, r.grantOf(78));
+      keys.set(2, 0);
+      assertEquals(ErrorCode.BAD_RKEY, r.check(77, 6000, 8, Access.READ), "revoked");
+      assertEquals(ErrorCode.BAD_RKEY, r.check(ro, 6000, 8, Access.READ), "revoked");
+    } finally {
+      r.closeAndDelete();
+    }
+    assertTrue(!Files.exists(BlockKeys.fileFor(dir.resolve("r"))), "the key file goes too");
+  }
+
+  @Test
   void checkNamesWhatIsWrong() {
     MappedRegion r = MappedRegion.create(dir.resolve("r"), 1, 4096, 5);
     try {
-      assertEquals(ErrorCode.OK, r.check(5, 0, 4096, false));
-      assertEquals(ErrorCode.BAD_RKEY, r.check(6, 0, 8, false));
-      assertEquals(ErrorCode.OUT_OF_BOUNDS, r.check(5, 4089, 8, false));
-      assertEquals(ErrorCode.OUT_OF_BOUNDS, r.check(5, -1, 1, false));
-      assertEquals(ErrorCode.OUT_OF_BOUNDS, r.check(5, Long.MAX_VALUE, 8, false));
-      assertEquals(ErrorCode.OUT_OF_BOUNDS, r.check(5, 0, -1, false));
-      assertEquals(ErrorCode.MISALIGNED, r.check(5, 4, 8, true));
+      assertEquals(ErrorCode.OK, r.check(5, 0, 4096, Access.READ));
+      assertEquals(ErrorCode.BAD_RKEY, r.check(6, 0, 8, Access.READ));
+      assertEquals(ErrorCode.OUT_OF_BOUNDS, r.check(5, 4089, 8, Access.READ));
+      assertEquals(ErrorCode.OUT_OF_BOUNDS, r.check(5, -1, 1, Access.READ));
+      assertEquals(ErrorCode.OUT_OF_BOUNDS, r.check(5, Long.MAX_VALUE, 8, Access.READ));
+      assertEquals(ErrorCode.OUT_OF_BOUNDS, r.check(5, 0, -1, Access.READ));
+      assertEquals(ErrorCode.MISALIGNED, r.check(5, 4, 8, Access.ATOMIC));
       assertTrue(
           r.describe(ErrorCode.OUT_OF_BOUNDS, 4089, 8).contains("offset + length <= 4096"),
           r.describe(ErrorCode.OUT_OF_BOUNDS, 4089, 8));
     } finally {
       r.close();
     }
-    assertEquals(ErrorCode.NO_SUCH_REGION, r.check(5, 0, 8, false));
+    assertEquals(ErrorCode.NO_SUCH_REGION, r.check(5, 0, 8, Access.READ));
   }
 
   @Test
@@ -113,7 +142,7 @@ class MappedRegionTest {
       r.putLongRelease(8, -1L);
       r.releaseAndDelete();
       assertTrue(r.isReleased());
-      assertEquals(ErrorCode.NO_SUCH_REGION, r.check(5, 0, 8, false));
+      assertEquals(ErrorCode.NO_SUCH_REGION, r.check(5, 0, 8, Access.READ));
       assertTrue(!Files.exists(dir.resolve("r")), "the file is deleted");
       // Not unmapped: an op that passed the check before the release still reads the memory.
       assertEquals(-1L, r.getLongAcquire(8));

@@ -236,7 +236,8 @@ class RegionFreeTest {
     Path d = cluster.shmDir.resolve("ferrite-" + KvCluster.CREDENTIALS.clusterId()).resolve(name);
     try (Stream<Path> s = Files.list(d)) {
       return s.map(p -> p.getFileName().toString())
-          .filter(n -> n.startsWith("region-"))
+          // Block-pool regions' key files (region-<id>.keys) are not regions.
+          .filter(n -> n.startsWith("region-") && !n.endsWith(".keys"))
           .map(n -> Integer.parseInt(n.substring("region-".length())))
           .collect(Collectors.toCollection(TreeSet::new));
     }

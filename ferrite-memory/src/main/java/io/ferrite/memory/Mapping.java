@@ -160,8 +160,13 @@ public final class Mapping implements AutoCloseable {
       List<CompletableFuture<Void>> ready = new ArrayList<>();
       for (RegionRef region : regions) {
         FabricConnection c = client.connection(region.serverId());
-        ready.add(
-            c.read(region, chunkOffsetOf(region, chunkRegion, chunkOffset), probe.duplicate()));
+        // At a chunk of the entry: an entry's ref carries one block's key, valid in that block
+        // only (a copy-on-write mapping's metadata chunks have entries of their own).
+        long at = chunkOffsetOf(region, chunkRegion, chunkOffset);
+        if (at < 0 && cow != null) {
+          at = chunkOffsetOf(region, cow.metaRegion, cow.metaOffset);
+        }
+        ready.add(c.read(region, Math.max(at, 0), probe.duplicate()));
       }
       Futures.join(CompletableFuture.allOf(ready.toArray(new CompletableFuture<?>[0])));
       ByteBuffer buffer =
@@ -203,7 +208,7 @@ public final class Mapping implements AutoCloseable {
         return offsets[i];
       }
     }
-    return 0;
+    return -1;
   }
 
   /**

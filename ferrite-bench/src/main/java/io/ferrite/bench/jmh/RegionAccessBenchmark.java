@@ -61,6 +61,11 @@ public class RegionAccessBenchmark {
   public void setUp() throws IOException {
     dir = Files.createTempDirectory(FabricBench.defaultDirectory(), "ferrite-jmh-");
     region = MappedRegion.create(dir.resolve("region"), 1, REGION_BYTES, 0x5EED);
+    io.ferrite.fabric.BlockKeys keys =
+        io.ferrite.fabric.BlockKeys.create(
+            io.ferrite.fabric.BlockKeys.fileFor(region.file()), 1 << 20, REGION_BYTES >> 20);
+    region.attachBlockKeys(keys);
+    keys.set(0, BLOCK_KEY);
     plainSource = new UnsafeBuffer(ByteBuffer.allocateDirect(REGION_BYTES));
     for (int i = 0; i < REGION_BYTES; i += 8) {
       region.buffer().putLong(i, i);
@@ -96,10 +101,22 @@ public class RegionAccessBenchmark {
     return region;
   }
 
-  /** The full check a one-sided op runs before touching memory. */
+  /** A block's key in the region's block key table (set up with the region). */
+  private static final long BLOCK_KEY = 0xB10C;
+
+  /**
+   * The check with a block's key (a table lookup: a shift and an acquire load), beside {@link
+   * #regionCheck} with the owner key (compares only).
+   */
+  @Benchmark
+  public Object regionCheckBlockKey() {
+    return region.check(BLOCK_KEY, 64, size, io.ferrite.fabric.Access.READ);
+  }
+
+  /** The full check a one-sided op runs before touching memory (the owner key). */
   @Benchmark
   public Object regionCheck() {
-    return region.check(0x5EED, 64, size, false);
+    return region.check(0x5EED, 64, size, io.ferrite.fabric.Access.READ);
   }
 
   /** A successful compare-and-swap: the word alternates between two values. */

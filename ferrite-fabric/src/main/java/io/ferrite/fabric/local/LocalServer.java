@@ -1,5 +1,6 @@
 package io.ferrite.fabric.local;
 
+import io.ferrite.fabric.Access;
 import io.ferrite.fabric.Counters;
 import io.ferrite.fabric.ErrorCode;
 import io.ferrite.fabric.FabricServer;
@@ -89,7 +90,7 @@ final class LocalServer implements FabricServer {
 
   void read(RegionRef ref, long offset, ByteBuffer dst) {
     int len = dst.remaining();
-    MappedRegion r = resolve(OpKind.READ, ref, offset, len, false);
+    MappedRegion r = resolve(OpKind.READ, ref, offset, len, Access.READ);
     if (network.faults().tearReads() && len >= 2) {
       // Copy the first half, wait for a write to land on the region, copy the rest.
       int half = len / 2;
@@ -109,14 +110,14 @@ final class LocalServer implements FabricServer {
 
   void write(RegionRef ref, long offset, ByteBuffer src) {
     int len = src.remaining();
-    MappedRegion r = resolve(OpKind.WRITE, ref, offset, len, false);
+    MappedRegion r = resolve(OpKind.WRITE, ref, offset, len, Access.WRITE);
     r.writeFrom(offset, src);
     epoch(ref.regionId()).incrementAndGet();
     counters.record(OpKind.WRITE, len);
   }
 
   long compareAndSwap(RegionRef ref, long offset, long expect, long update) {
-    MappedRegion r = resolve(OpKind.COMPARE_AND_SWAP, ref, offset, 8, true);
+    MappedRegion r = resolve(OpKind.COMPARE_AND_SWAP, ref, offset, 8, Access.ATOMIC);
     long prev = r.compareAndSwap(offset, expect, update);
     epoch(ref.regionId()).incrementAndGet();
     counters.record(OpKind.COMPARE_AND_SWAP, 8);
@@ -124,19 +125,19 @@ final class LocalServer implements FabricServer {
   }
 
   long fetchAndAdd(RegionRef ref, long offset, long delta) {
-    MappedRegion r = resolve(OpKind.FETCH_AND_ADD, ref, offset, 8, true);
+    MappedRegion r = resolve(OpKind.FETCH_AND_ADD, ref, offset, 8, Access.ATOMIC);
     long prev = r.fetchAndAdd(offset, delta);
     epoch(ref.regionId()).incrementAndGet();
     counters.record(OpKind.FETCH_AND_ADD, 8);
     return prev;
   }
 
-  private MappedRegion resolve(OpKind kind, RegionRef ref, long offset, long len, boolean atomic) {
+  private MappedRegion resolve(OpKind kind, RegionRef ref, long offset, long len, Access access) {
     if (dead) {
       throw new FerriteException(ErrorCode.UNAVAILABLE, "endpoint " + address + " is down");
     }
     try {
-      return RegionAccess.resolve(spec.regions(), ref.regionId(), ref.rkey(), offset, len, atomic);
+      return RegionAccess.resolve(spec.regions(), ref.regionId(), ref.rkey(), offset, len, access);
     } catch (FerriteException e) {
       counters.recordError(kind);
       throw e;

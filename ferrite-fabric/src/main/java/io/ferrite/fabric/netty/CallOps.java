@@ -4,6 +4,7 @@ import io.ferrite.fabric.Counters;
 import io.ferrite.fabric.ErrorCode;
 import io.ferrite.fabric.FerriteException;
 import io.ferrite.fabric.Frames;
+import io.ferrite.fabric.MappedRegion;
 import io.ferrite.fabric.OpKind;
 import io.ferrite.fabric.RegionRef;
 import io.netty.buffer.ByteBuf;
@@ -123,16 +124,30 @@ final class CallOps {
 
     @Override
     void onSuccess(ByteBuf body) {
+      // [length u64 | pathLen u16 | path | grant u8 | keysPathLen u16 | keysPath]; a server
+      // without capabilities ends after path: its key was the owner key.
       int i = body.readerIndex();
       int n = body.readableBytes();
-      if (n < 10 || n != 10 + body.getUnsignedShortLE(i + 8)) {
+      int pathLen = n < 10 ? -1 : body.getUnsignedShortLE(i + 8);
+      int rest = n - 10 - pathLen;
+      if (pathLen < 0
+          || (rest != 0 && (rest < 3 || rest != 3 + body.getUnsignedShortLE(i + n - rest + 1)))) {
         future.completeExceptionally(
             new FerriteException(ErrorCode.PROTOCOL, "malformed MAP response of " + n + " B"));
         return;
       }
       long length = body.getLongLE(i);
-      String path = body.toString(i + 10, n - 10, StandardCharsets.UTF_8);
-      future.complete(new MapAnswer(length, path));
+      String path = body.toString(i + 10, pathLen, StandardCharsets.UTF_8);
+      int grant =
+          rest == 0 ? MappedRegion.Grant.OWNER.ordinal() : body.getUnsignedByte(i + n - rest);
+      if (grant == 0 || grant >= MappedRegion.Grant.values().length) {
+        future.completeExceptionally(
+            new FerriteException(ErrorCode.PROTOCOL, "MAP response grant " + grant));
+        return;
+      }
+      String keys =
+          rest == 0 ? "" : body.toString(i + n - rest + 3, rest - 3, StandardCharsets.UTF_8);
+      future.complete(new MapAnswer(length, path, MappedRegion.Grant.values()[grant], keys));
     }
 
     @Override

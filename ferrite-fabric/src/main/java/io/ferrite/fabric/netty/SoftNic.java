@@ -1,5 +1,7 @@
 package io.ferrite.fabric.netty;
 
+import io.ferrite.fabric.Access;
+import io.ferrite.fabric.BlockKeys;
 import io.ferrite.fabric.Counters;
 import io.ferrite.fabric.ErrorCode;
 import io.ferrite.fabric.Frames;
@@ -59,7 +61,15 @@ final class SoftNic {
     MappedRegion region = region(out, Frames.TYPE_READ, requestId, OpKind.READ, regionId);
     if (region == null
         || !check(
-            out, Frames.TYPE_READ, requestId, OpKind.READ, region, rkey, offset, len, false)) {
+            out,
+            Frames.TYPE_READ,
+            requestId,
+            OpKind.READ,
+            region,
+            rkey,
+            offset,
+            len,
+            Access.READ)) {
       return;
     }
     int n = (int) len;
@@ -93,7 +103,15 @@ final class SoftNic {
     MappedRegion region = region(out, Frames.TYPE_WRITE, requestId, OpKind.WRITE, regionId);
     if (region == null
         || !check(
-            out, Frames.TYPE_WRITE, requestId, OpKind.WRITE, region, rkey, offset, n, false)) {
+            out,
+            Frames.TYPE_WRITE,
+            requestId,
+            OpKind.WRITE,
+            region,
+            rkey,
+            offset,
+            n,
+            Access.WRITE)) {
       return;
     }
     copyIn(body, i + Frames.REGION_OP_HEADER, region, offset, n);
@@ -110,7 +128,8 @@ final class SoftNic {
     long rkey = body.getLongLE(i + 8);
     long offset = body.getLongLE(i + 16);
     MappedRegion region = region(out, type, requestId, kind, regionId);
-    if (region == null || !check(out, type, requestId, kind, region, rkey, offset, 8, true)) {
+    if (region == null
+        || !check(out, type, requestId, kind, region, rkey, offset, 8, Access.ATOMIC)) {
       return;
     }
     long previous =
@@ -123,7 +142,14 @@ final class SoftNic {
     counters.record(kind, 8);
   }
 
-  // MAP    regionId i32 | pad u32 | rkey u64        [length u64 | pathLen u16 | path utf8]
+  // MAP    regionId i32 | pad u32 | rkey u64
+  //        [length u64 | pathLen u16 | path utf8 | grant u8 | keysPathLen u16 | keysPath utf8]
+  //
+  // The key must grant something somewhere in the region (MappedRegion#grantOf): the owner key,
+  // the read key, or a live block key. The client then checks every op itself, against the
+  // grant for a region-wide key and against the block key table (keysPath, "" if none) for a
+  // block key, so a revocation reaches it at its next op. See docs/SECURITY.md for what a
+  // same-host client can reach regardless.
   void map(ResponseBuffer out, long requestId, ByteBuf body) {
     if (!serveMap) {
       writeError(
@@ -138,24 +164,41 @@ final class SoftNic {
     int regionId = body.getIntLE(i);
     long rkey = body.getLongLE(i + 8);
     MappedRegion region = regions.get(regionId);
-    ErrorCode code = region == null ? ErrorCode.NO_SUCH_REGION : region.check(rkey, 0, 0, false);
-    if (code != ErrorCode.OK) {
-      String msg = region == null ? "no region " + regionId : region.describe(code, 0, 0);
-      writeError(out, Frames.TYPE_MAP, requestId, code, msg);
+    if (region == null || region.isClosed()) {
+      writeError(
+          out, Frames.TYPE_MAP, requestId, ErrorCode.NO_SUCH_REGION, "no region " + regionId);
+      return;
+    }
+    MappedRegion.Grant grant = region.grantOf(rkey);
+    if (grant == MappedRegion.Grant.NONE) {
+      writeError(
+          out,
+          Frames.TYPE_MAP,
+          requestId,
+          ErrorCode.BAD_RKEY,
+          "no valid key for any byte of region " + regionId);
       return;
     }
     byte[] path = region.file().toAbsolutePath().toString().getBytes(StandardCharsets.UTF_8);
-    if (path.length > 0xffff) {
+    BlockKeys keys = region.blockKeys();
+    byte[] keysPath =
+        keys == null
+            ? new byte[0]
+            : keys.file().toAbsolutePath().toString().getBytes(StandardCharsets.UTF_8);
+    if (path.length > 0xffff || keysPath.length > 0xffff) {
       writeError(
           out, Frames.TYPE_MAP, requestId, ErrorCode.INTERNAL, "region file path is too long");
       return;
     }
-    int n = 10 + path.length;
+    int n = 10 + path.length + 3 + keysPath.length;
     ByteBuf rsp = out.room(Frames.HEADER + n);
     Wire.writeResponseHeader(rsp, Frames.TYPE_MAP, requestId, n);
     rsp.writeLongLE(region.length());
     rsp.writeShortLE(path.length);
     rsp.writeBytes(path);
+    rsp.writeByte(grant.ordinal());
+    rsp.writeShortLE(keysPath.length);
+    rsp.writeBytes(keysPath);
   }
 
   private MappedRegion region(
@@ -176,8 +219,8 @@ final class SoftNic {
       long rkey,
       long offset,
       long len,
-      boolean atomic) {
-    ErrorCode code = region.check(rkey, offset, len, atomic);
+      Access access) {
+    ErrorCode code = region.check(rkey, offset, len, access);
     if (code == ErrorCode.OK) {
       return true;
     }

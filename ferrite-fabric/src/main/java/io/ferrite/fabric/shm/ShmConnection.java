@@ -1,6 +1,9 @@
 package io.ferrite.fabric.shm;
 
+import io.ferrite.fabric.Access;
 import io.ferrite.fabric.Batch;
+import io.ferrite.fabric.BlockKeys;
+import io.ferrite.fabric.Capabilities;
 import io.ferrite.fabric.Counters;
 import io.ferrite.fabric.DeferredBatch;
 import io.ferrite.fabric.ErrorCode;
@@ -11,6 +14,7 @@ import io.ferrite.fabric.MappedRegion;
 import io.ferrite.fabric.OpKind;
 import io.ferrite.fabric.RegionRef;
 import io.ferrite.fabric.ServerSpec;
+import io.ferrite.fabric.netty.MapAnswer;
 import io.ferrite.fabric.netty.NettyConnection;
 import java.lang.invoke.VarHandle;
 import java.nio.ByteBuffer;
@@ -30,11 +34,14 @@ import java.util.function.Function;
  * rings or a request does not fit them); one-sided ops are memory accesses on the client's own
  * mapping of the region file, with no work by the server's CPU.
  *
- * <p>The first op on a region asks the server to MAP it; the server checks the rkey and names the
- * file, which this connection maps and caches. From then on the rkey and bounds are checked here,
- * against the rkey the server accepted and the length it reported, and futures are returned already
- * completed. An op with an rkey other than the accepted one asks the server again (which answers
- * {@link ErrorCode#BAD_RKEY} unless the region was re-registered under it).
+ * <p>The first op on a region asks the server to MAP it; the server checks that the key grants
+ * something in the region and names the region file and its block key file ({@link BlockKeys}),
+ * which this connection maps and caches, one mapping per region. From then on every op's key,
+ * rights and bounds are checked here ({@link MappedRegion#check}): against the region-wide keys the
+ * server confirmed (owner, read) and against the block key table, which the server rewrites when a
+ * block is freed, so a revoked key fails at its next op. Futures are returned already completed. A
+ * key the mapping does not know (a region-wide key not shown yet, or a stale one) asks the server
+ * again, which answers {@link ErrorCode#BAD_RKEY} unless it grants something.
  *
  * <p>Ordering: a read is followed by an acquire fence and a write preceded by a release fence, so a
  * read that observes a word written by an earlier op (of any process mapping the file) also
@@ -72,10 +79,10 @@ final class ShmConnection implements FabricConnection {
   /**
    * The mapping most recently used, to skip the map lookup when ops stay on one region. Always one
    * that is (or was, until replaced) in {@link #mappings}; a re-MAP sets it to the new one, so a
-   * replaced mapping's rkey stops matching here as it does there. Plain, not volatile: a volatile
-   * store is a full fence on x86, paid by every op that alternates between regions (a kv get reads
-   * a table and an extent region). A thread that sees a stale or null value falls back to the map;
-   * a released mapping is refused by its own volatile {@code isClosed}; and {@link MappedRegion}'s
+   * replaced mapping stops being used here as it does there. Plain, not volatile: a volatile store
+   * is a full fence on x86, paid by every op that alternates between regions (a kv get reads a
+   * table and an extent region). A thread that sees a stale or null value falls back to the map; a
+   * released mapping is refused by its own volatile {@code isClosed}; and {@link MappedRegion}'s
    * fields are final, so a racy read of this field sees it whole.
    */
   private MappedRegion last;
@@ -150,6 +157,7 @@ final class ShmConnection implements FabricConnection {
 
   // ---- mapping
 
+  /** Asks the server to MAP {@code ref} (under its key) and installs or extends the mapping. */
   private CompletableFuture<MappedRegion> mapping(RegionRef ref) {
     // Memory ops need the server only for MAP, but they stop with the control connection: a
     // server that is gone (or dropped this client) no longer vouches for its region files.
@@ -157,34 +165,31 @@ final class ShmConnection implements FabricConnection {
       return Futures.failed(
           ErrorCode.UNAVAILABLE, "connection to " + control.address() + " is closed");
     }
-    MappedRegion m = mappings.get(ref.regionId());
-    if (m != null && m.rkey() == ref.rkey() && !m.isClosed()) {
-      return CompletableFuture.completedFuture(m);
-    }
     return control
         .map(ref)
         .whenComplete(
             (answer, e) -> {
               if (e != null && FerriteException.unwrap(e).code() == ErrorCode.NO_SUCH_REGION) {
                 // The server freed the region: a mapping of the id (under any rkey) is garbage.
-                drop(ref.regionId(), 0, false);
+                drop(ref.regionId());
               }
             })
-        .thenApply(answer -> install(ref, answer.path(), answer.length()));
+        .thenApply(answer -> install(ref, answer));
   }
 
+  /** Drops the mapping of the region (whatever key {@code region} carries). */
   @Override
   public void release(RegionRef region) {
-    drop(region.regionId(), region.rkey(), true);
+    drop(region.regionId());
   }
 
   /**
-   * Drops the mapping of region {@code id} (only under {@code rkey} if {@code matchRkey}) without
-   * unmapping it under a racing op: see the class comment.
+   * Drops the mapping of region {@code id} without unmapping it under a racing op: see the class
+   * comment.
    */
-  private synchronized void drop(int id, long rkey, boolean matchRkey) {
+  private synchronized void drop(int id) {
     MappedRegion m = mappings.get(id);
-    if (m == null || (matchRkey && m.rkey() != rkey)) {
+    if (m == null) {
       return;
     }
     mappings.remove(id, m);
@@ -199,18 +204,43 @@ final class ShmConnection implements FabricConnection {
     return mappings.size();
   }
 
-  private synchronized MappedRegion install(RegionRef ref, String path, long length) {
+  private synchronized MappedRegion install(RegionRef ref, MapAnswer answer) {
     if (closed) {
       throw new FerriteException(
           ErrorCode.UNAVAILABLE, "connection to " + control.address() + " is closed");
     }
+    Path path = Path.of(answer.path());
+    long key = ref.rkey();
     MappedRegion m = mappings.get(ref.regionId());
-    if (m != null && m.rkey() == ref.rkey() && !m.isClosed()) {
+    boolean same = m != null && !m.isClosed() && m.file().equals(path);
+    if (same
+        && switch (answer.grant()) {
+          case OWNER -> m.rkey() == key;
+          case READ -> m.readKey() == key;
+          default -> m.blockKeys() != null || answer.keysPath().isEmpty();
+        }) {
       return m;
+    }
+    // A new mapping knowing the union of what the server confirmed for this region so far.
+    long owner = same ? m.rkey() : 0;
+    long read = same ? m.readKey() : 0;
+    if (answer.grant() == MappedRegion.Grant.OWNER) {
+      owner = key;
+      read = Capabilities.readOnly(key);
+    } else if (answer.grant() == MappedRegion.Grant.READ) {
+      read = key;
     }
     MappedRegion fresh;
     try {
-      fresh = MappedRegion.open(Path.of(path), ref.regionId(), length, ref.rkey());
+      fresh = MappedRegion.open(path, ref.regionId(), answer.length(), owner, read);
+      if (!answer.keysPath().isEmpty()) {
+        try {
+          fresh.attachBlockKeys(BlockKeys.openReadOnly(Path.of(answer.keysPath())));
+        } catch (RuntimeException e) {
+          fresh.close();
+          throw e;
+        }
+      }
     } catch (FerriteException e) {
       if (e.code() != ErrorCode.NOT_FOUND) {
         throw e;
@@ -262,8 +292,8 @@ final class ShmConnection implements FabricConnection {
         .exceptionallyCompose(e -> CompletableFuture.failedFuture(FerriteException.unwrap(e)));
   }
 
-  private void check(MappedRegion m, long offset, long len, boolean atomic) {
-    ErrorCode code = m.check(m.rkey(), offset, len, atomic);
+  private void check(MappedRegion m, long key, long offset, long len, Access access) {
+    ErrorCode code = m.check(key, offset, len, access);
     if (code != ErrorCode.OK) {
       if (code == ErrorCode.NO_SUCH_REGION && closed) {
         // Released by close(), not by the server: the connection is gone, not the region. close()
@@ -275,13 +305,31 @@ final class ShmConnection implements FabricConnection {
     }
   }
 
+  /**
+   * The fast path's check: OK to go on, or the code that fails the op here. BAD_RKEY is not final
+   * (null: take the slow path): the key may be a region-wide key not shown to this mapping yet, so
+   * the server is asked; a stale block key comes back BAD_RKEY from there.
+   */
+  private ErrorCode fastCheck(MappedRegion m, long key, long offset, long len, Access access) {
+    ErrorCode code = m.check(key, offset, len, access);
+    return code == ErrorCode.BAD_RKEY ? null : code;
+  }
+
+  private <T> CompletableFuture<T> failHere(
+      MappedRegion m, OpKind kind, ErrorCode code, long offset, long len) {
+    counters.recordError(kind);
+    return CompletableFuture.failedFuture(
+        new FerriteException(code, m.describe(code, offset, len)));
+  }
+
   // ---- one-sided ops: memory accesses on the client's own mapping
   //
-  // Each op first tries the fast path: the region's mapping is installed and the connection open,
-  // so the op is the rkey and bounds check (MappedRegion#check, once), the access, and a count —
-  // no lambda, no map lookup when the region is the last one used, and for reads and writes no new
-  // future. Anything else (first use, another rkey, a closed connection) takes on(), which maps
-  // the region or reports why not.
+  // Each op first tries the fast path: the region's mapping is installed, the connection open and
+  // the key known to the mapping, so the op is the key, rights and bounds check
+  // (MappedRegion#check, once), the access, and a count — no lambda, no map lookup when the
+  // region is the last one used, and for reads and writes no new future. Anything else (first
+  // use, a key this mapping does not know, a closed connection) takes on(), which maps the region
+  // under the op's key or reports why not.
 
   @Override
   public CompletableFuture<Void> read(RegionRef region, long offset, ByteBuffer dst) {
@@ -289,21 +337,25 @@ final class ShmConnection implements FabricConnection {
       return Futures.failed(ErrorCode.INVALID_ARGUMENT, "read into a read-only buffer");
     }
     MappedRegion m = mapped(region);
-    if (m == null) {
-      return on(region, OpKind.READ, r -> readOn(r, offset, dst));
+    ErrorCode code =
+        m == null ? null : fastCheck(m, region.rkey(), offset, dst.remaining(), Access.READ);
+    if (code == null) {
+      return on(region, OpKind.READ, r -> readOn(r, region.rkey(), offset, dst));
     }
-    try {
-      readOn(m, offset, dst);
-      return DONE;
-    } catch (FerriteException e) {
-      counters.recordError(OpKind.READ);
-      return CompletableFuture.failedFuture(e);
+    if (code != ErrorCode.OK) {
+      return failHere(m, OpKind.READ, code, offset, dst.remaining());
     }
+    readChecked(m, offset, dst);
+    return DONE;
   }
 
-  private Void readOn(MappedRegion m, long offset, ByteBuffer dst) {
+  private Void readOn(MappedRegion m, long key, long offset, ByteBuffer dst) {
+    check(m, key, offset, dst.remaining(), Access.READ);
+    return readChecked(m, offset, dst);
+  }
+
+  private Void readChecked(MappedRegion m, long offset, ByteBuffer dst) {
     int n = dst.remaining();
-    check(m, offset, n, false);
     // Counted before the copy: a counter add is a locked instruction, and after the copy it would
     // wait for the copy's stores to drain (a visible share of a 1 KiB kv get).
     counters.record(OpKind.READ, n);
@@ -315,21 +367,25 @@ final class ShmConnection implements FabricConnection {
   @Override
   public CompletableFuture<Void> write(RegionRef region, long offset, ByteBuffer src) {
     MappedRegion m = mapped(region);
-    if (m == null) {
-      return on(region, OpKind.WRITE, r -> writeOn(r, offset, src));
+    ErrorCode code =
+        m == null ? null : fastCheck(m, region.rkey(), offset, src.remaining(), Access.WRITE);
+    if (code == null) {
+      return on(region, OpKind.WRITE, r -> writeOn(r, region.rkey(), offset, src));
     }
-    try {
-      writeOn(m, offset, src);
-      return DONE;
-    } catch (FerriteException e) {
-      counters.recordError(OpKind.WRITE);
-      return CompletableFuture.failedFuture(e);
+    if (code != ErrorCode.OK) {
+      return failHere(m, OpKind.WRITE, code, offset, src.remaining());
     }
+    writeChecked(m, offset, src);
+    return DONE;
   }
 
-  private Void writeOn(MappedRegion m, long offset, ByteBuffer src) {
+  private Void writeOn(MappedRegion m, long key, long offset, ByteBuffer src) {
+    check(m, key, offset, src.remaining(), Access.WRITE);
+    return writeChecked(m, offset, src);
+  }
+
+  private Void writeChecked(MappedRegion m, long offset, ByteBuffer src) {
     int n = src.remaining();
-    check(m, offset, n, false);
     counters.record(OpKind.WRITE, n); // before the copy, as reads count
     VarHandle.releaseFence();
     m.writeFrom(offset, src);
@@ -340,19 +396,21 @@ final class ShmConnection implements FabricConnection {
   public CompletableFuture<Long> compareAndSwap(
       RegionRef region, long offset, long expect, long update) {
     MappedRegion m = mapped(region);
-    if (m == null) {
-      return on(region, OpKind.COMPARE_AND_SWAP, r -> casOn(r, offset, expect, update));
+    ErrorCode code = m == null ? null : fastCheck(m, region.rkey(), offset, 8, Access.ATOMIC);
+    if (code == null) {
+      return on(
+          region, OpKind.COMPARE_AND_SWAP, r -> casOn(r, region.rkey(), offset, expect, update));
     }
-    try {
-      return CompletableFuture.completedFuture(casOn(m, offset, expect, update));
-    } catch (FerriteException e) {
-      counters.recordError(OpKind.COMPARE_AND_SWAP);
-      return CompletableFuture.failedFuture(e);
+    if (code != ErrorCode.OK) {
+      return failHere(m, OpKind.COMPARE_AND_SWAP, code, offset, 8);
     }
+    long previous = m.compareAndSwap(offset, expect, update);
+    counters.record(OpKind.COMPARE_AND_SWAP, 8);
+    return CompletableFuture.completedFuture(previous);
   }
 
-  private Long casOn(MappedRegion m, long offset, long expect, long update) {
-    check(m, offset, 8, true);
+  private Long casOn(MappedRegion m, long key, long offset, long expect, long update) {
+    check(m, key, offset, 8, Access.ATOMIC);
     long previous = m.compareAndSwap(offset, expect, update);
     counters.record(OpKind.COMPARE_AND_SWAP, 8);
     return previous;
@@ -361,36 +419,38 @@ final class ShmConnection implements FabricConnection {
   @Override
   public CompletableFuture<Long> fetchAndAdd(RegionRef region, long offset, long delta) {
     MappedRegion m = mapped(region);
-    if (m == null) {
-      return on(region, OpKind.FETCH_AND_ADD, r -> faaOn(r, offset, delta));
+    ErrorCode code = m == null ? null : fastCheck(m, region.rkey(), offset, 8, Access.ATOMIC);
+    if (code == null) {
+      return on(region, OpKind.FETCH_AND_ADD, r -> faaOn(r, region.rkey(), offset, delta));
     }
-    try {
-      return CompletableFuture.completedFuture(faaOn(m, offset, delta));
-    } catch (FerriteException e) {
-      counters.recordError(OpKind.FETCH_AND_ADD);
-      return CompletableFuture.failedFuture(e);
+    if (code != ErrorCode.OK) {
+      return failHere(m, OpKind.FETCH_AND_ADD, code, offset, 8);
     }
+    long previous = m.fetchAndAdd(offset, delta);
+    counters.record(OpKind.FETCH_AND_ADD, 8);
+    return CompletableFuture.completedFuture(previous);
   }
 
-  private Long faaOn(MappedRegion m, long offset, long delta) {
-    check(m, offset, 8, true);
+  private Long faaOn(MappedRegion m, long key, long offset, long delta) {
+    check(m, key, offset, 8, Access.ATOMIC);
     long previous = m.fetchAndAdd(offset, delta);
     counters.record(OpKind.FETCH_AND_ADD, 8);
     return previous;
   }
 
   /**
-   * The installed mapping of {@code ref} under its rkey, if the connection is open; null sends the
-   * op down the slow path ({@link #on}), which maps, re-asks the server, or fails it.
+   * The installed mapping of {@code ref}'s region, if the connection is open; null sends the op
+   * down the slow path ({@link #on}), which maps, re-asks the server, or fails it. The key is the
+   * op's to check.
    */
   private MappedRegion mapped(RegionRef ref) {
     if (closed || !control.isOpen()) {
       return null;
     }
     MappedRegion m = last;
-    if (m == null || m.id() != ref.regionId() || m.rkey() != ref.rkey() || m.isClosed()) {
+    if (m == null || m.id() != ref.regionId() || m.isClosed()) {
       m = mappings.get(ref.regionId());
-      if (m == null || m.rkey() != ref.rkey() || m.isClosed()) {
+      if (m == null || m.isClosed()) {
         return null;
       }
       last = m;

@@ -236,7 +236,7 @@ final class BlockAllocator {
       private void advance() {
         while (r < regions.size()) {
           RegionEntry reg = regions.get(r);
-          int idx = reg.used.nextClearBit(next + 1);
+          int idx = reg.nextAllocatable(next + 1);
           if (idx < reg.blocks) {
             next = idx;
             return;

@@ -34,6 +34,10 @@ public final class Master implements AutoCloseable {
   private final Journal journal;
   private final int snapshotEvery;
   private final ScheduledThreadPoolExecutor ticker;
+
+  /** Carries revocations to the servers; set once before the master serves. */
+  private volatile Revoker revoker;
+
   private final List<FabricServer> endpoints = new ArrayList<>();
   private final Map<String, String> addresses = new LinkedHashMap<>();
   private volatile boolean closed;
@@ -122,6 +126,7 @@ public final class Master implements AutoCloseable {
     for (MasterExtension ext : extensions) {
       state.registerExtension(ext);
     }
+    state.blockKeys(new io.ferrite.kernel.proto.BlockKeyMint(credentials.secret()));
     Journal journal = Journal.open(dir.resolve("journal"), cfg.journalFsync(), fsync, state::apply);
     state.recovered();
     state.sink(journal::append);
@@ -136,6 +141,16 @@ public final class Master implements AutoCloseable {
             ext.serviceId());
       }
       MasterService service = new MasterService(state, journal, HostIdentity.local());
+      m.revoker =
+          new Revoker(
+              state,
+              fabrics,
+              new io.ferrite.fabric.ConnectOptions(
+                  credentials.as(io.ferrite.fabric.Role.SERVER),
+                  cfg.rpcTimeout(),
+                  cfg.rpcTimeout()),
+              cfg.rpcTimeout());
+      service.revoker(m.revoker);
       for (Fabric f : fabrics) {
         boolean shm = f.name().equals("shm");
         FabricServer s;
@@ -216,7 +231,8 @@ public final class Master implements AutoCloseable {
     io.ferrite.fabric.MappedRegion r =
         io.ferrite.fabric.MappedRegion.create(file, id, length, rkeys.nextLong());
     regions.register(r);
-    return new MasterContext.MasterRegion(r, regions.ref(0, id));
+    // Clients only read it: they get the read key, which cannot write (PERMISSION_DENIED).
+    return new MasterContext.MasterRegion(r, regions.readRef(0, id));
   }
 
   private void tick() {
@@ -227,6 +243,11 @@ public final class Master implements AutoCloseable {
         return;
       }
       state.tick();
+      Revoker r = revoker;
+      if (r != null) {
+        r.revokeNow(); // blocks of expired sessions
+        r.retry();
+      }
       if (journal.recordsSinceSnapshot() >= snapshotEvery) {
         snapshot();
       }
@@ -312,6 +333,10 @@ public final class Master implements AutoCloseable {
       return;
     }
     ticker.shutdownNow();
+    Revoker rv = revoker;
+    if (rv != null) {
+      rv.close();
+    }
     for (MasterExtension ext : state.extensions()) {
       try {
         ext.stop();

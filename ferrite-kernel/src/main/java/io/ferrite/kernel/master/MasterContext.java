@@ -37,7 +37,8 @@ public interface MasterContext {
    * A region served by the master.
    *
    * @param memory the master's mapping, to write what clients read
-   * @param ref what clients present to read it (server id 0)
+   * @param ref what clients present to read it (server id 0): the region's read key, which reads
+   *     every byte and writes none
    */
   record MasterRegion(io.ferrite.fabric.MappedRegion memory, io.ferrite.fabric.RegionRef ref) {}
 

@@ -26,6 +26,9 @@ import java.util.Map;
  *                      | { serverId i32 | regionId i32 | blockIndex i32 }*
  * 7 BLOCKS_FREED       count i32 | { serverId i32 | regionId i32 | blockIndex i32 }*
  * 8 EXTENSION          serviceId i32 | record bytes (i32 length + bytes): a MasterExtension's own
+ * 9 BLOCK_GENERATIONS  serverId i32 | regionId i32 | count i32 | { generation i32 }*
+ *                      (snapshots only: the generation of each block of a region; a journal
+ *                      without it, from an older master, reads as every generation 0)
  * </pre>
  */
 sealed interface MasterEvent {
@@ -37,6 +40,7 @@ sealed interface MasterEvent {
   int BLOCKS_ALLOCATED = 6;
   int BLOCKS_FREED = 7;
   int EXTENSION = 8;
+  int BLOCK_GENERATIONS = 9;
 
   /** A block by its position: block {@code index} of region {@code regionId} of a server. */
   record BlockKey(int serverId, int regionId, int index) {}
@@ -66,6 +70,36 @@ sealed interface MasterEvent {
   record BlocksFreed(List<BlockKey> blocks) implements MasterEvent {
     public BlocksFreed {
       blocks = List.copyOf(blocks);
+    }
+  }
+
+  /** The generation of every block of a region (see {@link RegionEntry#generation}). */
+  record BlockGenerations(int serverId, int regionId, int[] generations) implements MasterEvent {
+    public BlockGenerations {
+      generations = generations.clone();
+    }
+
+    @Override
+    public int[] generations() {
+      return generations.clone();
+    }
+
+    @Override
+    public boolean equals(Object o) {
+      return o instanceof BlockGenerations g
+          && g.serverId == serverId
+          && g.regionId == regionId
+          && java.util.Arrays.equals(g.generations, generations);
+    }
+
+    @Override
+    public int hashCode() {
+      return (serverId * 31 + regionId) * 31 + java.util.Arrays.hashCode(generations);
+    }
+
+    @Override
+    public String toString() {
+      return "BlockGenerations[" + serverId + "/" + regionId + ", " + generations.length + "]";
     }
   }
 
@@ -120,6 +154,11 @@ sealed interface MasterEvent {
       writeKeys(w, f.blocks());
     } else if (e instanceof ExtensionRecord x) {
       w.u8(EXTENSION).i32(x.serviceId()).bytes(x.record);
+    } else if (e instanceof BlockGenerations g) {
+      w.u8(BLOCK_GENERATIONS).i32(g.serverId()).i32(g.regionId()).i32(g.generations.length);
+      for (int v : g.generations) {
+        w.i32(v);
+      }
     }
     return w.toArray();
   }
@@ -159,6 +198,15 @@ sealed interface MasterEvent {
               new BlocksAllocated(r.i64("sessionId"), r.str("owner"), readKeys(r));
           case BLOCKS_FREED -> new BlocksFreed(readKeys(r));
           case EXTENSION -> new ExtensionRecord(r.i32("serviceId"), r.bytes("record"));
+          case BLOCK_GENERATIONS -> {
+            int server = r.i32("serverId");
+            int region = r.i32("regionId");
+            int[] gens = new int[r.count("count", MasterProtocol.MAX_LIST)];
+            for (int i = 0; i < gens.length; i++) {
+              gens[i] = r.i32("generation");
+            }
+            yield new BlockGenerations(server, region, gens);
+          }
           default ->
               throw new FerriteException(ErrorCode.PROTOCOL, "unknown journal event type " + type);
         };

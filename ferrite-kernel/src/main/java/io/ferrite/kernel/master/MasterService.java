@@ -59,6 +59,9 @@ final class MasterService implements RpcHandler {
 
   private volatile Map<String, String> addresses = Map.of();
 
+  /** Sends the revokes a mutation owes before its answer leaves; null: none (tests). */
+  private volatile Revoker revoker;
+
   MasterService(MasterState state, Journal journal, String hostId) {
     this.state = state;
     this.journal = journal;
@@ -67,6 +70,29 @@ final class MasterService implements RpcHandler {
     for (MasterExtension ext : state.extensions()) {
       extensions.put(ext.serviceId(), ext);
     }
+  }
+
+  /** Sends revokes before answers from now on (the master's, before it serves). */
+  void revoker(Revoker r) {
+    this.revoker = r;
+  }
+
+  /**
+   * {@code f}, answered only once the revokes its mutation owes (blocks it freed) reached their
+   * servers or failed ({@link Revoker#revokeNow}): a FREE's caller never sees the block reused
+   * under a key that still works.
+   */
+  private CompletableFuture<ByteBuffer> afterRevoked(CompletableFuture<ByteBuffer> f) {
+    Revoker r = revoker;
+    if (r == null) {
+      return f;
+    }
+    return f.handle((v, e) -> f)
+        .thenCompose(
+            done -> {
+              CompletableFuture<Void> revoked = r.revokeNow();
+              return revoked.isDone() ? done : revoked.thenCompose(v -> done);
+            });
   }
 
   /** The master's endpoints, once they all listen (MASTER_INFO). */
@@ -143,7 +169,7 @@ final class MasterService implements RpcHandler {
         // mutation that makes its effect real waits for the fsync covering both.
         return f instanceof ProvisionalAnswer && journal.durableLsn() >= provisionalFrom
             ? f
-            : afterDurable(f);
+            : afterDurable(afterRevoked(f));
       }
       return Futures.failed(
           ErrorCode.UNKNOWN_SERVICE,
@@ -153,7 +179,7 @@ final class MasterService implements RpcHandler {
               + MasterProtocol.SERVICE
               + " or an installed extension's)");
     }
-    return afterDurable(dispatchKernel(ctx, opcode, request));
+    return afterDurable(afterRevoked(dispatchKernel(ctx, opcode, request)));
   }
 
   private CompletableFuture<ByteBuffer> dispatchKernel(
@@ -211,6 +237,7 @@ final class MasterService implements RpcHandler {
         r.end();
         int assigned = state.register(id, name, host, addresses, regions, incarnation);
         w.i32(assigned).i64(state.blockSize()).i32(state.heartbeatMillis());
+        MasterProtocol.writeGenerations(w, state.generations(assigned));
       }
       case MasterProtocol.HEARTBEAT -> {
         int id = r.i32("serverId");

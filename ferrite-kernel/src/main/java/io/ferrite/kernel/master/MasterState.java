@@ -4,6 +4,7 @@ import io.ferrite.fabric.ErrorCode;
 import io.ferrite.fabric.FerriteException;
 import io.ferrite.fabric.RegionRef;
 import io.ferrite.kernel.master.MasterEvent.BlockKey;
+import io.ferrite.kernel.proto.BlockKeyMint;
 import io.ferrite.kernel.proto.BlockRef;
 import io.ferrite.kernel.proto.ClusterStatus;
 import io.ferrite.kernel.proto.MemberInfo;
@@ -68,6 +69,9 @@ public final class MasterState {
   private final Random random;
   private Sink sink = events -> {};
 
+  /** Mints block keys for ALLOCATE/OWNED answers; null: refs carry the region's owner key. */
+  private BlockKeyMint mint;
+
   private final Metadata md;
   private final TreeMap<Integer, ServerEntry> servers;
   private final Map<Long, SessionEntry> sessions;
@@ -103,6 +107,101 @@ public final class MasterState {
 
   public long blockSize() {
     return blockSize;
+  }
+
+  /**
+   * Hands out per-block keys minted by {@code mint} from now on, and quarantines freed blocks until
+   * their servers revoked the old keys (the master does this before replaying its journal; without
+   * it, a block ref carries its region's owner key, as before capabilities).
+   */
+  public synchronized void blockKeys(BlockKeyMint mint) {
+    this.mint = Objects.requireNonNull(mint);
+    md.revoking = true;
+  }
+
+  /**
+   * Whether a mutation since the last {@link #drainRevokes} freed blocks (a volatile read, no lock:
+   * a caller that made the mutation on this thread always sees it).
+   */
+  boolean revokesPending() {
+    return md.revokesPending;
+  }
+
+  /** The revokes owed since the last call, by server (and forgets them): see {@link Revoker}. */
+  synchronized Map<Integer, List<ServerRevoke>> drainRevokes() {
+    Map<Integer, List<ServerRevoke>> out = new TreeMap<>();
+    for (Metadata.Revoke r : md.drainRevokes()) {
+      out.computeIfAbsent(r.block().serverId(), k -> new ArrayList<>())
+          .add(new ServerRevoke(r.block(), r.generation()));
+    }
+    return out;
+  }
+
+  /** One block's new generation, for its server. */
+  record ServerRevoke(BlockKey block, int generation) {}
+
+  /**
+   * The server installed these generations: the blocks leave quarantine (unless freed again since,
+   * or re-allocated).
+   */
+  synchronized void revoked(List<ServerRevoke> done) {
+    for (ServerRevoke r : done) {
+      RegionEntry reg = md.region(r.block());
+      int i = r.block().index();
+      if (reg != null
+          && i < reg.blocks
+          && reg.generation[i] == r.generation()
+          && !reg.used.get(i)) {
+        reg.unquarantine(i);
+      }
+    }
+  }
+
+  /** Quarantined blocks of ALIVE servers, as revokes to retry (the ticker's). */
+  synchronized Map<Integer, List<ServerRevoke>> quarantinedRevokes() {
+    Map<Integer, List<ServerRevoke>> out = new TreeMap<>();
+    for (ServerEntry s : servers.values()) {
+      if (s.state != ServerState.ALIVE) {
+        continue;
+      }
+      for (RegionEntry r : s.regions.values()) {
+        for (int i = r.quarantined.nextSetBit(0); i >= 0; i = r.quarantined.nextSetBit(i + 1)) {
+          out.computeIfAbsent(s.id, k -> new ArrayList<>())
+              .add(
+                  new ServerRevoke(
+                      new BlockKey(s.id, r.info.ref().regionId(), i), r.generation[i]));
+        }
+      }
+    }
+    return out;
+  }
+
+  /** How many free blocks wait for a revoke (status and tests). */
+  public synchronized int quarantinedBlocks() {
+    int n = 0;
+    for (ServerEntry s : servers.values()) {
+      for (RegionEntry r : s.regions.values()) {
+        n += r.quarantinedCount;
+      }
+    }
+    return n;
+  }
+
+  /**
+   * The generation of every block of every block-pool region of {@code serverId}, by region id:
+   * REGISTER's answer, so that the server installs the current keys before it serves any.
+   */
+  public synchronized Map<Integer, int[]> generations(int serverId) {
+    Map<Integer, int[]> out = new TreeMap<>();
+    ServerEntry s = servers.get(serverId);
+    if (s != null) {
+      for (RegionEntry r : s.regions.values()) {
+        if (r.blocks > 0) {
+          out.put(r.info.ref().regionId(), r.generation.clone());
+        }
+      }
+    }
+    return out;
   }
 
   public int heartbeatMillis() {
@@ -225,6 +324,13 @@ public final class MasterState {
     // else: a new server only obtaining its id (it serves nothing yet) stays UNKNOWN, so no
     // client sees it as a live member without an address; its full registration follows.
     s.lastHeartbeat = clock.getAsLong();
+    // The answer carries every generation and the server installs them before serving block
+    // keys: nothing of this server needs a revoke any more.
+    for (RegionEntry r : s.regions.values()) {
+      for (int i = r.quarantined.nextSetBit(0); i >= 0; i = r.quarantined.nextSetBit(i + 1)) {
+        r.unquarantine(i);
+      }
+    }
     if (s.state == ServerState.ALIVE) {
       int aliveId = id;
       forEachExtension((ext, m) -> ext.serverRegistered(aliveId, incarnation, m));
@@ -503,9 +609,16 @@ public final class MasterState {
     return out;
   }
 
+  /** The block's ref, carrying its key for the current generation (see {@link #blockKeys}). */
   private BlockRef blockRef(BlockKey k) {
     RegionEntry r = servers.get(k.serverId()).regions.get(k.regionId());
-    return new BlockRef(r.info.ref(), k.index() * blockSize, blockSize, r.info.storageClass());
+    RegionRef ref = r.info.ref();
+    if (mint != null) {
+      long key =
+          mint.key(k.serverId(), k.regionId(), ref.rkey(), k.index(), r.generation[k.index()]);
+      ref = new RegionRef(ref.serverId(), ref.regionId(), key, ref.length());
+    }
+    return new BlockRef(ref, k.index() * blockSize, blockSize, r.info.storageClass());
   }
 
   /**
@@ -785,6 +898,7 @@ public final class MasterState {
    * a client that died while the master was down still expires, one lease later).
    */
   synchronized void recovered() {
+    md.recovered();
     long now = clock.getAsLong();
     for (ServerEntry s : servers.values()) {
       s.state = ServerState.UNKNOWN;

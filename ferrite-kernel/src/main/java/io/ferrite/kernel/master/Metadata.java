@@ -30,6 +30,28 @@ final class Metadata {
   final Map<Integer, List<byte[]>> orphanRecords = new TreeMap<>();
 
   final BlockAllocator allocator;
+
+  /**
+   * Blocks freed since the last {@link #drainRevokes}, with their new generation: their servers
+   * must install the new keys (REVOKE). Transient.
+   */
+  private final List<Revoke> pendingRevokes = new ArrayList<>();
+
+  /**
+   * Whether {@link #pendingRevokes} may be non-empty: written under the lock, read without it by
+   * {@link Revoker#revokeNow} so that the usual RPC (which freed nothing) skips the lock.
+   */
+  volatile boolean revokesPending;
+
+  /**
+   * Whether freed blocks are quarantined until revoked: only when blocks carry their own keys
+   * ({@link MasterState#blockKeys}); with region keys a revoke would change nothing.
+   */
+  boolean revoking;
+
+  /** A freed block and the generation its server must install. */
+  record Revoke(BlockKey block, int generation) {}
+
   int nextServerId = 1;
   private final long blockSize;
   private final LongSupplier clock;
@@ -101,6 +123,9 @@ final class Metadata {
         }
         r.used.set(k.index());
         r.usedCount++;
+        // Replay keeps every freed block quarantined (recovered() recomputes it); a block the
+        // live master allocated was not, so its allocation ends any quarantine here.
+        r.unquarantine(k.index());
         r.session[k.index()] = a.owner().isEmpty() ? a.sessionId() : 0;
         r.owner[k.index()] = a.owner().isEmpty() ? null : a.owner();
         if (s != null) {
@@ -120,6 +145,15 @@ final class Metadata {
                 .asReadOnlyBuffer()
                 .order(java.nio.ByteOrder.LITTLE_ENDIAN));
       }
+    } else if (e instanceof MasterEvent.BlockGenerations g) {
+      ServerEntry s = servers.get(g.serverId());
+      RegionEntry reg = s == null ? null : s.regions.get(g.regionId());
+      int[] gens = g.generations();
+      if (reg == null || gens.length != reg.blocks) {
+        skip(e, "unknown region or block count");
+        return;
+      }
+      System.arraycopy(gens, 0, reg.generation, 0, gens.length);
     } else if (e instanceof MasterEvent.BlocksFreed f) {
       for (BlockKey k : f.blocks()) {
         RegionEntry r = region(k);
@@ -157,6 +191,43 @@ final class Metadata {
     r.usedCount--;
     r.owner[i] = null;
     r.session[i] = 0;
+    // A new generation, a new key: the old one must stop on the server before anyone else gets
+    // the block.
+    r.generation[i]++;
+    if (revoking) {
+      r.quarantine(i);
+      pendingRevokes.add(new Revoke(k, r.generation[i]));
+      revokesPending = true;
+    }
+  }
+
+  /** The revokes owed since the last call (and forgets them). */
+  List<Revoke> drainRevokes() {
+    List<Revoke> out = List.copyOf(pendingRevokes);
+    pendingRevokes.clear();
+    revokesPending = false;
+    return out;
+  }
+
+  /**
+   * After replay: nothing was sent for the replayed frees, and a server may still honour any
+   * earlier generation: every free block past generation 0 is quarantined until its server
+   * registers again (or a revoke succeeds).
+   */
+  void recovered() {
+    pendingRevokes.clear();
+    revokesPending = false;
+    for (ServerEntry s : servers.values()) {
+      for (RegionEntry r : s.regions.values()) {
+        for (int i = 0; i < r.blocks; i++) {
+          if (revoking && !r.used.get(i) && r.generation[i] > 0) {
+            r.quarantine(i);
+          } else {
+            r.unquarantine(i);
+          }
+        }
+      }
+    }
   }
 
   private static void skip(MasterEvent e, String why) {
@@ -170,6 +241,9 @@ final class Metadata {
       out.add(new MasterEvent.ServerRegistered(s.id, s.name, s.hostId, s.addresses));
       for (RegionEntry r : s.regions.values()) {
         out.add(new MasterEvent.RegionAdded(r.info));
+        if (java.util.Arrays.stream(r.generation).anyMatch(g -> g != 0)) {
+          out.add(new MasterEvent.BlockGenerations(s.id, r.info.ref().regionId(), r.generation));
+        }
       }
     }
     for (SessionEntry s : sessions.values()) {

@@ -15,8 +15,11 @@ import java.util.Map;
  *                               | addrCount i32 | { fabric str | address str }*
  *                               | regionCount i32 | { REGION }* | incarnation u64
  *                    master  <- serverId i32 | blockSize u64 | heartbeatMillis i32
+ *                               | regionCount i32 | { regionId i32 | count i32 | { generation i32 }* }*
  *                    (incarnation: random per server process, never 0; absent = 0 = unknown,
- *                    from an older server)
+ *                    from an older server. The generations of every block of the server's
+ *                    block-pool regions: the server installs their keys, BlockKeyMint, before it
+ *                    honours any block key; absent from an older master)
  * HEARTBEAT (2)      server  -> serverId i32                      master <- (empty)
  *                    NOT_FOUND: unknown or DEAD server: register again
  * ADD_REGION (3)     server  -> serverId i32 | REGION             master <- (empty)
@@ -48,6 +51,8 @@ import java.util.Map;
  * REGION  = regionId i32 | rkey u64 | length u64 | storageClass str | service str ("": block pool)
  * BLOCK   = serverId i32 | regionId i32 | rkey u64 | regionLength u64 | offset u64 | length u64
  *           | storageClass str
+ *           (rkey: the block's own read-write key for its current generation, BlockKeyMint; it
+ *           grants nothing outside the block and dies when the block is freed)
  * MEMBER  = serverId i32 | name str | state u8 (ServerState ordinal) | hostId str
  *           | addrCount i32 | { fabric str | address str }*
  * </pre>
@@ -148,6 +153,31 @@ public final class MasterProtocol {
     List<BlockRef> out = new ArrayList<>(Math.min(n, 1024));
     for (int i = 0; i < n; i++) {
       out.add(readBlock(r));
+    }
+    return out;
+  }
+
+  /** REGISTER's answer tail: block generations by region id. */
+  public static void writeGenerations(Wire.Writer w, Map<Integer, int[]> generations) {
+    w.i32(generations.size());
+    for (Map.Entry<Integer, int[]> e : generations.entrySet()) {
+      w.i32(e.getKey()).i32(e.getValue().length);
+      for (int g : e.getValue()) {
+        w.i32(g);
+      }
+    }
+  }
+
+  public static Map<Integer, int[]> readGenerations(Wire.Reader r) {
+    Map<Integer, int[]> out = new LinkedHashMap<>();
+    int n = r.count("regionCount", MAX_LIST);
+    for (int i = 0; i < n; i++) {
+      int region = r.i32("regionId");
+      int[] gens = new int[r.count("blockCount", MAX_LIST)];
+      for (int j = 0; j < gens.length; j++) {
+        gens[j] = r.i32("generation");
+      }
+      out.put(region, gens);
     }
     return out;
   }

@@ -36,7 +36,13 @@ public final class MasterStub {
   }
 
   /** The master's answer to REGISTER. */
-  public record Registration(int serverId, long blockSize, int heartbeatMillis) {}
+  /**
+   * REGISTER's answer.
+   *
+   * @param generations block generations by region id (empty from an older master)
+   */
+  public record Registration(
+      int serverId, long blockSize, int heartbeatMillis, Map<Integer, int[]> generations) {}
 
   public Registration register(
       int serverId,
@@ -66,7 +72,11 @@ public final class MasterStub {
     }
     w.i64(incarnation);
     Wire.Reader r = callSync(MasterProtocol.REGISTER, w, "register response");
-    return new Registration(r.i32("serverId"), r.i64("blockSize"), r.i32("heartbeatMillis"));
+    int id = r.i32("serverId");
+    long blockSize = r.i64("blockSize");
+    int heartbeat = r.i32("heartbeatMillis");
+    Map<Integer, int[]> gens = r.remaining() > 0 ? MasterProtocol.readGenerations(r) : Map.of();
+    return new Registration(id, blockSize, heartbeat, gens);
   }
 
   public void heartbeat(int serverId) {

@@ -20,7 +20,10 @@ import io.ferrite.kernel.config.ShmDirectory;
 import io.ferrite.kernel.config.Threads;
 import io.ferrite.kernel.proto.HostIdentity;
 import io.ferrite.kernel.proto.MasterStub;
+import io.ferrite.kernel.proto.Permissions;
 import io.ferrite.kernel.proto.RegionInfo;
+import io.ferrite.kernel.proto.ServerProtocol;
+import io.ferrite.kernel.proto.Wire;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.nio.ByteBuffer;
@@ -29,6 +32,7 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.HashMap;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
@@ -68,6 +72,9 @@ public final class MemoryServer implements AutoCloseable {
   private final DirLock dramLock;
   private MasterLink link;
   private volatile int serverId = -1;
+
+  /** Installs block keys (REGISTER's generations, REVOKE); set in boot before registering. */
+  private volatile BlockGrants grants;
 
   /** This process among the server's lives: the master tells a pause from a restart by it. */
   private final long incarnation = newIncarnation();
@@ -219,6 +226,8 @@ public final class MemoryServer implements AutoCloseable {
     long regionSize = cfg.regionSize();
     store.fill("dram", (int) (cfg.capacity("dram") / regionSize), regionSize);
     store.fill("disk", (int) (cfg.capacity("disk") / regionSize), regionSize);
+    store.attachBlockKeys(cfg.blockSize());
+    grants = new BlockGrants(credentials.secret(), table);
 
     String scheme = masterAddress.substring(0, Math.max(0, masterAddress.indexOf("://")));
     Fabric toMaster = null;
@@ -331,6 +340,9 @@ public final class MemoryServer implements AutoCloseable {
   private int register(MasterStub m) {
     List<RegionInfo> regions = store.infos(serverId);
     MasterStub.Registration r = m.register(serverId, name, hostId, addresses, regions, incarnation);
+    // Before any block key works: the current generation of every block (a restarted server's
+    // tables are all zeros until now).
+    grants.install(r.serverId(), r.generations());
     if (r.blockSize() != cfg.blockSize()) {
       LOG.log(
           System.Logger.Level.WARNING,
@@ -359,6 +371,9 @@ public final class MemoryServer implements AutoCloseable {
 
   private CompletableFuture<ByteBuffer> dispatch(
       RpcContext ctx, int service, int opcode, ByteBuffer request) {
+    if (service == ServerProtocol.SERVICE) {
+      return kernel(ctx, opcode, request);
+    }
     FerriteService s = services.get(service);
     if (s == null) {
       return Futures.failed(
@@ -379,6 +394,25 @@ public final class MemoryServer implements AutoCloseable {
       LOG.log(
           System.Logger.Level.ERROR, "service " + s.name() + " opcode " + opcode + " failed", e);
       return Futures.failed(ErrorCode.INTERNAL, s.name() + " opcode " + opcode + ": " + e);
+    }
+  }
+
+  /**
+   * The kernel's own service ({@link ServerProtocol}): the master's REVOKE, which only a server
+   * principal (the master) or the root may call: a client could otherwise revoke other clients'
+   * blocks.
+   */
+  private CompletableFuture<ByteBuffer> kernel(RpcContext ctx, int opcode, ByteBuffer request) {
+    if (opcode != ServerProtocol.REVOKE) {
+      return Futures.failed(
+          ErrorCode.UNKNOWN_OPCODE, "server kernel service has no opcode " + opcode);
+    }
+    try {
+      Permissions.require(ctx, Role.SERVER, "server REVOKE (opcode " + opcode + ")");
+      grants.revoke(serverId, ServerProtocol.readRevokes(new Wire.Reader(request, "REVOKE")));
+      return CompletableFuture.completedFuture(ByteBuffer.allocate(0));
+    } catch (FerriteException e) {
+      return CompletableFuture.failedFuture(e);
     }
   }
 
@@ -494,8 +528,19 @@ public final class MemoryServer implements AutoCloseable {
             "the master forgets region {0} with the next registration",
             info.ref().regionId());
       }
-      // The space goes back to the block pool once a whole pool region fits again.
-      for (RegionInfo grown : store.regrowPool(serverId, info.storageClass(), cfg.regionSize())) {
+      // The space goes back to the block pool once a whole pool region fits again. A new pool
+      // region gets its block key table and generation 0's keys before the master hears of it
+      // (and hands out its blocks).
+      List<RegionInfo> regrown = store.regrowPool(serverId, info.storageClass(), cfg.regionSize());
+      if (!regrown.isEmpty()) {
+        store.attachBlockKeys(cfg.blockSize());
+        Map<Integer, int[]> fresh = new HashMap<>();
+        for (RegionInfo g : regrown) {
+          fresh.put(g.ref().regionId(), new int[(int) (g.ref().length() / cfg.blockSize())]);
+        }
+        grants.install(serverId, fresh);
+      }
+      for (RegionInfo grown : regrown) {
         try {
           link.stub().addRegion(serverId, grown);
         } catch (FerriteException e) {

@@ -211,6 +211,24 @@ final class RegionStore implements AutoCloseable {
   }
 
   /**
+   * Gives every block-pool region that has none a block key table of {@code blockSize} blocks, all
+   * keys 0 (no grant) until {@link BlockGrants} installs them. A table left by an earlier process
+   * is replaced: its keys may be revoked ones.
+   */
+  synchronized void attachBlockKeys(long blockSize) {
+    for (Entry e : entries.values()) {
+      MappedRegion r = e.region();
+      if (e.service().isEmpty() && r.blockKeys() == null) {
+        r.attachBlockKeys(
+            io.ferrite.fabric.BlockKeys.create(
+                io.ferrite.fabric.BlockKeys.fileFor(r.file()),
+                blockSize,
+                (int) (r.length() / blockSize)));
+      }
+    }
+  }
+
+  /**
    * Creates a region of {@code length} bytes for {@code service} if it fits in the capacity of
    * {@code cls}, where block-pool regions and service regions count alike. When it does not fit,
    * empty block-pool regions (highest id first: the allocator fills a server's regions in order, so

@@ -44,8 +44,18 @@ public interface ServiceContext {
   /** The number of live regions this service created and their total length in bytes. */
   long[] regionUsage();
 
-  /** The ref (with rkey) clients need to reach {@code region}. */
+  /** The ref (with the owner key: every op) clients need to reach {@code region}. */
   RegionRef ref(MappedRegion region);
+
+  /**
+   * A ref carrying {@code region}'s read key ({@link io.ferrite.fabric.Capabilities#readOnly} of
+   * its owner key): one-sided reads of the whole region, nothing else. Hand this to clients that
+   * only read (kv readers).
+   */
+  default RegionRef readRef(MappedRegion region) {
+    RegionRef owner = ref(region);
+    return new RegionRef(owner.serverId(), owner.regionId(), region.readKey(), owner.length());
+  }
 
   /**
    * The master, over the server's current connection.

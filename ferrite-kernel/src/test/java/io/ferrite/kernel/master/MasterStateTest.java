@@ -75,6 +75,41 @@ class MasterStateTest {
   }
 
   @Test
+  void aFreedBlockGetsANewKeyAndWaitsForItsRevokeOrARegistration() {
+    BlockKeyMintFixture.install(state);
+    int a = server(state, "a", region(1, "dram", 1));
+    long s = session();
+    BlockRef first = state.allocate(s, 1, "", false, "").get(0);
+    assertEquals(1, state.free(s, List.of(new int[] {a, 1}), List.of(0L)));
+    assertEquals(1, state.quarantinedBlocks());
+    FerriteException full =
+        assertThrows(FerriteException.class, () -> state.allocate(s, 1, "", false, ""));
+    assertEquals(ErrorCode.NO_SPACE, full.code());
+    Map<Integer, List<MasterState.ServerRevoke>> owed = state.drainRevokes();
+    assertEquals(List.of(a), List.copyOf(owed.keySet()));
+    assertEquals(1, owed.get(a).get(0).generation());
+    assertTrue(state.drainRevokes().isEmpty(), "drained once");
+
+    state.revoked(owed.get(a));
+    BlockRef second = state.allocate(s, 1, "", false, "").get(0);
+    assertEquals(first.offset(), second.offset());
+    assertFalse(first.region().rkey() == second.region().rkey(), "generation 1 has its own key");
+    assertEquals(1, state.generations(a).get(1)[0]);
+
+    // Freed again and never revoked: a registration (which carries the generations) ends it.
+    state.free(s, List.of(new int[] {a, 1}), List.of(0L));
+    assertEquals(1, state.quarantinedBlocks());
+    state.register(a, "a", "host-a", Map.of("local", "local://a"), List.of(region(1, "dram", 1)));
+    assertEquals(0, state.quarantinedBlocks());
+    assertEquals(2, state.generations(a).get(1)[0]);
+    // A late acknowledgement of generation 1 does not free a block that is in use again.
+    BlockRef third = state.allocate(s, 1, "", false, "").get(0);
+    state.revoked(owed.get(a));
+    assertEquals(0, state.quarantinedBlocks());
+    assertFalse(third.region().rkey() == second.region().rkey());
+  }
+
+  @Test
   void aServerOnlyObtainingItsIdIsNotALiveMemberYet() {
     int id = state.register(-1, "new", "host-a", Map.of(), List.of());
     assertEquals(ServerState.UNKNOWN, state.serverState(id));

@@ -777,7 +777,7 @@ public final class KvService implements FerriteService {
                 KvWrites.checkNonBlocking();
                 return track.apply(ctx.createRegion("dram", extentBytes));
               },
-              ctx::ref);
+              ctx::readRef);
     } catch (RuntimeException e) {
       for (MappedRegion r : building.getAndSet(null)) {
         try {

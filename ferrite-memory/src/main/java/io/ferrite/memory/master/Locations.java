@@ -10,7 +10,11 @@ import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 
-/** Chunk locations as (region index, offset) pairs over one table of regions. */
+/**
+ * Chunk locations as (region index, offset) pairs over one table of region refs: one ref per block,
+ * since each block's ref carries that block's own key (a block key grants nothing in the next block
+ * of the same region, so chunks of two blocks never share an entry).
+ */
 final class Locations {
   private final Ns ns;
   private final Map<Key, Integer> index = new HashMap<>();
@@ -24,7 +28,7 @@ final class Locations {
     Wire.Writer w = new Wire.Writer(list.size() * 12 + 4).i32(list.size());
     for (Chunk c : list) {
       BlockRef b = ns.blocks.get(c.block());
-      Key rk = new Key(b.serverId(), b.regionId(), 0);
+      Key rk = new Key(b.serverId(), b.regionId(), b.offset());
       Integer idx = index.get(rk);
       if (idx == null) {
         idx = regions.size();
