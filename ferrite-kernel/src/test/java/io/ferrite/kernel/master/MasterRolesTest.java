@@ -19,11 +19,14 @@ import io.ferrite.kernel.proto.BlockRef;
 import io.ferrite.kernel.proto.MasterStub;
 import io.ferrite.kernel.proto.MemberInfo;
 import io.ferrite.kernel.proto.RegionInfo;
+import io.ferrite.kernel.proto.ServerProtocol;
 import io.ferrite.kernel.server.MemoryServer;
+import java.nio.ByteBuffer;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.List;
 import java.util.Map;
+import java.util.concurrent.CompletionException;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
@@ -97,6 +100,29 @@ class MasterRolesTest {
     assertEquals(regions.size() + 1, cluster.master.state().regions(-1).size());
     asAdmin.removeRegion(id, 999);
     assertEquals(regions, cluster.master.state().regions(-1));
+  }
+
+  @Test
+  void aClientCannotRevokeABlockOnItsServer() {
+    FerriteClient c = cluster.client();
+    BlockRef b = c.allocate(1, "dram", true, "").get(0);
+    c.write(b, 0, ByteBuffer.wrap(new byte[] {7})).join();
+    int index = (int) (b.offset() / b.length());
+    ByteBuffer revoke =
+        ServerProtocol.writeRevokes(
+                List.of(new ServerProtocol.Revoke(b.regionId(), index, 1_000_000)))
+            .toBuffer();
+    CompletionException e =
+        assertThrows(
+            CompletionException.class,
+            () ->
+                c.call(b.serverId(), ServerProtocol.SERVICE, ServerProtocol.REVOKE, revoke).join());
+    FerriteException f = FerriteException.unwrap(e);
+    assertEquals(ErrorCode.PERMISSION_DENIED, f.code(), f.getMessage());
+    assertTrue(f.getMessage().contains("REVOKE"), f.getMessage());
+    ByteBuffer got = ByteBuffer.allocate(1);
+    c.read(b, 0, got).join();
+    assertEquals(7, got.get(0), "the block's key still works: nothing was revoked");
   }
 
   @Test

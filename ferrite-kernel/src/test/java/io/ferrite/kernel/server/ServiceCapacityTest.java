@@ -142,6 +142,14 @@ class ServiceCapacityTest {
     assertEquals(512 * 1024, dram()[0]);
     List<BlockRef> blocks = client.allocate(8, "dram", true, "");
     assertEquals(8, blocks.size(), "the pool grew back whole");
+    // The regrown pool regions honour their blocks' keys: installed before the master heard of
+    // them.
+    for (int i = 0; i < blocks.size(); i++) {
+      client.write(blocks.get(i), 0, ByteBuffer.wrap(new byte[] {(byte) (i + 1)})).join();
+      ByteBuffer got = ByteBuffer.allocate(1);
+      client.read(blocks.get(i), 0, got).join();
+      assertEquals(i + 1, got.get(0), "block " + blocks.get(i));
+    }
   }
 
   @Test
