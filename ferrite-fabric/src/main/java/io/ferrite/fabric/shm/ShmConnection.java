@@ -295,14 +295,19 @@ final class ShmConnection implements FabricConnection {
   private void check(MappedRegion m, long key, long offset, long len, Access access) {
     ErrorCode code = m.check(key, offset, len, access);
     if (code != ErrorCode.OK) {
-      if (code == ErrorCode.NO_SUCH_REGION && closed) {
-        // Released by close(), not by the server: the connection is gone, not the region. close()
-        // sets closed before it releases, so a release seen here implies closed is seen too.
-        throw new FerriteException(
-            ErrorCode.UNAVAILABLE, "connection to " + control.address() + " is closed");
-      }
-      throw new FerriteException(code, m.describe(code, offset, len));
+      throw failure(m, code, offset, len);
     }
+  }
+
+  /** The exception a failed check of {@code m} ends an op with. */
+  private FerriteException failure(MappedRegion m, ErrorCode code, long offset, long len) {
+    if (code == ErrorCode.NO_SUCH_REGION && closed) {
+      // Released by close(), not by the server: the connection is gone, not the region. close()
+      // sets closed before it releases, so a release seen here implies closed is seen too.
+      return new FerriteException(
+          ErrorCode.UNAVAILABLE, "connection to " + control.address() + " is closed");
+    }
+    return new FerriteException(code, m.describe(code, offset, len));
   }
 
   /**
@@ -318,8 +323,7 @@ final class ShmConnection implements FabricConnection {
   private <T> CompletableFuture<T> failHere(
       MappedRegion m, OpKind kind, ErrorCode code, long offset, long len) {
     counters.recordError(kind);
-    return CompletableFuture.failedFuture(
-        new FerriteException(code, m.describe(code, offset, len)));
+    return CompletableFuture.failedFuture(failure(m, code, offset, len));
   }
 
   // ---- one-sided ops: memory accesses on the client's own mapping
