@@ -198,7 +198,11 @@ final class LocalCommand implements Callable<Integer> {
             Sizes.format(e.getValue()[0]),
             Sizes.format(e.getValue()[0] / Math.max(1, started.size())));
       }
-      out.println("  secret   " + secret.toAbsolutePath());
+      out.println("  secret   " + secret.toAbsolutePath() + " (root: servers and the operator)");
+      out.println(
+          "  client   "
+              + secret.toAbsolutePath().resolveSibling(Secrets.CLIENT_FILE)
+              + " (role CLIENT: give applications this one)");
       if (tlsCert != null) {
         out.println("  tls      " + tlsCert.toAbsolutePath() + " (TLS 1.3 on tcp)");
       }
