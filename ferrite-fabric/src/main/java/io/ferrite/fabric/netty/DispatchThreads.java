@@ -18,12 +18,12 @@ import org.agrona.concurrent.ManyToManyConcurrentArrayQueue;
  * A thread that finds the queue empty becomes a <i>spinner</i> if fewer than {@code maxSpinners}
  * threads spin: it polls, yielding between looks, for {@code spinNanos}, then parks. Every other
  * idle thread parks at once. A receiving thread that queued a call wakes a parked thread only when
- * nobody spins (the spinner takes it, in well under a microsecond, with no system call); a spinner
- * that takes a call and sees more queued wakes a sleeper in turn. So a steady stream of calls (a
- * client's round trips, each arriving within {@code spinNanos} of the last answer) costs no wake-up
- * at all, a burst wakes as many threads as it needs, and an idle endpoint costs no CPU after {@code
- * spinNanos}. On a 2-core machine one spinner is all there is room for: two would hold both cores
- * the I/O thread and the client need.
+ * nobody spins (the spinner takes it, in well under a microsecond, with no system call); any thread
+ * that takes a call and sees more queued wakes a sleeper in turn ({@link #handOn}). So a steady
+ * stream of calls (a client's round trips, each arriving within {@code spinNanos} of the last
+ * answer) costs no wake-up at all, a burst wakes as many threads as it needs, and an idle endpoint
+ * costs no CPU after {@code spinNanos}. On a 2-core machine one spinner is all there is room for:
+ * two would hold both cores the I/O thread and the client need.
  *
  * <h2>Memory ordering of the wake-up (Dekker)</h2>
  *
@@ -154,7 +154,23 @@ final class DispatchThreads {
           continue;
         }
       }
+      handOn();
       run(t);
+    }
+  }
+
+  /**
+   * Called by a thread that took a call and is about to be busy with it: if more are queued, nobody
+   * spins and somebody sleeps, wakes one. This covers a burst (a spinner took the first call, the
+   * second came while it still counted as a spinner, so its producer woke nobody) and a wake-up
+   * spent on the wrong thread: a producer may move a parking thread to RUNNING just after that
+   * thread's last look found another call; the woken thread runs that call, and without this the
+   * producer's own call would wait for a thread that nobody wakes (seen: DispatchThreadsTest's
+   * bound test hung with one call queued, one thread parked and the other busy).
+   */
+  private void handOn() {
+    if (!queue.isEmpty() && spinners.get() == 0 && sleepers.get() > 0) {
+      wakeOne();
     }
   }
 
@@ -182,11 +198,7 @@ final class DispatchThreads {
       do {
         Task t = queue.poll();
         if (t != null) {
-          spinners.decrementAndGet();
-          // A burst: more queued, and this thread is about to be busy. Hand on the baton.
-          if (!queue.isEmpty() && spinners.get() == 0 && sleepers.get() > 0) {
-            wakeOne();
-          }
+          spinners.decrementAndGet(); // before work() hands on: it reads spinners
           return t;
         }
         // Not Thread.onSpinWait: measured on 2 loaded vCPUs, a thread that busy-spins holds the
