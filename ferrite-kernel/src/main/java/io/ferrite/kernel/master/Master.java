@@ -151,6 +151,8 @@ public final class Master implements AutoCloseable {
                   cfg.rpcTimeout()),
               cfg.rpcTimeout());
       service.revoker(m.revoker);
+      Revoker rv = m.revoker;
+      state.revokeNudge(rv::revokeNow);
       for (Fabric f : fabrics) {
         boolean shm = f.name().equals("shm");
         FabricServer s;

@@ -127,8 +127,11 @@ public final class MasterState {
     return md.revokesPending;
   }
 
-  /** The revokes owed since the last call, by server (and forgets them): see {@link Revoker}. */
-  synchronized Map<Integer, List<ServerRevoke>> drainRevokes() {
+  /**
+   * The revokes owed since the last call, by server (and forgets them): see {@link Revoker}. No
+   * lock: an allocation may hold it while it waits for these revokes to finish.
+   */
+  Map<Integer, List<ServerRevoke>> drainRevokes() {
     Map<Integer, List<ServerRevoke>> out = new TreeMap<>();
     for (Metadata.Revoke r : md.drainRevokes()) {
       out.computeIfAbsent(r.block().serverId(), k -> new ArrayList<>())
@@ -142,9 +145,44 @@ public final class MasterState {
 
   /**
    * The server installed these generations: the blocks leave quarantine (unless freed again since,
-   * or re-allocated).
+   * or re-allocated) the next time the metadata lock is taken for something that looks at the
+   * quarantine. No lock here: the Revoker's thread never waits behind an allocation that is waiting
+   * for it ({@link #planWaitingForRevokes}).
    */
-  synchronized void revoked(List<ServerRevoke> done) {
+  void revoked(List<ServerRevoke> done) {
+    revokedInbox.add(done);
+  }
+
+  /** Revokes that finished, not yet applied (see {@link #revoked}). */
+  private final java.util.concurrent.ConcurrentLinkedQueue<List<ServerRevoke>> revokedInbox =
+      new java.util.concurrent.ConcurrentLinkedQueue<>();
+
+  /**
+   * Asks the master's Revoker to send what is owed now (set by the master; null in tests without
+   * one). Must not take the metadata lock: it runs under it.
+   */
+  private volatile Runnable revokeNudge;
+
+  void revokeNudge(Runnable nudge) {
+    this.revokeNudge = nudge;
+  }
+
+  /**
+   * How long an allocation that found no free block waits, holding the metadata lock, for freed
+   * blocks whose revokes are on their way (a revoke is one round trip to a server; this bounds the
+   * stall of everything else on a full cluster).
+   */
+  static final long REVOKE_WAIT_NANOS = java.util.concurrent.TimeUnit.MILLISECONDS.toNanos(200);
+
+  /** Applies the finished revokes (caller holds the lock). */
+  private void applyRevoked() {
+    List<ServerRevoke> done;
+    while ((done = revokedInbox.poll()) != null) {
+      unquarantine(done);
+    }
+  }
+
+  private void unquarantine(List<ServerRevoke> done) {
     for (ServerRevoke r : done) {
       RegionEntry reg = md.region(r.block());
       int i = r.block().index();
@@ -159,6 +197,7 @@ public final class MasterState {
 
   /** Quarantined blocks of ALIVE servers, as revokes to retry (the ticker's). */
   synchronized Map<Integer, List<ServerRevoke>> quarantinedRevokes() {
+    applyRevoked();
     Map<Integer, List<ServerRevoke>> out = new TreeMap<>();
     for (ServerEntry s : servers.values()) {
       if (s.state != ServerState.ALIVE) {
@@ -178,6 +217,7 @@ public final class MasterState {
 
   /** How many free blocks wait for a revoke (status and tests). */
   public synchronized int quarantinedBlocks() {
+    applyRevoked();
     int n = 0;
     for (ServerEntry s : servers.values()) {
       for (RegionEntry r : s.regions.values()) {
@@ -600,13 +640,52 @@ public final class MasterState {
               + io.ferrite.kernel.proto.MasterProtocol.MAX_LIST
               + ")");
     }
-    List<BlockKey> picks = md.allocator.plan(count, storageClass, strict, location);
+    List<BlockKey> picks = planWaitingForRevokes(count, storageClass, strict, location);
     commit(new MasterEvent.BlocksAllocated(owner.isEmpty() ? sessionId : 0, owner, picks));
     List<BlockRef> out = new ArrayList<>(picks.size());
     for (BlockKey k : picks) {
       out.add(blockRef(k));
     }
     return out;
+  }
+
+  /**
+   * Plans an allocation; when no block is free but freed blocks wait for their revokes (a FREE
+   * whose REVOKE is one round trip from done, a KeyValue's old value reclaimed a moment ago), asks
+   * for the revokes to go now and waits for them, holding the lock, at most {@link
+   * #REVOKE_WAIT_NANOS}: without it a nearly full cluster answers NO_SPACE while the space it needs
+   * is a round trip from free. The revokes need no lock to be drained, sent or reported ({@link
+   * #drainRevokes}, {@link #revoked}), so waiting under it cannot stall them.
+   */
+  private List<BlockKey> planWaitingForRevokes(
+      int count, String storageClass, boolean strict, String location) {
+    applyRevoked();
+    try {
+      return md.allocator.plan(count, storageClass, strict, location);
+    } catch (FerriteException e) {
+      if (e.code() != ErrorCode.NO_SPACE || !md.revoking || quarantinedBlocks() == 0) {
+        throw e;
+      }
+      Runnable nudge = revokeNudge;
+      if (nudge != null) {
+        nudge.run();
+      }
+      long deadline = System.nanoTime() + REVOKE_WAIT_NANOS;
+      while (System.nanoTime() - deadline < 0) {
+        java.util.concurrent.locks.LockSupport.parkNanos(50_000);
+        if (!revokedInbox.isEmpty()) {
+          applyRevoked();
+          try {
+            return md.allocator.plan(count, storageClass, strict, location);
+          } catch (FerriteException again) {
+            if (again.code() != ErrorCode.NO_SPACE || quarantinedBlocks() == 0) {
+              throw again;
+            }
+          }
+        }
+      }
+      throw e;
+    }
   }
 
   /** The block's ref, carrying its key for the current generation (see {@link #blockKeys}). */

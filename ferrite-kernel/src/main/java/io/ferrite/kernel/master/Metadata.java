@@ -33,13 +33,17 @@ final class Metadata {
 
   /**
    * Blocks freed since the last {@link #drainRevokes}, with their new generation: their servers
-   * must install the new keys (REVOKE). Transient.
+   * must install the new keys (REVOKE). Transient. Added under the metadata lock, drained without
+   * it ({@link Revoker#revokeNow}), so that an allocation waiting under the lock for revokes to
+   * finish ({@link MasterState}) never waits for a drain that needs the lock.
    */
-  private final List<Revoke> pendingRevokes = new ArrayList<>();
+  private final java.util.concurrent.ConcurrentLinkedQueue<Revoke> pendingRevokes =
+      new java.util.concurrent.ConcurrentLinkedQueue<>();
 
   /**
-   * Whether {@link #pendingRevokes} may be non-empty: written under the lock, read without it by
-   * {@link Revoker#revokeNow} so that the usual RPC (which freed nothing) skips the lock.
+   * Whether {@link #pendingRevokes} may be non-empty: set after an add, cleared before a drain, so
+   * that the usual RPC (which freed nothing) skips the drain; read without the lock by {@link
+   * Revoker#revokeNow}.
    */
   volatile boolean revokesPending;
 
@@ -201,11 +205,14 @@ final class Metadata {
     }
   }
 
-  /** The revokes owed since the last call (and forgets them). */
+  /** The revokes owed since the last call (and forgets them). Any thread, no lock needed. */
   List<Revoke> drainRevokes() {
-    List<Revoke> out = List.copyOf(pendingRevokes);
-    pendingRevokes.clear();
-    revokesPending = false;
+    revokesPending = false; // before the polls: an add after them sets it again
+    List<Revoke> out = new ArrayList<>();
+    Revoke r;
+    while ((r = pendingRevokes.poll()) != null) {
+      out.add(r);
+    }
     return out;
   }
 
