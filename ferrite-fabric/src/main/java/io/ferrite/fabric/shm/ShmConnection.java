@@ -106,6 +106,8 @@ final class ShmConnection implements FabricConnection {
   /** Volatile: set after scheduling, read by the task itself (on the timer thread) and by close. */
   private volatile ScheduledFuture<?> sweep;
 
+  private final ScheduledExecutorService timer;
+
   /**
    * Wraps an authenticated control connection; with {@code useRings}, asks the server for RPC rings
    * (within {@code timeout}) and carries RPCs through them. A server without rings, or any failure
@@ -116,6 +118,7 @@ final class ShmConnection implements FabricConnection {
     this.control = control;
     this.counters = control.counters();
     this.rings = useRings ? openRings(timeout, timer) : null;
+    this.timer = timer;
     this.sweep =
         timer.scheduleWithFixedDelay(
             this::dropUnlinked, SWEEP_MILLIS, SWEEP_MILLIS, TimeUnit.MILLISECONDS);
@@ -143,7 +146,13 @@ final class ShmConnection implements FabricConnection {
       }
     }
     if (dropped) {
-      System.gc();
+      // As a task of its own: this frame may still hold the last mapping dropped (a dead local
+      // that the interpreter keeps), which a collection asked for from here would not unmap.
+      try {
+        timer.execute(System::gc);
+      } catch (java.util.concurrent.RejectedExecutionException e) {
+        // The fabric is closing: its connections' mappings go with it.
+      }
     }
   }
 
