@@ -63,6 +63,20 @@ public final class KvClient {
         try {
           dropTable(name);
         } catch (FerriteException dropFailed) {
+          if (dropFailed.code() == ErrorCode.PERMISSION_DENIED) {
+            // Dropping is the operator's (docs/SECURITY.md): a CLIENT cannot take back the shards
+            // that did fit. Say so where the user looks, with what to run.
+            throw new FerriteException(
+                ErrorCode.NO_SPACE,
+                e.detail()
+                    + "; table '"
+                    + name
+                    + "' was created but not all of its shards fit, and only an admin may drop"
+                    + " it: run `ferrite kv drop "
+                    + name
+                    + "` with the cluster's root secret to give its space back",
+                e);
+          }
           e.addSuppressed(dropFailed);
         }
       }

@@ -40,7 +40,9 @@ class KvCapacityTest {
     try (KvCluster cluster =
         new KvCluster(
             dir, 2, false, Map.of(io.ferrite.kernel.config.FerriteConfig.CAPACITY_DRAM, "16m"))) {
-      FerriteClient c = cluster.client();
+      // Creating and dropping whole tables, with the rollback of a create that does not fit, is
+      // the operator's (a CLIENT may not drop: see the last part).
+      FerriteClient c = cluster.adminClient();
       KvClient kv = new KvClient(c);
       assertEquals(0, dramUsed(c));
 
@@ -93,6 +95,19 @@ class KvCapacityTest {
       kv.dropTable("values");
       assertEquals(0, dramUsed(c), "a drop frees the table's regions at once");
       kv.createTable("again", small).put(new byte[] {1}, new byte[] {2});
+      kv.dropTable("again");
+
+      // A CLIENT's create that does not fit cannot drop what it made: NO_SPACE says so and names
+      // the command; the admin's drop gives it all back.
+      KvClient asClient = new KvClient(cluster.client());
+      FerriteException clientPart =
+          assertThrows(
+              FerriteException.class,
+              () -> asClient.createTable("part", probe.withShards(8).withSlotsPerShard(slots)));
+      assertEquals(ErrorCode.NO_SPACE, clientPart.code(), clientPart.getMessage());
+      assertTrue(clientPart.getMessage().contains("ferrite kv drop part"), clientPart.getMessage());
+      kv.dropTable("part");
+      assertEquals(0, dramUsed(c), "the admin's drop gives the shards back");
     }
   }
 }

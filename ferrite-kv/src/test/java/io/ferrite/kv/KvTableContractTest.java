@@ -583,10 +583,18 @@ abstract class KvTableContractTest {
           () -> {
             while (!done.get() && wrong.get() == null) {
               int k = wr.nextInt(stable);
-              if (wr.nextBoolean()) {
-                t.put(b("w" + k), b("written-" + k));
-              } else {
-                t.delete(b("w" + k));
+              try {
+                if (wr.nextBoolean()) {
+                  t.put(b("w" + k), b("written-" + k));
+                } else {
+                  t.delete(b("w" + k));
+                }
+              } catch (FerriteException e) {
+                // 30 stable keys and up to 30 written ones do not fit 48 slots until the first
+                // resize: a full shard is the documented answer then, anything else is a failure.
+                if (e.code() != ErrorCode.NO_SPACE) {
+                  throw e;
+                }
               }
             }
           });

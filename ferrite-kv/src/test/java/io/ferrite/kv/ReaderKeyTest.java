@@ -50,7 +50,7 @@ class ReaderKeyTest {
             dir,
             KvCluster.CREDENTIALS,
             true,
-            Map.of(FerriteConfig.CAPACITY_DRAM, "256k", FerriteConfig.CAPACITY_DISK, "0"));
+            Map.of(FerriteConfig.CAPACITY_DRAM, "64m", FerriteConfig.CAPACITY_DISK, "0"));
     cluster.startMaster();
     cluster.startServer("kv0");
     cluster.awaitServers(1);
