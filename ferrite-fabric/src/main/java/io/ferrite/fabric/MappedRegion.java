@@ -95,13 +95,50 @@ public final class MappedRegion implements AutoCloseable {
 
   /**
    * Creates {@code file} (owner read/write only) of {@code length} bytes, maps it and registers it
-   * as region {@code id} guarded by {@code rkey}. The file is sparse: memory is committed as it is
-   * touched.
+   * as region {@code id} guarded by {@code rkey}. The file gets its space now ({@link FileSpace}):
+   * a full file system is NO_SPACE here, never a fault when a page is first touched.
+   *
+   * <p>A full file system while regions {@link #release() released} in this process are still
+   * mapped is retried: their memory stays held until the JVM unmaps them, after a collection, so
+   * (as {@code java.nio.Bits} does for direct memory) this asks for one and retries with growing
+   * pauses, about half a second at most, and only while such regions remain. Without it, a server
+   * that freed a region (a dropped kv table, a retired pool region) could not make the next one in
+   * the space it just gave back until some later collection.
    *
    * @throws FerriteException {@link ErrorCode#INVALID_ARGUMENT} for a bad length, {@link
-   *     ErrorCode#CONFLICT} if the file exists, {@link ErrorCode#INTERNAL} on I/O failure
+   *     ErrorCode#CONFLICT} if the file exists, {@link ErrorCode#NO_SPACE} if the file system is
+   *     full, {@link ErrorCode#INTERNAL} on other I/O failures
    */
   public static MappedRegion create(Path file, int id, long length, long rkey) {
+    try {
+      return createOnce(file, id, length, rkey);
+    } catch (FerriteException e) {
+      if (e.code() != ErrorCode.NO_SPACE || RELEASED_MAPPED.get() == 0) {
+        throw e;
+      }
+      System.gc();
+      long pause = 1;
+      for (int retry = 0; retry < 9; retry++) {
+        try {
+          Thread.sleep(pause);
+        } catch (InterruptedException ie) {
+          Thread.currentThread().interrupt();
+          throw e;
+        }
+        pause <<= 1;
+        try {
+          return createOnce(file, id, length, rkey);
+        } catch (FerriteException again) {
+          if (again.code() != ErrorCode.NO_SPACE || RELEASED_MAPPED.get() == 0) {
+            throw again;
+          }
+        }
+      }
+      throw e;
+    }
+  }
+
+  private static MappedRegion createOnce(Path file, int id, long length, long rkey) {
     checkLength(length);
     try {
       Files.createFile(

@@ -18,12 +18,15 @@ import io.ferrite.fabric.netty.MapAnswer;
 import io.ferrite.fabric.netty.NettyConnection;
 import java.lang.invoke.VarHandle;
 import java.nio.ByteBuffer;
+import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
+import java.util.Map;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.ScheduledExecutorService;
+import java.util.concurrent.ScheduledFuture;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
 import java.util.function.Function;
@@ -52,12 +55,17 @@ import java.util.function.Function;
  * as they would on an RDMA queue pair whose peer went away.
  *
  * <p>A mapping is dropped when the caller {@link #release releases} its region, when a MAP of its
- * id fails with {@link ErrorCode#NO_SUCH_REGION} (the server freed it), and when a re-MAP replaces
- * it. Dropping never unmaps under a racing op: the mapping is {@link MappedRegion#release()
- * released} (ops that already hold it finish on mapped memory, later ones fail with {@code
- * NO_SUCH_REGION}, which kv readers take for a stale layout) and the JVM unmaps it once no op
- * refers to it. A server never truncates a region file it frees (it unlinks it), so a mapping of a
- * freed region still reads the bytes it had (a kv shard's {@code MOVED} poison) and never faults.
+ * id fails with {@link ErrorCode#NO_SUCH_REGION} (the server freed it), when a re-MAP replaces it,
+ * and when the sweep ({@link #SWEEP_MILLIS}) finds its file gone: a server unlinks the file of
+ * every region it frees (a dropped kv table, a retired pool region), but the file's memory stays
+ * held by every process that still maps it, so a client that never touched the region again would
+ * hold that memory (the host's RAM, a full tmpfs for the server's next region) until it
+ * disconnects. Dropping never unmaps under a racing op: the mapping is {@link
+ * MappedRegion#release() released} (ops that already hold it finish on mapped memory, later ones
+ * fail with {@code NO_SUCH_REGION}, which kv readers take for a stale layout) and the JVM unmaps it
+ * once no op refers to it. A server never truncates a region file it frees (it unlinks it), so a
+ * mapping of a freed region still reads the bytes it had (a kv shard's {@code MOVED} poison) and
+ * never faults.
  *
  * <p>{@link #close()} may race with ops in flight on other threads: it releases every mapping the
  * same way (never {@link MappedRegion#close()}, which would unmap memory a racing op is copying and
@@ -90,6 +98,17 @@ final class ShmConnection implements FabricConnection {
   private volatile boolean closed;
 
   /**
+   * How often mappings are checked against their files (one {@code stat} each, on the fabric's
+   * timer thread): how long, at most, a client holds the memory of a region its server freed.
+   */
+  static final long SWEEP_MILLIS = 1000;
+
+  /** Volatile: set after scheduling, read by the task itself (on the timer thread) and by close. */
+  private volatile ScheduledFuture<?> sweep;
+
+  private final ScheduledExecutorService timer;
+
+  /**
    * Wraps an authenticated control connection; with {@code useRings}, asks the server for RPC rings
    * (within {@code timeout}) and carries RPCs through them. A server without rings, or any failure
    * setting them up, leaves RPCs on the socket.
@@ -99,6 +118,42 @@ final class ShmConnection implements FabricConnection {
     this.control = control;
     this.counters = control.counters();
     this.rings = useRings ? openRings(timeout, timer) : null;
+    this.timer = timer;
+    this.sweep =
+        timer.scheduleWithFixedDelay(
+            this::dropUnlinked, SWEEP_MILLIS, SWEEP_MILLIS, TimeUnit.MILLISECONDS);
+  }
+
+  /**
+   * Drops every mapping whose file is gone: its server freed the region (region files are never
+   * recreated under a freed id, so a missing file is final). Released, not unmapped: an op may be
+   * copying from it right now (see the class comment); so the memory goes back once the JVM unmaps
+   * it, after a collection, which this asks for when it dropped any (rare: a table dropped or a
+   * pool region retired while this client had it mapped), as the server does for what it frees.
+   */
+  private void dropUnlinked() {
+    if (closed || !control.isOpen()) {
+      // The server is gone (or this was closed): no mapping is vouched for any more, and the
+      // connection must not stay reachable from the timer. close() is idempotent.
+      close();
+      return;
+    }
+    boolean dropped = false;
+    for (Map.Entry<Integer, MappedRegion> e : mappings.entrySet()) {
+      if (!Files.exists(e.getValue().file())) {
+        drop(e.getKey());
+        dropped = true;
+      }
+    }
+    if (dropped) {
+      // As a task of its own: this frame may still hold the last mapping dropped (a dead local
+      // that the interpreter keeps), which a collection asked for from here would not unmap.
+      try {
+        timer.execute(System::gc);
+      } catch (java.util.concurrent.RejectedExecutionException e) {
+        // The fabric is closing: its connections' mappings go with it.
+      }
+    }
   }
 
   private RingClient openRings(Duration timeout, ScheduledExecutorService timer) {
@@ -512,6 +567,10 @@ final class ShmConnection implements FabricConnection {
       return;
     }
     closed = true;
+    ScheduledFuture<?> s = sweep;
+    if (s != null) {
+      s.cancel(false);
+    }
     if (rings != null) {
       rings.lost(
           new FerriteException(

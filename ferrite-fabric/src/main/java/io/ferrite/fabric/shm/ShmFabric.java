@@ -230,9 +230,7 @@ public final class ShmFabric extends NettyFabric {
               }
             });
     try {
-      self[0] =
-          new ShmConnection(
-              control, rings.enabled(), rings.enabled() ? timer() : null, options.connectTimeout());
+      self[0] = new ShmConnection(control, rings.enabled(), timer(), options.connectTimeout());
     } catch (RuntimeException e) {
       control.close();
       throw e;

@@ -285,6 +285,24 @@ class ShmFabricTest {
     }
   }
 
+  @Test
+  void aClientThatNeverTouchesAFreedRegionAgainLetsItsMemoryGo() throws Exception {
+    String file = region.file().toAbsolutePath().toString();
+    try (FabricConnection c = connect()) {
+      c.readSync(ref, 0, ByteBuffer.allocate(8)); // maps the region, then never touches it again
+      regions.deregister(1);
+      region.releaseAndDelete();
+      region = null; // the server lets go of it too
+      // The connection's sweep (ShmConnection.SWEEP_MILLIS) finds the file gone, drops the
+      // mapping and asks for a collection: the pages go back with no op and no close.
+      long deadline = System.nanoTime() + 30_000_000_000L;
+      while (((ShmConnection) c).mappedRegions() > 0 || deletedMappingsOf(file) > 0) {
+        assertTrue(System.nanoTime() < deadline, "a freed region stays mapped by an idle client");
+        Thread.sleep(10);
+      }
+    }
+  }
+
   private static long deletedMappingsOf(String file) throws IOException {
     try (Stream<String> lines = Files.lines(Paths.get("/proc/self/maps"))) {
       return lines.filter(l -> l.endsWith(" " + file + " (deleted)")).count();

@@ -1,14 +1,11 @@
 package io.ferrite.fabric.shm;
 
-import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import java.nio.charset.StandardCharsets;
+import io.ferrite.fabric.testing.PrivateTmpfs;
 import java.nio.file.Path;
-import java.util.ArrayList;
+import java.time.Duration;
 import java.util.List;
-import java.util.concurrent.TimeUnit;
-import org.junit.jupiter.api.Assumptions;
 import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 
@@ -23,45 +20,13 @@ class TmpfsExhaustionTest {
   /** Runs the child on a tmpfs of {@code tmpfsSize} (mount's syntax) with regions of a length. */
   private static List<String> run(String tmpfsSize, long regionLength) throws Exception {
     Path dir = Path.of("/tmp/ferrite-tmpfs-test-" + ProcessHandle.current().pid());
-    String javaBin = Path.of(System.getProperty("java.home"), "bin", "java").toString();
-    String script =
-        "mkdir -p "
-            + dir
-            + " && mount -t tmpfs -o size="
-            + tmpfsSize
-            + " tmpfs "
-            + dir
-            + " && exec \"$0\" -Xmx64m -XX:+UseSerialGC -XX:TieredStopAtLevel=1 -cp \"$1\" "
-            + TmpfsFillChild.class.getName()
-            + " "
-            + dir
-            + " "
-            + regionLength;
-    List<String> cmd =
-        List.of(
-            "unshare", "-rm", "sh", "-c", script, javaBin, System.getProperty("java.class.path"));
-    Process p;
-    try {
-      p = new ProcessBuilder(cmd).redirectErrorStream(true).start();
-    } catch (java.io.IOException e) {
-      Assumptions.abort("no unshare here: " + e);
-      throw e;
-    }
-    try {
-      String out = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
-      assertTrue(p.waitFor(120, TimeUnit.SECONDS), "the child hangs");
-      if (out.contains("unshare failed") || out.contains("mount: ")) {
-        Assumptions.abort("no private tmpfs possible here: " + out);
-      }
-      assertEquals(0, p.exitValue(), "the child died (a SIGBUS is exit 134):\n" + out);
-      List<String> lines = new ArrayList<>(out.lines().toList());
-      lines.removeIf(l -> l.startsWith("WARNING") || l.contains("System.Logger"));
-      return lines;
-    } finally {
-      p.destroyForcibly();
-      p.waitFor();
-      java.nio.file.Files.deleteIfExists(dir); // the mount went with the namespace
-    }
+    return PrivateTmpfs.run(
+        dir,
+        tmpfsSize,
+        Duration.ofSeconds(120),
+        TmpfsFillChild.class.getName(),
+        dir.toString(),
+        Long.toString(regionLength));
   }
 
   private static void check(List<String> out, int expected) {

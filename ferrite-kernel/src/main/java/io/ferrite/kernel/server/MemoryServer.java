@@ -121,10 +121,15 @@ public final class MemoryServer implements AutoCloseable {
     this.reclaimer = Threads.scheduler("ferrite-server-" + name + "-reclaim");
   }
 
-  /** After {@code freed} was freed: makes sure a reclaim pass is scheduled ({@link #reclaimer}). */
+  /**
+   * After {@code freed} was freed (null: after the pool was left short): makes sure a reclaim pass
+   * is scheduled ({@link #reclaimer}).
+   */
   private void reclaimSoon(MappedRegion freed) {
     synchronized (reclaimLock) {
-      freedMapped.add(new java.lang.ref.WeakReference<>(freed));
+      if (freed != null) {
+        freedMapped.add(new java.lang.ref.WeakReference<>(freed));
+      }
       if (reclaimDelayMillis == 0 && !closed) {
         reclaimDelayMillis = 500;
         scheduleReclaim();
@@ -147,8 +152,14 @@ public final class MemoryServer implements AutoCloseable {
       // server's frees count: mappings other code in the process released are its business.
       System.gc();
     }
+    boolean whole = true;
+    if (!closed && serverId >= 0) {
+      for (String cls : List.of("dram", "disk")) {
+        whole &= regrowPool(cls);
+      }
+    }
     synchronized (reclaimLock) {
-      if (closed || !freedStillMapped() || reclaimDelayMillis >= 32_000) {
+      if (closed || (whole && !freedStillMapped()) || reclaimDelayMillis >= 32_000) {
         reclaimDelayMillis = 0; // done, or something still holds a mapping: the next free retries
         return;
       }
@@ -481,6 +492,37 @@ public final class MemoryServer implements AutoCloseable {
     return List.copyOf(endpoints);
   }
 
+  /**
+   * Gives the space services freed back to the block pool once a whole pool region fits again in
+   * {@code cls}'s capacity. Returns whether the pool is whole: false if the file system refused a
+   * region (a freed region's memory stays held until every process mapping it lets go: this server
+   * after a collection, a shm client after its sweep), and the reclaimer retries. A new pool region
+   * gets its block key table and generation 0's keys before the master hears of it (and hands out
+   * its blocks).
+   */
+  private boolean regrowPool(String cls) {
+    List<RegionInfo> regrown = store.regrowPool(serverId, cls, cfg.regionSize());
+    if (!regrown.isEmpty()) {
+      store.attachBlockKeys(cfg.blockSize());
+      Map<Integer, int[]> fresh = new HashMap<>();
+      for (RegionInfo g : regrown) {
+        fresh.put(g.ref().regionId(), new int[(int) (g.ref().length() / cfg.blockSize())]);
+      }
+      grants.install(serverId, fresh);
+    }
+    for (RegionInfo grown : regrown) {
+      try {
+        link.stub().addRegion(serverId, grown);
+      } catch (FerriteException e) {
+        LOG.log(
+            System.Logger.Level.DEBUG,
+            "block-pool region {0} reaches the master with the next registration",
+            grown.ref().regionId());
+      }
+    }
+    return !store.poolShort(cls, cfg.regionSize());
+  }
+
   private final class Context implements ServiceContext {
     private final FerriteService service;
 
@@ -500,9 +542,21 @@ public final class MemoryServer implements AutoCloseable {
 
     @Override
     public MappedRegion createRegion(String storageClass, long length) {
-      MappedRegion r =
-          store.createServiceRegion(
-              serverId, storageClass, length, service.name(), MemoryServer.this::retire);
+      MappedRegion r;
+      try {
+        r =
+            store.createServiceRegion(
+                serverId, storageClass, length, service.name(), MemoryServer.this::retire);
+      } catch (FerriteException e) {
+        if (e.code() == ErrorCode.NO_SPACE) {
+          // Pool regions retired for it in vain (not enough came free, or the file system was
+          // full): give them back to the pool, now or (file system) from the reclaimer.
+          if (!regrowPool(storageClass)) {
+            reclaimSoon(null);
+          }
+        }
+        throw e;
+      }
       try {
         link.stub().addRegion(serverId, store.info(serverId, r));
       } catch (FerriteException e) {
@@ -528,28 +582,7 @@ public final class MemoryServer implements AutoCloseable {
             "the master forgets region {0} with the next registration",
             info.ref().regionId());
       }
-      // The space goes back to the block pool once a whole pool region fits again. A new pool
-      // region gets its block key table and generation 0's keys before the master hears of it
-      // (and hands out its blocks).
-      List<RegionInfo> regrown = store.regrowPool(serverId, info.storageClass(), cfg.regionSize());
-      if (!regrown.isEmpty()) {
-        store.attachBlockKeys(cfg.blockSize());
-        Map<Integer, int[]> fresh = new HashMap<>();
-        for (RegionInfo g : regrown) {
-          fresh.put(g.ref().regionId(), new int[(int) (g.ref().length() / cfg.blockSize())]);
-        }
-        grants.install(serverId, fresh);
-      }
-      for (RegionInfo grown : regrown) {
-        try {
-          link.stub().addRegion(serverId, grown);
-        } catch (FerriteException e) {
-          LOG.log(
-              System.Logger.Level.DEBUG,
-              "block-pool region {0} reaches the master with the next registration",
-              grown.ref().regionId());
-        }
-      }
+      regrowPool(info.storageClass());
     }
 
     @Override

@@ -61,6 +61,9 @@ final class RegionStore implements AutoCloseable {
   private final SecureRandom random = new SecureRandom();
   private final TreeMap<Integer, Entry> entries = new TreeMap<>();
 
+  /** Set by close: the server's reclaimer may still try to regrow the pool; it must not. */
+  private boolean closed;
+
   /** The id the next region gets: above every id this process has used. */
   private int nextId = 1;
 
@@ -245,7 +248,9 @@ final class RegionStore implements AutoCloseable {
     dir(cls);
     long cap = capacities.getOrDefault(cls, Long.MAX_VALUE);
     long over = held(cls, "") + held(cls, null) + length - cap;
-    if (over > 0) {
+    // Retiring the whole pool could not make room when the services' regions alone leave none:
+    // refuse at once, not after giving away every empty pool region for nothing.
+    if (over > 0 && held(cls, null) + length <= cap) {
       retire(serverId, cls, over, retirer);
       over = held(cls, "") + held(cls, null) + length - cap;
     }
@@ -335,7 +340,7 @@ final class RegionStore implements AutoCloseable {
   synchronized List<RegionInfo> regrowPool(int serverId, String cls, long regionSize) {
     List<RegionInfo> grown = new ArrayList<>();
     Long cap = capacities.get(cls);
-    if (cap == null) {
+    if (cap == null || closed) {
       return grown;
     }
     while (held(cls, "") + held(cls, null) + regionSize <= cap) {
@@ -353,6 +358,15 @@ final class RegionStore implements AutoCloseable {
       writeMeta();
     }
     return grown;
+  }
+
+  /**
+   * Whether a whole pool region of {@code cls} would fit in its capacity but is not there: {@link
+   * #regrowPool} was refused by the file system (space freed but still mapped somewhere).
+   */
+  synchronized boolean poolShort(String cls, long regionSize) {
+    Long cap = capacities.get(cls);
+    return cap != null && !closed && held(cls, "") + held(cls, null) + regionSize <= cap;
   }
 
   /**
@@ -471,6 +485,7 @@ final class RegionStore implements AutoCloseable {
   }
 
   synchronized void close(List<String> deleteClasses) {
+    closed = true;
     for (Entry e : new ArrayList<>(entries.values())) {
       table.deregister(e.region().id());
       boolean delete = !e.service().isEmpty() || deleteClasses.contains(e.storageClass());

@@ -109,6 +109,15 @@ class ServiceCapacityTest {
     throw new AssertionError("no dram in " + m);
   }
 
+  private List<String> dramFiles() throws IOException {
+    try (Stream<Path> s = Files.walk(cluster.shmDir)) {
+      return s.map(p -> p.getFileName().toString())
+          .filter(n -> n.startsWith("region-"))
+          .sorted()
+          .toList();
+    }
+  }
+
   private long dramFileBytes() throws IOException {
     long n = 0;
     try (Stream<Path> s = Files.walk(cluster.shmDir)) {
@@ -119,6 +128,18 @@ class ServiceCapacityTest {
       }
     }
     return n;
+  }
+
+  @Test
+  void aRegionLargerThanTheCapacityIsRefusedWithThePoolLeftWhole() throws Exception {
+    List<String> files = dramFiles();
+    FerriteException tooBig =
+        assertThrows(FerriteException.class, () -> fill.ctx.createRegion("dram", 1024 * 1024));
+    assertEquals(ErrorCode.NO_SPACE, tooBig.code(), tooBig.getMessage());
+    // No pool region was retired for it (nothing could have made room): every block is there.
+    // The same files: none retired (and regrown under new ids) for a region that could never fit.
+    assertEquals(files, dramFiles(), "the block pool's regions");
+    assertEquals(8, client.allocate(8, "dram", true, "").size(), "the pool's blocks");
   }
 
   @Test
