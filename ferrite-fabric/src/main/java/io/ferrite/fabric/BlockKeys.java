@@ -109,7 +109,13 @@ public final class BlockKeys {
         return new BlockKeys(file, ch.map(FileChannel.MapMode.READ_WRITE, 0, length), true);
       }
     } catch (IOException e) {
-      throw new FerriteException(ErrorCode.INTERNAL, "cannot create block key file " + file, e);
+      try {
+        Files.deleteIfExists(file); // what was written of it goes back
+      } catch (IOException suppressed) {
+        e.addSuppressed(suppressed);
+      }
+      // A full file system (a tmpfs: the host's RAM) is NO_SPACE, as for the region itself.
+      throw FileSpace.failed(file, length, String.valueOf(e.getMessage()), e);
     }
   }
 

@@ -94,7 +94,11 @@ public final class FileSpace {
     }
   }
 
-  private static FerriteException failed(Path file, long length, String why, Throwable cause) {
+  /**
+   * The error for a file that could not get {@code length} bytes: NO_SPACE when the file system
+   * said it is full, else INTERNAL.
+   */
+  static FerriteException failed(Path file, long length, String why, Throwable cause) {
     boolean full = why.contains("No space left") || why.contains("Disk quota exceeded");
     return new FerriteException(
         full ? ErrorCode.NO_SPACE : ErrorCode.INTERNAL,
