@@ -5,7 +5,6 @@ import io.ferrite.fabric.FerriteException;
 import io.ferrite.kernel.client.FerriteClient;
 import io.ferrite.kernel.config.FerriteConfig;
 import io.ferrite.kernel.master.MasterExtension;
-import io.ferrite.kernel.proto.ClusterStatus;
 import io.ferrite.kernel.testing.ClusterHarness;
 import io.ferrite.kv.KvClient;
 import io.ferrite.kv.KvTable;
@@ -239,15 +238,8 @@ public final class FaceExhaustionChild {
   }
 
   private static long dramUsed(FerriteClient c) {
-    long used = 0;
-    for (ClusterStatus.Member m : c.status().members()) {
-      for (ClusterStatus.ClassUsage u : m.usage()) {
-        if (u.storageClass().equals("dram")) {
-          used += u.usedBytes();
-        }
-      }
-    }
-    return used;
+    long[] dram = c.status().totals(null).get("dram");
+    return dram == null ? 0 : dram[1];
   }
 
   private static long collected(LongSupplier v) {

@@ -7,7 +7,6 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import io.ferrite.fabric.ErrorCode;
 import io.ferrite.fabric.FerriteException;
 import io.ferrite.kernel.client.FerriteClient;
-import io.ferrite.kernel.proto.ClusterStatus;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
 import java.util.Arrays;
@@ -24,15 +23,8 @@ class KvCapacityTest {
   @TempDir Path dir;
 
   private static long dramUsed(FerriteClient c) {
-    long used = 0;
-    for (ClusterStatus.Member m : c.status().members()) {
-      for (ClusterStatus.ClassUsage u : m.usage()) {
-        if (u.storageClass().equals("dram")) {
-          used += u.usedBytes();
-        }
-      }
-    }
-    return used;
+    long[] dram = c.status().totals(null).get("dram");
+    return dram == null ? 0 : dram[1];
   }
 
   @Test
