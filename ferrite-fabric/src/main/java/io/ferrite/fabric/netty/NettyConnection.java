@@ -164,7 +164,19 @@ public final class NettyConnection implements FabricConnection {
       if (ssl != null) {
         // The TLS failure, not the closed channel the cluster handshake then sees, is the story.
         Future<Channel> hs = ssl.handshakeFuture();
-        if (hs.awaitUninterruptibly(left, TimeUnit.NANOSECONDS) && !hs.isSuccess()) {
+        if (!hs.awaitUninterruptibly(left, TimeUnit.NANOSECONDS)) {
+          // Not the cluster handshake's timeout either: that one never started.
+          ch.close();
+          throw new FerriteException(
+              ErrorCode.UNAVAILABLE,
+              "TLS handshake with "
+                  + address
+                  + " did not complete within "
+                  + options.connectTimeout().toMillis()
+                  + " ms (is the server using TLS? a server without tls.enabled closes on a TLS"
+                  + " hello)");
+        }
+        if (!hs.isSuccess()) {
           ch.close();
           throw tls.handshakeFailure(address, hs.cause());
         }
