@@ -89,7 +89,7 @@ final class FerriteFsConfig {
     if (id == null) {
       id = cf.get() == null ? "ferrite" : cf.get().clusterId();
     }
-    Credentials credentials = new Credentials(id, secret(conf, env, cf));
+    Credentials credentials = credentials(id, conf, env, cf);
     Duration rpc =
         Duration.ofMillis(conf.getTimeDuration(RPC_TIMEOUT, 5000, TimeUnit.MILLISECONDS));
     try {
@@ -105,12 +105,19 @@ final class FerriteFsConfig {
     }
   }
 
-  private static byte[] secret(Configuration conf, Map<String, String> env, ClusterFileCache cf)
+  /**
+   * The secret to prove: {@link #SECRET} (the root's hex), else the file {@link #SECRET_FILE} names
+   * (the root or a {@code client.secret}: docs/SECURITY.md), else the cluster file's, where the
+   * {@code client.secret} beside the root is preferred (a file system is a data client: role CLIENT
+   * is all it needs).
+   */
+  private static Credentials credentials(
+      String id, Configuration conf, Map<String, String> env, ClusterFileCache cf)
       throws IOException {
     char[] hex = conf.getPassword(SECRET);
     if (hex != null && hex.length > 0) {
       try {
-        return HexFormat.of().parseHex(new String(hex).trim());
+        return new Credentials(id, HexFormat.of().parseHex(new String(hex).trim()));
       } catch (IllegalArgumentException e) {
         throw new IOException(SECRET + " does not hold hex", e);
       }
@@ -120,7 +127,9 @@ final class FerriteFsConfig {
             conf.getTrimmed(SECRET_FILE),
             env.get(FerriteConfig.envName(FerriteConfig.SECRET_FILE)));
     if (file == null && cf.get() != null) {
-      file = cf.get().secretFile().toString();
+      Path root = cf.get().secretFile().toAbsolutePath();
+      Path client = root.resolveSibling(Secrets.CLIENT_FILE);
+      file = (java.nio.file.Files.isReadable(client) ? client : root).toString();
     }
     if (file == null) {
       throw new IOException(
@@ -137,7 +146,7 @@ final class FerriteFsConfig {
               + ")");
     }
     try {
-      return Secrets.read(Path.of(file));
+      return Secrets.load(id, Path.of(file));
     } catch (IllegalArgumentException e) {
       throw new IOException(e.getMessage(), e);
     }

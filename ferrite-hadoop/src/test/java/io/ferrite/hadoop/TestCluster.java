@@ -77,13 +77,16 @@ public final class TestCluster implements AutoCloseable {
     this.harness = harness;
     this.dir = dir;
     this.fabric = fabric;
-    this.secretFile = dir.resolve("secret");
+    Path root = dir.resolve("secret");
     Files.writeString(
         Files.createFile(
-            secretFile,
+            root,
             PosixFilePermissions.asFileAttribute(PosixFilePermissions.fromString("rw-------"))),
         HexFormat.of().formatHex(CREDENTIALS.secret()) + "\n",
         StandardCharsets.US_ASCII);
+    // The file system is a data client: the whole suite runs with the least role, CLIENT.
+    this.secretFile =
+        io.ferrite.kernel.config.Secrets.writeClientSecret(root, CREDENTIALS.secret());
     URI master = URI.create(harness.masterAddress());
     this.uri = URI.create("ferrite://" + master.getHost() + ":" + master.getPort() + "/");
   }
