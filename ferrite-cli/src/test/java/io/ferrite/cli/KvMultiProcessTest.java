@@ -9,7 +9,6 @@ import io.ferrite.kernel.client.FerriteClient;
 import io.ferrite.kv.KvClient;
 import io.ferrite.kv.KvTable;
 import io.ferrite.kv.TableOptions;
-import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayDeque;
 import java.util.ArrayList;
@@ -36,32 +35,6 @@ import org.junit.jupiter.api.Test;
 class KvMultiProcessTest extends ProcessClusterTest {
   static final String CLUSTER = "kv-mp-test";
 
-  private Process startServer() throws IOException {
-    return start(
-        "s1",
-        "server",
-        "--dir",
-        dir.toString(),
-        "--name",
-        "s1",
-        "--master",
-        "ferrite://127.0.0.1:" + port,
-        "--cluster-id",
-        CLUSTER,
-        "--fabrics",
-        "tcp",
-        "--dram",
-        "16m",
-        "--disk",
-        "0",
-        "--set",
-        "region.size=16m",
-        "--set",
-        "heartbeat.interval=100ms",
-        "--set",
-        "shm.dir=" + shmDir);
-  }
-
   private FerriteClient client() {
     FerriteClient c =
         Ferrite.connect(
@@ -82,22 +55,8 @@ class KvMultiProcessTest extends ProcessClusterTest {
   /** Starts the master and the server, waits for it; returns the server's process. */
   private Process startCluster() throws Exception {
     newCluster(CLUSTER, "ferrite-kv-mp-");
-    start(
-        "master",
-        "master",
-        "--dir",
-        dir.toString(),
-        "--port",
-        Integer.toString(port),
-        "--cluster-id",
-        CLUSTER,
-        "--set",
-        "heartbeat.interval=100ms",
-        "--set",
-        "server.dead.timeout=1s",
-        "--set",
-        "shm.dir=" + shmDir); // the master serves shm too: its socket goes where stopAll cleans
-    Process server = startServer();
+    startMaster("master", "server.dead.timeout=1s");
+    Process server = startServer("s1", "16m", "0");
     await("an ALIVE server", this::serverAlive);
     return server;
   }
@@ -136,7 +95,7 @@ class KvMultiProcessTest extends ProcessClusterTest {
     stop.set(true);
     writer.join();
     int n = acked.size();
-    startServer();
+    startServer("s1", "16m", "0");
     await("the restarted server ALIVE", this::serverAlive);
 
     KvTable again = new KvClient(client()).table("durable");
@@ -250,7 +209,7 @@ class KvMultiProcessTest extends ProcessClusterTest {
       w.join();
     }
     assertTrue(unexpected.isEmpty(), "writers failed: " + unexpected);
-    startServer();
+    startServer("s1", "16m", "0");
     await("the restarted server ALIVE", this::serverAlive);
 
     KvTable again = new KvClient(client()).table("durable");

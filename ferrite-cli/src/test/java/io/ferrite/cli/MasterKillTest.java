@@ -8,7 +8,6 @@ import io.ferrite.kernel.client.ClientOptions;
 import io.ferrite.kernel.client.Ferrite;
 import io.ferrite.kernel.client.FerriteClient;
 import io.ferrite.kernel.proto.BlockRef;
-import java.io.IOException;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
@@ -33,27 +32,10 @@ class MasterKillTest extends ProcessClusterTest {
   static final String CLUSTER = "master-kill-test";
   static final int WRITERS = 8;
 
-  private Process startMaster() throws IOException {
-    return start(
-        "master",
-        "master",
-        "--dir",
-        dir.toString(),
-        "--port",
-        Integer.toString(port),
-        "--cluster-id",
-        CLUSTER,
-        "--set",
-        "journal.fsync=true",
-        "--set",
-        "block.size=64k",
-        "--set",
-        "heartbeat.interval=100ms",
-        "--set",
-        "server.dead.timeout=30s",
-        "--set",
-        "shm.dir=" + shmDir);
-  }
+  /** The master fsyncs its journal, with small blocks and a long dead timeout. */
+  static final String[] MASTER_SETS = {
+    "journal.fsync=true", "block.size=64k", "server.dead.timeout=30s"
+  };
 
   private FerriteClient client(boolean session) {
     FerriteClient c =
@@ -80,30 +62,8 @@ class MasterKillTest extends ProcessClusterTest {
   @Test
   void everyAcknowledgedMutationSurvivesASigkilledMaster(Random random) throws Exception {
     newCluster(CLUSTER, "ferrite-master-kill-");
-    Process master = startMaster();
-    start(
-        "s1",
-        "server",
-        "--dir",
-        dir.toString(),
-        "--name",
-        "s1",
-        "--master",
-        "ferrite://127.0.0.1:" + port,
-        "--cluster-id",
-        CLUSTER,
-        "--fabrics",
-        "tcp",
-        "--dram",
-        "64m",
-        "--disk",
-        "0",
-        "--set",
-        "region.size=16m",
-        "--set",
-        "heartbeat.interval=100ms",
-        "--set",
-        "shm.dir=" + shmDir);
+    Process master = startMaster("master", MASTER_SETS);
+    startServer("s1", "64m", "0");
     await("an ALIVE server", this::serverAlive);
 
     // owner -> block, for each acknowledged allocation; owners whose free was acknowledged.
@@ -161,7 +121,7 @@ class MasterKillTest extends ProcessClusterTest {
     assertEquals(List.of(), unexpected);
     int n = acks.get();
 
-    startMaster();
+    startMaster("master", MASTER_SETS);
     // With a session: OWNED answers only a live session (docs/SECURITY.md).
     FerriteClient check = await("the restarted master", () -> client(true));
     int checked = 0;

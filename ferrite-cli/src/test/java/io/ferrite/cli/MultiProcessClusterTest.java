@@ -48,50 +48,6 @@ class MultiProcessClusterTest extends ProcessClusterTest {
 
   Path secret;
 
-  private Process startMaster() throws IOException {
-    return start(
-        "master-" + processes.size(),
-        "master",
-        "--dir",
-        dir.toString(),
-        "--port",
-        Integer.toString(port),
-        "--cluster-id",
-        CLUSTER,
-        "--set",
-        "heartbeat.interval=100ms",
-        "--set",
-        "server.dead.timeout=1s",
-        "--set",
-        "shm.dir=" + shmDir); // the master serves shm too: its socket goes where stopAll cleans
-  }
-
-  private Process startServer(String name) throws IOException {
-    return start(
-        name,
-        "server",
-        "--dir",
-        dir.toString(),
-        "--name",
-        name,
-        "--master",
-        "ferrite://127.0.0.1:" + port,
-        "--cluster-id",
-        CLUSTER,
-        "--fabrics",
-        "tcp",
-        "--dram",
-        "64m",
-        "--disk",
-        "32m",
-        "--set",
-        "region.size=16m",
-        "--set",
-        "heartbeat.interval=100ms",
-        "--set",
-        "shm.dir=" + shmDir);
-  }
-
   @Override
   String logs() {
     return "seed " + seed + "; " + super.logs();
@@ -145,10 +101,10 @@ class MultiProcessClusterTest extends ProcessClusterTest {
     newCluster(CLUSTER, "ferrite-mp-");
     secret = secret();
 
-    startMaster();
+    startMaster("master-" + processes.size(), "server.dead.timeout=1s");
     await("the master", () -> status() != null);
-    startServer("s1");
-    Process s2 = startServer("s2");
+    startServer("s1", "64m", "32m");
+    Process s2 = startServer("s2", "64m", "32m");
     ClusterStatus up =
         await(
             "two ALIVE servers",
@@ -185,7 +141,7 @@ class MultiProcessClusterTest extends ProcessClusterTest {
     processes.get(0).destroyForcibly().waitFor();
     clients.remove(c);
     c.close();
-    startMaster();
+    startMaster("master-" + processes.size(), "server.dead.timeout=1s");
     ClusterStatus recovered = await("the restarted master", this::status);
     assertEquals(2, recovered.members().size(), logs());
     assertEquals(before.regions(), recovered.regions(), "regions recovered\n" + logs());

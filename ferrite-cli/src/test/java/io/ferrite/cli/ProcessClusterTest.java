@@ -23,6 +23,7 @@ abstract class ProcessClusterTest {
   @TempDir Path dir;
   Path shmDir;
   int port;
+  String clusterId;
   Credentials credentials;
   final List<Process> processes = new ArrayList<>();
   final List<AutoCloseable> clients = new ArrayList<>();
@@ -36,7 +37,63 @@ abstract class ProcessClusterTest {
     try (ServerSocket s = new ServerSocket(0)) {
       port = s.getLocalPort();
     }
+    this.clusterId = clusterId;
     credentials = new Credentials(clusterId, Secrets.readOrCreate(secret()));
+  }
+
+  /**
+   * Starts a master of the cluster as process {@code name} on {@link #port}, with heartbeats every
+   * 100 ms, its shm socket where {@link #stopAll} cleans, and the config keys {@code sets} ({@code
+   * key=value}).
+   */
+  Process startMaster(String name, String... sets) throws IOException {
+    List<String> args =
+        new ArrayList<>(
+            List.of(
+                "master",
+                "--dir",
+                dir.toString(),
+                "--port",
+                Integer.toString(port),
+                "--cluster-id",
+                clusterId));
+    return start(name, withSets(args, sets));
+  }
+
+  /**
+   * Starts memory server {@code name} of the cluster over tcp with {@code dram} and {@code disk} of
+   * capacity, 16 MiB regions, heartbeats every 100 ms and its shm files where {@link #stopAll}
+   * cleans.
+   */
+  Process startServer(String name, String dram, String disk) throws IOException {
+    List<String> args =
+        new ArrayList<>(
+            List.of(
+                "server",
+                "--dir",
+                dir.toString(),
+                "--name",
+                name,
+                "--master",
+                "ferrite://127.0.0.1:" + port,
+                "--cluster-id",
+                clusterId,
+                "--fabrics",
+                "tcp",
+                "--dram",
+                dram,
+                "--disk",
+                disk));
+    return start(name, withSets(args, "region.size=16m"));
+  }
+
+  private String[] withSets(List<String> args, String... sets) {
+    for (String set : sets) {
+      args.add("--set");
+      args.add(set);
+    }
+    args.addAll(List.of("--set", "heartbeat.interval=100ms", "--set", "shm.dir=" + shmDir));
+    return args.toArray(new String[0]);
   }
 
   /** Where the cluster secret is kept. */
