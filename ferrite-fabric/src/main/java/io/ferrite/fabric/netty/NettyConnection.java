@@ -103,24 +103,10 @@ public final class NettyConnection implements FabricConnection {
   }
 
   /**
-   * Connects to {@code remote} and completes the handshake within {@code options.connectTimeout()}.
-   * Must not be called on an I/O thread.
-   */
-  public static NettyConnection connect(
-      EventLoopGroup group,
-      NettyTransport transport,
-      SocketAddress remote,
-      String address,
-      ConnectOptions options,
-      Consumer<NettyConnection> onClose) {
-    return connect(group, transport, remote, address, options, onClose, null);
-  }
-
-  /**
-   * Connects as {@link #connect(EventLoopGroup, NettyTransport, SocketAddress, String,
-   * ConnectOptions, Consumer)}, over TLS when {@code tls} is not null (TCP only): the server's
-   * certificate is checked against the trust file before the cluster handshake starts, and a
-   * rejected one fails with {@link ErrorCode#AUTH_FAILED} naming the certificate problem.
+   * Connects to {@code remote} and completes the handshake within {@code options.connectTimeout()}
+   * (must not be called on an I/O thread), over TLS when {@code tls} is not null (TCP only): the
+   * server's certificate is checked against the trust file before the cluster handshake starts, and
+   * a rejected one fails with {@link ErrorCode#AUTH_FAILED} naming the certificate problem.
    */
   public static NettyConnection connect(
       EventLoopGroup group,

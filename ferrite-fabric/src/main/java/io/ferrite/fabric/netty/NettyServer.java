@@ -54,55 +54,14 @@ public final class NettyServer implements FabricServer {
   private final RingHost rings;
 
   /**
-   * Binds and starts serving.
+   * Binds and starts serving, with RPC rings made by {@code rings} from the endpoint's dispatcher
+   * (null: none, RINGS and DOORBELL frames are protocol errors), over TLS when {@code tls} is not
+   * null (TCP only: every accepted connection must open with a TLS hello; a plaintext one is
+   * answered with an error and closed).
    *
    * @param serveMap whether MAP frames are answered (same-host shm clients) or refused
    * @param addressOf the client-facing address of the bound socket
    * @param onClose run once after the server closed (e.g. removes a socket file)
-   */
-  public NettyServer(
-      ServerSpec spec,
-      EventLoopGroup group,
-      NettyTransport transport,
-      SocketAddress bindTo,
-      boolean serveMap,
-      Function<SocketAddress, String> addressOf,
-      long handshakeTimeoutMillis,
-      Runnable onClose) {
-    this(
-        spec, group, transport, bindTo, serveMap, addressOf, handshakeTimeoutMillis, onClose, null);
-  }
-
-  /**
-   * Binds and starts serving, with RPC rings made by {@code rings} from the endpoint's dispatcher
-   * (null: none, RINGS and DOORBELL frames are protocol errors).
-   */
-  public NettyServer(
-      ServerSpec spec,
-      EventLoopGroup group,
-      NettyTransport transport,
-      SocketAddress bindTo,
-      boolean serveMap,
-      Function<SocketAddress, String> addressOf,
-      long handshakeTimeoutMillis,
-      Runnable onClose,
-      Function<RpcDispatcher, RingHost> rings) {
-    this(
-        spec,
-        group,
-        transport,
-        bindTo,
-        serveMap,
-        addressOf,
-        handshakeTimeoutMillis,
-        onClose,
-        rings,
-        null);
-  }
-
-  /**
-   * Binds and starts serving, over TLS when {@code tls} is not null (TCP only: every accepted
-   * connection must open with a TLS hello; a plaintext one is answered with an error and closed).
    */
   public NettyServer(
       ServerSpec spec,

@@ -172,7 +172,8 @@ public final class ShmFabric extends NettyFabric {
                   untrack(self[0]);
                   deleteQuietly(socket);
                 },
-                ringHost(spec));
+                ringHost(spec),
+                null); // shm never leaves the host: no TLS (docs/SECURITY.md)
       } finally {
         deleteQuietly(bindPath);
         deleteQuietly(privateDir);
@@ -192,7 +193,8 @@ public final class ShmFabric extends NettyFabric {
               bound -> TcpFabric.address(bound).replaceFirst("^tcp:", FALLBACK_SCHEME + ":"),
               handshakeTimeoutMillis,
               () -> untrack(self[0]),
-              ringHost(spec));
+              ringHost(spec),
+              null);
     }
     self[0] = server;
     return track(server);
@@ -228,7 +230,8 @@ public final class ShmFabric extends NettyFabric {
               if (self[0] != null) {
                 untrack(self[0]);
               }
-            });
+            },
+            null);
     try {
       self[0] = new ShmConnection(control, rings.enabled(), timer(), options.connectTimeout());
     } catch (RuntimeException e) {
