@@ -3,47 +3,12 @@ package io.ferrite.cli;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import java.io.IOException;
-import java.io.PrintWriter;
-import java.io.StringWriter;
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.util.Comparator;
-import java.util.stream.Stream;
-import org.junit.jupiter.api.AfterEach;
-import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.io.TempDir;
-import picocli.CommandLine;
 
 /** The commands in this JVM: help texts, the local cluster's self-check, error reporting. */
-class CliTest {
-  @TempDir Path dir;
-  Path shm;
-
-  @BeforeEach
-  void shmDir() throws IOException {
-    shm = Files.createTempDirectory(Path.of("/dev/shm"), "fc");
-  }
-
-  @AfterEach
-  void removeShmDir() throws IOException {
-    try (Stream<Path> s = Files.walk(shm)) {
-      for (Path p : s.sorted(Comparator.reverseOrder()).toList()) {
-        Files.deleteIfExists(p);
-      }
-    }
-  }
-
-  final StringWriter out = new StringWriter();
-  final StringWriter err = new StringWriter();
-
-  int run(String... args) {
-    CommandLine cl = FerriteCli.commandLine();
-    cl.setOut(new PrintWriter(out, true));
-    cl.setErr(new PrintWriter(err, true));
-    return cl.execute(args);
-  }
+class CliTest extends LocalCliCapture {
 
   @Test
   void everyCommandHasHelpWithExamples() {

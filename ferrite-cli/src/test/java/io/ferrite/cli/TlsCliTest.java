@@ -11,32 +11,11 @@ import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.attribute.PosixFilePermissions;
-import java.util.Comparator;
 import java.util.stream.Stream;
-import org.junit.jupiter.api.AfterEach;
-import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.io.TempDir;
 
 /** {@code ferrite tls generate} and {@code ferrite local --tls}. */
-class TlsCliTest extends CliCapture {
-  @TempDir Path dir;
-  Path shm;
-
-  @BeforeEach
-  void shmDir() throws IOException {
-    shm = Files.createTempDirectory(Path.of("/dev/shm"), "fc");
-  }
-
-  @AfterEach
-  void removeShmDir() throws IOException {
-    try (Stream<Path> s = Files.walk(shm)) {
-      for (Path p : s.sorted(Comparator.reverseOrder()).toList()) {
-        Files.deleteIfExists(p);
-      }
-    }
-  }
-
+class TlsCliTest extends LocalCliCapture {
   @Test
   void generateWritesAUsablePairWithAnOwnerOnlyKey() throws IOException {
     Path d = dir.resolve("certs");

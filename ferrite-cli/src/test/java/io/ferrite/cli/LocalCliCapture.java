@@ -1,0 +1,33 @@
+package io.ferrite.cli;
+
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.Comparator;
+import java.util.stream.Stream;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.io.TempDir;
+
+/**
+ * {@link CliCapture} for tests that start {@code ferrite local} in this JVM: a private directory
+ * and a private shm directory under /dev/shm, removed after each test (also when it fails).
+ */
+abstract class LocalCliCapture extends CliCapture {
+  @TempDir Path dir;
+  Path shm;
+
+  @BeforeEach
+  void shmDir() throws IOException {
+    shm = Files.createTempDirectory(Path.of("/dev/shm"), "fc");
+  }
+
+  @AfterEach
+  void removeShmDir() throws IOException {
+    try (Stream<Path> s = Files.walk(shm)) {
+      for (Path p : s.sorted(Comparator.reverseOrder()).toList()) {
+        Files.deleteIfExists(p);
+      }
+    }
+  }
+}
