@@ -61,6 +61,8 @@ public final class FerriteConfig {
   public static final String TLS_CERT = "tls.cert";
   public static final String TLS_KEY = "tls.key";
   public static final String TLS_TRUST = "tls.trust";
+  public static final String METRICS_HOST = "metrics.host";
+  public static final String METRICS_PORT = "metrics.port";
 
   /** Every key with its default and a one-line description (shown by {@code --help}). */
   public static final Map<String, String[]> KEYS;
@@ -111,6 +113,15 @@ public final class FerriteConfig {
     k.put(
         TLS_TRUST,
         new String[] {"", "PEM certificates a client accepts a server's from (default: tls.cert)"});
+    k.put(
+        METRICS_HOST,
+        new String[] {
+          "127.0.0.1",
+          "address of the metrics/console HTTP endpoint; off loopback it asks for the secret"
+        });
+    k.put(
+        METRICS_PORT,
+        new String[] {"-1", "HTTP port of /metrics (and the master's console); -1 off, 0 any"});
     KEYS = Collections.unmodifiableMap(k);
   }
 
@@ -448,6 +459,19 @@ public final class FerriteConfig {
       throw new IllegalArgumentException(SNAPSHOT_EVERY + ": " + n + " (expected: >= 1)");
     }
     return n;
+  }
+
+  public String metricsHost() {
+    return get(METRICS_HOST);
+  }
+
+  /** The metrics endpoint's port: -1 when off, 0 for any free port. */
+  public int metricsPort() {
+    int p = integer(METRICS_PORT);
+    if (p < -1 || p > 65535) {
+      throw new IllegalArgumentException(METRICS_PORT + ": " + p + " (expected: -1, or 0..65535)");
+    }
+    return p;
   }
 
   public boolean tlsEnabled() {

@@ -52,6 +52,14 @@ public final class Master implements AutoCloseable {
 
   private final SecureRandom rkeys = new SecureRandom();
 
+  /** The master's meters; always kept, served over HTTP only with {@code metrics.port >= 0}. */
+  private final io.ferrite.kernel.ops.Metrics metrics =
+      new io.ferrite.kernel.ops.Metrics(
+          List.of(io.micrometer.core.instrument.Tag.of("process", "master")));
+
+  /** The metrics endpoint and console, or null when {@code metrics.port} is -1. */
+  private volatile io.ferrite.kernel.ops.OpsServer ops;
+
   private Master(FerriteConfig cfg, MasterState state, Journal journal) {
     this.state = state;
     this.journal = journal;
@@ -185,6 +193,11 @@ public final class Master implements AutoCloseable {
         m.addresses.put(f.name(), s.address());
       }
       service.addresses(m.addresses);
+      if (cfg.metricsPort() >= 0) {
+        m.ops =
+            io.ferrite.kernel.ops.OpsServer.start(
+                cfg.metricsHost(), cfg.metricsPort(), m.metrics, credentials, "master");
+      }
       long period = Math.max(20, Math.min(250, cfg.heartbeatInterval().toMillis() / 2));
       m.ticker.scheduleWithFixedDelay(m::tick, period, period, TimeUnit.MILLISECONDS);
     } catch (RuntimeException e) {
@@ -306,6 +319,19 @@ public final class Master implements AutoCloseable {
     return state;
   }
 
+  /** The master's meters (served at {@code /metrics} when the HTTP endpoint is on). */
+  public io.ferrite.kernel.ops.Metrics metrics() {
+    return metrics;
+  }
+
+  /**
+   * The HTTP endpoint ({@code /metrics}, {@code /health}, the console), or null when {@code
+   * metrics.port} is -1.
+   */
+  public io.ferrite.kernel.ops.OpsServer ops() {
+    return ops;
+  }
+
   /** The endpoints the master serves on, one per fabric (for status and tests). */
   public List<FabricServer> endpoints() {
     return List.copyOf(endpoints);
@@ -333,6 +359,10 @@ public final class Master implements AutoCloseable {
   public void close() {
     if (closed) {
       return;
+    }
+    io.ferrite.kernel.ops.OpsServer o = ops;
+    if (o != null) {
+      o.close();
     }
     ticker.shutdownNow();
     Revoker rv = revoker;

@@ -71,6 +71,13 @@ public final class MemoryServer implements AutoCloseable {
   private final DirLock serverLock;
   private final DirLock dramLock;
   private MasterLink link;
+
+  /** The server's meters; served over HTTP only with {@code metrics.port >= 0}. */
+  private final io.ferrite.kernel.ops.Metrics metrics;
+
+  /** The metrics endpoint, or null when {@code metrics.port} is -1. */
+  private io.ferrite.kernel.ops.OpsServer ops;
+
   private volatile int serverId = -1;
 
   /** Installs block keys (REGISTER's generations, REVOKE); set in boot before registering. */
@@ -103,6 +110,11 @@ public final class MemoryServer implements AutoCloseable {
   private MemoryServer(FerriteConfig cfg, Path serverDir, Path dramDir) throws IOException {
     this.cfg = cfg;
     this.name = cfg.serverName();
+    this.metrics =
+        new io.ferrite.kernel.ops.Metrics(
+            List.of(
+                io.micrometer.core.instrument.Tag.of("process", "server"),
+                io.micrometer.core.instrument.Tag.of("server", name)));
     this.serverDir = Secrets.createPrivateDirectories(serverDir);
     this.hostId = HostIdentity.local();
     this.serverLock = DirLock.acquire(serverDir, "server directory");
@@ -326,6 +338,11 @@ public final class MemoryServer implements AutoCloseable {
     }
     link.callWithRetry(this::register);
     link.start("ferrite-server-" + name + "-master");
+    if (cfg.metricsPort() >= 0) {
+      ops =
+          io.ferrite.kernel.ops.OpsServer.start(
+              cfg.metricsHost(), cfg.metricsPort(), metrics, credentials, "server-" + name);
+    }
     LOG.log(
         System.Logger.Level.INFO,
         "memory server {0} ({1}) serving {2} region(s) at {3}",
@@ -472,6 +489,16 @@ public final class MemoryServer implements AutoCloseable {
 
   public int serverId() {
     return serverId;
+  }
+
+  /** The server's meters (served at {@code /metrics} when the HTTP endpoint is on). */
+  public io.ferrite.kernel.ops.Metrics metrics() {
+    return metrics;
+  }
+
+  /** The HTTP endpoint, or null when {@code metrics.port} is -1. */
+  public io.ferrite.kernel.ops.OpsServer ops() {
+    return ops;
   }
 
   public String name() {
@@ -621,6 +648,9 @@ public final class MemoryServer implements AutoCloseable {
       return;
     }
     closed = true;
+    if (ops != null) {
+      ops.close();
+    }
     if (link != null) {
       link.close();
     }
