@@ -818,8 +818,14 @@ public final class MasterState {
           u[1] += r.info.ref().length();
         }
       }
+      List<RegionInfo> infos = new ArrayList<>();
+      s.regions.values().forEach(r -> infos.add(r.info));
+      Map<String, Map<String, Long>> faces = RegionInfo.serviceBytes(infos);
       List<ClusterStatus.ClassUsage> usage = new ArrayList<>();
-      use.forEach((c, u) -> usage.add(new ClusterStatus.ClassUsage(c, u[0], u[1])));
+      use.forEach(
+          (c, u) ->
+              usage.add(
+                  new ClusterStatus.ClassUsage(c, u[0], u[1], faces.getOrDefault(c, Map.of()))));
       members.add(new ClusterStatus.Member(s.info(), s.regions.size(), usage));
       regionCount += s.regions.size();
     }

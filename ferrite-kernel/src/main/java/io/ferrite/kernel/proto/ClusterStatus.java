@@ -1,5 +1,6 @@
 package io.ferrite.kernel.proto;
 
+import java.util.Collections;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
@@ -26,8 +27,30 @@ public record ClusterStatus(
    * Capacity and use of one storage class on one server: its block-pool regions (capacity) and
    * their blocks in use (used), plus its service regions (kv shards, ...), which count as both: a
    * service region takes its space from the server's capacity.
+   *
+   * @param serviceBytes the part of {@code usedBytes} held by service regions, per face (service
+   *     name), sorted by name; the rest is blocks in use ({@link #blockBytes})
    */
-  public record ClassUsage(String storageClass, long capacityBytes, long usedBytes) {}
+  public record ClassUsage(
+      String storageClass, long capacityBytes, long usedBytes, Map<String, Long> serviceBytes) {
+    public ClassUsage {
+      serviceBytes = Collections.unmodifiableMap(new TreeMap<>(serviceBytes));
+    }
+
+    /** A class with no service regions. */
+    public ClassUsage(String storageClass, long capacityBytes, long usedBytes) {
+      this(storageClass, capacityBytes, usedBytes, Map.of());
+    }
+
+    /** Bytes of allocated blocks: the use that is not service regions'. */
+    public long blockBytes() {
+      long n = usedBytes;
+      for (long b : serviceBytes.values()) {
+        n -= b;
+      }
+      return n;
+    }
+  }
 
   /** One server's line of the report. */
   public record Member(MemberInfo info, int regions, List<ClassUsage> usage) {
@@ -91,6 +114,12 @@ public record ClusterStatus(
                 u.storageClass(),
                 Sizes.format(u.usedBytes()),
                 Sizes.format(u.capacityBytes())));
+        if (!u.serviceBytes().isEmpty()) {
+          // Where the use is: blocks, then each face's service regions (kv shards, ...).
+          sb.append(": blocks ").append(Sizes.format(u.blockBytes()));
+          u.serviceBytes()
+              .forEach((f, b) -> sb.append(", ").append(f).append(' ').append(Sizes.format(b)));
+        }
       }
       sb.append("  regions ").append(m.regions());
       sb.append("  ").append(new TreeMap<>(i.addresses()).values()).append('\n');
@@ -149,7 +178,14 @@ public record ClusterStatus(
             .append(u.capacityBytes())
             .append(",\"used\":")
             .append(u.usedBytes())
-            .append('}');
+            .append(",\"blocks\":")
+            .append(u.blockBytes())
+            .append(",\"services\":{");
+        int f = 0;
+        for (Map.Entry<String, Long> e : u.serviceBytes().entrySet()) {
+          sb.append(f++ > 0 ? "," : "").append(q(e.getKey())).append(':').append(e.getValue());
+        }
+        sb.append("}}");
       }
       sb.append("}}");
     }

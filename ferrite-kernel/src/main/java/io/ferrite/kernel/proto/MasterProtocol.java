@@ -5,6 +5,7 @@ import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.TreeMap;
 
 /**
  * The master's RPC service: its id, opcodes and body layouts. All bodies are little-endian in the
@@ -221,6 +222,16 @@ public final class MasterProtocol {
         w.str(u.storageClass()).i64(u.capacityBytes()).i64(u.usedBytes());
       }
     }
+    // Appended after the members, so a reader that predates it (which stops after them) still
+    // parses the status: per member, per class in the order above, the service regions' bytes per
+    // face.
+    //   per member, per class: i32 faces, then faces x (str face, i64 bytes)
+    for (ClusterStatus.Member m : s.members()) {
+      for (ClusterStatus.ClassUsage u : m.usage()) {
+        w.i32(u.serviceBytes().size());
+        u.serviceBytes().forEach((f, b) -> w.str(f).i64(b));
+      }
+    }
   }
 
   public static ClusterStatus readStatus(Wire.Reader r) {
@@ -239,6 +250,24 @@ public final class MasterProtocol {
         usage.add(new ClusterStatus.ClassUsage(r.str("class"), r.i64("capacity"), r.i64("used")));
       }
       members.add(new ClusterStatus.Member(info, reg, usage));
+    }
+    if (r.remaining() > 0) {
+      // A master that has the per-face section (see writeStatus); an older one ends above.
+      for (int i = 0; i < members.size(); i++) {
+        ClusterStatus.Member m = members.get(i);
+        List<ClusterStatus.ClassUsage> usage = new ArrayList<>();
+        for (ClusterStatus.ClassUsage u : m.usage()) {
+          int f = r.count("faceCount", 1024);
+          Map<String, Long> faces = new TreeMap<>();
+          for (int j = 0; j < f; j++) {
+            faces.put(r.str("face"), r.i64("bytes"));
+          }
+          usage.add(
+              new ClusterStatus.ClassUsage(
+                  u.storageClass(), u.capacityBytes(), u.usedBytes(), faces));
+        }
+        members.set(i, new ClusterStatus.Member(m.info(), m.regions(), usage));
+      }
     }
     return new ClusterStatus(cluster, blockSize, members, regions, sessions);
   }

@@ -501,6 +501,16 @@ public final class MemoryServer implements AutoCloseable {
     return ops;
   }
 
+  /**
+   * Bytes held by service regions per storage class and face (service name), e.g. {@code dram -> kv
+   * -> 128 MiB}: the server's own accounting, for the capacity gauge ({@code
+   * ferrite.capacity.bytes{use=service,face=..}}). The master's {@code ferrite status} sums the
+   * same regions the same way ({@link RegionInfo#serviceBytes}).
+   */
+  public Map<String, Map<String, Long>> serviceBytes() {
+    return store.serviceBytes();
+  }
+
   public String name() {
     return name;
   }

@@ -46,7 +46,8 @@ import java.util.stream.Stream;
  * enough; space services free goes back to the pool ({@link #regrowPool}).
  *
  * <p>Not thread-safe except {@link #createServiceRegion}, {@link #freeServiceRegion}, {@link
- * #regrowPool}, {@link #infos} and {@link #serviceRegions}, which synchronize.
+ * #regrowPool}, {@link #infos}, {@link #serviceRegions} and {@link #serviceBytes}, which
+ * synchronize.
  */
 final class RegionStore implements AutoCloseable {
   private static final System.Logger LOG = System.getLogger(RegionStore.class.getName());
@@ -423,6 +424,15 @@ final class RegionStore implements AutoCloseable {
       }
     }
     return new long[] {n, bytes};
+  }
+
+  /**
+   * Bytes held by service regions, per storage class and then per service (face): what {@code
+   * ferrite status} shows beside the block pool's use, and what the capacity gauge publishes as
+   * {@code use=service}. Sorted by name; classes and faces without service regions are absent.
+   */
+  synchronized Map<String, Map<String, Long>> serviceBytes() {
+    return RegionInfo.serviceBytes(infos(0));
   }
 
   synchronized List<RegionInfo> infos(int serverId) {

@@ -19,6 +19,7 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Map;
 import java.util.concurrent.CompletableFuture;
 import java.util.stream.Stream;
 import org.junit.jupiter.api.AfterEach;
@@ -171,6 +172,33 @@ class ServiceCapacityTest {
       client.read(blocks.get(i), 0, got).join();
       assertEquals(i + 1, got.get(0), "block " + blocks.get(i));
     }
+  }
+
+  @Test
+  void theStatusShowsServiceRegionsPerFace() throws Exception {
+    client.allocate(1, "dram", true, "");
+    for (int i = 0; i < 3; i++) {
+      fill.mine.add(fill.ctx.createRegion("dram", K64));
+    }
+    assertEquals(Map.of("dram", Map.of("fill", 3L * K64)), server.serviceBytes(), "the server's");
+    ClusterStatus st = client.status();
+    ClusterStatus.ClassUsage dram =
+        st.member(server.serverId()).usage().stream()
+            .filter(u -> u.storageClass().equals("dram"))
+            .findFirst()
+            .orElseThrow();
+    assertEquals(Map.of("fill", 3L * K64), dram.serviceBytes(), "the master's");
+    assertEquals(K64, dram.blockBytes(), "one block in use");
+    // (Capacity 448 KiB: one empty 256 KiB pool region was retired to make room for them.)
+    assertTrue(
+        st.format().contains("dram 256 KiB/448 KiB used: blocks 64 KiB, fill 192 KiB"),
+        st.format());
+    assertTrue(st.toJson().contains("\"services\":{\"fill\":196608}"), st.toJson());
+
+    fill.freeAll();
+    assertEquals(Map.of(), server.serviceBytes());
+    String after = client.status().format();
+    assertTrue(after.contains("dram 64 KiB/") && !after.contains("fill"), after);
   }
 
   @Test

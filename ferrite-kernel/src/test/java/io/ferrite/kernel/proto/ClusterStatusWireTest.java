@@ -1,0 +1,114 @@
+package io.ferrite.kernel.proto;
+
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.nio.ByteBuffer;
+import java.util.Arrays;
+import java.util.List;
+import java.util.Map;
+import org.junit.jupiter.api.Test;
+
+/**
+ * The STATUS body carries service regions per face in a section appended after the members: a
+ * reader that predates it parses the same prefix it always did, and a new reader of an old body
+ * gets the same status without faces.
+ */
+class ClusterStatusWireTest {
+  private static final long MIB = 1024 * 1024;
+
+  private static ClusterStatus status() {
+    MemberInfo a = new MemberInfo(1, "s1", ServerState.ALIVE, "h", Map.of("tcp", "127.0.0.1:1"));
+    MemberInfo b = new MemberInfo(2, "s2", ServerState.DEAD, "h", Map.of());
+    return new ClusterStatus(
+        "c",
+        64 * 1024,
+        List.of(
+            new ClusterStatus.Member(
+                a,
+                5,
+                List.of(
+                    new ClusterStatus.ClassUsage(
+                        "dram", 256 * MIB, 192 * MIB, Map.of("kv", 128 * MIB)),
+                    new ClusterStatus.ClassUsage("disk", MIB, 0))),
+            new ClusterStatus.Member(
+                b,
+                1,
+                List.of(
+                    new ClusterStatus.ClassUsage(
+                        "dram", 4 * MIB, 4 * MIB, Map.of("kv", MIB, "nodes", 2 * MIB))))),
+        6,
+        2);
+  }
+
+  /** What writeStatus wrote before the per-face section (a copy of the old layout). */
+  private static byte[] legacy(ClusterStatus s) {
+    Wire.Writer w = new Wire.Writer();
+    w.str(s.clusterId()).i64(s.blockSize()).i32(s.regions()).i32(s.sessions());
+    w.i32(s.members().size());
+    for (ClusterStatus.Member m : s.members()) {
+      MasterProtocol.writeMember(w, m.info());
+      w.i32(m.regions()).i32(m.usage().size());
+      for (ClusterStatus.ClassUsage u : m.usage()) {
+        w.str(u.storageClass()).i64(u.capacityBytes()).i64(u.usedBytes());
+      }
+    }
+    return w.toArray();
+  }
+
+  private static ClusterStatus withoutFaces(ClusterStatus s) {
+    return new ClusterStatus(
+        s.clusterId(),
+        s.blockSize(),
+        s.members().stream()
+            .map(
+                m ->
+                    new ClusterStatus.Member(
+                        m.info(),
+                        m.regions(),
+                        m.usage().stream()
+                            .map(
+                                u ->
+                                    new ClusterStatus.ClassUsage(
+                                        u.storageClass(), u.capacityBytes(), u.usedBytes()))
+                            .toList()))
+            .toList(),
+        s.regions(),
+        s.sessions());
+  }
+
+  @Test
+  void facesRoundTripAndOldReadersSeeTheSamePrefix() {
+    ClusterStatus s = status();
+    Wire.Writer w = new Wire.Writer();
+    MasterProtocol.writeStatus(w, s);
+    byte[] now = w.toArray();
+    assertEquals(s, MasterProtocol.readStatus(new Wire.Reader(ByteBuffer.wrap(now), "status")));
+
+    byte[] old = legacy(s);
+    assertTrue(now.length > old.length, "the per-face section is there");
+    assertArrayEquals(old, Arrays.copyOf(now, old.length), "an old reader's layout is a prefix");
+    assertEquals(
+        withoutFaces(s),
+        MasterProtocol.readStatus(new Wire.Reader(ByteBuffer.wrap(old), "status")),
+        "an old master's body reads as a status without faces");
+  }
+
+  @Test
+  void formatAndJsonShowBlocksAndEachFace() {
+    ClusterStatus s = status();
+    ClusterStatus.ClassUsage u = s.members().get(0).usage().get(0);
+    assertEquals(64 * MIB, u.blockBytes());
+    String table = s.format();
+    assertTrue(table.contains("dram 192 MiB/256 MiB used: blocks 64 MiB, kv 128 MiB"), table);
+    assertTrue(table.contains("dram 4 MiB/4 MiB used: blocks 1 MiB, kv 1 MiB, nodes 2 MiB"), table);
+    assertTrue(table.contains("disk 0 B/1 MiB used  regions"), "no breakdown without faces");
+    String json = s.toJson();
+    assertTrue(
+        json.contains(
+            "\"dram\":{\"capacity\":268435456,\"used\":201326592,\"blocks\":67108864,"
+                + "\"services\":{\"kv\":134217728}}"),
+        json);
+  }
+}
