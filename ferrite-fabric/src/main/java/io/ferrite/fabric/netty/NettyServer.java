@@ -6,6 +6,7 @@ import io.ferrite.fabric.ErrorCode;
 import io.ferrite.fabric.FabricServer;
 import io.ferrite.fabric.FerriteException;
 import io.ferrite.fabric.Frames;
+import io.ferrite.fabric.RateLimitedLog;
 import io.ferrite.fabric.RpcContext;
 import io.ferrite.fabric.ServerSpec;
 import io.netty.bootstrap.ServerBootstrap;
@@ -54,6 +55,12 @@ public final class NettyServer implements FabricServer {
   private final RingHost rings;
 
   /**
+   * Refused and failed connections: one line per cause per 10 s, then a count, so a peer opening
+   * hundreds of bad connections (a slowloris of 500 wrote over 1,000 lines) costs a few.
+   */
+  private final RateLimitedLog refusals;
+
+  /**
    * Binds and starts serving, with RPC rings made by {@code rings} from the endpoint's dispatcher
    * (null: none, RINGS and DOORBELL frames are protocol errors), over TLS when {@code tls} is not
    * null (TCP only: every accepted connection must open with a TLS hello; a plaintext one is
@@ -78,6 +85,14 @@ public final class NettyServer implements FabricServer {
       tls.requireServer();
     }
     this.spec = spec;
+    this.refusals =
+        new RateLimitedLog(
+            LOG,
+            Level.WARNING,
+            RateLimitedLog.DEFAULT_INTERVAL,
+            "server "
+                + spec.nodeId()
+                + ": refused or closed {0} more connection(s) in the last {1} s: {2}");
     this.handshakeTimeoutMillis = handshakeTimeoutMillis;
     this.onClose = onClose;
     this.nic = new SoftNic(spec.regions(), counters, serveMap, spec.maxFrameBytes());
@@ -104,7 +119,7 @@ public final class NettyServer implements FabricServer {
             channels.add(ch);
             ch.closeFuture().addListener(f -> channels.remove(ch));
             if (tls != null) {
-              ch.pipeline().addLast(tls.serverGate(NettyServer.this.address));
+              ch.pipeline().addLast(tls.serverGate(NettyServer.this.address, refusals));
             }
             ch.pipeline()
                 .addLast(new ServerHandler(NettyServer.this, nextConnectionId.getAndIncrement()));
@@ -191,8 +206,10 @@ public final class NettyServer implements FabricServer {
 
                 @Override
                 public void close(String reason) {
-                  LOG.log(
-                      Level.WARNING,
+                  refusals.log(
+                      ch.eventLoop(),
+                      "misbehaving rings",
+                      null,
                       "closing connection from {0} to {1}: {2}",
                       caller.peer(),
                       address,
@@ -233,6 +250,11 @@ public final class NettyServer implements FabricServer {
     return spec.maxFrameBytes();
   }
 
+  /** Where handlers log refused and failed connections (rate-limited per cause). */
+  RateLimitedLog refusals() {
+    return refusals;
+  }
+
   long handshakeTimeoutMillis() {
     return handshakeTimeoutMillis;
   }
@@ -268,6 +290,7 @@ public final class NettyServer implements FabricServer {
       }
       rpc.shutdown();
     } finally {
+      refusals.flush(); // the counts of windows still open
       onClose.run();
     }
   }

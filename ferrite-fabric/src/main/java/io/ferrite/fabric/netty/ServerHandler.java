@@ -103,12 +103,16 @@ final class ServerHandler extends FrameReader {
             .schedule(
                 () -> {
                   if (state != READY && ctx.channel().isActive()) {
-                    LOG.log(
-                        Level.WARNING,
-                        "closing connection from {0} to {1}: no handshake within {2} ms",
-                        peer,
-                        server.address(),
-                        ms);
+                    server
+                        .refusals()
+                        .log(
+                            ctx.executor(),
+                            "no handshake in time",
+                            null,
+                            "closing connection from {0} to {1}: no handshake within {2} ms",
+                            peer,
+                            server.address(),
+                            ms);
                     ctx.close();
                   }
                 },
@@ -361,8 +365,17 @@ final class ServerHandler extends FrameReader {
   }
 
   private void refuse(ChannelHandlerContext ctx, int type, long requestId, String reason) {
-    LOG.log(
-        Level.WARNING, "refusing connection from {0} to {1}: {2}", peer, server.address(), reason);
+    // One cause for every refused handshake: the reasons name the peer's values.
+    server
+        .refusals()
+        .log(
+            ctx.executor(),
+            "handshake refused",
+            null,
+            "refusing connection from {0} to {1}: {2}",
+            peer,
+            server.address(),
+            reason);
     ctx.writeAndFlush(Wire.error(ctx.alloc(), type, requestId, ErrorCode.AUTH_FAILED, reason))
         .addListener(ChannelFutureListener.CLOSE);
     // Ignore whatever else this peer sends before the close lands.
@@ -371,8 +384,16 @@ final class ServerHandler extends FrameReader {
 
   @Override
   protected void badFrame(ChannelHandlerContext ctx, String reason) {
-    LOG.log(
-        Level.WARNING, "closing connection from {0} to {1}: {2}", peer, server.address(), reason);
+    server
+        .refusals()
+        .log(
+            ctx.executor(),
+            "bad frame",
+            null,
+            "closing connection from {0} to {1}: {2}",
+            peer,
+            server.address(),
+            reason);
     ctx.close();
   }
 
@@ -402,9 +423,24 @@ final class ServerHandler extends FrameReader {
       LOG.log(Level.DEBUG, "connection from {0} failed: {1}", peer, cause.toString());
     } else if (cause.getCause() instanceof SSLException tls) {
       // A peer's TLS failure (its trust file, or not TLS): one line, no stack.
-      LOG.log(Level.WARNING, "TLS with {0} failed: {1}", peer, tls.getMessage());
+      server
+          .refusals()
+          .log(
+              ctx.executor(),
+              "TLS failed",
+              null,
+              "TLS with {0} failed: {1}",
+              peer,
+              tls.getMessage());
     } else {
-      LOG.log(Level.WARNING, "closing connection from " + peer + " after an error", cause);
+      server
+          .refusals()
+          .log(
+              ctx.executor(),
+              "connection error",
+              cause,
+              "closing connection from {0} after an error",
+              peer);
     }
     ctx.close();
   }

@@ -2,6 +2,7 @@ package io.ferrite.fabric.netty;
 
 import io.ferrite.fabric.ErrorCode;
 import io.ferrite.fabric.FerriteException;
+import io.ferrite.fabric.RateLimitedLog;
 import io.netty.buffer.ByteBuf;
 import io.netty.channel.Channel;
 import io.netty.channel.ChannelFutureListener;
@@ -13,7 +14,6 @@ import io.netty.handler.ssl.SslContext;
 import io.netty.handler.ssl.SslContextBuilder;
 import io.netty.handler.ssl.SslHandler;
 import io.netty.handler.ssl.SslProvider;
-import java.lang.System.Logger.Level;
 import java.net.InetSocketAddress;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -135,9 +135,9 @@ public final class Tls {
   }
 
   /** The handler a server puts first in an accepted channel's pipeline. */
-  ByteToMessageDecoder serverGate(String serverAddress) {
+  ByteToMessageDecoder serverGate(String serverAddress, RateLimitedLog refusals) {
     requireServer();
-    return new Gate(server, serverAddress);
+    return new Gate(server, serverAddress, refusals);
   }
 
   /** An SSL handler for a client channel to {@code remote} (checks the host name it dialled). */
@@ -231,10 +231,12 @@ public final class Tls {
   private static final class Gate extends ByteToMessageDecoder {
     private final SslContext context;
     private final String serverAddress;
+    private final RateLimitedLog refusals;
 
-    Gate(SslContext context, String serverAddress) {
+    Gate(SslContext context, String serverAddress, RateLimitedLog refusals) {
       this.context = context;
       this.serverAddress = serverAddress;
+      this.refusals = refusals;
     }
 
     @Override
@@ -247,8 +249,10 @@ public final class Tls {
         return; // the buffered bytes go on to the SSL handler
       }
       String peer = String.valueOf(ctx.channel().remoteAddress());
-      LOG.log(
-          Level.WARNING,
+      refusals.log(
+          ctx.executor(),
+          "plaintext on a TLS endpoint",
+          null,
           "refusing plaintext connection from {0} to {1}: TLS is required",
           peer,
           serverAddress);
