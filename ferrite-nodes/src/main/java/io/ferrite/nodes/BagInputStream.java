@@ -13,6 +13,7 @@ public final class BagInputStream extends InputStream {
   private final Nodes nodes;
   private final Iterator<NodeInfo> files;
   private NodeReader.SeekableInputStream current;
+  private boolean closed;
 
   BagInputStream(Nodes nodes, String path) {
     this.nodes = nodes;
@@ -31,8 +32,28 @@ public final class BagInputStream extends InputStream {
     return false;
   }
 
+  private void checkOpen() throws IOException {
+    if (closed) {
+      throw new IOException(new NodesException(NodesException.Reason.CLOSED, "stream closed"));
+    }
+  }
+
+  /** Closes the part being read (its reads ahead); idempotent. Reads then fail with CLOSED. */
+  @Override
+  public void close() {
+    if (closed) {
+      return;
+    }
+    closed = true;
+    if (current != null) {
+      current.close();
+      current = null;
+    }
+  }
+
   @Override
   public int read() throws IOException {
+    checkOpen();
     while (current != null || advance()) {
       int b = current.read();
       if (b >= 0) {
@@ -45,6 +66,7 @@ public final class BagInputStream extends InputStream {
 
   @Override
   public int read(byte[] b, int off, int len) throws IOException {
+    checkOpen();
     if (len == 0) {
       return 0;
     }

@@ -26,6 +26,14 @@ public final class NodeWriter implements AutoCloseable {
   private long position;
   private boolean closed;
 
+  /**
+   * What the first {@link #closeAsync}/{@link #close} publishes, its failure turned into null:
+   * later closes return it (a close is idempotent, as {@link AutoCloseable} asks; the first reports
+   * a failure, the later ones do not again). Completed with null by {@link #abort}. Guarded by
+   * this.
+   */
+  private CompletableFuture<NodeInfo> closing;
+
   NodeWriter(Nodes nodes, NodeInfo info, long position) {
     this.nodes = nodes;
     this.info = info;
@@ -117,12 +125,20 @@ public final class NodeWriter implements AutoCloseable {
   private CompletableFuture<NodeInfo> publish(boolean close, boolean sync) {
     CompletableFuture<?>[] wait;
     long size;
+    CompletableFuture<NodeInfo> first = null;
     synchronized (this) {
       if (closed) {
+        if (close) {
+          return closing; // closed already: a no-op, with the first close's result
+        }
         return CompletableFuture.failedFuture(
             new NodesException(NodesException.Reason.CLOSED, info.path() + " is closed"));
       }
       closed = close;
+      if (close) {
+        first = new CompletableFuture<>();
+        closing = first.handle((v, t) -> t == null ? v : null);
+      }
       wait = pending.toArray(new CompletableFuture<?>[0]);
       pending.clear();
       size = position;
@@ -140,14 +156,27 @@ public final class NodeWriter implements AutoCloseable {
           CompletableFuture.allOf(wait)
               .thenCompose(v -> nodes.publishAsync(info.id(), size, 0, close));
     }
-    return published.handle(
-        (v, t) -> {
-          if (t != null) {
-            throw NodesException.context(
-                t, (close ? "closing " : "flushing ") + info.path() + " at " + size + " B");
-          }
-          return v;
-        });
+    CompletableFuture<NodeInfo> result =
+        published.handle(
+            (v, t) -> {
+              if (t != null) {
+                throw NodesException.context(
+                    t, (close ? "closing " : "flushing ") + info.path() + " at " + size + " B");
+              }
+              return v;
+            });
+    if (first != null) {
+      CompletableFuture<NodeInfo> f = first;
+      result.whenComplete(
+          (v, t) -> {
+            if (t != null) {
+              f.completeExceptionally(t);
+            } else {
+              f.complete(v);
+            }
+          });
+    }
+    return result;
   }
 
   /** Waits for the writes issued so far and makes them visible to readers; keeps the lease. */
@@ -155,23 +184,31 @@ public final class NodeWriter implements AutoCloseable {
     return join(publish(false, true));
   }
 
-  /** Waits for the writes, publishes the size and gives up the write lease. */
+  /**
+   * Waits for the writes, publishes the size and gives up the write lease. Once closed (or
+   * aborted), a no-op: the first close's result again (null if it failed or after an abort).
+   */
   public CompletableFuture<NodeInfo> closeAsync() {
     return publish(true);
   }
 
+  /**
+   * {@link #closeAsync} and waits. Idempotent: a second close (e.g. by try-with-resources after
+   * {@link #outputStream()}'s close, which closes this writer) does nothing.
+   */
   @Override
   public void close() {
     join(publish(true, true));
   }
 
-  /** Gives up without publishing what was written since the last flush. */
+  /** Gives up without publishing what was written since the last flush. A no-op once closed. */
   public void abort() {
     synchronized (this) {
       if (closed) {
         return;
       }
       closed = true;
+      closing = CompletableFuture.completedFuture(null);
     }
     join(nodes.abortAsync(info.id()));
   }
@@ -182,7 +219,7 @@ public final class NodeWriter implements AutoCloseable {
   /**
    * An {@link OutputStream} that gathers small writes into chunks of up to 1 MiB and writes them
    * one-sided, up to {@value #STREAM_DEPTH} chunks in flight while the next fills; {@code close}
-   * publishes and releases.
+   * publishes and releases (closes this writer; closing either again is a no-op).
    */
   public OutputStream outputStream() {
     int chunk = (int) Math.min(bs, 1 << 20);
