@@ -34,6 +34,8 @@ import picocli.CommandLine.Command;
       "Examples:",
       "  ferrite bench fabric --help",
       "  ferrite bench fabric --quick --fabrics local",
+      "  ferrite bench kv --quick --json kv.json --html kv.html",
+      "  ferrite bench html --from kv.json fabric.json --out bench.html",
     },
     subcommands = {
       FabricBenchCommand.class,
@@ -41,6 +43,7 @@ import picocli.CommandLine.Command;
       MemoryBenchCommand.class,
       NodesBenchCommand.class,
       RSortBenchCommand.class,
+      HtmlBenchCommand.class,
     })
 public final class BenchCommand implements Runnable {
   @CommandLine.Spec CommandLine.Model.CommandSpec spec;

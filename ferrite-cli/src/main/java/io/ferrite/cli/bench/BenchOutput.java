@@ -1,6 +1,7 @@
 package io.ferrite.cli.bench;
 
 import io.ferrite.bench.BenchReport;
+import io.ferrite.bench.HtmlReport;
 import java.io.IOException;
 import java.io.PrintStream;
 import java.nio.file.Path;
@@ -10,8 +11,9 @@ import picocli.CommandLine.Model.CommandSpec;
 import picocli.CommandLine.Option;
 
 /**
- * The options and output every {@code bench} suite shares: {@code --json}, {@code --quick}, {@code
- * --quiet}; the report table on stdout, progress on stderr, the JSON file. A picocli mixin.
+ * The options and output every {@code bench} suite shares: {@code --json}, {@code --html}, {@code
+ * --quick}, {@code --quiet}; the report table on stdout, progress on stderr, the JSON file, the
+ * HTML page. A picocli mixin.
  */
 public final class BenchOutput {
   @CommandLine.Spec(CommandLine.Spec.Target.MIXEE)
@@ -22,6 +24,14 @@ public final class BenchOutput {
       paramLabel = "FILE",
       description = "Also write the results as JSON to FILE.")
   Path json;
+
+  @Option(
+      names = "--html",
+      paramLabel = "FILE",
+      description =
+          "Also write the results as a self-contained HTML page (bars beside the"
+              + " reference, latency percentile charts; inline SVG, no network) to FILE.")
+  Path html;
 
   @Option(
       names = "--quick",
@@ -59,13 +69,20 @@ public final class BenchOutput {
     }
   }
 
-  /** Prints the report's table and writes its JSON when asked; returns the exit status. */
+  /**
+   * Prints the report's table and writes its JSON and its HTML page when asked; returns the exit
+   * status.
+   */
   public int emit(BenchReport report) throws IOException {
     spec.commandLine().getOut().print(report.table());
     spec.commandLine().getOut().flush();
     if (json != null) {
       report.writeJson(json);
       spec.commandLine().getErr().println("wrote " + json.toAbsolutePath());
+    }
+    if (html != null) {
+      HtmlReport.write(html, "ferrite bench " + report.suite(), List.of(report));
+      spec.commandLine().getErr().println("wrote " + html.toAbsolutePath());
     }
     return 0;
   }
