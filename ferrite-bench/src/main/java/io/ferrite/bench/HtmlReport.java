@@ -213,8 +213,9 @@ public final class HtmlReport {
     if (!(hi > 0)) {
       return;
     }
-    // Log scale over whole decades: p99.9 is often 10-100x p50.
-    int d0 = (int) Math.floor(Math.log10(lo));
+    // Log scale over whole decades: p99.9 is often 10-100x p50. The bottom decade at least half
+    // the smallest value below it, so no bar is a sliver.
+    int d0 = (int) Math.floor(Math.log10(lo / 2));
     int d1 = Math.max(d0 + 1, (int) Math.ceil(Math.log10(hi)));
     sb.append("<svg width=\"")
         .append(CW)
