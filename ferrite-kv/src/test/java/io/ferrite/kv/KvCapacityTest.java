@@ -27,6 +27,19 @@ class KvCapacityTest {
     return dram == null ? 0 : dram[1];
   }
 
+  /** The dram bytes the status puts on the kv face, summed over the servers. */
+  private static long kvBytes(FerriteClient c) {
+    long n = 0;
+    for (var m : c.status().members()) {
+      for (var u : m.usage()) {
+        if (u.storageClass().equals("dram")) {
+          n += u.serviceBytes().getOrDefault("kv", 0L);
+        }
+      }
+    }
+    return n;
+  }
+
   @Test
   void tablesAndValuesPastTheCapacityAreNoSpaceAndADropGivesItAllBack() throws Exception {
     try (KvCluster cluster =
@@ -70,6 +83,8 @@ class KvCapacityTest {
       KvTable t = kv.createTable("values", small);
       long table = dramUsed(c);
       assertTrue(table > 0, "the status counts the table's regions");
+      assertEquals(table, kvBytes(c), "all of it the kv face's regions, shown per face");
+      assertTrue(c.status().format().contains(", kv "), c.status().format());
       byte[] value = new byte[small.maxValue()];
       FerriteException full = null;
       for (int i = 0; i < 4096 && full == null; i++) {
