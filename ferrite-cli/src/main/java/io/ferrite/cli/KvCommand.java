@@ -47,14 +47,14 @@ import picocli.CommandLine.Spec;
       "  ferrite kv get users alice",
       "  ferrite kv get --hex users 00ff10",
       "  ferrite kv del users alice",
-      "  ferrite kv scan-stats users                 per shard: keys, occupancy, extents, moves",
+      "  ferrite kv scan-stats users       per shard: keys, occupancy, extents, moves",
       "  ferrite kv create big --shards 16 --slots 1048576 --durability always",
       "  ferrite kv create cuckoo --layout pilaf",
-      "  ferrite kv resize big --slots 4194304          grows every shard while it serves",
-      "  ferrite kv rebalance --dry-run                 which shards would move to new servers",
-      "  ferrite kv rebalance [users ...]               moves them, live (progress on stderr)",
+      "  ferrite kv resize big --slots 4194304   grows every shard while it serves",
+      "  ferrite kv rebalance --dry-run    which shards would move to new servers",
+      "  ferrite kv rebalance users        moves them, live (progress on stderr)",
       "  ferrite kv tables",
-      "  ferrite kv compact-log                         rewrites every server's kv log now"
+      "  ferrite kv compact-log            rewrites every server's kv log now"
     },
     subcommands = {
       KvCommand.Get.class,

@@ -45,7 +45,8 @@ import picocli.CommandLine.Spec;
       "  ferrite local",
       "  ferrite local --dram 1g --disk 4g --port 7200",
       "  ferrite local --exit-after-check     # smoke test: exit status 0 if all passed",
-      "  ferrite local --tls                  # TLS on tcp, self-signed pair in <dir>/tls"
+      "  ferrite local --tls                  # TLS on tcp, self-signed pair in",
+      "                                       # <dir>/tls"
     })
 final class LocalCommand implements Callable<Integer> {
   @Spec CommandSpec spec;

@@ -30,7 +30,7 @@ import picocli.CommandLine.Spec;
       "",
       "Examples:",
       "  ferrite ycsb a --load                 insert the records into table usertable",
-      "  ferrite ycsb a --threads 16           50% reads, 50% updates, zipfian",
+      "  ferrite ycsb a --threads 16           50%% reads, 50%% updates, zipfian",
       "  ferrite ycsb c -p operationcount=1000000 -p ferrite.fabric=tcp",
       "  ferrite ycsb b -p ferrite.cluster.file=/etc/ferrite/cluster"
     })
