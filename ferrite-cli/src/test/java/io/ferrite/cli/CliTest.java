@@ -41,6 +41,9 @@ class CliTest extends LocalCliCapture {
     assertEquals(0, code, out + "\n" + err);
     assertTrue(out.toString().contains("self-check passed"), out.toString());
     assertTrue(out.toString().contains("dram  256 MiB in total"), out.toString());
+    assertTrue(
+        out.toString().contains("sizing   dram 128 MiB per server: --dram; disk 64 MiB: --disk"),
+        out.toString());
     assertTrue(Files.exists(dir.resolve("cluster")));
     assertTrue(Files.exists(dir.resolve("secret")));
     // The CLIENT secret beside the root, for applications (docs/SECURITY.md).
