@@ -54,9 +54,14 @@ public final class FerriteCli implements Runnable {
 
   /** The command line with Ferrite's settings; tests drive it without exiting the JVM. */
   public static CommandLine commandLine() {
-    return new CommandLine(new FerriteCli())
-        .setCaseInsensitiveEnumValuesAllowed(true)
-        .setExecutionExceptionHandler(FerriteCli::onFailure);
+    CommandLine cli =
+        new CommandLine(new FerriteCli())
+            .setCaseInsensitiveEnumValuesAllowed(true)
+            .setExecutionExceptionHandler(FerriteCli::onFailure);
+    // YCSB's flags are single-dash words (-threads, -target, -load): clustered short options
+    // would read a misspelt -threds as -t -h ... and print the help instead of an error.
+    cli.getSubcommands().get("ycsb").setPosixClusteredShortOptionsAllowed(false);
+    return cli;
   }
 
   /**
