@@ -48,9 +48,9 @@ import picocli.CommandLine.Spec;
       "Examples:",
       "  ferrite ycsb a --load                 insert the records into table usertable",
       "  ferrite ycsb a --threads 16           50%% reads, 50%% updates, zipfian",
-      "  ferrite ycsb b -threads 4 -target 1000   YCSB's own flags",
+      "  ferrite ycsb b -threads 4 -target 20000   YCSB's own flags",
       "  ferrite ycsb -P myworkload -load      a workload file of your own",
-      "  ferrite ycsb c -p operationcount=1000000 -p ferrite.fabric=tcp",
+      "  ferrite ycsb c -p operationcount=200000 -p ferrite.fabric=tcp",
       "  ferrite ycsb b -p ferrite.cluster.file=/etc/ferrite/cluster"
     })
 final class YcsbCommand implements Callable<Integer> {
