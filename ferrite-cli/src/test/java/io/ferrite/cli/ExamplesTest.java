@@ -250,6 +250,14 @@ class ExamplesTest {
     Files.write(work.resolve("data.bin"), data);
     Files.writeString(work.resolve("value.json"), "{\"v\": 1}\n");
     Files.writeString(work.resolve("v.json"), "{\"v\": 2}\n");
+    StringBuilder tsv = new StringBuilder();
+    StringBuilder hex = new StringBuilder();
+    for (int i = 0; i < 2000; i++) {
+      tsv.append("user").append(i).append('\t').append("{\"n\": ").append(i).append("}\n");
+      hex.append(String.format(java.util.Locale.ROOT, "%08x\t%016x%n", i, r.nextLong()));
+    }
+    Files.writeString(work.resolve("users.tsv"), tsv);
+    Files.writeString(work.resolve("blobs.hex"), hex);
     Files.writeString(
         work.resolve("myworkload"),
         "workload=site.ycsb.workloads.CoreWorkload\nrecordcount=1000\noperationcount=1000\n"
@@ -280,6 +288,8 @@ class ExamplesTest {
     Process p =
         new ProcessBuilder(cmd)
             .directory(work.toFile())
+            // No example reads stdin: one that did would see its end, not hang.
+            .redirectInput(ProcessBuilder.Redirect.from(new java.io.File("/dev/null")))
             .redirectErrorStream(true)
             .redirectOutput(dir.resolve(name + ".log").toFile())
             .start();
