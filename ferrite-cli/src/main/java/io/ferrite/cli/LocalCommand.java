@@ -114,10 +114,15 @@ final class LocalCommand implements Callable<Integer> {
       description = "Fabrics the servers serve (local = in-JVM, for tests).")
   List<String> fabricNames;
 
-  /** A capacity given with --set KEY=SIZE: it wins over the machine's sizing, as --dram does. */
-  private Long explicit(String key) {
-    String v = config.set.get(key);
-    return v == null ? null : io.ferrite.kernel.proto.Sizes.parse(v);
+  /**
+   * A capacity given with --set KEY=SIZE, the --config file or the environment (FERRITE_*): it wins
+   * over the machine's sizing, as --dram does. From a file or the environment it is seen as a value
+   * other than the key's default (a file that repeats the default is sized from the machine).
+   */
+  private Long explicit(FerriteConfig loaded, String key) {
+    String v = loaded.get(key);
+    boolean given = config.set.containsKey(key) || !v.equals(FerriteConfig.defaults().get(key));
+    return given ? Sizes.parse(v) : null;
   }
 
   @Override
@@ -144,8 +149,8 @@ final class LocalCommand implements Callable<Integer> {
             LocalSizing.Machine.probe(unsized.shmDir(), dir),
             servers,
             unsized.regionSize(),
-            dram != null ? dram : explicit(FerriteConfig.CAPACITY_DRAM),
-            disk != null ? disk : explicit(FerriteConfig.CAPACITY_DISK));
+            dram != null ? dram : explicit(unsized, FerriteConfig.CAPACITY_DRAM),
+            disk != null ? disk : explicit(unsized, FerriteConfig.CAPACITY_DISK));
     flags.put(FerriteConfig.CAPACITY_DRAM, Long.toString(size.dram()));
     flags.put(FerriteConfig.CAPACITY_DISK, Long.toString(size.disk()));
     FerriteConfig cfg = config.load(flags);

@@ -40,13 +40,17 @@ final class LocalSizing {
   /** The choice, per server, and why, in one line for the banner. */
   record Choice(long dram, long disk, String why) {}
 
+  /**
+   * The sizes per server: {@code dramFlag} / {@code diskFlag} when given (--dram, --disk, or the
+   * capacity keys set explicitly), else from {@code m}.
+   */
   static Choice choose(Machine m, int servers, long regionSize, Long dramFlag, Long diskFlag) {
     int n = Math.max(1, servers);
     long dram;
     String why;
     if (dramFlag != null) {
       dram = dramFlag;
-      why = "dram " + Sizes.format(dram) + " per server: --dram";
+      why = "dram " + Sizes.format(dram) + " per server: given";
     } else if (m.memory() <= 0) {
       dram = 256L << 20;
       why = "dram " + Sizes.format(dram) + " per server: physical memory unknown";
@@ -68,7 +72,7 @@ final class LocalSizing {
     long disk;
     if (diskFlag != null) {
       disk = diskFlag;
-      why += "; disk " + Sizes.format(disk) + ": --disk";
+      why += "; disk " + Sizes.format(disk) + ": given";
     } else {
       long cap = m.diskFree() == Long.MAX_VALUE ? Long.MAX_VALUE : m.diskFree() / 8 / n;
       long want = Math.max(regionSize, dram / 4);

@@ -44,7 +44,7 @@ class LocalSizingTest {
             new LocalSizing.Machine(64 * GIB, 64 * GIB, GIB), 2, REGION, 128 * MIB, 64 * MIB);
     assertEquals(128 * MIB, flags.dram());
     assertEquals(64 * MIB, flags.disk());
-    assertTrue(flags.why().contains("--dram") && flags.why().contains("--disk"), flags.why());
+    assertEquals("dram 128 MiB per server: given; disk 64 MiB: given", flags.why());
     var unknown = LocalSizing.choose(new LocalSizing.Machine(0, GIB, GIB), 2, REGION, null, null);
     assertEquals(256 * MIB, unknown.dram());
   }
