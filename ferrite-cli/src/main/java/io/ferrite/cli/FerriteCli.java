@@ -1,6 +1,7 @@
 package io.ferrite.cli;
 
 import io.ferrite.cli.bench.BenchCommand;
+import io.ferrite.fabric.ErrorCode;
 import io.ferrite.fabric.FerriteException;
 import java.io.IOException;
 import java.io.PrintWriter;
@@ -53,33 +54,101 @@ public final class FerriteCli implements Runnable {
 
   /** The command line with Ferrite's settings; tests drive it without exiting the JVM. */
   public static CommandLine commandLine() {
-    return new CommandLine(new FerriteCli())
-        .setCaseInsensitiveEnumValuesAllowed(true)
-        .setExecutionExceptionHandler(FerriteCli::onFailure);
+    CommandLine cli =
+        new CommandLine(new FerriteCli())
+            .setCaseInsensitiveEnumValuesAllowed(true)
+            .setExecutionExceptionHandler(FerriteCli::onFailure);
+    // YCSB's flags are single-dash words (-threads, -target, -load): clustered short options
+    // would read a misspelt -threds as -t -h ... and print the help instead of an error.
+    cli.getSubcommands().get("ycsb").setPosixClusteredShortOptionsAllowed(false);
+    return cli;
   }
 
   /**
-   * A command failed: say what failed in one line. Ferrite's own errors carry their code and
-   * whether a retry can help; anything else is a bug, so its stack trace follows.
+   * A command failed: say what failed in one line, {@code error: CODE: message}, and on a second
+   * line what to do where that is known. Wrappers the user did not ask for (an {@link IOException}
+   * around a Ferrite error, a {@code CompletionException}) are taken off: the first {@link
+   * FerriteException} in the cause chain is what failed. Anything that is neither Ferrite's nor an
+   * I/O or argument error is a bug, so its stack trace follows.
    */
   static int onFailure(Exception e, CommandLine cmd, CommandLine.ParseResult parsed) {
     PrintWriter err = cmd.getErr();
-    String command = cmd.getCommandSpec().qualifiedName();
-    if (e instanceof FerriteException fe) {
-      err.println(
-          command
-              + ": "
-              + fe.getMessage()
-              + (fe.retryable() ? " (retryable)" : "")
-              + (fe.getCause() != null ? " [cause: " + fe.getCause() + "]" : ""));
-    } else if (e instanceof IOException || e instanceof IllegalArgumentException) {
-      err.println(command + ": " + e);
-    } else {
-      err.println(command + ": unexpected failure: " + e);
+    Throwable what = rootOf(e);
+    err.println("error: " + describe(what));
+    String hint = what instanceof FerriteException fe ? hint(fe.code()) : null;
+    if (hint != null) {
+      err.println("  " + hint);
+    }
+    if (!(what instanceof FerriteException
+        || what instanceof IOException
+        || what instanceof IllegalArgumentException)) {
+      err.println("  (unexpected failure in " + cmd.getCommandSpec().qualifiedName() + ")");
       e.printStackTrace(err);
     }
     err.flush();
     return 1;
+  }
+
+  /**
+   * The failure to show for {@code e}: the first {@link FerriteException} in its cause chain, else
+   * {@code e} without the plain wrappers ({@code IOException}, {@code UncheckedIOException}, {@code
+   * RuntimeException}, {@code CompletionException}, {@code ExecutionException}) whose only content
+   * is their cause.
+   */
+  static Throwable rootOf(Throwable e) {
+    for (Throwable t = e; t != null && t.getCause() != t; t = t.getCause()) {
+      if (t instanceof FerriteException) {
+        return t;
+      }
+    }
+    Throwable t = e;
+    while (t.getCause() != null && isWrapper(t)) {
+      t = t.getCause();
+    }
+    return t;
+  }
+
+  private static boolean isWrapper(Throwable t) {
+    Class<?> c = t.getClass();
+    return c == IOException.class
+        || c == java.io.UncheckedIOException.class
+        || c == RuntimeException.class
+        || c == java.util.concurrent.CompletionException.class
+        || c == java.util.concurrent.ExecutionException.class;
+  }
+
+  /**
+   * One line for a failure: {@code CODE: message} for Ferrite's errors (with "(retryable)" when a
+   * retry can help), the message alone for an argument error, and the exception's simple name and
+   * message otherwise ({@code NoSuchFileException: /x}: the name is half of what such a message
+   * says).
+   */
+  static String describe(Throwable t) {
+    if (t instanceof FerriteException fe) {
+      return fe.getMessage() + (fe.retryable() ? " (retryable)" : "");
+    }
+    if (t instanceof IllegalArgumentException && t.getMessage() != null) {
+      return t.getMessage();
+    }
+    return t.getClass().getSimpleName() + (t.getMessage() != null ? ": " + t.getMessage() : "");
+  }
+
+  /** What a user can do about an error with {@code code}, or null when there is nothing general. */
+  static String hint(ErrorCode code) {
+    return switch (code) {
+      case NO_SPACE, TOO_LARGE ->
+          "the cluster is out of space: 'ferrite status' shows capacity;"
+              + " free some ('ferrite fs rm', 'ferrite kv drop') or give servers more"
+              + " ('ferrite local --dram SIZE --disk SIZE', 'ferrite server --dram')";
+      case NOT_FOUND, NO_SUCH_REGION -> "check the name: 'ferrite fs ls', 'ferrite kv tables'";
+      case UNAVAILABLE, TIMEOUT ->
+          "is the cluster running? 'ferrite status' checks;" + " 'ferrite local' starts one";
+      case AUTH_FAILED, PERMISSION_DENIED ->
+          "check the secret: --secret-file, or the cluster"
+              + " file 'ferrite local' wrote (admin commands need the root secret)";
+      case BUSY, CONFLICT -> "retry: the cluster is busy or another client got there first";
+      default -> null;
+    };
   }
 
   public static void main(String[] args) {

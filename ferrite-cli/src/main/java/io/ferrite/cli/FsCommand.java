@@ -7,7 +7,6 @@ import io.ferrite.nodes.NodeInfo;
 import io.ferrite.nodes.NodePath;
 import io.ferrite.nodes.NodeType;
 import io.ferrite.nodes.Nodes;
-import io.ferrite.nodes.NodesException;
 import java.io.PrintWriter;
 import java.time.Instant;
 import java.time.ZoneId;
@@ -95,8 +94,7 @@ final class FsCommand implements Runnable {
 
     /** Prints "fs <cmd>: <path>: <reason>" for one failed operand, like a shell tool. */
     int failed(String operand, RuntimeException e) {
-      String msg =
-          e instanceof NodesException ne ? ne.getMessage() : String.valueOf(e.getMessage());
+      String msg = FerriteCli.describe(FerriteCli.rootOf(e));
       err().println("ferrite fs " + spec.name() + ": " + operand + ": " + msg);
       err().flush();
       return 1;

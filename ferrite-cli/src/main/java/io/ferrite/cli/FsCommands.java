@@ -164,30 +164,52 @@ final class FsCommands {
     }
   }
 
-  /** A progress bar on stderr for transfers over 4 MiB, when stderr is a terminal. */
+  /**
+   * Progress of a transfer over 4 MiB on stderr: a bar redrawn in place when there is a terminal
+   * (or with --progress), otherwise a line every {@link #LINE_EVERY_NANOS} (5 s), so a log or a CI
+   * job shows a long copy moving without a line per buffer.
+   */
   static final class Progress {
     private static final long THRESHOLD = 4L << 20;
+    static final long LINE_EVERY_NANOS = 5_000_000_000L;
     private final PrintWriter err;
+    private final String what;
     private final long total;
-    private final boolean on;
+    private final boolean bar;
+    private final boolean lines;
+    private final long lineEvery;
     private final long start = System.nanoTime();
     private long done;
     private long lastDraw;
 
-    Progress(PrintWriter err, long total, boolean force) {
+    Progress(PrintWriter err, String what, long total, boolean force) {
+      this(err, what, total, force || System.console() != null, LINE_EVERY_NANOS);
+    }
+
+    /**
+     * {@code terminal}: draw a bar; otherwise lines every {@code lineEveryNanos}. A transfer of a
+     * known size up to 4 MiB shows nothing; one of unknown size ({@code total < 0}: stdin) shows
+     * lines.
+     */
+    Progress(PrintWriter err, String what, long total, boolean terminal, long lineEveryNanos) {
       this.err = err;
+      this.what = what;
       this.total = total;
-      this.on = total > THRESHOLD && (force || System.console() != null);
+      boolean big = total > THRESHOLD || total < 0;
+      this.bar = big && total > 0 && terminal;
+      this.lines = big && !bar;
+      this.lineEvery = lineEveryNanos;
+      this.lastDraw = start;
     }
 
     void add(long n) {
       done += n;
       long now = System.nanoTime();
-      if (on && (now - lastDraw > 100_000_000L || done == total)) {
+      double secs = Math.max(1e-9, (now - start) / 1e9);
+      if (bar && (now - lastDraw > 100_000_000L || done == total)) {
         lastDraw = now;
         int width = 30;
         int filled = (int) (width * done / Math.max(1, total));
-        double secs = Math.max(1e-9, (now - start) / 1e9);
         err.printf(
             Locale.ROOT,
             "\r[%s%s] %3d%% %s / %s  %s/s ",
@@ -198,11 +220,24 @@ final class FsCommands {
             Sizes.format(total),
             Sizes.format((long) (done / secs)));
         err.flush();
+      } else if (lines && now - lastDraw >= lineEvery) {
+        lastDraw = now;
+        err.printf(
+            Locale.ROOT,
+            "%s: %s%s, %s/s%n",
+            what,
+            Sizes.format(done),
+            total > 0
+                ? String.format(
+                    Locale.ROOT, " of %s (%d%%)", Sizes.format(total), 100 * done / total)
+                : "",
+            Sizes.format((long) (done / secs)));
+        err.flush();
       }
     }
 
     void finish() {
-      if (on) {
+      if (bar) {
         err.println();
         err.flush();
       }
@@ -276,7 +311,7 @@ final class FsCommands {
         return failed(dst, e);
       }
       long size = local.equals("-") ? -1 : Files.size(Path.of(local));
-      Progress p = new Progress(err(), size, progress);
+      Progress p = new Progress(err(), "ferrite fs put " + dst, size, progress);
       try (InputStream in = local.equals("-") ? System.in : Files.newInputStream(Path.of(local))) {
         if (parent.type() == NodeType.TABLE) {
           byte[] value = in.readAllBytes();
@@ -340,7 +375,14 @@ final class FsCommands {
                       StandardOpenOption.CREATE,
                       StandardOpenOption.TRUNCATE_EXISTING,
                       StandardOpenOption.WRITE)) {
-        copy(in, out, new Progress(err(), n.type() == NodeType.BAG ? 0 : n.size(), progress));
+        copy(
+            in,
+            out,
+            new Progress(
+                err(),
+                "ferrite fs get " + remote,
+                n.type() == NodeType.BAG ? -1 : n.size(),
+                progress));
       } catch (RuntimeException e) {
         return failed(remote, e);
       }

@@ -43,9 +43,10 @@ import picocli.CommandLine.Spec;
       "",
       "Examples:",
       "  ferrite local",
-      "  ferrite local --dram 1g --disk 4g --port 7200",
+      "  ferrite local --dram 1g --disk 4g --port 7200   # sizes of your choosing",
       "  ferrite local --exit-after-check     # smoke test: exit status 0 if all passed",
-      "  ferrite local --tls                  # TLS on tcp, self-signed pair in <dir>/tls"
+      "  ferrite local --tls                  # TLS on tcp, self-signed pair in",
+      "                                       # <dir>/tls"
     })
 final class LocalCommand implements Callable<Integer> {
   @Spec CommandSpec spec;
@@ -63,11 +64,24 @@ final class LocalCommand implements Callable<Integer> {
   @Option(names = "--servers", defaultValue = "2", description = "Number of memory servers.")
   int servers;
 
-  @Option(names = "--dram", defaultValue = "256m", description = "DRAM capacity per server.")
-  String dram;
+  @Option(
+      names = "--dram",
+      paramLabel = "SIZE",
+      converter = SizeConverter.class,
+      description =
+          "DRAM capacity per server (default: from the machine: 1/4 of physical memory shared by"
+              + " the servers, within 3/4 of the free space of /dev/shm, where it is"
+              + " preallocated; rounded down to the region size; printed at start).")
+  Long dram;
 
-  @Option(names = "--disk", defaultValue = "128m", description = "Disk capacity per server.")
-  String disk;
+  @Option(
+      names = "--disk",
+      paramLabel = "SIZE",
+      converter = SizeConverter.class,
+      description =
+          "Disk capacity per server (default: 1/4 of the dram, within 1/8 of the free space of"
+              + " --dir).")
+  Long disk;
 
   @Option(names = "--cluster-id", defaultValue = "local", description = "Cluster id.")
   String clusterId;
@@ -100,6 +114,17 @@ final class LocalCommand implements Callable<Integer> {
       description = "Fabrics the servers serve (local = in-JVM, for tests).")
   List<String> fabricNames;
 
+  /**
+   * A capacity given with --set KEY=SIZE, the --config file or the environment (FERRITE_*): it wins
+   * over the machine's sizing, as --dram does. From a file or the environment it is seen as a value
+   * other than the key's default (a file that repeats the default is sized from the machine).
+   */
+  private Long explicit(FerriteConfig loaded, String key) {
+    String v = loaded.get(key);
+    boolean given = config.set.containsKey(key) || !v.equals(FerriteConfig.defaults().get(key));
+    return given ? Sizes.parse(v) : null;
+  }
+
   @Override
   public Integer call() throws Exception {
     Map<String, String> flags = new LinkedHashMap<>();
@@ -108,8 +133,6 @@ final class LocalCommand implements Callable<Integer> {
     flags.put(FerriteConfig.MASTER_HOST, "127.0.0.1");
     flags.put(FerriteConfig.MASTER_PORT, Integer.toString(port));
     flags.put(FerriteConfig.SERVER_HOST, "127.0.0.1");
-    flags.put(FerriteConfig.CAPACITY_DRAM, dram);
-    flags.put(FerriteConfig.CAPACITY_DISK, disk);
     flags.put(FerriteConfig.SECRET_FILE, dir.resolve("secret").toString());
     Secrets.createPrivateDirectories(dir);
     Path tlsCert = null;
@@ -120,6 +143,16 @@ final class LocalCommand implements Callable<Integer> {
       flags.put(FerriteConfig.TLS_KEY, tlsCert.resolveSibling(TlsFiles.KEY).toString());
       flags.put(FerriteConfig.TLS_TRUST, tlsCert.toString());
     }
+    FerriteConfig unsized = config.load(flags);
+    LocalSizing.Choice size =
+        LocalSizing.choose(
+            LocalSizing.Machine.probe(unsized.shmDir(), dir),
+            servers,
+            unsized.regionSize(),
+            dram != null ? dram : explicit(unsized, FerriteConfig.CAPACITY_DRAM),
+            disk != null ? disk : explicit(unsized, FerriteConfig.CAPACITY_DISK));
+    flags.put(FerriteConfig.CAPACITY_DRAM, Long.toString(size.dram()));
+    flags.put(FerriteConfig.CAPACITY_DISK, Long.toString(size.disk()));
     FerriteConfig cfg = config.load(flags);
     Path secret = dir.resolve("secret");
     byte[] root = Secrets.readOrCreate(secret);
@@ -185,6 +218,7 @@ final class LocalCommand implements Callable<Integer> {
       }
 
       out.println("ferrite local: cluster " + cfg.clusterId() + " in " + dir.toAbsolutePath());
+      out.println("  sizing   " + size.why());
       out.println("  master   " + uri + "  (" + master.addresses().values() + ")");
       for (MemoryServer s : started) {
         out.println("  server " + s.serverId() + " " + s.name() + "  " + s.addresses().values());

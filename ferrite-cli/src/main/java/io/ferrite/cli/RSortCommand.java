@@ -36,34 +36,38 @@ import picocli.CommandLine.Spec;
     sortOptions = false,
     header = "Sorts sortbenchmark records (gensort layout) with RSort on the memory face.",
     description = {
-      "RSort, RStore's two-phase bucket sort (RStore paper section V-C), with --workers worker",
-      "processes (JVMs started here) that coordinate through a barrier of byte flags in a",
-      "shared namespace:",
-      "  load      each worker generates (--gen, from --seed) or reads (--input) its share of",
-      "            the records into namespace input_i (not timed)",
-      "  phase one each worker reads its share and classifies it by key range into its private",
-      "            bucket namespaces worker_i_bucket_j, one large one-sided write per bucket",
-      "  phase two worker j maps every worker_*_bucket_j, assembles and sorts key range j and",
-      "            writes it to namespace final_j",
-      "  validate  like valsort: the final_j read back in order hold the input's record count",
-      "            and checksum (sum of per-record XXH3-64), every key in order (not timed)",
-      "Records: 100 B, a 10-byte key (unsigned order), gensort's binary layout. The sort time",
-      "is from the start of phase one until every worker has written its final_j.",
+      "RSort, RStore's two-phase bucket sort (RStore paper section V-C), with --workers worker"
+          + " processes (JVMs started here) that coordinate through a barrier of byte flags in a"
+          + " shared namespace:",
+      "  load       worker i generates (--gen, from --seed) or reads (--input) its",
+      "             share of the records into namespace input_i (not timed)",
+      "  phase one  each worker reads its share and classifies it by key range into",
+      "             its private bucket namespaces worker_i_bucket_j, one large",
+      "             one-sided write per bucket",
+      "  phase two  worker j maps every worker_*_bucket_j, assembles and sorts key",
+      "             range j and writes it to namespace final_j",
+      "  validate   like valsort: the final_j read back in order hold the input's",
+      "             record count and checksum (sum of per-record XXH3-64), every key",
+      "             in order (not timed)",
+      "Records: 100 B, a 10-byte key (unsigned order), gensort's binary layout. The sort time"
+          + " is from the start of phase one until every worker has written its final_j.",
       "",
-      "The cluster: --local starts one in this process (a master and --servers memory servers",
-      "on 127.0.0.1, sized for the sort); otherwise --cluster / FERRITE_CLUSTER / the cluster",
-      "file of 'ferrite local' (workers use the same secret file). Progress goes to stderr,",
-      "the summary to stdout. The final_j namespaces stay (they are the output) unless",
-      "--delete-output; input and buckets are deleted. Exit status 0 only if the output",
-      "validated. Ctrl-C stops every worker.",
+      "The cluster: --local starts one in this process (a master and --servers memory servers"
+          + " on 127.0.0.1, sized for the sort); otherwise --cluster / FERRITE_CLUSTER / the"
+          + " cluster file of 'ferrite local' (workers use the same secret file). Progress goes"
+          + " to stderr, the summary to stdout. The final_j namespaces stay (they are the output)"
+          + " unless --delete-output; input and buckets are deleted. Exit status 0 only if the"
+          + " output validated. Ctrl-C stops every worker.",
     },
     footer = {
       "",
       "Examples:",
+      "  ferrite rsort --gen 256MiB --workers 2     on the cluster of 'ferrite local'",
       "  ferrite rsort --local --gen 1GiB --workers 2",
       "  ferrite rsort --local --gen 20MB --workers 2 --output /tmp/sorted --seed 7",
       "  ferrite rsort --input /data/gensort-out --workers 4 --namespace-prefix job1/",
-      "  ferrite rsort --clean --workers 4 --namespace-prefix job1/   (deletes job1/final_j)",
+      "  ferrite rsort --clean --workers 4 --namespace-prefix job1/",
+      "      (deletes the output job1/final_j of the sort above)",
     })
 final class RSortCommand implements Callable<Integer> {
   @Spec CommandSpec spec;

@@ -13,6 +13,7 @@ import picocli.CommandLine.Option;
 @Command(
     name = "rsort-local",
     hidden = true,
+    mixinStandardHelpOptions = true,
     description = "The single-JVM reference sort of 'ferrite bench rsort' (started by it).")
 final class RSortLocalCommand implements Callable<Integer> {
   @Option(names = "--records", required = true)

@@ -16,6 +16,7 @@ import picocli.CommandLine.Option;
 @Command(
     name = "rsort-worker",
     hidden = true,
+    mixinStandardHelpOptions = true,
     description = "One worker process of 'ferrite rsort' (started by it).")
 final class RSortWorkerCommand implements Callable<Integer> {
   @Option(names = "--cluster", required = true)

@@ -34,7 +34,8 @@ import picocli.CommandLine.Spec;
     footer = {
       "",
       "Examples:",
-      "  ferrite server --master ferrite://master.example.net:7100 --name mem-1 --dram 8g --disk 64g",
+      "  ferrite server --master ferrite://master.example.net:7100 --name mem-1 \\",
+      "      --dram 8g --disk 64g",
       "  ferrite server --name s2 --port 7102 --region-size 128m --heartbeat 250ms"
     })
 final class ServerCommand implements Callable<Integer> {

@@ -25,7 +25,8 @@ import picocli.CommandLine.Spec;
       "",
       "Examples:",
       "  ferrite status",
-      "  ferrite status --cluster ferrite://master.example.net:7100 --secret-file /etc/ferrite/secret",
+      "  ferrite status --cluster ferrite://master.example.net:7100 \\",
+      "      --secret-file /etc/ferrite/secret",
       "  FERRITE_CLUSTER=ferrite://master.example.net:7100 ferrite status --json"
     })
 final class StatusCommand implements Callable<Integer> {

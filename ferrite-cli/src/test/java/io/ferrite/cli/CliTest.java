@@ -34,13 +34,17 @@ class CliTest extends LocalCliCapture {
             "cli-test-" + ProcessHandle.current().pid(),
             "--dram",
             "128m",
-            "--disk",
-            "64m",
+            // A capacity key set explicitly wins over the machine's sizing, as --dram does.
+            "--set",
+            "capacity.disk=64m",
             "--set",
             "shm.dir=" + shm);
     assertEquals(0, code, out + "\n" + err);
     assertTrue(out.toString().contains("self-check passed"), out.toString());
     assertTrue(out.toString().contains("dram  256 MiB in total"), out.toString());
+    assertTrue(
+        out.toString().contains("sizing   dram 128 MiB per server: given; disk 64 MiB: given"),
+        out.toString());
     assertTrue(Files.exists(dir.resolve("cluster")));
     assertTrue(Files.exists(dir.resolve("secret")));
     // The CLIENT secret beside the root, for applications (docs/SECURITY.md).

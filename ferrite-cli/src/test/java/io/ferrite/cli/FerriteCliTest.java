@@ -4,6 +4,8 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.ferrite.bench.fabric.FabricBench;
+import io.ferrite.fabric.ErrorCode;
+import io.ferrite.fabric.FerriteException;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
@@ -11,6 +13,7 @@ import java.util.List;
 import java.util.stream.Stream;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
+import picocli.CommandLine;
 
 class FerriteCliTest extends CliCapture {
   @Test
@@ -92,7 +95,29 @@ class FerriteCliTest extends CliCapture {
             "--dir",
             notADirectory.toString());
     assertEquals(1, code);
-    assertTrue(err.toString().startsWith("ferrite bench fabric: "), err.toString());
+    assertTrue(err.toString().startsWith("error: "), err.toString());
+    assertEquals(1, err.toString().lines().count(), err.toString());
+  }
+
+  @Test
+  void aFerriteErrorIsShownWithoutTheWrappersAroundIt() {
+    CommandLine cli = FerriteCli.commandLine();
+    java.io.StringWriter w = new java.io.StringWriter();
+    cli.setErr(new java.io.PrintWriter(w));
+    Exception wrapped =
+        new java.io.IOException(
+            new java.util.concurrent.CompletionException(
+                new FerriteException(ErrorCode.NOT_FOUND, "no kv table users")));
+    assertEquals(1, FerriteCli.onFailure(wrapped, cli, null));
+    assertEquals(
+        "error: NOT_FOUND: no kv table users\n"
+            + "  check the name: 'ferrite fs ls', 'ferrite kv tables'\n",
+        w.toString().replace(System.lineSeparator(), "\n"));
+
+    w.getBuffer().setLength(0);
+    Exception io = new java.io.UncheckedIOException(new java.nio.file.NoSuchFileException("/x"));
+    assertEquals(1, FerriteCli.onFailure(io, cli, null));
+    assertEquals("error: NoSuchFileException: /x\n", w.toString());
   }
 
   @Test

@@ -95,6 +95,23 @@ class FsCommandTest {
     return cl.execute(all);
   }
 
+  /**
+   * A put larger than the cluster fails with the nodes error as the user should read it: no {@code
+   * java.io.IOException: io.ferrite.nodes.NodesException:} in front, and what to do.
+   */
+  @Test
+  void noSpaceReachesTheUserWithoutWrappersAndWithWhatToDo() throws IOException {
+    Path big = dir.resolve("big.bin");
+    try (java.io.RandomAccessFile f = new java.io.RandomAccessFile(big.toFile(), "rw")) {
+      f.setLength(80L << 20); // sparse: more than the 64 MiB of dram the one server has
+    }
+    assertEquals(1, fs("put", big.toString(), "/big.bin"));
+    String e = err.toString();
+    assertTrue(e.startsWith("error: NO_SPACE: "), e);
+    assertTrue(e.contains("'ferrite status' shows capacity"), e);
+    assertTrue(!e.contains("Exception"), e);
+  }
+
   @Test
   void aShellUsersSession() throws IOException {
     byte[] data = new byte[6 << 20];

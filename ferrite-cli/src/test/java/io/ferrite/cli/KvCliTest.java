@@ -73,6 +73,51 @@ class KvCliTest {
   }
 
   @Test
+  void loadPutsEveryLineInBatchesWithProgressOnStderr() throws IOException {
+    StringBuilder tsv = new StringBuilder();
+    for (int i = 0; i < 1000; i++) {
+      tsv.append("user").append(i).append('\t').append("v").append(i).append('\n');
+    }
+    Path file = java.nio.file.Files.writeString(dir.resolve("users.tsv"), tsv);
+    out.getBuffer().setLength(0);
+    err.getBuffer().setLength(0);
+    CommandLine cl = FerriteCli.commandLine();
+    cl.setOut(new PrintWriter(out, true));
+    cl.setErr(new PrintWriter(err, true));
+    KvCommand.Load load =
+        (KvCommand.Load)
+            cl.getSubcommands()
+                .get("kv")
+                .getSubcommands()
+                .get("load")
+                .getCommandSpec()
+                .userObject();
+    load.lineEveryNanos = 0; // a progress line per batch instead of every 5 s
+    int code =
+        cl.execute(
+            "kv",
+            "load",
+            "--cluster-file",
+            clusterFile.toString(),
+            "--batch",
+            "100",
+            "users",
+            file.toString());
+    assertEquals(0, code, err.toString());
+    assertTrue(out.toString().startsWith("loaded 1000 key(s) into users in "), out.toString());
+    assertEquals(10, err.toString().lines().count(), err.toString());
+    assertTrue(err.toString().contains("ferrite kv load users: 1000 keys, "), err.toString());
+    assertEquals(0, run("kv", "get", "users", "user999"));
+    assertEquals("v999", out.toString().strip());
+    assertEquals(0, run("kv", "scan-stats", "users"));
+    assertTrue(out.toString().contains("total: 1000 keys"), out.toString());
+
+    java.nio.file.Files.writeString(file, "a\tb\nc\td\nno tab here\n");
+    assertEquals(1, run("kv", "load", "users", file.toString()));
+    assertTrue(err.toString().contains(file + ":3: no tab"), err.toString());
+  }
+
+  @Test
   void putGetDelAndScanStatsForAPersonAtATerminal() {
     assertEquals(0, run("kv", "put", "users", "alice", "{\"age\": 42}"), err.toString());
     assertEquals("created", out.toString().strip());
