@@ -208,6 +208,14 @@ class ConsoleTest {
   }
 
   @Test
+  void anOlderServersHeartbeatWithoutLoadIsStillTaken() {
+    int id = cluster.servers.get(0).serverId();
+    // As a server before #17 sends it: the id alone. The master takes it (no INVALID_ARGUMENT).
+    cluster.adminClient().masterStub().heartbeat(id);
+    cluster.adminClient().masterStub().heartbeat(id, cluster.servers.get(0).load());
+  }
+
+  @Test
   void pageAtRootAndNothingElse() throws Exception {
     HttpResponse<String> page = get("");
     assertEquals(200, page.statusCode());
