@@ -220,6 +220,9 @@ final class LocalCommand implements Callable<Integer> {
       out.println("ferrite local: cluster " + cfg.clusterId() + " in " + dir.toAbsolutePath());
       out.println("  sizing   " + size.why());
       out.println("  master   " + uri + "  (" + master.addresses().values() + ")");
+      if (master.console() != null) {
+        out.println("  console  " + master.ops().url());
+      }
       for (MemoryServer s : started) {
         out.println("  server " + s.serverId() + " " + s.name() + "  " + s.addresses().values());
       }

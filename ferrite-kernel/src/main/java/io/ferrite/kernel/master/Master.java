@@ -60,6 +60,9 @@ public final class Master implements AutoCloseable {
   /** The metrics endpoint and console, or null when {@code metrics.port} is -1. */
   private volatile io.ferrite.kernel.ops.OpsServer ops;
 
+  /** The web console on {@link #ops}, or null when that is off. */
+  private volatile io.ferrite.kernel.ops.console.Console console;
+
   private Master(FerriteConfig cfg, MasterState state, Journal journal) {
     this.state = state;
     this.journal = journal;
@@ -197,6 +200,7 @@ public final class Master implements AutoCloseable {
         m.ops =
             io.ferrite.kernel.ops.OpsServer.start(
                 cfg.metricsHost(), cfg.metricsPort(), m.metrics, credentials, "master");
+        m.console = m.startConsole(service);
       }
       long period = Math.max(20, Math.min(250, cfg.heartbeatInterval().toMillis() / 2));
       m.ticker.scheduleWithFixedDelay(m::tick, period, period, TimeUnit.MILLISECONDS);
@@ -210,6 +214,49 @@ public final class Master implements AutoCloseable {
         cfg.clusterId(),
         m.addresses.values());
     return m;
+  }
+
+  /** The console on {@link #ops}; the servers' heartbeats feed its rates from now on. */
+  private io.ferrite.kernel.ops.console.Console startConsole(MasterService service) {
+    io.ferrite.kernel.ops.console.LoadBoard board =
+        new io.ferrite.kernel.ops.console.LoadBoard(
+            () -> {
+              List<io.ferrite.fabric.Counters> c = new ArrayList<>();
+              for (FabricServer e : endpoints) {
+                c.add(e.counters());
+              }
+              return io.ferrite.kernel.proto.ServerLoad.of(c, 0, 0, -1, -1);
+            },
+            () -> io.ferrite.kernel.ops.console.RpcLatency.of(metrics.registry()),
+            System::nanoTime,
+            System::currentTimeMillis);
+    io.ferrite.kernel.ops.console.Console c =
+        io.ferrite.kernel.ops.console.Console.start(
+            ops,
+            new io.ferrite.kernel.ops.console.Console.Source(
+                state::status, this::faces, this::addresses),
+            board);
+    service.loads(board::report);
+    return c;
+  }
+
+  /**
+   * What each installed face's master extension tells of its objects ({@link
+   * MasterExtension#describe}), by face name; read under the metadata lock, as {@code apply}
+   * changes it. A face whose describe fails shows the failure instead.
+   */
+  public Map<String, Map<String, Object>> faces() {
+    Map<String, Map<String, Object>> out = new LinkedHashMap<>();
+    synchronized (state) {
+      for (MasterExtension ext : state.extensions()) {
+        try {
+          out.put(ext.name(), ext.describe());
+        } catch (RuntimeException e) {
+          out.put(ext.name(), Map.of("error", String.valueOf(e)));
+        }
+      }
+    }
+    return out;
   }
 
   /**
@@ -324,6 +371,11 @@ public final class Master implements AutoCloseable {
     return metrics;
   }
 
+  /** The web console (served on {@link #ops}), or null when {@code metrics.port} is -1. */
+  public io.ferrite.kernel.ops.console.Console console() {
+    return console;
+  }
+
   /**
    * The HTTP endpoint ({@code /metrics}, {@code /health}, the console), or null when {@code
    * metrics.port} is -1.
@@ -359,6 +411,10 @@ public final class Master implements AutoCloseable {
   public void close() {
     if (closed) {
       return;
+    }
+    io.ferrite.kernel.ops.console.Console con = console;
+    if (con != null) {
+      con.close();
     }
     io.ferrite.kernel.ops.OpsServer o = ops;
     if (o != null) {

@@ -92,6 +92,16 @@ public interface MasterExtension {
    */
   default void serverRegistered(int serverId, long incarnation, MasterContext.Mutation mutation) {}
 
+  /**
+   * What the web console shows of this face's objects (tables, namespaces, nodes, ...): names to
+   * numbers, strings, lists and maps of those, rendered as JSON. Runs under the metadata lock (like
+   * {@link #apply}), on an HTTP thread, once a second while a console is open: keep it cheap
+   * (counts and short lists, no I/O) and read-only. The default shows nothing.
+   */
+  default java.util.Map<String, Object> describe() {
+    return java.util.Map.of();
+  }
+
   /** Runs once when the master stops. */
   default void stop() {}
 }

@@ -12,6 +12,7 @@ import io.ferrite.kernel.proto.MasterProtocol;
 import io.ferrite.kernel.proto.MemberInfo;
 import io.ferrite.kernel.proto.Permissions;
 import io.ferrite.kernel.proto.RegionInfo;
+import io.ferrite.kernel.proto.ServerLoad;
 import io.ferrite.kernel.proto.Wire;
 import java.nio.ByteBuffer;
 import java.util.ArrayList;
@@ -19,6 +20,7 @@ import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.CompletableFuture;
+import java.util.function.BiConsumer;
 
 /**
  * Decodes the master's RPCs ({@link MasterProtocol}), runs them against the {@link MasterState} and
@@ -59,6 +61,9 @@ final class MasterService implements RpcHandler {
 
   private volatile Map<String, String> addresses = Map.of();
 
+  /** Told each server's load a heartbeat carries (the console's rates); null: dropped. */
+  private volatile BiConsumer<Integer, ServerLoad> loads;
+
   /** Sends the revokes a mutation owes before its answer leaves; null: none (tests). */
   private volatile Revoker revoker;
 
@@ -93,6 +98,11 @@ final class MasterService implements RpcHandler {
               CompletableFuture<Void> revoked = r.revokeNow();
               return revoked.isDone() ? done : revoked.thenCompose(v -> done);
             });
+  }
+
+  /** Where the loads heartbeats carry go from now on (the console's {@code LoadBoard}). */
+  void loads(BiConsumer<Integer, ServerLoad> sink) {
+    this.loads = sink;
   }
 
   /** The master's endpoints, once they all listen (MASTER_INFO). */
@@ -241,8 +251,14 @@ final class MasterService implements RpcHandler {
       }
       case MasterProtocol.HEARTBEAT -> {
         int id = r.i32("serverId");
+        // Servers since #17 append what they served (ServerLoad); older ones send nothing.
+        ServerLoad load = r.remaining() > 0 ? ServerLoad.read(r) : null;
         r.end();
         state.heartbeat(id);
+        BiConsumer<Integer, ServerLoad> sink = loads;
+        if (load != null && sink != null) {
+          sink.accept(id, load);
+        }
       }
       case MasterProtocol.ADD_REGION -> {
         int id = r.i32("serverId");

@@ -83,6 +83,16 @@ public final class MasterStub {
     callSync(MasterProtocol.HEARTBEAT, new Wire.Writer(8).i32(serverId), "heartbeat response");
   }
 
+  /**
+   * A heartbeat that also reports what the server served ({@link ServerLoad}). A master older than
+   * the block refuses it with INVALID_ARGUMENT: fall back to {@link #heartbeat(int)}.
+   */
+  public void heartbeat(int serverId, ServerLoad load) {
+    Wire.Writer w = new Wire.Writer(128).i32(serverId);
+    load.write(w);
+    callSync(MasterProtocol.HEARTBEAT, w, "heartbeat response");
+  }
+
   public void addRegion(int serverId, RegionInfo region) {
     Wire.Writer w = new Wire.Writer(64).i32(serverId);
     MasterProtocol.writeRegion(w, region);

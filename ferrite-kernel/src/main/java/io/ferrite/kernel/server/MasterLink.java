@@ -6,6 +6,7 @@ import io.ferrite.fabric.Fabric;
 import io.ferrite.fabric.FabricConnection;
 import io.ferrite.fabric.FerriteException;
 import io.ferrite.kernel.proto.MasterStub;
+import io.ferrite.kernel.proto.ServerLoad;
 import java.time.Duration;
 import java.util.function.Consumer;
 import java.util.function.Function;
@@ -131,6 +132,7 @@ final class MasterLink implements AutoCloseable {
           int id = register.apply(connect());
           onRegistered.accept(id);
           registered = true;
+          masterTakesLoad = true; // perhaps another master now
           if (warned) {
             LOG.log(
                 System.Logger.Level.INFO, "re-registered with the master at {0}", address.get());
@@ -142,7 +144,7 @@ final class MasterLink implements AutoCloseable {
         if (closed) {
           return;
         }
-        stub().heartbeat(idForHeartbeat);
+        heartbeat(stub());
         backoff = MIN_BACKOFF_MS;
       } catch (FerriteException e) {
         if (closed) {
@@ -172,6 +174,48 @@ final class MasterLink implements AutoCloseable {
   }
 
   private volatile int idForHeartbeat;
+
+  /** What each heartbeat reports (null: nothing); see {@link ServerLoad}. */
+  private volatile Supplier<ServerLoad> load;
+
+  /** Cleared once a master refused the load block (older than it): plain heartbeats from then. */
+  private boolean masterTakesLoad = true;
+
+  /** Reports {@code load}'s value with every heartbeat from now on. */
+  void load(Supplier<ServerLoad> load) {
+    this.load = load;
+  }
+
+  private void heartbeat(MasterStub s) {
+    int id = idForHeartbeat;
+    Supplier<ServerLoad> l = load;
+    if (l != null && masterTakesLoad) {
+      ServerLoad value;
+      try {
+        value = l.get();
+      } catch (RuntimeException e) {
+        // The load is for the console; the heartbeat keeps the server alive: never lose that.
+        LOG.log(System.Logger.Level.DEBUG, "no load for the heartbeat", e);
+        value = null;
+      }
+      if (value != null) {
+        try {
+          s.heartbeat(id, value);
+          return;
+        } catch (FerriteException e) {
+          if (e.code() != ErrorCode.INVALID_ARGUMENT) {
+            throw e;
+          }
+          masterTakesLoad = false;
+          LOG.log(
+              System.Logger.Level.INFO,
+              "the master at {0} does not take loads in heartbeats (older); sending none",
+              address.get());
+        }
+      }
+    }
+    s.heartbeat(id);
+  }
 
   void serverId(int id) {
     idForHeartbeat = id;

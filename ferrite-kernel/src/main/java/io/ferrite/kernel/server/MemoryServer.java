@@ -337,6 +337,7 @@ public final class MemoryServer implements AutoCloseable {
       addresses.put(f.name(), fsrv.address());
     }
     link.callWithRetry(this::register);
+    link.load(this::load);
     link.start("ferrite-server-" + name + "-master");
     if (cfg.metricsPort() >= 0) {
       ops =
@@ -522,6 +523,21 @@ public final class MemoryServer implements AutoCloseable {
 
   public RegionTable regions() {
     return table;
+  }
+
+  /**
+   * What this server served since it started, as its heartbeats report it to the master (the
+   * console's rates): its endpoints' fabric counters and its RPC latency timer, if it has one.
+   */
+  public io.ferrite.kernel.proto.ServerLoad load() {
+    List<io.ferrite.fabric.Counters> counters = new ArrayList<>();
+    for (FabricServer e : endpoints) {
+      counters.add(e.counters());
+    }
+    io.ferrite.kernel.ops.console.RpcLatency l =
+        io.ferrite.kernel.ops.console.RpcLatency.of(metrics.registry());
+    return io.ferrite.kernel.proto.ServerLoad.of(
+        counters, l.count(), l.totalNanos(), l.p50Nanos(), l.p99Nanos());
   }
 
   /** The server's endpoints, e.g. to read their counters. */

@@ -108,6 +108,40 @@ public final class KvDirectory implements MasterExtension {
     }
   }
 
+  /**
+   * The console's view: every table with its shards, the servers holding them, its directory
+   * version and the shards moving. At most {@value #DESCRIBE_LIMIT} tables are listed (all are
+   * counted): the metadata lock is held meanwhile.
+   */
+  @Override
+  public Map<String, Object> describe() {
+    List<Object> list = new ArrayList<>();
+    for (TableInfo t : tables.values()) {
+      if (list.size() == DESCRIBE_LIMIT) {
+        break;
+      }
+      java.util.SortedSet<Integer> servers = new java.util.TreeSet<>();
+      for (int s : t.servers()) {
+        servers.add(s);
+      }
+      long moving = moves.values().stream().filter(m -> m.name().equals(t.name())).count();
+      Map<String, Object> row = new java.util.LinkedHashMap<>();
+      row.put("table", t.name());
+      row.put("shards", t.options().shards());
+      row.put("servers", servers.toString());
+      row.put("version", versions.getOrDefault(t.name(), 0L));
+      row.put("moving", moving);
+      list.add(row);
+    }
+    Map<String, Object> out = new java.util.LinkedHashMap<>();
+    out.put("tables", tables.size());
+    out.put("moving shards", moves.size());
+    out.put("list", list);
+    return out;
+  }
+
+  private static final int DESCRIBE_LIMIT = 100;
+
   private static String moveKey(String name, int shard) {
     return name + "#" + shard;
   }

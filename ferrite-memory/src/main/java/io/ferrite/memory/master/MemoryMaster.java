@@ -135,6 +135,41 @@ public final class MemoryMaster implements MasterExtension {
     }
   }
 
+  /**
+   * The console's view: each namespace (at most {@value #DESCRIBE_LIMIT} listed) with its chunk
+   * size, allocations and their bytes, reserved blocks and free chunks; the mappings clients hold
+   * and the cache of ready blocks. Under the metadata lock, like {@code apply}.
+   */
+  @Override
+  public java.util.Map<String, Object> describe() {
+    List<Object> list = new java.util.ArrayList<>();
+    for (Ns ns : state.byId.values()) {
+      if (list.size() == DESCRIBE_LIMIT) {
+        break;
+      }
+      long bytes = 0;
+      for (Alloc a : ns.allocs.values()) {
+        bytes += a.length;
+      }
+      java.util.Map<String, Object> row = new java.util.LinkedHashMap<>();
+      row.put("namespace", ns.name);
+      row.put("chunk size", ns.chunkSize);
+      row.put("allocations", ns.allocs.size());
+      row.put("allocated bytes", bytes);
+      row.put("blocks", ns.blocks.size());
+      row.put("free chunks", ns.freeChunks);
+      list.add(row);
+    }
+    java.util.Map<String, Object> out = new java.util.LinkedHashMap<>();
+    out.put("namespaces", state.byId.size());
+    out.put("mappings", state.mappings.size());
+    out.put("cached blocks", state.cache.size());
+    out.put("list", list);
+    return out;
+  }
+
+  private static final int DESCRIBE_LIMIT = 100;
+
   private static ByteBuffer empty() {
     return ByteBuffer.allocate(0);
   }

@@ -99,6 +99,39 @@ public final class NodesMaster implements MasterExtension {
     return ns.snapshot();
   }
 
+  /**
+   * The console's view: visible nodes by type, the bytes of files and key-values, the blocks they
+   * hold, open writers, and removed nodes whose blocks wait to be freed. One pass over the nodes
+   * (under the metadata lock, once a second while a console is open).
+   */
+  @Override
+  public java.util.Map<String, Object> describe() {
+    java.util.Map<String, Long> byType = new java.util.TreeMap<>();
+    long bytes = 0;
+    long blocks = 0;
+    for (Node n : ns.byId.values()) {
+      if (n == ns.root || !n.visible || n.detached) {
+        continue;
+      }
+      byType.merge(n.type.label(), 1L, Long::sum);
+      if (!n.type.isContainer()) {
+        bytes += n.size;
+      }
+      blocks += n.blocks.size();
+    }
+    long writers = 0;
+    for (java.util.Set<Long> w : ns.bySession.values()) {
+      writers += w.size();
+    }
+    java.util.Map<String, Object> out = new java.util.LinkedHashMap<>();
+    out.put("nodes", byType);
+    out.put("bytes", bytes);
+    out.put("blocks", blocks);
+    out.put("open writers", writers);
+    out.put("awaiting reclaim", ns.pendingReclaim.size());
+    return out;
+  }
+
   @Override
   public void start(MasterContext context) {
     this.ctx = context;
