@@ -3,12 +3,10 @@ package io.ferrite.kernel.master;
 import io.ferrite.kernel.ops.Metrics;
 import io.ferrite.kernel.proto.ClusterStatus;
 import io.ferrite.kernel.proto.ServerState;
-import io.micrometer.core.instrument.FunctionCounter;
 import io.micrometer.core.instrument.Gauge;
 import io.micrometer.core.instrument.MeterRegistry;
 import java.util.List;
 import java.util.Locale;
-import java.util.function.ToDoubleFunction;
 
 /**
  * The master's own meters, all read at scrape time from what the master keeps anyway: the journal's
@@ -36,7 +34,8 @@ final class MasterMeters {
   static void register(Metrics metrics, MasterState state, Journal journal, List<String> classes) {
     MeterRegistry r = metrics.registry();
     MasterMeters m = metrics.hold(new MasterMeters(state));
-    logCounters(r, "journal", journal, j -> j.stats().recordsWritten(), j -> j.stats().fsyncs());
+    io.ferrite.kernel.ops.LogMeters.register(
+        r, "journal", journal, j -> j.stats().recordsWritten(), j -> j.stats().fsyncs());
     Gauge.builder("ferrite.sessions", m, x -> x.status().sessions())
         .description("Open client sessions")
         .register(r);
@@ -54,26 +53,6 @@ final class MasterMeters {
     // merge, from ClusterStatus's per-face service bytes (helper S's accounting). Same meter name
     // and tag keys as above plus "face": Prometheus needs one tag-key set per name, so the total
     // and used gauges then gain face="" (see docs/KERNEL.md "Metrics").
-  }
-
-  /**
-   * {@code ferrite.log.records} and {@code ferrite.log.fsyncs} of one log ({@code log} tag:
-   * journal, kv) over {@code owner}, which must stay reachable for as long as the registry.
-   */
-  static <T> void logCounters(
-      MeterRegistry r,
-      String log,
-      T owner,
-      ToDoubleFunction<T> records,
-      ToDoubleFunction<T> fsyncs) {
-    FunctionCounter.builder("ferrite.log.records", owner, records)
-        .description("Records appended to a log")
-        .tag("log", log)
-        .register(r);
-    FunctionCounter.builder("ferrite.log.fsyncs", owner, fsyncs)
-        .description("fsyncs of a log (group commit: one covers many records)")
-        .tag("log", log)
-        .register(r);
   }
 
   private static void capacity(MeterRegistry r, MasterMeters m, String cls, String use, int i) {

@@ -54,6 +54,40 @@ public final class FaceMeters {
         .register(registry);
   }
 
+  /**
+   * Counters for the opcodes of a service named in {@code names} (opcode to op name), looked up by
+   * opcode in an array: for a handler that counts every request it serves. Opcodes not named are
+   * not counted.
+   */
+  public ByOpcode byOpcode(java.util.Map<Integer, String> names) {
+    int max = 0;
+    for (int k : names.keySet()) {
+      if (k < 0 || k > 1023) {
+        throw new IllegalArgumentException("opcode: " + k + " (expected: 0 to 1023)");
+      }
+      max = Math.max(max, k);
+    }
+    Op[] ops = new Op[max + 1];
+    names.forEach((k, v) -> ops[k] = op(v));
+    return new ByOpcode(ops);
+  }
+
+  /** See {@link #byOpcode}. Thread-safe. */
+  public static final class ByOpcode {
+    private final Op[] ops;
+
+    private ByOpcode(Op[] ops) {
+      this.ops = ops;
+    }
+
+    /** Counts one request of {@code opcode}, if it is one of the named. */
+    public void count(int opcode) {
+      if (opcode >= 0 && opcode < ops.length && ops[opcode] != null) {
+        ops[opcode].count();
+      }
+    }
+  }
+
   /** One operation's meters. Thread-safe. */
   public static final class Op {
     private final Counter count;
