@@ -47,6 +47,12 @@ final class YcsbCommand implements Callable<Integer> {
   int threads;
 
   @Option(
+      names = "--metrics-port",
+      paramLabel = "PORT",
+      description = "Serve the client's meters at http://127.0.0.1:PORT/metrics while it runs.")
+  Integer metricsPort;
+
+  @Option(
       names = {"-p"},
       description = "A YCSB or binding property, e.g. -p recordcount=100000 -p ferrite.fabric=tcp.")
   Map<String, String> properties = Map.of();
@@ -66,6 +72,9 @@ final class YcsbCommand implements Callable<Integer> {
     args.add(load ? "-load" : "-t");
     args.addAll(List.of("-db", "io.ferrite.ycsb.FerriteKvDb", "-P", file.toString()));
     args.addAll(List.of("-threads", Integer.toString(threads), "-s"));
+    if (metricsPort != null) {
+      args.addAll(List.of("-p", "ferrite.metrics.port=" + metricsPort));
+    }
     properties.forEach((k, v) -> args.addAll(List.of("-p", k + "=" + v)));
     site.ycsb.Client.main(args.toArray(new String[0]));
     return 0;
