@@ -82,16 +82,27 @@ final class ScrapeCost {
           double with = 0;
           long scrapes = 0;
           for (int round = 0; round < ROUNDS; round++) {
-            progress.step(base + " round " + (round + 1) + "/" + ROUNDS + ": unscraped");
-            without += KvBench.drive(get, threads, o.duration()).throughput();
-            progress.step(base + " round " + (round + 1) + "/" + ROUNDS + ": scraped");
+            String at = base + " round " + (round + 1) + "/" + ROUNDS;
+            double w = KvBench.drive(get, threads, o.duration()).throughput();
+            without += w;
             Scraper s = new Scraper(targets, every);
+            double sc;
             try {
-              with += KvBench.drive(get, threads, o.duration()).throughput();
+              sc = KvBench.drive(get, threads, o.duration()).throughput();
             } finally {
               s.stop();
             }
+            with += sc;
             scrapes += s.done();
+            // Each round's pair, so that the noise of a shared machine shows beside the means.
+            progress.step(
+                String.format(
+                    java.util.Locale.ROOT,
+                    "%s: unscraped %.0f ops/s, scraped %.0f ops/s (%.3f)",
+                    at,
+                    w,
+                    sc,
+                    sc / w));
           }
           BenchResult peer =
               report.add(
