@@ -81,6 +81,8 @@ final class ScrapeCost {
           double without = 0;
           double with = 0;
           long scrapes = 0;
+          long scrapeNanos = 0;
+          long scrapeBytes = 0;
           for (int round = 0; round < ROUNDS; round++) {
             String at = base + " round " + (round + 1) + "/" + ROUNDS;
             double w = KvBench.drive(get, threads, o.duration()).throughput();
@@ -94,6 +96,8 @@ final class ScrapeCost {
             }
             with += sc;
             scrapes += s.done();
+            scrapeNanos += s.nanos();
+            scrapeBytes += s.bytes();
             // Each round's pair, so that the noise of a shared machine shows beside the means.
             progress.step(
                 String.format(
@@ -111,7 +115,14 @@ final class ScrapeCost {
           report.add(
               BenchResult.against(
                   base + ".scraped.throughput", with / ROUNDS, "ops/s", Better.HIGHER, peer));
-          progress.step(base + ": " + scrapes + " scrapes during the scraped rounds");
+          progress.step(
+              String.format(
+                  java.util.Locale.ROOT,
+                  "%s: %d scrapes during the scraped rounds, %.2f ms and %d B each on average",
+                  base,
+                  scrapes,
+                  scrapes == 0 ? 0 : scrapeNanos / 1e6 / scrapes,
+                  scrapes == 0 ? 0 : scrapeBytes / scrapes));
         }
       }
     } finally {
@@ -134,6 +145,8 @@ final class ScrapeCost {
   private static final class Scraper {
     private final HttpClient http = HttpClient.newHttpClient();
     private final AtomicLong done = new AtomicLong();
+    private final AtomicLong nanos = new AtomicLong();
+    private final AtomicLong bytes = new AtomicLong();
     private final AtomicReference<Throwable> failure = new AtomicReference<>();
     private final Thread thread;
     private volatile boolean stop;
@@ -146,6 +159,7 @@ final class ScrapeCost {
                     try {
                       while (!stop) {
                         for (URI u : targets) {
+                          long t0 = System.nanoTime();
                           HttpResponse<byte[]> r =
                               http.send(
                                   HttpRequest.newBuilder(u).build(),
@@ -153,6 +167,8 @@ final class ScrapeCost {
                           if (r.statusCode() != 200) {
                             throw new IOException(u + ": HTTP " + r.statusCode());
                           }
+                          nanos.addAndGet(System.nanoTime() - t0);
+                          bytes.addAndGet(r.body().length);
                           done.incrementAndGet();
                         }
                         Thread.sleep(every.toMillis());
@@ -168,6 +184,15 @@ final class ScrapeCost {
 
     long done() {
       return done.get();
+    }
+
+    /** Wall time of the scrapes (request to last byte) and bytes they read. */
+    long nanos() {
+      return nanos.get();
+    }
+
+    long bytes() {
+      return bytes.get();
     }
 
     void stop() throws InterruptedException {
