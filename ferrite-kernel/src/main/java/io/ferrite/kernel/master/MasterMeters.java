@@ -49,10 +49,10 @@ final class MasterMeters {
       capacity(r, m, cls, "total", 0);
       capacity(r, m, cls, "used", 1);
     }
-    // ---- use=service: the per-face split of service regions (tag face) is registered here, at
-    // merge, from ClusterStatus's per-face service bytes (helper S's accounting). Same meter name
-    // and tag keys as above plus "face": Prometheus needs one tag-key set per name, so the total
-    // and used gauges then gain face="" (see docs/KERNEL.md "Metrics").
+    // ---- use=service: the per-face split of service regions is registered here, at merge, from
+    // ClusterStatus's per-face service bytes (helper S's accounting): ferrite.capacity.bytes with
+    // tags class, use=service and face (the registry takes the extra tag key beside the total and
+    // used series; checked with Micrometer 1.17's Prometheus registry).
   }
 
   private static void capacity(MeterRegistry r, MasterMeters m, String cls, String use, int i) {
