@@ -20,7 +20,7 @@ final class MetricsOptions {
       names = "--metrics-port",
       paramLabel = "PORT",
       description =
-          "HTTP port of /metrics for Prometheus (metrics.port): -1 off, 0 any free port."
+          "Port of /metrics (metrics.port), for Prometheus: -1 off, 0 any free port."
               + " Default: off (ferrite local: 9100 or the next free one).")
   Integer port;
 
