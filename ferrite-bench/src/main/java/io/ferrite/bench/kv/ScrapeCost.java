@@ -40,6 +40,9 @@ final class ScrapeCost {
 
   private static final int VALUE = 32;
 
+  /** Scrapes of each target before the rounds. */
+  private static final int WARMUP_SCRAPES = 200;
+
   private ScrapeCost() {}
 
   static void measure(BenchReport report, KvBench.Options o, Duration every, Progress progress)
@@ -57,6 +60,14 @@ final class ScrapeCost {
         }
       }
       progress.step("scraping " + targets + " every " + every.toMillis() + " ms, half the rounds");
+      // Prometheus scrapes all day: measure the steady state, not the JIT compiling the scrape
+      // path (registry, HTTP server and client) during the first scraped round.
+      HttpClient warm = HttpClient.newHttpClient();
+      for (int i = 0; i < WARMUP_SCRAPES; i++) {
+        for (URI u : targets) {
+          warm.send(HttpRequest.newBuilder(u).build(), HttpResponse.BodyHandlers.ofByteArray());
+        }
+      }
       for (String fabric : o.fabrics()) {
         FerriteClient client = KvBench.connect(address, fabric);
         open.add(client);
