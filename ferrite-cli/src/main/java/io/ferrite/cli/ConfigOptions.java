@@ -27,7 +27,8 @@ final class ConfigOptions {
             + " master.host, master.port, data.dir, server.name, server.host, server.port,"
             + " server.fabrics, capacity.dram, capacity.disk, shm.dir, region.size, block.size,"
             + " service.threads, heartbeat.interval, server.dead.timeout, session.lease,"
-            + " client.fabric, journal.fsync, journal.snapshot.every, rpc.timeout.",
+            + " client.fabric, journal.fsync, journal.snapshot.every, rpc.timeout,"
+            + " metrics.host, metrics.port.",
         "Layering: defaults < --config file < FERRITE_* environment < flags."
       })
   Map<String, String> set = new LinkedHashMap<>();

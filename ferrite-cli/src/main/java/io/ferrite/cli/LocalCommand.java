@@ -52,6 +52,8 @@ final class LocalCommand implements Callable<Integer> {
   @Spec CommandSpec spec;
   @Mixin ConfigOptions config;
 
+  @Mixin MetricsOptions metrics;
+
   @Option(names = "--port", defaultValue = "7100", description = "Master tcp port.")
   int port;
 
@@ -134,6 +136,15 @@ final class LocalCommand implements Callable<Integer> {
     flags.put(FerriteConfig.MASTER_PORT, Integer.toString(port));
     flags.put(FerriteConfig.SERVER_HOST, "127.0.0.1");
     flags.put(FerriteConfig.SECRET_FILE, dir.resolve("secret").toString());
+    // Metrics on by default here: the master on 9100 or the next free port, servers on any.
+    int metricsPort = metrics.port != null ? metrics.port : MetricsOptions.LOCAL_DEFAULT_PORT;
+    if (metrics.port == null) {
+      metricsPort =
+          MetricsOptions.freePortFrom(
+              metrics.host != null ? metrics.host : "127.0.0.1", metricsPort);
+    }
+    ConfigOptions.put(flags, FerriteConfig.METRICS_HOST, metrics.host);
+    flags.put(FerriteConfig.METRICS_PORT, metricsPort < 0 ? "-1" : "0");
     Secrets.createPrivateDirectories(dir);
     Path tlsCert = null;
     if (tls) {
@@ -189,7 +200,11 @@ final class LocalCommand implements Callable<Integer> {
           masterFabrics.add(f);
         }
       }
-      Master master = Master.start(cfg, creds, masterFabrics);
+      Master master =
+          Master.start(
+              cfg.with(FerriteConfig.METRICS_PORT, Integer.toString(metricsPort)),
+              creds,
+              masterFabrics);
       running.add(master);
       String masterAddress = master.addresses().get(masterFabric.name());
       String uri =
@@ -225,6 +240,9 @@ final class LocalCommand implements Callable<Integer> {
       }
       for (MemoryServer s : started) {
         out.println("  server " + s.serverId() + " " + s.name() + "  " + s.addresses().values());
+      }
+      if (master.ops() != null) {
+        out.println("  metrics  " + master.ops().url() + "metrics" + serverMetrics(started));
       }
       ClusterStatus st = master.state().status();
       for (Map.Entry<String, long[]> e : st.totals(ServerState.ALIVE).entrySet()) {
@@ -270,5 +288,16 @@ final class LocalCommand implements Callable<Integer> {
     out.flush();
     MasterCommand.awaitShutdown(stopAll);
     return 0;
+  }
+
+  /** The servers' metrics ports, for the banner: " (servers :41234 :41235)". */
+  private static String serverMetrics(List<MemoryServer> started) {
+    StringBuilder b = new StringBuilder();
+    for (MemoryServer s : started) {
+      if (s.ops() != null) {
+        b.append(b.length() == 0 ? " (servers " : " ").append(':').append(s.ops().url().getPort());
+      }
+    }
+    return b.length() == 0 ? "" : b.append(')').toString();
   }
 }

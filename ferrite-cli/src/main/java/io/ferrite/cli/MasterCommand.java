@@ -42,6 +42,8 @@ final class MasterCommand implements Callable<Integer> {
   @Spec CommandSpec spec;
   @Mixin ConfigOptions config;
 
+  @Mixin MetricsOptions metrics;
+
   @Option(names = "--host", description = "Address to bind (default: master.host, 127.0.0.1).")
   String host;
 
@@ -102,6 +104,7 @@ final class MasterCommand implements Callable<Integer> {
     ConfigOptions.put(flags, FerriteConfig.DEAD_TIMEOUT, deadTimeout);
     ConfigOptions.put(flags, FerriteConfig.SESSION_LEASE, lease);
     ConfigOptions.put(flags, FerriteConfig.SNAPSHOT_EVERY, snapshotEvery);
+    metrics.apply(flags);
     FerriteConfig cfg = config.load(flags);
     Path secret = secretPath(cfg);
     byte[] root = Secrets.readOrCreate(secret);
@@ -128,6 +131,9 @@ final class MasterCommand implements Callable<Integer> {
     out.println(
         "master of cluster " + cfg.clusterId() + " listening at " + master.addresses().values());
     out.println("  journal recovered: " + master.recoverySummary());
+    if (master.ops() != null) {
+      out.println("  metrics:      " + master.ops().url() + "metrics");
+    }
     out.println("  secret file:  " + secret.toAbsolutePath());
     out.println("  cluster file: " + cfg.dataDir().resolve(ClusterFile.FILE_NAME).toAbsolutePath());
     out.flush();

@@ -42,6 +42,8 @@ final class ServerCommand implements Callable<Integer> {
   @Spec CommandSpec spec;
   @Mixin ConfigOptions config;
 
+  @Mixin MetricsOptions metrics;
+
   @Option(
       names = "--master",
       description = "Master URI, ferrite://host:port (default: master.host and master.port).")
@@ -110,6 +112,7 @@ final class ServerCommand implements Callable<Integer> {
     ConfigOptions.put(flags, FerriteConfig.HEARTBEAT_INTERVAL, heartbeat);
     ConfigOptions.put(flags, FerriteConfig.SHM_DIR, shmDir);
     ConfigOptions.put(flags, FerriteConfig.SERVICE_THREADS, serviceThreads);
+    metrics.apply(flags);
     FerriteConfig cfg = config.load(flags);
     Path secret = MasterCommand.secretPath(cfg);
     if (!Files.exists(secret)) {
@@ -159,6 +162,9 @@ final class ServerCommand implements Callable<Integer> {
             + Sizes.format(cfg.capacity("disk"))
             + ", master "
             + masterAddress);
+    if (server.ops() != null) {
+      out.println("  metrics " + server.ops().url() + "metrics");
+    }
     out.flush();
     MasterCommand.awaitShutdown(
         () -> {

@@ -92,6 +92,12 @@ final class YcsbCommand implements Callable<Integer> {
   List<Path> files = new ArrayList<>();
 
   @Option(
+      names = "--metrics-port",
+      paramLabel = "PORT",
+      description = "Serve the client's meters at http://127.0.0.1:PORT/metrics while it runs.")
+  Integer metricsPort;
+
+  @Option(
       names = {"-p"},
       paramLabel = "KEY=VALUE",
       description = "A YCSB or binding property, e.g. -p recordcount=100000 -p ferrite.fabric=tcp.")
@@ -165,6 +171,9 @@ final class YcsbCommand implements Callable<Integer> {
       args.addAll(List.of("-target", Integer.toString(target)));
     }
     args.add("-s");
+    if (metricsPort != null) {
+      args.addAll(List.of("-p", "ferrite.metrics.port=" + metricsPort));
+    }
     properties.forEach((k, v) -> args.addAll(List.of("-p", k + "=" + v)));
     return args;
   }

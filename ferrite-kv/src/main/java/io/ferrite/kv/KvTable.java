@@ -6,6 +6,7 @@ import io.ferrite.fabric.FerriteException;
 import io.ferrite.fabric.Futures;
 import io.ferrite.fabric.RegionRef;
 import io.ferrite.kernel.client.FerriteClient;
+import io.ferrite.kernel.ops.FaceMeters;
 import io.ferrite.kernel.proto.Wire;
 import java.nio.ByteBuffer;
 import java.util.ArrayList;
@@ -107,7 +108,24 @@ public final class KvTable {
     this.connections = new AtomicReferenceArray<>(info.options().shards());
     this.hints = ExtentHints.forTable(info.tableId());
     this.reader = LayoutReader.of(this, stats);
+    FaceMeters m = FaceMeters.of(client.options().metrics(), "kv");
+    this.metGet = m.op("get");
+    this.metPut = m.op("put");
+    this.metDelete = m.op("delete");
+    this.metMultiGet = m.op("multi_get");
+    this.metMultiPut = m.op("multi_put");
   }
+
+  /**
+   * The client's ferrite.face.ops{face=kv} ({@link io.ferrite.kernel.client.ClientOptions#metrics};
+   * meters that do nothing without one): one adder increment per call, batches by their keys.
+   */
+  private final FaceMeters.Op metGet;
+
+  private final FaceMeters.Op metPut;
+  private final FaceMeters.Op metDelete;
+  private final FaceMeters.Op metMultiGet;
+  private final FaceMeters.Op metMultiPut;
 
   FerriteClient client() {
     return client;
@@ -427,6 +445,7 @@ public final class KvTable {
   /** The value of {@code key}, or null. One-sided reads only. */
   public byte[] get(byte[] key) {
     checkKey(key);
+    metGet.count();
     Object r = lookup(key);
     return r == MISS ? null : (byte[]) r;
   }
@@ -509,6 +528,7 @@ public final class KvTable {
    */
   public List<byte[]> multiGet(List<byte[]> keys) {
     int n = keys.size();
+    metMultiGet.count(n);
     byte[][] out = new byte[n][];
     boolean[] done = new boolean[n];
     long[] hs = new long[n];
@@ -570,6 +590,7 @@ public final class KvTable {
   /** Removes {@code key}; returns false if it was absent. */
   public boolean delete(byte[] key) {
     checkKey(key);
+    metDelete.count();
     int shard = shardOf(key);
     ByteBuffer b = writeRpc(shard, KvProtocol.DELETE, ids(shard).bytes(key));
     return new Wire.Reader(b, "kv delete").u8("status") == KvProtocol.DELETED;
@@ -577,6 +598,7 @@ public final class KvTable {
 
   private int putMode(int mode, byte[] key, byte[] value, byte[] expected) {
     checkKey(key);
+    metPut.count();
     checkValue(value);
     int shard = shardOf(key);
     ByteBuffer b = writeRpc(shard, KvProtocol.PUT, putRequest(shard, mode, key, value, expected));
@@ -657,6 +679,7 @@ public final class KvTable {
    */
   public CompletableFuture<Boolean> putAsync(byte[] key, byte[] value) {
     checkKey(key);
+    metPut.count();
     checkValue(value);
     int shard = shardOf(key);
     Wire.Writer body = putRequest(shard, KvProtocol.MODE_PUT, key, value, new byte[0]);
@@ -667,6 +690,7 @@ public final class KvTable {
   /** As {@link #delete}, without waiting: the future says whether the key was present. */
   public CompletableFuture<Boolean> deleteAsync(byte[] key) {
     checkKey(key);
+    metDelete.count();
     int shard = shardOf(key);
     return writeRpcAsync(shard, KvProtocol.DELETE, ids(shard).bytes(key))
         .thenApply(b -> new Wire.Reader(b, "kv delete").u8("status") == KvProtocol.DELETED);
@@ -703,6 +727,7 @@ public final class KvTable {
   /** As {@link #multiPut}, without waiting (pipelined multiPuts keep their order per key). */
   public CompletableFuture<List<Boolean>> multiPutAsync(List<byte[]> keys, List<byte[]> values) {
     int n = keys.size();
+    metMultiPut.count(n);
     if (values.size() != n) {
       throw new FerriteException(
           ErrorCode.INVALID_ARGUMENT,

@@ -286,6 +286,7 @@ public final class Mapping implements AutoCloseable {
     } catch (FerriteException e) {
       return CompletableFuture.failedFuture(e);
     }
+    namespace.store().metRead.count();
     return io(offset, dst, false);
   }
 
@@ -296,6 +297,7 @@ public final class Mapping implements AutoCloseable {
     } catch (FerriteException e) {
       return CompletableFuture.failedFuture(e);
     }
+    namespace.store().metWrite.count();
     return cow == null ? io(offset, src, true) : cowWrite(offset, src);
   }
 
@@ -462,6 +464,7 @@ public final class Mapping implements AutoCloseable {
   public void readToBuffer(long offset, int len) {
     ByteBuffer b = buffer();
     check(offset, len, "read");
+    namespace.store().metRead.count();
     Futures.join(io(offset, b.slice((int) offset, len), false));
   }
 
@@ -471,6 +474,7 @@ public final class Mapping implements AutoCloseable {
   public void writeFromBuffer(long offset, int len) {
     ByteBuffer b = buffer();
     check(offset, len, "write");
+    namespace.store().metWrite.count();
     Futures.join(io(offset, b.slice((int) offset, len), true));
   }
 

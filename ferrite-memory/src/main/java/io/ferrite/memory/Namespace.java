@@ -123,6 +123,7 @@ public final class Namespace {
    */
   public RAddress alloc(long bytes, int flags) {
     checkPositive("alloc bytes", bytes);
+    store.metAlloc.count();
     ByteBuffer b =
         store.call(MemoryProtocol.ALLOC, new Wire.Writer().i64(id).i64(bytes).i32(flags));
     Wire.Reader r = new Wire.Reader(b, "alloc answer");

@@ -38,7 +38,22 @@ public final class RStore {
   public RStore(FerriteClient client, long bufferCacheBytes) {
     this.client = client;
     this.bufferCacheBytes = bufferCacheBytes;
+    io.ferrite.kernel.ops.FaceMeters m =
+        io.ferrite.kernel.ops.FaceMeters.of(client.options().metrics(), "memory");
+    this.metAlloc = m.op("alloc");
+    this.metRead = m.op("read");
+    this.metWrite = m.op("write");
   }
+
+  /**
+   * The client's ferrite.face.ops{face=memory} ({@link
+   * io.ferrite.kernel.client.ClientOptions#metrics}; meters that do nothing without one): allocs,
+   * and the mappings' reads and writes.
+   */
+  final io.ferrite.kernel.ops.FaceMeters.Op metAlloc;
+
+  final io.ferrite.kernel.ops.FaceMeters.Op metRead;
+  final io.ferrite.kernel.ops.FaceMeters.Op metWrite;
 
   public FerriteClient client() {
     return client;

@@ -52,8 +52,24 @@ public final class Nodes {
    */
   public record CacheCounters(long hits, long misses, long invalidations) {}
 
+  /**
+   * The client's ferrite.face.ops{face=nodes} ({@link
+   * io.ferrite.kernel.client.ClientOptions#metrics}; meters that do nothing without one).
+   */
+  private final io.ferrite.kernel.ops.FaceMeters.Op metLookup;
+
+  private final io.ferrite.kernel.ops.FaceMeters.Op metCreate;
+  private final io.ferrite.kernel.ops.FaceMeters.Op metPut;
+  private final io.ferrite.kernel.ops.FaceMeters.Op metGet;
+
   public Nodes(FerriteClient client) {
     this.client = client;
+    io.ferrite.kernel.ops.FaceMeters meters =
+        io.ferrite.kernel.ops.FaceMeters.of(client.options().metrics(), "nodes");
+    this.metLookup = meters.op("lookup");
+    this.metCreate = meters.op("create");
+    this.metPut = meters.op("put");
+    this.metGet = meters.op("get");
     this.cache = new LookupCache(client);
     this.leased = new LeaseCache(client);
     this.blockSize = client.status().blockSize();
@@ -192,6 +208,7 @@ public final class Nodes {
   /** Creates a Directory, Table or Bag. */
   public CompletableFuture<NodeInfo> createContainerAsync(
       String path, NodeType type, CreateOptions o) {
+    metCreate.count();
     if (!type.isContainer()) {
       return CompletableFuture.failedFuture(
           new NodesException(
@@ -246,6 +263,7 @@ public final class Nodes {
    * than a change acknowledged before the call (docs/NODES.md, "Leased lookups").
    */
   public CompletableFuture<NodeInfo> lookupAsync(String path) {
+    metLookup.count();
     if (leasing()) {
       NodeInfo kept = leased.hit(path);
       if (kept != null) {
@@ -499,6 +517,7 @@ public final class Nodes {
 
   public NodeWriter create(String path, CreateOptions o) {
     NodePath.check(path);
+    metCreate.count();
     return new NodeWriter(
         this,
         callNodeSync(NodesProtocol.CREATE, createRequest(path, NodeType.FILE, o, 0, null)),
@@ -550,6 +569,7 @@ public final class Nodes {
    * blocks written one-sided, then published with their checksum.
    */
   public CompletableFuture<NodeInfo> putAsync(String path, ByteBuffer value, CreateOptions o) {
+    metPut.count();
     int len = value.remaining();
     if (len <= NodesProtocol.MAX_INLINE) {
       byte[] b = new byte[len];
@@ -607,6 +627,7 @@ public final class Nodes {
    * (inline) value is then a few one-sided reads and no RPC at all, and stays linearizable.
    */
   public CompletableFuture<ByteBuffer> getAsync(String path) {
+    metGet.count();
     return getAttempt(path, 1);
   }
 

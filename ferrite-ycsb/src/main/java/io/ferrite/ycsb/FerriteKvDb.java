@@ -39,7 +39,8 @@ import site.ycsb.Status;
  * ferrite.table} (default: the workload's table); {@code ferrite.fabric} (auto, shm, tcp); {@code
  * ferrite.layout} (hopscotch, the default, or pilaf), {@code ferrite.inline} (hopscotch: key plus
  * value bytes kept inline), {@code ferrite.shards}, {@code ferrite.slots} for a table this binding
- * creates.
+ * creates. {@code ferrite.metrics.port} (-1: off, the default; 0: any port) serves the client's
+ * meters at {@code /metrics} while the run lasts ({@code ferrite.metrics.host}, default loopback).
  *
  * <p>YCSB makes one DB per client thread; they share one {@link FerriteClient} per process (a
  * reference-counted holder: YCSB gives the binding no other place to keep it).
@@ -108,13 +109,32 @@ public final class FerriteKvDb extends DB {
               p.getProperty("ferrite.cluster.id", "local"),
               Path.of(p.getProperty("ferrite.secret.file")));
     }
-    return Ferrite.connect(
-        uri,
+    ClientOptions.Builder options =
         ClientOptions.builder(creds)
             .fabric(p.getProperty("ferrite.fabric", "auto"))
-            .clientName("ycsb")
-            .build());
+            .clientName("ycsb");
+    int metricsPort = Integer.parseInt(p.getProperty("ferrite.metrics.port", "-1"));
+    if (metricsPort >= 0) {
+      // The run's client meters (fabric ops, kv gets and puts) at /metrics while it runs.
+      metrics =
+          new io.ferrite.kernel.ops.Metrics(
+              java.util.List.of(io.micrometer.core.instrument.Tag.of("process", "client")));
+      ops =
+          io.ferrite.kernel.ops.OpsServer.start(
+              p.getProperty("ferrite.metrics.host", "127.0.0.1"),
+              metricsPort,
+              metrics,
+              creds,
+              "ycsb");
+      options.metrics(metrics.registry());
+    }
+    return Ferrite.connect(uri, options.build());
   }
+
+  /** With {@code ferrite.metrics.port >= 0}: the shared client's meters and their endpoint. */
+  private static io.ferrite.kernel.ops.Metrics metrics;
+
+  private static io.ferrite.kernel.ops.OpsServer ops;
 
   @Override
   public void cleanup() {
@@ -122,6 +142,12 @@ public final class FerriteKvDb extends DB {
       if (--users == 0 && shared != null) {
         shared.close();
         shared = null;
+        if (ops != null) {
+          ops.close();
+          metrics.close();
+          ops = null;
+          metrics = null;
+        }
       }
     }
   }

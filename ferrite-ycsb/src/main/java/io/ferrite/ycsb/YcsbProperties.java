@@ -30,7 +30,8 @@ public final class YcsbProperties {
           "ferrite.layout",
           "ferrite.inline",
           "ferrite.shards",
-          "ferrite.slots");
+          "ferrite.slots",
+          "ferrite.metrics.port");
 
   /** YCSB 0.17.0's keys: Client, CoreWorkload, Measurements and the measurement types. */
   public static final Set<String> YCSB =

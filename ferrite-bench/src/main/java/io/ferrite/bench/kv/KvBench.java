@@ -318,6 +318,16 @@ public final class KvBench {
    * pipelined batches of 16 GETs, beside which {@code vs-redis.tcp.*} gives Ferrite's tcp get, put
    * and 16-key multiGet as ratios (> 1: Ferrite is faster).
    */
+  /**
+   * Only the scrape-cost case ({@link ScrapeCost}): the get throughput of each fabric and thread
+   * count without and with a scrape of every process's {@code /metrics} every {@code every}.
+   */
+  public static BenchReport runScrapeCost(Options o, Duration every) throws Exception {
+    BenchReport report = new BenchReport(SUITE);
+    ScrapeCost.measure(report, o, every, new Progress("bench " + SUITE, o.progress()));
+    return report;
+  }
+
   public static BenchReport run(Options o, boolean vsRedis) throws Exception {
     BenchReport report = new BenchReport(SUITE);
     Progress progress = new Progress("bench " + SUITE, o.progress());
@@ -444,6 +454,14 @@ public final class KvBench {
 
   /** As above, with the servers' data (the kv log) in {@code dataDir}. */
   static String startCluster(Path root, Path dataDir, List<AutoCloseable> open) {
+    return startCluster(root, dataDir, open, false);
+  }
+
+  /**
+   * As above; {@code metrics}: the master and the server serve {@code /metrics} on loopback, any
+   * port ({@link ScrapeCost} finds them among {@code open}).
+   */
+  static String startCluster(Path root, Path dataDir, List<AutoCloseable> open, boolean metrics) {
     FerriteConfig cfg =
         FerriteConfig.builder()
             .set(FerriteConfig.CLUSTER_ID, "bench-kv")
@@ -459,6 +477,7 @@ public final class KvBench {
             .set(FerriteConfig.CAPACITY_DRAM, "4g")
             .set(FerriteConfig.CAPACITY_DISK, "0")
             .set(FerriteConfig.JOURNAL_FSYNC, "false")
+            .set(FerriteConfig.METRICS_PORT, metrics ? "0" : "-1")
             .build();
     Fabric tcp = FabricFactory.standard().open("tcp");
     open.add(tcp);

@@ -53,6 +53,7 @@ import picocli.CommandLine.Option;
       "  ferrite bench kv --fabrics tcp --threads 16 --duration 3s",
       "  ferrite bench kv --vs redis --fabrics tcp   beside redis-server, as ratios",
       "  ferrite bench kv --layouts hopscotch --fabrics shm --threads 1",
+      "  ferrite bench kv --scrape-every 1s --quick   what a scrape a second costs",
       "",
       "JSON (--json FILE): the shape of 'bench fabric':",
       "  {\"suite\": \"kv\", \"results\": [{\"name\", \"value\", \"unit\",",
@@ -121,6 +122,17 @@ public final class KvBenchCommand implements Callable<Integer> {
               + " (multiGet vs pipelining).")
   String vs;
 
+  @Option(
+      names = "--scrape-every",
+      paramLabel = "TIME",
+      converter = DurationConverter.class,
+      description =
+          "Instead of the suite: the cost of Prometheus scrapes. The hopscotch 32 B get"
+              + " throughput, 3 rounds without and 3 with a thread scraping the master's and the"
+              + " server's /metrics every TIME (e.g. 1s), as kv.scrape.*.scraped beside"
+              + " .unscraped.")
+  Duration scrapeEvery;
+
   @Override
   public Integer call() throws Exception {
     KvBench.Options o = out.quick() ? KvBench.Options.quick() : KvBench.Options.defaults();
@@ -155,7 +167,10 @@ public final class KvBenchCommand implements Callable<Integer> {
       throw new CommandLine.ParameterException(
           spec.commandLine(), "--vs: unknown peer " + vs + " (expected: redis)");
     }
-    BenchReport report = KvBench.run(o, "redis".equals(vs));
+    BenchReport report =
+        scrapeEvery != null
+            ? KvBench.runScrapeCost(o, scrapeEvery)
+            : KvBench.run(o, "redis".equals(vs));
     return out.emit(report);
   }
 }

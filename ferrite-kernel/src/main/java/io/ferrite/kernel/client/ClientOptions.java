@@ -25,6 +25,8 @@ import java.util.Objects;
  * @param opTimeout deadline of one-sided ops
  * @param maxAttempts attempts of an operation that is safe to retry (reads, connects), >= 1
  * @param hostId this host's identity, compared with servers' for {@code auto}
+ * @param metrics where the client counts its fabric ops ({@code ferrite.fabric.*}) and the faces
+ *     their operations ({@code ferrite.face.ops}); null (the default): not counted
  */
 public record ClientOptions(
     Credentials credentials,
@@ -37,7 +39,8 @@ public record ClientOptions(
     Duration connectTimeout,
     Duration opTimeout,
     int maxAttempts,
-    String hostId) {
+    String hostId,
+    io.micrometer.core.instrument.MeterRegistry metrics) {
 
   public ClientOptions {
     Objects.requireNonNull(credentials, "credentials");
@@ -80,7 +83,8 @@ public record ClientOptions(
         connectTimeout,
         opTimeout,
         maxAttempts,
-        hostId);
+        hostId,
+        metrics);
   }
 
   /** Builder with the defaults: auto fabric, standard fabrics, 5 s timeouts, 3 attempts. */
@@ -96,6 +100,7 @@ public record ClientOptions(
     private Duration opTimeout = Duration.ofSeconds(10);
     private int maxAttempts = 3;
     private String hostId;
+    private io.micrometer.core.instrument.MeterRegistry metrics;
 
     private Builder(Credentials credentials) {
       this.credentials = credentials;
@@ -151,6 +156,16 @@ public record ClientOptions(
       return this;
     }
 
+    /**
+     * Counts the client's fabric ops and face operations in {@code v} (e.g. a {@link
+     * io.ferrite.kernel.ops.Metrics#registry} served by an {@link
+     * io.ferrite.kernel.ops.OpsServer}); null: not counted.
+     */
+    public Builder metrics(io.micrometer.core.instrument.MeterRegistry v) {
+      metrics = v;
+      return this;
+    }
+
     public ClientOptions build() {
       return new ClientOptions(
           credentials,
@@ -163,7 +178,8 @@ public record ClientOptions(
           connectTimeout,
           opTimeout,
           maxAttempts,
-          hostId != null ? hostId : HostIdentity.local());
+          hostId != null ? hostId : HostIdentity.local(),
+          metrics);
     }
   }
 }

@@ -59,10 +59,16 @@ final class Connections implements AutoCloseable {
   private volatile String masterFabric = "";
   private volatile boolean closed;
 
+  /**
+   * The client's fabric counters, or null when it does not count ({@link ClientOptions#metrics}).
+   */
+  private final ClientMeters meters;
+
   Connections(String masterAddress, ClientOptions options, Retry retry) {
     this.options = options;
     this.masterAddress = masterAddress;
     this.retry = retry;
+    this.meters = options.metrics() != null ? new ClientMeters(options.metrics()) : null;
     this.connectOptions =
         new ConnectOptions(options.credentials(), options.connectTimeout(), options.opTimeout());
     // A thread per connect in progress (at most one per server, one for the master): a connect
@@ -75,6 +81,12 @@ final class Connections implements AutoCloseable {
             TimeUnit.SECONDS,
             new SynchronousQueue<>(),
             Threads.named("ferrite-client-connect"));
+  }
+
+  /** A new connection over fabric {@code name}, counted when the client counts. */
+  private FabricConnection connect(String name, String address) {
+    FabricConnection c = fabric(name).connect(address, connectOptions);
+    return meters != null ? meters.opened(name, c) : c;
   }
 
   private Fabric fabric(String name) {
@@ -113,7 +125,7 @@ final class Connections implements AutoCloseable {
           FabricConnection c =
               retry.blocking(
                   "connect to the master at " + masterAddress,
-                  () -> fabric(scheme(masterAddress)).connect(masterAddress, connectOptions));
+                  () -> connect(scheme(masterAddress), masterAddress));
           masterFabric = scheme(masterAddress);
           MasterStub stub = sameHostMaster(new MasterStub(c, options.rpcTimeout()));
           master = stub;
@@ -139,7 +151,7 @@ final class Connections implements AutoCloseable {
       if (shm == null || !info.hostId().equals(options.hostId())) {
         return viaAddress;
       }
-      FabricConnection c = fabric("shm").connect(shm, connectOptions);
+      FabricConnection c = connect("shm", shm);
       viaAddress.connection().close();
       masterFabric = "shm";
       return new MasterStub(c, options.rpcTimeout());
@@ -195,7 +207,7 @@ final class Connections implements AutoCloseable {
     String fabricName = chooseFabric(m);
     String address = m.addresses().get(fabricName);
     try {
-      return fabric(fabricName).connect(address, connectOptions);
+      return connect(fabricName, address);
     } catch (FerriteException e) {
       if (e.retryable()) {
         members.remove(serverId);

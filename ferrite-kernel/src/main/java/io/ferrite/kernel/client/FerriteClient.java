@@ -70,6 +70,11 @@ public final class FerriteClient implements AutoCloseable {
     }
   }
 
+  /** The options the client was opened with (its {@link ClientOptions#metrics}, for faces). */
+  public ClientOptions options() {
+    return options;
+  }
+
   /** The session id (0 if none). */
   public long sessionId() {
     Session s = session;

@@ -144,7 +144,11 @@ public final class Master implements AutoCloseable {
     Master m = new Master(cfg, state, journal);
     try {
       for (MasterExtension ext : extensions) {
-        ext.start(state.contextFor(ext, (name, length) -> m.createRegion(cfg, dir, name, length)));
+        ext.start(
+            state.contextFor(
+                ext,
+                (name, length) -> m.createRegion(cfg, dir, name, length),
+                m.metrics.registry()));
         LOG.log(
             System.Logger.Level.INFO,
             "master extension {0} (service {1}) started",
@@ -152,6 +156,14 @@ public final class Master implements AutoCloseable {
             ext.serviceId());
       }
       MasterService service = new MasterService(state, journal, HostIdentity.local());
+      Map<Integer, String> serviceNames = new java.util.HashMap<>();
+      serviceNames.put(io.ferrite.kernel.proto.MasterProtocol.SERVICE, "master");
+      for (MasterExtension ext : extensions) {
+        serviceNames.put(ext.serviceId(), ext.name());
+      }
+      io.ferrite.fabric.RpcHandler served =
+          io.ferrite.kernel.ops.RpcMeters.wrap(service, m.metrics.registry(), serviceNames::get);
+      MasterMeters.register(m.metrics, state, journal, List.of("dram", "disk"));
       m.revoker =
           new Revoker(
               state,
@@ -173,7 +185,7 @@ public final class Master implements AutoCloseable {
                   0,
                   credentials,
                   m.regions,
-                  service,
+                  served,
                   cfg.masterHost(),
                   cfg.masterPort(),
                   shm ? m.shmDir(cfg) : dir,
@@ -194,6 +206,7 @@ public final class Master implements AutoCloseable {
         }
         m.endpoints.add(s);
         m.addresses.put(f.name(), s.address());
+        io.ferrite.kernel.ops.FabricMeters.bind(m.metrics, f.name(), s.counters());
       }
       service.addresses(m.addresses);
       if (cfg.metricsPort() >= 0) {

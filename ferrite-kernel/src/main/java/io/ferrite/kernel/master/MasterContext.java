@@ -15,6 +15,15 @@ public interface MasterContext {
    */
   <T> T mutate(Function<Mutation, T> body);
 
+  /**
+   * The master's meters (served at {@code /metrics}), where the extension registers its {@code
+   * ferrite.face.ops} (see {@link io.ferrite.kernel.ops.FaceMeters}). The default is a registry
+   * that keeps nothing.
+   */
+  default io.micrometer.core.instrument.MeterRegistry metrics() {
+    return io.ferrite.kernel.ops.Metrics.none();
+  }
+
   /** The block size of the cluster, in bytes. */
   long blockSize();
 

@@ -879,6 +879,17 @@ public final class MasterState {
   public MasterContext contextFor(
       MasterExtension ext,
       java.util.function.BiFunction<String, Long, MasterContext.MasterRegion> regions) {
+    return contextFor(ext, regions, io.ferrite.kernel.ops.Metrics.none());
+  }
+
+  /**
+   * As {@link #contextFor(MasterExtension, java.util.function.BiFunction)}, with the master's
+   * meters as {@link MasterContext#metrics}.
+   */
+  public MasterContext contextFor(
+      MasterExtension ext,
+      java.util.function.BiFunction<String, Long, MasterContext.MasterRegion> regions,
+      io.micrometer.core.instrument.MeterRegistry metrics) {
     MasterState self = this;
     return new MasterContext() {
       @Override
@@ -891,6 +902,11 @@ public final class MasterState {
       @Override
       public long blockSize() {
         return blockSize;
+      }
+
+      @Override
+      public io.micrometer.core.instrument.MeterRegistry metrics() {
+        return metrics;
       }
 
       @Override

@@ -23,14 +23,37 @@ public final class Metrics {
   private final PrometheusMeterRegistry registry =
       new PrometheusMeterRegistry(PrometheusConfig.DEFAULT);
 
+  /** Objects meters read from that nothing else keeps (Micrometer holds them weakly). */
+  private final List<Object> held = new java.util.concurrent.CopyOnWriteArrayList<>();
+
   /** A registry whose meters all carry {@code tags} (e.g. {@code process=master}). */
   public Metrics(List<Tag> tags) {
     registry.config().commonTags(tags);
   }
 
+  /**
+   * A registry that keeps nothing (its meters do nothing): for a component started without a
+   * process's {@link Metrics}, e.g. an extension in a unit test.
+   */
+  public static MeterRegistry none() {
+    return NONE;
+  }
+
+  private static final MeterRegistry NONE =
+      new io.micrometer.core.instrument.composite.CompositeMeterRegistry();
+
   /** Where components register their meters. */
   public MeterRegistry registry() {
     return registry;
+  }
+
+  /**
+   * Keeps {@code o} reachable as long as this registry: for the object of a function counter or
+   * gauge that nothing else references (Micrometer holds those weakly, and reads NaN once gone).
+   */
+  public <T> T hold(T o) {
+    held.add(o);
+    return o;
   }
 
   /** Every meter in the Prometheus text exposition format (version 0.0.4). */

@@ -48,11 +48,12 @@ public final class OpsServer implements AutoCloseable {
   private final boolean open;
   private volatile boolean closed;
 
-  private OpsServer(HttpServer http, ThreadPoolExecutor executor, List<byte[]> tokens) {
+  private OpsServer(
+      HttpServer http, ThreadPoolExecutor executor, List<byte[]> tokens, boolean forceSecret) {
     this.http = http;
     this.executor = executor;
     this.tokens = tokens;
-    this.open = http.getAddress().getAddress().isLoopbackAddress();
+    this.open = !forceSecret && http.getAddress().getAddress().isLoopbackAddress();
   }
 
   /**
@@ -64,6 +65,20 @@ public final class OpsServer implements AutoCloseable {
    */
   public static OpsServer start(
       String host, int port, Metrics metrics, Credentials credentials, String name) {
+    return start(host, port, metrics, credentials, name, false);
+  }
+
+  /**
+   * As {@link #start(String, int, Metrics, Credentials, String)}; {@code forceSecret} asks for the
+   * secret even on loopback, so that tests check the off-loopback rule without binding off it.
+   */
+  static OpsServer start(
+      String host,
+      int port,
+      Metrics metrics,
+      Credentials credentials,
+      String name,
+      boolean forceSecret) {
     HttpServer http;
     try {
       http = HttpServer.create(new InetSocketAddress(InetAddress.getByName(host), port), 64);
@@ -88,7 +103,7 @@ public final class OpsServer implements AutoCloseable {
     if (credentials.role() == Role.ADMIN) {
       tokens.add(hex(credentials.secret()));
     }
-    OpsServer s = new OpsServer(http, ex, tokens);
+    OpsServer s = new OpsServer(http, ex, tokens, forceSecret);
     s.route(
         "/metrics",
         exchange -> send(exchange, 200, PROMETHEUS_TYPE, metrics.scrape().getBytes(UTF8)));

@@ -319,13 +319,23 @@ public final class MemoryServer implements AutoCloseable {
             return dispatchInline(ctx, service, opcode, request);
           }
         };
+    // Counted and timed per (service, opcode): ferrite.rpc.requests / ferrite.rpc.latency.
+    RpcHandler served =
+        io.ferrite.kernel.ops.RpcMeters.wrap(
+            dispatch,
+            metrics.registry(),
+            sid -> {
+              FerriteService fs = services.get(sid);
+              return fs != null ? fs.name() : sid == ServerProtocol.SERVICE ? "server" : null;
+            });
+    registerCapacity();
     for (Fabric f : fabrics) {
       ServerSpec spec =
           new ServerSpec(
               id,
               credentials,
               table,
-              dispatch,
+              served,
               cfg.serverHost(),
               cfg.serverPort(),
               socketDir,
@@ -335,6 +345,7 @@ public final class MemoryServer implements AutoCloseable {
       FabricServer fsrv = f.serve(spec);
       endpoints.add(fsrv);
       addresses.put(f.name(), fsrv.address());
+      io.ferrite.kernel.ops.FabricMeters.bind(metrics, f.name(), fsrv.counters());
     }
     link.callWithRetry(this::register);
     link.load(this::load);
@@ -351,6 +362,24 @@ public final class MemoryServer implements AutoCloseable {
         name,
         table.all().size(),
         addresses.values());
+  }
+
+  /**
+   * {@code ferrite.capacity.bytes{use=total}} per class: what this server lends (its {@code
+   * capacity.<class>}). What is in use is the master's to know (blocks are allocated there): its
+   * {@code ferrite.capacity.bytes{use=used}} has the cluster's.
+   */
+  private void registerCapacity() {
+    for (String cls : List.of("dram", "disk")) {
+      long total = cfg.capacity(cls);
+      io.micrometer.core.instrument.Gauge.builder("ferrite.capacity.bytes", () -> total)
+          .description("Capacity per storage class (total)")
+          .tag("class", cls)
+          .tag("use", "total")
+          .register(metrics.registry());
+    }
+    // ---- use=service (tag face): the bytes of each face's service regions per class are
+    // registered here, at merge, from RegionStore's per-face accounting (helper S).
   }
 
   private static long newIncarnation() {
@@ -651,6 +680,11 @@ public final class MemoryServer implements AutoCloseable {
     @Override
     public MasterStub master() {
       return link.stub();
+    }
+
+    @Override
+    public io.micrometer.core.instrument.MeterRegistry metrics() {
+      return metrics.registry();
     }
 
     @Override

@@ -66,4 +66,13 @@ public interface ServiceContext {
 
   /** A private directory for the service's own files, under the server's directory. */
   Path directory();
+
+  /**
+   * The memory server's meters (served at {@code /metrics}), where the service registers its {@code
+   * ferrite.face.ops} and {@code ferrite.face.latency} (see {@link
+   * io.ferrite.kernel.ops.FaceMeters}). The default is a registry that keeps nothing.
+   */
+  default io.micrometer.core.instrument.MeterRegistry metrics() {
+    return io.ferrite.kernel.ops.Metrics.none();
+  }
 }

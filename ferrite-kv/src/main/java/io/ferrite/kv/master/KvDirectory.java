@@ -173,10 +173,25 @@ public final class KvDirectory implements MasterExtension {
   @Override
   public void start(MasterContext ctx) {
     this.context = ctx;
+    this.meters =
+        io.ferrite.kernel.ops.FaceMeters.of(ctx.metrics(), "kv")
+            .byOpcode(
+                java.util.Map.of(
+                    KvProtocol.CREATE_TABLE, "create_table",
+                    KvProtocol.GET_TABLE, "get_table",
+                    KvProtocol.LIST_TABLES, "list_tables",
+                    KvProtocol.DROP_TABLE, "drop_table",
+                    KvProtocol.PLAN, "plan",
+                    KvProtocol.BEGIN_MOVE, "begin_move",
+                    KvProtocol.END_MOVE, "end_move"));
   }
+
+  /** ferrite.face.ops{face=kv} of the directory's opcodes; set in start, before any request. */
+  private io.ferrite.kernel.ops.FaceMeters.ByOpcode meters;
 
   @Override
   public CompletableFuture<ByteBuffer> handle(RpcContext caller, int opcode, ByteBuffer request) {
+    meters.count(opcode);
     try {
       checkRole(caller, opcode);
       return CompletableFuture.completedFuture(dispatch(opcode, request));

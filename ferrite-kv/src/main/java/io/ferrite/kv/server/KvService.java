@@ -6,6 +6,8 @@ import io.ferrite.fabric.MappedRegion;
 import io.ferrite.fabric.Role;
 import io.ferrite.fabric.RpcContext;
 import io.ferrite.kernel.config.Threads;
+import io.ferrite.kernel.ops.FaceMeters;
+import io.ferrite.kernel.ops.LogMeters;
 import io.ferrite.kernel.proto.Permissions;
 import io.ferrite.kernel.proto.Wire;
 import io.ferrite.kernel.server.FerriteService;
@@ -106,6 +108,7 @@ public final class KvService implements FerriteService {
     for (KvShard s : shards.values()) {
       hook(s);
     }
+    registerMeters(ctx);
     compactBytes = ctx.config().kvLogCompactBytes();
     compactedBytes = log.bytes();
     writes =
@@ -312,6 +315,57 @@ public final class KvService implements FerriteService {
     }
   }
 
+  // ---------------------------------------------------------------- meters
+
+  /** ferrite.face.ops / .latency of the served data ops (set in start, before any request). */
+  private FaceMeters.Op metPut;
+
+  private FaceMeters.Op metDelete;
+  private FaceMeters.Op metMultiPut;
+  private FaceMeters.Op metGet;
+  private FaceMeters.Op metOpenShard;
+
+  /**
+   * The served operations ({@code face=kv}: put, delete, multi_put timed from arrival to answer,
+   * the fsync a durable table waits for included; get, the RPC fallback of a one-sided lookup, and
+   * open_shard counted) and the op log's records and fsyncs ({@code log=kv}).
+   */
+  private void registerMeters(ServiceContext ctx) {
+    FaceMeters m = FaceMeters.of(ctx.metrics(), "kv");
+    metPut = m.timed("put");
+    metDelete = m.timed("delete");
+    metMultiPut = m.timed("multi_put");
+    metGet = m.timed("get");
+    metOpenShard = m.op("open_shard");
+    LogMeters.register(ctx.metrics(), "kv", this, s -> s.log.appended(), s -> s.log.fsyncs());
+  }
+
+  private FaceMeters.Op meterOf(int opcode) {
+    return switch (opcode) {
+      case KvProtocol.PUT -> metPut;
+      case KvProtocol.DELETE -> metDelete;
+      case KvProtocol.MULTI_PUT -> metMultiPut;
+      case KvProtocol.GET -> metGet;
+      case KvProtocol.OPEN_SHARD -> metOpenShard;
+      default -> null;
+    };
+  }
+
+  /** {@code f}, counted (and timed) for {@code opcode} once it completes; no stage if done. */
+  private CompletableFuture<ByteBuffer> metered(
+      int opcode, long start, CompletableFuture<ByteBuffer> f) {
+    FaceMeters.Op op = meterOf(opcode);
+    if (op == null || f == null) {
+      return f;
+    }
+    if (f.isDone()) {
+      op.done(start);
+    } else {
+      f.whenComplete((v, e) -> op.done(start));
+    }
+    return f;
+  }
+
   /**
    * Writes (PUT, DELETE, MULTI_PUT) are taken here, on the receiving thread, in the order the
    * connection's requests arrived: applied at once when nothing can block, else queued on their
@@ -329,7 +383,7 @@ public final class KvService implements FerriteService {
     if (!KvWrites.isWrite(opcode)) {
       return null;
     }
-    return write(opcode, request, true);
+    return metered(opcode, System.nanoTime(), write(opcode, request, true));
   }
 
   /**
@@ -366,6 +420,10 @@ public final class KvService implements FerriteService {
 
   @Override
   public CompletableFuture<ByteBuffer> handle(RpcContext caller, int opcode, ByteBuffer request) {
+    return metered(opcode, System.nanoTime(), serve(caller, opcode, request));
+  }
+
+  private CompletableFuture<ByteBuffer> serve(RpcContext caller, int opcode, ByteBuffer request) {
     String serverOnly = serverOnly(opcode);
     if (serverOnly != null && !caller.role().atLeast(Role.SERVER)) {
       return CompletableFuture.failedFuture(

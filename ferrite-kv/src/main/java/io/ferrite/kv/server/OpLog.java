@@ -411,6 +411,11 @@ final class OpLog implements AutoCloseable {
     }
   }
 
+  /** Records appended since the log was opened (replayed ones included). */
+  synchronized long appended() {
+    return appended;
+  }
+
   /** How many fsyncs the syncer made (for tests: group commit shares them). */
   synchronized long fsyncs() {
     return fsyncs;

@@ -96,7 +96,27 @@ public final class MemoryMaster implements MasterExtension {
     this.ctx = context;
     this.cow = new CopyOnWrite(context, state, leaseMillis);
     this.reserves = new Reserves(context, state, cacheLimitBlocks);
+    this.meters =
+        io.ferrite.kernel.ops.FaceMeters.of(context.metrics(), "memory")
+            .byOpcode(
+                java.util.Map.ofEntries(
+                    java.util.Map.entry(MemoryProtocol.CREATE_NS, "create_ns"),
+                    java.util.Map.entry(MemoryProtocol.JOIN_NS, "join_ns"),
+                    java.util.Map.entry(MemoryProtocol.DELETE_NS, "delete_ns"),
+                    java.util.Map.entry(MemoryProtocol.RESERVE, "reserve"),
+                    java.util.Map.entry(MemoryProtocol.RELEASE, "release"),
+                    java.util.Map.entry(MemoryProtocol.ALLOC, "alloc"),
+                    java.util.Map.entry(MemoryProtocol.FREE, "free"),
+                    java.util.Map.entry(MemoryProtocol.LOOKUP, "lookup"),
+                    java.util.Map.entry(MemoryProtocol.MAP, "map"),
+                    java.util.Map.entry(MemoryProtocol.UNMAP, "unmap"),
+                    java.util.Map.entry(MemoryProtocol.STAT, "stat"),
+                    java.util.Map.entry(MemoryProtocol.COW_BEGIN, "cow_begin"),
+                    java.util.Map.entry(MemoryProtocol.COW_PUBLISH, "cow_publish")));
   }
+
+  /** ferrite.face.ops{face=memory} of the served opcodes; set in start, before any request. */
+  private io.ferrite.kernel.ops.FaceMeters.ByOpcode meters;
 
   @Override
   public void stop() {
@@ -107,6 +127,7 @@ public final class MemoryMaster implements MasterExtension {
 
   @Override
   public CompletableFuture<ByteBuffer> handle(RpcContext caller, int opcode, ByteBuffer request) {
+    meters.count(opcode);
     try {
       Wire.Reader r = new Wire.Reader(request, "memory opcode " + opcode);
       ByteBuffer out =

@@ -135,6 +135,22 @@ public final class NodesMaster implements MasterExtension {
   @Override
   public void start(MasterContext context) {
     this.ctx = context;
+    this.meters =
+        io.ferrite.kernel.ops.FaceMeters.of(context.metrics(), "nodes")
+            .byOpcode(
+                java.util.Map.ofEntries(
+                    java.util.Map.entry(NodesProtocol.CREATE, "create"),
+                    java.util.Map.entry(NodesProtocol.LOOKUP, "lookup"),
+                    java.util.Map.entry(NodesProtocol.LOOKUP_VERSIONED, "lookup"),
+                    java.util.Map.entry(NodesProtocol.LOOKUP_LEASED, "lookup"),
+                    java.util.Map.entry(NodesProtocol.REMOVE, "remove"),
+                    java.util.Map.entry(NodesProtocol.MOVE, "move"),
+                    java.util.Map.entry(NodesProtocol.MAP, "map"),
+                    java.util.Map.entry(NodesProtocol.PUBLISH, "publish"),
+                    java.util.Map.entry(NodesProtocol.OPEN_WRITE, "open_write"),
+                    java.util.Map.entry(NodesProtocol.LIST, "list"),
+                    java.util.Map.entry(NodesProtocol.ABORT, "abort"),
+                    java.util.Map.entry(NodesProtocol.WATCH, "watch")));
     leases.recovered(ns.nextId());
     // Before the first provisional CREATE answer can leave (the master waits for this record's
     // fsync before it sends any: MasterService), skip the ids a crash may have forgotten.
@@ -184,6 +200,7 @@ public final class NodesMaster implements MasterExtension {
 
   @Override
   public CompletableFuture<ByteBuffer> handle(RpcContext caller, int opcode, ByteBuffer request) {
+    meters.count(opcode);
     if (opcode == NodesProtocol.WATCH) {
       return lookups.handleInline(caller, opcode, request);
     }
@@ -362,8 +379,18 @@ public final class NodesMaster implements MasterExtension {
   @Override
   public CompletableFuture<ByteBuffer> handleInline(
       RpcContext caller, int opcode, ByteBuffer request) {
-    return lookups.handleInline(caller, opcode, request);
+    CompletableFuture<ByteBuffer> f = lookups.handleInline(caller, opcode, request);
+    if (f != null) {
+      meters.count(opcode); // a declined call is counted once, by handle
+    }
+    return f;
   }
+
+  /**
+   * ferrite.face.ops{face=nodes} of the served opcodes (the three lookups as one op); set in start,
+   * before any request.
+   */
+  private io.ferrite.kernel.ops.FaceMeters.ByOpcode meters;
 
   private ByteBuffer remove(Wire.Reader r) {
     String path = r.str("path");
