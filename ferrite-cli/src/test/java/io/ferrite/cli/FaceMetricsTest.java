@@ -141,8 +141,23 @@ class FaceMetricsTest {
                   Map.of("service", "kv", "opcode", "3", "outcome", "ok"))
               >= n,
           "kv PUT (opcode 3) RPCs");
+      // The table's shards are service regions of the kv face: shown apart from blocks.
+      long kvBytes = server.serviceBytes().get("dram").get("kv");
+      assertTrue(kvBytes > 0);
+      assertEquals(
+          (double) kvBytes,
+          s.value(
+              "ferrite_capacity_bytes", Map.of("class", "dram", "use", "service", "face", "kv")));
+      assertEquals(
+          0.0,
+          s.value(
+              "ferrite_capacity_bytes", Map.of("class", "disk", "use", "service", "face", "kv")));
 
       PrometheusText m = scrape(c.master.ops());
+      assertTrue(
+          m.value("ferrite_capacity_bytes", Map.of("class", "dram", "use", "service", "face", "kv"))
+              >= kvBytes,
+          "the master's cluster sum holds this server's kv regions");
       assertTrue(m.value("ferrite_face_ops_total", face("kv", "create_table")) >= 1);
       assertTrue(m.value("ferrite_face_ops_total", face("nodes", "create")) >= n);
       assertTrue(m.value("ferrite_face_ops_total", face("nodes", "lookup")) >= n);

@@ -163,7 +163,11 @@ public final class Master implements AutoCloseable {
       }
       io.ferrite.fabric.RpcHandler served =
           io.ferrite.kernel.ops.RpcMeters.wrap(service, m.metrics.registry(), serviceNames::get);
-      MasterMeters.register(m.metrics, state, journal, List.of("dram", "disk"));
+      List<String> faces = new ArrayList<>();
+      for (MasterExtension ext : extensions) {
+        faces.add(ext.name());
+      }
+      MasterMeters.register(m.metrics, state, journal, List.of("dram", "disk"), faces);
       m.revoker =
           new Revoker(
               state,

@@ -13,7 +13,8 @@ import java.util.Locale;
  * group commit ({@code ferrite.log.records} and {@code ferrite.log.fsyncs}, {@code log=journal}),
  * open sessions ({@code ferrite.sessions}), memory servers by state ({@code ferrite.servers}) and
  * the cluster's capacity per storage class ({@code ferrite.capacity.bytes}, {@code use=total|used},
- * summed over the ALIVE servers as {@code ferrite status} reports them).
+ * summed over the ALIVE servers as {@code ferrite status} reports them; {@code use=service} with
+ * tag {@code face} for each face's service regions, such as kv shards).
  *
  * <p><b>Cost.</b> The cluster gauges read one {@link MasterState#status} (it takes the metadata
  * lock, which mutations hold across their journal write) per scrape, not one per gauge: the status
@@ -31,7 +32,12 @@ final class MasterMeters {
     this.state = state;
   }
 
-  static void register(Metrics metrics, MasterState state, Journal journal, List<String> classes) {
+  static void register(
+      Metrics metrics,
+      MasterState state,
+      Journal journal,
+      List<String> classes,
+      List<String> faces) {
     MeterRegistry r = metrics.registry();
     MasterMeters m = metrics.hold(new MasterMeters(state));
     io.ferrite.kernel.ops.LogMeters.register(
@@ -49,10 +55,19 @@ final class MasterMeters {
       capacity(r, m, cls, "total", 0);
       capacity(r, m, cls, "used", 1);
     }
-    // ---- use=service: the per-face split of service regions is registered here, at merge, from
-    // ClusterStatus's per-face service bytes (helper S's accounting): ferrite.capacity.bytes with
-    // tags class, use=service and face (the registry takes the extra tag key beside the total and
-    // used series; checked with Micrometer 1.17's Prometheus registry).
+    // The face of a service region is the name of the memory-server service that made it, which
+    // is the name of its face's master extension (kv); a face without service regions reads 0.
+    for (String cls : classes) {
+      for (String face : faces) {
+        Gauge.builder("ferrite.capacity.bytes", m, x -> x.serviceBytes(cls, face))
+            .description(
+                "Capacity per storage class (total) and what is in use (blocks and services)")
+            .tag("class", cls)
+            .tag("use", "service")
+            .tag("face", face)
+            .register(r);
+      }
+    }
   }
 
   private static void capacity(MeterRegistry r, MasterMeters m, String cls, String use, int i) {
@@ -67,6 +82,22 @@ final class MasterMeters {
         .tag("class", cls)
         .tag("use", use)
         .register(r);
+  }
+
+  /** The bytes of {@code face}'s service regions in {@code cls} over the ALIVE servers. */
+  private double serviceBytes(String cls, String face) {
+    long n = 0;
+    for (ClusterStatus.Member mb : status().members()) {
+      if (mb.info().state() != ServerState.ALIVE) {
+        continue;
+      }
+      for (ClusterStatus.ClassUsage u : mb.usage()) {
+        if (u.storageClass().equals(cls)) {
+          n += u.serviceBytes().getOrDefault(face, 0L);
+        }
+      }
+    }
+    return n;
   }
 
   private double servers(ServerState s) {

@@ -373,13 +373,27 @@ public final class MemoryServer implements AutoCloseable {
     for (String cls : List.of("dram", "disk")) {
       long total = cfg.capacity(cls);
       io.micrometer.core.instrument.Gauge.builder("ferrite.capacity.bytes", () -> total)
-          .description("Capacity per storage class (total)")
+          .description("Capacity per storage class (total) and what its services hold")
           .tag("class", cls)
           .tag("use", "total")
           .register(metrics.registry());
     }
-    // ---- use=service (tag face): the bytes of each face's service regions per class are
-    // registered here, at merge, from RegionStore's per-face accounting (helper S).
+    // Each started service's regions per class (kv shards), from the one per-face sum the status
+    // uses too; a service that made none reads 0.
+    for (String cls : List.of("dram", "disk")) {
+      for (FerriteService fs : started) {
+        String face = fs.name();
+        io.micrometer.core.instrument.Gauge.builder(
+                "ferrite.capacity.bytes",
+                this,
+                s -> s.serviceBytes().getOrDefault(cls, Map.of()).getOrDefault(face, 0L))
+            .description("Capacity per storage class (total) and what its services hold")
+            .tag("class", cls)
+            .tag("use", "service")
+            .tag("face", face)
+            .register(metrics.registry());
+      }
+    }
   }
 
   private static long newIncarnation() {
