@@ -15,8 +15,7 @@ import io.ferrite.kernel.client.Ferrite;
 import io.ferrite.kernel.client.FerriteClient;
 import io.ferrite.kernel.config.FabricFactory;
 import io.ferrite.kernel.config.FerriteConfig;
-import io.ferrite.kernel.master.Master;
-import io.ferrite.kernel.server.MemoryServer;
+import io.ferrite.kernel.local.InProcessCluster;
 import io.ferrite.kv.Extents;
 import io.ferrite.kv.HopscotchLayout;
 import io.ferrite.kv.KvClient;
@@ -460,21 +459,14 @@ public final class KvBench {
             .set(FerriteConfig.CAPACITY_DISK, "0")
             .set(FerriteConfig.JOURNAL_FSYNC, "false")
             .build();
-    Fabric tcp = FabricFactory.standard().open("tcp");
-    open.add(tcp);
-    Fabric shm = FabricFactory.standard().open("shm");
-    open.add(shm);
-    Master master = Master.start(cfg, CREDENTIALS, List.of(tcp));
-    open.add(master);
-    String address = master.addresses().get("tcp");
-    open.add(
-        MemoryServer.start(
-            cfg.with(FerriteConfig.SERVER_NAME, "bench"),
-            CREDENTIALS,
-            List.of(tcp, shm),
-            address,
-            List.of()));
-    return address;
+    InProcessCluster cluster =
+        InProcessCluster.builder(cfg, CREDENTIALS)
+            .fabrics(FabricFactory.standard(), List.of("tcp", "shm"))
+            .masterFabrics(List.of("tcp"))
+            .serverNames(i -> "bench")
+            .start();
+    open.add(cluster);
+    return cluster.masterAddress();
   }
 
   /**

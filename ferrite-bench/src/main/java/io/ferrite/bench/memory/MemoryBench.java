@@ -11,15 +11,14 @@ import io.ferrite.bench.Workload;
 import io.ferrite.bench.ceiling.MemcpyCeiling;
 import io.ferrite.bench.ceiling.SocketCeiling;
 import io.ferrite.fabric.Credentials;
-import io.ferrite.fabric.Fabric;
 import io.ferrite.fabric.Futures;
 import io.ferrite.kernel.client.ClientOptions;
 import io.ferrite.kernel.client.Ferrite;
 import io.ferrite.kernel.client.FerriteClient;
 import io.ferrite.kernel.config.FabricFactory;
 import io.ferrite.kernel.config.FerriteConfig;
+import io.ferrite.kernel.local.InProcessCluster;
 import io.ferrite.kernel.master.Master;
-import io.ferrite.kernel.server.MemoryServer;
 import io.ferrite.memory.Mapping;
 import io.ferrite.memory.MemoryFlags;
 import io.ferrite.memory.Namespace;
@@ -458,23 +457,16 @@ public final class MemoryBench {
                 .set(FerriteConfig.CAPACITY_DISK, "0")
                 .set(FerriteConfig.JOURNAL_FSYNC, "false")
                 .build();
-        Fabric tcp = FabricFactory.standard().open("tcp");
-        c.running.add(tcp);
-        Fabric shm = FabricFactory.standard().open("shm");
-        c.running.add(shm);
-        c.master =
-            Master.start(
-                cfg, c.credentials, List.of(tcp), List.of(new MemoryMaster(Integer.MAX_VALUE)));
-        c.running.add(c.master);
-        for (int i = 0; i < o.servers(); i++) {
-          c.running.add(
-              MemoryServer.start(
-                  cfg.with(FerriteConfig.SERVER_NAME, "m" + i),
-                  c.credentials,
-                  List.of(tcp, shm),
-                  c.master.addresses().get("tcp"),
-                  List.of()));
-        }
+        InProcessCluster cluster =
+            InProcessCluster.builder(cfg, c.credentials)
+                .fabrics(FabricFactory.standard(), List.of("tcp", "shm"))
+                .masterFabrics(List.of("tcp"))
+                .extensions(List.of(new MemoryMaster(Integer.MAX_VALUE)))
+                .servers(o.servers())
+                .serverNames(i -> "m" + (i - 1))
+                .start();
+        c.running.add(cluster);
+        c.master = cluster.master();
         return c;
       } catch (RuntimeException e) {
         c.close();

@@ -17,9 +17,9 @@ import io.ferrite.kernel.client.ClientOptions;
 import io.ferrite.kernel.client.Ferrite;
 import io.ferrite.kernel.client.FerriteClient;
 import io.ferrite.kernel.config.FerriteConfig;
+import io.ferrite.kernel.local.InProcessCluster;
 import io.ferrite.kernel.master.Master;
 import io.ferrite.kernel.proto.BlockRef;
-import io.ferrite.kernel.server.MemoryServer;
 import io.ferrite.nodes.NodeReader;
 import io.ferrite.nodes.NodeWriter;
 import io.ferrite.nodes.Nodes;
@@ -246,19 +246,16 @@ public final class NodesBench {
       String prefix,
       List<AutoCloseable> running)
       throws Exception {
-    Master master =
-        Master.start(
-            cfg, creds, List.of(tcp, shm), List.of(new NodesMaster(Duration.ofMillis(100))));
-    running.add(master);
-    for (int i = 1; i <= 2; i++) {
-      running.add(
-          MemoryServer.start(
-              cfg.with(FerriteConfig.SERVER_NAME, prefix + i),
-              creds,
-              List.of(tcp, shm),
-              master.addresses().get("tcp"),
-              List.of()));
-    }
+    InProcessCluster cluster =
+        InProcessCluster.builder(cfg, creds)
+            .fabrics(List.of(tcp, shm))
+            .masterFabrics(List.of("tcp", "shm"))
+            .extensions(List.of(new NodesMaster(Duration.ofMillis(100))))
+            .servers(2)
+            .serverNames(i -> prefix + i)
+            .start();
+    running.add(cluster);
+    Master master = cluster.master();
     awaitServers(master, 2);
     return master;
   }
