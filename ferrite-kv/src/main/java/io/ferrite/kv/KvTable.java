@@ -106,7 +106,7 @@ public final class KvTable {
     this.layouts = new AtomicReferenceArray<>(info.options().shards());
     this.known = new AtomicReferenceArray<>(info.options().shards());
     this.connections = new AtomicReferenceArray<>(info.options().shards());
-    this.hints = ExtentHints.forTable(info.tableId());
+    this.hints = ExtentHints.forTable(info.tableId(), KvConfig.extentHints(client.config()));
     this.reader = LayoutReader.of(this, stats);
   }
 

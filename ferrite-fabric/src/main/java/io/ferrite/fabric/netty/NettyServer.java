@@ -39,6 +39,7 @@ public final class NettyServer implements FabricServer {
   /** Bound on connect-to-AUTH on the server side; a peer that takes longer is dropped. */
   public static final long DEFAULT_HANDSHAKE_TIMEOUT_MILLIS = 5000;
 
+  private final boolean directWrites;
   private final ServerSpec spec;
   private final Counters counters = new Counters();
   private final SoftNic nic;
@@ -73,11 +74,13 @@ public final class NettyServer implements FabricServer {
       long handshakeTimeoutMillis,
       Runnable onClose,
       Function<RpcDispatcher, RingHost> rings,
-      Tls tls) {
+      Tls tls,
+      boolean directWrites) {
     if (tls != null) {
       tls.requireServer();
     }
     this.spec = spec;
+    this.directWrites = directWrites;
     this.handshakeTimeoutMillis = handshakeTimeoutMillis;
     this.onClose = onClose;
     this.nic = new SoftNic(spec.regions(), counters, serveMap, spec.maxFrameBytes());
@@ -231,6 +234,14 @@ public final class NettyServer implements FabricServer {
 
   int maxFrameBytes() {
     return spec.maxFrameBytes();
+  }
+
+  /**
+   * Whether answers from other threads may be written to the socket by those threads (the default)
+   * or always go through the event loop ({@link io.ferrite.fabric.FabricTuning}).
+   */
+  boolean directWrites() {
+    return directWrites;
   }
 
   long handshakeTimeoutMillis() {

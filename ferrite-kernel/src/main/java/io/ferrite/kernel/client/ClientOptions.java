@@ -25,6 +25,8 @@ import java.util.Objects;
  * @param opTimeout deadline of one-sided ops
  * @param maxAttempts attempts of an operation that is safe to retry (reads, connects), >= 1
  * @param hostId this host's identity, compared with servers' for {@code auto}
+ * @param config the process's configuration, where faces read their client-side keys (the defaults
+ *     unless built {@link #from(FerriteConfig)} or given)
  */
 public record ClientOptions(
     Credentials credentials,
@@ -37,10 +39,12 @@ public record ClientOptions(
     Duration connectTimeout,
     Duration opTimeout,
     int maxAttempts,
-    String hostId) {
+    String hostId,
+    FerriteConfig config) {
 
   public ClientOptions {
     Objects.requireNonNull(credentials, "credentials");
+    Objects.requireNonNull(config, "config");
     Objects.requireNonNull(fabrics, "fabrics");
     if (!List.of("auto", "shm", "tcp", "local").contains(fabric)) {
       throw new IllegalArgumentException(
@@ -64,6 +68,7 @@ public record ClientOptions(
         .fabric(cfg.clientFabric())
         .fabrics(FabricFactory.standard(cfg))
         .rpcTimeout(cfg.rpcTimeout())
+        .config(cfg)
         .build();
   }
 
@@ -80,7 +85,8 @@ public record ClientOptions(
         connectTimeout,
         opTimeout,
         maxAttempts,
-        hostId);
+        hostId,
+        config);
   }
 
   /** Builder with the defaults: auto fabric, standard fabrics, 5 s timeouts, 3 attempts. */
@@ -96,6 +102,7 @@ public record ClientOptions(
     private Duration opTimeout = Duration.ofSeconds(10);
     private int maxAttempts = 3;
     private String hostId;
+    private FerriteConfig config;
 
     private Builder(Credentials credentials) {
       this.credentials = credentials;
@@ -151,6 +158,12 @@ public record ClientOptions(
       return this;
     }
 
+    /** The configuration faces read their client-side keys from (default: the defaults). */
+    public Builder config(FerriteConfig v) {
+      config = v;
+      return this;
+    }
+
     public ClientOptions build() {
       return new ClientOptions(
           credentials,
@@ -163,7 +176,8 @@ public record ClientOptions(
           connectTimeout,
           opTimeout,
           maxAttempts,
-          hostId != null ? hostId : HostIdentity.local());
+          hostId != null ? hostId : HostIdentity.local(),
+          config != null ? config : FerriteConfig.defaults());
     }
   }
 }

@@ -141,7 +141,8 @@ public final class Master implements AutoCloseable {
     Master m = new Master(cfg, state, journal);
     try {
       for (MasterExtension ext : extensions) {
-        ext.start(state.contextFor(ext, (name, length) -> m.createRegion(cfg, dir, name, length)));
+        ext.start(
+            state.contextFor(ext, (name, length) -> m.createRegion(cfg, dir, name, length), cfg));
         LOG.log(
             System.Logger.Level.INFO,
             "master extension {0} (service {1}) started",

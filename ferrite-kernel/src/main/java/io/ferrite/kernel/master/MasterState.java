@@ -873,8 +873,21 @@ public final class MasterState {
   public MasterContext contextFor(
       MasterExtension ext,
       java.util.function.BiFunction<String, Long, MasterContext.MasterRegion> regions) {
+    return contextFor(ext, regions, io.ferrite.kernel.config.FerriteConfig.defaults());
+  }
+
+  /** As {@link #contextFor(MasterExtension, java.util.function.BiFunction)}, with {@code cfg}. */
+  public MasterContext contextFor(
+      MasterExtension ext,
+      java.util.function.BiFunction<String, Long, MasterContext.MasterRegion> regions,
+      io.ferrite.kernel.config.FerriteConfig cfg) {
     MasterState self = this;
     return new MasterContext() {
+      @Override
+      public io.ferrite.kernel.config.FerriteConfig config() {
+        return cfg;
+      }
+
       @Override
       public <T> T mutate(java.util.function.Function<Mutation, T> body) {
         synchronized (self) {
