@@ -30,6 +30,7 @@ import picocli.CommandLine.Command;
     subcommands = {
       CommandLine.HelpCommand.class,
       BenchCommand.class,
+      ConfigCommand.class,
       FsCommand.class,
       KvCommand.class,
       LocalCommand.class,

@@ -1,5 +1,6 @@
 package io.ferrite.bench.kv;
 
+import io.ferrite.bench.BenchConfig;
 import io.ferrite.bench.BenchReport;
 import io.ferrite.bench.BenchResult;
 import io.ferrite.bench.Better;
@@ -13,7 +14,6 @@ import io.ferrite.fabric.NamedThreadFactory;
 import io.ferrite.kernel.client.ClientOptions;
 import io.ferrite.kernel.client.Ferrite;
 import io.ferrite.kernel.client.FerriteClient;
-import io.ferrite.kernel.config.FabricFactory;
 import io.ferrite.kernel.config.FerriteConfig;
 import io.ferrite.kernel.local.InProcessCluster;
 import io.ferrite.kv.Extents;
@@ -344,7 +344,7 @@ public final class KvBench {
           startCluster(root, disk == null ? root.resolve("data") : disk.resolve("data"), open);
       // The per-thread clients of --vs redis share one tcp fabric (one set of I/O threads), as the
       // threads of one client do; each has its own connection, as each Redis thread has.
-      Fabric perThreadTcp = FabricFactory.standard().open("tcp");
+      Fabric perThreadTcp = BenchConfig.fabrics().open("tcp");
       open.add(perThreadTcp);
       Fabric sharedTcp = unclosable(perThreadTcp);
       java.util.Map<String, FerriteClient> clients = new java.util.LinkedHashMap<>();
@@ -406,6 +406,7 @@ public final class KvBench {
                     Ferrite.connect(
                         address,
                         ClientOptions.builder(CREDENTIALS)
+                            .config(BenchConfig.environment())
                             .fabric("tcp")
                             .fabrics(n -> sharedTcp)
                             .build()),
@@ -444,7 +445,7 @@ public final class KvBench {
   /** As above, with the servers' data (the kv log) in {@code dataDir}. */
   static String startCluster(Path root, Path dataDir, List<AutoCloseable> open) {
     FerriteConfig cfg =
-        FerriteConfig.builder()
+        BenchConfig.builder()
             .set(FerriteConfig.CLUSTER_ID, "bench-kv")
             .set(FerriteConfig.DATA_DIR, dataDir.toString())
             .set(FerriteConfig.SHM_DIR, root.resolve("shm").toString())
@@ -461,7 +462,6 @@ public final class KvBench {
             .build();
     InProcessCluster cluster =
         InProcessCluster.builder(cfg, CREDENTIALS)
-            .fabrics(FabricFactory.standard(), List.of("tcp", "shm"))
             .masterFabrics(List.of("tcp"))
             .serverNames(i -> "bench")
             .start();
@@ -491,7 +491,12 @@ public final class KvBench {
   /** A client of the benchmark's cluster over {@code fabric}; the caller closes it. */
   static FerriteClient connect(String masterAddress, String fabric) {
     return Ferrite.connect(
-        masterAddress, ClientOptions.builder(CREDENTIALS).fabric(fabric).build());
+        masterAddress,
+        ClientOptions.builder(CREDENTIALS)
+            .fabric(fabric)
+            .fabrics(BenchConfig.fabrics())
+            .config(BenchConfig.environment())
+            .build());
   }
 
   /** {@code f} for clients that close what they open: closing it does nothing. */

@@ -1,5 +1,6 @@
 package io.ferrite.bench.memory;
 
+import io.ferrite.bench.BenchConfig;
 import io.ferrite.bench.BenchReport;
 import io.ferrite.bench.BenchResult;
 import io.ferrite.bench.Better;
@@ -15,7 +16,6 @@ import io.ferrite.fabric.Futures;
 import io.ferrite.kernel.client.ClientOptions;
 import io.ferrite.kernel.client.Ferrite;
 import io.ferrite.kernel.client.FerriteClient;
-import io.ferrite.kernel.config.FabricFactory;
 import io.ferrite.kernel.config.FerriteConfig;
 import io.ferrite.kernel.local.InProcessCluster;
 import io.ferrite.kernel.master.Master;
@@ -444,7 +444,7 @@ public final class MemoryBench {
                 + " dram each, 1 MiB blocks, in "
                 + c.dir);
         FerriteConfig cfg =
-            FerriteConfig.builder()
+            BenchConfig.builder()
                 .set(FerriteConfig.CLUSTER_ID, "bm")
                 .set(FerriteConfig.DATA_DIR, c.dir.resolve("d").toString())
                 .set(FerriteConfig.SHM_DIR, c.dir.resolve("s").toString())
@@ -459,7 +459,6 @@ public final class MemoryBench {
                 .build();
         InProcessCluster cluster =
             InProcessCluster.builder(cfg, c.credentials)
-                .fabrics(FabricFactory.standard(), List.of("tcp", "shm"))
                 .masterFabrics(List.of("tcp"))
                 .extensions(List.of(new MemoryMaster(Integer.MAX_VALUE)))
                 .servers(o.servers())
@@ -478,7 +477,11 @@ public final class MemoryBench {
       FerriteClient client =
           Ferrite.connect(
               master.addresses().get("tcp"),
-              ClientOptions.builder(credentials).fabric(fabric).build());
+              ClientOptions.builder(credentials)
+                  .fabric(fabric)
+                  .fabrics(BenchConfig.fabrics())
+                  .config(BenchConfig.environment())
+                  .build());
       running.add(client);
       return client;
     }

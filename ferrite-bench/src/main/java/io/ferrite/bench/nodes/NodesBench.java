@@ -1,5 +1,6 @@
 package io.ferrite.bench.nodes;
 
+import io.ferrite.bench.BenchConfig;
 import io.ferrite.bench.BenchReport;
 import io.ferrite.bench.BenchResult;
 import io.ferrite.bench.Better;
@@ -155,7 +156,7 @@ public final class NodesBench {
       long perServer =
           Math.max(256L << 20, (fileBytes / 2 + (192L << 20)) / (64L << 20) * (64L << 20));
       FerriteConfig cfg =
-          FerriteConfig.builder()
+          BenchConfig.builder()
               .set(FerriteConfig.CLUSTER_ID, "bn")
               .set(FerriteConfig.DATA_DIR, dataDir.toString())
               .set(FerriteConfig.SHM_DIR, shmRoot.toString())
@@ -181,6 +182,7 @@ public final class NodesBench {
               ClientOptions.builder(creds)
                   .fabric(f)
                   .fabrics(Fabrics::create)
+                  .config(cfg)
                   .clientName("bench-" + f)
                   .build();
           // The master is found over tcp, as ferrite://host:port does; the shm client then moves
