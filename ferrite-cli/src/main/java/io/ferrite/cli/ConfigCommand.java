@@ -23,7 +23,6 @@ import picocli.CommandLine.Spec;
       "Examples:",
       "  ferrite config",
       "  ferrite config --set netty.lanes=0",
-      "  FERRITE_SHM_RINGS=false ferrite config"
     })
 final class ConfigCommand implements Callable<Integer> {
   @Spec CommandSpec spec;
