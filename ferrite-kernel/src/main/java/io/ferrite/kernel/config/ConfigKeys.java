@@ -14,7 +14,10 @@ public interface ConfigKeys {
   /** One key: its name ({@code face.what}), default value and one-line description. */
   record Key(String name, String defaultValue, String description) {}
 
-  /** The keys, in the order {@code ferrite config} shows them. */
+  /**
+   * The keys, in the order {@code ferrite config} shows them. Called while {@link FerriteConfig}
+   * initializes (once per class loader): it must not use {@link FerriteConfig}, only constants.
+   */
   List<Key> keys();
 
   /**
