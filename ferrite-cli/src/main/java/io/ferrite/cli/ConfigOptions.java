@@ -23,12 +23,8 @@ final class ConfigOptions {
       paramLabel = "KEY=VALUE",
       showDefaultValue = CommandLine.Help.Visibility.NEVER,
       description = {
-        "Sets any configuration key; repeatable. Keys: cluster.id, cluster.secret.file,"
-            + " master.host, master.port, data.dir, server.name, server.host, server.port,"
-            + " server.fabrics, capacity.dram, capacity.disk, shm.dir, region.size, block.size,"
-            + " service.threads, heartbeat.interval, server.dead.timeout, session.lease,"
-            + " client.fabric, journal.fsync, journal.snapshot.every, rpc.timeout,"
-            + " metrics.host, metrics.port.",
+        "Sets any configuration key; repeatable. 'ferrite config' lists every key (those of the"
+            + " kernel, the fabrics and each face) with its default and what it does.",
         "Layering: defaults < --config file < FERRITE_* environment < flags."
       })
   Map<String, String> set = new LinkedHashMap<>();

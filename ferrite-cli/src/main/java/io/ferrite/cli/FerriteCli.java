@@ -31,6 +31,7 @@ import picocli.CommandLine.Command;
     subcommands = {
       CommandLine.HelpCommand.class,
       BenchCommand.class,
+      ConfigCommand.class,
       FsCommand.class,
       KvCommand.class,
       LocalCommand.class,
@@ -152,8 +153,18 @@ public final class FerriteCli implements Runnable {
   }
 
   public static void main(String[] args) {
-    configureLogging();
+    configureLogging(System.getProperties());
     System.exit(commandLine().execute(args));
+  }
+
+  /** {@code --log-level}, global: every subcommand accepts it (picocli copies it down). */
+  @CommandLine.Option(
+      names = "--log-level",
+      paramLabel = "LEVEL",
+      scope = CommandLine.ScopeType.INHERIT,
+      description = "log level of Ferrite's loggers: SEVERE, WARNING, INFO (default), FINE, ALL")
+  void logLevel(String level) {
+    setLogLevel(level);
   }
 
   private static final String LOGGING =
@@ -162,15 +173,48 @@ public final class FerriteCli implements Runnable {
           + "java.util.logging.ConsoleHandler.level=ALL\n"
           + "java.util.logging.SimpleFormatter.format=%1$tT.%1$tL %4$s %3$s: %5$s%6$s%n\n";
 
-  /** One-line log records on stderr (processes log through System.Logger, i.e. JUL). */
-  static void configureLogging() {
+  /**
+   * One-line log records on stderr (processes log through System.Logger, i.e. JUL), unless the user
+   * configured JUL (a {@code java.util.logging.config.file} or {@code .config.class} system
+   * property): then the LogManager has already read the user's configuration and it is left alone.
+   *
+   * @return whether Ferrite's format was installed
+   */
+  static boolean configureLogging(java.util.Properties system) {
+    if (system.getProperty("java.util.logging.config.file") != null
+        || system.getProperty("java.util.logging.config.class") != null) {
+      return false;
+    }
     try {
       java.util.logging.LogManager.getLogManager()
           .readConfiguration(
               new java.io.ByteArrayInputStream(
                   LOGGING.getBytes(java.nio.charset.StandardCharsets.UTF_8)));
+      return true;
     } catch (IOException e) {
       // Keep the JDK's default logging.
+      return false;
+    }
+  }
+
+  /**
+   * Sets the level of the root logger and of its handlers (a handler at INFO would drop FINE
+   * records the logger lets through). An explicit flag wins over a user's configuration file.
+   */
+  static void setLogLevel(String name) {
+    java.util.logging.Level level;
+    try {
+      level = java.util.logging.Level.parse(name.trim().toUpperCase(java.util.Locale.ROOT));
+    } catch (IllegalArgumentException e) {
+      throw new CommandLine.TypeConversionException(
+          "'"
+              + name
+              + "' (expected: SEVERE, WARNING, INFO, CONFIG, FINE, FINER, FINEST, ALL, OFF)");
+    }
+    java.util.logging.Logger root = java.util.logging.Logger.getLogger("");
+    root.setLevel(level);
+    for (java.util.logging.Handler h : root.getHandlers()) {
+      h.setLevel(level);
     }
   }
 }

@@ -1,11 +1,11 @@
 package io.ferrite.cli;
 
 import io.ferrite.fabric.Credentials;
-import io.ferrite.fabric.Fabric;
 import io.ferrite.fabric.tcp.TlsFiles;
 import io.ferrite.kernel.config.ClusterFile;
 import io.ferrite.kernel.config.FerriteConfig;
 import io.ferrite.kernel.config.Secrets;
+import io.ferrite.kernel.local.InProcessCluster;
 import io.ferrite.kernel.master.Master;
 import io.ferrite.kernel.proto.ClusterStatus;
 import io.ferrite.kernel.proto.ServerState;
@@ -172,62 +172,36 @@ final class LocalCommand implements Callable<Integer> {
     PrintWriter out = spec.commandLine().getOut();
 
     Fabrics fabrics = new Fabrics(cfg);
-    List<AutoCloseable> running = new ArrayList<>();
+    InProcessCluster cluster;
+    try {
+      // The master serves tcp and shm: same-host clients reach it through shared-memory rings.
+      cluster =
+          InProcessCluster.builder(cfg, creds)
+              .fabrics(fabrics.factory(), fabricNames)
+              .servers(servers)
+              .masterSettings(Map.of(FerriteConfig.METRICS_PORT, Integer.toString(metricsPort)))
+              .start();
+    } catch (RuntimeException e) {
+      fabrics.close();
+      throw e;
+    }
     Runnable stopAll =
         () -> {
-          for (int i = running.size() - 1; i >= 0; i--) {
-            try {
-              running.get(i).close();
-            } catch (Exception e) {
-              spec.commandLine().getErr().println("stopping: " + e);
-            }
-          }
+          cluster.close();
           fabrics.close();
         };
     boolean passed;
     try {
-      List<Fabric> served = fabrics.open(fabricNames);
-      Fabric masterFabric = served.get(0);
-      for (Fabric f : served) {
-        if (f.name().equals("tcp")) {
-          masterFabric = f;
-        }
-      }
-      // The master serves shm too: same-host clients reach it through shared-memory rings.
-      List<Fabric> masterFabrics = new ArrayList<>(List.of(masterFabric));
-      for (Fabric f : served) {
-        if (f.name().equals("shm") && f != masterFabric) {
-          masterFabrics.add(f);
-        }
-      }
-      Master master =
-          Master.start(
-              cfg.with(FerriteConfig.METRICS_PORT, Integer.toString(metricsPort)),
-              creds,
-              masterFabrics);
-      running.add(master);
-      String masterAddress = master.addresses().get(masterFabric.name());
-      String uri =
-          masterFabric.name().equals("tcp")
-              ? "ferrite://127.0.0.1:" + masterAddress.substring(masterAddress.lastIndexOf(':') + 1)
-              : masterAddress;
+      Master master = cluster.master();
+      String uri = cluster.uri();
       List<Integer> ids = new ArrayList<>();
-      List<MemoryServer> started = new ArrayList<>();
-      for (int i = 1; i <= servers; i++) {
-        MemoryServer s =
-            MemoryServer.start(
-                cfg.with(FerriteConfig.SERVER_NAME, "server-" + i),
-                creds,
-                served,
-                masterAddress,
-                List.of());
-        running.add(s);
-        started.add(s);
+      List<MemoryServer> started = cluster.servers();
+      for (MemoryServer s : started) {
         ids.add(s.serverId());
       }
-      ClusterFile cf = new ClusterFile(uri, cfg.clusterId(), secret, tlsCert);
-      cf.write(dir.resolve(ClusterFile.FILE_NAME));
-      boolean reachable = !masterFabric.name().equals("local");
+      ClusterFile cf =
+          cluster.writeClusterFile(dir.resolve(ClusterFile.FILE_NAME), secret, tlsCert);
+      boolean reachable = !fabricNames.get(0).equals("local") || fabricNames.contains("tcp");
       if (reachable) {
         cf.write(defaultClusterFile);
       }

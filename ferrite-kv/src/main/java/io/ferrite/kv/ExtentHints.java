@@ -32,11 +32,12 @@ import java.util.Map;
  * showed in a multiGet's profile as a pointer chase per key), shared by every handle of the table
  * in the process ({@link #forTable}) and their threads, without locks: a racy read may mix the
  * fields of two hints, which is only a wrong guess (the copy fails its check and the hint is
- * forgotten), and a lost update costs one table read. Capacity {@code ferrite.kv.extentHints}
- * entries (default {@value #DEFAULT_CAPACITY}, 28 B each; 0 turns hints off in the process; {@link
- * KvClient#extentHints} turns them off for the tables a client opens). Used on every fabric: over
- * tcp a hinted get is one round trip instead of two; over shm one copy and one checksum of the
- * extent instead of the table's copy and checksum beside them (1 KiB gets 1.3-1.7x the throughput).
+ * forgotten), and a lost update costs one table read. Capacity: configuration key {@code
+ * kv.extent.hints} entries (default {@value #DEFAULT_CAPACITY}, 28 B each; 0 turns hints off for a
+ * client; {@link KvClient#extentHints} turns them off for the tables a client opens). Used on every
+ * fabric: over tcp a hinted get is one round trip instead of two; over shm one copy and one
+ * checksum of the extent instead of the table's copy and checksum beside them (1 KiB gets 1.3-1.7x
+ * the throughput).
  */
 final class ExtentHints {
   static final int DEFAULT_CAPACITY = 1 << 16;
@@ -51,6 +52,9 @@ final class ExtentHints {
   /** Every table's hints in this process, by table id (random 64-bit, never reused). */
   private static final Map<Long, WeakReference<ExtentHints>> SHARED = new HashMap<>();
 
+  /** The capacity asked for (before rounding): handles asking for another get their own. */
+  private final int requested;
+
   private final long[] hashes;
   private final long[] places; // region << 32 | offset
   private final int[] lengths;
@@ -60,8 +64,9 @@ final class ExtentHints {
   ExtentHints(int capacity) {
     if (capacity < 0 || capacity > MAX_CAPACITY) {
       throw new IllegalArgumentException(
-          "ferrite.kv.extentHints: " + capacity + " (expected: 0 to " + MAX_CAPACITY + ")");
+          "kv.extent.hints: " + capacity + " (expected: 0 to " + MAX_CAPACITY + ")");
     }
+    this.requested = capacity;
     int n = capacity == 0 ? 0 : Math.max(WAYS, Integer.highestOneBit(capacity - 1) << 1);
     this.hashes = n == 0 ? null : new long[n];
     this.places = new long[n];
@@ -70,22 +75,19 @@ final class ExtentHints {
     this.mask = n - 1;
   }
 
-  /** Hints with the capacity system property {@code ferrite.kv.extentHints} asks for. */
-  static ExtentHints configured() {
-    return new ExtentHints(Integer.getInteger("ferrite.kv.extentHints", DEFAULT_CAPACITY));
-  }
-
   /**
    * The hints of table {@code tableId} that every handle of it in this process shares (what one
-   * handle learns, the others use), kept while a handle holds them.
+   * handle learns, the others use), kept while a handle holds them; {@code capacity} entries (the
+   * client's {@code kv.extent.hints}: a handle asking for another capacity gets hints of its own,
+   * which later handles then share).
    */
-  static ExtentHints forTable(long tableId) {
+  static ExtentHints forTable(long tableId, int capacity) {
     synchronized (SHARED) {
       WeakReference<ExtentHints> r = SHARED.get(tableId);
       ExtentHints h = r == null ? null : r.get();
-      if (h == null) {
+      if (h == null || h.requested != capacity) {
         SHARED.values().removeIf(w -> w.get() == null);
-        h = configured();
+        h = new ExtentHints(capacity);
         SHARED.put(tableId, new WeakReference<>(h));
       }
       return h;

@@ -1,5 +1,6 @@
 package io.ferrite.kv;
 
+import io.ferrite.fabric.Backoff;
 import io.ferrite.fabric.ErrorCode;
 import io.ferrite.fabric.FabricConnection;
 import io.ferrite.fabric.FerriteException;
@@ -9,6 +10,7 @@ import io.ferrite.kernel.client.FerriteClient;
 import io.ferrite.kernel.ops.FaceMeters;
 import io.ferrite.kernel.proto.Wire;
 import java.nio.ByteBuffer;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.HashSet;
@@ -21,7 +23,6 @@ import java.util.concurrent.ThreadLocalRandom;
 import java.util.concurrent.ThreadPoolExecutor;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicReferenceArray;
-import java.util.concurrent.locks.LockSupport;
 
 /**
  * One kv table, as a client sees it. Thread-safe; share one per table.
@@ -106,7 +107,7 @@ public final class KvTable {
     this.layouts = new AtomicReferenceArray<>(info.options().shards());
     this.known = new AtomicReferenceArray<>(info.options().shards());
     this.connections = new AtomicReferenceArray<>(info.options().shards());
-    this.hints = ExtentHints.forTable(info.tableId());
+    this.hints = ExtentHints.forTable(info.tableId(), KvConfig.extentHints(client.config()));
     this.reader = LayoutReader.of(this, stats);
     FaceMeters m = FaceMeters.of(client.options().metrics(), "kv");
     this.metGet = m.op("get");
@@ -511,12 +512,13 @@ public final class KvTable {
     }
   }
 
+  /** Retrying a torn or stale read, a BUSY or MOVED shard: 4 spins, then 1 us doubling to 1 ms. */
+  private static final Backoff BACKOFF =
+      Backoff.builder().spins(4).initial(Duration.ofNanos(1_000)).max(Duration.ofMillis(1)).build();
+
+  /** Pauses after failed attempt {@code attempt} (0-based). */
   private static void backoff(int attempt) {
-    if (attempt < 4) {
-      Thread.onSpinWait();
-    } else {
-      LockSupport.parkNanos(Math.min(1_000_000L, 1_000L << Math.min(attempt - 4, 10)));
-    }
+    BACKOFF.pause(attempt + 1);
   }
 
   /**

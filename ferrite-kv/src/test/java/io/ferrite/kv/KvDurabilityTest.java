@@ -7,7 +7,6 @@ import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.ferrite.kernel.client.FerriteClient;
-import io.ferrite.kernel.config.FerriteConfig;
 import io.ferrite.kernel.server.MemoryServer;
 import io.ferrite.kv.TableOptions.Durability;
 import java.nio.file.Files;
@@ -125,7 +124,7 @@ class KvDurabilityTest {
     cluster.close();
     cluster =
         new KvCluster(
-            dir.resolve("compacting"), 1, false, Map.of(FerriteConfig.KV_LOG_COMPACT, "16k"));
+            dir.resolve("compacting"), 1, false, Map.of(io.ferrite.kv.KvConfig.LOG_COMPACT, "16k"));
     KvClient kv = new KvClient(cluster.client());
     TableOptions o = SMALL.withLayout(layout).withDurability(Durability.ALWAYS);
     KvTable t = kv.createTable("hot", o);

@@ -33,16 +33,14 @@ import java.util.concurrent.atomic.LongAdder;
  * </ul>
  */
 final class LeaseCache {
-  private static final String MODE = System.getProperty("ferrite.nodes.leasedLookups", "true");
-
-  /** {@code -Dferrite.nodes.leasedLookups=false}: every lookup asks the master. */
-  static final boolean ON = !"false".equals(MODE);
+  /** {@code nodes.leased.lookups=false}: every lookup asks the master. */
+  final boolean on;
 
   /**
-   * {@code -Dferrite.nodes.leasedLookups=always}: leases also where gets would use the master's
-   * version words (shm, local), for comparisons.
+   * {@code nodes.leased.lookups=always}: leases also where gets would use the master's version
+   * words (shm, local), for comparisons.
    */
-  static final boolean ALWAYS = "always".equals(MODE);
+  final boolean always;
 
   /** Entries kept at most; beyond, the cache starts over. */
   static final int MAX_ENTRIES = 65_536;
@@ -83,6 +81,9 @@ final class LeaseCache {
 
   LeaseCache(FerriteClient client) {
     this.client = client;
+    String mode = NodesConfig.leasedLookups(client.config());
+    this.on = !mode.equals("false");
+    this.always = mode.equals("always");
   }
 
   /** The kept answer for {@code path} while the lease holds, else null (counted as a miss). */

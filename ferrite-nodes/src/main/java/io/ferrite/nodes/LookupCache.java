@@ -26,8 +26,8 @@ final class LookupCache {
   /** Entries kept at most; beyond, the cache starts over. */
   static final int MAX_ENTRIES = 65_536;
 
-  /** {@code -Dferrite.nodes.cachedGets=false}: every get asks the master (for comparisons). */
-  private static final boolean ON = !"false".equals(System.getProperty("ferrite.nodes.cachedGets"));
+  /** {@code nodes.cached.gets=false}: every get asks the master (for comparisons). */
+  private final boolean on;
 
   /** A kept lookup: the node, and the words of the path's nodes when it was read. */
   record Entry(NodeInfo node, RegionRef region, int[] slots, long[] words) {}
@@ -38,11 +38,12 @@ final class LookupCache {
 
   LookupCache(FerriteClient client) {
     this.client = client;
+    this.on = NodesConfig.cachedGets(client.config());
   }
 
   /** Whether gets should use the cache now. */
   boolean enabled() {
-    if (!ON || !masterKnowsVersions) {
+    if (!on || !masterKnowsVersions) {
       return false;
     }
     String f = client.masterFabric();

@@ -283,7 +283,7 @@ public final class Nodes {
 
   /** Whether lookups use leases: on, and gets do not use version words. */
   private boolean leasing() {
-    return LeaseCache.ALWAYS || (LeaseCache.ON && !cache.enabled());
+    return leased.always || (leased.on && !cache.enabled());
   }
 
   /** A LOOKUP_LEASED, whose answer the lease cache keeps if the master granted a lease. */
@@ -632,7 +632,7 @@ public final class Nodes {
   }
 
   private CompletableFuture<ByteBuffer> getAttempt(String path, int attempt) {
-    boolean caching = !LeaseCache.ALWAYS && cache.enabled();
+    boolean caching = !leased.always && cache.enabled();
     NodeInfo kept = caching ? cache.current(path) : null;
     CompletableFuture<NodeInfo> node =
         kept != null

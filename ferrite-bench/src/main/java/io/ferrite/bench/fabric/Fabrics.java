@@ -1,6 +1,8 @@
 package io.ferrite.bench.fabric;
 
+import io.ferrite.bench.BenchConfig;
 import io.ferrite.fabric.Fabric;
+import io.ferrite.fabric.FabricTuning;
 import io.ferrite.fabric.local.LocalFabric;
 import io.ferrite.fabric.local.LocalNetwork;
 import io.ferrite.fabric.netty.Tls;
@@ -51,11 +53,13 @@ public final class Fabrics {
    * own, so its server and client must come from the same instance.
    */
   public static Fabric create(String name) {
+    // The environment's switches (FERRITE_NETTY_LANES, FERRITE_SHM_RINGS...): see BenchConfig.
+    FabricTuning tuning = BenchConfig.environment().fabricTuning();
     return switch (name) {
       case "local" -> new LocalFabric(new LocalNetwork());
-      case "shm" -> new ShmFabric();
-      case "tcp" -> new TcpFabric();
-      case TCP_TLS -> new TcpFabric(tls());
+      case "shm" -> new ShmFabric(tuning);
+      case "tcp" -> new TcpFabric(null, tuning);
+      case TCP_TLS -> new TcpFabric(tls(), tuning);
       default ->
           throw new IllegalArgumentException(
               "fabric: " + name + " (expected one of: " + String.join(", ", NAMES) + ")");

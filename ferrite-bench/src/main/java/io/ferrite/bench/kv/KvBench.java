@@ -1,5 +1,6 @@
 package io.ferrite.bench.kv;
 
+import io.ferrite.bench.BenchConfig;
 import io.ferrite.bench.BenchReport;
 import io.ferrite.bench.BenchResult;
 import io.ferrite.bench.Better;
@@ -13,10 +14,8 @@ import io.ferrite.fabric.NamedThreadFactory;
 import io.ferrite.kernel.client.ClientOptions;
 import io.ferrite.kernel.client.Ferrite;
 import io.ferrite.kernel.client.FerriteClient;
-import io.ferrite.kernel.config.FabricFactory;
 import io.ferrite.kernel.config.FerriteConfig;
-import io.ferrite.kernel.master.Master;
-import io.ferrite.kernel.server.MemoryServer;
+import io.ferrite.kernel.local.InProcessCluster;
 import io.ferrite.kv.Extents;
 import io.ferrite.kv.HopscotchLayout;
 import io.ferrite.kv.KvClient;
@@ -355,7 +354,7 @@ public final class KvBench {
           startCluster(root, disk == null ? root.resolve("data") : disk.resolve("data"), open);
       // The per-thread clients of --vs redis share one tcp fabric (one set of I/O threads), as the
       // threads of one client do; each has its own connection, as each Redis thread has.
-      Fabric perThreadTcp = FabricFactory.standard().open("tcp");
+      Fabric perThreadTcp = BenchConfig.fabrics().open("tcp");
       open.add(perThreadTcp);
       Fabric sharedTcp = unclosable(perThreadTcp);
       java.util.Map<String, FerriteClient> clients = new java.util.LinkedHashMap<>();
@@ -417,6 +416,7 @@ public final class KvBench {
                     Ferrite.connect(
                         address,
                         ClientOptions.builder(CREDENTIALS)
+                            .config(BenchConfig.environment())
                             .fabric("tcp")
                             .fabrics(n -> sharedTcp)
                             .build()),
@@ -463,7 +463,7 @@ public final class KvBench {
    */
   static String startCluster(Path root, Path dataDir, List<AutoCloseable> open, boolean metrics) {
     FerriteConfig cfg =
-        FerriteConfig.builder()
+        BenchConfig.builder()
             .set(FerriteConfig.CLUSTER_ID, "bench-kv")
             .set(FerriteConfig.DATA_DIR, dataDir.toString())
             .set(FerriteConfig.SHM_DIR, root.resolve("shm").toString())
@@ -479,21 +479,13 @@ public final class KvBench {
             .set(FerriteConfig.JOURNAL_FSYNC, "false")
             .set(FerriteConfig.METRICS_PORT, metrics ? "0" : "-1")
             .build();
-    Fabric tcp = FabricFactory.standard().open("tcp");
-    open.add(tcp);
-    Fabric shm = FabricFactory.standard().open("shm");
-    open.add(shm);
-    Master master = Master.start(cfg, CREDENTIALS, List.of(tcp));
-    open.add(master);
-    String address = master.addresses().get("tcp");
-    open.add(
-        MemoryServer.start(
-            cfg.with(FerriteConfig.SERVER_NAME, "bench"),
-            CREDENTIALS,
-            List.of(tcp, shm),
-            address,
-            List.of()));
-    return address;
+    InProcessCluster cluster =
+        InProcessCluster.builder(cfg, CREDENTIALS)
+            .masterFabrics(List.of("tcp"))
+            .serverNames(i -> "bench")
+            .start();
+    open.add(cluster);
+    return cluster.masterAddress();
   }
 
   /**
@@ -518,7 +510,12 @@ public final class KvBench {
   /** A client of the benchmark's cluster over {@code fabric}; the caller closes it. */
   static FerriteClient connect(String masterAddress, String fabric) {
     return Ferrite.connect(
-        masterAddress, ClientOptions.builder(CREDENTIALS).fabric(fabric).build());
+        masterAddress,
+        ClientOptions.builder(CREDENTIALS)
+            .fabric(fabric)
+            .fabrics(BenchConfig.fabrics())
+            .config(BenchConfig.environment())
+            .build());
   }
 
   /** {@code f} for clients that close what they open: closing it does nothing. */

@@ -1,5 +1,6 @@
 package io.ferrite.bench.memory;
 
+import io.ferrite.bench.BenchConfig;
 import io.ferrite.bench.BenchReport;
 import io.ferrite.bench.BenchResult;
 import io.ferrite.bench.Better;
@@ -11,15 +12,13 @@ import io.ferrite.bench.Workload;
 import io.ferrite.bench.ceiling.MemcpyCeiling;
 import io.ferrite.bench.ceiling.SocketCeiling;
 import io.ferrite.fabric.Credentials;
-import io.ferrite.fabric.Fabric;
 import io.ferrite.fabric.Futures;
 import io.ferrite.kernel.client.ClientOptions;
 import io.ferrite.kernel.client.Ferrite;
 import io.ferrite.kernel.client.FerriteClient;
-import io.ferrite.kernel.config.FabricFactory;
 import io.ferrite.kernel.config.FerriteConfig;
+import io.ferrite.kernel.local.InProcessCluster;
 import io.ferrite.kernel.master.Master;
-import io.ferrite.kernel.server.MemoryServer;
 import io.ferrite.memory.Mapping;
 import io.ferrite.memory.MemoryFlags;
 import io.ferrite.memory.Namespace;
@@ -445,7 +444,7 @@ public final class MemoryBench {
                 + " dram each, 1 MiB blocks, in "
                 + c.dir);
         FerriteConfig cfg =
-            FerriteConfig.builder()
+            BenchConfig.builder()
                 .set(FerriteConfig.CLUSTER_ID, "bm")
                 .set(FerriteConfig.DATA_DIR, c.dir.resolve("d").toString())
                 .set(FerriteConfig.SHM_DIR, c.dir.resolve("s").toString())
@@ -458,23 +457,15 @@ public final class MemoryBench {
                 .set(FerriteConfig.CAPACITY_DISK, "0")
                 .set(FerriteConfig.JOURNAL_FSYNC, "false")
                 .build();
-        Fabric tcp = FabricFactory.standard().open("tcp");
-        c.running.add(tcp);
-        Fabric shm = FabricFactory.standard().open("shm");
-        c.running.add(shm);
-        c.master =
-            Master.start(
-                cfg, c.credentials, List.of(tcp), List.of(new MemoryMaster(Integer.MAX_VALUE)));
-        c.running.add(c.master);
-        for (int i = 0; i < o.servers(); i++) {
-          c.running.add(
-              MemoryServer.start(
-                  cfg.with(FerriteConfig.SERVER_NAME, "m" + i),
-                  c.credentials,
-                  List.of(tcp, shm),
-                  c.master.addresses().get("tcp"),
-                  List.of()));
-        }
+        InProcessCluster cluster =
+            InProcessCluster.builder(cfg, c.credentials)
+                .masterFabrics(List.of("tcp"))
+                .extensions(List.of(new MemoryMaster(Integer.MAX_VALUE)))
+                .servers(o.servers())
+                .serverNames(i -> "m" + (i - 1))
+                .start();
+        c.running.add(cluster);
+        c.master = cluster.master();
         return c;
       } catch (RuntimeException e) {
         c.close();
@@ -486,7 +477,11 @@ public final class MemoryBench {
       FerriteClient client =
           Ferrite.connect(
               master.addresses().get("tcp"),
-              ClientOptions.builder(credentials).fabric(fabric).build());
+              ClientOptions.builder(credentials)
+                  .fabric(fabric)
+                  .fabrics(BenchConfig.fabrics())
+                  .config(BenchConfig.environment())
+                  .build());
       running.add(client);
       return client;
     }

@@ -67,7 +67,7 @@ public final class FileReadProbe {
     Path dataDir = Files.createTempDirectory("ffp-data-");
     long perServer = Math.max(256L << 20, (fileBytes / 2 + (128L << 20)) & -(64L << 20));
     FerriteConfig cfg =
-        FerriteConfig.builder()
+        io.ferrite.bench.BenchConfig.builder()
             .set(FerriteConfig.CLUSTER_ID, "fp")
             .set(FerriteConfig.DATA_DIR, dataDir.toString())
             .set(FerriteConfig.SHM_DIR, shmRoot.toString())

@@ -1,5 +1,6 @@
 package io.ferrite.bench.nodes;
 
+import io.ferrite.bench.BenchConfig;
 import io.ferrite.bench.BenchReport;
 import io.ferrite.bench.BenchResult;
 import io.ferrite.bench.Better;
@@ -17,9 +18,9 @@ import io.ferrite.kernel.client.ClientOptions;
 import io.ferrite.kernel.client.Ferrite;
 import io.ferrite.kernel.client.FerriteClient;
 import io.ferrite.kernel.config.FerriteConfig;
+import io.ferrite.kernel.local.InProcessCluster;
 import io.ferrite.kernel.master.Master;
 import io.ferrite.kernel.proto.BlockRef;
-import io.ferrite.kernel.server.MemoryServer;
 import io.ferrite.nodes.NodeReader;
 import io.ferrite.nodes.NodeWriter;
 import io.ferrite.nodes.Nodes;
@@ -155,7 +156,7 @@ public final class NodesBench {
       long perServer =
           Math.max(256L << 20, (fileBytes / 2 + (192L << 20)) / (64L << 20) * (64L << 20));
       FerriteConfig cfg =
-          FerriteConfig.builder()
+          BenchConfig.builder()
               .set(FerriteConfig.CLUSTER_ID, "bn")
               .set(FerriteConfig.DATA_DIR, dataDir.toString())
               .set(FerriteConfig.SHM_DIR, shmRoot.toString())
@@ -181,6 +182,7 @@ public final class NodesBench {
               ClientOptions.builder(creds)
                   .fabric(f)
                   .fabrics(Fabrics::create)
+                  .config(cfg)
                   .clientName("bench-" + f)
                   .build();
           // The master is found over tcp, as ferrite://host:port does; the shm client then moves
@@ -246,19 +248,16 @@ public final class NodesBench {
       String prefix,
       List<AutoCloseable> running)
       throws Exception {
-    Master master =
-        Master.start(
-            cfg, creds, List.of(tcp, shm), List.of(new NodesMaster(Duration.ofMillis(100))));
-    running.add(master);
-    for (int i = 1; i <= 2; i++) {
-      running.add(
-          MemoryServer.start(
-              cfg.with(FerriteConfig.SERVER_NAME, prefix + i),
-              creds,
-              List.of(tcp, shm),
-              master.addresses().get("tcp"),
-              List.of()));
-    }
+    InProcessCluster cluster =
+        InProcessCluster.builder(cfg, creds)
+            .fabrics(List.of(tcp, shm))
+            .masterFabrics(List.of("tcp", "shm"))
+            .extensions(List.of(new NodesMaster(Duration.ofMillis(100))))
+            .servers(2)
+            .serverNames(i -> prefix + i)
+            .start();
+    running.add(cluster);
+    Master master = cluster.master();
     awaitServers(master, 2);
     return master;
   }

@@ -76,7 +76,7 @@ final class NodesMetadataBench {
     Path dataDir = Files.createTempDirectory("fbn-fsync-");
     try {
       FerriteConfig cfg =
-          FerriteConfig.builder()
+          io.ferrite.bench.BenchConfig.builder()
               .set(FerriteConfig.CLUSTER_ID, "bnf")
               .set(FerriteConfig.DATA_DIR, dataDir.toString())
               .set(FerriteConfig.SHM_DIR, shmRoot.toString())
@@ -101,6 +101,7 @@ final class NodesMetadataBench {
                 ClientOptions.builder(creds)
                     .fabric("tcp")
                     .fabrics(io.ferrite.bench.fabric.Fabrics::create)
+                    .config(io.ferrite.bench.BenchConfig.environment())
                     .clientName("bench-meta")
                     .build())) {
           inProcess(report, plan, o, client, progress);

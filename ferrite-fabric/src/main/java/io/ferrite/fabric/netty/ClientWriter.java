@@ -116,6 +116,17 @@ final class ClientWriter {
     }
   }
 
+  /** Whether caller threads may write to the socket (a descriptor is attached); for tests. */
+  boolean direct() {
+    lock.lock();
+    try {
+      return fd != null;
+    } finally {
+      // A writer that found the lock taken left its frames to this holder.
+      unlockAndHelp();
+    }
+  }
+
   void lock() {
     lock.lock();
   }

@@ -19,9 +19,10 @@ import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 
 /**
- * A connection's blocking lanes ({@link Lane}): at most {@link #MAX} sockets, opened on first need
- * by the thread that needs one, each used by one thread at a time for a synchronous read and then
- * put back, all closed with the connection (also when the connection is lost).
+ * A connection's blocking lanes ({@link Lane}): at most {@link
+ * io.ferrite.fabric.FabricTuning#lanes} sockets, opened on first need by the thread that needs one,
+ * each used by one thread at a time for a synchronous read and then put back, all closed with the
+ * connection (also when the connection is lost).
  *
  * <p>A lane is a separate socket, so ops on it are not ordered with the shared connection's: {@link
  * NettyConnection} takes a lane only while the shared connection has no op in flight, so a thread's
@@ -34,12 +35,6 @@ import java.util.concurrent.atomic.AtomicInteger;
 final class Lanes {
   private static final System.Logger LOG = System.getLogger(Lanes.class.getName());
 
-  /**
-   * Lanes per connection; 0 switches them off (every op through the event loop, as before lanes). A
-   * diagnostic switch for comparisons, read once.
-   */
-  static final int MAX = Math.max(0, Integer.getInteger("ferrite.netty.lanes", 16));
-
   private static final long RETRY_NANOS = TimeUnit.SECONDS.toNanos(1);
 
   private final InetSocketAddress remote;
@@ -48,6 +43,9 @@ final class Lanes {
   private final int remoteId;
   private final EventLoop loop;
   private final long opTimeoutNanos;
+
+  /** Lanes of this connection at most ({@link io.ferrite.fabric.FabricTuning#lanes}, > 0). */
+  private final int max;
 
   private final Queue<Lane> idle = new ConcurrentLinkedQueue<>();
   private final Set<Lane> all = ConcurrentHashMap.newKeySet();
@@ -58,7 +56,13 @@ final class Lanes {
   private ScheduledFuture<?> watchdog;
 
   Lanes(
-      InetSocketAddress remote, String address, ConnectOptions options, int remoteId, EventLoop l) {
+      InetSocketAddress remote,
+      String address,
+      ConnectOptions options,
+      int remoteId,
+      EventLoop l,
+      int max) {
+    this.max = max;
     this.remote = remote;
     this.address = address;
     this.options = options;
@@ -77,7 +81,7 @@ final class Lanes {
       return null;
     }
     int c = count.get();
-    if (c >= MAX || !count.compareAndSet(c, c + 1)) {
+    if (c >= max || !count.compareAndSet(c, c + 1)) {
       return null;
     }
     try {

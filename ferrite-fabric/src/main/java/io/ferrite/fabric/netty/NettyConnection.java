@@ -5,6 +5,7 @@ import io.ferrite.fabric.ConnectOptions;
 import io.ferrite.fabric.Counters;
 import io.ferrite.fabric.ErrorCode;
 import io.ferrite.fabric.FabricConnection;
+import io.ferrite.fabric.FabricTuning;
 import io.ferrite.fabric.FerriteException;
 import io.ferrite.fabric.Frames;
 import io.ferrite.fabric.Futures;
@@ -55,12 +56,6 @@ import java.util.function.Consumer;
 public final class NettyConnection implements FabricConnection {
   private static final System.Logger LOG = System.getLogger(NettyConnection.class.getName());
 
-  /**
-   * Whether caller threads write frames to the socket themselves (the default) or hand them to the
-   * event loop. A diagnostic switch for comparisons, read once.
-   */
-  private static final boolean DIRECT_WRITES = !Boolean.getBoolean("ferrite.netty.loopWritesOnly");
-
   private final String address;
   private final Channel channel;
   private final EventLoop loop;
@@ -82,7 +77,8 @@ public final class NettyConnection implements FabricConnection {
       ClientHandler handler,
       int remoteId,
       ConnectOptions options,
-      Consumer<NettyConnection> onClose) {
+      Consumer<NettyConnection> onClose,
+      FabricTuning tuning) {
     this.address = address;
     this.inFlight = new InFlight(options.maxInFlight(), channel.eventLoop().parent());
     this.channel = channel;
@@ -92,10 +88,10 @@ public final class NettyConnection implements FabricConnection {
     this.onClose = onClose;
     // Lanes are plain sockets of their own, beside the channel: never under TLS.
     this.lanes =
-        Lanes.MAX > 0
+        tuning.lanes() > 0
                 && !Tls.on(channel)
                 && channel.remoteAddress() instanceof InetSocketAddress remote
-            ? new Lanes(remote, address, options, remoteId, loop)
+            ? new Lanes(remote, address, options, remoteId, loop, tuning.lanes())
             : null;
     if (lanes != null) {
       channel.closeFuture().addListener(f -> lanes.close());
@@ -115,7 +111,8 @@ public final class NettyConnection implements FabricConnection {
       String address,
       ConnectOptions options,
       Consumer<NettyConnection> onClose,
-      Tls tls) {
+      Tls tls,
+      FabricTuning tuning) {
     long timeoutNanos = options.connectTimeout().toNanos();
     long start = System.nanoTime();
     ClientHandler handler =
@@ -169,8 +166,10 @@ public final class NettyConnection implements FabricConnection {
         left = Math.max(0, timeoutNanos - (System.nanoTime() - start));
       }
       int remoteId = handler.handshake.get(left, TimeUnit.NANOSECONDS);
-      handler.writer.attach(ch, duplicate(ch));
-      return new NettyConnection(address, ch, handler, remoteId, options, onClose);
+      // Whether caller threads write frames to the socket themselves (the default) or hand them to
+      // the event loop: a diagnostic switch for comparisons (FabricTuning#directWrites).
+      handler.writer.attach(ch, tuning.directWrites() ? duplicate(ch) : null);
+      return new NettyConnection(address, ch, handler, remoteId, options, onClose, tuning);
     } catch (ExecutionException e) {
       ch.close();
       throw FerriteException.unwrap(e);
@@ -193,7 +192,7 @@ public final class NettyConnection implements FabricConnection {
   /** A descriptor for caller-thread writes (see {@link ClientWriter}), or null to use the loop. */
   private static FileDescriptor duplicate(Channel ch) {
     FileDescriptor fd = Tls.rawSocket(ch);
-    if (fd == null || !DIRECT_WRITES) {
+    if (fd == null) {
       return null;
     }
     try {
@@ -258,10 +257,18 @@ public final class NettyConnection implements FabricConnection {
 
   /**
    * Whether synchronous ops may take blocking lanes on this connection at all: tcp without TLS,
-   * unless {@code ferrite.netty.lanes} is 0. For tests and diagnostics.
+   * unless {@link FabricTuning#lanes} is 0. For tests and diagnostics.
    */
   public boolean hasLanes() {
     return lanes != null;
+  }
+
+  /**
+   * Whether caller threads write this connection's frames to the socket themselves ({@link
+   * FabricTuning#directWrites}, and a socket that allows it). For tests and diagnostics.
+   */
+  public boolean directWrites() {
+    return handler.writer.direct();
   }
 
   /** The connection's writer: for tests of its locking. */

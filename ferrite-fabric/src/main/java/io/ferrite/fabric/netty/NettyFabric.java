@@ -2,6 +2,7 @@ package io.ferrite.fabric.netty;
 
 import io.ferrite.fabric.ErrorCode;
 import io.ferrite.fabric.Fabric;
+import io.ferrite.fabric.FabricTuning;
 import io.ferrite.fabric.FerriteException;
 import io.netty.channel.EventLoopGroup;
 import io.netty.util.concurrent.Future;
@@ -22,17 +23,24 @@ public abstract class NettyFabric implements Fabric {
 
   private final String name;
   private final int ioThreads;
+  private final FabricTuning tuning;
   private final Set<AutoCloseable> open = ConcurrentHashMap.newKeySet();
   private EventLoopGroup serverGroup;
   private EventLoopGroup clientGroup;
   private boolean closed;
 
-  protected NettyFabric(String name, int ioThreads) {
+  protected NettyFabric(String name, int ioThreads, FabricTuning tuning) {
     if (ioThreads < 1) {
       throw new IllegalArgumentException("ioThreads: " + ioThreads + " (expected: >= 1)");
     }
     this.name = name;
     this.ioThreads = ioThreads;
+    this.tuning = java.util.Objects.requireNonNull(tuning, "tuning");
+  }
+
+  /** The switches this fabric's servers and connections were made with. */
+  public final FabricTuning tuning() {
+    return tuning;
   }
 
   /** One I/O thread per core: the soft NIC's work is short, and more threads only contend. */

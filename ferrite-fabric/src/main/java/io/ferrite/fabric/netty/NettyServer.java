@@ -40,6 +40,7 @@ public final class NettyServer implements FabricServer {
   /** Bound on connect-to-AUTH on the server side; a peer that takes longer is dropped. */
   public static final long DEFAULT_HANDSHAKE_TIMEOUT_MILLIS = 5000;
 
+  private final boolean directWrites;
   private final ServerSpec spec;
   private final Counters counters = new Counters();
   private final SoftNic nic;
@@ -80,7 +81,8 @@ public final class NettyServer implements FabricServer {
       long handshakeTimeoutMillis,
       Runnable onClose,
       Function<RpcDispatcher, RingHost> rings,
-      Tls tls) {
+      Tls tls,
+      boolean directWrites) {
     if (tls != null) {
       tls.requireServer();
     }
@@ -93,6 +95,7 @@ public final class NettyServer implements FabricServer {
             "server "
                 + spec.nodeId()
                 + ": refused or closed {0} more connection(s) in the last {1} s: {2}");
+    this.directWrites = directWrites;
     this.handshakeTimeoutMillis = handshakeTimeoutMillis;
     this.onClose = onClose;
     this.nic = new SoftNic(spec.regions(), counters, serveMap, spec.maxFrameBytes());
@@ -253,6 +256,14 @@ public final class NettyServer implements FabricServer {
   /** Where handlers log refused and failed connections (rate-limited per cause). */
   RateLimitedLog refusals() {
     return refusals;
+  }
+
+  /**
+   * Whether answers from other threads may be written to the socket by those threads (the default)
+   * or always go through the event loop ({@link io.ferrite.fabric.FabricTuning}).
+   */
+  boolean directWrites() {
+    return directWrites;
   }
 
   long handshakeTimeoutMillis() {

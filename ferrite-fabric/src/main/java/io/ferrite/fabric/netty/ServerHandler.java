@@ -53,13 +53,6 @@ final class ServerHandler extends FrameReader {
    */
   private volatile ServerWriter writer;
 
-  /**
-   * Whether answers from other threads may be written to the socket by those threads (the default)
-   * or always go through the event loop, as for the client ({@link NettyConnection}); a diagnostic
-   * switch for comparisons, read once.
-   */
-  private static final boolean DIRECT_WRITES = !Boolean.getBoolean("ferrite.netty.loopWritesOnly");
-
   ServerHandler(NettyServer server, long connectionId) {
     super(Frames.HEADER_AFTER_LENGTH + Handshake.MAX_HELLO);
     this.server = server;
@@ -345,7 +338,7 @@ final class ServerHandler extends FrameReader {
     server.connectionOpened();
     ctx.writeAndFlush(
         Wire.response(ctx.alloc(), Frames.TYPE_AUTH, requestId, 0), ctx.voidPromise());
-    ServerWriter w = new ServerWriter(ctx, DIRECT_WRITES ? duplicate(ctx.channel()) : null);
+    ServerWriter w = new ServerWriter(ctx, server.directWrites() ? duplicate(ctx.channel()) : null);
     responses.writer(w);
     writer = w;
   }

@@ -51,10 +51,10 @@ final class RingClient implements MessageHandler {
 
   /**
    * The first part of {@link #SPIN_NANOS} spent busy-spinning ({@link Thread#onSpinWait}), the rest
-   * yielding between looks; 0 by default (see {@link RingServer#SPIN_NANOS} for why), {@code
-   * -Dferrite.shm.waiterSpinNanos=N} to change.
+   * yielding between looks; 0 by default (see {@link RingServer} for why): {@link
+   * io.ferrite.fabric.FabricTuning#shmWaiterSpinNanos}.
    */
-  static final long BUSY_SPIN_NANOS = Long.getLong("ferrite.shm.waiterSpinNanos", 0);
+  final long busySpinNanos;
 
   static final long SWEEP_MILLIS = 10;
   private static final int IDLE_SWEEPS = 10;
@@ -95,7 +95,9 @@ final class RingClient implements MessageHandler {
       RingFile file,
       Counters counters,
       ScheduledExecutorService timer,
-      int maxResponse) {
+      int maxResponse,
+      long busySpinNanos) {
+    this.busySpinNanos = busySpinNanos;
     this.control = control;
     this.file = file;
     this.counters = counters;
@@ -338,7 +340,7 @@ final class RingClient implements MessageHandler {
         if (spent > budget) {
           return;
         }
-        if (spent < BUSY_SPIN_NANOS) {
+        if (spent < busySpinNanos) {
           Thread.onSpinWait();
         } else {
           // Loaded machine: let the server's poller (or whoever) have this core meanwhile.

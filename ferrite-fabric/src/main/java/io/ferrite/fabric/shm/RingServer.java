@@ -22,7 +22,7 @@ import java.util.concurrent.locks.LockSupport;
  * <h2>Idle strategy</h2>
  *
  * After the last request it served, the poller keeps polling, yielding between looks ({@link
- * #SPIN_NANOS} of busy spinning first, 0 by default), until its idle budget is spent, then sleeps:
+ * #spinNanos} of busy spinning first, 0 by default), until its idle budget is spent, then sleeps:
  * it sets the server-asleep flag of every connection, looks at every request ring once more, and
  * parks until a client rings the doorbell (a DOORBELL frame; the endpoint's I/O thread then reads
  * that connection's requests itself, {@link #doorbell}, and wakes the poller). So a busy client is
@@ -42,16 +42,6 @@ import java.util.concurrent.locks.LockSupport;
 final class RingServer implements RingHost {
   private static final System.Logger LOG = System.getLogger(RingServer.class.getName());
 
-  /**
-   * Busy-spin ({@link Thread#onSpinWait}) this long after the last request before yielding; 0 by
-   * default: polls between {@code yield}s. Measured on a 2-vCPU VM shared with other work: when the
-   * poller and the calling thread land on one core, each busy spin holds the core the other needs
-   * (a 4-byte inline call took ~12 us with 5 us of spinning, ~4 us yielding), while on two cores
-   * yielding costs ~0.4 us more per call. {@code -Dferrite.shm.pollerSpinNanos=N} for machines with
-   * cores to spare.
-   */
-  static final long SPIN_NANOS = Long.getLong("ferrite.shm.pollerSpinNanos", 0);
-
   /** Idle budget (spin, then yield) after the last request before sleeping: least and most. */
   static final long MIN_IDLE_NANOS = TimeUnit.MICROSECONDS.toNanos(50);
 
@@ -69,6 +59,17 @@ final class RingServer implements RingHost {
   private final int requestCapacity;
   private final int responseCapacity;
   private final String threadName;
+
+  /**
+   * Busy-spin ({@link Thread#onSpinWait}) this long after the last request before yielding; 0 by
+   * default: polls between {@code yield}s. Measured on a 2-vCPU VM shared with other work: when the
+   * poller and the calling thread land on one core, each busy spin holds the core the other needs
+   * (a 4-byte inline call took ~12 us with 5 us of spinning, ~4 us yielding), while on two cores
+   * yielding costs ~0.4 us more per call. {@link io.ferrite.fabric.FabricTuning#shmPollerSpinNanos}
+   * (config {@code shm.poller.spin.nanos}) for machines with cores to spare.
+   */
+  final long spinNanos;
+
   private final Map<Long, ServerRings> byConnection = new ConcurrentHashMap<>();
 
   /** What the poller polls; replaced (copy on write) under {@code this}. */
@@ -82,7 +83,13 @@ final class RingServer implements RingHost {
   private volatile boolean shutdown;
 
   RingServer(
-      RpcDispatcher dispatcher, Path dir, int nodeId, int requestCapacity, int responseCapacity) {
+      RpcDispatcher dispatcher,
+      Path dir,
+      int nodeId,
+      int requestCapacity,
+      int responseCapacity,
+      long spinNanos) {
+    this.spinNanos = spinNanos;
     this.dispatcher = dispatcher;
     this.dir = dir;
     this.prefix = "rpc-" + nodeId + "-";
@@ -208,7 +215,7 @@ final class RingServer implements RingHost {
         continue;
       }
       long idle = now - lastWork;
-      if (idle < SPIN_NANOS) {
+      if (idle < spinNanos) {
         Thread.onSpinWait();
         continue;
       }

@@ -110,14 +110,19 @@ final class ShmConnection implements FabricConnection {
 
   /**
    * Wraps an authenticated control connection; with {@code useRings}, asks the server for RPC rings
-   * (within {@code timeout}) and carries RPCs through them. A server without rings, or any failure
-   * setting them up, leaves RPCs on the socket.
+   * (within {@code timeout}) and carries RPCs through them, a waiter busy-spinning {@code
+   * waiterSpinNanos} before it yields. A server without rings, or any failure setting them up,
+   * leaves RPCs on the socket.
    */
   ShmConnection(
-      NettyConnection control, boolean useRings, ScheduledExecutorService timer, Duration timeout) {
+      NettyConnection control,
+      boolean useRings,
+      ScheduledExecutorService timer,
+      Duration timeout,
+      long waiterSpinNanos) {
     this.control = control;
     this.counters = control.counters();
-    this.rings = useRings ? openRings(timeout, timer) : null;
+    this.rings = useRings ? openRings(timeout, timer, waiterSpinNanos) : null;
     this.timer = timer;
     this.sweep =
         timer.scheduleWithFixedDelay(
@@ -156,7 +161,8 @@ final class ShmConnection implements FabricConnection {
     }
   }
 
-  private RingClient openRings(Duration timeout, ScheduledExecutorService timer) {
+  private RingClient openRings(
+      Duration timeout, ScheduledExecutorService timer, long waiterSpinNanos) {
     RingFile file;
     try {
       String path = control.rings().get(Math.max(1, timeout.toMillis()), TimeUnit.MILLISECONDS);
@@ -180,7 +186,8 @@ final class ShmConnection implements FabricConnection {
             file,
             counters,
             timer,
-            ServerSpec.DEFAULT_MAX_FRAME - io.ferrite.fabric.Frames.HEADER_AFTER_LENGTH);
+            ServerSpec.DEFAULT_MAX_FRAME - io.ferrite.fabric.Frames.HEADER_AFTER_LENGTH,
+            waiterSpinNanos);
     control.onDoorbell(r::onDoorbell);
     control.onClosed(
         () ->

@@ -4,6 +4,7 @@ import io.ferrite.fabric.ConnectOptions;
 import io.ferrite.fabric.ErrorCode;
 import io.ferrite.fabric.FabricConnection;
 import io.ferrite.fabric.FabricServer;
+import io.ferrite.fabric.FabricTuning;
 import io.ferrite.fabric.FerriteException;
 import io.ferrite.fabric.ServerSpec;
 import io.ferrite.fabric.netty.NettyConnection;
@@ -39,7 +40,8 @@ import java.util.concurrent.ScheduledThreadPoolExecutor;
  * call is then a record written to the request ring and one read from the response ring, with no
  * system call while both ends poll ({@link RingClient}, {@link RingServer}). The socket only
  * carries doorbells for a sleeping side, and calls too large for the ring. {@link Rings#disabled}
- * (or {@code -Dferrite.shm.rings=false}) keeps every RPC on the socket, for comparisons.
+ * (or {@link FabricTuning#shmRings} false, config {@code shm.rings=false}) keeps every RPC on the
+ * socket, for comparisons.
  *
  * <p>Addresses are {@code shm:///abs/path/server-<nodeId>.sock}. Where Netty's epoll transport is
  * unavailable (no Unix sockets), the endpoint falls back to tcp loopback and says so in its
@@ -68,11 +70,11 @@ public final class ShmFabric extends NettyFabric {
     }
 
     /**
-     * 256 KiB of requests, 1 MiB of responses per connection; off with -Dferrite.shm.rings=false.
+     * 256 KiB of requests, 1 MiB of responses per connection (off with {@link
+     * FabricTuning#shmRings}, config {@code shm.rings=false}).
      */
     public static Rings defaults() {
-      return new Rings(
-          !"false".equals(System.getProperty("ferrite.shm.rings")), 256 << 10, 1 << 20);
+      return new Rings(true, 256 << 10, 1 << 20);
     }
 
     public static Rings disabled() {
@@ -82,6 +84,7 @@ public final class ShmFabric extends NettyFabric {
 
   private final long handshakeTimeoutMillis;
   private final Rings rings;
+  private final FabricTuning tuning;
   private ScheduledThreadPoolExecutor timer;
 
   public ShmFabric() {
@@ -93,9 +96,27 @@ public final class ShmFabric extends NettyFabric {
   }
 
   public ShmFabric(int ioThreads, Duration handshakeTimeout, Rings rings) {
-    super(SCHEME, ioThreads);
+    this(ioThreads, handshakeTimeout, rings, FabricTuning.DEFAULTS);
+  }
+
+  /**
+   * With default threads and timeouts, the default rings unless {@code tuning} switches them off,
+   * and its spins and direct writes.
+   */
+  public ShmFabric(FabricTuning tuning) {
+    this(
+        defaultIoThreads(),
+        Duration.ofMillis(NettyServer.DEFAULT_HANDSHAKE_TIMEOUT_MILLIS),
+        tuning.shmRings() ? Rings.defaults() : Rings.disabled(),
+        tuning);
+  }
+
+  /** {@code rings} decide the rings; {@code tuning} the spins and direct writes. */
+  public ShmFabric(int ioThreads, Duration handshakeTimeout, Rings rings, FabricTuning tuning) {
+    super(SCHEME, ioThreads, tuning);
     this.handshakeTimeoutMillis = handshakeTimeout.toMillis();
     this.rings = rings;
+    this.tuning = tuning;
   }
 
   /** With default threads and timeouts and these rings. */
@@ -115,7 +136,8 @@ public final class ShmFabric extends NettyFabric {
             spec.socketDir().toAbsolutePath(),
             spec.nodeId(),
             rings.requestCapacity(),
-            rings.responseCapacity());
+            rings.responseCapacity(),
+            tuning.shmPollerSpinNanos());
   }
 
   /** The thread that enforces ring calls' deadlines; started with the first connection. */
@@ -173,7 +195,8 @@ public final class ShmFabric extends NettyFabric {
                   deleteQuietly(socket);
                 },
                 ringHost(spec),
-                null); // shm never leaves the host: no TLS (docs/SECURITY.md)
+                null, // shm never leaves the host: no TLS (docs/SECURITY.md)
+                tuning.directWrites());
       } finally {
         deleteQuietly(bindPath);
         deleteQuietly(privateDir);
@@ -194,7 +217,8 @@ public final class ShmFabric extends NettyFabric {
               handshakeTimeoutMillis,
               () -> untrack(self[0]),
               ringHost(spec),
-              null);
+              null,
+              tuning.directWrites());
     }
     self[0] = server;
     return track(server);
@@ -231,9 +255,16 @@ public final class ShmFabric extends NettyFabric {
                 untrack(self[0]);
               }
             },
-            null);
+            null,
+            tuning);
     try {
-      self[0] = new ShmConnection(control, rings.enabled(), timer(), options.connectTimeout());
+      self[0] =
+          new ShmConnection(
+              control,
+              rings.enabled(),
+              timer(),
+              options.connectTimeout(),
+              tuning.shmWaiterSpinNanos());
     } catch (RuntimeException e) {
       control.close();
       throw e;

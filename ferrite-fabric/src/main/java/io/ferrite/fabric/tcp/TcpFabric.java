@@ -4,6 +4,7 @@ import io.ferrite.fabric.ConnectOptions;
 import io.ferrite.fabric.ErrorCode;
 import io.ferrite.fabric.FabricConnection;
 import io.ferrite.fabric.FabricServer;
+import io.ferrite.fabric.FabricTuning;
 import io.ferrite.fabric.FerriteException;
 import io.ferrite.fabric.ServerSpec;
 import io.ferrite.fabric.netty.NettyConnection;
@@ -54,7 +55,26 @@ public final class TcpFabric extends NettyFabric {
    * @param tls TLS for every server and connection of this fabric, or null for none
    */
   public TcpFabric(int ioThreads, Duration handshakeTimeout, Tls tls) {
-    super("tcp", ioThreads);
+    this(ioThreads, handshakeTimeout, tls, FabricTuning.DEFAULTS);
+  }
+
+  /** With TLS (or null) and the {@code tuning} switches (lanes, direct writes). */
+  public TcpFabric(Tls tls, FabricTuning tuning) {
+    this(
+        defaultIoThreads(),
+        Duration.ofMillis(NettyServer.DEFAULT_HANDSHAKE_TIMEOUT_MILLIS),
+        tls,
+        tuning);
+  }
+
+  /**
+   * @param ioThreads I/O threads of each event loop group (servers', clients')
+   * @param handshakeTimeout how long a server waits for an accepted peer to authenticate
+   * @param tls TLS for every server and connection of this fabric, or null for none
+   * @param tuning lanes and direct writes of its connections and servers
+   */
+  public TcpFabric(int ioThreads, Duration handshakeTimeout, Tls tls, FabricTuning tuning) {
+    super("tcp", ioThreads, tuning);
     this.handshakeTimeoutMillis = handshakeTimeout.toMillis();
     this.tls = tls;
   }
@@ -78,7 +98,8 @@ public final class TcpFabric extends NettyFabric {
             handshakeTimeoutMillis,
             () -> untrack(self[0]),
             null,
-            tls);
+            tls,
+            tuning().directWrites());
     self[0] = server;
     return track(server);
   }
@@ -88,7 +109,14 @@ public final class TcpFabric extends NettyFabric {
     SocketAddress remote = parse(address, "tcp");
     return track(
         NettyConnection.connect(
-            clientGroup(), NettyTransport.TCP, remote, address, options, this::untrack, tls));
+            clientGroup(),
+            NettyTransport.TCP,
+            remote,
+            address,
+            options,
+            this::untrack,
+            tls,
+            tuning()));
   }
 
   /** {@code tcp://host:port} of a bound socket. */

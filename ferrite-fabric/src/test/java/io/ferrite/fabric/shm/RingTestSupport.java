@@ -73,11 +73,16 @@ abstract class RingTestSupport {
 
   /** Starts a server with {@code rings}, {@code threads} service threads and {@code queue}. */
   void start(ShmFabric.Rings rings, int threads, int queue) throws IOException {
+    start(new ShmFabric(rings), threads, queue);
+  }
+
+  /** Starts a server of {@code f} (closed after the test). */
+  void start(ShmFabric f, int threads, int queue) throws IOException {
     Path shm = Paths.get("/dev/shm");
     dir =
         Files.createTempDirectory(
             Files.isDirectory(shm) ? shm : Paths.get("/tmp"), "ferrite-ring-");
-    fabric = new ShmFabric(rings);
+    fabric = f;
     server =
         fabric.serve(
             new ServerSpec(

@@ -27,6 +27,8 @@ import java.util.Objects;
  * @param hostId this host's identity, compared with servers' for {@code auto}
  * @param metrics where the client counts its fabric ops ({@code ferrite.fabric.*}) and the faces
  *     their operations ({@code ferrite.face.ops}); null (the default): not counted
+ * @param config the process's configuration, where faces read their client-side keys (the defaults
+ *     unless built {@link #from(FerriteConfig)} or given)
  */
 public record ClientOptions(
     Credentials credentials,
@@ -40,10 +42,12 @@ public record ClientOptions(
     Duration opTimeout,
     int maxAttempts,
     String hostId,
-    io.micrometer.core.instrument.MeterRegistry metrics) {
+    io.micrometer.core.instrument.MeterRegistry metrics,
+    FerriteConfig config) {
 
   public ClientOptions {
     Objects.requireNonNull(credentials, "credentials");
+    Objects.requireNonNull(config, "config");
     Objects.requireNonNull(fabrics, "fabrics");
     if (!List.of("auto", "shm", "tcp", "local").contains(fabric)) {
       throw new IllegalArgumentException(
@@ -67,6 +71,7 @@ public record ClientOptions(
         .fabric(cfg.clientFabric())
         .fabrics(FabricFactory.standard(cfg))
         .rpcTimeout(cfg.rpcTimeout())
+        .config(cfg)
         .build();
   }
 
@@ -84,7 +89,8 @@ public record ClientOptions(
         opTimeout,
         maxAttempts,
         hostId,
-        metrics);
+        metrics,
+        config);
   }
 
   /** Builder with the defaults: auto fabric, standard fabrics, 5 s timeouts, 3 attempts. */
@@ -101,6 +107,7 @@ public record ClientOptions(
     private int maxAttempts = 3;
     private String hostId;
     private io.micrometer.core.instrument.MeterRegistry metrics;
+    private FerriteConfig config;
 
     private Builder(Credentials credentials) {
       this.credentials = credentials;
@@ -166,6 +173,12 @@ public record ClientOptions(
       return this;
     }
 
+    /** The configuration faces read their client-side keys from (default: the defaults). */
+    public Builder config(FerriteConfig v) {
+      config = v;
+      return this;
+    }
+
     public ClientOptions build() {
       return new ClientOptions(
           credentials,
@@ -179,7 +192,8 @@ public record ClientOptions(
           opTimeout,
           maxAttempts,
           hostId != null ? hostId : HostIdentity.local(),
-          metrics);
+          metrics,
+          config != null ? config : FerriteConfig.defaults());
     }
   }
 }

@@ -57,6 +57,11 @@ public final class FerriteClient implements AutoCloseable {
     this.data = new DataOps(connections, retry, options.rpcTimeout());
   }
 
+  /** The configuration of this client's process ({@link ClientOptions#config()}). */
+  public io.ferrite.kernel.config.FerriteConfig config() {
+    return options.config();
+  }
+
   static FerriteClient open(String masterAddress, ClientOptions options) {
     FerriteClient c = new FerriteClient(masterAddress, options);
     try {

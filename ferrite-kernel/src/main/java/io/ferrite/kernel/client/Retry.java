@@ -1,8 +1,10 @@
 package io.ferrite.kernel.client;
 
+import io.ferrite.fabric.Backoff;
 import io.ferrite.fabric.ErrorCode;
 import io.ferrite.fabric.FerriteException;
 import io.ferrite.kernel.config.Threads;
+import java.time.Duration;
 import java.util.List;
 import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.ScheduledThreadPoolExecutor;
@@ -21,11 +23,13 @@ import java.util.function.Supplier;
  * Session renewal does not run here at all: it has its own thread ({@link Session}).
  */
 final class Retry implements AutoCloseable {
-  /** The first backoff; each later one doubles. */
-  static final long BASE_BACKOFF_MS = 20;
+  /** Between attempts: 20 ms, each later pause doubles (attempts are bounded, not pauses). */
+  static final Backoff BACKOFF =
+      Backoff.builder().initial(Duration.ofMillis(20)).max(Duration.ofMillis(20L << 20)).build();
 
-  /** The longest pause between two reads of a self-verifying read. */
-  static final long MAX_VERIFY_BACKOFF_MS = 50;
+  /** Between two reads of a self-verifying read: 2, 4... 50 ms. */
+  static final Backoff VERIFY_BACKOFF =
+      Backoff.builder().initial(Duration.ofMillis(2)).max(Duration.ofMillis(50)).build();
 
   private final int maxAttempts;
   private final ScheduledThreadPoolExecutor timer;
@@ -66,12 +70,12 @@ final class Retry implements AutoCloseable {
 
   /** The pause after failed attempt {@code n} (1-based): 20, 40, 80 ms... */
   static long backoffMillis(int n) {
-    return BASE_BACKOFF_MS << Math.min(n - 1, 20);
+    return BACKOFF.delayMillis(n);
   }
 
   /** The pause after the {@code n}-th mismatching read of a self-verifying read: 2, 4... 50 ms. */
   static long verifyBackoffMillis(int n) {
-    return Math.min(MAX_VERIFY_BACKOFF_MS, 1L << Math.min(n, 6));
+    return VERIFY_BACKOFF.delayMillis(n);
   }
 
   /**
@@ -105,6 +109,7 @@ final class Retry implements AutoCloseable {
    */
   <T> T blocking(String what, Supplier<T> action) {
     FerriteException last = null;
+    Backoff.Attempts pauses = BACKOFF.start();
     for (int n = 1; n <= maxAttempts; n++) {
       try {
         return action.get();
@@ -114,7 +119,7 @@ final class Retry implements AutoCloseable {
           break;
         }
         try {
-          Thread.sleep(backoffMillis(n));
+          pauses.sleep();
         } catch (InterruptedException ie) {
           Thread.currentThread().interrupt();
           break;

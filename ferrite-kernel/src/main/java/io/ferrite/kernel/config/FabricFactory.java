@@ -2,6 +2,7 @@ package io.ferrite.kernel.config;
 
 import io.ferrite.fabric.ErrorCode;
 import io.ferrite.fabric.Fabric;
+import io.ferrite.fabric.FabricTuning;
 import io.ferrite.fabric.FerriteException;
 import io.ferrite.fabric.netty.Tls;
 
@@ -21,17 +22,18 @@ public interface FabricFactory {
 
   /** The fabrics of a real deployment: tcp (without TLS) and shm. */
   static FabricFactory standard() {
-    return name -> StandardFabrics.open(name, null);
+    return name -> StandardFabrics.open(name, null, FabricTuning.DEFAULTS);
   }
 
   /**
    * The fabrics of a real deployment as {@code cfg} configures them: tcp with {@link
-   * FerriteConfig#tls()} when {@code tls.enabled}, and shm (never TLS: it does not leave the host).
-   * The TLS files are read once, here.
+   * FerriteConfig#tls()} when {@code tls.enabled}, and shm (never TLS: it does not leave the host),
+   * both with {@link FerriteConfig#fabricTuning()}. The TLS files are read once, here.
    */
   static FabricFactory standard(FerriteConfig cfg) {
     Tls tls = cfg.tls();
-    return name -> StandardFabrics.open(name, tls);
+    FabricTuning tuning = cfg.fabricTuning();
+    return name -> StandardFabrics.open(name, tls, tuning);
   }
 
   /** Fails for every name: for processes that must not open a fabric of their own. */

@@ -1,6 +1,7 @@
 package io.ferrite.kernel.config;
 
 import io.ferrite.fabric.Credentials;
+import io.ferrite.fabric.FabricTuning;
 import io.ferrite.fabric.netty.Tls;
 import io.ferrite.kernel.proto.Sizes;
 import java.io.IOException;
@@ -17,6 +18,7 @@ import java.util.List;
 import java.util.Locale;
 import java.util.Map;
 import java.util.Properties;
+import java.util.ServiceLoader;
 import java.util.TreeMap;
 
 /**
@@ -31,6 +33,10 @@ import java.util.TreeMap;
  *
  * <p>Sizes accept {@code k}, {@code m}, {@code g} suffixes (powers of 1024); durations accept
  * {@code ms}, {@code s}, {@code m} suffixes (a bare number is milliseconds).
+ *
+ * <p>The kernel's keys are listed here; each face adds its own through {@link ConfigKeys} (found by
+ * {@link ServiceLoader} once, when this class initializes), so a face's key is known exactly when
+ * the face is on the class path.
  */
 public final class FerriteConfig {
   public static final String CLUSTER_ID = "cluster.id";
@@ -56,16 +62,26 @@ public final class FerriteConfig {
   public static final String JOURNAL_FSYNC = "journal.fsync";
   public static final String SNAPSHOT_EVERY = "journal.snapshot.every";
   public static final String RPC_TIMEOUT = "rpc.timeout";
-  public static final String KV_LOG_COMPACT = "kv.log.compact";
   public static final String TLS_ENABLED = "tls.enabled";
   public static final String TLS_CERT = "tls.cert";
   public static final String TLS_KEY = "tls.key";
   public static final String TLS_TRUST = "tls.trust";
   public static final String METRICS_HOST = "metrics.host";
   public static final String METRICS_PORT = "metrics.port";
+  public static final String NETTY_LANES = "netty.lanes";
+  public static final String NETTY_LOOP_WRITES_ONLY = "netty.loop.writes.only";
+  public static final String SHM_RINGS = "shm.rings";
+  public static final String SHM_WAITER_SPIN = "shm.waiter.spin.nanos";
+  public static final String SHM_POLLER_SPIN = "shm.poller.spin.nanos";
 
-  /** Every key with its default and a one-line description (shown by {@code --help}). */
+  /**
+   * Every key with its default and a one-line description (shown by {@code ferrite config}): the
+   * kernel's, then those of every {@link ConfigKeys} on the class path.
+   */
   public static final Map<String, String[]> KEYS;
+
+  /** The modules' keys, for their validation. */
+  private static final List<ConfigKeys> MODULES;
 
   static {
     Map<String, String[]> k = new LinkedHashMap<>();
@@ -102,11 +118,6 @@ public final class FerriteConfig {
         });
     k.put(SNAPSHOT_EVERY, new String[] {"10000", "journal records between snapshots"});
     k.put(RPC_TIMEOUT, new String[] {"5s", "deadline of control RPCs"});
-    k.put(
-        KV_LOG_COMPACT,
-        new String[] {
-          "64m", "a server's kv log is rewritten as a snapshot past this and 2x its last size"
-        });
     k.put(TLS_ENABLED, new String[] {"false", "TLS 1.3 on the tcp fabric (servers and clients)"});
     k.put(TLS_CERT, new String[] {"", "PEM certificate chain a server presents (tls.enabled)"});
     k.put(TLS_KEY, new String[] {"", "PEM PKCS#8 private key of tls.cert, mode 0600"});
@@ -122,7 +133,43 @@ public final class FerriteConfig {
     k.put(
         METRICS_PORT,
         new String[] {"-1", "HTTP port of /metrics (and the master's console); -1 off, 0 any"});
+    // The fabrics' switches (FabricTuning), made into fabrics by FabricFactory.standard(cfg).
+    k.put(
+        NETTY_LANES,
+        new String[] {
+          "16", "blocking lanes (sockets for small synchronous reads) per tcp connection; 0 off"
+        });
+    k.put(
+        NETTY_LOOP_WRITES_ONLY,
+        new String[] {
+          "false", "every frame written by the event loop, none by caller threads (diagnostic)"
+        });
+    k.put(
+        SHM_RINGS,
+        new String[] {"true", "RPCs over shared-memory rings on shm; false: over the socket"});
+    k.put(
+        SHM_WAITER_SPIN,
+        new String[] {"0", "ns an shm ring caller busy-spins before it yields (spare cores)"});
+    k.put(
+        SHM_POLLER_SPIN,
+        new String[] {"0", "ns an shm ring poller busy-spins before it yields (spare cores)"});
+    List<ConfigKeys> modules = new ArrayList<>();
+    ServiceLoader.load(ConfigKeys.class, FerriteConfig.class.getClassLoader())
+        .forEach(modules::add);
+    // A stable order whatever the class path's: by class name.
+    modules.sort(java.util.Comparator.comparing(m -> m.getClass().getName()));
+    for (ConfigKeys m : modules) {
+      for (ConfigKeys.Key key : m.keys()) {
+        String[] was =
+            k.putIfAbsent(key.name(), new String[] {key.defaultValue(), key.description()});
+        if (was != null) {
+          throw new IllegalStateException(
+              "configuration key " + key.name() + " of " + m.getClass().getName() + " is taken");
+        }
+      }
+    }
     KEYS = Collections.unmodifiableMap(k);
+    MODULES = List.copyOf(modules);
   }
 
   private final Map<String, String> values;
@@ -276,10 +323,13 @@ public final class FerriteConfig {
       throw new IllegalArgumentException(MASTER_PORT + ": " + port + " (expected: 0 to 65535)");
     }
     snapshotEvery();
-    kvLogCompactBytes();
+    fabricTuning();
     sessionLease();
     rpcTimeout();
     serverPort();
+    for (ConfigKeys m : MODULES) {
+      m.validate(this);
+    }
     if (tlsEnabled() && get(TLS_CERT).isEmpty() && get(TLS_TRUST).isEmpty()) {
       throw new IllegalArgumentException(
           TLS_ENABLED
@@ -308,6 +358,39 @@ public final class FerriteConfig {
       m.put(SECRET, "<hidden>");
     }
     return m;
+  }
+
+  /** {@code key}'s value as a size ({@code 64m}), for modules' keys. */
+  public long getSize(String key) {
+    return size(key);
+  }
+
+  /** {@code key}'s value as an int, for modules' keys. */
+  public int getInt(String key) {
+    return integer(key);
+  }
+
+  /** {@code key}'s value as a long, for modules' keys. */
+  public long getLong(String key) {
+    try {
+      return Long.parseLong(get(key));
+    } catch (NumberFormatException e) {
+      throw new IllegalArgumentException(key + ": '" + get(key) + "' (expected: an integer)", e);
+    }
+  }
+
+  /** {@code key}'s value as a boolean: {@code true} or {@code false}, nothing else. */
+  public boolean getBoolean(String key) {
+    String v = get(key).toLowerCase(Locale.ROOT);
+    if (!v.equals("true") && !v.equals("false")) {
+      throw new IllegalArgumentException(key + ": '" + get(key) + "' (expected: true or false)");
+    }
+    return v.equals("true");
+  }
+
+  /** {@code key}'s value as a duration ({@code 500ms}, {@code 2s}), for modules' keys. */
+  public Duration getDuration(String key) {
+    return duration(key);
   }
 
   private long size(String key) {
@@ -444,15 +527,6 @@ public final class FerriteConfig {
     return Boolean.parseBoolean(get(JOURNAL_FSYNC));
   }
 
-  /** The kv log size past which (and past twice its size after the last one) it is compacted. */
-  public long kvLogCompactBytes() {
-    long n = size(KV_LOG_COMPACT);
-    if (n < 4096) {
-      throw new IllegalArgumentException(KV_LOG_COMPACT + ": " + n + " (expected: >= 4096)");
-    }
-    return n;
-  }
-
   public int snapshotEvery() {
     int n = integer(SNAPSHOT_EVERY);
     if (n < 1) {
@@ -472,6 +546,26 @@ public final class FerriteConfig {
       throw new IllegalArgumentException(METRICS_PORT + ": " + p + " (expected: -1, or 0..65535)");
     }
     return p;
+  }
+
+  /**
+   * The fabrics' switches: {@link #NETTY_LANES}, {@link #NETTY_LOOP_WRITES_ONLY}, {@link
+   * #SHM_RINGS}, {@link #SHM_WAITER_SPIN}, {@link #SHM_POLLER_SPIN}.
+   */
+  public FabricTuning fabricTuning() {
+    int lanes = integer(NETTY_LANES);
+    if (lanes < 0) {
+      throw new IllegalArgumentException(NETTY_LANES + ": " + lanes + " (expected: >= 0)");
+    }
+    long waiter = getLong(SHM_WAITER_SPIN);
+    long poller = getLong(SHM_POLLER_SPIN);
+    for (String key : List.of(SHM_WAITER_SPIN, SHM_POLLER_SPIN)) {
+      if (getLong(key) < 0) {
+        throw new IllegalArgumentException(key + ": " + get(key) + " (expected: >= 0)");
+      }
+    }
+    return new FabricTuning(
+        lanes, !getBoolean(NETTY_LOOP_WRITES_ONLY), getBoolean(SHM_RINGS), waiter, poller);
   }
 
   public boolean tlsEnabled() {

@@ -2,6 +2,7 @@ package io.ferrite.kernel.config;
 
 import io.ferrite.fabric.ErrorCode;
 import io.ferrite.fabric.Fabric;
+import io.ferrite.fabric.FabricTuning;
 import io.ferrite.fabric.FerriteException;
 import io.ferrite.fabric.netty.Tls;
 import io.ferrite.fabric.shm.ShmFabric;
@@ -11,10 +12,10 @@ import io.ferrite.fabric.tcp.TcpFabric;
 final class StandardFabrics {
   private StandardFabrics() {}
 
-  static Fabric open(String name, Tls tls) {
+  static Fabric open(String name, Tls tls, FabricTuning tuning) {
     return switch (name) {
-      case "tcp" -> new TcpFabric(tls);
-      case "shm" -> new ShmFabric();
+      case "tcp" -> new TcpFabric(tls, tuning);
+      case "shm" -> new ShmFabric(tuning);
       default ->
           throw new FerriteException(
               ErrorCode.UNSUPPORTED,

@@ -148,6 +148,7 @@ public final class Master implements AutoCloseable {
             state.contextFor(
                 ext,
                 (name, length) -> m.createRegion(cfg, dir, name, length),
+                cfg,
                 m.metrics.registry()));
         LOG.log(
             System.Logger.Level.INFO,

@@ -28,6 +28,15 @@ public interface MasterContext {
   long blockSize();
 
   /**
+   * The master process's configuration, where an extension reads its own keys ({@link
+   * io.ferrite.kernel.config.ConfigKeys}); the defaults for a master state made without one
+   * (tests).
+   */
+  default io.ferrite.kernel.config.FerriteConfig config() {
+    return io.ferrite.kernel.config.FerriteConfig.defaults();
+  }
+
+  /**
    * Creates a region of {@code length} bytes (a multiple of 8) that the master itself serves on its
    * endpoints as node 0, for clients to read one-sided (over shm: plain memory loads on their own
    * mapping of the file); the extension writes it through {@link MasterRegion#memory}. Transient:

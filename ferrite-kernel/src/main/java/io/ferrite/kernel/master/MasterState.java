@@ -879,19 +879,29 @@ public final class MasterState {
   public MasterContext contextFor(
       MasterExtension ext,
       java.util.function.BiFunction<String, Long, MasterContext.MasterRegion> regions) {
-    return contextFor(ext, regions, io.ferrite.kernel.ops.Metrics.none());
+    return contextFor(
+        ext,
+        regions,
+        io.ferrite.kernel.config.FerriteConfig.defaults(),
+        io.ferrite.kernel.ops.Metrics.none());
   }
 
   /**
-   * As {@link #contextFor(MasterExtension, java.util.function.BiFunction)}, with the master's
-   * meters as {@link MasterContext#metrics}.
+   * As {@link #contextFor(MasterExtension, java.util.function.BiFunction)}, with {@code cfg} as
+   * {@link MasterContext#config} and the master's meters as {@link MasterContext#metrics}.
    */
   public MasterContext contextFor(
       MasterExtension ext,
       java.util.function.BiFunction<String, Long, MasterContext.MasterRegion> regions,
+      io.ferrite.kernel.config.FerriteConfig cfg,
       io.micrometer.core.instrument.MeterRegistry metrics) {
     MasterState self = this;
     return new MasterContext() {
+      @Override
+      public io.ferrite.kernel.config.FerriteConfig config() {
+        return cfg;
+      }
+
       @Override
       public <T> T mutate(java.util.function.Function<Mutation, T> body) {
         synchronized (self) {

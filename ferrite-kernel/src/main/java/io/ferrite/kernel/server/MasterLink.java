@@ -1,5 +1,6 @@
 package io.ferrite.kernel.server;
 
+import io.ferrite.fabric.Backoff;
 import io.ferrite.fabric.ConnectOptions;
 import io.ferrite.fabric.ErrorCode;
 import io.ferrite.fabric.Fabric;
@@ -19,8 +20,10 @@ import java.util.function.Supplier;
  */
 final class MasterLink implements AutoCloseable {
   private static final System.Logger LOG = System.getLogger(MasterLink.class.getName());
-  private static final long MIN_BACKOFF_MS = 50;
-  private static final long MAX_BACKOFF_MS = 2000;
+
+  /** Reconnecting to the master: 50 ms doubling to 2 s, from 50 ms again after a success. */
+  static final Backoff BACKOFF =
+      Backoff.builder().initial(Duration.ofMillis(50)).max(Duration.ofSeconds(2)).build();
 
   private final Fabric fabric;
   private final Supplier<String> address;
@@ -70,8 +73,7 @@ final class MasterLink implements AutoCloseable {
    * the connection; used once at start, before the heartbeat thread runs.
    */
   <T> T callWithRetry(Function<MasterStub, T> call) {
-    long backoff = MIN_BACKOFF_MS;
-    int attempts = 0;
+    Backoff.Attempts pauses = BACKOFF.start();
     while (!closed) {
       try {
         MasterStub s = connect();
@@ -81,15 +83,14 @@ final class MasterLink implements AutoCloseable {
           throw e;
         }
         drop();
-        if (attempts++ % 20 == 0) {
+        if (pauses.failures() % 20 == 0) {
           LOG.log(
               System.Logger.Level.WARNING,
               "master at {0} not reachable ({1}); retrying",
               address.get(),
               e.getMessage());
         }
-        sleep(backoff);
-        backoff = Math.min(MAX_BACKOFF_MS, backoff * 2);
+        pause(pauses);
       }
     }
     throw new FerriteException(
@@ -124,7 +125,7 @@ final class MasterLink implements AutoCloseable {
 
   private void run() {
     boolean registered = true;
-    long backoff = MIN_BACKOFF_MS;
+    Backoff.Attempts pauses = BACKOFF.start();
     boolean warned = false;
     while (!closed) {
       try {
@@ -138,14 +139,14 @@ final class MasterLink implements AutoCloseable {
                 System.Logger.Level.INFO, "re-registered with the master at {0}", address.get());
           }
           warned = false;
-          backoff = MIN_BACKOFF_MS;
+          pauses.reset();
         }
         sleep(heartbeatMillis);
         if (closed) {
           return;
         }
         heartbeat(stub());
-        backoff = MIN_BACKOFF_MS;
+        pauses.reset();
       } catch (FerriteException e) {
         if (closed) {
           return;
@@ -153,8 +154,7 @@ final class MasterLink implements AutoCloseable {
         registered = false;
         if (e.code() != ErrorCode.NOT_FOUND) {
           drop();
-          sleep(backoff);
-          backoff = Math.min(MAX_BACKOFF_MS, backoff * 2);
+          pause(pauses);
         }
         if (!warned) {
           LOG.log(
@@ -168,7 +168,7 @@ final class MasterLink implements AutoCloseable {
         LOG.log(System.Logger.Level.ERROR, "master link failed", e);
         registered = false;
         drop();
-        sleep(MAX_BACKOFF_MS);
+        sleep(BACKOFF.delayMillis(Integer.MAX_VALUE));
       }
     }
   }
@@ -219,6 +219,16 @@ final class MasterLink implements AutoCloseable {
 
   void serverId(int id) {
     idForHeartbeat = id;
+  }
+
+  /** Sleeps the next pause; an interrupt closes the link (as in {@link #sleep}). */
+  private void pause(Backoff.Attempts pauses) {
+    try {
+      pauses.sleep();
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+      closed = true;
+    }
   }
 
   private void sleep(long ms) {

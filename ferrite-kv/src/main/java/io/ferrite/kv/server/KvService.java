@@ -12,6 +12,7 @@ import io.ferrite.kernel.proto.Permissions;
 import io.ferrite.kernel.proto.Wire;
 import io.ferrite.kernel.server.FerriteService;
 import io.ferrite.kernel.server.ServiceContext;
+import io.ferrite.kv.KvConfig;
 import io.ferrite.kv.KvProtocol;
 import io.ferrite.kv.TableInfo;
 import io.ferrite.kv.TableOptions;
@@ -46,6 +47,11 @@ public final class KvService implements FerriteService {
   private ScheduledExecutorService syncer;
   private KvWrites writes;
 
+  /** Whether writes may be applied on their receiving thread ({@code kv.inline.writes}; tests). */
+  boolean inlineWrites() {
+    return writes.inline();
+  }
+
   /**
    * For tests only: the fsync the logs of services started from now on use (null: a real one).
    * Static because services are found by ServiceLoader; a test sets it before it starts its servers
@@ -55,13 +61,6 @@ public final class KvService implements FerriteService {
 
   /** For tests only, like {@link #testFsync}: told of every service started from now on. */
   static volatile java.util.function.Consumer<KvService> testStarted;
-
-  /**
-   * Whether writes may be applied on the thread that received them ({@link KvWrites}); on unless
-   * the system property {@code ferrite.kv.inlineWrites} is {@code false} (for measuring both).
-   */
-  private static final boolean INLINE_WRITES =
-      !"false".equals(System.getProperty("ferrite.kv.inlineWrites"));
 
   /**
    * Every request holds the read side (they are the only appenders of the log, and append under
@@ -109,7 +108,7 @@ public final class KvService implements FerriteService {
       hook(s);
     }
     registerMeters(ctx);
-    compactBytes = ctx.config().kvLogCompactBytes();
+    compactBytes = KvConfig.logCompactBytes(ctx.config());
     compactedBytes = log.bytes();
     writes =
         new KvWrites(
@@ -135,7 +134,9 @@ public final class KvService implements FerriteService {
               }
             },
             Math.max(1, ctx.config().serviceThreads()),
-            INLINE_WRITES);
+            // Whether writes may be applied on the thread that received them (KvWrites); on
+            // unless kv.inline.writes is false (for measuring both).
+            KvConfig.inlineWrites(ctx.config()));
     // The interval fsync and the compaction check; the group commit of `always` writes has its
     // own thread in the log.
     syncer = Threads.scheduler("kv-log-interval");

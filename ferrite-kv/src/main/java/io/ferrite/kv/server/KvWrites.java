@@ -108,6 +108,11 @@ final class KvWrites implements AutoCloseable {
   private final ThreadPoolExecutor writers;
   private final boolean inline;
 
+  /** Whether writes may be applied inline at all (configuration {@code kv.inline.writes}). */
+  boolean inline() {
+    return inline;
+  }
+
   KvWrites(Host host, int threads, boolean inline) {
     this.host = host;
     this.inline = inline;

@@ -1,18 +1,15 @@
 package io.ferrite.memory.rsort;
 
 import io.ferrite.fabric.Credentials;
-import io.ferrite.fabric.Fabric;
 import io.ferrite.kernel.config.FabricFactory;
 import io.ferrite.kernel.config.FerriteConfig;
 import io.ferrite.kernel.config.Secrets;
-import io.ferrite.kernel.master.Master;
-import io.ferrite.kernel.server.MemoryServer;
+import io.ferrite.kernel.local.InProcessCluster;
 import io.ferrite.memory.master.MemoryMaster;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.util.ArrayList;
 import java.util.Comparator;
 import java.util.List;
 import java.util.stream.Stream;
@@ -30,12 +27,13 @@ public final class LocalCluster implements AutoCloseable {
   static final String BLOCK = "4m";
 
   private final Path dir;
-  private final List<AutoCloseable> running = new ArrayList<>();
+  private final InProcessCluster cluster;
   private final ClusterAccess access;
   private boolean closed;
 
-  private LocalCluster(Path dir, ClusterAccess access) {
+  private LocalCluster(Path dir, InProcessCluster cluster, ClusterAccess access) {
     this.dir = dir;
+    this.cluster = cluster;
     this.access = access;
   }
 
@@ -74,42 +72,23 @@ public final class LocalCluster implements AutoCloseable {
             .set(FerriteConfig.DEAD_TIMEOUT, "15s")
             .set(FerriteConfig.JOURNAL_FSYNC, "false")
             .build();
-    LocalCluster c = null;
+    InProcessCluster cluster;
     try {
-      Fabric tcp = FabricFactory.standard().open("tcp");
-      Fabric shm = FabricFactory.standard().open("shm");
-      List<AutoCloseable> started = new ArrayList<>(List.of(tcp, shm));
-      Master master;
-      try {
-        master =
-            Master.start(
-                cfg, credentials, List.of(tcp), List.of(new MemoryMaster(Integer.MAX_VALUE)));
-      } catch (RuntimeException e) {
-        closeAll(started);
-        throw e;
-      }
-      started.add(master);
-      String address = master.addresses().get("tcp");
-      c = new LocalCluster(dir, new ClusterAccess(address, clusterId, secret, fabric));
-      c.running.addAll(started);
-      for (int i = 0; i < servers; i++) {
-        c.running.add(
-            MemoryServer.start(
-                cfg.with(FerriteConfig.SERVER_NAME, "m" + i),
-                credentials,
-                List.of(tcp, shm),
-                address,
-                List.of()));
-      }
-      return c;
+      // The master serves tcp only: worker processes reach it there.
+      cluster =
+          InProcessCluster.builder(cfg, credentials)
+              .fabrics(FabricFactory.standard(), List.of("tcp", "shm"))
+              .masterFabrics(List.of("tcp"))
+              .extensions(List.of(new MemoryMaster(Integer.MAX_VALUE)))
+              .servers(servers)
+              .serverNames(i -> "m" + (i - 1))
+              .start();
     } catch (RuntimeException e) {
-      if (c != null) {
-        c.close();
-      } else {
-        deleteTree(dir);
-      }
+      deleteTree(dir);
       throw e;
     }
+    return new LocalCluster(
+        dir, cluster, new ClusterAccess(cluster.masterAddress(), clusterId, secret, fabric));
   }
 
   /** How clients (this process's and the workers') reach it. */
@@ -123,18 +102,8 @@ public final class LocalCluster implements AutoCloseable {
       return;
     }
     closed = true;
-    closeAll(running);
+    cluster.close();
     deleteTree(dir);
-  }
-
-  private static void closeAll(List<AutoCloseable> list) {
-    for (int i = list.size() - 1; i >= 0; i--) {
-      try {
-        list.get(i).close();
-      } catch (Exception e) {
-        // Keep closing the rest.
-      }
-    }
   }
 
   private static void deleteTree(Path dir) {

@@ -17,6 +17,7 @@ import io.ferrite.kernel.proto.Wire;
 import io.ferrite.nodes.NodeInfo;
 import io.ferrite.nodes.NodePath;
 import io.ferrite.nodes.NodeType;
+import io.ferrite.nodes.NodesConfig;
 import io.ferrite.nodes.NodesException.Reason;
 import io.ferrite.nodes.NodesProtocol;
 import java.nio.ByteBuffer;
@@ -51,20 +52,27 @@ public final class NodesMaster implements MasterExtension {
   private final Duration reclaimGrace;
   private MasterContext ctx;
   private final NodesMasterTree tree = new NodesMasterTree(ns);
-  private final NodesMasterLeases leases;
-  private final NodesMasterLookups lookups;
+
+  /** The lookup lease given, or null: the master's {@code nodes.lookup.lease}, read at start. */
+  private final Duration lookupLease;
+
+  // Made at start (before the master serves, which publishes them to the RPC threads).
+  private NodesMasterLeases leases;
+  private NodesMasterLookups lookups;
   private NodesMasterWrites writes;
 
   /**
-   * With the default grace of 2 s before a removed node's blocks are reused, and the default lookup
-   * lease ({@code -Dferrite.nodes.leaseMs}, 2 s).
+   * With the default grace of 2 s before a removed node's blocks are reused, and the lookup lease
+   * of the master's configuration ({@code nodes.lookup.lease}, 2 s by default).
    */
   public NodesMaster() {
     this(Duration.ofSeconds(2));
   }
 
+  /** With the lookup lease of the master's configuration ({@code nodes.lookup.lease}). */
   public NodesMaster(Duration reclaimGrace) {
-    this(reclaimGrace, NodesMasterLeases.DEFAULT_LEASE);
+    this.reclaimGrace = reclaimGrace;
+    this.lookupLease = null;
   }
 
   /**
@@ -74,9 +82,7 @@ public final class NodesMaster implements MasterExtension {
    */
   public NodesMaster(Duration reclaimGrace, Duration lookupLease) {
     this.reclaimGrace = reclaimGrace;
-    this.leases = new NodesMasterLeases(lookupLease);
-    this.lookups = new NodesMasterLookups(ns, tree, leases);
-    ns.leases = leases;
+    this.lookupLease = java.util.Objects.requireNonNull(lookupLease, "lookupLease");
   }
 
   @Override
@@ -151,6 +157,11 @@ public final class NodesMaster implements MasterExtension {
                     java.util.Map.entry(NodesProtocol.LIST, "list"),
                     java.util.Map.entry(NodesProtocol.ABORT, "abort"),
                     java.util.Map.entry(NodesProtocol.WATCH, "watch")));
+    leases =
+        new NodesMasterLeases(
+            lookupLease != null ? lookupLease : NodesConfig.lookupLease(context.config()));
+    lookups = new NodesMasterLookups(ns, tree, leases);
+    ns.leases = leases;
     leases.recovered(ns.nextId());
     // Before the first provisional CREATE answer can leave (the master waits for this record's
     // fsync before it sends any: MasterService), skip the ids a crash may have forgotten.
@@ -175,7 +186,14 @@ public final class NodesMaster implements MasterExtension {
     if (writes != null) {
       writes.close();
     }
-    leases.close();
+    if (leases != null) {
+      leases.close();
+    }
+  }
+
+  /** The lookup lease granted to clients (after start; for tests). */
+  public Duration lookupLease() {
+    return Duration.ofNanos(leases.leaseNanos());
   }
 
   /** Leases revoked so far, and holders whose lease ran out while a writer waited (for tests). */

@@ -49,10 +49,6 @@ import java.util.concurrent.TimeUnit;
  * and after the namespace's read lock (in {@link #grant}); futures are completed outside it.
  */
 final class NodesMasterLeases implements AutoCloseable {
-  /** Lease length of the default constructor: {@code -Dferrite.nodes.leaseMs}, 2000 by default. */
-  static final Duration DEFAULT_LEASE =
-      Duration.ofMillis(Long.getLong("ferrite.nodes.leaseMs", 2000));
-
   /** A mutation met leased nodes: invalidate {@link #ids} and run it again. */
   static final class Held extends RuntimeException {
     private static final long serialVersionUID = 1L;
@@ -116,6 +112,10 @@ final class NodesMasterLeases implements AutoCloseable {
   private long invalidations;
 
   private long expiredWhileHeld;
+
+  long leaseNanos() {
+    return leaseNanos;
+  }
 
   NodesMasterLeases(Duration lease) {
     this.leaseNanos = Math.max(TimeUnit.MILLISECONDS.toNanos(10), lease.toNanos());

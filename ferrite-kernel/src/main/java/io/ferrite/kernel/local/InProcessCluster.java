@@ -1,0 +1,308 @@
+package io.ferrite.kernel.local;
+
+import io.ferrite.fabric.Credentials;
+import io.ferrite.fabric.Fabric;
+import io.ferrite.kernel.config.ClusterFile;
+import io.ferrite.kernel.config.FabricFactory;
+import io.ferrite.kernel.config.FerriteConfig;
+import io.ferrite.kernel.master.Master;
+import io.ferrite.kernel.master.MasterExtension;
+import io.ferrite.kernel.server.FerriteService;
+import io.ferrite.kernel.server.MemoryServer;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.Collections;
+import java.util.List;
+import java.util.Map;
+import java.util.Objects;
+import java.util.function.IntFunction;
+
+/**
+ * A master and memory servers in this process: the one launcher of {@code ferrite local}, the
+ * benchmarks and the in-process sort. The servers all serve the same fabrics, the master serves the
+ * {@linkplain Builder#masterFabrics chosen ones}; clients reach it at {@link #masterAddress()}.
+ *
+ * <p>{@link #close()} stops the servers (last started first), then the master, then the fabrics the
+ * cluster opened (not those it was given); it is idempotent and thread-safe, so a shutdown hook and
+ * the main thread may both call it. A start that fails part-way stops what it started before it
+ * rethrows, in that order.
+ */
+public final class InProcessCluster implements AutoCloseable {
+  private final FerriteConfig config;
+  private final List<Fabric> fabrics;
+  private final List<Fabric> owned;
+  private final List<MemoryServer> servers = new ArrayList<>();
+  private Master master;
+  private Fabric masterFabric;
+  private boolean closed;
+
+  private InProcessCluster(FerriteConfig config, List<Fabric> fabrics, List<Fabric> owned) {
+    this.config = config;
+    this.fabrics = fabrics;
+    this.owned = owned;
+  }
+
+  /**
+   * A cluster of {@code config} (its data.dir, shm.dir, capacities...) whose secret is {@code c}.
+   */
+  public static Builder builder(FerriteConfig config, Credentials credentials) {
+    return new Builder(config, credentials);
+  }
+
+  /** What to start; every setting but the configuration and credentials has a default. */
+  public static final class Builder {
+    private FerriteConfig config;
+    private final Credentials credentials;
+    private int servers = 1;
+    private IntFunction<String> serverNames = i -> "server-" + i;
+    private FabricFactory factory;
+    private List<String> fabricNames = List.of("tcp", "shm");
+    private List<Fabric> given;
+    private List<String> masterFabrics;
+    private List<MasterExtension> extensions;
+    private List<FerriteService> services = List.of();
+    private Map<String, String> masterOnly = Map.of();
+
+    private Builder(FerriteConfig config, Credentials credentials) {
+      this.config = Objects.requireNonNull(config, "config");
+      this.credentials = Objects.requireNonNull(credentials, "credentials");
+    }
+
+    /** How many memory servers (default 1). */
+    public Builder servers(int n) {
+      if (n < 0) {
+        throw new IllegalArgumentException("servers: " + n + " (expected: >= 0)");
+      }
+      this.servers = n;
+      return this;
+    }
+
+    /** The name of server {@code i} (1-based), its directory under data.dir: "server-i". */
+    public Builder serverNames(IntFunction<String> names) {
+      this.serverNames = Objects.requireNonNull(names, "names");
+      return this;
+    }
+
+    /** Sets data.dir. */
+    public Builder dataDir(Path dir) {
+      this.config = config.with(FerriteConfig.DATA_DIR, dir.toString());
+      return this;
+    }
+
+    /**
+     * The fabrics to open from {@code factory}, one of each name, in the order the servers serve
+     * them; the cluster closes them. Default: tcp and shm from {@link FabricFactory#standard} with
+     * the configuration's TLS.
+     */
+    public Builder fabrics(FabricFactory factory, List<String> names) {
+      this.factory = Objects.requireNonNull(factory, "factory");
+      this.fabricNames = List.copyOf(names);
+      this.given = null;
+      return this;
+    }
+
+    /**
+     * Fabrics the caller opened and closes (after the cluster), in the order servers serve them.
+     */
+    public Builder fabrics(List<Fabric> fabrics) {
+      this.given = List.copyOf(fabrics);
+      this.factory = null;
+      return this;
+    }
+
+    /**
+     * The fabrics the master serves, by name, the first being {@link #masterAddress()}'s. Default:
+     * tcp (else the first fabric) and shm if there is one: same-host clients then move to the
+     * master's shared-memory rings.
+     */
+    public Builder masterFabrics(List<String> names) {
+      this.masterFabrics = List.copyOf(names);
+      return this;
+    }
+
+    /** The master's extensions (default: those {@link java.util.ServiceLoader} finds). */
+    public Builder extensions(List<MasterExtension> extensions) {
+      this.extensions = List.copyOf(extensions);
+      return this;
+    }
+
+    /**
+     * Keys the master runs with on top of the cluster's configuration, where it differs from the
+     * servers' (e.g. a fixed {@code metrics.port} for the master, any port for the servers).
+     */
+    public Builder masterSettings(Map<String, String> settings) {
+      this.masterOnly = Map.copyOf(settings);
+      return this;
+    }
+
+    /** Services every server runs besides those {@link java.util.ServiceLoader} finds. */
+    public Builder services(List<FerriteService> services) {
+      this.services = List.copyOf(services);
+      return this;
+    }
+
+    /** Opens the fabrics, starts the master, then the servers one by one (each registered). */
+    public InProcessCluster start() {
+      List<Fabric> owned = new ArrayList<>();
+      List<Fabric> all;
+      if (given != null) {
+        all = given;
+      } else {
+        FabricFactory f = factory != null ? factory : FabricFactory.standard(config);
+        try {
+          for (String n : fabricNames) {
+            owned.add(f.open(n));
+          }
+        } catch (RuntimeException e) {
+          closeFabrics(owned, e);
+          throw e;
+        }
+        all = owned;
+      }
+      InProcessCluster c = new InProcessCluster(config, all, owned);
+      try {
+        c.startMaster(masterFabrics != null ? masterFabrics : defaultMasterFabrics(all), this);
+        for (int i = 1; i <= servers; i++) {
+          c.servers.add(
+              MemoryServer.start(
+                  config.with(FerriteConfig.SERVER_NAME, serverNames.apply(i)),
+                  credentials,
+                  all,
+                  c.masterAddress(),
+                  services));
+        }
+      } catch (RuntimeException e) {
+        c.stop(e);
+        throw e;
+      }
+      return c;
+    }
+  }
+
+  private static List<String> defaultMasterFabrics(List<Fabric> all) {
+    if (all.isEmpty()) {
+      throw new IllegalArgumentException("no fabric for the master");
+    }
+    String first = all.get(0).name();
+    for (Fabric f : all) {
+      if (f.name().equals("tcp")) {
+        first = "tcp";
+      }
+    }
+    List<String> out = new ArrayList<>(List.of(first));
+    for (Fabric f : all) {
+      if (f.name().equals("shm") && !first.equals("shm")) {
+        out.add("shm");
+      }
+    }
+    return out;
+  }
+
+  private void startMaster(List<String> names, Builder b) {
+    List<Fabric> served = new ArrayList<>();
+    for (String n : names) {
+      served.add(fabric(n));
+    }
+    masterFabric = served.get(0);
+    FerriteConfig mc = config;
+    for (Map.Entry<String, String> e : b.masterOnly.entrySet()) {
+      mc = mc.with(e.getKey(), e.getValue());
+    }
+    master =
+        b.extensions == null
+            ? Master.start(mc, b.credentials, served)
+            : Master.start(mc, b.credentials, served, b.extensions);
+  }
+
+  /** The configuration the master runs with (the servers', but for server.name). */
+  public FerriteConfig config() {
+    return config;
+  }
+
+  public Master master() {
+    return master;
+  }
+
+  /** The servers, in start order. */
+  public List<MemoryServer> servers() {
+    return Collections.unmodifiableList(servers);
+  }
+
+  /** The fabric called {@code name} the servers serve. */
+  public Fabric fabric(String name) {
+    for (Fabric f : fabrics) {
+      if (f.name().equals(name)) {
+        return f;
+      }
+    }
+    throw new IllegalArgumentException(
+        "fabric: "
+            + name
+            + " (the cluster has "
+            + fabrics.stream().map(Fabric::name).toList()
+            + ")");
+  }
+
+  /** The master's address on its first fabric (tcp by default), as servers and clients use it. */
+  public String masterAddress() {
+    return master.addresses().get(masterFabric.name());
+  }
+
+  /**
+   * The cluster's URI for client commands: {@code ferrite://127.0.0.1:port} when the master serves
+   * tcp first, otherwise its address.
+   */
+  public String uri() {
+    String a = masterAddress();
+    return masterFabric.name().equals("tcp")
+        ? "ferrite://127.0.0.1:" + a.substring(a.lastIndexOf(':') + 1)
+        : a;
+  }
+
+  /** Writes a cluster file naming {@link #uri()}, the secret file and the TLS trust (or null). */
+  public ClusterFile writeClusterFile(Path file, Path secretFile, Path tlsTrust) {
+    ClusterFile cf = new ClusterFile(uri(), config.clusterId(), secretFile, tlsTrust);
+    cf.write(file);
+    return cf;
+  }
+
+  /** Stops the servers (last first), the master, then the fabrics it opened; idempotent. */
+  @Override
+  public void close() {
+    stop(null);
+  }
+
+  private synchronized void stop(RuntimeException failure) {
+    if (closed) {
+      return;
+    }
+    closed = true;
+    for (int i = servers.size() - 1; i >= 0; i--) {
+      closeQuietly(servers.get(i), failure);
+    }
+    if (master != null) {
+      closeQuietly(master, failure);
+    }
+    closeFabrics(owned, failure);
+  }
+
+  private static void closeFabrics(List<Fabric> list, RuntimeException failure) {
+    for (Fabric f : list) {
+      closeQuietly(f, failure);
+    }
+  }
+
+  /** Closes {@code c}; its failure is added to {@code failure} or rethrown after the rest. */
+  private static void closeQuietly(AutoCloseable c, RuntimeException failure) {
+    try {
+      c.close();
+    } catch (Exception e) {
+      if (failure != null) {
+        failure.addSuppressed(e);
+      } else {
+        System.getLogger(InProcessCluster.class.getName())
+            .log(System.Logger.Level.WARNING, "stopping " + c, e);
+      }
+    }
+  }
+}
