@@ -459,7 +459,7 @@ public final class KvBench {
 
   /**
    * As above; {@code metrics}: the master and the server serve {@code /metrics} on loopback, any
-   * port ({@link ScrapeCost} finds them among {@code open}).
+   * port ({@link ScrapeCost} finds them through the cluster, the last of {@code open}).
    */
   static String startCluster(Path root, Path dataDir, List<AutoCloseable> open, boolean metrics) {
     FerriteConfig cfg =

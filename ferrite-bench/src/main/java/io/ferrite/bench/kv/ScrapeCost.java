@@ -7,7 +7,7 @@ import io.ferrite.bench.Progress;
 import io.ferrite.bench.Sizes;
 import io.ferrite.fabric.NamedThreadFactory;
 import io.ferrite.kernel.client.FerriteClient;
-import io.ferrite.kernel.master.Master;
+import io.ferrite.kernel.local.InProcessCluster;
 import io.ferrite.kernel.ops.OpsServer;
 import io.ferrite.kernel.server.MemoryServer;
 import io.ferrite.kv.KvClient;
@@ -52,12 +52,17 @@ final class ScrapeCost {
     try {
       String address = KvBench.startCluster(root, root.resolve("data"), open, true);
       List<URI> targets = new ArrayList<>();
-      for (AutoCloseable c : open) {
-        OpsServer ops =
-            c instanceof Master m ? m.ops() : c instanceof MemoryServer s ? s.ops() : null;
-        if (ops != null) {
-          targets.add(ops.url().resolve("/metrics"));
+      InProcessCluster cluster = (InProcessCluster) open.get(open.size() - 1);
+      List<OpsServer> endpoints = new ArrayList<>();
+      endpoints.add(cluster.master().ops());
+      for (MemoryServer s : cluster.servers()) {
+        endpoints.add(s.ops());
+      }
+      for (OpsServer ops : endpoints) {
+        if (ops == null) {
+          throw new IllegalStateException("a process of the bench cluster serves no /metrics");
         }
+        targets.add(ops.url().resolve("/metrics"));
       }
       progress.step("scraping " + targets + " every " + every.toMillis() + " ms, half the rounds");
       // Prometheus scrapes all day: measure the steady state, not the JIT compiling the scrape
