@@ -179,6 +179,7 @@ class ConsoleBrowserTest {
       assertTrue(totals.get("dram")[1] > 0, "something is used: " + status.format());
       assertEquals(
           status.members().size(), d.findElements(By.cssSelector("#servers tbody tr")).size());
+      int kvSplits = 0;
       for (ClusterStatus.Member m : status.members()) {
         WebElement row =
             d.findElement(By.cssSelector("#servers tr[data-server='" + m.info().serverId() + "']"));
@@ -190,8 +191,20 @@ class ConsoleBrowserTest {
               cell.getText()
                   .contains(Sizes.format(u.usedBytes()) + " / " + Sizes.format(u.capacityBytes())),
               "server " + m.info().serverId() + " " + u + " shown as " + cell.getText());
+          // Where the use is, as `ferrite status` splits it: blocks, then each face's regions.
+          StringBuilder split = new StringBuilder("blocks " + Sizes.format(u.blockBytes()));
+          u.serviceBytes()
+              .forEach((f, b) -> split.append(", ").append(f).append(' ').append(Sizes.format(b)));
+          List<WebElement> shown = cell.findElements(By.className("split"));
+          if (u.serviceBytes().isEmpty()) {
+            assertEquals(0, shown.size(), "no split without service regions: " + cell.getText());
+          } else {
+            kvSplits++;
+            assertEquals(split.toString(), shown.get(0).getText());
+          }
         }
       }
+      assertTrue(kvSplits > 0, "the kv table's shards are service regions of some server");
       String faces = d.findElement(By.cssSelector("#faces [data-face='kv']")).getText();
       assertTrue(faces.contains("users"), "the kv table among the faces: " + faces);
 
