@@ -11,7 +11,6 @@ import io.ferrite.kernel.client.ClientOptions;
 import io.ferrite.kernel.client.FerriteClient;
 import io.ferrite.kernel.config.FerriteConfig;
 import io.ferrite.kernel.ops.Metrics;
-import io.ferrite.kernel.ops.OpsServer;
 import io.ferrite.kernel.server.MemoryServer;
 import io.ferrite.kernel.testing.ClusterHarness;
 import io.ferrite.kernel.testing.PrometheusText;
@@ -25,9 +24,6 @@ import io.ferrite.memory.RAddress;
 import io.ferrite.memory.RStore;
 import io.ferrite.nodes.Nodes;
 import io.micrometer.core.instrument.Tag;
-import java.net.http.HttpClient;
-import java.net.http.HttpRequest;
-import java.net.http.HttpResponse;
 import java.nio.ByteBuffer;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
@@ -47,17 +43,6 @@ import org.junit.jupiter.api.io.TempDir;
 @ExtendWith(SeedExtension.class)
 class FaceMetricsTest {
   @TempDir Path dir;
-
-  private static final HttpClient HTTP = HttpClient.newHttpClient();
-
-  private static PrometheusText scrape(OpsServer ops) throws Exception {
-    HttpResponse<String> r =
-        HTTP.send(
-            HttpRequest.newBuilder(ops.url().resolve("/metrics")).build(),
-            HttpResponse.BodyHandlers.ofString());
-    assertEquals(200, r.statusCode());
-    return PrometheusText.parse(r.body());
-  }
 
   private static Map<String, String> face(String face, String op) {
     Map<String, String> m = new HashMap<>();
@@ -128,7 +113,7 @@ class FaceMetricsTest {
         }
       }
 
-      PrometheusText s = scrape(server.ops());
+      PrometheusText s = PrometheusText.scrape(server.ops());
       assertTrue(s.value("ferrite_face_ops_total", face("kv", "put")) >= n);
       assertTrue(s.value("ferrite_face_latency_seconds_count", face("kv", "put")) >= n);
       assertEquals(
@@ -153,7 +138,7 @@ class FaceMetricsTest {
           s.value(
               "ferrite_capacity_bytes", Map.of("class", "disk", "use", "service", "face", "kv")));
 
-      PrometheusText m = scrape(c.master.ops());
+      PrometheusText m = PrometheusText.scrape(c.master.ops());
       assertTrue(
           m.value("ferrite_capacity_bytes", Map.of("class", "dram", "use", "service", "face", "kv"))
               >= kvBytes,

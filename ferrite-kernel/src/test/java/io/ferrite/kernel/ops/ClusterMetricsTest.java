@@ -2,7 +2,6 @@ package io.ferrite.kernel.ops;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
-import static org.junit.jupiter.api.Assertions.assertNotNull;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -19,9 +18,6 @@ import io.ferrite.kernel.server.MemoryServer;
 import io.ferrite.kernel.testing.ClusterHarness;
 import io.ferrite.kernel.testing.PrometheusText;
 import io.micrometer.core.instrument.Tag;
-import java.net.http.HttpClient;
-import java.net.http.HttpRequest;
-import java.net.http.HttpResponse;
 import java.nio.ByteBuffer;
 import java.nio.file.Path;
 import java.util.List;
@@ -39,18 +35,6 @@ import org.junit.jupiter.api.io.TempDir;
 @ExtendWith(SeedExtension.class)
 class ClusterMetricsTest {
   @TempDir Path dir;
-
-  private static final HttpClient HTTP = HttpClient.newHttpClient();
-
-  static PrometheusText scrape(OpsServer ops) throws Exception {
-    assertNotNull(ops, "metrics endpoint not started (metrics.port)");
-    HttpResponse<String> r =
-        HTTP.send(
-            HttpRequest.newBuilder(ops.url().resolve("/metrics")).build(),
-            HttpResponse.BodyHandlers.ofString());
-    assertEquals(200, r.statusCode());
-    return PrometheusText.parse(r.body());
-  }
 
   @Test
   void eachProcessExposesWhatItServed(Random random) throws Exception {
@@ -93,7 +77,7 @@ class ClusterMetricsTest {
       double writes = 0;
       double readBytes = 0;
       for (MemoryServer s : List.of(s1, s2)) {
-        PrometheusText p = scrape(s.ops());
+        PrometheusText p = PrometheusText.scrape(s.ops());
         Map<String, String> tcp = Map.of("fabric", "tcp", "process", "server", "server", s.name());
         reads += p.value("ferrite_fabric_ops_total", with(tcp, "kind", "read"));
         writes += p.value("ferrite_fabric_ops_total", with(tcp, "kind", "write"));
@@ -110,7 +94,7 @@ class ClusterMetricsTest {
       assertTrue(readBytes >= (double) ops * data.length, "read bytes " + readBytes);
 
       // The master: its RPCs by service and opcode, the journal's fsyncs, sessions, capacity.
-      PrometheusText m = scrape(c.master.ops());
+      PrometheusText m = PrometheusText.scrape(c.master.ops());
       Map<String, String> master = Map.of("service", "master", "process", "master");
       assertTrue(
           m.value(

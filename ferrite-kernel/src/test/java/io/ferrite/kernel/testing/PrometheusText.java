@@ -1,5 +1,10 @@
 package io.ferrite.kernel.testing;
 
+import io.ferrite.kernel.ops.OpsServer;
+import java.io.IOException;
+import java.net.http.HttpClient;
+import java.net.http.HttpRequest;
+import java.net.http.HttpResponse;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -21,6 +26,26 @@ public final class PrometheusText {
   private final Map<String, String> help = new LinkedHashMap<>();
 
   private PrometheusText() {}
+
+  private static final HttpClient HTTP = HttpClient.newHttpClient();
+
+  /**
+   * GETs {@code ops}'s {@code /metrics} and parses it; fails (AssertionError) on anything but 200
+   * or when the process serves no metrics.
+   */
+  public static PrometheusText scrape(OpsServer ops) throws IOException, InterruptedException {
+    if (ops == null) {
+      throw new AssertionError("metrics endpoint not started (metrics.port)");
+    }
+    HttpResponse<String> r =
+        HTTP.send(
+            HttpRequest.newBuilder(ops.url().resolve("/metrics")).build(),
+            HttpResponse.BodyHandlers.ofString());
+    if (r.statusCode() != 200) {
+      throw new AssertionError("GET " + ops.url() + "metrics: " + r.statusCode() + " " + r.body());
+    }
+    return parse(r.body());
+  }
 
   public static PrometheusText parse(String text) {
     PrometheusText p = new PrometheusText();
