@@ -55,8 +55,12 @@ final class ClusterTarget {
               + " cluster file's tls.trust; none: no TLS).")
   Path tlsTrust;
 
-  /** The resolved target; {@code tls} is null when the cluster does not run TLS. */
-  record Resolved(String uri, Credentials credentials, Tls tls) {}
+  /**
+   * The resolved target; {@code tls} is null when the cluster does not run TLS; {@code config} is
+   * the environment's ({@code FERRITE_*}: client-side keys such as fabric switches and the faces'
+   * client keys).
+   */
+  record Resolved(String uri, Credentials credentials, Tls tls, FerriteConfig config) {}
 
   /** For a data command: the least role, CLIENT, when the secret file was not given. */
   Resolved resolve() {
@@ -82,6 +86,19 @@ final class ClusterTarget {
               + " 'ferrite local' (it writes "
               + cfPath
               + ")");
+    }
+    if (!u.contains("://")) {
+      // A cluster file's path where a URI goes (FERRITE_CLUSTER=~/.ferrite/cluster) would
+      // otherwise fail later, asking for a secret the file holds.
+      String from = uri != null ? "--cluster" : "FERRITE_CLUSTER";
+      throw new IllegalArgumentException(
+          from
+              + " '"
+              + u
+              + "' is not a master URI (expected: ferrite://host:port)"
+              + (Files.isRegularFile(Path.of(u))
+                  ? "; it is a file: pass a cluster file with --cluster-file " + u
+                  : ""));
     }
     String secret =
         first(
@@ -112,7 +129,7 @@ final class ClusterTarget {
             env.get(FerriteConfig.envName(FerriteConfig.TLS_TRUST)),
             cf == null || cf.tlsTrust() == null ? null : cf.tlsTrust().toString());
     Tls tls = trust == null ? null : Tls.fromPem(null, null, Path.of(trust));
-    return new Resolved(u, Secrets.load(id, file), tls);
+    return new Resolved(u, Secrets.load(id, file), tls, FerriteConfig.load(null, env, Map.of()));
   }
 
   private static String first(String... values) {

@@ -3,8 +3,6 @@ package io.ferrite.cli;
 import io.ferrite.fabric.Fabric;
 import io.ferrite.fabric.local.LocalFabric;
 import io.ferrite.fabric.local.LocalNetwork;
-import io.ferrite.fabric.netty.Tls;
-import io.ferrite.fabric.tcp.TcpFabric;
 import io.ferrite.kernel.config.FabricFactory;
 import io.ferrite.kernel.config.FerriteConfig;
 import java.util.ArrayList;
@@ -30,13 +28,12 @@ final class Fabrics implements AutoCloseable {
     this.standard = FabricFactory.standard(cfg);
   }
 
-  /** A client's: TLS on tcp trusting {@code tls}'s trust file, or none when null. */
-  Fabrics(Tls tls) {
-    this.standard = tls == null ? FabricFactory.standard() : name -> standardWith(name, tls);
-  }
-
-  private static Fabric standardWith(String name, Tls tls) {
-    return name.equals("tcp") ? new TcpFabric(tls) : FabricFactory.standard().open(name);
+  /**
+   * A client command's: {@code t}'s configuration (the environment's {@code FERRITE_*} fabric keys)
+   * and TLS on tcp trusting {@code t}'s trust file, or none.
+   */
+  Fabrics(ClusterTarget.Resolved t) {
+    this.standard = FabricFactory.client(t.config(), t.tls());
   }
 
   FabricFactory factory() {

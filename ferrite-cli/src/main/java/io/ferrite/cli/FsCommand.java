@@ -74,11 +74,12 @@ final class FsCommand implements Runnable {
     @Override
     public final Integer call() throws Exception {
       ClusterTarget.Resolved t = target.resolve();
-      Fabrics fabrics = new Fabrics(t.tls());
+      Fabrics fabrics = new Fabrics(t);
       try (FerriteClient c =
           Ferrite.connect(
               t.uri(),
               ClientOptions.builder(t.credentials())
+                  .config(t.config())
                   .fabrics(fabrics.factory())
                   .clientName("ferrite-fs-" + spec.name())
                   .build())) {

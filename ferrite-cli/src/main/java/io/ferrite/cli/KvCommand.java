@@ -89,11 +89,12 @@ final class KvCommand implements Runnable {
    */
   static <T> T withKv(ClusterTarget target, Role role, Function<KvClient, T> body) {
     ClusterTarget.Resolved t = target.resolve(role);
-    Fabrics fabrics = new Fabrics(t.tls());
+    Fabrics fabrics = new Fabrics(t);
     try (FerriteClient c =
         Ferrite.connect(
             t.uri(),
             ClientOptions.builder(t.credentials())
+                .config(t.config())
                 .fabrics(fabrics.factory())
                 .session(false)
                 .clientName("ferrite-kv")

@@ -39,11 +39,12 @@ final class StatusCommand implements Callable<Integer> {
   @Override
   public Integer call() {
     ClusterTarget.Resolved t = target.resolve();
-    Fabrics fabrics = new Fabrics(t.tls());
+    Fabrics fabrics = new Fabrics(t);
     try (FerriteClient c =
         Ferrite.connect(
             t.uri(),
             ClientOptions.builder(t.credentials())
+                .config(t.config())
                 .fabrics(fabrics.factory())
                 .session(false)
                 .clientName("ferrite-status")

@@ -51,6 +51,43 @@ class ClusterTargetTest {
   }
 
   @Test
+  void aClusterFilePathWhereTheUriGoesIsNamedAsSuch() throws Exception {
+    Path clusterFile = dir.resolve("cluster");
+    new ClusterFile("ferrite://127.0.0.1:1", "ct", dir.resolve("secret")).write(clusterFile);
+    ClusterTarget t = new ClusterTarget();
+    t.clusterFile = dir.resolve("absent");
+    IllegalArgumentException e =
+        assertThrows(
+            IllegalArgumentException.class,
+            () -> t.resolve(Map.of("FERRITE_CLUSTER", clusterFile.toString())));
+    assertEquals(
+        "FERRITE_CLUSTER '"
+            + clusterFile
+            + "' is not a master URI (expected: ferrite://host:port); it is a file: pass a cluster"
+            + " file with --cluster-file "
+            + clusterFile,
+        e.getMessage());
+    t.uri = "127.0.0.1:7100";
+    e = assertThrows(IllegalArgumentException.class, () -> t.resolve(Map.of()));
+    assertEquals(
+        "--cluster '127.0.0.1:7100' is not a master URI (expected: ferrite://host:port)",
+        e.getMessage());
+  }
+
+  @Test
+  void clientCommandsTakeTheEnvironmentsConfiguration() throws Exception {
+    Path root = dir.resolve("secret");
+    Secrets.readOrCreate(root);
+    Path clusterFile = dir.resolve("cluster");
+    new ClusterFile("ferrite://127.0.0.1:1", "ct", root).write(clusterFile);
+    ClusterTarget t = new ClusterTarget();
+    t.clusterFile = clusterFile;
+    assertEquals(16, t.resolve(Map.of()).config().fabricTuning().lanes());
+    // FERRITE_NETTY_LANES=0 reaches the fabrics a kv, fs or status command opens.
+    assertEquals(0, t.resolve(Map.of("FERRITE_NETTY_LANES", "0")).config().fabricTuning().lanes());
+  }
+
+  @Test
   void aServerGivenTheClientSecretIsToldWhichFileItNeeds() throws Exception {
     Path root = dir.resolve("secret");
     Path client = Secrets.writeClientSecret(root, Secrets.readOrCreate(root));

@@ -36,6 +36,16 @@ public interface FabricFactory {
     return name -> StandardFabrics.open(name, tls, tuning);
   }
 
+  /**
+   * A client's fabrics: {@code cfg}'s tuning ({@link FerriteConfig#fabricTuning()}), and on tcp TLS
+   * with {@code tls} (a client's trust, e.g. from a cluster file; null: no TLS) instead of {@code
+   * cfg}'s {@code tls.*}.
+   */
+  static FabricFactory client(FerriteConfig cfg, Tls tls) {
+    FabricTuning tuning = cfg.fabricTuning();
+    return name -> StandardFabrics.open(name, tls, tuning);
+  }
+
   /** Fails for every name: for processes that must not open a fabric of their own. */
   static FabricFactory none() {
     return name -> {
