@@ -333,17 +333,26 @@ public final class RSortCoordinator implements AutoCloseable {
     return out;
   }
 
-  /** The failure of {@code phase}, with what each failed worker wrote in its area. */
+  /**
+   * The failure of {@code phase}, with what each failed worker wrote in its area. Its code is the
+   * workers' when they all failed with the same one (a worker's {@code NO_SPACE} reaches the user
+   * as {@code NO_SPACE}, with what to do about it), else {@code INTERNAL}.
+   */
   private FerriteException failed(int phase, FerriteException cause) {
     int[] status = statuses();
     StringBuilder why = new StringBuilder();
+    ErrorCode code = null;
+    boolean same = true;
     for (int w = 0; w < workers; w++) {
       if (status[w] == Barrier.ERROR) {
-        why.append(why.length() == 0 ? "" : "; ").append(new WorkerArea(coord, w).error());
+        WorkerArea.Failure f = new WorkerArea(coord, w).error();
+        why.append(why.length() == 0 ? "" : "; ").append(f.text());
+        same &= code == null || code == f.code();
+        code = f.code();
       }
     }
     return new FerriteException(
-        ErrorCode.INTERNAL,
+        same && code != null ? code : ErrorCode.INTERNAL,
         "phase '"
             + RSortWorker.PHASE_NAMES[phase]
             + "' failed: "

@@ -156,7 +156,7 @@ public final class RSortWorker {
         System.err.println(what);
       }
       try {
-        area.error(what);
+        area.error(e instanceof FerriteException fe ? fe.code() : ErrorCode.INTERNAL, what);
         barrier.fail(me);
       } catch (RuntimeException e2) {
         log("could not report the failure: " + e2);

@@ -96,6 +96,30 @@ class RSortCoordinatorTest {
   }
 
   @Test
+  void aWorkersFailureKeepsItsCode() {
+    io.ferrite.memory.Namespace ns = store.createNamespace("t/area");
+    ns.reserve(RSortLayout.regionBytes(2));
+    io.ferrite.memory.Mapping m =
+        ns.alloc(RSortLayout.regionBytes(2), io.ferrite.memory.MemoryFlags.ALLOC_DEFAULT)
+            .map(io.ferrite.memory.MemoryFlags.MAP_NO_BUFFER);
+    try {
+      WorkerArea a = new WorkerArea(m, 1);
+      a.error(ErrorCode.NO_SPACE, "worker 1 failed in phase load: NO_SPACE: dram full");
+      assertEquals(
+          new WorkerArea.Failure(
+              ErrorCode.NO_SPACE, "worker 1 failed in phase load: NO_SPACE: dram full"),
+          a.error());
+      // A text cut at ERROR_MAX keeps its code; a failure without a Ferrite code is INTERNAL.
+      a.error(ErrorCode.INTERNAL, "x".repeat(2 * RSortLayout.ERROR_MAX));
+      WorkerArea.Failure f = a.error();
+      assertEquals(ErrorCode.INTERNAL, f.code());
+      assertEquals(RSortLayout.ERROR_MAX - "INTERNAL|".length(), f.text().length());
+    } finally {
+      m.unmap();
+    }
+  }
+
+  @Test
   void aPrefixInUseIsRefusedAndLeftAlone() {
     store.createNamespace("t/coordinator");
     store.createNamespace("t/input_0");
