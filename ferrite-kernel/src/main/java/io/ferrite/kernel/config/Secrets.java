@@ -101,15 +101,20 @@ public final class Secrets {
         return file;
       }
       // A new file, moved into place: a reader never sees it half written or with a wide mode.
-      Path tmp = file.resolveSibling(CLIENT_FILE + ".tmp");
-      Files.deleteIfExists(tmp);
-      Files.writeString(
-          Files.createFile(
-              tmp,
-              PosixFilePermissions.asFileAttribute(PosixFilePermissions.fromString("rw-------"))),
-          text,
-          StandardCharsets.US_ASCII);
-      Files.move(tmp, file, StandardCopyOption.REPLACE_EXISTING, StandardCopyOption.ATOMIC_MOVE);
+      // Its own name: a master and a server started together on one directory both write it (the
+      // same text), and a shared temporary name let one move the other's file away.
+      Path tmp =
+          Files.createTempFile(
+              file.getParent(),
+              CLIENT_FILE + ".",
+              ".tmp",
+              PosixFilePermissions.asFileAttribute(PosixFilePermissions.fromString("rw-------")));
+      try {
+        Files.writeString(tmp, text, StandardCharsets.US_ASCII);
+        Files.move(tmp, file, StandardCopyOption.REPLACE_EXISTING, StandardCopyOption.ATOMIC_MOVE);
+      } finally {
+        Files.deleteIfExists(tmp);
+      }
       return file;
     } catch (IOException e) {
       throw new UncheckedIOException("cannot write the client secret file " + file, e);
