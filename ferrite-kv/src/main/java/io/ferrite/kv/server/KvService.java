@@ -352,6 +352,12 @@ public final class KvService implements FerriteService {
     };
   }
 
+  /** The start of {@code opcode}'s meters ({@link FaceMeters.Op#start}), 0 if it has none. */
+  private long meterStart(int opcode) {
+    FaceMeters.Op op = meterOf(opcode);
+    return op == null ? 0 : op.start();
+  }
+
   /** {@code f}, counted (and timed) for {@code opcode} once it completes; no stage if done. */
   private CompletableFuture<ByteBuffer> metered(
       int opcode, long start, CompletableFuture<ByteBuffer> f) {
@@ -384,7 +390,8 @@ public final class KvService implements FerriteService {
     if (!KvWrites.isWrite(opcode)) {
       return null;
     }
-    return metered(opcode, System.nanoTime(), write(opcode, request, true));
+    long start = meterStart(opcode);
+    return metered(opcode, start, write(opcode, request, true));
   }
 
   /**
@@ -421,7 +428,8 @@ public final class KvService implements FerriteService {
 
   @Override
   public CompletableFuture<ByteBuffer> handle(RpcContext caller, int opcode, ByteBuffer request) {
-    return metered(opcode, System.nanoTime(), serve(caller, opcode, request));
+    long start = meterStart(opcode);
+    return metered(opcode, start, serve(caller, opcode, request));
   }
 
   private CompletableFuture<ByteBuffer> serve(RpcContext caller, int opcode, ByteBuffer request) {
