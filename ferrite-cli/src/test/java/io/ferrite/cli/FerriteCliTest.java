@@ -19,6 +19,7 @@ class FerriteCliTest extends CliCapture {
   @Test
   void benchFabricQuickLocalWritesEveryName(@TempDir Path dir) throws Exception {
     Path json = dir.resolve("out/fabric.json");
+    Path html = dir.resolve("out/fabric.html");
     int code =
         run(
             "bench",
@@ -36,16 +37,21 @@ class FerriteCliTest extends CliCapture {
             dir.toString(),
             "--json",
             json.toString(),
+            "--html",
+            html.toString(),
             "--quiet");
     assertEquals(0, code, err.toString());
     String text = Files.readString(json);
+    String page = Files.readString(html);
+    assertTrue(page.startsWith("<!DOCTYPE html>"), page);
     assertTrue(text.startsWith("{\n  \"suite\": \"fabric\",\n  \"results\": ["), text);
     for (String name : FabricBench.expectedNames(List.of("local"))) {
       assertTrue(text.contains("{\"name\": \"" + name + "\", "), name + " missing from JSON");
       assertTrue(out.toString().contains(name + " "), name + " missing from the table");
+      assertTrue(page.contains(name), name + " missing from the page");
     }
     try (Stream<Path> left = Files.list(dir)) {
-      assertEquals(List.of(json.getParent()), left.toList(), "only the JSON output is left");
+      assertEquals(List.of(json.getParent()), left.toList(), "only the outputs are left");
     }
   }
 

@@ -6,45 +6,17 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import io.ferrite.bench.BenchReport;
 import io.ferrite.bench.BenchResult;
 import io.ferrite.bench.Better;
-import io.ferrite.bench.fabric.FabricBench;
 import io.ferrite.cli.CliCapture;
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.util.List;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
-/** {@code --html} on a suite, and {@code ferrite bench html} from saved JSON. */
+/**
+ * {@code ferrite bench html} from saved JSON ({@code --html} on a suite is checked with its {@code
+ * --json} in {@code FerriteCliTest}, from the same run).
+ */
 class HtmlBenchCommandTest extends CliCapture {
-  @Test
-  void aSuiteWritesItsPage(@TempDir Path dir) throws Exception {
-    Path html = dir.resolve("out/fabric.html");
-    int code =
-        run(
-            "bench",
-            "fabric",
-            "--quick",
-            "--fabrics",
-            "local",
-            "--iterations",
-            "50",
-            "--duration",
-            "20ms",
-            "--region-mib",
-            "4",
-            "--dir",
-            dir.toString(),
-            "--html",
-            html.toString(),
-            "--quiet");
-    assertEquals(0, code, err.toString());
-    String page = Files.readString(html);
-    assertTrue(page.startsWith("<!DOCTYPE html>"), page);
-    for (String name : FabricBench.expectedNames(List.of("local"))) {
-      assertTrue(page.contains(name), name + " missing from the page");
-    }
-  }
-
   @Test
   void pagesFromSavedJson(@TempDir Path dir) throws Exception {
     BenchReport a = new BenchReport("fabric");
