@@ -454,14 +454,17 @@ public final class KvBench {
 
   /** As above, with the servers' data (the kv log) in {@code dataDir}. */
   static String startCluster(Path root, Path dataDir, List<AutoCloseable> open) {
-    return startCluster(root, dataDir, open, false);
+    InProcessCluster cluster = startCluster(root, dataDir, false);
+    open.add(cluster);
+    return cluster.masterAddress();
   }
 
   /**
-   * As above; {@code metrics}: the master and the server serve {@code /metrics} on loopback, any
-   * port ({@link ScrapeCost} finds them through the cluster, the last of {@code open}).
+   * The bench cluster: a master (tcp) and one memory server; {@code metrics}: the master and the
+   * server serve {@code /metrics} on loopback, any port ({@link ScrapeCost} scrapes them). The
+   * caller closes it.
    */
-  static String startCluster(Path root, Path dataDir, List<AutoCloseable> open, boolean metrics) {
+  static InProcessCluster startCluster(Path root, Path dataDir, boolean metrics) {
     FerriteConfig cfg =
         BenchConfig.builder()
             .set(FerriteConfig.CLUSTER_ID, "bench-kv")
@@ -479,13 +482,10 @@ public final class KvBench {
             .set(FerriteConfig.JOURNAL_FSYNC, "false")
             .set(FerriteConfig.METRICS_PORT, metrics ? "0" : "-1")
             .build();
-    InProcessCluster cluster =
-        InProcessCluster.builder(cfg, CREDENTIALS)
-            .masterFabrics(List.of("tcp"))
-            .serverNames(i -> "bench")
-            .start();
-    open.add(cluster);
-    return cluster.masterAddress();
+    return InProcessCluster.builder(cfg, CREDENTIALS)
+        .masterFabrics(List.of("tcp"))
+        .serverNames(i -> "bench")
+        .start();
   }
 
   /**

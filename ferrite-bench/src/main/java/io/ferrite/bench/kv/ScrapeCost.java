@@ -50,9 +50,10 @@ final class ScrapeCost {
     Path root = Files.createTempDirectory(o.directory(), "ferrite-bench-kv-scrape-");
     List<AutoCloseable> open = new ArrayList<>();
     try {
-      String address = KvBench.startCluster(root, root.resolve("data"), open, true);
+      InProcessCluster cluster = KvBench.startCluster(root, root.resolve("data"), true);
+      open.add(cluster);
+      String address = cluster.masterAddress();
       List<URI> targets = new ArrayList<>();
-      InProcessCluster cluster = (InProcessCluster) open.get(open.size() - 1);
       List<OpsServer> endpoints = new ArrayList<>();
       endpoints.add(cluster.master().ops());
       for (MemoryServer s : cluster.servers()) {

@@ -136,11 +136,11 @@ public record ClusterStatus(
     return sb.toString();
   }
 
-  /** The report as JSON (no dependency: hand-written, strings escaped). */
+  /** The report as JSON (strings escaped by {@link Json}). */
   public String toJson() {
     StringBuilder sb = new StringBuilder();
     sb.append("{\"cluster\":")
-        .append(q(clusterId))
+        .append(Json.quote(clusterId))
         .append(",\"blockSize\":")
         .append(blockSize)
         .append(",\"regions\":")
@@ -157,23 +157,26 @@ public record ClusterStatus(
       sb.append("{\"id\":")
           .append(i.serverId())
           .append(",\"name\":")
-          .append(q(i.name()))
+          .append(Json.quote(i.name()))
           .append(",\"state\":")
-          .append(q(i.state().name()))
+          .append(Json.quote(i.state().name()))
           .append(",\"host\":")
-          .append(q(i.hostId()))
+          .append(Json.quote(i.hostId()))
           .append(",\"regions\":")
           .append(m.regions())
           .append(",\"addresses\":{");
       int a = 0;
       for (Map.Entry<String, String> e : new TreeMap<>(i.addresses()).entrySet()) {
-        sb.append(a++ > 0 ? "," : "").append(q(e.getKey())).append(':').append(q(e.getValue()));
+        sb.append(a++ > 0 ? "," : "")
+            .append(Json.quote(e.getKey()))
+            .append(':')
+            .append(Json.quote(e.getValue()));
       }
       sb.append("},\"classes\":{");
       int c = 0;
       for (ClassUsage u : m.usage()) {
         sb.append(c++ > 0 ? "," : "")
-            .append(q(u.storageClass()))
+            .append(Json.quote(u.storageClass()))
             .append(":{\"capacity\":")
             .append(u.capacityBytes())
             .append(",\"used\":")
@@ -183,31 +186,15 @@ public record ClusterStatus(
             .append(",\"services\":{");
         int f = 0;
         for (Map.Entry<String, Long> e : u.serviceBytes().entrySet()) {
-          sb.append(f++ > 0 ? "," : "").append(q(e.getKey())).append(':').append(e.getValue());
+          sb.append(f++ > 0 ? "," : "")
+              .append(Json.quote(e.getKey()))
+              .append(':')
+              .append(e.getValue());
         }
         sb.append("}}");
       }
       sb.append("}}");
     }
     return sb.append("]}").toString();
-  }
-
-  private static String q(String s) {
-    StringBuilder sb = new StringBuilder("\"");
-    for (char ch : s.toCharArray()) {
-      switch (ch) {
-        case '"' -> sb.append("\\\"");
-        case '\\' -> sb.append("\\\\");
-        case '\n' -> sb.append("\\n");
-        default -> {
-          if (ch < 0x20) {
-            sb.append(String.format(Locale.ROOT, "\\u%04x", (int) ch));
-          } else {
-            sb.append(ch);
-          }
-        }
-      }
-    }
-    return sb.append('"').toString();
   }
 }

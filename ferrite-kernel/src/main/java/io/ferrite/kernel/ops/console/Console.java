@@ -5,6 +5,7 @@ import io.ferrite.kernel.config.Threads;
 import io.ferrite.kernel.ops.OpsServer;
 import io.ferrite.kernel.ops.SuppressForbidden;
 import io.ferrite.kernel.proto.ClusterStatus;
+import io.ferrite.kernel.proto.Json;
 import java.io.IOException;
 import java.io.InputStream;
 import java.io.UncheckedIOException;

@@ -1,6 +1,7 @@
 package io.ferrite.kernel.ops.console;
 
 import io.ferrite.fabric.OpKind;
+import io.ferrite.kernel.proto.Json;
 import io.ferrite.kernel.proto.ServerLoad;
 import java.util.ArrayDeque;
 import java.util.ArrayList;

@@ -1,22 +1,23 @@
-package io.ferrite.kernel.ops.console;
+package io.ferrite.kernel.proto;
 
 import java.util.Locale;
 import java.util.Map;
 
 /**
- * Writes the console's JSON from maps, lists, numbers, strings and booleans (no dependency for the
- * few shapes the console sends). Non-finite doubles become {@code null}.
+ * Writes JSON from maps, lists, numbers, strings and booleans (no dependency for the few shapes
+ * Ferrite sends: {@code ferrite status --json}, the console's API). Non-finite doubles become
+ * {@code null}.
  */
-final class Json {
+public final class Json {
   private Json() {}
 
-  static String write(Object value) {
+  public static String write(Object value) {
     StringBuilder sb = new StringBuilder(256);
     write(sb, value);
     return sb.toString();
   }
 
-  static void write(StringBuilder sb, Object v) {
+  public static void write(StringBuilder sb, Object v) {
     if (v == null) {
       sb.append("null");
     } else if (v instanceof String s) {
@@ -75,7 +76,15 @@ final class Json {
     return String.format(Locale.ROOT, "%.3f", d);
   }
 
-  static void string(StringBuilder sb, String s) {
+  /** {@code s} as a JSON string literal, quotes included. */
+  public static String quote(String s) {
+    StringBuilder sb = new StringBuilder(s.length() + 2);
+    string(sb, s);
+    return sb.toString();
+  }
+
+  /** Appends {@code s} as a JSON string literal. */
+  public static void string(StringBuilder sb, String s) {
     sb.append('"');
     for (int i = 0; i < s.length(); i++) {
       char ch = s.charAt(i);
