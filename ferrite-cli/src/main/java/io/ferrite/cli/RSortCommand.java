@@ -1,17 +1,17 @@
 package io.ferrite.cli;
 
+import io.ferrite.apps.rsort.RSortCoordinator;
+import io.ferrite.apps.rsort.RSortJob;
+import io.ferrite.apps.rsort.RSortResult;
+import io.ferrite.apps.rsort.RecordFiles;
+import io.ferrite.apps.rsort.Records;
+import io.ferrite.apps.worker.ClusterAccess;
+import io.ferrite.apps.worker.JvmLauncher;
+import io.ferrite.apps.worker.LocalCluster;
 import io.ferrite.fabric.ErrorCode;
 import io.ferrite.fabric.FerriteException;
 import io.ferrite.kernel.client.FerriteClient;
 import io.ferrite.memory.RStore;
-import io.ferrite.memory.rsort.ClusterAccess;
-import io.ferrite.memory.rsort.JvmLauncher;
-import io.ferrite.memory.rsort.LocalCluster;
-import io.ferrite.memory.rsort.RSortCoordinator;
-import io.ferrite.memory.rsort.RSortJob;
-import io.ferrite.memory.rsort.RSortResult;
-import io.ferrite.memory.rsort.RecordFiles;
-import io.ferrite.memory.rsort.Records;
 import java.io.PrintStream;
 import java.io.PrintWriter;
 import java.nio.file.Files;

@@ -1,6 +1,6 @@
 package io.ferrite.cli;
 
-import io.ferrite.memory.rsort.LocalSort;
+import io.ferrite.apps.rsort.LocalSort;
 import java.nio.file.Path;
 import java.util.concurrent.Callable;
 import picocli.CommandLine.Command;

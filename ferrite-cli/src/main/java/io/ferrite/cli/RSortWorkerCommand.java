@@ -1,8 +1,8 @@
 package io.ferrite.cli;
 
-import io.ferrite.memory.rsort.ClusterAccess;
-import io.ferrite.memory.rsort.RSortJob;
-import io.ferrite.memory.rsort.RSortWorker;
+import io.ferrite.apps.rsort.RSortJob;
+import io.ferrite.apps.rsort.RSortWorker;
+import io.ferrite.apps.worker.ClusterAccess;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.concurrent.Callable;

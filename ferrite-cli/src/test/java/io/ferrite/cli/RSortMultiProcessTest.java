@@ -3,10 +3,10 @@ package io.ferrite.cli;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import io.ferrite.memory.rsort.RecordFiles;
-import io.ferrite.memory.rsort.RecordGenerator;
-import io.ferrite.memory.rsort.RecordValidator;
-import io.ferrite.memory.rsort.Records;
+import io.ferrite.apps.rsort.RecordFiles;
+import io.ferrite.apps.rsort.RecordGenerator;
+import io.ferrite.apps.rsort.RecordValidator;
+import io.ferrite.apps.rsort.Records;
 import java.nio.ByteBuffer;
 import java.nio.file.Files;
 import java.nio.file.Path;

@@ -1,11 +1,11 @@
 package io.ferrite.cli.bench;
 
+import io.ferrite.apps.worker.JvmLauncher;
 import io.ferrite.bench.BenchReport;
 import io.ferrite.bench.rsort.RSortBench;
 import io.ferrite.cli.FerriteCli;
 import io.ferrite.cli.SizeConverter;
 import io.ferrite.cli.VersionProvider;
-import io.ferrite.memory.rsort.JvmLauncher;
 import java.util.concurrent.Callable;
 import picocli.CommandLine;
 import picocli.CommandLine.Command;
