@@ -1,0 +1,238 @@
+package io.ferrite.apps.carafe.pregel;
+
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import io.ferrite.apps.carafe.CarafeGraph;
+import io.ferrite.apps.carafe.Csr;
+import io.ferrite.apps.carafe.Reference;
+import io.ferrite.fabric.Credentials;
+import io.ferrite.fabric.ErrorCode;
+import io.ferrite.fabric.FerriteException;
+import io.ferrite.fabric.testing.SeedExtension;
+import io.ferrite.kernel.config.FerriteConfig;
+import io.ferrite.kernel.testing.ClusterHarness;
+import io.ferrite.memory.RStore;
+import io.ferrite.memory.master.MemoryMaster;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.Arrays;
+import java.util.List;
+import java.util.Map;
+import java.util.Random;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.ExtendWith;
+import org.junit.jupiter.api.io.TempDir;
+
+/**
+ * The Pregel engine with workers as threads: PageRank and connected components equal the single-JVM
+ * reference on 1, 2 and 3 workers (with and without a combiner), on graphs with sinks, self-loops,
+ * duplicate edges, isolated vertices and a partition without edges; the failures (a mailbox
+ * overflow, a worker that throws, a directed graph for components) name what failed, and leave no
+ * namespace of the job behind.
+ */
+@ExtendWith(SeedExtension.class)
+class PregelTest {
+  static final Credentials CREDENTIALS =
+      new Credentials(
+          "pregel-test", "0123456789abcdef-pregel-secret".getBytes(StandardCharsets.UTF_8));
+
+  @TempDir Path dir;
+  ClusterHarness cluster;
+  RStore store;
+
+  @BeforeEach
+  void start() throws Exception {
+    cluster =
+        new ClusterHarness(
+            dir,
+            CREDENTIALS,
+            false,
+            Map.of(
+                FerriteConfig.REGION_SIZE, "1m",
+                FerriteConfig.CAPACITY_DRAM, "24m",
+                FerriteConfig.CAPACITY_DISK, "0"));
+    cluster.startMaster(List.of(new MemoryMaster()));
+    cluster.startServer("s0");
+    cluster.startServer("s1");
+    store = new RStore(cluster.client());
+  }
+
+  @AfterEach
+  void stop() throws Exception {
+    cluster.close();
+  }
+
+  static PregelJob job(String graph, String program, int workers) {
+    return new PregelJob(graph, program, workers, 1000, "t/", Duration.ofMinutes(1));
+  }
+
+  private PregelResult run(PregelJob job, VertexProgram program) throws InterruptedException {
+    return new PregelCoordinator(store, job, null).runInThreads(program);
+  }
+
+  private void assertJobNamespacesGone(PregelJob job) {
+    for (String ns : job.namespaces()) {
+      FerriteException e = assertThrows(FerriteException.class, () -> store.joinNamespace(ns));
+      assertEquals(ErrorCode.NOT_FOUND, e.code(), ns);
+    }
+  }
+
+  @Test
+  void pageRankEqualsTheReference(Random random) throws Exception {
+    Csr csr = TestGraphs.directed(random, 300, 150, 4);
+    CarafeGraph g = CarafeGraph.create(store, "pr", csr, CarafeGraph.Progress.NONE);
+    int iterations = 5 + random.nextInt(8);
+    double[] expected = Reference.pageRank(csr, iterations);
+    boolean sawEmptyPartition = false;
+    for (int w = 1; w <= 3; w++) {
+      for (boolean combine : new boolean[] {true, false}) {
+        PregelJob job = job("pr", "pagerank:" + iterations, w);
+        VertexProgram p = new PageRank(iterations);
+        PregelResult r = run(job, combine ? p : new Uncombined(p));
+        String what = w + " worker(s), combiner " + combine;
+        double[] ranks = r.doubleValues(g);
+        for (int v = 0; v < expected.length; v++) {
+          assertEquals(expected[v], ranks[v], 1e-9, "vertex " + v + ", " + what);
+        }
+        assertEquals(iterations + 2, r.supersteps(), what);
+        assertTrue(r.halted(), what);
+        sawEmptyPartition |= Arrays.stream(r.edges()).anyMatch(e -> e == 0);
+        assertJobNamespacesGone(job);
+      }
+    }
+    assertTrue(sawEmptyPartition, "the isolated tail makes a partition without edges");
+  }
+
+  @Test
+  void componentsEqualTheReference(Random random) throws Exception {
+    Csr csr = TestGraphs.undirected(random, 400, 200, 300);
+    CarafeGraph g = CarafeGraph.create(store, "cc", csr, CarafeGraph.Progress.NONE);
+    long[] expected = Reference.components(csr);
+    for (int w = 1; w <= 3; w++) {
+      for (boolean combine : new boolean[] {true, false}) {
+        PregelJob job = job("cc", "components", w);
+        VertexProgram p = new ConnectedComponents();
+        PregelResult r = run(job, combine ? p : new Uncombined(p));
+        assertArrayEquals(expected, r.values(g), w + " worker(s), combiner " + combine);
+        assertTrue(r.halted());
+        assertJobNamespacesGone(job);
+      }
+    }
+  }
+
+  @Test
+  void componentsRefuseADirectedGraph(Random random) throws Exception {
+    CarafeGraph.create(
+        store, "d", TestGraphs.directed(random, 50, 0, 2), CarafeGraph.Progress.NONE);
+    PregelJob job = job("d", "components", 2);
+    FerriteException e =
+        assertThrows(
+            FerriteException.class, () -> new PregelCoordinator(store, job, null).runInThreads());
+    assertEquals(ErrorCode.INVALID_ARGUMENT, e.code());
+    assertTrue(e.getMessage().contains("undirected graph"), e.getMessage());
+    assertJobNamespacesGone(job);
+  }
+
+  @Test
+  void aMailboxOverflowIsAClearError(Random random) throws Exception {
+    CarafeGraph.create(
+        store, "o", TestGraphs.directed(random, 200, 0, 4), CarafeGraph.Progress.NONE);
+    PregelJob job = job("o", "components", 2);
+    VertexProgram twice =
+        new Uncombined(new PageRank(3)) {
+          @Override
+          public void compute(Context ctx, Vertex v, Messages messages) {
+            ctx.sendToAllNeighbors(1L);
+            ctx.sendToAllNeighbors(2L); // two messages per edge: more than a segment holds
+          }
+        };
+    FerriteException e = assertThrows(FerriteException.class, () -> run(job, twice));
+    assertEquals(ErrorCode.TOO_LARGE, e.code(), e.getMessage());
+    assertTrue(e.getMessage().contains("superstep 0"), e.getMessage());
+    assertTrue(e.getMessage().contains("sends more than"), e.getMessage());
+    assertJobNamespacesGone(job);
+  }
+
+  @Test
+  void aWorkerThatThrowsFailsTheJobByNameAndARerunSucceeds(Random random) throws Exception {
+    Csr csr = TestGraphs.directed(random, 200, 0, 4);
+    CarafeGraph g = CarafeGraph.create(store, "f", csr, CarafeGraph.Progress.NONE);
+    PregelJob job = job("f", "pagerank:6", 2);
+    VertexProgram pr = new PageRank(6);
+    VertexProgram throwing =
+        new Uncombined(pr) {
+          @Override
+          public Combiner combiner() {
+            return pr.combiner();
+          }
+
+          @Override
+          public void compute(Context ctx, Vertex v, Messages messages) {
+            if (ctx.superstep() == 3 && v.id() == csr.vertices() - 1) {
+              throw new IllegalStateException("boom at the last vertex");
+            }
+            pr.compute(ctx, v, messages);
+          }
+        };
+    FerriteException e = assertThrows(FerriteException.class, () -> run(job, throwing));
+    assertTrue(e.getMessage().contains("worker 1 failed in superstep 3"), e.getMessage());
+    assertTrue(e.getMessage().contains("boom at the last vertex"), e.getMessage());
+    assertJobNamespacesGone(job);
+
+    PregelResult r = new PregelCoordinator(store, job, null).runInThreads();
+    double[] expected = Reference.pageRank(csr, 6);
+    double[] ranks = r.doubleValues(g);
+    for (int v = 0; v < expected.length; v++) {
+      assertEquals(expected[v], ranks[v], 1e-9, "vertex " + v);
+    }
+    assertJobNamespacesGone(job);
+  }
+
+  @Test
+  void aJobPrefixInUseIsRefused(Random random) throws Exception {
+    CarafeGraph.create(
+        store, "p", TestGraphs.directed(random, 20, 0, 2), CarafeGraph.Progress.NONE);
+    PregelJob job = job("p", "pagerank:2", 1);
+    store.createNamespace(job.controlNamespace());
+    FerriteException e =
+        assertThrows(
+            FerriteException.class, () -> new PregelCoordinator(store, job, null).runInThreads());
+    assertEquals(ErrorCode.CONFLICT, e.code());
+    assertTrue(e.getMessage().contains("another Pregel job"), e.getMessage());
+    store.joinNamespace(job.controlNamespace()); // not deleted: it is not this job's
+    FerriteException gone =
+        assertThrows(FerriteException.class, () -> store.joinNamespace(job.mailboxNamespace()));
+    assertFalse(gone.code() == ErrorCode.OK);
+  }
+
+  /** A program with its combiner off: every message is delivered and grouped by target. */
+  static class Uncombined extends VertexProgram {
+    final VertexProgram p;
+
+    Uncombined(VertexProgram p) {
+      this.p = p;
+    }
+
+    @Override
+    public void init(Vertex v) {
+      p.init(v);
+    }
+
+    @Override
+    public void compute(Context ctx, Vertex v, Messages messages) {
+      p.compute(ctx, v, messages);
+    }
+
+    @Override
+    public String spec() {
+      return p.spec();
+    }
+  }
+}
