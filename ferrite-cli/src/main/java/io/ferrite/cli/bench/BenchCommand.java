@@ -39,6 +39,7 @@ import picocli.CommandLine.Command;
     },
     subcommands = {
       FabricBenchCommand.class,
+      GraphBenchCommand.class,
       KvBenchCommand.class,
       MemoryBenchCommand.class,
       NodesBenchCommand.class,

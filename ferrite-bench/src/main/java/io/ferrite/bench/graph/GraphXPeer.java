@@ -1,0 +1,230 @@
+package io.ferrite.bench.graph;
+
+import io.ferrite.fabric.ErrorCode;
+import io.ferrite.fabric.FerriteException;
+import java.io.BufferedReader;
+import java.io.IOException;
+import java.io.InputStreamReader;
+import java.io.PrintStream;
+import java.net.URISyntaxException;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.DirectoryStream;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.security.CodeSource;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.TimeUnit;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
+
+/**
+ * Starts Spark GraphX's PageRank (module {@code ferrite-graphx-peer}) as a child JVM and reads what
+ * it measured. The peer has a class path of its own (Spark brings its own Netty and Scala, which
+ * must not meet Ferrite's in one JVM): {@code ferrite-graphx-peer/target/lib/}, whose jar's
+ * manifest names its dependencies beside it and the {@code --add-opens} Spark needs, so {@code java
+ * -jar} is the whole launch.
+ *
+ * <p>Where the peer is: {@code $FERRITE_GRAPHX_PEER} (the jar) if set, else the checkout this code
+ * runs from: {@code bin/ferrite} runs {@code <root>/ferrite-cli/target/lib/*.jar} and tests run
+ * {@code <root>/ferrite-bench/target/classes}, so {@code <root>} is the nearest ancestor of this
+ * class's jar or directory that holds {@code ferrite-graphx-peer/}.
+ */
+public final class GraphXPeer {
+  /** Names the peer jar explicitly (a distribution laid out differently). */
+  public static final String ENV = "FERRITE_GRAPHX_PEER";
+
+  static final String MODULE = "ferrite-graphx-peer";
+
+  private GraphXPeer() {}
+
+  /**
+   * What the peer measured.
+   *
+   * @param contextNanos starting the SparkContext
+   * @param loadNanos {@code GraphLoader.edgeListFile}, cached and materialized
+   * @param pageRankNanos {@code PageRank.run} to a materialized result
+   */
+  public record Result(
+      int cores,
+      int partitions,
+      int iterations,
+      long vertices,
+      long edges,
+      long contextNanos,
+      long loadNanos,
+      long pageRankNanos) {}
+
+  /**
+   * The peer's jar.
+   *
+   * @throws FerriteException NOT_FOUND saying how to build it when it is not there
+   */
+  public static Path find() {
+    String env = System.getenv(ENV);
+    if (env != null && !env.isEmpty()) {
+      Path jar = Path.of(env);
+      if (!Files.isRegularFile(jar)) {
+        throw new FerriteException(
+            ErrorCode.NOT_FOUND, ENV + "=" + env + ": no such file (expected: the peer's jar)");
+      }
+      return jar;
+    }
+    Path root = checkoutRoot(codeLocation());
+    Path lib = root == null ? null : root.resolve(MODULE).resolve("target").resolve("lib");
+    Path jar = lib == null ? null : peerJar(lib);
+    if (jar == null) {
+      throw new FerriteException(
+          ErrorCode.NOT_FOUND,
+          "the GraphX peer is not built"
+              + (lib == null ? "" : " (no " + lib + "/" + MODULE + "-*.jar)")
+              + ": run 'mvn -B -q -pl "
+              + MODULE
+              + " -am package -DskipTests' in the checkout, or set "
+              + ENV
+              + " to its jar");
+    }
+    return jar;
+  }
+
+  /** The nearest ancestor of {@code from} (inclusive) that has a {@code ferrite-graphx-peer/}. */
+  static Path checkoutRoot(Path from) {
+    for (Path p = from; p != null; p = p.getParent()) {
+      if (Files.isDirectory(p.resolve(MODULE))) {
+        return p;
+      }
+    }
+    return null;
+  }
+
+  static Path peerJar(Path lib) {
+    if (!Files.isDirectory(lib)) {
+      return null;
+    }
+    try (DirectoryStream<Path> s = Files.newDirectoryStream(lib, MODULE + "-*.jar")) {
+      for (Path p : s) {
+        return p;
+      }
+    } catch (IOException e) {
+      return null;
+    }
+    return null;
+  }
+
+  private static Path codeLocation() {
+    CodeSource cs = GraphXPeer.class.getProtectionDomain().getCodeSource();
+    if (cs == null || cs.getLocation() == null) {
+      return Path.of("").toAbsolutePath();
+    }
+    try {
+      return Path.of(cs.getLocation().toURI()).toAbsolutePath();
+    } catch (URISyntaxException | IllegalArgumentException e) {
+      return Path.of("").toAbsolutePath();
+    }
+  }
+
+  /**
+   * Runs the peer on {@code edges} with {@code local[cores]} and waits for it (at most 30 minutes);
+   * its output lines go to {@code sink} (may be null). {@code ranks}, if not null, receives {@code
+   * "<id> <rank>"} lines.
+   *
+   * @throws IllegalStateException if the peer fails (its output is in {@code sink})
+   */
+  public static Result run(
+      Path jar,
+      Path edges,
+      int iterations,
+      int cores,
+      int partitions,
+      long heapBytes,
+      Path ranks,
+      PrintStream sink)
+      throws IOException, InterruptedException {
+    Path json = Files.createTempFile("ferrite-graphx", ".json");
+    try {
+      List<String> cmd = new ArrayList<>();
+      cmd.add(Path.of(System.getProperty("java.home"), "bin", "java").toString());
+      cmd.add("-Xmx" + (heapBytes >> 20) + "m");
+      cmd.add("-jar");
+      cmd.add(jar.toString());
+      cmd.addAll(
+          List.of(
+              "--edges",
+              edges.toString(),
+              "--iterations",
+              Integer.toString(iterations),
+              "--cores",
+              Integer.toString(cores),
+              "--partitions",
+              Integer.toString(partitions),
+              "--json",
+              json.toString()));
+      if (ranks != null) {
+        cmd.add("--ranks");
+        cmd.add(ranks.toString());
+      }
+      Process p = new ProcessBuilder(cmd).redirectErrorStream(true).start();
+      try {
+        Thread pump = pump(p, sink);
+        if (!p.waitFor(30, TimeUnit.MINUTES)) {
+          throw new IllegalStateException("the GraphX peer did not finish in 30 minutes");
+        }
+        pump.join(TimeUnit.SECONDS.toMillis(5));
+      } finally {
+        p.destroyForcibly().waitFor();
+      }
+      if (p.exitValue() != 0) {
+        throw new IllegalStateException(
+            "the GraphX peer failed with status "
+                + p.exitValue()
+                + " (its output is above, lines 'graphx...')");
+      }
+      return parse(Files.readString(json, StandardCharsets.UTF_8));
+    } finally {
+      Files.deleteIfExists(json);
+    }
+  }
+
+  private static Thread pump(Process p, PrintStream sink) {
+    Thread t =
+        new Thread(
+            () -> {
+              try (BufferedReader r =
+                  new BufferedReader(
+                      new InputStreamReader(p.getInputStream(), StandardCharsets.UTF_8))) {
+                for (String line = r.readLine(); line != null; line = r.readLine()) {
+                  if (sink != null) {
+                    sink.println(line.startsWith("graphx") ? line : "graphx: " + line);
+                  }
+                }
+              } catch (IOException e) {
+                // The process is gone; its exit status says how.
+              }
+            },
+            "graphx-peer-output");
+    t.setDaemon(true);
+    t.start();
+    return t;
+  }
+
+  /** Reads the peer's one-line JSON (flat, numbers and one string: no JSON library needed). */
+  static Result parse(String json) {
+    return new Result(
+        (int) number(json, "cores"),
+        (int) number(json, "partitions"),
+        (int) number(json, "iterations"),
+        number(json, "vertices"),
+        number(json, "edges"),
+        number(json, "contextNanos"),
+        number(json, "loadNanos"),
+        number(json, "pageRankNanos"));
+  }
+
+  private static long number(String json, String key) {
+    Matcher m = Pattern.compile("\"" + key + "\":(-?\\d+)").matcher(json);
+    if (!m.find()) {
+      throw new IllegalStateException("the GraphX peer's result has no " + key + ": " + json);
+    }
+    return Long.parseLong(m.group(1));
+  }
+}
