@@ -1,0 +1,113 @@
+package io.ferrite.bench.graph;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNotNull;
+import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import io.ferrite.apps.carafe.CarafeGraph;
+import io.ferrite.apps.carafe.Csr;
+import io.ferrite.apps.carafe.Reference;
+import io.ferrite.apps.carafe.RmatGenerator;
+import io.ferrite.bench.BenchReport;
+import io.ferrite.bench.BenchResult;
+import io.ferrite.fabric.FerriteException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/**
+ * {@code bench graph} on the tiny preset with the workers as threads: every row is there beside its
+ * ceiling, and the answer checks that make a wrong run fail do catch a wrong answer.
+ */
+class GraphBenchTest {
+  @TempDir Path dir;
+
+  @Test
+  void aQuickRunReportsEveryRowBesideItsReference() throws Exception {
+    GraphBench.Options o =
+        new GraphBench.Options(
+            "tiny", 3, 12, 5, List.of(1, 2), 1, "shm", null, 1L << 30, 0, null, null);
+    BenchReport r = GraphBench.run(o);
+    Csr csr = RmatGenerator.preset("tiny", 3).generate(CarafeGraph.Progress.NONE);
+    assertEquals(csr.edges(), r.require("graph.edges").value());
+    assertEquals(csr.vertices(), r.require("graph.vertices").value());
+    against(r, "carafe.import.edges-per-s", "ceiling.parse.edges-per-s");
+    against(r, "carafe.dijkstra.explored-per-s", "ceiling.dijkstra.csr.explored-per-s");
+    against(
+        r, "carafe.pagerank.w1.ms-per-superstep", "ceiling.reference.pagerank.ms-per-iteration");
+    against(
+        r, "carafe.pagerank.w2.ms-per-superstep", "ceiling.reference.pagerank.ms-per-iteration");
+    against(r, "carafe.pagerank.w2.ms-per-superstep.vs-w1", "carafe.pagerank.w1.ms-per-superstep");
+    assertNull(r.get("graphx.pagerank.time"), "no GraphX without its jar");
+    assertTrue(r.table().contains("carafe.pagerank.w2.time"), r.table());
+  }
+
+  private static void against(BenchReport r, String name, String reference) {
+    BenchResult b = r.require(name);
+    assertEquals(reference, b.reference(), name);
+    assertTrue(b.value() > 0 && b.ratio() > 0, name + ": " + b);
+  }
+
+  @Test
+  void aWrongRankFailsTheCheck() {
+    double[] want = {1.0, 0.5, 2.0};
+    assertNull(GraphBench.rankMismatch(new double[] {1.0, 0.5 * (1 + 1e-12), 2.0}, want));
+    assertEquals(
+        "vertex 1: 0.50000001, reference 0.5",
+        GraphBench.rankMismatch(new double[] {1.0, 0.50000001, 2.0}, want));
+    assertNotNull(GraphBench.rankMismatch(new double[] {1.0, Double.NaN, 2.0}, want));
+    assertNotNull(GraphBench.rankMismatch(new double[] {1.0, 0.5}, want));
+  }
+
+  @Test
+  void graphxRanksAreMatchedByFileId() {
+    Csr csr = RmatGenerator.preset("tiny", 1).generate(CarafeGraph.Progress.NONE);
+    double[] want = Reference.pageRank(csr, 3);
+    List<String> lines = new ArrayList<>();
+    for (int v = 0; v < csr.vertices(); v++) {
+      lines.add(csr.externalIds()[v] + " " + want[v]);
+    }
+    assertNull(PageRankRuns.graphxMismatch(csr, want, lines));
+    List<String> swapped = new ArrayList<>(lines);
+    swapped.set(0, lines.get(1));
+    swapped.set(1, lines.get(0));
+    assertTrue(PageRankRuns.graphxMismatch(csr, want, swapped).startsWith("line 1 is vertex"));
+    assertNotNull(PageRankRuns.graphxMismatch(csr, want, lines.subList(1, lines.size())));
+  }
+
+  @Test
+  void thePeerIsFoundInTheCheckoutOrRefusedWithHowToBuildIt() throws Exception {
+    Path root = Files.createDirectories(dir.resolve("checkout"));
+    Path cliLib = Files.createDirectories(root.resolve("ferrite-cli/target/lib"));
+    assertNull(GraphXPeer.checkoutRoot(cliLib));
+    Path lib = Files.createDirectories(root.resolve("ferrite-graphx-peer/target/lib"));
+    assertEquals(root, GraphXPeer.checkoutRoot(cliLib.resolve("ferrite-bench-1.jar")));
+    assertNull(GraphXPeer.peerJar(lib));
+    Path jar = Files.writeString(lib.resolve("ferrite-graphx-peer-0.1.0-SNAPSHOT.jar"), "");
+    Files.writeString(lib.resolve("spark-core_2.12-3.5.9.jar"), "");
+    assertEquals(jar, GraphXPeer.peerJar(lib));
+    // This checkout: built or not, the answer is the jar or a message that says how to build it.
+    try {
+      assertTrue(GraphXPeer.find().getFileName().toString().startsWith("ferrite-graphx-peer-"));
+    } catch (FerriteException e) {
+      assertTrue(e.getMessage().contains("the GraphX peer is not built"), e.getMessage());
+      assertTrue(e.getMessage().contains("-pl ferrite-graphx-peer -am package"), e.getMessage());
+    }
+  }
+
+  @Test
+  void thePeersResultIsRead() {
+    GraphXPeer.Result r =
+        GraphXPeer.parse(
+            "{\"system\":\"graphx\",\"spark\":\"3.5.9\",\"cores\":2,\"partitions\":4,"
+                + "\"iterations\":20,\"vertices\":300,\"edges\":2002,\"contextNanos\":11,"
+                + "\"loadNanos\":22,\"pageRankNanos\":33}");
+    assertEquals(new GraphXPeer.Result(2, 4, 20, 300, 2002, 11, 22, 33), r);
+    assertThrows(IllegalStateException.class, () -> GraphXPeer.parse("{\"cores\":2}"));
+  }
+}
