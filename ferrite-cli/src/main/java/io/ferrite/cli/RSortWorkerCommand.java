@@ -2,11 +2,11 @@ package io.ferrite.cli;
 
 import io.ferrite.apps.rsort.RSortJob;
 import io.ferrite.apps.rsort.RSortWorker;
-import io.ferrite.apps.worker.ClusterAccess;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.concurrent.Callable;
 import picocli.CommandLine.Command;
+import picocli.CommandLine.Mixin;
 import picocli.CommandLine.Option;
 
 /**
@@ -19,17 +19,7 @@ import picocli.CommandLine.Option;
     mixinStandardHelpOptions = true,
     description = "One worker process of 'ferrite rsort' (started by it).")
 final class RSortWorkerCommand implements Callable<Integer> {
-  @Option(names = "--cluster", required = true)
-  String uri;
-
-  @Option(names = "--cluster-id", required = true)
-  String clusterId;
-
-  @Option(names = "--secret-file", required = true)
-  Path secretFile;
-
-  @Option(names = "--fabric", defaultValue = "auto")
-  String fabric;
+  @Mixin WorkerAccessOptions access;
 
   @Option(names = "--namespace-prefix", defaultValue = "")
   String prefix;
@@ -55,9 +45,6 @@ final class RSortWorkerCommand implements Callable<Integer> {
   @Option(names = "--output")
   Path output;
 
-  @Option(names = "--parent-pid", defaultValue = "0")
-  long parentPid;
-
   @Option(names = "--quiet")
   boolean quiet;
 
@@ -66,12 +53,7 @@ final class RSortWorkerCommand implements Callable<Integer> {
     RSortJob job =
         new RSortJob(records, seed, input, workers, output, prefix, false, Duration.ofHours(1));
     return RSortWorker.run(
-        new RSortWorker.Args(
-            new ClusterAccess(uri, clusterId, secretFile, fabric),
-            job,
-            coordinatorAddress,
-            worker,
-            parentPid),
+        new RSortWorker.Args(access.access(), job, coordinatorAddress, worker, access.parentPid),
         quiet ? null : System.err);
   }
 }

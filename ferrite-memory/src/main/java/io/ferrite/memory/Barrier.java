@@ -164,6 +164,20 @@ public final class Barrier {
     return done;
   }
 
+  /**
+   * Coordinator: every worker's status byte (the last phase it finished, {@link #ERROR}, or 0),
+   * from one read; for a coordinator that checks on the workers not done yet.
+   */
+  public int[] statuses() {
+    all.clear();
+    mapping.readSync(offset + 1, all);
+    int[] out = new int[workers];
+    for (int i = 0; i < workers; i++) {
+      out[i] = all.get(i) & 0xFF;
+    }
+    return out;
+  }
+
   /** The workers whose byte says they have not finished {@code phase} (from the last read). */
   private String pending(int phase) {
     StringBuilder pending = new StringBuilder();

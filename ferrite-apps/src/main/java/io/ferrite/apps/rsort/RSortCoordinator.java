@@ -1,7 +1,9 @@
 package io.ferrite.apps.rsort;
 
 import io.ferrite.apps.worker.ClusterAccess;
+import io.ferrite.apps.worker.PhaseDriver;
 import io.ferrite.apps.worker.WorkerLauncher;
+import io.ferrite.apps.worker.WorkerProcesses;
 import io.ferrite.fabric.ErrorCode;
 import io.ferrite.fabric.FerriteException;
 import io.ferrite.kernel.proto.Sizes;
@@ -13,11 +15,9 @@ import io.ferrite.memory.RAddress;
 import io.ferrite.memory.RStore;
 import java.io.IOException;
 import java.io.PrintStream;
-import java.nio.ByteBuffer;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Locale;
-import java.util.concurrent.TimeUnit;
 
 /**
  * RSort's coordinator (RStore §V-A, §V-C): lays out the coordination region in its own namespace,
@@ -45,10 +45,13 @@ public final class RSortCoordinator implements AutoCloseable {
   private final PrintStream progress;
   private final int workers;
   private final WorkerProcesses procs;
+  private final ClusterAccess access;
+  private final boolean quiet;
   private final long startNanos = System.nanoTime();
 
   private Mapping coord;
   private Barrier barrier;
+  private PhaseDriver driver;
 
   /** Whether this coordinator created the coordinator namespace (its prefix is this sort's). */
   private boolean ownsPrefix;
@@ -70,7 +73,9 @@ public final class RSortCoordinator implements AutoCloseable {
     this.job = job;
     this.progress = progress;
     this.workers = job.workers();
-    this.procs = new WorkerProcesses(access, job, launcher, progress == null);
+    this.access = access;
+    this.quiet = progress == null;
+    this.procs = new WorkerProcesses(launcher);
   }
 
   /**
@@ -176,6 +181,7 @@ public final class RSortCoordinator implements AutoCloseable {
     coord = ra.map(MemoryFlags.MAP_NO_BUFFER);
     barrier = new Barrier(coord, 0, workers);
     barrier.reset();
+    driver = new PhaseDriver(barrier, workers, procs, w -> new WorkerArea(coord, w).error());
     step(
         "sorting "
             + job.records()
@@ -185,7 +191,7 @@ public final class RSortCoordinator implements AutoCloseable {
             + workers
             + " worker process(es); "
             + (job.input() == null ? "generated with seed " + job.seed() : "from " + job.input()));
-    procs.launch(ra.address());
+    launchWorkers(ra.address());
     phase(RSortWorker.READY, null);
     for (int w = 0; w < workers; w++) {
       assign(w, job.shareFirst(w), job.shareCount(w));
@@ -242,54 +248,12 @@ public final class RSortCoordinator implements AutoCloseable {
   /** Starts {@code phase} and waits until every worker has finished it. */
   private void phase(int phase, String progressLabel) {
     String name = RSortWorker.PHASE_NAMES[phase];
-    long t0 = System.nanoTime();
-    long deadline = t0 + job.phaseTimeout().toNanos();
-    long nextReport = t0 + TimeUnit.SECONDS.toNanos(2);
-    barrier.start(phase);
-    for (int spin = 0; ; spin++) {
-      boolean done;
-      try {
-        done = barrier.finished(phase);
-      } catch (FerriteException e) {
-        throw failed(phase, e);
-      }
-      if (done) {
-        break;
-      }
-      int[] status = statuses();
-      for (int w = 0; w < workers; w++) {
-        Process p = procs.get(w);
-        if (!p.isAlive() && status[w] != phase) {
-          throw new FerriteException(
-              ErrorCode.UNAVAILABLE,
-              "worker "
-                  + w
-                  + " (pid "
-                  + p.pid()
-                  + ") exited with status "
-                  + p.exitValue()
-                  + " during phase '"
-                  + name
-                  + "' (its output is above, lines 'worker "
-                  + w
-                  + ": ...')");
-        }
-      }
-      long now = System.nanoTime();
-      if (now > deadline) {
-        StringBuilder pending = new StringBuilder();
-        for (int w = 0; w < workers; w++) {
-          if (status[w] != phase) {
-            pending.append(pending.length() == 0 ? "" : ", ").append(w);
+    PhaseDriver.Tick tick =
+        pending -> {
+          if (progressLabel == null) {
+            step(name + ": waiting for worker(s) " + pending);
+            return;
           }
-        }
-        throw new FerriteException(
-            ErrorCode.TIMEOUT,
-            "phase '" + name + "': worker(s) " + pending + " not done after " + job.phaseTimeout());
-      }
-      if (now > nextReport) {
-        nextReport = now + TimeUnit.SECONDS.toNanos(2);
-        if (progressLabel != null) {
           long bytes = 0;
           for (int w = 0; w < workers; w++) {
             bytes += new WorkerArea(coord, w).progress();
@@ -302,64 +266,54 @@ public final class RSortCoordinator implements AutoCloseable {
                   Sizes.format(bytes),
                   Sizes.format(job.bytes()),
                   100.0 * bytes / Math.max(1, job.bytes())));
-        } else {
-          step(name + ": waiting for worker(s) " + pendingList(status, phase));
-        }
-      }
-      Barrier.pause(spin);
-    }
-    phaseNanos[phase] = System.nanoTime() - t0;
+        };
+    phaseNanos[phase] = driver.run(phase, "phase '" + name + "'", job.phaseTimeout(), tick);
     if (phase != RSortWorker.CLASSIFY && phase != RSortWorker.SORT) {
       step(name + " done in " + RSortWorker.ms(phaseNanos[phase]));
     }
   }
 
-  private static String pendingList(int[] status, int phase) {
-    StringBuilder pending = new StringBuilder();
-    for (int w = 0; w < status.length; w++) {
-      if (status[w] != phase) {
-        pending.append(pending.length() == 0 ? "" : ", ").append(w);
-      }
-    }
-    return pending.toString();
-  }
-
-  /** The barrier byte of every worker. */
-  private int[] statuses() {
-    ByteBuffer b = ByteBuffer.allocateDirect(workers);
-    coord.readSync(1, b);
-    int[] out = new int[workers];
+  /** Starts the worker JVMs, told where the coordination region is. */
+  private void launchWorkers(long coordAddress) throws IOException {
+    long maxRange = Math.min(job.records(), Records.MAX_BUFFER_RECORDS);
+    // A record buffer as large as the largest key range (a skewed input may put every record in
+    // one) and the stages; a long per record, parallelSort's scratch array and a byte per record.
+    long direct = maxRange * Records.RECORD + (128L << 20);
+    long heap = (256L << 20) + 24 * maxRange;
+    // The workers share the cores: each gets a share of the threads, so that all of them together
+    // use as many as the single-JVM sort of the same records.
+    int threads = Math.max(1, Runtime.getRuntime().availableProcessors() / workers);
     for (int w = 0; w < workers; w++) {
-      out[w] = b.get(w) & 0xFF;
-    }
-    return out;
-  }
-
-  /**
-   * The failure of {@code phase}, with what each failed worker wrote in its area. Its code is the
-   * workers' when they all failed with the same one (a worker's {@code NO_SPACE} reaches the user
-   * as {@code NO_SPACE}, with what to do about it), else {@code INTERNAL}.
-   */
-  private FerriteException failed(int phase, FerriteException cause) {
-    int[] status = statuses();
-    StringBuilder why = new StringBuilder();
-    ErrorCode code = null;
-    boolean same = true;
-    for (int w = 0; w < workers; w++) {
-      if (status[w] == Barrier.ERROR) {
-        WorkerArea.Failure f = new WorkerArea(coord, w).error();
-        why.append(why.length() == 0 ? "" : "; ").append(f.text());
-        same &= code == null || code == f.code();
-        code = f.code();
+      List<String> a = new ArrayList<>(List.of("rsort-worker"));
+      a.addAll(WorkerProcesses.accessArgs(access));
+      a.addAll(
+          List.of(
+              "--namespace-prefix",
+              job.prefix(),
+              "--coordinator-address",
+              Long.toString(coordAddress),
+              "--worker",
+              Integer.toString(w),
+              "--workers",
+              Integer.toString(workers),
+              "--records",
+              Long.toString(job.records()),
+              "--seed",
+              Long.toString(job.seed())));
+      if (job.input() != null) {
+        a.addAll(List.of("--input", job.input().toAbsolutePath().toString()));
       }
+      if (quiet) {
+        a.add("--quiet");
+      }
+      if (job.output() != null) {
+        a.addAll(List.of("--output", job.output().toAbsolutePath().toString()));
+      }
+      procs.launch(
+          "worker " + w,
+          a,
+          new WorkerLauncher.Jvm(heap, direct, threads, job.bytes() < QUICK_START_BYTES));
     }
-    return new FerriteException(
-        same && code != null ? code : ErrorCode.INTERNAL,
-        "phase '"
-            + RSortWorker.PHASE_NAMES[phase]
-            + "' failed: "
-            + (why.length() == 0 ? cause.getMessage() : why),
-        cause);
   }
 
   private void assign(int w, long a0, long a1) {

@@ -1,6 +1,8 @@
 package io.ferrite.apps.rsort;
 
 import io.ferrite.apps.worker.ClusterAccess;
+import io.ferrite.apps.worker.PhaseDriver;
+import io.ferrite.apps.worker.WorkerProcesses;
 import io.ferrite.fabric.ErrorCode;
 import io.ferrite.fabric.FerriteException;
 import io.ferrite.kernel.client.FerriteClient;
@@ -94,7 +96,7 @@ public final class RSortWorker {
    *     stderr)
    */
   public static int run(Args args, PrintStream log) {
-    watchParent(args.parentPid());
+    WorkerProcesses.haltWithParent(args.parentPid());
     RSortJob job = args.job();
     try (FerriteClient client = args.cluster().connect("rsort-worker-" + args.worker())) {
       RStore store = new RStore(client, 0);
@@ -108,22 +110,12 @@ public final class RSortWorker {
     }
   }
 
-  private static void watchParent(long pid) {
-    if (pid <= 0) {
-      return;
-    }
-    ProcessHandle.of(pid)
-        .ifPresentOrElse(
-            h -> h.onExit().thenRun(() -> Runtime.getRuntime().halt(3)),
-            () -> Runtime.getRuntime().halt(3));
-  }
-
   private int phases() {
     Barrier barrier = work.barrier();
     int phase = 0;
     try {
       for (phase = READY; phase <= CLEANUP; phase++) {
-        if (!awaitPhase(barrier, phase)) {
+        if (!PhaseDriver.awaitStart(barrier, phase, ABORT, WAIT, "phase " + PHASE_NAMES[phase])) {
           log("the coordinator aborted the sort before phase " + PHASE_NAMES[phase]);
           work.abandon();
           return 2;
@@ -164,29 +156,6 @@ public final class RSortWorker {
       }
       work.abandon();
       return 1;
-    }
-  }
-
-  /**
-   * Waits until the coordinator starts {@code phase} (true) or aborts the sort (false).
-   *
-   * @throws FerriteException TIMEOUT after {@link #WAIT}
-   */
-  private static boolean awaitPhase(Barrier barrier, int phase) {
-    long deadline = System.nanoTime() + WAIT.toNanos();
-    for (int spin = 0; ; spin++) {
-      int current = barrier.current();
-      if (current == phase) {
-        return true;
-      }
-      if (current == ABORT) {
-        return false;
-      }
-      if (System.nanoTime() > deadline) {
-        throw new FerriteException(
-            ErrorCode.TIMEOUT, "phase " + PHASE_NAMES[phase] + " not started after " + WAIT);
-      }
-      Barrier.pause(spin);
     }
   }
 

@@ -1,9 +1,9 @@
 package io.ferrite.apps.rsort;
 
+import io.ferrite.apps.worker.WorkerError;
 import io.ferrite.fabric.ErrorCode;
 import io.ferrite.memory.Mapping;
 import java.nio.ByteBuffer;
-import java.nio.charset.StandardCharsets;
 
 /**
  * One worker's area of the coordination region ({@link RSortLayout}), read and written through the
@@ -94,41 +94,15 @@ final class WorkerArea {
     coord.writeSync(base + RSortLayout.TIMINGS, b);
   }
 
-  /** What a failed worker left (u16 length, then UTF-8 {@code CODE|text}). */
-  Failure error() {
-    ByteBuffer b = RSortLayout.le(2 + RSortLayout.ERROR_MAX);
-    coord.readSync(base + RSortLayout.ERROR, b);
-    byte[] utf8 = new byte[Math.min(b.getShort(0) & 0xFFFF, RSortLayout.ERROR_MAX)];
-    b.get(2, utf8);
-    String s = new String(utf8, StandardCharsets.UTF_8);
-    int bar = s.indexOf('|');
-    ErrorCode code = ErrorCode.INTERNAL;
-    if (bar > 0) {
-      try {
-        code = ErrorCode.valueOf(s.substring(0, bar));
-        s = s.substring(bar + 1);
-      } catch (IllegalArgumentException e) {
-        // Not a code: the whole text is the message.
-      }
-    }
-    return new Failure(code, s);
+  /** What a failed worker left. */
+  WorkerError error() {
+    return WorkerError.read(coord, base + RSortLayout.ERROR, RSortLayout.ERROR_MAX);
   }
 
-  /**
-   * Leaves {@code code} and {@code text} (truncated to {@link RSortLayout#ERROR_MAX} bytes, as
-   * {@code CODE|text}) for the coordinator.
-   */
+  /** Leaves {@code code} and {@code text} for the coordinator. */
   void error(ErrorCode code, String text) {
-    byte[] utf8 = (code.name() + "|" + text).getBytes(StandardCharsets.UTF_8);
-    int n = Math.min(utf8.length, RSortLayout.ERROR_MAX);
-    ByteBuffer b = RSortLayout.le(2 + n);
-    b.putShort(0, (short) n);
-    b.put(2, utf8, 0, n);
-    coord.writeSync(base + RSortLayout.ERROR, b);
+    WorkerError.write(coord, base + RSortLayout.ERROR, RSortLayout.ERROR_MAX, code, text);
   }
-
-  /** What a failed worker left: the code of its failure ({@code INTERNAL} if it had none). */
-  record Failure(ErrorCode code, String text) {}
 
   /** Writes a whole table: per key range j, {@code address[j]} and {@code value[j]}. */
   void table(Table t, long[] address, long[] value) {

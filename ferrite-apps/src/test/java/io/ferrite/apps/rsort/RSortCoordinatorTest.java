@@ -107,12 +107,12 @@ class RSortCoordinatorTest {
       WorkerArea a = new WorkerArea(m, 1);
       a.error(ErrorCode.NO_SPACE, "worker 1 failed in phase load: NO_SPACE: dram full");
       assertEquals(
-          new WorkerArea.Failure(
+          new io.ferrite.apps.worker.WorkerError(
               ErrorCode.NO_SPACE, "worker 1 failed in phase load: NO_SPACE: dram full"),
           a.error());
       // A text cut at ERROR_MAX keeps its code; a failure without a Ferrite code is INTERNAL.
       a.error(ErrorCode.INTERNAL, "x".repeat(2 * RSortLayout.ERROR_MAX));
-      WorkerArea.Failure f = a.error();
+      io.ferrite.apps.worker.WorkerError f = a.error();
       assertEquals(ErrorCode.INTERNAL, f.code());
       assertEquals(RSortLayout.ERROR_MAX - "INTERNAL|".length(), f.text().length());
     } finally {

@@ -1,0 +1,152 @@
+package io.ferrite.apps.worker;
+
+import io.ferrite.fabric.ErrorCode;
+import io.ferrite.fabric.FerriteException;
+import io.ferrite.memory.Barrier;
+import java.time.Duration;
+import java.util.concurrent.TimeUnit;
+
+/**
+ * How a coordinator moves its workers through phases with the {@link Barrier} of byte flags (RStore
+ * §V-A), the one barrier use RSort and Carafe share: {@link #run} starts a phase and waits until
+ * every worker has finished it, while it watches the workers ({@link Liveness}: a process that
+ * exited, a thread that died), a deadline, and the workers' failure reports ({@link WorkerError}).
+ * {@link #awaitStart} is the worker's half. One coordinator thread per instance.
+ */
+public final class PhaseDriver {
+  /** Whether a worker is still there. */
+  @FunctionalInterface
+  public interface Liveness {
+    /** Null while worker {@code w} runs (or has not started); else what became of it. */
+    String gone(int w);
+  }
+
+  /** Called every {@link #TICK} while a phase runs (progress lines). */
+  @FunctionalInterface
+  public interface Tick {
+    /**
+     * @param pending the workers not done yet, e.g. "0, 2"
+     */
+    void tick(String pending);
+  }
+
+  /** What a failed worker left in its area. */
+  @FunctionalInterface
+  public interface Failures {
+    WorkerError of(int w);
+  }
+
+  static final long TICK = TimeUnit.SECONDS.toNanos(2);
+
+  private final Barrier barrier;
+  private final int workers;
+  private final Liveness liveness;
+  private final Failures failures;
+
+  public PhaseDriver(Barrier barrier, int workers, Liveness liveness, Failures failures) {
+    this.barrier = barrier;
+    this.workers = workers;
+    this.liveness = liveness;
+    this.failures = failures;
+  }
+
+  /**
+   * Starts {@code phase} and waits until every worker has finished it.
+   *
+   * @param name the phase as the user knows it, e.g. "phase 'load'" or "superstep 7"
+   * @param tick progress, or null
+   * @return how long the phase took, in nanoseconds
+   * @throws FerriteException when a worker failed: its code (the workers' common code if several
+   *     failed alike, else INTERNAL) and what each said; UNAVAILABLE naming a worker that is gone
+   *     before finishing (its pid and exit status); TIMEOUT naming the workers not done
+   */
+  public long run(int phase, String name, Duration timeout, Tick tick) {
+    long t0 = System.nanoTime();
+    long deadline = t0 + timeout.toNanos();
+    long nextTick = t0 + TICK;
+    barrier.start(phase);
+    for (int spin = 0; ; spin++) {
+      boolean done;
+      try {
+        done = barrier.finished(phase);
+      } catch (FerriteException e) {
+        throw failed(name, e);
+      }
+      if (done) {
+        return System.nanoTime() - t0;
+      }
+      int[] status = barrier.statuses();
+      for (int w = 0; w < workers; w++) {
+        String gone = status[w] == phase ? null : liveness.gone(w);
+        if (gone != null) {
+          throw new FerriteException(ErrorCode.UNAVAILABLE, gone + " during " + name);
+        }
+      }
+      long now = System.nanoTime();
+      if (now > deadline) {
+        throw new FerriteException(
+            ErrorCode.TIMEOUT,
+            name + ": worker(s) " + pending(status, phase) + " not done after " + timeout);
+      }
+      if (tick != null && now > nextTick) {
+        nextTick = now + TICK;
+        tick.tick(pending(status, phase));
+      }
+      Barrier.pause(spin);
+    }
+  }
+
+  private static String pending(int[] status, int phase) {
+    StringBuilder pending = new StringBuilder();
+    for (int w = 0; w < status.length; w++) {
+      if (status[w] != phase) {
+        pending.append(pending.length() == 0 ? "" : ", ").append(w);
+      }
+    }
+    return pending.toString();
+  }
+
+  /** The failure of phase {@code name}, with what each failed worker wrote in its area. */
+  private FerriteException failed(String name, FerriteException cause) {
+    int[] status = barrier.statuses();
+    StringBuilder why = new StringBuilder();
+    ErrorCode code = null;
+    boolean same = true;
+    for (int w = 0; w < workers; w++) {
+      if (status[w] == Barrier.ERROR) {
+        WorkerError f = failures.of(w);
+        why.append(why.length() == 0 ? "" : "; ").append(f.text());
+        same &= code == null || code == f.code();
+        code = f.code();
+      }
+    }
+    return new FerriteException(
+        same && code != null ? code : ErrorCode.INTERNAL,
+        name + " failed: " + (why.length() == 0 ? cause.getMessage() : why),
+        cause);
+  }
+
+  /**
+   * Worker side: waits until the coordinator starts {@code phase} (true) or {@code abort} (false).
+   *
+   * @param name the phase as the user knows it, for the timeout's message
+   * @throws FerriteException TIMEOUT after {@code wait}
+   */
+  public static boolean awaitStart(
+      Barrier barrier, int phase, int abort, Duration wait, String name) {
+    long deadline = System.nanoTime() + wait.toNanos();
+    for (int spin = 0; ; spin++) {
+      int current = barrier.current();
+      if (current == phase) {
+        return true;
+      }
+      if (current == abort) {
+        return false;
+      }
+      if (System.nanoTime() > deadline) {
+        throw new FerriteException(ErrorCode.TIMEOUT, name + " not started after " + wait);
+      }
+      Barrier.pause(spin);
+    }
+  }
+}

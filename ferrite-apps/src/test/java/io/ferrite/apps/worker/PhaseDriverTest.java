@@ -1,0 +1,158 @@
+package io.ferrite.apps.worker;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import io.ferrite.fabric.Credentials;
+import io.ferrite.fabric.ErrorCode;
+import io.ferrite.fabric.FerriteException;
+import io.ferrite.kernel.config.FerriteConfig;
+import io.ferrite.kernel.testing.ClusterHarness;
+import io.ferrite.memory.Barrier;
+import io.ferrite.memory.Mapping;
+import io.ferrite.memory.MemoryFlags;
+import io.ferrite.memory.Namespace;
+import io.ferrite.memory.RStore;
+import io.ferrite.memory.master.MemoryMaster;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.TimeUnit;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/**
+ * The coordinator's half of the shared barrier use: a phase ends when every worker finished it, a
+ * failed worker's code and text reach the caller, a worker that is gone and a deadline end it with
+ * the worker named; the worker's half sees its phase or the abort.
+ */
+class PhaseDriverTest {
+  static final Credentials CREDENTIALS =
+      new Credentials(
+          "phase-test", "0123456789abcdef-phase-secret".getBytes(StandardCharsets.UTF_8));
+  static final int WORKERS = 3;
+  static final int SLOT = 64;
+  static final int MAX = SLOT - 2;
+
+  @TempDir Path dir;
+  ClusterHarness cluster;
+  Mapping region;
+  Barrier coordinator;
+
+  @BeforeEach
+  void start() throws Exception {
+    cluster =
+        new ClusterHarness(
+            dir,
+            CREDENTIALS,
+            false,
+            Map.of(
+                FerriteConfig.REGION_SIZE, "1m",
+                FerriteConfig.CAPACITY_DRAM, "4m",
+                FerriteConfig.CAPACITY_DISK, "0"));
+    cluster.startMaster(List.of(new MemoryMaster()));
+    cluster.startServer("s0");
+    Namespace ns = new RStore(cluster.client()).createNamespace("phases");
+    ns.reserve(4096);
+    region = ns.alloc(4096, MemoryFlags.ALLOC_DEFAULT).map(MemoryFlags.MAP_NO_BUFFER);
+    coordinator = new Barrier(region, 0, WORKERS);
+    coordinator.reset();
+  }
+
+  @AfterEach
+  void stop() throws Exception {
+    region.unmap();
+    cluster.close();
+  }
+
+  private PhaseDriver driver(PhaseDriver.Liveness liveness) {
+    return new PhaseDriver(
+        coordinator, WORKERS, liveness, w -> WorkerError.read(region, 1024 + SLOT * w, MAX));
+  }
+
+  /** Worker {@code w} in its own thread: waits for {@code phase}, then does {@code what}. */
+  private CompletableFuture<Boolean> worker(int w, int phase, Runnable what) {
+    return CompletableFuture.supplyAsync(
+        () -> {
+          Barrier mine = new Barrier(region, 0, WORKERS);
+          boolean started =
+              PhaseDriver.awaitStart(mine, phase, Barrier.MAX_PHASE, Duration.ofSeconds(30), "p");
+          if (started) {
+            what.run();
+          }
+          return started;
+        });
+  }
+
+  @Test
+  void aPhaseEndsWhenEveryWorkerFinishedIt() throws Exception {
+    List<CompletableFuture<Boolean>> ws =
+        List.of(
+            worker(0, 1, () -> new Barrier(region, 0, WORKERS).finish(0, 1)),
+            worker(1, 1, () -> new Barrier(region, 0, WORKERS).finish(1, 1)),
+            worker(2, 1, () -> new Barrier(region, 0, WORKERS).finish(2, 1)));
+    long nanos = driver(w -> null).run(1, "phase 'one'", Duration.ofSeconds(30), null);
+    assertTrue(nanos > 0);
+    for (CompletableFuture<Boolean> w : ws) {
+      assertTrue(w.get(10, TimeUnit.SECONDS));
+    }
+  }
+
+  @Test
+  void aFailedWorkersCodeAndTextReachTheCoordinator() throws Exception {
+    CompletableFuture<Boolean> failing =
+        worker(
+            1,
+            1,
+            () -> {
+              WorkerError.write(region, 1024 + SLOT, MAX, ErrorCode.NO_SPACE, "worker 1: full");
+              new Barrier(region, 0, WORKERS).fail(1);
+            });
+    FerriteException e =
+        assertThrows(
+            FerriteException.class,
+            () -> driver(w -> null).run(1, "superstep 4", Duration.ofSeconds(30), null));
+    assertEquals(ErrorCode.NO_SPACE, e.code());
+    assertEquals("superstep 4 failed: worker 1: full", e.detail());
+    assertTrue(failing.get(10, TimeUnit.SECONDS));
+  }
+
+  @Test
+  void aWorkerThatIsGoneIsNamedWithThePhase() {
+    new Barrier(region, 0, WORKERS).finish(0, 1); // worker 0 finished earlier: not "gone"
+    FerriteException e =
+        assertThrows(
+            FerriteException.class,
+            () ->
+                driver(
+                        w ->
+                            w == 0 || w == 2
+                                ? "worker " + w + " (pid 7) exited with status 137"
+                                : null)
+                    .run(1, "superstep 1", Duration.ofSeconds(30), null));
+    assertEquals(ErrorCode.UNAVAILABLE, e.code());
+    assertEquals("worker 2 (pid 7) exited with status 137 during superstep 1", e.detail());
+  }
+
+  @Test
+  void aDeadlineNamesTheWorkersNotDoneAndTheAbortReachesWaitingWorkers() throws Exception {
+    new Barrier(region, 0, WORKERS).finish(1, 2);
+    StringBuilder ticks = new StringBuilder();
+    FerriteException e =
+        assertThrows(
+            FerriteException.class,
+            () -> driver(w -> null).run(2, "phase 'x'", Duration.ofMillis(50), ticks::append));
+    assertEquals(ErrorCode.TIMEOUT, e.code());
+    assertEquals("phase 'x': worker(s) 0, 2 not done after PT0.05S", e.detail());
+    CompletableFuture<Boolean> waiting = worker(0, 3, () -> {});
+    coordinator.start(Barrier.MAX_PHASE);
+    assertFalse(waiting.get(10, TimeUnit.SECONDS), "the abort, not phase 3");
+  }
+}
