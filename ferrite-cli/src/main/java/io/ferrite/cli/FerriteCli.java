@@ -33,6 +33,7 @@ import picocli.CommandLine.Command;
       BenchCommand.class,
       ConfigCommand.class,
       FsCommand.class,
+      GraphWorkerCommand.class,
       KvCommand.class,
       LocalCommand.class,
       MasterCommand.class,
