@@ -18,8 +18,14 @@ import java.util.concurrent.CompletableFuture;
  * Csr}; {@link #open} reads its header; {@link #vertices(long, long)} and {@link #edges(long,
  * long)} give raddresses of ranges that a reader maps. Immutable (Carafe's graphs are, like the
  * paper's); thread safe.
+ *
+ * <p>Online exploration ({@link #vertex}, {@link #internalId}) goes through one mapping of each
+ * namespace per graph object, made on first use and kept until {@link #close}: mapping per vertex
+ * would cost two RPCs to the master (map, unmap) per vertex, where a vertex visit should cost
+ * one-sided reads only. While those mappings are open the graph cannot be deleted (CONFLICT), so
+ * close the graph before {@link #delete}.
  */
-public final class CarafeGraph {
+public final class CarafeGraph implements AutoCloseable {
   /** Bytes per write while a graph is stored: large one-sided writes, two in flight. */
   static final int PIECE = 16 << 20;
 
@@ -39,6 +45,11 @@ public final class CarafeGraph {
   private final long edgeCount;
   private final int flags;
   private final long importedMillis;
+
+  /** The exploration mappings; made under {@code this}'s lock, volatile for the lock-free read. */
+  private volatile Mapping vertexMap;
+
+  private volatile Mapping edgeMap;
 
   private CarafeGraph(
       RStore store,
@@ -114,6 +125,107 @@ public final class CarafeGraph {
     long bytes = Math.max(1, count) * GraphLayout.EDGE;
     long at = GraphLayout.edgeAt(Math.min(first, Math.max(0, edgeCount - 1)));
     return RAddress.init(edgeNs, edgeNs.chunkSize() + at, bytes);
+  }
+
+  /**
+   * A handle on vertex {@code internalId}, its record read (one one-sided read). Reuse it with
+   * {@link VertexHandle#moveTo} to visit more vertices without allocating.
+   *
+   * @throws FerriteException OUT_OF_BOUNDS for an id outside {@code [0, vertexCount)}
+   */
+  public VertexHandle vertex(long internalId) {
+    return new VertexHandle(this).moveTo(internalId);
+  }
+
+  /** Vertices whose records {@link #internalId} reads in one go, once the search is that narrow. */
+  static final int SCAN = 256;
+
+  /**
+   * The internal id of the vertex the graph's file calls {@code externalId}, or -1 if there is
+   * none: a binary search over the records' external ids, which are ascending in graphs that {@link
+   * EdgeListImporter} and {@link RmatGenerator} make (a {@link Csr} with other ids gives an
+   * undefined answer). Costs about log2(n / {@link #SCAN}) 8-byte reads, then one read of at most
+   * {@link #SCAN} records.
+   */
+  public long internalId(long externalId) {
+    Mapping vm = vertexMapping();
+    ByteBuffer one = GraphLayout.le(8);
+    long lo = 0;
+    long hi = vertexCount; // the answer, if any, is in [lo, hi)
+    while (hi - lo > SCAN) {
+      long mid = (lo + hi) >>> 1;
+      vm.readSync(GraphLayout.VERTEX * mid + GraphLayout.V_EXTERNAL, one.clear());
+      long ext = one.getLong(0);
+      if (ext == externalId) {
+        return mid;
+      } else if (ext < externalId) {
+        lo = mid + 1;
+      } else {
+        hi = mid;
+      }
+    }
+    if (hi == lo) {
+      return -1;
+    }
+    ByteBuffer records = GraphLayout.le((int) (hi - lo) * GraphLayout.VERTEX);
+    vm.readSync(GraphLayout.VERTEX * lo, records);
+    for (int i = 0; i < hi - lo; i++) {
+      if (records.getLong(i * GraphLayout.VERTEX + GraphLayout.V_EXTERNAL) == externalId) {
+        return lo + i;
+      }
+    }
+    return -1;
+  }
+
+  /** The mapping of all vertex records (byte 0 = vertex 0's record), made on first use. */
+  Mapping vertexMapping() {
+    Mapping m = vertexMap;
+    if (m == null) {
+      synchronized (this) {
+        m = vertexMap;
+        if (m == null) {
+          m = vertices(0, vertexCount).map(MemoryFlags.MAP_NO_BUFFER);
+          vertexMap = m;
+        }
+      }
+    }
+    return m;
+  }
+
+  /** The mapping of all adjacency entries (byte 0 = entry 0), made on first use. */
+  Mapping edgeMapping() {
+    Mapping m = edgeMap;
+    if (m == null) {
+      synchronized (this) {
+        m = edgeMap;
+        if (m == null) {
+          m = edges(0, edgeCount).map(MemoryFlags.MAP_NO_BUFFER);
+          edgeMap = m;
+        }
+      }
+    }
+    return m;
+  }
+
+  /**
+   * Unmaps the exploration mappings, if any (the next exploration maps again). Handles in use on
+   * other threads must be done first. Idempotent.
+   */
+  @Override
+  public synchronized void close() {
+    Mapping v = vertexMap;
+    Mapping e = edgeMap;
+    vertexMap = null;
+    edgeMap = null;
+    try {
+      if (v != null) {
+        v.unmap();
+      }
+    } finally {
+      if (e != null) {
+        e.unmap();
+      }
+    }
   }
 
   private static void checkRange(String what, long first, long count, long size) {

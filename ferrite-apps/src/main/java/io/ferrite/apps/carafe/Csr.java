@@ -36,6 +36,16 @@ public record Csr(
   }
 
   /**
+   * The internal id of external id {@code externalId}, or -1 if no vertex has it: a binary search,
+   * so the external ids must be ascending (they are in graphs that {@link EdgeListImporter} and
+   * {@link RmatGenerator} build; otherwise the answer is undefined).
+   */
+  public int internalId(long externalId) {
+    int i = java.util.Arrays.binarySearch(externalIds, externalId);
+    return i >= 0 ? i : -1;
+  }
+
+  /**
    * Checks the shape (lengths, offsets, target range): what {@link CarafeGraph#create} relies on.
    *
    * @throws FerriteException INVALID_ARGUMENT naming the first problem

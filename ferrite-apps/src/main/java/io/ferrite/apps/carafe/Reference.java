@@ -90,6 +90,41 @@ public final class Reference {
     return label;
   }
 
+  /**
+   * The length of the shortest path from {@code src} to {@code dst} (internal ids), {@code
+   * +Infinity} when there is none: textbook Dijkstra with a priority queue of (distance, vertex)
+   * entries and lazy deletion, distances summed in double along the path, weights from the csr (1
+   * when unweighted), over the whole reachable graph (no early exit, so it shares nothing with
+   * {@link Dijkstra}'s search but the definition).
+   */
+  public static double dijkstra(Csr g, long src, long dst) {
+    int n = g.vertices();
+    double[] dist = new double[n];
+    java.util.Arrays.fill(dist, Double.POSITIVE_INFINITY);
+    boolean[] done = new boolean[n];
+    java.util.PriorityQueue<double[]> queue =
+        new java.util.PriorityQueue<>((x, y) -> Double.compare(x[0], y[0]));
+    dist[(int) src] = 0;
+    queue.add(new double[] {0, src});
+    while (!queue.isEmpty()) {
+      double[] top = queue.poll();
+      int u = (int) top[1];
+      if (done[u]) {
+        continue;
+      }
+      done[u] = true;
+      for (long e = g.firstEdge()[u]; e < g.firstEdge()[u + 1]; e++) {
+        int v = g.targets()[(int) e];
+        double d = dist[u] + g.weight(e);
+        if (d < dist[v]) {
+          dist[v] = d;
+          queue.add(new double[] {d, v});
+        }
+      }
+    }
+    return dist[(int) dst];
+  }
+
   private static int find(int[] parent, int v) {
     while (parent[v] != v) {
       parent[v] = parent[parent[v]];
