@@ -34,6 +34,7 @@ import picocli.CommandLine.Command;
       ConfigCommand.class,
       FsCommand.class,
       GraphCommand.class,
+      GraphWorkerCommand.class,
       KvCommand.class,
       LocalCommand.class,
       MasterCommand.class,

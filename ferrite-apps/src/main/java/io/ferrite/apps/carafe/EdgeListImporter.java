@@ -80,8 +80,13 @@ public final class EdgeListImporter {
    *     edges ("empty graph: FILE has no edges") or a graph too large for the layout
    */
   public static Csr read(Path file, Options options, CarafeGraph.Progress progress) {
+    return read(file, options, progress, BLOCK);
+  }
+
+  /** {@link #read} with a read block of {@code block} bytes (tests: lines across blocks). */
+  static Csr read(Path file, Options options, CarafeGraph.Progress progress, int block) {
     try (FileChannel ch = FileChannel.open(file, StandardOpenOption.READ)) {
-      Parser p = new Parser(file, options, ch.size());
+      Parser p = new Parser(file, options, ch.size(), block);
       p.parse(ch, progress);
       if (p.m == 0) {
         throw new FerriteException(
@@ -112,9 +117,10 @@ public final class EdgeListImporter {
 
     long firstEdgeLine;
     long line;
-    byte[] buf = new byte[BLOCK];
+    byte[] buf;
 
-    Parser(Path file, Options options, long size) {
+    Parser(Path file, Options options, long size, int block) {
+      this.buf = new byte[block];
       this.file = file;
       this.options = options;
       this.size = size;

@@ -90,12 +90,20 @@ public record RmatGenerator(
    * and {@code sort} of the build.
    */
   public Csr generate(CarafeGraph.Progress progress) {
+    return generate(progress, Runtime.getRuntime().availableProcessors(), BLOCK);
+  }
+
+  /**
+   * {@link #generate} on {@code threads} threads (the caller among them) with random streams of
+   * {@code block} edges: the graph depends on the block size, not on the threads.
+   */
+  Csr generate(CarafeGraph.Progress progress, int threadCount, int block) {
     int m = (int) edges;
     int[] src = new int[m];
     int[] dst = new int[m];
     double[][] levels = levels();
-    int blocks = (m + BLOCK - 1) / BLOCK;
-    int threads = Math.min(blocks, Runtime.getRuntime().availableProcessors());
+    int blocks = (int) ((m + (long) block - 1) / block);
+    int threads = Math.max(1, Math.min(blocks, threadCount));
     AtomicInteger nextBlock = new AtomicInteger();
     AtomicLong done = new AtomicLong();
     AtomicReference<Throwable> failure = new AtomicReference<>();
@@ -103,9 +111,9 @@ public record RmatGenerator(
         () -> {
           try {
             for (int k; (k = nextBlock.getAndIncrement()) < blocks && failure.get() == null; ) {
-              int from = k * BLOCK;
-              int to = (int) Math.min(m, (long) from + BLOCK);
-              block(k, from, to, src, dst, levels);
+              int from = k * block;
+              int to = (int) Math.min(m, (long) from + block);
+              fill(k, from, to, src, dst, levels);
               done.addAndGet(to - from);
             }
           } catch (Throwable t) {
@@ -121,9 +129,9 @@ public record RmatGenerator(
     // The caller is worker 0, and the only thread that reports progress.
     try {
       for (int k; (k = nextBlock.getAndIncrement()) < blocks && failure.get() == null; ) {
-        int from = k * BLOCK;
-        int to = (int) Math.min(m, (long) from + BLOCK);
-        block(k, from, to, src, dst, levels);
+        int from = k * block;
+        int to = (int) Math.min(m, (long) from + block);
+        fill(k, from, to, src, dst, levels);
         progress.report("generate", done.addAndGet(to - from), m);
       }
     } catch (RuntimeException | Error e) {
@@ -179,7 +187,7 @@ public record RmatGenerator(
     return vertices == 1 ? 0 : 64 - Long.numberOfLeadingZeros(vertices - 1);
   }
 
-  private void block(int k, int from, int to, int[] src, int[] dst, double[][] levels) {
+  private void fill(int k, int from, int to, int[] src, int[] dst, double[][] levels) {
     // A stream per block: mix the block index into the seed (SplittableRandom mixes its seed).
     SplittableRandom r = new SplittableRandom(seed ^ (0x9E3779B97F4A7C15L * (k + 1)));
     int scale = levels.length;

@@ -1,10 +1,10 @@
 package io.ferrite.apps.carafe.pregel;
 
+import io.ferrite.apps.worker.WorkerError;
 import io.ferrite.fabric.ErrorCode;
 import io.ferrite.memory.Barrier;
 import io.ferrite.memory.Mapping;
 import java.nio.ByteBuffer;
-import java.nio.charset.StandardCharsets;
 
 /**
  * The control region ({@link PregelLayout}) through one mapping, read and written with one-sided
@@ -101,46 +101,15 @@ final class ControlRegion {
     return grid;
   }
 
-  /** What failed worker w left ({@code CODE|text}). */
-  Failure error(int w) {
-    ByteBuffer b = PregelLayout.le(2 + PregelLayout.ERROR_MAX);
-    mapping.readSync(PregelLayout.area(w) + PregelLayout.A_ERROR, b);
-    byte[] utf8 = new byte[Math.min(b.getShort(0) & 0xFFFF, PregelLayout.ERROR_MAX)];
-    b.get(2, utf8);
-    String s = new String(utf8, StandardCharsets.UTF_8);
-    int bar = s.indexOf('|');
-    ErrorCode code = ErrorCode.INTERNAL;
-    if (bar > 0) {
-      try {
-        code = ErrorCode.valueOf(s.substring(0, bar));
-        s = s.substring(bar + 1);
-      } catch (IllegalArgumentException e) {
-        // Not a code: the whole text is the message.
-      }
-    }
-    return new Failure(code, s);
+  /** What failed worker w left. */
+  WorkerError error(int w) {
+    return WorkerError.read(
+        mapping, PregelLayout.area(w) + PregelLayout.A_ERROR, PregelLayout.ERROR_MAX);
   }
 
   /** Leaves {@code code} and {@code text} (truncated to ERROR_MAX bytes) for the coordinator. */
   void error(int w, ErrorCode code, String text) {
-    byte[] utf8 = (code.name() + "|" + text).getBytes(StandardCharsets.UTF_8);
-    int n = Math.min(utf8.length, PregelLayout.ERROR_MAX);
-    ByteBuffer b = PregelLayout.le(2 + n);
-    b.putShort(0, (short) n);
-    b.put(2, utf8, 0, n);
-    mapping.writeSync(PregelLayout.area(w) + PregelLayout.A_ERROR, b);
-  }
-
-  record Failure(ErrorCode code, String text) {}
-
-  /** Every worker's barrier byte. */
-  int[] statuses() {
-    ByteBuffer b = ByteBuffer.allocateDirect(workers);
-    mapping.readSync(1, b);
-    int[] out = new int[workers];
-    for (int w = 0; w < workers; w++) {
-      out[w] = b.get(w) & 0xFF;
-    }
-    return out;
+    WorkerError.write(
+        mapping, PregelLayout.area(w) + PregelLayout.A_ERROR, PregelLayout.ERROR_MAX, code, text);
   }
 }

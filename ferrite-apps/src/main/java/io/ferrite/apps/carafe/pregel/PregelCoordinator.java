@@ -1,6 +1,9 @@
 package io.ferrite.apps.carafe.pregel;
 
 import io.ferrite.apps.carafe.CarafeGraph;
+import io.ferrite.apps.worker.ClusterAccess;
+import io.ferrite.apps.worker.PhaseDriver;
+import io.ferrite.apps.worker.WorkerLauncher;
 import io.ferrite.fabric.ErrorCode;
 import io.ferrite.fabric.FerriteException;
 import io.ferrite.memory.Barrier;
@@ -14,7 +17,6 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Locale;
-import java.util.concurrent.TimeUnit;
 import java.util.concurrent.locks.LockSupport;
 import java.util.function.Consumer;
 
@@ -32,7 +34,7 @@ import java.util.function.Consumer;
  * with status 137 during superstep 7", or what a failed worker wrote in its area. Not thread-safe;
  * one run per instance.
  */
-public final class PregelCoordinator {
+public final class PregelCoordinator implements AutoCloseable {
   /** How long workers get to end by themselves after the job ended or was aborted. */
   static final Duration EXIT_WAIT = Duration.ofSeconds(10);
 
@@ -48,8 +50,9 @@ public final class PregelCoordinator {
 
   private ControlRegion ctl;
   private Barrier barrier;
+  private PhaseDriver driver;
+  private volatile WorkerSet running;
   private int phase;
-  private String phaseName = "start";
 
   /**
    * @param store this process's client of the cluster
@@ -86,6 +89,17 @@ public final class PregelCoordinator {
     }
   }
 
+  /**
+   * Runs the job with its workers as processes ({@code ferrite graph-worker}, started by {@code
+   * launcher}), which reach the cluster through {@code access}.
+   */
+  public PregelResult runInProcesses(ClusterAccess access, WorkerLauncher launcher)
+      throws IOException, InterruptedException {
+    VertexProgram program = VertexProgram.parse(job.program());
+    CarafeGraph graph = CarafeGraph.open(store, job.graph());
+    return run(program, new ProcessWorkers(access, job, graph, launcher, progress == null));
+  }
+
   /** Runs {@code program} on {@code set}; every namespace of the job is gone when this returns. */
   PregelResult run(VertexProgram program, WorkerSet set) throws IOException, InterruptedException {
     long t0 = System.nanoTime();
@@ -100,6 +114,7 @@ public final class PregelCoordinator {
       throw e;
     }
     RuntimeException failure = null;
+    running = set;
     try {
       return supersteps(graph, program, set, controlNs, mailboxNs, t0);
     } catch (RuntimeException e) {
@@ -130,6 +145,18 @@ public final class PregelCoordinator {
     }
   }
 
+  /**
+   * Stops the worker processes of a job that is running (from a shutdown hook: Ctrl-C); the job
+   * then fails and deletes its namespaces. Idempotent; nothing to do for threads.
+   */
+  @Override
+  public void close() {
+    WorkerSet set = running;
+    if (set != null) {
+      set.close();
+    }
+  }
+
   private PregelResult supersteps(
       CarafeGraph graph,
       VertexProgram program,
@@ -145,6 +172,17 @@ public final class PregelCoordinator {
     ctl = new ControlRegion(ra.map(MemoryFlags.MAP_NO_BUFFER), workers);
     barrier = ctl.barrier();
     barrier.reset();
+    driver =
+        new PhaseDriver(
+            barrier,
+            workers,
+            w -> {
+              // A worker that failed says why in its area: report that, not that it ended (a
+              // thread or process ends right after it marks its byte failed).
+              String gone = set.gone(w);
+              return gone != null && barrier.statuses()[w] == Barrier.ERROR ? null : gone;
+            },
+            ctl::error);
     for (int w = 0; w < workers; w++) {
       ctl.assign(w, bounds[w], bounds[w + 1]);
     }
@@ -158,7 +196,7 @@ public final class PregelCoordinator {
             + " worker(s); partitions "
             + java.util.Arrays.toString(bounds));
     set.start(ra.address());
-    phase(set, PregelLayout.LOAD, 0, 0, 0, "load");
+    phase(PregelLayout.LOAD, 0, 0, 0, "load");
     long[] edges = new long[workers];
     for (int w = 0; w < workers; w++) {
       edges[w] = ctl.stats(w).edges();
@@ -166,7 +204,7 @@ public final class PregelCoordinator {
     Mailbox mailbox = new Mailbox(workers, ctl.grid());
     mailboxNs.reserve(mailbox.bytes());
     RAddress ma = mailboxNs.alloc(mailbox.bytes(), MemoryFlags.ALLOC_DEFAULT);
-    phase(set, PregelLayout.PREPARE, 0, 0, ma.address(), "prepare");
+    phase(PregelLayout.PREPARE, 0, 0, ma.address(), "prepare");
     long loadNanos = System.nanoTime() - t0;
     step(
         String.format(
@@ -179,7 +217,7 @@ public final class PregelCoordinator {
     boolean halted = false;
     for (int k = 0; k < job.maxSupersteps() && !halted; k++) {
       long s0 = System.nanoTime();
-      phase(set, PregelLayout.SUPERSTEP, k, aggregate, ma.address(), "superstep " + k);
+      phase(PregelLayout.SUPERSTEP, k, aggregate, ma.address(), "superstep " + k);
       long nanos = System.nanoTime() - s0;
       long sent = 0;
       long active = 0;
@@ -201,7 +239,7 @@ public final class PregelCoordinator {
               sent,
               active));
     }
-    phase(set, PregelLayout.FINISH, 0, 0, ma.address(), "finish");
+    phase(PregelLayout.FINISH, 0, 0, ma.address(), "finish");
     set.awaitExit(EXIT_WAIT);
     long[] nanos = new long[steps.size()];
     long[] messages = new long[steps.size()];
@@ -215,84 +253,16 @@ public final class PregelCoordinator {
 
   /**
    * Writes the command, starts the next barrier phase and waits until every worker has finished it,
-   * watching that each is still there.
+   * watching that each is still there ({@link PhaseDriver}).
    */
-  private void phase(
-      WorkerSet set, int command, int superstep, double aggregate, long mailbox, String name) {
+  private void phase(int command, int superstep, double aggregate, long mailbox, String name) {
     ctl.global(new ControlRegion.Global(command, superstep, aggregate, mailbox));
     phase = Barrier.next(phase);
-    phaseName = name;
-    long t0 = System.nanoTime();
-    long deadline = t0 + job.phaseTimeout().toNanos();
-    long nextReport = t0 + TimeUnit.SECONDS.toNanos(5);
-    barrier.start(phase);
-    for (int spin = 0; ; spin++) {
-      boolean done;
-      try {
-        done = barrier.finished(phase);
-      } catch (FerriteException e) {
-        throw failed(name, e);
-      }
-      if (done) {
-        return;
-      }
-      int[] status = ctl.statuses();
-      for (int w = 0; w < workers; w++) {
-        if (status[w] != phase && !set.alive(w)) {
-          if (status[w] == Barrier.ERROR) {
-            throw failed(name, null);
-          }
-          throw new FerriteException(
-              ErrorCode.UNAVAILABLE, set.describe(w) + " " + set.ended(w) + " during " + name);
-        }
-      }
-      long now = System.nanoTime();
-      if (now > deadline) {
-        throw new FerriteException(
-            ErrorCode.TIMEOUT,
-            name + ": worker(s) " + pending(status) + " not done after " + job.phaseTimeout());
-      }
-      if (now > nextReport) {
-        nextReport = now + TimeUnit.SECONDS.toNanos(5);
-        step(name + ": waiting for worker(s) " + pending(status));
-      }
-      Barrier.pause(spin);
-    }
-  }
-
-  private String pending(int[] status) {
-    StringBuilder pending = new StringBuilder();
-    for (int w = 0; w < status.length; w++) {
-      if (status[w] != phase) {
-        pending.append(pending.length() == 0 ? "" : ", ").append(w);
-      }
-    }
-    return pending.toString();
-  }
-
-  /**
-   * The failure of a phase, with what each failed worker wrote in its area ("worker w failed in
-   * superstep k: ..."). Its code is the workers' when they all failed with the same one.
-   */
-  private FerriteException failed(String name, FerriteException cause) {
-    int[] status = ctl.statuses();
-    StringBuilder why = new StringBuilder();
-    ErrorCode code = null;
-    boolean same = true;
-    for (int w = 0; w < workers; w++) {
-      if (status[w] == Barrier.ERROR) {
-        ControlRegion.Failure f = ctl.error(w);
-        why.append(why.length() == 0 ? "" : "; ").append(f.text());
-        same &= code == null || code == f.code();
-        code = f.code();
-      }
-    }
-    return new FerriteException(
-        same && code != null ? code : ErrorCode.INTERNAL,
-        why.length() == 0
-            ? name + " failed: " + (cause == null ? "?" : cause.getMessage())
-            : why.toString(),
-        cause);
+    driver.run(
+        phase,
+        name,
+        job.phaseTimeout(),
+        pending -> step(name + ": waiting for worker(s) " + pending));
   }
 
   /** After a failure: tells the workers still running to abort, and waits a little for them. */

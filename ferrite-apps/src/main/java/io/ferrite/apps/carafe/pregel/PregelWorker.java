@@ -3,6 +3,7 @@ package io.ferrite.apps.carafe.pregel;
 import io.ferrite.apps.carafe.CarafeGraph;
 import io.ferrite.apps.carafe.GraphLayout;
 import io.ferrite.apps.worker.ClusterAccess;
+import io.ferrite.apps.worker.WorkerProcesses;
 import io.ferrite.fabric.ErrorCode;
 import io.ferrite.fabric.FerriteException;
 import io.ferrite.fabric.Futures;
@@ -98,7 +99,7 @@ public final class PregelWorker {
 
   /** Runs worker {@code args.worker()} in this process to the end; returns the exit status. */
   public static int run(Args args, PrintStream log) {
-    watchParent(args.parentPid());
+    WorkerProcesses.haltWithParent(args.parentPid());
     try (FerriteClient client = args.cluster().connect("pregel-worker-" + args.worker())) {
       RStore store = new RStore(client, 0);
       return run(
@@ -114,16 +115,6 @@ public final class PregelWorker {
                 log.flush();
               });
     }
-  }
-
-  private static void watchParent(long pid) {
-    if (pid <= 0) {
-      return;
-    }
-    ProcessHandle.of(pid)
-        .ifPresentOrElse(
-            h -> h.onExit().thenRun(() -> Runtime.getRuntime().halt(3)),
-            () -> Runtime.getRuntime().halt(3));
   }
 
   /**

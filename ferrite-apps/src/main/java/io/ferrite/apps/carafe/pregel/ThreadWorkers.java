@@ -46,21 +46,20 @@ final class ThreadWorkers implements WorkerSet {
   }
 
   @Override
-  public boolean alive(int w) {
-    return threads[w] == null || threads[w].isAlive();
-  }
-
-  @Override
-  public String describe(int w) {
-    return "worker " + w + " (thread pregel-worker-" + w + ")";
-  }
-
-  @Override
-  public String ended(int w) {
-    Throwable e = uncaught.get(w);
+  public String gone(int w) {
+    Thread t = threads[w];
+    if (t == null || t.isAlive()) {
+      return null;
+    }
     // status[] is read after the thread ended: isAlive() false synchronizes with its end (JLS
     // 17.4.4).
-    return e != null ? "ended by " + e : "ended with status " + status[w];
+    Throwable e = uncaught.get(w);
+    return "worker "
+        + w
+        + " (thread "
+        + t.getName()
+        + ") "
+        + (e != null ? "ended by " + e : "ended with status " + status[w]);
   }
 
   @Override

@@ -1,25 +1,19 @@
 package io.ferrite.apps.carafe.pregel;
 
+import io.ferrite.apps.worker.PhaseDriver;
+import java.io.IOException;
 import java.time.Duration;
 
 /**
- * The workers of one job as the coordinator sees them: threads of its JVM or processes. It starts
- * them, watches whether each is still there, and stops them.
+ * The workers of one job as the coordinator sees them: threads of its JVM ({@link ThreadWorkers})
+ * or processes ({@link ProcessWorkers}). It starts them, tells the {@link PhaseDriver} whether each
+ * is still there ({@link #gone}: "worker 1 (pid 1234) exited with status 137"), and stops them.
  */
-interface WorkerSet extends AutoCloseable {
+interface WorkerSet extends PhaseDriver.Liveness, AutoCloseable {
   /** Starts every worker on the control region at {@code regionAddress}. */
-  void start(long regionAddress) throws java.io.IOException;
+  void start(long regionAddress) throws IOException;
 
-  /** Whether worker {@code w} is still running (true before {@link #start}). */
-  boolean alive(int w);
-
-  /** "worker w (pid 1234)" or "worker w (thread pregel-worker-w)". */
-  String describe(int w);
-
-  /** How worker {@code w} ended: "exited with status 137", "ended (...)". */
-  String ended(int w);
-
-  /** Waits up to {@code timeout} for every worker to end. */
+  /** Waits up to {@code timeout} in all for every worker to end by itself. */
   void awaitExit(Duration timeout) throws InterruptedException;
 
   /** Stops the workers still running (processes: SIGTERM, then SIGKILL). Idempotent. */

@@ -1,0 +1,180 @@
+package io.ferrite.apps.carafe;
+
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import io.ferrite.fabric.ErrorCode;
+import io.ferrite.fabric.FerriteException;
+import io.ferrite.fabric.testing.SeedExtension;
+import io.ferrite.kernel.config.FerriteConfig;
+import io.ferrite.kernel.testing.ClusterHarness;
+import io.ferrite.memory.RStore;
+import io.ferrite.memory.master.MemoryMaster;
+import java.nio.file.Path;
+import java.util.List;
+import java.util.Map;
+import java.util.Random;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.ExtendWith;
+import org.junit.jupiter.api.io.TempDir;
+
+/**
+ * Dijkstra on a stored graph gives the reference's distance for random pairs (reachable or not, src
+ * == dst), on directed and undirected, weighted and unweighted R-MAT graphs; its path is a real
+ * path whose weights sum to the distance; and it explores exactly what the in-memory search does.
+ */
+@ExtendWith(SeedExtension.class)
+class DijkstraTest {
+  @TempDir Path dir;
+  ClusterHarness cluster;
+  RStore store;
+
+  @BeforeEach
+  void start() throws Exception {
+    cluster =
+        new ClusterHarness(
+            dir,
+            CarafeGraphTest.CREDENTIALS,
+            false,
+            Map.of(
+                FerriteConfig.REGION_SIZE, "1m",
+                FerriteConfig.CAPACITY_DRAM, "16m",
+                FerriteConfig.CAPACITY_DISK, "0"));
+    cluster.startMaster(List.of(new MemoryMaster()));
+    cluster.startServer("s0");
+    cluster.startServer("s1");
+    store = new RStore(cluster.client());
+  }
+
+  @AfterEach
+  void stop() throws Exception {
+    cluster.close();
+  }
+
+  /** An R-MAT graph of about 1500 vertices, weights 0.5 to 10.5 or none. */
+  static Csr graph(Random random, boolean undirected, boolean weighted) {
+    RmatGenerator gen = new RmatGenerator(2048, 8000, 0.57, 0.19, 0.19, random.nextLong(), false);
+    Csr dir = gen.generate(CarafeGraph.Progress.NONE);
+    if (!undirected && !weighted) {
+      return dir;
+    }
+    int m = (int) dir.edges();
+    int[] s = new int[m];
+    int[] d = new int[m];
+    float[] w = weighted ? new float[m] : null;
+    for (int v = 0; v < dir.vertices(); v++) {
+      for (long e = dir.firstEdge()[v]; e < dir.firstEdge()[v + 1]; e++) {
+        s[(int) e] = (int) dir.externalIds()[v];
+        d[(int) e] = (int) dir.externalIds()[dir.targets()[(int) e]];
+        if (w != null) {
+          w[(int) e] = 0.5f + random.nextInt(100) / 10f;
+        }
+      }
+    }
+    return CsrBuilder.fromIntIds(s, d, w, m, 2048, undirected, CarafeGraph.Progress.NONE).check();
+  }
+
+  @Test
+  void directedUnweighted(Random random) {
+    check(graph(random, false, false), random);
+  }
+
+  @Test
+  void directedWeighted(Random random) {
+    check(graph(random, false, true), random);
+  }
+
+  @Test
+  void undirectedUnweighted(Random random) {
+    check(graph(random, true, false), random);
+  }
+
+  @Test
+  void undirectedWeighted(Random random) {
+    check(graph(random, true, true), random);
+  }
+
+  void check(Csr csr, Random random) {
+    int n = csr.vertices();
+    int sink = -1;
+    for (int v = 0; v < n && sink < 0; v++) {
+      sink = csr.degree(v) == 0 ? v : -1;
+    }
+    if (csr.undirected()) {
+      // No sinks in an undirected graph: an unreachable pair is one across components.
+      long[] comp = Reference.components(csr);
+      sink = -1;
+      for (int v = 0; v < n && sink < 0; v++) {
+        sink = comp[v] != comp[0] ? v : -1;
+      }
+    }
+    int unreachable = 0;
+    try (CarafeGraph g = CarafeGraph.create(store, "g", csr, CarafeGraph.Progress.NONE);
+        Dijkstra.Searcher stored = Dijkstra.on(g)) {
+      Dijkstra.Searcher memory = Dijkstra.on(csr);
+      for (int i = 0; i < 40; i++) {
+        int src = random.nextInt(n);
+        int dst = random.nextInt(n);
+        if (i == 0) {
+          dst = src;
+        } else if (i == 1 && sink >= 0) {
+          src = sink;
+          dst = csr.undirected() ? 0 : sink == 0 ? 1 : 0;
+        }
+        Dijkstra.Path p = stored.shortest(src, dst);
+        String what = "pair " + src + " -> " + dst + ": " + p;
+        assertEquals(Reference.dijkstra(csr, src, dst), p.distance(), what);
+        Dijkstra.Path q = memory.shortest(src, dst);
+        assertArrayEquals(q.vertices(), p.vertices(), what);
+        assertEquals(q.explored(), p.explored(), what);
+        assertTrue(p.explored() >= 1 && p.explored() <= n, what);
+        if (!p.reachable()) {
+          unreachable++;
+          assertEquals(Double.POSITIVE_INFINITY, p.distance(), what);
+          assertEquals(0, p.vertices().length, what);
+          continue;
+        }
+        assertEquals(p.hops() + 1, p.vertices().length, what);
+        assertEquals(src, p.vertices()[0], what);
+        assertEquals(dst, p.vertices()[p.hops()], what);
+        assertTrue(p.explored() >= p.hops() + 1, what);
+        double sum = 0;
+        for (int k = 0; k < p.hops(); k++) {
+          sum += lightest(csr, (int) p.vertices()[k], (int) p.vertices()[k + 1], what);
+        }
+        assertEquals(p.distance(), sum, what);
+        if (src == dst) {
+          assertEquals(0, p.hops());
+          assertEquals(0.0, p.distance());
+          assertEquals(1, p.explored());
+        }
+      }
+      assertEquals(
+          ErrorCode.OUT_OF_BOUNDS,
+          assertThrows(FerriteException.class, () -> stored.shortest(0, n)).code());
+      Dijkstra.Path once = Dijkstra.shortest(g, 0, n - 1);
+      assertEquals(Reference.dijkstra(csr, 0, n - 1), once.distance());
+    }
+    assertTrue(sink < 0 || unreachable > 0, "an unreachable pair was tried");
+    if (!csr.undirected()) {
+      assertTrue(sink >= 0, "R-MAT graphs have vertices with no out-edges");
+    }
+    assertTrue(CarafeGraph.delete(store, "g"));
+  }
+
+  /** The lightest edge u -> v (a path takes the lightest of parallel edges). */
+  static float lightest(Csr g, int u, int v, String what) {
+    float best = Float.POSITIVE_INFINITY;
+    for (long e = g.firstEdge()[u]; e < g.firstEdge()[u + 1]; e++) {
+      if (g.targets()[(int) e] == v) {
+        best = Math.min(best, g.weight(e));
+      }
+    }
+    assertTrue(best < Float.POSITIVE_INFINITY, what + ": no edge " + u + " -> " + v);
+    return best;
+  }
+}
