@@ -6,8 +6,7 @@ import io.ferrite.apps.carafe.pregel.PregelCoordinator;
 import io.ferrite.apps.carafe.pregel.PregelJob;
 import io.ferrite.apps.carafe.pregel.PregelResult;
 import io.ferrite.apps.worker.ClusterAccess;
-import io.ferrite.fabric.ErrorCode;
-import io.ferrite.fabric.FerriteException;
+import io.ferrite.apps.worker.JvmLauncher;
 import io.ferrite.kernel.client.FerriteClient;
 import io.ferrite.memory.RStore;
 import java.io.PrintStream;
@@ -65,7 +64,7 @@ final class GraphPregelCommands {
     Duration timeout;
 
     /** Runs {@code program} on the graph; the results stay in the vertices' slot 0. */
-    PregelResult run(String program, int maxSupersteps) throws InterruptedException {
+    PregelResult run(String program, int maxSupersteps) throws Exception {
       if (workers < 1 || workers > PregelJob.MAX_WORKERS) {
         throw new CommandLine.ParameterException(
             spec.commandLine(),
@@ -78,21 +77,24 @@ final class GraphPregelCommands {
       ClusterAccess access =
           new ClusterAccess(
               t.uri(), t.credentials().clusterId(), Path.of(t.credentials().origin()), "auto");
-      try (FerriteClient client = access.connect("graph-coordinator")) {
-        PregelCoordinator c = new PregelCoordinator(new RStore(client), job, progress);
+      try (FerriteClient client = access.connect("graph-coordinator");
+          PregelCoordinator c = new PregelCoordinator(new RStore(client), job, progress)) {
         if (inProcess) {
           return c.runInThreads();
         }
-        return runInProcesses(c, access);
+        // Ctrl-C (or any exit) stops every worker process, as rsort's does.
+        Thread hook = new Thread(c::close, "graph-shutdown");
+        Runtime.getRuntime().addShutdownHook(hook);
+        try {
+          return c.runInProcesses(access, new JvmLauncher(FerriteCli.class.getName(), System.err));
+        } finally {
+          try {
+            Runtime.getRuntime().removeShutdownHook(hook);
+          } catch (IllegalStateException e) {
+            // Already shutting down: the hook runs.
+          }
+        }
       }
-    }
-
-    private static PregelResult runInProcesses(PregelCoordinator c, ClusterAccess access) {
-      throw new FerriteException(
-          ErrorCode.UNSUPPORTED,
-          "worker processes are not available in this build ("
-              + access.uri()
-              + "): use --in-process");
     }
 
     void summary(PregelResult r) {

@@ -163,7 +163,11 @@ public final class GraphXPeer {
         cmd.add("--ranks");
         cmd.add(ranks.toString());
       }
-      Process p = new ProcessBuilder(cmd).redirectErrorStream(true).start();
+      ProcessBuilder pb = new ProcessBuilder(cmd).redirectErrorStream(true);
+      // Spark binds to 127.0.0.1 anyway (the peer sets spark.driver.host); this only keeps it
+      // from warning that the hostname resolves to a loopback address.
+      pb.environment().put("SPARK_LOCAL_IP", "127.0.0.1");
+      Process p = pb.start();
       try {
         Thread pump = pump(p, sink);
         if (!p.waitFor(30, TimeUnit.MINUTES)) {

@@ -64,8 +64,8 @@ final class PageRankRuns {
               + it
               + " iterations with "
               + w
-              + (o.launcher() == null ? " worker threads" : " worker processes"));
-      PregelResult r = pregel(o, graph, w);
+              + (o.launcher() == null ? " worker thread(s)" : " worker process(es)"));
+      PregelResult r = pregel(o, graph, cluster, w);
       String bad = GraphBench.rankMismatch(r.doubleValues(graph), want);
       if (bad != null) {
         throw new IllegalStateException("PageRank with " + w + " workers is wrong: " + bad);
@@ -108,8 +108,9 @@ final class PageRankRuns {
     }
   }
 
-  private static PregelResult pregel(GraphBench.Options o, CarafeGraph graph, int workers)
-      throws InterruptedException {
+  private static PregelResult pregel(
+      GraphBench.Options o, CarafeGraph graph, LocalCluster cluster, int workers)
+      throws IOException, InterruptedException {
     PregelJob job =
         new PregelJob(
             graph.name(),
@@ -119,8 +120,11 @@ final class PageRankRuns {
             "pr-w" + workers + "/",
             Duration.ofMinutes(30));
     RStore store = graph.store();
-    PregelCoordinator c = new PregelCoordinator(store, job, o.progress());
-    return c.runInThreads();
+    try (PregelCoordinator c = new PregelCoordinator(store, job, o.progress())) {
+      return o.launcher() == null
+          ? c.runInThreads()
+          : c.runInProcesses(cluster.access(), o.launcher());
+    }
   }
 
   private static void graphx(
