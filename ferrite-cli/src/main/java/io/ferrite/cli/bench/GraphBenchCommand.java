@@ -45,6 +45,7 @@ import picocli.CommandLine.Option;
       "",
       "--vs graphx needs the peer built: mvn -B -q -pl ferrite-graphx-peer -am package"
           + " -DskipTests (bin/ferrite's build does it), or FERRITE_GRAPHX_PEER=its jar.",
+      "",
       "ratio > 1 means better than the reference. Progress goes to stderr, the table to stdout.",
     },
     optionListHeading = "%nOptions:%n",
