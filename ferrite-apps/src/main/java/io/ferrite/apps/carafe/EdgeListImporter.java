@@ -2,6 +2,7 @@ package io.ferrite.apps.carafe;
 
 import io.ferrite.fabric.ErrorCode;
 import io.ferrite.fabric.FerriteException;
+import io.ferrite.memory.RStore;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.nio.ByteBuffer;
@@ -81,6 +82,44 @@ public final class EdgeListImporter {
    */
   public static Csr read(Path file, Options options, CarafeGraph.Progress progress) {
     return read(file, options, progress, BLOCK);
+  }
+
+  /**
+   * Reads {@code file} and stores it as graph {@code name} ({@link CarafeGraph#create}), after
+   * checking that the name is free, so that a clash is found before minutes of parsing. A file that
+   * fails to parse leaves nothing in the cluster (the cluster is touched only once it parsed), and
+   * a failed store deletes what it made.
+   *
+   * @throws FerriteException CONFLICT if graph {@code name} exists (either namespace), and as
+   *     {@link #read} and {@link CarafeGraph#create} throw
+   */
+  public static CarafeGraph importGraph(
+      RStore store, String name, Path file, Options options, CarafeGraph.Progress progress) {
+    for (String ns :
+        new String[] {GraphLayout.verticesNamespace(name), GraphLayout.edgesNamespace(name)}) {
+      boolean exists;
+      try {
+        store.joinNamespace(ns);
+        exists = true;
+      } catch (FerriteException e) {
+        if (e.code() != ErrorCode.NOT_FOUND) {
+          throw e;
+        }
+        exists = false;
+      }
+      if (exists) {
+        throw new FerriteException(
+            ErrorCode.CONFLICT,
+            "graph '"
+                + name
+                + "' exists (namespace '"
+                + ns
+                + "'): delete it first ('ferrite graph delete "
+                + name
+                + "') or choose another name");
+      }
+    }
+    return CarafeGraph.create(store, name, read(file, options, progress), progress);
   }
 
   /** {@link #read} with a read block of {@code block} bytes (tests: lines across blocks). */
