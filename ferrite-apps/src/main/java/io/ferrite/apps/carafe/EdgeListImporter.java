@@ -185,7 +185,7 @@ public final class EdgeListImporter {
       for (int k = 0; k < parts.length; k++) {
         src[k] = parts[k].src;
         dst[k] = parts[k].dst;
-        if (weights != null) {
+        if (weights != null && counts[k] > 0) { // a part of comments only has no weights
           System.arraycopy(parts[k].weights, 0, weights, at, counts[k]);
         }
         at += counts[k];

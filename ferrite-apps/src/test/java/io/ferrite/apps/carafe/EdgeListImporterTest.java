@@ -141,6 +141,23 @@ class EdgeListImporterTest {
   }
 
   @Test
+  void aRangeOfCommentsOnlyInAWeightedFile() throws IOException {
+    StringBuilder text = new StringBuilder("1 2 0.5\n");
+    for (int i = 0; i < 200; i++) {
+      text.append("# a long comment that fills a whole range of lines on its own\n");
+    }
+    text.append("2 3 1.5\n");
+    Csr g =
+        EdgeListImporter.read(
+            file(text.toString()),
+            EdgeListImporter.Options.DIRECTED,
+            CarafeGraph.Progress.NONE,
+            EdgeListImporter.BLOCK,
+            4);
+    assertArrayEquals(new float[] {0.5f, 1.5f}, g.weights());
+  }
+
+  @Test
   void largeSparseIdsGoThroughTheSortAndGiveTheSameGraph() throws IOException {
     long big = 1L << 40;
     Csr sparse =
