@@ -124,11 +124,15 @@ final class GraphCommand implements Runnable {
   static int store(Sub cmd, String name, Csr csr, GraphProgress p, long startNanos) {
     p.line("storing " + csr.vertices() + " vertices, " + csr.edges() + " adjacency entries");
     CarafeGraph g = withStore(cmd.target, s -> CarafeGraph.create(s, name, csr, p));
+    return printStored(cmd, g, startNanos);
+  }
+
+  private static int printStored(Sub cmd, CarafeGraph g, long startNanos) {
     cmd.out()
         .printf(
             Locale.ROOT,
             "graph %s: %d vertices, %d edges%s%s, %s in RStore, in %.2f s%n",
-            name,
+            g.name(),
             g.vertexCount(),
             g.edgeCount(),
             g.undirected() ? " (undirected: each stored both ways)" : " (directed)",
@@ -224,8 +228,15 @@ final class GraphCommand implements Runnable {
       long t0 = System.nanoTime();
       GraphProgress p = progress();
       p.line("importing " + file);
-      Csr csr = EdgeListImporter.read(file, new EdgeListImporter.Options(undirected, maxId), p);
-      return store(this, name, csr, p, t0);
+      // importGraph refuses a taken name before parsing, and touches the cluster only once the
+      // file parsed: a bad line leaves nothing behind.
+      CarafeGraph g =
+          withStore(
+              target,
+              s ->
+                  EdgeListImporter.importGraph(
+                      s, name, file, new EdgeListImporter.Options(undirected, maxId), p));
+      return printStored(this, g, t0);
     }
   }
 

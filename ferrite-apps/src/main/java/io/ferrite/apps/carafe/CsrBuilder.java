@@ -31,31 +31,45 @@ final class CsrBuilder {
   private static final long DENSE_MIN = 1L << 26;
 
   /**
-   * Builds from {@code m} edges whose external ids are non-negative longs at most {@code maxSeen};
-   * {@code src} and {@code dst} may be reused (overwritten) by the build.
+   * Builds from edges whose external ids are non-negative longs at most {@code maxSeen}, given in
+   * parts (an importer's threads each parse a part of the file): part k holds {@code counts[k]}
+   * edges in {@code src[k]} and {@code dst[k]}; the edges are the parts in order, {@code weights}
+   * (or null) one per edge over all parts.
    */
   static Csr fromLongIds(
-      long[] src,
-      long[] dst,
+      long[][] src,
+      long[][] dst,
+      int[] counts,
       float[] weights,
-      int m,
       long maxSeen,
       boolean undirected,
       CarafeGraph.Progress progress) {
-    checkEntries(m, undirected);
+    long total = 0;
+    for (int c : counts) {
+      total += c;
+    }
+    checkEntries(total, undirected);
+    int m = (int) total;
+    int[] s = new int[m];
+    int[] d = new int[m];
     if (maxSeen < Math.max(DENSE_MIN, 4L * m) && maxSeen < Integer.MAX_VALUE - 8) {
-      int[] s = new int[m];
-      int[] d = new int[m];
-      for (int i = 0; i < m; i++) {
-        s[i] = (int) src[i];
-        d[i] = (int) dst[i];
+      int i = 0;
+      for (int k = 0; k < counts.length; k++) {
+        for (int j = 0; j < counts[k]; j++, i++) {
+          s[i] = (int) src[k][j];
+          d[i] = (int) dst[k][j];
+        }
       }
       return fromIntIds(s, d, weights, m, (int) maxSeen + 1, undirected, progress);
     }
     // Sparse ids: sort all of them once, then each id's internal id is its rank.
     long[] all = new long[2 * m];
-    System.arraycopy(src, 0, all, 0, m);
-    System.arraycopy(dst, 0, all, m, m);
+    int at = 0;
+    for (int k = 0; k < counts.length; k++) {
+      System.arraycopy(src[k], 0, all, at, counts[k]);
+      System.arraycopy(dst[k], 0, all, at + m, counts[k]);
+      at += counts[k];
+    }
     Arrays.parallelSort(all);
     int n = 0;
     for (int i = 0; i < all.length; i++) {
@@ -66,11 +80,12 @@ final class CsrBuilder {
     long[] ext = Arrays.copyOf(all, n);
     checkVertices(n);
     progress.report("ids", n, n);
-    int[] s = new int[m];
-    int[] d = new int[m];
-    for (int i = 0; i < m; i++) {
-      s[i] = Arrays.binarySearch(ext, src[i]);
-      d[i] = Arrays.binarySearch(ext, dst[i]);
+    int i = 0;
+    for (int k = 0; k < counts.length; k++) {
+      for (int j = 0; j < counts[k]; j++, i++) {
+        s[i] = Arrays.binarySearch(ext, src[k][j]);
+        d[i] = Arrays.binarySearch(ext, dst[k][j]);
+      }
     }
     return sort(s, d, weights, m, ext, undirected, progress);
   }
@@ -161,7 +176,7 @@ final class CsrBuilder {
     return new Csr(ext, first, targets, weights, undirected);
   }
 
-  private static void checkEntries(int m, boolean undirected) {
+  private static void checkEntries(long m, boolean undirected) {
     long entries = undirected ? 2L * m : m;
     if (entries > MAX_ENTRIES) {
       throw new FerriteException(

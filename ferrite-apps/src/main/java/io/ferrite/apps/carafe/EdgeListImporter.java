@@ -2,6 +2,7 @@ package io.ferrite.apps.carafe;
 
 import io.ferrite.fabric.ErrorCode;
 import io.ferrite.fabric.FerriteException;
+import io.ferrite.memory.RStore;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.nio.ByteBuffer;
@@ -11,6 +12,7 @@ import java.nio.file.NoSuchFileException;
 import java.nio.file.Path;
 import java.nio.file.StandardOpenOption;
 import java.util.Arrays;
+import java.util.concurrent.atomic.AtomicLong;
 
 /**
  * Reads a graph from an edge-list text file in SNAP's format into a {@link Csr}.
@@ -83,17 +85,114 @@ public final class EdgeListImporter {
     return read(file, options, progress, BLOCK);
   }
 
+  /**
+   * Reads {@code file} and stores it as graph {@code name} ({@link CarafeGraph#create}), after
+   * checking that the name is free, so that a clash is found before minutes of parsing. A file that
+   * fails to parse leaves nothing in the cluster (the cluster is touched only once it parsed), and
+   * a failed store deletes what it made.
+   *
+   * @throws FerriteException CONFLICT if graph {@code name} exists (either namespace), and as
+   *     {@link #read} and {@link CarafeGraph#create} throw
+   */
+  public static CarafeGraph importGraph(
+      RStore store, String name, Path file, Options options, CarafeGraph.Progress progress) {
+    for (String ns :
+        new String[] {GraphLayout.verticesNamespace(name), GraphLayout.edgesNamespace(name)}) {
+      boolean exists;
+      try {
+        store.joinNamespace(ns);
+        exists = true;
+      } catch (FerriteException e) {
+        if (e.code() != ErrorCode.NOT_FOUND) {
+          throw e;
+        }
+        exists = false;
+      }
+      if (exists) {
+        throw new FerriteException(
+            ErrorCode.CONFLICT,
+            "graph '"
+                + name
+                + "' exists (namespace '"
+                + ns
+                + "'): delete it first ('ferrite graph delete "
+                + name
+                + "') or choose another name");
+      }
+    }
+    return CarafeGraph.create(store, name, read(file, options, progress), progress);
+  }
+
+  /** Files from this size on are parsed by all cores, each a range of lines. */
+  static final long PARALLEL_FROM = 32 << 20;
+
   /** {@link #read} with a read block of {@code block} bytes (tests: lines across blocks). */
   static Csr read(Path file, Options options, CarafeGraph.Progress progress, int block) {
+    return read(file, options, progress, block, 0);
+  }
+
+  /**
+   * {@link #read} with read blocks of {@code block} bytes on {@code threads} threads (0: one for a
+   * file under {@link #PARALLEL_FROM}, every core otherwise).
+   */
+  static Csr read(
+      Path file, Options options, CarafeGraph.Progress progress, int block, int threads) {
     try (FileChannel ch = FileChannel.open(file, StandardOpenOption.READ)) {
-      Parser p = new Parser(file, options, ch.size(), block);
-      p.parse(ch, progress);
-      if (p.m == 0) {
+      long size = ch.size();
+      if (threads <= 0) {
+        threads = size < PARALLEL_FROM ? 1 : Runtime.getRuntime().availableProcessors();
+      }
+      Parser[] parts = parse(file, options, ch, size, block, threads, progress);
+      // The parts in file order: the first failure in the file is the one reported, with its
+      // line number in the whole file (a part counts its own lines).
+      long offset = 0;
+      int weighted = -1;
+      long firstEdgeLine = 0;
+      int[] counts = new int[parts.length];
+      long m = 0;
+      long maxSeen = -1;
+      for (int k = 0; k < parts.length; k++) {
+        Parser p = parts[k];
+        if (p.weighted >= 0 && weighted >= 0 && p.weighted != weighted) {
+          throw mixed(file, offset + p.firstEdgeLine, p.weighted == 1, firstEdgeLine, p.firstText);
+        }
+        if (p.failure != null) {
+          // A mix inside a part names the file's first edge, as one parse of the whole would.
+          throw p.failure.toException(file, offset, weighted >= 0 ? firstEdgeLine : -1);
+        }
+        if (p.weighted >= 0 && weighted < 0) {
+          weighted = p.weighted;
+          firstEdgeLine = offset + p.firstEdgeLine;
+        }
+        offset += p.line;
+        counts[k] = p.m;
+        m += p.m;
+        maxSeen = Math.max(maxSeen, p.maxSeen);
+      }
+      if (m == 0) {
         throw new FerriteException(
             ErrorCode.INVALID_ARGUMENT, "empty graph: " + file + " has no edges");
       }
+      if (m > CsrBuilder.MAX_ENTRIES) {
+        throw new FerriteException(
+            ErrorCode.INVALID_ARGUMENT,
+            file + ": more than " + CsrBuilder.MAX_ENTRIES + " edges (the layout's limit)");
+      }
+      long[][] src = new long[parts.length][];
+      long[][] dst = new long[parts.length][];
+      float[] weights = weighted == 1 ? new float[(int) m] : null;
+      int at = 0;
+      for (int k = 0; k < parts.length; k++) {
+        src[k] = parts[k].src;
+        dst[k] = parts[k].dst;
+        if (weights != null && counts[k] > 0) { // a part of comments only has no weights
+          System.arraycopy(parts[k].weights, 0, weights, at, counts[k]);
+        }
+        at += counts[k];
+        parts[k] = null;
+      }
       return CsrBuilder.fromLongIds(
-          p.src, p.dst, p.weights, p.m, p.maxSeen, options.undirected(), progress);
+          src, dst, counts, weights, maxSeen, options.undirected(), progress);
     } catch (NoSuchFileException e) {
       throw new FerriteException(ErrorCode.NOT_FOUND, "no such file: " + file, e);
     } catch (IOException e) {
@@ -101,11 +200,141 @@ public final class EdgeListImporter {
     }
   }
 
-  /** One file's parse state: the edges so far, in external ids. */
+  /**
+   * Parses {@code [0, size)} in {@code threads} ranges that start after a newline: the caller
+   * parses the first and reports progress (bytes read by all), named threads the others.
+   */
+  private static Parser[] parse(
+      Path file,
+      Options options,
+      FileChannel ch,
+      long size,
+      int block,
+      int threads,
+      CarafeGraph.Progress progress)
+      throws IOException {
+    long[] starts = new long[threads + 1];
+    starts[threads] = size;
+    for (int k = 1; k < threads; k++) {
+      starts[k] = Math.max(starts[k - 1], afterNewline(ch, size * k / threads, size));
+    }
+    AtomicLong read = new AtomicLong();
+    Parser[] parts = new Parser[threads];
+    for (int k = 0; k < threads; k++) {
+      parts[k] = new Parser(file, options, starts[k], starts[k + 1], block, k == 0, read);
+    }
+    Thread[] helpers = new Thread[threads - 1];
+    for (int k = 1; k < threads; k++) {
+      Parser p = parts[k];
+      helpers[k - 1] = new Thread(() -> p.run(ch, CarafeGraph.Progress.NONE), "carafe-import-" + k);
+      helpers[k - 1].setDaemon(true);
+      helpers[k - 1].start();
+    }
+    parts[0].run(ch, (phase, done, total) -> progress.report(phase, read.get(), size));
+    boolean interrupted = false;
+    for (Thread t : helpers) {
+      while (true) {
+        try {
+          t.join();
+          break;
+        } catch (InterruptedException e) {
+          interrupted = true;
+        }
+      }
+    }
+    if (interrupted) {
+      Thread.currentThread().interrupt();
+    }
+    for (Parser p : parts) {
+      if (p.crash instanceof FerriteException e) {
+        throw e;
+      }
+      if (p.crash != null) {
+        throw new FerriteException(ErrorCode.INTERNAL, "parsing " + file + ": " + p.crash, p.crash);
+      }
+    }
+    progress.report("read", size, size);
+    return parts;
+  }
+
+  /** The offset after the first newline at or after {@code from} (or {@code size}). */
+  private static long afterNewline(FileChannel ch, long from, long size) throws IOException {
+    ByteBuffer b = ByteBuffer.allocate(64 << 10);
+    long at = from;
+    while (at < size) {
+      b.clear();
+      int r = ch.read(b, at);
+      if (r <= 0) {
+        return size;
+      }
+      for (int i = 0; i < r; i++) {
+        if (b.get(i) == '\n') {
+          return at + i + 1;
+        }
+      }
+      at += r;
+    }
+    return size;
+  }
+
+  private static FerriteException mixed(
+      Path file, long line, boolean hasWeight, long firstEdgeLine, String text) {
+    return new FerriteException(
+        ErrorCode.INVALID_ARGUMENT,
+        file + ": line " + line + ": " + mixedWhat(hasWeight, firstEdgeLine) + ": '" + text + "'");
+  }
+
+  private static String mixedWhat(boolean hasWeight, long firstEdgeLine) {
+    return (hasWeight ? "a weight, but line " : "no weight, but line ")
+        + firstEdgeLine
+        + (hasWeight ? " has none" : " has one")
+        + " (expected: every edge weighted or none)";
+  }
+
+  /**
+   * A malformed line, its number (and that of the line it disagrees with, if any) counted from its
+   * part's start until the part's place in the file is known.
+   */
+  private static final class BadLine extends RuntimeException {
+    private static final long serialVersionUID = 1L;
+    final long line;
+    final String what; // null: a weighted/unweighted mix, against refLine
+    final long refLine;
+    final boolean hasWeight;
+    final String text;
+
+    BadLine(long line, String what, long refLine, boolean hasWeight, String text) {
+      super(what, null, false, false);
+      this.line = line;
+      this.what = what;
+      this.refLine = refLine;
+      this.hasWeight = hasWeight;
+      this.text = text;
+    }
+
+    /** The exception for the whole file; {@code fileFirstEdge}: its first edge's line, or -1. */
+    FerriteException toException(Path file, long offset, long fileFirstEdge) {
+      String problem =
+          what != null
+              ? what
+              : mixedWhat(hasWeight, fileFirstEdge >= 0 ? fileFirstEdge : offset + refLine);
+      return new FerriteException(
+          ErrorCode.INVALID_ARGUMENT,
+          file + ": line " + (offset + line) + ": " + problem + ": '" + text + "'");
+    }
+  }
+
+  /**
+   * One range of the file's lines and its parse state: the edges so far, in external ids; lines
+   * counted from the range's start.
+   */
   private static final class Parser {
     final Path file;
     final Options options;
-    final long size;
+    final long start;
+    final long end;
+    final boolean first;
+    final AtomicLong readBytes;
     long[] src;
     long[] dst;
     float[] weights;
@@ -116,23 +345,51 @@ public final class EdgeListImporter {
     int weighted = -1;
 
     long firstEdgeLine;
+    String firstText = "";
     long line;
     byte[] buf;
 
-    Parser(Path file, Options options, long size, int block) {
+    /** The malformed line that stopped the parse, or null. */
+    BadLine failure;
+
+    /** Anything else that stopped it (an IOException, an OutOfMemoryError), or null. */
+    Throwable crash;
+
+    Parser(
+        Path file,
+        Options options,
+        long start,
+        long end,
+        int block,
+        boolean first,
+        AtomicLong readBytes) {
       this.buf = new byte[block];
       this.file = file;
       this.options = options;
-      this.size = size;
+      this.start = start;
+      this.end = end;
+      this.first = first;
+      this.readBytes = readBytes;
       // About 12 bytes per line in SNAP files: a first guess the header may replace.
-      int guess = (int) Math.min(CsrBuilder.MAX_ENTRIES, Math.max(1024, size / 12));
+      int guess = (int) Math.min(CsrBuilder.MAX_ENTRIES, Math.max(1024, (end - start) / 12));
       src = new long[guess];
       dst = new long[guess];
     }
 
-    void parse(FileChannel ch, CarafeGraph.Progress progress) throws IOException {
+    /** Parses the range; a failure is kept in {@link #failure} or {@link #crash}. */
+    void run(FileChannel ch, CarafeGraph.Progress progress) {
+      try {
+        parse(ch, progress);
+      } catch (BadLine e) {
+        failure = e;
+      } catch (Throwable t) {
+        crash = t;
+      }
+    }
+
+    private void parse(FileChannel ch, CarafeGraph.Progress progress) throws IOException {
       int len = 0; // valid bytes in buf
-      long read = 0;
+      long at = start; // the next byte to read
       boolean eof = false;
       while (true) {
         if (!eof) {
@@ -142,13 +399,15 @@ public final class EdgeListImporter {
             }
             buf = Arrays.copyOf(buf, Math.min(MAX_LINE, 2 * buf.length));
           }
-          int r = ch.read(ByteBuffer.wrap(buf, len, buf.length - len));
+          int want = (int) Math.min(buf.length - len, end - at);
+          int r = want == 0 ? -1 : ch.read(ByteBuffer.wrap(buf, len, want), at);
           if (r < 0) {
             eof = true;
           } else {
             len += r;
-            read += r;
-            progress.report("read", read, size);
+            at += r;
+            readBytes.addAndGet(r);
+            progress.report("read", at - start, end - start);
           }
         }
         int p = 0;
@@ -194,7 +453,7 @@ public final class EdgeListImporter {
         return;
       }
       if (b[i] == '#') {
-        if (weighted < 0) {
+        if (weighted < 0 && first) {
           header(from, to);
         }
         return;
@@ -219,18 +478,12 @@ public final class EdgeListImporter {
       if (weighted < 0) {
         weighted = hasWeight;
         firstEdgeLine = line;
+        firstText = snippet(from, to);
         if (weighted == 1) {
           weights = new float[src.length];
         }
       } else if (weighted != hasWeight) {
-        throw bad(
-            line,
-            (hasWeight == 1 ? "a weight, but line " : "no weight, but line ")
-                + firstEdgeLine
-                + (hasWeight == 1 ? " has none" : " has one")
-                + " (expected: every edge weighted or none)",
-            from,
-            to);
+        throw new BadLine(line, null, firstEdgeLine, hasWeight == 1, snippet(from, to));
       }
       if (m == src.length) {
         grow();
@@ -384,19 +637,14 @@ public final class EdgeListImporter {
       return w + 0f; // -0 becomes 0: one zero, whatever the file says
     }
 
-    private FerriteException bad(long lineNo, String what, int from, int to) {
-      int n = Math.min(to - from, SNIPPET);
-      String text = new String(buf, from, Math.max(0, n), StandardCharsets.ISO_8859_1);
-      return new FerriteException(
-          ErrorCode.INVALID_ARGUMENT,
-          file
-              + ": line "
-              + lineNo
-              + ": "
-              + what
-              + ": '"
-              + text
-              + (to - from > SNIPPET ? "...'" : "'"));
+    private BadLine bad(long lineNo, String what, int from, int to) {
+      return new BadLine(lineNo, what, -1, false, snippet(from, to));
+    }
+
+    private String snippet(int from, int to) {
+      int n = Math.max(0, Math.min(to - from, SNIPPET));
+      return new String(buf, from, n, StandardCharsets.ISO_8859_1)
+          + (to - from > SNIPPET ? "..." : "");
     }
   }
 

@@ -31,7 +31,9 @@ import java.nio.ByteOrder;
  *
  * Adjacency lists are stored in vertex order, so the edges of vertices {@code [a, b)} are one
  * contiguous range: {@code [firstEdge(a), firstEdge(b))}. Internal ids are dense, 0 to n - 1, at
- * most {@link #MAX_VERTICES}.
+ * most {@link #MAX_VERTICES}. Graphs that {@link EdgeListImporter} and {@link RmatGenerator} make
+ * number their vertices in ascending external-id order, so the records' external ids are sorted and
+ * {@link CarafeGraph#internalId} is a binary search over them.
  */
 public final class GraphLayout {
   private GraphLayout() {}

@@ -166,6 +166,32 @@ class DijkstraTest {
     assertTrue(CarafeGraph.delete(store, "g"));
   }
 
+  /**
+   * The reference by hand: 0 -> 1 (4), 0 -> 2 (1), 2 -> 1 (2), a parallel 2 -> 1 (1.5), 1 -> 3 (1),
+   * 3 -> 3 (0, a self-loop), and 4 reaches nothing and is reached by nothing.
+   */
+  @Test
+  void theReferenceByHand() {
+    Csr g =
+        new Csr(
+            new long[] {10, 11, 12, 13, 14},
+            new long[] {0, 2, 3, 5, 6, 6},
+            new int[] {1, 2, 3, 1, 1, 3},
+            new float[] {4, 1, 1, 2, 1.5f, 0},
+            false);
+    assertEquals(0.0, Reference.dijkstra(g, 0, 0));
+    assertEquals(2.5, Reference.dijkstra(g, 0, 1));
+    assertEquals(1.0, Reference.dijkstra(g, 0, 2));
+    assertEquals(3.5, Reference.dijkstra(g, 0, 3));
+    assertEquals(Double.POSITIVE_INFINITY, Reference.dijkstra(g, 0, 4));
+    assertEquals(Double.POSITIVE_INFINITY, Reference.dijkstra(g, 3, 0));
+    Dijkstra.Path p = Dijkstra.shortest(g, 0, 3);
+    assertEquals(3.5, p.distance());
+    assertArrayEquals(new long[] {0, 2, 1, 3}, p.vertices());
+    assertEquals(3, p.hops());
+    assertEquals(4, p.explored(), "0, 2, 1 and 3 settled; never 4");
+  }
+
   /** The lightest edge u -> v (a path takes the lightest of parallel edges). */
   static float lightest(Csr g, int u, int v, String what) {
     float best = Float.POSITIVE_INFINITY;

@@ -88,9 +88,18 @@ class EdgeListImporterTest {
       text.append("0 1 ").append(s).append('\n');
       expected.add(Float.parseFloat(s));
     }
-    Csr g = read(file(text.toString()), EdgeListImporter.Options.DIRECTED);
-    for (int i = 0; i < expected.size(); i++) {
-      assertEquals(expected.get(i), g.weights()[i], "weight " + i);
+    Path f = file(text.toString());
+    for (int threads : new int[] {1, 4}) {
+      Csr g =
+          EdgeListImporter.read(
+              f,
+              EdgeListImporter.Options.DIRECTED,
+              CarafeGraph.Progress.NONE,
+              EdgeListImporter.BLOCK,
+              threads);
+      for (int i = 0; i < expected.size(); i++) {
+        assertEquals(expected.get(i), g.weights()[i], threads + " threads, weight " + i);
+      }
     }
   }
 
@@ -112,6 +121,13 @@ class EdgeListImporterTest {
         EdgeListImporter.read(f, EdgeListImporter.Options.DIRECTED, CarafeGraph.Progress.NONE, 5);
     assertArrayEquals(whole.targets(), small.targets());
     assertArrayEquals(whole.firstEdge(), small.firstEdge());
+    // The same in ranges on 3 threads, with 5-byte blocks.
+    Csr parts =
+        EdgeListImporter.read(
+            f, EdgeListImporter.Options.DIRECTED, CarafeGraph.Progress.NONE, 5, 3);
+    assertArrayEquals(whole.externalIds(), parts.externalIds());
+    assertArrayEquals(whole.targets(), parts.targets());
+    assertArrayEquals(whole.firstEdge(), parts.firstEdge());
     assertEquals(m, whole.edges(), "the header's 1 edge is a hint, not a limit");
     for (int i = 0; i < m; i++) {
       int u = whole.internalId(s[i]);
@@ -125,10 +141,32 @@ class EdgeListImporterTest {
   }
 
   @Test
+  void aRangeOfCommentsOnlyInAWeightedFile() throws IOException {
+    StringBuilder text = new StringBuilder("1 2 0.5\n");
+    for (int i = 0; i < 200; i++) {
+      text.append("# a long comment that fills a whole range of lines on its own\n");
+    }
+    text.append("2 3 1.5\n");
+    Csr g =
+        EdgeListImporter.read(
+            file(text.toString()),
+            EdgeListImporter.Options.DIRECTED,
+            CarafeGraph.Progress.NONE,
+            EdgeListImporter.BLOCK,
+            4);
+    assertArrayEquals(new float[] {0.5f, 1.5f}, g.weights());
+  }
+
+  @Test
   void largeSparseIdsGoThroughTheSortAndGiveTheSameGraph() throws IOException {
     long big = 1L << 40;
     Csr sparse =
-        read(file("5 " + big + "\n" + big + " 7\n7 5\n"), EdgeListImporter.Options.DIRECTED);
+        EdgeListImporter.read(
+            file("5 " + big + "\n" + big + " 7\n7 5\n"),
+            EdgeListImporter.Options.DIRECTED,
+            CarafeGraph.Progress.NONE,
+            EdgeListImporter.BLOCK,
+            2);
     Csr dense = read(file("5 9\n9 7\n7 5\n"), EdgeListImporter.Options.DIRECTED);
     assertArrayEquals(new long[] {5, 7, big}, sparse.externalIds());
     assertArrayEquals(dense.targets(), sparse.targets());
@@ -141,13 +179,26 @@ class EdgeListImporterTest {
 
   void assertBadLine(String text, int line, String problem) throws IOException {
     Path f = file(text);
-    FerriteException e = refused(f, new EdgeListImporter.Options(false, 1000));
-    assertEquals(ErrorCode.INVALID_ARGUMENT, e.code(), e.getMessage());
-    String msg = e.detail();
-    assertTrue(msg.startsWith(f + ": line " + line + ": "), msg);
-    assertTrue(msg.contains(problem), msg);
-    String bad = text.split("\n", -1)[line - 1];
-    assertTrue(msg.endsWith("'" + bad.stripTrailing() + "'") || msg.endsWith("'" + bad + "'"), msg);
+    // One thread, or the file cut into ranges of lines parsed apart: the same first failure.
+    for (int threads : new int[] {1, 2, 3, 5}) {
+      FerriteException e =
+          assertThrows(
+              FerriteException.class,
+              () ->
+                  EdgeListImporter.read(
+                      f,
+                      new EdgeListImporter.Options(false, 1000),
+                      CarafeGraph.Progress.NONE,
+                      EdgeListImporter.BLOCK,
+                      threads));
+      assertEquals(ErrorCode.INVALID_ARGUMENT, e.code(), e.getMessage());
+      String msg = e.detail();
+      assertTrue(msg.startsWith(f + ": line " + line + ": "), threads + " threads: " + msg);
+      assertTrue(msg.contains(problem), msg);
+      String bad = text.split("\n", -1)[line - 1];
+      assertTrue(
+          msg.endsWith("'" + bad.stripTrailing() + "'") || msg.endsWith("'" + bad + "'"), msg);
+    }
   }
 
   @Test
@@ -165,6 +216,10 @@ class EdgeListImporterTest {
     assertBadLine("1 2 0.5\n3 4 abc\n", 2, "weight is not a number");
     assertBadLine("1 2 0.5\n3 4\n", 2, "no weight, but line 1 has one");
     assertBadLine("1 2\n3 4 1\n", 2, "a weight, but line 1 has none");
+    // The mix in a later range than the first edge, and a bad line after a mix: the mix first.
+    assertBadLine("# c\n1 2\n3 4\n5 6\n7 8\n9 10\n11 12 1.5\n13 14\n", 7, "line 2 has none");
+    assertBadLine("1 2 1\n3 4 1\n5 6 1\n7 8 1\n9 10 1\n11 12\n13\n", 6, "line 1 has one");
+    assertBadLine("1 2\n3 4\n5 6\n7 8\n9 10\n11 12\n13 14\n15\n", 8, "one token");
   }
 
   @Test

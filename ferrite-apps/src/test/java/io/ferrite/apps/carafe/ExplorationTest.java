@@ -154,4 +154,52 @@ class ExplorationTest {
     }
     assertTrue(CarafeGraph.delete(store, "p"));
   }
+
+  @Test
+  void importGraphChecksTheNameFirstAndABadFileLeavesNothing() throws java.io.IOException {
+    Path ok = dir.resolve("ok.txt");
+    java.nio.file.Files.writeString(ok, "# Nodes: 3 Edges: 2\n10 20\n20 30\n");
+    Path bad = dir.resolve("bad.txt");
+    java.nio.file.Files.writeString(bad, "10 20\n20 x\n");
+    FerriteException e =
+        assertThrows(
+            FerriteException.class,
+            () ->
+                EdgeListImporter.importGraph(
+                    store, "g", bad, EdgeListImporter.Options.DIRECTED, CarafeGraph.Progress.NONE));
+    assertEquals(ErrorCode.INVALID_ARGUMENT, e.code());
+    assertTrue(e.detail().contains(": line 2: "), e.detail());
+    for (String ns : new String[] {"g.vertices", "g.edges"}) {
+      assertEquals(
+          ErrorCode.NOT_FOUND,
+          assertThrows(FerriteException.class, () -> store.joinNamespace(ns)).code(),
+          "nothing left in the cluster: " + ns);
+    }
+    try (CarafeGraph g =
+        EdgeListImporter.importGraph(
+            store, "g", ok, EdgeListImporter.Options.DIRECTED, CarafeGraph.Progress.NONE)) {
+      assertEquals(3, g.vertexCount());
+      assertEquals(1, g.internalId(20));
+      try (VertexHandle h = g.vertex(1)) {
+        assertEquals(20, h.externalId());
+        EdgeIterator it = h.edges();
+        assertTrue(it.next());
+        assertEquals(2, it.target());
+        assertTrue(!it.next());
+      }
+    }
+    // The name is taken: refused before the (missing) file is even opened.
+    FerriteException taken =
+        assertThrows(
+            FerriteException.class,
+            () ->
+                EdgeListImporter.importGraph(
+                    store,
+                    "g",
+                    dir.resolve("missing.txt"),
+                    EdgeListImporter.Options.DIRECTED,
+                    CarafeGraph.Progress.NONE));
+    assertEquals(ErrorCode.CONFLICT, taken.code());
+    assertTrue(CarafeGraph.delete(store, "g"));
+  }
 }

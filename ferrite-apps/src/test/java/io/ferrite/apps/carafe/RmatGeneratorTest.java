@@ -91,6 +91,14 @@ class RmatGeneratorTest {
     assertArrayEquals(cd, cu);
   }
 
+  /** The issue's target graph: at least 1 M vertices that have edges and 16 M edges. */
+  @Test
+  void theBenchPresetHasTheIssuesShape(Random random) {
+    Csr c = RmatGenerator.preset("bench", random.nextLong()).generate(CarafeGraph.Progress.NONE);
+    assertTrue(c.vertices() >= 1_000_000, "vertices: " + c.vertices());
+    assertTrue(c.edges() >= 16_000_000, "edges: " + c.edges());
+  }
+
   @Test
   void presetsAndBadParameters() {
     assertEquals(4_847_571, RmatGenerator.preset("livejournal", 1).vertices());
