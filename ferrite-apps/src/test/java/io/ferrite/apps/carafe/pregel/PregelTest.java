@@ -86,7 +86,7 @@ class PregelTest {
 
   @Test
   void pageRankEqualsTheReference(Random random) throws Exception {
-    Csr csr = TestGraphs.directed(random, 300, 150, 4);
+    Csr csr = TestGraphs.directed(random, 400, 250, 4);
     CarafeGraph g = CarafeGraph.create(store, "pr", csr, CarafeGraph.Progress.NONE);
     int iterations = 5 + random.nextInt(8);
     double[] expected = Reference.pageRank(csr, iterations);
