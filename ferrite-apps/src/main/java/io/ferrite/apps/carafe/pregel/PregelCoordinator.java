@@ -218,6 +218,7 @@ public final class PregelCoordinator implements AutoCloseable {
             loadNanos / 1e9,
             mailbox.bytes() / (double) (1 << 20)));
     List<long[]> steps = new ArrayList<>();
+    long[] workerNanos = new long[workers];
     double aggregate = 0;
     boolean halted = false;
     for (int k = 0; k < job.maxSupersteps() && !halted; k++) {
@@ -230,6 +231,7 @@ public final class PregelCoordinator implements AutoCloseable {
       for (int w = 0; w < workers; w++) {
         ControlRegion.Stats s = ctl.stats(w);
         sent += s.sent();
+        workerNanos[w] += s.nanos();
         active += s.active();
         aggregate += s.aggregate();
       }
@@ -253,7 +255,15 @@ public final class PregelCoordinator implements AutoCloseable {
       messages[k] = steps.get(k)[1];
     }
     return new PregelResult(
-        job, bounds, edges, nanos, messages, loadNanos, System.nanoTime() - t0, halted);
+        job,
+        bounds,
+        edges,
+        nanos,
+        messages,
+        workerNanos,
+        loadNanos,
+        System.nanoTime() - t0,
+        halted);
   }
 
   /**

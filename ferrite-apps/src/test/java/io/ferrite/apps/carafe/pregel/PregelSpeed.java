@@ -79,7 +79,7 @@ public final class PregelSpeed {
             Locale.ROOT,
             "%d worker(s): %.1f ms/superstep (median %.1f), %d supersteps %.2f s, load %.2f s,"
                 + " total %.2f s; %.2fx the reference's iteration; max |diff| %.2e;"
-                + " partitions %s edges %s%n",
+                + " partitions %s edges %s; per worker %s ms/superstep%n",
             w,
             perStep[w],
             median(steps) / 1e6,
@@ -90,7 +90,9 @@ public final class PregelSpeed {
             refPerIteration / perStep[w],
             maxDiff,
             Arrays.toString(r.bounds()),
-            Arrays.toString(r.edges()));
+            Arrays.toString(r.edges()),
+            Arrays.toString(
+                Arrays.stream(r.workerNanos()).map(x -> x / r.supersteps() / 1_000_000).toArray()));
       }
       System.out.printf(
           Locale.ROOT, "2 workers / 1 worker per superstep: %.2f%n", perStep[2] / perStep[1]);

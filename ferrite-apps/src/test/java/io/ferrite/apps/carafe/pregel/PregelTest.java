@@ -128,6 +128,28 @@ class PregelTest {
   }
 
   @Test
+  void partitionsOfAStoredGraphAreThoseOfItsDegrees(Random random) throws Exception {
+    // More vertices than one 4 MiB read of records holds: the degrees come in pieces.
+    int n = Partitioner.PIECE_VERTICES + 1 + random.nextInt(1000);
+    long[] first = new long[n + 1];
+    int[] degree = new int[n];
+    for (int v = 0; v < n; v++) {
+      degree[v] = random.nextInt(8) == 0 ? random.nextInt(6) : 0;
+      first[v + 1] = first[v] + degree[v];
+    }
+    int[] targets = new int[(int) first[n]];
+    for (int e = 0; e < targets.length; e++) {
+      targets[e] = random.nextInt(n);
+    }
+    Csr csr = new Csr(new long[n], first, targets, null, false);
+    CarafeGraph g = CarafeGraph.create(store, "big", csr, CarafeGraph.Progress.NONE);
+    Partitioner p = Partitioner.defaults();
+    for (int w = 1; w <= 4; w++) {
+      assertArrayEquals(p.bounds(degree, w), p.bounds(g, w), w + " partitions");
+    }
+  }
+
+  @Test
   void componentsRefuseADirectedGraph(Random random) throws Exception {
     CarafeGraph.create(
         store, "d", TestGraphs.directed(random, 50, 0, 2), CarafeGraph.Progress.NONE);
