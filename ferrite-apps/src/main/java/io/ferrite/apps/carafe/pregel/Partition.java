@@ -44,6 +44,20 @@ final class Partition {
   private final long[] outMin;
   private final boolean[] outHas;
 
+  /** With a combiner: whether an edge of this partition targets t (global id). */
+  private final boolean[] reach;
+
+  /** With a combiner: which vertices called sendAll this superstep, and how many did. */
+  private final boolean[] sentAll;
+
+  private int sentAllCount;
+
+  /** With a combiner: whether any single-edge send happened this superstep. */
+  private boolean edgeSends;
+
+  /** Vertices of the partition with out-edges. */
+  private int senders;
+
   // Incoming.
   private final double[] inSum;
   private final long[] inMin;
@@ -107,6 +121,11 @@ final class Partition {
     }
     boolean combine = combiner != VertexProgram.Combiner.NONE;
     outHas = combine ? new boolean[n] : null;
+    reach = combine ? new boolean[n] : null;
+    sentAll = combine ? new boolean[size] : null;
+    for (int v = 0; v < size; v++) {
+      senders += off[v + 1] > off[v] ? 1 : 0;
+    }
     outSum = combiner == VertexProgram.Combiner.SUM_DOUBLE ? new double[n] : null;
     outMin = combiner == VertexProgram.Combiner.MIN_LONG ? new long[n] : null;
     if (outMin != null) {
@@ -143,12 +162,11 @@ final class Partition {
       }
     } else {
       for (int t : targets) {
-        if (!outHas[t]) {
-          outHas[t] = true;
+        if (!reach[t]) {
+          reach[t] = true;
           cap[partitionOf(t)]++;
         }
       }
-      Arrays.fill(outHas, false);
     }
     for (int j = 0; j < workers; j++) {
       if (Mailbox.containerBytes(cap[j]) > Integer.MAX_VALUE - 8) {
@@ -323,24 +341,29 @@ final class Partition {
     }
   }
 
-  /** Sends {@code payload} along every out-edge of the current vertex. */
+  /**
+   * Sends {@code payload} along every out-edge of the current vertex. With a combiner the loop only
+   * folds (one random access per edge, as a plain in-memory PageRank); which targets got a message
+   * is worked out once in {@link #emit} from the vertices that sent.
+   */
   void sendAll(long payload) {
     int from = off[current];
     int to = off[current + 1];
+    if (sentAll != null && !sentAll[current]) {
+      sentAll[current] = true;
+      sentAllCount++;
+    }
     switch (combiner) {
       case SUM_DOUBLE -> {
         double d = Double.longBitsToDouble(payload);
         for (int e = from; e < to; e++) {
-          int t = targets[e];
-          outSum[t] += d;
-          outHas[t] = true;
+          outSum[targets[e]] += d;
         }
       }
       case MIN_LONG -> {
         for (int e = from; e < to; e++) {
           int t = targets[e];
           outMin[t] = Math.min(outMin[t], payload);
-          outHas[t] = true;
         }
       }
       case NONE -> {
@@ -358,10 +381,12 @@ final class Partition {
       case SUM_DOUBLE -> {
         outSum[t] += Double.longBitsToDouble(payload);
         outHas[t] = true;
+        edgeSends = true;
       }
       case MIN_LONG -> {
         outMin[t] = Math.min(outMin[t], payload);
         outHas[t] = true;
+        edgeSends = true;
       }
       case NONE -> append(t, payload);
     }
@@ -402,14 +427,35 @@ final class Partition {
    */
   void emit() {
     sent = 0;
+    boolean[] has = null;
+    if (outHas != null) {
+      if (sentAllCount == senders && !edgeSends) {
+        has = reach; // every edge carried a message (PageRank): its targets are the reach
+      } else {
+        // Some vertices sent: mark their edges' targets (single-edge sends marked theirs).
+        has = outHas;
+        for (int v = 0; v < size && sentAllCount > 0; v++) {
+          if (sentAll[v]) {
+            for (int e = off[v]; e < off[v + 1]; e++) {
+              outHas[targets[e]] = true;
+            }
+          }
+        }
+      }
+      if (sentAllCount > 0) {
+        Arrays.fill(sentAll, false);
+      }
+      sentAllCount = 0;
+      edgeSends = false;
+    }
     for (int j = 0; j < workers; j++) {
       ByteBuffer b = out[j];
-      if (outHas != null) {
+      if (has != null) {
         int base = bounds[j];
         int end = bounds[j + 1];
         int at = Mailbox.COUNT;
         for (int t = base; t < end; t++) {
-          if (outHas[t]) {
+          if (has[t]) {
             outHas[t] = false;
             long payload;
             if (outSum != null) {

@@ -22,7 +22,7 @@ public final class Partitioner {
    * four adjacency entries per superstep (its compute call, its messages in and out, its record's
    * write-back; an entry is one random-access accumulation).
    */
-  public static final long DEFAULT_VERTEX_WEIGHT = 4;
+  public static final long DEFAULT_VERTEX_WEIGHT = 12;
 
   public static final long DEFAULT_EDGE_WEIGHT = 1;
 

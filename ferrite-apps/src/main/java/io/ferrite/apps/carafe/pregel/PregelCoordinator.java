@@ -177,10 +177,15 @@ public final class PregelCoordinator implements AutoCloseable {
             barrier,
             workers,
             w -> {
-              // A worker that failed says why in its area: report that, not that it ended (a
-              // thread or process ends right after it marks its byte failed).
+              // The driver read the flags before it asked whether w is gone: a worker that marked
+              // its byte (finished, or failed and said why in its area) and then ended in between
+              // is not lost. Its byte, read now that it is gone, is its last word.
               String gone = set.gone(w);
-              return gone != null && barrier.statuses()[w] == Barrier.ERROR ? null : gone;
+              if (gone == null) {
+                return null;
+              }
+              int last = barrier.statuses()[w];
+              return last == phase || last == Barrier.ERROR ? null : gone;
             },
             ctl::error);
     for (int w = 0; w < workers; w++) {
@@ -213,6 +218,7 @@ public final class PregelCoordinator implements AutoCloseable {
             loadNanos / 1e9,
             mailbox.bytes() / (double) (1 << 20)));
     List<long[]> steps = new ArrayList<>();
+    long[] workerNanos = new long[workers];
     double aggregate = 0;
     boolean halted = false;
     for (int k = 0; k < job.maxSupersteps() && !halted; k++) {
@@ -225,6 +231,7 @@ public final class PregelCoordinator implements AutoCloseable {
       for (int w = 0; w < workers; w++) {
         ControlRegion.Stats s = ctl.stats(w);
         sent += s.sent();
+        workerNanos[w] += s.nanos();
         active += s.active();
         aggregate += s.aggregate();
       }
@@ -248,7 +255,15 @@ public final class PregelCoordinator implements AutoCloseable {
       messages[k] = steps.get(k)[1];
     }
     return new PregelResult(
-        job, bounds, edges, nanos, messages, loadNanos, System.nanoTime() - t0, halted);
+        job,
+        bounds,
+        edges,
+        nanos,
+        messages,
+        workerNanos,
+        loadNanos,
+        System.nanoTime() - t0,
+        halted);
   }
 
   /**

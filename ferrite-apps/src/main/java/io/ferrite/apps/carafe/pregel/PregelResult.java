@@ -17,6 +17,8 @@ import java.util.Arrays;
  * @param superstepNanos per superstep, from its start by the coordinator until every worker had
  *     finished it (inbox, compute, outbox, write-back, barrier)
  * @param superstepMessages per superstep, the messages it put into the mailbox (after combining)
+ * @param workerNanos per worker, its own time in all supersteps (inbox to write-back, without the
+ *     barrier's wait): how even the partitions' loads were
  * @param loadNanos partitioning, loading the partitions and preparing the mailbox
  * @param totalNanos the whole job, from opening the graph to deleting the job's namespaces
  * @param halted whether the job ended because every vertex had halted and no message was in flight
@@ -28,6 +30,7 @@ public record PregelResult(
     long[] edges,
     long[] superstepNanos,
     long[] superstepMessages,
+    long[] workerNanos,
     long loadNanos,
     long totalNanos,
     boolean halted) {

@@ -141,9 +141,21 @@ public final class PregelWorker {
     Barrier barrier = ctl.barrier();
     String where = "start";
     try {
-      for (int phase = Barrier.next(0); ; phase = Barrier.next(phase)) {
-        awaitPhase(barrier, phase);
+      for (int done = 0; ; ) {
+        int phase = awaitChange(barrier, done);
+        // The command word was written before the start byte this worker just read (the
+        // barrier's order). An abort may start a phase past the one this worker waited for (it
+        // failed elsewhere before this worker saw the phase start): ABORT is checked first.
         ControlRegion.Global g = ctl.global();
+        if (g.command() != PregelLayout.ABORT && phase != Barrier.next(done)) {
+          throw new FerriteException(
+              ErrorCode.PROTOCOL,
+              "the coordinator started phase "
+                  + phase
+                  + " after "
+                  + done
+                  + " (expected: the next)");
+        }
         switch (g.command()) {
           case PregelLayout.LOAD -> {
             where = "load";
@@ -172,6 +184,7 @@ public final class PregelWorker {
                   ErrorCode.PROTOCOL, "unknown command " + g.command() + " in the control region");
         }
         barrier.finish(me, phase);
+        done = phase;
       }
     } catch (RuntimeException | OutOfMemoryError | StackOverflowError e) {
       String what =
@@ -193,9 +206,14 @@ public final class PregelWorker {
     }
   }
 
-  private static void awaitPhase(Barrier barrier, int phase) {
+  /** Waits until the coordinator's byte is no longer {@code done}; returns it. */
+  private static int awaitChange(Barrier barrier, int done) {
     long deadline = System.nanoTime() + WAIT.toNanos();
-    for (int spin = 0; barrier.current() != phase; spin++) {
+    for (int spin = 0; ; spin++) {
+      int current = barrier.current();
+      if (current != done) {
+        return current;
+      }
       if (System.nanoTime() > deadline) {
         throw new FerriteException(ErrorCode.TIMEOUT, "no next phase after " + WAIT);
       }

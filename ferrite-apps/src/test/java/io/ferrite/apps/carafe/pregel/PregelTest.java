@@ -86,7 +86,7 @@ class PregelTest {
 
   @Test
   void pageRankEqualsTheReference(Random random) throws Exception {
-    Csr csr = TestGraphs.directed(random, 300, 150, 4);
+    Csr csr = TestGraphs.directed(random, 400, 250, 4);
     CarafeGraph g = CarafeGraph.create(store, "pr", csr, CarafeGraph.Progress.NONE);
     int iterations = 5 + random.nextInt(8);
     double[] expected = Reference.pageRank(csr, iterations);
@@ -123,6 +123,94 @@ class PregelTest {
         assertArrayEquals(expected, r.values(g), w + " worker(s), combiner " + combine);
         assertTrue(r.halted());
         assertJobNamespacesGone(job);
+      }
+    }
+  }
+
+  @Test
+  void partitionsOfAStoredGraphAreThoseOfItsDegrees(Random random) throws Exception {
+    // More vertices than one 4 MiB read of records holds: the degrees come in pieces.
+    int n = Partitioner.PIECE_VERTICES + 1 + random.nextInt(1000);
+    long[] first = new long[n + 1];
+    int[] degree = new int[n];
+    for (int v = 0; v < n; v++) {
+      degree[v] = random.nextInt(8) == 0 ? random.nextInt(6) : 0;
+      first[v + 1] = first[v] + degree[v];
+    }
+    int[] targets = new int[(int) first[n]];
+    for (int e = 0; e < targets.length; e++) {
+      targets[e] = random.nextInt(n);
+    }
+    Csr csr = new Csr(new long[n], first, targets, null, false);
+    CarafeGraph g = CarafeGraph.create(store, "big", csr, CarafeGraph.Progress.NONE);
+    Partitioner p = Partitioner.defaults();
+    for (int w = 1; w <= 4; w++) {
+      assertArrayEquals(p.bounds(degree, w), p.bounds(g, w), w + " partitions");
+    }
+  }
+
+  /**
+   * In superstep 0 vertices with id % 7 == 0 send 1 along every edge and those with id % 7 == 1
+   * send 2 along their first edge only; in superstep 1 a vertex that received keeps the sum. Only
+   * the targets of those edges receive (a vertex none sent to keeps -1): with a combiner, with
+   * none, whatever partition the senders are in.
+   */
+  @Test
+  void onlyTheTargetsOfSentMessagesReceiveThem(Random random) throws Exception {
+    Csr csr = TestGraphs.directed(random, 300, 40, 3);
+    CarafeGraph g = CarafeGraph.create(store, "wake", csr, CarafeGraph.Progress.NONE);
+    double[] expected = new double[csr.vertices()];
+    Arrays.fill(expected, -1);
+    for (int v = 0; v < csr.vertices(); v++) {
+      for (long e = csr.firstEdge()[v]; e < csr.firstEdge()[v + 1]; e++) {
+        int t = csr.targets()[(int) e];
+        double add = v % 7 == 0 ? 1 : v % 7 == 1 && e == csr.firstEdge()[v] ? 2 : 0;
+        if (add > 0) {
+          expected[t] = (expected[t] < 0 ? 0 : expected[t]) + add;
+        }
+      }
+    }
+    VertexProgram wake =
+        new VertexProgram() {
+          @Override
+          public Combiner combiner() {
+            return Combiner.SUM_DOUBLE;
+          }
+
+          @Override
+          public void init(Vertex v) {
+            v.doubleValue(-1);
+          }
+
+          @Override
+          public void compute(Context ctx, Vertex v, Messages messages) {
+            if (ctx.superstep() == 0) {
+              if (v.id() % 7 == 0) {
+                ctx.sendToAllNeighbors(1.0);
+              } else if (v.id() % 7 == 1 && v.degree() > 0) {
+                ctx.send(0, 2.0);
+              }
+            } else {
+              double sum = 0;
+              for (int i = 0; i < messages.count(); i++) {
+                sum += messages.getDouble(i);
+              }
+              v.doubleValue(sum);
+            }
+            ctx.voteToHalt();
+          }
+
+          @Override
+          public String spec() {
+            return "wake";
+          }
+        };
+    for (int w = 1; w <= 3; w++) {
+      for (boolean combine : new boolean[] {true, false}) {
+        PregelJob job = job("wake", "components", w);
+        PregelResult r = run(job, combine ? wake : new Uncombined(wake));
+        assertArrayEquals(expected, r.doubleValues(g), w + " worker(s), combiner " + combine);
+        assertEquals(2, r.supersteps());
       }
     }
   }
