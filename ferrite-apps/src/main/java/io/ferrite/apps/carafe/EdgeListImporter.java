@@ -178,21 +178,19 @@ public final class EdgeListImporter {
             ErrorCode.INVALID_ARGUMENT,
             file + ": more than " + CsrBuilder.MAX_ENTRIES + " edges (the layout's limit)");
       }
-      long[][] src = new long[parts.length][];
-      long[][] dst = new long[parts.length][];
+      CsrBuilder.Part[] edges = new CsrBuilder.Part[parts.length];
       float[] weights = weighted == 1 ? new float[(int) m] : null;
       int at = 0;
       for (int k = 0; k < parts.length; k++) {
-        src[k] = parts[k].src;
-        dst[k] = parts[k].dst;
+        Parser p = parts[k];
+        edges[k] = new CsrBuilder.Part(p.srcInt, p.dstInt, p.srcLong, p.dstLong, p.m);
         if (weights != null && counts[k] > 0) { // a part of comments only has no weights
           System.arraycopy(parts[k].weights, 0, weights, at, counts[k]);
         }
         at += counts[k];
         parts[k] = null;
       }
-      return CsrBuilder.fromLongIds(
-          src, dst, counts, weights, maxSeen, options.undirected(), progress);
+      return CsrBuilder.fromParts(edges, weights, maxSeen, options.undirected(), progress);
     } catch (NoSuchFileException e) {
       throw new FerriteException(ErrorCode.NOT_FOUND, "no such file: " + file, e);
     } catch (IOException e) {
@@ -335,8 +333,16 @@ public final class EdgeListImporter {
     final long end;
     final boolean first;
     final AtomicLong readBytes;
-    long[] src;
-    long[] dst;
+
+    /** Ids while every one fits an int (SNAP's do): 8 bytes per edge. */
+    int[] srcInt;
+
+    int[] dstInt;
+
+    /** Ids once one does not: 16 bytes per edge (then the int arrays are null). */
+    long[] srcLong;
+
+    long[] dstLong;
     float[] weights;
     int m;
     long maxSeen = -1;
@@ -372,8 +378,24 @@ public final class EdgeListImporter {
       this.readBytes = readBytes;
       // About 12 bytes per line in SNAP files: a first guess the header may replace.
       int guess = (int) Math.min(CsrBuilder.MAX_ENTRIES, Math.max(1024, (end - start) / 12));
-      src = new long[guess];
-      dst = new long[guess];
+      srcInt = new int[guess];
+      dstInt = new int[guess];
+    }
+
+    int capacity() {
+      return srcLong != null ? srcLong.length : srcInt.length;
+    }
+
+    /** An id above Integer.MAX_VALUE: from now on this part keeps longs. */
+    private void widen() {
+      srcLong = new long[srcInt.length];
+      dstLong = new long[srcInt.length];
+      for (int i = 0; i < m; i++) {
+        srcLong[i] = srcInt[i];
+        dstLong[i] = dstInt[i];
+      }
+      srcInt = null;
+      dstInt = null;
     }
 
     /** Parses the range; a failure is kept in {@link #failure} or {@link #crash}. */
@@ -480,16 +502,24 @@ public final class EdgeListImporter {
         firstEdgeLine = line;
         firstText = snippet(from, to);
         if (weighted == 1) {
-          weights = new float[src.length];
+          weights = new float[capacity()];
         }
       } else if (weighted != hasWeight) {
         throw new BadLine(line, null, firstEdgeLine, hasWeight == 1, snippet(from, to));
       }
-      if (m == src.length) {
+      if (srcLong == null && (s > Integer.MAX_VALUE || d > Integer.MAX_VALUE)) {
+        widen();
+      }
+      if (m == capacity()) {
         grow();
       }
-      src[m] = s;
-      dst[m] = d;
+      if (srcLong == null) {
+        srcInt[m] = (int) s;
+        dstInt[m] = (int) d;
+      } else {
+        srcLong[m] = s;
+        dstLong[m] = d;
+      }
       if (weights != null) {
         weights[m] = w;
       }
@@ -503,9 +533,14 @@ public final class EdgeListImporter {
             ErrorCode.INVALID_ARGUMENT,
             file + ": more than " + CsrBuilder.MAX_ENTRIES + " edges (the layout's limit)");
       }
-      int cap = (int) Math.min(CsrBuilder.MAX_ENTRIES, src.length + (src.length >> 1) + 16);
-      src = Arrays.copyOf(src, cap);
-      dst = Arrays.copyOf(dst, cap);
+      int cap = (int) Math.min(CsrBuilder.MAX_ENTRIES, capacity() + (capacity() >> 1) + 16);
+      if (srcLong == null) {
+        srcInt = Arrays.copyOf(srcInt, cap);
+        dstInt = Arrays.copyOf(dstInt, cap);
+      } else {
+        srcLong = Arrays.copyOf(srcLong, cap);
+        dstLong = Arrays.copyOf(dstLong, cap);
+      }
       if (weights != null) {
         weights = Arrays.copyOf(weights, cap);
       }
@@ -532,8 +567,8 @@ public final class EdgeListImporter {
       }
       if (digits > 0 && m == 0 && edges > 0 && edges <= CsrBuilder.MAX_ENTRIES) {
         // Before the first edge: the arrays are empty, so replace the guess outright.
-        src = new long[(int) edges];
-        dst = new long[(int) edges];
+        srcInt = new int[(int) edges];
+        dstInt = new int[(int) edges];
       }
     }
 
