@@ -31,44 +31,67 @@ final class CsrBuilder {
   private static final long DENSE_MIN = 1L << 26;
 
   /**
-   * Builds from edges whose external ids are non-negative longs at most {@code maxSeen}, given in
-   * parts (an importer's threads each parse a part of the file): part k holds {@code counts[k]}
-   * edges in {@code src[k]} and {@code dst[k]}; the edges are the parts in order, {@code weights}
-   * (or null) one per edge over all parts.
+   * A part of an edge list (an importer's thread parses one range of the file): {@code count}
+   * edges, their ids in {@code srcInt}/{@code dstInt} when all fit an int, else in {@code
+   * srcLong}/{@code dstLong}.
    */
-  static Csr fromLongIds(
-      long[][] src,
-      long[][] dst,
-      int[] counts,
+  record Part(int[] srcInt, int[] dstInt, long[] srcLong, long[] dstLong, int count) {
+    long src(int i) {
+      return srcLong != null ? srcLong[i] : srcInt[i];
+    }
+
+    long dst(int i) {
+      return dstLong != null ? dstLong[i] : dstInt[i];
+    }
+  }
+
+  /**
+   * Builds from edges whose external ids are non-negative longs at most {@code maxSeen}, in parts:
+   * the edges are the parts in order, {@code weights} (or null) one per edge over all parts. A
+   * single part's int arrays are relabelled in place.
+   */
+  static Csr fromParts(
+      Part[] parts,
       float[] weights,
       long maxSeen,
       boolean undirected,
       CarafeGraph.Progress progress) {
     long total = 0;
-    for (int c : counts) {
-      total += c;
+    for (Part p : parts) {
+      total += p.count();
     }
     checkEntries(total, undirected);
     int m = (int) total;
-    int[] s = new int[m];
-    int[] d = new int[m];
     if (maxSeen < Math.max(DENSE_MIN, 4L * m) && maxSeen < Integer.MAX_VALUE - 8) {
-      int i = 0;
-      for (int k = 0; k < counts.length; k++) {
-        for (int j = 0; j < counts[k]; j++, i++) {
-          s[i] = (int) src[k][j];
-          d[i] = (int) dst[k][j];
-        }
+      // Every id fits an int, so every part kept ints.
+      if (parts.length == 1) {
+        return fromIntIds(
+            parts[0].srcInt(),
+            parts[0].dstInt(),
+            weights,
+            m,
+            (int) maxSeen + 1,
+            undirected,
+            progress);
+      }
+      int[] s = new int[m];
+      int[] d = new int[m];
+      int at = 0;
+      for (Part p : parts) {
+        System.arraycopy(p.srcInt(), 0, s, at, p.count());
+        System.arraycopy(p.dstInt(), 0, d, at, p.count());
+        at += p.count();
       }
       return fromIntIds(s, d, weights, m, (int) maxSeen + 1, undirected, progress);
     }
     // Sparse ids: sort all of them once, then each id's internal id is its rank.
     long[] all = new long[2 * m];
     int at = 0;
-    for (int k = 0; k < counts.length; k++) {
-      System.arraycopy(src[k], 0, all, at, counts[k]);
-      System.arraycopy(dst[k], 0, all, at + m, counts[k]);
-      at += counts[k];
+    for (Part p : parts) {
+      for (int j = 0; j < p.count(); j++, at++) {
+        all[at] = p.src(j);
+        all[at + m] = p.dst(j);
+      }
     }
     Arrays.parallelSort(all);
     int n = 0;
@@ -80,11 +103,13 @@ final class CsrBuilder {
     long[] ext = Arrays.copyOf(all, n);
     checkVertices(n);
     progress.report("ids", n, n);
+    int[] s = new int[m];
+    int[] d = new int[m];
     int i = 0;
-    for (int k = 0; k < counts.length; k++) {
-      for (int j = 0; j < counts[k]; j++, i++) {
-        s[i] = Arrays.binarySearch(ext, src[k][j]);
-        d[i] = Arrays.binarySearch(ext, dst[k][j]);
+    for (Part p : parts) {
+      for (int j = 0; j < p.count(); j++, i++) {
+        s[i] = Arrays.binarySearch(ext, p.src(j));
+        d[i] = Arrays.binarySearch(ext, p.dst(j));
       }
     }
     return sort(s, d, weights, m, ext, undirected, progress);

@@ -160,17 +160,23 @@ class EdgeListImporterTest {
   @Test
   void largeSparseIdsGoThroughTheSortAndGiveTheSameGraph() throws IOException {
     long big = 1L << 40;
-    Csr sparse =
-        EdgeListImporter.read(
-            file("5 " + big + "\n" + big + " 7\n7 5\n"),
-            EdgeListImporter.Options.DIRECTED,
-            CarafeGraph.Progress.NONE,
-            EdgeListImporter.BLOCK,
-            2);
-    Csr dense = read(file("5 9\n9 7\n7 5\n"), EdgeListImporter.Options.DIRECTED);
-    assertArrayEquals(new long[] {5, 7, big}, sparse.externalIds());
-    assertArrayEquals(dense.targets(), sparse.targets());
-    assertArrayEquals(dense.firstEdge(), sparse.firstEdge());
+    // Small ids first (kept as ints), then one above 2^31 (the part switches to longs), in one
+    // part or in parts of which some keep ints and some longs.
+    Path f = file("1 5\n5 7\n7 5\n5 " + big + "\n" + big + " 7\n7 5\n" + big + " 1\n");
+    Csr dense =
+        read(file("1 5\n5 7\n7 5\n5 9\n9 7\n7 5\n9 1\n"), EdgeListImporter.Options.DIRECTED);
+    for (int threads : new int[] {1, 2, 3}) {
+      Csr sparse =
+          EdgeListImporter.read(
+              f,
+              EdgeListImporter.Options.DIRECTED,
+              CarafeGraph.Progress.NONE,
+              EdgeListImporter.BLOCK,
+              threads);
+      assertArrayEquals(new long[] {1, 5, 7, big}, sparse.externalIds());
+      assertArrayEquals(dense.targets(), sparse.targets());
+      assertArrayEquals(dense.firstEdge(), sparse.firstEdge());
+    }
   }
 
   static FerriteException refused(Path f, EdgeListImporter.Options o) {
