@@ -216,6 +216,20 @@ class PregelTest {
   }
 
   @Test
+  void anEmptyGraphRunsWithEmptyPartitions() throws Exception {
+    Csr empty = new Csr(new long[0], new long[] {0}, new int[0], null, true);
+    CarafeGraph g = CarafeGraph.create(store, "empty", empty, CarafeGraph.Progress.NONE);
+    for (String program : new String[] {"pagerank:3", "components"}) {
+      PregelJob job = job("empty", program, 2);
+      PregelResult r = new PregelCoordinator(store, job, null).runInThreads();
+      assertTrue(r.halted(), program);
+      assertEquals(1, r.supersteps(), program); // nothing active after superstep 0
+      assertEquals(0, r.values(g).length);
+      assertJobNamespacesGone(job);
+    }
+  }
+
+  @Test
   void componentsRefuseADirectedGraph(Random random) throws Exception {
     CarafeGraph.create(
         store, "d", TestGraphs.directed(random, 50, 0, 2), CarafeGraph.Progress.NONE);
