@@ -50,8 +50,8 @@ public final class PregelSpeed {
         csr.edges(),
         (System.nanoTime() - t0) / 1e9);
     long bytes = 2L * (48L * csr.vertices() + 8L * csr.edges()) + (512L << 20);
-    try (LocalCluster cluster = LocalCluster.start(1, bytes, "auto");
-        FerriteClient client = cluster.access().connect("pregel-speed")) {
+    cluster = LocalCluster.start(1, bytes, "auto");
+    try (FerriteClient client = cluster.access().connect("pregel-speed")) {
       RStore store = new RStore(client);
       CarafeGraph g = CarafeGraph.create(store, "speed", csr, CarafeGraph.Progress.NONE);
       // Warm-up: the reference and the engine, a few iterations each.
@@ -82,7 +82,8 @@ public final class PregelSpeed {
           perStep[w] = Math.min(perStep[w], avg);
           System.out.printf(
               Locale.ROOT,
-              "%d worker(s): %.1f ms/superstep (median %.1f), %d supersteps %.2f s, load %.2f s,"
+              (PROCESSES ? "processes, " : "threads, ")
+                  + "%d worker(s): %.1f ms/superstep (median %.1f), %d supersteps %.2f s, load %.2f s,"
                   + " total %.2f s; %.2fx the reference's iteration; max |diff| %.2e;"
                   + " partitions %s edges %s; per worker %s ms/superstep%n",
               w,
@@ -109,17 +110,28 @@ public final class PregelSpeed {
           perStep[1],
           perStep[2],
           perStep[2] / perStep[1]);
+    } finally {
+      cluster.close();
     }
   }
 
+  /** With {@code -Dpregel.processes=true}, workers are processes (needs ferrite-cli's classes). */
+  static final boolean PROCESSES = Boolean.getBoolean("pregel.processes");
+
+  private static LocalCluster cluster;
+
   private static PregelResult run(RStore store, int workers, int iterations, long vw, long ew)
-      throws InterruptedException {
+      throws InterruptedException, java.io.IOException {
     PregelJob job =
         new PregelJob(
             "speed", "pagerank:" + iterations, workers, 10_000, "speed/", Duration.ofMinutes(10));
-    return new PregelCoordinator(store, job, null)
-        .partitioner(new Partitioner(vw, ew))
-        .runInThreads();
+    PregelCoordinator c =
+        new PregelCoordinator(store, job, null).partitioner(new Partitioner(vw, ew));
+    return PROCESSES
+        ? c.runInProcesses(
+            cluster.access(),
+            new io.ferrite.apps.worker.JvmLauncher("io.ferrite.cli.FerriteCli", System.err))
+        : c.runInThreads();
   }
 
   private static double median(long[] a) {
