@@ -481,9 +481,12 @@ final class Partition {
     return Mailbox.COUNT + (int) outCount[j] * Mailbox.MESSAGE;
   }
 
-  /** Puts the state slots into the partition's vertex records (byte 0 = the first record). */
-  void writeState(ByteBuffer records) {
-    for (int v = 0; v < size; v++) {
+  /**
+   * Puts the state slots of local vertices {@code [from, to)} into the partition's vertex records
+   * (byte 0 = the first record).
+   */
+  void writeState(ByteBuffer records, int from, int to) {
+    for (int v = from; v < to; v++) {
       int at = v * GraphLayout.VERTEX + GraphLayout.V_PROPS;
       records.putLong(at, value0[v]).putLong(at + 8, value1[v]);
     }

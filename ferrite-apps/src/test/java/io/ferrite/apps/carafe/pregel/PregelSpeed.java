@@ -29,6 +29,7 @@ public final class PregelSpeed {
     int iterations = args.length > 1 ? Integer.parseInt(args[1]) : 20;
     long vw = args.length > 2 ? Long.parseLong(args[2]) : Partitioner.DEFAULT_VERTEX_WEIGHT;
     long ew = args.length > 3 ? Long.parseLong(args[3]) : Partitioner.DEFAULT_EDGE_WEIGHT;
+    int rounds = args.length > 4 ? Integer.parseInt(args[4]) : 3;
     RmatGenerator gen =
         shape.contains(":")
             ? new RmatGenerator(
@@ -49,8 +50,8 @@ public final class PregelSpeed {
         csr.edges(),
         (System.nanoTime() - t0) / 1e9);
     long bytes = 2L * (48L * csr.vertices() + 8L * csr.edges()) + (512L << 20);
-    try (LocalCluster cluster = LocalCluster.start(1, bytes, "auto");
-        FerriteClient client = cluster.access().connect("pregel-speed")) {
+    cluster = LocalCluster.start(1, bytes, "auto");
+    try (FerriteClient client = cluster.access().connect("pregel-speed")) {
       RStore store = new RStore(client);
       CarafeGraph g = CarafeGraph.create(store, "speed", csr, CarafeGraph.Progress.NONE);
       // Warm-up: the reference and the engine, a few iterations each.
@@ -64,49 +65,73 @@ public final class PregelSpeed {
           Locale.ROOT,
           "reference (one thread, in-memory csr): %.1f ms/iteration%n",
           refPerIteration);
-      double[] perStep = new double[3];
-      for (int w = 1; w <= 2; w++) {
-        PregelResult r = run(store, w, iterations, vw, ew);
-        double[] ranks = r.doubleValues(g);
-        double maxDiff = 0;
-        for (int v = 0; v < ranks.length; v++) {
-          maxDiff = Math.max(maxDiff, Math.abs(ranks[v] - expected[v]));
+      // Rounds alternate 1 and 2 workers; the best round of each is the least disturbed by the
+      // other work on a shared machine.
+      double[] perStep = {0, Double.MAX_VALUE, Double.MAX_VALUE};
+      for (int round = 0; round < rounds; round++) {
+        for (int w = 1; w <= 2; w++) {
+          PregelResult r = run(store, w, iterations, vw, ew);
+          double[] ranks = r.doubleValues(g);
+          double maxDiff = 0;
+          for (int v = 0; v < ranks.length; v++) {
+            maxDiff = Math.max(maxDiff, Math.abs(ranks[v] - expected[v]));
+          }
+          // The iterations' supersteps: 1 to iterations (0 only sends, iterations + 1 normalizes).
+          long[] steps = Arrays.copyOfRange(r.superstepNanos(), 1, iterations + 1);
+          double avg = Arrays.stream(steps).average().orElse(0) / 1e6;
+          perStep[w] = Math.min(perStep[w], avg);
+          System.out.printf(
+              Locale.ROOT,
+              (PROCESSES ? "processes, " : "threads, ")
+                  + "%d worker(s): %.1f ms/superstep (median %.1f), %d supersteps %.2f s, load %.2f s,"
+                  + " total %.2f s; %.2fx the reference's iteration; max |diff| %.2e;"
+                  + " partitions %s edges %s; per worker %s ms/superstep%n",
+              w,
+              avg,
+              median(steps) / 1e6,
+              r.supersteps(),
+              r.computeNanos() / 1e9,
+              r.loadNanos() / 1e9,
+              r.totalNanos() / 1e9,
+              refPerIteration / perStep[w],
+              maxDiff,
+              Arrays.toString(r.bounds()),
+              Arrays.toString(r.edges()),
+              Arrays.toString(
+                  Arrays.stream(r.workerNanos())
+                      .map(x -> x / r.supersteps() / 1_000_000)
+                      .toArray()));
         }
-        // The iterations' supersteps: 1 to iterations (0 only sends, iterations + 1 normalizes).
-        long[] steps = Arrays.copyOfRange(r.superstepNanos(), 1, iterations + 1);
-        perStep[w] = Arrays.stream(steps).average().orElse(0) / 1e6;
-        System.out.printf(
-            Locale.ROOT,
-            "%d worker(s): %.1f ms/superstep (median %.1f), %d supersteps %.2f s, load %.2f s,"
-                + " total %.2f s; %.2fx the reference's iteration; max |diff| %.2e;"
-                + " partitions %s edges %s; per worker %s ms/superstep%n",
-            w,
-            perStep[w],
-            median(steps) / 1e6,
-            r.supersteps(),
-            r.computeNanos() / 1e9,
-            r.loadNanos() / 1e9,
-            r.totalNanos() / 1e9,
-            refPerIteration / perStep[w],
-            maxDiff,
-            Arrays.toString(r.bounds()),
-            Arrays.toString(r.edges()),
-            Arrays.toString(
-                Arrays.stream(r.workerNanos()).map(x -> x / r.supersteps() / 1_000_000).toArray()));
       }
       System.out.printf(
-          Locale.ROOT, "2 workers / 1 worker per superstep: %.2f%n", perStep[2] / perStep[1]);
+          Locale.ROOT,
+          "best of %d: 1 worker %.1f ms/superstep, 2 workers %.1f; 2 workers / 1 worker: %.2f%n",
+          rounds,
+          perStep[1],
+          perStep[2],
+          perStep[2] / perStep[1]);
+    } finally {
+      cluster.close();
     }
   }
 
+  /** With {@code -Dpregel.processes=true}, workers are processes (needs ferrite-cli's classes). */
+  static final boolean PROCESSES = Boolean.getBoolean("pregel.processes");
+
+  private static LocalCluster cluster;
+
   private static PregelResult run(RStore store, int workers, int iterations, long vw, long ew)
-      throws InterruptedException {
+      throws InterruptedException, java.io.IOException {
     PregelJob job =
         new PregelJob(
             "speed", "pagerank:" + iterations, workers, 10_000, "speed/", Duration.ofMinutes(10));
-    return new PregelCoordinator(store, job, null)
-        .partitioner(new Partitioner(vw, ew))
-        .runInThreads();
+    PregelCoordinator c =
+        new PregelCoordinator(store, job, null).partitioner(new Partitioner(vw, ew));
+    return PROCESSES
+        ? c.runInProcesses(
+            cluster.access(),
+            new io.ferrite.apps.worker.JvmLauncher("io.ferrite.cli.FerriteCli", System.err))
+        : c.runInThreads();
   }
 
   private static double median(long[] a) {

@@ -215,6 +215,35 @@ class PregelTest {
     }
   }
 
+  /** More supersteps than the barrier has phases (250): the phase numbers wrap, the job goes on. */
+  @Test
+  void supersteppingGoesPastTheBarriersWrap(Random random) throws Exception {
+    Csr csr = TestGraphs.directed(random, 60, 10, 2);
+    CarafeGraph g = CarafeGraph.create(store, "wrap", csr, CarafeGraph.Progress.NONE);
+    PregelJob job = job("wrap", "pagerank:300", 2);
+    PregelResult r = new PregelCoordinator(store, job, null).runInThreads();
+    assertEquals(302, r.supersteps());
+    double[] expected = Reference.pageRank(csr, 300);
+    double[] ranks = r.doubleValues(g);
+    for (int v = 0; v < expected.length; v++) {
+      assertEquals(expected[v], ranks[v], 1e-9, "vertex " + v);
+    }
+  }
+
+  @Test
+  void anEmptyGraphRunsWithEmptyPartitions() throws Exception {
+    Csr empty = new Csr(new long[0], new long[] {0}, new int[0], null, true);
+    CarafeGraph g = CarafeGraph.create(store, "empty", empty, CarafeGraph.Progress.NONE);
+    for (String program : new String[] {"pagerank:3", "components"}) {
+      PregelJob job = job("empty", program, 2);
+      PregelResult r = new PregelCoordinator(store, job, null).runInThreads();
+      assertTrue(r.halted(), program);
+      assertEquals(1, r.supersteps(), program); // nothing active after superstep 0
+      assertEquals(0, r.values(g).length);
+      assertJobNamespacesGone(job);
+    }
+  }
+
   @Test
   void componentsRefuseADirectedGraph(Random random) throws Exception {
     CarafeGraph.create(
