@@ -349,7 +349,8 @@ final class Partition {
   void sendAll(long payload) {
     int from = off[current];
     int to = off[current + 1];
-    if (sentAll != null && !sentAll[current]) {
+    // Only vertices with out-edges count: emit compares the count with the partition's senders.
+    if (sentAll != null && from < to && !sentAll[current]) {
       sentAll[current] = true;
       sentAllCount++;
     }

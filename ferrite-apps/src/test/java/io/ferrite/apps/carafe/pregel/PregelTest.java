@@ -244,6 +244,87 @@ class PregelTest {
     }
   }
 
+  /**
+   * Every vertex sends along all its edges except one, whose edge is the only one into some vertex:
+   * that vertex receives nothing, though a sink called sendAll in its place (it has no edge to send
+   * along).
+   */
+  @Test
+  void aVertexThatDoesNotSendIsNotHeardFrom(Random random) throws Exception {
+    Csr csr = TestGraphs.directed(random, 300, 0, 2);
+    int n = csr.vertices();
+    int[] in = new int[n];
+    for (int t : csr.targets()) {
+      in[t]++;
+    }
+    int skip = -1;
+    for (int v = 0; v < n && skip < 0; v++) {
+      for (long e = csr.firstEdge()[v]; e < csr.firstEdge()[v + 1]; e++) {
+        if (in[csr.targets()[(int) e]] == 1 && csr.targets()[(int) e] != v) {
+          skip = v;
+        }
+      }
+    }
+    assertTrue(skip >= 0, "a vertex whose edge is the only one into its target");
+    double[] expected = new double[n];
+    Arrays.fill(expected, -1);
+    for (int v = 0; v < n; v++) {
+      for (long e = csr.firstEdge()[v]; e < csr.firstEdge()[v + 1] && v != skip; e++) {
+        int t = csr.targets()[(int) e];
+        expected[t] = (expected[t] < 0 ? 0 : expected[t]) + 1;
+      }
+    }
+    // One sink sends too, the one nearest the quiet vertex (in its partition, mostly): as many
+    // vertices call sendAll as have edges, but not the same ones.
+    int sink = -1;
+    for (int v = 0; v < n; v++) {
+      if (csr.degree(v) == 0 && (sink < 0 || Math.abs(v - skip) < Math.abs(sink - skip))) {
+        sink = v;
+      }
+    }
+    assertTrue(sink >= 0, "a sink");
+    CarafeGraph g = CarafeGraph.create(store, "quiet", csr, CarafeGraph.Progress.NONE);
+    int quiet = skip;
+    int loud = sink;
+    VertexProgram allButOne =
+        new VertexProgram() {
+          @Override
+          public Combiner combiner() {
+            return Combiner.SUM_DOUBLE;
+          }
+
+          @Override
+          public void init(Vertex v) {
+            v.doubleValue(-1);
+          }
+
+          @Override
+          public void compute(Context ctx, Vertex v, Messages messages) {
+            if (ctx.superstep() == 0) {
+              if (v.id() != quiet && (v.degree() > 0 || v.id() == loud)) {
+                ctx.sendToAllNeighbors(1.0); // the sink has nothing to send along
+              }
+            } else {
+              double sum = 0;
+              for (int i = 0; i < messages.count(); i++) {
+                sum += messages.getDouble(i);
+              }
+              v.doubleValue(sum);
+            }
+            ctx.voteToHalt();
+          }
+
+          @Override
+          public String spec() {
+            return "quiet";
+          }
+        };
+    for (int w = 1; w <= 3; w++) {
+      PregelResult r = run(job("quiet", "components", w), allButOne);
+      assertArrayEquals(expected, r.doubleValues(g), w + " worker(s)");
+    }
+  }
+
   @Test
   void componentsRefuseADirectedGraph(Random random) throws Exception {
     CarafeGraph.create(
