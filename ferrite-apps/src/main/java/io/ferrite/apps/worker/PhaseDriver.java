@@ -79,7 +79,16 @@ public final class PhaseDriver {
       for (int w = 0; w < workers; w++) {
         String gone = status[w] == phase ? null : liveness.gone(w);
         if (gone != null) {
-          throw new FerriteException(ErrorCode.UNAVAILABLE, gone + " during " + name);
+          // The flags were read before the worker was found gone: one that marked its byte
+          // (finished, or failed after saying why) and then ended in between is not lost. Its
+          // byte, read now that it is gone, is its last word.
+          int last = barrier.statuses()[w];
+          if (last == Barrier.ERROR) {
+            throw failed(name, new FerriteException(ErrorCode.INTERNAL, gone));
+          }
+          if (last != phase) {
+            throw new FerriteException(ErrorCode.UNAVAILABLE, gone + " during " + name);
+          }
         }
       }
       long now = System.nanoTime();

@@ -142,6 +142,22 @@ class PhaseDriverTest {
   }
 
   @Test
+  void aWorkerThatFinishedJustBeforeItEndedIsNotLost() {
+    Barrier workers = new Barrier(region, 0, WORKERS);
+    workers.finish(0, 1);
+    workers.finish(1, 1);
+    // Worker 2 marks its byte and exits between the driver's read of the flags and its question.
+    long nanos =
+        driver(
+                w -> {
+                  workers.finish(w, 1);
+                  return "worker " + w + " (pid 9) exited with status 0";
+                })
+            .run(1, "phase 'last'", Duration.ofSeconds(30), null);
+    assertTrue(nanos > 0);
+  }
+
+  @Test
   void aDeadlineNamesTheWorkersNotDoneAndTheAbortReachesWaitingWorkers() throws Exception {
     new Barrier(region, 0, WORKERS).finish(1, 2);
     StringBuilder ticks = new StringBuilder();

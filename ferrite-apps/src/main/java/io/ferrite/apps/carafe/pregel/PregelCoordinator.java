@@ -172,22 +172,7 @@ public final class PregelCoordinator implements AutoCloseable {
     ctl = new ControlRegion(ra.map(MemoryFlags.MAP_NO_BUFFER), workers);
     barrier = ctl.barrier();
     barrier.reset();
-    driver =
-        new PhaseDriver(
-            barrier,
-            workers,
-            w -> {
-              // The driver read the flags before it asked whether w is gone: a worker that marked
-              // its byte (finished, or failed and said why in its area) and then ended in between
-              // is not lost. Its byte, read now that it is gone, is its last word.
-              String gone = set.gone(w);
-              if (gone == null) {
-                return null;
-              }
-              int last = barrier.statuses()[w];
-              return last == phase || last == Barrier.ERROR ? null : gone;
-            },
-            ctl::error);
+    driver = new PhaseDriver(barrier, workers, set, ctl::error);
     for (int w = 0; w < workers; w++) {
       ctl.assign(w, bounds[w], bounds[w + 1]);
     }
