@@ -43,6 +43,12 @@ class GraphBenchTest {
     against(
         r, "carafe.pagerank.w2.ms-per-superstep", "ceiling.reference.pagerank.ms-per-iteration");
     against(r, "carafe.pagerank.w2.ms-per-superstep.vs-w1", "carafe.pagerank.w1.ms-per-superstep");
+    against(
+        r,
+        "carafe.pagerank.w2.ms-per-superstep.median.vs-w1",
+        "carafe.pagerank.w1.ms-per-superstep.median");
+    assertEquals(2.5, PageRankRuns.median(new long[] {4, 1, 2, 3}));
+    assertEquals(3.0, PageRankRuns.median(new long[] {9, 1, 3}));
     assertNull(r.get("graphx.pagerank.time"), "no GraphX without its jar");
     assertTrue(r.table().contains("carafe.pagerank.w2.time"), r.table());
   }
