@@ -154,7 +154,8 @@ final class GraphCommand implements Runnable {
         "Generates an R-MAT graph (a, b, c = 0.57, 0.19, 0.19, seeded) and stores it as NAME."
             + " Presets: tiny (64 ids, 300 edges), small (16,384 ids, 100,000 edges), bench (2^21"
             + " ids, 2^24 edges: the benchmark's graph), livejournal (4,847,571 ids, 68,993,773"
-            + " edges: the paper's graph's shape). Vertices are the ids some edge touches.",
+            + " edges: the paper's graph's shape, a, b, c = 0.5, 0.17, 0.17). Vertices are the ids"
+            + " some edge touches.",
       })
   static final class Generate extends Sub implements Callable<Integer> {
     @Parameters(index = "0", paramLabel = "NAME", description = "the graph's name")
