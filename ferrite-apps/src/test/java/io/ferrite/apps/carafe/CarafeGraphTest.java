@@ -5,20 +5,15 @@ import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import io.ferrite.fabric.Credentials;
+import io.ferrite.apps.AppsCluster;
 import io.ferrite.fabric.ErrorCode;
 import io.ferrite.fabric.FerriteException;
-import io.ferrite.kernel.config.FerriteConfig;
 import io.ferrite.kernel.testing.ClusterHarness;
 import io.ferrite.memory.Mapping;
 import io.ferrite.memory.MemoryFlags;
 import io.ferrite.memory.RStore;
-import io.ferrite.memory.master.MemoryMaster;
 import java.nio.ByteBuffer;
-import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
-import java.util.List;
-import java.util.Map;
 import java.util.Random;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
@@ -27,28 +22,13 @@ import org.junit.jupiter.api.io.TempDir;
 
 /** A graph goes into RStore as {@link GraphLayout} says, and comes back as it went in. */
 class CarafeGraphTest {
-  static final Credentials CREDENTIALS =
-      new Credentials(
-          "carafe-test", "0123456789abcdef-carafe-secret".getBytes(StandardCharsets.UTF_8));
-
   @TempDir Path dir;
   ClusterHarness cluster;
   RStore store;
 
   @BeforeEach
   void start() throws Exception {
-    cluster =
-        new ClusterHarness(
-            dir,
-            CREDENTIALS,
-            false,
-            Map.of(
-                FerriteConfig.REGION_SIZE, "1m",
-                FerriteConfig.CAPACITY_DRAM, "16m",
-                FerriteConfig.CAPACITY_DISK, "0"));
-    cluster.startMaster(List.of(new MemoryMaster()));
-    cluster.startServer("s0");
-    cluster.startServer("s1");
+    cluster = AppsCluster.start(dir, "16m", 2);
     store = new RStore(cluster.client());
   }
 

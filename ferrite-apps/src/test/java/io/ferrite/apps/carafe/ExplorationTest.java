@@ -4,16 +4,13 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import io.ferrite.apps.AppsCluster;
 import io.ferrite.fabric.ErrorCode;
 import io.ferrite.fabric.FerriteException;
 import io.ferrite.fabric.testing.SeedExtension;
-import io.ferrite.kernel.config.FerriteConfig;
 import io.ferrite.kernel.testing.ClusterHarness;
 import io.ferrite.memory.RStore;
-import io.ferrite.memory.master.MemoryMaster;
 import java.nio.file.Path;
-import java.util.List;
-import java.util.Map;
 import java.util.Random;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
@@ -33,18 +30,7 @@ class ExplorationTest {
 
   @BeforeEach
   void start() throws Exception {
-    cluster =
-        new ClusterHarness(
-            dir,
-            CarafeGraphTest.CREDENTIALS,
-            false,
-            Map.of(
-                FerriteConfig.REGION_SIZE, "1m",
-                FerriteConfig.CAPACITY_DRAM, "16m",
-                FerriteConfig.CAPACITY_DISK, "0"));
-    cluster.startMaster(List.of(new MemoryMaster()));
-    cluster.startServer("s0");
-    cluster.startServer("s1");
+    cluster = AppsCluster.start(dir, "16m", 2);
     store = new RStore(cluster.client());
   }
 

@@ -5,22 +5,18 @@ import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import io.ferrite.fabric.Credentials;
+import io.ferrite.apps.AppsCluster;
 import io.ferrite.fabric.ErrorCode;
 import io.ferrite.fabric.FerriteException;
-import io.ferrite.kernel.config.FerriteConfig;
 import io.ferrite.kernel.testing.ClusterHarness;
 import io.ferrite.memory.Barrier;
 import io.ferrite.memory.Mapping;
 import io.ferrite.memory.MemoryFlags;
 import io.ferrite.memory.Namespace;
 import io.ferrite.memory.RStore;
-import io.ferrite.memory.master.MemoryMaster;
-import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.List;
-import java.util.Map;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.AfterEach;
@@ -34,9 +30,6 @@ import org.junit.jupiter.api.io.TempDir;
  * the worker named; the worker's half sees its phase or the abort.
  */
 class PhaseDriverTest {
-  static final Credentials CREDENTIALS =
-      new Credentials(
-          "phase-test", "0123456789abcdef-phase-secret".getBytes(StandardCharsets.UTF_8));
   static final int WORKERS = 3;
   static final int SLOT = 64;
   static final int MAX = SLOT - 2;
@@ -48,17 +41,7 @@ class PhaseDriverTest {
 
   @BeforeEach
   void start() throws Exception {
-    cluster =
-        new ClusterHarness(
-            dir,
-            CREDENTIALS,
-            false,
-            Map.of(
-                FerriteConfig.REGION_SIZE, "1m",
-                FerriteConfig.CAPACITY_DRAM, "4m",
-                FerriteConfig.CAPACITY_DISK, "0"));
-    cluster.startMaster(List.of(new MemoryMaster()));
-    cluster.startServer("s0");
+    cluster = AppsCluster.start(dir, "4m", 1);
     Namespace ns = new RStore(cluster.client()).createNamespace("phases");
     ns.reserve(4096);
     region = ns.alloc(4096, MemoryFlags.ALLOC_DEFAULT).map(MemoryFlags.MAP_NO_BUFFER);

@@ -6,23 +6,18 @@ import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import io.ferrite.apps.AppsCluster;
 import io.ferrite.apps.carafe.CarafeGraph;
 import io.ferrite.apps.carafe.Csr;
 import io.ferrite.apps.carafe.Reference;
-import io.ferrite.fabric.Credentials;
 import io.ferrite.fabric.ErrorCode;
 import io.ferrite.fabric.FerriteException;
 import io.ferrite.fabric.testing.SeedExtension;
-import io.ferrite.kernel.config.FerriteConfig;
 import io.ferrite.kernel.testing.ClusterHarness;
 import io.ferrite.memory.RStore;
-import io.ferrite.memory.master.MemoryMaster;
-import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.Arrays;
-import java.util.List;
-import java.util.Map;
 import java.util.Random;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
@@ -39,28 +34,13 @@ import org.junit.jupiter.api.io.TempDir;
  */
 @ExtendWith(SeedExtension.class)
 class PregelTest {
-  static final Credentials CREDENTIALS =
-      new Credentials(
-          "pregel-test", "0123456789abcdef-pregel-secret".getBytes(StandardCharsets.UTF_8));
-
   @TempDir Path dir;
   ClusterHarness cluster;
   RStore store;
 
   @BeforeEach
   void start() throws Exception {
-    cluster =
-        new ClusterHarness(
-            dir,
-            CREDENTIALS,
-            false,
-            Map.of(
-                FerriteConfig.REGION_SIZE, "1m",
-                FerriteConfig.CAPACITY_DRAM, "24m",
-                FerriteConfig.CAPACITY_DISK, "0"));
-    cluster.startMaster(List.of(new MemoryMaster()));
-    cluster.startServer("s0");
-    cluster.startServer("s1");
+    cluster = AppsCluster.start(dir, "24m", 2);
     store = new RStore(cluster.client());
   }
 
