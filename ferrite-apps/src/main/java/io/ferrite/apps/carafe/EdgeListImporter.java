@@ -222,20 +222,7 @@ public final class EdgeListImporter {
       helpers[k - 1].start();
     }
     parts[0].run(ch, (phase, done, total) -> progress.report(phase, read.get(), size));
-    boolean interrupted = false;
-    for (Thread t : helpers) {
-      while (true) {
-        try {
-          t.join();
-          break;
-        } catch (InterruptedException e) {
-          interrupted = true;
-        }
-      }
-    }
-    if (interrupted) {
-      Thread.currentThread().interrupt();
-    }
+    Helpers.joinAll(helpers);
     for (EdgeListParser p : parts) {
       if (p.crash instanceof FerriteException e) {
         throw e;

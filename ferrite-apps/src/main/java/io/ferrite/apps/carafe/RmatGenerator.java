@@ -140,20 +140,7 @@ public record RmatGenerator(
     } catch (RuntimeException | Error e) {
       failure.compareAndSet(null, e);
     }
-    boolean interrupted = false;
-    for (Thread t : helpers) {
-      while (true) {
-        try {
-          t.join();
-          break;
-        } catch (InterruptedException e) {
-          interrupted = true;
-        }
-      }
-    }
-    if (interrupted) {
-      Thread.currentThread().interrupt();
-    }
+    Helpers.joinAll(helpers);
     Throwable t = failure.get();
     if (t != null) {
       throw new FerriteException(ErrorCode.INTERNAL, "generating " + this + ": " + t, t);
