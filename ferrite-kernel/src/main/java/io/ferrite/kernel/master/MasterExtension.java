@@ -79,6 +79,31 @@ public interface MasterExtension {
    */
   default void sessionClosed(long sessionId, MasterContext.Mutation mutation) {}
 
+  /**
+   * A region and the blocks allocated in it as they were when the region was lost.
+   *
+   * @param region the region as the master knew it (its old rkey and size)
+   * @param blocksByOwner the blocks that were allocated in it, by the owner they were allocated to
+   *     (the {@code owner} of {@link MasterContext.Mutation#allocate}; "" for none): they are no
+   *     longer allocated, and what they held is gone
+   */
+  record LostRegion(
+      io.ferrite.kernel.proto.RegionInfo region,
+      java.util.Map<String, List<io.ferrite.kernel.proto.BlockRef>> blocksByOwner) {}
+
+  /**
+   * Memory was lost, declared by the kernel, never guessed: server {@code serverId} came back
+   * without these regions or with them changed (a clean stop or a reboot deletes a server's DRAM
+   * region files; a new process makes new ones with new rkeys), or a service region was removed.
+   * The regions are journaled as removed and their blocks are free again before this is called; the
+   * face must drop every reference it keeps to them (caches, reserves, free lists), mark what used
+   * them as lost (reads answer {@code DATA_LOST} naming it) and journal that through {@code
+   * mutation}. Called before {@link #serverRegistered} for the same registration. A master that
+   * restarts does not call it again for a loss it journaled earlier: a face reconciles what it
+   * holds with {@link MasterContext.Mutation#owned} in {@link #start}.
+   */
+  default void regionsLost(int serverId, List<LostRegion> lost, MasterContext.Mutation mutation) {}
+
   /** A memory server was declared dead. */
   default void serverDead(int serverId, MasterContext.Mutation mutation) {}
 

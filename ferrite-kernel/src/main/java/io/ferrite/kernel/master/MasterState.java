@@ -334,10 +334,12 @@ public final class MasterState {
     for (RegionInfo r : regions) {
       incoming.put(r.ref().regionId(), withServer(id, r));
     }
+    List<MasterExtension.LostRegion> lost = new ArrayList<>();
     if (old != null) {
       for (RegionEntry have : old.regions.values()) {
         RegionInfo now = incoming.get(have.info.ref().regionId());
         if (!have.info.equals(now)) {
+          lost.add(lostRegion(id, have));
           if (have.usedCount > 0) {
             LOG.log(
                 System.Logger.Level.WARNING,
@@ -370,6 +372,10 @@ public final class MasterState {
       for (int i = r.quarantined.nextSetBit(0); i >= 0; i = r.quarantined.nextSetBit(i + 1)) {
         r.unquarantine(i);
       }
+    }
+    if (!lost.isEmpty()) {
+      int lostId = id;
+      forEachExtension((ext, m) -> ext.regionsLost(lostId, lost, m));
     }
     if (s.state == ServerState.ALIVE) {
       int aliveId = id;
@@ -490,8 +496,26 @@ public final class MasterState {
               + have.usedCount
               + " block(s) in use (expected: a service region or an empty block-pool region)");
     }
+    MasterExtension.LostRegion gone = lostRegion(serverId, have);
     commit(new MasterEvent.RegionRemoved(serverId, regionId));
+    forEachExtension((ext, m) -> ext.regionsLost(serverId, List.of(gone), m));
     return true;
+  }
+
+  /**
+   * Region {@code have} of {@code serverId} as it is before its removal: its info and every block
+   * allocated in it, by owner (read before the removal drops them).
+   */
+  private MasterExtension.LostRegion lostRegion(int serverId, RegionEntry have) {
+    Map<String, List<BlockRef>> byOwner = new java.util.TreeMap<>();
+    for (int i = have.used.nextSetBit(0); i >= 0; i = have.used.nextSetBit(i + 1)) {
+      String owner = have.owner[i] == null ? "" : have.owner[i];
+      byOwner
+          .computeIfAbsent(owner, o -> new ArrayList<>())
+          .add(blockRef(new MasterEvent.BlockKey(serverId, have.info.ref().regionId(), i)));
+    }
+    byOwner.replaceAll((o, l) -> List.copyOf(l));
+    return new MasterExtension.LostRegion(have.info, Map.copyOf(byOwner));
   }
 
   /**

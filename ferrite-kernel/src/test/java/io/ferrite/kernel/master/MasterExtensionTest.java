@@ -133,6 +133,20 @@ class MasterExtensionTest {
       registered.add(serverId + "/" + incarnation);
     }
 
+    /** Per loss the master reported: the server, and per region its owners' block counts. */
+    final List<String> lost = java.util.Collections.synchronizedList(new ArrayList<>());
+
+    @Override
+    public void regionsLost(int serverId, List<LostRegion> regions, MasterContext.Mutation m) {
+      for (LostRegion r : regions) {
+        StringBuilder b = new StringBuilder(serverId + "/" + r.region().ref().regionId());
+        r.blocksByOwner().forEach((o, l) -> b.append(' ').append(o).append('=').append(l.size()));
+        lost.add(b.toString());
+      }
+      // The callback comes before serverRegistered of the same registration.
+      lost.add("registered:" + registered.size());
+    }
+
     @Override
     public void sessionClosed(long sessionId, MasterContext.Mutation m) {
       endedSessions.add(sessionId);
@@ -314,6 +328,34 @@ class MasterExtensionTest {
     assertEquals(
         java.util.Set.of(id + "/" + first.incarnation(), id + "/" + second.incarnation()),
         new java.util.HashSet<>(List.copyOf(reg.registered)));
+  }
+
+  @Test
+  void aServerBackWithoutItsRegionsDeclaresTheirBlocksLostToTheirOwners() {
+    Registry reg = new Registry();
+    startMaster(reg);
+    MemoryServer first = cluster.startServer("s1");
+    FerriteClient c = cluster.client();
+    put(c, "blocks", 1, 0, 3);
+    MasterState state = cluster.master.state();
+    List<BlockRef> owned = state.owned("registry:blocks");
+    assertEquals(3, owned.size());
+    assertEquals(List.of(), List.copyOf(reg.lost), "nothing lost while the server lives");
+    first.close();
+    cluster.servers.remove(first);
+    // A new process: its regions are new (other rkeys), so the old ones and their blocks are gone.
+    cluster.startServer("s1");
+    List<String> lost = List.copyOf(reg.lost);
+    int blocksLost = 0;
+    for (String l : lost) {
+      int at = l.indexOf("registry:blocks=");
+      if (at >= 0) {
+        blocksLost += Integer.parseInt(l.substring(at + "registry:blocks=".length()));
+      }
+    }
+    assertEquals(3, blocksLost, "every block of the owner, in the regions that held them: " + lost);
+    assertEquals("registered:1", lost.get(lost.size() - 1), "before serverRegistered: " + lost);
+    assertEquals(0, state.owned("registry:blocks").size(), "no longer allocated");
   }
 
   @Test
