@@ -150,6 +150,9 @@ public final class FerriteCli implements Runnable {
           "check the secret: --secret-file, or the cluster"
               + " file 'ferrite local' wrote (admin commands need the root secret)";
       case BUSY, CONFLICT -> "retry: the cluster is busy or another client got there first";
+      case DATA_LOST ->
+          "the memory that held it is gone (a server restarted without it): delete it and write"
+              + " it again; 'ferrite status' shows what was lost";
       default -> null;
     };
   }

@@ -41,7 +41,13 @@ public enum ErrorCode {
    * An authenticated caller whose role or capability rights do not allow the op (e.g. a write with
    * a read-only key). {@link #BAD_RKEY} is for a key that grants nothing on the bytes.
    */
-  PERMISSION_DENIED(22, ErrorCategory.ACCESS_DENIED, false);
+  PERMISSION_DENIED(22, ErrorCategory.ACCESS_DENIED, false),
+  /**
+   * What the request names was held in memory the kernel declared lost (a server came back without
+   * the region: a clean stop, a reboot); the message names the file, namespace or shard. A retry
+   * cannot bring it back; deleting it works.
+   */
+  DATA_LOST(23, ErrorCategory.NOT_FOUND, false);
 
   private static final ErrorCode[] BY_WIRE;
 
