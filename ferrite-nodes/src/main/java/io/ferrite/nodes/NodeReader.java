@@ -65,6 +65,12 @@ public final class NodeReader {
       return CompletableFuture.completedFuture(-1);
     }
     int len = (int) Math.min(dst.remaining(), size - position);
+    NodeInfo.LostRange lost = info.lostIn(position, position + len);
+    if (lost != null) {
+      // Never read a lost block: its ref names a region that is gone (or, with the same id and a
+      // new rkey, someone else's memory), so the answer would be BAD_RKEY or NO_SUCH_REGION.
+      return CompletableFuture.failedFuture(lost(info, lost));
+    }
     if (info.inline() != null) {
       dst.put(info.inline(), (int) position, len);
       return CompletableFuture.completedFuture(len);
@@ -99,6 +105,20 @@ public final class NodeReader {
           }
           return len;
         });
+  }
+
+  /** DATA_LOST for a read of {@code info} that touches {@code range}. */
+  static NodesException lost(NodeInfo info, NodeInfo.LostRange range) {
+    return new NodesException(
+        NodesException.Reason.DATA_LOST,
+        info.path()
+            + ": "
+            + range
+            + " of its "
+            + info.size()
+            + " B were lost (their memory server came back without them; "
+            + info.lostBlocks()
+            + " block(s) lost in all)");
   }
 
   /** Reads exactly {@code dst.remaining()} bytes at {@code position}, or fails with PAST_END. */
