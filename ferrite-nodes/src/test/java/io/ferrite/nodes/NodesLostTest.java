@@ -202,6 +202,7 @@ class NodesLostTest {
 
     cluster.startMaster(); // replays the LOST record
     cluster.awaitServers(2);
+    assertEquals(0, cluster.ext.reconciledAtStart(), "the mark came from the journal");
     nodes = cluster.nodes();
     assertEquals(List.of(new NodeInfo.LostRange(0, a.length)), nodes.lookup("/a").lost());
     assertFalse(nodes.lookup("/b").isLost());
@@ -209,6 +210,7 @@ class NodesLostTest {
     cluster.master.snapshot();
     cluster.startMaster(); // rebuilds it from the snapshot
     cluster.awaitServers(2);
+    assertEquals(0, cluster.ext.reconciledAtStart(), "the mark came from the snapshot");
     nodes = cluster.nodes();
     assertEquals(2, nodes.lookup("/a").lostBlocks());
     assertTrue(dataLost(() -> nodes.getBytes("/a")).getMessage().contains("/a"));
@@ -231,6 +233,7 @@ class NodesLostTest {
 
     cluster.startMaster(); // the real face: reconciles with what the kernel says it owns
     cluster.awaitServers(2);
+    assertEquals(1, cluster.ext.reconciledAtStart());
     nodes = cluster.nodes();
     NodeInfo ai = nodes.lookup("/a");
     assertEquals(3, ai.lostBlocks());
@@ -238,8 +241,9 @@ class NodesLostTest {
     assertTrue(dataLost(() -> nodes.getBytes("/a")).getMessage().contains("/a"));
     assertArrayEquals(b, nodes.getBytes("/b"));
 
-    cluster.startMaster(); // nothing new to mark: the same answer
+    cluster.startMaster(); // nothing new to mark: the same answer, journaled once
     cluster.awaitServers(2);
+    assertEquals(0, cluster.ext.reconciledAtStart());
     nodes = cluster.nodes();
     assertEquals(3, nodes.lookup("/a").lostBlocks());
     assertEquals(1, nodes.remove("/a", false));

@@ -213,6 +213,14 @@ public final class NodesMaster implements MasterExtension {
     return leases.counts();
   }
 
+  /**
+   * Nodes this master's start found referencing blocks the kernel no longer gives them, and marked
+   * lost (for tests: 0 when every loss was journaled before).
+   */
+  public int reconciledAtStart() {
+    return lost.reconciled;
+  }
+
   /** Nodes removed but whose blocks are not yet freed (for tests). */
   public int pendingReclaims() {
     return writes.pendingReclaims();

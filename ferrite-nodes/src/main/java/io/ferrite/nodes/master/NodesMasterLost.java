@@ -51,6 +51,9 @@ final class NodesMasterLost {
   private final Namespace ns;
   private final NodesMasterTree tree;
 
+  /** Nodes the last {@link #reconcile} marked (for tests; written before the master serves). */
+  int reconciled;
+
   NodesMasterLost(Namespace ns, NodesMasterTree tree) {
     this.ns = ns;
     this.tree = tree;
@@ -98,6 +101,7 @@ final class NodesMasterLost {
    */
   void reconcile(MasterContext.Mutation m) {
     List<Node> marked = new ArrayList<>();
+    reconciled = 0;
     for (Node n : List.copyOf(ns.byId.values())) {
       if (n.blocks.isEmpty()) {
         continue;
@@ -107,6 +111,7 @@ final class NodesMasterLost {
         marked.add(n);
       }
     }
+    reconciled = marked.size();
     if (!marked.isEmpty()) {
       LOG.log(
           System.Logger.Level.WARNING,
