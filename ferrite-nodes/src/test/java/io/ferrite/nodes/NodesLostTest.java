@@ -194,6 +194,40 @@ class NodesLostTest {
   }
 
   @Test
+  void aWriterWhoseBlocksWereLostIsRefusedAndItsLeaseEnds(Random random) throws Exception {
+    byte[] first = new byte[BS + 10];
+    random.nextBytes(first);
+    Nodes writer = cluster.nodes(); // its own session, closed below
+    NodeWriter w = writer.create("/w", CreateOptions.at("s1"));
+    w.writeSync(ByteBuffer.wrap(first));
+    w.flush(); // published, with blocks held ahead for the next writes
+    NodeInfo before = nodes.lookup("/w");
+    assertTrue(before.writing() && before.blockCount() > 2, before.toString());
+
+    restartS1WithoutItsMemory();
+
+    NodeInfo lost = nodes.lookup("/w");
+    assertEquals(before.blockCount(), lost.lostBlocks(), "those held ahead too");
+    assertEquals(List.of(new NodeInfo.LostRange(0, first.length)), lost.lost());
+    dataLost(w::close); // its PUBLISH is refused
+    // The writer's session ends: so does its lease, and the blocks held ahead are trimmed without
+    // freeing the lost ones again (the kernel's free is all or none: one of them would fail it).
+    writer.client().close();
+    for (int i = 0; i < 300 && nodes.lookup("/w").writing(); i++) {
+      Thread.sleep(10);
+    }
+    NodeInfo after = nodes.lookup("/w");
+    assertFalse(after.writing(), after.toString());
+    assertEquals(2, after.blockCount(), "trimmed to its size");
+    assertEquals(List.of(), cluster.master.state().owned("nodes:" + after.id()));
+    assertEquals(1, nodes.remove("/w", false));
+    try (NodeWriter again = nodes.create("/w", CreateOptions.at("s1"))) {
+      again.writeSync(ByteBuffer.wrap(first));
+    }
+    assertArrayEquals(first, nodes.getBytes("/w"));
+  }
+
+  @Test
   void theLostMarkSurvivesMasterRestartsWithAndWithoutASnapshot(Random random) throws Exception {
     byte[] a = write("/a", "s1", 2 * BS, random);
     write("/b", "s2", BS, random);
