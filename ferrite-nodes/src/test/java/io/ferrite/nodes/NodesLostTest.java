@@ -48,8 +48,32 @@ class NodesLostTest {
   MemoryServer s1;
   MemoryServer s2;
 
+  /** The master logs a face's callback that threw (and goes on): any such record fails a test. */
+  private final java.util.logging.Logger masterLog =
+      java.util.logging.Logger.getLogger("io.ferrite.kernel.master.MasterState");
+
+  private final List<String> callbackFailures =
+      java.util.Collections.synchronizedList(new ArrayList<>());
+
+  private final java.util.logging.Handler capture =
+      new java.util.logging.Handler() {
+        @Override
+        public void publish(java.util.logging.LogRecord r) {
+          if (r.getMessage() != null && r.getMessage().contains("failed a callback")) {
+            callbackFailures.add(r.getMessage() + ": " + r.getThrown());
+          }
+        }
+
+        @Override
+        public void flush() {}
+
+        @Override
+        public void close() {}
+      };
+
   @BeforeEach
   void start() throws Exception {
+    masterLog.addHandler(capture);
     // 16 blocks of dram per server and no disk: a file hinted at s2 that is larger spills to s1.
     cluster =
         new NodesCluster(
@@ -64,6 +88,8 @@ class NodesLostTest {
   @AfterEach
   void stop() throws Exception {
     cluster.close();
+    masterLog.removeHandler(capture);
+    assertEquals(List.of(), callbackFailures, "the nodes face's callbacks under the master");
   }
 
   private byte[] write(String path, String location, int bytes, Random random) {
