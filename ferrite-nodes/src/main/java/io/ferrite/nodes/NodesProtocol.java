@@ -33,7 +33,7 @@ import java.util.List;
  *             | hold i64 (ns the client lets it be parked: below its RPC timeout)
  *             -> holder i64 | epoch i64 | seq i64 | lease i64 (ns, 0 = not renewed) | count i32
  *                | id i64 *   (nodes whose leases were revoked; parked up to min(hold, lease / 3))
- * LOST_SUMMARY (empty) -> nodes i64 | bytes i64 | blocks i64 | n i32 | path str * (the first 32
+ * LOST_SUMMARY (empty) -> nodes i64 | bytes i64 | blocks i64 | n i32 | path str * (up to 32
  *             lost nodes' paths, sorted): what "Lost memory" in docs/NODES.md marks
  *
  * node  = id i64 | path str | type u8 | size i64 | mtime i64 | checksum i64 | class str

@@ -180,7 +180,10 @@ final class NodesMasterLost {
     return n.detached ? n.name + " (a keyvalue being put)" : n.path();
   }
 
-  /** Lost nodes, lost bytes of data, and the paths of the first {@link #MAX_NAMED}. */
+  /**
+   * Visible lost nodes, their lost bytes of data and blocks, and the paths of up to {@link
+   * #MAX_NAMED} (sorted).
+   */
   record Summary(long nodes, long bytes, long blocks, List<String> paths) {}
 
   /** One pass over the nodes (under the metadata lock). */
@@ -190,8 +193,8 @@ final class NodesMasterLost {
     long blocks = 0;
     List<String> paths = new ArrayList<>();
     for (Node n : ns.byId.values()) {
-      if (n.lost.isEmpty()) {
-        continue;
+      if (n.lost.isEmpty() || !n.visible || n.detached) {
+        continue; // one being written is dropped when its writer gives up: nothing published lost
       }
       nodes++;
       blocks += n.lost.cardinality();
