@@ -98,13 +98,32 @@ public final class NodeReader {
         parts.size() == 1
             ? parts.get(0)
             : CompletableFuture.allOf(parts.toArray(new CompletableFuture<?>[0]));
-    return all.handle(
-        (v, t) -> {
-          if (t != null) {
-            throw NodesException.from(t);
-          }
-          return len;
-        });
+    return all.handle((v, t) -> t)
+        .thenCompose(
+            t -> t == null ? CompletableFuture.completedFuture(len) : failed(t, position, len));
+  }
+
+  /**
+   * A failed read. A ref the server no longer honours (BAD_RKEY, NO_SUCH_REGION) may be one the
+   * master declared lost after this reader's lookup: ask the master once (only on this failure
+   * path, so reads cost nothing more) and answer DATA_LOST if the bytes are among the lost ones.
+   */
+  private CompletableFuture<Integer> failed(Throwable t, long position, int len) {
+    io.ferrite.fabric.FerriteException e = NodesException.from(t);
+    boolean staleRef =
+        e.code() == io.ferrite.fabric.ErrorCode.BAD_RKEY
+            || e.code() == io.ferrite.fabric.ErrorCode.NO_SUCH_REGION;
+    if (!staleRef || info.path().isEmpty()) {
+      return CompletableFuture.failedFuture(e);
+    }
+    return nodes
+        .lookupAsync(info.path(), 0)
+        .handle(
+            (now, t2) -> {
+              NodeInfo.LostRange l =
+                  t2 == null && now.id() == info.id() ? now.lostIn(position, position + len) : null;
+              throw l != null ? lost(now, l) : e;
+            });
   }
 
   /** DATA_LOST for a read of {@code info} that touches {@code range}. */

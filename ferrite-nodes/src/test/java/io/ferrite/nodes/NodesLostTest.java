@@ -143,8 +143,13 @@ class NodesLostTest {
     }
     assertTrue(!onS1.isEmpty() && onS1.size() < refs.size(), "spread over both: " + onS1);
     long aId = nodes.lookup("/a").id();
+    NodeReader early = nodes.open("/a"); // its refs predate the loss
 
     restartS1WithoutItsMemory();
+
+    // A reader opened before: its read fails at the server, and the master says why.
+    NodesException stale = dataLost(() -> early.readFully(0, ByteBuffer.allocate(100)));
+    assertTrue(stale.getMessage().contains("/a: bytes 0-"), stale.getMessage());
 
     // The file on s1 answers DATA_LOST naming it, and says which bytes.
     NodeInfo ai = nodes.lookup("/a");
