@@ -37,8 +37,8 @@ import java.util.Set;
  * <p>Runs under the master's metadata lock (the kernel's callback, or a mutation): cheap, journals
  * through the mutation, never blocks. Lookup leases on the marked nodes are revoked afterwards,
  * asynchronously (as when a writer's session ends): until their holders hear of it, a cached lookup
- * may still name the old refs, and a read through it fails with the kernel's BAD_RKEY or
- * NO_SUCH_REGION rather than DATA_LOST.
+ * may still name the old refs; a read through it fails at the server with BAD_RKEY or
+ * NO_SUCH_REGION, and the reader then asks the master and answers DATA_LOST (NodeReader).
  */
 final class NodesMasterLost {
   private static final System.Logger LOG = System.getLogger(NodesMasterLost.class.getName());
