@@ -542,6 +542,22 @@ final class FsCommands {
           if (!n.location().isEmpty()) {
             out.println("  Location hint: " + n.location());
           }
+          if (n.isLost()) {
+            // Reads of these bytes answer DATA_LOST; the rest of the node still reads.
+            out.println(
+                "  Lost: "
+                    + n.lostBlocks()
+                    + " of its blocks ("
+                    + (n.lost().isEmpty()
+                        ? "past its size"
+                        : n.lost().stream()
+                                .map(NodeInfo.LostRange::toString)
+                                .collect(java.util.stream.Collectors.joining(", "))
+                            + ", "
+                            + Sizes.format(n.lostBytes()))
+                    + "): their memory server came back without them; 'ferrite fs rm' it and"
+                    + " write it again");
+          }
           out.println("  Modified: " + FsCommand.time(n.mtime()));
           out.println("  Id: " + n.id() + (n.writing() ? "  (open for writing)" : ""));
         } catch (RuntimeException e) {
@@ -592,6 +608,31 @@ final class FsCommands {
             Sizes.format(size - used),
             size == 0 ? 0 : (int) Math.round(100.0 * used / size),
             servers);
+      }
+      Nodes.LostSummary lost;
+      try {
+        lost = nodes.lostSummary();
+      } catch (io.ferrite.fabric.FerriteException e) {
+        if (e.code() != io.ferrite.fabric.ErrorCode.UNKNOWN_OPCODE
+            && e.code() != io.ferrite.fabric.ErrorCode.UNKNOWN_SERVICE) {
+          throw e;
+        }
+        return 0; // a master without the nodes face, or from before lost memory was declared
+      }
+      if (lost.nodes() > 0) {
+        out.printf(
+            Locale.ROOT,
+            "Lost: %d node(s), %s of data in %d block(s) whose memory server came back without"
+                + " them ('ferrite fs stat' says which bytes):%n",
+            lost.nodes(),
+            Sizes.format(lost.bytes()),
+            lost.blocks());
+        for (String p : lost.paths()) {
+          out.println("  " + p);
+        }
+        if (lost.paths().size() < lost.nodes()) {
+          out.println("  ...");
+        }
       }
       return 0;
     }

@@ -20,6 +20,11 @@ import java.util.List;
  * @param firstBlock index of {@code blocks.get(0)}
  * @param blocks some of the node's blocks, from {@code firstBlock} on
  * @param inline a small KeyValue's value kept in the metadata, or null
+ * @param lostBlocks how many of its blocks were lost (their server came back without them): 0 for a
+ *     node whose data is all there
+ * @param lost the byte ranges of its data that were lost, in order (empty when none, or when the
+ *     lost blocks lay past its size: held ahead by a writer); reads of them answer {@code
+ *     DATA_LOST}, reads of the rest work
  */
 public record NodeInfo(
     long id,
@@ -35,4 +40,39 @@ public record NodeInfo(
     int blockCount,
     int firstBlock,
     List<BlockRef> blocks,
-    byte[] inline) {}
+    byte[] inline,
+    int lostBlocks,
+    List<LostRange> lost) {
+
+  /** Bytes {@code [from, to)} of a node's data that were lost. */
+  public record LostRange(long from, long to) {
+    @Override
+    public String toString() {
+      return "bytes " + from + "-" + to;
+    }
+  }
+
+  /** Whether some of the node's blocks were lost (see {@link #lost}). */
+  public boolean isLost() {
+    return lostBlocks > 0;
+  }
+
+  /** The first lost range that overlaps {@code [from, to)}, or null. */
+  public LostRange lostIn(long from, long to) {
+    for (LostRange r : lost) {
+      if (r.from() < to && from < r.to()) {
+        return r;
+      }
+    }
+    return null;
+  }
+
+  /** Bytes of data lost (the sum of {@link #lost}). */
+  public long lostBytes() {
+    long b = 0;
+    for (LostRange r : lost) {
+      b += r.to() - r.from();
+    }
+    return b;
+  }
+}

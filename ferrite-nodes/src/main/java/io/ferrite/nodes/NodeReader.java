@@ -65,6 +65,12 @@ public final class NodeReader {
       return CompletableFuture.completedFuture(-1);
     }
     int len = (int) Math.min(dst.remaining(), size - position);
+    NodeInfo.LostRange lost = info.lostIn(position, position + len);
+    if (lost != null) {
+      // Never read a lost block: its ref names a region that is gone (or, with the same id and a
+      // new rkey, someone else's memory), so the answer would be BAD_RKEY or NO_SUCH_REGION.
+      return CompletableFuture.failedFuture(lost(info, lost));
+    }
     if (info.inline() != null) {
       dst.put(info.inline(), (int) position, len);
       return CompletableFuture.completedFuture(len);
@@ -92,13 +98,46 @@ public final class NodeReader {
         parts.size() == 1
             ? parts.get(0)
             : CompletableFuture.allOf(parts.toArray(new CompletableFuture<?>[0]));
-    return all.handle(
-        (v, t) -> {
-          if (t != null) {
-            throw NodesException.from(t);
-          }
-          return len;
-        });
+    return all.handle((v, t) -> t)
+        .thenCompose(
+            t -> t == null ? CompletableFuture.completedFuture(len) : failed(t, position, len));
+  }
+
+  /**
+   * A failed read. A ref the server no longer honours (BAD_RKEY, NO_SUCH_REGION) may be one the
+   * master declared lost after this reader's lookup: ask the master once (only on this failure
+   * path, so reads cost nothing more) and answer DATA_LOST if the bytes are among the lost ones.
+   */
+  private CompletableFuture<Integer> failed(Throwable t, long position, int len) {
+    io.ferrite.fabric.FerriteException e = NodesException.from(t);
+    boolean staleRef =
+        e.code() == io.ferrite.fabric.ErrorCode.BAD_RKEY
+            || e.code() == io.ferrite.fabric.ErrorCode.NO_SUCH_REGION;
+    if (!staleRef || info.path().isEmpty()) {
+      return CompletableFuture.failedFuture(e);
+    }
+    return nodes
+        .lookupAsync(info.path(), 0)
+        .handle(
+            (now, t2) -> {
+              NodeInfo.LostRange l =
+                  t2 == null && now.id() == info.id() ? now.lostIn(position, position + len) : null;
+              throw l != null ? lost(now, l) : e;
+            });
+  }
+
+  /** DATA_LOST for a read of {@code info} that touches {@code range}. */
+  static NodesException lost(NodeInfo info, NodeInfo.LostRange range) {
+    return new NodesException(
+        NodesException.Reason.DATA_LOST,
+        info.path()
+            + ": "
+            + range
+            + " of its "
+            + info.size()
+            + " B were lost (their memory server came back without them; "
+            + info.lostBlocks()
+            + " block(s) lost in all)");
   }
 
   /** Reads exactly {@code dst.remaining()} bytes at {@code position}, or fails with PAST_END. */

@@ -710,6 +710,28 @@ public final class Nodes {
             });
   }
 
+  /**
+   * What the master marked lost: nodes whose blocks' memory is gone (docs/NODES.md, "Lost memory"),
+   * the bytes of their data lost, and the paths of the first few.
+   */
+  public record LostSummary(long nodes, long bytes, long blocks, List<String> paths) {}
+
+  /** Asks the master what it marked lost (one RPC). */
+  public LostSummary lostSummary() {
+    ByteBuffer b = join(call(NodesProtocol.LOST_SUMMARY, new Wire.Writer()));
+    Wire.Reader r = new Wire.Reader(b, "lost summary");
+    long nodes = r.i64("nodes");
+    long bytes = r.i64("bytes");
+    long blocks = r.i64("blocks");
+    int n = r.count("paths", 1 << 16);
+    List<String> paths = new ArrayList<>(n);
+    for (int i = 0; i < n; i++) {
+      paths.add(r.str("path"));
+    }
+    r.end();
+    return new LostSummary(nodes, bytes, blocks, List.copyOf(paths));
+  }
+
   /** Lookups the gets of this client keep (for tests). */
   int keptLookups() {
     return cache.size() + leased.size();

@@ -42,7 +42,12 @@ public final class NodesException extends FerriteException {
     /** No storage class has a free block left; what was written before is kept. */
     NO_SPACE(ErrorCode.NO_SPACE, false),
     /** A value changed while it was read (it was replaced); read it again. */
-    CHANGED(ErrorCode.CONFLICT, true);
+    CHANGED(ErrorCode.CONFLICT, true),
+    /**
+     * The bytes asked for sat in blocks whose memory is gone (their server came back without them);
+     * or a write to such a node. Remove the node and write it again.
+     */
+    DATA_LOST(ErrorCode.DATA_LOST, false);
 
     private final ErrorCode code;
     private final boolean retryable;

@@ -33,10 +33,13 @@ import java.util.List;
  *             | hold i64 (ns the client lets it be parked: below its RPC timeout)
  *             -> holder i64 | epoch i64 | seq i64 | lease i64 (ns, 0 = not renewed) | count i32
  *                | id i64 *   (nodes whose leases were revoked; parked up to min(hold, lease / 3))
+ * LOST_SUMMARY (empty) -> nodes i64 | bytes i64 | blocks i64 | n i32 | path str * (up to 32
+ *             lost nodes' paths, sorted): what "Lost memory" in docs/NODES.md marks
  *
  * node  = id i64 | path str | type u8 | size i64 | mtime i64 | checksum i64 | class str
- *         | location str | flags u8 (1 enumerable, 2 writing) | blockCount i32 | first i32
+ *         | location str | flags u8 (1 enumerable, 2 writing, 4 lost) | blockCount i32 | first i32
  *         | blocks | inline (u8 present, bytes)
+ *         [| lostBlocks i32 | n i32 | { from i64 | to i64 }* ]   (flag 4 only: lost byte ranges)
  * entry = node with path = the child's name; blocks only when asked for
  * </pre>
  */
@@ -58,9 +61,11 @@ public final class NodesProtocol {
   public static final int LOOKUP_VERSIONED = 10;
   public static final int LOOKUP_LEASED = 11;
   public static final int WATCH = 12;
+  public static final int LOST_SUMMARY = 13;
 
   public static final int FLAG_ENUMERABLE = 1;
   public static final int FLAG_WRITING = 2;
+  public static final int FLAG_LOST = 4;
 
   /** KeyValues up to this size live in the master's metadata: a put or get is one RPC. */
   public static final int MAX_INLINE = 1024;
@@ -80,7 +85,10 @@ public final class NodesProtocol {
         .i64(n.checksum())
         .str(n.storageClass())
         .str(n.location())
-        .u8((n.enumerable() ? FLAG_ENUMERABLE : 0) | (n.writing() ? FLAG_WRITING : 0))
+        .u8(
+            (n.enumerable() ? FLAG_ENUMERABLE : 0)
+                | (n.writing() ? FLAG_WRITING : 0)
+                | (n.isLost() ? FLAG_LOST : 0))
         .i32(n.blockCount())
         .i32(n.firstBlock());
     MasterProtocol.writeBlocks(w, n.blocks());
@@ -88,6 +96,12 @@ public final class NodesProtocol {
       w.u8(0);
     } else {
       w.u8(1).bytes(n.inline());
+    }
+    if (n.isLost()) {
+      w.i32(n.lostBlocks()).i32(n.lost().size());
+      for (NodeInfo.LostRange l : n.lost()) {
+        w.i64(l.from()).i64(l.to());
+      }
     }
   }
 
@@ -105,6 +119,17 @@ public final class NodesProtocol {
     int first = r.i32("firstBlock");
     List<BlockRef> blocks = MasterProtocol.readBlocks(r);
     byte[] inline = r.u8("inline?") == 1 ? r.bytes("inline") : null;
+    int lostBlocks = 0;
+    List<NodeInfo.LostRange> lost = List.of();
+    if ((flags & FLAG_LOST) != 0) {
+      lostBlocks = r.i32("lostBlocks");
+      int k = r.count("lost ranges", Integer.MAX_VALUE / 16);
+      List<NodeInfo.LostRange> ls = new ArrayList<>(k);
+      for (int i = 0; i < k; i++) {
+        ls.add(new NodeInfo.LostRange(r.i64("from"), r.i64("to")));
+      }
+      lost = List.copyOf(ls);
+    }
     return new NodeInfo(
         id,
         path,
@@ -119,7 +144,9 @@ public final class NodesProtocol {
         blockCount,
         first,
         blocks,
-        inline);
+        inline,
+        lostBlocks,
+        lost);
   }
 
   /** One page of a LIST. */

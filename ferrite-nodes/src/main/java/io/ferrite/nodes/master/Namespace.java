@@ -35,6 +35,8 @@ import java.util.concurrent.locks.ReentrantReadWriteLock;
  *  8 PENDING   id i64                             (snapshot: removed, blocks not yet freed)
  *  9 TRIM      id i64 | keep i32                  (blocks from keep on were freed)
  * 10 NEXT_ID   id i64
+ * 11 LOST      id i64 | count i32 | index i32 * (these blocks' memory is gone: the kernel declared
+ *              their region lost, or a start found them no longer owned; see NodesMasterLost)
  * </pre>
  */
 final class Namespace {
@@ -48,6 +50,7 @@ final class Namespace {
   static final int PENDING = 8;
   static final int TRIM = 9;
   static final int NEXT_ID = 10;
+  static final int LOST = 11;
 
   static final int F_ENUMERABLE = 1;
   static final int F_VISIBLE = 2;
@@ -188,6 +191,16 @@ final class Namespace {
     return new Wire.Writer().u8(RECLAIMED).i64(id).toArray();
   }
 
+  /** The record marking blocks {@code indices} of node {@code id} lost. */
+  static byte[] lost(long id, java.util.BitSet indices) {
+    Wire.Writer w = new Wire.Writer(16 + 4 * indices.cardinality()).u8(LOST).i64(id);
+    w.i32(indices.cardinality());
+    for (int i = indices.nextSetBit(0); i >= 0; i = indices.nextSetBit(i + 1)) {
+      w.i32(i);
+    }
+    return w.toArray();
+  }
+
   static byte[] trim(long id, int keep) {
     return new Wire.Writer().u8(TRIM).i64(id).i32(keep).toArray();
   }
@@ -321,6 +334,14 @@ final class Namespace {
         while (n.blocks.size() > keep) {
           n.blocks.remove(n.blocks.size() - 1);
         }
+        n.lost.clear(keep, Math.max(keep, n.lost.length()));
+      }
+      case LOST -> {
+        Node n = byId.get(r.i64("id"));
+        int count = r.count("lost", Integer.MAX_VALUE / 4);
+        for (int i = 0; i < count; i++) {
+          n.lost.set(r.i32("index"));
+        }
       }
       case NEXT_ID -> lastId = Math.max(lastId, r.i64("id"));
       default -> throw new IllegalStateException("unknown nodes record type " + type);
@@ -405,6 +426,9 @@ final class Namespace {
     out.add(create(n, n.parent.id));
     if (!n.blocks.isEmpty()) {
       out.add(blocks(n.id, 0, n.blocks));
+    }
+    if (!n.lost.isEmpty()) {
+      out.add(lost(n.id, n.lost));
     }
   }
 }

@@ -36,6 +36,14 @@ final class Node {
   byte[] inline;
   final List<BlockRef> blocks = new ArrayList<>();
 
+  /**
+   * Indices into {@link #blocks} whose memory is gone (the kernel declared their region lost): the
+   * refs stay where they were, so indices keep meaning bytes {@code [i * blockSize, (i + 1) *
+   * blockSize)}, but they are no longer allocated to this node and are never read, written or
+   * freed.
+   */
+  final java.util.BitSet lost = new java.util.BitSet();
+
   /** The node's word in {@link LookupVersions} (transient), or -1: not cacheable. */
   int slot = -1;
 

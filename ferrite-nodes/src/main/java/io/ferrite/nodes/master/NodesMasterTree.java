@@ -21,8 +21,52 @@ import java.util.List;
 final class NodesMasterTree {
   private final Namespace ns;
 
+  /** The cluster's block size, set at start (before the master serves, which publishes it). */
+  private long blockSize;
+
   NodesMasterTree(Namespace ns) {
     this.ns = ns;
+  }
+
+  void blockSize(long bs) {
+    this.blockSize = bs;
+  }
+
+  /**
+   * The byte ranges of {@code n}'s data in its lost blocks: one per run of lost indices, cut at its
+   * size (blocks past it, held ahead by a writer, held no published data).
+   */
+  List<NodeInfo.LostRange> lostRanges(Node n) {
+    if (n.lost.isEmpty()) {
+      return List.of();
+    }
+    List<NodeInfo.LostRange> out = new java.util.ArrayList<>();
+    for (int i = n.lost.nextSetBit(0); i >= 0; ) {
+      int end = n.lost.nextClearBit(i);
+      long from = i * blockSize;
+      long to = Math.min(n.size, end * blockSize);
+      if (from < to) {
+        out.add(new NodeInfo.LostRange(from, to));
+      }
+      i = n.lost.nextSetBit(end);
+    }
+    return out;
+  }
+
+  /** Fails with DATA_LOST when {@code n} has lost blocks: what a write to it answers. */
+  void checkNotLost(Node n, String path) {
+    if (n.lost.isEmpty()) {
+      return;
+    }
+    List<NodeInfo.LostRange> ranges = lostRanges(n);
+    throw fail(
+        Reason.DATA_LOST,
+        path
+            + ": "
+            + n.lost.cardinality()
+            + " of its blocks were lost ("
+            + (ranges.isEmpty() ? "past its size" : ranges.toString())
+            + "); it cannot be written: remove it and write it again");
   }
 
   static long now() {
@@ -63,7 +107,9 @@ final class NodesMasterTree {
         n.blocks.size(),
         from,
         List.copyOf(n.blocks.subList(from, to)),
-        n.inline);
+        n.inline,
+        n.lost.cardinality(),
+        lostRanges(n));
   }
 
   /** The container that {@code comps} (a non-root path) would be created in. */

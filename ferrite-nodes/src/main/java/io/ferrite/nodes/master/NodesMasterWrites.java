@@ -144,9 +144,16 @@ final class NodesMasterWrites implements AutoCloseable {
     long bs = ctx.blockSize();
     int keep = (int) ((n.size + bs - 1) / bs);
     if (n.blocks.size() > keep) {
-      List<BlockRef> extra = new ArrayList<>(n.blocks.subList(keep, n.blocks.size()));
+      List<BlockRef> extra = new ArrayList<>();
+      for (int i = keep; i < n.blocks.size(); i++) {
+        if (!n.lost.get(i)) {
+          extra.add(n.blocks.get(i)); // a lost block is no longer this node's to free
+        }
+      }
       m.commit(Namespace.trim(n.id, keep));
-      m.free(Node.owner(n.id), extra);
+      if (!extra.isEmpty()) {
+        m.free(Node.owner(n.id), extra);
+      }
     }
   }
 
@@ -180,6 +187,7 @@ final class NodesMasterWrites implements AutoCloseable {
                   Reason.NOT_WRITER, "this session does not hold the write lease of node " + id);
             }
             checkSession(m, session);
+            tree.checkNotLost(n, n.detached ? n.name : n.path());
             int need = index + count - n.blocks.size();
             if (need > 0) {
               // The node's block count changes: what a cached lookup of it says.
@@ -230,6 +238,7 @@ final class NodesMasterWrites implements AutoCloseable {
             throw fail(
                 Reason.NOT_WRITER, "this session does not hold the write lease of node " + id);
           }
+          tree.checkNotLost(n, n.detached ? n.name : n.path());
           long capacity = n.blocks.size() * ctx.blockSize();
           if (size < 0 || size > capacity || (n.type == NodeType.FILE && size < n.size)) {
             throw fail(
@@ -278,6 +287,7 @@ final class NodesMasterWrites implements AutoCloseable {
           if (n.writer != 0) {
             throw fail(Reason.WRITE_LOCKED, path + " is open for writing by another writer");
           }
+          tree.checkNotLost(n, path);
           checkSession(m, session);
           long[] entered = ns.leases.enter(n); // its "writing" flag
           try {
