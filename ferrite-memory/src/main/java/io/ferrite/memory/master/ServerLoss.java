@@ -99,6 +99,7 @@ final class ServerLoss {
    * written any more (it can still be looked up, to be freed).
    */
   void checkIntact(Ns ns, Alloc a) {
+    BlockLoss.check(ns, a);
     if (a.lost() && awaited.keySet().containsAll(a.lostServers)) {
       throw new FerriteException(
           ErrorCode.NOT_FOUND,
@@ -198,7 +199,7 @@ final class ServerLoss {
       for (Alloc a : ns.allocs.values()) {
         boolean whole = true;
         for (Chunk c : a.chunks) {
-          if (c.block().server() == server) {
+          if (c.block().server() == server && !a.lostBlocks.contains(c.block())) {
             ns.takeChunk(c);
             whole &= ns.blocks.containsKey(c.block());
           }
