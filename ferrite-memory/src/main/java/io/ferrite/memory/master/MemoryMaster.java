@@ -25,8 +25,9 @@ import java.util.concurrent.CompletableFuture;
  *
  * <p>Here: the RPC service and the namespace, allocation and mapping operations. Elsewhere: {@link
  * Reserves} (reserve, release, the cache), {@link CopyOnWrite} (leases, publish, reclaim), {@link
- * Failures} (ended sessions, dead and returning servers), {@link Locations} (chunk locations on the
- * wire); the state is {@link MemoryState}, its records {@link MemoryRecords}.
+ * Failures} (ended sessions, dead and returning servers), {@link BlockLoss} (regions the kernel
+ * declared lost, and the reconcile at start), {@link Locations} (chunk locations on the wire); the
+ * state is {@link MemoryState}, its records {@link MemoryRecords}.
  */
 public final class MemoryMaster implements MasterExtension {
   /** Cached blocks kept by default: beyond this, released memory goes back to the kernel. */
