@@ -114,8 +114,9 @@ final class ServerLoss {
               + " if it was restarted, its data is gone: free it and allocate again)");
     }
     if (a.lost()) {
+      // Lost for good (another process of the server registered): declared, not guessed.
       throw new FerriteException(
-          ErrorCode.NOT_FOUND,
+          ErrorCode.DATA_LOST,
           "allocation "
               + a
               + " of namespace '"

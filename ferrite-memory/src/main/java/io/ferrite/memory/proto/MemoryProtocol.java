@@ -45,10 +45,11 @@ import io.ferrite.kernel.proto.Wire;
  *
  * Errors: {@code NOT_FOUND} (no such namespace, allocation or mapping; an allocation lost with a
  * dead memory server), {@code DATA_LOST} (map or lookup of an allocation with chunks in a region
- * the kernel declared lost: not retryable, free it), {@code CONFLICT} (a namespace that exists,
- * freeing or deleting what is mapped, releasing allocated memory), {@code NO_SPACE} (alloc beyond
- * the reserve, reserve beyond the cluster), {@code OUT_OF_BOUNDS} (a range outside its allocation),
- * {@code INVALID_ARGUMENT} (bad sizes, names, flags), {@code SESSION_EXPIRED}.
+ * the kernel declared lost, map of one lost for good with a dead server: not retryable, free it),
+ * {@code CONFLICT} (a namespace that exists, freeing or deleting what is mapped, releasing
+ * allocated memory), {@code NO_SPACE} (alloc beyond the reserve, reserve beyond the cluster),
+ * {@code OUT_OF_BOUNDS} (a range outside its allocation), {@code INVALID_ARGUMENT} (bad sizes,
+ * names, flags), {@code SESSION_EXPIRED}.
  */
 public final class MemoryProtocol {
   private MemoryProtocol() {}
