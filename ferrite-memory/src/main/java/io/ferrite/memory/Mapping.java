@@ -451,11 +451,35 @@ public final class Mapping implements AutoCloseable {
   }
 
   public void readSync(long offset, ByteBuffer dst) {
-    Futures.join(read(offset, dst));
+    joinData(read(offset, dst));
   }
 
   public void writeSync(long offset, ByteBuffer src) {
-    Futures.join(write(offset, src));
+    joinData(write(offset, src));
+  }
+
+  /**
+   * Joins a read or write. A server that refuses the mapping's key or region ({@code BAD_RKEY},
+   * {@code NO_SUCH_REGION}) may have lost the memory with a restart: then the master is asked once
+   * (a lookup, on this failure path only) and its {@code DATA_LOST}, naming the allocation, is
+   * thrown instead. The asynchronous {@link #read}/{@link #write} report the server's code as is.
+   */
+  private void joinData(CompletableFuture<Void> f) {
+    try {
+      Futures.join(f);
+    } catch (FerriteException e) {
+      if (e.code() == ErrorCode.BAD_RKEY || e.code() == ErrorCode.NO_SUCH_REGION) {
+        try {
+          RAddress.init(namespace, address, 1);
+        } catch (FerriteException lost) {
+          if (lost.code() == ErrorCode.DATA_LOST) {
+            lost.addSuppressed(e);
+            throw lost;
+          }
+        }
+      }
+      throw e;
+    }
   }
 
   /**
@@ -465,7 +489,7 @@ public final class Mapping implements AutoCloseable {
     ByteBuffer b = buffer();
     check(offset, len, "read");
     namespace.store().metRead.count();
-    Futures.join(io(offset, b.slice((int) offset, len), false));
+    joinData(io(offset, b.slice((int) offset, len), false));
   }
 
   /**
@@ -475,7 +499,7 @@ public final class Mapping implements AutoCloseable {
     ByteBuffer b = buffer();
     check(offset, len, "write");
     namespace.store().metWrite.count();
-    Futures.join(io(offset, b.slice((int) offset, len), true));
+    joinData(io(offset, b.slice((int) offset, len), true));
   }
 
   private CompletableFuture<Void> io(long offset, ByteBuffer buf, boolean write) {

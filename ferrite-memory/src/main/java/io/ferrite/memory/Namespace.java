@@ -142,7 +142,18 @@ public final class Namespace {
           ErrorCode.INVALID_ARGUMENT,
           raddr + " belongs to namespace '" + raddr.namespace().name + "', not '" + name + "'");
     }
-    store.call(MemoryProtocol.FREE, new Wire.Writer().i64(id).i64(raddr.address()));
+    free(raddr.address());
+  }
+
+  /**
+   * Frees the allocation that starts at {@code address}, without looking it up first: the way to
+   * free an allocation whose memory was lost ({@link #raddress} answers {@code DATA_LOST} for it).
+   * Its chunks on memory that still exists return to this namespace's reserve; lost ones do not.
+   *
+   * @throws FerriteException NOT_FOUND if no allocation starts there, CONFLICT while it is mapped
+   */
+  public void free(long address) {
+    store.call(MemoryProtocol.FREE, new Wire.Writer().i64(id).i64(address));
   }
 
   /** {@link RAddress#init}: a checked raddress for a range inside one allocation. */
@@ -159,7 +170,9 @@ public final class Namespace {
         r.i32("allocations"),
         r.i32("mappings"),
         r.i32("cached"),
-        r.i32("pendingWrites"));
+        r.i32("pendingWrites"),
+        r.i32("lostAllocations"),
+        r.i64("lostBytes"));
   }
 
   static void checkPositive(String what, long v) {

@@ -9,6 +9,9 @@ package io.ferrite.memory;
  * @param mappings open mappings of its allocations, by all clients
  * @param cachedBlocks ready blocks the master keeps for the next reserve of any namespace
  * @param pendingWrites copy-on-write leases in flight (written, not yet published) in it
+ * @param lostAllocations allocations whose memory was lost (a region the kernel declared lost, or a
+ *     memory server declared DEAD): map answers an error for them; free them
+ * @param lostBytes the bytes of those allocations
  */
 public record NamespaceStat(
     long reservedBytes,
@@ -16,4 +19,6 @@ public record NamespaceStat(
     int allocations,
     int mappings,
     int cachedBlocks,
-    int pendingWrites) {}
+    int pendingWrites,
+    int lostAllocations,
+    long lostBytes) {}

@@ -190,7 +190,7 @@ class NamespaceTest {
     RAddress b = ns.alloc(2 * BLOCK, 0);
     assertTrue(
         b.address() >= a.address() + a.length(), "a freed address is never handed out again");
-    assertEquals(new NamespaceStat(2L * BLOCK, 0, 1, 0, 0, 0), ns.stat());
+    assertEquals(new NamespaceStat(2L * BLOCK, 0, 1, 0, 0, 0, 0, 0), ns.stat());
   }
 
   @Test
@@ -209,7 +209,8 @@ class NamespaceTest {
     RStore again = cluster.store();
     Namespace back = again.joinNamespace("durable");
     assertEquals(
-        new NamespaceStat(3L * BLOCK, 0, 2, 0, 0, 0).reservedBytes(), back.stat().reservedBytes());
+        new NamespaceStat(3L * BLOCK, 0, 2, 0, 0, 0, 0, 0).reservedBytes(),
+        back.stat().reservedBytes());
     assertEquals(2, back.stat().allocations());
     try (Mapping m = back.raddress(ra.address(), ra.length()).map(MemoryFlags.MAP_NO_BUFFER)) {
       ByteBuffer got = ByteBuffer.allocateDirect((int) ra.length());

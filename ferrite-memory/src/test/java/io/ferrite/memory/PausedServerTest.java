@@ -165,7 +165,7 @@ class PausedServerTest {
 
     FerriteException e =
         assertThrows(FerriteException.class, () -> ra.map(MemoryFlags.MAP_NO_BUFFER));
-    assertEquals(ErrorCode.NOT_FOUND, e.code());
+    assertEquals(ErrorCode.DATA_LOST, e.code());
     assertTrue(e.getMessage().contains("lost its data"), e.getMessage());
     assertFalse(e.getMessage().contains("may come back"), e.getMessage());
     ns.free(ra);

@@ -32,6 +32,14 @@ final class Alloc {
   /** Memory servers declared DEAD that held a chunk of this allocation; empty = intact. */
   final TreeSet<Integer> lostServers = new TreeSet<>();
 
+  /**
+   * Blocks holding a chunk of this allocation that the kernel declared lost (their region is gone:
+   * a clean stop or restart of the server deletes its DRAM regions): lost for good. Their chunks
+   * are in no namespace's free list and never go back to one (the same block key may come back with
+   * a new rkey and belong to someone else).
+   */
+  final TreeSet<Key> lostBlocks = new TreeSet<>();
+
   Alloc(long address, long length, int flags, List<Chunk> chunks, int dataChunks) {
     this.address = address;
     this.length = length;
@@ -45,7 +53,16 @@ final class Alloc {
   }
 
   boolean lost() {
-    return !lostServers.isEmpty();
+    return !lostServers.isEmpty() || !lostBlocks.isEmpty();
+  }
+
+  /** "server 1 region 7, server 2 region 3": the regions of {@link #lostBlocks}. */
+  String lostRegions() {
+    java.util.Set<String> out = new java.util.LinkedHashSet<>();
+    for (Key k : lostBlocks) {
+      out.add("server " + k.server() + " region " + k.region());
+    }
+    return String.join(", ", out);
   }
 
   @Override

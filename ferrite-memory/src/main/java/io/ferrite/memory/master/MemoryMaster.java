@@ -25,8 +25,9 @@ import java.util.concurrent.CompletableFuture;
  *
  * <p>Here: the RPC service and the namespace, allocation and mapping operations. Elsewhere: {@link
  * Reserves} (reserve, release, the cache), {@link CopyOnWrite} (leases, publish, reclaim), {@link
- * Failures} (ended sessions, dead and returning servers), {@link Locations} (chunk locations on the
- * wire); the state is {@link MemoryState}, its records {@link MemoryRecords}.
+ * Failures} (ended sessions, dead and returning servers), {@link BlockLoss} (regions the kernel
+ * declared lost, and the reconcile at start), {@link Locations} (chunk locations on the wire); the
+ * state is {@link MemoryState}, its records {@link MemoryRecords}.
  */
 public final class MemoryMaster implements MasterExtension {
   /** Cached blocks kept by default: beyond this, released memory goes back to the kernel. */
@@ -113,7 +114,60 @@ public final class MemoryMaster implements MasterExtension {
                     java.util.Map.entry(MemoryProtocol.STAT, "stat"),
                     java.util.Map.entry(MemoryProtocol.COW_BEGIN, "cow_begin"),
                     java.util.Map.entry(MemoryProtocol.COW_PUBLISH, "cow_publish")));
+    reconcile();
   }
+
+  /**
+   * Issue #20: the kernel does not repeat a loss it journaled before this master started, and a
+   * journal written before the face was told about lost regions still holds their blocks (the stale
+   * rkeys of {@code BAD_RKEY}). So every block the replayed state holds that the kernel no longer
+   * lists as owned by the face is declared lost here, once (the record makes it so).
+   */
+  private void reconcile() {
+    ctx.mutate(
+        m -> {
+          List<io.ferrite.kernel.proto.BlockRef> stale =
+              BlockLoss.notOwned(state, m.owned(MemoryState.OWNER));
+          if (!stale.isEmpty()) {
+            m.commit(MemoryRecords.blocksLost(stale));
+            LOG.log(
+                System.Logger.Level.WARNING,
+                "memory face: {0} block(s) held in its state are no longer owned in the kernel"
+                    + " (their regions were lost): dropped; allocations on them are lost",
+                stale.size());
+            Failures.freeLost(state, m);
+          }
+          return null;
+        });
+  }
+
+  @Override
+  public void regionsLost(
+      int serverId, List<MasterExtension.LostRegion> lost, MasterContext.Mutation m) {
+    java.util.Set<Integer> regionIds = new java.util.HashSet<>();
+    java.util.Set<io.ferrite.kernel.proto.BlockRef> blocks = new java.util.LinkedHashSet<>();
+    for (MasterExtension.LostRegion l : lost) {
+      regionIds.add(l.region().ref().regionId());
+      blocks.addAll(l.blocksByOwner().getOrDefault(MemoryState.OWNER, List.of()));
+    }
+    // What the kernel listed, and anything else the face still holds in those regions (a stale
+    // block of an older loss, journaled before this fix): none of it exists any more.
+    blocks.addAll(BlockLoss.heldIn(state, serverId, regionIds));
+    if (blocks.isEmpty()) {
+      return;
+    }
+    m.commit(MemoryRecords.blocksLost(List.copyOf(blocks)));
+    LOG.log(
+        System.Logger.Level.WARNING,
+        "memory server {0} lost region(s) {1}: {2} block(s) of the memory face dropped;"
+            + " allocations on them answer DATA_LOST",
+        serverId,
+        regionIds,
+        blocks.size());
+    Failures.freeLost(state, m);
+  }
+
+  private static final System.Logger LOG = System.getLogger(MemoryMaster.class.getName());
 
   /** ferrite.face.ops{face=memory} of the served opcodes; set in start, before any request. */
   private io.ferrite.kernel.ops.FaceMeters.ByOpcode meters;
@@ -164,9 +218,13 @@ public final class MemoryMaster implements MasterExtension {
   @Override
   public java.util.Map<String, Object> describe() {
     List<Object> list = new java.util.ArrayList<>();
+    long lostAllocs = 0;
     for (Ns ns : state.byId.values()) {
       if (list.size() == DESCRIBE_LIMIT) {
-        break;
+        for (Alloc a : ns.allocs.values()) {
+          lostAllocs += a.lost() ? 1 : 0;
+        }
+        continue;
       }
       long bytes = 0;
       for (Alloc a : ns.allocs.values()) {
@@ -179,12 +237,17 @@ public final class MemoryMaster implements MasterExtension {
       row.put("allocated bytes", bytes);
       row.put("blocks", ns.blocks.size());
       row.put("free chunks", ns.freeChunks);
+      long[] lost = BlockLoss.lostOf(ns);
+      row.put("lost allocations", lost[0]);
+      row.put("lost bytes", lost[1]);
+      lostAllocs += lost[0];
       list.add(row);
     }
     java.util.Map<String, Object> out = new java.util.LinkedHashMap<>();
     out.put("namespaces", state.byId.size());
     out.put("mappings", state.mappings.size());
     out.put("cached blocks", state.cache.size());
+    out.put("lost allocations", lostAllocs);
     out.put("list", list);
     return out;
   }
@@ -346,7 +409,9 @@ public final class MemoryMaster implements MasterExtension {
     r.end();
     return ctx.mutate(
         m -> {
-          Alloc a = MemoryState.allocFor(state.ns(nsId), address, length);
+          Ns ns = state.ns(nsId);
+          Alloc a = MemoryState.allocFor(ns, address, length);
+          BlockLoss.check(ns, a);
           return new Wire.Writer().i64(a.address).i64(a.length).toBuffer();
         });
   }
@@ -425,6 +490,8 @@ public final class MemoryMaster implements MasterExtension {
               .i32(state.mappingsOf(ns))
               .i32(state.cache.size())
               .i32((int) state.leases.values().stream().filter(l -> l.nsId() == ns.id).count())
+              .i32((int) BlockLoss.lostOf(ns)[0])
+              .i64(BlockLoss.lostOf(ns)[1])
               .toBuffer();
         });
   }

@@ -42,6 +42,12 @@ import java.util.Map;
  * 22 SERVER_GONE serverId i32                 (another incarnation registered: what it held is
  *                                               lost for good)
  * 23 LOST_FROM  nsId i64, blocks              (snapshots only: lost blocks of namespace nsId)
+ * 24 BLOCKS_LOST blocks                       (the kernel declared them lost, or does not list
+ *                                               them at start: they leave the cache, every
+ *                                               reserve and the dead servers' held blocks;
+ *                                               allocations with a chunk there are lost for good)
+ * 25 ALLOC_LOST as ALLOC, then keys           (snapshots only: an allocation whose chunks in
+ *                                               those blocks are lost; it takes only the others)
  * key   = server i32, region i32, blockOffset i64;   chunk key = key, offsetInBlock i64
  * </pre>
  */
@@ -71,6 +77,23 @@ final class MemoryRecords {
   static final int SERVER_BACK = 21;
   static final int SERVER_GONE = 22;
   static final int LOST_FROM = 23;
+  static final int BLOCKS_LOST = 24;
+  static final int ALLOC_LOST = 25;
+
+  static byte[] blocksLost(List<BlockRef> blocks) {
+    Wire.Writer w = new Wire.Writer().u8(BLOCKS_LOST);
+    MasterProtocol.writeBlocks(w, blocks);
+    return w.toArray();
+  }
+
+  /** An ALLOC record of {@code a} as a snapshot writes it: ALLOC_LOST when it lost blocks. */
+  static byte[] allocOf(long nsId, Alloc a) {
+    if (a.lostBlocks.isEmpty()) {
+      return alloc(nsId, a.address, a.length, a.flags, a.chunks);
+    }
+    Wire.Writer w = allocWriter(ALLOC_LOST, nsId, a.address, a.length, a.flags, a.chunks);
+    return keys(w, List.copyOf(a.lostBlocks)).toArray();
+  }
 
   static byte[] nsCreate(long id, String name, int chunkSize, long nextAddress) {
     return new Wire.Writer()
@@ -145,9 +168,14 @@ final class MemoryRecords {
   }
 
   static byte[] alloc(long nsId, long address, long length, int flags, List<Chunk> chunks) {
+    return allocWriter(ALLOC, nsId, address, length, flags, chunks).toArray();
+  }
+
+  private static Wire.Writer allocWriter(
+      int type, long nsId, long address, long length, int flags, List<Chunk> chunks) {
     Wire.Writer w =
         new Wire.Writer(32 + chunks.size() * 24)
-            .u8(ALLOC)
+            .u8(type)
             .i64(nsId)
             .i64(address)
             .i64(length)
@@ -156,7 +184,7 @@ final class MemoryRecords {
     for (Chunk c : chunks) {
       key(w, c.block()).i64(c.inBlock());
     }
-    return w.toArray();
+    return w;
   }
 
   static byte[] free(long nsId, long address) {

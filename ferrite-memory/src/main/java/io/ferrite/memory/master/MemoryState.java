@@ -2,6 +2,8 @@ package io.ferrite.memory.master;
 
 import static io.ferrite.memory.master.MemoryRecords.ABORT;
 import static io.ferrite.memory.master.MemoryRecords.ALLOC;
+import static io.ferrite.memory.master.MemoryRecords.ALLOC_LOST;
+import static io.ferrite.memory.master.MemoryRecords.BLOCKS_LOST;
 import static io.ferrite.memory.master.MemoryRecords.CACHE_ADD;
 import static io.ferrite.memory.master.MemoryRecords.CACHE_DROP;
 import static io.ferrite.memory.master.MemoryRecords.CACHE_FROM;
@@ -35,6 +37,7 @@ import java.util.HashMap;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.Set;
 import java.util.TreeMap;
 
 /**
@@ -58,7 +61,8 @@ import java.util.TreeMap;
  * as fresh blocks are, before the reserve returns: no bytes leak from one namespace to another
  * through the cache.
  *
- * <p>Record layouts: {@link MemoryRecords}; dead servers: {@link ServerLoss}.
+ * <p>Record layouts: {@link MemoryRecords}; dead servers: {@link ServerLoss}; blocks the kernel
+ * declared lost (regions gone): {@link BlockLoss}.
  */
 final class MemoryState {
   /** The kernel owner name of every block the memory face holds. */
@@ -258,9 +262,10 @@ final class MemoryState {
           cacheFrom.remove(k);
         }
       }
+      case BLOCKS_LOST -> BlockLoss.apply(this, MasterProtocol.readBlocks(r));
       case SERVER_LOST, LOST_ADD, LOST_FROM, LOST_FREE, SERVER_SEEN, SERVER_BACK, SERVER_GONE ->
           loss.apply(type, r);
-      case ALLOC -> {
+      case ALLOC, ALLOC_LOST -> {
         Ns ns = byId.get(r.i64("nsId"));
         long address = r.i64("address");
         long length = r.i64("length");
@@ -270,14 +275,19 @@ final class MemoryState {
         for (int i = 0; i < n; i++) {
           chunks.add(new Chunk(MemoryRecords.readKey(r), r.i64("inBlock")));
         }
+        java.util.Set<Key> lostKeys =
+            type == ALLOC_LOST ? new java.util.TreeSet<>(MemoryRecords.readKeys(r)) : Set.of();
         if (ns != null) {
           for (Chunk c : chunks) {
-            ns.takeChunk(c);
+            if (!lostKeys.contains(c.block())) {
+              ns.takeChunk(c);
+            }
           }
           int data = (int) ((length + ns.chunkSize - 1) / ns.chunkSize);
           Alloc a = new Alloc(address, length, flags, chunks, data);
+          a.lostBlocks.addAll(lostKeys);
           for (Chunk c : chunks) {
-            if (!ns.blocks.containsKey(c.block())) {
+            if (!lostKeys.contains(c.block()) && !ns.blocks.containsKey(c.block())) {
               a.lostServers.add(c.block().server()); // replayed from a snapshot taken after a loss
             }
           }
@@ -292,7 +302,9 @@ final class MemoryState {
         Alloc a = ns == null ? null : ns.allocs.remove(address);
         if (a != null) {
           for (Chunk c : a.chunks) {
-            ns.giveChunk(c);
+            if (!a.lostBlocks.contains(c.block())) { // a lost block's key may be someone else's now
+              ns.giveChunk(c);
+            }
           }
           for (List<Chunk> old : a.retired.values()) {
             old.forEach(c -> ns.giveChunk(c));
@@ -401,7 +413,7 @@ final class MemoryState {
       }
       default ->
           throw new FerriteException(
-              ErrorCode.INVALID_ARGUMENT, "memory record type: " + type + " (expected: 1 to 23)");
+              ErrorCode.INVALID_ARGUMENT, "memory record type: " + type + " (expected: 1 to 25)");
     }
     r.end();
   }
@@ -428,7 +440,7 @@ final class MemoryState {
       out.add(MemoryRecords.nsCreate(ns.id, ns.name, ns.chunkSize, ns.nextAddress));
       out.add(MemoryRecords.reserve(ns.id, List.copyOf(ns.blocks.values())));
       for (Alloc a : ns.allocs.values()) {
-        out.add(MemoryRecords.alloc(ns.id, a.address, a.length, a.flags, a.chunks));
+        out.add(MemoryRecords.allocOf(ns.id, a));
         if (a.cow()) {
           out.add(MemoryRecords.cowState(ns.id, a));
         }

@@ -99,6 +99,7 @@ final class ServerLoss {
    * written any more (it can still be looked up, to be freed).
    */
   void checkIntact(Ns ns, Alloc a) {
+    BlockLoss.check(ns, a);
     if (a.lost() && awaited.keySet().containsAll(a.lostServers)) {
       throw new FerriteException(
           ErrorCode.NOT_FOUND,
@@ -113,8 +114,9 @@ final class ServerLoss {
               + " if it was restarted, its data is gone: free it and allocate again)");
     }
     if (a.lost()) {
+      // Lost for good (another process of the server registered): declared, not guessed.
       throw new FerriteException(
-          ErrorCode.NOT_FOUND,
+          ErrorCode.DATA_LOST,
           "allocation "
               + a
               + " of namespace '"
@@ -198,7 +200,7 @@ final class ServerLoss {
       for (Alloc a : ns.allocs.values()) {
         boolean whole = true;
         for (Chunk c : a.chunks) {
-          if (c.block().server() == server) {
+          if (c.block().server() == server && !a.lostBlocks.contains(c.block())) {
             ns.takeChunk(c);
             whole &= ns.blocks.containsKey(c.block());
           }

@@ -35,17 +35,21 @@ import io.ferrite.kernel.proto.Wire;
  * 11  STAT          nsId i64                                       reserved i64, freeChunkBytes
  *                                                                  i64, allocations i32, mappings
  *                                                                  i32, cachedBlocks i32,
- *                                                                  pendingWrites i32
+ *                                                                  pendingWrites i32,
+ *                                                                  lostAllocations i32,
+ *                                                                  lostBytes i64
  * 12  COW_BEGIN     mapId i64, session i64, firstChunk i32,        leaseId i64, leaseMillis i64,
  *                   count i32                                      regions, fresh chunks (as MAP)
  * 13  COW_PUBLISH   leaseId i64, session i64, mapId i64            generation i64
  * </pre>
  *
  * Errors: {@code NOT_FOUND} (no such namespace, allocation or mapping; an allocation lost with a
- * dead memory server), {@code CONFLICT} (a namespace that exists, freeing or deleting what is
- * mapped, releasing allocated memory), {@code NO_SPACE} (alloc beyond the reserve, reserve beyond
- * the cluster), {@code OUT_OF_BOUNDS} (a range outside its allocation), {@code INVALID_ARGUMENT}
- * (bad sizes, names, flags), {@code SESSION_EXPIRED}.
+ * dead memory server), {@code DATA_LOST} (map or lookup of an allocation with chunks in a region
+ * the kernel declared lost, map of one lost for good with a dead server: not retryable, free it),
+ * {@code CONFLICT} (a namespace that exists, freeing or deleting what is mapped, releasing
+ * allocated memory), {@code NO_SPACE} (alloc beyond the reserve, reserve beyond the cluster),
+ * {@code OUT_OF_BOUNDS} (a range outside its allocation), {@code INVALID_ARGUMENT} (bad sizes,
+ * names, flags), {@code SESSION_EXPIRED}.
  */
 public final class MemoryProtocol {
   private MemoryProtocol() {}
