@@ -6,18 +6,13 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.ferrite.fabric.ErrorCode;
 import io.ferrite.fabric.FerriteException;
-import io.ferrite.fabric.RpcContext;
 import io.ferrite.fabric.testing.SeedExtension;
-import io.ferrite.kernel.master.MasterContext;
-import io.ferrite.kernel.master.MasterExtension;
 import io.ferrite.kernel.server.MemoryServer;
 import io.ferrite.memory.master.MemoryMaster;
 import java.nio.ByteBuffer;
 import java.nio.file.Path;
 import java.util.List;
-import java.util.Map;
 import java.util.Random;
-import java.util.concurrent.CompletableFuture;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.ExtendWith;
@@ -135,7 +130,8 @@ class LostRegionTest {
     // A face that is never told about lost regions: the journal it writes is the one of a master
     // from before the fix.
     cluster = new MemoryCluster(dir, 1, false, new MemoryMaster());
-    cluster.startMaster(List.of(new Untold(new MemoryMaster())));
+    cluster.startMaster(
+        List.of(new io.ferrite.kernel.testing.WithoutRegionsLost(new MemoryMaster())));
     cluster.awaitServers(1);
     RStore store = cluster.store();
     Namespace victim = store.createNamespace("victim", CHUNK);
@@ -208,70 +204,6 @@ class LostRegionTest {
       ByteBuffer b = ByteBuffer.allocate(8);
       m.readSync(at, b);
       return b.getLong(0);
-    }
-  }
-
-  /** The memory face as it was before issue #20: every callback but {@code regionsLost}. */
-  private static final class Untold implements MasterExtension {
-    private final MemoryMaster face;
-
-    Untold(MemoryMaster face) {
-      this.face = face;
-    }
-
-    @Override
-    public int serviceId() {
-      return face.serviceId();
-    }
-
-    @Override
-    public String name() {
-      return face.name();
-    }
-
-    @Override
-    public void apply(ByteBuffer record) {
-      face.apply(record);
-    }
-
-    @Override
-    public List<byte[]> snapshot() {
-      return face.snapshot();
-    }
-
-    @Override
-    public void start(MasterContext context) {
-      face.start(context);
-    }
-
-    @Override
-    public CompletableFuture<ByteBuffer> handle(RpcContext caller, int opcode, ByteBuffer req) {
-      return face.handle(caller, opcode, req);
-    }
-
-    @Override
-    public void sessionClosed(long sessionId, MasterContext.Mutation m) {
-      face.sessionClosed(sessionId, m);
-    }
-
-    @Override
-    public void serverDead(int serverId, MasterContext.Mutation m) {
-      face.serverDead(serverId, m);
-    }
-
-    @Override
-    public void serverRegistered(int serverId, long incarnation, MasterContext.Mutation m) {
-      face.serverRegistered(serverId, incarnation, m);
-    }
-
-    @Override
-    public Map<String, Object> describe() {
-      return face.describe();
-    }
-
-    @Override
-    public void stop() {
-      face.stop();
     }
   }
 }

@@ -11,11 +11,8 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.ferrite.fabric.ErrorCode;
 import io.ferrite.fabric.FerriteException;
-import io.ferrite.fabric.RpcContext;
 import io.ferrite.fabric.testing.SeedExtension;
 import io.ferrite.kernel.config.FerriteConfig;
-import io.ferrite.kernel.master.MasterContext;
-import io.ferrite.kernel.master.MasterExtension;
 import io.ferrite.kernel.proto.BlockRef;
 import io.ferrite.kernel.server.MemoryServer;
 import io.ferrite.nodes.master.NodesMaster;
@@ -26,7 +23,6 @@ import java.util.Arrays;
 import java.util.List;
 import java.util.Map;
 import java.util.Random;
-import java.util.concurrent.CompletableFuture;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
@@ -286,7 +282,10 @@ class NodesLostTest {
   void aJournalWithStaleBlockReferencesIsRepairedAtStart(Random random) throws Exception {
     // A master whose nodes face does not hear of the loss: what a journal written before this fix
     // holds (the kernel freed the blocks, the node still names them).
-    cluster.startMaster(List.of(new Deaf(new NodesMaster(java.time.Duration.ofMillis(50)))));
+    cluster.startMaster(
+        List.of(
+            new io.ferrite.kernel.testing.WithoutRegionsLost(
+                new NodesMaster(java.time.Duration.ofMillis(50)))));
     cluster.awaitServers(2);
     nodes = cluster.nodes();
     byte[] a = write("/a", "s1", 2 * BS + 1, random);
@@ -313,58 +312,5 @@ class NodesLostTest {
     assertEquals(3, nodes.lookup("/a").lostBlocks());
     assertEquals(1, nodes.remove("/a", false));
     assertEquals(0, nodes.lostSummary().nodes());
-  }
-
-  /** The nodes face without its regionsLost: a master from before the fix. */
-  private record Deaf(NodesMaster inner) implements MasterExtension {
-    @Override
-    public int serviceId() {
-      return inner.serviceId();
-    }
-
-    @Override
-    public String name() {
-      return inner.name();
-    }
-
-    @Override
-    public void apply(ByteBuffer record) {
-      inner.apply(record);
-    }
-
-    @Override
-    public List<byte[]> snapshot() {
-      return inner.snapshot();
-    }
-
-    @Override
-    public void start(MasterContext context) {
-      inner.start(context);
-    }
-
-    @Override
-    public CompletableFuture<ByteBuffer> handle(RpcContext caller, int opcode, ByteBuffer r) {
-      return inner.handle(caller, opcode, r);
-    }
-
-    @Override
-    public CompletableFuture<ByteBuffer> handleInline(RpcContext caller, int opcode, ByteBuffer r) {
-      return inner.handleInline(caller, opcode, r);
-    }
-
-    @Override
-    public void sessionClosed(long sessionId, MasterContext.Mutation m) {
-      inner.sessionClosed(sessionId, m);
-    }
-
-    @Override
-    public void serverRegistered(int serverId, long incarnation, MasterContext.Mutation m) {
-      inner.serverRegistered(serverId, incarnation, m);
-    }
-
-    @Override
-    public void stop() {
-      inner.stop();
-    }
   }
 }
