@@ -33,14 +33,21 @@ class FsLostMultiProcessTest extends ProcessClusterTest {
   record Ran(int code, String out, String err) {}
 
   private Ran fs(String... args) {
+    String[] all = new String[args.length + 1];
+    all[0] = "fs";
+    System.arraycopy(args, 0, all, 1, args.length);
+    return cli(all);
+  }
+
+  /** {@code ferrite <args> --cluster ... --secret-file ... --cluster-id ...}, in this JVM. */
+  private Ran cli(String... args) {
     StringWriter out = new StringWriter();
     StringWriter err = new StringWriter();
     CommandLine cl = FerriteCli.commandLine();
     cl.setOut(new PrintWriter(out, true));
     cl.setErr(new PrintWriter(err, true));
-    String[] all = new String[args.length + 7];
-    all[0] = "fs";
-    System.arraycopy(args, 0, all, 1, args.length);
+    String[] all = new String[args.length + 6];
+    System.arraycopy(args, 0, all, 0, args.length);
     System.arraycopy(
         new String[] {
           "--cluster",
@@ -52,7 +59,7 @@ class FsLostMultiProcessTest extends ProcessClusterTest {
         },
         0,
         all,
-        args.length + 1,
+        args.length,
         6);
     int code = cl.execute(all);
     return new Ran(code, out.toString(), err.toString());
@@ -92,9 +99,13 @@ class FsLostMultiProcessTest extends ProcessClusterTest {
     Ran df = fs("df");
     ok(df, "fs df");
     assertTrue(df.out().contains("Lost: 1 node(s)") && df.out().contains("  /f"), df.out());
+    Ran status = cli("status");
+    ok(status, "status");
+    assertTrue(status.out().contains("lost  nodes: 1 nodes, "), status.out());
     ok(fs("rm", "/f"), "fs rm of a lost file");
     Ran df2 = fs("df");
     assertTrue(!df2.out().contains("Lost:"), df2.out());
+    assertTrue(!cli("status").out().contains("lost  "), "nothing lost after the rm");
     putAndCheck(data, local);
     assertTrue(!fs("stat", "/f").out().contains("Lost:"));
   }

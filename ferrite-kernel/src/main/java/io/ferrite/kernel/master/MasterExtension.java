@@ -104,6 +104,15 @@ public interface MasterExtension {
    */
   default void regionsLost(int serverId, List<LostRegion> lost, MasterContext.Mutation mutation) {}
 
+  /**
+   * What this face holds that was lost ({@link #regionsLost}, or found at start): a few named
+   * counts, e.g. {@code allocations} and {@code bytes}; empty when nothing is lost. {@code ferrite
+   * status} prints them. Runs under the metadata lock like {@link #describe}: cheap, read-only.
+   */
+  default java.util.Map<String, Long> lost() {
+    return java.util.Map.of();
+  }
+
   /** A memory server was declared dead. */
   default void serverDead(int serverId, MasterContext.Mutation mutation) {}
 

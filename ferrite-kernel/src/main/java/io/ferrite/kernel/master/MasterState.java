@@ -853,7 +853,18 @@ public final class MasterState {
       members.add(new ClusterStatus.Member(s.info(), s.regions.size(), usage));
       regionCount += s.regions.size();
     }
-    return new ClusterStatus(clusterId, blockSize, members, regionCount, sessions.size());
+    Map<String, Map<String, Long>> lost = new java.util.TreeMap<>();
+    for (MasterExtension ext : md.extensions.values()) {
+      try {
+        Map<String, Long> l = ext.lost();
+        if (!l.isEmpty()) {
+          lost.put(ext.name(), l);
+        }
+      } catch (RuntimeException e) {
+        LOG.log(System.Logger.Level.ERROR, "extension " + ext.name() + " failed lost()", e);
+      }
+    }
+    return new ClusterStatus(clusterId, blockSize, members, regionCount, sessions.size(), lost);
   }
 
   // ---------------------------------------------------------------- extensions

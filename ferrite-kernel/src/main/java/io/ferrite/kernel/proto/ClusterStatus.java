@@ -17,10 +17,28 @@ import java.util.TreeMap;
  * @param sessions number of open client sessions
  */
 public record ClusterStatus(
-    String clusterId, long blockSize, List<Member> members, int regions, int sessions) {
+    String clusterId,
+    long blockSize,
+    List<Member> members,
+    int regions,
+    int sessions,
+    Map<String, Map<String, Long>> lost) {
 
+  /**
+   * @param lost per face (its name, sorted), what it holds that was lost: named counts (e.g.
+   *     allocations, bytes; sorted by name), only for faces that lost something
+   */
   public ClusterStatus {
     members = List.copyOf(members);
+    Map<String, Map<String, Long>> l = new TreeMap<>();
+    lost.forEach((f, c) -> l.put(f, Collections.unmodifiableMap(new TreeMap<>(c))));
+    lost = Collections.unmodifiableMap(l);
+  }
+
+  /** A status with nothing lost. */
+  public ClusterStatus(
+      String clusterId, long blockSize, List<Member> members, int regions, int sessions) {
+    this(clusterId, blockSize, members, regions, sessions, Map.of());
   }
 
   /**
@@ -133,6 +151,22 @@ public record ClusterStatus(
               Sizes.format(e.getValue()[1]),
               Sizes.format(e.getValue()[0])));
     }
+    // Lost memory, declared by the kernel: what each face held there (it answers DATA_LOST).
+    lost.forEach(
+        (face, counts) -> {
+          sb.append("  lost  ").append(face).append(": ");
+          int n = 0;
+          for (Map.Entry<String, Long> c : counts.entrySet()) {
+            if (!c.getKey().equals("bytes")) {
+              sb.append(n++ > 0 ? ", " : "").append(c.getValue()).append(' ').append(c.getKey());
+            }
+          }
+          Long bytes = counts.get("bytes"); // the size last: "2 allocations, 8 MiB"
+          if (bytes != null) {
+            sb.append(n > 0 ? ", " : "").append(Sizes.format(bytes));
+          }
+          sb.append(" (reads answer DATA_LOST; delete and write again)\n");
+        });
     return sb.toString();
   }
 
@@ -195,6 +229,19 @@ public record ClusterStatus(
       }
       sb.append("}}");
     }
-    return sb.append("]}").toString();
+    sb.append("],\"lost\":{");
+    int f = 0;
+    for (Map.Entry<String, Map<String, Long>> e : lost.entrySet()) {
+      sb.append(f++ > 0 ? "," : "").append(Json.quote(e.getKey())).append(":{");
+      int k = 0;
+      for (Map.Entry<String, Long> c : e.getValue().entrySet()) {
+        sb.append(k++ > 0 ? "," : "")
+            .append(Json.quote(c.getKey()))
+            .append(':')
+            .append(c.getValue());
+      }
+      sb.append('}');
+    }
+    return sb.append("}}").toString();
   }
 }

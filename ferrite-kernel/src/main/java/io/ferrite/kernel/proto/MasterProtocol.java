@@ -232,6 +232,15 @@ public final class MasterProtocol {
         u.serviceBytes().forEach((f, b) -> w.str(f).i64(b));
       }
     }
+    // Appended after that (a reader that predates it stops before): what the faces lost.
+    //   i32 faces, then faces x (str face, i32 counts, counts x (str name, i64 value))
+    w.i32(s.lost().size());
+    s.lost()
+        .forEach(
+            (f, counts) -> {
+              w.str(f).i32(counts.size());
+              counts.forEach((k, v) -> w.str(k).i64(v));
+            });
   }
 
   public static ClusterStatus readStatus(Wire.Reader r) {
@@ -269,6 +278,19 @@ public final class MasterProtocol {
         members.set(i, new ClusterStatus.Member(m.info(), m.regions(), usage));
       }
     }
-    return new ClusterStatus(cluster, blockSize, members, regions, sessions);
+    Map<String, Map<String, Long>> lost = new TreeMap<>();
+    if (r.remaining() > 0) {
+      int faces = r.count("lostFaces", 1024);
+      for (int i = 0; i < faces; i++) {
+        String face = r.str("face");
+        int k = r.count("lostCounts", 64);
+        Map<String, Long> counts = new java.util.LinkedHashMap<>();
+        for (int j = 0; j < k; j++) {
+          counts.put(r.str("name"), r.i64("value"));
+        }
+        lost.put(face, counts);
+      }
+    }
+    return new ClusterStatus(cluster, blockSize, members, regions, sessions, lost);
   }
 }

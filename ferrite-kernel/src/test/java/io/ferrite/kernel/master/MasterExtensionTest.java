@@ -145,6 +145,17 @@ class MasterExtensionTest {
       }
       // The callback comes before serverRegistered of the same registration.
       lost.add("registered:" + registered.size());
+      for (LostRegion r : regions) {
+        r.blocksByOwner().values().forEach(l -> lostBlocks.addAndGet(l.size()));
+      }
+    }
+
+    final java.util.concurrent.atomic.AtomicLong lostBlocks =
+        new java.util.concurrent.atomic.AtomicLong();
+
+    @Override
+    public Map<String, Long> lost() {
+      return lostBlocks.get() == 0 ? Map.of() : Map.of("blocks", lostBlocks.get());
     }
 
     @Override
@@ -356,6 +367,7 @@ class MasterExtensionTest {
     assertEquals(3, blocksLost, "every block of the owner, in the regions that held them: " + lost);
     assertEquals("registered:1", lost.get(lost.size() - 1), "before serverRegistered: " + lost);
     assertEquals(0, state.owned("registry:blocks").size(), "no longer allocated");
+    assertEquals(Map.of("registry", Map.of("blocks", 3L)), state.status().lost(), "in the status");
   }
 
   @Test

@@ -39,7 +39,10 @@ class ClusterStatusWireTest {
                     new ClusterStatus.ClassUsage(
                         "dram", 4 * MIB, 4 * MIB, Map.of("kv", MIB, "nodes", 2 * MIB))))),
         6,
-        2);
+        2,
+        Map.of(
+            "memory", Map.of("allocations", 2L, "bytes", 8 * MIB),
+            "nodes", Map.of("nodes", 1L)));
   }
 
   /** What writeStatus wrote before the per-face section (a copy of the old layout). */
@@ -78,6 +81,19 @@ class ClusterStatusWireTest {
         s.sessions());
   }
 
+  /** What writeStatus wrote before the lost section: the faces, then nothing. */
+  private static byte[] beforeLost(byte[] now, ClusterStatus s) {
+    Wire.Writer w = new Wire.Writer();
+    w.i32(s.lost().size());
+    s.lost()
+        .forEach(
+            (f, counts) -> {
+              w.str(f).i32(counts.size());
+              counts.forEach((k, v) -> w.str(k).i64(v));
+            });
+    return Arrays.copyOf(now, now.length - w.toArray().length);
+  }
+
   @Test
   void facesRoundTripAndOldReadersSeeTheSamePrefix() {
     ClusterStatus s = status();
@@ -93,6 +109,10 @@ class ClusterStatusWireTest {
         withoutFaces(s),
         MasterProtocol.readStatus(new Wire.Reader(ByteBuffer.wrap(old), "status")),
         "an old master's body reads as a status without faces");
+    byte[] noLost = beforeLost(now, s);
+    ClusterStatus read = MasterProtocol.readStatus(new Wire.Reader(ByteBuffer.wrap(noLost), "s"));
+    assertEquals(Map.of(), read.lost(), "a master from before the lost section: nothing lost");
+    assertEquals(s.members(), read.members());
   }
 
   @Test
@@ -104,7 +124,13 @@ class ClusterStatusWireTest {
     assertTrue(table.contains("dram 192 MiB/256 MiB used: blocks 64 MiB, kv 128 MiB"), table);
     assertTrue(table.contains("dram 4 MiB/4 MiB used: blocks 1 MiB, kv 1 MiB, nodes 2 MiB"), table);
     assertTrue(table.contains("disk 0 B/1 MiB used  regions"), "no breakdown without faces");
+    assertTrue(table.contains("lost  memory: 2 allocations, 8 MiB (reads answer DATA_LOST"), table);
+    assertTrue(table.contains("lost  nodes: 1 nodes"), table);
     String json = s.toJson();
+    assertTrue(
+        json.endsWith(
+            ",\"lost\":{\"memory\":{\"allocations\":2,\"bytes\":8388608},\"nodes\":{\"nodes\":1}}}"),
+        json);
     assertTrue(
         json.contains(
             "\"dram\":{\"capacity\":268435456,\"used\":201326592,\"blocks\":67108864,"

@@ -252,6 +252,20 @@ public final class MemoryMaster implements MasterExtension {
     return out;
   }
 
+  @Override
+  public java.util.Map<String, Long> lost() {
+    long allocations = 0;
+    long bytes = 0;
+    for (Ns ns : state.byId.values()) {
+      long[] l = BlockLoss.lostOf(ns);
+      allocations += l[0];
+      bytes += l[1];
+    }
+    return allocations == 0
+        ? java.util.Map.of()
+        : java.util.Map.of("allocations", allocations, "bytes", bytes);
+  }
+
   private static final int DESCRIBE_LIMIT = 100;
 
   private static ByteBuffer empty() {

@@ -106,6 +106,15 @@ public final class NodesMaster implements MasterExtension {
     return ns.snapshot();
   }
 
+  /** The lost nodes and their bytes ({@code ferrite status}), empty when none. */
+  @Override
+  public java.util.Map<String, Long> lost() {
+    NodesMasterLost.Summary l = lost.summary();
+    return l.nodes() == 0
+        ? java.util.Map.of()
+        : java.util.Map.of("nodes", l.nodes(), "bytes", l.bytes());
+  }
+
   /**
    * The console's view: visible nodes by type, the bytes of files and key-values, the blocks they
    * hold, open writers, and removed nodes whose blocks wait to be freed. One pass over the nodes
