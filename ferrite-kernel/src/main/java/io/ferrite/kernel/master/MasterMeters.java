@@ -113,7 +113,7 @@ final class MasterMeters {
   private synchronized ClusterStatus status() {
     long now = System.nanoTime();
     if (status == null || now - statusAt > STATUS_MAX_AGE_NANOS) {
-      status = state.status();
+      status = state.status(false); // the gauges read no face's lost counts
       statusAt = now;
     }
     return status;

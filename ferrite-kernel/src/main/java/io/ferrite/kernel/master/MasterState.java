@@ -823,7 +823,16 @@ public final class MasterState {
     return sessions.containsKey(sessionId);
   }
 
-  public synchronized ClusterStatus status() {
+  /** {@link #status(boolean)} with what the faces lost: {@code ferrite status}, the console. */
+  public ClusterStatus status() {
+    return status(true);
+  }
+
+  /**
+   * The cluster's status; with {@code withLost}, each face's {@link MasterExtension#lost} too,
+   * which walks the face's objects (a metrics scrape, every 200 ms at most, leaves it out).
+   */
+  public synchronized ClusterStatus status(boolean withLost) {
     List<ClusterStatus.Member> members = new ArrayList<>();
     int regionCount = 0;
     for (ServerEntry s : servers.values()) {
@@ -854,7 +863,7 @@ public final class MasterState {
       regionCount += s.regions.size();
     }
     Map<String, Map<String, Long>> lost = new java.util.TreeMap<>();
-    for (MasterExtension ext : md.extensions.values()) {
+    for (MasterExtension ext : withLost ? md.extensions.values() : List.<MasterExtension>of()) {
       try {
         Map<String, Long> l = ext.lost();
         if (!l.isEmpty()) {
