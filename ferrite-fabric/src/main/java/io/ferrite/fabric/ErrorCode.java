@@ -47,7 +47,14 @@ public enum ErrorCode {
    * the region: a clean stop, a reboot); the message names the file, namespace or shard. A retry
    * cannot bring it back; deleting it works.
    */
-  DATA_LOST(23, ErrorCategory.NOT_FOUND, false);
+  DATA_LOST(23, ErrorCategory.NOT_FOUND, false),
+  /**
+   * The master that answered is not the leader of its Raft group (a follower, or a leader that lost
+   * its majority): the message names the leader's address when it knows one ("leader:
+   * tcp://host:port"). The request did not happen; the client asks the leader (or the next master
+   * it knows) instead.
+   */
+  NOT_LEADER(24, ErrorCategory.UNAVAILABLE, true);
 
   private static final ErrorCode[] BY_WIRE;
 

@@ -19,23 +19,53 @@ public final class Ferrite {
     return FerriteClient.open(masterAddress(uri), options);
   }
 
-  /** Maps a cluster URI to the master's fabric address. */
+  /** Maps a cluster URI to the (first) master's fabric address. */
   public static String masterAddress(String uri) {
+    return masterAddresses(uri).get(0);
+  }
+
+  /**
+   * Maps a cluster URI to every master's fabric address, in the URI's order: {@code
+   * ferrite://h1:p1,h2:p2,h3:p3} names the masters of one Raft group (any of them answers, a
+   * follower with {@link ErrorCode#NOT_LEADER} naming the leader); a port left out is 7100. A
+   * fabric address ({@code tcp://}, {@code shm://}, {@code local://}) names one master, or several
+   * separated by commas.
+   *
+   * @throws FerriteException INVALID_ARGUMENT for a malformed URI
+   */
+  public static java.util.List<String> masterAddresses(String uri) {
+    java.util.List<String> out = new java.util.ArrayList<>();
     if (uri.startsWith("ferrite://")) {
-      String hostPort = uri.substring("ferrite://".length());
-      if (hostPort.endsWith("/")) {
-        hostPort = hostPort.substring(0, hostPort.length() - 1);
+      String hosts = uri.substring("ferrite://".length());
+      if (hosts.endsWith("/")) {
+        hosts = hosts.substring(0, hosts.length() - 1);
       }
-      if (!hostPort.contains(":")) {
-        hostPort = hostPort + ":7100";
+      for (String hostPort : hosts.split(",", -1)) {
+        hostPort = hostPort.strip();
+        if (hostPort.isEmpty() || hostPort.contains("/")) {
+          throw malformed(uri);
+        }
+        out.add("tcp://" + (hostPort.contains(":") ? hostPort : hostPort + ":7100"));
       }
-      return "tcp://" + hostPort;
+      return java.util.List.copyOf(out);
     }
-    if (uri.startsWith("tcp://") || uri.startsWith("shm://") || uri.startsWith("local://")) {
-      return uri;
+    for (String address : uri.split(",", -1)) {
+      address = address.strip();
+      if (!(address.startsWith("tcp://")
+          || address.startsWith("shm://")
+          || address.startsWith("local://"))) {
+        throw malformed(uri);
+      }
+      out.add(address);
     }
-    throw new FerriteException(
+    return java.util.List.copyOf(out);
+  }
+
+  private static FerriteException malformed(String uri) {
+    return new FerriteException(
         ErrorCode.INVALID_ARGUMENT,
-        "cluster URI: '" + uri + "' (expected: ferrite://host:port, tcp://, shm:// or local://)");
+        "cluster URI: '"
+            + uri
+            + "' (expected: ferrite://host:port[,host:port...], tcp://, shm:// or local://)");
   }
 }
