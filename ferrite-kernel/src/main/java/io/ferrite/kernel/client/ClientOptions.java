@@ -24,6 +24,10 @@ import java.util.Objects;
  * @param connectTimeout bound on connect plus handshake
  * @param opTimeout deadline of one-sided ops
  * @param maxAttempts attempts of an operation that is safe to retry (reads, connects), >= 1
+ * @param masterDeadline how long a master call (kernel or a face's) waits out a master that is
+ *     unreachable, restarting or not the leader, retrying with backoff, before it fails with the
+ *     last error ({@link java.time.Duration#ZERO}: it fails at once, after the connect's own
+ *     attempts)
  * @param hostId this host's identity, compared with servers' for {@code auto}
  * @param metrics where the client counts its fabric ops ({@code ferrite.fabric.*}) and the faces
  *     their operations ({@code ferrite.face.ops}); null (the default): not counted
@@ -41,6 +45,7 @@ public record ClientOptions(
     Duration connectTimeout,
     Duration opTimeout,
     int maxAttempts,
+    Duration masterDeadline,
     String hostId,
     io.micrometer.core.instrument.MeterRegistry metrics,
     FerriteConfig config) {
@@ -55,6 +60,10 @@ public record ClientOptions(
     }
     if (maxAttempts < 1) {
       throw new IllegalArgumentException("maxAttempts: " + maxAttempts + " (expected: >= 1)");
+    }
+    Objects.requireNonNull(masterDeadline, "masterDeadline");
+    if (masterDeadline.isNegative()) {
+      throw new IllegalArgumentException("masterDeadline: " + masterDeadline + " (expected: >= 0)");
     }
     if (leaseMillis < 0) {
       throw new IllegalArgumentException("leaseMillis: " + leaseMillis + " (expected: >= 0)");
@@ -71,6 +80,7 @@ public record ClientOptions(
         .fabric(cfg.clientFabric())
         .fabrics(FabricFactory.standard(cfg))
         .rpcTimeout(cfg.rpcTimeout())
+        .masterDeadline(cfg.clientMasterDeadline())
         .config(cfg)
         .build();
   }
@@ -88,6 +98,7 @@ public record ClientOptions(
         connectTimeout,
         opTimeout,
         maxAttempts,
+        masterDeadline,
         hostId,
         metrics,
         config);
@@ -105,6 +116,7 @@ public record ClientOptions(
     private Duration connectTimeout = Duration.ofSeconds(5);
     private Duration opTimeout = Duration.ofSeconds(10);
     private int maxAttempts = 3;
+    private Duration masterDeadline = Duration.ofSeconds(15);
     private String hostId;
     private io.micrometer.core.instrument.MeterRegistry metrics;
     private FerriteConfig config;
@@ -158,6 +170,12 @@ public record ClientOptions(
       return this;
     }
 
+    /** How long a master call waits out an unreachable master (default 15 s; 0: not at all). */
+    public Builder masterDeadline(Duration v) {
+      masterDeadline = v;
+      return this;
+    }
+
     public Builder hostId(String v) {
       hostId = v;
       return this;
@@ -191,6 +209,7 @@ public record ClientOptions(
           connectTimeout,
           opTimeout,
           maxAttempts,
+          masterDeadline,
           hostId != null ? hostId : HostIdentity.local(),
           metrics,
           config != null ? config : FerriteConfig.defaults());

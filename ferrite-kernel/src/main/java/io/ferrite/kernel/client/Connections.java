@@ -161,6 +161,17 @@ final class Connections implements AutoCloseable {
     }
   }
 
+  /**
+   * Leaves master {@code m} after it answered {@code e} that says to ask another (NOT_LEADER): its
+   * connection is closed if it is still the current one, so the next call connects again.
+   */
+  void masterFailed(MasterStub m, FerriteException e) {
+    if (master == m) {
+      LOG.log(System.Logger.Level.DEBUG, "leaving the master: {0}", e.getMessage());
+      m.connection().close();
+    }
+  }
+
   /** The fabric of the master connection ("" before the first connect). */
   String masterFabric() {
     master();

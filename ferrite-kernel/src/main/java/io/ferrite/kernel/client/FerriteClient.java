@@ -46,6 +46,7 @@ public final class FerriteClient implements AutoCloseable {
   private final Retry retry;
   private final Connections connections;
   private final DataOps data;
+  private final MasterCalls calls;
   private final Map<Long, RegionInfo> regions = new ConcurrentHashMap<>();
   private volatile Session session;
   private volatile boolean closed;
@@ -55,6 +56,7 @@ public final class FerriteClient implements AutoCloseable {
     this.retry = new Retry(options.maxAttempts());
     this.connections = new Connections(masterAddress, options, retry);
     this.data = new DataOps(connections, retry, options.rpcTimeout());
+    this.calls = new MasterCalls(connections, retry, options.masterDeadline(), this::sessionId);
   }
 
   /** The configuration of this client's process ({@link ClientOptions#config()}). */
@@ -65,9 +67,9 @@ public final class FerriteClient implements AutoCloseable {
   static FerriteClient open(String masterAddress, ClientOptions options) {
     FerriteClient c = new FerriteClient(masterAddress, options);
     try {
-      c.connections.master();
-      c.session = new Session(c.connections, options);
-      c.connections.refreshMembers();
+      c.calls.sync("connect to the master", m -> m);
+      c.session = new Session(c.connections, c.calls, options);
+      c.refreshMembers();
       return c;
     } catch (RuntimeException e) {
       c.close();
@@ -119,17 +121,31 @@ public final class FerriteClient implements AutoCloseable {
 
   public CompletableFuture<List<BlockRef>> allocateAsync(
       int count, String storageClass, boolean strict, String owner) {
-    return connections.master().allocate(requireSession(), count, storageClass, strict, owner);
+    long session = requireSession();
+    return calls.withId(
+        n ->
+            calls.async(
+                "allocate " + count + " block(s)",
+                m ->
+                    calls.withIdsAsync(
+                        n, id -> m.allocate(id, session, count, storageClass, strict, owner))));
   }
 
   /** Frees blocks (all or none); returns how many. */
   public int free(List<BlockRef> blocks) {
-    return Futures.join(connections.master().free(requireSession(), blocks));
+    long session = requireSession();
+    return Futures.join(
+        calls.withId(
+            n ->
+                calls.async(
+                    "free " + blocks.size() + " block(s)",
+                    m -> calls.withIdsAsync(n, id -> m.free(id, session, blocks)))));
   }
 
   /** The blocks persistently owned by {@code owner}. */
   public List<BlockRef> owned(String owner) {
-    return connections.master().owned(requireSession(), owner);
+    long session = requireSession();
+    return calls.sync("list the blocks of " + owner, m -> m.owned(session, owner));
   }
 
   // ---------------------------------------------------------------- one-sided ops
@@ -202,20 +218,23 @@ public final class FerriteClient implements AutoCloseable {
     return data.callSync(serverId, service, opcode, request);
   }
 
-  /** As {@link #callMaster}, blocking, through {@link FabricConnection#callSync}. Not retried. */
+  /**
+   * As {@link #callMaster}, blocking, through {@link FabricConnection#callSync}; waits out the
+   * master as {@link #callMaster} does.
+   */
   public ByteBuffer callMasterSync(int service, int opcode, ByteBuffer request) {
-    return connections
-        .master()
-        .connection()
-        .callSync(service, opcode, request, options.rpcTimeout());
+    return calls.callSync(service, opcode, request);
   }
 
   /**
    * Calls {@code opcode} of a face's extension service on the master (a {@link
-   * io.ferrite.kernel.master.MasterExtension}). Not retried.
+   * io.ferrite.kernel.master.MasterExtension}). A master that is unreachable, restarting or not the
+   * leader is waited out, up to {@link ClientOptions#masterDeadline}: the call carries a request
+   * id, so a repeat after a lost answer gets the first answer rather than running again (see {@link
+   * MasterCalls} and docs/KERNEL.md, "Riding through a master restart").
    */
   public CompletableFuture<ByteBuffer> callMaster(int service, int opcode, ByteBuffer request) {
-    return connections.master().connection().call(service, opcode, request, options.rpcTimeout());
+    return calls.call(service, opcode, request);
   }
 
   /**
@@ -243,7 +262,7 @@ public final class FerriteClient implements AutoCloseable {
 
   /** Fetches the membership again (addresses change when a server restarts). */
   public List<MemberInfo> refreshMembers() {
-    return connections.refreshMembers();
+    return calls.sync("list the members", m -> connections.refreshMembers());
   }
 
   /** See {@link Connections#chooseFabric}. */
@@ -263,7 +282,7 @@ public final class FerriteClient implements AutoCloseable {
     long key = ((long) serverId << 32) | (regionId & 0xFFFFFFFFL);
     RegionInfo r = regions.get(key);
     if (r == null) {
-      for (RegionInfo ri : connections.master().regions(serverId)) {
+      for (RegionInfo ri : calls.sync("list regions", m -> m.regions(serverId))) {
         regions.put(((long) serverId << 32) | (ri.ref().regionId() & 0xFFFFFFFFL), ri);
       }
       r = regions.get(key);
@@ -283,7 +302,7 @@ public final class FerriteClient implements AutoCloseable {
   // ---------------------------------------------------------------- cluster
 
   public ClusterStatus status() {
-    return connections.master().status();
+    return calls.sync("read the cluster status", MasterStub::status);
   }
 
   public List<MemberInfo> members() {
@@ -301,7 +320,7 @@ public final class FerriteClient implements AutoCloseable {
 
   /** The master stub, for admin tools and faces that need master calls of their own. */
   public MasterStub masterStub() {
-    return connections.master();
+    return calls.sync("connect to the master", m -> m);
   }
 
   @Override

@@ -41,7 +41,7 @@ final class Session implements AutoCloseable {
    *
    * @throws FerriteException if the master refuses or does not answer
    */
-  Session(Connections connections, ClientOptions options) {
+  Session(Connections connections, MasterCalls calls, ClientOptions options) {
     this.connections = connections;
     this.wanted = options.session();
     if (!wanted) {
@@ -49,8 +49,11 @@ final class Session implements AutoCloseable {
       this.renewNanos = 0;
       return;
     }
+    // A retry after a lost answer opens a second session: the first, never renewed, expires one
+    // lease later with nothing in it.
     MasterStub.Session s =
-        connections.master().openSession(options.clientName(), options.leaseMillis());
+        calls.sync(
+            "open a session", m -> m.openSession(options.clientName(), options.leaseMillis()));
     this.id = s.sessionId();
     long period = Math.max(10, s.leaseMillis() / 3);
     this.renewNanos =

@@ -62,6 +62,7 @@ public final class FerriteConfig {
   public static final String JOURNAL_FSYNC = "journal.fsync";
   public static final String SNAPSHOT_EVERY = "journal.snapshot.every";
   public static final String RPC_TIMEOUT = "rpc.timeout";
+  public static final String CLIENT_MASTER_DEADLINE = "client.master.deadline";
   public static final String TLS_ENABLED = "tls.enabled";
   public static final String TLS_CERT = "tls.cert";
   public static final String TLS_KEY = "tls.key";
@@ -118,6 +119,12 @@ public final class FerriteConfig {
         });
     k.put(SNAPSHOT_EVERY, new String[] {"10000", "journal records between snapshots"});
     k.put(RPC_TIMEOUT, new String[] {"5s", "deadline of control RPCs"});
+    k.put(
+        CLIENT_MASTER_DEADLINE,
+        new String[] {
+          "15s",
+          "how long a client call waits out an unreachable or restarting master (0: fail at once)"
+        });
     k.put(TLS_ENABLED, new String[] {"false", "TLS 1.3 on the tcp fabric (servers and clients)"});
     k.put(TLS_CERT, new String[] {"", "PEM certificate chain a server presents (tls.enabled)"});
     k.put(TLS_KEY, new String[] {"", "PEM PKCS#8 private key of tls.cert, mode 0600"});
@@ -326,6 +333,7 @@ public final class FerriteConfig {
     fabricTuning();
     sessionLease();
     rpcTimeout();
+    clientMasterDeadline();
     serverPort();
     for (ConfigKeys m : MODULES) {
       m.validate(this);
@@ -517,6 +525,11 @@ public final class FerriteConfig {
 
   public Duration rpcTimeout() {
     return duration(RPC_TIMEOUT);
+  }
+
+  /** How long a client's master call waits out an unreachable master ({@code 0}: not at all). */
+  public Duration clientMasterDeadline() {
+    return duration(CLIENT_MASTER_DEADLINE);
   }
 
   public String clientFabric() {

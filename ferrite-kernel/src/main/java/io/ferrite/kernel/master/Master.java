@@ -162,8 +162,13 @@ public final class Master implements AutoCloseable {
       for (MasterExtension ext : extensions) {
         serviceNames.put(ext.serviceId(), ext.name());
       }
+      // Request ids outermost: the meters see (and count) the call a REQUEST carries.
       io.ferrite.fabric.RpcHandler served =
-          io.ferrite.kernel.ops.RpcMeters.wrap(service, m.metrics.registry(), serviceNames::get);
+          new RequestIds(
+              io.ferrite.kernel.ops.RpcMeters.wrap(
+                  service, m.metrics.registry(), serviceNames::get),
+              state,
+              service);
       List<String> faces = new ArrayList<>();
       for (MasterExtension ext : extensions) {
         faces.add(ext.name());

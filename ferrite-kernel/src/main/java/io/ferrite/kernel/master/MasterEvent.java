@@ -29,6 +29,12 @@ import java.util.Map;
  * 9 BLOCK_GENERATIONS  serverId i32 | regionId i32 | count i32 | { generation i32 }*
  *                      (snapshots only: the generation of each block of a region; a journal
  *                      without it, from an older master, reads as every generation 0)
+ * 10 REQUEST_APPLIED   sessionId u64 | seq u64 | ackedBelow u64
+ *                      (in the group of the first records a call with that request id wrote:
+ *                      the call changed the metadata; the session forgets its ids below
+ *                      ackedBelow. See RequestScope)
+ * 11 REQUEST_ANSWERED  sessionId u64 | seq u64 | status u16 (0: OK, else the ErrorCode's wire code)
+ *                      | body bytes (OK: the answer; else the error's message, UTF-8)
  * </pre>
  */
 sealed interface MasterEvent {
@@ -41,6 +47,8 @@ sealed interface MasterEvent {
   int BLOCKS_FREED = 7;
   int EXTENSION = 8;
   int BLOCK_GENERATIONS = 9;
+  int REQUEST_APPLIED = 10;
+  int REQUEST_ANSWERED = 11;
 
   /** A block by its position: block {@code index} of region {@code regionId} of a server. */
   record BlockKey(int serverId, int regionId, int index) {}
@@ -103,6 +111,48 @@ sealed interface MasterEvent {
     }
   }
 
+  /** Request {@code seq} of a session changed the metadata (see {@link RequestScope}). */
+  record RequestApplied(long sessionId, long seq, long ackedBelow) implements MasterEvent {}
+
+  /** The answer of request {@code seq} of a session, remembered for its retries. */
+  record RequestAnswered(long sessionId, long seq, int status, byte[] body) implements MasterEvent {
+    public RequestAnswered {
+      body = body.clone();
+    }
+
+    @Override
+    public byte[] body() {
+      return body.clone();
+    }
+
+    @Override
+    public boolean equals(Object o) {
+      return o instanceof RequestAnswered a
+          && a.sessionId == sessionId
+          && a.seq == seq
+          && a.status == status
+          && java.util.Arrays.equals(a.body, body);
+    }
+
+    @Override
+    public int hashCode() {
+      return Long.hashCode(sessionId * 31 + seq) * 31 + status;
+    }
+
+    @Override
+    public String toString() {
+      return "RequestAnswered["
+          + Long.toHexString(sessionId)
+          + "/"
+          + seq
+          + ", status "
+          + status
+          + ", "
+          + body.length
+          + " B]";
+    }
+  }
+
   /** A record of a {@link MasterExtension}, opaque to the master. */
   record ExtensionRecord(int serviceId, byte[] record) implements MasterEvent {
     public ExtensionRecord {
@@ -154,6 +204,10 @@ sealed interface MasterEvent {
       writeKeys(w, f.blocks());
     } else if (e instanceof ExtensionRecord x) {
       w.u8(EXTENSION).i32(x.serviceId()).bytes(x.record);
+    } else if (e instanceof RequestApplied a) {
+      w.u8(REQUEST_APPLIED).i64(a.sessionId()).i64(a.seq()).i64(a.ackedBelow());
+    } else if (e instanceof RequestAnswered a) {
+      w.u8(REQUEST_ANSWERED).i64(a.sessionId()).i64(a.seq()).u16(a.status()).bytes(a.body);
     } else if (e instanceof BlockGenerations g) {
       w.u8(BLOCK_GENERATIONS).i32(g.serverId()).i32(g.regionId()).i32(g.generations.length);
       for (int v : g.generations) {
@@ -198,6 +252,11 @@ sealed interface MasterEvent {
               new BlocksAllocated(r.i64("sessionId"), r.str("owner"), readKeys(r));
           case BLOCKS_FREED -> new BlocksFreed(readKeys(r));
           case EXTENSION -> new ExtensionRecord(r.i32("serviceId"), r.bytes("record"));
+          case REQUEST_APPLIED ->
+              new RequestApplied(r.i64("sessionId"), r.i64("seq"), r.i64("ackedBelow"));
+          case REQUEST_ANSWERED ->
+              new RequestAnswered(
+                  r.i64("sessionId"), r.i64("seq"), r.u16("status"), r.bytes("body"));
           case BLOCK_GENERATIONS -> {
             int server = r.i32("serverId");
             int region = r.i32("regionId");

@@ -121,13 +121,89 @@ final class MasterService implements RpcHandler {
     if (ext == null) {
       return null;
     }
+    RequestScope rs = RequestScope.current();
     CompletableFuture<ByteBuffer> f;
     try {
       f = ext.handleInline(ctx, opcode, request);
     } catch (RuntimeException e) {
       f = extensionFailed(ctx, ext, opcode, e);
     }
-    return f == null ? null : afterDurable(f);
+    return f == null ? null : afterDurable(remember(rs, f));
+  }
+
+  /**
+   * {@code f}, whose answer is journaled first when it comes from a call with a request id that
+   * committed a mutation ({@link RequestScope}): the record is written before {@link #afterDurable}
+   * reads the written LSN, so the one fsync that releases the answer covers it too (no second
+   * wait). A completed {@code f} is returned as it is (a {@link ProvisionalAnswer} stays one).
+   */
+  private CompletableFuture<ByteBuffer> remember(RequestScope rs, CompletableFuture<ByteBuffer> f) {
+    if (rs == null) {
+      return f;
+    }
+    if (f.isDone()) {
+      journalAnswer(rs, f);
+      return f;
+    }
+    return f.handle(
+            (v, e) -> {
+              journalAnswer(rs, f);
+              return f;
+            })
+        .thenCompose(x -> x);
+  }
+
+  private void journalAnswer(RequestScope rs, CompletableFuture<ByteBuffer> done) {
+    if (!rs.applied()) {
+      return; // nothing changed: a retry may run it again
+    }
+    int status;
+    byte[] body;
+    try {
+      ByteBuffer answer = done.join().duplicate();
+      body = new byte[answer.remaining()];
+      answer.get(body);
+      status = 0;
+    } catch (RuntimeException e) {
+      FerriteException fe = FerriteException.unwrap(e);
+      status = fe.code().wire();
+      body = String.valueOf(fe.detail()).getBytes(java.nio.charset.StandardCharsets.UTF_8);
+    }
+    try {
+      state.answered(rs, status, body);
+    } catch (RuntimeException e) {
+      // The journal refused (it stopped after a failed fsync): the answer cannot be made durable
+      // either, and a retry is told the call was applied but its answer is not known.
+      LOG.log(System.Logger.Level.WARNING, "cannot remember the answer of " + rs, e);
+    }
+  }
+
+  /**
+   * A retry of a call that committed a mutation: its remembered answer (or, if a crash came between
+   * the mutation's record and its answer's, an error saying so), once durable.
+   */
+  CompletableFuture<ByteBuffer> rememberedAnswer(
+      MasterProtocol.RequestId id, RememberedAnswers.Answer a) {
+    CompletableFuture<ByteBuffer> f;
+    if (a.status() == 0) {
+      f = CompletableFuture.completedFuture(ByteBuffer.wrap(a.body()));
+    } else if (a.status() == RememberedAnswers.UNKNOWN) {
+      f =
+          Futures.failed(
+              ErrorCode.INTERNAL,
+              "request "
+                  + id.seq()
+                  + " of session "
+                  + Long.toHexString(id.sessionId())
+                  + " was applied, but the master lost its answer before it was journaled (or"
+                  + " it was too large to keep): check its effect before repeating it");
+    } else {
+      f =
+          Futures.failed(
+              ErrorCode.fromWire(a.status()),
+              new String(a.body(), java.nio.charset.StandardCharsets.UTF_8));
+    }
+    return afterDurable(f);
   }
 
   /**
@@ -166,6 +242,7 @@ final class MasterService implements RpcHandler {
     if (service != MasterProtocol.SERVICE) {
       MasterExtension ext = extensions.get(service);
       if (ext != null) {
+        RequestScope rs = RequestScope.current();
         CompletableFuture<ByteBuffer> f;
         try {
           f = ext.handle(ctx, opcode, request);
@@ -177,6 +254,7 @@ final class MasterService implements RpcHandler {
         }
         // A provisional answer (an invisible, blockless create) leaves at once: the durable
         // mutation that makes its effect real waits for the fsync covering both.
+        f = remember(rs, f);
         return f instanceof ProvisionalAnswer && journal.durableLsn() >= provisionalFrom
             ? f
             : afterDurable(afterRevoked(f));
@@ -189,7 +267,8 @@ final class MasterService implements RpcHandler {
               + MasterProtocol.SERVICE
               + " or an installed extension's)");
     }
-    return afterDurable(afterRevoked(dispatchKernel(ctx, opcode, request)));
+    RequestScope rs = RequestScope.current();
+    return afterDurable(afterRevoked(remember(rs, dispatchKernel(ctx, opcode, request))));
   }
 
   private CompletableFuture<ByteBuffer> dispatchKernel(

@@ -252,10 +252,53 @@ public final class MasterState {
     if (events.isEmpty()) {
       return;
     }
+    // The first mutation of a call that carries a request id says so in its own record: the
+    // journal recovers a record whole or not at all, so a retry can never find the mutation
+    // without the mark (which would run it twice).
+    RequestScope rs = RequestScope.current();
+    boolean mark = rs != null && !rs.applied() && sessions.containsKey(rs.id.sessionId());
+    if (mark) {
+      List<MasterEvent> marked = new ArrayList<>(events.size() + 1);
+      marked.add(
+          new MasterEvent.RequestApplied(rs.id.sessionId(), rs.id.seq(), rs.id.ackedBelow()));
+      marked.addAll(events);
+      events = marked;
+    }
     sink.append(events);
+    if (mark) {
+      rs.markApplied();
+    }
     for (MasterEvent e : events) {
       apply(e);
     }
+  }
+
+  /**
+   * Remembers the answer of the call of {@code rs}, which committed a mutation: journaled (a retry
+   * after a master restart gets it too). Call before the answer leaves, so that the fsync that
+   * releases the answer covers this record as well.
+   *
+   * @param status 0 for an answer, else the failure's wire code
+   * @param body the answer, or the failure's message in UTF-8
+   */
+  synchronized void answered(RequestScope rs, int status, byte[] body) {
+    if (md.answers.get(rs.id.sessionId(), rs.id.seq()) == null) {
+      return; // the session ended meanwhile (its answers went with it)
+    }
+    if (body.length > RememberedAnswers.MAX_ANSWER) {
+      return; // left UNKNOWN: a retry is told the call was applied but its answer is not kept
+    }
+    commit(new MasterEvent.RequestAnswered(rs.id.sessionId(), rs.id.seq(), status, body));
+  }
+
+  /** The remembered answer of request {@code seq} of {@code sessionId}, or null. No lock. */
+  RememberedAnswers.Answer remembered(long sessionId, long seq) {
+    return md.answers.get(sessionId, seq);
+  }
+
+  /** How many answers the master keeps for retries (tests). */
+  public synchronized int rememberedAnswers() {
+    return md.answers.size();
   }
 
   private void commit(MasterEvent e) {
@@ -664,13 +707,48 @@ public final class MasterState {
               + io.ferrite.kernel.proto.MasterProtocol.MAX_LIST
               + ")");
     }
-    List<BlockKey> picks = planWaitingForRevokes(count, storageClass, strict, location);
+    List<BlockKey> picks;
+    try {
+      picks = planWaitingForRevokes(count, storageClass, strict, location);
+    } catch (FerriteException e) {
+      throw notHeardFrom(e);
+    }
     commit(new MasterEvent.BlocksAllocated(owner.isEmpty() ? sessionId : 0, owner, picks));
     List<BlockRef> out = new ArrayList<>(picks.size());
     for (BlockKey k : picks) {
       out.add(blockRef(k));
     }
     return out;
+  }
+
+  /**
+   * NO_SPACE {@code e} as UNAVAILABLE (retryable: clients wait it out) while servers with
+   * block-pool regions have not been heard from since this master recovered them (UNKNOWN until
+   * their first heartbeat, DEAD after the dead timeout): right after a master restart their space
+   * is not lost, only not yet confirmed, and a client riding through the restart must not be told
+   * NO_SPACE.
+   */
+  private FerriteException notHeardFrom(FerriteException e) {
+    if (e.code() != ErrorCode.NO_SPACE) {
+      return e;
+    }
+    int waiting = 0;
+    for (ServerEntry s : servers.values()) {
+      if (s.state == ServerState.UNKNOWN
+          && s.regions.values().stream().anyMatch(r -> r.info.isBlockPool())) {
+        waiting++;
+      }
+    }
+    if (waiting == 0) {
+      return e;
+    }
+    return new FerriteException(
+        ErrorCode.UNAVAILABLE,
+        e.detail()
+            + "; "
+            + waiting
+            + " server(s) not heard from since the master started may have space: try again",
+        e);
   }
 
   /**

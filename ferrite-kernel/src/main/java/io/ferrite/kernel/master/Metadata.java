@@ -23,6 +23,9 @@ final class Metadata {
   final Map<Long, SessionEntry> sessions = new HashMap<>();
   final Map<String, Set<BlockKey>> owners = new TreeMap<>();
 
+  /** The answers of recent calls that changed this metadata, for their retries. */
+  final RememberedAnswers answers = new RememberedAnswers();
+
   /** Installed extensions by service id; registered before recovery. */
   final Map<Integer, MasterExtension> extensions = new TreeMap<>();
 
@@ -113,6 +116,14 @@ final class Metadata {
         }
       }
       sessions.remove(c.sessionId());
+      answers.sessionClosed(c.sessionId());
+    } else if (e instanceof MasterEvent.RequestApplied a) {
+      // A call of a session that is gone (closed in the same group, expired) needs no answer.
+      if (sessions.containsKey(a.sessionId())) {
+        answers.applied(a.sessionId(), a.seq(), a.ackedBelow());
+      }
+    } else if (e instanceof MasterEvent.RequestAnswered a) {
+      answers.answered(a.sessionId(), a.seq(), a.status(), a.body());
     } else if (e instanceof MasterEvent.BlocksAllocated a) {
       SessionEntry s = a.owner().isEmpty() ? sessions.get(a.sessionId()) : null;
       if (a.owner().isEmpty() && s == null) {
@@ -259,6 +270,7 @@ final class Metadata {
         out.add(new MasterEvent.BlocksAllocated(s.id, "", new ArrayList<>(s.blocks)));
       }
     }
+    answers.snapshotInto(out);
     owners.forEach(
         (o, keys) -> out.add(new MasterEvent.BlocksAllocated(0, o, new ArrayList<>(keys))));
     // Extensions after the blocks, so that their records may refer to owned blocks.

@@ -1,6 +1,8 @@
 package io.ferrite.kernel.proto;
 
 import io.ferrite.fabric.RegionRef;
+import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -48,6 +50,13 @@ import java.util.TreeMap;
  * MASTER_INFO (33)   any     -> (empty)
  *                    master  <- hostId str | addrCount i32 | { fabric str | address str }*
  *                    (where else the master listens: a client on the master's host moves to shm)
+ * REQUEST (40)       client  -> sessionId u64 | seq u64 | ackedBelow u64 | service i32 | opcode i32
+ *                               | body (the rest of the frame: the inner call's request)
+ *                    master  <- the inner call's answer (or its error), exactly as unwrapped
+ *                    (a call that carries a request id: a retry of an id whose first attempt
+ *                    changed the metadata gets that attempt's remembered answer instead of running
+ *                    again; ackedBelow: the client holds no answer-less id below it any more, so
+ *                    the master may forget those. See RequestId and docs/KERNEL.md)
  *
  * REGION  = regionId i32 | rkey u64 | length u64 | storageClass str | service str ("": block pool)
  * BLOCK   = serverId i32 | regionId i32 | rkey u64 | regionLength u64 | offset u64 | length u64
@@ -87,6 +96,70 @@ public final class MasterProtocol {
   public static final int REGIONS = 31;
   public static final int STATUS = 32;
   public static final int MASTER_INFO = 33;
+  public static final int REQUEST = 40;
+
+  /** REQUEST's header: the request id, then the inner call's service and opcode. */
+  public static final int REQUEST_HEADER = 8 + 8 + 8 + 4 + 4;
+
+  /**
+   * The id of one call a client may send more than once (after a lost answer, a master restart, a
+   * leader change): its session, a sequence number the client never reuses within the session, and
+   * the lowest sequence number the client still waits on (every id below it is answered: the master
+   * may forget its answer).
+   */
+  public record RequestId(long sessionId, long seq, long ackedBelow) {
+    public RequestId {
+      if (ackedBelow > seq) {
+        throw new IllegalArgumentException(
+            "ackedBelow: " + ackedBelow + " (expected: <= seq " + seq + ")");
+      }
+    }
+  }
+
+  /**
+   * A REQUEST frame: {@code id}, then the inner call {@code service}/{@code opcode}/{@code body}.
+   */
+  public static ByteBuffer request(RequestId id, int service, int opcode, ByteBuffer body) {
+    ByteBuffer b = body.duplicate();
+    ByteBuffer out =
+        ByteBuffer.allocate(REQUEST_HEADER + b.remaining()).order(ByteOrder.LITTLE_ENDIAN);
+    out.putLong(id.sessionId())
+        .putLong(id.seq())
+        .putLong(id.ackedBelow())
+        .putInt(service)
+        .putInt(opcode)
+        .put(b)
+        .flip();
+    return out;
+  }
+
+  /** A REQUEST frame read: its id, the inner call, and the inner body (a slice of the frame). */
+  public record Request(RequestId id, int service, int opcode, ByteBuffer body) {}
+
+  /** Reads a REQUEST frame without moving {@code frame}'s position. */
+  public static Request readRequest(ByteBuffer frame) {
+    ByteBuffer f = frame.duplicate().order(ByteOrder.LITTLE_ENDIAN);
+    if (f.remaining() < REQUEST_HEADER) {
+      throw new io.ferrite.fabric.FerriteException(
+          io.ferrite.fabric.ErrorCode.INVALID_ARGUMENT,
+          "truncated request: " + f.remaining() + " bytes (expected: >= " + REQUEST_HEADER + ")");
+    }
+    long session = f.getLong();
+    long seq = f.getLong();
+    long acked = f.getLong();
+    int service = f.getInt();
+    int opcode = f.getInt();
+    if (acked > seq || seq <= 0) {
+      throw new io.ferrite.fabric.FerriteException(
+          io.ferrite.fabric.ErrorCode.INVALID_ARGUMENT,
+          "request id: seq "
+              + seq
+              + ", ackedBelow "
+              + acked
+              + " (expected: seq > 0, ackedBelow <= seq)");
+    }
+    return new Request(new RequestId(session, seq, acked), service, opcode, f.slice());
+  }
 
   /** ALLOCATE flag: allocate only from the named class, never spill to the next. */
   public static final int FLAG_STRICT = 1;

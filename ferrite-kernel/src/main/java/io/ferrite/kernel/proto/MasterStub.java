@@ -132,6 +132,21 @@ public final class MasterStub {
 
   public CompletableFuture<List<BlockRef>> allocate(
       long sessionId, int count, String storageClass, boolean strict, String owner) {
+    return allocate(null, sessionId, count, storageClass, strict, owner);
+  }
+
+  /**
+   * ALLOCATE carrying request id {@code id} (null: none): a retry with the same id after a lost
+   * answer gets the blocks of the first attempt rather than new ones ({@link
+   * MasterProtocol#REQUEST}).
+   */
+  public CompletableFuture<List<BlockRef>> allocate(
+      MasterProtocol.RequestId id,
+      long sessionId,
+      int count,
+      String storageClass,
+      boolean strict,
+      String owner) {
     Wire.Writer w =
         new Wire.Writer(64)
             .i64(sessionId)
@@ -139,17 +154,55 @@ public final class MasterStub {
             .str(storageClass)
             .u8(strict ? MasterProtocol.FLAG_STRICT : 0)
             .str(owner);
-    return call(MasterProtocol.ALLOCATE, w)
+    return call(id, MasterProtocol.SERVICE, MasterProtocol.ALLOCATE, w.toBuffer())
         .thenApply(b -> MasterProtocol.readBlocks(new Wire.Reader(b, "allocate response")));
   }
 
   public CompletableFuture<Integer> free(long sessionId, List<BlockRef> blocks) {
+    return free(null, sessionId, blocks);
+  }
+
+  /** FREE carrying request id {@code id} (null: none): a retry is not refused NOT_FOUND. */
+  public CompletableFuture<Integer> free(
+      MasterProtocol.RequestId id, long sessionId, List<BlockRef> blocks) {
     Wire.Writer w = new Wire.Writer(16 + 16 * blocks.size()).i64(sessionId).i32(blocks.size());
     for (BlockRef b : blocks) {
       w.i32(b.serverId()).i32(b.regionId()).i64(b.offset());
     }
-    return call(MasterProtocol.FREE, w)
+    return call(id, MasterProtocol.SERVICE, MasterProtocol.FREE, w.toBuffer())
         .thenApply(b -> new Wire.Reader(b, "free response").i32("freed"));
+  }
+
+  /**
+   * Calls {@code opcode} of {@code service} on the master, wrapped in a {@link
+   * MasterProtocol#REQUEST} carrying {@code id} (null: sent as it is).
+   */
+  public CompletableFuture<ByteBuffer> call(
+      MasterProtocol.RequestId id, int service, int opcode, ByteBuffer body) {
+    if (id == null) {
+      return conn.call(service, opcode, body, deadline);
+    }
+    return conn.call(
+        MasterProtocol.SERVICE,
+        MasterProtocol.REQUEST,
+        MasterProtocol.request(id, service, opcode, body),
+        deadline);
+  }
+
+  /**
+   * As {@link #call(MasterProtocol.RequestId, int, int, ByteBuffer)}, blocking, through {@link
+   * FabricConnection#callSync} (a small request over tcp reads its own answer).
+   */
+  public ByteBuffer callSync(
+      MasterProtocol.RequestId id, int service, int opcode, ByteBuffer body) {
+    if (id == null) {
+      return conn.callSync(service, opcode, body, deadline);
+    }
+    return conn.callSync(
+        MasterProtocol.SERVICE,
+        MasterProtocol.REQUEST,
+        MasterProtocol.request(id, service, opcode, body),
+        deadline);
   }
 
   /** The blocks {@code owner} holds; the caller must hold live session {@code sessionId}. */

@@ -18,7 +18,6 @@ import io.ferrite.kernel.proto.BlockRef;
 import java.nio.ByteBuffer;
 import java.nio.file.Path;
 import java.time.Duration;
-import java.util.List;
 import java.util.Map;
 import java.util.Random;
 import java.util.concurrent.CompletableFuture;
@@ -160,7 +159,7 @@ class ClientRetryTest {
   }
 
   @Test
-  void writesAndAllocationsAreNotRetried() {
+  void writesAreNotRetried() {
     cluster.network.faults().dropNextRequests(1);
     assertEquals(
         ErrorCode.DROPPED,
@@ -168,13 +167,6 @@ class ClientRetryTest {
                 FerriteException.class,
                 () -> client.writeSync(block, 0, ByteBuffer.wrap(new byte[] {1})))
             .code());
-    cluster.network.faults().dropNextResponses(1);
-    assertEquals(
-        ErrorCode.DROPPED, assertThrows(FerriteException.class, () -> client.allocate(1)).code());
-    // The lost allocation did happen (it belongs to the session, freed with it); no second one.
-    List<BlockRef> more = client.allocate(1);
-    assertEquals(1, more.size());
-    long used = client.status().totals(null).get("dram")[1];
-    assertEquals(3 * 64 * 1024, used, "the first block, the lost one and this one");
+    // Allocations are retried, carrying a request id: RideThroughTest shows they happen once.
   }
 }
