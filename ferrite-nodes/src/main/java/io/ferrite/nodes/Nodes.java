@@ -310,9 +310,17 @@ public final class Nodes {
                 leased.keep(path, n, r, sent, c);
                 return CompletableFuture.completedFuture(n);
               }
-              if (io.ferrite.fabric.FerriteException.unwrap(t).code()
-                  == io.ferrite.fabric.ErrorCode.UNKNOWN_OPCODE) {
+              io.ferrite.fabric.ErrorCode code =
+                  io.ferrite.fabric.FerriteException.unwrap(t).code();
+              if (code == io.ferrite.fabric.ErrorCode.UNKNOWN_OPCODE) {
                 return lookupAsync(path, NodesProtocol.LOOKUP_BLOCKS); // an older master
+              }
+              if (code.category() == io.ferrite.fabric.ErrorCategory.UNAVAILABLE
+                  || code == io.ferrite.fabric.ErrorCode.TIMEOUT) {
+                // The master went away under this connection (a restart, a leader change): ask
+                // again through the client, which waits it out (client.master.deadline). The
+                // answer is not kept: a lease is granted on a connection of its own.
+                return lookupAsync(path, NodesProtocol.LOOKUP_BLOCKS);
               }
               throw NodesException.from(t);
             })

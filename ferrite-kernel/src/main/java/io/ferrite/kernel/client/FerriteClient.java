@@ -315,7 +315,7 @@ public final class FerriteClient implements AutoCloseable {
    * access, over tcp a round trip.
    */
   public String masterFabric() {
-    return connections.masterFabric();
+    return calls.sync("connect to the master", m -> connections.masterFabric());
   }
 
   /** The master stub, for admin tools and faces that need master calls of their own. */

@@ -269,24 +269,35 @@ public final class NodesMaster implements MasterExtension {
       ByteBuffer copy = ByteBuffer.allocate(request.remaining());
       copy.put(request.duplicate()).flip();
       Set<Long> mine = new HashSet<>();
-      return retry(opcode, copy, h.ids, mine).whenComplete((v, t) -> leases.release(mine));
+      return retry(opcode, copy, h.ids, mine, io.ferrite.kernel.master.RequestScope.current())
+          .whenComplete((v, t) -> leases.release(mine));
     } catch (RuntimeException e) {
       return CompletableFuture.failedFuture(e);
     }
   }
 
-  /** Runs a mutation again once the leases on {@code ids} are revoked, on the leases' thread. */
+  /**
+   * Runs a mutation again once the leases on {@code ids} are revoked, on the leases' thread, within
+   * the caller's request scope (its request id: the kernel remembers the answer of the mutation for
+   * the caller's retries, whichever thread commits it).
+   */
   private CompletableFuture<ByteBuffer> retry(
-      int opcode, ByteBuffer request, long[] ids, Set<Long> mine) {
+      int opcode,
+      ByteBuffer request,
+      long[] ids,
+      Set<Long> mine,
+      io.ferrite.kernel.master.RequestScope scope) {
     return leases
         .invalidate(ids, mine)
         .thenCompose(
             v -> {
               NodesMasterLeases.MINE.set(mine);
               try {
-                return CompletableFuture.completedFuture(dispatch(opcode, request.duplicate()));
+                return CompletableFuture.completedFuture(
+                    io.ferrite.kernel.master.RequestScope.within(
+                        scope, () -> dispatch(opcode, request.duplicate())));
               } catch (NodesMasterLeases.Held h) {
-                return retry(opcode, request, h.ids, mine);
+                return retry(opcode, request, h.ids, mine, scope);
               } catch (RuntimeException e) {
                 return CompletableFuture.failedFuture(e);
               } finally {
