@@ -25,6 +25,14 @@ final class CliProcesses {
    * to {@code <logDir>/<name>.log}.
    */
   static Process start(Path logDir, String name, String... args) throws IOException {
+    return new ProcessBuilder(command(args))
+        .redirectErrorStream(true)
+        .redirectOutput(ProcessBuilder.Redirect.appendTo(logDir.resolve(name + ".log").toFile()))
+        .start();
+  }
+
+  /** The command line of {@code ferrite args...} in a new JVM with this test's class path. */
+  static List<String> command(String... args) {
     List<String> cmd = new ArrayList<>();
     cmd.add(Path.of(System.getProperty("java.home"), "bin", "java").toString());
     cmd.add("-Xmx256m");
@@ -34,10 +42,7 @@ final class CliProcesses {
     cmd.add(System.getProperty("java.class.path"));
     cmd.add(FerriteCli.class.getName());
     cmd.addAll(List.of(args));
-    return new ProcessBuilder(cmd)
-        .redirectErrorStream(true)
-        .redirectOutput(ProcessBuilder.Redirect.appendTo(logDir.resolve(name + ".log").toFile()))
-        .start();
+    return cmd;
   }
 
   /** Closes the clients, SIGKILLs and reaps the processes, deletes {@code shmDir} (if not null). */
