@@ -25,7 +25,16 @@ final class CliProcesses {
    * to {@code <logDir>/<name>.log}.
    */
   static Process start(Path logDir, String name, String... args) throws IOException {
-    List<String> cmd = new ArrayList<>();
+    return start(logDir, name, List.of(), args);
+  }
+
+  /**
+   * As {@link #start(Path, String, String...)}, the java command run through {@code wrapper} (e.g.
+   * {@code ip netns exec <ns>}, which execs it: the process is still the JVM).
+   */
+  static Process start(Path logDir, String name, List<String> wrapper, String... args)
+      throws IOException {
+    List<String> cmd = new ArrayList<>(wrapper);
     cmd.add(Path.of(System.getProperty("java.home"), "bin", "java").toString());
     cmd.add("-Xmx256m");
     cmd.add("-XX:+UseSerialGC");
