@@ -52,7 +52,11 @@ final class ServerCommand implements Callable<Integer> {
   @Option(names = "--name", description = "Server name = its directory (default: server.name).")
   String name;
 
-  @Option(names = "--host", description = "Address to bind and announce (default: 127.0.0.1).")
+  @Option(
+      names = "--host",
+      description =
+          "Address to bind and announce (default: server.host, 127.0.0.1); 0.0.0.0 binds every"
+              + " interface and announces the address this host reaches the master from.")
   String host;
 
   @Option(names = "--port", description = "Tcp port (default: server.port, 0 = any free port).")

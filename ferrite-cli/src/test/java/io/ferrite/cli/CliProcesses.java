@@ -25,7 +25,18 @@ final class CliProcesses {
    * to {@code <logDir>/<name>.log}.
    */
   static Process start(Path logDir, String name, String... args) throws IOException {
-    return new ProcessBuilder(command(args))
+    return start(logDir, name, List.of(), args);
+  }
+
+  /**
+   * As {@link #start(Path, String, String...)}, the java command run through {@code wrapper} (e.g.
+   * {@code ip netns exec <ns>}, which execs it: the process is still the JVM).
+   */
+  static Process start(Path logDir, String name, List<String> wrapper, String... args)
+      throws IOException {
+    List<String> cmd = new ArrayList<>(wrapper);
+    cmd.addAll(command(args));
+    return new ProcessBuilder(cmd)
         .redirectErrorStream(true)
         .redirectOutput(ProcessBuilder.Redirect.appendTo(logDir.resolve(name + ".log").toFile()))
         .start();

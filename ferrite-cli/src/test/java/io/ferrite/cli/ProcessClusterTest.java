@@ -87,7 +87,7 @@ abstract class ProcessClusterTest {
     return start(name, withSets(args, "region.size=16m"));
   }
 
-  private String[] withSets(List<String> args, String... sets) {
+  String[] withSets(List<String> args, String... sets) {
     for (String set : sets) {
       args.add("--set");
       args.add(set);

@@ -7,9 +7,9 @@ package io.ferrite.nodes;
  *     and spill to the next class in the cluster's order only when it is full cluster-wide; ""
  *     follows the cluster's order (dram, then disk)
  * @param location a location hint ("" for none): the node's blocks come first from the memory
- *     servers it names — a server name, a host identity ({@code hostname/boot-id}) or a host name —
- *     within each storage class, and from the others only when those are full (paper §4: a location
- *     class)
+ *     servers it names — a server name, a host identity ({@code hostname/boot-id/net:inode}, or its
+ *     {@code hostname/boot-id} prefix) or a host name — within each storage class, and from the
+ *     others only when those are full (paper §4: a location class)
  * @param enumerable false for a non-enumerable Table (listing returns nothing, creates are cheaper)
  */
 public record CreateOptions(String storageClass, String location, boolean enumerable) {

@@ -133,12 +133,19 @@ public final class NettyConnection implements FabricConnection {
     transport.configure(b, (int) Math.min(Integer.MAX_VALUE, options.connectTimeout().toMillis()));
     ChannelFuture cf = b.connect(remote);
     if (!cf.awaitUninterruptibly(timeoutNanos, TimeUnit.NANOSECONDS) || !cf.isSuccess()) {
+      // Read the cause before the cancel, which would make every timeout a CancellationException.
+      Throwable cause = cf.cause();
       cf.cancel(false);
       cf.channel().close();
       throw new FerriteException(
           ErrorCode.UNAVAILABLE,
-          "cannot connect to " + address + ": " + (cf.cause() == null ? "timed out" : cf.cause()),
-          cf.cause());
+          "cannot connect to "
+              + address
+              + ": "
+              + (cause == null
+                  ? "timed out after " + TimeUnit.NANOSECONDS.toMillis(timeoutNanos) + " ms"
+                  : cause),
+          cause);
     }
     Channel ch = cf.channel();
     try {

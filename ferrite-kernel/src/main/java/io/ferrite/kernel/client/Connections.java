@@ -10,6 +10,7 @@ import io.ferrite.fabric.RegionRef;
 import io.ferrite.kernel.config.Threads;
 import io.ferrite.kernel.proto.MasterStub;
 import io.ferrite.kernel.proto.MemberInfo;
+import io.ferrite.kernel.proto.ServerState;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
@@ -223,7 +224,13 @@ final class Connections implements AutoCloseable {
       if (e.retryable()) {
         members.remove(serverId);
       }
-      throw new FerriteException(e.code(), address + ": " + e.detail(), e);
+      // A server the master has DEAD (no heartbeat: stopped, or cut off by the network) says so:
+      // the reader learns why, not only that a connect timed out.
+      String why =
+          m.state() == ServerState.ALIVE
+              ? ""
+              : "server " + serverId + " (" + m.name() + ") is " + m.state() + " at the master: ";
+      throw new FerriteException(e.code(), why + address + ": " + e.detail(), e);
     }
   }
 

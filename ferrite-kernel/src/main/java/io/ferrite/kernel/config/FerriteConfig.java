@@ -96,7 +96,13 @@ public final class FerriteConfig {
         new String[] {defaultDataDir(), "data directory (journal, server ids, disk regions)"});
     k.put(
         SERVER_NAME, new String[] {"server", "memory server name = its directory under data.dir"});
-    k.put(SERVER_HOST, new String[] {"127.0.0.1", "address a memory server binds and announces"});
+    k.put(
+        SERVER_HOST,
+        new String[] {
+          "127.0.0.1",
+          "address a memory server binds and announces (0.0.0.0: binds every interface and"
+              + " announces the address it reaches the master from)"
+        });
     k.put(SERVER_PORT, new String[] {"0", "memory server tcp port (0: any free port)"});
     k.put(SERVER_FABRICS, new String[] {"tcp,shm", "fabrics a memory server serves"});
     k.put(CAPACITY_DRAM, new String[] {"256m", "dram storage class capacity of a memory server"});

@@ -82,7 +82,8 @@ final class BlockAllocator {
 
   /**
    * Whether {@code location} names server {@code s}: its name, its host identity ({@code
-   * hostname/boot-id}), or its host name alone.
+   * hostname/boot-id/net:inode}), a prefix of it ending at a {@code /} ({@code hostname/boot-id}),
+   * or its host name alone.
    */
   static boolean near(ServerEntry s, String location) {
     return location.equals(s.name)

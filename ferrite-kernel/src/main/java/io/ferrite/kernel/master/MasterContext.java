@@ -84,8 +84,9 @@ public interface MasterContext {
 
     /**
      * Like {@link #allocate(long, int, String, boolean, String)}, on the servers {@code location}
-     * names first (a server name, a host identity {@code hostname/boot-id}, or a host name; "" for
-     * no preference), within each storage class; the other servers only when those are full.
+     * names first (a server name, a host identity {@code hostname/boot-id/net:inode} or a prefix of
+     * it, or a host name; "" for no preference), within each storage class; the other servers only
+     * when those are full.
      */
     List<BlockRef> allocate(
         long sessionId,

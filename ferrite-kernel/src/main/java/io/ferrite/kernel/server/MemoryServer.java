@@ -344,7 +344,7 @@ public final class MemoryServer implements AutoCloseable {
               ServerSpec.DEFAULT_MAX_FRAME);
       FabricServer fsrv = f.serve(spec);
       endpoints.add(fsrv);
-      addresses.put(f.name(), fsrv.address());
+      addresses.put(f.name(), Advertised.address(fsrv.address(), masterAddress));
       io.ferrite.kernel.ops.FabricMeters.bind(metrics, f.name(), fsrv.counters());
     }
     link.callWithRetry(this::register);

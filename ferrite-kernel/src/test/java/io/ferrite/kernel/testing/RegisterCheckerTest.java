@@ -1,10 +1,10 @@
-package io.ferrite.kv;
+package io.ferrite.kernel.testing;
 
-import static io.ferrite.kv.RegisterChecker.ABSENT;
+import static io.ferrite.kernel.testing.RegisterChecker.ABSENT;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import io.ferrite.kv.RegisterChecker.Op;
+import io.ferrite.kernel.testing.RegisterChecker.Op;
 import java.util.List;
 import org.junit.jupiter.api.Test;
 
@@ -55,6 +55,40 @@ class RegisterCheckerTest {
         RegisterChecker.check(
             List.of(
                 new Op(0, 0, 1, true, 1), new Op(1, 2, 3, true, ABSENT), new Op(2, 4, 5, false, 1)),
+            ABSENT));
+  }
+
+  @Test
+  void aWriteOfUnknownOutcomeMayHaveHappenedOrNot() {
+    long unknown = Long.MAX_VALUE; // its caller saw a failure: no response
+    // Never observed: it linearizes last, after everything.
+    assertTrue(
+        RegisterChecker.check(
+            List.of(
+                new Op(0, 0, 1, true, 1),
+                new Op(1, 2, unknown, true, 2),
+                new Op(2, 5, 6, false, 1)),
+            ABSENT));
+    // Observed long after its caller gave up: it happened.
+    assertTrue(
+        RegisterChecker.check(
+            List.of(
+                new Op(0, 0, 1, true, 1),
+                new Op(1, 2, unknown, true, 2),
+                new Op(2, 50, 51, false, 2),
+                new Op(3, 60, 61, false, 2)),
+            ABSENT));
+    // But not before it was called, and once seen it cannot be unseen.
+    assertFalse(
+        RegisterChecker.check(
+            List.of(new Op(0, 0, 1, false, 2), new Op(1, 2, unknown, true, 2)), ABSENT));
+    assertFalse(
+        RegisterChecker.check(
+            List.of(
+                new Op(0, 0, 1, true, 1),
+                new Op(1, 2, unknown, true, 2),
+                new Op(2, 50, 51, false, 2),
+                new Op(3, 60, 61, false, 1)),
             ABSENT));
   }
 }

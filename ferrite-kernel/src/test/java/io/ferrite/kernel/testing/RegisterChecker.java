@@ -1,4 +1,4 @@
-package io.ferrite.kv;
+package io.ferrite.kernel.testing;
 
 import java.util.ArrayDeque;
 import java.util.ArrayList;
@@ -14,12 +14,17 @@ import java.util.Set;
  * A linearizability checker for one register (one key): Wing and Gong's search with Lowe's
  * memoisation of (linearized set, state) pairs, the "WGL" algorithm. Operations are writes (a put
  * of a unique value, or a delete = a write of {@link #ABSENT}) and reads of an observed value.
+ *
+ * <p>The project's one checker: the kv tests (one JVM) and the multi-process Jepsen-style run
+ * (ferrite-cli) use it. An operation whose outcome is unknown (its caller saw a failure: it may or
+ * may not have taken effect) is a write whose response time is the end of the history ({@link
+ * Long#MAX_VALUE}): it may linearize anywhere after its call, or never matter.
  */
-final class RegisterChecker {
-  static final long ABSENT = -1;
+public final class RegisterChecker {
+  public static final long ABSENT = -1;
 
   /** One completed operation, with its invocation and response times. */
-  record Op(int id, long call, long ret, boolean write, long value) {}
+  public record Op(int id, long call, long ret, boolean write, long value) {}
 
   private static final class Entry {
     final Op op;
@@ -39,7 +44,7 @@ final class RegisterChecker {
   private RegisterChecker() {}
 
   /** Whether {@code history} (ids 0..n-1) is linearizable from {@code initial}. */
-  static boolean check(List<Op> history, long initial) {
+  public static boolean check(List<Op> history, long initial) {
     List<Entry> events = new ArrayList<>();
     for (Op op : history) {
       Entry c = new Entry(op, true);
@@ -122,7 +127,7 @@ final class RegisterChecker {
     }
   }
 
-  static String describe(List<Op> history) {
+  public static String describe(List<Op> history) {
     StringBuilder sb = new StringBuilder();
     long t0 = history.stream().mapToLong(Op::call).min().orElse(0);
     for (Op op : history) {

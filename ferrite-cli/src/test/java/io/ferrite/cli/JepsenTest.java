@@ -1,0 +1,471 @@
+package io.ferrite.cli;
+
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+import static org.junit.jupiter.api.Assertions.fail;
+
+import io.ferrite.fabric.FerriteException;
+import io.ferrite.fabric.testing.SeedExtension;
+import io.ferrite.fabric.testing.TestThreads;
+import io.ferrite.kernel.client.ClientOptions;
+import io.ferrite.kernel.client.Ferrite;
+import io.ferrite.kernel.client.FerriteClient;
+import io.ferrite.kernel.testing.RegisterChecker;
+import io.ferrite.kernel.testing.RegisterChecker.Op;
+import io.ferrite.kv.KvClient;
+import io.ferrite.kv.KvTable;
+import io.ferrite.kv.TableOptions;
+import io.ferrite.nodes.NodeReader;
+import io.ferrite.nodes.NodeWriter;
+import io.ferrite.nodes.Nodes;
+import java.nio.ByteBuffer;
+import java.nio.charset.StandardCharsets;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Collections;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
+import java.util.Random;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicInteger;
+import org.junit.jupiter.api.Assumptions;
+import org.junit.jupiter.api.Tag;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.ExtendWith;
+
+/**
+ * A Jepsen-style run across hosts ({@link NetHosts}): the master and the memory servers in network
+ * namespaces of their own (separate JVMs), a kv writer and a file writer in the test JVM (the root
+ * namespace, another host) under load, while a seeded schedule SIGKILLs and restarts memory servers
+ * and the master, pauses one process with SIGSTOP for a while, and cuts a server's host off. At the
+ * end every fault is undone, every acknowledged write is read back (files byte for byte), each kv
+ * key's history passes the project's linearizability checker ({@link RegisterChecker}), and the
+ * cluster serves new writes.
+ *
+ * <p>History: an acknowledged put is a write with its call and return times; a put that failed may
+ * or may not have happened (the server may have applied it before dying, a retry may have landed),
+ * so it is a write with no response ({@link Long#MAX_VALUE}); a failed get is left out (it changed
+ * nothing). A file whose close failed is not checked (it may exist or not); a file whose close was
+ * acknowledged must read back exactly.
+ *
+ * <p>The knobs the issue's later parts turn ({@link Spec}): masters (a Raft group), kv replicas and
+ * file replicas. On main today they must be 1 (the test says so and skips otherwise); with 1 the
+ * run expects no acknowledged write lost (a SIGKILLed server keeps its /dev/shm regions and replays
+ * its kv log) and tolerates failed operations while the single master is down.
+ */
+@Tag("multiprocess")
+@ExtendWith(SeedExtension.class)
+class JepsenTest extends HostsClusterTest {
+  static final String CLUSTER = "jepsen-test";
+  static final int KEYS = 4;
+
+  /**
+   * One run's shape.
+   *
+   * @param masters masters in the group (hosts 1..masters); more than 1 needs the Raft group
+   * @param servers memory servers (the hosts after the masters')
+   * @param kvReplicas copies of each kv shard (the table option {@code replicas}); 1 on main
+   * @param fileReplicas copies of each file block (the nodes face's option); 1 on main
+   * @param faults how long the schedule injects faults (the load runs through it)
+   */
+  record Spec(int masters, int servers, int kvReplicas, int fileReplicas, Duration faults) {
+    /** The defaults, each overridable by {@code -Dferrite.jepsen.<name>=N} (faults in seconds). */
+    static Spec fromProperties() {
+      return new Spec(
+          Integer.getInteger("ferrite.jepsen.masters", 1),
+          Integer.getInteger("ferrite.jepsen.servers", 3),
+          Integer.getInteger("ferrite.jepsen.kvReplicas", 1),
+          Integer.getInteger("ferrite.jepsen.fileReplicas", 1),
+          Duration.ofSeconds(Integer.getInteger("ferrite.jepsen.seconds", 25)));
+    }
+  }
+
+  private Spec spec;
+  private final Map<String, Process> running = new ConcurrentHashMap<>();
+  private final Map<String, Integer> hostOf = new LinkedHashMap<>();
+  private final List<String> schedule = new CopyOnWriteArrayList<>();
+  private long t0;
+
+  @Test
+  void acknowledgedWritesSurviveKillsPausesAndPartitions(Random random) throws Exception {
+    run(Spec.fromProperties(), random);
+  }
+
+  void run(Spec s, Random random) throws Exception {
+    try {
+      runUnchecked(s, random);
+    } catch (Exception | AssertionError e) {
+      if (schedule.isEmpty()) {
+        throw e;
+      }
+      // Whatever failed, the schedule and the processes' logs say what the cluster went through.
+      throw new AssertionError(e + "\n" + describe() + logs(), e);
+    }
+  }
+
+  private void runUnchecked(Spec s, Random random) throws Exception {
+    spec = s;
+    Assumptions.assumeTrue(
+        s.masters() == 1, "masters " + s.masters() + ": needs the master Raft group (issue #20)");
+    Assumptions.assumeTrue(
+        s.kvReplicas() == 1, "kv replicas " + s.kvReplicas() + ": needs the kv table option");
+    Assumptions.assumeTrue(
+        s.fileReplicas() == 1, "file replicas " + s.fileReplicas() + ": needs the nodes option");
+    newHostsCluster(s.masters() + s.servers(), CLUSTER, "ferrite-jepsen-");
+    t0 = System.nanoTime();
+    for (int m = 1; m <= s.masters(); m++) {
+      hostOf.put(masterName(m), m);
+      startMaster(m);
+    }
+    for (int i = 1; i <= s.servers(); i++) {
+      hostOf.put("s" + i, s.masters() + i);
+      startServer(i);
+    }
+    await(s.servers() + " ALIVE servers", () -> serversAlive(1, s.servers()));
+    try (FerriteClient admin = client()) {
+      new KvClient(admin).createTable("t", tableOptions());
+    }
+
+    Map<Integer, List<Op>> history = new ConcurrentHashMap<>();
+    for (int k = 0; k < KEYS; k++) {
+      history.put(k, Collections.synchronizedList(new ArrayList<>()));
+    }
+    AtomicInteger ids = new AtomicInteger();
+    Map<String, byte[]> files = new ConcurrentHashMap<>(); // acknowledged: path -> content
+    AtomicInteger kvAcks = new AtomicInteger();
+    AtomicInteger kvUnknown = new AtomicInteger();
+    AtomicInteger fileFailures = new AtomicInteger();
+    AtomicBoolean stop = new AtomicBoolean();
+    try (TestThreads load = new TestThreads(() -> stop.set(true))) {
+      for (int w = 0; w < 2; w++) {
+        long seed = random.nextLong();
+        int writer = w;
+        load.start(
+            "jepsen-kv-" + w,
+            () -> kvWriter(writer, new Random(seed), stop, history, ids, kvAcks, kvUnknown));
+      }
+      long fileSeed = random.nextLong();
+      load.start("jepsen-files", () -> fileWriter(new Random(fileSeed), stop, files, fileFailures));
+      faults(new Random(random.nextLong()), stop);
+      stop.set(true);
+    }
+    healEverything();
+    await(s.servers() + " ALIVE servers after the faults", () -> serversAlive(1, s.servers()));
+
+    // Every acknowledged file reads back whole; every key's last value joins its history.
+    try (FerriteClient c = await("a client after the faults", this::client)) {
+      Nodes nodes = new Nodes(c);
+      for (Map.Entry<String, byte[]> f : files.entrySet()) {
+        byte[] got = await(f.getKey() + " readable", () -> read(nodes, f.getKey()));
+        assertArrayEquals(
+            f.getValue(), got, "acknowledged file " + f.getKey() + "\n" + describe() + logs());
+      }
+      KvTable t = new KvClient(c).table("t");
+      for (int k = 0; k < KEYS; k++) {
+        int key = k;
+        long call = System.nanoTime();
+        byte[] v = await("key " + k + " readable", () -> new Answer(t.get(key(key)))).value;
+        history.get(k).add(new Op(ids.getAndIncrement(), call, System.nanoTime(), false, value(v)));
+      }
+      // The cluster serves new writes.
+      t.put(key(KEYS), "after".getBytes(StandardCharsets.UTF_8));
+      assertArrayEquals("after".getBytes(StandardCharsets.UTF_8), t.get(key(KEYS)));
+      write(nodes, "/jepsen/after", new byte[] {1, 2, 3});
+      assertArrayEquals(new byte[] {1, 2, 3}, read(nodes, "/jepsen/after"));
+    }
+    for (int k = 0; k < KEYS; k++) {
+      List<Op> h = renumber(history.get(k));
+      if (!RegisterChecker.check(h, RegisterChecker.ABSENT)) {
+        fail(
+            "key "
+                + k
+                + " is not linearizable:"
+                + RegisterChecker.describe(h)
+                + "\n"
+                + describe()
+                + logs());
+      }
+    }
+    System.out.printf(
+        Locale.ROOT,
+        "jepsen run %s: kv %d acknowledged, %d unknown; files %d acknowledged, %d failed%n%s%n",
+        s,
+        kvAcks.get(),
+        kvUnknown.get(),
+        files.size(),
+        fileFailures.get(),
+        describe());
+    assertTrue(kvAcks.get() > 0 && !files.isEmpty(), "the load made progress\n" + describe());
+  }
+
+  // ------------------------------------------------------------------ the cluster
+
+  private static String masterName(int m) {
+    return "master" + m;
+  }
+
+  private void startMaster(int m) throws Exception {
+    String name = masterName(m);
+    running.put(
+        name,
+        startMasterOn(m, name, "journal.fsync=true", "block.size=64k", "server.dead.timeout=2s"));
+  }
+
+  private void startServer(int i) throws Exception {
+    String name = "s" + i;
+    // The master's block size: a server with another keeps its block keys off (BAD_RKEY).
+    running.put(name, startServerOn(hostOf.get(name), 1, name, "64m", "0", "block.size=64k"));
+  }
+
+  private void restart(String name) throws Exception {
+    if (name.startsWith("master")) {
+      startMaster(Integer.parseInt(name.substring("master".length())));
+    } else {
+      startServer(Integer.parseInt(name.substring(1)));
+    }
+  }
+
+  /** Where the kv and file replica knobs take effect, once the faces have them. */
+  private TableOptions tableOptions() {
+    return TableOptions.DEFAULTS
+        .withShards(4)
+        .withSlotsPerShard(4096)
+        .withExtents(1 << 20, 4)
+        .withLimits(64, 1024)
+        .withDurability(TableOptions.Durability.ALWAYS);
+  }
+
+  private FerriteClient client() {
+    return Ferrite.connect(
+        masterUri(1),
+        ClientOptions.builder(credentials)
+            .clientName("jepsen")
+            .connectTimeout(Duration.ofSeconds(2))
+            .rpcTimeout(Duration.ofSeconds(2))
+            .opTimeout(Duration.ofSeconds(2))
+            .build());
+  }
+
+  // ------------------------------------------------------------------ the schedule
+
+  private void log(String event) {
+    schedule.add(
+        String.format(Locale.ROOT, "%6d ms %s", (System.nanoTime() - t0) / 1_000_000, event));
+  }
+
+  private String describe() {
+    return "schedule:\n  " + String.join("\n  ", schedule) + "\n";
+  }
+
+  /**
+   * Until {@link Spec#faults} has passed (or the load failed): every 1-3 s one seeded fault, undone
+   * 0.5-2.5 s later — SIGKILL and restart of a server or the master, SIGSTOP and SIGCONT of any
+   * process, a server's host cut off and healed.
+   */
+  private void faults(Random rnd, AtomicBoolean stop) throws Exception {
+    long end = System.nanoTime() + spec.faults().toNanos();
+    List<String> names = new ArrayList<>(hostOf.keySet());
+    while (System.nanoTime() < end && !stop.get()) {
+      Thread.sleep(1000 + rnd.nextInt(2000));
+      String victim = names.get(rnd.nextInt(names.size()));
+      long down = 500 + rnd.nextInt(2000);
+      int kind = rnd.nextInt(victim.startsWith("master") ? 2 : 3);
+      switch (kind) {
+        case 0 -> {
+          log("SIGKILL " + victim);
+          Process p = running.remove(victim);
+          p.destroyForcibly().waitFor();
+          Thread.sleep(down);
+          log("restart " + victim);
+          restart(victim);
+        }
+        case 1 -> {
+          log("SIGSTOP " + victim);
+          NetHosts.signal(running.get(victim), "STOP");
+          Thread.sleep(down);
+          log("SIGCONT " + victim);
+          NetHosts.signal(running.get(victim), "CONT");
+        }
+        default -> {
+          log("isolate host " + hostOf.get(victim) + " (" + victim + ")");
+          hosts.isolate(hostOf.get(victim));
+          Thread.sleep(down);
+          log("heal host " + hostOf.get(victim));
+          hosts.heal(hostOf.get(victim));
+        }
+      }
+    }
+  }
+
+  /** Every process running and continued, every host linked (idempotent). */
+  private void healEverything() throws Exception {
+    for (String name : hostOf.keySet()) {
+      hosts.heal(hostOf.get(name));
+      Process p = running.get(name);
+      if (p == null || !p.isAlive()) {
+        log("restart " + name + " (after the schedule)");
+        restart(name);
+      } else {
+        NetHosts.signal(p, "CONT");
+      }
+    }
+  }
+
+  // ------------------------------------------------------------------ the load
+
+  static byte[] key(int k) {
+    return ("key-" + k).getBytes(StandardCharsets.UTF_8);
+  }
+
+  static long value(byte[] v) {
+    return v == null ? RegisterChecker.ABSENT : ByteBuffer.wrap(v).getLong();
+  }
+
+  /** A value holder, so that a probe may answer "absent" (null) and still count as an answer. */
+  record Answer(byte[] value) {}
+
+  /**
+   * Puts of unique values and gets of {@link #KEYS} keys, each recorded in its key's history; on a
+   * failure the client is rebuilt (the master may be gone for a while).
+   */
+  private void kvWriter(
+      int writer,
+      Random rnd,
+      AtomicBoolean stop,
+      Map<Integer, List<Op>> history,
+      AtomicInteger ids,
+      AtomicInteger acks,
+      AtomicInteger unknown)
+      throws Exception {
+    long seq = 0;
+    FerriteClient c = null;
+    KvTable t = null;
+    try {
+      while (!stop.get()) {
+        if (t == null) {
+          try {
+            c = client();
+            t = new KvClient(c).table("t");
+          } catch (FerriteException e) {
+            closeQuietly(c);
+            c = null;
+            Thread.sleep(100);
+            continue;
+          }
+        }
+        int k = rnd.nextInt(KEYS);
+        boolean write = rnd.nextBoolean();
+        long v = ((long) writer << 40) | ++seq; // unique per run, never ABSENT
+        long call = System.nanoTime();
+        try {
+          if (write) {
+            t.put(key(k), ByteBuffer.allocate(8).putLong(0, v).array());
+            history.get(k).add(new Op(ids.getAndIncrement(), call, System.nanoTime(), true, v));
+            acks.incrementAndGet();
+          } else {
+            long got = value(t.get(key(k)));
+            history.get(k).add(new Op(ids.getAndIncrement(), call, System.nanoTime(), false, got));
+          }
+        } catch (FerriteException e) {
+          if (write) {
+            // Applied or not: the checker may place it anywhere after its call, or nowhere.
+            history.get(k).add(new Op(ids.getAndIncrement(), call, Long.MAX_VALUE, true, v));
+            unknown.incrementAndGet();
+          }
+          closeQuietly(c);
+          c = null;
+          t = null;
+          Thread.sleep(50);
+        }
+      }
+    } finally {
+      closeQuietly(c);
+    }
+  }
+
+  /** Files of 16-200 KiB written, closed and read back; acknowledged ones kept for the end. */
+  private void fileWriter(
+      Random rnd, AtomicBoolean stop, Map<String, byte[]> files, AtomicInteger failures)
+      throws Exception {
+    FerriteClient c = null;
+    Nodes nodes = null;
+    try {
+      for (int i = 0; !stop.get(); i++) {
+        if (nodes == null) {
+          try {
+            c = client();
+            nodes = new Nodes(c);
+            nodes.mkdirs("/jepsen");
+          } catch (FerriteException e) {
+            closeQuietly(c);
+            c = null;
+            nodes = null;
+            Thread.sleep(100);
+            continue;
+          }
+        }
+        byte[] data = new byte[16_384 + rnd.nextInt(200_000)];
+        rnd.nextBytes(data);
+        String path = "/jepsen/f-" + i;
+        try {
+          write(nodes, path, data);
+        } catch (FerriteException e) {
+          failures.incrementAndGet(); // not acknowledged: may exist or not
+          closeQuietly(c);
+          c = null;
+          nodes = null;
+          Thread.sleep(50);
+          continue;
+        }
+        files.put(path, data);
+        try {
+          assertArrayEquals(data, read(nodes, path), "read back right after its close: " + path);
+        } catch (FerriteException e) {
+          closeQuietly(c); // unavailable now; checked again at the end
+          c = null;
+          nodes = null;
+        }
+      }
+    } finally {
+      closeQuietly(c);
+    }
+  }
+
+  private static void write(Nodes nodes, String path, byte[] data) {
+    try (NodeWriter w = nodes.create(path)) {
+      w.writeSync(ByteBuffer.wrap(data));
+    }
+  }
+
+  private static byte[] read(Nodes nodes, String path) {
+    NodeReader r = nodes.open(path);
+    ByteBuffer b = ByteBuffer.allocate((int) r.size());
+    r.readFully(0, b);
+    return b.array();
+  }
+
+  private static void closeQuietly(FerriteClient c) {
+    if (c != null) {
+      try {
+        c.close();
+      } catch (RuntimeException e) {
+        // The master or a server is gone: nothing more to release.
+      }
+    }
+  }
+
+  /** The history with ids 0..n-1 in order (the checker indexes by id). */
+  private static List<Op> renumber(List<Op> h) {
+    List<Op> out = new ArrayList<>();
+    synchronized (h) {
+      for (Op op : h) {
+        out.add(new Op(out.size(), op.call(), op.ret(), op.write(), op.value()));
+      }
+    }
+    return out;
+  }
+}
