@@ -127,7 +127,8 @@ public final class NodesMaster implements MasterExtension {
       out.put("bytes", l.bytes());
     }
     if (under[0] > 0) {
-      out.put("under-replicated nodes", under[0]); // copies missing, being made again
+      // Copies missing, being made again: ferrite status prints it apart from what was lost.
+      out.put(io.ferrite.kernel.proto.ClusterStatus.UNDER_REPLICATED, under[0]);
     }
     return out;
   }
