@@ -43,18 +43,41 @@ class NodesReplicasTest {
   Nodes nodes;
   final List<MemoryServer> servers = new ArrayList<>();
 
+  /** Whether the cluster runs over tcp (and shm): a stopped server's copies then fail to read. */
+  private boolean real;
+
   @BeforeEach
   void start() throws Exception {
-    // 16 blocks of dram per server, no disk; a DEAD server is declared after 400 ms of silence.
-    cluster =
-        new NodesCluster(
-            dir, Map.of(FerriteConfig.CAPACITY_DRAM, "1m", FerriteConfig.CAPACITY_DISK, "0"));
+    startCluster(false, Map.of());
+  }
+
+  /**
+   * Three servers with 16 blocks of dram each and no disk; a DEAD server is declared after 400 ms
+   * of silence unless {@code overrides} say otherwise. {@code real}: over tcp, where a stopped
+   * server's copies fail to read (the local fabric keeps serving a closed server's memory, so only
+   * a real one shows that reads fall back).
+   */
+  private void startCluster(boolean real, Map<String, String> overrides) throws Exception {
+    if (cluster != null) {
+      cluster.close();
+      servers.clear();
+    }
+    this.real = real;
+    Map<String, String> settings = new java.util.HashMap<>(overrides);
+    settings.put(FerriteConfig.CAPACITY_DRAM, "1m");
+    settings.put(FerriteConfig.CAPACITY_DISK, "0");
+    cluster = new NodesCluster(dir.resolve("c" + System.nanoTime()), real, settings);
     startMaster();
     for (String name : List.of("s1", "s2", "s3")) {
       servers.add(cluster.startServer(name));
     }
     cluster.awaitServers(3);
-    nodes = cluster.nodes();
+    nodes = client();
+  }
+
+  /** A new client: over tcp on a real cluster. */
+  private Nodes client() {
+    return real ? new Nodes(cluster.client("tcp")) : cluster.nodes();
   }
 
   private void startMaster() {
@@ -157,7 +180,7 @@ class NodesReplicasTest {
     final Thread thread;
 
     Reader(String path, byte[] expect) {
-      Nodes client = cluster.nodes();
+      Nodes client = client();
       thread =
           new Thread(
               () -> {
@@ -202,6 +225,7 @@ class NodesReplicasTest {
   @Test
   void survivesTheDeathOfEitherCopyIsMadeWholeAgainThenSurvivesTheOtherOriginal(Random random)
       throws Exception {
+    startCluster(true, Map.of());
     byte[] data = write("/f", 2, 5 * BS + 123, random);
     List<Set<Integer>> before = copies("/f");
     NodeInfo info = nodes.lookup("/f");
@@ -270,6 +294,9 @@ class NodesReplicasTest {
 
   @Test
   void aMasterRestartResumesReplication(Random random) throws Exception {
+    // No server is declared DEAD around the restart (that would find the missing copies too): the
+    // new master must find them in what it replayed.
+    startCluster(false, Map.of(FerriteConfig.DEAD_TIMEOUT, "30s"));
     byte[] data = write("/f", 2, 4 * BS + 1, random);
     cluster.ext.pauseReplication(true);
     reboot(random.nextInt(3));
@@ -279,7 +306,7 @@ class NodesReplicasTest {
     assertEquals(1, nodes.lostSummary().underReplicated());
     startMaster(); // a new extension, not paused: the LOST marks replayed, the copies made
     cluster.awaitServers(3);
-    nodes = cluster.nodes();
+    nodes = client();
     awaitWhole("/f", -1);
     assertArrayEquals(data, readAll(nodes, "/f"));
   }
@@ -287,6 +314,7 @@ class NodesReplicasTest {
   @Test
   void aWriterWhoseCopyDiesFailsClearlyAndPublishesNothingUnwritten(Random random)
       throws Exception {
+    startCluster(true, Map.of());
     byte[] data = new byte[6 * BS];
     random.nextBytes(data);
     NodeWriter w = nodes.create("/w", CreateOptions.replicated(2));
@@ -318,7 +346,7 @@ class NodesReplicasTest {
       assertArrayEquals(data, readAll(nodes, "/w"), "completed: every byte at some copy");
     }
     nodes.client().close(); // its session ends: the lease goes, re-replication takes the file
-    nodes = cluster.nodes();
+    nodes = client();
     awaitWhole("/w", -1);
   }
 
