@@ -298,17 +298,31 @@ class NodesReplicasTest {
     // new master must find them in what it replayed.
     startCluster(false, Map.of(FerriteConfig.DEAD_TIMEOUT, "30s"));
     byte[] data = write("/f", 2, 4 * BS + 1, random);
-    cluster.ext.pauseReplication(true);
-    reboot(random.nextInt(3));
-    Thread.sleep(100);
-    NodeInfo n = nodes.lookupAtMaster("/f");
-    assertTrue(n.missingCopies() > 0, n.toString());
-    assertEquals(1, nodes.lostSummary().underReplicated());
-    startMaster(); // a new extension, not paused: the LOST marks replayed, the copies made
-    cluster.awaitServers(3);
-    nodes = client();
-    awaitWhole("/f", -1);
-    assertArrayEquals(data, readAll(nodes, "/f"));
+    // First recovered from the log, then from a snapshot taken while copies were missing.
+    for (boolean snapshot : new boolean[] {false, true}) {
+      cluster.ext.pauseReplication(true);
+      reboot(random.nextInt(3));
+      awaitMissing("/f");
+      assertEquals(1, nodes.lostSummary().underReplicated());
+      assertEquals(0, nodes.lostSummary().nodes(), "under-replicated, not lost");
+      if (snapshot) {
+        cluster.master.snapshot();
+      }
+      startMaster(); // a new extension, not paused: the LOST marks recovered, the copies made
+      cluster.awaitServers(3);
+      nodes = client();
+      awaitWhole("/f", -1);
+      assertEquals(2, nodes.lookupAtMaster("/f").replicas(), "replicas recovered");
+      assertArrayEquals(data, readAll(nodes, "/f"));
+    }
+  }
+
+  /** Waits until the master counts missing copies of {@code path} (a loss it heard of). */
+  private void awaitMissing(String path) throws InterruptedException {
+    for (int i = 0; i < 1000 && nodes.lookupAtMaster(path).missingCopies() == 0; i++) {
+      Thread.sleep(10);
+    }
+    assertTrue(nodes.lookupAtMaster(path).missingCopies() > 0, "no copy of " + path + " missing");
   }
 
   @Test
