@@ -52,15 +52,6 @@ public record NodeInfo(
     int replicas,
     int missingCopies) {
 
-  /** The copies of logical block {@code index} among {@link #blocks}, or null if not included. */
-  public List<BlockRef> copies(int index) {
-    int at = (index - firstBlock) * replicas;
-    if (index < firstBlock || at + replicas > blocks.size()) {
-      return null;
-    }
-    return blocks.subList(at, at + replicas);
-  }
-
   /** Whether some copies are missing (see {@link #missingCopies}). */
   public boolean underReplicated() {
     return missingCopies > 0;

@@ -62,6 +62,15 @@ final class NodesMasterReplicas implements AutoCloseable {
   /** Replicated nodes that may miss copies. Guarded by the metadata lock. */
   private final Set<Long> todo = new LinkedHashSet<>();
 
+  /**
+   * Nodes whose last copy failed -> when (nanoTime) to try them again: a source that cannot be read
+   * (its server SIGKILLed, not yet DEAD) costs an allocation and a free per try, so not every
+   * period. Touched only by the worker thread (in {@link #next}, which it runs).
+   */
+  private final Map<Long, Long> backoff = new HashMap<>();
+
+  private static final long BACKOFF_NANOS = 500_000_000L;
+
   /** Connections by server id; touched only by the worker thread. */
   private final Map<Integer, FabricConnection> links = new HashMap<>();
 
@@ -156,7 +165,14 @@ final class NodesMasterReplicas implements AutoCloseable {
         continue;
       }
       if (n.writer != 0) {
-        continue; // after its writer releases it (sessionClosed / PUBLISH with close kick us)
+        continue; // after its writer releases it (the next period sees it)
+      }
+      Long retry = backoff.get(id);
+      if (retry != null) {
+        if (retry - System.nanoTime() > 0) {
+          continue;
+        }
+        backoff.remove(id);
       }
       int r = n.replicas;
       for (int s = 0; s < n.blocks.size(); s++) {
@@ -195,12 +211,20 @@ final class NodesMasterReplicas implements AutoCloseable {
   /** While set, nothing is copied (for tests). */
   volatile boolean paused;
 
-  /** Makes every missing copy it can, one job at a time. */
+  /** Makes every missing copy it can, one job at a time; never throws (a periodic task). */
   void run() {
     queued.set(false);
     if (paused) {
       return;
     }
+    try {
+      runJobs();
+    } catch (RuntimeException e) {
+      LOG.log(System.Logger.Level.WARNING, "re-replication pass failed, tried again later", e);
+    }
+  }
+
+  private void runJobs() {
     ByteBuffer buf = null;
     while (true) {
       Job j;
@@ -230,7 +254,12 @@ final class NodesMasterReplicas implements AutoCloseable {
         // A server restarted (new address) or died: connect again next time.
         links.values().forEach(FabricConnection::close);
         links.clear();
-        ctx.mutate(m -> m.free(Node.owner(j.id()), List.of(j.fresh())));
+        backoff.put(j.id(), System.nanoTime() + BACKOFF_NANOS);
+        ctx.mutate(
+            m -> {
+              freeIfOwned(m, j.id(), j.fresh());
+              return null;
+            });
         LOG.log(
             System.Logger.Level.WARNING,
             "re-replication of node {0} block copy {1} failed, tried again later: {2}",
@@ -275,7 +304,7 @@ final class NodesMasterReplicas implements AutoCloseable {
             && n.blocks.get(j.slot()).equals(j.old())
             && (n.lost.get(j.slot()) || tree.dead.contains(j.old().serverId()));
     if (!still) {
-      m.free(Node.owner(j.id()), List.of(j.fresh()));
+      freeIfOwned(m, j.id(), j.fresh());
       return null;
     }
     boolean wasLost = n.lost.get(j.slot());
@@ -300,6 +329,16 @@ final class NodesMasterReplicas implements AutoCloseable {
       ns.leases.invalidate(new long[] {n.id}, mine).whenComplete((v, t) -> ns.leases.release(mine));
     }
     return null;
+  }
+
+  /**
+   * Frees {@code b} if node {@code id} still owns it: a node removed meanwhile may have had every
+   * block it owned freed by the reclaimer already.
+   */
+  private static void freeIfOwned(MasterContext.Mutation m, long id, BlockRef b) {
+    if (m.owned(Node.owner(id)).contains(b)) {
+      m.free(Node.owner(id), List.of(b));
+    }
   }
 
   @Override
