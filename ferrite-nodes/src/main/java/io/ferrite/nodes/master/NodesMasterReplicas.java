@@ -71,6 +71,12 @@ final class NodesMasterReplicas implements AutoCloseable {
 
   private static final long BACKOFF_NANOS = 500_000_000L;
 
+  /**
+   * Servers that registered since their link was opened (a new process, maybe at a new address):
+   * the worker drops their link before its next use.
+   */
+  private final Set<Integer> registered = java.util.concurrent.ConcurrentHashMap.newKeySet();
+
   /** Connections by server id; touched only by the worker thread. */
   private final Map<Integer, FabricConnection> links = new HashMap<>();
 
@@ -119,6 +125,7 @@ final class NodesMasterReplicas implements AutoCloseable {
 
   /** Server {@code serverId} is ALIVE again: its copies (those it kept) are there again. */
   void serverRegistered(int serverId) {
+    registered.add(serverId);
     if (tree.dead.contains(serverId)) {
       Set<Integer> dead = new HashSet<>(tree.dead);
       dead.remove(serverId);
@@ -260,9 +267,11 @@ final class NodesMasterReplicas implements AutoCloseable {
               freeIfOwned(m, j.id(), j.fresh());
               return null;
             });
+        // Usually transient: a server that just registered is ALIVE before it accepts its new
+        // regions' keys (BAD_RKEY), a SIGKILLed one is not yet DEAD (UNAVAILABLE).
         LOG.log(
-            System.Logger.Level.WARNING,
-            "re-replication of node {0} block copy {1} failed, tried again later: {2}",
+            System.Logger.Level.INFO,
+            "re-replication of node {0} slot {1} failed, tried again shortly: {2}",
             j.id(),
             j.slot(),
             String.valueOf(FerriteException.unwrap(e)));
@@ -287,6 +296,10 @@ final class NodesMasterReplicas implements AutoCloseable {
 
   private FabricConnection link(int serverId) {
     FabricConnection c = links.get(serverId);
+    if (c != null && registered.remove(serverId)) {
+      c.close();
+      c = null;
+    }
     if (c == null || !c.isOpen()) {
       c = ctx.connect(serverId);
       links.put(serverId, c);
