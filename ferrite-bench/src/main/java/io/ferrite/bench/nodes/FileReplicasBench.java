@@ -65,7 +65,8 @@ public final class FileReplicasBench {
           fabrics,
           mib << 20,
           shmRoot,
-          new Progress(NodesBench.SUITE, new java.io.PrintStream(System.err, true)));
+          new Progress(
+              NodesBench.SUITE, new java.io.PrintStream(System.err, true, StandardCharsets.UTF_8)));
     } finally {
       NodesBench.deleteTree(shmRoot);
     }

@@ -91,7 +91,8 @@ final class NodesMasterLost {
     if (!marked.isEmpty()) {
       LOG.log(
           System.Logger.Level.WARNING,
-          "server {0} came back without {1} region(s): {2} node(s) lost data: {3}",
+          "server {0} came back without {1} region(s): {2} node(s) lost data or (replicated) block"
+              + " copies: {3}",
           serverId,
           lost.size(),
           marked.size(),
