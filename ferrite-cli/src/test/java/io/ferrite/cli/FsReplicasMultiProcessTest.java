@@ -40,7 +40,7 @@ class FsReplicasMultiProcessTest extends ProcessClusterTest {
     PrintStream was = System.out;
     ByteArrayOutputStream bytes = new ByteArrayOutputStream();
     Ran r;
-    try (PrintStream to = new PrintStream(bytes, true)) {
+    try (PrintStream to = new PrintStream(bytes, true, java.nio.charset.StandardCharsets.UTF_8)) {
       System.setOut(to);
       r = fs("cat", path);
     } finally {
