@@ -269,6 +269,7 @@ final class FsCommands {
         "",
         "Examples:",
         "  ferrite fs put data.bin /in/",
+        "  ferrite fs put --replicas 2 data.bin /in/",
         "  ferrite fs put v.json /kv/key"
       })
   static final class Put extends FsCommand.Base {
@@ -280,6 +281,15 @@ final class FsCommands {
 
     @Option(names = "--class", description = "Preferred storage class (default: dram, then disk).")
     String storageClass = "";
+
+    @Option(
+        names = "--replicas",
+        paramLabel = "N",
+        description =
+            "Copies of each block of a file, 1 (default) to 3, each on another memory server:"
+                + " reads fall back to another copy when a server dies, and the master makes lost"
+                + " copies again.")
+    int replicas = 1;
 
     @Option(
         names = "--progress",
@@ -310,15 +320,24 @@ final class FsCommands {
       } catch (RuntimeException e) {
         return failed(dst, e);
       }
+      if (replicas < 1 || replicas > io.ferrite.nodes.NodesProtocol.MAX_REPLICAS) {
+        err().println("error: --replicas " + replicas + " (expected: 1 to 3)");
+        return 2;
+      }
       long size = local.equals("-") ? -1 : Files.size(Path.of(local));
       Progress p = new Progress(err(), "ferrite fs put " + dst, size, progress);
       try (InputStream in = local.equals("-") ? System.in : Files.newInputStream(Path.of(local))) {
         if (parent.type() == NodeType.TABLE) {
+          if (replicas > 1) {
+            err().println("error: --replicas is for files, not key-values in a table");
+            return 2;
+          }
           byte[] value = in.readAllBytes();
           nodes.put(dst, java.nio.ByteBuffer.wrap(value));
           return 0;
         }
-        NodeWriter w = nodes.create(dst, CreateOptions.inClass(storageClass));
+        NodeWriter w =
+            nodes.create(dst, CreateOptions.inClass(storageClass).withReplicas(replicas));
         try (OutputStream out = w.outputStream()) {
           copy(in, out, p);
         } catch (IOException | RuntimeException e) {
@@ -542,6 +561,16 @@ final class FsCommands {
           if (!n.location().isEmpty()) {
             out.println("  Location hint: " + n.location());
           }
+          if (n.type().hasData()) {
+            out.println(
+                "  Replicas: "
+                    + n.replicas()
+                    + (n.underReplicated()
+                        ? " (under-replicated: "
+                            + n.missingCopies()
+                            + " block copies missing, being made again)"
+                        : ""));
+          }
           if (n.isLost()) {
             // Reads of these bytes answer DATA_LOST; the rest of the node still reads.
             out.println(
@@ -633,6 +662,14 @@ final class FsCommands {
         if (lost.paths().size() < lost.nodes()) {
           out.println("  ...");
         }
+      }
+      if (lost.underReplicated() > 0) {
+        out.printf(
+            Locale.ROOT,
+            "Under-replicated: %d file(s), %d block copies missing (their server died or came back"
+                + " without them; every block still has a copy, the master is making them again)%n",
+            lost.underReplicated(),
+            lost.missingCopies());
       }
       return 0;
     }

@@ -5,8 +5,6 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.ferrite.fabric.testing.SeedExtension;
-import java.io.PrintWriter;
-import java.io.StringWriter;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.List;
@@ -14,7 +12,6 @@ import java.util.Random;
 import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.ExtendWith;
-import picocli.CommandLine;
 
 /**
  * Lost memory through the CLI, with real processes (issue #20): a master and a memory server, each
@@ -28,42 +25,6 @@ import picocli.CommandLine;
 @ExtendWith(SeedExtension.class)
 class FsLostMultiProcessTest extends ProcessClusterTest {
   static final String CLUSTER = "fs-lost-test";
-
-  /** What one in-JVM {@code ferrite} command printed. */
-  record Ran(int code, String out, String err) {}
-
-  private Ran fs(String... args) {
-    String[] all = new String[args.length + 1];
-    all[0] = "fs";
-    System.arraycopy(args, 0, all, 1, args.length);
-    return cli(all);
-  }
-
-  /** {@code ferrite <args> --cluster ... --secret-file ... --cluster-id ...}, in this JVM. */
-  private Ran cli(String... args) {
-    StringWriter out = new StringWriter();
-    StringWriter err = new StringWriter();
-    CommandLine cl = FerriteCli.commandLine();
-    cl.setOut(new PrintWriter(out, true));
-    cl.setErr(new PrintWriter(err, true));
-    String[] all = new String[args.length + 6];
-    System.arraycopy(args, 0, all, 0, args.length);
-    System.arraycopy(
-        new String[] {
-          "--cluster",
-          "ferrite://127.0.0.1:" + port,
-          "--secret-file",
-          secret().toString(),
-          "--cluster-id",
-          CLUSTER
-        },
-        0,
-        all,
-        args.length,
-        6);
-    int code = cl.execute(all);
-    return new Ran(code, out.toString(), err.toString());
-  }
 
   private void ok(Ran r, String what) {
     assertEquals(0, r.code(), what + ": " + r + "\n" + logs());

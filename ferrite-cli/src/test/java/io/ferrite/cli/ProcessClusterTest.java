@@ -118,6 +118,43 @@ abstract class ProcessClusterTest {
     return CliProcesses.logs(dir);
   }
 
+  /** What one in-JVM {@code ferrite} command printed. */
+  record Ran(int code, String out, String err) {}
+
+  /** {@code ferrite fs <args>} against this cluster, in this JVM. */
+  Ran fs(String... args) {
+    String[] all = new String[args.length + 1];
+    all[0] = "fs";
+    System.arraycopy(args, 0, all, 1, args.length);
+    return cli(all);
+  }
+
+  /** {@code ferrite <args> --cluster ... --secret-file ... --cluster-id ...}, in this JVM. */
+  Ran cli(String... args) {
+    java.io.StringWriter out = new java.io.StringWriter();
+    java.io.StringWriter err = new java.io.StringWriter();
+    picocli.CommandLine cl = FerriteCli.commandLine();
+    cl.setOut(new java.io.PrintWriter(out, true));
+    cl.setErr(new java.io.PrintWriter(err, true));
+    String[] all = new String[args.length + 6];
+    System.arraycopy(args, 0, all, 0, args.length);
+    System.arraycopy(
+        new String[] {
+          "--cluster",
+          "ferrite://127.0.0.1:" + port,
+          "--secret-file",
+          secret().toString(),
+          "--cluster-id",
+          clusterId
+        },
+        0,
+        all,
+        args.length,
+        6);
+    int code = cl.execute(all);
+    return new Ran(code, out.toString(), err.toString());
+  }
+
   /** Polls {@code probe} until it answers (see {@link CliProcesses#await}), for at most 60 s. */
   <T> T await(String what, Supplier<T> probe) throws InterruptedException {
     return CliProcesses.await(what, TIMEOUT_NANOS, probe, this::logs);

@@ -13,8 +13,9 @@ import org.apache.hadoop.fs.BlockLocation;
 /**
  * Turns a node's block refs into Hadoop {@link BlockLocation}s: block {@code i} of a node holds its
  * bytes {@code [i * blockSize, (i + 1) * blockSize)} and lives on the memory server named in its
- * ref; the server's host and {@code host:port} come from its tcp address in the cluster's
- * membership (cached, fetched again for a server it has not seen).
+ * ref (each copy's server, for a replicated File: one location naming them all); the server's host
+ * and {@code host:port} come from its tcp address in the cluster's membership (cached, fetched
+ * again for a server it has not seen).
  */
 final class BlockLocator {
   /** A server as Hadoop names it. */
@@ -44,17 +45,32 @@ final class BlockLocator {
     int first = (int) (start / blockSize);
     int last = (int) ((Math.max(end, start + 1) - 1) / blockSize); // a 0-byte range: its block
     List<BlockRef> refs = nodes.blocks(n, first, last - first + 1);
-    BlockLocation[] out = new BlockLocation[refs.size()];
+    int r = n.replicas(); // refs holds r copies per block, block by block
+    BlockLocation[] out = new BlockLocation[refs.size() / r];
     for (int i = 0; i < out.length; i++) {
       long offset = (first + i) * blockSize;
-      out[i] =
-          location(host(refs.get(i).serverId()), offset, Math.min(blockSize, n.size() - offset));
+      Host[] hosts = new Host[r];
+      for (int k = 0; k < r; k++) {
+        hosts[k] = host(refs.get(i * r + k).serverId());
+      }
+      out[i] = location(hosts, offset, Math.min(blockSize, n.size() - offset));
     }
     return out;
   }
 
   private static BlockLocation location(Host h, long offset, long length) {
-    return new BlockLocation(new String[] {h.name()}, new String[] {h.host()}, offset, length);
+    return location(new Host[] {h}, offset, length);
+  }
+
+  /** One location naming every copy's server. */
+  private static BlockLocation location(Host[] hs, long offset, long length) {
+    String[] names = new String[hs.length];
+    String[] hosts = new String[hs.length];
+    for (int k = 0; k < hs.length; k++) {
+      names[k] = hs[k].name();
+      hosts[k] = hs[k].host();
+    }
+    return new BlockLocation(names, hosts, offset, length);
   }
 
   private Host host(int serverId) {

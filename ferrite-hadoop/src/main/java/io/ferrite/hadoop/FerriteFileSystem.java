@@ -62,7 +62,8 @@ import org.apache.hadoop.util.Progressable;
  *   <li>{@code append} takes the file's write lease; another writer gets an IOException. {@code
  *       concat}, {@code truncate}, permissions, owners, times, symlinks, ACLs and xattrs are not
  *       supported (the defaults of {@link FileSystem}: ignored or UnsupportedOperationException).
- *   <li>{@code getFileBlockLocations} names the memory server that holds each block.
+ *   <li>{@code getFileBlockLocations} names the memory servers that hold each block (every copy of
+ *       a replicated File's block); {@code getReplication} is the File's copies.
  * </ul>
  */
 public final class FerriteFileSystem extends FileSystem {
@@ -194,7 +195,7 @@ public final class FerriteFileSystem extends FileSystem {
     return new FileStatus(
         dir ? 0 : n.size(),
         dir,
-        1,
+        dir ? 1 : n.replicas(),
         dir ? 0 : blockSize,
         n.mtime(),
         0,

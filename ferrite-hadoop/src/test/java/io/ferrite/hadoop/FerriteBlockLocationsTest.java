@@ -137,6 +137,35 @@ class FerriteBlockLocationsTest {
   }
 
   @Test
+  void aReplicatedFilesBlocksNameEveryCopysServer(Random random) throws Exception {
+    long bs = TestCluster.BLOCK_SIZE;
+    byte[] data = new byte[(int) (3 * bs + 17)];
+    random.nextBytes(data);
+    io.ferrite.nodes.Nodes nodes = new io.ferrite.nodes.Nodes(cluster.harness.client());
+    nodes.mkdir("/replicated");
+    try (io.ferrite.nodes.NodeWriter w =
+        nodes.create("/replicated/f", io.ferrite.nodes.CreateOptions.replicated(2))) {
+      w.writeSync(ByteBuffer.wrap(data));
+    }
+    FileStatus status = fs.getFileStatus(new Path("/replicated/f"));
+    assertEquals(2, status.getReplication());
+    BlockLocation[] locs = fs.getFileBlockLocations(status, 0, status.getLen());
+    assertEquals(4, locs.length, Arrays.toString(locs));
+    for (int i = 0; i < locs.length; i++) {
+      BlockLocation l = locs[i];
+      assertEquals(i * bs, l.getOffset(), "offset of block " + i);
+      assertEquals(2, l.getNames().length, Arrays.toString(l.getNames()));
+      assertEquals(2, new HashSet<>(Arrays.asList(l.getNames())).size(), "two servers");
+      byte[] block =
+          Arrays.copyOfRange(data, (int) l.getOffset(), (int) (l.getOffset() + l.getLength()));
+      for (String name : l.getNames()) {
+        assertEquals(1, copiesOn(serverNamed(name), block), "block " + i + " on " + name);
+      }
+    }
+    assertEquals(1, fs.getFileStatus(new Path("/replicated")).getReplication());
+  }
+
+  @Test
   void emptyFilesAndDirectoriesHaveNoBlocks() throws Exception {
     Path empty = new Path("/locality/empty");
     fs.create(empty).close();

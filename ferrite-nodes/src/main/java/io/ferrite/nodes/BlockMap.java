@@ -8,10 +8,11 @@ import java.util.Map;
 import java.util.concurrent.CompletableFuture;
 
 /**
- * A client's cache of one node's block mapping (logical block index -> block), filled by the
- * master's {@code map} RPC. While one block transfers, the mapping of the next is already being
- * fetched (paper §4.4): callers {@link #prefetch} the block after the one they use. Fetches ask for
- * a window of blocks that doubles up to {@value #MAX_WINDOW}, so a long sequential transfer costs a
+ * A client's cache of one node's block mapping (logical block index -> its copies: one block, or
+ * {@link NodeInfo#replicas} on distinct servers, in the master's order), filled by the master's
+ * {@code map} RPC. While one block transfers, the mapping of the next is already being fetched
+ * (paper §4.4): callers {@link #prefetch} the block after the one they use. Fetches ask for a
+ * window of blocks that doubles up to {@value #MAX_WINDOW}, so a long sequential transfer costs a
  * handful of RPCs. A writer's map allocates the blocks it asks for. Thread-safe.
  */
 final class BlockMap {
@@ -20,7 +21,8 @@ final class BlockMap {
   private final Nodes nodes;
   private final long id;
   private final boolean writer;
-  private final List<BlockRef> blocks = new ArrayList<>();
+  private final int replicas;
+  private final List<List<BlockRef>> blocks = new ArrayList<>();
   private final Map<Integer, CompletableFuture<Void>> inflight = new HashMap<>();
   private int window;
 
@@ -33,33 +35,41 @@ final class BlockMap {
     this.writer = writer;
     this.known = info.blockCount();
     this.window = writer ? 1 : 8;
-    List<BlockRef> first = info.blocks();
-    for (int i = 0; i < first.size(); i++) {
-      set(info.firstBlock() + i, first.get(i));
+    this.replicas = info.replicas();
+    setAll(info.firstBlock(), info.blocks());
+  }
+
+  /** Caches {@code refs} (replicas per block) from logical block {@code first} on. */
+  private void setAll(int first, List<BlockRef> refs) {
+    for (int i = 0; i + replicas <= refs.size(); i += replicas) {
+      set(first + i / replicas, List.copyOf(refs.subList(i, i + replicas)));
     }
   }
 
-  private void set(int index, BlockRef b) {
+  private void set(int index, List<BlockRef> b) {
     while (blocks.size() <= index) {
       blocks.add(null);
     }
     blocks.set(index, b);
   }
 
-  private synchronized BlockRef cached(int index) {
+  private synchronized List<BlockRef> cached(int index) {
     return index < blocks.size() ? blocks.get(index) : null;
   }
 
-  /** The block at {@code index}: cached, or fetched (and, for a writer, allocated). */
-  CompletableFuture<BlockRef> block(int index) {
-    BlockRef b = cached(index);
+  /**
+   * The copies of the block at {@code index} (one without replicas): cached, or fetched (and, for a
+   * writer, allocated).
+   */
+  CompletableFuture<List<BlockRef>> block(int index) {
+    List<BlockRef> b = cached(index);
     if (b != null) {
       return CompletableFuture.completedFuture(b);
     }
     return fetch(index)
         .thenApply(
             v -> {
-              BlockRef got = cached(index);
+              List<BlockRef> got = cached(index);
               if (got == null) {
                 throw new NodesException(
                     NodesException.Reason.PAST_END,
@@ -104,10 +114,8 @@ final class BlockMap {
             .thenAccept(
                 r -> {
                   synchronized (this) {
-                    for (int i = 0; i < r.blocks().size(); i++) {
-                      set(r.first() + i, r.blocks().get(i));
-                    }
-                    known = Math.max(known, r.first() + r.blocks().size());
+                    setAll(r.first(), r.blocks());
+                    known = Math.max(known, r.first() + r.blocks().size() / replicas);
                   }
                 });
     inflight.put(index, f);

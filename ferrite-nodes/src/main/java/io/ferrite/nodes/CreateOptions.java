@@ -11,15 +11,29 @@ package io.ferrite.nodes;
  *     {@code hostname/boot-id} prefix) or a host name — within each storage class, and from the
  *     others only when those are full (paper §4: a location class)
  * @param enumerable false for a non-enumerable Table (listing returns nothing, creates are cheaper)
+ * @param replicas copies of each block of a File, 1 (the default) to {@value
+ *     NodesProtocol#MAX_REPLICAS}, each on another memory server: writes complete at every copy,
+ *     reads fall back to another copy, and the master makes lost copies again (docs/NODES.md,
+ *     "Replication")
  */
-public record CreateOptions(String storageClass, String location, boolean enumerable) {
-  public static final CreateOptions DEFAULT = new CreateOptions("", "", true);
+public record CreateOptions(
+    String storageClass, String location, boolean enumerable, int replicas) {
+  public static final CreateOptions DEFAULT = new CreateOptions("", "", true, 1);
 
   public CreateOptions {
     if (storageClass == null || location == null) {
       throw new IllegalArgumentException(
           "storageClass and location: null (expected: \"\" for none)");
     }
+    if (replicas < 1 || replicas > NodesProtocol.MAX_REPLICAS) {
+      throw new IllegalArgumentException(
+          "replicas: " + replicas + " (expected: 1 to " + NodesProtocol.MAX_REPLICAS + ")");
+    }
+  }
+
+  /** Without replicas (one copy of each block). */
+  public CreateOptions(String storageClass, String location, boolean enumerable) {
+    this(storageClass, location, enumerable, 1);
   }
 
   public static CreateOptions inClass(String storageClass) {
@@ -31,11 +45,20 @@ public record CreateOptions(String storageClass, String location, boolean enumer
     return new CreateOptions("", location, true);
   }
 
+  /** {@code n} copies of each block, each on another memory server (see {@link #replicas}). */
+  public static CreateOptions replicated(int n) {
+    return DEFAULT.withReplicas(n);
+  }
+
   public CreateOptions withLocation(String location) {
-    return new CreateOptions(storageClass, location, enumerable);
+    return new CreateOptions(storageClass, location, enumerable, replicas);
+  }
+
+  public CreateOptions withReplicas(int n) {
+    return new CreateOptions(storageClass, location, enumerable, n);
   }
 
   public CreateOptions nonEnumerable() {
-    return new CreateOptions(storageClass, location, false);
+    return new CreateOptions(storageClass, location, false, replicas);
   }
 }

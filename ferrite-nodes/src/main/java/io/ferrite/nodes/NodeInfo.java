@@ -25,6 +25,12 @@ import java.util.List;
  * @param lost the byte ranges of its data that were lost, in order (empty when none, or when the
  *     lost blocks lay past its size: held ahead by a writer); reads of them answer {@code
  *     DATA_LOST}, reads of the rest work
+ * @param replicas copies of each block (1, 2 or 3), each on another memory server; {@code blocks}
+ *     then holds {@code replicas} refs per block, copy {@code k} of block {@code firstBlock + i} at
+ *     {@code i * replicas + k}
+ * @param missingCopies copies not there now (lost, or on a server declared DEAD) that
+ *     re-replication is making again: 0 for a node at its full count (and for one copy: a loss
+ *     there is {@code lost})
  */
 public record NodeInfo(
     long id,
@@ -42,7 +48,14 @@ public record NodeInfo(
     List<BlockRef> blocks,
     byte[] inline,
     int lostBlocks,
-    List<LostRange> lost) {
+    List<LostRange> lost,
+    int replicas,
+    int missingCopies) {
+
+  /** Whether some copies are missing (see {@link #missingCopies}). */
+  public boolean underReplicated() {
+    return missingCopies > 0;
+  }
 
   /** Bytes {@code [from, to)} of a node's data that were lost. */
   public record LostRange(long from, long to) {

@@ -85,7 +85,13 @@ public final class NodeReader {
       int n = (int) Math.min(len - done, bs - off);
       ByteBuffer slice = dst.duplicate();
       slice.position(base + done).limit(base + done + n);
-      parts.add(map.block(index).thenCompose(b -> nodes.readBlock(b, off, slice)));
+      parts.add(
+          map.block(index)
+              .thenCompose(
+                  b ->
+                      b.size() == 1
+                          ? nodes.readBlock(b.get(0), off, slice)
+                          : nodes.readCopies(b, off, slice)));
       map.prefetch(index + 1);
       // Also well ahead: a sequential reader then finds each window of the mapping fetched before
       // it gets there, rather than issuing at a window's first block a read that waits on the

@@ -1,6 +1,7 @@
 package io.ferrite.nodes;
 
 import io.ferrite.fabric.Futures;
+import io.ferrite.kernel.proto.BlockRef;
 import java.io.IOException;
 import java.io.OutputStream;
 import java.nio.ByteBuffer;
@@ -74,7 +75,7 @@ public final class NodeWriter implements AutoCloseable {
         int n = (int) Math.min(len - done, bs - off);
         ByteBuffer slice = src.duplicate();
         slice.position(base + done).limit(base + done + n);
-        parts.add(map.block(index).thenCompose(b -> nodes.writeBlock(b, off, slice)));
+        parts.add(map.block(index).thenCompose(b -> writeCopies(b, off, slice)));
         if (off + n == bs || off == 0) {
           map.prefetch(index + 1);
         }
@@ -100,6 +101,22 @@ public final class NodeWriter implements AutoCloseable {
       pending.add(result);
     }
     return result;
+  }
+
+  /**
+   * Writes {@code slice} at {@code off} of every copy of a block; completes when all did (a write
+   * is acknowledged only once it is at every copy), fails if one failed: the writer then publishes
+   * nothing more (its close fails), so no published size covers bytes some copy lacks.
+   */
+  private CompletableFuture<Void> writeCopies(List<BlockRef> copies, long off, ByteBuffer slice) {
+    if (copies.size() == 1) {
+      return nodes.writeBlock(copies.get(0), off, slice);
+    }
+    CompletableFuture<?>[] all = new CompletableFuture<?>[copies.size()];
+    for (int k = 0; k < all.length; k++) {
+      all[k] = nodes.writeBlock(copies.get(k), off, slice.duplicate());
+    }
+    return CompletableFuture.allOf(all);
   }
 
   public void writeSync(ByteBuffer src) {

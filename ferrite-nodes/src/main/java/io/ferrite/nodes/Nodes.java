@@ -116,6 +116,65 @@ public final class Nodes {
     return onBlock(b, x -> client.read(x, offset, dst));
   }
 
+  /**
+   * Servers whose copy failed to read with UNAVAILABLE or TIMEOUT -> until when (nanoTime) their
+   * copies are tried last: a reader of a replicated File pays a dead server's failure once a
+   * second, not once per read.
+   */
+  private final java.util.concurrent.ConcurrentHashMap<Integer, Long> suspect =
+      new java.util.concurrent.ConcurrentHashMap<>();
+
+  private static final long SUSPECT_NANOS = 1_000_000_000L;
+
+  /**
+   * Reads {@code dst.remaining()} bytes at {@code offset} of a replicated block from one of its
+   * {@code copies}: the first whose server is not suspect, then the others in turn when a read
+   * fails (server dead, copy lost: UNAVAILABLE, TIMEOUT, BAD_RKEY, NO_SUCH_REGION, ...). Fails only
+   * when every copy failed, with a stale-ref failure if one was (so that the reader asks the master
+   * whether the bytes were lost), else the first.
+   */
+  CompletableFuture<Void> readCopies(List<BlockRef> copies, long offset, ByteBuffer dst) {
+    List<BlockRef> order = new ArrayList<>(copies);
+    if (!suspect.isEmpty()) {
+      long now = System.nanoTime();
+      order.sort(
+          java.util.Comparator.comparing(
+              b -> {
+                Long until = suspect.get(b.serverId());
+                return until != null && until - now > 0;
+              }));
+    }
+    return readCopy(order, 0, offset, dst, null);
+  }
+
+  private CompletableFuture<Void> readCopy(
+      List<BlockRef> order, int k, long offset, ByteBuffer dst, Throwable failed) {
+    BlockRef b = order.get(k);
+    return readBlock(b, offset, dst.duplicate())
+        .handle((v, t) -> t)
+        .thenCompose(
+            t -> {
+              if (t == null) {
+                return CompletableFuture.completedFuture(null);
+              }
+              io.ferrite.fabric.FerriteException e = io.ferrite.fabric.FerriteException.unwrap(t);
+              if (e.code() == io.ferrite.fabric.ErrorCode.UNAVAILABLE
+                  || e.code() == io.ferrite.fabric.ErrorCode.TIMEOUT) {
+                suspect.put(b.serverId(), System.nanoTime() + SUSPECT_NANOS);
+              }
+              Throwable keep = failed == null || staleRef(e) ? e : failed;
+              if (k + 1 == order.size()) {
+                return CompletableFuture.failedFuture(keep);
+              }
+              return readCopy(order, k + 1, offset, dst, keep);
+            });
+  }
+
+  private static boolean staleRef(io.ferrite.fabric.FerriteException e) {
+    return e.code() == io.ferrite.fabric.ErrorCode.BAD_RKEY
+        || e.code() == io.ferrite.fabric.ErrorCode.NO_SUCH_REGION;
+  }
+
   CompletableFuture<Void> writeBlock(BlockRef b, long offset, ByteBuffer src) {
     return onBlock(b, x -> client.write(x, offset, src));
   }
@@ -201,6 +260,9 @@ public final class Nodes {
             .u8(inline == null ? 0 : 1);
     if (inline != null) {
       w.bytes(inline);
+    }
+    if (o.replicas() > 1) {
+      w.u8(o.replicas()); // absent for one copy: what a master before replicas reads
     }
     return w;
   }
@@ -453,11 +515,11 @@ public final class Nodes {
 
   /**
    * Where a File's or KeyValue's bytes live: the refs of up to {@code count} of its blocks from
-   * logical block {@code first} on (fewer at the end of its mapping; none for an inline value).
-   * Served from the refs {@code node} came with when they cover the range, else one MAP per {@value
-   * #MAP_CHUNK} blocks; never allocates. For locality queries, e.g. Hadoop's {@code
-   * getFileBlockLocations}: block {@code i} holds bytes {@code [i * blockSize(), (i + 1) *
-   * blockSize())}.
+   * logical block {@code first} on (fewer at the end of its mapping; none for an inline value);
+   * with {@link NodeInfo#replicas} copies, that many refs per block, block by block. Served from
+   * the refs {@code node} came with when they cover the range, else one MAP per {@value #MAP_CHUNK}
+   * blocks; never allocates. For locality queries, e.g. Hadoop's {@code getFileBlockLocations}:
+   * block {@code i} holds bytes {@code [i * blockSize(), (i + 1) * blockSize())}.
    */
   public List<BlockRef> blocks(NodeInfo node, int first, int count) {
     if (first < 0 || count < 0) {
@@ -470,11 +532,13 @@ public final class Nodes {
           NodesException.Reason.WRONG_TYPE,
           node.path() + " is a " + node.type().label() + ", it has no data blocks");
     }
+    int r = node.replicas();
     int end = (int) Math.min((long) first + count, node.blockCount());
-    List<BlockRef> out = new ArrayList<>(Math.max(0, end - first));
-    int known = node.firstBlock() + node.blocks().size();
+    List<BlockRef> out = new ArrayList<>(Math.max(0, end - first) * r);
+    int known = node.firstBlock() + node.blocks().size() / r;
     if (first >= node.firstBlock() && end <= known) {
-      out.addAll(node.blocks().subList(first - node.firstBlock(), end - node.firstBlock()));
+      out.addAll(
+          node.blocks().subList((first - node.firstBlock()) * r, (end - node.firstBlock()) * r));
       return out;
     }
     int at = first;
@@ -484,7 +548,7 @@ public final class Nodes {
         break; // the node has fewer blocks now (trimmed, or removed and replaced)
       }
       out.addAll(m.blocks());
-      at += m.blocks().size();
+      at += m.blocks().size() / r;
     }
     return out;
   }
@@ -722,7 +786,18 @@ public final class Nodes {
    * What the master marked lost: nodes whose blocks' memory is gone (docs/NODES.md, "Lost memory"),
    * the bytes of their data lost, and the paths of the first few.
    */
-  public record LostSummary(long nodes, long bytes, long blocks, List<String> paths) {}
+  /**
+   * What the master marked lost, and the replicated Files missing copies now ({@code
+   * underReplicated} of them, {@code missingCopies} block copies in all; 0 from a master before
+   * replicas), which re-replication is making again.
+   */
+  public record LostSummary(
+      long nodes,
+      long bytes,
+      long blocks,
+      List<String> paths,
+      long underReplicated,
+      long missingCopies) {}
 
   /** Asks the master what it marked lost (one RPC). */
   public LostSummary lostSummary() {
@@ -736,8 +811,10 @@ public final class Nodes {
     for (int i = 0; i < n; i++) {
       paths.add(r.str("path"));
     }
+    long under = r.remaining() > 0 ? r.i64("underReplicated") : 0;
+    long missing = r.remaining() > 0 ? r.i64("missingCopies") : 0;
     r.end();
-    return new LostSummary(nodes, bytes, blocks, List.copyOf(paths));
+    return new LostSummary(nodes, bytes, blocks, List.copyOf(paths), under, missing);
   }
 
   /** Lookups the gets of this client keep (for tests). */

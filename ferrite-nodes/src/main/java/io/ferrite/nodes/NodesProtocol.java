@@ -40,6 +40,9 @@ import java.util.List;
  *         | location str | flags u8 (1 enumerable, 2 writing, 4 lost) | blockCount i32 | first i32
  *         | blocks | inline (u8 present, bytes)
  *         [| lostBlocks i32 | n i32 | { from i64 | to i64 }* ]   (flag 4 only: lost byte ranges)
+ *         [| replicas u8 | missing i32 ]   (flag 8 only: a replicated node; blocks then holds
+ *                                           replicas refs per block, copy k of block i at
+ *                                           (i - first) * replicas + k; MAP answers likewise)
  * entry = node with path = the child's name; blocks only when asked for
  * </pre>
  */
@@ -66,6 +69,10 @@ public final class NodesProtocol {
   public static final int FLAG_ENUMERABLE = 1;
   public static final int FLAG_WRITING = 2;
   public static final int FLAG_LOST = 4;
+  public static final int FLAG_REPLICATED = 8;
+
+  /** The most copies of a block ({@link CreateOptions#replicas}). */
+  public static final int MAX_REPLICAS = 3;
 
   /** KeyValues up to this size live in the master's metadata: a put or get is one RPC. */
   public static final int MAX_INLINE = 1024;
@@ -88,7 +95,8 @@ public final class NodesProtocol {
         .u8(
             (n.enumerable() ? FLAG_ENUMERABLE : 0)
                 | (n.writing() ? FLAG_WRITING : 0)
-                | (n.isLost() ? FLAG_LOST : 0))
+                | (n.isLost() ? FLAG_LOST : 0)
+                | (n.replicas() > 1 ? FLAG_REPLICATED : 0))
         .i32(n.blockCount())
         .i32(n.firstBlock());
     MasterProtocol.writeBlocks(w, n.blocks());
@@ -102,6 +110,9 @@ public final class NodesProtocol {
       for (NodeInfo.LostRange l : n.lost()) {
         w.i64(l.from()).i64(l.to());
       }
+    }
+    if (n.replicas() > 1) {
+      w.u8(n.replicas()).i32(n.missingCopies());
     }
   }
 
@@ -130,6 +141,12 @@ public final class NodesProtocol {
       }
       lost = List.copyOf(ls);
     }
+    int replicas = 1;
+    int missing = 0;
+    if ((flags & FLAG_REPLICATED) != 0) {
+      replicas = r.u8("replicas");
+      missing = r.i32("missing");
+    }
     return new NodeInfo(
         id,
         path,
@@ -146,7 +163,9 @@ public final class NodesProtocol {
         blocks,
         inline,
         lostBlocks,
-        lost);
+        lost,
+        replicas,
+        missing);
   }
 
   /** One page of a LIST. */

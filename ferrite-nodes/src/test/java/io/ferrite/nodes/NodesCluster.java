@@ -22,7 +22,12 @@ final class NodesCluster extends ClusterHarness {
   NodesMaster ext;
 
   NodesCluster(Path dataDir, Map<String, String> overrides) throws IOException {
-    super(dataDir, CREDENTIALS, false, settings(overrides));
+    this(dataDir, false, overrides);
+  }
+
+  /** With {@code real}: master and servers on tcp and shm (else the in-JVM local fabric). */
+  NodesCluster(Path dataDir, boolean real, Map<String, String> overrides) throws IOException {
+    super(dataDir, CREDENTIALS, real, settings(overrides));
   }
 
   private static Map<String, String> settings(Map<String, String> overrides) {

@@ -73,7 +73,9 @@ import java.util.stream.Stream;
  *   <li>{@code nodes.list.<n>.entries}: a container of 100 000 children listed, entries per second,
  *       beside one thread's lookups per second;
  *   <li>over tcp, the metadata plane with the journal fsynced, leased lookups and a fresh client
- *       process: {@link NodesMetadataBench}.
+ *       process: {@link NodesMetadataBench};
+ *   <li>replicated Files, write with 1-3 copies and a read right after a server's stop: {@link
+ *       FileReplicasBench}.
  * </ul>
  */
 public final class NodesBench {
@@ -194,6 +196,9 @@ public final class NodesBench {
         if (o.fabrics().contains("tcp")) {
           NodesMetadataBench.run(report, plan, o, shmRoot, tcp, shm, progress);
         }
+        // Replicated Files (three servers of their own): a quarter of the file, at most 256 MiB.
+        FileReplicasBench.run(
+            report, o.fabrics(), Math.min(256L << 20, fileBytes / 4), shmRoot, progress);
       } finally {
         for (int i = running.size() - 1; i >= 0; i--) {
           running.get(i).close();
@@ -541,7 +546,7 @@ public final class NodesBench {
     return count.get();
   }
 
-  private static void deleteTree(Path dir) throws IOException {
+  static void deleteTree(Path dir) throws IOException {
     if (!Files.exists(dir)) {
       return;
     }

@@ -59,6 +59,9 @@ final class BlockAllocator {
    */
   List<BlockKey> plan(int count, String storageClass, boolean strict, String location) {
     List<String> order = order(storageClass, strict);
+    int bang = location.indexOf('!');
+    java.util.Set<Integer> excluded = bang < 0 ? java.util.Set.of() : excluded(location, bang);
+    String hint = bang < 0 ? location : location.substring(0, bang);
     int available = 0;
     for (String cls : order) {
       available += free(cls);
@@ -69,15 +72,48 @@ final class BlockAllocator {
     }
     List<BlockKey> picks = new ArrayList<>(count);
     for (String cls : order) {
-      if (picks.size() < count && !location.isEmpty()) {
-        pickRoundRobin(cls, count - picks.size(), picks, s -> near(s, location));
+      if (picks.size() < count && !hint.isEmpty()) {
+        pickRoundRobin(
+            cls, count - picks.size(), picks, s -> !excluded.contains(s.id) && near(s, hint));
       }
       if (picks.size() < count) {
         pickRoundRobin(
-            cls, count - picks.size(), picks, s -> location.isEmpty() || !near(s, location));
+            cls,
+            count - picks.size(),
+            picks,
+            s -> !excluded.contains(s.id) && (hint.isEmpty() || !near(s, hint)));
       }
     }
+    if (picks.size() < count) {
+      // Only an exclusion leaves free blocks unpicked: what the excluded servers hold.
+      throw new FerriteException(
+          ErrorCode.NO_SPACE,
+          noSpaceMessage(count, storageClass, strict, order)
+              + "; servers "
+              + excluded
+              + " excluded (they hold the other copies)");
+    }
     return picks;
+  }
+
+  /**
+   * The server ids after the {@code !} of a location: {@code "!1,3"} (or {@code "s2!1,3"}, with a
+   * hint) never picks servers 1 and 3 — a replicated block's copies each on another server.
+   */
+  private static java.util.Set<Integer> excluded(String location, int bang) {
+    java.util.Set<Integer> out = new java.util.HashSet<>();
+    for (String id : location.substring(bang + 1).split(",")) {
+      if (!id.isEmpty()) {
+        try {
+          out.add(Integer.parseInt(id));
+        } catch (NumberFormatException e) {
+          throw new FerriteException(
+              ErrorCode.INVALID_ARGUMENT,
+              "location: " + location + " (expected: server ids after '!', e.g. !1,3)");
+        }
+      }
+    }
+    return out;
   }
 
   /**

@@ -60,6 +60,20 @@ public interface MasterContext {
    */
   record MasterRegion(io.ferrite.fabric.MappedRegion memory, io.ferrite.fabric.RegionRef ref) {}
 
+  /**
+   * Opens a fabric connection to memory server {@code serverId} with the master's credentials (as
+   * the master's revocations do), on a fabric the server listens on (shm last): for an extension's
+   * own one-sided reads and writes of blocks it owns (copying a block to a new one). Blocks while
+   * it connects: never call it under the metadata lock ({@link #mutate}). The caller closes it.
+   *
+   * @throws io.ferrite.fabric.FerriteException {@code UNAVAILABLE} when the server is unknown, DEAD
+   *     or unreachable; {@code UNSUPPORTED} where the master has no fabrics (tests)
+   */
+  default io.ferrite.fabric.FabricConnection connect(int serverId) {
+    throw new io.ferrite.fabric.FerriteException(
+        io.ferrite.fabric.ErrorCode.UNSUPPORTED, "this master connects to no server");
+  }
+
   /** The steps a mutation may take. Valid only inside the {@code mutate} body that received it. */
   interface Mutation {
     /**
@@ -74,7 +88,8 @@ public interface MasterContext {
 
     /**
      * Allocates {@code count} blocks owned persistently by {@code owner} (which should start with
-     * the extension's name), all or none, on behalf of {@code sessionId} (which must be open). See
+     * the extension's name), all or none, on behalf of {@code sessionId} (which must be open; 0 for
+     * the extension's own background work, e.g. re-replication, which no session asks for). See
      * {@link MasterState#allocate} for class preference and spill.
      */
     default List<BlockRef> allocate(
@@ -86,7 +101,9 @@ public interface MasterContext {
      * Like {@link #allocate(long, int, String, boolean, String)}, on the servers {@code location}
      * names first (a server name, a host identity {@code hostname/boot-id/net:inode} or a prefix of
      * it, or a host name; "" for no preference), within each storage class; the other servers only
-     * when those are full.
+     * when those are full. A {@code !} followed by server ids ({@code "!1,3"}, or {@code "s2!1,3"}
+     * after a hint) never picks those servers (NO_SPACE when the others have too few free blocks):
+     * how a face puts a block's copies on distinct servers.
      */
     List<BlockRef> allocate(
         long sessionId,

@@ -163,6 +163,15 @@ public final class MasterState {
    */
   private volatile Runnable revokeNudge;
 
+  /**
+   * Opens a connection to a memory server for {@link MasterContext#connect} (set by the master).
+   */
+  private volatile java.util.function.IntFunction<io.ferrite.fabric.FabricConnection> connector;
+
+  void connector(java.util.function.IntFunction<io.ferrite.fabric.FabricConnection> c) {
+    this.connector = c;
+  }
+
   void revokeNudge(Runnable nudge) {
     this.revokeNudge = nudge;
   }
@@ -698,6 +707,17 @@ public final class MasterState {
       String owner,
       String location) {
     session(sessionId);
+    return allocateChecked(sessionId, count, storageClass, strict, owner, location);
+  }
+
+  /** {@link #allocate}, the session checked (or none: an extension's own, with an owner). */
+  private List<BlockRef> allocateChecked(
+      long sessionId,
+      int count,
+      String storageClass,
+      boolean strict,
+      String owner,
+      String location) {
     if (count < 1 || count > io.ferrite.kernel.proto.MasterProtocol.MAX_LIST) {
       throw new FerriteException(
           ErrorCode.INVALID_ARGUMENT,
@@ -1042,6 +1062,12 @@ public final class MasterState {
       }
 
       @Override
+      public io.ferrite.fabric.FabricConnection connect(int serverId) {
+        java.util.function.IntFunction<io.ferrite.fabric.FabricConnection> c = connector;
+        return c == null ? MasterContext.super.connect(serverId) : c.apply(serverId);
+      }
+
+      @Override
       public MasterRegion createRegion(String name, long length) {
         if (regions == null) {
           return MasterContext.super.createRegion(name, length);
@@ -1068,6 +1094,10 @@ public final class MasterState {
           String location) {
         if (owner.isEmpty()) {
           throw new IllegalArgumentException("owner: empty (expected: the extension's owner name)");
+        }
+        if (sessionId == 0) {
+          // The extension's own work (no client's call): owned blocks need no session.
+          return allocateChecked(0, count, storageClass, strict, owner, location);
         }
         return MasterState.this.allocate(sessionId, count, storageClass, strict, owner, location);
       }

@@ -35,6 +35,12 @@ public record ClusterStatus(
     lost = Collections.unmodifiableMap(l);
   }
 
+  /**
+   * The key of a face's {@code lost} counts that says how many of its objects miss copies but lost
+   * nothing (a replicated file or shard being copied again): printed apart, not as lost.
+   */
+  public static final String UNDER_REPLICATED = "under-replicated";
+
   /** A status with nothing lost. */
   public ClusterStatus(
       String clusterId, long blockSize, List<Member> members, int regions, int sessions) {
@@ -154,10 +160,22 @@ public record ClusterStatus(
     // Lost memory, declared by the kernel: what each face held there (it answers DATA_LOST).
     lost.forEach(
         (face, counts) -> {
+          Long under = counts.get(UNDER_REPLICATED);
+          if (under != null) {
+            // Not lost: every piece still has a copy; the face is making the missing ones again.
+            sb.append("  under-replicated  ")
+                .append(face)
+                .append(": ")
+                .append(under)
+                .append(" (copies being made again; reads work)\n");
+            if (counts.size() == 1) {
+              return;
+            }
+          }
           sb.append("  lost  ").append(face).append(": ");
           int n = 0;
           for (Map.Entry<String, Long> c : counts.entrySet()) {
-            if (!c.getKey().equals("bytes")) {
+            if (!c.getKey().equals("bytes") && !c.getKey().equals(UNDER_REPLICATED)) {
               sb.append(n++ > 0 ? ", " : "").append(c.getValue()).append(' ').append(c.getKey());
             }
           }

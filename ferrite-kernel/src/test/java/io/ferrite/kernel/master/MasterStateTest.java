@@ -160,6 +160,32 @@ class MasterStateTest {
   }
 
   @Test
+  void anExclusionNeverPicksTheServersItNames() {
+    int a = server(state, "a", region(1, "dram", 4));
+    int b = server(state, "b", region(1, "dram", 4));
+    int c = server(state, "c", region(1, "dram", 4));
+    long s = session();
+    // What a replicated block's second copy asks for: anything but the first copy's server.
+    for (int i = 0; i < 4; i++) {
+      List<BlockRef> got = state.allocate(s, 1, "dram", false, "o", "!" + a + "," + b);
+      assertEquals(c, got.get(0).serverId(), "only c is not excluded");
+    }
+    List<BlockRef> two = state.allocate(s, 2, "dram", false, "o", "a!" + b);
+    assertEquals(
+        List.of(a, a), two.stream().map(BlockRef::serverId).toList(), "hint and exclusion");
+    // c is full, a has 2 left, b 4: excluding a and b leaves nothing, though 6 blocks are free.
+    FerriteException e =
+        assertThrows(
+            FerriteException.class,
+            () -> state.allocate(s, 1, "dram", false, "o", "!" + a + "," + b));
+    assertEquals(ErrorCode.NO_SPACE, e.code());
+    assertTrue(e.getMessage().contains("excluded"), e.getMessage());
+    e = assertThrows(FerriteException.class, () -> state.allocate(s, 1, "dram", false, "o", "!x"));
+    assertEquals(ErrorCode.INVALID_ARGUMENT, e.code());
+    assertEquals(4, state.allocate(s, 4, "dram", false, "o", "!" + a).size(), "b's 4");
+  }
+
+  @Test
   void blocksAreHandedOutRoundRobinAcrossServers() {
     int a = server(state, "a", region(1, "dram", 4), region(2, "dram", 4));
     int b = server(state, "b", region(1, "dram", 4));

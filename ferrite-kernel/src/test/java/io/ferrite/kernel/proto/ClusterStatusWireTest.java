@@ -137,4 +137,32 @@ class ClusterStatusWireTest {
                 + "\"services\":{\"kv\":134217728}}"),
         json);
   }
+
+  @Test
+  void underReplicatedIsPrintedApartFromWhatWasLost() {
+    ClusterStatus s = status();
+    ClusterStatus only =
+        new ClusterStatus(
+            s.clusterId(),
+            s.blockSize(),
+            s.members(),
+            s.regions(),
+            s.sessions(),
+            Map.of("nodes", Map.of(ClusterStatus.UNDER_REPLICATED, 3L)));
+    String table = only.format();
+    assertTrue(
+        table.contains("under-replicated  nodes: 3 (copies being made again; reads work)"), table);
+    assertTrue(!table.contains("lost  nodes"), "nothing lost: " + table);
+    ClusterStatus both =
+        new ClusterStatus(
+            s.clusterId(),
+            s.blockSize(),
+            s.members(),
+            s.regions(),
+            s.sessions(),
+            Map.of("nodes", Map.of("nodes", 1L, "bytes", 5L, ClusterStatus.UNDER_REPLICATED, 2L)));
+    table = both.format();
+    assertTrue(table.contains("under-replicated  nodes: 2 ("), table);
+    assertTrue(table.contains("lost  nodes: 1 nodes, 5 B (reads answer DATA_LOST"), table);
+  }
 }

@@ -24,8 +24,12 @@ import java.util.concurrent.locks.ReentrantReadWriteLock;
  * record = type u8 | body
  *  1 CREATE    id i64 | parent i64 | name str | nodeType u8 | flags u8 | class str | location str
  *              | writer i64 | mtime i64 | size i64 | checksum i64 | inline? u8 [bytes]
- *              flags: 1 enumerable, 2 visible, 4 detached (a KeyValue put in progress)
- *  2 BLOCKS    id i64 | first i32 | blocks        (appends or overwrites from index first)
+ *              [| replicas u8]   (flag 8 only)
+ *              flags: 1 enumerable, 2 visible, 4 detached (a KeyValue put in progress),
+ *              8 replicated (replicas copies of each block)
+ *  2 BLOCKS    id i64 | first i32 | blocks        (appends or overwrites from slot first: a slot
+ *              is a copy, block i copy k at i * replicas + k; an overwrite is a re-replicated copy
+ *              and clears that slot's lost mark)
  *  3 PUBLISH   id i64 | size i64 | checksum i64 | mtime i64 | release u8 | inline? u8 [bytes]
  *              (visible from now on; a detached KeyValue replaces its parent's child of that name)
  *  4 REMOVE    id i64 | mtime i64                (the whole subtree)
@@ -33,9 +37,9 @@ import java.util.concurrent.locks.ReentrantReadWriteLock;
  *  6 WRITER    id i64 | session i64               (0 releases the lease)
  *  7 RECLAIMED id i64                             (its blocks were freed)
  *  8 PENDING   id i64                             (snapshot: removed, blocks not yet freed)
- *  9 TRIM      id i64 | keep i32                  (blocks from keep on were freed)
+ *  9 TRIM      id i64 | keep i32                  (logical blocks from keep on were freed)
  * 10 NEXT_ID   id i64
- * 11 LOST      id i64 | count i32 | index i32 * (these blocks' memory is gone: the kernel declared
+ * 11 LOST      id i64 | count i32 | index i32 * (these slots' memory is gone: the kernel declared
  *              their region lost, or a start found them no longer owned; see NodesMasterLost)
  * </pre>
  */
@@ -55,6 +59,7 @@ final class Namespace {
   static final int F_ENUMERABLE = 1;
   static final int F_VISIBLE = 2;
   static final int F_DETACHED = 4;
+  static final int F_REPLICATED = 8;
 
   static final long ROOT_ID = 1;
 
@@ -144,7 +149,8 @@ final class Namespace {
             .u8(
                 (n.enumerable ? F_ENUMERABLE : 0)
                     | (n.visible ? F_VISIBLE : 0)
-                    | (n.detached ? F_DETACHED : 0))
+                    | (n.detached ? F_DETACHED : 0)
+                    | (n.replicas > 1 ? F_REPLICATED : 0))
             .str(n.storageClass)
             .str(n.location)
             .i64(n.writer)
@@ -152,6 +158,9 @@ final class Namespace {
             .i64(n.size)
             .i64(n.checksum);
     inline(w, n.inline);
+    if (n.replicas > 1) {
+      w.u8(n.replicas);
+    }
     return w.toArray();
   }
 
@@ -250,6 +259,9 @@ final class Namespace {
         n.size = r.i64("size");
         n.checksum = r.i64("checksum");
         n.inline = inline(r);
+        if ((flags & F_REPLICATED) != 0) {
+          n.replicas = r.u8("replicas");
+        }
         n.name = name;
         n.detached = (flags & F_DETACHED) != 0;
         n.slot = versions.assign();
@@ -276,6 +288,7 @@ final class Namespace {
           int at = first + i;
           if (at < n.blocks.size()) {
             n.blocks.set(at, bs.get(i));
+            n.lost.clear(at); // a copy made again (re-replication): this slot holds data again
           } else {
             n.blocks.add(bs.get(i));
           }
@@ -330,7 +343,7 @@ final class Namespace {
       case PENDING -> pendingReclaim.put(r.i64("id"), System.nanoTime());
       case TRIM -> {
         Node n = byId.get(r.i64("id"));
-        int keep = r.i32("keep");
+        int keep = r.i32("keep") * n.replicas;
         while (n.blocks.size() > keep) {
           n.blocks.remove(n.blocks.size() - 1);
         }

@@ -34,13 +34,22 @@ final class Node {
   long mtime;
   long checksum;
   byte[] inline;
-  final List<BlockRef> blocks = new ArrayList<>();
 
   /**
-   * Indices into {@link #blocks} whose memory is gone (the kernel declared their region lost): the
-   * refs stay where they were, so indices keep meaning bytes {@code [i * blockSize, (i + 1) *
-   * blockSize)}, but they are no longer allocated to this node and are never read, written or
-   * freed.
+   * The node's blocks, {@link #replicas} refs per logical block: copy {@code k} of block {@code i}
+   * is {@code blocks.get(i * replicas + k)}, each copy on another server (a "slot").
+   */
+  final List<BlockRef> blocks = new ArrayList<>();
+
+  /** Copies of each block: 1 (the default), 2 or 3. Set at create, never changed. */
+  int replicas = 1;
+
+  /**
+   * Indices into {@link #blocks} (slots) whose memory is gone (the kernel declared their region
+   * lost): the refs stay where they were, so indices keep meaning bytes {@code [i * blockSize, (i +
+   * 1) * blockSize)} (logical block {@code slot / replicas}), but they are no longer allocated to
+   * this node and are never read, written or freed. A replicated block is lost only when every copy
+   * is; a lost copy is replaced by re-replication (a BLOCKS record over the slot clears its bit).
    */
   final java.util.BitSet lost = new java.util.BitSet();
 
@@ -72,6 +81,17 @@ final class Node {
     this.mtime = mtime;
     this.children =
         type.isContainer() ? (enumerable ? new TreeMap<>() : new HashMap<>()) : Map.of();
+  }
+
+  /** Logical blocks mapped (each {@link #replicas} slots). */
+  int count() {
+    return blocks.size() / replicas;
+  }
+
+  /** Whether every copy of logical block {@code i} is lost. */
+  boolean blockLost(int i) {
+    int from = i * replicas;
+    return lost.nextClearBit(from) >= from + replicas;
   }
 
   /** The path of an attached node. */

@@ -51,6 +51,9 @@ final class NodesMasterLost {
   private final Namespace ns;
   private final NodesMasterTree tree;
 
+  /** Told of every replicated node that lost copies (set by the master: re-replication). */
+  java.util.function.LongConsumer degraded = id -> {};
+
   /** Nodes the last {@link #reconcile} marked (for tests; written before the master serves). */
   int reconciled;
 
@@ -79,13 +82,17 @@ final class NodesMasterLost {
       }
       Set<BlockRef> gone = e.getValue();
       if (mark(n, i -> gone.contains(n.blocks.get(i)), m)) {
+        if (n.replicas > 1) {
+          degraded.accept(n.id); // its other copies stay: re-replication makes these again
+        }
         marked.add(n);
       }
     }
     if (!marked.isEmpty()) {
       LOG.log(
           System.Logger.Level.WARNING,
-          "server {0} came back without {1} region(s): {2} node(s) lost data: {3}",
+          "server {0} came back without {1} region(s): {2} node(s) lost data or (replicated) block"
+              + " copies: {3}",
           serverId,
           lost.size(),
           marked.size(),
@@ -106,9 +113,24 @@ final class NodesMasterLost {
       if (n.blocks.isEmpty()) {
         continue;
       }
-      Set<BlockRef> owned = new HashSet<>(m.owned(Node.owner(n.id)));
+      List<BlockRef> ownedList = m.owned(Node.owner(n.id));
+      Set<BlockRef> owned = new HashSet<>(ownedList);
       if (mark(n, i -> !owned.contains(n.blocks.get(i)), m)) {
         marked.add(n);
+      }
+      if (ownedList.size() > n.blocks.size() - n.lost.cardinality()) {
+        // Owned but not referenced: a new copy allocated by re-replication whose slot the master
+        // did not journal before it stopped (NodesMasterReplicas). Freed; the copy is made again.
+        Set<BlockRef> used = new HashSet<>(n.blocks);
+        List<BlockRef> stray = new ArrayList<>();
+        for (BlockRef b : ownedList) {
+          if (!used.contains(b)) {
+            stray.add(b);
+          }
+        }
+        if (!stray.isEmpty()) {
+          m.free(Node.owner(n.id), stray);
+        }
       }
     }
     reconciled = marked.size();
@@ -196,8 +218,12 @@ final class NodesMasterLost {
       if (n.lost.isEmpty() || !n.visible || n.detached) {
         continue; // one being written is dropped when its writer gives up: nothing published lost
       }
+      int gone = NodesMasterTree.lostBlocks(n).cardinality();
+      if (gone == 0) {
+        continue; // copies lost, another copy of every block kept: under-replicated, not lost
+      }
       nodes++;
-      blocks += n.lost.cardinality();
+      blocks += gone;
       for (NodeInfo.LostRange r : tree.lostRanges(n)) {
         bytes += r.to() - r.from();
       }
@@ -209,14 +235,18 @@ final class NodesMasterLost {
     return new Summary(nodes, bytes, blocks, paths);
   }
 
-  /** LOST_SUMMARY: {@code nodes i64 | bytes i64 | blocks i64 | n i32 | path str*}. */
-  ByteBuffer summaryAnswer() {
+  /**
+   * LOST_SUMMARY: {@code nodes i64 | bytes i64 | blocks i64 | n i32 | path str* | underReplicated
+   * i64 | missingCopies i64} ({@code under}: {@link NodesMasterReplicas#underReplicated}).
+   */
+  ByteBuffer summaryAnswer(long[] under) {
     Summary s = summary();
-    Wire.Writer w = new Wire.Writer(64 + 64 * s.paths().size());
+    Wire.Writer w = new Wire.Writer(80 + 64 * s.paths().size());
     w.i64(s.nodes()).i64(s.bytes()).i64(s.blocks()).i32(s.paths().size());
     for (String p : s.paths()) {
       w.str(p);
     }
+    w.i64(under[0]).i64(under[1]);
     return w.toBuffer();
   }
 }

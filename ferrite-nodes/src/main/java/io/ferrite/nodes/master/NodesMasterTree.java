@@ -10,6 +10,7 @@ import io.ferrite.nodes.NodesException;
 import io.ferrite.nodes.NodesException.Reason;
 import io.ferrite.nodes.NodesProtocol;
 import java.nio.ByteBuffer;
+import java.util.BitSet;
 import java.util.List;
 
 /**
@@ -40,22 +41,61 @@ final class NodesMasterTree {
     if (n.lost.isEmpty()) {
       return List.of();
     }
+    BitSet lost = lostBlocks(n);
     List<NodeInfo.LostRange> out = new java.util.ArrayList<>();
-    for (int i = n.lost.nextSetBit(0); i >= 0; ) {
-      int end = n.lost.nextClearBit(i);
+    for (int i = lost.nextSetBit(0); i >= 0; ) {
+      int end = lost.nextClearBit(i);
       long from = i * blockSize;
       long to = Math.min(n.size, end * blockSize);
       if (from < to) {
         out.add(new NodeInfo.LostRange(from, to));
       }
-      i = n.lost.nextSetBit(end);
+      i = lost.nextSetBit(end);
     }
     return out;
   }
 
-  /** Fails with DATA_LOST when {@code n} has lost blocks: what a write to it answers. */
+  /** The logical blocks of {@code n} whose every copy is lost. */
+  static BitSet lostBlocks(Node n) {
+    if (n.replicas == 1) {
+      return n.lost;
+    }
+    BitSet out = new BitSet();
+    for (int s = n.lost.nextSetBit(0); s >= 0; s = n.lost.nextSetBit(s + 1)) {
+      int i = s / n.replicas;
+      if (n.blockLost(i)) {
+        out.set(i);
+      }
+    }
+    return out;
+  }
+
+  /**
+   * Copies of {@code n}'s blocks that are not there: lost, or on a server in {@code dead} (what
+   * re-replication makes again). 0 for a node with one copy: a loss there is {@link #lostRanges}.
+   */
+  static int missingCopies(Node n, java.util.Set<Integer> dead) {
+    if (n.replicas == 1) {
+      return 0;
+    }
+    int missing = 0;
+    for (int s = 0; s < n.blocks.size(); s++) {
+      if (n.lost.get(s) || dead.contains(n.blocks.get(s).serverId())) {
+        missing++;
+      }
+    }
+    return missing;
+  }
+
+  /** Servers the master declared DEAD, and not registered since (kept by {@link NodesMaster}). */
+  volatile java.util.Set<Integer> dead = java.util.Set.of();
+
+  /**
+   * Fails with DATA_LOST when {@code n} has lost blocks (every copy of one, for a replicated node):
+   * what a write to it answers.
+   */
   void checkNotLost(Node n, String path) {
-    if (n.lost.isEmpty()) {
+    if (n.lost.isEmpty() || (n.replicas > 1 && lostBlocks(n).isEmpty())) {
       return;
     }
     List<NodeInfo.LostRange> ranges = lostRanges(n);
@@ -91,8 +131,9 @@ final class NodesMasterTree {
   }
 
   NodeInfo info(Node n, String path, int first, int count) {
-    int from = Math.min(first, n.blocks.size());
-    int to = (int) Math.min(n.blocks.size(), (long) from + count);
+    int r = n.replicas;
+    int from = Math.min(first, n.count());
+    int to = (int) Math.min(n.count(), (long) from + count);
     return new NodeInfo(
         n.id,
         path,
@@ -104,12 +145,14 @@ final class NodesMasterTree {
         n.location,
         n.enumerable,
         n.writer != 0,
-        n.blocks.size(),
+        n.count(),
         from,
-        List.copyOf(n.blocks.subList(from, to)),
+        List.copyOf(n.blocks.subList(from * r, to * r)),
         n.inline,
-        n.lost.cardinality(),
-        lostRanges(n));
+        lostBlocks(n).cardinality(),
+        lostRanges(n),
+        r,
+        missingCopies(n, dead));
   }
 
   /** The container that {@code comps} (a non-root path) would be created in. */

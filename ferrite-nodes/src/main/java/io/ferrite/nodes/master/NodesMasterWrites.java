@@ -104,6 +104,89 @@ final class NodesMasterWrites implements AutoCloseable {
     }
   }
 
+  /**
+   * Allocates {@code count} blocks of node {@code n} (from its logical block {@code at}, for the
+   * message): with one copy as {@link #allocate}; with {@code n.replicas} copies, that many refs
+   * per block, copy {@code k} of block {@code i} at {@code i * replicas + k}, each copy of a block
+   * on another server (the kernel's {@code !} exclusion), all or none. Copy 0 follows the node's
+   * location hint; the others go where the exclusion leaves room.
+   */
+  List<BlockRef> allocate(MasterContext.Mutation m, long session, Node n, int count) {
+    int r = n.replicas;
+    if (r == 1) {
+      return allocate(m, session, count, n.storageClass, n.location, n.id);
+    }
+    long alive = alive(m);
+    if (alive < r) {
+      throw fail(
+          Reason.NO_SPACE,
+          "replicas "
+              + r
+              + " of "
+              + (n.detached ? n.name : n.path())
+              + " need "
+              + r
+              + " ALIVE memory servers, "
+              + alive
+              + " are ALIVE");
+    }
+    List<BlockRef> got = new ArrayList<>(count * r);
+    BlockRef[][] copies = new BlockRef[count][r];
+    try {
+      List<BlockRef> first = allocate(m, session, count, n.storageClass, n.location, n.id);
+      got.addAll(first);
+      for (int i = 0; i < count; i++) {
+        copies[i][0] = first.get(i);
+      }
+      for (int k = 1; k < r; k++) {
+        // Blocks whose earlier copies sit on the same servers share one allocation.
+        Map<String, List<Integer>> groups = new java.util.LinkedHashMap<>();
+        for (int i = 0; i < count; i++) {
+          groups.computeIfAbsent(servers(copies[i], k), x -> new ArrayList<>()).add(i);
+        }
+        for (Map.Entry<String, List<Integer>> g : groups.entrySet()) {
+          List<BlockRef> more =
+              allocate(m, session, g.getValue().size(), n.storageClass, "!" + g.getKey(), n.id);
+          got.addAll(more);
+          for (int j = 0; j < more.size(); j++) {
+            copies[g.getValue().get(j)][k] = more.get(j);
+          }
+        }
+      }
+    } catch (RuntimeException e) {
+      if (!got.isEmpty()) {
+        m.free(Node.owner(n.id), got);
+      }
+      throw e;
+    }
+    List<BlockRef> out = new ArrayList<>(count * r);
+    for (BlockRef[] c : copies) {
+      out.addAll(java.util.Arrays.asList(c));
+    }
+    return out;
+  }
+
+  /** The server ids of {@code copies[0, k)}, sorted, comma-separated: a kernel exclusion. */
+  static String servers(BlockRef[] copies, int k) {
+    int[] ids = new int[k];
+    for (int j = 0; j < k; j++) {
+      ids[j] = copies[j].serverId();
+    }
+    java.util.Arrays.sort(ids);
+    StringBuilder sb = new StringBuilder();
+    for (int id : ids) {
+      sb.append(sb.length() == 0 ? "" : ",").append(id);
+    }
+    return sb.toString();
+  }
+
+  /** Memory servers the kernel calls ALIVE. */
+  static long alive(MasterContext.Mutation m) {
+    return m.members().stream()
+        .filter(x -> x.state() == io.ferrite.kernel.proto.ServerState.ALIVE)
+        .count();
+  }
+
   void sessionClosed(long sessionId, MasterContext.Mutation m) {
     Set<Long> ids = ns.bySession.get(sessionId);
     if (ids == null) {
@@ -143,9 +226,9 @@ final class NodesMasterWrites implements AutoCloseable {
   private void trim(Node n, MasterContext.Mutation m) {
     long bs = ctx.blockSize();
     int keep = (int) ((n.size + bs - 1) / bs);
-    if (n.blocks.size() > keep) {
+    if (n.count() > keep) {
       List<BlockRef> extra = new ArrayList<>();
-      for (int i = keep; i < n.blocks.size(); i++) {
+      for (int i = keep * n.replicas; i < n.blocks.size(); i++) {
         if (!n.lost.get(i)) {
           extra.add(n.blocks.get(i)); // a lost block is no longer this node's to free
         }
@@ -188,24 +271,21 @@ final class NodesMasterWrites implements AutoCloseable {
             }
             checkSession(m, session);
             tree.checkNotLost(n, n.detached ? n.name : n.path());
-            int need = index + count - n.blocks.size();
+            int need = index + count - n.count();
             if (need > 0) {
               // The node's block count changes: what a cached lookup of it says.
               long[] entered = ns.leases.enter(n);
               List<BlockRef> got;
               try {
                 try {
-                  got = allocate(m, session, need, n.storageClass, n.location, id);
+                  got = allocate(m, session, n, need);
                 } catch (FerriteException e) {
                   // The window ahead does not fit: take only what the write at index needs.
-                  int least = index + 1 - n.blocks.size();
+                  int least = index + 1 - n.count();
                   if (e.code() != ErrorCode.NO_SPACE || least >= need) {
                     throw e;
                   }
-                  got =
-                      least <= 0
-                          ? List.of()
-                          : allocate(m, session, least, n.storageClass, n.location, id);
+                  got = least <= 0 ? List.of() : allocate(m, session, n, least);
                 }
                 if (!got.isEmpty()) {
                   m.commit(Namespace.blocks(id, n.blocks.size(), got));
@@ -215,11 +295,13 @@ final class NodesMasterWrites implements AutoCloseable {
               }
             }
           }
-          Wire.Writer w = new Wire.Writer(16 + count * 48);
-          int from = Math.min(index, n.blocks.size());
-          int to = (int) Math.min(n.blocks.size(), (long) index + count);
+          int rep = n.replicas;
+          Wire.Writer w = new Wire.Writer(16 + count * rep * 48);
+          int from = Math.min(index, n.count());
+          int to = (int) Math.min(n.count(), (long) index + count);
           w.i32(from);
-          io.ferrite.kernel.proto.MasterProtocol.writeBlocks(w, n.blocks.subList(from, to));
+          io.ferrite.kernel.proto.MasterProtocol.writeBlocks(
+              w, n.blocks.subList(from * rep, to * rep));
           return w.toBuffer();
         });
   }
@@ -239,7 +321,7 @@ final class NodesMasterWrites implements AutoCloseable {
                 Reason.NOT_WRITER, "this session does not hold the write lease of node " + id);
           }
           tree.checkNotLost(n, n.detached ? n.name : n.path());
-          long capacity = n.blocks.size() * ctx.blockSize();
+          long capacity = n.count() * ctx.blockSize();
           if (size < 0 || size > capacity || (n.type == NodeType.FILE && size < n.size)) {
             throw fail(
                 Reason.INVALID_ARGUMENT,
@@ -288,6 +370,17 @@ final class NodesMasterWrites implements AutoCloseable {
             throw fail(Reason.WRITE_LOCKED, path + " is open for writing by another writer");
           }
           tree.checkNotLost(n, path);
+          int missing = NodesMasterTree.missingCopies(n, tree.dead);
+          if (missing > 0) {
+            // An append would write to a copy that is not there; re-replication waits for no
+            // writer, so this ends by itself.
+            throw fail(
+                Reason.WRITE_LOCKED,
+                path
+                    + " is being re-replicated ("
+                    + missing
+                    + " of its block copies are missing): try again when fs stat shows none");
+          }
           checkSession(m, session);
           long[] entered = ns.leases.enter(n); // its "writing" flag
           try {
