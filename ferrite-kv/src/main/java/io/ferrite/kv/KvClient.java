@@ -126,16 +126,21 @@ public final class KvClient {
     TableInfo t = table(name).info();
     callMaster(KvProtocol.DROP_TABLE, new Wire.Writer().str(name).toBuffer());
     for (int i = 0; i < t.servers().length; i++) {
-      try {
-        Futures.join(
-            client.call(
-                t.servers()[i],
-                KvProtocol.SERVER_SERVICE,
-                KvProtocol.DROP_SHARD,
-                new Wire.Writer().i64(t.tableId()).i32(i).toBuffer()));
-      } catch (FerriteException e) {
-        if (e.code() != ErrorCode.NOT_FOUND && !e.retryable()) {
-          throw e;
+      int[] copies = new int[1 + t.backupsOf(i).length];
+      copies[0] = t.servers()[i];
+      System.arraycopy(t.backupsOf(i), 0, copies, 1, copies.length - 1);
+      for (int server : copies) {
+        try {
+          Futures.join(
+              client.call(
+                  server,
+                  KvProtocol.SERVER_SERVICE,
+                  KvProtocol.DROP_SHARD,
+                  new Wire.Writer().i64(t.tableId()).i32(i).toBuffer()));
+        } catch (FerriteException e) {
+          if (e.code() != ErrorCode.NOT_FOUND && !e.retryable()) {
+            throw e;
+          }
         }
       }
     }

@@ -276,7 +276,18 @@ public final class KvTable {
   void openAllShards() {
     for (int i = 0; i < info.options().shards(); i++) {
       layouts.set(i, installed(i, open(i)));
+      for (int b : info.backupsOf(i)) {
+        openOn(b, i);
+      }
     }
+  }
+
+  /** Opens shard {@code shard}'s copy on server {@code server} (a backup; idempotent). */
+  private void openOn(int server, int shard) {
+    Wire.Writer w = new Wire.Writer();
+    info.write(w);
+    w.i32(shard);
+    rpcTo(server, KvProtocol.OPEN_SHARD, w.toBuffer());
   }
 
   /** Forgets every layout and releases every region they named (the table was dropped). */
@@ -356,6 +367,19 @@ public final class KvTable {
           try {
             l = readLayout(server, rpcTo(server, KvProtocol.LAYOUT, ids(shard).toBuffer()));
           } catch (FerriteException e) {
+            if (failover(t, shard, e)) {
+              // A replicated shard's primary is unreachable: wait for the master's failover.
+              long now = System.nanoTime();
+              if (deadline == 0) {
+                deadline = now + MOVE_DEADLINE_NANOS;
+              } else if (now - deadline > 0) {
+                throw e;
+              }
+              stats.failoverWaits.increment();
+              backoff(attempt + 8);
+              refresh(t);
+              continue;
+            }
             if (e.code() != ErrorCode.NOT_FOUND) {
               throw e;
             }
@@ -470,15 +494,25 @@ public final class KvTable {
     long h = KeyHash.of(key);
     int shard = KeyHash.shard(h, info.options().shards());
     long deadline = 0; // set at the first failed attempt: the common get never reads the clock
+    boolean waitsForFailover = false;
     for (int attempt = 0; ; attempt++) {
       ShardLayout l = layout(shard);
       Object r;
       try {
         r = reader.probe(connection(shard, l), l, key, h);
       } catch (FerriteException e) {
+        TableInfo t = info;
         if (e.code() == ErrorCode.NO_SUCH_REGION
             || e.code() == ErrorCode.BAD_RKEY
             || e.code() == ErrorCode.OUT_OF_BOUNDS) {
+          r = STALE;
+        } else if (failover(t, shard, e)
+            && (deadline == 0 || System.nanoTime() < deadline + FAILOVER_EXTRA_NANOS)) {
+          // The primary of a replicated shard is unreachable: ask the master (it promotes a
+          // backup once it declares the server DEAD), and read the new primary's layout.
+          stats.failoverWaits.increment();
+          refresh(t);
+          waitsForFailover = true;
           r = STALE;
         } else if (e.retryable() && (deadline == 0 || System.nanoTime() < deadline)) {
           r = TORN;
@@ -497,7 +531,7 @@ public final class KvTable {
       } else {
         stats.tornRetries.increment();
       }
-      if (System.nanoTime() > deadline) {
+      if (System.nanoTime() > deadline + (waitsForFailover ? FAILOVER_EXTRA_NANOS : 0)) {
         throw new FerriteException(
             ErrorCode.CONFLICT,
             "lookup in shard "
@@ -511,6 +545,13 @@ public final class KvTable {
       backoff(attempt);
     }
   }
+
+  /**
+   * How much longer than {@link #LOOKUP_DEADLINE_NANOS} a lookup waits for a replicated shard's
+   * failover: the master declares a server DEAD after its heartbeat timeout (seconds), then
+   * promotes a backup.
+   */
+  private static final long FAILOVER_EXTRA_NANOS = MOVE_DEADLINE_NANOS - LOOKUP_DEADLINE_NANOS;
 
   /** Retrying a torn or stale read, a BUSY or MOVED shard: 4 spins, then 1 us doubling to 1 ms. */
   private static final Backoff BACKOFF =
@@ -542,7 +583,16 @@ public final class KvTable {
       hs[i] = KeyHash.of(key);
       ls[i] = layout(KeyHash.shard(hs[i], shards));
     }
-    reader.multiGet(keys, hs, ls, out, done);
+    try {
+      reader.multiGet(keys, hs, ls, out, done);
+    } catch (FerriteException e) {
+      if (info.options().replicas() < 2 || !e.retryable()) {
+        throw e;
+      }
+      // A server unreachable while batching (a replicated shard's primary died): the keys not
+      // settled go through get, which waits for the failover.
+      stats.failoverWaits.increment();
+    }
     for (int i = 0; i < n; i++) {
       if (!done[i]) {
         out[i] = get(keys.get(i));
@@ -594,17 +644,161 @@ public final class KvTable {
     checkKey(key);
     metDelete.count();
     int shard = shardOf(key);
-    ByteBuffer b = writeRpc(shard, KvProtocol.DELETE, ids(shard).bytes(key));
-    return new Wire.Reader(b, "kv delete").u8("status") == KvProtocol.DELETED;
+    Applied a = written(shard, KvProtocol.DELETE, ids(shard).bytes(key));
+    ship(shard, a, true, key, NO_BYTES);
+    return a.status == KvProtocol.DELETED;
   }
+
+  private static final byte[] NO_BYTES = new byte[0];
 
   private int putMode(int mode, byte[] key, byte[] value, byte[] expected) {
     checkKey(key);
     metPut.count();
     checkValue(value);
     int shard = shardOf(key);
-    ByteBuffer b = writeRpc(shard, KvProtocol.PUT, putRequest(shard, mode, key, value, expected));
-    return new Wire.Reader(b, "kv put").u8("status");
+    Applied a = written(shard, KvProtocol.PUT, putRequest(shard, mode, key, value, expected));
+    ship(shard, a, false, key, value);
+    return a.status;
+  }
+
+  // ------------------------------------------------------------------ replication
+
+  /**
+   * A write's answer from the shard's primary: its status and, for a replicated table, the sequence
+   * the primary gave it (0: it changed nothing, nothing to ship) and the primary's id.
+   */
+  private record Applied(int status, long seq, int server) {}
+
+  private Applied written(int shard, int opcode, Wire.Writer body) {
+    int[] at = new int[1];
+    ByteBuffer b = writeRpc(shard, opcode, body, at);
+    return applied(b, at[0]);
+  }
+
+  private Applied applied(ByteBuffer b, int server) {
+    Wire.Reader r = new Wire.Reader(b, "kv write answer");
+    int status = r.u8("status");
+    long seq = r.remaining() >= 8 ? r.i64("seq") : 0;
+    return new Applied(status, seq, server);
+  }
+
+  /**
+   * Ships a write the primary applied to every other copy of the shard (docs/KV.md "Replication"):
+   * REPLICATE with the primary's sequence, which a copy applies only if it is newer than its key's,
+   * so copies converge whatever order concurrent writers ship in. The copies are those the master
+   * names now, minus the server that applied it: after a failover that includes the promoted
+   * backup. A copy that fails makes the handle ask the master again (a dead server leaves the
+   * shard's copies once the master declares it DEAD) and retry, bounded by {@link
+   * #MOVE_DEADLINE_NANOS}; the write is acknowledged only once every current copy has it.
+   */
+  private void ship(int shard, Applied a, boolean delete, byte[] key, byte[] value) {
+    if (a.seq == 0) {
+      return;
+    }
+    java.util.Set<Integer> done = new java.util.HashSet<>();
+    done.add(a.server);
+    long deadline = 0;
+    for (int attempt = 0; ; attempt++) {
+      TableInfo t = info;
+      FerriteException failed = null;
+      for (int server : copiesOf(t, shard)) {
+        if (done.contains(server)) {
+          continue;
+        }
+        try {
+          shipTo(server, shard, a.seq, delete, key, value);
+          done.add(server);
+        } catch (FerriteException e) {
+          failed = e;
+        }
+      }
+      if (failed == null) {
+        return;
+      }
+      long now = System.nanoTime();
+      if (deadline == 0) {
+        deadline = now + MOVE_DEADLINE_NANOS;
+      } else if (now - deadline > 0) {
+        throw new FerriteException(
+            ErrorCode.UNAVAILABLE,
+            "a write to shard "
+                + shard
+                + " of table "
+                + t.name()
+                + " was applied at server "
+                + a.server
+                + " but could not reach every copy of the shard for "
+                + MOVE_DEADLINE_NANOS / 1_000_000_000L
+                + " s: "
+                + failed.getMessage(),
+            failed);
+      }
+      stats.replicaRetries.increment();
+      backoff(attempt + 8); // from ~0.3 ms: a copy that failed is usually a server going away
+      refresh(t);
+    }
+  }
+
+  /** Shard {@code shard}'s copies in {@code t}: its primary, then its backups. */
+  private static int[] copiesOf(TableInfo t, int shard) {
+    int[] b = t.backupsOf(shard);
+    int[] out = new int[1 + b.length];
+    out[0] = t.servers()[shard];
+    System.arraycopy(b, 0, out, 1, b.length);
+    return out;
+  }
+
+  private Wire.Writer replicateRequest(
+      int shard, long seq, boolean delete, byte[] key, byte[] value) {
+    return ids(shard, 17 + key.length + value.length)
+        .i64(seq)
+        .u8(delete ? 1 : 0)
+        .bytes(key)
+        .bytes(value);
+  }
+
+  /** One REPLICATE to {@code server}; a copy the server does not have yet is opened there first. */
+  private void shipTo(int server, int shard, long seq, boolean delete, byte[] key, byte[] value) {
+    Wire.Writer body = replicateRequest(shard, seq, delete, key, value);
+    try {
+      rpcTo(server, KvProtocol.REPLICATE, body.toBuffer());
+    } catch (FerriteException e) {
+      if (e.code() != ErrorCode.NOT_FOUND) {
+        throw e;
+      }
+      openOn(server, shard);
+      rpcTo(server, KvProtocol.REPLICATE, body.toBuffer());
+    }
+  }
+
+  /**
+   * As {@link #ship}, without waiting on the caller's thread: REPLICATE to every backup at once;
+   * anything that fails goes through {@link #ship} on a retry thread.
+   */
+  private CompletableFuture<Void> shipAsync(
+      int shard, Applied a, boolean delete, byte[] key, byte[] value) {
+    if (a.seq == 0) {
+      return CompletableFuture.completedFuture(null);
+    }
+    TableInfo t = info;
+    List<CompletableFuture<ByteBuffer>> sent = new ArrayList<>(2);
+    for (int server : copiesOf(t, shard)) {
+      if (server != a.server) {
+        sent.add(
+            client.call(
+                server,
+                KvProtocol.SERVER_SERVICE,
+                KvProtocol.REPLICATE,
+                replicateRequest(shard, a.seq, delete, key, value).toBuffer()));
+      }
+    }
+    return CompletableFuture.allOf(sent.toArray(new CompletableFuture<?>[0]))
+        .handle(
+            (v, err) ->
+                err == null
+                    ? CompletableFuture.<Void>completedFuture(null)
+                    : CompletableFuture.runAsync(() -> ship(shard, a, delete, key, value), RETRIES))
+        .thenCompose(f -> f);
   }
 
   /**
@@ -614,15 +808,35 @@ public final class KvTable {
    * and MOVED (the shard was retired there: to the server the master names now).
    */
   private ByteBuffer writeRpc(int shard, int opcode, Wire.Writer body) {
+    return writeRpc(shard, opcode, body, new int[1]);
+  }
+
+  /** As above; {@code at[0]} is set to the server that answered. */
+  private ByteBuffer writeRpc(int shard, int opcode, Wire.Writer body, int[] at) {
     long deadline = 0;
     boolean reopened = false;
     for (int attempt = 0; ; attempt++) {
       TableInfo t = info;
       int server = t.servers()[shard];
+      at[0] = server;
       try {
         return rpcTo(server, opcode, body.toBuffer());
       } catch (FerriteException e) {
-        if (e.code() == ErrorCode.NOT_FOUND && !reopened) {
+        if (failover(t, shard, e)) {
+          // A replicated shard's primary is unreachable: wait (bounded) for the master to
+          // declare it DEAD and promote a backup, then write there. The write is sent again only
+          // to another server: one the dead primary may have applied without shipping died with
+          // it (it was never acknowledged).
+          long now = System.nanoTime();
+          if (deadline == 0) {
+            deadline = now + MOVE_DEADLINE_NANOS;
+          } else if (now - deadline > 0) {
+            throw e;
+          }
+          stats.failoverWaits.increment();
+          backoff(attempt + 8);
+          refresh(t);
+        } else if (e.code() == ErrorCode.NOT_FOUND && !reopened) {
           reopened = true;
           refresh(t);
           if (info.servers()[shard] == server) {
@@ -644,6 +858,18 @@ public final class KvTable {
         }
       }
     }
+  }
+
+  /**
+   * Whether a write to {@code shard}'s primary that failed with {@code e} should wait for a
+   * failover: the table is replicated and the error says the server could not be reached.
+   */
+  private static boolean failover(TableInfo t, int shard, FerriteException e) {
+    return t.options().replicas() > 1
+        && t.copies(shard) > 1
+        && (e.code() == ErrorCode.UNAVAILABLE
+            || e.code() == ErrorCode.TIMEOUT
+            || e.code() == ErrorCode.DROPPED);
   }
 
   // ------------------------------------------------------------------ pipelined writes (RPC)
@@ -685,9 +911,16 @@ public final class KvTable {
     checkValue(value);
     int shard = shardOf(key);
     Wire.Writer body = putRequest(shard, KvProtocol.MODE_PUT, key, value, new byte[0]);
+    if (info.options().replicas() > 1) {
+      return writeRpcAsync(shard, KvProtocol.PUT, body)
+          .thenCompose(
+              a -> shipAsync(shard, a, false, key, value).thenApply(v -> a.status == CREATED));
+    }
     return writeRpcAsync(shard, KvProtocol.PUT, body)
-        .thenApply(b -> new Wire.Reader(b, "kv put").u8("status") == KvProtocol.CREATED);
+        .thenApply(a -> a.status == KvProtocol.CREATED);
   }
+
+  private static final int CREATED = KvProtocol.CREATED;
 
   /** As {@link #delete}, without waiting: the future says whether the key was present. */
   public CompletableFuture<Boolean> deleteAsync(byte[] key) {
@@ -695,23 +928,27 @@ public final class KvTable {
     metDelete.count();
     int shard = shardOf(key);
     return writeRpcAsync(shard, KvProtocol.DELETE, ids(shard).bytes(key))
-        .thenApply(b -> new Wire.Reader(b, "kv delete").u8("status") == KvProtocol.DELETED);
+        .thenCompose(
+            a ->
+                shipAsync(shard, a, true, key, NO_BYTES)
+                    .thenApply(v -> a.status == KvProtocol.DELETED));
   }
 
-  private CompletableFuture<ByteBuffer> writeRpcAsync(int shard, int opcode, Wire.Writer body) {
-    int server = serverOf(shard);
+  private CompletableFuture<Applied> writeRpcAsync(int shard, int opcode, Wire.Writer body) {
+    TableInfo t = info;
+    int server = t.servers()[shard];
     return client
         .call(server, KvProtocol.SERVER_SERVICE, opcode, body.toBuffer())
         .handle(
             (b, err) -> {
               if (err == null) {
-                return CompletableFuture.completedFuture(b);
+                return CompletableFuture.completedFuture(applied(b, server));
               }
               FerriteException e = FerriteException.unwrap(err);
-              if (!redoable(e)) {
-                return CompletableFuture.<ByteBuffer>failedFuture(e);
+              if (!redoable(e) && !failover(t, shard, e)) {
+                return CompletableFuture.<Applied>failedFuture(e);
               }
-              return CompletableFuture.supplyAsync(() -> writeRpc(shard, opcode, body), RETRIES);
+              return CompletableFuture.supplyAsync(() -> written(shard, opcode, body), RETRIES);
             })
         .thenCompose(f -> f);
   }
@@ -746,6 +983,16 @@ public final class KvTable {
       shards[i] = shardOf(ks[i]);
     }
     TableInfo t = info;
+    if (t.options().replicas() > 1) {
+      // Each pair is shipped to its shard's backups with its own sequence: pair by pair, all in
+      // flight at once (on one connection per primary, so pairs of one key keep list order).
+      List<CompletableFuture<Boolean>> each = new ArrayList<>(n);
+      for (int i = 0; i < n; i++) {
+        each.add(putAsync(ks[i], vs[i]));
+      }
+      return CompletableFuture.allOf(each.toArray(new CompletableFuture<?>[0]))
+          .thenApply(v -> each.stream().map(CompletableFuture::join).toList());
+    }
     boolean[] created = new boolean[n];
     // Pairs by server, in list order; a multiPut touches a few servers.
     List<Integer> servers = new ArrayList<>(2);

@@ -4,14 +4,54 @@ import io.ferrite.kernel.proto.Wire;
 
 /**
  * A table as the directory knows it: its name, a unique id (a table dropped and created again gets
- * a new one), its options and the memory server of each shard.
+ * a new one), its options, the memory server of each shard (its primary: the copy clients read and
+ * write first) and, for a replicated table ({@link TableOptions#replicas} above 1), the servers of
+ * each shard's backups (fewer than {@code replicas - 1} while a lost copy is being replaced).
  */
-public record TableInfo(String name, long tableId, TableOptions options, int[] servers) {
+public record TableInfo(
+    String name, long tableId, TableOptions options, int[] servers, int[][] backups) {
+  private static final int[] NONE = new int[0];
+
+  /** A table with no backups. */
+  public TableInfo(String name, long tableId, TableOptions options, int[] servers) {
+    this(name, tableId, options, servers, noBackups(servers.length));
+  }
+
+  /** Per shard, an empty list of backups. */
+  public static int[][] noBackups(int shards) {
+    int[][] out = new int[shards][];
+    java.util.Arrays.fill(out, NONE);
+    return out;
+  }
+
+  /** The backups of shard {@code shard} (empty for a table with one copy). */
+  public int[] backupsOf(int shard) {
+    return backups[shard];
+  }
+
+  /** The copies shard {@code shard} has now: its primary and its backups. */
+  public int copies(int shard) {
+    return 1 + backups[shard].length;
+  }
+
+  /**
+   * {@code table = str name, i64 tableId, options, shards x i32 server} and, only when {@code
+   * options.replicas > 1} (so tables and logs written before replication read the same), {@code
+   * shards x (u8 n, n x i32 backup)}.
+   */
   public void write(Wire.Writer w) {
     w.str(name).i64(tableId);
     options.write(w);
     for (int s : servers) {
       w.i32(s);
+    }
+    if (options.replicas() > 1) {
+      for (int[] b : backups) {
+        w.u8(b.length);
+        for (int s : b) {
+          w.i32(s);
+        }
+      }
     }
   }
 
@@ -23,7 +63,22 @@ public record TableInfo(String name, long tableId, TableOptions options, int[] s
     for (int i = 0; i < servers.length; i++) {
       servers[i] = r.i32("server");
     }
-    return new TableInfo(name, id, o, servers);
+    int[][] backups = noBackups(servers.length);
+    if (o.replicas() > 1) {
+      for (int i = 0; i < servers.length; i++) {
+        int n = r.u8("backups");
+        if (n >= o.replicas()) {
+          throw new io.ferrite.fabric.FerriteException(
+              io.ferrite.fabric.ErrorCode.INVALID_ARGUMENT,
+              "backups of shard " + i + ": " + n + " (expected: < replicas " + o.replicas() + ")");
+        }
+        backups[i] = new int[n];
+        for (int j = 0; j < n; j++) {
+          backups[i][j] = r.i32("backup");
+        }
+      }
+    }
+    return new TableInfo(name, id, o, servers, backups);
   }
 
   public byte[] toBytes() {

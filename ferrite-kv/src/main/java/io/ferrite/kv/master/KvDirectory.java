@@ -35,7 +35,15 @@ import java.util.concurrent.CompletableFuture;
  *
  * <p>Records: {@code u8 1, table, i64 version} (created, or the state in a snapshot), {@code u8 2,
  * str name} (dropped), {@code u8 3, move} (a move's intent) and {@code u8 4, str name, i32 shard,
- * u8 commit} (its end: the shard now lives on the move's target, or it stays).
+ * u8 commit} (its end: the shard now lives on the move's target, or it stays) and {@code u8 5,
+ * table} (a replicated table's copies changed: a backup promoted or a dead copy dropped, see {@link
+ * #serverDead}; the placement version is bumped).
+ *
+ * <p>Replicated tables ({@link TableOptions#replicas} 2 or 3): each shard's backups are the next
+ * distinct servers clockwise on the ring after its primary's point, so copies of a shard are on
+ * different servers. When the master declares a server DEAD, every shard it was the primary of is
+ * taken over by its first backup, and it leaves every backup list it was on (docs/KV.md
+ * "Replication").
  */
 public final class KvDirectory implements MasterExtension {
   static final int VNODES = 64;
@@ -43,6 +51,7 @@ public final class KvDirectory implements MasterExtension {
   private static final int DROPPED = 2;
   private static final int MOVE_BEGUN = 3;
   private static final int MOVE_ENDED = 4;
+  private static final int PLACED = 5;
 
   /** A move the directory has journaled and not yet ended. */
   public record Move(String name, long tableId, int shard, int from, int to, long token) {
@@ -105,7 +114,69 @@ public final class KvDirectory implements MasterExtension {
         tables.put(name, new TableInfo(name, t.tableId(), t.options(), servers));
         versions.merge(name, 1L, Long::sum);
       }
+    } else if (type == PLACED) {
+      TableInfo t = TableInfo.read(r);
+      TableInfo old = tables.get(t.name());
+      if (old != null && old.tableId() == t.tableId()) {
+        tables.put(t.name(), t);
+        versions.merge(t.name(), 1L, Long::sum);
+      }
     }
+  }
+
+  /**
+   * Fails over the shards of replicated tables that {@code serverId} held: a shard whose primary it
+   * was is taken over by its first backup (which holds every acknowledged write: a write is
+   * acknowledged only once each copy applied it), and the server leaves every backup list. One
+   * {@code PLACED} record per changed table, its placement version bumped, so clients refetch it (a
+   * write to the dead server fails, a one-sided read of it fails: both ask the master). A shard
+   * with no backup left stays on the dead server, as an unreplicated one does.
+   */
+  @Override
+  public void serverDead(int serverId, MasterContext.Mutation mutation) {
+    for (TableInfo t : List.copyOf(tables.values())) {
+      if (t.options().replicas() < 2) {
+        continue;
+      }
+      TableInfo n = without(t, serverId);
+      if (n != t) {
+        promotions += promoted(t, n);
+        Wire.Writer w = new Wire.Writer().u8(PLACED);
+        n.write(w);
+        mutation.commit(w.toArray());
+      }
+    }
+  }
+
+  /** Primaries changed by a failover since the master started (for tests and the console). */
+  private long promotions;
+
+  private static int promoted(TableInfo before, TableInfo after) {
+    int n = 0;
+    for (int i = 0; i < before.servers().length; i++) {
+      n += before.servers()[i] != after.servers()[i] ? 1 : 0;
+    }
+    return n;
+  }
+
+  /** {@code t} without server {@code gone} among its copies ({@code t} itself if it had none). */
+  static TableInfo without(TableInfo t, int gone) {
+    int shards = t.servers().length;
+    int[] servers = t.servers().clone();
+    int[][] backups = t.backups().clone();
+    boolean changed = false;
+    for (int i = 0; i < shards; i++) {
+      int[] b = backups[i];
+      if (servers[i] == gone && b.length > 0) {
+        servers[i] = b[0];
+        backups[i] = java.util.Arrays.copyOfRange(b, 1, b.length);
+        changed = true;
+      } else if (java.util.Arrays.stream(b).anyMatch(x -> x == gone)) {
+        backups[i] = java.util.Arrays.stream(b).filter(x -> x != gone).toArray();
+        changed = true;
+      }
+    }
+    return changed ? new TableInfo(t.name(), t.tableId(), t.options(), servers, backups) : t;
   }
 
   /**
@@ -121,13 +192,20 @@ public final class KvDirectory implements MasterExtension {
         break;
       }
       java.util.SortedSet<Integer> servers = new java.util.TreeSet<>();
-      for (int s : t.servers()) {
-        servers.add(s);
+      int underReplicated = 0;
+      for (int i = 0; i < t.servers().length; i++) {
+        servers.add(t.servers()[i]);
+        for (int b : t.backupsOf(i)) {
+          servers.add(b);
+        }
+        underReplicated += t.copies(i) < t.options().replicas() ? 1 : 0;
       }
       long moving = moves.values().stream().filter(m -> m.name().equals(t.name())).count();
       Map<String, Object> row = new java.util.LinkedHashMap<>();
       row.put("table", t.name());
       row.put("shards", t.options().shards());
+      row.put("replicas", t.options().replicas());
+      row.put("under-replicated", underReplicated);
       row.put("servers", servers.toString());
       row.put("version", versions.getOrDefault(t.name(), 0L));
       row.put("moving", moving);
@@ -136,6 +214,7 @@ public final class KvDirectory implements MasterExtension {
     Map<String, Object> out = new java.util.LinkedHashMap<>();
     out.put("tables", tables.size());
     out.put("moving shards", moves.size());
+    out.put("promotions", promotions);
     out.put("list", list);
     return out;
   }
@@ -239,7 +318,7 @@ public final class KvDirectory implements MasterExtension {
                     }
                     return old;
                   }
-                  TableInfo nt = new TableInfo(name, id, o, place(name, o.shards(), m.members()));
+                  TableInfo nt = placed(name, id, o, m.members());
                   m.commit(created(nt, 0));
                   return nt;
                 });
@@ -362,6 +441,9 @@ public final class KvDirectory implements MasterExtension {
     }
     List<Move> out = new ArrayList<>();
     for (TableInfo t : which) {
+      if (t.options().replicas() > 1) {
+        continue; // copies are placed by failover, not moved (docs/KV.md "Replication")
+      }
       int[] owners = place(t.name(), t.options().shards(), members);
       for (int i = 0; i < owners.length; i++) {
         int from = t.servers()[i];
@@ -379,6 +461,15 @@ public final class KvDirectory implements MasterExtension {
       throw new FerriteException(
           ErrorCode.INVALID_ARGUMENT,
           "shard: " + shard + " (expected: >= 0 and < " + t.options().shards() + ")");
+    }
+    if (t.options().replicas() > 1) {
+      throw new FerriteException(
+          ErrorCode.UNSUPPORTED,
+          "table "
+              + name
+              + " has "
+              + t.options().replicas()
+              + " replicas: its shards are not moved (docs/KV.md \"Replication\")");
     }
     Move pending = moves.get(moveKey(name, shard));
     if (pending != null) {
@@ -421,8 +512,50 @@ public final class KvDirectory implements MasterExtension {
     return name;
   }
 
-  /** Consistent hashing of the table's shards onto the ring of ALIVE servers. */
-  static int[] place(String table, int shards, List<MemberInfo> members) {
+  /**
+   * A new table's placement: each shard's primary by consistent hashing ({@link #place}), its
+   * backups the next distinct servers clockwise from that point.
+   *
+   * @throws FerriteException INVALID_ARGUMENT if the table wants more copies than there are ALIVE
+   *     servers (two copies on one server would die together)
+   */
+  static TableInfo placed(String name, long id, TableOptions o, List<MemberInfo> members) {
+    TreeMap<Long, Integer> ring = ring(members);
+    int alive = new java.util.HashSet<>(ring.values()).size();
+    if (o.replicas() > alive && alive > 0) {
+      throw new FerriteException(
+          ErrorCode.INVALID_ARGUMENT,
+          "replicas: "
+              + o.replicas()
+              + " (expected: <= "
+              + alive
+              + ", the ALIVE memory servers: each copy of a shard lives on another server)");
+    }
+    int[] servers = place(name, o.shards(), members);
+    int[][] backups = TableInfo.noBackups(o.shards());
+    for (int i = 0; i < o.shards() && o.replicas() > 1; i++) {
+      long point = hash(name + "#" + i);
+      java.util.LinkedHashSet<Integer> copies = new java.util.LinkedHashSet<>();
+      copies.add(servers[i]);
+      // Walk the ring clockwise from the shard's point (wrapping) until enough distinct servers.
+      for (Integer s : ring.tailMap(point, true).values()) {
+        if (copies.size() == o.replicas()) {
+          break;
+        }
+        copies.add(s);
+      }
+      for (Integer s : ring.values()) {
+        if (copies.size() == o.replicas()) {
+          break;
+        }
+        copies.add(s);
+      }
+      backups[i] = copies.stream().skip(1).mapToInt(Integer::intValue).toArray();
+    }
+    return new TableInfo(name, id, o, servers, backups);
+  }
+
+  private static TreeMap<Long, Integer> ring(List<MemberInfo> members) {
     TreeMap<Long, Integer> ring = new TreeMap<>();
     for (MemberInfo m : members) {
       if (m.state() == ServerState.ALIVE) {
@@ -431,6 +564,12 @@ public final class KvDirectory implements MasterExtension {
         }
       }
     }
+    return ring;
+  }
+
+  /** Consistent hashing of the table's shards onto the ring of ALIVE servers. */
+  static int[] place(String table, int shards, List<MemberInfo> members) {
+    TreeMap<Long, Integer> ring = ring(members);
     if (ring.isEmpty()) {
       throw new FerriteException(
           ErrorCode.UNAVAILABLE, "no ALIVE memory server to place a kv table on");

@@ -66,6 +66,10 @@ abstract class KvShard {
   final Function<MappedRegion, RegionRef> refOf;
   final LongFunction<MappedRegion> newTableRegion;
   final ExtentAllocator alloc;
+
+  /** Write sequences of a replicated table's shard (null for one copy): see {@link ReplicaSeqs}. */
+  final ReplicaSeqs seqs;
+
   WriteLog log = WriteLog.NONE;
 
   /**
@@ -137,6 +141,34 @@ abstract class KvShard {
     this.newTableRegion = newTableRegion;
     this.alloc =
         new ExtentAllocator(newExtentRegion.get(), options.maxExtentRegions(), newExtentRegion);
+    this.seqs = options.replicas() > 1 ? new ReplicaSeqs() : null;
+  }
+
+  /**
+   * Applies a write the primary applied with sequence {@code seq} (this is a backup, or a backup
+   * just promoted that still gets the writes its old primary acknowledged): only if {@code seq} is
+   * newer than the key's, so every copy ends with the primary's value whatever order the writes
+   * arrive in. Under the shard's lock. Returns the status, {@code NOT_APPLIED} for an older write.
+   */
+  final int replicate(long seq, boolean delete, byte[] key, byte[] value) {
+    if (seqs == null) {
+      throw new FerriteException(
+          ErrorCode.INVALID_ARGUMENT,
+          "kv shard " + tableId + "/" + shard + " has one copy: it takes no replicated writes");
+    }
+    if (!seqs.newer(key, seq)) {
+      return KvProtocol.NOT_APPLIED;
+    }
+    int status = delete ? delete(key) : put(KvProtocol.MODE_PUT, key, value, new byte[0]);
+    seqs.record(key, seq); // after the write: one that failed (NO_SPACE) leaves the key's seq
+    return status;
+  }
+
+  /** Whether {@code status} of a put or delete means the shard changed (a copy must follow). */
+  static boolean changed(int status) {
+    return status == KvProtocol.CREATED
+        || status == KvProtocol.REPLACED
+        || status == KvProtocol.DELETED;
   }
 
   /** A new, empty shard of {@code options.layout()}. */
