@@ -379,11 +379,13 @@ final class KvCommand implements Runnable {
                 sb.append(
                     String.format(
                         Locale.ROOT,
-                        "table %s (id %016x): %s layout, %d shards, max key %d B, max value %d B%n",
+                        "table %s (id %016x): %s layout, %d shards, %d replicas, max key %d B,"
+                            + " max value %d B%n",
                         t.name(),
                         t.info().tableId(),
                         t.info().options().layout().name().toLowerCase(Locale.ROOT),
                         all.size(),
+                        t.info().options().replicas(),
                         t.info().options().maxKey(),
                         t.info().options().maxValue()));
                 sb.append(
@@ -494,6 +496,14 @@ final class KvCommand implements Runnable {
                 + " before each write is acknowledged); the log is replayed on restart.")
     TableOptions.Durability durability = TableOptions.Durability.NONE;
 
+    @Option(
+        names = "--replicas",
+        description =
+            "Copies of each shard, each on another server: 1 (default), 2 or 3. Every write is"
+                + " applied at each copy before it is acknowledged; when a primary's server dies"
+                + " a backup takes over.")
+    int replicas = 1;
+
     @Override
     public Integer call() {
       TableOptions o =
@@ -506,16 +516,20 @@ final class KvCommand implements Runnable {
                   maxValue,
                   durability,
                   layout,
-                  inline)
+                  inline,
+                  replicas)
               .validate();
       TableInfo t = withKv(target, kv -> kv.createTable(table, o).info());
       out()
           .printf(
               Locale.ROOT,
-              "table %s: %d shards on servers %s%n",
+              "table %s: %d shards on servers %s%s%n",
               t.name(),
               t.servers().length,
-              java.util.Arrays.toString(t.servers()));
+              java.util.Arrays.toString(t.servers()),
+              t.options().replicas() > 1
+                  ? ", backups " + java.util.Arrays.deepToString(t.backups())
+                  : "");
       out().flush();
       return 0;
     }
@@ -657,12 +671,18 @@ final class KvCommand implements Runnable {
                   sb.append(
                       String.format(
                           Locale.ROOT,
-                          "%s  %s, %d shards x %d slots, servers %s%n",
+                          "%s  %s, %d shards x %d slots, servers %s%s%n",
                           t.name(),
                           t.options().layout().name().toLowerCase(Locale.ROOT),
                           t.options().shards(),
                           t.options().slotsPerShard(),
-                          java.util.Arrays.toString(t.servers())));
+                          java.util.Arrays.toString(t.servers()),
+                          t.options().replicas() > 1
+                              ? ", "
+                                  + t.options().replicas()
+                                  + " replicas, backups "
+                                  + java.util.Arrays.deepToString(t.backups())
+                              : ""));
                 }
                 int off = new KvRebalancer(kv, line -> {}).plan(List.of()).size();
                 if (off > 0) {
