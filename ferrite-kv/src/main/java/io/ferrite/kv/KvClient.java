@@ -130,6 +130,9 @@ public final class KvClient {
       copies[0] = t.servers()[i];
       System.arraycopy(t.backupsOf(i), 0, copies, 1, copies.length - 1);
       for (int server : copies) {
+        if (server == TableInfo.LOST) {
+          continue;
+        }
         try {
           Futures.join(
               client.call(

@@ -239,6 +239,27 @@ public final class KvTable {
     return KeyHash.shard(KeyHash.of(key), info.options().shards());
   }
 
+  /**
+   * The server of {@code shard}'s primary copy in {@code t}.
+   *
+   * @throws FerriteException DATA_LOST if the shard was lost (its only copy was in the DRAM of a
+   *     server that came back without it), naming the table and the shard
+   */
+  static int primary(TableInfo t, int shard) {
+    int server = t.servers()[shard];
+    if (server == TableInfo.LOST) {
+      throw new FerriteException(
+          ErrorCode.DATA_LOST,
+          "shard "
+              + shard
+              + " of kv table "
+              + t.name()
+              + " was lost: its only copy was in the memory of a server that restarted without it"
+              + " (the table keeps its other shards; dropping it frees them)");
+    }
+    return server;
+  }
+
   /** The memory server of shard {@code shard}. */
   public int serverOf(int shard) {
     return info.servers()[shard];
@@ -340,7 +361,7 @@ public final class KvTable {
     Wire.Writer w = new Wire.Writer();
     t.write(w);
     w.i32(shard);
-    int server = t.servers()[shard];
+    int server = primary(t, shard);
     return readLayout(server, rpcTo(server, KvProtocol.OPEN_SHARD, w.toBuffer()));
   }
 
@@ -362,7 +383,7 @@ public final class KvTable {
       long deadline = 0;
       for (int attempt = 0; ; attempt++) {
         TableInfo t = info;
-        int server = t.servers()[shard];
+        int server = primary(t, shard);
         try {
           try {
             l = readLayout(server, rpcTo(server, KvProtocol.LAYOUT, ids(shard).toBuffer()));
@@ -817,7 +838,7 @@ public final class KvTable {
     boolean reopened = false;
     for (int attempt = 0; ; attempt++) {
       TableInfo t = info;
-      int server = t.servers()[shard];
+      int server = primary(t, shard);
       at[0] = server;
       try {
         return rpcTo(server, opcode, body.toBuffer());
@@ -936,7 +957,7 @@ public final class KvTable {
 
   private CompletableFuture<Applied> writeRpcAsync(int shard, int opcode, Wire.Writer body) {
     TableInfo t = info;
-    int server = t.servers()[shard];
+    int server = primary(t, shard);
     return client
         .call(server, KvProtocol.SERVER_SERVICE, opcode, body.toBuffer())
         .handle(
@@ -998,7 +1019,7 @@ public final class KvTable {
     List<Integer> servers = new ArrayList<>(2);
     List<List<Integer>> pairs = new ArrayList<>(2);
     for (int i = 0; i < n; i++) {
-      int server = t.servers()[shards[i]];
+      int server = primary(t, shards[i]);
       int at = servers.indexOf(server);
       if (at < 0) {
         at = servers.size();

@@ -12,6 +12,18 @@ public record TableInfo(
     String name, long tableId, TableOptions options, int[] servers, int[][] backups) {
   private static final int[] NONE = new int[0];
 
+  /**
+   * The server of a shard that was lost: its only copy was in DRAM on a server that came back
+   * without it (a restart of a {@code none} table's server). Reads and writes of it answer {@code
+   * DATA_LOST}; dropping the table works.
+   */
+  public static final int LOST = -1;
+
+  /** Whether shard {@code shard} was lost ({@link #LOST}). */
+  public boolean lost(int shard) {
+    return servers[shard] == LOST;
+  }
+
   /** A table with no backups. */
   public TableInfo(String name, long tableId, TableOptions options, int[] servers) {
     this(name, tableId, options, servers, noBackups(servers.length));

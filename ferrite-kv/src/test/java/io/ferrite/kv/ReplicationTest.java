@@ -413,4 +413,78 @@ class ReplicationTest {
     assertEquals(ErrorCode.NOT_FOUND, e.code(), e.getMessage());
     assertFalse(kv.tables().stream().anyMatch(x -> x.name().equals("gone")));
   }
+
+  /**
+   * A server restarts (a clean stop deletes its DRAM regions): the shards of a {@code none} table
+   * whose only copy was there are lost — gets and puts answer DATA_LOST naming the table and the
+   * shard, the face's lost() counts them, the other shards serve on, and dropping the table works;
+   * a replicated table's shards there lose that copy only (every key still reads), and a durable
+   * table's come back from the log.
+   */
+  @Test
+  void aShardLostWithItsServersMemoryAnswersDataLostUnlessAnotherCopyHasIt() throws Exception {
+    start(2);
+    KvClient kv = new KvClient(cluster.adminClient());
+    KvTable lonely = kv.createTable("lonely", options(TableOptions.Layout.HOPSCOTCH, 8, 1));
+    KvTable twice = kv.createTable("twice", options(TableOptions.Layout.PILAF, 8, 2));
+    KvTable logged =
+        kv.createTable(
+            "logged",
+            options(TableOptions.Layout.HOPSCOTCH, 8, 1)
+                .withDurability(TableOptions.Durability.INTERVAL));
+    for (int i = 0; i < 64; i++) {
+      for (KvTable t : List.of(lonely, twice, logged)) {
+        t.put(bytes("k" + i), bytes(t.name() + i));
+      }
+    }
+    MemoryServer old = cluster.servers.get(0);
+    int victim = old.serverId();
+    TableInfo placed = lonely.info();
+    cluster.servers.remove(old);
+    old.close();
+    cluster.startServer(old.name());
+    cluster.awaitServers(2);
+    assertEquals(victim, cluster.servers.get(1).serverId(), "the same server came back");
+    int lostShards = 0;
+    for (int s = 0; s < 8; s++) {
+      lostShards += placed.servers()[s] == victim ? 1 : 0;
+    }
+    assertTrue(lostShards > 0 && lostShards < 8, "shards on both servers: " + lostShards);
+    int dataLost = 0;
+    for (int i = 0; i < 64; i++) {
+      byte[] k = bytes("k" + i);
+      int shard = lonely.shardOf(k);
+      if (placed.servers()[shard] == victim) {
+        FerriteException e = assertThrows(FerriteException.class, () -> lonely.get(k));
+        assertEquals(ErrorCode.DATA_LOST, e.code(), e.getMessage());
+        assertTrue(
+            e.getMessage().contains("shard " + shard + " of kv table lonely"), e.getMessage());
+        e = assertThrows(FerriteException.class, () -> lonely.put(k, bytes("again")));
+        assertEquals(ErrorCode.DATA_LOST, e.code(), e.getMessage());
+        dataLost++;
+      } else {
+        assertArrayEquals(bytes("lonely" + i), lonely.get(k), "a shard on the other server");
+      }
+      assertArrayEquals(bytes("twice" + i), twice.get(k), "replicated: another copy has it");
+      assertArrayEquals(bytes("logged" + i), logged.get(k), "durable: replayed from the log");
+    }
+    assertTrue(dataLost > 0);
+    io.ferrite.kernel.master.MasterExtension dir =
+        cluster.master.state().extension(KvProtocol.MASTER_SERVICE);
+    assertEquals(Map.of("shards", (long) lostShards, "tables", 1L), lost(dir));
+    TableInfo t2 = kv.table("twice").info();
+    for (int s = 0; s < 8; s++) {
+      assertEquals(1, t2.copies(s), "the restarted server's copies are gone: shard " + s);
+      assertNotEquals(victim, t2.servers()[s]);
+    }
+    kv.dropTable("lonely");
+    assertEquals(Map.of(), lost(dir));
+    assertTrue(twice.put(bytes("new"), bytes("v")), "the replicated table takes writes");
+  }
+
+  private Map<String, Long> lost(io.ferrite.kernel.master.MasterExtension dir) {
+    synchronized (cluster.master.state()) {
+      return dir.lost();
+    }
+  }
 }

@@ -148,6 +148,90 @@ public final class KvDirectory implements MasterExtension {
     }
   }
 
+  /**
+   * Servers that lost kv regions in the registration under way ({@link #regionsLost} comes just
+   * before {@link #serverRegistered} of the same registration); in memory only.
+   */
+  private final java.util.Set<Integer> lostRegions = new java.util.HashSet<>();
+
+  /** The incarnation each server registered with last (in memory: a master restart forgets). */
+  private final Map<Integer, Long> incarnations = new java.util.HashMap<>();
+
+  /**
+   * Notes that {@code serverId} lost kv shard regions. A shard's own frees (a resize, a move's
+   * release, a drop) come here too, one region at a time; only a registration of a new process of
+   * the server ({@link #serverRegistered}) turns the note into lost shards.
+   */
+  @Override
+  public void regionsLost(int serverId, List<LostRegion> lost, MasterContext.Mutation mutation) {
+    if (lost.stream().anyMatch(l -> "kv".equals(l.region().service()))) {
+      lostRegions.add(serverId);
+    }
+  }
+
+  /**
+   * A server registered. If it is a new process ({@code incarnation} differs from the last one, or
+   * the master does not know the last one) that came back without kv regions it had, every shard
+   * copy of a {@code none} table on it is gone (durable tables' shards come back from its log): a
+   * replicated shard's backup there leaves its copies, a primary there is replaced by its first
+   * backup (as at a {@link #serverDead}), and a shard whose only copy was there is marked {@link
+   * TableInfo#LOST}: reads and writes answer {@code DATA_LOST}, naming the table and the shard.
+   * Journaled as {@code PLACED} records.
+   */
+  @Override
+  public void serverRegistered(int serverId, long incarnation, MasterContext.Mutation mutation) {
+    Long before = incarnations.put(serverId, incarnation);
+    boolean regionsGone = lostRegions.remove(serverId);
+    boolean newProcess = before == null || incarnation == 0 || before != incarnation;
+    if (!regionsGone || !newProcess) {
+      return;
+    }
+    for (TableInfo t : List.copyOf(tables.values())) {
+      if (t.options().durability() != TableOptions.Durability.NONE) {
+        continue;
+      }
+      TableInfo n = without(t, serverId);
+      int[] servers = n.servers().clone();
+      boolean lost = false;
+      for (int i = 0; i < servers.length; i++) {
+        if (servers[i] == serverId) {
+          servers[i] = TableInfo.LOST;
+          lost = true;
+        }
+      }
+      if (lost) {
+        n = new TableInfo(t.name(), t.tableId(), t.options(), servers, n.backups());
+      }
+      if (n != t) {
+        promotions += promoted(t, n) - lostShards(n) + lostShards(t);
+        Wire.Writer w = new Wire.Writer().u8(PLACED);
+        n.write(w);
+        mutation.commit(w.toArray());
+      }
+    }
+  }
+
+  private static int lostShards(TableInfo t) {
+    int n = 0;
+    for (int s : t.servers()) {
+      n += s == TableInfo.LOST ? 1 : 0;
+    }
+    return n;
+  }
+
+  /** The shards lost for good ({@link TableInfo#LOST}), counted for {@code ferrite status}. */
+  @Override
+  public Map<String, Long> lost() {
+    long shards = 0;
+    long lostTables = 0;
+    for (TableInfo t : tables.values()) {
+      int n = lostShards(t);
+      shards += n;
+      lostTables += n > 0 ? 1 : 0;
+    }
+    return shards == 0 ? Map.of() : Map.of("shards", shards, "tables", lostTables);
+  }
+
   /** Primaries changed by a failover since the master started (for tests and the console). */
   private long promotions;
 
@@ -194,7 +278,9 @@ public final class KvDirectory implements MasterExtension {
       java.util.SortedSet<Integer> servers = new java.util.TreeSet<>();
       int underReplicated = 0;
       for (int i = 0; i < t.servers().length; i++) {
-        servers.add(t.servers()[i]);
+        if (!t.lost(i)) {
+          servers.add(t.servers()[i]);
+        }
         for (int b : t.backupsOf(i)) {
           servers.add(b);
         }
@@ -206,6 +292,7 @@ public final class KvDirectory implements MasterExtension {
       row.put("shards", t.options().shards());
       row.put("replicas", t.options().replicas());
       row.put("under-replicated", underReplicated);
+      row.put("lost shards", lostShards(t));
       row.put("servers", servers.toString());
       row.put("version", versions.getOrDefault(t.name(), 0L));
       row.put("moving", moving);
