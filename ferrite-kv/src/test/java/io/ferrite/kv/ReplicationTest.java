@@ -487,4 +487,55 @@ class ReplicationTest {
       return dir.lost();
     }
   }
+
+  private static int replicate(
+      FerriteClient c, KvTable t, int server, long seq, boolean delete, String key, String value) {
+    ByteBuffer b =
+        c.callSync(
+            server,
+            KvProtocol.SERVER_SERVICE,
+            KvProtocol.REPLICATE,
+            new Wire.Writer()
+                .i64(t.info().tableId())
+                .i32(0)
+                .i64(seq)
+                .u8(delete ? 1 : 0)
+                .bytes(bytes(key))
+                .bytes(bytes(value))
+                .toBuffer());
+    return new Wire.Reader(b, "replicate").u8("status");
+  }
+
+  /**
+   * Shipped writes reach a copy in any order (concurrent writers ship after the primary answered
+   * them): a copy applies one only if its sequence is newer than the key's, deletes included.
+   */
+  @Test
+  void anOlderShippedWriteNeverReplacesANewerOne() throws Exception {
+    start(2);
+    FerriteClient c = cluster.adminClient();
+    KvClient kv = new KvClient(c);
+    KvTable t = kv.createTable("order", options(TableOptions.Layout.HOPSCOTCH, 1, 2));
+    int backup = t.info().backupsOf(0)[0];
+    assertEquals(KvProtocol.CREATED, replicate(c, t, backup, 20, false, "k", "v20"));
+    assertEquals(KvProtocol.NOT_APPLIED, replicate(c, t, backup, 10, false, "k", "v10"));
+    assertArrayEquals(bytes("v20"), readCopy(c, t, backup, bytes("k")));
+    assertEquals(KvProtocol.NOT_APPLIED, replicate(c, t, backup, 15, true, "k", ""));
+    assertArrayEquals(bytes("v20"), readCopy(c, t, backup, bytes("k")));
+    assertEquals(KvProtocol.DELETED, replicate(c, t, backup, 30, true, "k", ""));
+    assertEquals(KvProtocol.NOT_APPLIED, replicate(c, t, backup, 25, false, "k", "v25"));
+    assertEquals(null, readCopy(c, t, backup, bytes("k")), "a delete's sequence is kept");
+    assertEquals(KvProtocol.CREATED, replicate(c, t, backup, 31, false, "k", "v31"));
+    assertArrayEquals(bytes("v31"), readCopy(c, t, backup, bytes("k")));
+    FerriteException e =
+        assertThrows(FerriteException.class, () -> replicate(c, t, backup, 0, false, "k", "x"));
+    assertEquals(ErrorCode.INVALID_ARGUMENT, e.code());
+    KvTable single = kv.createTable("single", options(TableOptions.Layout.HOPSCOTCH, 1, 1));
+    e =
+        assertThrows(
+            FerriteException.class,
+            () -> replicate(c, single, single.serverOf(0), 5, false, "k", "x"));
+    assertEquals(ErrorCode.INVALID_ARGUMENT, e.code());
+    assertTrue(e.getMessage().contains("one copy"), e.getMessage());
+  }
 }
