@@ -128,7 +128,9 @@ public final class KvClient {
     for (int i = 0; i < t.servers().length; i++) {
       int[] copies = new int[1 + t.backupsOf(i).length];
       copies[0] = t.servers()[i];
-      System.arraycopy(t.backupsOf(i), 0, copies, 1, copies.length - 1);
+      for (int j = 1; j < copies.length; j++) {
+        copies[j] = TableInfo.copyServer(t.backupsOf(i)[j - 1]);
+      }
       for (int server : copies) {
         if (server == TableInfo.LOST) {
           continue;

@@ -134,6 +134,29 @@ public final class KvProtocol {
    */
   public static final int REPLICATE = 19;
 
+  /**
+   * Server: a page of a replicated shard's pairs for a repair (docs/KV.md "Replication"), only for
+   * servers and the operator: {@code i64 tableId, i32 shard, i64 version, i64 afterHash, bytes
+   * afterKey, i32 maxBytes -> u8 more, i32 n, n x (bytes key, bytes value, i64 seq)}, the pairs
+   * after (afterHash, afterKey) in (XXH3 of the key unsigned, key) order; first sets the shard's
+   * write fence to {@code version} (writes of clients with an older placement answer MOVED).
+   */
+  public static final int COPY_PAGE = 20;
+
+  /**
+   * Directory: {@code str name, i32 shard -> table, i64 version, i32 server}: adds a copy being
+   * filled ({@link TableInfo#syncing}) on an ALIVE server that holds none of the shard (CONFLICT
+   * while one is filled already; INVALID_ARGUMENT if the shard has its copies or no server is
+   * left).
+   */
+  public static final int ADD_COPY = 9;
+
+  /**
+   * Directory: {@code str name, i32 shard, i32 server, u8 commit -> table, i64 version}: the copy
+   * being filled on {@code server} becomes a full backup (commit 1) or is dropped (0).
+   */
+  public static final int END_COPY = 10;
+
   /** Re-sharding, directory side. */
   public static final int PLAN = 5;
 

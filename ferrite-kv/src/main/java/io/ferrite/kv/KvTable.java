@@ -215,8 +215,10 @@ public final class KvTable {
         throw new FerriteException(
             ErrorCode.NOT_FOUND, "kv table " + seen.name() + " was dropped (and created again)");
       }
-      placementVersion = version;
+      // info before the version: a writer that read the version (and sent it as its write's
+      // fence) then reads this info or a newer one when it ships (volatile order).
       info = t;
+      placementVersion = version;
       for (int i = 0; i < t.servers().length; i++) {
         if (t.servers()[i] != seen.servers()[i]) {
           layouts.set(i, null);
@@ -298,7 +300,7 @@ public final class KvTable {
     for (int i = 0; i < info.options().shards(); i++) {
       layouts.set(i, installed(i, open(i)));
       for (int b : info.backupsOf(i)) {
-        openOn(b, i);
+        openOn(TableInfo.copyServer(b), i);
       }
     }
   }
@@ -465,11 +467,32 @@ public final class KvTable {
 
   /** A PUT's request (KvProtocol), sized up front (no regrowth copies). */
   private Wire.Writer putRequest(int shard, int mode, byte[] key, byte[] value, byte[] expected) {
-    return ids(shard, 13 + key.length + value.length + expected.length)
-        .u8(mode)
-        .bytes(key)
-        .bytes(value)
-        .bytes(expected);
+    Wire.Writer w =
+        ids(shard, 21 + key.length + value.length + expected.length)
+            .u8(mode)
+            .bytes(key)
+            .bytes(value)
+            .bytes(expected);
+    return fenced(w);
+  }
+
+  /**
+   * A replicated table's PUT and DELETE end with the placement version the writer knows, set at
+   * each send ({@link #withVersion}): a shard whose copies a repair is changing refuses older ones
+   * (MOVED), so the writer fetches the table and ships to the new copy too.
+   */
+  private Wire.Writer fenced(Wire.Writer w) {
+    return info.options().replicas() > 1 ? w.i64(0) : w;
+  }
+
+  /** {@code body} to send now: a fenced write's last 8 bytes set to the current version. */
+  private ByteBuffer withVersion(int opcode, Wire.Writer body) {
+    ByteBuffer b = body.toBuffer();
+    if ((opcode == KvProtocol.PUT || opcode == KvProtocol.DELETE)
+        && info.options().replicas() > 1) {
+      b.putLong(b.limit() - 8, placementVersion);
+    }
+    return b;
   }
 
   /** As {@link #ids(int)}, sized for {@code more} bytes after them (no regrowth copies). */
@@ -665,7 +688,7 @@ public final class KvTable {
     checkKey(key);
     metDelete.count();
     int shard = shardOf(key);
-    Applied a = written(shard, KvProtocol.DELETE, ids(shard).bytes(key));
+    Applied a = written(shard, KvProtocol.DELETE, fenced(ids(shard).bytes(key)));
     ship(shard, a, true, key, NO_BYTES);
     return a.status == KvProtocol.DELETED;
   }
@@ -765,7 +788,9 @@ public final class KvTable {
     int[] b = t.backupsOf(shard);
     int[] out = new int[1 + b.length];
     out[0] = t.servers()[shard];
-    System.arraycopy(b, 0, out, 1, b.length);
+    for (int i = 0; i < b.length; i++) {
+      out[1 + i] = TableInfo.copyServer(b[i]);
+    }
     return out;
   }
 
@@ -841,7 +866,7 @@ public final class KvTable {
       int server = primary(t, shard);
       at[0] = server;
       try {
-        return rpcTo(server, opcode, body.toBuffer());
+        return rpcTo(server, opcode, withVersion(opcode, body));
       } catch (FerriteException e) {
         if (failover(t, shard, e)) {
           // A replicated shard's primary is unreachable: wait (bounded) for the master to
@@ -948,7 +973,7 @@ public final class KvTable {
     checkKey(key);
     metDelete.count();
     int shard = shardOf(key);
-    return writeRpcAsync(shard, KvProtocol.DELETE, ids(shard).bytes(key))
+    return writeRpcAsync(shard, KvProtocol.DELETE, fenced(ids(shard).bytes(key)))
         .thenCompose(
             a ->
                 shipAsync(shard, a, true, key, NO_BYTES)
@@ -959,7 +984,7 @@ public final class KvTable {
     TableInfo t = info;
     int server = primary(t, shard);
     return client
-        .call(server, KvProtocol.SERVER_SERVICE, opcode, body.toBuffer())
+        .call(server, KvProtocol.SERVER_SERVICE, opcode, withVersion(opcode, body))
         .handle(
             (b, err) -> {
               if (err == null) {

@@ -36,14 +36,39 @@ public record TableInfo(
     return out;
   }
 
-  /** The backups of shard {@code shard} (empty for a table with one copy). */
+  /**
+   * The backups of shard {@code shard} (empty for a table with one copy): server ids, or {@link
+   * #syncing} entries for a copy being filled (decode with {@link #copyServer}).
+   */
   public int[] backupsOf(int shard) {
     return backups[shard];
   }
 
-  /** The copies shard {@code shard} has now: its primary and its backups. */
+  /**
+   * A backup entry for server {@code server} whose copy is still being filled by a repair
+   * (docs/KV.md "Replication"): writes are shipped to it, but it is never promoted.
+   */
+  public static int syncing(int server) {
+    return -2 - server;
+  }
+
+  /** Whether backup entry {@code entry} is a copy still being filled. */
+  public static boolean isSyncing(int entry) {
+    return entry <= -2;
+  }
+
+  /** The server of backup entry {@code entry}, full or syncing. */
+  public static int copyServer(int entry) {
+    return entry <= -2 ? -2 - entry : entry;
+  }
+
+  /** The complete copies shard {@code shard} has now: its primary and its full backups. */
   public int copies(int shard) {
-    return 1 + backups[shard].length;
+    int n = servers[shard] == LOST ? 0 : 1;
+    for (int b : backups[shard]) {
+      n += isSyncing(b) ? 0 : 1;
+    }
+    return n;
   }
 
   /**

@@ -256,6 +256,13 @@ class ReplicationTest {
     while (afterKill.get() < 300 && failure.get() == null && System.nanoTime() < until) {
       Thread.sleep(10);
     }
+    // Then the shards get their second copy again, on the third server, while writers go on.
+    List<String> lines = Collections.synchronizedList(new ArrayList<>());
+    int made = new KvReplicator(kv, lines::add).repair(List.of());
+    int writtenAtRepair = afterKill.get();
+    while (afterKill.get() < writtenAtRepair + 200 && failure.get() == null) {
+      Thread.sleep(5);
+    }
     stop.set(true);
     for (Thread t : writers) {
       t.join();
@@ -265,12 +272,24 @@ class ReplicationTest {
     }
     assertTrue(afterKill.get() >= 300, "writes went on after the kill: " + afterKill.get());
     TableInfo after = kv.table("failover").info();
+    int hadVictim = 0;
     for (int i = 0; i < 8; i++) {
       for (int s : copies(after, i)) {
         assertNotEquals(victim, s, "shard " + i + " left the dead server");
       }
       if (before.servers()[i] == victim) {
         assertEquals(before.backupsOf(i)[0], after.servers()[i], "shard " + i + " promoted");
+      }
+      hadVictim += copies(before, i)[0] == victim || copies(before, i)[1] == victim ? 1 : 0;
+      assertEquals(2, after.copies(i), "shard " + i + " has 2 copies again: " + lines);
+      assertEquals(2, java.util.Arrays.stream(copies(after, i)).distinct().count());
+    }
+    assertEquals(hadVictim, made, "one new copy per shard that had one on the dead server");
+    FerriteClient reader = cluster.adminClient();
+    for (Map.Entry<String, byte[]> e : acked.entrySet()) {
+      byte[] key = bytes(e.getKey());
+      for (int s : copies(after, table.shardOf(key))) {
+        assertArrayEquals(e.getValue(), readCopy(reader, fresh(kv), s, key), e.getKey() + "@" + s);
       }
     }
     KvTable fresh = new KvClient(cluster.client()).table("failover");
@@ -285,6 +304,10 @@ class ReplicationTest {
     assertTrue(waits > 0, "writers met the dead primary and waited for the failover");
     Object promotions = cluster.master.faces().get("kv").get("promotions");
     assertTrue(((Number) promotions).longValue() > 0, "promotions: " + promotions);
+  }
+
+  private static KvTable fresh(KvClient kv) {
+    return kv.table("failover");
   }
 
   private static int mostPrimaries(TableInfo t) {
@@ -326,6 +349,7 @@ class ReplicationTest {
     }
     AtomicInteger ids = new AtomicInteger();
     AtomicInteger done = new AtomicInteger();
+    AtomicBoolean stop = new AtomicBoolean();
     AtomicReference<Throwable> failure = new AtomicReference<>();
     List<Thread> threads = new ArrayList<>();
     int opsPerThread = 400;
@@ -337,7 +361,7 @@ class ReplicationTest {
           new Thread(
               () -> {
                 try {
-                  for (int i = 0; i < opsPerThread; i++) {
+                  for (int i = 0; i < opsPerThread || !stop.get() && i < 4000; i++) {
                     int k = r.nextInt(keys);
                     byte[] key = LinearizabilityTest.key(k);
                     int p = r.nextInt(100);
@@ -382,13 +406,26 @@ class ReplicationTest {
     MemoryServer dead = server(primary);
     cluster.servers.remove(dead);
     dead.close();
+    // Once the backup took over, the shard gets a new copy while the clients run.
+    long until = System.nanoTime() + 20_000_000_000L;
+    while (kv.table("linear").serverOf(0) == primary && System.nanoTime() < until) {
+      Thread.sleep(20);
+    }
+    int atRepair = done.get();
+    assertEquals(1, new KvReplicator(kv, line -> {}).repair(List.of("linear")));
+    while (done.get() < atRepair + 200 && failure.get() == null) {
+      Thread.sleep(2);
+    }
+    stop.set(true);
     for (Thread t : threads) {
       t.join();
     }
     if (failure.get() != null) {
       throw new AssertionError("a client failed", failure.get());
     }
-    assertNotEquals(primary, kv.table("linear").serverOf(0), "the backup took over");
+    TableInfo after = kv.table("linear").info();
+    assertNotEquals(primary, after.servers()[0], "the backup took over");
+    assertEquals(2, after.copies(0), "and the shard has 2 copies again");
     for (int k = 0; k < keys; k++) {
       List<Op> h = new ArrayList<>(perKey.get(k));
       h.sort(java.util.Comparator.comparingInt(Op::id));

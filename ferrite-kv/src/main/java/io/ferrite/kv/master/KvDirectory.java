@@ -251,13 +251,24 @@ public final class KvDirectory implements MasterExtension {
     boolean changed = false;
     for (int i = 0; i < shards; i++) {
       int[] b = backups[i];
-      if (servers[i] == gone && b.length > 0) {
-        servers[i] = b[0];
-        backups[i] = java.util.Arrays.copyOfRange(b, 1, b.length);
+      if (java.util.Arrays.stream(b).anyMatch(x -> TableInfo.copyServer(x) == gone)) {
+        b = java.util.Arrays.stream(b).filter(x -> TableInfo.copyServer(x) != gone).toArray();
+        backups[i] = b;
         changed = true;
-      } else if (java.util.Arrays.stream(b).anyMatch(x -> x == gone)) {
-        backups[i] = java.util.Arrays.stream(b).filter(x -> x != gone).toArray();
-        changed = true;
+      }
+      if (servers[i] == gone) {
+        // The first full backup takes over; a copy still being filled never does.
+        for (int j = 0; j < b.length; j++) {
+          if (!TableInfo.isSyncing(b[j])) {
+            servers[i] = b[j];
+            int[] rest = new int[b.length - 1];
+            System.arraycopy(b, 0, rest, 0, j);
+            System.arraycopy(b, j + 1, rest, j, b.length - j - 1);
+            backups[i] = rest;
+            changed = true;
+            break;
+          }
+        }
       }
     }
     return changed ? new TableInfo(t.name(), t.tableId(), t.options(), servers, backups) : t;
@@ -282,7 +293,7 @@ public final class KvDirectory implements MasterExtension {
           servers.add(t.servers()[i]);
         }
         for (int b : t.backupsOf(i)) {
-          servers.add(b);
+          servers.add(TableInfo.copyServer(b));
         }
         underReplicated += t.copies(i) < t.options().replicas() ? 1 : 0;
       }
@@ -349,7 +360,9 @@ public final class KvDirectory implements MasterExtension {
                     KvProtocol.DROP_TABLE, "drop_table",
                     KvProtocol.PLAN, "plan",
                     KvProtocol.BEGIN_MOVE, "begin_move",
-                    KvProtocol.END_MOVE, "end_move"));
+                    KvProtocol.END_MOVE, "end_move",
+                    KvProtocol.ADD_COPY, "add_copy",
+                    KvProtocol.END_COPY, "end_copy"));
   }
 
   /** ferrite.face.ops{face=kv} of the directory's opcodes; set in start, before any request. */
@@ -377,6 +390,8 @@ public final class KvDirectory implements MasterExtension {
           case KvProtocol.BEGIN_MOVE -> "BEGIN_MOVE";
           case KvProtocol.END_MOVE -> "END_MOVE";
           case KvProtocol.DROP_TABLE -> "DROP_TABLE";
+          case KvProtocol.ADD_COPY -> "ADD_COPY";
+          case KvProtocol.END_COPY -> "END_COPY";
           default -> null;
         };
     if (name != null) {
@@ -460,6 +475,24 @@ public final class KvDirectory implements MasterExtension {
                 });
         writeVersioned(w, t);
       }
+      case KvProtocol.ADD_COPY -> {
+        String name = r.str("name");
+        int shard = r.i32("shard");
+        r.end();
+        int[] target = new int[1];
+        TableInfo t = context.mutate(m -> addCopy(m, name, shard, target));
+        writeVersioned(w, t);
+        w.i32(target[0]);
+      }
+      case KvProtocol.END_COPY -> {
+        String name = r.str("name");
+        int shard = r.i32("shard");
+        int server = r.i32("server");
+        boolean commit = r.u8("commit") == 1;
+        r.end();
+        TableInfo t = context.mutate(m -> endCopy(m, name, shard, server, commit));
+        writeVersioned(w, t);
+      }
       case KvProtocol.LIST_MOVES -> {
         r.end();
         List<Move> all = context.mutate(m -> List.copyOf(moves.values()));
@@ -540,6 +573,101 @@ public final class KvDirectory implements MasterExtension {
       }
     }
     return out;
+  }
+
+  /**
+   * Adds a copy being filled of {@code shard} on the first ALIVE server clockwise from the shard's
+   * ring point that holds no copy of it; {@code target[0]} is set to it.
+   */
+  private TableInfo addCopy(MasterContext.Mutation m, String name, int shard, int[] target) {
+    TableInfo t = existing(name);
+    checkShard(t, shard);
+    int[] b = t.backupsOf(shard);
+    if (java.util.Arrays.stream(b).anyMatch(TableInfo::isSyncing)) {
+      throw new FerriteException(
+          ErrorCode.CONFLICT,
+          "a copy of shard " + shard + " of " + name + " is being filled already");
+    }
+    if (t.lost(shard) || t.copies(shard) >= t.options().replicas()) {
+      throw new FerriteException(
+          ErrorCode.INVALID_ARGUMENT,
+          "shard "
+              + shard
+              + " of "
+              + name
+              + (t.lost(shard) ? " was lost" : " has its " + t.options().replicas() + " copies"));
+    }
+    java.util.Set<Integer> holding = new java.util.HashSet<>();
+    holding.add(t.servers()[shard]);
+    for (int x : b) {
+      holding.add(TableInfo.copyServer(x));
+    }
+    TreeMap<Long, Integer> ring = ring(m.members());
+    long point = hash(name + "#" + shard);
+    List<Integer> order = new ArrayList<>(ring.tailMap(point, true).values());
+    order.addAll(ring.headMap(point, false).values());
+    int to = order.stream().filter(s -> !holding.contains(s)).findFirst().orElse(-1);
+    if (to < 0) {
+      throw new FerriteException(
+          ErrorCode.UNAVAILABLE,
+          "no ALIVE memory server without a copy of shard " + shard + " of " + name);
+    }
+    target[0] = to;
+    int[][] backups = t.backups().clone();
+    backups[shard] = java.util.Arrays.copyOf(b, b.length + 1);
+    backups[shard][b.length] = TableInfo.syncing(to);
+    return placedRecord(m, new TableInfo(name, t.tableId(), t.options(), t.servers(), backups));
+  }
+
+  private TableInfo endCopy(
+      MasterContext.Mutation m, String name, int shard, int server, boolean commit) {
+    TableInfo t = existing(name);
+    checkShard(t, shard);
+    int[] b = t.backupsOf(shard);
+    int at = -1;
+    for (int i = 0; i < b.length; i++) {
+      at = b[i] == TableInfo.syncing(server) ? i : at;
+    }
+    if (at < 0) {
+      if (commit && java.util.Arrays.stream(b).noneMatch(x -> x == server)) {
+        throw new FerriteException(
+            ErrorCode.CONFLICT,
+            "server "
+                + server
+                + " is not filling a copy of shard "
+                + shard
+                + " of "
+                + name
+                + " (it died, or the copy was dropped): run the repair again");
+      }
+      return t; // ended already (a retried call)
+    }
+    int[][] backups = t.backups().clone();
+    if (commit) {
+      backups[shard] = b.clone();
+      backups[shard][at] = server;
+    } else {
+      int[] rest = new int[b.length - 1];
+      System.arraycopy(b, 0, rest, 0, at);
+      System.arraycopy(b, at + 1, rest, at, b.length - at - 1);
+      backups[shard] = rest;
+    }
+    return placedRecord(m, new TableInfo(name, t.tableId(), t.options(), t.servers(), backups));
+  }
+
+  private TableInfo placedRecord(MasterContext.Mutation m, TableInfo n) {
+    Wire.Writer w = new Wire.Writer().u8(PLACED);
+    n.write(w);
+    m.commit(w.toArray());
+    return tables.get(n.name());
+  }
+
+  private static void checkShard(TableInfo t, int shard) {
+    if (shard < 0 || shard >= t.options().shards()) {
+      throw new FerriteException(
+          ErrorCode.INVALID_ARGUMENT,
+          "shard: " + shard + " (expected: >= 0 and < " + t.options().shards() + ")");
+    }
   }
 
   private Move beginMove(MasterContext.Mutation m, String name, int shard, int to) {

@@ -164,6 +164,40 @@ abstract class KvShard {
     return status;
   }
 
+  /**
+   * The placement version a write of a replicated shard must carry (set by a repair's first {@link
+   * #copyPairs}): older writes answer MOVED, so their clients fetch the table and ship to the copy
+   * being filled too. Under the shard's lock.
+   */
+  long minVersion;
+
+  /**
+   * For a repair of a replicated shard (docs/KV.md "Replication"): raises the write fence to {@code
+   * version}, then copies every pair whose (XXH3 of the key, key) comes after ({@code afterHash},
+   * {@code afterKey}) as {key, value, seq (1 if unknown: replayed from a log), hash}. Writes
+   * applied after the fence are shipped to the new copy by their clients, and a copy applies only
+   * newer sequences, so pairs copied late never undo them. Under the gate.
+   */
+  final synchronized List<Object[]> copyPairs(long version, long afterHash, byte[] afterKey) {
+    checkNotRetired();
+    if (seqs == null) {
+      throw new FerriteException(
+          ErrorCode.INVALID_ARGUMENT,
+          "kv shard " + tableId + "/" + shard + " has one copy: nothing to repair");
+    }
+    minVersion = Math.max(minVersion, version);
+    List<Object[]> out = new ArrayList<>();
+    forEachPair(
+        (k, v) -> {
+          long h = io.ferrite.kv.KeyHash.of(k);
+          int c = Long.compareUnsigned(h, afterHash);
+          if (c > 0 || (c == 0 && java.util.Arrays.compare(k, afterKey) > 0)) {
+            out.add(new Object[] {k.clone(), v.clone(), Math.max(1, seqs.seqOf(k)), h});
+          }
+        });
+    return out;
+  }
+
   /** Whether {@code status} of a put or delete means the shard changed (a copy must follow). */
   static boolean changed(int status) {
     return status == KvProtocol.CREATED

@@ -151,6 +151,9 @@ final class KvWrites implements AutoCloseable {
      */
     long[] seqs;
 
+    /** The placement version a replicated shard's PUT or DELETE carried (0: none). */
+    long version;
+
     final AtomicInteger parts = new AtomicInteger();
     final CompletableFuture<ByteBuffer> answer = new CompletableFuture<>();
     volatile boolean durable;
@@ -258,6 +261,20 @@ final class KvWrites implements AutoCloseable {
                       + s.shard()
                       + ": its pairs go one by one (each is shipped to the backups)");
             } else {
+              if (s.seqs != null && r.version < s.minVersion) {
+                // A repair is filling a new copy: this client's placement does not name it.
+                throw new FerriteException(
+                    ErrorCode.MOVED,
+                    "the copies of kv shard "
+                        + s.tableId()
+                        + "/"
+                        + s.shard()
+                        + " changed (placement version "
+                        + r.version
+                        + " < "
+                        + s.minVersion
+                        + "): fetch the table");
+              }
               r.status[i] =
                   r.opcode == KvProtocol.DELETE
                       ? s.delete(r.keys[i])
@@ -301,11 +318,13 @@ final class KvWrites implements AutoCloseable {
         byte[] key = rd.bytes("key");
         byte[] value = rd.bytes("value");
         byte[] expected = rd.bytes("expected");
+        long version = rd.remaining() >= 8 ? rd.i64("version") : 0;
         rd.end();
         if (mode > KvProtocol.MODE_COMPARE_AND_SET) {
           throw new FerriteException(ErrorCode.INVALID_ARGUMENT, "put mode: " + mode);
         }
         r = new Request(opcode, 1, mode, expected);
+        r.version = version;
         r.keys[0] = key;
         r.values[0] = value;
         parts.add(new Part(r, s, new int[] {0}));
@@ -313,8 +332,10 @@ final class KvWrites implements AutoCloseable {
       case KvProtocol.DELETE -> {
         KvShard s = host.shard(rd.i64("tableId"), rd.i32("shard"));
         byte[] key = rd.bytes("key");
+        long version = rd.remaining() >= 8 ? rd.i64("version") : 0;
         rd.end();
         r = new Request(opcode, 1, 0, null);
+        r.version = version;
         r.keys[0] = key;
         parts.add(new Part(r, s, new int[] {0}));
       }

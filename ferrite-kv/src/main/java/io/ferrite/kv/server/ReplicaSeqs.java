@@ -42,6 +42,12 @@ final class ReplicaSeqs {
     last = Math.max(last, seq);
   }
 
+  /** The sequence of {@code key}'s write on this copy, 0 if unknown. */
+  long seqOf(byte[] key) {
+    Long have = byKey.get(ByteBuffer.wrap(key));
+    return have == null ? 0 : have;
+  }
+
   /** The newest sequence this copy gave or took. */
   long last() {
     return last;
