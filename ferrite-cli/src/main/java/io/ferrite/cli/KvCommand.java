@@ -8,6 +8,7 @@ import io.ferrite.kernel.client.Ferrite;
 import io.ferrite.kernel.client.FerriteClient;
 import io.ferrite.kv.KvClient;
 import io.ferrite.kv.KvRebalancer;
+import io.ferrite.kv.KvReplicator;
 import io.ferrite.kv.KvTable;
 import io.ferrite.kv.ShardStats;
 import io.ferrite.kv.TableInfo;
@@ -643,8 +644,25 @@ final class KvCommand implements Runnable {
             if (rep.moved().isEmpty() && rep.resolved().isEmpty() && rep.ok()) {
               out().println("nothing to move: every shard lives on its ring owner");
             }
+            // Replicated tables: shards that lost a copy (a failover) get a new one.
+            boolean repaired = true;
+            try {
+              int copies =
+                  new KvReplicator(
+                          kv,
+                          line -> {
+                            out().println("copied: " + line);
+                          })
+                      .repair(tables);
+              if (copies == 0) {
+                out().println("no copy to repair: every replicated shard has its copies");
+              }
+            } catch (io.ferrite.fabric.FerriteException e) {
+              out().println("failed: repairing copies: " + e.getMessage());
+              repaired = false;
+            }
             out().flush();
-            return rep.ok() ? 0 : 1;
+            return rep.ok() && repaired ? 0 : 1;
           });
     }
 
