@@ -76,6 +76,20 @@ public final class KvReplicator {
     r.end();
     int primary = KvTable.primary(t, shard);
     try {
+      // A copy the target may still hold from before (it was a copy, was declared DEAD and came
+      // back as the same process) has keys deleted since: drop it before the first page. Writes
+      // shipped to it since ADD_COPY were applied at the primary before that page, so the copy
+      // gets them again; later ones land in the new shard.
+      try {
+        call(
+            target,
+            KvProtocol.DROP_SHARD,
+            new Wire.Writer().i64(t.tableId()).i32(shard).toBuffer());
+      } catch (FerriteException e) {
+        if (e.code() != io.ferrite.fabric.ErrorCode.NOT_FOUND) {
+          throw e;
+        }
+      }
       Wire.Writer open = new Wire.Writer();
       t.write(open);
       call(target, KvProtocol.OPEN_SHARD, open.i32(shard).toBuffer());
