@@ -575,4 +575,48 @@ class ReplicationTest {
     assertEquals(ErrorCode.INVALID_ARGUMENT, e.code());
     assertTrue(e.getMessage().contains("one copy"), e.getMessage());
   }
+
+  /**
+   * A repair's target may hold an old copy of the shard (a server declared DEAD that came back as
+   * the same process keeps it, with keys deleted since): the new copy starts empty, so it holds
+   * exactly the primary's pairs.
+   */
+  @Test
+  void aRepairStartsFromAnEmptyCopy() throws Exception {
+    start(3);
+    FerriteClient admin = cluster.adminClient();
+    KvClient kv = new KvClient(admin);
+    KvTable t = kv.createTable("stale", options(TableOptions.Layout.HOPSCOTCH, 1, 2));
+    for (int i = 0; i < 10; i++) {
+      t.put(bytes("k" + i), bytes("v" + i));
+    }
+    int primary = t.info().servers()[0];
+    int backup = t.info().backupsOf(0)[0];
+    int third =
+        cluster.servers.stream()
+            .mapToInt(MemoryServer::serverId)
+            .filter(id -> id != primary && id != backup)
+            .findFirst()
+            .orElseThrow();
+    // An old copy on the third server, with a key the table does not have (any more).
+    Wire.Writer open = new Wire.Writer();
+    t.info().write(open);
+    admin.callSync(third, KvProtocol.SERVER_SERVICE, KvProtocol.OPEN_SHARD, open.i32(0).toBuffer());
+    assertEquals(
+        KvProtocol.CREATED, replicate(admin, t, third, Long.MAX_VALUE / 2, false, "ghost", "boo"));
+    MemoryServer dead = server(primary);
+    cluster.servers.remove(dead);
+    dead.close();
+    long until = System.nanoTime() + 20_000_000_000L;
+    while (kv.table("stale").info().servers()[0] == primary && System.nanoTime() < until) {
+      Thread.sleep(20);
+    }
+    assertEquals(1, new KvReplicator(kv, line -> {}).repair(List.of()));
+    TableInfo after = kv.table("stale").info();
+    assertEquals(third, after.backupsOf(0)[0], "the only server left");
+    assertEquals(null, readCopy(admin, t, third, bytes("ghost")), "the old copy was dropped");
+    for (int i = 0; i < 10; i++) {
+      assertArrayEquals(bytes("v" + i), readCopy(admin, t, third, bytes("k" + i)));
+    }
+  }
 }
