@@ -375,7 +375,12 @@ final class KvCommand implements Runnable {
               target,
               kv -> {
                 KvTable t = kv.table(table);
-                List<ShardStats> all = t.stats();
+                // A lost shard (docs/KV.md "Lost shards") is listed as such; the others' counts
+                // are read as usual.
+                List<ShardStats> all = new java.util.ArrayList<>();
+                for (int i = 0; i < t.info().options().shards(); i++) {
+                  all.add(t.info().lost(i) ? null : t.stats(i));
+                }
                 StringBuilder sb = new StringBuilder();
                 sb.append(
                     String.format(
@@ -410,8 +415,14 @@ final class KvCommand implements Runnable {
                         "region-bytes"));
                 long keys = 0;
                 long slots = 0;
+                int lost = 0;
                 for (int i = 0; i < all.size(); i++) {
                   ShardStats s = all.get(i);
+                  if (s == null) {
+                    sb.append(String.format(Locale.ROOT, "%5d %6s  DATA_LOST%n", i, "-"));
+                    lost++;
+                    continue;
+                  }
                   keys += s.count();
                   slots += s.slots();
                   sb.append(
@@ -437,10 +448,16 @@ final class KvCommand implements Runnable {
                 sb.append(
                     String.format(
                         Locale.ROOT,
-                        "total: %d keys in %d slots (%.1f%%)",
+                        "total: %d keys in %d slots (%.1f%%)%s",
                         keys,
                         slots,
-                        slots == 0 ? 0.0 : 100.0 * keys / slots));
+                        slots == 0 ? 0.0 : 100.0 * keys / slots,
+                        lost == 0
+                            ? ""
+                            : "; "
+                                + lost
+                                + " shard(s) lost with a server's memory (their keys are gone;"
+                                + " ferrite kv drop frees the rest)"));
                 return sb.toString();
               });
       out().println(text);

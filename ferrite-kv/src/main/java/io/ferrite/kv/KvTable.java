@@ -1184,15 +1184,25 @@ public final class KvTable {
 
   // ------------------------------------------------------------------ stats
 
-  /** Every shard's counts, from its server. */
+  /** Every shard's counts, from its server (DATA_LOST if one was lost). */
   public List<ShardStats> stats() {
     List<ShardStats> out = new ArrayList<>();
     for (int i = 0; i < info.options().shards(); i++) {
-      layout(i);
-      Wire.Reader r = new Wire.Reader(writeRpc(i, KvProtocol.STATS, ids(i)), "kv stats");
-      out.add(ShardStats.read(r));
-      r.end();
+      out.add(stats(i));
     }
     return out;
+  }
+
+  /**
+   * Shard {@code shard}'s counts, from its server.
+   *
+   * @throws FerriteException DATA_LOST if the shard was lost ({@link TableInfo#lost})
+   */
+  public ShardStats stats(int shard) {
+    layout(shard);
+    Wire.Reader r = new Wire.Reader(writeRpc(shard, KvProtocol.STATS, ids(shard)), "kv stats");
+    ShardStats s = ShardStats.read(r);
+    r.end();
+    return s;
   }
 }
