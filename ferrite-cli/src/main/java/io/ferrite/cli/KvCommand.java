@@ -8,6 +8,7 @@ import io.ferrite.kernel.client.Ferrite;
 import io.ferrite.kernel.client.FerriteClient;
 import io.ferrite.kv.KvClient;
 import io.ferrite.kv.KvRebalancer;
+import io.ferrite.kv.KvReplicator;
 import io.ferrite.kv.KvTable;
 import io.ferrite.kv.ShardStats;
 import io.ferrite.kv.TableInfo;
@@ -374,16 +375,23 @@ final class KvCommand implements Runnable {
               target,
               kv -> {
                 KvTable t = kv.table(table);
-                List<ShardStats> all = t.stats();
+                // A lost shard (docs/KV.md "Lost shards") is listed as such; the others' counts
+                // are read as usual.
+                List<ShardStats> all = new java.util.ArrayList<>();
+                for (int i = 0; i < t.info().options().shards(); i++) {
+                  all.add(t.info().lost(i) ? null : t.stats(i));
+                }
                 StringBuilder sb = new StringBuilder();
                 sb.append(
                     String.format(
                         Locale.ROOT,
-                        "table %s (id %016x): %s layout, %d shards, max key %d B, max value %d B%n",
+                        "table %s (id %016x): %s layout, %d shards, %d replicas, max key %d B,"
+                            + " max value %d B%n",
                         t.name(),
                         t.info().tableId(),
                         t.info().options().layout().name().toLowerCase(Locale.ROOT),
                         all.size(),
+                        t.info().options().replicas(),
                         t.info().options().maxKey(),
                         t.info().options().maxValue()));
                 sb.append(
@@ -407,8 +415,14 @@ final class KvCommand implements Runnable {
                         "region-bytes"));
                 long keys = 0;
                 long slots = 0;
+                int lost = 0;
                 for (int i = 0; i < all.size(); i++) {
                   ShardStats s = all.get(i);
+                  if (s == null) {
+                    sb.append(String.format(Locale.ROOT, "%5d %6s  DATA_LOST%n", i, "-"));
+                    lost++;
+                    continue;
+                  }
                   keys += s.count();
                   slots += s.slots();
                   sb.append(
@@ -434,10 +448,16 @@ final class KvCommand implements Runnable {
                 sb.append(
                     String.format(
                         Locale.ROOT,
-                        "total: %d keys in %d slots (%.1f%%)",
+                        "total: %d keys in %d slots (%.1f%%)%s",
                         keys,
                         slots,
-                        slots == 0 ? 0.0 : 100.0 * keys / slots));
+                        slots == 0 ? 0.0 : 100.0 * keys / slots,
+                        lost == 0
+                            ? ""
+                            : "; "
+                                + lost
+                                + " shard(s) lost with a server's memory (their keys are gone;"
+                                + " ferrite kv drop frees the rest)"));
                 return sb.toString();
               });
       out().println(text);
@@ -494,6 +514,14 @@ final class KvCommand implements Runnable {
                 + " before each write is acknowledged); the log is replayed on restart.")
     TableOptions.Durability durability = TableOptions.Durability.NONE;
 
+    @Option(
+        names = "--replicas",
+        description =
+            "Copies of each shard, each on another server: 1 (default), 2 or 3. Every write is"
+                + " applied at each copy before it is acknowledged; when a primary's server dies"
+                + " a backup takes over.")
+    int replicas = 1;
+
     @Override
     public Integer call() {
       TableOptions o =
@@ -506,16 +534,20 @@ final class KvCommand implements Runnable {
                   maxValue,
                   durability,
                   layout,
-                  inline)
+                  inline,
+                  replicas)
               .validate();
       TableInfo t = withKv(target, kv -> kv.createTable(table, o).info());
       out()
           .printf(
               Locale.ROOT,
-              "table %s: %d shards on servers %s%n",
+              "table %s: %d shards on servers %s%s%n",
               t.name(),
               t.servers().length,
-              java.util.Arrays.toString(t.servers()));
+              java.util.Arrays.toString(t.servers()),
+              t.options().replicas() > 1
+                  ? ", backups " + java.util.Arrays.deepToString(t.backups())
+                  : "");
       out().flush();
       return 0;
     }
@@ -629,8 +661,25 @@ final class KvCommand implements Runnable {
             if (rep.moved().isEmpty() && rep.resolved().isEmpty() && rep.ok()) {
               out().println("nothing to move: every shard lives on its ring owner");
             }
+            // Replicated tables: shards that lost a copy (a failover) get a new one.
+            boolean repaired = true;
+            try {
+              int copies =
+                  new KvReplicator(
+                          kv,
+                          line -> {
+                            out().println("copied: " + line);
+                          })
+                      .repair(tables);
+              if (copies == 0) {
+                out().println("no copy to repair: every replicated shard has its copies");
+              }
+            } catch (io.ferrite.fabric.FerriteException e) {
+              out().println("failed: repairing copies: " + e.getMessage());
+              repaired = false;
+            }
             out().flush();
-            return rep.ok() ? 0 : 1;
+            return rep.ok() && repaired ? 0 : 1;
           });
     }
 
@@ -657,12 +706,18 @@ final class KvCommand implements Runnable {
                   sb.append(
                       String.format(
                           Locale.ROOT,
-                          "%s  %s, %d shards x %d slots, servers %s%n",
+                          "%s  %s, %d shards x %d slots, servers %s%s%n",
                           t.name(),
                           t.options().layout().name().toLowerCase(Locale.ROOT),
                           t.options().shards(),
                           t.options().slotsPerShard(),
-                          java.util.Arrays.toString(t.servers())));
+                          java.util.Arrays.toString(t.servers()),
+                          t.options().replicas() > 1
+                              ? ", "
+                                  + t.options().replicas()
+                                  + " replicas, backups "
+                                  + java.util.Arrays.deepToString(t.backups())
+                              : ""));
                 }
                 int off = new KvRebalancer(kv, line -> {}).plan(List.of()).size();
                 if (off > 0) {

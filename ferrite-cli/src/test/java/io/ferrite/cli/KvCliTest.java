@@ -43,7 +43,10 @@ class KvCliTest {
                 FerriteConfig.BLOCK_SIZE, "1m",
                 // kv shard regions count against it: the tables' default 16 MiB extent regions
                 FerriteConfig.CAPACITY_DRAM, "512m",
-                FerriteConfig.CAPACITY_DISK, "0"));
+                FerriteConfig.CAPACITY_DISK, "0",
+                // Not the harness's 400 ms: on a loaded machine a live server would be declared
+                // DEAD, and a replicated table's copy there dropped (createWithReplicas...).
+                FerriteConfig.DEAD_TIMEOUT, "10s"));
     cluster.startMaster();
     cluster.startServer("s1");
     String address = cluster.masterAddress();
@@ -168,6 +171,45 @@ class KvCliTest {
     assertTrue(out.toString().contains("cuckoo  pilaf, 2 shards"), out.toString());
     assertTrue(run("kv", "create", "bad", "--layout", "btree") != 0);
     assertTrue(err.toString().contains("btree"), err.toString());
+  }
+
+  /**
+   * {@code kv create --replicas}: refused with more copies than servers, shown by {@code tables}
+   * and {@code scan-stats}; and a shard lost with a restarted server's memory is listed as
+   * DATA_LOST by {@code scan-stats}, which still counts the others, while the replicated table
+   * keeps every key.
+   */
+  @Test
+  void createWithReplicasAndScanStatsOfALostShard() throws Exception {
+    assertEquals(1, run("kv", "create", "rep", "--replicas", "2"));
+    assertTrue(err.toString().contains("replicas: 2 (expected: <= 1"), err.toString());
+    cluster.startServer("s2");
+    cluster.awaitServers(2);
+    assertEquals(
+        0,
+        run("kv", "create", "rep", "--replicas", "2", "--shards", "2", "--slots", "64"),
+        err.toString());
+    assertTrue(out.toString().contains("backups"), out.toString());
+    assertEquals(0, run("kv", "create", "plain", "--shards", "8", "--slots", "64"), err.toString());
+    for (int i = 0; i < 16; i++) {
+      assertEquals(0, run("kv", "put", "rep", "k" + i, "v" + i), err.toString());
+      assertEquals(0, run("kv", "put", "plain", "k" + i, "v" + i), err.toString());
+    }
+    assertEquals(0, run("kv", "tables"));
+    assertTrue(out.toString().contains("2 replicas, backups"), out.toString());
+    assertEquals(0, run("kv", "scan-stats", "rep"));
+    assertTrue(out.toString().contains("2 shards, 2 replicas"), out.toString());
+    io.ferrite.kernel.server.MemoryServer s2 = cluster.servers.remove(1);
+    s2.close();
+    cluster.startServer("s2");
+    cluster.awaitServers(2);
+    assertEquals(0, run("kv", "scan-stats", "plain"), err.toString());
+    assertTrue(out.toString().contains("DATA_LOST"), out.toString());
+    assertTrue(out.toString().contains("lost with a server's memory"), out.toString());
+    for (int i = 0; i < 16; i++) {
+      assertEquals(0, run("kv", "get", "rep", "k" + i), err.toString());
+      assertEquals("v" + i, out.toString().strip());
+    }
   }
 
   @Test

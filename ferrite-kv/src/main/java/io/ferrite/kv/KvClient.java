@@ -126,16 +126,26 @@ public final class KvClient {
     TableInfo t = table(name).info();
     callMaster(KvProtocol.DROP_TABLE, new Wire.Writer().str(name).toBuffer());
     for (int i = 0; i < t.servers().length; i++) {
-      try {
-        Futures.join(
-            client.call(
-                t.servers()[i],
-                KvProtocol.SERVER_SERVICE,
-                KvProtocol.DROP_SHARD,
-                new Wire.Writer().i64(t.tableId()).i32(i).toBuffer()));
-      } catch (FerriteException e) {
-        if (e.code() != ErrorCode.NOT_FOUND && !e.retryable()) {
-          throw e;
+      int[] copies = new int[1 + t.backupsOf(i).length];
+      copies[0] = t.servers()[i];
+      for (int j = 1; j < copies.length; j++) {
+        copies[j] = TableInfo.copyServer(t.backupsOf(i)[j - 1]);
+      }
+      for (int server : copies) {
+        if (server == TableInfo.LOST) {
+          continue;
+        }
+        try {
+          Futures.join(
+              client.call(
+                  server,
+                  KvProtocol.SERVER_SERVICE,
+                  KvProtocol.DROP_SHARD,
+                  new Wire.Writer().i64(t.tableId()).i32(i).toBuffer()));
+        } catch (FerriteException e) {
+          if (e.code() != ErrorCode.NOT_FOUND && !e.retryable()) {
+            throw e;
+          }
         }
       }
     }

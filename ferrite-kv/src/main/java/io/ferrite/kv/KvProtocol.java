@@ -24,7 +24,9 @@ package io.ferrite.kv;
  * options = i32 shards, i32 slotsPerShard, i32 extentRegionBytes, i32 maxExtentRegions,
  *           i32 maxKey, i32 maxValue, u8 durability (0 none, 1 interval, 2 always),
  *           u8 layout (0 pilaf, 1 hopscotch), i32 inlineBytes
- * table   = str name, i64 tableId, options, i32 shards x i32 serverId
+ *           (options 2-3 of replicated tables: u8 durability | (replicas - 1) << 4)
+ * table   = str name, i64 tableId, options, i32 shards x i32 serverId,
+ *           and only when replicas > 1: shards x (u8 n, n x i32 backup serverId)
  * </pre>
  *
  * <h2>Shards: the memory-server service, service {@value #SERVER_SERVICE}</h2>
@@ -34,6 +36,10 @@ package io.ferrite.kv;
  * LAYOUT      i64 tableId, i32 shard            -> layout    (NOT_FOUND: open it first)
  * PUT         i64 tableId, i32 shard, u8 mode, bytes key, bytes value, bytes expected -> u8 status
  * DELETE      i64 tableId, i32 shard, bytes key -> u8 status
+ *             (a replicated table's shard answers u8 status, i64 seq: the write's sequence, 0 if
+ *              it changed nothing; the client ships it to every backup with REPLICATE)
+ * REPLICATE   i64 tableId, i32 shard, i64 seq, u8 delete, bytes key, bytes value -> u8 status
+ *             (applied only if seq is newer than the key's on this copy; else NOT_APPLIED)
  * MULTI_PUT   i64 tableId, i32 n, n x (i32 shard, bytes key, bytes value)
  *                         -> i32 n, n x (u8 status | u8 FAILED, u16 error code, str message)
  *                            (plain puts of the shards this server holds, each shard's pairs
@@ -119,6 +125,37 @@ public final class KvProtocol {
 
   /** Server: plain puts of many pairs of one table, per shard in request order (see above). */
   public static final int MULTI_PUT = 18;
+
+  /**
+   * Server: a write the shard's primary applied, shipped by the writing client to a backup
+   * (docs/KV.md "Replication"): {@code i64 tableId, i32 shard, i64 seq, u8 delete, bytes key, bytes
+   * value -> u8 status} (NOT_APPLIED: the copy already has a newer write of the key). Ordered,
+   * logged and (for {@code always}) group-committed like a PUT.
+   */
+  public static final int REPLICATE = 19;
+
+  /**
+   * Server: a page of a replicated shard's pairs for a repair (docs/KV.md "Replication"), only for
+   * servers and the operator: {@code i64 tableId, i32 shard, i64 version, i64 afterHash, bytes
+   * afterKey, i32 maxBytes -> u8 more, i32 n, n x (bytes key, bytes value, i64 seq)}, the pairs
+   * after (afterHash, afterKey) in (XXH3 of the key unsigned, key) order; first sets the shard's
+   * write fence to {@code version} (writes of clients with an older placement answer MOVED).
+   */
+  public static final int COPY_PAGE = 20;
+
+  /**
+   * Directory: {@code str name, i32 shard -> table, i64 version, i32 server}: adds a copy being
+   * filled ({@link TableInfo#syncing}) on an ALIVE server that holds none of the shard (CONFLICT
+   * while one is filled already; INVALID_ARGUMENT if the shard has its copies or no server is
+   * left).
+   */
+  public static final int ADD_COPY = 9;
+
+  /**
+   * Directory: {@code str name, i32 shard, i32 server, u8 commit -> table, i64 version}: the copy
+   * being filled on {@code server} becomes a full backup (commit 1) or is dropped (0).
+   */
+  public static final int END_COPY = 10;
 
   /** Re-sharding, directory side. */
   public static final int PLAN = 5;

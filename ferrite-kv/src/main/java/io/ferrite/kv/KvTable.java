@@ -215,8 +215,10 @@ public final class KvTable {
         throw new FerriteException(
             ErrorCode.NOT_FOUND, "kv table " + seen.name() + " was dropped (and created again)");
       }
-      placementVersion = version;
+      // info before the version: a writer that read the version (and sent it as its write's
+      // fence) then reads this info or a newer one when it ships (volatile order).
       info = t;
+      placementVersion = version;
       for (int i = 0; i < t.servers().length; i++) {
         if (t.servers()[i] != seen.servers()[i]) {
           layouts.set(i, null);
@@ -237,6 +239,27 @@ public final class KvTable {
   /** The shard of {@code key}. */
   public int shardOf(byte[] key) {
     return KeyHash.shard(KeyHash.of(key), info.options().shards());
+  }
+
+  /**
+   * The server of {@code shard}'s primary copy in {@code t}.
+   *
+   * @throws FerriteException DATA_LOST if the shard was lost (its only copy was in the DRAM of a
+   *     server that came back without it), naming the table and the shard
+   */
+  static int primary(TableInfo t, int shard) {
+    int server = t.servers()[shard];
+    if (server == TableInfo.LOST) {
+      throw new FerriteException(
+          ErrorCode.DATA_LOST,
+          "shard "
+              + shard
+              + " of kv table "
+              + t.name()
+              + " was lost: its only copy was in the memory of a server that restarted without it"
+              + " (the table keeps its other shards; dropping it frees them)");
+    }
+    return server;
   }
 
   /** The memory server of shard {@code shard}. */
@@ -276,7 +299,18 @@ public final class KvTable {
   void openAllShards() {
     for (int i = 0; i < info.options().shards(); i++) {
       layouts.set(i, installed(i, open(i)));
+      for (int b : info.backupsOf(i)) {
+        openOn(TableInfo.copyServer(b), i);
+      }
     }
+  }
+
+  /** Opens shard {@code shard}'s copy on server {@code server} (a backup; idempotent). */
+  private void openOn(int server, int shard) {
+    Wire.Writer w = new Wire.Writer();
+    info.write(w);
+    w.i32(shard);
+    rpcTo(server, KvProtocol.OPEN_SHARD, w.toBuffer());
   }
 
   /** Forgets every layout and releases every region they named (the table was dropped). */
@@ -329,7 +363,7 @@ public final class KvTable {
     Wire.Writer w = new Wire.Writer();
     t.write(w);
     w.i32(shard);
-    int server = t.servers()[shard];
+    int server = primary(t, shard);
     return readLayout(server, rpcTo(server, KvProtocol.OPEN_SHARD, w.toBuffer()));
   }
 
@@ -351,11 +385,24 @@ public final class KvTable {
       long deadline = 0;
       for (int attempt = 0; ; attempt++) {
         TableInfo t = info;
-        int server = t.servers()[shard];
+        int server = primary(t, shard);
         try {
           try {
             l = readLayout(server, rpcTo(server, KvProtocol.LAYOUT, ids(shard).toBuffer()));
           } catch (FerriteException e) {
+            if (failover(t, shard, e)) {
+              // A replicated shard's primary is unreachable: wait for the master's failover.
+              long now = System.nanoTime();
+              if (deadline == 0) {
+                deadline = now + MOVE_DEADLINE_NANOS;
+              } else if (now - deadline > 0) {
+                throw e;
+              }
+              stats.failoverWaits.increment();
+              failoverBackoff(attempt);
+              refresh(t);
+              continue;
+            }
             if (e.code() != ErrorCode.NOT_FOUND) {
               throw e;
             }
@@ -420,11 +467,32 @@ public final class KvTable {
 
   /** A PUT's request (KvProtocol), sized up front (no regrowth copies). */
   private Wire.Writer putRequest(int shard, int mode, byte[] key, byte[] value, byte[] expected) {
-    return ids(shard, 13 + key.length + value.length + expected.length)
-        .u8(mode)
-        .bytes(key)
-        .bytes(value)
-        .bytes(expected);
+    Wire.Writer w =
+        ids(shard, 21 + key.length + value.length + expected.length)
+            .u8(mode)
+            .bytes(key)
+            .bytes(value)
+            .bytes(expected);
+    return fenced(w);
+  }
+
+  /**
+   * A replicated table's PUT and DELETE end with the placement version the writer knows, set at
+   * each send ({@link #withVersion}): a shard whose copies a repair is changing refuses older ones
+   * (MOVED), so the writer fetches the table and ships to the new copy too.
+   */
+  private Wire.Writer fenced(Wire.Writer w) {
+    return info.options().replicas() > 1 ? w.i64(0) : w;
+  }
+
+  /** {@code body} to send now: a fenced write's last 8 bytes set to the current version. */
+  private ByteBuffer withVersion(int opcode, Wire.Writer body) {
+    ByteBuffer b = body.toBuffer();
+    if ((opcode == KvProtocol.PUT || opcode == KvProtocol.DELETE)
+        && info.options().replicas() > 1) {
+      b.putLong(b.limit() - 8, placementVersion);
+    }
+    return b;
   }
 
   /** As {@link #ids(int)}, sized for {@code more} bytes after them (no regrowth copies). */
@@ -470,15 +538,25 @@ public final class KvTable {
     long h = KeyHash.of(key);
     int shard = KeyHash.shard(h, info.options().shards());
     long deadline = 0; // set at the first failed attempt: the common get never reads the clock
+    boolean waitsForFailover = false;
     for (int attempt = 0; ; attempt++) {
       ShardLayout l = layout(shard);
       Object r;
       try {
         r = reader.probe(connection(shard, l), l, key, h);
       } catch (FerriteException e) {
+        TableInfo t = info;
         if (e.code() == ErrorCode.NO_SUCH_REGION
             || e.code() == ErrorCode.BAD_RKEY
             || e.code() == ErrorCode.OUT_OF_BOUNDS) {
+          r = STALE;
+        } else if (failover(t, shard, e)
+            && (deadline == 0 || System.nanoTime() < deadline + FAILOVER_EXTRA_NANOS)) {
+          // The primary of a replicated shard is unreachable: ask the master (it promotes a
+          // backup once it declares the server DEAD), and read the new primary's layout.
+          stats.failoverWaits.increment();
+          refresh(t);
+          waitsForFailover = true;
           r = STALE;
         } else if (e.retryable() && (deadline == 0 || System.nanoTime() < deadline)) {
           r = TORN;
@@ -497,7 +575,7 @@ public final class KvTable {
       } else {
         stats.tornRetries.increment();
       }
-      if (System.nanoTime() > deadline) {
+      if (System.nanoTime() > deadline + (waitsForFailover ? FAILOVER_EXTRA_NANOS : 0)) {
         throw new FerriteException(
             ErrorCode.CONFLICT,
             "lookup in shard "
@@ -508,13 +586,41 @@ public final class KvTable {
                 + attempt
                 + " attempts (a writer that never finishes?)");
       }
-      backoff(attempt);
+      if (waitsForFailover) {
+        failoverBackoff(attempt);
+      } else {
+        backoff(attempt);
+      }
     }
   }
+
+  /**
+   * How much longer than {@link #LOOKUP_DEADLINE_NANOS} a lookup waits for a replicated shard's
+   * failover: the master declares a server DEAD after its heartbeat timeout (seconds), then
+   * promotes a backup.
+   */
+  private static final long FAILOVER_EXTRA_NANOS = MOVE_DEADLINE_NANOS - LOOKUP_DEADLINE_NANOS;
 
   /** Retrying a torn or stale read, a BUSY or MOVED shard: 4 spins, then 1 us doubling to 1 ms. */
   private static final Backoff BACKOFF =
       Backoff.builder().spins(4).initial(Duration.ofNanos(1_000)).max(Duration.ofMillis(1)).build();
+
+  /**
+   * Waiting for a replicated shard's failover (the master declares a dead server DEAD after its
+   * heartbeat timeout, seconds): 0.1 ms doubling to 10 ms between fetches of the table, so a
+   * waiting writer asks the master at most ~100 times a second and sees the new primary within 10
+   * ms of the promotion.
+   */
+  private static final Backoff FAILOVER =
+      Backoff.builder()
+          .spins(0)
+          .initial(Duration.ofNanos(100_000))
+          .max(Duration.ofMillis(10))
+          .build();
+
+  private static void failoverBackoff(int attempt) {
+    FAILOVER.pause(attempt + 1);
+  }
 
   /** Pauses after failed attempt {@code attempt} (0-based). */
   private static void backoff(int attempt) {
@@ -542,7 +648,16 @@ public final class KvTable {
       hs[i] = KeyHash.of(key);
       ls[i] = layout(KeyHash.shard(hs[i], shards));
     }
-    reader.multiGet(keys, hs, ls, out, done);
+    try {
+      reader.multiGet(keys, hs, ls, out, done);
+    } catch (FerriteException e) {
+      if (info.options().replicas() < 2 || !e.retryable()) {
+        throw e;
+      }
+      // A server unreachable while batching (a replicated shard's primary died): the keys not
+      // settled go through get, which waits for the failover.
+      stats.failoverWaits.increment();
+    }
     for (int i = 0; i < n; i++) {
       if (!done[i]) {
         out[i] = get(keys.get(i));
@@ -594,17 +709,163 @@ public final class KvTable {
     checkKey(key);
     metDelete.count();
     int shard = shardOf(key);
-    ByteBuffer b = writeRpc(shard, KvProtocol.DELETE, ids(shard).bytes(key));
-    return new Wire.Reader(b, "kv delete").u8("status") == KvProtocol.DELETED;
+    Applied a = written(shard, KvProtocol.DELETE, fenced(ids(shard).bytes(key)));
+    ship(shard, a, true, key, NO_BYTES);
+    return a.status == KvProtocol.DELETED;
   }
+
+  private static final byte[] NO_BYTES = new byte[0];
 
   private int putMode(int mode, byte[] key, byte[] value, byte[] expected) {
     checkKey(key);
     metPut.count();
     checkValue(value);
     int shard = shardOf(key);
-    ByteBuffer b = writeRpc(shard, KvProtocol.PUT, putRequest(shard, mode, key, value, expected));
-    return new Wire.Reader(b, "kv put").u8("status");
+    Applied a = written(shard, KvProtocol.PUT, putRequest(shard, mode, key, value, expected));
+    ship(shard, a, false, key, value);
+    return a.status;
+  }
+
+  // ------------------------------------------------------------------ replication
+
+  /**
+   * A write's answer from the shard's primary: its status and, for a replicated table, the sequence
+   * the primary gave it (0: it changed nothing, nothing to ship) and the primary's id.
+   */
+  private record Applied(int status, long seq, int server) {}
+
+  private Applied written(int shard, int opcode, Wire.Writer body) {
+    int[] at = new int[1];
+    ByteBuffer b = writeRpc(shard, opcode, body, at);
+    return applied(b, at[0]);
+  }
+
+  private Applied applied(ByteBuffer b, int server) {
+    Wire.Reader r = new Wire.Reader(b, "kv write answer");
+    int status = r.u8("status");
+    long seq = r.remaining() >= 8 ? r.i64("seq") : 0;
+    return new Applied(status, seq, server);
+  }
+
+  /**
+   * Ships a write the primary applied to every other copy of the shard (docs/KV.md "Replication"):
+   * REPLICATE with the primary's sequence, which a copy applies only if it is newer than its key's,
+   * so copies converge whatever order concurrent writers ship in. The copies are those the master
+   * names now, minus the server that applied it: after a failover that includes the promoted
+   * backup. A copy that fails makes the handle ask the master again (a dead server leaves the
+   * shard's copies once the master declares it DEAD) and retry, bounded by {@link
+   * #MOVE_DEADLINE_NANOS}; the write is acknowledged only once every current copy has it.
+   */
+  private void ship(int shard, Applied a, boolean delete, byte[] key, byte[] value) {
+    if (a.seq == 0) {
+      return;
+    }
+    java.util.Set<Integer> done = new java.util.HashSet<>();
+    done.add(a.server);
+    long deadline = 0;
+    for (int attempt = 0; ; attempt++) {
+      TableInfo t = info;
+      FerriteException failed = null;
+      for (int server : copiesOf(t, shard)) {
+        if (done.contains(server)) {
+          continue;
+        }
+        try {
+          shipTo(server, shard, a.seq, delete, key, value);
+          done.add(server);
+        } catch (FerriteException e) {
+          failed = e;
+        }
+      }
+      if (failed == null) {
+        return;
+      }
+      long now = System.nanoTime();
+      if (deadline == 0) {
+        deadline = now + MOVE_DEADLINE_NANOS;
+      } else if (now - deadline > 0) {
+        throw new FerriteException(
+            ErrorCode.UNAVAILABLE,
+            "a write to shard "
+                + shard
+                + " of table "
+                + t.name()
+                + " was applied at server "
+                + a.server
+                + " but could not reach every copy of the shard for "
+                + MOVE_DEADLINE_NANOS / 1_000_000_000L
+                + " s: "
+                + failed.getMessage(),
+            failed);
+      }
+      stats.replicaRetries.increment();
+      failoverBackoff(attempt); // from ~0.3 ms: a copy that failed is usually a server going away
+      refresh(t);
+    }
+  }
+
+  /** Shard {@code shard}'s copies in {@code t}: its primary, then its backups. */
+  private static int[] copiesOf(TableInfo t, int shard) {
+    int[] b = t.backupsOf(shard);
+    int[] out = new int[1 + b.length];
+    out[0] = t.servers()[shard];
+    for (int i = 0; i < b.length; i++) {
+      out[1 + i] = TableInfo.copyServer(b[i]);
+    }
+    return out;
+  }
+
+  private Wire.Writer replicateRequest(
+      int shard, long seq, boolean delete, byte[] key, byte[] value) {
+    return ids(shard, 17 + key.length + value.length)
+        .i64(seq)
+        .u8(delete ? 1 : 0)
+        .bytes(key)
+        .bytes(value);
+  }
+
+  /** One REPLICATE to {@code server}; a copy the server does not have yet is opened there first. */
+  private void shipTo(int server, int shard, long seq, boolean delete, byte[] key, byte[] value) {
+    Wire.Writer body = replicateRequest(shard, seq, delete, key, value);
+    try {
+      rpcTo(server, KvProtocol.REPLICATE, body.toBuffer());
+    } catch (FerriteException e) {
+      if (e.code() != ErrorCode.NOT_FOUND) {
+        throw e;
+      }
+      openOn(server, shard);
+      rpcTo(server, KvProtocol.REPLICATE, body.toBuffer());
+    }
+  }
+
+  /**
+   * As {@link #ship}, without waiting on the caller's thread: REPLICATE to every backup at once;
+   * anything that fails goes through {@link #ship} on a retry thread.
+   */
+  private CompletableFuture<Void> shipAsync(
+      int shard, Applied a, boolean delete, byte[] key, byte[] value) {
+    if (a.seq == 0) {
+      return CompletableFuture.completedFuture(null);
+    }
+    TableInfo t = info;
+    List<CompletableFuture<ByteBuffer>> sent = new ArrayList<>(2);
+    for (int server : copiesOf(t, shard)) {
+      if (server != a.server) {
+        sent.add(
+            client.call(
+                server,
+                KvProtocol.SERVER_SERVICE,
+                KvProtocol.REPLICATE,
+                replicateRequest(shard, a.seq, delete, key, value).toBuffer()));
+      }
+    }
+    return CompletableFuture.allOf(sent.toArray(new CompletableFuture<?>[0]))
+        .handle(
+            (v, err) ->
+                err == null
+                    ? CompletableFuture.<Void>completedFuture(null)
+                    : CompletableFuture.runAsync(() -> ship(shard, a, delete, key, value), RETRIES))
+        .thenCompose(f -> f);
   }
 
   /**
@@ -614,15 +875,35 @@ public final class KvTable {
    * and MOVED (the shard was retired there: to the server the master names now).
    */
   private ByteBuffer writeRpc(int shard, int opcode, Wire.Writer body) {
+    return writeRpc(shard, opcode, body, new int[1]);
+  }
+
+  /** As above; {@code at[0]} is set to the server that answered. */
+  private ByteBuffer writeRpc(int shard, int opcode, Wire.Writer body, int[] at) {
     long deadline = 0;
     boolean reopened = false;
     for (int attempt = 0; ; attempt++) {
       TableInfo t = info;
-      int server = t.servers()[shard];
+      int server = primary(t, shard);
+      at[0] = server;
       try {
-        return rpcTo(server, opcode, body.toBuffer());
+        return rpcTo(server, opcode, withVersion(opcode, body));
       } catch (FerriteException e) {
-        if (e.code() == ErrorCode.NOT_FOUND && !reopened) {
+        if (failover(t, shard, e)) {
+          // A replicated shard's primary is unreachable: wait (bounded) for the master to
+          // declare it DEAD and promote a backup, then write there. The write is sent again only
+          // to another server: one the dead primary may have applied without shipping died with
+          // it (it was never acknowledged).
+          long now = System.nanoTime();
+          if (deadline == 0) {
+            deadline = now + MOVE_DEADLINE_NANOS;
+          } else if (now - deadline > 0) {
+            throw e;
+          }
+          stats.failoverWaits.increment();
+          failoverBackoff(attempt);
+          refresh(t);
+        } else if (e.code() == ErrorCode.NOT_FOUND && !reopened) {
           reopened = true;
           refresh(t);
           if (info.servers()[shard] == server) {
@@ -644,6 +925,18 @@ public final class KvTable {
         }
       }
     }
+  }
+
+  /**
+   * Whether a write to {@code shard}'s primary that failed with {@code e} should wait for a
+   * failover: the table is replicated and the error says the server could not be reached.
+   */
+  private static boolean failover(TableInfo t, int shard, FerriteException e) {
+    return t.options().replicas() > 1
+        && t.copies(shard) > 1
+        && (e.code() == ErrorCode.UNAVAILABLE
+            || e.code() == ErrorCode.TIMEOUT
+            || e.code() == ErrorCode.DROPPED);
   }
 
   // ------------------------------------------------------------------ pipelined writes (RPC)
@@ -685,33 +978,44 @@ public final class KvTable {
     checkValue(value);
     int shard = shardOf(key);
     Wire.Writer body = putRequest(shard, KvProtocol.MODE_PUT, key, value, new byte[0]);
+    if (info.options().replicas() > 1) {
+      return writeRpcAsync(shard, KvProtocol.PUT, body)
+          .thenCompose(
+              a -> shipAsync(shard, a, false, key, value).thenApply(v -> a.status == CREATED));
+    }
     return writeRpcAsync(shard, KvProtocol.PUT, body)
-        .thenApply(b -> new Wire.Reader(b, "kv put").u8("status") == KvProtocol.CREATED);
+        .thenApply(a -> a.status == KvProtocol.CREATED);
   }
+
+  private static final int CREATED = KvProtocol.CREATED;
 
   /** As {@link #delete}, without waiting: the future says whether the key was present. */
   public CompletableFuture<Boolean> deleteAsync(byte[] key) {
     checkKey(key);
     metDelete.count();
     int shard = shardOf(key);
-    return writeRpcAsync(shard, KvProtocol.DELETE, ids(shard).bytes(key))
-        .thenApply(b -> new Wire.Reader(b, "kv delete").u8("status") == KvProtocol.DELETED);
+    return writeRpcAsync(shard, KvProtocol.DELETE, fenced(ids(shard).bytes(key)))
+        .thenCompose(
+            a ->
+                shipAsync(shard, a, true, key, NO_BYTES)
+                    .thenApply(v -> a.status == KvProtocol.DELETED));
   }
 
-  private CompletableFuture<ByteBuffer> writeRpcAsync(int shard, int opcode, Wire.Writer body) {
-    int server = serverOf(shard);
+  private CompletableFuture<Applied> writeRpcAsync(int shard, int opcode, Wire.Writer body) {
+    TableInfo t = info;
+    int server = primary(t, shard);
     return client
-        .call(server, KvProtocol.SERVER_SERVICE, opcode, body.toBuffer())
+        .call(server, KvProtocol.SERVER_SERVICE, opcode, withVersion(opcode, body))
         .handle(
             (b, err) -> {
               if (err == null) {
-                return CompletableFuture.completedFuture(b);
+                return CompletableFuture.completedFuture(applied(b, server));
               }
               FerriteException e = FerriteException.unwrap(err);
-              if (!redoable(e)) {
-                return CompletableFuture.<ByteBuffer>failedFuture(e);
+              if (!redoable(e) && !failover(t, shard, e)) {
+                return CompletableFuture.<Applied>failedFuture(e);
               }
-              return CompletableFuture.supplyAsync(() -> writeRpc(shard, opcode, body), RETRIES);
+              return CompletableFuture.supplyAsync(() -> written(shard, opcode, body), RETRIES);
             })
         .thenCompose(f -> f);
   }
@@ -746,12 +1050,22 @@ public final class KvTable {
       shards[i] = shardOf(ks[i]);
     }
     TableInfo t = info;
+    if (t.options().replicas() > 1) {
+      // Each pair is shipped to its shard's backups with its own sequence: pair by pair, all in
+      // flight at once (on one connection per primary, so pairs of one key keep list order).
+      List<CompletableFuture<Boolean>> each = new ArrayList<>(n);
+      for (int i = 0; i < n; i++) {
+        each.add(putAsync(ks[i], vs[i]));
+      }
+      return CompletableFuture.allOf(each.toArray(new CompletableFuture<?>[0]))
+          .thenApply(v -> each.stream().map(CompletableFuture::join).toList());
+    }
     boolean[] created = new boolean[n];
     // Pairs by server, in list order; a multiPut touches a few servers.
     List<Integer> servers = new ArrayList<>(2);
     List<List<Integer>> pairs = new ArrayList<>(2);
     for (int i = 0; i < n; i++) {
-      int server = t.servers()[shards[i]];
+      int server = primary(t, shards[i]);
       int at = servers.indexOf(server);
       if (at < 0) {
         at = servers.size();
@@ -870,15 +1184,25 @@ public final class KvTable {
 
   // ------------------------------------------------------------------ stats
 
-  /** Every shard's counts, from its server. */
+  /** Every shard's counts, from its server (DATA_LOST if one was lost). */
   public List<ShardStats> stats() {
     List<ShardStats> out = new ArrayList<>();
     for (int i = 0; i < info.options().shards(); i++) {
-      layout(i);
-      Wire.Reader r = new Wire.Reader(writeRpc(i, KvProtocol.STATS, ids(i)), "kv stats");
-      out.add(ShardStats.read(r));
-      r.end();
+      out.add(stats(i));
     }
     return out;
+  }
+
+  /**
+   * Shard {@code shard}'s counts, from its server.
+   *
+   * @throws FerriteException DATA_LOST if the shard was lost ({@link TableInfo#lost})
+   */
+  public ShardStats stats(int shard) {
+    layout(shard);
+    Wire.Reader r = new Wire.Reader(writeRpc(shard, KvProtocol.STATS, ids(shard)), "kv stats");
+    ShardStats s = ShardStats.read(r);
+    r.end();
+    return s;
   }
 }

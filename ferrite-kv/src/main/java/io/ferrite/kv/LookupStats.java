@@ -37,6 +37,14 @@ public final class LookupStats {
   /** Writes sent again after BUSY (a shard frozen while it moves, or a saturated server). */
   final LongAdder busyRetries = new LongAdder();
 
+  /**
+   * Shipping rounds of a replicated write retried after a copy failed (docs/KV.md "Replication").
+   */
+  final LongAdder replicaRetries = new LongAdder();
+
+  /** Writes that waited for a replicated shard's failover (its primary unreachable). */
+  final LongAdder failoverWaits = new LongAdder();
+
   void lookup(int p) {
     lookups.increment();
     if (p > 1) {
@@ -124,6 +132,14 @@ public final class LookupStats {
     return busyRetries.sum();
   }
 
+  public long replicaRetries() {
+    return replicaRetries.sum();
+  }
+
+  public long failoverWaits() {
+    return failoverWaits.sum();
+  }
+
   /** Zeroes every count (between benchmark phases). */
   public void reset() {
     lookups.reset();
@@ -134,6 +150,8 @@ public final class LookupStats {
     missConfirms.reset();
     placementFetches.reset();
     busyRetries.reset();
+    replicaRetries.reset();
+    failoverWaits.reset();
     hintedReads.reset();
     hintMisses.reset();
   }

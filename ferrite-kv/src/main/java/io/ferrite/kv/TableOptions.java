@@ -20,7 +20,8 @@ public record TableOptions(
     int maxValue,
     Durability durability,
     Layout layout,
-    int inlineBytes) {
+    int inlineBytes,
+    int replicas) {
   /** Key plus value bytes a hopscotch slot holds inline by default: a 16 B key and a 40 B value. */
   public static final int DEFAULT_INLINE = 56;
 
@@ -34,7 +35,11 @@ public record TableOptions(
           256 << 10,
           Durability.NONE,
           Layout.HOPSCOTCH,
-          DEFAULT_INLINE);
+          DEFAULT_INLINE,
+          1);
+
+  /** The most copies a shard may have (a primary and two backups). */
+  public static final int MAX_REPLICAS = 3;
 
   /**
    * The shard's hash table. Both are read with one-sided reads only and written only by the shard's
@@ -65,6 +70,30 @@ public record TableOptions(
     ALWAYS
   }
 
+  /** Options with one copy of each shard (no replication). */
+  public TableOptions(
+      int shards,
+      int slotsPerShard,
+      int extentRegionBytes,
+      int maxExtentRegions,
+      int maxKey,
+      int maxValue,
+      Durability durability,
+      Layout layout,
+      int inlineBytes) {
+    this(
+        shards,
+        slotsPerShard,
+        extentRegionBytes,
+        maxExtentRegions,
+        maxKey,
+        maxValue,
+        durability,
+        layout,
+        inlineBytes,
+        1);
+  }
+
   public TableOptions {
     check("shards", shards, 1, 4096);
     check("slotsPerShard", slotsPerShard, 3, 1 << 24);
@@ -73,6 +102,7 @@ public record TableOptions(
     check("maxKey", maxKey, 1, 1 << 16);
     check("maxValue", maxValue, 0, (1 << 30) - (1 << 16));
     check("inlineBytes", inlineBytes, HopscotchLayout.MIN_INLINE, HopscotchLayout.MAX_INLINE);
+    check("replicas", replicas, 1, MAX_REPLICAS);
     java.util.Objects.requireNonNull(durability, "durability");
     java.util.Objects.requireNonNull(layout, "layout");
   }
@@ -142,7 +172,8 @@ public record TableOptions(
         maxValue,
         durability,
         layout,
-        inlineBytes);
+        inlineBytes,
+        replicas);
   }
 
   public TableOptions withSlotsPerShard(int n) {
@@ -155,7 +186,8 @@ public record TableOptions(
         maxValue,
         durability,
         layout,
-        inlineBytes);
+        inlineBytes,
+        replicas);
   }
 
   public TableOptions withExtents(int regionBytes, int maxRegions) {
@@ -168,7 +200,8 @@ public record TableOptions(
         maxValue,
         durability,
         layout,
-        inlineBytes);
+        inlineBytes,
+        replicas);
   }
 
   public TableOptions withLimits(int key, int value) {
@@ -181,7 +214,8 @@ public record TableOptions(
         value,
         durability,
         layout,
-        inlineBytes);
+        inlineBytes,
+        replicas);
   }
 
   public TableOptions withDurability(Durability d) {
@@ -194,7 +228,8 @@ public record TableOptions(
         maxValue,
         d,
         layout,
-        inlineBytes);
+        inlineBytes,
+        replicas);
   }
 
   public TableOptions withLayout(Layout l) {
@@ -207,7 +242,8 @@ public record TableOptions(
         maxValue,
         durability,
         l,
-        inlineBytes);
+        inlineBytes,
+        replicas);
   }
 
   /** Key plus value bytes a hopscotch slot holds inline (larger pairs go out of line). */
@@ -221,6 +257,26 @@ public record TableOptions(
         maxValue,
         durability,
         layout,
+        n,
+        replicas);
+  }
+
+  /**
+   * Copies of each shard: 1 (the default) keeps one; 2 or 3 keep a primary and one or two backups
+   * on other servers, every write applied at each before it is acknowledged (docs/KV.md
+   * "Replication").
+   */
+  public TableOptions withReplicas(int n) {
+    return new TableOptions(
+        shards,
+        slotsPerShard,
+        extentRegionBytes,
+        maxExtentRegions,
+        maxKey,
+        maxValue,
+        durability,
+        layout,
+        inlineBytes,
         n);
   }
 
@@ -231,22 +287,32 @@ public record TableOptions(
         .i32(maxExtentRegions)
         .i32(maxKey)
         .i32(maxValue)
-        .u8(durability.ordinal())
+        // replicas - 1 in the high nibble of the durability byte: tables and logs written before
+        // replication (a 0 nibble) read as one copy.
+        .u8(durability.ordinal() | (replicas - 1) << 4)
         .u8(layout.ordinal())
         .i32(inlineBytes);
   }
 
   public static TableOptions read(Wire.Reader r) {
+    int shards = r.i32("shards");
+    int slots = r.i32("slotsPerShard");
+    int regionBytes = r.i32("extentRegionBytes");
+    int maxRegions = r.i32("maxExtentRegions");
+    int maxKey = r.i32("maxKey");
+    int maxValue = r.i32("maxValue");
+    int d = r.u8("durability");
     return new TableOptions(
-        r.i32("shards"),
-        r.i32("slotsPerShard"),
-        r.i32("extentRegionBytes"),
-        r.i32("maxExtentRegions"),
-        r.i32("maxKey"),
-        r.i32("maxValue"),
-        durability(r.u8("durability")),
+        shards,
+        slots,
+        regionBytes,
+        maxRegions,
+        maxKey,
+        maxValue,
+        durability(d & 0x0f),
         layout(r.u8("layout")),
-        r.i32("inlineBytes"));
+        r.i32("inlineBytes"),
+        (d >>> 4) + 1);
   }
 
   private static Layout layout(int v) {

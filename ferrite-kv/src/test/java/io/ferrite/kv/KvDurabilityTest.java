@@ -4,8 +4,11 @@ import static java.nio.charset.StandardCharsets.UTF_8;
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import io.ferrite.fabric.ErrorCode;
+import io.ferrite.fabric.FerriteException;
 import io.ferrite.kernel.client.FerriteClient;
 import io.ferrite.kernel.server.MemoryServer;
 import io.ferrite.kv.TableOptions.Durability;
@@ -61,7 +64,7 @@ class KvDurabilityTest {
 
   @ParameterizedTest
   @EnumSource(TableOptions.Layout.class)
-  void loggedTablesSurviveARestartAndUnloggedOnesComeBackEmpty(TableOptions.Layout layout) {
+  void loggedTablesSurviveARestartAndUnloggedOnesAreDeclaredLost(TableOptions.Layout layout) {
     FerriteClient c = cluster.client();
     KvClient kv = new KvClient(c);
     TableOptions o = SMALL.withLayout(layout);
@@ -97,7 +100,10 @@ class KvDurabilityTest {
       }
       t.put(b("after"), b("restart"));
     }
-    assertNull(none.get(b("k1")), "a none table keeps nothing across a restart");
+    // A none table keeps nothing across a restart, and says so (issue #20): its shards on the
+    // restarted server are declared lost.
+    FerriteException lost = assertThrows(FerriteException.class, () -> none.get(b("k1")));
+    assertEquals(ErrorCode.DATA_LOST, lost.code(), lost.getMessage());
     restartServer();
     assertArrayEquals(b("restart"), always.get(b("after")), "appends continue after a replay");
     assertArrayEquals(b("again3"), kv.table("interval").get(b("k3")));
@@ -176,7 +182,8 @@ class KvDurabilityTest {
       for (ShardStats s : t.stats()) {
         assertTrue(s.slots() >= 1024, "the resize survived the snapshot: " + s);
       }
-      assertNull(none.get(b("n")), "a none table is not in the snapshot");
+      FerriteException lost = assertThrows(FerriteException.class, () -> none.get(b("n")));
+      assertEquals(ErrorCode.DATA_LOST, lost.code(), "a none table is not in the snapshot");
       t.put(b("after" + restart), b("appended to a compacted log"));
       model.put("after" + restart, b("appended to a compacted log"));
     }

@@ -38,9 +38,10 @@ import site.ycsb.Status;
  * ferrite.cluster} + {@code ferrite.secret.file} + {@code ferrite.cluster.id}; {@code
  * ferrite.table} (default: the workload's table); {@code ferrite.fabric} (auto, shm, tcp); {@code
  * ferrite.layout} (hopscotch, the default, or pilaf), {@code ferrite.inline} (hopscotch: key plus
- * value bytes kept inline), {@code ferrite.shards}, {@code ferrite.slots} for a table this binding
- * creates. {@code ferrite.metrics.port} (-1: off, the default; 0: any port) serves the client's
- * meters at {@code /metrics} while the run lasts ({@code ferrite.metrics.host}, default loopback).
+ * value bytes kept inline), {@code ferrite.shards}, {@code ferrite.slots}, {@code ferrite.replicas}
+ * (copies per shard, 1 to 3) for a table this binding creates. {@code ferrite.metrics.port} (-1:
+ * off, the default; 0: any port) serves the client's meters at {@code /metrics} while the run lasts
+ * ({@code ferrite.metrics.host}, default loopback).
  *
  * <p>YCSB makes one DB per client thread; they share one {@link FerriteClient} per process (a
  * reference-counted holder: YCSB gives the binding no other place to keep it).
@@ -83,7 +84,8 @@ public final class FerriteKvDb extends DB {
                             p.getProperty(
                                 "ferrite.inline", Integer.toString(TableOptions.DEFAULT_INLINE))))
                     .withShards(Integer.parseInt(p.getProperty("ferrite.shards", "8")))
-                    .withSlotsPerShard(Integer.parseInt(p.getProperty("ferrite.slots", "65536"))));
+                    .withSlotsPerShard(Integer.parseInt(p.getProperty("ferrite.slots", "65536")))
+                    .withReplicas(Integer.parseInt(p.getProperty("ferrite.replicas", "1"))));
       }
     } catch (FerriteException | IllegalArgumentException e) {
       throw new DBException("ferrite: " + e.getMessage(), e);

@@ -31,6 +31,7 @@ public final class YcsbProperties {
           "ferrite.inline",
           "ferrite.shards",
           "ferrite.slots",
+          "ferrite.replicas",
           "ferrite.metrics.port");
 
   /** YCSB 0.17.0's keys: Client, CoreWorkload, Measurements and the measurement types. */

@@ -70,7 +70,7 @@ public final class KvBench {
   static final int[] VALUE_SIZES = {32, Sizes.KIB};
   static final double[] OCCUPANCIES = {0.50, 0.75, 0.90};
   static final String[] OPS = {"get", "get-rpc", "put", "mix95"};
-  private static final Credentials CREDENTIALS =
+  static final Credentials CREDENTIALS =
       new Credentials(
           "bench-kv", "ferrite-bench-kv-secret-0123456789".getBytes(StandardCharsets.UTF_8));
 
@@ -324,6 +324,17 @@ public final class KvBench {
   public static BenchReport runScrapeCost(Options o, Duration every) throws Exception {
     BenchReport report = new BenchReport(SUITE);
     ScrapeCost.measure(report, o, every, new Progress("bench " + SUITE, o.progress()));
+    return report;
+  }
+
+  /**
+   * Only the replication case ({@link KvReplicas}): put throughput and latency with 1, 2 and 3
+   * copies per shard on each fabric, and the time from a server declared DEAD to the first put of a
+   * shard whose primary it held.
+   */
+  public static BenchReport runReplicas(Options o) throws Exception {
+    BenchReport report = new BenchReport(SUITE);
+    KvReplicas.measure(report, o, new Progress("bench " + SUITE, o.progress()));
     return report;
   }
 

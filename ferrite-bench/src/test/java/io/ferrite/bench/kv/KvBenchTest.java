@@ -1,5 +1,6 @@
 package io.ferrite.bench.kv;
 
+import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertNotNull;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -51,5 +52,37 @@ class KvBenchTest {
         }
       }
     }
+  }
+
+  /**
+   * The replication case: every fabric and copy count is measured, r2 and r3 beside r1, and the
+   * failover's gap beside the master's dead timeout; never asserts on time.
+   */
+  @Test
+  void replicasRunMeasuresEveryCopyCountAndTheFailover() throws Exception {
+    KvBench.Options o =
+        KvBench.Options.quick()
+            .withFabrics(List.of("shm", "tcp"))
+            .withDuration(Duration.ofMillis(20))
+            .withKeys(200)
+            .withProgress(null);
+    BenchReport report = KvBench.runReplicas(o);
+    for (String fabric : List.of("shm", "tcp")) {
+      for (int r = 1; r <= 3; r++) {
+        for (String stat : List.of("throughput", "p50", "p99")) {
+          String name = "kv.replicas." + fabric + ".r" + r + ".put.t1." + stat;
+          BenchResult b = report.get(name);
+          assertNotNull(b, name);
+          if (r > 1) {
+            assertEquals(
+                "kv.replicas." + fabric + ".r1.put.t1." + stat, b.reference(), name + " vs r1");
+          }
+        }
+      }
+    }
+    BenchResult gap = report.get("kv.replicas.failover.dead-to-first-put");
+    assertNotNull(gap);
+    assertEquals("kv.replicas.failover.kill-to-dead", gap.reference());
+    assertTrue(gap.value() >= 0, "a put completed after the server was declared DEAD");
   }
 }

@@ -133,6 +133,15 @@ public final class KvBenchCommand implements Callable<Integer> {
               + " .unscraped.")
   Duration scrapeEvery;
 
+  @Option(
+      names = "--replicas",
+      description =
+          "Instead of the suite: replicated shards. 1-thread puts of 32 B values to tables with"
+              + " 1, 2 and 3 copies per shard on each fabric (r2 and r3 beside r1), and the time"
+              + " from a memory server declared DEAD to the first put of a shard it was the"
+              + " primary of (4 in-process servers, heartbeat timeout 1 s).")
+  boolean replicas;
+
   @Override
   public Integer call() throws Exception {
     KvBench.Options o = out.quick() ? KvBench.Options.quick() : KvBench.Options.defaults();
@@ -166,6 +175,9 @@ public final class KvBenchCommand implements Callable<Integer> {
     if (vs != null && !vs.equals("redis")) {
       throw new CommandLine.ParameterException(
           spec.commandLine(), "--vs: unknown peer " + vs + " (expected: redis)");
+    }
+    if (replicas) {
+      return out.emit(KvBench.runReplicas(o));
     }
     BenchReport report =
         scrapeEvery != null

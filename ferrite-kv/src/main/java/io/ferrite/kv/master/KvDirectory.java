@@ -35,7 +35,15 @@ import java.util.concurrent.CompletableFuture;
  *
  * <p>Records: {@code u8 1, table, i64 version} (created, or the state in a snapshot), {@code u8 2,
  * str name} (dropped), {@code u8 3, move} (a move's intent) and {@code u8 4, str name, i32 shard,
- * u8 commit} (its end: the shard now lives on the move's target, or it stays).
+ * u8 commit} (its end: the shard now lives on the move's target, or it stays) and {@code u8 5,
+ * table} (a replicated table's copies changed: a backup promoted or a dead copy dropped, see {@link
+ * #serverDead}; the placement version is bumped).
+ *
+ * <p>Replicated tables ({@link TableOptions#replicas} 2 or 3): each shard's backups are the next
+ * distinct servers clockwise on the ring after its primary's point, so copies of a shard are on
+ * different servers. When the master declares a server DEAD, every shard it was the primary of is
+ * taken over by its first backup, and it leaves every backup list it was on (docs/KV.md
+ * "Replication").
  */
 public final class KvDirectory implements MasterExtension {
   static final int VNODES = 64;
@@ -43,6 +51,7 @@ public final class KvDirectory implements MasterExtension {
   private static final int DROPPED = 2;
   private static final int MOVE_BEGUN = 3;
   private static final int MOVE_ENDED = 4;
+  private static final int PLACED = 5;
 
   /** A move the directory has journaled and not yet ended. */
   public record Move(String name, long tableId, int shard, int from, int to, long token) {
@@ -105,7 +114,164 @@ public final class KvDirectory implements MasterExtension {
         tables.put(name, new TableInfo(name, t.tableId(), t.options(), servers));
         versions.merge(name, 1L, Long::sum);
       }
+    } else if (type == PLACED) {
+      TableInfo t = TableInfo.read(r);
+      TableInfo old = tables.get(t.name());
+      if (old != null && old.tableId() == t.tableId()) {
+        tables.put(t.name(), t);
+        versions.merge(t.name(), 1L, Long::sum);
+      }
     }
+  }
+
+  /**
+   * Fails over the shards of replicated tables that {@code serverId} held: a shard whose primary it
+   * was is taken over by its first backup (which holds every acknowledged write: a write is
+   * acknowledged only once each copy applied it), and the server leaves every backup list. One
+   * {@code PLACED} record per changed table, its placement version bumped, so clients refetch it (a
+   * write to the dead server fails, a one-sided read of it fails: both ask the master). A shard
+   * with no backup left stays on the dead server, as an unreplicated one does.
+   */
+  @Override
+  public void serverDead(int serverId, MasterContext.Mutation mutation) {
+    for (TableInfo t : List.copyOf(tables.values())) {
+      if (t.options().replicas() < 2) {
+        continue;
+      }
+      TableInfo n = without(t, serverId);
+      if (n != t) {
+        promotions += promoted(t, n);
+        Wire.Writer w = new Wire.Writer().u8(PLACED);
+        n.write(w);
+        mutation.commit(w.toArray());
+      }
+    }
+  }
+
+  /**
+   * Servers that lost kv regions in the registration under way ({@link #regionsLost} comes just
+   * before {@link #serverRegistered} of the same registration); in memory only.
+   */
+  private final java.util.Set<Integer> lostRegions = new java.util.HashSet<>();
+
+  /** The incarnation each server registered with last (in memory: a master restart forgets). */
+  private final Map<Integer, Long> incarnations = new java.util.HashMap<>();
+
+  /**
+   * Notes that {@code serverId} lost kv shard regions. A shard's own frees (a resize, a move's
+   * release, a drop) come here too, one region at a time; only a registration of a new process of
+   * the server ({@link #serverRegistered}) turns the note into lost shards.
+   */
+  @Override
+  public void regionsLost(int serverId, List<LostRegion> lost, MasterContext.Mutation mutation) {
+    if (lost.stream().anyMatch(l -> "kv".equals(l.region().service()))) {
+      lostRegions.add(serverId);
+    }
+  }
+
+  /**
+   * A server registered. If it is a new process ({@code incarnation} differs from the last one, or
+   * the master does not know the last one) that came back without kv regions it had, every shard
+   * copy of a {@code none} table on it is gone (durable tables' shards come back from its log): a
+   * replicated shard's backup there leaves its copies, a primary there is replaced by its first
+   * backup (as at a {@link #serverDead}), and a shard whose only copy was there is marked {@link
+   * TableInfo#LOST}: reads and writes answer {@code DATA_LOST}, naming the table and the shard.
+   * Journaled as {@code PLACED} records.
+   */
+  @Override
+  public void serverRegistered(int serverId, long incarnation, MasterContext.Mutation mutation) {
+    Long before = incarnations.put(serverId, incarnation);
+    boolean regionsGone = lostRegions.remove(serverId);
+    boolean newProcess = before == null || incarnation == 0 || before != incarnation;
+    if (!regionsGone || !newProcess) {
+      return;
+    }
+    for (TableInfo t : List.copyOf(tables.values())) {
+      if (t.options().durability() != TableOptions.Durability.NONE) {
+        continue;
+      }
+      TableInfo n = without(t, serverId);
+      int[] servers = n.servers().clone();
+      boolean lost = false;
+      for (int i = 0; i < servers.length; i++) {
+        if (servers[i] == serverId) {
+          servers[i] = TableInfo.LOST;
+          lost = true;
+        }
+      }
+      if (lost) {
+        n = new TableInfo(t.name(), t.tableId(), t.options(), servers, n.backups());
+      }
+      if (n != t) {
+        promotions += promoted(t, n) - lostShards(n) + lostShards(t);
+        Wire.Writer w = new Wire.Writer().u8(PLACED);
+        n.write(w);
+        mutation.commit(w.toArray());
+      }
+    }
+  }
+
+  private static int lostShards(TableInfo t) {
+    int n = 0;
+    for (int s : t.servers()) {
+      n += s == TableInfo.LOST ? 1 : 0;
+    }
+    return n;
+  }
+
+  /** The shards lost for good ({@link TableInfo#LOST}), counted for {@code ferrite status}. */
+  @Override
+  public Map<String, Long> lost() {
+    long shards = 0;
+    long lostTables = 0;
+    for (TableInfo t : tables.values()) {
+      int n = lostShards(t);
+      shards += n;
+      lostTables += n > 0 ? 1 : 0;
+    }
+    return shards == 0 ? Map.of() : Map.of("shards", shards, "tables", lostTables);
+  }
+
+  /** Primaries changed by a failover since the master started (for tests and the console). */
+  private long promotions;
+
+  private static int promoted(TableInfo before, TableInfo after) {
+    int n = 0;
+    for (int i = 0; i < before.servers().length; i++) {
+      n += before.servers()[i] != after.servers()[i] ? 1 : 0;
+    }
+    return n;
+  }
+
+  /** {@code t} without server {@code gone} among its copies ({@code t} itself if it had none). */
+  static TableInfo without(TableInfo t, int gone) {
+    int shards = t.servers().length;
+    int[] servers = t.servers().clone();
+    int[][] backups = t.backups().clone();
+    boolean changed = false;
+    for (int i = 0; i < shards; i++) {
+      int[] b = backups[i];
+      if (java.util.Arrays.stream(b).anyMatch(x -> TableInfo.copyServer(x) == gone)) {
+        b = java.util.Arrays.stream(b).filter(x -> TableInfo.copyServer(x) != gone).toArray();
+        backups[i] = b;
+        changed = true;
+      }
+      if (servers[i] == gone) {
+        // The first full backup takes over; a copy still being filled never does.
+        for (int j = 0; j < b.length; j++) {
+          if (!TableInfo.isSyncing(b[j])) {
+            servers[i] = b[j];
+            int[] rest = new int[b.length - 1];
+            System.arraycopy(b, 0, rest, 0, j);
+            System.arraycopy(b, j + 1, rest, j, b.length - j - 1);
+            backups[i] = rest;
+            changed = true;
+            break;
+          }
+        }
+      }
+    }
+    return changed ? new TableInfo(t.name(), t.tableId(), t.options(), servers, backups) : t;
   }
 
   /**
@@ -121,13 +287,23 @@ public final class KvDirectory implements MasterExtension {
         break;
       }
       java.util.SortedSet<Integer> servers = new java.util.TreeSet<>();
-      for (int s : t.servers()) {
-        servers.add(s);
+      int underReplicated = 0;
+      for (int i = 0; i < t.servers().length; i++) {
+        if (!t.lost(i)) {
+          servers.add(t.servers()[i]);
+        }
+        for (int b : t.backupsOf(i)) {
+          servers.add(TableInfo.copyServer(b));
+        }
+        underReplicated += t.copies(i) < t.options().replicas() ? 1 : 0;
       }
       long moving = moves.values().stream().filter(m -> m.name().equals(t.name())).count();
       Map<String, Object> row = new java.util.LinkedHashMap<>();
       row.put("table", t.name());
       row.put("shards", t.options().shards());
+      row.put("replicas", t.options().replicas());
+      row.put("under-replicated", underReplicated);
+      row.put("lost shards", lostShards(t));
       row.put("servers", servers.toString());
       row.put("version", versions.getOrDefault(t.name(), 0L));
       row.put("moving", moving);
@@ -136,6 +312,7 @@ public final class KvDirectory implements MasterExtension {
     Map<String, Object> out = new java.util.LinkedHashMap<>();
     out.put("tables", tables.size());
     out.put("moving shards", moves.size());
+    out.put("promotions", promotions);
     out.put("list", list);
     return out;
   }
@@ -183,7 +360,9 @@ public final class KvDirectory implements MasterExtension {
                     KvProtocol.DROP_TABLE, "drop_table",
                     KvProtocol.PLAN, "plan",
                     KvProtocol.BEGIN_MOVE, "begin_move",
-                    KvProtocol.END_MOVE, "end_move"));
+                    KvProtocol.END_MOVE, "end_move",
+                    KvProtocol.ADD_COPY, "add_copy",
+                    KvProtocol.END_COPY, "end_copy"));
   }
 
   /** ferrite.face.ops{face=kv} of the directory's opcodes; set in start, before any request. */
@@ -211,6 +390,8 @@ public final class KvDirectory implements MasterExtension {
           case KvProtocol.BEGIN_MOVE -> "BEGIN_MOVE";
           case KvProtocol.END_MOVE -> "END_MOVE";
           case KvProtocol.DROP_TABLE -> "DROP_TABLE";
+          case KvProtocol.ADD_COPY -> "ADD_COPY";
+          case KvProtocol.END_COPY -> "END_COPY";
           default -> null;
         };
     if (name != null) {
@@ -239,7 +420,7 @@ public final class KvDirectory implements MasterExtension {
                     }
                     return old;
                   }
-                  TableInfo nt = new TableInfo(name, id, o, place(name, o.shards(), m.members()));
+                  TableInfo nt = placed(name, id, o, m.members());
                   m.commit(created(nt, 0));
                   return nt;
                 });
@@ -292,6 +473,24 @@ public final class KvDirectory implements MasterExtension {
                   // Ending a move that already ended answers the table as it is (a retried call).
                   return tables.getOrDefault(name, old);
                 });
+        writeVersioned(w, t);
+      }
+      case KvProtocol.ADD_COPY -> {
+        String name = r.str("name");
+        int shard = r.i32("shard");
+        r.end();
+        int[] target = new int[1];
+        TableInfo t = context.mutate(m -> addCopy(m, name, shard, target));
+        writeVersioned(w, t);
+        w.i32(target[0]);
+      }
+      case KvProtocol.END_COPY -> {
+        String name = r.str("name");
+        int shard = r.i32("shard");
+        int server = r.i32("server");
+        boolean commit = r.u8("commit") == 1;
+        r.end();
+        TableInfo t = context.mutate(m -> endCopy(m, name, shard, server, commit));
         writeVersioned(w, t);
       }
       case KvProtocol.LIST_MOVES -> {
@@ -362,6 +561,9 @@ public final class KvDirectory implements MasterExtension {
     }
     List<Move> out = new ArrayList<>();
     for (TableInfo t : which) {
+      if (t.options().replicas() > 1) {
+        continue; // copies are placed by failover, not moved (docs/KV.md "Replication")
+      }
       int[] owners = place(t.name(), t.options().shards(), members);
       for (int i = 0; i < owners.length; i++) {
         int from = t.servers()[i];
@@ -373,12 +575,116 @@ public final class KvDirectory implements MasterExtension {
     return out;
   }
 
+  /**
+   * Adds a copy being filled of {@code shard} on the first ALIVE server clockwise from the shard's
+   * ring point that holds no copy of it; {@code target[0]} is set to it.
+   */
+  private TableInfo addCopy(MasterContext.Mutation m, String name, int shard, int[] target) {
+    TableInfo t = existing(name);
+    checkShard(t, shard);
+    int[] b = t.backupsOf(shard);
+    if (java.util.Arrays.stream(b).anyMatch(TableInfo::isSyncing)) {
+      throw new FerriteException(
+          ErrorCode.CONFLICT,
+          "a copy of shard " + shard + " of " + name + " is being filled already");
+    }
+    if (t.lost(shard) || t.copies(shard) >= t.options().replicas()) {
+      throw new FerriteException(
+          ErrorCode.INVALID_ARGUMENT,
+          "shard "
+              + shard
+              + " of "
+              + name
+              + (t.lost(shard) ? " was lost" : " has its " + t.options().replicas() + " copies"));
+    }
+    java.util.Set<Integer> holding = new java.util.HashSet<>();
+    holding.add(t.servers()[shard]);
+    for (int x : b) {
+      holding.add(TableInfo.copyServer(x));
+    }
+    TreeMap<Long, Integer> ring = ring(m.members());
+    long point = hash(name + "#" + shard);
+    List<Integer> order = new ArrayList<>(ring.tailMap(point, true).values());
+    order.addAll(ring.headMap(point, false).values());
+    int to = order.stream().filter(s -> !holding.contains(s)).findFirst().orElse(-1);
+    if (to < 0) {
+      throw new FerriteException(
+          ErrorCode.UNAVAILABLE,
+          "no ALIVE memory server without a copy of shard " + shard + " of " + name);
+    }
+    target[0] = to;
+    int[][] backups = t.backups().clone();
+    backups[shard] = java.util.Arrays.copyOf(b, b.length + 1);
+    backups[shard][b.length] = TableInfo.syncing(to);
+    return placedRecord(m, new TableInfo(name, t.tableId(), t.options(), t.servers(), backups));
+  }
+
+  private TableInfo endCopy(
+      MasterContext.Mutation m, String name, int shard, int server, boolean commit) {
+    TableInfo t = existing(name);
+    checkShard(t, shard);
+    int[] b = t.backupsOf(shard);
+    int at = -1;
+    for (int i = 0; i < b.length; i++) {
+      at = b[i] == TableInfo.syncing(server) ? i : at;
+    }
+    if (at < 0) {
+      if (commit && java.util.Arrays.stream(b).noneMatch(x -> x == server)) {
+        throw new FerriteException(
+            ErrorCode.CONFLICT,
+            "server "
+                + server
+                + " is not filling a copy of shard "
+                + shard
+                + " of "
+                + name
+                + " (it died, or the copy was dropped): run the repair again");
+      }
+      return t; // ended already (a retried call)
+    }
+    int[][] backups = t.backups().clone();
+    if (commit) {
+      backups[shard] = b.clone();
+      backups[shard][at] = server;
+    } else {
+      int[] rest = new int[b.length - 1];
+      System.arraycopy(b, 0, rest, 0, at);
+      System.arraycopy(b, at + 1, rest, at, b.length - at - 1);
+      backups[shard] = rest;
+    }
+    return placedRecord(m, new TableInfo(name, t.tableId(), t.options(), t.servers(), backups));
+  }
+
+  private TableInfo placedRecord(MasterContext.Mutation m, TableInfo n) {
+    Wire.Writer w = new Wire.Writer().u8(PLACED);
+    n.write(w);
+    m.commit(w.toArray());
+    return tables.get(n.name());
+  }
+
+  private static void checkShard(TableInfo t, int shard) {
+    if (shard < 0 || shard >= t.options().shards()) {
+      throw new FerriteException(
+          ErrorCode.INVALID_ARGUMENT,
+          "shard: " + shard + " (expected: >= 0 and < " + t.options().shards() + ")");
+    }
+  }
+
   private Move beginMove(MasterContext.Mutation m, String name, int shard, int to) {
     TableInfo t = existing(name);
     if (shard < 0 || shard >= t.options().shards()) {
       throw new FerriteException(
           ErrorCode.INVALID_ARGUMENT,
           "shard: " + shard + " (expected: >= 0 and < " + t.options().shards() + ")");
+    }
+    if (t.options().replicas() > 1) {
+      throw new FerriteException(
+          ErrorCode.UNSUPPORTED,
+          "table "
+              + name
+              + " has "
+              + t.options().replicas()
+              + " replicas: its shards are not moved (docs/KV.md \"Replication\")");
     }
     Move pending = moves.get(moveKey(name, shard));
     if (pending != null) {
@@ -421,8 +727,50 @@ public final class KvDirectory implements MasterExtension {
     return name;
   }
 
-  /** Consistent hashing of the table's shards onto the ring of ALIVE servers. */
-  static int[] place(String table, int shards, List<MemberInfo> members) {
+  /**
+   * A new table's placement: each shard's primary by consistent hashing ({@link #place}), its
+   * backups the next distinct servers clockwise from that point.
+   *
+   * @throws FerriteException INVALID_ARGUMENT if the table wants more copies than there are ALIVE
+   *     servers (two copies on one server would die together)
+   */
+  static TableInfo placed(String name, long id, TableOptions o, List<MemberInfo> members) {
+    TreeMap<Long, Integer> ring = ring(members);
+    int alive = new java.util.HashSet<>(ring.values()).size();
+    if (o.replicas() > alive && alive > 0) {
+      throw new FerriteException(
+          ErrorCode.INVALID_ARGUMENT,
+          "replicas: "
+              + o.replicas()
+              + " (expected: <= "
+              + alive
+              + ", the ALIVE memory servers: each copy of a shard lives on another server)");
+    }
+    int[] servers = place(name, o.shards(), members);
+    int[][] backups = TableInfo.noBackups(o.shards());
+    for (int i = 0; i < o.shards() && o.replicas() > 1; i++) {
+      long point = hash(name + "#" + i);
+      java.util.LinkedHashSet<Integer> copies = new java.util.LinkedHashSet<>();
+      copies.add(servers[i]);
+      // Walk the ring clockwise from the shard's point (wrapping) until enough distinct servers.
+      for (Integer s : ring.tailMap(point, true).values()) {
+        if (copies.size() == o.replicas()) {
+          break;
+        }
+        copies.add(s);
+      }
+      for (Integer s : ring.values()) {
+        if (copies.size() == o.replicas()) {
+          break;
+        }
+        copies.add(s);
+      }
+      backups[i] = copies.stream().skip(1).mapToInt(Integer::intValue).toArray();
+    }
+    return new TableInfo(name, id, o, servers, backups);
+  }
+
+  private static TreeMap<Long, Integer> ring(List<MemberInfo> members) {
     TreeMap<Long, Integer> ring = new TreeMap<>();
     for (MemberInfo m : members) {
       if (m.state() == ServerState.ALIVE) {
@@ -431,6 +779,12 @@ public final class KvDirectory implements MasterExtension {
         }
       }
     }
+    return ring;
+  }
+
+  /** Consistent hashing of the table's shards onto the ring of ALIVE servers. */
+  static int[] place(String table, int shards, List<MemberInfo> members) {
+    TreeMap<Long, Integer> ring = ring(members);
     if (ring.isEmpty()) {
       throw new FerriteException(
           ErrorCode.UNAVAILABLE, "no ALIVE memory server to place a kv table on");

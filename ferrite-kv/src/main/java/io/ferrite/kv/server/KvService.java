@@ -410,6 +410,7 @@ public final class KvService implements FerriteService {
       case KvProtocol.SHARDS -> "SHARDS";
       case KvProtocol.RELEASE -> "RELEASE";
       case KvProtocol.COMPACT_LOG -> "COMPACT_LOG";
+      case KvProtocol.COPY_PAGE -> "COPY_PAGE";
       default -> null;
     };
   }
@@ -586,6 +587,30 @@ public final class KvService implements FerriteService {
                   + " lease 1..600000 ms)");
         }
         w.i32(KvWrites.gated(s, () -> s.freeze(token, TimeUnit.MILLISECONDS.toNanos(leaseMillis))));
+      }
+      case KvProtocol.COPY_PAGE -> {
+        KvShard s = shard(r);
+        long version = r.i64("version");
+        long afterHash = r.i64("afterHash");
+        byte[] afterKey = r.bytes("afterKey");
+        int maxBytes = r.i32("maxBytes");
+        r.end();
+        List<Object[]> page = KvWrites.gated(s, () -> s.copyPairs(version, afterHash, afterKey));
+        // Sorted outside the lock: (hash unsigned, key), the order the repair pages in.
+        page.sort(
+            Comparator.comparing((Object[] p) -> (Long) p[3], Long::compareUnsigned)
+                .thenComparing(p -> (byte[]) p[0], java.util.Arrays::compare));
+        int n = 0;
+        long bytes = 0;
+        while (n < page.size() && (n == 0 || bytes < maxBytes)) {
+          Object[] p = page.get(n++);
+          bytes += ((byte[]) p[0]).length + ((byte[]) p[1]).length + 16;
+        }
+        w.u8(n < page.size() ? 1 : 0).i32(n);
+        for (int i = 0; i < n; i++) {
+          Object[] p = page.get(i);
+          w.bytes((byte[]) p[0]).bytes((byte[]) p[1]).i64((Long) p[2]);
+        }
       }
       case KvProtocol.EXPORT -> {
         KvShard s = shard(r);

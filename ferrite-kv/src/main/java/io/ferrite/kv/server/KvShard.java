@@ -66,6 +66,10 @@ abstract class KvShard {
   final Function<MappedRegion, RegionRef> refOf;
   final LongFunction<MappedRegion> newTableRegion;
   final ExtentAllocator alloc;
+
+  /** Write sequences of a replicated table's shard (null for one copy): see {@link ReplicaSeqs}. */
+  final ReplicaSeqs seqs;
+
   WriteLog log = WriteLog.NONE;
 
   /**
@@ -137,6 +141,68 @@ abstract class KvShard {
     this.newTableRegion = newTableRegion;
     this.alloc =
         new ExtentAllocator(newExtentRegion.get(), options.maxExtentRegions(), newExtentRegion);
+    this.seqs = options.replicas() > 1 ? new ReplicaSeqs() : null;
+  }
+
+  /**
+   * Applies a write the primary applied with sequence {@code seq} (this is a backup, or a backup
+   * just promoted that still gets the writes its old primary acknowledged): only if {@code seq} is
+   * newer than the key's, so every copy ends with the primary's value whatever order the writes
+   * arrive in. Under the shard's lock. Returns the status, {@code NOT_APPLIED} for an older write.
+   */
+  final int replicate(long seq, boolean delete, byte[] key, byte[] value) {
+    if (seqs == null) {
+      throw new FerriteException(
+          ErrorCode.INVALID_ARGUMENT,
+          "kv shard " + tableId + "/" + shard + " has one copy: it takes no replicated writes");
+    }
+    if (!seqs.newer(key, seq)) {
+      return KvProtocol.NOT_APPLIED;
+    }
+    int status = delete ? delete(key) : put(KvProtocol.MODE_PUT, key, value, new byte[0]);
+    seqs.record(key, seq); // after the write: one that failed (NO_SPACE) leaves the key's seq
+    return status;
+  }
+
+  /**
+   * The placement version a write of a replicated shard must carry (set by a repair's first {@link
+   * #copyPairs}): older writes answer MOVED, so their clients fetch the table and ship to the copy
+   * being filled too. Under the shard's lock.
+   */
+  long minVersion;
+
+  /**
+   * For a repair of a replicated shard (docs/KV.md "Replication"): raises the write fence to {@code
+   * version}, then copies every pair whose (XXH3 of the key, key) comes after ({@code afterHash},
+   * {@code afterKey}) as {key, value, seq (1 if unknown: replayed from a log), hash}. Writes
+   * applied after the fence are shipped to the new copy by their clients, and a copy applies only
+   * newer sequences, so pairs copied late never undo them. Under the gate.
+   */
+  final synchronized List<Object[]> copyPairs(long version, long afterHash, byte[] afterKey) {
+    checkNotRetired();
+    if (seqs == null) {
+      throw new FerriteException(
+          ErrorCode.INVALID_ARGUMENT,
+          "kv shard " + tableId + "/" + shard + " has one copy: nothing to repair");
+    }
+    minVersion = Math.max(minVersion, version);
+    List<Object[]> out = new ArrayList<>();
+    forEachPair(
+        (k, v) -> {
+          long h = io.ferrite.kv.KeyHash.of(k);
+          int c = Long.compareUnsigned(h, afterHash);
+          if (c > 0 || (c == 0 && java.util.Arrays.compare(k, afterKey) > 0)) {
+            out.add(new Object[] {k.clone(), v.clone(), Math.max(1, seqs.seqOf(k)), h});
+          }
+        });
+    return out;
+  }
+
+  /** Whether {@code status} of a put or delete means the shard changed (a copy must follow). */
+  static boolean changed(int status) {
+    return status == KvProtocol.CREATED
+        || status == KvProtocol.REPLACED
+        || status == KvProtocol.DELETED;
   }
 
   /** A new, empty shard of {@code options.layout()}. */

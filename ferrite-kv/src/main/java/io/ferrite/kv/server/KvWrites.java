@@ -129,7 +129,8 @@ final class KvWrites implements AutoCloseable {
   static boolean isWrite(int opcode) {
     return opcode == KvProtocol.PUT
         || opcode == KvProtocol.DELETE
-        || opcode == KvProtocol.MULTI_PUT;
+        || opcode == KvProtocol.MULTI_PUT
+        || opcode == KvProtocol.REPLICATE;
   }
 
   // ------------------------------------------------------------------ requests
@@ -143,6 +144,16 @@ final class KvWrites implements AutoCloseable {
     final byte[] expected;
     final int[] status;
     final FerriteException[] errors;
+
+    /**
+     * PUT and DELETE of a replicated shard: the sequence the write got (0: it changed nothing),
+     * answered after the status; REPLICATE: the shipped write's sequence in [0]. Null otherwise.
+     */
+    long[] seqs;
+
+    /** The placement version a replicated shard's PUT or DELETE carried (0: none). */
+    long version;
+
     final AtomicInteger parts = new AtomicInteger();
     final CompletableFuture<ByteBuffer> answer = new CompletableFuture<>();
     volatile boolean durable;
@@ -185,7 +196,11 @@ final class KvWrites implements AutoCloseable {
         if (errors[0] != null) {
           answer.completeExceptionally(errors[0]);
         } else {
-          answer.complete(new Wire.Writer().u8(status[0]).toBuffer());
+          Wire.Writer w = new Wire.Writer(9).u8(status[0]);
+          if (seqs != null && opcode != KvProtocol.REPLICATE) {
+            w.i64(seqs[0]);
+          }
+          answer.complete(w.toBuffer());
         }
         return;
       }
@@ -235,10 +250,42 @@ final class KvWrites implements AutoCloseable {
             // Under the lock a freeze also takes: a write applies before the freeze's snapshot
             // (and is copied) or is refused (BUSY, retried by the client; MOVED once retired).
             s.checkWritable();
-            r.status[i] =
-                r.opcode == KvProtocol.DELETE
-                    ? s.delete(r.keys[i])
-                    : s.put(r.mode, r.keys[i], r.values[i], r.expected);
+            if (r.opcode == KvProtocol.REPLICATE) {
+              r.status[i] = s.replicate(r.seqs[0], r.mode == 1, r.keys[i], r.values[i]);
+            } else if (s.seqs != null && r.opcode == KvProtocol.MULTI_PUT) {
+              throw new FerriteException(
+                  ErrorCode.INVALID_ARGUMENT,
+                  "MULTI_PUT to replicated kv shard "
+                      + s.tableId()
+                      + "/"
+                      + s.shard()
+                      + ": its pairs go one by one (each is shipped to the backups)");
+            } else {
+              if (s.seqs != null && r.version < s.minVersion) {
+                // A repair is filling a new copy: this client's placement does not name it.
+                throw new FerriteException(
+                    ErrorCode.MOVED,
+                    "the copies of kv shard "
+                        + s.tableId()
+                        + "/"
+                        + s.shard()
+                        + " changed (placement version "
+                        + r.version
+                        + " < "
+                        + s.minVersion
+                        + "): fetch the table");
+              }
+              r.status[i] =
+                  r.opcode == KvProtocol.DELETE
+                      ? s.delete(r.keys[i])
+                      : s.put(r.mode, r.keys[i], r.values[i], r.expected);
+              if (s.seqs != null) {
+                // Stamped under the lock the write applied under: sequences follow the apply
+                // order, which is what lets a backup take shipped writes in any order.
+                r.seqs = new long[1];
+                r.seqs[0] = KvShard.changed(r.status[i]) ? s.seqs.stamp(r.keys[i]) : 0;
+              }
+            }
           }
         } catch (FerriteException e) {
           if (e == WOULD_BLOCK) {
@@ -271,11 +318,13 @@ final class KvWrites implements AutoCloseable {
         byte[] key = rd.bytes("key");
         byte[] value = rd.bytes("value");
         byte[] expected = rd.bytes("expected");
+        long version = rd.remaining() >= 8 ? rd.i64("version") : 0;
         rd.end();
         if (mode > KvProtocol.MODE_COMPARE_AND_SET) {
           throw new FerriteException(ErrorCode.INVALID_ARGUMENT, "put mode: " + mode);
         }
         r = new Request(opcode, 1, mode, expected);
+        r.version = version;
         r.keys[0] = key;
         r.values[0] = value;
         parts.add(new Part(r, s, new int[] {0}));
@@ -283,9 +332,33 @@ final class KvWrites implements AutoCloseable {
       case KvProtocol.DELETE -> {
         KvShard s = host.shard(rd.i64("tableId"), rd.i32("shard"));
         byte[] key = rd.bytes("key");
+        long version = rd.remaining() >= 8 ? rd.i64("version") : 0;
         rd.end();
         r = new Request(opcode, 1, 0, null);
+        r.version = version;
         r.keys[0] = key;
+        parts.add(new Part(r, s, new int[] {0}));
+      }
+      case KvProtocol.REPLICATE -> {
+        KvShard s = host.shard(rd.i64("tableId"), rd.i32("shard"));
+        long seq = rd.i64("seq");
+        int delete = rd.u8("delete");
+        byte[] key = rd.bytes("key");
+        byte[] value = rd.bytes("value");
+        rd.end();
+        if (seq <= 0 || delete > 1) {
+          throw new FerriteException(
+              ErrorCode.INVALID_ARGUMENT,
+              "replicate: seq "
+                  + seq
+                  + ", delete "
+                  + delete
+                  + " (expected: seq > 0, delete 0 or 1)");
+        }
+        r = new Request(opcode, 1, delete, null);
+        r.seqs = new long[] {seq};
+        r.keys[0] = key;
+        r.values[0] = value;
         parts.add(new Part(r, s, new int[] {0}));
       }
       case KvProtocol.MULTI_PUT -> {

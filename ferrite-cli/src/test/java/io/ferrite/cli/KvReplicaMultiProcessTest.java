@@ -1,0 +1,120 @@
+package io.ferrite.cli;
+
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertNotEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import io.ferrite.kernel.client.ClientOptions;
+import io.ferrite.kernel.client.Ferrite;
+import io.ferrite.kernel.client.FerriteClient;
+import io.ferrite.kernel.proto.MemberInfo;
+import io.ferrite.kernel.proto.ServerState;
+import io.ferrite.kv.KvClient;
+import io.ferrite.kv.KvTable;
+import io.ferrite.kv.TableInfo;
+import io.ferrite.kv.TableOptions;
+import java.nio.charset.StandardCharsets;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicReference;
+import org.junit.jupiter.api.Tag;
+import org.junit.jupiter.api.Test;
+
+/**
+ * Replicated kv shards with separate JVMs (docs/KV.md "Replication"): a master and three memory
+ * servers over tcp, a table with 2 copies of each shard under {@code always}; a writer puts a
+ * stream of keys, the server holding shard 0's primary is SIGKILLed mid-stream, the master declares
+ * it DEAD (1 s) and promotes the backups, the writer carries on, and every put that was
+ * acknowledged — before, during and after the failover — reads back from the surviving copies
+ * without the dead server ever coming back.
+ */
+@Tag("multiprocess")
+class KvReplicaMultiProcessTest extends ProcessClusterTest {
+  private FerriteClient client() {
+    FerriteClient c =
+        Ferrite.connect(
+            "ferrite://127.0.0.1:" + port,
+            ClientOptions.builder(credentials).fabric("tcp").clientName("kv-replica-mp").build());
+    clients.add(c);
+    return c;
+  }
+
+  static byte[] b(String s) {
+    return s.getBytes(StandardCharsets.UTF_8);
+  }
+
+  private static long alive(FerriteClient c) {
+    return c.status().members().stream()
+        .filter(m -> m.info().state() == ServerState.ALIVE && m.regions() > 0)
+        .count();
+  }
+
+  @Test
+  void everyAcknowledgedPutSurvivesASigkilledPrimaryWithTwoReplicas() throws Exception {
+    newCluster("kv-replica-mp", "ferrite-kv-replica-mp-");
+    startMaster("master", "server.dead.timeout=1s");
+    Map<String, Process> servers = new HashMap<>();
+    FerriteClient admin = await("the master", this::client);
+    for (String name : List.of("s1", "s2", "s3")) {
+      servers.put(name, startServer(name, "48m", "0"));
+    }
+    await("3 ALIVE servers", () -> alive(admin) == 3);
+    TableOptions o =
+        TableOptions.DEFAULTS
+            .withShards(4)
+            .withSlotsPerShard(8192)
+            .withExtents(1 << 20, 4)
+            .withLimits(64, 1024)
+            .withDurability(TableOptions.Durability.ALWAYS)
+            .withReplicas(2);
+    KvTable t = new KvClient(admin).createTable("replicated", o);
+    TableInfo before = t.info();
+    int victim = before.servers()[0];
+    String victimName =
+        admin.refreshMembers().stream()
+            .filter(m -> m.serverId() == victim)
+            .map(MemberInfo::name)
+            .findFirst()
+            .orElseThrow();
+
+    KvTable w = new KvClient(client()).table("replicated");
+    List<Integer> acked = new CopyOnWriteArrayList<>();
+    AtomicBoolean stop = new AtomicBoolean();
+    AtomicReference<Throwable> failure = new AtomicReference<>();
+    Thread writer =
+        new Thread(
+            () -> {
+              try {
+                for (int i = 0; !stop.get(); i++) {
+                  w.put(b("key-" + i), b("value-" + i));
+                  acked.add(i);
+                }
+              } catch (Throwable e) {
+                failure.set(e);
+              }
+            },
+            "kv-replica-mp-writer");
+    writer.start();
+    await("200 acknowledged puts", () -> acked.size() >= 200 || failure.get() != null);
+    servers.get(victimName).destroyForcibly().waitFor(); // SIGKILL, mid-stream
+    int atKill = acked.size();
+    await(
+        "300 more acknowledged puts after the failover",
+        () -> acked.size() >= atKill + 300 || failure.get() != null);
+    stop.set(true);
+    writer.join();
+    if (failure.get() != null) {
+      throw new AssertionError("the writer failed across the failover\n" + logs(), failure.get());
+    }
+    TableInfo after = new KvClient(admin).table("replicated").info();
+    assertNotEquals(victim, after.servers()[0], "shard 0's backup took over");
+    KvTable again = new KvClient(client()).table("replicated");
+    for (int i : acked) {
+      assertArrayEquals(b("value-" + i), again.get(b("key-" + i)), "acknowledged put " + i);
+    }
+    assertTrue(acked.size() >= atKill + 300, "acknowledged: " + acked.size());
+  }
+}

@@ -1,0 +1,177 @@
+package io.ferrite.kv;
+
+import io.ferrite.fabric.FerriteException;
+import io.ferrite.fabric.Futures;
+import io.ferrite.kernel.client.FerriteClient;
+import io.ferrite.kernel.proto.Wire;
+import java.nio.ByteBuffer;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.CompletableFuture;
+import java.util.function.Consumer;
+
+/**
+ * Gives replicated shards their copies back (docs/KV.md "Replication"): after a failover or a lost
+ * copy a shard has fewer complete copies than its table's {@code replicas}; for each, the master
+ * names a new server ({@code ADD_COPY}: a copy being filled, to which writers ship from then on),
+ * the shard's pairs are copied from its primary page by page ({@code COPY_PAGE}, which first fences
+ * out writers whose placement does not name the new copy) into the new copy with their sequences
+ * ({@code REPLICATE}, so a pair copied late never undoes a newer write shipped there), and the
+ * master makes it a full backup ({@code END_COPY}).
+ *
+ * <p>Like {@link KvRebalancer}, the copier is a client (servers never call servers), with the
+ * operator's credentials: {@code ferrite kv rebalance} runs it, and so can any admin process.
+ */
+public final class KvReplicator {
+  /** Bytes of pairs per COPY_PAGE. */
+  static final int PAGE_BYTES = 1 << 20;
+
+  private final KvClient kv;
+  private final FerriteClient client;
+  private final Consumer<String> progress;
+
+  public KvReplicator(KvClient kv, Consumer<String> progress) {
+    this.kv = kv;
+    this.client = kv.ferrite();
+    this.progress = progress;
+  }
+
+  /**
+   * Repairs the named replicated tables (every one if {@code names} is empty): each shard with
+   * fewer complete copies than its table's replicas gets new ones, while the table serves. A copy
+   * left half-filled by a repair that died is dropped and made again. Returns the copies made.
+   */
+  public int repair(List<String> names) {
+    int made = 0;
+    for (TableInfo t : kv.tables()) {
+      if (t.options().replicas() < 2 || !(names.isEmpty() || names.contains(t.name()))) {
+        continue;
+      }
+      for (int shard = 0; shard < t.options().shards(); shard++) {
+        TableInfo now = t;
+        for (int b : now.backupsOf(shard)) {
+          if (TableInfo.isSyncing(b)) {
+            now = endCopy(now.name(), shard, TableInfo.copyServer(b), false);
+          }
+        }
+        while (!now.lost(shard) && now.copies(shard) < now.options().replicas()) {
+          copy(now.name(), shard);
+          made++;
+          now = kv.table(now.name()).info();
+        }
+      }
+    }
+    return made;
+  }
+
+  /** Makes one new copy of {@code shard} of table {@code name}; returns the server it is on. */
+  public int copy(String name, int shard) {
+    Wire.Reader r =
+        new Wire.Reader(
+            kv.callMaster(KvProtocol.ADD_COPY, new Wire.Writer().str(name).i32(shard).toBuffer()),
+            "kv add-copy answer");
+    TableInfo t = TableInfo.read(r);
+    long version = r.i64("version");
+    int target = r.i32("server");
+    r.end();
+    int primary = KvTable.primary(t, shard);
+    try {
+      // A copy the target may still hold from before (it was a copy, was declared DEAD and came
+      // back as the same process) has keys deleted since: drop it before the first page. Writes
+      // shipped to it since ADD_COPY were applied at the primary before that page, so the copy
+      // gets them again; later ones land in the new shard.
+      try {
+        call(
+            target,
+            KvProtocol.DROP_SHARD,
+            new Wire.Writer().i64(t.tableId()).i32(shard).toBuffer());
+      } catch (FerriteException e) {
+        if (e.code() != io.ferrite.fabric.ErrorCode.NOT_FOUND) {
+          throw e;
+        }
+      }
+      Wire.Writer open = new Wire.Writer();
+      t.write(open);
+      call(target, KvProtocol.OPEN_SHARD, open.i32(shard).toBuffer());
+      long afterHash = 0;
+      byte[] afterKey = new byte[0];
+      long pairs = 0;
+      for (boolean more = true; more; ) {
+        Wire.Reader page =
+            new Wire.Reader(
+                call(
+                    primary,
+                    KvProtocol.COPY_PAGE,
+                    new Wire.Writer()
+                        .i64(t.tableId())
+                        .i32(shard)
+                        .i64(version)
+                        .i64(afterHash)
+                        .bytes(afterKey)
+                        .i32(PAGE_BYTES)
+                        .toBuffer()),
+                "kv copy page");
+        more = page.u8("more") == 1;
+        int n = page.count("pairs", 1 << 24);
+        List<CompletableFuture<ByteBuffer>> sent = new ArrayList<>(n);
+        for (int i = 0; i < n; i++) {
+          byte[] key = page.bytes("key");
+          byte[] value = page.bytes("value");
+          long seq = page.i64("seq");
+          sent.add(
+              client.call(
+                  target,
+                  KvProtocol.SERVER_SERVICE,
+                  KvProtocol.REPLICATE,
+                  new Wire.Writer(29 + key.length + value.length)
+                      .i64(t.tableId())
+                      .i32(shard)
+                      .i64(seq)
+                      .u8(0)
+                      .bytes(key)
+                      .bytes(value)
+                      .toBuffer()));
+          afterHash = KeyHash.of(key);
+          afterKey = key;
+        }
+        page.end();
+        for (CompletableFuture<ByteBuffer> f : sent) {
+          Futures.join(f);
+        }
+        pairs += n;
+      }
+      endCopy(name, shard, target, true);
+      progress.accept(
+          "shard "
+              + shard
+              + " of "
+              + name
+              + ": new copy on server "
+              + target
+              + ", "
+              + pairs
+              + " pairs copied from server "
+              + primary);
+      return target;
+    } catch (FerriteException e) {
+      try {
+        endCopy(name, shard, target, false);
+      } catch (FerriteException abort) {
+        e.addSuppressed(abort);
+      }
+      throw e;
+    }
+  }
+
+  private TableInfo endCopy(String name, int shard, int server, boolean commit) {
+    return KvClient.readTable(
+            kv.callMaster(
+                KvProtocol.END_COPY,
+                new Wire.Writer().str(name).i32(shard).i32(server).u8(commit ? 1 : 0).toBuffer()))
+        .table();
+  }
+
+  private ByteBuffer call(int server, int opcode, ByteBuffer body) {
+    return Futures.join(client.call(server, KvProtocol.SERVER_SERVICE, opcode, body));
+  }
+}
