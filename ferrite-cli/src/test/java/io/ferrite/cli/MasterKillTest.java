@@ -45,6 +45,9 @@ class MasterKillTest extends ProcessClusterTest {
                 .fabric("tcp")
                 .session(session)
                 .clientName("master-kill-test")
+                // Fail at once when the master dies (not wait it out): this test counts what
+                // was acknowledged before the kill, FsRideThroughMultiProcessTest the ride.
+                .masterDeadline(java.time.Duration.ZERO)
                 .build());
     clients.add(c);
     return c;

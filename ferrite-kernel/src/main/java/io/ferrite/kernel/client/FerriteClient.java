@@ -32,10 +32,13 @@ import java.util.concurrent.ConcurrentHashMap;
  * <h2>Errors and retries</h2>
  *
  * Every failure is a {@link FerriteException} with a code that says whether a retry can help. The
- * client itself retries, with backoff and at most {@link ClientOptions#maxAttempts()} times, only
- * what is safe to repeat: connecting, and reads. Writes, atomics, allocation and RPCs are not
+ * client itself retries, with backoff and at most {@link ClientOptions#maxAttempts()} times, what
+ * is safe to repeat: connecting, and reads. Writes, atomics and RPCs to memory servers are not
  * retried (a lost answer does not mean the operation did not happen); a connection that fails is
- * dropped and the next operation reconnects.
+ * dropped and the next operation reconnects. Calls to the master (allocation, frees, the faces'
+ * calls) wait out a master that is unreachable, restarting or not the leader, up to {@link
+ * ClientOptions#masterDeadline}, and those that change something carry a request id, so a repeat is
+ * never applied twice ({@link MasterCalls}).
  *
  * <p>Thread-safe. {@link #close()} closes the session (freeing its session-scoped blocks), every
  * connection and every fabric the client opened; ops still waiting for a retry or a connect fail

@@ -62,6 +62,12 @@ final class MasterCalls {
   /** Sequence numbers of the calls still waiting for an answer (their lowest is ackedBelow). */
   private final ConcurrentSkipListSet<Long> outstanding = new ConcurrentSkipListSet<>();
 
+  /**
+   * Whether a call is waiting out the master: set by the first failure (which logs it, once per
+   * outage, so that a user sees why a command hangs), cleared by the next success.
+   */
+  private volatile boolean waiting;
+
   /** False once the master answered a REQUEST with UNKNOWN_OPCODE (it predates request ids). */
   private volatile boolean ids = true;
 
@@ -98,12 +104,15 @@ final class MasterCalls {
       MasterStub m = null;
       try {
         m = connections.master();
-        return attempt.apply(m);
+        T v = attempt.apply(m);
+        answered();
+        return v;
       } catch (FerriteException e) {
         failed(m, e);
         if (!waitsOut(e) || retry.isClosed()) {
           throw e;
         }
+        waitingFor(e);
         long pause = pauses.next();
         if (pause < 0 || deadline.isZero()) {
           throw gaveUp(what, start, e);
@@ -197,6 +206,7 @@ final class MasterCalls {
       f.whenComplete(
           (v, t) -> {
             if (t == null) {
+              answered();
               out.complete(v);
               return;
             }
@@ -206,6 +216,7 @@ final class MasterCalls {
               out.completeExceptionally(e);
               return;
             }
+            waitingFor(e);
             long pause = pauses.next();
             if (pause < 0 || deadline.isZero()) {
               out.completeExceptionally(gaveUp(what, start, e));
@@ -289,6 +300,26 @@ final class MasterCalls {
   }
 
   // ---------------------------------------------------------------- failures
+
+  /** A call failed in a way that is waited out: says so once per outage (a volatile read else). */
+  private void waitingFor(FerriteException e) {
+    if (!waiting && !deadline.isZero()) {
+      waiting = true;
+      LOG.log(
+          System.Logger.Level.WARNING,
+          "the master does not answer ({0}): waiting up to {1} ms for it (client.master.deadline)",
+          e.getMessage(),
+          deadline.toMillis());
+    }
+  }
+
+  /** A call was answered: the next failure is a new outage. */
+  private void answered() {
+    if (waiting) {
+      waiting = false;
+      LOG.log(System.Logger.Level.INFO, "the master answers again");
+    }
+  }
 
   /** After a failed attempt on {@code m}: a master that is not the leader is left for another. */
   private void failed(MasterStub m, FerriteException e) {

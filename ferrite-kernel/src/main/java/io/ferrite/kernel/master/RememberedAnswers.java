@@ -15,9 +15,10 @@ import java.util.concurrent.ConcurrentSkipListMap;
  * of concurrent maps, so a read never waits behind a journal write).
  *
  * <p>Bounded: a session keeps the ids its client may still retry — those at or above the {@code
- * ackedBelow} its latest request carried — and at most {@link #PER_SESSION} of them (the oldest go
- * first); an answer larger than {@link #MAX_ANSWER} bytes is not kept (its retry is told the call
- * was applied but its answer is gone). A session's answers go with the session.
+ * ackedBelow} its latest request carried — and at most {@link #PER_SESSION} of them and {@link
+ * #SESSION_BYTES} of answers (the oldest go first); an answer larger than {@link #MAX_ANSWER} bytes
+ * is not kept (its retry is told the call was applied but its answer is gone). A session's answers
+ * go with the session.
  */
 final class RememberedAnswers {
   /**
@@ -29,6 +30,9 @@ final class RememberedAnswers {
   /** The largest answer kept, in bytes (an ALLOCATE of ~20,000 blocks). */
   static final int MAX_ANSWER = 1 << 20;
 
+  /** The most answer bytes one session keeps (beyond them, the oldest answers go first). */
+  static final long SESSION_BYTES = 8L << 20;
+
   /** Status of a call applied whose answer is not known (a crash between the two records). */
   static final int UNKNOWN = -1;
 
@@ -38,31 +42,48 @@ final class RememberedAnswers {
    */
   record Answer(int status, byte[] body) {}
 
-  private final Map<Long, ConcurrentNavigableMap<Long, Answer>> bySession =
-      new ConcurrentHashMap<>();
+  /** One session's answers and their bytes (the bytes changed only under the metadata lock). */
+  private static final class Session {
+    final ConcurrentNavigableMap<Long, Answer> answers = new ConcurrentSkipListMap<>();
+    long bytes;
+
+    void trim() {
+      while (answers.size() > PER_SESSION || (bytes > SESSION_BYTES && answers.size() > 1)) {
+        bytes -= answers.pollFirstEntry().getValue().body().length;
+      }
+    }
+  }
+
+  private final Map<Long, Session> bySession = new ConcurrentHashMap<>();
 
   /** The remembered answer of {@code seq} of {@code sessionId}, or null. Any thread. */
   Answer get(long sessionId, long seq) {
-    ConcurrentNavigableMap<Long, Answer> s = bySession.get(sessionId);
-    return s == null ? null : s.get(seq);
+    Session s = bySession.get(sessionId);
+    return s == null ? null : s.answers.get(seq);
   }
 
   /** A call applied: forget the session's ids below {@code ackedBelow}, remember this one. */
   void applied(long sessionId, long seq, long ackedBelow) {
-    ConcurrentNavigableMap<Long, Answer> s =
-        bySession.computeIfAbsent(sessionId, k -> new ConcurrentSkipListMap<>());
-    s.headMap(ackedBelow).clear();
-    s.putIfAbsent(seq, new Answer(UNKNOWN, new byte[0]));
-    while (s.size() > PER_SESSION) {
-      s.pollFirstEntry();
+    Session s = bySession.computeIfAbsent(sessionId, k -> new Session());
+    var below = s.answers.headMap(ackedBelow);
+    for (Answer a : below.values()) {
+      s.bytes -= a.body().length;
     }
+    below.clear();
+    s.answers.putIfAbsent(seq, new Answer(UNKNOWN, new byte[0]));
+    s.trim();
   }
 
   /** The answer of an applied call (ignored if the call is no longer remembered). */
   void answered(long sessionId, long seq, int status, byte[] body) {
-    ConcurrentNavigableMap<Long, Answer> s = bySession.get(sessionId);
-    if (s != null && s.containsKey(seq)) {
-      s.put(seq, new Answer(status, body));
+    Session s = bySession.get(sessionId);
+    if (s != null) {
+      Answer old = s.answers.get(seq);
+      if (old != null) {
+        s.answers.put(seq, new Answer(status, body));
+        s.bytes += body.length - old.body().length;
+        s.trim();
+      }
     }
   }
 
@@ -74,8 +95,8 @@ final class RememberedAnswers {
   /** How many answers are kept in all (tests, status). */
   int size() {
     int n = 0;
-    for (Map<Long, Answer> s : bySession.values()) {
-      n += s.size();
+    for (Session s : bySession.values()) {
+      n += s.answers.size();
     }
     return n;
   }
@@ -83,8 +104,8 @@ final class RememberedAnswers {
   /** The events that recreate what is remembered (a snapshot's), session by session. */
   void snapshotInto(List<MasterEvent> out) {
     bySession.forEach(
-        (session, answers) ->
-            answers.forEach(
+        (session, s) ->
+            s.answers.forEach(
                 (seq, a) -> {
                   out.add(new MasterEvent.RequestApplied(session, seq, 0));
                   if (a.status() != UNKNOWN) {

@@ -32,9 +32,17 @@ final class RequestIds implements RpcHandler {
   private final MasterState state;
   private final MasterService service;
 
-  /** The calls with an id that are running, by id: a concurrent retry joins the first attempt. */
-  private final Map<MasterProtocol.RequestId, CompletableFuture<ByteBuffer>> running =
-      new ConcurrentHashMap<>();
+  /**
+   * The calls with an id that are running, by session and sequence number (not by the whole id: a
+   * retry may carry a higher ackedBelow): a concurrent retry joins the first attempt.
+   */
+  private final Map<Key, CompletableFuture<ByteBuffer>> running = new ConcurrentHashMap<>();
+
+  private record Key(long sessionId, long seq) {
+    static Key of(MasterProtocol.RequestId id) {
+      return new Key(id.sessionId(), id.seq());
+    }
+  }
 
   RequestIds(RpcHandler inner, MasterState state, MasterService service) {
     this.inner = inner;
@@ -63,7 +71,7 @@ final class RequestIds implements RpcHandler {
       return known;
     }
     CompletableFuture<ByteBuffer> mine = new CompletableFuture<>();
-    CompletableFuture<ByteBuffer> first = running.putIfAbsent(r.id(), mine);
+    CompletableFuture<ByteBuffer> first = running.putIfAbsent(Key.of(r.id()), mine);
     if (first != null) {
       return first;
     }
@@ -100,7 +108,7 @@ final class RequestIds implements RpcHandler {
     if (known != null) {
       return known;
     }
-    CompletableFuture<ByteBuffer> first = running.get(r.id());
+    CompletableFuture<ByteBuffer> first = running.get(Key.of(r.id()));
     if (first != null) {
       return first;
     }
@@ -130,7 +138,7 @@ final class RequestIds implements RpcHandler {
         (v, e) -> {
           // The answer (if the call changed anything) is remembered before f completes, so a retry
           // that finds the id no longer running finds its answer.
-          running.remove(id, mine);
+          running.remove(Key.of(id), mine);
           if (e != null) {
             mine.completeExceptionally(e);
           } else {

@@ -151,7 +151,14 @@ class RideThroughTest {
             dir,
             LocalCluster.CREDENTIALS,
             true,
-            Map.of(FerriteConfig.MASTER_PORT, String.valueOf(port)))) {
+            // The production ratio of dead timeout to heartbeat (3 s to 500 ms), not the
+            // harness's 400 ms: a server reconnecting to the restarted master with backoff
+            // must not be declared DEAD before it is back.
+            Map.of(
+                FerriteConfig.MASTER_PORT,
+                String.valueOf(port),
+                FerriteConfig.DEAD_TIMEOUT,
+                "5s"))) {
       cluster.startMaster();
       cluster.startServer("s1");
       cluster.awaitServers(1);
@@ -177,11 +184,14 @@ class RideThroughTest {
                 }
               },
               "ride-through-allocator");
+      long session = client.sessionId();
       writer.start();
       try {
         waitFor(() -> got.size() >= 3);
         cluster.master.close(); // every call from now on waits
-        Thread.sleep(200 + random.nextInt(600));
+        // Down for longer than the session's lease (2 s): the session survives all the same (the
+        // restarted master recovers it with a fresh lease), and so do its blocks.
+        Thread.sleep(2200 + random.nextInt(600));
         cluster.startMaster();
         int at = got.size();
         waitFor(() -> got.size() >= at + 3 || failed.get() != null);
@@ -193,6 +203,7 @@ class RideThroughTest {
         throw new AssertionError("an allocation failed across the restart", failed.get());
       }
       assertEquals(before, used(client), "every allocation was freed: none happened twice");
+      assertEquals(session, client.sessionId(), "the session survived the outage");
     }
   }
 

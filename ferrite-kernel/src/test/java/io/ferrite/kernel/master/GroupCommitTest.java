@@ -272,7 +272,14 @@ class GroupCommitTest {
       int each = 10 + random.nextInt(10);
       List<FerriteClient> clients = new ArrayList<>();
       for (int i = 0; i < threads; i++) {
-        clients.add(c.client());
+        // Without a session: its calls carry no request id, so each OPEN_SESSION is exactly one
+        // record (with an id, the answer it is remembered by is a second record in the same
+        // fsync: RideThroughTest).
+        clients.add(
+            c.client(
+                io.ferrite.kernel.client.ClientOptions.builder(
+                        c.credentials.as(io.ferrite.fabric.Role.CLIENT))
+                    .session(false)));
       }
       GroupCommit.Stats before = c.master.journal().stats();
       List<Throwable> errors = new CopyOnWriteArrayList<>();
