@@ -70,7 +70,12 @@ public final class FerriteClient implements AutoCloseable {
   static FerriteClient open(String masterAddress, ClientOptions options) {
     FerriteClient c = new FerriteClient(masterAddress, options);
     try {
-      c.calls.sync("connect to the master", m -> m);
+      // The first connect does not wait out the master (client.master.deadline): a cluster none
+      // of whose masters takes a connection is most likely not running, and a person running
+      // 'ferrite status' wants to hear that now, not in 15 s. Once connected, every call rides
+      // through (the session's open included: a master group electing its leader answers
+      // NOT_LEADER, which is waited out).
+      c.connections.master();
       c.session = new Session(c.connections, c.calls, options);
       c.refreshMembers();
       return c;

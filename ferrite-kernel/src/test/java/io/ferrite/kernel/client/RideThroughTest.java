@@ -140,6 +140,23 @@ class RideThroughTest {
   }
 
   @Test
+  void aNewClientOfAClusterThatIsNotRunningFailsAtOnceSayingSo() throws Exception {
+    try (LocalCluster cluster = new LocalCluster(dir, QUIET)) {
+      cluster.startMaster();
+      cluster.master.close();
+      // The default deadline (15 s) is for calls of a connected client; the first connect keeps
+      // the connect's own few attempts.
+      FerriteException e =
+          assertThrows(
+              FerriteException.class,
+              () -> cluster.client(ClientOptions.builder(cluster.credentials.as(Role.CLIENT))));
+      assertEquals(ErrorCode.UNAVAILABLE, e.code());
+      assertTrue(e.getMessage().contains("connect to the master"), e.getMessage());
+      assertTrue(!e.getMessage().contains("client.master.deadline"), e.getMessage());
+    }
+  }
+
+  @Test
   void aClientRidesThroughAMasterRestartWithoutApplyingAnythingTwice(Random random)
       throws Exception {
     int port;
