@@ -10,13 +10,15 @@ public final class Ferrite {
   /**
    * Connects to the cluster whose master is at {@code uri}: {@code ferrite://host:port} (the
    * master's tcp endpoint) or a fabric address such as {@code tcp://host:port} or {@code
-   * local://node-0-1}. Opens a session unless the options say not to.
+   * local://node-0-1}, or a master group ({@code ferrite://h1:p1,h2:p2,h3:p3}: the client connects
+   * to the leader and follows it, see {@link #masterAddresses}). Opens a session unless the options
+   * say not to.
    *
    * @throws FerriteException UNAVAILABLE if the master does not answer, AUTH_FAILED if the
    *     credentials are wrong, INVALID_ARGUMENT for a malformed URI
    */
   public static FerriteClient connect(String uri, ClientOptions options) {
-    return FerriteClient.open(masterAddress(uri), options);
+    return FerriteClient.open(String.join(",", masterAddresses(uri)), options);
   }
 
   /** Maps a cluster URI to the (first) master's fabric address. */
