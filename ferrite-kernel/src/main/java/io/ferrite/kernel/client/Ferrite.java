@@ -18,7 +18,37 @@ public final class Ferrite {
    *     credentials are wrong, INVALID_ARGUMENT for a malformed URI
    */
   public static FerriteClient connect(String uri, ClientOptions options) {
-    return FerriteClient.open(String.join(",", masterAddresses(uri)), options);
+    java.util.List<java.util.List<String>> groups = groups(uri);
+    FerriteClient c = FerriteClient.open(String.join(",", groups.get(0)), options);
+    if (groups.size() > 1) {
+      c.attachGroups(groups);
+    }
+    return c;
+  }
+
+  /** The separator of master groups in a cluster URI: {@code ferrite://a:7100;b:7200}. */
+  public static final String GROUP_SEPARATOR = ";";
+
+  /**
+   * Maps a cluster URI to its master groups, each the list of its masters' fabric addresses (as
+   * {@link #masterAddresses} gives them), in the URI's order: {@code
+   * ferrite://a:7100,b:7101;c:7200} names two groups, the first of two masters (a Raft group), the
+   * second of one. A group's index is its place in the URI, so a cluster's URI only ever grows at
+   * its end (docs/RESILIENCE.md, "Master groups"). A URI without {@code ;} is one group.
+   *
+   * @throws FerriteException INVALID_ARGUMENT for a malformed URI or an empty group
+   */
+  public static java.util.List<java.util.List<String>> groups(String uri) {
+    java.util.List<java.util.List<String>> out = new java.util.ArrayList<>();
+    String scheme = uri.startsWith("ferrite://") ? "ferrite://" : "";
+    String rest = uri.substring(scheme.length());
+    for (String part : rest.split(GROUP_SEPARATOR, -1)) {
+      if (part.isBlank()) {
+        throw malformed(uri);
+      }
+      out.add(masterAddresses(scheme + part.strip()));
+    }
+    return java.util.List.copyOf(out);
   }
 
   /** Maps a cluster URI to the (first) master's fabric address. */
@@ -31,11 +61,14 @@ public final class Ferrite {
    * ferrite://h1:p1,h2:p2,h3:p3} names the masters of one Raft group (any of them answers, a
    * follower with {@link ErrorCode#NOT_LEADER} naming the leader); a port left out is 7100. A
    * fabric address ({@code tcp://}, {@code shm://}, {@code local://}) names one master, or several
-   * separated by commas.
+   * separated by commas. Of a URI naming several groups ({@link #groups}), the first group's.
    *
    * @throws FerriteException INVALID_ARGUMENT for a malformed URI
    */
   public static java.util.List<String> masterAddresses(String uri) {
+    if (uri.contains(GROUP_SEPARATOR)) {
+      return groups(uri).get(0);
+    }
     java.util.List<String> out = new java.util.ArrayList<>();
     if (uri.startsWith("ferrite://")) {
       String hosts = uri.substring("ferrite://".length());
@@ -68,6 +101,6 @@ public final class Ferrite {
         ErrorCode.INVALID_ARGUMENT,
         "cluster URI: '"
             + uri
-            + "' (expected: ferrite://host:port[,host:port...], tcp://, shm:// or local://)");
+            + "' (expected: ferrite://host:port[,host:port...][;host:port...], tcp://, shm:// or local://)");
   }
 }

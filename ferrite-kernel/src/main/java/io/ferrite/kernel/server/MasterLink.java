@@ -190,13 +190,24 @@ final class MasterLink implements AutoCloseable {
 
   /** Starts the heartbeat thread; the server is registered already. */
   void start(String threadName) {
+    start(threadName, true);
+  }
+
+  /**
+   * Starts the heartbeat thread; unless {@code registered}, it registers first (with backoff, as
+   * after a lost master): a master group other than the first, which the server does not wait for.
+   */
+  void start(String threadName, boolean registered) {
+    startRegistered = registered;
     thread = new Thread(this::run, threadName);
     thread.setDaemon(true);
     thread.start();
   }
 
+  private volatile boolean startRegistered = true;
+
   private void run() {
-    boolean registered = true;
+    boolean registered = startRegistered;
     Backoff.Attempts pauses = BACKOFF.start();
     boolean warned = false;
     while (!closed) {
