@@ -47,6 +47,7 @@ public final class FerriteConfig {
   public static final String MASTER_PEERS = "master.peers";
   public static final String MASTER_ID = "master.id";
   public static final String MASTER_RAFT_TIMEOUT = "master.raft.timeout";
+  public static final String MASTER_RAFT_SEGMENT = "master.raft.segment.size";
   public static final String DATA_DIR = "data.dir";
   public static final String SERVER_NAME = "server.name";
   public static final String SERVER_HOST = "server.host";
@@ -104,6 +105,9 @@ public final class FerriteConfig {
     k.put(
         MASTER_RAFT_TIMEOUT,
         new String[] {"1s", "master group election timeout (min; max is twice its value)"});
+    k.put(
+        MASTER_RAFT_SEGMENT,
+        new String[] {"8m", "master group Raft log segment size (a snapshot purges whole ones)"});
     k.put(
         DATA_DIR,
         new String[] {defaultDataDir(), "data directory (journal, server ids, disk regions)"});
@@ -352,6 +356,7 @@ public final class FerriteConfig {
               + ")");
     }
     masterRaftTimeout();
+    masterRaftSegmentSize();
     fabricTuning();
     sessionLease();
     rpcTimeout();
@@ -534,6 +539,16 @@ public final class FerriteConfig {
   /** This master's place in {@link #masterPeers} (from 1); 0 for a single master. */
   public int masterId() {
     return integer(MASTER_ID);
+  }
+
+  /** The master group's Raft log segment size (at least 64 KiB). */
+  public long masterRaftSegmentSize() {
+    long v = size(MASTER_RAFT_SEGMENT);
+    if (v < 64 << 10) {
+      throw new IllegalArgumentException(
+          MASTER_RAFT_SEGMENT + ": " + v + " (expected: at least 64k)");
+    }
+    return v;
   }
 
   /** The master group's minimum election timeout. */

@@ -25,6 +25,7 @@ import org.apache.ratis.server.DivisionInfo;
 import org.apache.ratis.server.RaftServer;
 import org.apache.ratis.server.RaftServerConfigKeys;
 import org.apache.ratis.server.storage.RaftStorage;
+import org.apache.ratis.util.SizeInBytes;
 import org.apache.ratis.util.TimeDuration;
 
 /**
@@ -128,6 +129,12 @@ final class MasterGroup implements AutoCloseable {
     RaftServerConfigKeys.Snapshot.setAutoTriggerEnabled(p, true);
     RaftServerConfigKeys.Snapshot.setAutoTriggerThreshold(p, cfg.snapshotEvery());
     RaftServerConfigKeys.Log.setPurgeUptoSnapshotIndex(p, true);
+    // Snapshots purge whole closed segments: the segment size bounds what a snapshot leaves.
+    long segment = cfg.masterRaftSegmentSize();
+    RaftServerConfigKeys.Log.setSegmentSizeMax(p, SizeInBytes.valueOf(segment));
+    RaftServerConfigKeys.Log.setPreallocatedSize(
+        p, SizeInBytes.valueOf(Math.min(segment, 4L << 20)));
+
     RaftServerConfigKeys.Log.setPurgeGap(p, Math.max(1, Math.min(1024, cfg.snapshotEvery())));
     return p;
   }
@@ -216,7 +223,11 @@ final class MasterGroup implements AutoCloseable {
         c = null;
       }
     }
-    if (c != null || !leading || closed) {
+    if (c != null) {
+      nudgeLaggingFollowers(d, c);
+      return;
+    }
+    if (!leading || closed) {
       return;
     }
     // Everything committed before this term must be in the committed state before it is copied.
@@ -251,6 +262,46 @@ final class MasterGroup implements AutoCloseable {
         term,
         copy.index(),
         copy.events().size());
+  }
+
+  /** When the leader last appended a nudge (ns), so that it nudges at most once a second. */
+  private long lastNudge;
+
+  /**
+   * RATIS-2523 (seen here with Ratis 3.3.0): a follower restarted with empty (or purged-behind)
+   * storage while the group is idle answers every heartbeat INCONSISTENCY and the leader's appender
+   * never moves back; a new entry unsticks it (the leader then sends the log, or installs a
+   * snapshot if it purged what the follower lacks). So while some follower's match index lags the
+   * leader's log and nothing else was written, the leader appends an empty record (no events:
+   * applying it changes nothing) at most once a second.
+   */
+  private void nudgeLaggingFollowers(RaftServer.Division d, Master.Core c) {
+    // The followers' commit indices as their replies report them: the leader's match index for a
+    // follower that lost its storage stays where it was, so that one cannot tell.
+    long committed = d.getRaftLog().getLastCommittedIndex();
+    boolean lagging = false;
+    for (org.apache.ratis.proto.RaftProtos.CommitInfoProto ci : d.getCommitInfos()) {
+      lagging |= ci.getCommitIndex() < committed;
+    }
+    long now = System.nanoTime();
+    if (!lagging || now - lastNudge < 1_000_000_000L) {
+      return;
+    }
+    lastNudge = now;
+    RaftJournal rj = (RaftJournal) c.log;
+    if (rj.durableLsn() < rj.writtenLsn()) {
+      return; // entries in flight: they move the appenders already
+    }
+    synchronized (c.state) {
+      if (rj.failure() == null) {
+        rj.append(List.of()); // under the metadata lock: LSN order is the log's order
+      }
+    }
+  }
+
+  /** The index of the last entry the committed state holds. */
+  long appliedIndex() {
+    return sm.appliedIndex();
   }
 
   /** The committed state (a follower's {@link Master#state}). */

@@ -22,6 +22,7 @@ import org.apache.ratis.statemachine.TransactionContext;
 import org.apache.ratis.statemachine.impl.BaseStateMachine;
 import org.apache.ratis.statemachine.impl.SimpleStateMachineStorage;
 import org.apache.ratis.statemachine.impl.SingleFileSnapshotInfo;
+import org.apache.ratis.util.LifeCycle;
 import org.apache.ratis.util.MD5FileUtil;
 
 /**
@@ -73,12 +74,23 @@ final class MasterStateMachine extends BaseStateMachine {
       throws IOException {
     super.initialize(server, groupId, raftStorage);
     storage.init(raftStorage);
-    load();
+    getLifeCycle().startAndTransition(this::load);
   }
 
+  /**
+   * Ratis pauses the state machine before it installs a snapshot a leader sent (its updater then
+   * asserts PAUSED) and calls {@link #reinitialize} after; BaseStateMachine's pause does nothing.
+   */
+  @Override
+  public void pause() {
+    getLifeCycle().transition(LifeCycle.State.PAUSING);
+    getLifeCycle().transition(LifeCycle.State.PAUSED);
+  }
+
+  /** After a snapshot install: the committed state is the newest snapshot's. */
   @Override
   public void reinitialize() throws IOException {
-    load();
+    getLifeCycle().startAndTransition(this::load);
   }
 
   /** The committed state from the newest snapshot (an empty one without). */

@@ -213,4 +213,71 @@ class MasterGroupTest {
         e.toString());
     assertEquals(null, committedNames(leader).get("alone"), "committed without a majority");
   }
+
+  /** Waits until master {@code i}'s committed state holds {@code acked} (bounded: else fails). */
+  private void awaitCommitted(int i, Map<String, Long> acked) {
+    for (int tries = 0; ; tries++) {
+      Map<String, Long> have = committedNames(i);
+      if (have.entrySet().containsAll(acked.entrySet())) {
+        return;
+      }
+      assertTrue(
+          tries < 3000,
+          "master " + i + " never caught up: " + have.size() + " of " + acked.size() + " names");
+      MasterGroupHarness.sleep(10);
+    }
+  }
+
+  private static Map<String, Long> putMany(FerriteClient c, Random random, String prefix, int n) {
+    Map<String, Long> acked = new LinkedHashMap<>();
+    for (int i = 0; i < n; i++) {
+      long v = random.nextLong();
+      put(c, prefix + i, v, 0);
+      acked.put(prefix + i, v);
+    }
+    return acked;
+  }
+
+  @Test
+  void aFollowerBehindThePurgedLogCatchesUpFromASnapshot(Random random) throws Exception {
+    // Small segments and snapshots: the leader purges its log past what the stopped follower has,
+    // so only a snapshot can bring it back (RATIS-1241/-1707: purged log, snapshot install).
+    group(Map.of(FerriteConfig.SNAPSHOT_EVERY, "50", FerriteConfig.MASTER_RAFT_SEGMENT, "64k"));
+    int leader = group.awaitLeader();
+    int behind = leader % 3 + 1;
+    FerriteClient c = group.client();
+    Map<String, Long> acked = putMany(c, random, "a", 10);
+    awaitCommitted(behind, acked);
+    long had = group.masters[behind].group().appliedIndex();
+    group.stop(behind);
+    acked.putAll(putMany(c, random, "b", 1200));
+    group.masters[leader].snapshot();
+    var log =
+        group.masters[leader].group().server().getDivision(MasterGroup.groupId("g")).getRaftLog();
+    for (int tries = 0; log.getStartIndex() <= had + 1; tries++) {
+      assertTrue(tries < 3000, "the leader never purged its log past " + had);
+      MasterGroupHarness.sleep(10);
+    }
+    group.start(behind);
+    awaitCommitted(behind, acked);
+  }
+
+  @Test
+  void aFollowerRestartedWithEmptyStorageCatchesUp(Random random) throws Exception {
+    // RATIS-2523: an idle follower restarted with empty storage must not loop on INCONSISTENCY.
+    group(Map.of());
+    int leader = group.awaitLeader();
+    int wiped = leader % 3 + 1;
+    FerriteClient c = group.client();
+    Map<String, Long> acked = putMany(c, random, "a", 30);
+    awaitCommitted(wiped, acked);
+    group.stop(wiped);
+    try (var files = java.nio.file.Files.walk(dir.resolve("m" + wiped))) {
+      files.sorted(java.util.Comparator.reverseOrder()).forEach(p -> p.toFile().delete());
+    }
+    group.start(wiped);
+    awaitCommitted(wiped, acked);
+    acked.putAll(putMany(c, random, "b", 10));
+    awaitCommitted(wiped, acked);
+  }
 }
