@@ -58,6 +58,14 @@ final class LocalCommand implements Callable<Integer> {
   int port;
 
   @Option(
+      names = "--groups",
+      defaultValue = "1",
+      description =
+          "Master groups (default 1): the namespace is split by top-level name between them"
+              + " (docs/RESILIENCE.md, \"Master groups\"); group g's master listens on --port + g.")
+  int groups;
+
+  @Option(
       names = "--dir",
       defaultValue = "${sys:user.home}/.ferrite/local",
       description = "Data directory: secret, cluster file, journal, server ids, disk regions.")
@@ -179,6 +187,7 @@ final class LocalCommand implements Callable<Integer> {
           InProcessCluster.builder(cfg, creds)
               .fabrics(fabrics.factory(), fabricNames)
               .servers(servers)
+              .groups(groups)
               .masterSettings(Map.of(FerriteConfig.METRICS_PORT, Integer.toString(metricsPort)))
               .start();
     } catch (RuntimeException e) {
@@ -209,6 +218,9 @@ final class LocalCommand implements Callable<Integer> {
       out.println("ferrite local: cluster " + cfg.clusterId() + " in " + dir.toAbsolutePath());
       out.println("  sizing   " + size.why());
       out.println("  master   " + uri + "  (" + master.addresses().values() + ")");
+      for (int g = 1; g < cluster.groups(); g++) {
+        out.println("  group " + g + "  " + cluster.master(g).addresses().values());
+      }
       if (master.console() != null) {
         out.println("  console  " + master.ops().url());
       }

@@ -49,9 +49,47 @@ final class StatusCommand implements Callable<Integer> {
                 .session(false)
                 .clientName("ferrite-status")
                 .build())) {
-      ClusterStatus st = c.status();
       PrintWriter out = spec.commandLine().getOut();
-      out.println(json ? st.toJson() : st.format().stripTrailing());
+      int groups = c.groups().count();
+      if (groups == 1) {
+        ClusterStatus st = c.status();
+        out.println(json ? st.toJson() : st.format().stripTrailing());
+      } else {
+        // Several master groups: each group's own status (its members, capacity it hands out,
+        // its faces' counts), in group order; a group that does not answer says so.
+        StringBuilder js = new StringBuilder("{\"groups\":[");
+        for (int g = 0; g < groups; g++) {
+          String masters = String.join(",", c.groups().addresses(g));
+          String body;
+          try {
+            ClusterStatus st = c.groups().client(g).status();
+            body = json ? st.toJson() : st.format().stripTrailing();
+          } catch (RuntimeException e) {
+            body =
+                json
+                    ? "{\"error\":\""
+                        + e.getMessage().replace("\\", "\\\\").replace("\"", "\\\"")
+                        + "\"}"
+                    : "  unavailable: " + e.getMessage();
+          }
+          if (json) {
+            js.append(g == 0 ? "" : ",")
+                .append("{\"group\":")
+                .append(g)
+                .append(",\"masters\":\"")
+                .append(masters)
+                .append("\",\"status\":")
+                .append(body)
+                .append('}');
+          } else {
+            out.println("master group " + g + " (" + masters + ")");
+            out.println(body);
+          }
+        }
+        if (json) {
+          out.println(js.append("]}"));
+        }
+      }
       out.flush();
     } finally {
       fabrics.close();

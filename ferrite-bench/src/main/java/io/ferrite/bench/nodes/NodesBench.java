@@ -73,7 +73,8 @@ import java.util.stream.Stream;
  *   <li>{@code nodes.list.<n>.entries}: a container of 100 000 children listed, entries per second,
  *       beside one thread's lookups per second;
  *   <li>over tcp, the metadata plane with the journal fsynced, leased lookups and a fresh client
- *       process: {@link NodesMetadataBench}.
+ *       process: {@link NodesMetadataBench}; and metadata ops/s with 1 and 2 master groups: {@link
+ *       NodesGroupsBench}.
  * </ul>
  */
 public final class NodesBench {
@@ -193,6 +194,7 @@ public final class NodesBench {
         }
         if (o.fabrics().contains("tcp")) {
           NodesMetadataBench.run(report, plan, o, shmRoot, tcp, shm, progress);
+          NodesGroupsBench.run(report, o, shmRoot, tcp, shm, progress);
         }
       } finally {
         for (int i = running.size() - 1; i >= 0; i--) {
@@ -541,7 +543,7 @@ public final class NodesBench {
     return count.get();
   }
 
-  private static void deleteTree(Path dir) throws IOException {
+  static void deleteTree(Path dir) throws IOException {
     if (!Files.exists(dir)) {
       return;
     }

@@ -51,6 +51,19 @@ public final class Ferrite {
     return java.util.List.copyOf(out);
   }
 
+  /**
+   * Maps a cluster URI to what a memory server needs to reach every master of every group: each
+   * group's addresses joined by {@code ,}, the groups by {@code ;} ({@code
+   * tcp://a:7100,tcp://b:7101;tcp://c:7200}).
+   */
+  public static String clusterAddress(String uri) {
+    java.util.List<String> parts = new java.util.ArrayList<>();
+    for (java.util.List<String> g : groups(uri)) {
+      parts.add(String.join(",", g));
+    }
+    return String.join(GROUP_SEPARATOR, parts);
+  }
+
   /** Maps a cluster URI to the (first) master's fabric address. */
   public static String masterAddress(String uri) {
     return masterAddresses(uri).get(0);

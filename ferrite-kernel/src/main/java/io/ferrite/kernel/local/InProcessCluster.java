@@ -33,6 +33,10 @@ public final class InProcessCluster implements AutoCloseable {
   private final List<Fabric> owned;
   private final List<MemoryServer> servers = new ArrayList<>();
   private Master master;
+
+  /** The masters of groups 1.. (docs/RESILIENCE.md, "Master groups"); empty for one group. */
+  private final List<Master> groupMasters = new ArrayList<>();
+
   private Fabric masterFabric;
   private boolean closed;
 
@@ -59,9 +63,11 @@ public final class InProcessCluster implements AutoCloseable {
     private List<String> fabricNames = List.of("tcp", "shm");
     private List<Fabric> given;
     private List<String> masterFabrics;
-    private List<MasterExtension> extensions;
+    private java.util.function.Supplier<List<MasterExtension>> extensions;
+    private boolean sharedExtensions;
     private List<FerriteService> services = List.of();
     private Map<String, String> masterOnly = Map.of();
+    private int groups = 1;
 
     private Builder(FerriteConfig config, Credentials credentials) {
       this.config = Objects.requireNonNull(config, "config");
@@ -122,7 +128,16 @@ public final class InProcessCluster implements AutoCloseable {
 
     /** The master's extensions (default: those {@link java.util.ServiceLoader} finds). */
     public Builder extensions(List<MasterExtension> extensions) {
-      this.extensions = List.copyOf(extensions);
+      List<MasterExtension> fixed = List.copyOf(extensions);
+      this.extensions = () -> fixed;
+      this.sharedExtensions = true;
+      return this;
+    }
+
+    /** The extensions of each master, fresh instances per call (one call per master group). */
+    public Builder extensions(java.util.function.Supplier<List<MasterExtension>> extensions) {
+      this.extensions = Objects.requireNonNull(extensions, "extensions");
+      this.sharedExtensions = false;
       return this;
     }
 
@@ -135,6 +150,20 @@ public final class InProcessCluster implements AutoCloseable {
       return this;
     }
 
+    /**
+     * How many master groups (default 1), each one master over a journal of its own: group 0's in
+     * {@code <data.dir>/master}, group g's in {@code <data.dir>/group-<g>/master}, on {@code
+     * master.port + g} (any free port when master.port is 0), without metrics. Every server
+     * registers with each.
+     */
+    public Builder groups(int n) {
+      if (n < 1) {
+        throw new IllegalArgumentException("groups: " + n + " (expected: >= 1)");
+      }
+      this.groups = n;
+      return this;
+    }
+
     /** Services every server runs besides those {@link java.util.ServiceLoader} finds. */
     public Builder services(List<FerriteService> services) {
       this.services = List.copyOf(services);
@@ -143,6 +172,13 @@ public final class InProcessCluster implements AutoCloseable {
 
     /** Opens the fabrics, starts the master, then the servers one by one (each registered). */
     public InProcessCluster start() {
+      if (groups > 1 && sharedExtensions) {
+        throw new IllegalArgumentException(
+            "groups: "
+                + groups
+                + " with one list of extensions: each master needs instances of its own (pass a"
+                + " supplier)");
+      }
       List<Fabric> owned = new ArrayList<>();
       List<Fabric> all;
       if (given != null) {
@@ -162,6 +198,9 @@ public final class InProcessCluster implements AutoCloseable {
       InProcessCluster c = new InProcessCluster(config, all, owned);
       try {
         c.startMaster(masterFabrics != null ? masterFabrics : defaultMasterFabrics(all), this);
+        for (int g = 1; g < groups; g++) {
+          c.startGroup(g, masterFabrics != null ? masterFabrics : defaultMasterFabrics(all), this);
+        }
         for (int i = 1; i <= servers; i++) {
           c.servers.add(
               MemoryServer.start(
@@ -211,7 +250,41 @@ public final class InProcessCluster implements AutoCloseable {
     master =
         b.extensions == null
             ? Master.start(mc, b.credentials, served)
-            : Master.start(mc, b.credentials, served, b.extensions);
+            : Master.start(mc, b.credentials, served, b.extensions.get());
+  }
+
+  private void startGroup(int g, List<String> names, Builder b) {
+    List<Fabric> served = new ArrayList<>();
+    for (String n : names) {
+      // Not shm: its endpoint lives in the cluster's shm directory under one fixed name, which
+      // group 0's master holds; same-host clients reach the other groups over tcp.
+      if (!n.equals("shm")) {
+        served.add(fabric(n));
+      }
+    }
+    if (served.isEmpty()) {
+      throw new IllegalArgumentException("master group " + g + ": no fabric but shm to serve");
+    }
+    int port = config.masterPort();
+    FerriteConfig gc =
+        config
+            .with(FerriteConfig.DATA_DIR, config.dataDir().resolve("group-" + g).toString())
+            .with(FerriteConfig.MASTER_PORT, Integer.toString(port == 0 ? 0 : port + g))
+            .with(FerriteConfig.METRICS_PORT, "-1");
+    groupMasters.add(
+        b.extensions == null
+            ? Master.start(gc, b.credentials, served)
+            : Master.start(gc, b.credentials, served, b.extensions.get()));
+  }
+
+  /** The master of group {@code g} (0: {@link #master()}). */
+  public Master master(int g) {
+    return g == 0 ? master : groupMasters.get(g - 1);
+  }
+
+  /** How many master groups. */
+  public int groups() {
+    return groupMasters.size() + 1;
   }
 
   /** The configuration the master runs with (the servers', but for server.name). */
@@ -243,9 +316,16 @@ public final class InProcessCluster implements AutoCloseable {
             + ")");
   }
 
-  /** The master's address on its first fabric (tcp by default), as servers and clients use it. */
+  /**
+   * The master's address on its first fabric (tcp by default), as servers and clients use it; with
+   * several groups every group's, separated by {@code ;}.
+   */
   public String masterAddress() {
-    return master.addresses().get(masterFabric.name());
+    StringBuilder b = new StringBuilder(master.addresses().get(masterFabric.name()));
+    for (Master m : groupMasters) {
+      b.append(';').append(m.addresses().get(masterFabric.name()));
+    }
+    return b.toString();
   }
 
   /**
@@ -253,10 +333,15 @@ public final class InProcessCluster implements AutoCloseable {
    * tcp first, otherwise its address.
    */
   public String uri() {
-    String a = masterAddress();
-    return masterFabric.name().equals("tcp")
-        ? "ferrite://127.0.0.1:" + a.substring(a.lastIndexOf(':') + 1)
-        : a;
+    if (!masterFabric.name().equals("tcp")) {
+      return masterAddress();
+    }
+    StringBuilder b = new StringBuilder("ferrite://");
+    for (int g = 0; g < groups(); g++) {
+      String a = master(g).addresses().get("tcp");
+      b.append(g == 0 ? "" : ";").append("127.0.0.1:").append(a.substring(a.lastIndexOf(':') + 1));
+    }
+    return b.toString();
   }
 
   /** Writes a cluster file naming {@link #uri()}, the secret file and the TLS trust (or null). */
@@ -279,6 +364,9 @@ public final class InProcessCluster implements AutoCloseable {
     closed = true;
     for (int i = servers.size() - 1; i >= 0; i--) {
       closeQuietly(servers.get(i), failure);
+    }
+    for (int g = groupMasters.size() - 1; g >= 0; g--) {
+      closeQuietly(groupMasters.get(g), failure);
     }
     if (master != null) {
       closeQuietly(master, failure);

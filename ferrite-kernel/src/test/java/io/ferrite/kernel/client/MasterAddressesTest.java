@@ -44,6 +44,9 @@ class MasterAddressesTest {
         List.of(List.of("local://node-0-1"), List.of("local://node-0-2")),
         Ferrite.groups("local://node-0-1;local://node-0-2"));
     assertEquals(List.of(List.of("tcp://h:7100")), Ferrite.groups("ferrite://h"));
+    assertEquals(
+        "tcp://a:7100,tcp://b:7101;tcp://c:7200",
+        Ferrite.clusterAddress("ferrite://a,b:7101;c:7200"));
     // Everything that takes one group reads the first one.
     assertEquals(
         List.of("tcp://a:7100", "tcp://b:7101"), Ferrite.masterAddresses("ferrite://a,b:7101;c"));

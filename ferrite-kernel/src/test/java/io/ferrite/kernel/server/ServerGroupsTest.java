@@ -1,7 +1,6 @@
 package io.ferrite.kernel.server;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
-import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.ferrite.fabric.Credentials;
