@@ -145,6 +145,28 @@ public final class Nodes {
     return n;
   }
 
+  /**
+   * The Nodes of the group that holds {@code n}: by its path, which a lookup gives in full. A node
+   * id means something only in its group (each group numbers its own nodes), so with several groups
+   * a NodeInfo that names a child only ({@link #list} gives those) is refused rather than guessed.
+   */
+  private Nodes forNode(NodeInfo n) {
+    if (byGroup.length == 1) {
+      return this;
+    }
+    if (!n.path().startsWith("/")) {
+      throw new NodesException(
+          NodesException.Reason.INVALID_ARGUMENT,
+          "node '"
+              + n.path()
+              + "' (id "
+              + n.id()
+              + ") names a child only, as list() gives it: with several master groups a node id"
+              + " means something only in its group, so open it by its full path");
+    }
+    return at(n.path(), false);
+  }
+
   /** How many master groups this client spreads its names over (1: one group). */
   public int groupCount() {
     return byGroup.length;
@@ -622,7 +644,7 @@ public final class Nodes {
    * blockSize())}.
    */
   public List<BlockRef> blocks(NodeInfo node, int first, int count) {
-    Nodes g = node.path().startsWith("/") ? at(node.path(), false) : this;
+    Nodes g = forNode(node);
     if (g != this) {
       return g.blocks(node, first, count);
     }
@@ -723,7 +745,7 @@ public final class Nodes {
   }
 
   public NodeReader open(NodeInfo n) {
-    Nodes g = n.path().startsWith("/") ? at(n.path(), false) : this;
+    Nodes g = forNode(n);
     if (g != this) {
       return g.open(n);
     }
@@ -914,8 +936,26 @@ public final class Nodes {
    */
   public record LostSummary(long nodes, long bytes, long blocks, List<String> paths) {}
 
-  /** Asks the master what it marked lost (one RPC; with several groups, group 0's). */
+  /** Asks the master what it marked lost (one RPC; with several groups, one per group, summed). */
   public LostSummary lostSummary() {
+    if (byGroup.length > 1) {
+      long nodes = 0;
+      long bytes = 0;
+      long blocks = 0;
+      List<String> paths = new ArrayList<>();
+      for (int g = 0; g < byGroup.length; g++) {
+        LostSummary one = g == 0 ? lostSummaryHere() : group(g).lostSummary();
+        nodes += one.nodes();
+        bytes += one.bytes();
+        blocks += one.blocks();
+        paths.addAll(one.paths());
+      }
+      return new LostSummary(nodes, bytes, blocks, List.copyOf(paths));
+    }
+    return lostSummaryHere();
+  }
+
+  private LostSummary lostSummaryHere() {
     ByteBuffer b = join(call(NodesProtocol.LOST_SUMMARY, new Wire.Writer()));
     Wire.Reader r = new Wire.Reader(b, "lost summary");
     long nodes = r.i64("nodes");

@@ -148,6 +148,11 @@ class NodesGroupsTest {
       // The blocks came from the group that owns the name.
       assertEquals(i % 2 == 0 ? 0 : 1, nodes.groupOf(f));
     }
+    // A child's NodeInfo from list() has no group in it: refused, never read from another group.
+    NodeInfo child = nodes.list("/" + names.get(1) + "/d").iterator().next();
+    assertEquals("f", child.path());
+    NodesException e = assertThrows(NodesException.class, () -> nodes.open(child));
+    assertEquals(NodesException.Reason.INVALID_ARGUMENT, e.reason());
     for (String name : names) {
       assertEquals(3, nodes.remove("/" + name, true));
       assertFalse(nodes.exists("/" + name));
