@@ -21,7 +21,10 @@ import java.util.TreeMap;
  * groups by region: a block-pool region is given to group {@code regionId mod groups} when it is
  * first seen, and keeps that group for its life, recorded in {@code <data.dir>/<name>/groups}, so
  * adding a group to the URI later moves no region that holds blocks (a group that lost a region it
- * had would declare its blocks lost). Service regions (kv shards: the faces whose metadata stays in
+ * had would declare its blocks lost). A region made anew at a start (a clean stop or a reboot
+ * deletes the DRAM region files: the old group declares the old one lost whatever happens) is new
+ * memory and is given by its id again, so a group added to the URI gets its share of the DRAM of
+ * the servers restarted with it. Service regions (kv shards: the faces whose metadata stays in
  * group 0) are always group 0's.
  *
  * <p>Cost: a pool region is one group's, so a server with fewer pool regions than groups leaves a
@@ -52,6 +55,18 @@ final class RegionGroups {
         byRegion.clear();
       }
     }
+  }
+
+  /**
+   * At start, once the surviving region files are re-opened: forgets the groups of regions that are
+   * not among {@code survived} (their memory is gone; the same ids made anew are new memory).
+   */
+  synchronized void keepOnly(Collection<RegionInfo> survived) {
+    Set<Integer> ids = new HashSet<>();
+    for (RegionInfo r : survived) {
+      ids.add(r.ref().regionId());
+    }
+    byRegion.keySet().retainAll(ids);
   }
 
   int count() {

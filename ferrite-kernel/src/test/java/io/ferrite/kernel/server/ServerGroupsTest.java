@@ -185,6 +185,9 @@ class ServerGroupsTest {
       assertEquals(e.getValue(), after.get(e.getKey()), "disk region " + e.getKey() + " moved");
     }
     assertTrue(after.size() >= 8, "every region registered somewhere: " + after);
+    // The DRAM regions were made anew (a clean stop deletes them): new memory, spread over all
+    // three groups by id, so the added group gets its share.
+    assertTrue(after.containsValue(2), "the added group got no region: " + after);
   }
 
   private boolean isDisk(int serverId, int regionId) {
