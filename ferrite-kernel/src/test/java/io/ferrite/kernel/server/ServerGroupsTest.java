@@ -200,4 +200,28 @@ class ServerGroupsTest {
     }
     return false;
   }
+
+  private static RegionInfo pool(int id) {
+    return new RegionInfo(new io.ferrite.fabric.RegionRef(1, id, 42, 1 << 18), "dram", "");
+  }
+
+  @Test
+  void aRegionMadeAnewWithARecordedIdIsGivenByItsIdAgain() throws Exception {
+    Path serverDir = java.nio.file.Files.createDirectories(dir.resolve("unit"));
+    RegionGroups two = new RegionGroups(serverDir, 2);
+    two.sync(List.of(pool(4), pool(5), pool(6)));
+    assertEquals(0, two.groupOf(pool(4)));
+    assertEquals(1, two.groupOf(pool(5)));
+    // Restarted with three groups: region 5 survived (kept: group 1), 4 and 6 were made anew.
+    RegionGroups three = new RegionGroups(serverDir, 3);
+    three.keepOnly(List.of(pool(5)));
+    assertEquals(1, three.groupOf(pool(5)));
+    assertEquals(1, three.groupOf(pool(4)), "4 mod 3");
+    assertEquals(0, three.groupOf(pool(6)), "6 mod 3");
+    // A service region is always group 0's.
+    assertEquals(
+        0,
+        three.groupOf(
+            new RegionInfo(new io.ferrite.fabric.RegionRef(1, 7, 42, 1 << 18), "dram", "kv")));
+  }
 }
