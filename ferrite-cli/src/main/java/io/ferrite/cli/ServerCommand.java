@@ -130,7 +130,15 @@ final class ServerCommand implements Callable<Integer> {
           .log(System.Logger.Level.WARNING, "no client.secret written: {0}", e.getMessage());
     }
     Credentials creds = new Credentials(cfg.clusterId(), root);
-    String masterAddress = master != null ? Ferrite.masterAddress(master) : cfg.masterTcpAddress();
+    // A master group's URI names every master: the server follows the leader among them.
+    String masterAddress =
+        master != null
+            ? String.join(",", Ferrite.masterAddresses(master))
+            : cfg.masterPeers().isEmpty()
+                ? cfg.masterTcpAddress()
+                : String.join(
+                    ",",
+                    cfg.masterPeers().stream().map(FerriteConfig.MasterPeer::tcpAddress).toList());
     List<String> names = cfg.serverFabrics();
     String scheme = masterAddress.substring(0, masterAddress.indexOf("://"));
     if (!names.contains(scheme)) {

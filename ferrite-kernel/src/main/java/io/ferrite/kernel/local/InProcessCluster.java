@@ -33,6 +33,10 @@ public final class InProcessCluster implements AutoCloseable {
   private final List<Fabric> owned;
   private final List<MemoryServer> servers = new ArrayList<>();
   private Master master;
+
+  /** A master group's members, in master.id order (empty: one master, {@link #master}). */
+  private final List<Master> group = new ArrayList<>();
+
   private Fabric masterFabric;
   private boolean closed;
 
@@ -62,6 +66,7 @@ public final class InProcessCluster implements AutoCloseable {
     private List<MasterExtension> extensions;
     private List<FerriteService> services = List.of();
     private Map<String, String> masterOnly = Map.of();
+    private int masters = 1;
 
     private Builder(FerriteConfig config, Credentials credentials) {
       this.config = Objects.requireNonNull(config, "config");
@@ -117,6 +122,20 @@ public final class InProcessCluster implements AutoCloseable {
      */
     public Builder masterFabrics(List<String> names) {
       this.masterFabrics = List.copyOf(names);
+      return this;
+    }
+
+    /**
+     * A master group of {@code n} (1: a single master, the default; 3 or 5 for a Raft group that
+     * survives 1 or 2 failures): master i (from 1) serves tcp at {@code master.port + i - 1}, talks
+     * Raft at {@code master.port + 100 + i - 1}, and keeps its data in {@code
+     * <data.dir>/masters/i}. The extensions are those {@link java.util.ServiceLoader} finds.
+     */
+    public Builder masters(int n) {
+      if (n < 1 || n > 9) {
+        throw new IllegalArgumentException("masters: " + n + " (expected: 1 to 9; 3 survives 1)");
+      }
+      this.masters = n;
       return this;
     }
 
@@ -208,10 +227,40 @@ public final class InProcessCluster implements AutoCloseable {
     for (Map.Entry<String, String> e : b.masterOnly.entrySet()) {
       mc = mc.with(e.getKey(), e.getValue());
     }
-    master =
-        b.extensions == null
-            ? Master.start(mc, b.credentials, served)
-            : Master.start(mc, b.credentials, served, b.extensions);
+    if (b.masters == 1) {
+      master =
+          b.extensions == null
+              ? Master.start(mc, b.credentials, served)
+              : Master.start(mc, b.credentials, served, b.extensions);
+      return;
+    }
+    if (b.extensions != null) {
+      throw new IllegalArgumentException(
+          "a master group makes its extensions itself (ServiceLoader): no extensions(...)");
+    }
+    int base = mc.masterPort();
+    if (base == 0) {
+      throw new IllegalArgumentException(
+          "a master group needs a fixed master.port (master i serves port + i - 1)");
+    }
+    List<String> peers = new ArrayList<>();
+    for (int i = 0; i < b.masters; i++) {
+      peers.add(mc.masterHost() + ":" + (base + i) + ":" + (base + 100 + i));
+    }
+    for (int i = 1; i <= b.masters; i++) {
+      FerriteConfig one =
+          mc.with(FerriteConfig.MASTER_PEERS, String.join(",", peers))
+              .with(FerriteConfig.MASTER_ID, String.valueOf(i))
+              .with(FerriteConfig.MASTER_PORT, String.valueOf(base + i - 1))
+              .with(
+                  FerriteConfig.DATA_DIR,
+                  mc.dataDir().resolve("masters").resolve(String.valueOf(i)).toString());
+      if (i > 1) {
+        one = one.with(FerriteConfig.METRICS_PORT, "-1"); // one console: the first master's
+      }
+      group.add(Master.start(one, b.credentials, served));
+    }
+    master = group.get(0);
   }
 
   /** The configuration the master runs with (the servers', but for server.name). */
@@ -219,8 +268,34 @@ public final class InProcessCluster implements AutoCloseable {
     return config;
   }
 
+  /**
+   * The master; of a group, the one serving as leader now (waiting up to 30 s for an election, else
+   * the first).
+   */
   public Master master() {
+    if (group.isEmpty()) {
+      return master;
+    }
+    long until = System.nanoTime() + 30_000_000_000L;
+    while (System.nanoTime() < until) {
+      for (Master m : group) {
+        if (m.role().equals("leader")) {
+          return m;
+        }
+      }
+      try {
+        Thread.sleep(20);
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
+        break;
+      }
+    }
     return master;
+  }
+
+  /** Every master: the group's members in master.id order, or the single master. */
+  public List<Master> masters() {
+    return group.isEmpty() ? List.of(master) : Collections.unmodifiableList(group);
   }
 
   /** The servers, in start order. */
@@ -245,7 +320,11 @@ public final class InProcessCluster implements AutoCloseable {
 
   /** The master's address on its first fabric (tcp by default), as servers and clients use it. */
   public String masterAddress() {
-    return master.addresses().get(masterFabric.name());
+    List<String> all = new ArrayList<>();
+    for (Master m : masters()) {
+      all.add(m.addresses().get(masterFabric.name()));
+    }
+    return String.join(",", all);
   }
 
   /**
@@ -253,10 +332,15 @@ public final class InProcessCluster implements AutoCloseable {
    * tcp first, otherwise its address.
    */
   public String uri() {
-    String a = masterAddress();
-    return masterFabric.name().equals("tcp")
-        ? "ferrite://127.0.0.1:" + a.substring(a.lastIndexOf(':') + 1)
-        : a;
+    if (!masterFabric.name().equals("tcp")) {
+      return masterAddress();
+    }
+    List<String> ports = new ArrayList<>();
+    for (Master m : masters()) {
+      String a = m.addresses().get("tcp");
+      ports.add("127.0.0.1:" + a.substring(a.lastIndexOf(':') + 1));
+    }
+    return "ferrite://" + String.join(",", ports);
   }
 
   /** Writes a cluster file naming {@link #uri()}, the secret file and the TLS trust (or null). */
@@ -280,8 +364,11 @@ public final class InProcessCluster implements AutoCloseable {
     for (int i = servers.size() - 1; i >= 0; i--) {
       closeQuietly(servers.get(i), failure);
     }
-    if (master != null) {
+    if (group.isEmpty() && master != null) {
       closeQuietly(master, failure);
+    }
+    for (int i = group.size() - 1; i >= 0; i--) {
+      closeQuietly(group.get(i), failure);
     }
     closeFabrics(owned, failure);
   }

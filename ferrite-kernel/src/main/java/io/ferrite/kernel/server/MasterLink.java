@@ -162,7 +162,11 @@ final class MasterLink implements AutoCloseable {
         last =
             new FerriteException(
                 ErrorCode.NOT_LEADER,
-                "the master at " + a + " is a " + info.roleName() + "; leader: " + leader);
+                "the master at "
+                    + a
+                    + " is a "
+                    + info.roleName()
+                    + (leader.isEmpty() ? " (no leader known)" : "; leader: " + leader));
       } catch (FerriteException e) {
         c.close();
         last = e;
