@@ -217,6 +217,10 @@ class MasterGroupKillTest extends ProcessClusterTest {
     await(killAt + " acknowledged allocations", () -> acks.get() >= killAt ? Boolean.TRUE : null);
     killedAt.set(System.nanoTime());
     masters[first].destroyForcibly().waitFor(); // SIGKILL the leader, mid-stream
+    Integer elected = await("a new leader", () -> leader(tcp));
+    long electedAt = System.nanoTime();
+    await("the server ALIVE on the new leader", () -> serverAlive() ? Boolean.TRUE : null);
+    long aliveAt = System.nanoTime();
     await("100 acknowledgements after the kill", () -> acksAfterKill.get() >= 100 ? 1 : null);
     stop.set(true);
     for (Thread w : writers) {
@@ -226,9 +230,13 @@ class MasterGroupKillTest extends ProcessClusterTest {
     assertEquals(List.of(), unexpected);
     System.out.printf(
         Locale.ROOT,
-        "master group: %d acknowledged before the kill, first write %.0f ms after the leader's"
-            + " SIGKILL%n",
+        "master group: %d acknowledged before the kill; after the leader's SIGKILL: master %d"
+            + " serving as leader at %.0f ms, the server ALIVE there at %.0f ms, first write at"
+            + " %.0f ms%n",
         killAt,
+        elected,
+        (electedAt - killedAt.get()) / 1e6,
+        (aliveAt - killedAt.get()) / 1e6,
         (firstAckAfterKill.get() - killedAt.get()) / 1e6);
 
     int next = await("a new leader", () -> leader(tcp));
