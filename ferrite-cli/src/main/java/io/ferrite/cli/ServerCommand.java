@@ -132,7 +132,14 @@ final class ServerCommand implements Callable<Integer> {
     Credentials creds = new Credentials(cfg.clusterId(), root);
     // Every master of every group (docs/RESILIENCE.md, "Master groups"): the server registers with
     // each group and follows each group's leader.
-    String masterAddress = master != null ? Ferrite.clusterAddress(master) : cfg.masterTcpAddress();
+    String masterAddress =
+        master != null
+            ? Ferrite.clusterAddress(master)
+            : cfg.masterPeers().isEmpty()
+                ? cfg.masterTcpAddress()
+                : String.join(
+                    ",",
+                    cfg.masterPeers().stream().map(FerriteConfig.MasterPeer::tcpAddress).toList());
     List<String> names = cfg.serverFabrics();
     String scheme = masterAddress.substring(0, masterAddress.indexOf("://"));
     if (!names.contains(scheme)) {

@@ -193,8 +193,14 @@ final class Connections implements AutoCloseable {
         c.close();
         String leader = info.leader();
         if (!leader.isEmpty() && !leader.equals(a)) {
-          order.remove(leader);
-          order.add(i + 1, leader); // the leader it names, next
+          int at = order.indexOf(leader);
+          if (at > i) {
+            order.remove(at); // not tried yet: next instead
+          }
+          if (at > i || at < 0 || order.size() <= 2 * masterAddresses.size()) {
+            // Next; a leader tried already is tried once more (it may have just won), boundedly.
+            order.add(i + 1, leader);
+          }
         }
         last =
             new FerriteException(

@@ -430,6 +430,7 @@ public final class Master implements AutoCloseable {
       w.i64(group.term());
       w.str(group.leaderAddress());
       w.i32(cfg.masterId());
+      w.i64(group.appliedIndex());
     }
     return java.util.concurrent.CompletableFuture.completedFuture(w.toBuffer());
   }

@@ -76,7 +76,7 @@ final class MasterGroup implements AutoCloseable {
   private final Supplier<MasterState> fresh;
   private final SecureRandom random = new SecureRandom();
   private final Object wake = new Object();
-  private RaftServer server;
+  private volatile RaftServer server;
   private Thread watcher;
   private volatile boolean closed;
   private boolean woken;
@@ -192,7 +192,12 @@ final class MasterGroup implements AutoCloseable {
   }
 
   private DivisionInfo info() throws IOException {
-    return server.getDivision(groupId).getInfo();
+    RaftServer s = server;
+    if (s == null) {
+      // The endpoints serve (MASTER_INFO, NOT_LEADER) from just before the Raft server starts.
+      throw new IOException("the Raft server is starting");
+    }
+    return s.getDivision(groupId).getInfo();
   }
 
   /** One look at the Raft role: retire a core that may no longer serve, build one if leading. */

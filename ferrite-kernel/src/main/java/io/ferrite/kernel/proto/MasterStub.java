@@ -193,7 +193,8 @@ public final class MasterStub {
    * What MASTER_INFO says: the host identity and address per fabric; for a member of a master group
    * also its role ({@link #ROLE_LEADER}, {@link #ROLE_FOLLOWER}, {@link #ROLE_CANDIDATE}; a single
    * master: {@link #ROLE_SINGLE}), the Raft term, the leader's client address ("" if unknown) and
-   * its place in the group (0 for a single master).
+   * its place in the group (0 for a single master) and the Raft log index its committed state holds
+   * (how far it caught up).
    */
   public record MasterInfo(
       String hostId,
@@ -201,9 +202,10 @@ public final class MasterStub {
       int role,
       long term,
       String leader,
-      int memberId) {
+      int memberId,
+      long appliedIndex) {
     public MasterInfo(String hostId, Map<String, String> addresses) {
-      this(hostId, addresses, ROLE_SINGLE, 0, "", 0);
+      this(hostId, addresses, ROLE_SINGLE, 0, "", 0, 0);
     }
 
     /** "single", "leader", "follower" or "candidate". */
@@ -257,8 +259,9 @@ public final class MasterStub {
     long term = r.i64("term");
     String leader = r.str("leader");
     int member = r.i32("memberId");
+    long applied = r.i64("appliedIndex");
     r.end();
-    return new MasterInfo(host, addresses, role, term, leader, member);
+    return new MasterInfo(host, addresses, role, term, leader, member, applied);
   }
 
   public ClusterStatus status() {

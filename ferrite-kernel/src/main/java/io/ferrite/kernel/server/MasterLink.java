@@ -156,13 +156,23 @@ final class MasterLink implements AutoCloseable {
         c.close();
         String leader = info.leader();
         if (!leader.isEmpty() && !leader.equals(a)) {
-          order.remove(leader);
-          order.add(i + 1, leader);
+          int at = order.indexOf(leader);
+          if (at > i) {
+            order.remove(at); // not tried yet: next instead
+          }
+          if (at > i || at < 0 || order.size() <= 2 * all.size()) {
+            // Next; a leader tried already is tried once more (it may have just won), boundedly.
+            order.add(i + 1, leader);
+          }
         }
         last =
             new FerriteException(
                 ErrorCode.NOT_LEADER,
-                "the master at " + a + " is a " + info.roleName() + "; leader: " + leader);
+                "the master at "
+                    + a
+                    + " is a "
+                    + info.roleName()
+                    + (leader.isEmpty() ? " (no leader known)" : "; leader: " + leader));
       } catch (FerriteException e) {
         c.close();
         last = e;
@@ -171,6 +181,11 @@ final class MasterLink implements AutoCloseable {
     throw last != null
         ? last
         : new FerriteException(ErrorCode.UNAVAILABLE, "no master at " + address.get());
+  }
+
+  /** True if the master address names a group (several masters). */
+  private boolean group() {
+    return address.get().indexOf(',') >= 0;
   }
 
   /** Notes the leader a NOT_LEADER answer names, for the next connect. */
@@ -243,7 +258,13 @@ final class MasterLink implements AutoCloseable {
           sleep(NOT_LEADER_PAUSE_MILLIS);
         } else if (e.code() != ErrorCode.NOT_FOUND) {
           drop();
-          pause(pauses);
+          if (group()) {
+            // A group: another master takes over within an election; ask again soon rather
+            // than after the doubling backoff (up to 2 s) a lone master's restart warrants.
+            sleep(2 * NOT_LEADER_PAUSE_MILLIS);
+          } else {
+            pause(pauses);
+          }
         }
         if (!warned) {
           LOG.log(
