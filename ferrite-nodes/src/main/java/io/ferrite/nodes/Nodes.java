@@ -65,18 +65,18 @@ public final class Nodes {
   /**
    * The cluster's master groups (docs/RESILIENCE.md, "Master groups"): a path's group is its
    * top-level name's, and {@link #byGroup} holds a Nodes over each group's client, made on first
-   * use ({@code byGroup[0]} is this one). Every public operation on a path first asks {@link #at}
-   * which Nodes serves it: this one with one group (no cost but a length check), and for group 0.
+   * use (group 0's is this one). Every public operation on a path first asks {@link #at} which
+   * Nodes serves it: this one with one group (no cost but a length check), and for group 0.
    */
   private final io.ferrite.kernel.client.MasterGroups groups;
 
-  private final Nodes[] byGroup;
+  private final java.util.concurrent.atomic.AtomicReferenceArray<Nodes> byGroup;
 
   public Nodes(FerriteClient client) {
     this.client = client;
     this.groups = client.groups();
-    this.byGroup = new Nodes[groups.count()];
-    this.byGroup[0] = this;
+    this.byGroup = new java.util.concurrent.atomic.AtomicReferenceArray<>(groups.count());
+    this.byGroup.set(0, this);
     io.ferrite.kernel.ops.FaceMeters meters =
         io.ferrite.kernel.ops.FaceMeters.of(client.options().metrics(), "nodes");
     this.metLookup = meters.op("lookup");
@@ -104,7 +104,7 @@ public final class Nodes {
    * answered by group 0, which does not have it either). The root itself is group 0's.
    */
   private Nodes at(String path, boolean place) {
-    if (byGroup.length == 1) {
+    if (byGroup.length() == 1) {
       return this;
     }
     List<String> comps = NodePath.parse(path);
@@ -128,17 +128,17 @@ public final class Nodes {
 
   /** The Nodes of master group {@code g}, made (with that group's session) on first use. */
   private Nodes group(int g) {
-    Nodes n = byGroup[g];
+    Nodes n = byGroup.get(g);
     if (n == null) {
       synchronized (byGroup) {
-        n = byGroup[g];
+        n = byGroup.get(g);
         if (n == null) {
           try {
             n = new Nodes(groups.client(g));
           } catch (RuntimeException e) {
             throw NodesException.from(e);
           }
-          byGroup[g] = n;
+          byGroup.set(g, n);
         }
       }
     }
@@ -151,7 +151,7 @@ public final class Nodes {
    * a NodeInfo that names a child only ({@link #list} gives those) is refused rather than guessed.
    */
   private Nodes forNode(NodeInfo n) {
-    if (byGroup.length == 1) {
+    if (byGroup.length() == 1) {
       return this;
     }
     if (!n.path().startsWith("/")) {
@@ -169,13 +169,13 @@ public final class Nodes {
 
   /** How many master groups this client spreads its names over (1: one group). */
   public int groupCount() {
-    return byGroup.length;
+    return byGroup.length();
   }
 
   /** The master group that holds {@code path} (0 for a name never placed, and for the root). */
   public int groupOf(String path) {
     List<String> comps = NodePath.parse(path);
-    return byGroup.length == 1 || comps.isEmpty() ? 0 : top(comps.get(0), false);
+    return byGroup.length() == 1 || comps.isEmpty() ? 0 : top(comps.get(0), false);
   }
 
   /**
@@ -477,7 +477,7 @@ public final class Nodes {
   public CompletableFuture<NodeInfo> moveAsync(String src, String dst) {
     NodePath.check(src);
     NodePath.check(dst);
-    if (byGroup.length > 1) {
+    if (byGroup.length() > 1) {
       List<String> s = NodePath.parse(src);
       List<String> d = NodePath.parse(dst);
       int from = s.isEmpty() ? 0 : top(s.get(0), false);
@@ -527,7 +527,7 @@ public final class Nodes {
       return g.listPageAsync(path, after, max, withBlocks);
     }
     NodePath.check(path);
-    if (byGroup.length > 1 && NodePath.parse(path).isEmpty()) {
+    if (byGroup.length() > 1 && NodePath.parse(path).isEmpty()) {
       return rootPage(after, max, withBlocks);
     }
     return call(
@@ -544,7 +544,7 @@ public final class Nodes {
   private CompletableFuture<NodesProtocol.Page> rootPage(
       String after, int max, boolean withBlocks) {
     List<CompletableFuture<NodesProtocol.Page>> pages = new ArrayList<>();
-    for (int i = 0; i < byGroup.length; i++) {
+    for (int i = 0; i < byGroup.length(); i++) {
       Nodes n = group(i);
       pages.add(
           n.call(
@@ -938,12 +938,12 @@ public final class Nodes {
 
   /** Asks the master what it marked lost (one RPC; with several groups, one per group, summed). */
   public LostSummary lostSummary() {
-    if (byGroup.length > 1) {
+    if (byGroup.length() > 1) {
       long nodes = 0;
       long bytes = 0;
       long blocks = 0;
       List<String> paths = new ArrayList<>();
-      for (int g = 0; g < byGroup.length; g++) {
+      for (int g = 0; g < byGroup.length(); g++) {
         LostSummary one = g == 0 ? lostSummaryHere() : group(g).lostSummary();
         nodes += one.nodes();
         bytes += one.bytes();

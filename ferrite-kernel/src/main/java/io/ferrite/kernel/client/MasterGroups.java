@@ -26,9 +26,15 @@ public final class MasterGroups implements AutoCloseable {
   private final FerriteClient first;
   private final List<List<String>> addresses;
   private final ClientOptions options;
-  private final FerriteClient[] clients;
+
+  /** Group g's client once opened; published by the array's volatile set, read without a lock. */
+  private final java.util.concurrent.atomic.AtomicReferenceArray<FerriteClient> clients;
+
   private final Map<String, Integer> placed = new ConcurrentHashMap<>();
-  private volatile boolean closed;
+  private final Object opening = new Object();
+
+  /** Guarded by {@link #opening}. */
+  private boolean closed;
 
   /** One group: {@code only}. */
   MasterGroups(FerriteClient only) {
@@ -39,13 +45,13 @@ public final class MasterGroups implements AutoCloseable {
     this.first = first;
     this.addresses = List.copyOf(addresses);
     this.options = options;
-    this.clients = new FerriteClient[addresses.size()];
-    this.clients[0] = first;
+    this.clients = new java.util.concurrent.atomic.AtomicReferenceArray<>(addresses.size());
+    this.clients.set(0, first);
   }
 
   /** How many groups this client knows (its URI names). */
   public int count() {
-    return clients.length;
+    return clients.length();
   }
 
   /** The masters' addresses of {@code group} (empty for a client of one group). */
@@ -61,20 +67,21 @@ public final class MasterGroups implements AutoCloseable {
    */
   public FerriteClient client(int group) {
     check(group);
-    FerriteClient c = clients[group];
+    FerriteClient c = clients.get(group);
     if (c != null) {
       return c;
     }
-    synchronized (clients) {
+    synchronized (opening) {
       if (closed) {
         throw new FerriteException(ErrorCode.UNAVAILABLE, "client is closed");
       }
-      c = clients[group];
+      c = clients.get(group);
       if (c == null) {
         // Under the lock: one session per group, not one per racing caller. A connect waits here
-        // for the group's master; callers of groups already open never take this lock.
+        // for the group's master (once per group per client); callers of groups already open
+        // never take this lock.
         c = FerriteClient.open(String.join(",", addresses.get(group)), options);
-        clients[group] = c;
+        clients.set(group, c);
       }
       return c;
     }
@@ -85,7 +92,7 @@ public final class MasterGroups implements AutoCloseable {
    * exists in no group). Asks group 0 only on the first call for a placed name.
    */
   public int find(String kind, String name) {
-    if (clients.length == 1) {
+    if (clients.length() == 1) {
       return 0;
     }
     String key = PlacementProtocol.key(kind, name);
@@ -110,7 +117,7 @@ public final class MasterGroups implements AutoCloseable {
    * name placed before stays where it is, whatever {@code preferred} says.
    */
   public int place(String kind, String name, int preferred) {
-    if (clients.length == 1) {
+    if (clients.length() == 1) {
       return 0;
     }
     String key = PlacementProtocol.key(kind, name);
@@ -122,7 +129,7 @@ public final class MasterGroups implements AutoCloseable {
         first.callMasterSync(
             PlacementProtocol.SERVICE,
             PlacementProtocol.PLACE,
-            new Wire.Writer().str(key).i32(clients.length).i32(preferred).toBuffer());
+            new Wire.Writer().str(key).i32(clients.length()).i32(preferred).toBuffer());
     Wire.Reader r = new Wire.Reader(b, "placement");
     int group = r.i32("group");
     r.end();
@@ -130,7 +137,7 @@ public final class MasterGroups implements AutoCloseable {
   }
 
   private int keep(String key, int group) {
-    if (group >= clients.length) {
+    if (group >= clients.length()) {
       // Placed by a client that knows more groups: this one's URI is behind the cluster's.
       throw new FerriteException(
           ErrorCode.INVALID_ARGUMENT,
@@ -139,7 +146,7 @@ public final class MasterGroups implements AutoCloseable {
               + "' lives in master group "
               + group
               + ", but this client's cluster URI names "
-              + clients.length
+              + clients.length()
               + " group(s): add the cluster's new groups at the end of its URI");
     }
     placed.put(key, group);
@@ -147,10 +154,10 @@ public final class MasterGroups implements AutoCloseable {
   }
 
   private int check(int group) {
-    if (group < 0 || group >= clients.length) {
+    if (group < 0 || group >= clients.length()) {
       throw new FerriteException(
           ErrorCode.INVALID_ARGUMENT,
-          "master group " + group + " (expected: >= 0 and < " + clients.length + ")");
+          "master group " + group + " (expected: >= 0 and < " + clients.length() + ")");
     }
     return group;
   }
@@ -158,11 +165,12 @@ public final class MasterGroups implements AutoCloseable {
   /** Closes the clients this opened (every group's but group 0's). */
   @Override
   public void close() {
-    synchronized (clients) {
+    synchronized (opening) {
       closed = true;
-      for (int g = 1; g < clients.length; g++) {
-        if (clients[g] != null) {
-          clients[g].close();
+      for (int g = 1; g < clients.length(); g++) {
+        FerriteClient c = clients.get(g);
+        if (c != null) {
+          c.close();
         }
       }
     }
