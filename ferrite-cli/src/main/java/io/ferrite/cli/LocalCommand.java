@@ -45,8 +45,8 @@ import picocli.CommandLine.Spec;
       "  ferrite local",
       "  ferrite local --dram 1g --disk 4g --port 7200   # sizes of your choosing",
       "  ferrite local --exit-after-check     # smoke test: exit status 0 if all passed",
-      "  ferrite local --masters 3            # a master group (Raft) on ports 7100-7102;",
-      "                                       # stop the leader and see another take over",
+      "  ferrite local --masters 3            # a master group (Raft) on ports",
+      "                                       # 7100-7102: clients follow its leader",
       "  ferrite local --tls                  # TLS on tcp, self-signed pair in",
       "                                       # <dir>/tls"
     })

@@ -46,12 +46,13 @@ import picocli.CommandLine.Spec;
       "  ferrite master --dead-timeout 5s --lease 30s --set journal.fsync=true",
       "  ferrite master --dir /var/lib/ferrite --repair-journal",
       "",
-      "  A group of 3 (one line per host; the same --peers everywhere, the same secret file):",
-      "  ferrite master --peers 10.0.0.1:7100:7200,10.0.0.2:7100:7200,10.0.0.3:7100:7200 --id 1"
-          + " --host 0.0.0.0",
-      "  ferrite master --peers 10.0.0.1:7100:7200,10.0.0.2:7100:7200,10.0.0.3:7100:7200 --id 2"
-          + " --host 0.0.0.0 --secret-file /etc/ferrite/secret",
-      "  ferrite server --master ferrite://10.0.0.1:7100,10.0.0.2:7100,10.0.0.3:7100",
+      "  # A group of 3: one per host, the same --peers and secret file on each",
+      "  P=10.0.0.1:7100:7200,10.0.0.2:7100:7200,10.0.0.3:7100:7200",
+      "  ferrite master --peers $P --id 1 --host 0.0.0.0     # on 10.0.0.1",
+      "  ferrite master --peers $P --id 2 --host 0.0.0.0 \\",
+      "      --secret-file /etc/ferrite/secret               # on 10.0.0.2, ...",
+      "  ferrite server --master \\",
+      "      ferrite://10.0.0.1:7100,10.0.0.2:7100,10.0.0.3:7100",
       "  (on one machine, for a try: ferrite local --masters 3)"
     })
 final class MasterCommand implements Callable<Integer> {

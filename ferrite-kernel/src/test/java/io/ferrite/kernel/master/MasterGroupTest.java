@@ -280,4 +280,33 @@ class MasterGroupTest {
     acked.putAll(putMany(c, random, "b", 10));
     awaitCommitted(wiped, acked);
   }
+
+  @Test
+  void aClientFollowsALeaderThatSteppedDownButLives(Random random) throws Exception {
+    // The old leader stays up: the client's connection to it stays open and is answered
+    // NOT_LEADER, which must move the client to the leader it names (LeaderWatch).
+    group(Map.of());
+    int first = group.awaitLeader();
+    FerriteClient c = group.client();
+    Map<String, Long> acked = putMany(c, random, "a", 5);
+    int to = first % 3 + 1;
+    var server = group.masters[first].group().server();
+    var reply =
+        server.transferLeadership(
+            new org.apache.ratis.protocol.TransferLeadershipRequest(
+                org.apache.ratis.protocol.ClientId.randomId(),
+                MasterGroup.peerId(first),
+                MasterGroup.groupId("g"),
+                1,
+                MasterGroup.peerId(to),
+                10_000));
+    assertTrue(reply.isSuccess(), String.valueOf(reply));
+    assertEquals(to, group.awaitLeader());
+    for (int i = 0; i < 5; i++) {
+      long v = random.nextLong();
+      assertTrue(put(c, "b" + i, v, 0) < 200);
+      acked.put("b" + i, v);
+    }
+    awaitCommitted(to, acked);
+  }
 }
