@@ -45,6 +45,8 @@ import picocli.CommandLine.Spec;
       "  ferrite local",
       "  ferrite local --dram 1g --disk 4g --port 7200   # sizes of your choosing",
       "  ferrite local --exit-after-check     # smoke test: exit status 0 if all passed",
+      "  ferrite local --masters 3            # a master group (Raft) on ports",
+      "                                       # 7100-7102: clients follow its leader",
       "  ferrite local --tls                  # TLS on tcp, self-signed pair in",
       "                                       # <dir>/tls"
     })
@@ -58,6 +60,14 @@ final class LocalCommand implements Callable<Integer> {
   int port;
 
   @Option(
+      names = "--groups",
+      defaultValue = "1",
+      description =
+          "Master groups (default 1): the namespace is split by top-level name between them"
+              + " (docs/RESILIENCE.md, \"Master groups\"); group g's master listens on --port + g.")
+  int groups;
+
+  @Option(
       names = "--dir",
       defaultValue = "${sys:user.home}/.ferrite/local",
       description = "Data directory: secret, cluster file, journal, server ids, disk regions.")
@@ -65,6 +75,15 @@ final class LocalCommand implements Callable<Integer> {
 
   @Option(names = "--servers", defaultValue = "2", description = "Number of memory servers.")
   int servers;
+
+  @Option(
+      names = "--masters",
+      defaultValue = "1",
+      description =
+          "Number of masters: 1, or 3 (or 5) for a master group on Raft: master i serves"
+              + " --port + i - 1 and talks Raft on --port + 100 + i - 1; the cluster file names"
+              + " them all, and clients follow the leader.")
+  int masters;
 
   @Option(
       names = "--dram",
@@ -179,6 +198,8 @@ final class LocalCommand implements Callable<Integer> {
           InProcessCluster.builder(cfg, creds)
               .fabrics(fabrics.factory(), fabricNames)
               .servers(servers)
+              .groups(groups)
+              .masters(masters)
               .masterSettings(Map.of(FerriteConfig.METRICS_PORT, Integer.toString(metricsPort)))
               .start();
     } catch (RuntimeException e) {
@@ -208,7 +229,18 @@ final class LocalCommand implements Callable<Integer> {
 
       out.println("ferrite local: cluster " + cfg.clusterId() + " in " + dir.toAbsolutePath());
       out.println("  sizing   " + size.why());
-      out.println("  master   " + uri + "  (" + master.addresses().values() + ")");
+      if (masters > 1) {
+        for (Master m : cluster.masters()) {
+          out.println(
+              "  master   " + m.addresses().values() + "  " + m.role() + ", term " + m.term());
+        }
+        out.println("  uri      " + uri);
+      } else {
+        out.println("  master   " + uri + "  (" + master.addresses().values() + ")");
+      }
+      for (int g = 1; g < cluster.groups(); g++) {
+        out.println("  group " + g + "  " + cluster.master(g).addresses().values());
+      }
       if (master.console() != null) {
         out.println("  console  " + master.ops().url());
       }

@@ -29,14 +29,31 @@ import picocli.CommandLine.Spec;
           + " themselves.",
       "The cluster secret is read from --secret-file (default <dir>/secret), created with 32"
           + " random bytes (mode 0600) if it does not exist. A cluster file for clients is written"
-          + " to <dir>/cluster."
+          + " to <dir>/cluster.",
+      "",
+      "A master group (no single point of failure): run one master per host with the same"
+          + " --peers (every master as host:port:raftPort) and its own --id (its place in the"
+          + " list, from 1). They elect a leader with Raft (Apache Ratis); the leader serves and"
+          + " the followers answer NOT_LEADER naming it, so clients and memory servers given"
+          + " every master (ferrite://h1:7100,h2:7100,h3:7100) follow it. A mutation is"
+          + " acknowledged once a majority has it on disk; with 3 masters, one may fail. Every"
+          + " master needs the same cluster secret: copy the first one's secret file."
     },
     footer = {
       "",
       "Examples:",
       "  ferrite master --dir /var/lib/ferrite --port 7100",
       "  ferrite master --dead-timeout 5s --lease 30s --set journal.fsync=true",
-      "  ferrite master --dir /var/lib/ferrite --repair-journal"
+      "  ferrite master --dir /var/lib/ferrite --repair-journal",
+      "",
+      "  # A group of 3: one per host, the same --peers and secret file on each",
+      "  P=10.0.0.1:7100:7200,10.0.0.2:7100:7200,10.0.0.3:7100:7200",
+      "  ferrite master --peers $P --id 1 --host 0.0.0.0     # on 10.0.0.1",
+      "  ferrite master --peers $P --id 2 --host 0.0.0.0 \\",
+      "      --secret-file /etc/ferrite/secret               # on 10.0.0.2, ...",
+      "  ferrite server --master \\",
+      "      ferrite://10.0.0.1:7100,10.0.0.2:7100,10.0.0.3:7100",
+      "  (on one machine, for a try: ferrite local --masters 3)"
     })
 final class MasterCommand implements Callable<Integer> {
   @Spec CommandSpec spec;
@@ -76,6 +93,21 @@ final class MasterCommand implements Callable<Integer> {
   Integer snapshotEvery;
 
   @Option(
+      names = "--peers",
+      description =
+          "Run as one master of a Raft group: every master as host:port:raftPort,"
+              + " comma-separated, the same list on each (master.peers). The port is the one"
+              + " clients use, raftPort the one the masters talk Raft on.")
+  String peers;
+
+  @Option(
+      names = "--id",
+      description =
+          "With --peers: this master's place in the list, from 1 (master.id). Its --port"
+              + " defaults to the list's.")
+  Integer id;
+
+  @Option(
       names = "--repair-journal",
       description =
           "Before starting, cut the journal at a corrupt record (a bad record followed by valid"
@@ -104,8 +136,29 @@ final class MasterCommand implements Callable<Integer> {
     ConfigOptions.put(flags, FerriteConfig.DEAD_TIMEOUT, deadTimeout);
     ConfigOptions.put(flags, FerriteConfig.SESSION_LEASE, lease);
     ConfigOptions.put(flags, FerriteConfig.SNAPSHOT_EVERY, snapshotEvery);
+    ConfigOptions.put(flags, FerriteConfig.MASTER_PEERS, peers);
+    ConfigOptions.put(flags, FerriteConfig.MASTER_ID, id);
     metrics.apply(flags);
     FerriteConfig cfg = config.load(flags);
+    List<FerriteConfig.MasterPeer> group = cfg.masterPeers();
+    if (!group.isEmpty()) {
+      if (cfg.masterId() < 1 || cfg.masterId() > group.size()) {
+        throw new picocli.CommandLine.ParameterException(
+            spec.commandLine(),
+            "--id "
+                + cfg.masterId()
+                + " (expected: this master's place in --peers, 1 to "
+                + group.size()
+                + ")");
+      }
+      FerriteConfig.MasterPeer me = group.get(cfg.masterId() - 1);
+      if (port == null) {
+        cfg = cfg.with(FerriteConfig.MASTER_PORT, String.valueOf(me.port()));
+      }
+      if (host == null) {
+        cfg = cfg.with(FerriteConfig.MASTER_HOST, me.host());
+      }
+    }
     Path secret = secretPath(cfg);
     byte[] root = Secrets.readOrCreate(secret);
     Secrets.writeClientSecret(secret, root);
@@ -126,11 +179,25 @@ final class MasterCommand implements Callable<Integer> {
       throw e;
     }
     String uri = "ferrite://" + cfg.masterHost() + ":" + cfg.masterPort();
+    if (!group.isEmpty()) {
+      List<String> hosts = new java.util.ArrayList<>();
+      for (FerriteConfig.MasterPeer p : group) {
+        hosts.add(p.host() + ":" + p.port());
+      }
+      uri = "ferrite://" + String.join(",", hosts);
+    }
     new ClusterFile(uri, cfg.clusterId(), secret)
         .write(cfg.dataDir().resolve(ClusterFile.FILE_NAME));
     out.println(
         "master of cluster " + cfg.clusterId() + " listening at " + master.addresses().values());
-    out.println("  journal recovered: " + master.recoverySummary());
+    out.println(
+        group.isEmpty()
+            ? "  journal recovered: " + master.recoverySummary()
+            : "  "
+                + master.recoverySummary()
+                + " (Raft port "
+                + group.get(cfg.masterId() - 1).raftPort()
+                + ")");
     if (master.ops() != null) {
       out.println("  metrics:      " + master.ops().url() + "metrics");
     }

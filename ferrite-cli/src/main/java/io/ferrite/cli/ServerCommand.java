@@ -134,7 +134,16 @@ final class ServerCommand implements Callable<Integer> {
           .log(System.Logger.Level.WARNING, "no client.secret written: {0}", e.getMessage());
     }
     Credentials creds = new Credentials(cfg.clusterId(), root);
-    String masterAddress = master != null ? Ferrite.masterAddress(master) : cfg.masterTcpAddress();
+    // Every master of every group (docs/RESILIENCE.md, "Master groups"): the server registers with
+    // each group and follows each group's leader.
+    String masterAddress =
+        master != null
+            ? Ferrite.clusterAddress(master)
+            : cfg.masterPeers().isEmpty()
+                ? cfg.masterTcpAddress()
+                : String.join(
+                    ",",
+                    cfg.masterPeers().stream().map(FerriteConfig.MasterPeer::tcpAddress).toList());
     List<String> names = cfg.serverFabrics();
     String scheme = masterAddress.substring(0, masterAddress.indexOf("://"));
     if (!names.contains(scheme)) {

@@ -82,6 +82,44 @@ class CliTest extends LocalCliCapture {
   }
 
   @Test
+  void localWithTwoGroupsChecksAndStatusListsBoth() {
+    Path file = dir.resolve("groups/.ferrite/cluster");
+    String[] target = {
+      "--cluster-file", dir.resolve("groups-local/cluster").toString(),
+    };
+    int code =
+        run(
+            "local",
+            "--exit-after-check",
+            "--groups",
+            "2",
+            "--port",
+            "0",
+            "--dir",
+            dir.resolve("groups-local").toString(),
+            "--default-cluster-file",
+            file.toString(),
+            "--cluster-id",
+            "g" + ProcessHandle.current().pid(),
+            "--dram",
+            "128m",
+            "--disk",
+            "0",
+            "--set",
+            "shm.dir=" + shm);
+    assertEquals(0, code, out + "\n" + err);
+    String text = out.toString();
+    assertTrue(text.contains("  group 1  ["), text);
+    assertTrue(text.contains("self-check passed"), text);
+    // The cluster file names both groups.
+    assertTrue(
+        io.ferrite.kernel.config.ClusterFile.read(dir.resolve("groups-local/cluster"))
+            .uri()
+            .contains(";"),
+        text);
+  }
+
+  @Test
   void statusWithoutAClusterSaysWhatToDo() {
     int code =
         run("status", "--cluster-file", dir.resolve("nothing-here").toString(), "--cluster", "");

@@ -62,8 +62,21 @@ public final class Nodes {
   private final io.ferrite.kernel.ops.FaceMeters.Op metPut;
   private final io.ferrite.kernel.ops.FaceMeters.Op metGet;
 
+  /**
+   * The cluster's master groups (docs/RESILIENCE.md, "Master groups"): a path's group is its
+   * top-level name's, and {@link #byGroup} holds a Nodes over each group's client, made on first
+   * use (group 0's is this one). Every public operation on a path first asks {@link #at} which
+   * Nodes serves it: this one with one group (no cost but a length check), and for group 0.
+   */
+  private final io.ferrite.kernel.client.MasterGroups groups;
+
+  private final java.util.concurrent.atomic.AtomicReferenceArray<Nodes> byGroup;
+
   public Nodes(FerriteClient client) {
     this.client = client;
+    this.groups = client.groups();
+    this.byGroup = new java.util.concurrent.atomic.AtomicReferenceArray<>(groups.count());
+    this.byGroup.set(0, this);
     io.ferrite.kernel.ops.FaceMeters meters =
         io.ferrite.kernel.ops.FaceMeters.of(client.options().metrics(), "nodes");
     this.metLookup = meters.op("lookup");
@@ -83,6 +96,86 @@ public final class Nodes {
         }
       }
     }
+  }
+
+  /**
+   * The Nodes that serves {@code path}: the one of the master group that owns its top-level name
+   * (placing the name first when {@code place}: a create; a name never placed exists nowhere and is
+   * answered by group 0, which does not have it either). The root itself is group 0's.
+   */
+  private Nodes at(String path, boolean place) {
+    if (byGroup.length() == 1) {
+      return this;
+    }
+    List<String> comps = NodePath.parse(path);
+    if (comps.isEmpty()) {
+      return this;
+    }
+    return group(top(comps.get(0), place));
+  }
+
+  /** The group of top-level name {@code top} (-1 mapped to 0). */
+  private int top(String top, boolean place) {
+    String kind = io.ferrite.kernel.proto.PlacementProtocol.NODES;
+    int g;
+    try {
+      g = place ? groups.place(kind, top, -1) : groups.find(kind, top);
+    } catch (RuntimeException e) {
+      throw NodesException.from(e);
+    }
+    return Math.max(g, 0);
+  }
+
+  /** The Nodes of master group {@code g}, made (with that group's session) on first use. */
+  private Nodes group(int g) {
+    Nodes n = byGroup.get(g);
+    if (n == null) {
+      synchronized (byGroup) {
+        n = byGroup.get(g);
+        if (n == null) {
+          try {
+            n = new Nodes(groups.client(g));
+          } catch (RuntimeException e) {
+            throw NodesException.from(e);
+          }
+          byGroup.set(g, n);
+        }
+      }
+    }
+    return n;
+  }
+
+  /**
+   * The Nodes of the group that holds {@code n}: by its path, which a lookup gives in full. A node
+   * id means something only in its group (each group numbers its own nodes), so with several groups
+   * a NodeInfo that names a child only ({@link #list} gives those) is refused rather than guessed.
+   */
+  private Nodes forNode(NodeInfo n) {
+    if (byGroup.length() == 1) {
+      return this;
+    }
+    if (!n.path().startsWith("/")) {
+      throw new NodesException(
+          NodesException.Reason.INVALID_ARGUMENT,
+          "node '"
+              + n.path()
+              + "' (id "
+              + n.id()
+              + ") names a child only, as list() gives it: with several master groups a node id"
+              + " means something only in its group, so open it by its full path");
+    }
+    return at(n.path(), false);
+  }
+
+  /** How many master groups this client spreads its names over (1: one group). */
+  public int groupCount() {
+    return byGroup.length();
+  }
+
+  /** The master group that holds {@code path} (0 for a name never placed, and for the root). */
+  public int groupOf(String path) {
+    List<String> comps = NodePath.parse(path);
+    return byGroup.length() == 1 || comps.isEmpty() ? 0 : top(comps.get(0), false);
   }
 
   /**
@@ -270,6 +363,10 @@ public final class Nodes {
   /** Creates a Directory, Table or Bag. */
   public CompletableFuture<NodeInfo> createContainerAsync(
       String path, NodeType type, CreateOptions o) {
+    Nodes g = at(path, true);
+    if (g != this) {
+      return g.createContainerAsync(path, type, o);
+    }
     metCreate.count();
     if (!type.isContainer()) {
       return CompletableFuture.failedFuture(
@@ -286,6 +383,10 @@ public final class Nodes {
 
   /** Creates {@code path} and missing parents as Directories; an existing directory is fine. */
   public NodeInfo mkdirs(String path) {
+    Nodes g = at(path, true);
+    if (g != this) {
+      return g.mkdirs(path);
+    }
     List<String> comps = NodePath.parse(path);
     String at = "";
     NodeInfo last = lookup("/");
@@ -325,6 +426,10 @@ public final class Nodes {
    * than a change acknowledged before the call (docs/NODES.md, "Leased lookups").
    */
   public CompletableFuture<NodeInfo> lookupAsync(String path) {
+    Nodes g = at(path, false);
+    if (g != this) {
+      return g.lookupAsync(path);
+    }
     metLookup.count();
     if (leasing()) {
       NodeInfo kept = leased.hit(path);
@@ -338,6 +443,10 @@ public final class Nodes {
 
   /** A lookup that asks the master, never this client's cache (for comparisons). */
   public NodeInfo lookupAtMaster(String path) {
+    Nodes g = at(path, false);
+    if (g != this) {
+      return g.lookupAtMaster(path);
+    }
     NodePath.check(path);
     return callNodeSync(
         NodesProtocol.LOOKUP, new Wire.Writer().str(path).i32(NodesProtocol.LOOKUP_BLOCKS));
@@ -418,6 +527,10 @@ public final class Nodes {
 
   /** Removes a node (a container only when empty, unless {@code recursive}); how many went. */
   public CompletableFuture<Integer> removeAsync(String path, boolean recursive) {
+    Nodes g = at(path, false);
+    if (g != this) {
+      return g.removeAsync(path, recursive);
+    }
     NodePath.check(path);
     return call(NodesProtocol.REMOVE, new Wire.Writer().str(path).u8(recursive ? 1 : 0))
         .thenApply(b -> new Wire.Reader(b, "remove").i32("count"));
@@ -434,6 +547,41 @@ public final class Nodes {
   public CompletableFuture<NodeInfo> moveAsync(String src, String dst) {
     NodePath.check(src);
     NodePath.check(dst);
+    if (byGroup.length() > 1) {
+      List<String> s = NodePath.parse(src);
+      List<String> d = NodePath.parse(dst);
+      int from = s.isEmpty() ? 0 : top(s.get(0), false);
+      int to;
+      try {
+        to =
+            d.isEmpty()
+                ? 0
+                : groups.place(io.ferrite.kernel.proto.PlacementProtocol.NODES, d.get(0), from);
+      } catch (RuntimeException e) {
+        return CompletableFuture.failedFuture(NodesException.from(e));
+      }
+      // A new top-level destination is placed where the source is, so renaming a top-level name
+      // to a new one always works; an existing one elsewhere is refused (no atomic move between
+      // two journals).
+      if (from != to) {
+        return CompletableFuture.failedFuture(
+            new NodesException(
+                NodesException.Reason.INVALID_MOVE,
+                "cannot move "
+                    + src
+                    + " (master group "
+                    + from
+                    + ") to "
+                    + dst
+                    + " (master group "
+                    + to
+                    + "): a move between master groups is not atomic, so it is refused; copy"
+                    + " and remove instead"));
+      }
+      if (from != 0) {
+        return group(from).moveAsync(src, dst);
+      }
+    }
     return callNode(NodesProtocol.MOVE, new Wire.Writer().str(src).str(dst));
   }
 
@@ -444,11 +592,55 @@ public final class Nodes {
   /** One page of a container's children after {@code after} (by name). */
   public CompletableFuture<NodesProtocol.Page> listPageAsync(
       String path, String after, int max, boolean withBlocks) {
+    Nodes g = at(path, false);
+    if (g != this) {
+      return g.listPageAsync(path, after, max, withBlocks);
+    }
     NodePath.check(path);
+    if (byGroup.length() > 1 && NodePath.parse(path).isEmpty()) {
+      return rootPage(after, max, withBlocks);
+    }
     return call(
             NodesProtocol.LIST,
             new Wire.Writer().str(path).str(after).i32(max).u8(withBlocks ? 1 : 0))
         .thenApply(b -> NodesProtocol.readPage(new Wire.Reader(b, "list")));
+  }
+
+  /**
+   * A page of the root's children with several groups: each group's root holds the top-level names
+   * placed there, so a page is the first {@code max} names after {@code after} of every group's
+   * page, merged by name (a name is in one group only). One LIST per group and page.
+   */
+  private CompletableFuture<NodesProtocol.Page> rootPage(
+      String after, int max, boolean withBlocks) {
+    List<CompletableFuture<NodesProtocol.Page>> pages = new ArrayList<>();
+    for (int i = 0; i < byGroup.length(); i++) {
+      Nodes n = group(i);
+      pages.add(
+          n.call(
+                  NodesProtocol.LIST,
+                  new Wire.Writer().str("/").str(after).i32(max).u8(withBlocks ? 1 : 0))
+              .thenApply(b -> NodesProtocol.readPage(new Wire.Reader(b, "list"))));
+    }
+    return CompletableFuture.allOf(pages.toArray(new CompletableFuture<?>[0]))
+        .thenApply(
+            v -> {
+              java.util.TreeMap<String, NodeInfo> merged = new java.util.TreeMap<>();
+              boolean more = false;
+              for (CompletableFuture<NodesProtocol.Page> f : pages) {
+                NodesProtocol.Page p = f.join();
+                more |= p.more();
+                for (NodeInfo e : p.entries()) {
+                  merged.put(e.path(), e);
+                }
+              }
+              List<NodeInfo> out = new ArrayList<>(merged.values());
+              if (out.size() > max) {
+                out = out.subList(0, max);
+                more = true;
+              }
+              return new NodesProtocol.Page(more, List.copyOf(out));
+            });
   }
 
   /**
@@ -522,6 +714,10 @@ public final class Nodes {
    * block {@code i} holds bytes {@code [i * blockSize(), (i + 1) * blockSize())}.
    */
   public List<BlockRef> blocks(NodeInfo node, int first, int count) {
+    Nodes g = forNode(node);
+    if (g != this) {
+      return g.blocks(node, first, count);
+    }
     if (first < 0 || count < 0) {
       throw new NodesException(
           NodesException.Reason.INVALID_ARGUMENT,
@@ -588,6 +784,10 @@ public final class Nodes {
   }
 
   public NodeWriter create(String path, CreateOptions o) {
+    Nodes g = at(path, true);
+    if (g != this) {
+      return g.create(path, o);
+    }
     NodePath.check(path);
     metCreate.count();
     return new NodeWriter(
@@ -598,6 +798,10 @@ public final class Nodes {
 
   /** Opens an existing File to append to it; WRITE_LOCKED while another writer has it open. */
   public NodeWriter append(String path) {
+    Nodes g = at(path, false);
+    if (g != this) {
+      return g.append(path);
+    }
     NodePath.check(path);
     NodeInfo n =
         join(
@@ -613,6 +817,10 @@ public final class Nodes {
   }
 
   public NodeReader open(NodeInfo n) {
+    Nodes g = forNode(n);
+    if (g != this) {
+      return g.open(n);
+    }
     if (!n.type().hasData()) {
       throw new NodesException(
           NodesException.Reason.WRONG_TYPE,
@@ -626,6 +834,10 @@ public final class Nodes {
 
   /** Reads all files of a Bag as one stream, in name order (paper §3.1). */
   public BagInputStream openBag(String path) {
+    Nodes g = at(path, false);
+    if (g != this) {
+      return g.openBag(path);
+    }
     NodeInfo n = lookup(path);
     if (n.type() != NodeType.BAG) {
       throw new NodesException(
@@ -641,6 +853,10 @@ public final class Nodes {
    * blocks written one-sided, then published with their checksum.
    */
   public CompletableFuture<NodeInfo> putAsync(String path, ByteBuffer value, CreateOptions o) {
+    Nodes g = at(path, true);
+    if (g != this) {
+      return g.putAsync(path, value, o);
+    }
     metPut.count();
     int len = value.remaining();
     if (len <= NodesProtocol.MAX_INLINE) {
@@ -699,6 +915,10 @@ public final class Nodes {
    * (inline) value is then a few one-sided reads and no RPC at all, and stays linearizable.
    */
   public CompletableFuture<ByteBuffer> getAsync(String path) {
+    Nodes g = at(path, false);
+    if (g != this) {
+      return g.getAsync(path);
+    }
     metGet.count();
     return getAttempt(path, 1);
   }
@@ -799,8 +1019,26 @@ public final class Nodes {
       long underReplicated,
       long missingCopies) {}
 
-  /** Asks the master what it marked lost (one RPC). */
+  /** Asks the master what it marked lost (one RPC; with several groups, one per group, summed). */
   public LostSummary lostSummary() {
+    if (byGroup.length() > 1) {
+      long nodes = 0;
+      long bytes = 0;
+      long blocks = 0;
+      List<String> paths = new ArrayList<>();
+      for (int g = 0; g < byGroup.length(); g++) {
+        LostSummary one = g == 0 ? lostSummaryHere() : group(g).lostSummary();
+        nodes += one.nodes();
+        bytes += one.bytes();
+        blocks += one.blocks();
+        paths.addAll(one.paths());
+      }
+      return new LostSummary(nodes, bytes, blocks, List.copyOf(paths));
+    }
+    return lostSummaryHere();
+  }
+
+  private LostSummary lostSummaryHere() {
     ByteBuffer b = join(call(NodesProtocol.LOST_SUMMARY, new Wire.Writer()));
     Wire.Reader r = new Wire.Reader(b, "lost summary");
     long nodes = r.i64("nodes");

@@ -73,7 +73,8 @@ import java.util.stream.Stream;
  *   <li>{@code nodes.list.<n>.entries}: a container of 100 000 children listed, entries per second,
  *       beside one thread's lookups per second;
  *   <li>over tcp, the metadata plane with the journal fsynced, leased lookups and a fresh client
- *       process: {@link NodesMetadataBench};
+ *       process: {@link NodesMetadataBench}; and metadata ops/s with 1 and 2 master groups: {@link
+ *       NodesGroupsBench};
  *   <li>replicated Files, write with 1-3 copies and a read right after a server's stop: {@link
  *       FileReplicasBench}.
  * </ul>
@@ -195,6 +196,7 @@ public final class NodesBench {
         }
         if (o.fabrics().contains("tcp")) {
           NodesMetadataBench.run(report, plan, o, shmRoot, tcp, shm, progress);
+          NodesGroupsBench.run(report, o, shmRoot, tcp, shm, progress);
         }
         // Replicated Files (three servers of their own): a quarter of the file, at most 256 MiB.
         FileReplicasBench.run(

@@ -112,6 +112,7 @@ final class NodesMetadataBench {
           running.get(i).close();
         }
       }
+      masterGroup(report, o, shmRoot, dataDir, progress);
     } finally {
       try (var s = Files.walk(dataDir)) {
         for (Path p : s.sorted(java.util.Comparator.reverseOrder()).toList()) {
@@ -119,6 +120,90 @@ final class NodesMetadataBench {
         }
       }
     }
+  }
+
+  static final String GROUP_CREATES = "tcp.fsync.group3.file.create.close.threads.16";
+
+  /**
+   * {@value #GROUP_CREATES}: the same 16 threads' creates+closes against a master group of 3 on
+   * loopback (Raft on Apache Ratis, each master's log fsynced, a mutation acknowledged once 2 of 3
+   * have it), beside the single master's {@code tcp.fsync.file.create.close.threads.16} of this run
+   * (issue #20's target: a ratio of at least 0.8).
+   */
+  private static void masterGroup(
+      BenchReport report, NodesBench.Options o, Path shmRoot, Path dataDir, Progress progress)
+      throws Exception {
+    progress.step(GROUP_CREATES);
+    int base = freeBase();
+    FerriteConfig cfg =
+        io.ferrite.bench.BenchConfig.builder()
+            .set(FerriteConfig.CLUSTER_ID, "bng")
+            .set(FerriteConfig.DATA_DIR, dataDir.resolve("group").toString())
+            .set(FerriteConfig.SHM_DIR, shmRoot.toString())
+            .set(FerriteConfig.MASTER_HOST, "127.0.0.1")
+            .set(FerriteConfig.MASTER_PORT, Integer.toString(base))
+            .set(FerriteConfig.SERVER_HOST, "127.0.0.1")
+            .set(FerriteConfig.CAPACITY_DRAM, Long.toString(64L << 20))
+            .set(FerriteConfig.JOURNAL_FSYNC, "true")
+            .build();
+    Credentials creds =
+        new Credentials(
+            "bench-nodes-group",
+            "bench-nodes-group-secret-0123456789".getBytes(StandardCharsets.UTF_8));
+    try (io.ferrite.kernel.local.InProcessCluster cluster =
+            io.ferrite.kernel.local.InProcessCluster.builder(cfg, creds)
+                .fabrics(io.ferrite.bench.fabric.Fabrics::create, List.of("tcp", "shm"))
+                .servers(1)
+                .masters(3)
+                .start();
+        FerriteClient client =
+            Ferrite.connect(
+                cluster.uri(),
+                ClientOptions.builder(creds)
+                    .fabric("tcp")
+                    .fabrics(io.ferrite.bench.fabric.Fabrics::create)
+                    .config(io.ferrite.bench.BenchConfig.environment())
+                    .clientName("bench-group")
+                    .build())) {
+      Nodes nodes = new Nodes(client);
+      nodes.mkdir("/g");
+      AtomicLong seq = new AtomicLong();
+      double many =
+          NodesBench.rate(
+              16, o.duration(), () -> nodes.create("/g/c" + seq.incrementAndGet()).close());
+      report.add(
+          BenchResult.against(
+              GROUP_CREATES,
+              many,
+              NodesBench.OPS,
+              Better.HIGHER,
+              report.require("tcp.fsync.file.create.close.threads.16")));
+    }
+  }
+
+  /** A base port p with p..p+2 and p+100..p+102 free now (a master group's on loopback). */
+  private static int freeBase() throws IOException {
+    java.util.Random r = new java.util.Random();
+    for (int attempt = 0; attempt < 100; attempt++) {
+      int p = 20_000 + r.nextInt(20_000);
+      List<java.net.ServerSocket> held = new ArrayList<>();
+      try {
+        for (int i = 0; i < 3; i++) {
+          held.add(new java.net.ServerSocket(p + i, 50, java.net.InetAddress.getLoopbackAddress()));
+          held.add(
+              new java.net.ServerSocket(
+                  p + 100 + i, 50, java.net.InetAddress.getLoopbackAddress()));
+        }
+        return p;
+      } catch (IOException taken) {
+        // try another
+      } finally {
+        for (java.net.ServerSocket s : held) {
+          s.close();
+        }
+      }
+    }
+    throw new IOException("no 6 free loopback ports for a master group");
   }
 
   /** fsync of a 4 KiB append in the master's data directory (the journal's disk). */

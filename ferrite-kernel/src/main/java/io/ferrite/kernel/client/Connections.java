@@ -48,7 +48,19 @@ final class Connections implements AutoCloseable {
   private static final int MASTER = -1;
 
   private final ClientOptions options;
-  private final String masterAddress;
+
+  /** Every master of the group (one for a single master), in the cluster URI's order. */
+  private final List<String> masterAddresses;
+
+  /** The master connected now, or the first before any connect (for messages). */
+  private volatile String masterAddress;
+
+  /**
+   * The leader a master named (MASTER_INFO of a follower, or a NOT_LEADER answer): tried first by
+   * the next connect; null when none is known.
+   */
+  private volatile String leaderHint;
+
   private final ConnectOptions connectOptions;
   private final Retry retry;
   private final Map<String, Fabric> fabrics = new ConcurrentHashMap<>();
@@ -67,7 +79,8 @@ final class Connections implements AutoCloseable {
 
   Connections(String masterAddress, ClientOptions options, Retry retry) {
     this.options = options;
-    this.masterAddress = masterAddress;
+    this.masterAddresses = Ferrite.masterAddresses(masterAddress);
+    this.masterAddress = masterAddresses.get(0);
     this.retry = retry;
     this.meters = options.metrics() != null ? new ClientMeters(options.metrics()) : null;
     this.connectOptions =
@@ -125,14 +138,100 @@ final class Connections implements AutoCloseable {
         () -> {
           FabricConnection c =
               retry.blocking(
-                  "connect to the master at " + masterAddress,
-                  () -> connect(scheme(masterAddress), masterAddress));
+                  "connect to the master at " + String.join(",", masterAddresses),
+                  this::connectLeader);
           masterFabric = scheme(masterAddress);
           MasterStub stub = sameHostMaster(new MasterStub(c, options.rpcTimeout()));
-          master = stub;
-          return stub;
+          MasterStub watched =
+              masterAddresses.size() > 1
+                  ? new MasterStub(
+                      new LeaderWatch(stub.connection(), this::notLeader), options.rpcTimeout())
+                  : stub;
+          master = watched;
+          return watched;
         },
         stub -> stub.connection().close());
+  }
+
+  /**
+   * A connection to the master that serves: a single master as it is; in a group, the addresses in
+   * turn (the leader last named first), asking each its role (MASTER_INFO), and on a follower that
+   * names the leader, that leader next. Throws the last failure (retryable: the caller's {@link
+   * Retry#blocking} tries again) when none serves now (an election under way).
+   */
+  private FabricConnection connectLeader() {
+    List<String> order = new ArrayList<>();
+    String hint = leaderHint;
+    if (hint != null) {
+      order.add(hint);
+    }
+    for (String a : masterAddresses) {
+      if (!order.contains(a)) {
+        order.add(a);
+      }
+    }
+    FerriteException last = null;
+    for (int i = 0; i < order.size(); i++) {
+      String a = order.get(i);
+      FabricConnection c;
+      try {
+        c = connect(scheme(a), a);
+      } catch (FerriteException e) {
+        last = e;
+        continue;
+      }
+      if (masterAddresses.size() == 1) {
+        masterAddress = a;
+        return c; // a single master: nothing to ask
+      }
+      try {
+        MasterStub.MasterInfo info = new MasterStub(c, options.rpcTimeout()).masterInfo();
+        if (info.role() == MasterStub.ROLE_SINGLE || info.role() == MasterStub.ROLE_LEADER) {
+          masterAddress = a;
+          leaderHint = info.role() == MasterStub.ROLE_LEADER ? a : null;
+          return c;
+        }
+        c.close();
+        String leader = info.leader();
+        if (!leader.isEmpty() && !leader.equals(a)) {
+          int at = order.indexOf(leader);
+          if (at > i) {
+            order.remove(at); // not tried yet: next instead
+          }
+          if (at > i || at < 0 || order.size() <= 2 * masterAddresses.size()) {
+            // Next; a leader tried already is tried once more (it may have just won), boundedly.
+            order.add(i + 1, leader);
+          }
+        }
+        last =
+            new FerriteException(
+                ErrorCode.NOT_LEADER,
+                "the master at "
+                    + a
+                    + " is a "
+                    + info.roleName()
+                    + (leader.isEmpty() ? " (no leader known)" : "; leader: " + leader));
+      } catch (FerriteException e) {
+        c.close();
+        last = e;
+      }
+    }
+    throw last != null
+        ? last
+        : new FerriteException(ErrorCode.UNAVAILABLE, "no master address to connect to");
+  }
+
+  /**
+   * A master answered NOT_LEADER: note the leader it named and drop the connection, so the next
+   * master call connects to that leader (or asks the group again).
+   */
+  void notLeader(FerriteException e) {
+    leaderHint = MasterStub.leaderNamedIn(e);
+    MasterStub m = master;
+    if (m != null) {
+      master = null;
+      m.connection().close();
+    }
   }
 
   /**

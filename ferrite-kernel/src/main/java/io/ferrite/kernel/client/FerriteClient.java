@@ -54,6 +54,9 @@ public final class FerriteClient implements AutoCloseable {
   private volatile Session session;
   private volatile boolean closed;
 
+  /** The cluster's master groups: this client alone (group 0) unless the URI named several. */
+  private volatile MasterGroups groups = new MasterGroups(this);
+
   private FerriteClient(String masterAddress, ClientOptions options) {
     this.options = options;
     this.retry = new Retry(options.maxAttempts());
@@ -331,12 +334,26 @@ public final class FerriteClient implements AutoCloseable {
     return calls.sync("connect to the master", m -> m);
   }
 
+  /**
+   * The cluster's master groups ({@link Ferrite#groups}): this client is group 0's; a client per
+   * other group is opened on first use. A cluster of one group has one, this client.
+   */
+  public MasterGroups groups() {
+    return groups;
+  }
+
+  /** Called once by {@link Ferrite#connect} for a URI naming several groups. */
+  void attachGroups(List<List<String>> addresses) {
+    groups = new MasterGroups(this, addresses, options);
+  }
+
   @Override
   public void close() {
     if (closed) {
       return;
     }
     closed = true;
+    groups.close(); // the other groups' clients (their sessions, connections); never this one
     Session s = session;
     if (s != null) {
       s.close(); // first: it needs the master connection

@@ -44,6 +44,10 @@ public final class FerriteConfig {
   public static final String SECRET_FILE = "cluster.secret.file";
   public static final String MASTER_HOST = "master.host";
   public static final String MASTER_PORT = "master.port";
+  public static final String MASTER_PEERS = "master.peers";
+  public static final String MASTER_ID = "master.id";
+  public static final String MASTER_RAFT_TIMEOUT = "master.raft.timeout";
+  public static final String MASTER_RAFT_SEGMENT = "master.raft.segment.size";
   public static final String DATA_DIR = "data.dir";
   public static final String SERVER_NAME = "server.name";
   public static final String SERVER_HOST = "server.host";
@@ -91,6 +95,20 @@ public final class FerriteConfig {
     k.put(SECRET_FILE, new String[] {"", "file holding the cluster secret in hex, mode 0600"});
     k.put(MASTER_HOST, new String[] {"127.0.0.1", "master host"});
     k.put(MASTER_PORT, new String[] {"7100", "master tcp port"});
+    k.put(
+        MASTER_PEERS,
+        new String[] {
+          "", "master group (Raft): host:port:raftPort of each master, comma-separated; empty: one"
+        });
+    k.put(
+        MASTER_ID,
+        new String[] {"0", "this master's place in master.peers, from 1 (a master group only)"});
+    k.put(
+        MASTER_RAFT_TIMEOUT,
+        new String[] {"1s", "master group election timeout (min; max is twice its value)"});
+    k.put(
+        MASTER_RAFT_SEGMENT,
+        new String[] {"8m", "master group Raft log segment size (a snapshot purges whole ones)"});
     k.put(
         DATA_DIR,
         new String[] {defaultDataDir(), "data directory (journal, server ids, disk regions)"});
@@ -336,6 +354,22 @@ public final class FerriteConfig {
       throw new IllegalArgumentException(MASTER_PORT + ": " + port + " (expected: 0 to 65535)");
     }
     snapshotEvery();
+    List<MasterPeer> peers = masterPeers();
+    // master.id 0: not a master of the group (a memory server or a client sharing the file).
+    if (masterId() < 0 || masterId() > peers.size()) {
+      throw new IllegalArgumentException(
+          MASTER_ID
+              + ": "
+              + masterId()
+              + " (expected: 1 to "
+              + peers.size()
+              + ", this master's"
+              + " place in "
+              + MASTER_PEERS
+              + ")");
+    }
+    masterRaftTimeout();
+    masterRaftSegmentSize();
     fabricTuning();
     sessionLease();
     rpcTimeout();
@@ -463,6 +497,77 @@ public final class FerriteConfig {
 
   public int masterPort() {
     return integer(MASTER_PORT);
+  }
+
+  /**
+   * One master of a group ({@code master.peers}): where clients and servers reach it ({@code
+   * host:port}, tcp) and where its Raft server listens ({@code host:raftPort}).
+   */
+  public record MasterPeer(String host, int port, int raftPort) {
+    /** Its client address, {@code tcp://host:port}: what NOT_LEADER names. */
+    public String tcpAddress() {
+      return "tcp://" + host + ":" + port;
+    }
+
+    public String raftAddress() {
+      return host + ":" + raftPort;
+    }
+  }
+
+  /**
+   * The master group, {@code master.peers} parsed ({@code host:port:raftPort,...}); empty for a
+   * single master.
+   */
+  public List<MasterPeer> masterPeers() {
+    String v = get(MASTER_PEERS).trim();
+    List<MasterPeer> out = new ArrayList<>();
+    if (v.isEmpty()) {
+      return out;
+    }
+    for (String part : v.split(",")) {
+      String p = part.trim();
+      int b = p.lastIndexOf(':');
+      int a = b > 0 ? p.lastIndexOf(':', b - 1) : -1;
+      try {
+        if (a <= 0) {
+          throw new NumberFormatException();
+        }
+        int port = Integer.parseInt(p.substring(a + 1, b));
+        int raft = Integer.parseInt(p.substring(b + 1));
+        if (port < 1 || port > 65535 || raft < 1 || raft > 65535) {
+          throw new NumberFormatException();
+        }
+        out.add(new MasterPeer(p.substring(0, a), port, raft));
+      } catch (NumberFormatException e) {
+        throw new IllegalArgumentException(
+            MASTER_PEERS
+                + ": '"
+                + p
+                + "' (expected: host:port:raftPort, e.g."
+                + " 10.0.0.1:7100:7200)");
+      }
+    }
+    return out;
+  }
+
+  /** This master's place in {@link #masterPeers} (from 1); 0 for a single master. */
+  public int masterId() {
+    return integer(MASTER_ID);
+  }
+
+  /** The master group's Raft log segment size (at least 64 KiB). */
+  public long masterRaftSegmentSize() {
+    long v = size(MASTER_RAFT_SEGMENT);
+    if (v < 64 << 10) {
+      throw new IllegalArgumentException(
+          MASTER_RAFT_SEGMENT + ": " + v + " (expected: at least 64k)");
+    }
+    return v;
+  }
+
+  /** The master group's minimum election timeout. */
+  public Duration masterRaftTimeout() {
+    return duration(MASTER_RAFT_TIMEOUT);
   }
 
   /** The master's tcp address, {@code tcp://host:port}. */

@@ -33,6 +33,13 @@ public final class InProcessCluster implements AutoCloseable {
   private final List<Fabric> owned;
   private final List<MemoryServer> servers = new ArrayList<>();
   private Master master;
+
+  /** The masters of groups 1.. (docs/RESILIENCE.md, "Master groups"); empty for one group. */
+  private final List<Master> groupMasters = new ArrayList<>();
+
+  /** A master group's members, in master.id order (empty: one master, {@link #master}). */
+  private final List<Master> group = new ArrayList<>();
+
   private Fabric masterFabric;
   private boolean closed;
 
@@ -59,9 +66,12 @@ public final class InProcessCluster implements AutoCloseable {
     private List<String> fabricNames = List.of("tcp", "shm");
     private List<Fabric> given;
     private List<String> masterFabrics;
-    private List<MasterExtension> extensions;
+    private java.util.function.Supplier<List<MasterExtension>> extensions;
+    private boolean sharedExtensions;
     private List<FerriteService> services = List.of();
     private Map<String, String> masterOnly = Map.of();
+    private int groups = 1;
+    private int masters = 1;
 
     private Builder(FerriteConfig config, Credentials credentials) {
       this.config = Objects.requireNonNull(config, "config");
@@ -120,9 +130,32 @@ public final class InProcessCluster implements AutoCloseable {
       return this;
     }
 
+    /**
+     * A master group of {@code n} (1: a single master, the default; 3 or 5 for a Raft group that
+     * survives 1 or 2 failures): master i (from 1) serves tcp at {@code master.port + i - 1}, talks
+     * Raft at {@code master.port + 100 + i - 1}, and keeps its data in {@code
+     * <data.dir>/masters/i}. The extensions are those {@link java.util.ServiceLoader} finds.
+     */
+    public Builder masters(int n) {
+      if (n < 1 || n > 9) {
+        throw new IllegalArgumentException("masters: " + n + " (expected: 1 to 9; 3 survives 1)");
+      }
+      this.masters = n;
+      return this;
+    }
+
     /** The master's extensions (default: those {@link java.util.ServiceLoader} finds). */
     public Builder extensions(List<MasterExtension> extensions) {
-      this.extensions = List.copyOf(extensions);
+      List<MasterExtension> fixed = List.copyOf(extensions);
+      this.extensions = () -> fixed;
+      this.sharedExtensions = true;
+      return this;
+    }
+
+    /** The extensions of each master, fresh instances per call (one call per master group). */
+    public Builder extensions(java.util.function.Supplier<List<MasterExtension>> extensions) {
+      this.extensions = Objects.requireNonNull(extensions, "extensions");
+      this.sharedExtensions = false;
       return this;
     }
 
@@ -135,6 +168,20 @@ public final class InProcessCluster implements AutoCloseable {
       return this;
     }
 
+    /**
+     * How many master groups (default 1), each one master over a journal of its own: group 0's in
+     * {@code <data.dir>/master}, group g's in {@code <data.dir>/group-<g>/master}, on {@code
+     * master.port + g} (any free port when master.port is 0), without metrics. Every server
+     * registers with each.
+     */
+    public Builder groups(int n) {
+      if (n < 1) {
+        throw new IllegalArgumentException("groups: " + n + " (expected: >= 1)");
+      }
+      this.groups = n;
+      return this;
+    }
+
     /** Services every server runs besides those {@link java.util.ServiceLoader} finds. */
     public Builder services(List<FerriteService> services) {
       this.services = List.copyOf(services);
@@ -143,6 +190,22 @@ public final class InProcessCluster implements AutoCloseable {
 
     /** Opens the fabrics, starts the master, then the servers one by one (each registered). */
     public InProcessCluster start() {
+      if (groups > 1 && masters > 1) {
+        throw new IllegalArgumentException(
+            "groups: "
+                + groups
+                + " with masters: "
+                + masters
+                + " (not supported in one process yet: start each group's masters with 'ferrite"
+                + " master --peers' and name them all in the URI, a;b)");
+      }
+      if (groups > 1 && sharedExtensions) {
+        throw new IllegalArgumentException(
+            "groups: "
+                + groups
+                + " with one list of extensions: each master needs instances of its own (pass a"
+                + " supplier)");
+      }
       List<Fabric> owned = new ArrayList<>();
       List<Fabric> all;
       if (given != null) {
@@ -162,6 +225,9 @@ public final class InProcessCluster implements AutoCloseable {
       InProcessCluster c = new InProcessCluster(config, all, owned);
       try {
         c.startMaster(masterFabrics != null ? masterFabrics : defaultMasterFabrics(all), this);
+        for (int g = 1; g < groups; g++) {
+          c.startGroup(g, masterFabrics != null ? masterFabrics : defaultMasterFabrics(all), this);
+        }
         for (int i = 1; i <= servers; i++) {
           c.servers.add(
               MemoryServer.start(
@@ -208,10 +274,74 @@ public final class InProcessCluster implements AutoCloseable {
     for (Map.Entry<String, String> e : b.masterOnly.entrySet()) {
       mc = mc.with(e.getKey(), e.getValue());
     }
-    master =
+    if (b.masters == 1) {
+      master =
+          b.extensions == null
+              ? Master.start(mc, b.credentials, served)
+              : Master.start(mc, b.credentials, served, b.extensions.get());
+      return;
+    }
+    if (b.extensions != null) {
+      throw new IllegalArgumentException(
+          "a master group makes its extensions itself (ServiceLoader): no extensions(...)");
+    }
+    int base = mc.masterPort();
+    if (base == 0) {
+      throw new IllegalArgumentException(
+          "a master group needs a fixed master.port (master i serves port + i - 1)");
+    }
+    List<String> peers = new ArrayList<>();
+    for (int i = 0; i < b.masters; i++) {
+      peers.add(mc.masterHost() + ":" + (base + i) + ":" + (base + 100 + i));
+    }
+    for (int i = 1; i <= b.masters; i++) {
+      FerriteConfig one =
+          mc.with(FerriteConfig.MASTER_PEERS, String.join(",", peers))
+              .with(FerriteConfig.MASTER_ID, String.valueOf(i))
+              .with(FerriteConfig.MASTER_PORT, String.valueOf(base + i - 1))
+              .with(
+                  FerriteConfig.DATA_DIR,
+                  mc.dataDir().resolve("masters").resolve(String.valueOf(i)).toString());
+      if (i > 1) {
+        one = one.with(FerriteConfig.METRICS_PORT, "-1"); // one console: the first master's
+      }
+      group.add(Master.start(one, b.credentials, served));
+    }
+    master = group.get(0);
+  }
+
+  private void startGroup(int g, List<String> names, Builder b) {
+    List<Fabric> served = new ArrayList<>();
+    for (String n : names) {
+      // Not shm: its endpoint lives in the cluster's shm directory under one fixed name, which
+      // group 0's master holds; same-host clients reach the other groups over tcp.
+      if (!n.equals("shm")) {
+        served.add(fabric(n));
+      }
+    }
+    if (served.isEmpty()) {
+      throw new IllegalArgumentException("master group " + g + ": no fabric but shm to serve");
+    }
+    int port = config.masterPort();
+    FerriteConfig gc =
+        config
+            .with(FerriteConfig.DATA_DIR, config.dataDir().resolve("group-" + g).toString())
+            .with(FerriteConfig.MASTER_PORT, Integer.toString(port == 0 ? 0 : port + g))
+            .with(FerriteConfig.METRICS_PORT, "-1");
+    groupMasters.add(
         b.extensions == null
-            ? Master.start(mc, b.credentials, served)
-            : Master.start(mc, b.credentials, served, b.extensions);
+            ? Master.start(gc, b.credentials, served)
+            : Master.start(gc, b.credentials, served, b.extensions.get()));
+  }
+
+  /** The master of group {@code g} (0: {@link #master()}, the first of its Raft group if any). */
+  public Master master(int g) {
+    return g == 0 ? master : groupMasters.get(g - 1);
+  }
+
+  /** How many master groups. */
+  public int groups() {
+    return groupMasters.size() + 1;
   }
 
   /** The configuration the master runs with (the servers', but for server.name). */
@@ -219,8 +349,34 @@ public final class InProcessCluster implements AutoCloseable {
     return config;
   }
 
+  /**
+   * The master; of a group, the one serving as leader now (waiting up to 30 s for an election, else
+   * the first).
+   */
   public Master master() {
+    if (group.isEmpty()) {
+      return master;
+    }
+    long until = System.nanoTime() + 30_000_000_000L;
+    while (System.nanoTime() < until) {
+      for (Master m : group) {
+        if (m.role().equals("leader")) {
+          return m;
+        }
+      }
+      try {
+        Thread.sleep(20);
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
+        break;
+      }
+    }
     return master;
+  }
+
+  /** Every master: the group's members in master.id order, or the single master. */
+  public List<Master> masters() {
+    return group.isEmpty() ? List.of(master) : Collections.unmodifiableList(group);
   }
 
   /** The servers, in start order. */
@@ -243,9 +399,21 @@ public final class InProcessCluster implements AutoCloseable {
             + ")");
   }
 
-  /** The master's address on its first fabric (tcp by default), as servers and clients use it. */
+  /**
+   * The master's address on its first fabric (tcp by default), as servers and clients use it; with
+   * several groups every group's, separated by {@code ;}.
+   */
   public String masterAddress() {
-    return master.addresses().get(masterFabric.name());
+    // Group 0's masters joined by ',', then each other group's (one master each) after ';'.
+    List<String> all = new ArrayList<>();
+    for (Master m : masters()) {
+      all.add(m.addresses().get(masterFabric.name()));
+    }
+    StringBuilder b = new StringBuilder(String.join(",", all));
+    for (Master m : groupMasters) {
+      b.append(';').append(m.addresses().get(masterFabric.name()));
+    }
+    return b.toString();
   }
 
   /**
@@ -253,10 +421,20 @@ public final class InProcessCluster implements AutoCloseable {
    * tcp first, otherwise its address.
    */
   public String uri() {
-    String a = masterAddress();
-    return masterFabric.name().equals("tcp")
-        ? "ferrite://127.0.0.1:" + a.substring(a.lastIndexOf(':') + 1)
-        : a;
+    if (!masterFabric.name().equals("tcp")) {
+      return masterAddress();
+    }
+    List<String> ports = new ArrayList<>();
+    for (Master m : masters()) {
+      String a = m.addresses().get("tcp");
+      ports.add("127.0.0.1:" + a.substring(a.lastIndexOf(':') + 1));
+    }
+    StringBuilder b = new StringBuilder("ferrite://" + String.join(",", ports));
+    for (Master m : groupMasters) {
+      String a = m.addresses().get("tcp");
+      b.append(";127.0.0.1:").append(a.substring(a.lastIndexOf(':') + 1));
+    }
+    return b.toString();
   }
 
   /** Writes a cluster file naming {@link #uri()}, the secret file and the TLS trust (or null). */
@@ -280,8 +458,14 @@ public final class InProcessCluster implements AutoCloseable {
     for (int i = servers.size() - 1; i >= 0; i--) {
       closeQuietly(servers.get(i), failure);
     }
-    if (master != null) {
+    for (int g = groupMasters.size() - 1; g >= 0; g--) {
+      closeQuietly(groupMasters.get(g), failure);
+    }
+    if (group.isEmpty() && master != null) {
       closeQuietly(master, failure);
+    }
+    for (int i = group.size() - 1; i >= 0; i--) {
+      closeQuietly(group.get(i), failure);
     }
     closeFabrics(owned, failure);
   }

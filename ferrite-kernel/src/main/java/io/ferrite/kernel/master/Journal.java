@@ -75,7 +75,7 @@ import java.util.stream.Stream;
  * (one at a time), {@link #writeSnapshot} outside it (one at a time); {@link #writtenLsn}, {@link
  * #durableLsn}, {@link #whenDurable} and {@link #stats} from any thread.
  */
-final class Journal implements AutoCloseable {
+final class Journal implements AutoCloseable, Durability {
   private static final System.Logger LOG = System.getLogger(Journal.class.getName());
 
   static final int MAGIC = 0x4C4E4A46; // "FJNL" little-endian
@@ -446,14 +446,75 @@ final class Journal implements AutoCloseable {
     return h;
   }
 
+  /**
+   * One group of events as a record body ({@code eventCount i32 | (eventLength i32 | event)*}):
+   * what a log record holds, and what a master group's Raft log entry carries ({@link
+   * RaftJournal}).
+   */
+  static byte[] encodeGroup(List<MasterEvent> group) {
+    Wire.Writer w = new Wire.Writer(64 * group.size()).i32(group.size());
+    for (MasterEvent e : group) {
+      w.bytes(MasterEvent.encode(e));
+    }
+    return w.toArray();
+  }
+
+  /** The events of a record body written by {@link #encodeGroup}; {@code what} names it. */
+  static List<MasterEvent> decodeGroup(ByteBuffer body, String what) {
+    Wire.Reader r = new Wire.Reader(body, what);
+    int n = r.count("eventCount", body.remaining());
+    List<MasterEvent> group = new ArrayList<>(n);
+    for (int i = 0; i < n; i++) {
+      byte[] ev = r.bytes("event");
+      group.add(MasterEvent.decode(new Wire.Reader(ByteBuffer.wrap(ev), "journal event")));
+    }
+    r.end();
+    return group;
+  }
+
+  /**
+   * Writes {@code state} as a snapshot file {@code target} in the journal's snapshot format (temp
+   * file beside it, fsync, atomic rename); the master group's Raft snapshots use it too ({@link
+   * MasterStateMachine}). The caller fsyncs the directory if the name must be durable.
+   */
+  static void writeSnapshotFile(Path target, long gen, List<MasterEvent> state) throws IOException {
+    Path tmp = target.resolveSibling(target.getFileName() + ".tmp");
+    try (FileChannel ch =
+        FileChannel.open(
+            tmp,
+            StandardOpenOption.CREATE,
+            StandardOpenOption.TRUNCATE_EXISTING,
+            StandardOpenOption.WRITE)) {
+      ByteBuffer h = header(KIND_SNAPSHOT, gen);
+      while (h.hasRemaining()) {
+        ch.write(h);
+      }
+      List<List<MasterEvent>> one = new ArrayList<>(state.size());
+      for (MasterEvent e : state) {
+        one.add(List.of(e));
+      }
+      writeRecords(ch, one);
+      ch.force(true);
+    }
+    Files.move(tmp, target, StandardCopyOption.ATOMIC_MOVE);
+  }
+
+  /**
+   * Replays a snapshot file written by {@link #writeSnapshotFile} into {@code replay}; any damage
+   * is corruption ({@link JournalCorruptException}). Returns the number of records.
+   */
+  static int readSnapshotFile(Path file, Consumer<MasterEvent> replay) throws IOException {
+    ReadResult r = readFile(file, KIND_SNAPSHOT, replay);
+    if (r.droppedBytes > 0) {
+      throw new JournalCorruptException(file, r.goodLength, r.records, r.nextValid);
+    }
+    return r.records;
+  }
+
   private static void writeRecords(FileChannel ch, List<List<MasterEvent>> groups)
       throws IOException {
     for (List<MasterEvent> g : groups) {
-      Wire.Writer w = new Wire.Writer(64 * g.size()).i32(g.size());
-      for (MasterEvent e : g) {
-        w.bytes(MasterEvent.encode(e));
-      }
-      byte[] body = w.toArray();
+      byte[] body = encodeGroup(g);
       ByteBuffer rec =
           ByteBuffer.allocate(RECORD_HEADER + body.length).order(ByteOrder.LITTLE_ENDIAN);
       rec.putInt(body.length).putLong(0).put(body);
@@ -566,22 +627,26 @@ final class Journal implements AutoCloseable {
   }
 
   /** LSN of the last record appended (0: none since open). */
-  long writtenLsn() {
+  @Override
+  public long writtenLsn() {
     return commit.writtenLsn();
   }
 
   /** LSN up to which every record is on disk (== {@link #writtenLsn} without fsync). */
-  long durableLsn() {
+  @Override
+  public long durableLsn() {
     return commit.durableLsn();
   }
 
   /** The failure that stopped the journal, or null. */
-  FerriteException failure() {
+  @Override
+  public FerriteException failure() {
     return commit.failure();
   }
 
   /** See {@link GroupCommit#whenDurable}. Never blocks. */
-  CompletableFuture<Void> whenDurable(long lsn) {
+  @Override
+  public CompletableFuture<Void> whenDurable(long lsn) {
     return commit.whenDurable(lsn);
   }
 
@@ -640,26 +705,8 @@ final class Journal implements AutoCloseable {
   void writeSnapshot(long gen, List<MasterEvent> state) {
     synchronized (snapshotLock) {
       Path snap = file("snapshot", gen);
-      Path tmp = dir.resolve(snap.getFileName() + ".tmp");
       try {
-        try (FileChannel ch =
-            FileChannel.open(
-                tmp,
-                StandardOpenOption.CREATE,
-                StandardOpenOption.TRUNCATE_EXISTING,
-                StandardOpenOption.WRITE)) {
-          ByteBuffer h = header(KIND_SNAPSHOT, gen);
-          while (h.hasRemaining()) {
-            ch.write(h);
-          }
-          List<List<MasterEvent>> one = new ArrayList<>(state.size());
-          for (MasterEvent e : state) {
-            one.add(List.of(e));
-          }
-          writeRecords(ch, one);
-          ch.force(true);
-        }
-        Files.move(tmp, snap, StandardCopyOption.ATOMIC_MOVE);
+        writeSnapshotFile(snap, gen, state);
         syncDirectory();
         // From here on generation `gen` is the recovery point: the older files are not needed
         // (a retired log the journal thread still fsyncs may be unlinked under it).

@@ -30,13 +30,47 @@ import java.util.concurrent.TimeUnit;
 public final class Master implements AutoCloseable {
   private static final System.Logger LOG = System.getLogger(Master.class.getName());
 
-  private final MasterState state;
-  private final Journal journal;
+  private final FerriteConfig cfg;
+  private final Credentials credentials;
+  private final List<Fabric> fabrics;
+  private final Path dir;
   private final int snapshotEvery;
   private final ScheduledThreadPoolExecutor ticker;
+  private final String hostId = HostIdentity.local();
 
-  /** Carries revocations to the servers; set once before the master serves. */
-  private volatile Revoker revoker;
+  /** The single master's journal; null in a master group (Raft keeps the log there). */
+  private final Journal journal;
+
+  /** The master group's Raft side; null for a single master. */
+  private MasterGroup group;
+
+  /**
+   * What serves the master's RPCs: the metadata, where its mutations become durable, the RPC
+   * service, the revoker and the extensions. A single master has one for its lifetime; in a group
+   * only the leader has one (built when it becomes leader and ready, closed when it stops being
+   * leader), followers have none and answer NOT_LEADER.
+   */
+  static final class Core {
+    final MasterState state;
+    final Durability log;
+    final List<MasterExtension> extensions;
+    final long term;
+    final List<Integer> regionIds = new ArrayList<>();
+    MasterService service;
+    Revoker revoker;
+
+    Core(MasterState state, Durability log, List<MasterExtension> extensions, long term) {
+      this.state = state;
+      this.log = log;
+      this.extensions = extensions;
+      this.term = term;
+    }
+  }
+
+  private volatile Core core;
+
+  /** The RPC handler on every endpoint: the core's service, or NOT_LEADER without one. */
+  private final Front front = new Front();
 
   private final List<FabricServer> endpoints = new ArrayList<>();
   private final Map<String, String> addresses = new LinkedHashMap<>();
@@ -49,6 +83,9 @@ public final class Master implements AutoCloseable {
 
   /** Regions the master serves itself (extensions' {@link MasterContext#createRegion}). */
   private final RegionTable regions = new RegionTable();
+
+  /** Ids of {@link #regions}: never reused (a new leader's regions get new ones). */
+  private int lastRegionId;
 
   private final SecureRandom rkeys = new SecureRandom();
 
@@ -63,8 +100,12 @@ public final class Master implements AutoCloseable {
   /** The web console on {@link #ops}, or null when that is off. */
   private volatile io.ferrite.kernel.ops.console.Console console;
 
-  private Master(FerriteConfig cfg, MasterState state, Journal journal) {
-    this.state = state;
+  private Master(
+      FerriteConfig cfg, Credentials credentials, List<Fabric> fabrics, Journal journal) {
+    this.cfg = cfg;
+    this.credentials = credentials;
+    this.fabrics = List.copyOf(fabrics);
+    this.dir = cfg.dataDir().resolve("master");
     this.journal = journal;
     this.snapshotEvery = cfg.snapshotEvery();
     this.ticker = Threads.scheduler("ferrite-master-ticker");
@@ -73,12 +114,102 @@ public final class Master implements AutoCloseable {
   /**
    * Recovers the metadata from {@code <data.dir>/master}, then serves it on each of {@code fabrics}
    * (binding {@code master.host}:{@code master.port} on tcp). The caller keeps ownership of the
-   * fabrics.
+   * fabrics. With {@code master.peers} set, this master is one of a Raft group (see {@link
+   * #startGroup}); the extensions are found with {@link ServiceLoader}, fresh instances for each
+   * state it builds.
    */
   public static Master start(FerriteConfig cfg, Credentials credentials, List<Fabric> fabrics) {
+    if (!cfg.masterPeers().isEmpty()) {
+      return startGroup(cfg, credentials, fabrics, Master::discovered);
+    }
+    return start(cfg, credentials, fabrics, discovered());
+  }
+
+  private static List<MasterExtension> discovered() {
     List<MasterExtension> found = new ArrayList<>();
     ServiceLoader.load(MasterExtension.class).forEach(found::add);
-    return start(cfg, credentials, fabrics, found);
+    return found;
+  }
+
+  /**
+   * Starts one master of the Raft group {@code master.peers} names ({@code master.id} is this one):
+   * its Raft server (Apache Ratis, NETTY, storage in {@code <data.dir>/master/raft}) and its
+   * endpoints. While it follows it answers every opcode but MASTER_INFO with NOT_LEADER, naming the
+   * leader; when it becomes leader (and Ratis says the leader is ready: everything committed before
+   * its term is applied), it builds its serving state from the committed one, starts the extensions
+   * and serves, every server UNKNOWN until it heartbeats (as after a restart). It stops serving
+   * (the state is thrown away) as soon as it is no longer leader or a mutation fails to commit.
+   * {@code extensions} makes fresh instances: one set for the committed state, one for each
+   * leadership stint. See docs/RESILIENCE.md.
+   */
+  public static Master startGroup(
+      FerriteConfig cfg,
+      Credentials credentials,
+      List<Fabric> fabrics,
+      java.util.function.Supplier<List<MasterExtension>> extensions) {
+    if (cfg.masterPeers().isEmpty()) {
+      throw new IllegalArgumentException(
+          FerriteConfig.MASTER_PEERS + " is empty: a single master uses Master.start");
+    }
+    if (cfg.masterId() < 1) {
+      throw new IllegalArgumentException(
+          FerriteConfig.MASTER_ID
+              + ": "
+              + cfg.masterId()
+              + " (expected: 1 to "
+              + cfg.masterPeers().size()
+              + ", this master's place in "
+              + FerriteConfig.MASTER_PEERS
+              + ")");
+    }
+    Master m = new Master(cfg, credentials, fabrics, null);
+    try {
+      Secrets.createPrivateDirectories(m.dir);
+      m.group =
+          new MasterGroup(
+              cfg, m.dir, () -> newState(cfg, credentials, extensions.get()), m, extensions);
+      List<String> names = new ArrayList<>();
+      Map<Integer, String> serviceNames = new java.util.HashMap<>();
+      serviceNames.put(io.ferrite.kernel.proto.MasterProtocol.SERVICE, "master");
+      for (MasterExtension ext : extensions.get()) {
+        serviceNames.put(ext.serviceId(), ext.name());
+        names.add(ext.name());
+      }
+      m.serve(serviceNames);
+      m.group.start();
+    } catch (IOException e) {
+      m.close();
+      throw new UncheckedIOException("cannot start the master group member in " + m.dir, e);
+    } catch (RuntimeException e) {
+      m.close();
+      throw e;
+    }
+    LOG.log(
+        System.Logger.Level.INFO,
+        "master {0} of the group of cluster {1} listening at {2}",
+        cfg.masterId(),
+        cfg.clusterId(),
+        m.addresses.values());
+    return m;
+  }
+
+  /** A state with {@code extensions} installed, empty. */
+  static MasterState newState(
+      FerriteConfig cfg, Credentials credentials, List<MasterExtension> extensions) {
+    MasterState state =
+        new MasterState(
+            cfg.clusterId(),
+            cfg.blockSize(),
+            cfg.deadTimeout().toMillis(),
+            (int) cfg.sessionLease().toMillis(),
+            (int) cfg.heartbeatInterval().toMillis(),
+            () -> System.nanoTime() / 1_000_000,
+            new SecureRandom());
+    for (MasterExtension ext : extensions) {
+      state.registerExtension(ext);
+    }
+    state.blockKeys(new io.ferrite.kernel.proto.BlockKeyMint(credentials.secret()));
+    return state;
   }
 
   /**
@@ -99,7 +230,8 @@ public final class Master implements AutoCloseable {
   /**
    * Like {@link #start(FerriteConfig, Credentials, List)} with exactly {@code extensions} installed
    * (no {@link ServiceLoader} discovery): each gets its records replayed, then {@link
-   * MasterExtension#start}, and serves its RPC service on the master's endpoints.
+   * MasterExtension#start}, and serves its RPC service on the master's endpoints. A single master
+   * only (a group needs fresh instances per state: {@link #startGroup}).
    */
   public static Master start(
       FerriteConfig cfg,
@@ -119,115 +251,36 @@ public final class Master implements AutoCloseable {
       List<Fabric> fabrics,
       List<MasterExtension> extensions,
       Journal.Fsync fsync) {
+    if (!cfg.masterPeers().isEmpty()) {
+      throw new IllegalArgumentException(
+          FerriteConfig.MASTER_PEERS
+              + " is set: a master group is started with Master.start(cfg, credentials, fabrics)"
+              + " or Master.startGroup");
+    }
     Path dir = cfg.dataDir().resolve("master");
     try {
       Secrets.createPrivateDirectories(dir);
     } catch (IOException e) {
       throw new UncheckedIOException("cannot create master directory " + dir, e);
     }
-    MasterState state =
-        new MasterState(
-            cfg.clusterId(),
-            cfg.blockSize(),
-            cfg.deadTimeout().toMillis(),
-            (int) cfg.sessionLease().toMillis(),
-            (int) cfg.heartbeatInterval().toMillis(),
-            () -> System.nanoTime() / 1_000_000,
-            new SecureRandom());
-    for (MasterExtension ext : extensions) {
-      state.registerExtension(ext);
-    }
-    state.blockKeys(new io.ferrite.kernel.proto.BlockKeyMint(credentials.secret()));
+    MasterState state = newState(cfg, credentials, extensions);
     Journal journal = Journal.open(dir.resolve("journal"), cfg.journalFsync(), fsync, state::apply);
     state.recovered();
     state.sink(journal::append);
-    Master m = new Master(cfg, state, journal);
+    Master m = new Master(cfg, credentials, fabrics, journal);
     try {
-      for (MasterExtension ext : extensions) {
-        ext.start(
-            state.contextFor(
-                ext,
-                (name, length) -> m.createRegion(cfg, dir, name, length),
-                cfg,
-                m.metrics.registry()));
-        LOG.log(
-            System.Logger.Level.INFO,
-            "master extension {0} (service {1}) started",
-            ext.name(),
-            ext.serviceId());
-      }
-      MasterService service = new MasterService(state, journal, HostIdentity.local());
+      Core c = new Core(state, journal, List.copyOf(extensions), 0);
+      m.startCore(c);
       Map<Integer, String> serviceNames = new java.util.HashMap<>();
       serviceNames.put(io.ferrite.kernel.proto.MasterProtocol.SERVICE, "master");
-      for (MasterExtension ext : extensions) {
-        serviceNames.put(ext.serviceId(), ext.name());
-      }
-      // Request ids outermost: the meters see (and count) the call a REQUEST carries.
-      io.ferrite.fabric.RpcHandler served =
-          new RequestIds(
-              io.ferrite.kernel.ops.RpcMeters.wrap(
-                  service, m.metrics.registry(), serviceNames::get),
-              state,
-              service);
       List<String> faces = new ArrayList<>();
       for (MasterExtension ext : extensions) {
+        serviceNames.put(ext.serviceId(), ext.name());
         faces.add(ext.name());
       }
       MasterMeters.register(m.metrics, state, journal, List.of("dram", "disk"), faces);
-      m.revoker =
-          new Revoker(
-              state,
-              fabrics,
-              new io.ferrite.fabric.ConnectOptions(
-                  credentials.as(io.ferrite.fabric.Role.SERVER),
-                  cfg.rpcTimeout(),
-                  cfg.rpcTimeout()),
-              cfg.rpcTimeout());
-      service.revoker(m.revoker);
-      Revoker rv = m.revoker;
-      state.revokeNudge(rv::revokeNow);
-      state.connector(rv::open);
-      for (Fabric f : fabrics) {
-        boolean shm = f.name().equals("shm");
-        FabricServer s;
-        try {
-          ServerSpec spec =
-              new ServerSpec(
-                  0,
-                  credentials,
-                  m.regions,
-                  served,
-                  cfg.masterHost(),
-                  cfg.masterPort(),
-                  shm ? m.shmDir(cfg) : dir,
-                  cfg.serviceThreads(),
-                  1024,
-                  ServerSpec.DEFAULT_MAX_FRAME);
-          s = f.serve(spec);
-        } catch (RuntimeException e) {
-          if (!shm) {
-            throw e;
-          }
-          // shm only saves same-host clients time: without it they reach the master over tcp.
-          LOG.log(
-              System.Logger.Level.WARNING,
-              "master not serving shm (same-host clients use tcp): {0}",
-              e.getMessage());
-          continue;
-        }
-        m.endpoints.add(s);
-        m.addresses.put(f.name(), s.address());
-        io.ferrite.kernel.ops.FabricMeters.bind(m.metrics, f.name(), s.counters());
-      }
-      service.addresses(m.addresses);
-      if (cfg.metricsPort() >= 0) {
-        m.ops =
-            io.ferrite.kernel.ops.OpsServer.start(
-                cfg.metricsHost(), cfg.metricsPort(), m.metrics, credentials, "master");
-        m.console = m.startConsole(service);
-      }
-      long period = Math.max(20, Math.min(250, cfg.heartbeatInterval().toMillis() / 2));
-      m.ticker.scheduleWithFixedDelay(m::tick, period, period, TimeUnit.MILLISECONDS);
+      m.core = c;
+      m.serve(serviceNames);
     } catch (RuntimeException e) {
       m.close();
       throw e;
@@ -240,8 +293,210 @@ public final class Master implements AutoCloseable {
     return m;
   }
 
+  /**
+   * Starts {@code c}'s extensions (they may mutate: their records go to {@code c.log}), its RPC
+   * service and its revoker. Not yet visible to the endpoints: the caller publishes it.
+   */
+  void startCore(Core c) {
+    for (MasterExtension ext : c.extensions) {
+      ext.start(
+          c.state.contextFor(
+              ext, (name, length) -> createRegion(c, name, length), cfg, metrics.registry()));
+      LOG.log(
+          System.Logger.Level.INFO,
+          "master extension {0} (service {1}) started",
+          ext.name(),
+          ext.serviceId());
+    }
+    MasterService service = new MasterService(c.state, c.log, hostId);
+    c.revoker =
+        new Revoker(
+            c.state,
+            fabrics,
+            new io.ferrite.fabric.ConnectOptions(
+                credentials.as(io.ferrite.fabric.Role.SERVER), cfg.rpcTimeout(), cfg.rpcTimeout()),
+            cfg.rpcTimeout());
+    service.revoker(c.revoker);
+    Revoker rv = c.revoker;
+    c.state.revokeNudge(rv::revokeNow);
+    c.state.connector(rv::open);
+    service.addresses(addresses);
+    c.service = service;
+  }
+
+  /** Publishes {@code c}: the endpoints serve it from now on (a group's new leader). */
+  void publish(Core c) {
+    c.service.addresses(addresses);
+    Board b = board;
+    if (b != null) {
+      c.service.loads(b.board::report);
+    }
+    core = c;
+  }
+
+  /** Stops serving {@code c} if it is the current core, and closes it (a leader stepping down). */
+  void retire(Core c) {
+    if (core == c) {
+      core = null;
+    }
+    closeCore(c);
+  }
+
+  /** The core being served, or null (a follower). */
+  Core core() {
+    return core;
+  }
+
+  private void closeCore(Core c) {
+    Revoker rv = c.revoker;
+    if (rv != null) {
+      rv.close();
+    }
+    for (MasterExtension ext : c.extensions) {
+      try {
+        ext.stop();
+      } catch (RuntimeException e) {
+        LOG.log(System.Logger.Level.WARNING, "stopping master extension " + ext.name(), e);
+      }
+    }
+    if (c.log instanceof RaftJournal rj) {
+      rj.close();
+    }
+    synchronized (this) {
+      for (int id : c.regionIds) {
+        io.ferrite.fabric.MappedRegion r = regions.deregister(id);
+        if (r != null) {
+          r.closeAndDelete();
+        }
+      }
+      c.regionIds.clear();
+    }
+  }
+
+  /**
+   * What every endpoint serves: MASTER_INFO itself (inline; in a group it says the role, the term
+   * and the leader), everything else through the core's {@link MasterService}, or NOT_LEADER when
+   * there is none (a follower, or a leader not serving yet), naming the leader when known.
+   */
+  private final class Front implements io.ferrite.fabric.RpcHandler {
+    @Override
+    public java.util.concurrent.CompletableFuture<java.nio.ByteBuffer> handleInline(
+        io.ferrite.fabric.RpcContext ctx, int service, int opcode, java.nio.ByteBuffer request) {
+      if (service == io.ferrite.kernel.proto.MasterProtocol.SERVICE
+          && opcode == io.ferrite.kernel.proto.MasterProtocol.MASTER_INFO) {
+        return masterInfo(request);
+      }
+      Core c = core;
+      return c == null ? notLeader() : c.service.handleInline(ctx, service, opcode, request);
+    }
+
+    @Override
+    public java.util.concurrent.CompletableFuture<java.nio.ByteBuffer> handle(
+        io.ferrite.fabric.RpcContext ctx, int service, int opcode, java.nio.ByteBuffer request) {
+      Core c = core;
+      return c == null ? notLeader() : c.service.handle(ctx, service, opcode, request);
+    }
+  }
+
+  private java.util.concurrent.CompletableFuture<java.nio.ByteBuffer> notLeader() {
+    return io.ferrite.fabric.Futures.failed(
+        io.ferrite.fabric.ErrorCode.NOT_LEADER,
+        group != null ? group.notLeaderMessage() : "the master is not serving (closing)");
+  }
+
+  /**
+   * MASTER_INFO: host identity and address per fabric; a group member appends its role (u8: 1
+   * leader, 2 follower, 3 candidate), the term (u64), the leader's client address (str, "" if
+   * unknown) and its own place in the group (i32). A single master appends nothing (the answer
+   * older readers know).
+   */
+  private java.util.concurrent.CompletableFuture<java.nio.ByteBuffer> masterInfo(
+      java.nio.ByteBuffer request) {
+    try {
+      new io.ferrite.kernel.proto.Wire.Reader(request, "master-info request").end();
+    } catch (io.ferrite.fabric.FerriteException e) {
+      return java.util.concurrent.CompletableFuture.failedFuture(e);
+    }
+    io.ferrite.kernel.proto.Wire.Writer w = new io.ferrite.kernel.proto.Wire.Writer(64);
+    w.str(hostId);
+    io.ferrite.kernel.proto.MasterProtocol.writeAddresses(w, addresses);
+    if (group != null) {
+      String role = role();
+      w.u8(
+          switch (role) {
+            case "leader" -> io.ferrite.kernel.proto.MasterStub.ROLE_LEADER;
+            case "follower" -> io.ferrite.kernel.proto.MasterStub.ROLE_FOLLOWER;
+            default -> io.ferrite.kernel.proto.MasterStub.ROLE_CANDIDATE;
+          });
+      w.i64(group.term());
+      w.str(group.leaderAddress());
+      w.i32(cfg.masterId());
+      w.i64(group.appliedIndex());
+    }
+    return java.util.concurrent.CompletableFuture.completedFuture(w.toBuffer());
+  }
+
+  /** The console's board, once the console runs. */
+  private record Board(io.ferrite.kernel.ops.console.LoadBoard board) {}
+
+  private volatile Board board;
+
+  /** Binds the endpoints (serving {@link #front}), the metrics, the console and the ticker. */
+  private void serve(Map<Integer, String> serviceNames) {
+    // Request ids outermost: the meters see (and count) the call a REQUEST carries; the ids are
+    // looked up in the core being served (none on a follower: the call goes on to NOT_LEADER).
+    io.ferrite.fabric.RpcHandler served =
+        new RequestIds(
+            io.ferrite.kernel.ops.RpcMeters.wrap(front, metrics.registry(), serviceNames::get),
+            () -> core);
+    for (Fabric f : fabrics) {
+      boolean shm = f.name().equals("shm");
+      FabricServer s;
+      try {
+        ServerSpec spec =
+            new ServerSpec(
+                0,
+                credentials,
+                regions,
+                served,
+                cfg.masterHost(),
+                cfg.masterPort(),
+                shm ? shmDir(cfg) : dir,
+                cfg.serviceThreads(),
+                1024,
+                ServerSpec.DEFAULT_MAX_FRAME);
+        s = f.serve(spec);
+      } catch (RuntimeException e) {
+        if (!shm) {
+          throw e;
+        }
+        // shm only saves same-host clients time: without it they reach the master over tcp.
+        LOG.log(
+            System.Logger.Level.WARNING,
+            "master not serving shm (same-host clients use tcp): {0}",
+            e.getMessage());
+        continue;
+      }
+      endpoints.add(s);
+      addresses.put(f.name(), s.address());
+      io.ferrite.kernel.ops.FabricMeters.bind(metrics, f.name(), s.counters());
+    }
+    Core c = core;
+    if (c != null) {
+      c.service.addresses(addresses);
+    }
+    if (cfg.metricsPort() >= 0) {
+      ops =
+          io.ferrite.kernel.ops.OpsServer.start(
+              cfg.metricsHost(), cfg.metricsPort(), metrics, credentials, "master");
+      console = startConsole();
+    }
+    long period = Math.max(20, Math.min(250, cfg.heartbeatInterval().toMillis() / 2));
+    ticker.scheduleWithFixedDelay(this::tick, period, period, TimeUnit.MILLISECONDS);
+  }
+
   /** The console on {@link #ops}; the servers' heartbeats feed its rates from now on. */
-  private io.ferrite.kernel.ops.console.Console startConsole(MasterService service) {
+  private io.ferrite.kernel.ops.console.Console startConsole() {
     io.ferrite.kernel.ops.console.LoadBoard board =
         new io.ferrite.kernel.ops.console.LoadBoard(
             () -> {
@@ -258,9 +513,13 @@ public final class Master implements AutoCloseable {
         io.ferrite.kernel.ops.console.Console.start(
             ops,
             new io.ferrite.kernel.ops.console.Console.Source(
-                state::status, this::faces, this::addresses),
+                () -> serving().state.status(), this::faces, this::addresses),
             board);
-    service.loads(board::report);
+    this.board = new Board(board);
+    Core now = core;
+    if (now != null) {
+      now.service.loads(board::report);
+    }
     return c;
   }
 
@@ -271,6 +530,7 @@ public final class Master implements AutoCloseable {
    */
   public Map<String, Map<String, Object>> faces() {
     Map<String, Map<String, Object>> out = new LinkedHashMap<>();
+    MasterState state = serving().state;
     synchronized (state) {
       for (MasterExtension ext : state.extensions()) {
         try {
@@ -299,15 +559,15 @@ public final class Master implements AutoCloseable {
    * An extension's region: a file in the master's shm directory (tmpfs; the data directory if shm
    * is unusable), registered in the table every endpoint serves.
    */
-  private synchronized MasterContext.MasterRegion createRegion(
-      FerriteConfig cfg, Path dataDir, String name, long length) {
+  private synchronized MasterContext.MasterRegion createRegion(Core c, String name, long length) {
     Path where;
     try {
       where = shmDir(cfg);
     } catch (RuntimeException e) {
-      where = dataDir;
+      where = dir;
     }
-    int id = regions.all().size() + 1;
+    int id = ++lastRegionId;
+    c.regionIds.add(id);
     Path file = where.resolve("region-" + id + "-" + name);
     try {
       java.nio.file.Files.deleteIfExists(file); // left by a master that was killed
@@ -322,19 +582,24 @@ public final class Master implements AutoCloseable {
   }
 
   private void tick() {
+    Core c = core;
+    if (c == null) {
+      return; // a follower: the leader ticks
+    }
     try {
-      if (journal.failure() != null) {
+      MasterState state = c.state;
+      if (c.log.failure() != null) {
         // A failed fsync stopped the journal: expiries and snapshots would only be refused (and
         // logged) every tick. The failure was logged once; the master waits to be restarted.
         return;
       }
       state.tick();
-      Revoker r = revoker;
+      Revoker r = c.revoker;
       if (r != null) {
         r.revokeNow(); // blocks of expired sessions
         r.retry();
       }
-      if (journal.recordsSinceSnapshot() >= snapshotEvery) {
+      if (journal != null && journal.recordsSinceSnapshot() >= snapshotEvery) {
         snapshot();
       }
     } catch (RuntimeException e) {
@@ -348,6 +613,11 @@ public final class Master implements AutoCloseable {
    * on (see {@link Journal}).
    */
   public void snapshot() {
+    if (group != null) {
+      group.snapshot();
+      return;
+    }
+    MasterState state = core.state;
     synchronized (snapshotLock) {
       long generation;
       List<MasterEvent> events;
@@ -368,7 +638,13 @@ public final class Master implements AutoCloseable {
    * fsync there are none.
    */
   public JournalStats journalStats() {
-    GroupCommit.Stats s = journal.stats();
+    Core c = core;
+    GroupCommit.Stats s =
+        journal != null
+            ? journal.stats()
+            : c != null && c.log instanceof RaftJournal rj
+                ? rj.stats()
+                : new GroupCommit.Stats(0, 0, 0, 0);
     return new JournalStats(s.recordsWritten(), s.fsyncs(), s.recordsFsynced(), s.largestBatch());
   }
 
@@ -385,9 +661,49 @@ public final class Master implements AutoCloseable {
     return journal;
   }
 
-  /** The metadata, for in-process inspection (tests, the local command). */
+  /** The group's Raft side, or null (tests). */
+  MasterGroup group() {
+    return group;
+  }
+
+  /**
+   * The metadata, for in-process inspection (tests, the local command): the serving state, or in a
+   * group's follower the committed one (read it under its lock).
+   */
   public MasterState state() {
-    return state;
+    Core c = core;
+    return c != null ? c.state : group != null ? group.committed() : null;
+  }
+
+  /** The core serving now, or NOT_LEADER. */
+  private Core serving() {
+    Core c = core;
+    if (c == null) {
+      throw new io.ferrite.fabric.FerriteException(
+          io.ferrite.fabric.ErrorCode.NOT_LEADER, group.notLeaderMessage());
+    }
+    return c;
+  }
+
+  /**
+   * This master's role: {@code single} (no group), {@code leader} (serving), {@code follower}, or
+   * {@code candidate} (an election is under way, or a leader not serving yet).
+   */
+  public String role() {
+    if (group == null) {
+      return "single";
+    }
+    return core != null ? "leader" : group.role();
+  }
+
+  /** The Raft term (0 for a single master). */
+  public long term() {
+    return group == null ? 0 : group.term();
+  }
+
+  /** The client address of the group's leader as far as this master knows ("" if unknown). */
+  public String leaderAddress() {
+    return group == null ? addresses.getOrDefault("tcp", "") : group.leaderAddress();
   }
 
   /** The master's meters (served at {@code /metrics} when the HTTP endpoint is on). */
@@ -420,6 +736,9 @@ public final class Master implements AutoCloseable {
 
   /** What the journal recovered at start. */
   public String recoverySummary() {
+    if (journal == null) {
+      return "master group member " + cfg.masterId() + ": " + group.summary();
+    }
     Journal.Recovery r = journal.recovery();
     return "generation "
         + r.generation()
@@ -445,16 +764,14 @@ public final class Master implements AutoCloseable {
       o.close();
     }
     ticker.shutdownNow();
-    Revoker rv = revoker;
-    if (rv != null) {
-      rv.close();
+    MasterGroup g = group;
+    if (g != null) {
+      g.close(); // no new core from here on
     }
-    for (MasterExtension ext : state.extensions()) {
-      try {
-        ext.stop();
-      } catch (RuntimeException e) {
-        LOG.log(System.Logger.Level.WARNING, "stopping master extension " + ext.name(), e);
-      }
+    Core c = core;
+    core = null;
+    if (c != null) {
+      closeCore(c);
     }
     for (FabricServer s : endpoints) {
       try {
@@ -464,10 +781,15 @@ public final class Master implements AutoCloseable {
       }
     }
     synchronized (snapshotLock) {
-      synchronized (state) {
-        closed = true;
-        journal.close();
+      if (c != null) {
+        synchronized (c.state) {
+          closed = true;
+          if (journal != null) {
+            journal.close();
+          }
+        }
       }
+      closed = true;
     }
     for (io.ferrite.fabric.MappedRegion r : regions.all()) {
       r.closeAndDelete();

@@ -27,6 +27,11 @@ public interface MasterContext {
   /** The block size of the cluster, in bytes. */
   long blockSize();
 
+  /** Every extension installed on this master (the placement directory asks them about names). */
+  default List<MasterExtension> extensions() {
+    return List.of();
+  }
+
   /**
    * The master process's configuration, where an extension reads its own keys ({@link
    * io.ferrite.kernel.config.ConfigKeys}); the defaults for a master state made without one

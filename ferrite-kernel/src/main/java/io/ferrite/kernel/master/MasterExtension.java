@@ -138,4 +138,14 @@ public interface MasterExtension {
 
   /** Runs once when the master stops. */
   default void stop() {}
+
+  /**
+   * Whether this extension holds the top-level name {@code name} of {@code kind} (e.g. {@code
+   * nodes}), placed or not: asked by the placement directory of master group 0, under the metadata
+   * lock, before it places a new name, so that a name made before the cluster had several groups
+   * stays in group 0 (docs/RESILIENCE.md, "Master groups"). The default holds nothing.
+   */
+  default boolean holdsName(String kind, String name) {
+    return false;
+  }
 }

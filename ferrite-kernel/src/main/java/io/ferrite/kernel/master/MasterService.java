@@ -45,7 +45,7 @@ final class MasterService implements RpcHandler {
   private static final System.Logger LOG = System.getLogger(MasterService.class.getName());
 
   private final MasterState state;
-  private final Journal journal;
+  private final Durability journal;
 
   /** The extensions, fixed before the master serves: read without the metadata lock. */
   private final Map<Integer, MasterExtension> extensions = new HashMap<>();
@@ -67,7 +67,7 @@ final class MasterService implements RpcHandler {
   /** Sends the revokes a mutation owes before its answer leaves; null: none (tests). */
   private volatile Revoker revoker;
 
-  MasterService(MasterState state, Journal journal, String hostId) {
+  MasterService(MasterState state, Durability journal, String hostId) {
     this.state = state;
     this.journal = journal;
     this.provisionalFrom = journal.writtenLsn();

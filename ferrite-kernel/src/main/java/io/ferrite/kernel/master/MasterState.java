@@ -1057,6 +1057,13 @@ public final class MasterState {
       }
 
       @Override
+      public List<MasterExtension> extensions() {
+        synchronized (self) {
+          return List.copyOf(md.extensions.values());
+        }
+      }
+
+      @Override
       public io.micrometer.core.instrument.MeterRegistry metrics() {
         return metrics;
       }

@@ -29,8 +29,9 @@ import java.util.concurrent.ConcurrentHashMap;
  */
 final class RequestIds implements RpcHandler {
   private final RpcHandler inner;
-  private final MasterState state;
-  private final MasterService service;
+
+  /** The core being served (its state remembers the answers), or null on a follower. */
+  private final java.util.function.Supplier<Master.Core> core;
 
   /**
    * The calls with an id that are running, by session and sequence number (not by the whole id: a
@@ -44,10 +45,9 @@ final class RequestIds implements RpcHandler {
     }
   }
 
-  RequestIds(RpcHandler inner, MasterState state, MasterService service) {
+  RequestIds(RpcHandler inner, java.util.function.Supplier<Master.Core> core) {
     this.inner = inner;
-    this.state = state;
-    this.service = service;
+    this.core = core;
   }
 
   private static boolean wrapped(int service, int opcode) {
@@ -123,10 +123,17 @@ final class RequestIds implements RpcHandler {
     }
   }
 
-  /** The remembered answer of {@code id}, or null when its call never changed anything. */
+  /**
+   * The remembered answer of {@code id}, or null when its call never changed anything (or no core
+   * is served: the call then goes on to the inner handler's NOT_LEADER).
+   */
   private CompletableFuture<ByteBuffer> known(MasterProtocol.RequestId id) {
-    RememberedAnswers.Answer a = state.remembered(id.sessionId(), id.seq());
-    return a == null ? null : service.rememberedAnswer(id, a);
+    Master.Core c = core.get();
+    if (c == null) {
+      return null;
+    }
+    RememberedAnswers.Answer a = c.state.remembered(id.sessionId(), id.seq());
+    return a == null ? null : c.service.rememberedAnswer(id, a);
   }
 
   /** {@code f}'s outcome through {@code mine}, once the id is no longer running. */

@@ -235,15 +235,86 @@ public final class MasterStub {
   }
 
   /** Where the master listens, and on which host: {@link MasterProtocol#MASTER_INFO}. */
-  public record MasterInfo(String hostId, Map<String, String> addresses) {}
+  /** MASTER_INFO's role of a master group member ({@link MasterInfo#role}). */
+  public static final int ROLE_SINGLE = 0;
+
+  public static final int ROLE_LEADER = 1;
+  public static final int ROLE_FOLLOWER = 2;
+  public static final int ROLE_CANDIDATE = 3;
+
+  /**
+   * What MASTER_INFO says: the host identity and address per fabric; for a member of a master group
+   * also its role ({@link #ROLE_LEADER}, {@link #ROLE_FOLLOWER}, {@link #ROLE_CANDIDATE}; a single
+   * master: {@link #ROLE_SINGLE}), the Raft term, the leader's client address ("" if unknown) and
+   * its place in the group (0 for a single master) and the Raft log index its committed state holds
+   * (how far it caught up).
+   */
+  public record MasterInfo(
+      String hostId,
+      Map<String, String> addresses,
+      int role,
+      long term,
+      String leader,
+      int memberId,
+      long appliedIndex) {
+    public MasterInfo(String hostId, Map<String, String> addresses) {
+      this(hostId, addresses, ROLE_SINGLE, 0, "", 0, 0);
+    }
+
+    /** "single", "leader", "follower" or "candidate". */
+    public String roleName() {
+      return switch (role) {
+        case ROLE_LEADER -> "leader";
+        case ROLE_FOLLOWER -> "follower";
+        case ROLE_CANDIDATE -> "candidate";
+        default -> "single";
+      };
+    }
+  }
+
+  /**
+   * The leader's address a NOT_LEADER answer names ({@code ...; leader: tcp://host:port}), or null
+   * when it names none (an election is under way) or {@code e} is no NOT_LEADER.
+   */
+  public static String leaderNamedIn(Throwable e) {
+    Throwable t = e;
+    while (t != null && !(t instanceof io.ferrite.fabric.FerriteException)) {
+      t = t.getCause();
+    }
+    if (!(t instanceof io.ferrite.fabric.FerriteException f)
+        || f.code() != io.ferrite.fabric.ErrorCode.NOT_LEADER) {
+      return null;
+    }
+    String m = f.getMessage();
+    int i = m == null ? -1 : m.indexOf("leader: ");
+    if (i < 0) {
+      return null;
+    }
+    int from = i + "leader: ".length();
+    int to = from;
+    while (to < m.length() && !Character.isWhitespace(m.charAt(to)) && m.charAt(to) != ')') {
+      to++;
+    }
+    String a = m.substring(from, to);
+    return a.contains("://") ? a : null;
+  }
 
   public MasterInfo masterInfo() {
     Wire.Reader r =
         callSync(MasterProtocol.MASTER_INFO, new Wire.Writer(0), "master-info response");
     String host = r.str("hostId");
     Map<String, String> addresses = MasterProtocol.readAddresses(r);
+    if (r.remaining() == 0) {
+      r.end();
+      return new MasterInfo(host, addresses); // a single master
+    }
+    int role = r.u8("role");
+    long term = r.i64("term");
+    String leader = r.str("leader");
+    int member = r.i32("memberId");
+    long applied = r.i64("appliedIndex");
     r.end();
-    return new MasterInfo(host, addresses);
+    return new MasterInfo(host, addresses, role, term, leader, member, applied);
   }
 
   public ClusterStatus status() {

@@ -17,6 +17,13 @@ import java.util.function.Supplier;
  * A memory server's connection to the master: connects with backoff, registers, heartbeats, and
  * starts over (reconnect, register again) whenever the master is gone or has forgotten the server
  * (a restarted master, or one that marked it DEAD). Runs on its own named thread.
+ *
+ * <p>A master group: the address is every master's, comma-separated ({@code tcp://a:7100,tcp://b:
+ * 7100,...}, what {@link io.ferrite.kernel.client.Ferrite#masterAddresses} parses). A connect tries
+ * the leader last named first, then each master in turn, and asks each its role (MASTER_INFO): a
+ * follower names the leader, which is tried next. A NOT_LEADER answer (the master it talks to lost
+ * its leadership) notes the leader it names and starts over there: register again, as after a
+ * master restart (the new leader treats every server as UNKNOWN until it hears from it).
  */
 final class MasterLink implements AutoCloseable {
   private static final System.Logger LOG = System.getLogger(MasterLink.class.getName());
@@ -24,6 +31,9 @@ final class MasterLink implements AutoCloseable {
   /** Reconnecting to the master: 50 ms doubling to 2 s, from 50 ms again after a success. */
   static final Backoff BACKOFF =
       Backoff.builder().initial(Duration.ofMillis(50)).max(Duration.ofSeconds(2)).build();
+
+  /** The pause before asking the group again after a NOT_LEADER. */
+  static final long NOT_LEADER_PAUSE_MILLIS = 50;
 
   private final Fabric fabric;
   private final Supplier<String> address;
@@ -33,6 +43,11 @@ final class MasterLink implements AutoCloseable {
   private final Function<MasterStub, Integer> register;
   private final Consumer<Integer> onRegistered;
   private volatile MasterStub stub;
+
+  /** The master connected now (for messages), and the leader a master last named (or null). */
+  private volatile String current = "";
+
+  private volatile String leaderHint;
   private volatile boolean closed;
   private Thread thread;
 
@@ -62,8 +77,7 @@ final class MasterLink implements AutoCloseable {
     MasterStub s = stub;
     if (s == null || !s.connection().isOpen()) {
       throw new FerriteException(
-          ErrorCode.UNAVAILABLE,
-          "not connected to the master at " + address.get() + " (reconnecting)");
+          ErrorCode.UNAVAILABLE, "not connected to the master at " + current + " (reconnecting)");
     }
     return s;
   }
@@ -82,6 +96,7 @@ final class MasterLink implements AutoCloseable {
         if (!e.retryable()) {
           throw e;
         }
+        noteLeader(e);
         drop();
         if (pauses.failures() % 20 == 0) {
           LOG.log(
@@ -102,10 +117,82 @@ final class MasterLink implements AutoCloseable {
     if (s != null && s.connection().isOpen()) {
       return s;
     }
-    FabricConnection c = fabric.connect(address.get(), options);
-    s = new MasterStub(c, rpcTimeout);
-    stub = s;
-    return s;
+    java.util.List<String> all = io.ferrite.kernel.client.Ferrite.masterAddresses(address.get());
+    if (all.size() == 1) {
+      current = all.get(0);
+      s = new MasterStub(fabric.connect(all.get(0), options), rpcTimeout);
+      stub = s;
+      return s;
+    }
+    java.util.List<String> order = new java.util.ArrayList<>();
+    String hint = leaderHint;
+    if (hint != null) {
+      order.add(hint);
+    }
+    for (String a : all) {
+      if (!order.contains(a)) {
+        order.add(a);
+      }
+    }
+    FerriteException last = null;
+    for (int i = 0; i < order.size(); i++) {
+      String a = order.get(i);
+      FabricConnection c;
+      try {
+        c = fabric.connect(a, options);
+      } catch (FerriteException e) {
+        last = e;
+        continue;
+      }
+      try {
+        s = new MasterStub(c, rpcTimeout);
+        MasterStub.MasterInfo info = s.masterInfo();
+        if (info.role() == MasterStub.ROLE_LEADER || info.role() == MasterStub.ROLE_SINGLE) {
+          current = a;
+          leaderHint = a;
+          stub = s;
+          return s;
+        }
+        c.close();
+        String leader = info.leader();
+        if (!leader.isEmpty() && !leader.equals(a)) {
+          int at = order.indexOf(leader);
+          if (at > i) {
+            order.remove(at); // not tried yet: next instead
+          }
+          if (at > i || at < 0 || order.size() <= 2 * all.size()) {
+            // Next; a leader tried already is tried once more (it may have just won), boundedly.
+            order.add(i + 1, leader);
+          }
+        }
+        last =
+            new FerriteException(
+                ErrorCode.NOT_LEADER,
+                "the master at "
+                    + a
+                    + " is a "
+                    + info.roleName()
+                    + (leader.isEmpty() ? " (no leader known)" : "; leader: " + leader));
+      } catch (FerriteException e) {
+        c.close();
+        last = e;
+      }
+    }
+    throw last != null
+        ? last
+        : new FerriteException(ErrorCode.UNAVAILABLE, "no master at " + address.get());
+  }
+
+  /** True if the master address names a group (several masters). */
+  private boolean group() {
+    return address.get().indexOf(',') >= 0;
+  }
+
+  /** Notes the leader a NOT_LEADER answer names, for the next connect. */
+  private void noteLeader(FerriteException e) {
+    if (e.code() == ErrorCode.NOT_LEADER) {
+      leaderHint = MasterStub.leaderNamedIn(e);
+    }
   }
 
   private void drop() {
@@ -118,13 +205,24 @@ final class MasterLink implements AutoCloseable {
 
   /** Starts the heartbeat thread; the server is registered already. */
   void start(String threadName) {
+    start(threadName, true);
+  }
+
+  /**
+   * Starts the heartbeat thread; unless {@code registered}, it registers first (with backoff, as
+   * after a lost master): a master group other than the first, which the server does not wait for.
+   */
+  void start(String threadName, boolean registered) {
+    startRegistered = registered;
     thread = new Thread(this::run, threadName);
     thread.setDaemon(true);
     thread.start();
   }
 
+  private volatile boolean startRegistered = true;
+
   private void run() {
-    boolean registered = true;
+    boolean registered = startRegistered;
     Backoff.Attempts pauses = BACKOFF.start();
     boolean warned = false;
     while (!closed) {
@@ -152,9 +250,21 @@ final class MasterLink implements AutoCloseable {
           return;
         }
         registered = false;
-        if (e.code() != ErrorCode.NOT_FOUND) {
+        noteLeader(e);
+        if (e.code() == ErrorCode.NOT_LEADER) {
+          // A leader change: the named leader next, after a short pause (not the backoff's
+          // doubling: the new leader counts the silence against us; an election takes ~1 s).
           drop();
-          pause(pauses);
+          sleep(NOT_LEADER_PAUSE_MILLIS);
+        } else if (e.code() != ErrorCode.NOT_FOUND) {
+          drop();
+          if (group()) {
+            // A group: another master takes over within an election; ask again soon rather
+            // than after the doubling backoff (up to 2 s) a lone master's restart warrants.
+            sleep(2 * NOT_LEADER_PAUSE_MILLIS);
+          } else {
+            pause(pauses);
+          }
         }
         if (!warned) {
           LOG.log(

@@ -72,6 +72,12 @@ public final class MemoryServer implements AutoCloseable {
   private final DirLock dramLock;
   private MasterLink link;
 
+  /** The links to master groups 1.. (docs/RESILIENCE.md, "Master groups"); empty for one group. */
+  private final List<MasterLink> groupLinks = new ArrayList<>();
+
+  /** Which group owns each region (one group: all of them group 0's). */
+  private RegionGroups regionGroups;
+
   /** The server's meters; served over HTTP only with {@code metrics.port >= 0}. */
   private final io.ferrite.kernel.ops.Metrics metrics;
 
@@ -267,15 +273,32 @@ public final class MemoryServer implements AutoCloseable {
     Duration rpc = cfg.rpcTimeout();
     // Servers hold the root but speak to the master as SERVER: the least role that can register.
     ConnectOptions options = new ConnectOptions(credentials.as(Role.SERVER), rpc, rpc);
+    // Several master groups (ferrite://a;b): one link per group, each registering the regions the
+    // group owns under the id group 0 gave (a server has one id in every group, so a client's
+    // BlockRef names the same server whichever group handed the block out).
+    int groupCount = io.ferrite.kernel.client.Ferrite.groups(masterAddress).size();
+    regionGroups = new RegionGroups(serverDir, groupCount);
     link =
         new MasterLink(
             toMaster,
-            masterAddressSupplier,
+            () -> groupAddress(masterAddressSupplier.get(), 0),
             options,
             rpc,
             cfg.heartbeatInterval(),
-            this::register,
+            m -> register(m, 0),
             id -> {});
+    for (int g = 1; g < groupCount; g++) {
+      int group = g;
+      groupLinks.add(
+          new MasterLink(
+              toMaster,
+              () -> groupAddress(masterAddressSupplier.get(), group),
+              options,
+              rpc,
+              cfg.heartbeatInterval(),
+              m -> register(m, group),
+              id -> {}));
+    }
 
     int id = readServerId();
     if (id <= 0) {
@@ -288,6 +311,9 @@ public final class MemoryServer implements AutoCloseable {
     }
     serverId = id;
     link.serverId(id);
+    for (MasterLink l : groupLinks) {
+      l.serverId(id);
+    }
 
     List<FerriteService> all = new ArrayList<>(extraServices);
     for (FerriteService fs : ServiceLoader.load(FerriteService.class)) {
@@ -347,9 +373,13 @@ public final class MemoryServer implements AutoCloseable {
       addresses.put(f.name(), Advertised.address(fsrv.address(), masterAddress));
       io.ferrite.kernel.ops.FabricMeters.bind(metrics, f.name(), fsrv.counters());
     }
-    link.callWithRetry(this::register);
+    link.callWithRetry(m -> register(m, 0));
     link.load(this::load);
     link.start("ferrite-server-" + name + "-master");
+    for (int g = 0; g < groupLinks.size(); g++) {
+      // Not waited for: a server serves group 0 as soon as it can; the others as they answer.
+      groupLinks.get(g).start("ferrite-server-" + name + "-master-group-" + (g + 1), false);
+    }
     if (cfg.metricsPort() >= 0) {
       ops =
           io.ferrite.kernel.ops.OpsServer.start(
@@ -409,8 +439,23 @@ public final class MemoryServer implements AutoCloseable {
     return incarnation;
   }
 
-  private int register(MasterStub m) {
-    List<RegionInfo> regions = store.infos(serverId);
+  /** Of a cluster URI or address list naming groups ({@code a;b}), group {@code g}'s masters. */
+  private static String groupAddress(String addresses, int g) {
+    List<List<String>> groups = io.ferrite.kernel.client.Ferrite.groups(addresses);
+    return String.join(",", groups.get(Math.min(g, groups.size() - 1)));
+  }
+
+  /** The link to the master group that owns {@code r}. */
+  private MasterLink linkOf(RegionInfo r) {
+    int g = regionGroups.groupOf(r);
+    return g == 0 ? link : groupLinks.get(g - 1);
+  }
+
+  /** Registers with master group {@code group} (0 with one group) the regions it owns. */
+  private int register(MasterStub m, int group) {
+    List<RegionInfo> all = store.infos(serverId);
+    regionGroups.sync(all);
+    List<RegionInfo> regions = regionGroups.of(group, all);
     MasterStub.Registration r = m.register(serverId, name, hostId, addresses, regions, incarnation);
     // Before any block key works: the current generation of every block (a restarted server's
     // tables are all zeros until now).
@@ -431,7 +476,7 @@ public final class MemoryServer implements AutoCloseable {
    */
   private boolean retire(RegionInfo r) {
     try {
-      link.stub().removeRegion(serverId, r.ref().regionId());
+      linkOf(r).stub().removeRegion(serverId, r.ref().regionId());
       return true;
     } catch (FerriteException e) {
       if (e.code() == ErrorCode.CONFLICT) {
@@ -606,9 +651,12 @@ public final class MemoryServer implements AutoCloseable {
       }
       grants.install(serverId, fresh);
     }
+    if (!regrown.isEmpty()) {
+      regionGroups.sync(store.infos(serverId));
+    }
     for (RegionInfo grown : regrown) {
       try {
-        link.stub().addRegion(serverId, grown);
+        linkOf(grown).stub().addRegion(serverId, grown);
       } catch (FerriteException e) {
         LOG.log(
             System.Logger.Level.DEBUG,
@@ -724,6 +772,9 @@ public final class MemoryServer implements AutoCloseable {
     closed = true;
     if (ops != null) {
       ops.close();
+    }
+    for (MasterLink l : groupLinks) {
+      l.close();
     }
     if (link != null) {
       link.close();

@@ -34,4 +34,26 @@ class MasterAddressesTest {
       assertEquals(ErrorCode.INVALID_ARGUMENT, e.code(), bad);
     }
   }
+
+  @Test
+  void aUriWithSemicolonsNamesSeveralGroupsInOrder() {
+    assertEquals(
+        List.of(List.of("tcp://a:7100", "tcp://b:7101"), List.of("tcp://c:7200")),
+        Ferrite.groups("ferrite://a,b:7101;c:7200"));
+    assertEquals(
+        List.of(List.of("local://node-0-1"), List.of("local://node-0-2")),
+        Ferrite.groups("local://node-0-1;local://node-0-2"));
+    assertEquals(List.of(List.of("tcp://h:7100")), Ferrite.groups("ferrite://h"));
+    assertEquals(
+        "tcp://a:7100,tcp://b:7101;tcp://c:7200",
+        Ferrite.clusterAddress("ferrite://a,b:7101;c:7200"));
+    // Everything that takes one group reads the first one.
+    assertEquals(
+        List.of("tcp://a:7100", "tcp://b:7101"), Ferrite.masterAddresses("ferrite://a,b:7101;c"));
+    for (String bad :
+        List.of("ferrite://a;", "ferrite://;a", "ferrite://a;;b", "tcp://a:1;http://b")) {
+      FerriteException e = assertThrows(FerriteException.class, () -> Ferrite.groups(bad));
+      assertEquals(ErrorCode.INVALID_ARGUMENT, e.code(), bad);
+    }
+  }
 }

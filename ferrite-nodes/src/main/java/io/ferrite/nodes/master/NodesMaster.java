@@ -106,6 +106,13 @@ public final class NodesMaster implements MasterExtension {
     return "nodes";
   }
 
+  /** A top-level name of the namespace, visible or still being written (under the lock). */
+  @Override
+  public boolean holdsName(String kind, String name) {
+    return kind.equals(io.ferrite.kernel.proto.PlacementProtocol.NODES)
+        && ns.root.children.containsKey(name);
+  }
+
   @Override
   public void apply(ByteBuffer record) {
     ns.apply(record);

@@ -1,0 +1,180 @@
+package io.ferrite.cli;
+
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNotEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import io.ferrite.fabric.testing.SeedExtension;
+import io.ferrite.kernel.proto.PlacementProtocol;
+import java.io.PrintWriter;
+import java.io.StringWriter;
+import java.net.ServerSocket;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Random;
+import org.junit.jupiter.api.Tag;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.ExtendWith;
+import picocli.CommandLine;
+
+/**
+ * Two master groups with real processes (issue #20, docs/RESILIENCE.md "Master groups"): two
+ * masters, each its own JVM and journal, and a memory server registered with both; the fs commands
+ * work across them through one URI ({@code ferrite://127.0.0.1:p0;127.0.0.1:p1}), {@code status}
+ * lists both groups, a cross-group {@code fs mv} is refused naming both, and a SIGKILL of group 1's
+ * master leaves group 0's files served; once it is back, its files are too. Every process is killed
+ * in {@link #stopAll()}.
+ */
+@Tag("multiprocess")
+@ExtendWith(SeedExtension.class)
+class GroupsMultiProcessTest extends ProcessClusterTest {
+  static final String CLUSTER = "groups-test";
+
+  int port1;
+
+  record Ran(int code, String out, String err) {}
+
+  private String uri() {
+    return "ferrite://127.0.0.1:" + port + ";127.0.0.1:" + port1;
+  }
+
+  private Ran cli(String... args) {
+    StringWriter out = new StringWriter();
+    StringWriter err = new StringWriter();
+    CommandLine cl = FerriteCli.commandLine();
+    cl.setOut(new PrintWriter(out, true));
+    cl.setErr(new PrintWriter(err, true));
+    List<String> all = new ArrayList<>(List.of(args));
+    all.addAll(
+        List.of("--cluster", uri(), "--secret-file", secret().toString(), "--cluster-id", CLUSTER));
+    int code = cl.execute(all.toArray(new String[0]));
+    return new Ran(code, out.toString(), err.toString());
+  }
+
+  private void ok(Ran r, String what) {
+    assertEquals(0, r.code(), what + ": " + r + "\n" + logs());
+  }
+
+  /** Group 1's master: its own data directory and port, tcp only (group 0's holds the shm one). */
+  private Process startGroup1() throws Exception {
+    return start(
+        "master-1",
+        "master",
+        "--dir",
+        dir.resolve("group-1").toString(),
+        "--port",
+        Integer.toString(port1),
+        "--cluster-id",
+        CLUSTER,
+        "--secret-file",
+        secret().toString(),
+        "--fabrics",
+        "tcp",
+        "--set",
+        "heartbeat.interval=100ms",
+        "--set",
+        "server.dead.timeout=30s",
+        "--set",
+        "shm.dir=" + shmDir);
+  }
+
+  /** A name of {@code prefix} that the placement hash gives {@code group} among two. */
+  private static String nameIn(String prefix, int group) {
+    for (int i = 0; ; i++) {
+      String n = prefix + i;
+      if (PlacementProtocol.choose(PlacementProtocol.key(PlacementProtocol.NODES, n), 2) == group) {
+        return n;
+      }
+    }
+  }
+
+  private byte[] get(String path) throws Exception {
+    Path back = dir.resolve("back");
+    Files.deleteIfExists(back);
+    Ran r = cli("fs", "get", path, back.toString());
+    return r.code() == 0 ? Files.readAllBytes(back) : null;
+  }
+
+  @Test
+  void twoGroupsServeOneNamespaceThroughTheCli(Random random) throws Exception {
+    newCluster(CLUSTER, "ferrite-groups-");
+    try (ServerSocket s = new ServerSocket(0)) {
+      port1 = s.getLocalPort();
+    }
+    startMaster("master-0", "server.dead.timeout=30s");
+    Process m1 = startGroup1();
+    start(
+        "s1",
+        "server",
+        "--dir",
+        dir.toString(),
+        "--name",
+        "s1",
+        "--master",
+        uri(),
+        "--cluster-id",
+        CLUSTER,
+        "--fabrics",
+        "tcp",
+        "--dram",
+        "64m",
+        "--disk",
+        "0",
+        "--set",
+        "region.size=16m",
+        "--set",
+        "heartbeat.interval=100ms",
+        "--set",
+        "shm.dir=" + shmDir);
+    await("s1 ALIVE in group 0", () -> CliProcesses.oneServerAlive(port, credentials));
+    await("s1 ALIVE in group 1", () -> CliProcesses.oneServerAlive(port1, credentials));
+
+    String a = "/" + nameIn("a", 0);
+    String b = "/" + nameIn("b", 1);
+    List<byte[]> data = new ArrayList<>();
+    for (String top : List.of(a, b)) {
+      ok(cli("fs", "mkdir", top), "fs mkdir " + top);
+      byte[] d = new byte[200_000 + random.nextInt(100_000)];
+      random.nextBytes(d);
+      Path local = dir.resolve("data.bin");
+      Files.write(local, d);
+      ok(cli("fs", "put", local.toString(), top + "/f"), "fs put " + top + "/f");
+      assertArrayEquals(d, get(top + "/f"));
+      data.add(d);
+    }
+    Ran ls = cli("fs", "ls", "/");
+    ok(ls, "fs ls /");
+    assertTrue(ls.out().contains(a.substring(1)) && ls.out().contains(b.substring(1)), ls.out());
+    Ran status = cli("status");
+    ok(status, "status");
+    assertTrue(
+        status.out().contains("master group 0 (tcp://127.0.0.1:" + port + ")")
+            && status.out().contains("master group 1 (tcp://127.0.0.1:" + port1 + ")"),
+        status.out());
+    Ran mv = cli("fs", "mv", a + "/f", b + "/f");
+    assertNotEquals(0, mv.code(), mv.toString());
+    assertTrue(
+        mv.err().contains("master group 0") && mv.err().contains("master group 1"), mv.err());
+
+    // Group 1's master dies: group 0's file is still served; once it is back, so is group 1's.
+    m1.destroyForcibly();
+    m1.waitFor();
+    processes.remove(m1);
+    assertArrayEquals(data.get(0), get(a + "/f"));
+    startGroup1();
+    byte[] back =
+        await(
+            "group 1's file after its master's restart",
+            () -> {
+              try {
+                return get(b + "/f");
+              } catch (Exception e) {
+                throw new IllegalStateException(e);
+              }
+            });
+    assertArrayEquals(data.get(1), back);
+  }
+}
