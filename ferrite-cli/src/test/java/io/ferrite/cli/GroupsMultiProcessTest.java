@@ -7,8 +7,6 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.ferrite.fabric.testing.SeedExtension;
 import io.ferrite.kernel.proto.PlacementProtocol;
-import java.io.PrintWriter;
-import java.io.StringWriter;
 import java.net.ServerSocket;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -18,7 +16,6 @@ import java.util.Random;
 import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.ExtendWith;
-import picocli.CommandLine;
 
 /**
  * Two master groups with real processes (issue #20, docs/RESILIENCE.md "Master groups"): two
@@ -35,23 +32,9 @@ class GroupsMultiProcessTest extends ProcessClusterTest {
 
   int port1;
 
-  record Ran(int code, String out, String err) {}
-
-  private String uri() {
+  @Override
+  String clusterUri() {
     return "ferrite://127.0.0.1:" + port + ";127.0.0.1:" + port1;
-  }
-
-  private Ran cli(String... args) {
-    StringWriter out = new StringWriter();
-    StringWriter err = new StringWriter();
-    CommandLine cl = FerriteCli.commandLine();
-    cl.setOut(new PrintWriter(out, true));
-    cl.setErr(new PrintWriter(err, true));
-    List<String> all = new ArrayList<>(List.of(args));
-    all.addAll(
-        List.of("--cluster", uri(), "--secret-file", secret().toString(), "--cluster-id", CLUSTER));
-    int code = cl.execute(all.toArray(new String[0]));
-    return new Ran(code, out.toString(), err.toString());
   }
 
   private void ok(Ran r, String what) {
@@ -114,7 +97,7 @@ class GroupsMultiProcessTest extends ProcessClusterTest {
         "--name",
         "s1",
         "--master",
-        uri(),
+        clusterUri(),
         "--cluster-id",
         CLUSTER,
         "--fabrics",

@@ -129,6 +129,11 @@ abstract class ProcessClusterTest {
     return cli(all);
   }
 
+  /** The cluster's URI for the in-JVM commands: its one master (a test of groups names more). */
+  String clusterUri() {
+    return "ferrite://127.0.0.1:" + port;
+  }
+
   /** {@code ferrite <args> --cluster ... --secret-file ... --cluster-id ...}, in this JVM. */
   Ran cli(String... args) {
     java.io.StringWriter out = new java.io.StringWriter();
@@ -140,12 +145,7 @@ abstract class ProcessClusterTest {
     System.arraycopy(args, 0, all, 0, args.length);
     System.arraycopy(
         new String[] {
-          "--cluster",
-          "ferrite://127.0.0.1:" + port,
-          "--secret-file",
-          secret().toString(),
-          "--cluster-id",
-          clusterId
+          "--cluster", clusterUri(), "--secret-file", secret().toString(), "--cluster-id", clusterId
         },
         0,
         all,

@@ -1025,6 +1025,8 @@ public final class Nodes {
       long nodes = 0;
       long bytes = 0;
       long blocks = 0;
+      long underReplicated = 0;
+      long missingCopies = 0;
       List<String> paths = new ArrayList<>();
       for (int g = 0; g < byGroup.length(); g++) {
         LostSummary one = g == 0 ? lostSummaryHere() : group(g).lostSummary();
@@ -1032,8 +1034,11 @@ public final class Nodes {
         bytes += one.bytes();
         blocks += one.blocks();
         paths.addAll(one.paths());
+        underReplicated += one.underReplicated();
+        missingCopies += one.missingCopies();
       }
-      return new LostSummary(nodes, bytes, blocks, List.copyOf(paths));
+      return new LostSummary(
+          nodes, bytes, blocks, List.copyOf(paths), underReplicated, missingCopies);
     }
     return lostSummaryHere();
   }
