@@ -43,6 +43,7 @@ import picocli.CommandLine.Command;
       KvBenchCommand.class,
       MemoryBenchCommand.class,
       NodesBenchCommand.class,
+      ResilienceBenchCommand.class,
       RSortBenchCommand.class,
       HtmlBenchCommand.class,
     })
