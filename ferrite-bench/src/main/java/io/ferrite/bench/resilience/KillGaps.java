@@ -48,8 +48,7 @@ final class KillGaps {
 
   private KillGaps() {}
 
-  static void measure(BenchReport report, Path dir, int kills, Progress progress)
-      throws Exception {
+  static void measure(BenchReport report, Path dir, int kills, Progress progress) throws Exception {
     List<String> sets =
         List.of("server.dead.timeout=" + DEAD_TIMEOUT, "journal.fsync=true", "block.size=1m");
     try (ProcessCluster cluster = new ProcessCluster(dir, "bench-resilience", 3, sets)) {
@@ -112,7 +111,8 @@ final class KillGaps {
         toDead[k] = dead - killed;
         deadToWrites[k] = Math.max(0, back - dead);
         cluster.startServer(victim, "256m");
-        await("server " + victim + " ALIVE again", () -> alive(client) == 3, Duration.ofSeconds(60));
+        await(
+            "server " + victim + " ALIVE again", () -> alive(client) == 3, Duration.ofSeconds(60));
         await(
             "shard 0 with 2 copies again",
             () -> new KvClient(client).table("resilience").info().copies(0) == 2,
@@ -122,7 +122,8 @@ final class KillGaps {
       long[] toWrites = new long[kills];
       for (int k = 0; k < kills; k++) {
         Leader before = leader(cluster);
-        progress.step("resilience: SIGKILL of the master leader m" + before.id + " (" + (k + 1) + ")");
+        progress.step(
+            "resilience: SIGKILL of the master leader m" + before.id + " (" + (k + 1) + ")");
         meta.awaitProgress();
         long killed = System.nanoTime();
         cluster.kill("m" + before.id);
@@ -167,13 +168,15 @@ final class KillGaps {
               "ms",
               Better.LOWER,
               leader));
+      report.add(BenchResult.of("resilience.kills", kills, "kills per kind", Better.HIGHER));
       report.add(
           BenchResult.of(
-              "resilience.kills", kills, "kills per kind", Better.HIGHER));
+              "resilience.acknowledged-writes",
+              kv.acked() + meta.acked(),
+              "writes",
+              Better.HIGHER));
       report.add(
-          BenchResult.of(
-              "resilience.acknowledged-writes", kv.acked() + meta.acked(), "writes", Better.HIGHER));
-      report.add(BenchResult.of("resilience.lost-acknowledged-writes", lost, "writes", Better.LOWER));
+          BenchResult.of("resilience.lost-acknowledged-writes", lost, "writes", Better.LOWER));
     } finally {
       kv.stop();
       meta.stop();
@@ -198,6 +201,7 @@ final class KillGaps {
     private volatile boolean stop;
     private final AtomicReference<Throwable> failure = new AtomicReference<>();
     private final AtomicLong completed = new AtomicLong();
+
     /** seq -> [start, end] nanos of each acknowledged write. */
     private final Map<Long, long[]> acked = new ConcurrentHashMap<>();
 

@@ -23,8 +23,8 @@ import java.util.StringJoiner;
 
 /**
  * A cluster of child JVMs on 127.0.0.1 for the resilience bench: a master (or a Raft group of
- * masters) and memory servers, each a {@code ferrite master}/{@code ferrite server} process of
- * this build, that the bench SIGKILLs and starts again. Their output goes to {@code
+ * masters) and memory servers, each a {@code ferrite master}/{@code ferrite server} process of this
+ * build, that the bench SIGKILLs and starts again. Their output goes to {@code
  * <dir>/processes.log}; closing kills every process still running and removes the shm directory.
  */
 final class ProcessCluster implements AutoCloseable {
@@ -88,7 +88,8 @@ final class ProcessCluster implements AutoCloseable {
 
   /** Starts master {@code id} (from 1), process {@code m<id>}. */
   void startMaster(int id) throws IOException {
-    List<String> args = new ArrayList<>(List.of("master", "--dir", dir.resolve("m" + id).toString()));
+    List<String> args =
+        new ArrayList<>(List.of("master", "--dir", dir.resolve("m" + id).toString()));
     args.addAll(List.of("--port", Integer.toString(ports[id - 1]), "--cluster-id", clusterId));
     args.addAll(List.of("--secret-file", dir.resolve("secret").toString()));
     if (ports.length > 1) {
@@ -110,18 +111,36 @@ final class ProcessCluster implements AutoCloseable {
     List<String> args =
         new ArrayList<>(
             List.of(
-                "server", "--dir", dir.resolve("servers").toString(), "--name", name,
-                "--master", uri(), "--cluster-id", clusterId,
-                "--secret-file", dir.resolve("secret").toString(),
-                "--fabrics", "tcp", "--dram", dram, "--disk", "0",
-                "--set", "region.size=16m"));
+                "server",
+                "--dir",
+                dir.resolve("servers").toString(),
+                "--name",
+                name,
+                "--master",
+                uri(),
+                "--cluster-id",
+                clusterId,
+                "--secret-file",
+                dir.resolve("secret").toString(),
+                "--fabrics",
+                "tcp",
+                "--dram",
+                dram,
+                "--disk",
+                "0",
+                "--set",
+                "region.size=16m"));
     args.addAll(common());
     start(name, args);
   }
 
   private List<String> common() {
     return List.of(
-        "--set", "heartbeat.interval=100ms", "--set", "shm.dir=" + shmDir, "--set",
+        "--set",
+        "heartbeat.interval=100ms",
+        "--set",
+        "shm.dir=" + shmDir,
+        "--set",
         "metrics.port=-1");
   }
 
@@ -180,7 +199,7 @@ final class ProcessCluster implements AutoCloseable {
   }
 
   @Override
-  public void close() throws IOException, InterruptedException {
+  public void close() throws IOException {
     for (FerriteClient c : clients) {
       try {
         c.close();
@@ -191,8 +210,19 @@ final class ProcessCluster implements AutoCloseable {
     for (Process p : running.values()) {
       p.destroyForcibly();
     }
+    boolean interrupted = false;
     for (Process p : running.values()) {
-      p.waitFor();
+      while (true) {
+        try {
+          p.waitFor();
+          break;
+        } catch (InterruptedException e) {
+          interrupted = true; // reap them all first: none may outlive the bench
+        }
+      }
+    }
+    if (interrupted) {
+      Thread.currentThread().interrupt();
     }
     log.close();
     BenchFiles.deleteTree(shmDir);

@@ -21,8 +21,8 @@ import java.util.Objects;
  *   <li>kv put throughput and latency with 1, 2 and 3 copies per shard over each fabric, r2 and r3
  *       beside r1 ({@code kv.replicas.*}, from the kv suite's replication case);
  *   <li>File write bandwidth with 1, 2 and 3 copies per block over each fabric, beside 1 copy, and
- *       a 2-copy File read right after a server holding copies stopped ({@code
- *       <fabric>.file.*}, from the nodes suite's replication case);
+ *       a 2-copy File read right after a server holding copies stopped ({@code <fabric>.file.*},
+ *       from the nodes suite's replication case);
  *   <li>the gap in service after SIGKILLs of a memory server and of the master leader, p50 over
  *       {@code kills} kills each, on child JVMs, and the acknowledged writes lost ({@link
  *       KillGaps}).
