@@ -181,6 +181,7 @@ public final class Master implements AutoCloseable {
       service.revoker(m.revoker);
       Revoker rv = m.revoker;
       state.revokeNudge(rv::revokeNow);
+      state.connector(rv::open);
       for (Fabric f : fabrics) {
         boolean shm = f.name().equals("shm");
         FabricServer s;

@@ -60,6 +60,20 @@ public interface MasterContext {
    */
   record MasterRegion(io.ferrite.fabric.MappedRegion memory, io.ferrite.fabric.RegionRef ref) {}
 
+  /**
+   * Opens a fabric connection to memory server {@code serverId} with the master's credentials (as
+   * the master's revocations do), on a fabric the server listens on (shm last): for an extension's
+   * own one-sided reads and writes of blocks it owns (copying a block to a new one). Blocks while
+   * it connects: never call it under the metadata lock ({@link #mutate}). The caller closes it.
+   *
+   * @throws io.ferrite.fabric.FerriteException {@code UNAVAILABLE} when the server is unknown, DEAD
+   *     or unreachable; {@code UNSUPPORTED} where the master has no fabrics (tests)
+   */
+  default io.ferrite.fabric.FabricConnection connect(int serverId) {
+    throw new io.ferrite.fabric.FerriteException(
+        io.ferrite.fabric.ErrorCode.UNSUPPORTED, "this master connects to no server");
+  }
+
   /** The steps a mutation may take. Valid only inside the {@code mutate} body that received it. */
   interface Mutation {
     /**

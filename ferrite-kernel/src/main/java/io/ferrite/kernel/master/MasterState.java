@@ -163,6 +163,15 @@ public final class MasterState {
    */
   private volatile Runnable revokeNudge;
 
+  /**
+   * Opens a connection to a memory server for {@link MasterContext#connect} (set by the master).
+   */
+  private volatile java.util.function.IntFunction<io.ferrite.fabric.FabricConnection> connector;
+
+  void connector(java.util.function.IntFunction<io.ferrite.fabric.FabricConnection> c) {
+    this.connector = c;
+  }
+
   void revokeNudge(Runnable nudge) {
     this.revokeNudge = nudge;
   }
@@ -961,6 +970,12 @@ public final class MasterState {
       @Override
       public io.micrometer.core.instrument.MeterRegistry metrics() {
         return metrics;
+      }
+
+      @Override
+      public io.ferrite.fabric.FabricConnection connect(int serverId) {
+        java.util.function.IntFunction<io.ferrite.fabric.FabricConnection> c = connector;
+        return c == null ? MasterContext.super.connect(serverId) : c.apply(serverId);
       }
 
       @Override

@@ -141,6 +141,17 @@ final class Revoker implements AutoCloseable {
     if (c != null && c.isOpen()) {
       return c;
     }
+    c = open(serverId);
+    links.put(serverId, c);
+    return c;
+  }
+
+  /**
+   * A new connection to {@code serverId} with the master's credentials, on a fabric it listens on
+   * (shm last): the revokes' links, and {@link MasterContext#connect}. Blocks while it connects.
+   */
+  FabricConnection open(int serverId) {
+    FabricConnection c;
     MemberInfo member = null;
     for (MemberInfo m : state.members()) {
       if (m.serverId() == serverId) {
@@ -148,7 +159,8 @@ final class Revoker implements AutoCloseable {
       }
     }
     if (member == null || member.state() == ServerState.DEAD) {
-      throw new IllegalStateException("server " + serverId + " is unknown or DEAD");
+      throw new FerriteException(
+          io.ferrite.fabric.ErrorCode.UNAVAILABLE, "server " + serverId + " is unknown or DEAD");
     }
     RuntimeException last = null;
     // shm last: it reaches only a same-host server.
@@ -160,7 +172,6 @@ final class Revoker implements AutoCloseable {
         }
         try {
           c = f.connect(address, options);
-          links.put(serverId, c);
           return c;
         } catch (RuntimeException e) {
           last = e;
