@@ -256,9 +256,9 @@ class ReplicationTest {
     while (afterKill.get() < 300 && failure.get() == null && System.nanoTime() < until) {
       Thread.sleep(10);
     }
-    // Then the shards get their second copy again, on the third server, while writers go on.
-    List<String> lines = Collections.synchronizedList(new ArrayList<>());
-    int made = new KvReplicator(kv, lines::add).repair(List.of());
+    // Then the master's repair gives the shards their second copy again, on the third server,
+    // by itself, while writers go on.
+    awaitCopies(kv, "failover", 2);
     int writtenAtRepair = afterKill.get();
     while (afterKill.get() < writtenAtRepair + 200 && failure.get() == null) {
       Thread.sleep(5);
@@ -281,10 +281,13 @@ class ReplicationTest {
         assertEquals(before.backupsOf(i)[0], after.servers()[i], "shard " + i + " promoted");
       }
       hadVictim += copies(before, i)[0] == victim || copies(before, i)[1] == victim ? 1 : 0;
-      assertEquals(2, after.copies(i), "shard " + i + " has 2 copies again: " + lines);
+      assertEquals(2, after.copies(i), "shard " + i + " has 2 copies again");
       assertEquals(2, java.util.Arrays.stream(copies(after, i)).distinct().count());
     }
-    assertEquals(hadVictim, made, "one new copy per shard that had one on the dead server");
+    assertEquals(
+        (long) hadVictim,
+        cluster.master.faces().get("kv").get("copies repaired"),
+        "one new copy per shard that had one on the dead server");
     FerriteClient reader = cluster.adminClient();
     for (Map.Entry<String, byte[]> e : acked.entrySet()) {
       byte[] key = bytes(e.getKey());
@@ -304,6 +307,30 @@ class ReplicationTest {
     assertTrue(waits > 0, "writers met the dead primary and waited for the failover");
     Object promotions = cluster.master.faces().get("kv").get("promotions");
     assertTrue(((Number) promotions).longValue() > 0, "promotions: " + promotions);
+  }
+
+  /**
+   * Waits (up to 30 s) until every shard of {@code table} has {@code copies} complete copies and
+   * none being filled: the master's automatic repair, nobody else's.
+   */
+  static void awaitCopies(KvClient kv, String table, int copies) throws InterruptedException {
+    long until = System.nanoTime() + 30_000_000_000L;
+    TableInfo t = kv.table(table).info();
+    while (!complete(t, copies) && System.nanoTime() < until) {
+      Thread.sleep(20);
+      t = kv.table(table).info();
+    }
+    assertTrue(complete(t, copies), "every shard of " + table + " has " + copies + " copies: " + t);
+  }
+
+  private static boolean complete(TableInfo t, int copies) {
+    for (int i = 0; i < t.options().shards(); i++) {
+      if (t.copies(i) != copies
+          || java.util.Arrays.stream(t.backupsOf(i)).anyMatch(TableInfo::isSyncing)) {
+        return false;
+      }
+    }
+    return true;
   }
 
   private static KvTable fresh(KvClient kv) {
@@ -412,7 +439,7 @@ class ReplicationTest {
       Thread.sleep(20);
     }
     int atRepair = done.get();
-    assertEquals(1, new KvReplicator(kv, line -> {}).repair(List.of("linear")));
+    awaitCopies(kv, "linear", 2); // the master's repair, while the clients run
     while (done.get() < atRepair + 200 && failure.get() == null) {
       Thread.sleep(2);
     }
@@ -509,10 +536,18 @@ class ReplicationTest {
     io.ferrite.kernel.master.MasterExtension dir =
         cluster.master.state().extension(KvProtocol.MASTER_SERVICE);
     assertEquals(Map.of("shards", (long) lostShards, "tables", 1L), lost(dir));
+    // The restarted server's copies of "twice" were gone; it is the only server without one, so
+    // the master's repair makes them there again, by itself, each with every pair.
+    awaitCopies(kv, "twice", 2);
     TableInfo t2 = kv.table("twice").info();
-    for (int s = 0; s < 8; s++) {
-      assertEquals(1, t2.copies(s), "the restarted server's copies are gone: shard " + s);
-      assertNotEquals(victim, t2.servers()[s]);
+    for (int i = 0; i < 64; i++) {
+      byte[] k = bytes("k" + i);
+      int shard = twice.shardOf(k);
+      assertNotEquals(victim, t2.servers()[shard], "the primary is the copy that survived");
+      for (int s : copies(t2, shard)) {
+        assertArrayEquals(
+            bytes("twice" + i), readCopy(kv.ferrite(), twice, s, k), "k" + i + "@" + s);
+      }
     }
     kv.dropTable("lonely");
     assertEquals(Map.of(), lost(dir));
@@ -583,7 +618,9 @@ class ReplicationTest {
    */
   @Test
   void aRepairStartsFromAnEmptyCopy() throws Exception {
-    start(3);
+    // The operator's repair (KvReplicator as a client): the master's own is off.
+    cluster = new KvCluster(dir, 3, false, Map.of(KvConfig.REPAIR_PERIOD, "0"));
+    cluster.awaitServers(3);
     FerriteClient admin = cluster.adminClient();
     KvClient kv = new KvClient(admin);
     KvTable t = kv.createTable("stale", options(TableOptions.Layout.HOPSCOTCH, 1, 2));
@@ -617,6 +654,45 @@ class ReplicationTest {
     assertEquals(null, readCopy(admin, t, third, bytes("ghost")), "the old copy was dropped");
     for (int i = 0; i < 10; i++) {
       assertArrayEquals(bytes("v" + i), readCopy(admin, t, third, bytes("k" + i)));
+    }
+  }
+
+  /**
+   * The master restarts while a shard is short of a copy (journaled by the failover, no server to
+   * copy to yet): the restarted master finds it in its directory and, once a server joins, makes
+   * the copy by itself; every key reads back from both copies.
+   */
+  @Test
+  void aShardShortOfACopyIsRepairedAfterAMasterRestart() throws Exception {
+    start(2);
+    FerriteClient admin = cluster.adminClient();
+    KvClient kv = new KvClient(admin);
+    KvTable t = kv.createTable("restart", options(TableOptions.Layout.HOPSCOTCH, 2, 2));
+    for (int i = 0; i < 50; i++) {
+      t.put(bytes("k" + i), bytes("v" + i));
+    }
+    int victim = t.info().servers()[0];
+    MemoryServer dead = server(victim);
+    cluster.servers.remove(dead);
+    dead.close();
+    long until = System.nanoTime() + 20_000_000_000L;
+    while (kv.table("restart").info().servers()[0] == victim && System.nanoTime() < until) {
+      Thread.sleep(20);
+    }
+    TableInfo failed = kv.table("restart").info();
+    assertNotEquals(victim, failed.servers()[0], "the backup took over");
+    assertEquals(1, failed.copies(0), "one copy left, and no server to copy it to");
+    cluster.startMaster(); // a restart: the directory comes back from the journal
+    cluster.awaitServers(1);
+    cluster.startServer("kv-new");
+    KvClient again = new KvClient(cluster.adminClient());
+    awaitCopies(again, "restart", 2);
+    TableInfo after = again.table("restart").info();
+    for (int i = 0; i < 50; i++) {
+      byte[] key = bytes("k" + i);
+      for (int s : copies(after, t.shardOf(key))) {
+        assertArrayEquals(bytes("v" + i), readCopy(again.ferrite(), t, s, key), "k" + i + "@" + s);
+      }
     }
   }
 }
