@@ -333,6 +333,17 @@ class ReplicationTest {
     return true;
   }
 
+  private static boolean holds(TableInfo t, int server) {
+    for (int i = 0; i < t.options().shards(); i++) {
+      for (int c : copies(t, i)) {
+        if (TableInfo.copyServer(c) == server) {
+          return true;
+        }
+      }
+    }
+    return false;
+  }
+
   private static KvTable fresh(KvClient kv) {
     return kv.table("failover");
   }
@@ -692,6 +703,73 @@ class ReplicationTest {
       byte[] key = bytes("k" + i);
       for (int s : copies(after, t.shardOf(key))) {
         assertArrayEquals(bytes("v" + i), readCopy(again.ferrite(), t, s, key), "k" + i + "@" + s);
+      }
+    }
+  }
+
+  /**
+   * A repair's target that cannot be reached (its endpoint killed: it still heartbeats, so the
+   * master keeps it ALIVE and would pick it again and again) is avoided: the shards that lost a
+   * copy get it on another server, and every copy holds every pair.
+   */
+  @Test
+  void aRepairWhoseTargetCannotBeReachedPicksAnother() throws Exception {
+    start(4);
+    KvClient kv = new KvClient(cluster.adminClient());
+    KvTable t = kv.createTable("detour", options(TableOptions.Layout.HOPSCOTCH, 8, 2));
+    for (int i = 0; i < 64; i++) {
+      t.put(bytes("k" + i), bytes("v" + i));
+    }
+    TableInfo before = t.info();
+    int victim = mostPrimaries(before);
+    // The dark server shares no shard with the victim (a shard left only on it could not be read).
+    int dark = -1;
+    for (MemoryServer m : cluster.servers) {
+      int id = m.serverId();
+      boolean shares = false;
+      for (int i = 0; i < 8; i++) {
+        int[] c = copies(before, i);
+        shares |= (c[0] == victim || c[1] == victim) && (c[0] == id || c[1] == id);
+      }
+      if (id != victim && !shares) {
+        dark = id;
+      }
+    }
+    assertNotEquals(-1, dark, "a server sharing no shard with the victim: " + before);
+    for (String address : server(dark).addresses().values()) {
+      cluster.network.kill(address);
+    }
+    MemoryServer dead = server(victim);
+    cluster.servers.remove(dead);
+    dead.close();
+    long until = System.nanoTime() + 20_000_000_000L;
+    while (holds(kv.table("detour").info(), victim) && System.nanoTime() < until) {
+      Thread.sleep(20); // until the master declared it DEAD
+    }
+    awaitCopies(kv, "detour", 2);
+    TableInfo after = kv.table("detour").info();
+    Map<String, Object> face = cluster.master.faces().get("kv");
+    assertTrue(
+        ((Number) face.get("repairs failed")).longValue() > 0,
+        "the dark server was tried first for some shard: " + face);
+    FerriteClient admin = kv.ferrite();
+    for (int i = 0; i < 8; i++) {
+      int[] was = copies(before, i);
+      if (was[0] == victim || was[1] == victim) {
+        for (int s : copies(after, i)) {
+          assertNotEquals(dark, s, "shard " + i + ": not on the server that cannot be reached");
+          assertNotEquals(victim, s);
+        }
+      }
+    }
+    for (int i = 0; i < 64; i++) {
+      byte[] k = bytes("k" + i);
+      int shard = t.shardOf(k);
+      int[] was = copies(before, shard);
+      if (was[0] == victim || was[1] == victim) {
+        for (int s : copies(after, shard)) {
+          assertArrayEquals(bytes("v" + i), readCopy(admin, t, s, k), "k" + i + "@" + s);
+        }
       }
     }
   }
