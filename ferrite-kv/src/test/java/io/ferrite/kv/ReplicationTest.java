@@ -10,6 +10,7 @@ import static org.junit.jupiter.api.Assertions.fail;
 
 import io.ferrite.fabric.ErrorCode;
 import io.ferrite.fabric.FerriteException;
+import io.ferrite.fabric.Futures;
 import io.ferrite.fabric.testing.SeedExtension;
 import io.ferrite.fabric.testing.TestSeed;
 import io.ferrite.kernel.client.FerriteClient;
@@ -314,7 +315,12 @@ class ReplicationTest {
    * none being filled: the master's automatic repair, nobody else's.
    */
   static void awaitCopies(KvClient kv, String table, int copies) throws InterruptedException {
-    long until = System.nanoTime() + 30_000_000_000L;
+    awaitCopies(kv, table, copies, 30);
+  }
+
+  static void awaitCopies(KvClient kv, String table, int copies, int seconds)
+      throws InterruptedException {
+    long until = System.nanoTime() + seconds * 1_000_000_000L;
     TableInfo t = kv.table(table).info();
     while (!complete(t, copies) && System.nanoTime() < until) {
       Thread.sleep(20);
@@ -770,6 +776,55 @@ class ReplicationTest {
         for (int s : copies(after, shard)) {
           assertArrayEquals(bytes("v" + i), readCopy(admin, t, s, k), "k" + i + "@" + s);
         }
+      }
+    }
+  }
+
+  /**
+   * A repair dies with the master right after ADD_COPY (the copy being filled is in the journal,
+   * half empty): the restarted master drops it at once and copies the shard again, so it ends with
+   * 2 complete copies holding every pair, also those written while the copy was half filled.
+   */
+  @Test
+  void aCopyLeftHalfFilledByAMasterThatDiedIsMadeAgain() throws Exception {
+    // The first master repairs nothing (as if its repair died at once); the restarted one does.
+    cluster = new KvCluster(dir, 3, false, Map.of(KvConfig.REPAIR_PERIOD, "0"));
+    cluster.awaitServers(3);
+    KvClient kv = new KvClient(cluster.adminClient());
+    KvTable t = kv.createTable("half", options(TableOptions.Layout.PILAF, 1, 2));
+    for (int i = 0; i < 50; i++) {
+      t.put(bytes("k" + i), bytes("v" + i));
+    }
+    int victim = t.info().servers()[0];
+    MemoryServer dead = server(victim);
+    cluster.servers.remove(dead);
+    dead.close();
+    long until = System.nanoTime() + 20_000_000_000L;
+    while (kv.table("half").info().servers()[0] == victim && System.nanoTime() < until) {
+      Thread.sleep(20);
+    }
+    // ADD_COPY, then nothing: a copy being filled that nobody fills.
+    Futures.join(
+        kv.ferrite()
+            .callMaster(
+                KvProtocol.MASTER_SERVICE,
+                KvProtocol.ADD_COPY,
+                new Wire.Writer().str("half").i32(0).toBuffer()));
+    assertTrue(TableInfo.isSyncing(kv.table("half").info().backupsOf(0)[0]), "being filled");
+    for (int i = 50; i < 60; i++) {
+      t.put(bytes("k" + i), bytes("v" + i)); // shipped to the half-filled copy too
+    }
+    cluster.masterSettings = Map.of(KvConfig.REPAIR_PERIOD, "1s");
+    cluster.startMaster();
+    cluster.awaitServers(2);
+    KvClient again = new KvClient(cluster.adminClient());
+    // Well before the 30 s after which a copy being filled by someone else is dropped.
+    awaitCopies(again, "half", 2, 15);
+    TableInfo after = again.table("half").info();
+    for (int i = 0; i < 60; i++) {
+      byte[] key = bytes("k" + i);
+      for (int s : copies(after, 0)) {
+        assertArrayEquals(bytes("v" + i), readCopy(again.ferrite(), t, s, key), "k" + i + "@" + s);
       }
     }
   }

@@ -79,8 +79,8 @@ final class KvRepairs implements KvReplicator.Cluster, AutoCloseable {
   /** Copies being filled found at start (keys): leftovers, dropped by the first pass. */
   private final Set<String> leftovers;
 
-  /** The last reason a pass could not repair something (logged once); the worker's. */
-  private String lastWait = "";
+  /** Why each shard could not be repaired last (logged once per reason); the worker's. */
+  private final Map<String, String> waits = new HashMap<>();
 
   /** Copies made, and copies that failed, since the master started (describe, tests). */
   volatile long made;
@@ -146,6 +146,11 @@ final class KvRepairs implements KvReplicator.Cluster, AutoCloseable {
                     }));
     foreign.keySet().retainAll(seen);
     boolean progress = false;
+    Set<String> needed = new java.util.HashSet<>();
+    for (KvDirectory.Need n : needs) {
+      needed.add(n.name() + "#" + n.shard());
+    }
+    waits.keySet().retainAll(needed);
     for (KvDirectory.Need n : needs) {
       if (worker.isShutdown()) {
         return;
@@ -154,14 +159,20 @@ final class KvRepairs implements KvReplicator.Cluster, AutoCloseable {
         replicator.copy(n.name(), n.shard());
         made++;
         progress = true;
-        lastWait = "";
+        waits.remove(n.name() + "#" + n.shard());
       } catch (FerriteException e) {
         failed++;
-        String why = "shard " + n.shard() + " of " + n.name() + ": " + e.getMessage();
-        if (!why.equals(lastWait)) {
+        String why = e.getMessage();
+        if (!why.equals(waits.put(n.name() + "#" + n.shard(), why))) {
           // Once per reason: a shard waiting for a server to join would log every period.
-          LOG.log(System.Logger.Level.INFO, "kv repair not done yet (trying again): " + why);
-          lastWait = why;
+          LOG.log(
+              System.Logger.Level.INFO,
+              "kv repair of shard "
+                  + n.shard()
+                  + " of "
+                  + n.name()
+                  + " not done yet (trying again): "
+                  + why);
         }
       }
     }
