@@ -43,7 +43,8 @@ import java.util.concurrent.CompletableFuture;
  * distinct servers clockwise on the ring after its primary's point, so copies of a shard are on
  * different servers. When the master declares a server DEAD, every shard it was the primary of is
  * taken over by its first backup, and it leaves every backup list it was on (docs/KV.md
- * "Replication").
+ * "Replication"). A shard short of copies is then given new ones in the background by {@link
+ * KvRepairs} ({@code kv.repair.period}), on its own thread, outside the metadata lock.
  */
 public final class KvDirectory implements MasterExtension {
   static final int VNODES = 64;

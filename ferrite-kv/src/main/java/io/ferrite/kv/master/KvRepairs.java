@@ -70,8 +70,11 @@ final class KvRepairs implements KvReplicator.Cluster, AutoCloseable {
   /** Servers not to pick as a new copy's target, until (nanoTime). Fabric threads add. */
   private final Map<Integer, Long> avoid = new ConcurrentHashMap<>();
 
-  /** Connections by server id; the worker thread's. */
-  private final Map<Integer, FabricConnection> links = new HashMap<>();
+  /**
+   * Connections by server id; opened and replaced by the worker thread only, concurrent so that
+   * {@link #close} can fail the calls a copy waits for (a join is not interruptible).
+   */
+  private final Map<Integer, FabricConnection> links = new ConcurrentHashMap<>();
 
   /** Copies being filled that this repairer did not start, by key, first seen (nanoTime). */
   private final Map<String, Long> foreign = new HashMap<>();
@@ -246,6 +249,9 @@ final class KvRepairs implements KvReplicator.Cluster, AutoCloseable {
   @Override
   public void close() {
     worker.shutdownNow();
+    for (FabricConnection c : links.values()) {
+      c.close(); // fails what a copy in progress waits for: the worker ends at once
+    }
     try {
       if (!worker.awaitTermination(10, TimeUnit.SECONDS)) {
         LOG.log(System.Logger.Level.WARNING, "kv repair thread still running at close");
