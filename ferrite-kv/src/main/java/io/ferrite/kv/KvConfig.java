@@ -20,6 +20,13 @@ public final class KvConfig implements ConfigKeys {
   /** Server: whether a write may be applied on the thread that received it. */
   public static final String INLINE_WRITES = "kv.inline.writes";
 
+  /**
+   * Master: how often the kv directory looks for replicated shards short of copies and makes them
+   * again in the background (besides at once after a failover or a lost copy); 0 turns the
+   * automatic repair off ({@code ferrite kv rebalance} still repairs).
+   */
+  public static final String REPAIR_PERIOD = "kv.repair.period";
+
   /** For {@link java.util.ServiceLoader}. */
   public KvConfig() {}
 
@@ -37,7 +44,12 @@ public final class KvConfig implements ConfigKeys {
         new Key(
             INLINE_WRITES,
             "true",
-            "server: apply a write on its RPC thread when it can; false queues every one"));
+            "server: apply a write on its RPC thread when it can; false queues every one"),
+        new Key(
+            REPAIR_PERIOD,
+            "1s",
+            "master: how often replicated shards short of copies are looked for and copied"
+                + " again (also at once after a failover); 0 off"));
   }
 
   @Override
@@ -45,6 +57,16 @@ public final class KvConfig implements ConfigKeys {
     logCompactBytes(cfg);
     extentHints(cfg);
     cfg.getBoolean(INLINE_WRITES);
+    repairPeriod(cfg);
+  }
+
+  /** The automatic repair's period; zero when it is off. */
+  public static java.time.Duration repairPeriod(FerriteConfig cfg) {
+    String v = cfg.get(REPAIR_PERIOD).trim();
+    if (v.equals("0") || v.equals("0s") || v.equals("0ms")) {
+      return java.time.Duration.ZERO; // off (FerriteConfig's durations are > 0)
+    }
+    return cfg.getDuration(REPAIR_PERIOD);
   }
 
   /** The kv log size past which (and past twice its size after the last one) it is compacted. */

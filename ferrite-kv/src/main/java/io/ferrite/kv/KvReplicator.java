@@ -19,20 +19,84 @@ import java.util.function.Consumer;
  * ({@code REPLICATE}, so a pair copied late never undoes a newer write shipped there), and the
  * master makes it a full backup ({@code END_COPY}).
  *
- * <p>Like {@link KvRebalancer}, the copier is a client (servers never call servers), with the
- * operator's credentials: {@code ferrite kv rebalance} runs it, and so can any admin process.
+ * <p>The copier is never a memory server (servers never call servers). The master's kv directory
+ * runs it in the background over its own connections to the servers ({@code KvRepairs}: automatic,
+ * after every failover or lost copy); {@code ferrite kv rebalance} and any admin process can run it
+ * as a client too ({@link #KvReplicator(KvClient, Consumer)}). Both go through a {@link Cluster}.
  */
 public final class KvReplicator {
   /** Bytes of pairs per COPY_PAGE. */
   static final int PAGE_BYTES = 1 << 20;
 
+  /**
+   * What a copy needs of the cluster: the directory's {@code ADD_COPY} and {@code END_COPY}, and
+   * calls to the servers' kv service (with at least the SERVER role: {@code COPY_PAGE} is
+   * server-only). A client implements them with RPCs; the master's directory directly.
+   */
+  public interface Cluster {
+    /** {@code ADD_COPY}: a copy being filled of {@code shard}; the table after it, and where. */
+    AddedCopy addCopy(String name, int shard);
+
+    /** {@code END_COPY}: the copy on {@code server} made a full backup (commit) or dropped. */
+    TableInfo endCopy(String name, int shard, int server, boolean commit);
+
+    /** Calls {@code opcode} of the kv service of memory server {@code server}. */
+    CompletableFuture<ByteBuffer> call(int server, int opcode, ByteBuffer body);
+  }
+
+  /** What {@code ADD_COPY} answers: the table with the copy, its placement version, its server. */
+  public record AddedCopy(TableInfo table, long version, int server) {}
+
   private final KvClient kv;
-  private final FerriteClient client;
+  private final Cluster cluster;
   private final Consumer<String> progress;
 
+  /** A client's replicator (the operator's credentials). */
   public KvReplicator(KvClient kv, Consumer<String> progress) {
     this.kv = kv;
-    this.client = kv.ferrite();
+    FerriteClient client = kv.ferrite();
+    this.cluster =
+        new Cluster() {
+          @Override
+          public AddedCopy addCopy(String name, int shard) {
+            Wire.Reader r =
+                new Wire.Reader(
+                    kv.callMaster(
+                        KvProtocol.ADD_COPY, new Wire.Writer().str(name).i32(shard).toBuffer()),
+                    "kv add-copy answer");
+            TableInfo t = TableInfo.read(r);
+            long version = r.i64("version");
+            int target = r.i32("server");
+            r.end();
+            return new AddedCopy(t, version, target);
+          }
+
+          @Override
+          public TableInfo endCopy(String name, int shard, int server, boolean commit) {
+            return KvClient.readTable(
+                    kv.callMaster(
+                        KvProtocol.END_COPY,
+                        new Wire.Writer()
+                            .str(name)
+                            .i32(shard)
+                            .i32(server)
+                            .u8(commit ? 1 : 0)
+                            .toBuffer()))
+                .table();
+          }
+
+          @Override
+          public CompletableFuture<ByteBuffer> call(int server, int opcode, ByteBuffer body) {
+            return client.call(server, KvProtocol.SERVER_SERVICE, opcode, body);
+          }
+        };
+    this.progress = progress;
+  }
+
+  /** A replicator over {@code cluster} (the master's directory: {@link #copy} only). */
+  public KvReplicator(Cluster cluster, Consumer<String> progress) {
+    this.kv = null;
+    this.cluster = cluster;
     this.progress = progress;
   }
 
@@ -42,6 +106,9 @@ public final class KvReplicator {
    * left half-filled by a repair that died is dropped and made again. Returns the copies made.
    */
   public int repair(List<String> names) {
+    if (kv == null) {
+      throw new IllegalStateException("repair(names) needs a client's replicator");
+    }
     int made = 0;
     for (TableInfo t : kv.tables()) {
       if (t.options().replicas() < 2 || !(names.isEmpty() || names.contains(t.name()))) {
@@ -66,14 +133,10 @@ public final class KvReplicator {
 
   /** Makes one new copy of {@code shard} of table {@code name}; returns the server it is on. */
   public int copy(String name, int shard) {
-    Wire.Reader r =
-        new Wire.Reader(
-            kv.callMaster(KvProtocol.ADD_COPY, new Wire.Writer().str(name).i32(shard).toBuffer()),
-            "kv add-copy answer");
-    TableInfo t = TableInfo.read(r);
-    long version = r.i64("version");
-    int target = r.i32("server");
-    r.end();
+    AddedCopy added = cluster.addCopy(name, shard);
+    TableInfo t = added.table();
+    long version = added.version();
+    int target = added.server();
     int primary = KvTable.primary(t, shard);
     try {
       // A copy the target may still hold from before (it was a copy, was declared DEAD and came
@@ -119,9 +182,8 @@ public final class KvReplicator {
           byte[] value = page.bytes("value");
           long seq = page.i64("seq");
           sent.add(
-              client.call(
+              cluster.call(
                   target,
-                  KvProtocol.SERVER_SERVICE,
                   KvProtocol.REPLICATE,
                   new Wire.Writer(29 + key.length + value.length)
                       .i64(t.tableId())
@@ -164,14 +226,10 @@ public final class KvReplicator {
   }
 
   private TableInfo endCopy(String name, int shard, int server, boolean commit) {
-    return KvClient.readTable(
-            kv.callMaster(
-                KvProtocol.END_COPY,
-                new Wire.Writer().str(name).i32(shard).i32(server).u8(commit ? 1 : 0).toBuffer()))
-        .table();
+    return cluster.endCopy(name, shard, server, commit);
   }
 
   private ByteBuffer call(int server, int opcode, ByteBuffer body) {
-    return Futures.join(client.call(server, KvProtocol.SERVER_SERVICE, opcode, body));
+    return Futures.join(cluster.call(server, opcode, body));
   }
 }

@@ -37,6 +37,29 @@ public final class KvCluster extends ClusterHarness {
     }
   }
 
+  /**
+   * Settings on top of {@link #config} for the next master (re)started: a master restarted with
+   * another configuration than the servers'. Null (as during construction) for none.
+   */
+  public volatile Map<String, String> masterSettings;
+
+  @Override
+  protected io.ferrite.kernel.master.Master launchMaster(
+      java.util.List<io.ferrite.fabric.Fabric> on,
+      java.util.List<io.ferrite.kernel.master.MasterExtension> extensions) {
+    Map<String, String> extra = masterSettings;
+    if (extra == null || extra.isEmpty()) {
+      return super.launchMaster(on, extensions);
+    }
+    FerriteConfig c = config;
+    for (Map.Entry<String, String> e : extra.entrySet()) {
+      c = c.with(e.getKey(), e.getValue());
+    }
+    return extensions == null
+        ? io.ferrite.kernel.master.Master.start(c, credentials, on)
+        : io.ferrite.kernel.master.Master.start(c, credentials, on, extensions);
+  }
+
   private static Map<String, String> config(Map<String, String> extra) {
     Map<String, String> c = new HashMap<>();
     // Room for the tables of every test: kv shard regions count against capacity.dram.

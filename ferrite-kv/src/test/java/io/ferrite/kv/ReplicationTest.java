@@ -10,6 +10,7 @@ import static org.junit.jupiter.api.Assertions.fail;
 
 import io.ferrite.fabric.ErrorCode;
 import io.ferrite.fabric.FerriteException;
+import io.ferrite.fabric.Futures;
 import io.ferrite.fabric.testing.SeedExtension;
 import io.ferrite.fabric.testing.TestSeed;
 import io.ferrite.kernel.client.FerriteClient;
@@ -257,9 +258,9 @@ class ReplicationTest {
     while (afterKill.get() < 300 && failure.get() == null && System.nanoTime() < until) {
       Thread.sleep(10);
     }
-    // Then the shards get their second copy again, on the third server, while writers go on.
-    List<String> lines = Collections.synchronizedList(new ArrayList<>());
-    int made = new KvReplicator(kv, lines::add).repair(List.of());
+    // Then the master's repair gives the shards their second copy again, on the third server,
+    // by itself, while writers go on.
+    awaitCopies(kv, "failover", 2);
     int writtenAtRepair = afterKill.get();
     while (afterKill.get() < writtenAtRepair + 200 && failure.get() == null) {
       Thread.sleep(5);
@@ -282,10 +283,13 @@ class ReplicationTest {
         assertEquals(before.backupsOf(i)[0], after.servers()[i], "shard " + i + " promoted");
       }
       hadVictim += copies(before, i)[0] == victim || copies(before, i)[1] == victim ? 1 : 0;
-      assertEquals(2, after.copies(i), "shard " + i + " has 2 copies again: " + lines);
+      assertEquals(2, after.copies(i), "shard " + i + " has 2 copies again");
       assertEquals(2, java.util.Arrays.stream(copies(after, i)).distinct().count());
     }
-    assertEquals(hadVictim, made, "one new copy per shard that had one on the dead server");
+    assertEquals(
+        (long) hadVictim,
+        cluster.master.faces().get("kv").get("copies repaired"),
+        "one new copy per shard that had one on the dead server");
     FerriteClient reader = cluster.adminClient();
     for (Map.Entry<String, byte[]> e : acked.entrySet()) {
       byte[] key = bytes(e.getKey());
@@ -305,6 +309,46 @@ class ReplicationTest {
     assertTrue(waits > 0, "writers met the dead primary and waited for the failover");
     Object promotions = cluster.master.faces().get("kv").get("promotions");
     assertTrue(((Number) promotions).longValue() > 0, "promotions: " + promotions);
+  }
+
+  /**
+   * Waits (up to 30 s) until every shard of {@code table} has {@code copies} complete copies and
+   * none being filled: the master's automatic repair, nobody else's.
+   */
+  static void awaitCopies(KvClient kv, String table, int copies) throws InterruptedException {
+    awaitCopies(kv, table, copies, 30);
+  }
+
+  static void awaitCopies(KvClient kv, String table, int copies, int seconds)
+      throws InterruptedException {
+    long until = System.nanoTime() + seconds * 1_000_000_000L;
+    TableInfo t = kv.table(table).info();
+    while (!complete(t, copies) && System.nanoTime() < until) {
+      Thread.sleep(20);
+      t = kv.table(table).info();
+    }
+    assertTrue(complete(t, copies), "every shard of " + table + " has " + copies + " copies: " + t);
+  }
+
+  private static boolean complete(TableInfo t, int copies) {
+    for (int i = 0; i < t.options().shards(); i++) {
+      if (t.copies(i) != copies
+          || java.util.Arrays.stream(t.backupsOf(i)).anyMatch(TableInfo::isSyncing)) {
+        return false;
+      }
+    }
+    return true;
+  }
+
+  private static boolean holds(TableInfo t, int server) {
+    for (int i = 0; i < t.options().shards(); i++) {
+      for (int c : copies(t, i)) {
+        if (TableInfo.copyServer(c) == server) {
+          return true;
+        }
+      }
+    }
+    return false;
   }
 
   private static KvTable fresh(KvClient kv) {
@@ -413,7 +457,7 @@ class ReplicationTest {
       Thread.sleep(20);
     }
     int atRepair = done.get();
-    assertEquals(1, new KvReplicator(kv, line -> {}).repair(List.of("linear")));
+    awaitCopies(kv, "linear", 2); // the master's repair, while the clients run
     while (done.get() < atRepair + 200 && failure.get() == null) {
       Thread.sleep(2);
     }
@@ -510,10 +554,18 @@ class ReplicationTest {
     io.ferrite.kernel.master.MasterExtension dir =
         cluster.master.state().extension(KvProtocol.MASTER_SERVICE);
     assertEquals(Map.of("shards", (long) lostShards, "tables", 1L), lost(dir));
+    // The restarted server's copies of "twice" were gone; it is the only server without one, so
+    // the master's repair makes them there again, by itself, each with every pair.
+    awaitCopies(kv, "twice", 2);
     TableInfo t2 = kv.table("twice").info();
-    for (int s = 0; s < 8; s++) {
-      assertEquals(1, t2.copies(s), "the restarted server's copies are gone: shard " + s);
-      assertNotEquals(victim, t2.servers()[s]);
+    for (int i = 0; i < 64; i++) {
+      byte[] k = bytes("k" + i);
+      int shard = twice.shardOf(k);
+      assertNotEquals(victim, t2.servers()[shard], "the primary is the copy that survived");
+      for (int s : copies(t2, shard)) {
+        assertArrayEquals(
+            bytes("twice" + i), readCopy(kv.ferrite(), twice, s, k), "k" + i + "@" + s);
+      }
     }
     kv.dropTable("lonely");
     assertEquals(Map.of(), lost(dir));
@@ -584,7 +636,9 @@ class ReplicationTest {
    */
   @Test
   void aRepairStartsFromAnEmptyCopy() throws Exception {
-    start(3);
+    // The operator's repair (KvReplicator as a client): the master's own is off.
+    cluster = new KvCluster(dir, 3, false, Map.of(KvConfig.REPAIR_PERIOD, "0"));
+    cluster.awaitServers(3);
     FerriteClient admin = cluster.adminClient();
     KvClient kv = new KvClient(admin);
     KvTable t = kv.createTable("stale", options(TableOptions.Layout.HOPSCOTCH, 1, 2));
@@ -618,6 +672,161 @@ class ReplicationTest {
     assertEquals(null, readCopy(admin, t, third, bytes("ghost")), "the old copy was dropped");
     for (int i = 0; i < 10; i++) {
       assertArrayEquals(bytes("v" + i), readCopy(admin, t, third, bytes("k" + i)));
+    }
+  }
+
+  /**
+   * The master restarts while a shard is short of a copy (journaled by the failover, no server to
+   * copy to yet): the restarted master finds it in its directory and, once a server joins, makes
+   * the copy by itself; every key reads back from both copies.
+   */
+  @Test
+  void aShardShortOfACopyIsRepairedAfterAMasterRestart() throws Exception {
+    start(2);
+    FerriteClient admin = cluster.adminClient();
+    KvClient kv = new KvClient(admin);
+    KvTable t = kv.createTable("restart", options(TableOptions.Layout.HOPSCOTCH, 2, 2));
+    for (int i = 0; i < 50; i++) {
+      t.put(bytes("k" + i), bytes("v" + i));
+    }
+    int victim = t.info().servers()[0];
+    MemoryServer dead = server(victim);
+    cluster.servers.remove(dead);
+    dead.close();
+    long until = System.nanoTime() + 20_000_000_000L;
+    while (kv.table("restart").info().servers()[0] == victim && System.nanoTime() < until) {
+      Thread.sleep(20);
+    }
+    TableInfo failed = kv.table("restart").info();
+    assertNotEquals(victim, failed.servers()[0], "the backup took over");
+    assertEquals(1, failed.copies(0), "one copy left, and no server to copy it to");
+    cluster.startMaster(); // a restart: the directory comes back from the journal
+    cluster.awaitServers(1);
+    cluster.startServer("kv-new");
+    KvClient again = new KvClient(cluster.adminClient());
+    awaitCopies(again, "restart", 2);
+    TableInfo after = again.table("restart").info();
+    for (int i = 0; i < 50; i++) {
+      byte[] key = bytes("k" + i);
+      for (int s : copies(after, t.shardOf(key))) {
+        assertArrayEquals(bytes("v" + i), readCopy(again.ferrite(), t, s, key), "k" + i + "@" + s);
+      }
+    }
+  }
+
+  /**
+   * A repair's target that cannot be reached (its endpoint killed: it still heartbeats, so the
+   * master keeps it ALIVE and would pick it again and again) is avoided: the shards that lost a
+   * copy get it on another server, and every copy holds every pair.
+   */
+  @Test
+  void aRepairWhoseTargetCannotBeReachedPicksAnother() throws Exception {
+    start(4);
+    KvClient kv = new KvClient(cluster.adminClient());
+    KvTable t = kv.createTable("detour", options(TableOptions.Layout.HOPSCOTCH, 8, 2));
+    for (int i = 0; i < 64; i++) {
+      t.put(bytes("k" + i), bytes("v" + i));
+    }
+    TableInfo before = t.info();
+    int victim = mostPrimaries(before);
+    // The dark server shares no shard with the victim (a shard left only on it could not be read).
+    int dark = -1;
+    for (MemoryServer m : cluster.servers) {
+      int id = m.serverId();
+      boolean shares = false;
+      for (int i = 0; i < 8; i++) {
+        int[] c = copies(before, i);
+        shares |= (c[0] == victim || c[1] == victim) && (c[0] == id || c[1] == id);
+      }
+      if (id != victim && !shares) {
+        dark = id;
+      }
+    }
+    assertNotEquals(-1, dark, "a server sharing no shard with the victim: " + before);
+    for (String address : server(dark).addresses().values()) {
+      cluster.network.kill(address);
+    }
+    MemoryServer dead = server(victim);
+    cluster.servers.remove(dead);
+    dead.close();
+    long until = System.nanoTime() + 20_000_000_000L;
+    while (holds(kv.table("detour").info(), victim) && System.nanoTime() < until) {
+      Thread.sleep(20); // until the master declared it DEAD
+    }
+    awaitCopies(kv, "detour", 2);
+    TableInfo after = kv.table("detour").info();
+    Map<String, Object> face = cluster.master.faces().get("kv");
+    assertTrue(
+        ((Number) face.get("repairs failed")).longValue() > 0,
+        "the dark server was tried first for some shard: " + face);
+    FerriteClient admin = kv.ferrite();
+    for (int i = 0; i < 8; i++) {
+      int[] was = copies(before, i);
+      if (was[0] == victim || was[1] == victim) {
+        for (int s : copies(after, i)) {
+          assertNotEquals(dark, s, "shard " + i + ": not on the server that cannot be reached");
+          assertNotEquals(victim, s);
+        }
+      }
+    }
+    for (int i = 0; i < 64; i++) {
+      byte[] k = bytes("k" + i);
+      int shard = t.shardOf(k);
+      int[] was = copies(before, shard);
+      if (was[0] == victim || was[1] == victim) {
+        for (int s : copies(after, shard)) {
+          assertArrayEquals(bytes("v" + i), readCopy(admin, t, s, k), "k" + i + "@" + s);
+        }
+      }
+    }
+  }
+
+  /**
+   * A repair dies with the master right after ADD_COPY (the copy being filled is in the journal,
+   * half empty): the restarted master drops it at once and copies the shard again, so it ends with
+   * 2 complete copies holding every pair, also those written while the copy was half filled.
+   */
+  @Test
+  void aCopyLeftHalfFilledByAMasterThatDiedIsMadeAgain() throws Exception {
+    // The first master repairs nothing (as if its repair died at once); the restarted one does.
+    cluster = new KvCluster(dir, 3, false, Map.of(KvConfig.REPAIR_PERIOD, "0"));
+    cluster.awaitServers(3);
+    KvClient kv = new KvClient(cluster.adminClient());
+    KvTable t = kv.createTable("half", options(TableOptions.Layout.PILAF, 1, 2));
+    for (int i = 0; i < 50; i++) {
+      t.put(bytes("k" + i), bytes("v" + i));
+    }
+    int victim = t.info().servers()[0];
+    MemoryServer dead = server(victim);
+    cluster.servers.remove(dead);
+    dead.close();
+    long until = System.nanoTime() + 20_000_000_000L;
+    while (kv.table("half").info().servers()[0] == victim && System.nanoTime() < until) {
+      Thread.sleep(20);
+    }
+    // ADD_COPY, then nothing: a copy being filled that nobody fills.
+    Futures.join(
+        kv.ferrite()
+            .callMaster(
+                KvProtocol.MASTER_SERVICE,
+                KvProtocol.ADD_COPY,
+                new Wire.Writer().str("half").i32(0).toBuffer()));
+    assertTrue(TableInfo.isSyncing(kv.table("half").info().backupsOf(0)[0]), "being filled");
+    for (int i = 50; i < 60; i++) {
+      t.put(bytes("k" + i), bytes("v" + i)); // shipped to the half-filled copy too
+    }
+    cluster.masterSettings = Map.of(KvConfig.REPAIR_PERIOD, "1s");
+    cluster.startMaster();
+    cluster.awaitServers(2);
+    KvClient again = new KvClient(cluster.adminClient());
+    // Well before the 30 s after which a copy being filled by someone else is dropped.
+    awaitCopies(again, "half", 2, 15);
+    TableInfo after = again.table("half").info();
+    for (int i = 0; i < 60; i++) {
+      byte[] key = bytes("k" + i);
+      for (int s : copies(after, 0)) {
+        assertArrayEquals(bytes("v" + i), readCopy(again.ferrite(), t, s, key), "k" + i + "@" + s);
+      }
     }
   }
 }

@@ -165,18 +165,31 @@ final class ProcessCluster implements AutoCloseable {
     return p != null && p.isAlive();
   }
 
-  /** A client over tcp, session on, waiting out the master for up to {@code deadline}. */
-  FerriteClient client(String name, Duration deadline) {
-    FerriteClient c =
-        Ferrite.connect(
-            uri(),
-            ClientOptions.builder(credentials)
-                .fabric("tcp")
-                .clientName(name)
-                .masterDeadline(deadline)
-                .build());
-    clients.add(c);
-    return c;
+  /**
+   * A client over tcp, session on, waiting out the master for up to {@code deadline}; the first
+   * connect (which does not wait: the masters may still be starting) is tried until the deadline.
+   */
+  FerriteClient client(String name, Duration deadline) throws InterruptedException {
+    long until = System.nanoTime() + deadline.toNanos();
+    while (true) {
+      try {
+        FerriteClient c =
+            Ferrite.connect(
+                uri(),
+                ClientOptions.builder(credentials)
+                    .fabric("tcp")
+                    .clientName(name)
+                    .masterDeadline(deadline)
+                    .build());
+        clients.add(c);
+        return c;
+      } catch (io.ferrite.fabric.FerriteException e) {
+        if (!e.retryable() || System.nanoTime() > until) {
+          throw e;
+        }
+        Thread.sleep(100);
+      }
+    }
   }
 
   /** A client of master {@code id} only, no session (to ask it its role); one per master. */

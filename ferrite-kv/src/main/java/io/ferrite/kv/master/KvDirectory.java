@@ -43,7 +43,8 @@ import java.util.concurrent.CompletableFuture;
  * distinct servers clockwise on the ring after its primary's point, so copies of a shard are on
  * different servers. When the master declares a server DEAD, every shard it was the primary of is
  * taken over by its first backup, and it leaves every backup list it was on (docs/KV.md
- * "Replication").
+ * "Replication"). A shard short of copies is then given new ones in the background by {@link
+ * KvRepairs} ({@code kv.repair.period}), on its own thread, outside the metadata lock.
  */
 public final class KvDirectory implements MasterExtension {
   static final int VNODES = 64;
@@ -146,6 +147,10 @@ public final class KvDirectory implements MasterExtension {
         mutation.commit(w.toArray());
       }
     }
+    KvRepairs r = repairs;
+    if (r != null) {
+      r.kick(); // its shards are short of a copy now: the repair runs outside the lock
+    }
   }
 
   /**
@@ -183,6 +188,10 @@ public final class KvDirectory implements MasterExtension {
     Long before = incarnations.put(serverId, incarnation);
     boolean regionsGone = lostRegions.remove(serverId);
     boolean newProcess = before == null || incarnation == 0 || before != incarnation;
+    KvRepairs r = repairs;
+    if (r != null) {
+      r.registered(serverId); // a new target for a short shard, or lost copies (below)
+    }
     if (!regionsGone || !newProcess) {
       return;
     }
@@ -313,6 +322,9 @@ public final class KvDirectory implements MasterExtension {
     out.put("tables", tables.size());
     out.put("moving shards", moves.size());
     out.put("promotions", promotions);
+    KvRepairs r = repairs;
+    out.put("copies repaired", r == null ? 0L : r.made);
+    out.put("repairs failed", r == null ? 0L : r.failed);
     out.put("list", list);
     return out;
   }
@@ -350,6 +362,23 @@ public final class KvDirectory implements MasterExtension {
   @Override
   public void start(MasterContext ctx) {
     this.context = ctx;
+    java.time.Duration period = io.ferrite.kv.KvConfig.repairPeriod(ctx.config());
+    if (!period.isZero()) {
+      // Copies being filled now were left by a repair that died with the last master (or an
+      // operator's): the first pass drops them and copies those shards again.
+      java.util.Set<String> leftovers = new java.util.HashSet<>();
+      for (TableInfo t : tables.values()) {
+        for (int s = 0; s < t.options().shards(); s++) {
+          for (int b : t.backupsOf(s)) {
+            if (TableInfo.isSyncing(b)) {
+              leftovers.add(syncingKey(t.name(), s, TableInfo.copyServer(b)));
+            }
+          }
+        }
+      }
+      repairs = new KvRepairs(this, ctx, period, leftovers);
+      repairs.kick();
+    }
     this.meters =
         io.ferrite.kernel.ops.FaceMeters.of(ctx.metrics(), "kv")
             .byOpcode(
@@ -363,6 +392,64 @@ public final class KvDirectory implements MasterExtension {
                     KvProtocol.END_MOVE, "end_move",
                     KvProtocol.ADD_COPY, "add_copy",
                     KvProtocol.END_COPY, "end_copy"));
+  }
+
+  /** The automatic repair (null when {@code kv.repair.period} is 0); set in start. */
+  private volatile KvRepairs repairs;
+
+  @Override
+  public void stop() {
+    KvRepairs r = repairs;
+    if (r != null) {
+      r.close();
+    }
+  }
+
+  /** A shard with fewer complete copies than its table's replicas (for {@link KvRepairs}). */
+  record Need(String name, int shard) {}
+
+  static String syncingKey(String name, int shard, int server) {
+    return name + "#" + shard + "#" + server;
+  }
+
+  /**
+   * Under the metadata lock: the shards of replicated tables short of copies, not lost, with no
+   * copy being filled. A copy being filled for which {@code drop} (given {@link #syncingKey}) says
+   * true is dropped first (journaled), and its shard listed.
+   */
+  List<Need> needs(MasterContext.Mutation m, java.util.function.Predicate<String> drop) {
+    List<Need> out = new ArrayList<>();
+    for (TableInfo t : List.copyOf(tables.values())) {
+      if (t.options().replicas() < 2) {
+        continue;
+      }
+      for (int s = 0; s < t.options().shards(); s++) {
+        TableInfo now = t;
+        boolean filling = false;
+        for (int b : t.backupsOf(s)) {
+          if (TableInfo.isSyncing(b)) {
+            int server = TableInfo.copyServer(b);
+            if (drop.test(syncingKey(t.name(), s, server))) {
+              now = endCopy(m, t.name(), s, server, false);
+            } else {
+              filling = true;
+            }
+          }
+        }
+        if (!filling && !now.lost(s) && now.copies(s) < now.options().replicas()) {
+          out.add(new Need(t.name(), s));
+        }
+      }
+    }
+    return out;
+  }
+
+  /** {@code ADD_COPY} for the repairer: a target not in {@code avoid}, and the version after it. */
+  io.ferrite.kv.KvReplicator.AddedCopy addCopy(
+      MasterContext.Mutation m, String name, int shard, java.util.Set<Integer> avoid) {
+    int[] target = new int[1];
+    TableInfo t = addCopy(m, name, shard, target, avoid);
+    return new io.ferrite.kv.KvReplicator.AddedCopy(t, versions.getOrDefault(name, 0L), target[0]);
   }
 
   /** ferrite.face.ops{face=kv} of the directory's opcodes; set in start, before any request. */
@@ -480,7 +567,7 @@ public final class KvDirectory implements MasterExtension {
         int shard = r.i32("shard");
         r.end();
         int[] target = new int[1];
-        TableInfo t = context.mutate(m -> addCopy(m, name, shard, target));
+        TableInfo t = context.mutate(m -> addCopy(m, name, shard, target, java.util.Set.of()));
         writeVersioned(w, t);
         w.i32(target[0]);
       }
@@ -577,9 +664,15 @@ public final class KvDirectory implements MasterExtension {
 
   /**
    * Adds a copy being filled of {@code shard} on the first ALIVE server clockwise from the shard's
-   * ring point that holds no copy of it; {@code target[0]} is set to it.
+   * ring point that holds no copy of it and is not in {@code avoid} (servers a repair could not
+   * reach lately); {@code target[0]} is set to it.
    */
-  private TableInfo addCopy(MasterContext.Mutation m, String name, int shard, int[] target) {
+  private TableInfo addCopy(
+      MasterContext.Mutation m,
+      String name,
+      int shard,
+      int[] target,
+      java.util.Set<Integer> avoid) {
     TableInfo t = existing(name);
     checkShard(t, shard);
     int[] b = t.backupsOf(shard);
@@ -606,7 +699,11 @@ public final class KvDirectory implements MasterExtension {
     long point = hash(name + "#" + shard);
     List<Integer> order = new ArrayList<>(ring.tailMap(point, true).values());
     order.addAll(ring.headMap(point, false).values());
-    int to = order.stream().filter(s -> !holding.contains(s)).findFirst().orElse(-1);
+    int to =
+        order.stream()
+            .filter(s -> !holding.contains(s) && !avoid.contains(s))
+            .findFirst()
+            .orElse(-1);
     if (to < 0) {
       throw new FerriteException(
           ErrorCode.UNAVAILABLE,
@@ -619,8 +716,7 @@ public final class KvDirectory implements MasterExtension {
     return placedRecord(m, new TableInfo(name, t.tableId(), t.options(), t.servers(), backups));
   }
 
-  private TableInfo endCopy(
-      MasterContext.Mutation m, String name, int shard, int server, boolean commit) {
+  TableInfo endCopy(MasterContext.Mutation m, String name, int shard, int server, boolean commit) {
     TableInfo t = existing(name);
     checkShard(t, shard);
     int[] b = t.backupsOf(shard);
