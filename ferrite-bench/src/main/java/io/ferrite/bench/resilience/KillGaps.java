@@ -84,7 +84,7 @@ final class KillGaps {
                     .withReplicas(2));
     byte[][] keys = shardKeys(table, 0);
     Nodes nodes = new Nodes(client);
-    nodes.mkdirs("/resilience");
+    nodes.createTable("/resilience", false); // KeyValue nodes live in a Table
 
     Writer kv =
         new Writer(
