@@ -125,7 +125,7 @@ class JepsenTest extends HostsClusterTest {
       hostOf.put("s" + i, s.masters() + i);
       startServer(i);
     }
-    await(s.servers() + " ALIVE servers", () -> serversAlive(1, s.servers()));
+    await(s.servers() + " ALIVE servers", () -> serversAlive(groupUri(s.masters()), s.servers()));
     try (FerriteClient admin = client()) {
       new KvClient(admin).createTable("t", tableOptions());
     }
@@ -154,7 +154,9 @@ class JepsenTest extends HostsClusterTest {
       stop.set(true);
     }
     healEverything();
-    await(s.servers() + " ALIVE servers after the faults", () -> serversAlive(1, s.servers()));
+    await(
+        s.servers() + " ALIVE servers after the faults",
+        () -> serversAlive(groupUri(s.masters()), s.servers()));
 
     // Every acknowledged file reads back whole; every key's last value joins its history.
     try (FerriteClient c = await("a client after the faults", this::client)) {
@@ -218,7 +220,10 @@ class JepsenTest extends HostsClusterTest {
   private void startServer(int i) throws Exception {
     String name = "s" + i;
     // The master's block size: a server with another keeps its block keys off (BAD_RKEY).
-    running.put(name, startServerOn(hostOf.get(name), 1, name, "64m", "0", "block.size=64k"));
+    running.put(
+        name,
+        startServerOn(
+            hostOf.get(name), groupUri(spec.masters()), name, "64m", "0", "block.size=64k"));
   }
 
   private void restart(String name) throws Exception {
@@ -241,7 +246,7 @@ class JepsenTest extends HostsClusterTest {
 
   private FerriteClient client() {
     return Ferrite.connect(
-        masterUri(1),
+        groupUri(spec.masters()),
         ClientOptions.builder(credentials)
             .clientName("jepsen")
             .connectTimeout(Duration.ofSeconds(2))
@@ -261,21 +266,45 @@ class JepsenTest extends HostsClusterTest {
     return "schedule:\n  " + String.join("\n  ", schedule) + "\n";
   }
 
+  /** What the schedule does to a process: SIGKILL and restart, SIGSTOP and SIGCONT, cut off. */
+  enum Fault {
+    KILL,
+    PAUSE,
+    ISOLATE
+  }
+
   /**
    * Until {@link Spec#faults} has passed (or the load failed): every 1-3 s one seeded fault, undone
-   * 0.5-2.5 s later — SIGKILL and restart of a server or the master, SIGSTOP and SIGCONT of any
-   * process, a server's host cut off and healed.
+   * 0.5-2.5 s later. The first ones, in a seeded order, are one of each the run must see — the
+   * master SIGKILLed, a server SIGKILLed, a process paused, a server's host cut off — and the rest
+   * are drawn at random (a SIGKILL or a pause of any process, a server's host cut off).
    */
   private void faults(Random rnd, AtomicBoolean stop) throws Exception {
     long end = System.nanoTime() + spec.faults().toNanos();
     List<String> names = new ArrayList<>(hostOf.keySet());
-    while (System.nanoTime() < end && !stop.get()) {
+    List<String> servers = names.stream().filter(n -> !n.startsWith("master")).toList();
+    List<Map.Entry<Fault, String>> must =
+        new ArrayList<>(
+            List.of(
+                Map.entry(Fault.KILL, masterName(1 + rnd.nextInt(spec.masters()))),
+                Map.entry(Fault.KILL, servers.get(rnd.nextInt(servers.size()))),
+                Map.entry(Fault.PAUSE, names.get(rnd.nextInt(names.size()))),
+                Map.entry(Fault.ISOLATE, servers.get(rnd.nextInt(servers.size())))));
+    Collections.shuffle(must, rnd);
+    while ((System.nanoTime() < end || !must.isEmpty()) && !stop.get()) {
       Thread.sleep(1000 + rnd.nextInt(2000));
-      String victim = names.get(rnd.nextInt(names.size()));
+      Fault fault;
+      String victim;
+      if (!must.isEmpty()) {
+        fault = must.get(0).getKey();
+        victim = must.remove(0).getValue();
+      } else {
+        victim = names.get(rnd.nextInt(names.size()));
+        fault = Fault.values()[rnd.nextInt(victim.startsWith("master") ? 2 : 3)];
+      }
       long down = 500 + rnd.nextInt(2000);
-      int kind = rnd.nextInt(victim.startsWith("master") ? 2 : 3);
-      switch (kind) {
-        case 0 -> {
+      switch (fault) {
+        case KILL -> {
           log("SIGKILL " + victim);
           Process p = running.remove(victim);
           p.destroyForcibly().waitFor();
@@ -283,14 +312,14 @@ class JepsenTest extends HostsClusterTest {
           log("restart " + victim);
           restart(victim);
         }
-        case 1 -> {
+        case PAUSE -> {
           log("SIGSTOP " + victim);
           NetHosts.signal(running.get(victim), "STOP");
           Thread.sleep(down);
           log("SIGCONT " + victim);
           NetHosts.signal(running.get(victim), "CONT");
         }
-        default -> {
+        case ISOLATE -> {
           log("isolate host " + hostOf.get(victim) + " (" + victim + ")");
           hosts.isolate(hostOf.get(victim));
           Thread.sleep(down);
