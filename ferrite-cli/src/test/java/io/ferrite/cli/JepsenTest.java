@@ -61,7 +61,7 @@ import org.junit.jupiter.api.extension.ExtendWith;
 @ExtendWith(SeedExtension.class)
 class JepsenTest extends HostsClusterTest {
   static final String CLUSTER = "jepsen-test";
-  static final int KEYS = 4;
+  static final int KEYS = 16;
 
   /**
    * One run's shape.
@@ -180,7 +180,8 @@ class JepsenTest extends HostsClusterTest {
       assertArrayEquals(new byte[] {1, 2, 3}, read(nodes, "/jepsen/after"));
     }
     for (int k = 0; k < KEYS; k++) {
-      List<Op> h = renumber(history.get(k));
+      // Failed puts no read saw cannot matter (see RegisterChecker.pruned) and only cost search.
+      List<Op> h = RegisterChecker.pruned(copy(history.get(k)));
       if (!RegisterChecker.check(h, RegisterChecker.ABSENT)) {
         fail(
             "key "
@@ -487,14 +488,10 @@ class JepsenTest extends HostsClusterTest {
     }
   }
 
-  /** The history with ids 0..n-1 in order (the checker indexes by id). */
-  private static List<Op> renumber(List<Op> h) {
-    List<Op> out = new ArrayList<>();
+  /** A copy of a history the writers filled (their list is synchronized). */
+  private static List<Op> copy(List<Op> h) {
     synchronized (h) {
-      for (Op op : h) {
-        out.add(new Op(out.size(), op.call(), op.ret(), op.write(), op.value()));
-      }
+      return new ArrayList<>(h);
     }
-    return out;
   }
 }
