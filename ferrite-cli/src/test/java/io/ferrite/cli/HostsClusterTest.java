@@ -54,9 +54,21 @@ abstract class HostsClusterTest extends ProcessClusterTest {
     }
   }
 
-  /** {@code ferrite://<host 1>:<port>}: the master runs on host {@code masterHost}. */
+  /** {@code ferrite://<host>:<port>}: the master runs on host {@code masterHost}. */
   String masterUri(int masterHost) {
     return "ferrite://" + hosts.address(masterHost) + ":" + port;
+  }
+
+  /**
+   * {@code ferrite://<host 1>:<port>,...}: a group of {@code masters} masters on hosts 1..masters
+   * (see {@code Ferrite.masterAddresses}); with one master, {@link #masterUri}.
+   */
+  String groupUri(int masters) {
+    StringBuilder b = new StringBuilder("ferrite://");
+    for (int m = 1; m <= masters; m++) {
+      b.append(m > 1 ? "," : "").append(hosts.address(m)).append(':').append(port);
+    }
+    return b.toString();
   }
 
   /**
@@ -91,6 +103,14 @@ abstract class HostsClusterTest extends ProcessClusterTest {
   Process startServerOn(
       int h, int masterHost, String name, String dram, String disk, String... sets)
       throws IOException {
+    return startServerOn(h, masterUri(masterHost), name, dram, disk, sets);
+  }
+
+  /**
+   * As {@link #startServerOn(int, int, String, String, String, String...)}, of the masters at uri.
+   */
+  Process startServerOn(int h, String master, String name, String dram, String disk, String... sets)
+      throws IOException {
     List<String> args =
         new ArrayList<>(
             List.of(
@@ -102,7 +122,7 @@ abstract class HostsClusterTest extends ProcessClusterTest {
                 "--host",
                 "0.0.0.0",
                 "--master",
-                masterUri(masterHost),
+                master,
                 "--cluster-id",
                 clusterId,
                 "--fabrics",
@@ -176,10 +196,16 @@ abstract class HostsClusterTest extends ProcessClusterTest {
 
   /** Whether exactly {@code n} servers are ALIVE with their regions. */
   boolean serversAlive(int masterHost, int n) {
+    return serversAlive(masterUri(masterHost), n);
+  }
+
+  /**
+   * Whether exactly {@code n} servers are ALIVE with their regions, asking the master(s) at uri.
+   */
+  boolean serversAlive(String uri, int n) {
     try (FerriteClient c =
         Ferrite.connect(
-            masterUri(masterHost),
-            ClientOptions.builder(credentials).fabric("tcp").session(false).build())) {
+            uri, ClientOptions.builder(credentials).fabric("tcp").session(false).build())) {
       ClusterStatus st = c.status();
       int alive = 0;
       for (ClusterStatus.Member m : st.members()) {

@@ -4,6 +4,7 @@ import io.ferrite.fabric.Batch;
 import io.ferrite.fabric.ErrorCode;
 import io.ferrite.fabric.FabricConnection;
 import io.ferrite.fabric.FerriteException;
+import io.ferrite.fabric.Futures;
 import io.ferrite.fabric.verify.Checksum64;
 import io.ferrite.kernel.proto.BlockRef;
 import java.nio.ByteBuffer;
@@ -212,9 +213,12 @@ final class DataOps {
       int n,
       CompletableFuture<T> result) {
     CompletableFuture<FabricConnection> conn = connections.connectionAsync(serverId);
-    if (!conn.isDone() && !retry.onRetryThread()) {
+    // The caller's thread waits, so that its ops stay in issue order — unless it is the retry
+    // timer or a fabric I/O thread (a continuation of a master RPC, say), which must never wait:
+    // opening the connection may need the master's members, an answer only that I/O thread reads.
+    if (!conn.isDone() && !retry.onRetryThread() && !Futures.onIoThread()) {
       try {
-        conn.join(); // the caller's thread waits: its ops stay in issue order
+        conn.join();
       } catch (RuntimeException e) {
         // Reported below.
       }

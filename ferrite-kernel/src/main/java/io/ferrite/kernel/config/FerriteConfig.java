@@ -118,8 +118,7 @@ public final class FerriteConfig {
         SERVER_HOST,
         new String[] {
           "127.0.0.1",
-          "address a memory server binds and announces (0.0.0.0: binds every interface and"
-              + " announces the address it reaches the master from)"
+          "address a memory server binds and announces (0.0.0.0: announces the one toward the master)"
         });
     k.put(SERVER_PORT, new String[] {"0", "memory server tcp port (0: any free port)"});
     k.put(SERVER_FABRICS, new String[] {"tcp,shm", "fabrics a memory server serves"});

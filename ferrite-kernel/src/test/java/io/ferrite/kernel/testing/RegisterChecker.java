@@ -127,6 +127,31 @@ public final class RegisterChecker {
     }
   }
 
+  /**
+   * {@code history} without the writes of unknown outcome (response {@link Long#MAX_VALUE}) whose
+   * value no read returned, ids renumbered 0..n-1 in order. It is linearizable exactly when {@code
+   * history} is: such a write may always go last (its interval never ends, and no read needs it),
+   * and where it went anywhere else no read saw it, so dropping it invalidates no read. Each open
+   * write left in doubles the states the search may visit, so a long faulty run needs this. Values
+   * are unique per write (as the callers make them).
+   */
+  public static List<Op> pruned(List<Op> history) {
+    Set<Long> read = new HashSet<>();
+    for (Op op : history) {
+      if (!op.write()) {
+        read.add(op.value());
+      }
+    }
+    List<Op> out = new ArrayList<>();
+    for (Op op : history) {
+      if (op.write() && op.ret() == Long.MAX_VALUE && !read.contains(op.value())) {
+        continue;
+      }
+      out.add(new Op(out.size(), op.call(), op.ret(), op.write(), op.value()));
+    }
+    return out;
+  }
+
   public static String describe(List<Op> history) {
     StringBuilder sb = new StringBuilder();
     long t0 = history.stream().mapToLong(Op::call).min().orElse(0);

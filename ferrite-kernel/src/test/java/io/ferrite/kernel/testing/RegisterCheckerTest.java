@@ -1,6 +1,7 @@
 package io.ferrite.kernel.testing;
 
 import static io.ferrite.kernel.testing.RegisterChecker.ABSENT;
+import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -90,5 +91,34 @@ class RegisterCheckerTest {
                 new Op(2, 50, 51, false, 2),
                 new Op(3, 60, 61, false, 1)),
             ABSENT));
+  }
+
+  @Test
+  void pruningDropsOnlyUnknownWritesNoReadSaw() {
+    long unknown = Long.MAX_VALUE;
+    List<Op> h =
+        List.of(
+            new Op(0, 0, 1, true, 1),
+            new Op(1, 2, unknown, true, 2), // never seen: dropped
+            new Op(2, 3, unknown, true, 3), // seen below: kept
+            new Op(3, 5, 6, false, 3),
+            new Op(4, 7, 8, true, 4)); // acknowledged: kept
+    List<Op> p = RegisterChecker.pruned(h);
+    assertEquals(
+        List.of(
+            new Op(0, 0, 1, true, 1),
+            new Op(1, 3, unknown, true, 3),
+            new Op(2, 5, 6, false, 3),
+            new Op(3, 7, 8, true, 4)),
+        p);
+    assertTrue(RegisterChecker.check(p, ABSENT));
+    // A non-linearizable history stays so: the stale read is not excused by pruning.
+    List<Op> bad =
+        List.of(
+            new Op(0, 0, 1, true, 1),
+            new Op(1, 2, 3, true, 2),
+            new Op(2, 4, unknown, true, 5),
+            new Op(3, 6, 7, false, 1));
+    assertFalse(RegisterChecker.check(RegisterChecker.pruned(bad), ABSENT));
   }
 }
