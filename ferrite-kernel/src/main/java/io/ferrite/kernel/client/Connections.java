@@ -160,65 +160,14 @@ final class Connections implements AutoCloseable {
    * Retry#blocking} tries again) when none serves now (an election under way).
    */
   private FabricConnection connectLeader() {
-    List<String> order = new ArrayList<>();
-    String hint = leaderHint;
-    if (hint != null) {
-      order.add(hint);
+    io.ferrite.kernel.proto.LeaderSeek.Found f =
+        io.ferrite.kernel.proto.LeaderSeek.seek(
+            masterAddresses, leaderHint, a -> connect(scheme(a), a), options.rpcTimeout());
+    masterAddress = f.address();
+    if (masterAddresses.size() > 1) {
+      leaderHint = f.address();
     }
-    for (String a : masterAddresses) {
-      if (!order.contains(a)) {
-        order.add(a);
-      }
-    }
-    FerriteException last = null;
-    for (int i = 0; i < order.size(); i++) {
-      String a = order.get(i);
-      FabricConnection c;
-      try {
-        c = connect(scheme(a), a);
-      } catch (FerriteException e) {
-        last = e;
-        continue;
-      }
-      if (masterAddresses.size() == 1) {
-        masterAddress = a;
-        return c; // a single master: nothing to ask
-      }
-      try {
-        MasterStub.MasterInfo info = new MasterStub(c, options.rpcTimeout()).masterInfo();
-        if (info.role() == MasterStub.ROLE_SINGLE || info.role() == MasterStub.ROLE_LEADER) {
-          masterAddress = a;
-          leaderHint = info.role() == MasterStub.ROLE_LEADER ? a : null;
-          return c;
-        }
-        c.close();
-        String leader = info.leader();
-        if (!leader.isEmpty() && !leader.equals(a)) {
-          int at = order.indexOf(leader);
-          if (at > i) {
-            order.remove(at); // not tried yet: next instead
-          }
-          if (at > i || at < 0 || order.size() <= 2 * masterAddresses.size()) {
-            // Next; a leader tried already is tried once more (it may have just won), boundedly.
-            order.add(i + 1, leader);
-          }
-        }
-        last =
-            new FerriteException(
-                ErrorCode.NOT_LEADER,
-                "the master at "
-                    + a
-                    + " is a "
-                    + info.roleName()
-                    + (leader.isEmpty() ? " (no leader known)" : "; leader: " + leader));
-      } catch (FerriteException e) {
-        c.close();
-        last = e;
-      }
-    }
-    throw last != null
-        ? last
-        : new FerriteException(ErrorCode.UNAVAILABLE, "no master address to connect to");
+    return f.connection();
   }
 
   /**

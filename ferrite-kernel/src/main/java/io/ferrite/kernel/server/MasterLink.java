@@ -4,7 +4,6 @@ import io.ferrite.fabric.Backoff;
 import io.ferrite.fabric.ConnectOptions;
 import io.ferrite.fabric.ErrorCode;
 import io.ferrite.fabric.Fabric;
-import io.ferrite.fabric.FabricConnection;
 import io.ferrite.fabric.FerriteException;
 import io.ferrite.kernel.proto.MasterStub;
 import io.ferrite.kernel.proto.ServerLoad;
@@ -118,69 +117,16 @@ final class MasterLink implements AutoCloseable {
       return s;
     }
     java.util.List<String> all = io.ferrite.kernel.client.Ferrite.masterAddresses(address.get());
-    if (all.size() == 1) {
-      current = all.get(0);
-      s = new MasterStub(fabric.connect(all.get(0), options), rpcTimeout);
-      stub = s;
-      return s;
+    io.ferrite.kernel.proto.LeaderSeek.Found f =
+        io.ferrite.kernel.proto.LeaderSeek.seek(
+            all, leaderHint, a -> fabric.connect(a, options), rpcTimeout);
+    current = f.address();
+    if (all.size() > 1) {
+      leaderHint = f.address();
     }
-    java.util.List<String> order = new java.util.ArrayList<>();
-    String hint = leaderHint;
-    if (hint != null) {
-      order.add(hint);
-    }
-    for (String a : all) {
-      if (!order.contains(a)) {
-        order.add(a);
-      }
-    }
-    FerriteException last = null;
-    for (int i = 0; i < order.size(); i++) {
-      String a = order.get(i);
-      FabricConnection c;
-      try {
-        c = fabric.connect(a, options);
-      } catch (FerriteException e) {
-        last = e;
-        continue;
-      }
-      try {
-        s = new MasterStub(c, rpcTimeout);
-        MasterStub.MasterInfo info = s.masterInfo();
-        if (info.role() == MasterStub.ROLE_LEADER || info.role() == MasterStub.ROLE_SINGLE) {
-          current = a;
-          leaderHint = a;
-          stub = s;
-          return s;
-        }
-        c.close();
-        String leader = info.leader();
-        if (!leader.isEmpty() && !leader.equals(a)) {
-          int at = order.indexOf(leader);
-          if (at > i) {
-            order.remove(at); // not tried yet: next instead
-          }
-          if (at > i || at < 0 || order.size() <= 2 * all.size()) {
-            // Next; a leader tried already is tried once more (it may have just won), boundedly.
-            order.add(i + 1, leader);
-          }
-        }
-        last =
-            new FerriteException(
-                ErrorCode.NOT_LEADER,
-                "the master at "
-                    + a
-                    + " is a "
-                    + info.roleName()
-                    + (leader.isEmpty() ? " (no leader known)" : "; leader: " + leader));
-      } catch (FerriteException e) {
-        c.close();
-        last = e;
-      }
-    }
-    throw last != null
-        ? last
-        : new FerriteException(ErrorCode.UNAVAILABLE, "no master at " + address.get());
+    s = new MasterStub(f.connection(), rpcTimeout);
+    stub = s;
+    return s;
   }
 
   /** True if the master address names a group (several masters). */
