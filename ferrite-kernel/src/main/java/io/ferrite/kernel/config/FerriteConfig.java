@@ -105,7 +105,7 @@ public final class FerriteConfig {
         new String[] {"0", "this master's place in master.peers, from 1 (a master group only)"});
     k.put(
         MASTER_RAFT_TIMEOUT,
-        new String[] {"1s", "master group election timeout (min; max is twice its value)"});
+        new String[] {"500ms", "master group election timeout (min; max is twice its value)"});
     k.put(
         MASTER_RAFT_SEGMENT,
         new String[] {"8m", "master group Raft log segment size (a snapshot purges whole ones)"});

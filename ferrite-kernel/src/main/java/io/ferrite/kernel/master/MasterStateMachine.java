@@ -52,7 +52,10 @@ final class MasterStateMachine extends BaseStateMachine {
   /** Replaced only by (re)initialization, on the updater thread. */
   private volatile MasterState committed;
 
-  /** The stint of the last entry applied, and its LSN: entries of one stint come 1, 2, 3, ... */
+  /**
+   * The stint of the last entry applied, and its last record's LSN: the records of one stint come
+   * 1, 2, 3, ... (an entry holds a run of them).
+   */
   private long lastStint;
 
   private long lastLsn;
@@ -126,25 +129,28 @@ final class MasterStateMachine extends BaseStateMachine {
             .asReadOnlyByteBuffer()
             .order(ByteOrder.LITTLE_ENDIAN);
     long stint = data.getLong();
-    long lsn = data.getLong();
+    long from = data.getLong();
+    long to = data.getLong();
     List<MasterEvent> events =
         Journal.decodeGroup(
             data.slice(), "raft entry " + entry.getIndex() + " (stint " + stint + ")");
-    if (stint == lastStint && lsn != lastLsn + 1) {
+    if (stint == lastStint && from != lastLsn + 1) {
       // The leader applied its mutations in LSN order; the log must hold them so. Never expected
-      // (submission is synchronous under the metadata lock): the leader's serving state is
-      // rebuilt from this committed one.
+      // (one thread submits, each entry appended to the log before the next is submitted): the
+      // leader's serving state is rebuilt from this committed one.
       LOG.log(
           System.Logger.Level.ERROR,
-          "raft entry {0}: mutation {1} of stint {2} follows {3}; rebuilding the leader''s state",
+          "raft entry {0}: mutations {1}..{2} of stint {3} follow {4}; rebuilding the leader''s"
+              + " state",
           entry.getIndex(),
-          lsn,
+          from,
+          to,
           stint,
           lastLsn);
       disorderedStint = stint;
     }
     lastStint = stint;
-    lastLsn = lsn;
+    lastLsn = to;
     MasterState s = committed;
     synchronized (s) {
       for (MasterEvent e : events) {
