@@ -116,5 +116,39 @@ class KvReplicaMultiProcessTest extends ProcessClusterTest {
       assertArrayEquals(b("value-" + i), again.get(b("key-" + i)), "acknowledged put " + i);
     }
     assertTrue(acked.size() >= atKill + 300, "acknowledged: " + acked.size());
+    // The master's automatic repair (nobody calls it) gives every shard its second copy again, on
+    // the two live servers; then SIGKILL a second server: each shard's repaired copy serves every
+    // acknowledged put alone.
+    await(
+        "every shard with 2 complete copies again",
+        () -> {
+          TableInfo now = new KvClient(admin).table("replicated").info();
+          for (int s = 0; s < now.options().shards(); s++) {
+            boolean filling =
+                java.util.Arrays.stream(now.backupsOf(s)).anyMatch(TableInfo::isSyncing);
+            if (now.copies(s) != 2 || filling) {
+              return false;
+            }
+          }
+          return true;
+        });
+    int second = new KvClient(admin).table("replicated").info().servers()[0];
+    String secondName =
+        admin.refreshMembers().stream()
+            .filter(m -> m.serverId() == second)
+            .map(MemberInfo::name)
+            .findFirst()
+            .orElseThrow();
+    servers.get(secondName).destroyForcibly().waitFor();
+    await(
+        "the failover away from the second server",
+        () -> {
+          TableInfo now = new KvClient(admin).table("replicated").info();
+          return java.util.Arrays.stream(now.servers()).noneMatch(x -> x == second);
+        });
+    KvTable last = new KvClient(client()).table("replicated");
+    for (int i : acked) {
+      assertArrayEquals(b("value-" + i), last.get(b("key-" + i)), "acknowledged put " + i);
+    }
   }
 }

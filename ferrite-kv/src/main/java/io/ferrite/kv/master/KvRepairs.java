@@ -82,8 +82,8 @@ final class KvRepairs implements KvReplicator.Cluster, AutoCloseable {
   /** Copies being filled found at start (keys): leftovers, dropped by the first pass. */
   private final Set<String> leftovers;
 
-  /** Why each shard could not be repaired last (logged once per reason); the worker's. */
-  private final Map<String, String> waits = new HashMap<>();
+  /** What the last pass that could not repair everything logged; the worker's. */
+  private String lastWait = "";
 
   /** Copies made, and copies that failed, since the master started (describe, tests). */
   volatile long made;
@@ -149,11 +149,8 @@ final class KvRepairs implements KvReplicator.Cluster, AutoCloseable {
                     }));
     foreign.keySet().retainAll(seen);
     boolean progress = false;
-    Set<String> needed = new java.util.HashSet<>();
-    for (KvDirectory.Need n : needs) {
-      needed.add(n.name() + "#" + n.shard());
-    }
-    waits.keySet().retainAll(needed);
+    int waiting = 0;
+    String why = "";
     for (KvDirectory.Need n : needs) {
       if (worker.isShutdown()) {
         return;
@@ -162,23 +159,20 @@ final class KvRepairs implements KvReplicator.Cluster, AutoCloseable {
         replicator.copy(n.name(), n.shard());
         made++;
         progress = true;
-        waits.remove(n.name() + "#" + n.shard());
       } catch (FerriteException e) {
         failed++;
-        String why = e.getMessage();
-        if (!why.equals(waits.put(n.name() + "#" + n.shard(), why))) {
-          // Once per reason: a shard waiting for a server to join would log every period.
-          LOG.log(
-              System.Logger.Level.INFO,
-              "kv repair of shard "
-                  + n.shard()
-                  + " of "
-                  + n.name()
-                  + " not done yet (trying again): "
-                  + why);
-        }
+        waiting++;
+        why =
+            why.isEmpty() ? "shard " + n.shard() + " of " + n.name() + ": " + e.getMessage() : why;
       }
     }
+    String wait = waiting == 0 ? "" : waiting + " shard(s) short of copies, e.g. " + why;
+    if (!wait.equals(lastWait) && !wait.isEmpty()) {
+      // One line per pass, and only when it changes: shards waiting for a server to join (or a
+      // cluster stopping) would log every period, per shard.
+      LOG.log(System.Logger.Level.INFO, "kv repair not done yet (trying again): " + wait);
+    }
+    lastWait = wait;
     if (progress) {
       kick(); // a shard missing two copies gets the second at once
     }
