@@ -45,13 +45,15 @@ final class KvReplicas {
 
   static void measure(BenchReport report, KvBench.Options o, Progress progress) throws Exception {
     Path root = Files.createTempDirectory(o.directory(), "ferrite-bench-kv-replicas-");
+    // The shm sockets' paths must stay under sockaddr_un's 107 bytes, wherever --dir points.
+    Path shm = Files.createTempDirectory(Path.of("/dev/shm"), "fbkr-");
     List<AutoCloseable> open = new ArrayList<>();
     try {
       FerriteConfig cfg =
           BenchConfig.builder()
               .set(FerriteConfig.CLUSTER_ID, "bench-kv")
               .set(FerriteConfig.DATA_DIR, root.resolve("data").toString())
-              .set(FerriteConfig.SHM_DIR, root.resolve("shm").toString())
+              .set(FerriteConfig.SHM_DIR, shm.toString())
               .set(FerriteConfig.MASTER_PORT, "0")
               .set(FerriteConfig.SERVER_HOST, "127.0.0.1")
               .set(FerriteConfig.MASTER_HOST, "127.0.0.1")
@@ -132,6 +134,7 @@ final class KvReplicas {
         }
       }
       KvBench.deleteTree(root);
+      KvBench.deleteTree(shm);
     }
   }
 

@@ -76,8 +76,7 @@ public final class ResilienceBench {
               KvBench.Options.defaults().keys(),
               KvBench.Options.defaults().qualitySlots(),
               KvBench.Options.defaults().qualityLookups(),
-              // Not root: its shm sockets' paths must stay under sockaddr_un's 107 bytes.
-              o.directory(),
+              root,
               o.progress());
       for (BenchResult r : KvBench.runReplicas(kv).results()) {
         report.add(r);
