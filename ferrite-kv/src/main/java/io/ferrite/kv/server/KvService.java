@@ -420,6 +420,11 @@ public final class KvService implements FerriteService {
       return writes.submit(opcode, request, inline);
     } catch (FerriteException e) {
       return CompletableFuture.failedFuture(e);
+    } catch (java.util.concurrent.RejectedExecutionException e) {
+      // The server is stopping (its writers are shut down): to the client that is a server gone,
+      // which it waits out (a replicated shard's backup takes over), not an internal error.
+      return CompletableFuture.failedFuture(
+          new FerriteException(ErrorCode.UNAVAILABLE, "kv server stopping: write not applied"));
     } catch (RuntimeException e) {
       LOG.log(System.Logger.Level.ERROR, "kv opcode " + opcode + " failed", e);
       return CompletableFuture.failedFuture(
