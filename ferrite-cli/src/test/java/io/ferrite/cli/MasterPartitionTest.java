@@ -75,6 +75,7 @@ class MasterPartitionTest extends HostsClusterTest {
     AtomicInteger acks = new AtomicInteger();
     AtomicLong cutAt = new AtomicLong(Long.MAX_VALUE);
     AtomicInteger acksIssuedAfterCut = new AtomicInteger();
+    AtomicLong firstAckAfterCut = new AtomicLong();
     AtomicBoolean stop = new AtomicBoolean();
     FerriteClient writer = client();
     int elected;
@@ -90,6 +91,7 @@ class MasterPartitionTest extends HostsClusterTest {
                 acknowledged.put(owner, MasterKillTest.where(got.get(0)));
                 acks.incrementAndGet();
                 if (issued > cutAt.get()) {
+                  firstAckAfterCut.compareAndSet(0, System.nanoTime());
                   acksIssuedAfterCut.incrementAndGet();
                 }
               } catch (FerriteException e) {
@@ -157,10 +159,11 @@ class MasterPartitionTest extends HostsClusterTest {
     System.out.printf(
         Locale.ROOT,
         "master partition: leader %d cut off; master %d elected; %d acknowledged (%d issued after"
-            + " the cut)%n",
+            + " the cut, the first acknowledged %.0f ms after it)%n",
         old,
         elected,
         acks.get(),
-        acksIssuedAfterCut.get());
+        acksIssuedAfterCut.get(),
+        (firstAckAfterCut.get() - cutAt.get()) / 1e6);
   }
 }
