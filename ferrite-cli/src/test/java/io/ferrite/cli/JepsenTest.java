@@ -53,10 +53,10 @@ import org.junit.jupiter.api.extension.ExtendWith;
  * nothing). A file whose close failed is not checked (it may exist or not); a file whose close was
  * acknowledged must read back exactly.
  *
- * <p>The knobs the issue's later parts turn ({@link Spec}): masters (a Raft group), kv replicas and
- * file replicas. On main today they must be 1 (the test says so and skips otherwise); with 1 the
- * run expects no acknowledged write lost (a SIGKILLed server keeps its /dev/shm regions and replays
- * its kv log) and tolerates failed operations while the single master is down.
+ * <p>The run's shape ({@link Spec}): masters (1, or a Raft group of 3 or more, each on its own
+ * host, the schedule SIGKILLing its leader), kv replicas and file replicas. Both shapes expect no
+ * acknowledged write lost (with one copy because a SIGKILLed server keeps its /dev/shm regions and
+ * replays its kv log) and tolerate failed operations while no master leads.
  */
 @Tag("multiprocess")
 @ExtendWith(SeedExtension.class)
