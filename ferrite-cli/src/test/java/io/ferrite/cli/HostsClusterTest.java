@@ -1,10 +1,16 @@
 package io.ferrite.cli;
 
+import io.ferrite.fabric.ConnectOptions;
+import io.ferrite.fabric.Fabric;
+import io.ferrite.fabric.FabricConnection;
+import io.ferrite.fabric.FerriteException;
 import io.ferrite.fabric.Role;
 import io.ferrite.kernel.client.ClientOptions;
 import io.ferrite.kernel.client.Ferrite;
 import io.ferrite.kernel.client.FerriteClient;
+import io.ferrite.kernel.config.FabricFactory;
 import io.ferrite.kernel.proto.ClusterStatus;
+import io.ferrite.kernel.proto.MasterStub;
 import io.ferrite.kernel.proto.MemberInfo;
 import io.ferrite.kernel.proto.ServerState;
 import io.ferrite.kernel.testing.PrometheusText;
@@ -34,6 +40,7 @@ abstract class HostsClusterTest extends ProcessClusterTest {
   static final int METRICS_PORT = 9100;
 
   NetHosts hosts;
+  private Fabric tcp;
 
   /** A new cluster on {@code count} new hosts. */
   void newHostsCluster(int count, String clusterId, String shmPrefix)
@@ -93,6 +100,74 @@ abstract class HostsClusterTest extends ProcessClusterTest {
                 "--metrics-host",
                 hosts.address(h)));
     return startIn(h, name, withSets(args, sets));
+  }
+
+  /**
+   * The port each master of a group talks Raft on. Ports are per network namespace and every master
+   * has a host (a namespace) of its own, so one fixed port serves all of them.
+   */
+  static final int RAFT_PORT = 7200;
+
+  /**
+   * Starts master {@code h} of a Raft group of {@code masters} on hosts 1..masters ({@code --peers}
+   * with every host's address, {@code --id h}), bound to host h's address, its journal and Raft log
+   * in a directory of its own ({@code m<h>}: the hosts share the test's file system), the cluster's
+   * secret file, /metrics on its address.
+   */
+  Process startGroupMasterOn(int h, int masters, String name, String... sets) throws IOException {
+    StringBuilder peers = new StringBuilder();
+    for (int m = 1; m <= masters; m++) {
+      peers.append(m > 1 ? "," : "").append(hosts.address(m)).append(':').append(port);
+      peers.append(':').append(RAFT_PORT);
+    }
+    List<String> args =
+        new ArrayList<>(
+            List.of(
+                "master",
+                "--dir",
+                dir.resolve("m" + h).toString(),
+                "--secret-file",
+                secret().toString(),
+                "--peers",
+                peers.toString(),
+                "--id",
+                Integer.toString(h),
+                "--host",
+                hosts.address(h),
+                "--cluster-id",
+                clusterId,
+                "--metrics-port",
+                Integer.toString(METRICS_PORT),
+                "--metrics-host",
+                hosts.address(h)));
+    return startIn(h, name, withSets(args, sets));
+  }
+
+  /** MASTER_INFO of the master on host {@code h}, or null if it does not answer within 1 s. */
+  MasterStub.MasterInfo masterInfo(int h) {
+    if (tcp == null) {
+      tcp = FabricFactory.standard().open("tcp");
+      clients.add(tcp);
+    }
+    Duration d = Duration.ofSeconds(1);
+    try (FabricConnection c =
+        tcp.connect(
+            "tcp://" + hosts.address(h) + ":" + port, new ConnectOptions(credentials, d, d))) {
+      return new MasterStub(c, d).masterInfo();
+    } catch (FerriteException e) {
+      return null;
+    }
+  }
+
+  /** The host (1..masters) whose master says it is its group's leader, or null if none does. */
+  Integer leaderHost(int masters) {
+    for (int h = 1; h <= masters; h++) {
+      MasterStub.MasterInfo m = masterInfo(h);
+      if (m != null && m.roleName().equals("leader")) {
+        return h;
+      }
+    }
+    return null;
   }
 
   /**

@@ -221,6 +221,25 @@ final class Connections implements AutoCloseable {
     }
   }
 
+  /**
+   * Master {@code m} of a group did not answer in time ({@code TIMEOUT}): it may be cut off from
+   * the network, and a cut-off connection stays open and silent (no reset ever comes), so every
+   * retry on it would time out again while the rest of the group elects a leader. Its connection is
+   * closed if it is still the current one, and it is no longer the first tried, so the next call
+   * asks the group (MASTER_INFO) again. A single master keeps its connection: there is no other to
+   * ask, and a slow master is better waited for than reconnected to.
+   */
+  void masterSilent(MasterStub m, FerriteException e) {
+    if (masterAddresses.size() > 1 && master == m) {
+      LOG.log(System.Logger.Level.DEBUG, "leaving a silent master: {0}", e.getMessage());
+      if (masterAddress.equals(leaderHint)) {
+        leaderHint = null;
+      }
+      master = null;
+      m.connection().close();
+    }
+  }
+
   /** The fabric of the master connection ("" before the first connect). */
   String masterFabric() {
     master();

@@ -321,10 +321,15 @@ final class MasterCalls {
     }
   }
 
-  /** After a failed attempt on {@code m}: a master that is not the leader is left for another. */
+  /**
+   * After a failed attempt on {@code m}: a master that is not the leader is left for another, and
+   * so is a group's master that did not answer in time (it may be partitioned away).
+   */
   private void failed(MasterStub m, FerriteException e) {
     if (m != null && e.code() == ErrorCode.NOT_LEADER) {
       connections.masterFailed(m, e);
+    } else if (m != null && e.code() == ErrorCode.TIMEOUT) {
+      connections.masterSilent(m, e);
     }
   }
 

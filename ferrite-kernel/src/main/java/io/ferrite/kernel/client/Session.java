@@ -97,10 +97,17 @@ final class Session implements AutoCloseable {
       return;
     }
     long deadline = System.nanoTime() + renewNanos;
+    MasterStub m = null;
     try {
-      MasterStub m = await(connections.masterAsync(), deadline, "a master connection");
+      m = await(connections.masterAsync(), deadline, "a master connection");
       await(m.renewSession(v), deadline, "the master's answer");
     } catch (FerriteException e) {
+      if (m != null && e.code() == ErrorCode.TIMEOUT) {
+        // A group's master cut off from the network stays silent on an open connection: leave it
+        // (see Connections.masterSilent), or an idle client renews into the silence until its
+        // session expires at the new leader.
+        connections.masterSilent(m, e);
+      }
       if (e.code() == ErrorCode.SESSION_EXPIRED) {
         LOG.log(
             System.Logger.Level.ERROR,

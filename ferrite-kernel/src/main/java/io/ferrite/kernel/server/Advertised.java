@@ -35,11 +35,16 @@ final class Advertised {
     return TcpFabric.address(new InetSocketAddress(toward(masterAddress), a.getPort()));
   }
 
-  /** The local address the kernel would send from to reach {@code masterAddress}'s host. */
+  /**
+   * The local address the kernel would send from to reach {@code masterAddress}'s host. With a
+   * master group ({@code tcp://a:p,tcp://b:p,...}, groups separated by {@code ;}) the first master
+   * stands for all: the masters share the cluster's network, and the one leading now may not be the
+   * one leading when a client reads the announcement.
+   */
   static InetAddress toward(String masterAddress) {
     InetSocketAddress master;
     try {
-      master = TcpFabric.parse(masterAddress, "tcp");
+      master = TcpFabric.parse(masterAddress.split("[,;]", 2)[0].trim(), "tcp");
     } catch (FerriteException e) {
       throw new FerriteException(
           ErrorCode.INVALID_ARGUMENT,

@@ -138,6 +138,9 @@ final class MasterLink implements AutoCloseable {
   private void noteLeader(FerriteException e) {
     if (e.code() == ErrorCode.NOT_LEADER) {
       leaderHint = MasterStub.leaderNamedIn(e);
+    } else if (e.code() == ErrorCode.TIMEOUT && current.equals(leaderHint)) {
+      // The leader went silent (cut off, paused): ask the others first, not its silence again.
+      leaderHint = null;
     }
   }
 

@@ -21,6 +21,18 @@ class AdvertisedTest {
   }
 
   @Test
+  void aMasterGroupsFirstMasterStandsForTheGroup() {
+    assertEquals(
+        "tcp://127.0.0.1:7201",
+        Advertised.address(
+            "tcp://0.0.0.0:7201",
+            "tcp://127.0.0.1:7100,tcp://127.0.0.2:7100,tcp://127.0.0.3:7100"));
+    assertEquals(
+        "tcp://127.0.0.1:7201",
+        Advertised.address("tcp://0.0.0.0:7201", "tcp://127.0.0.1:7100;tcp://127.0.0.4:7100"));
+  }
+
+  @Test
   void anythingElseAnnouncesWhatItBound() {
     assertEquals(
         "tcp://127.0.0.2:7201", Advertised.address("tcp://127.0.0.2:7201", "tcp://127.0.0.1:7100"));
