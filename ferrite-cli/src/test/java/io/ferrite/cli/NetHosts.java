@@ -156,6 +156,16 @@ final class NetHosts implements AutoCloseable {
   }
 
   private static void remove(String tag) throws IOException, InterruptedException {
+    // The root ends of the veths first, each taking its peer with it at once. Left to go with their
+    // namespaces they linger: a namespace dies only when its last process has (a SIGKILLed JVM
+    // takes a while) and the kernel then cleans it up in the background, so the next test of this
+    // JVM, which reuses the names, found "fr<pid>v1" still there (RTNETLINK: File exists).
+    Matcher v =
+        Pattern.compile("\\d+: (fr" + tag + "v\\d+)[:@]")
+            .matcher(run("ip", "-o", "link", "show").out());
+    while (v.find()) {
+      run("ip", "link", "del", v.group(1));
+    }
     for (String ns : namespaces()) {
       Matcher m = OURS.matcher(ns);
       if (m.matches() && m.group(1).equals(tag)) {
