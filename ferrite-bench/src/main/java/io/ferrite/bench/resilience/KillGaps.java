@@ -55,8 +55,14 @@ final class KillGaps {
       try {
         run(report, cluster, kills, progress);
       } catch (Exception | AssertionError e) {
+        // The cluster's directory goes with the bench: keep its processes' log for a post-mortem.
+        Path kept = java.nio.file.Files.createTempFile("ferrite-bench-resilience-failure-", ".log");
+        java.nio.file.Files.copy(
+            cluster.log(), kept, java.nio.file.StandardCopyOption.REPLACE_EXISTING);
+        progress.step("failed: " + e + (e.getCause() != null ? ", caused by " + e.getCause() : ""));
+        progress.step("the processes' log is kept in " + kept);
         throw new IllegalStateException(
-            e.getMessage() + "\nlast lines of " + cluster.log() + ":\n" + cluster.tail(40), e);
+            e.getMessage() + "\nthe processes' log: " + kept + "\n" + cluster.tail(40), e);
       }
     }
   }
