@@ -206,6 +206,8 @@ final class KillGaps {
     private final Thread thread;
     private volatile boolean stop;
     private final AtomicReference<Throwable> failure = new AtomicReference<>();
+    private volatile Throwable lastFailure;
+    private final AtomicLong failures = new AtomicLong();
     private final AtomicLong completed = new AtomicLong();
 
     /** seq -> [start, end] nanos of each acknowledged write. */
@@ -232,6 +234,8 @@ final class KillGaps {
           // Outcome unknown (the writer's client waits out failovers itself, so this is rare):
           // not counted as acknowledged; the next write goes on.
           failure.compareAndSet(null, e);
+          lastFailure = e;
+          failures.incrementAndGet();
         }
       }
     }
@@ -264,7 +268,15 @@ final class KillGaps {
         Thread.sleep(1);
       }
       throw new IllegalStateException(
-          name + " writes did not succeed again within 60 s of the kill", failure.get());
+          name
+              + " writes did not succeed again within 60 s of the kill ("
+              + failures.get()
+              + " failed; the first: "
+              + failure.get()
+              + "; the last: "
+              + lastFailure
+              + ")",
+          lastFailure);
     }
 
     long acked() {
