@@ -22,7 +22,6 @@ import io.ferrite.kv.KvClient;
 import io.ferrite.kv.KvTable;
 import io.ferrite.kv.ShardLayout;
 import io.ferrite.kv.TableOptions;
-import java.io.IOException;
 import java.io.PrintStream;
 import java.nio.ByteBuffer;
 import java.nio.charset.StandardCharsets;
@@ -30,13 +29,11 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
-import java.util.Comparator;
 import java.util.List;
 import java.util.Locale;
 import java.util.Objects;
 import java.util.Random;
 import java.util.concurrent.atomic.AtomicReference;
-import java.util.stream.Stream;
 import org.HdrHistogram.Histogram;
 
 /**
@@ -448,9 +445,9 @@ public final class KvBench {
           progress.step("closing: " + e);
         }
       }
-      deleteTree(root);
+      io.ferrite.bench.BenchFiles.deleteTree(root);
       if (disk != null) {
-        deleteTree(disk);
+        io.ferrite.bench.BenchFiles.deleteTree(disk);
       }
     }
   }
@@ -554,14 +551,6 @@ public final class KvBench {
 
   static String layoutName(TableOptions.Layout l) {
     return l.name().toLowerCase(Locale.ROOT);
-  }
-
-  static void deleteTree(Path root) throws IOException {
-    try (Stream<Path> s = Files.walk(root)) {
-      for (Path p : s.sorted(Comparator.reverseOrder()).toList()) {
-        Files.deleteIfExists(p);
-      }
-    }
   }
 
   // ------------------------------------------------------------------ operations

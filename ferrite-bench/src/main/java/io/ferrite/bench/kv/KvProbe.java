@@ -90,7 +90,7 @@ public final class KvProbe {
       for (int i = open.size() - 1; i >= 0; i--) {
         open.get(i).close();
       }
-      KvBench.deleteTree(root);
+      io.ferrite.bench.BenchFiles.deleteTree(root);
     }
   }
 

@@ -133,8 +133,8 @@ final class KvReplicas {
           progress.step("closing: " + e);
         }
       }
-      KvBench.deleteTree(root);
-      KvBench.deleteTree(shm);
+      io.ferrite.bench.BenchFiles.deleteTree(root);
+      io.ferrite.bench.BenchFiles.deleteTree(shm);
     }
   }
 

@@ -150,7 +150,7 @@ final class ScrapeCost {
           // Keep closing the rest.
         }
       }
-      KvBench.deleteTree(root);
+      io.ferrite.bench.BenchFiles.deleteTree(root);
     }
   }
 

@@ -68,7 +68,7 @@ public final class FileReplicasBench {
           new Progress(
               NodesBench.SUITE, new java.io.PrintStream(System.err, true, StandardCharsets.UTF_8)));
     } finally {
-      NodesBench.deleteTree(shmRoot);
+      io.ferrite.bench.BenchFiles.deleteTree(shmRoot);
     }
     report.printTable(new java.io.PrintStream(System.out, true, StandardCharsets.UTF_8));
   }

@@ -36,10 +36,8 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
-import java.util.Comparator;
 import java.util.List;
 import java.util.concurrent.atomic.AtomicLong;
-import java.util.stream.Stream;
 
 /**
  * {@code ferrite bench nodes}: the paper's Figures 5 and 7 on this machine. An in-process cluster
@@ -210,8 +208,8 @@ public final class NodesBench {
         }
       }
     } finally {
-      deleteTree(shmRoot);
-      deleteTree(dataDir);
+      io.ferrite.bench.BenchFiles.deleteTree(shmRoot);
+      io.ferrite.bench.BenchFiles.deleteTree(dataDir);
     }
     return report;
   }
@@ -546,16 +544,5 @@ public final class NodesBench {
       throw failures.get(0);
     }
     return count.get();
-  }
-
-  static void deleteTree(Path dir) throws IOException {
-    if (!Files.exists(dir)) {
-      return;
-    }
-    try (Stream<Path> s = Files.walk(dir)) {
-      for (Path p : s.sorted(Comparator.reverseOrder()).toList()) {
-        Files.deleteIfExists(p);
-      }
-    }
   }
 }

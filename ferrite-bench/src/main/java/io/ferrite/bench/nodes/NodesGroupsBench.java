@@ -105,7 +105,7 @@ final class NodesGroupsBench {
                 ref));
       }
     } finally {
-      NodesBench.deleteTree(dataDir);
+      io.ferrite.bench.BenchFiles.deleteTree(dataDir);
     }
   }
 

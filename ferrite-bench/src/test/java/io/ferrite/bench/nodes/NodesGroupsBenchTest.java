@@ -31,7 +31,7 @@ class NodesGroupsBenchTest {
         Fabric shm = Fabrics.create("shm")) {
       NodesGroupsBench.run(report, o, shmRoot, tcp, shm, Progress.silent());
     } finally {
-      NodesBench.deleteTree(shmRoot);
+      io.ferrite.bench.BenchFiles.deleteTree(shmRoot);
     }
     BenchResult one = report.require("groups.1.fsync.file.create.close.threads.16");
     BenchResult two = report.require("groups.2.fsync.file.create.close.threads.16");
