@@ -301,6 +301,7 @@ final class MasterService implements RpcHandler {
           case MasterProtocol.HEARTBEAT -> "HEARTBEAT";
           case MasterProtocol.ADD_REGION -> "ADD_REGION";
           case MasterProtocol.REMOVE_REGION -> "REMOVE_REGION";
+          case MasterProtocol.LEAVE -> "LEAVE";
           default -> null;
         };
     if (name != null) {
@@ -350,6 +351,12 @@ final class MasterService implements RpcHandler {
         int regionId = r.i32("regionId");
         r.end();
         w.u8(state.removeServiceRegion(id, regionId) ? 1 : 0);
+      }
+      case MasterProtocol.LEAVE -> {
+        int id = r.i32("serverId");
+        long incarnation = r.i64("incarnation");
+        r.end();
+        w.u8(state.leave(id, incarnation) ? 1 : 0);
       }
       case MasterProtocol.OPEN_SESSION -> {
         String client = r.str("clientName");

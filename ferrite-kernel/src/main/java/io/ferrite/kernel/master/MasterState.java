@@ -418,6 +418,8 @@ public final class MasterState {
     // else: a new server only obtaining its id (it serves nothing yet) stays UNKNOWN, so no
     // client sees it as a live member without an address; its full registration follows.
     s.lastHeartbeat = clock.getAsLong();
+    s.deadReason = null;
+    s.incarnation = incarnation;
     // The answer carries every generation and the server installs them before serving block
     // keys: nothing of this server needs a revoke any more.
     for (RegionEntry r : s.regions.values()) {
@@ -502,6 +504,70 @@ public final class MasterState {
     s.lastHeartbeat = clock.getAsLong();
   }
 
+  /** {@link #deadReason} of a server that said goodbye ({@link #leave}). */
+  public static final String REASON_LEFT = "left";
+
+  /** {@link #deadReason} of a server silent for longer than the dead timeout. */
+  public static final String REASON_TIMEOUT = "heartbeat timeout";
+
+  /**
+   * A server stopping cleanly says goodbye: it is declared DEAD at once, by the same path as a
+   * missed heartbeat timeout ({@link MasterExtension#serverDead}: kv promotes backups, nodes copies
+   * file blocks again), instead of after the timeout. The faces' reactions are journaled through
+   * their mutations, and the RPC layer answers only once they are durable. The DEAD state itself
+   * stays transient, as for a timeout: a restarted master sees the server UNKNOWN, then DEAD after
+   * the timeout, and the faces' failover is in its journal already. A server that registers again
+   * afterwards is a new incarnation, as after a timeout.
+   *
+   * @param incarnation the leaving process ({@link #register}'s; 0 = unknown): a goodbye from an
+   *     older process than the one registered now (a late retry) is ignored, never kills the new
+   *     one
+   * @return true if the server was declared DEAD by this call; false if it was DEAD already or the
+   *     goodbye came from another incarnation
+   * @throws FerriteException NOT_FOUND for a server the master does not know
+   */
+  public synchronized boolean leave(int serverId, long incarnation) {
+    ServerEntry s = servers.get(serverId);
+    if (s == null) {
+      throw new FerriteException(ErrorCode.NOT_FOUND, "server " + serverId + " is not registered");
+    }
+    if (s.state == ServerState.DEAD) {
+      return false;
+    }
+    if (incarnation != 0 && s.incarnation != 0 && incarnation != s.incarnation) {
+      LOG.log(
+          System.Logger.Level.INFO,
+          "server {0} ({1}): ignored a goodbye from an earlier process of it",
+          serverId,
+          s.name);
+      return false;
+    }
+    declareDead(s, REASON_LEFT);
+    LOG.log(
+        System.Logger.Level.INFO,
+        "server {0} ({1}) stopped cleanly and said goodbye: DEAD",
+        s.id,
+        s.name);
+    return true;
+  }
+
+  /**
+   * Why {@code serverId} is DEAD ({@link #REASON_LEFT} or {@link #REASON_TIMEOUT}); null if it is
+   * not DEAD or not known (for tests and operators: the reason is not journaled).
+   */
+  public synchronized String deadReason(int serverId) {
+    ServerEntry s = servers.get(serverId);
+    return s == null || s.state != ServerState.DEAD ? null : s.deadReason;
+  }
+
+  /** The one way a server becomes DEAD: its faces are told ({@link MasterExtension#serverDead}). */
+  private void declareDead(ServerEntry s, String reason) {
+    s.state = ServerState.DEAD;
+    s.deadReason = reason;
+    int deadId = s.id;
+    forEachExtension((ext, m) -> ext.serverDead(deadId, m));
+  }
+
   /** Adds one region to a registered server's directory (a service's region, or growth). */
   public synchronized void addRegion(int serverId, RegionInfo region) {
     ServerEntry s = servers.get(serverId);
@@ -580,9 +646,7 @@ public final class MasterState {
       // UNKNOWN (recovered by a restarted master) counts from the recovery: a server that does
       // not come back within the timeout is as dead as one that stopped heartbeating.
       if (s.state != ServerState.DEAD && now - s.lastHeartbeat > deadTimeoutMillis) {
-        s.state = ServerState.DEAD;
-        int deadId = s.id;
-        forEachExtension((ext, m) -> ext.serverDead(deadId, m));
+        declareDead(s, REASON_TIMEOUT);
         LOG.log(
             System.Logger.Level.WARNING,
             "server {0} ({1}) missed heartbeats for {2} ms: DEAD",

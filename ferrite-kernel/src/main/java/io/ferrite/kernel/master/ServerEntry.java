@@ -13,6 +13,16 @@ final class ServerEntry {
   Map<String, String> addresses;
   ServerState state = ServerState.UNKNOWN;
   long lastHeartbeat;
+
+  /**
+   * Why the server is DEAD ({@link MasterState#REASON_LEFT}, {@link MasterState#REASON_TIMEOUT}),
+   * null while it is not; transient like {@link #state}.
+   */
+  String deadReason;
+
+  /** The server process that registered last (0: unknown, as after a master restart). */
+  long incarnation;
+
   final TreeMap<Integer, RegionEntry> regions = new TreeMap<>();
 
   ServerEntry(int id) {

@@ -28,6 +28,11 @@ import java.util.TreeMap;
  * ADD_REGION (3)     server  -> serverId i32 | REGION             master <- (empty)
  * REMOVE_REGION (4)  server  -> serverId i32 | regionId i32       master <- removed u8 (0: unknown)
  *                    (a service region its service freed; INVALID_ARGUMENT for a block-pool region)
+ * LEAVE (5)          server  -> serverId i32 | incarnation u64      master <- left u8 (0: DEAD already,
+ *                               or another process of the server registered since)
+ *                    (a clean stop's goodbye: the master declares the server DEAD at once, as after
+ *                    the dead timeout, and answers once the faces' failover is journaled;
+ *                    NOT_FOUND: unknown server; UNKNOWN_OPCODE from an older master)
  * OPEN_SESSION (10)  client  -> clientName str | leaseMillis i32 (0: the master's default)
  *                    master  <- sessionId u64 | leaseMillis i32
  * RENEW_SESSION (11) client  -> sessionId u64                     master <- leaseMillis i32
@@ -68,9 +73,9 @@ import java.util.TreeMap;
  * </pre>
  *
  * Every caller has proven a role's secret in the fabric's handshake ({@link
- * io.ferrite.fabric.Role}). REGISTER, HEARTBEAT, ADD_REGION and REMOVE_REGION need role SERVER or
- * ADMIN: a CLIENT gets {@code PERMISSION_DENIED} ({@link Permissions}). Session ids are random
- * 63-bit values, so one client cannot guess another's session.
+ * io.ferrite.fabric.Role}). REGISTER, HEARTBEAT, ADD_REGION, REMOVE_REGION and LEAVE need role
+ * SERVER or ADMIN: a CLIENT gets {@code PERMISSION_DENIED} ({@link Permissions}). Session ids are
+ * random 63-bit values, so one client cannot guess another's session.
  *
  * <p>Errors travel as the fabric's error responses: a malformed body is {@code INVALID_ARGUMENT},
  * an unknown opcode {@code UNKNOWN_OPCODE}, an unknown or expired session {@code SESSION_EXPIRED},
@@ -86,6 +91,7 @@ public final class MasterProtocol {
   public static final int HEARTBEAT = 2;
   public static final int ADD_REGION = 3;
   public static final int REMOVE_REGION = 4;
+  public static final int LEAVE = 5;
   public static final int OPEN_SESSION = 10;
   public static final int RENEW_SESSION = 11;
   public static final int CLOSE_SESSION = 12;

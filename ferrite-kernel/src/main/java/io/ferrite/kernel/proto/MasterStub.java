@@ -107,6 +107,20 @@ public final class MasterStub {
         "remove-region response");
   }
 
+  /**
+   * A clean stop's goodbye ({@link MasterProtocol#LEAVE}): the master declares the server DEAD at
+   * once. True if this call did; false if it was DEAD already or {@code incarnation} is not the
+   * process registered now.
+   */
+  public boolean leave(int serverId, long incarnation) {
+    return callSync(
+                MasterProtocol.LEAVE,
+                new Wire.Writer(12).i32(serverId).i64(incarnation),
+                "leave response")
+            .u8("left")
+        != 0;
+  }
+
   /** An open session: its id and the lease the master granted. */
   public record Session(long sessionId, int leaseMillis) {}
 

@@ -112,19 +112,23 @@ final class MasterLink implements AutoCloseable {
   }
 
   private MasterStub connect() {
+    return connect(options, rpcTimeout);
+  }
+
+  /** The connection to the master that serves, opened with {@code opts} and {@code rpc}. */
+  private MasterStub connect(ConnectOptions opts, Duration rpc) {
     MasterStub s = stub;
     if (s != null && s.connection().isOpen()) {
       return s;
     }
     java.util.List<String> all = io.ferrite.kernel.client.Ferrite.masterAddresses(address.get());
     io.ferrite.kernel.proto.LeaderSeek.Found f =
-        io.ferrite.kernel.proto.LeaderSeek.seek(
-            all, leaderHint, a -> fabric.connect(a, options), rpcTimeout);
+        io.ferrite.kernel.proto.LeaderSeek.seek(all, leaderHint, a -> fabric.connect(a, opts), rpc);
     current = f.address();
     if (all.size() > 1) {
       leaderHint = f.address();
     }
-    s = new MasterStub(f.connection(), rpcTimeout);
+    s = new MasterStub(f.connection(), rpc);
     stub = s;
     return s;
   }
@@ -299,8 +303,11 @@ final class MasterLink implements AutoCloseable {
     }
   }
 
-  @Override
-  public void close() {
+  /**
+   * Stops heartbeating (a clean stop's first step: nothing of the link runs after it but {@link
+   * #leave}). Idempotent.
+   */
+  void stopHeartbeats() {
     closed = true;
     // Closing the connection first fails a heartbeat in flight at once (joins do not interrupt).
     drop();
@@ -312,6 +319,72 @@ final class MasterLink implements AutoCloseable {
         Thread.currentThread().interrupt();
       }
     }
+  }
+
+  /**
+   * A clean stop's goodbye ({@link MasterStub#leave}): tells the master that serves (the group's
+   * leader, following NOT_LEADER answers) that this server process is leaving, so that it declares
+   * the server DEAD now rather than after its dead timeout. Heartbeats stop first: one after the
+   * goodbye would find the server DEAD and register it again. Bounded: gives up at {@code
+   * deadlineNanos} ({@link System#nanoTime}), each connect and call bounded by what is left, and
+   * says so in the log; the master then declares the server DEAD after its timeout, as before.
+   *
+   * @return true if the master took the goodbye (or had declared the server DEAD already)
+   */
+  boolean leave(long incarnation, long deadlineNanos) {
+    stopHeartbeats();
+    int id = idForHeartbeat;
+    if (id <= 0) {
+      return false; // never registered: nothing to say
+    }
+    FerriteException last = null;
+    while (true) {
+      long left = deadlineNanos - System.nanoTime();
+      if (left <= 0) {
+        break;
+      }
+      Duration bound = Duration.ofNanos(Math.min(left, rpcTimeout.toNanos()));
+      try {
+        MasterStub s = connect(new ConnectOptions(options.credentials(), bound, bound), bound);
+        boolean now = new MasterStub(s.connection(), bound).leave(id, incarnation);
+        LOG.log(
+            System.Logger.Level.INFO,
+            "said goodbye to the master at {0}{1}",
+            current,
+            now ? "" : " (it had declared this server DEAD already)");
+        drop();
+        return true;
+      } catch (FerriteException e) {
+        last = e;
+        drop();
+        if (!e.retryable() && e.code() != ErrorCode.NOT_LEADER) {
+          break; // an older master (UNKNOWN_OPCODE), or one that does not know the server
+        }
+        noteLeader(e);
+        long pause =
+            Math.min(NOT_LEADER_PAUSE_MILLIS, (deadlineNanos - System.nanoTime()) / 1_000_000);
+        if (pause > 0) {
+          try {
+            Thread.sleep(pause);
+          } catch (InterruptedException ie) {
+            Thread.currentThread().interrupt();
+            break;
+          }
+        }
+      }
+    }
+    LOG.log(
+        System.Logger.Level.WARNING,
+        "could not say goodbye to the master at {0} ({1}): stopping anyway; it declares this server"
+            + " DEAD after its dead timeout",
+        address.get(),
+        last == null ? "no time left" : last.getMessage());
+    return false;
+  }
+
+  @Override
+  public void close() {
+    stopHeartbeats();
     drop();
   }
 }

@@ -761,8 +761,45 @@ public final class MemoryServer implements AutoCloseable {
   }
 
   /**
-   * Stops heartbeating, closes the endpoints, stops the services and closes the regions, deleting
-   * the dram and service region files.
+   * Says goodbye to every group at once (one short-lived thread per further group: one group that
+   * cannot be reached must not eat the others' time), all within one deadline.
+   */
+  private void leave(List<MasterLink> links) {
+    Duration bound = cfg.deadTimeout().compareTo(LEAVE_MAX) < 0 ? cfg.deadTimeout() : LEAVE_MAX;
+    long deadline = System.nanoTime() + bound.toNanos();
+    List<Thread> others = new ArrayList<>();
+    for (int g = 1; g < links.size(); g++) {
+      MasterLink l = links.get(g);
+      Thread t =
+          new Thread(() -> l.leave(incarnation, deadline), "ferrite-leave-" + name + "-" + g);
+      t.setDaemon(true);
+      t.start();
+      others.add(t);
+    }
+    if (!links.isEmpty()) {
+      links.get(0).leave(incarnation, deadline);
+    }
+    for (Thread t : others) {
+      try {
+        // Each attempt is bounded by the deadline; the slack covers a connect that overruns it.
+        t.join(bound.toMillis() + 1000);
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
+        return;
+      }
+    }
+  }
+
+  /** The longest a clean stop waits for the master to take its goodbye. */
+  static final Duration LEAVE_MAX = Duration.ofSeconds(2);
+
+  /**
+   * Stops heartbeating, closes the endpoints, tells every master group it registered with that it
+   * leaves ({@link MasterLink#leave}: each declares it DEAD at once, so faces fail over now rather
+   * than after the dead timeout), stops the services and closes the regions, deleting the dram and
+   * service region files. The goodbye waits at most the dead timeout, and {@link #LEAVE_MAX}: past
+   * that the master's timeout declares the server DEAD anyway; a master that cannot be reached is
+   * logged, and the server stops all the same.
    */
   @Override
   public synchronized void close() {
@@ -773,18 +810,26 @@ public final class MemoryServer implements AutoCloseable {
     if (ops != null) {
       ops.close();
     }
-    for (MasterLink l : groupLinks) {
-      l.close();
-    }
+    List<MasterLink> links = new ArrayList<>();
     if (link != null) {
-      link.close();
+      links.add(link);
     }
+    links.addAll(groupLinks);
+    for (MasterLink l : links) {
+      l.stopHeartbeats();
+    }
+    // Endpoints close before the goodbye: once the master has declared the server DEAD (a kv
+    // backup promoted), this server must not accept a write that the new primary never sees.
     for (FabricServer e : endpoints) {
       try {
         e.close();
       } catch (RuntimeException ex) {
         LOG.log(System.Logger.Level.WARNING, "closing endpoint " + e.address(), ex);
       }
+    }
+    leave(links);
+    for (MasterLink l : links) {
+      l.close();
     }
     for (FerriteService s : started) {
       try {

@@ -93,6 +93,7 @@ class MasterRolesTest {
     denied("HEARTBEAT", () -> asClient.heartbeat(id));
     denied("ADD_REGION", () -> asClient.addRegion(id, serviceRegion));
     denied("REMOVE_REGION", () -> asClient.removeRegion(id, regions.get(0).ref().regionId()));
+    denied("LEAVE", () -> asClient.leave(id, 0));
     assertEquals(members, cluster.master.state().members());
     assertEquals(regions, cluster.master.state().regions(-1));
     // The same calls are a server's to make: ADMIN (the root) may.

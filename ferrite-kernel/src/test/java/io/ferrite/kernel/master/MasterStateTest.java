@@ -143,6 +143,8 @@ class MasterStateTest {
     state.tick();
     assertEquals(ServerState.ALIVE, state.serverState(a));
     assertEquals(ServerState.DEAD, state.serverState(b), "b missed heartbeats for the timeout");
+    assertEquals(MasterState.REASON_TIMEOUT, state.deadReason(b), "not a goodbye");
+    assertEquals(null, state.deadReason(a));
     FerriteException e = assertThrows(FerriteException.class, () -> state.heartbeat(b));
     assertEquals(ErrorCode.NOT_FOUND, e.code());
 
