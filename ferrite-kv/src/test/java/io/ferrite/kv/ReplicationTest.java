@@ -194,10 +194,10 @@ class ReplicationTest {
 
   /**
    * Writers put their own keys (blocking and pipelined) on a table with 2 copies on 3 servers; the
-   * server holding the most primaries is closed (its heartbeats stop, the master declares it DEAD
-   * after 2 s). Every shard it was the primary of is taken over by its backup, writers carry on,
-   * and every key ends with its last acknowledged value, through the writers' handles and a fresh
-   * one.
+   * server holding the most primaries is stopped cleanly (it tells the master it leaves: DEAD at
+   * once, not after the 2 s dead timeout). Every shard it was the primary of is taken over by its
+   * backup, writers carry on, and every key ends with its last acknowledged value, through the
+   * writers' handles and a fresh one.
    */
   @ParameterizedTest
   @EnumSource(TableOptions.Layout.class)
@@ -253,6 +253,11 @@ class ReplicationTest {
     cluster.servers.remove(dead);
     dead.close();
     killed.set(true);
+    // The clean stop said goodbye: the master declared it DEAD before close() returned, so the
+    // failover below starts now, not after the dead timeout (that would say "heartbeat timeout").
+    assertEquals(
+        io.ferrite.kernel.master.MasterState.REASON_LEFT,
+        cluster.master.state().deadReason(victim));
     // Writers carry on across the failover: wait until each key space moved on after it.
     long until = System.nanoTime() + 20_000_000_000L;
     while (afterKill.get() < 300 && failure.get() == null && System.nanoTime() < until) {
