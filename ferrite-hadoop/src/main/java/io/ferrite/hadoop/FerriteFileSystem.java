@@ -3,11 +3,13 @@ package io.ferrite.hadoop;
 import io.ferrite.kernel.client.Ferrite;
 import io.ferrite.kernel.client.FerriteClient;
 import io.ferrite.kernel.proto.ServerState;
+import io.ferrite.nodes.CreateOptions;
 import io.ferrite.nodes.NodeInfo;
 import io.ferrite.nodes.NodePath;
 import io.ferrite.nodes.NodeWriter;
 import io.ferrite.nodes.Nodes;
 import io.ferrite.nodes.NodesException.Reason;
+import io.ferrite.nodes.NodesProtocol;
 import java.io.FileNotFoundException;
 import java.io.IOException;
 import java.net.URI;
@@ -17,6 +19,7 @@ import java.util.EnumSet;
 import java.util.Iterator;
 import java.util.List;
 import java.util.NoSuchElementException;
+import java.util.concurrent.ConcurrentHashMap;
 import org.apache.hadoop.conf.Configuration;
 import org.apache.hadoop.fs.BlockLocation;
 import org.apache.hadoop.fs.CommonPathCapabilities;
@@ -64,9 +67,19 @@ import org.apache.hadoop.util.Progressable;
  *       supported (the defaults of {@link FileSystem}: ignored or UnsupportedOperationException).
  *   <li>{@code getFileBlockLocations} names the memory servers that hold each block (every copy of
  *       a replicated File's block); {@code getReplication} is the File's copies.
+ *   <li>{@code create}'s {@code replication} is the File's copies ({@link CreateOptions#replicas}),
+ *       clamped to 1..3 and to the ALIVE memory servers (each copy needs its own server), with a
+ *       log line the first time a request is clamped: Hadoop jobs ask for more than a small cluster
+ *       has (HDFS's default 3, MapReduce's 10 for job files) and HDFS too accepts those and keeps
+ *       fewer. The default is {@link FerriteFsConfig#REPLICATION}, else {@code dfs.replication},
+ *       else 1. {@code setReplication} cannot change an existing File's copies (the nodes face
+ *       fixes them at create): it is true when the File has them already, and false (logged)
+ *       otherwise, as for a directory.
  * </ul>
  */
 public final class FerriteFileSystem extends FileSystem {
+  private static final System.Logger LOG = System.getLogger(FerriteFileSystem.class.getName());
+
   public static final String SCHEME = "ferrite";
 
   private URI uri;
@@ -77,6 +90,10 @@ public final class FerriteFileSystem extends FileSystem {
   private BlockLocator locator;
   private String user;
   private long blockSize;
+  private short defaultReplication;
+
+  /** "requested->granted" pairs already logged: one line per kind of clamp, not per create. */
+  private final java.util.Set<String> clampsLogged = ConcurrentHashMap.newKeySet();
 
   /** For {@link java.util.ServiceLoader}: cheap; {@link #initialize} connects. */
   public FerriteFileSystem() {}
@@ -112,6 +129,7 @@ public final class FerriteFileSystem extends FileSystem {
       throw IOErrors.translate(e, "connect to", target.master());
     }
     blockSize = nodes.blockSize();
+    defaultReplication = FerriteFsConfig.replication(conf);
     ops = new NamespaceOps(nodes);
     locator = new BlockLocator(nodes, target.master());
     workingDir = makeQualified(new Path("/"));
@@ -144,7 +162,67 @@ public final class FerriteFileSystem extends FileSystem {
 
   @Override
   public short getDefaultReplication(Path path) {
-    return 1;
+    return defaultReplication;
+  }
+
+  /**
+   * The copies a File asked to have {@code requested} gets: at least 1, at most {@link
+   * NodesProtocol#MAX_REPLICAS} and the ALIVE memory servers (the master refuses more: each copy
+   * goes to another server). A clamp is logged once per requested/granted pair. Costs one MEMBERS
+   * call per create that asks for more than one copy.
+   */
+  int replicasFor(short requested, String path) throws IOException {
+    int want = Math.max(1, Math.min(requested, NodesProtocol.MAX_REPLICAS));
+    String why = requested < 1 ? "at least 1" : "at most " + NodesProtocol.MAX_REPLICAS;
+    if (want > 1) {
+      long alive;
+      try {
+        alive = client.members().stream().filter(m -> m.state() == ServerState.ALIVE).count();
+      } catch (RuntimeException e) {
+        throw IOErrors.translate(e, "create", path);
+      }
+      if (alive < want) {
+        want = (int) Math.max(1, alive);
+        why = alive + " memory server(s) ALIVE, each copy on another";
+      }
+    }
+    if (want != requested && clampsLogged.add(requested + "->" + want)) {
+      LOG.log(
+          System.Logger.Level.WARNING,
+          "replication {0} asked for {1} made {2} copy(ies): {3} (logged once per such request)",
+          requested,
+          path,
+          want,
+          why);
+    }
+    return want;
+  }
+
+  /**
+   * An existing File's copies cannot change (the nodes face fixes them at create): true if {@code
+   * src} has {@code replication} copies already (after {@link #replicasFor}'s clamp), false for a
+   * directory or another count, logged. HDFS's FsShell {@code -setrep} reports the false.
+   */
+  @Override
+  public boolean setReplication(Path src, short replication) throws IOException {
+    String p = pathOf(src);
+    statistics.incrementWriteOps(1);
+    NodeInfo n = ops.lookup(p, "setReplication");
+    if (n.type().isContainer()) {
+      return false;
+    }
+    int want = replicasFor(replication, p);
+    if (n.replicas() == want) {
+      return true;
+    }
+    LOG.log(
+        System.Logger.Level.WARNING,
+        "setReplication {0} on {1}: it keeps its {2} copy(ies): a File''s copies are fixed when it"
+            + " is created (copy it with the replication wanted)",
+        replication,
+        p,
+        n.replicas());
+    return false;
   }
 
   /** No delegation tokens: access is by cluster secret. */
@@ -232,7 +310,8 @@ public final class FerriteFileSystem extends FileSystem {
       long blockSize,
       Progressable progress)
       throws IOException {
-    return create(pathOf(f), overwrite, true);
+    String p = pathOf(f);
+    return create(p, overwrite, true, replicasFor(replication, p));
   }
 
   @Override
@@ -245,13 +324,15 @@ public final class FerriteFileSystem extends FileSystem {
       long blockSize,
       Progressable progress)
       throws IOException {
-    return create(pathOf(f), flags.contains(CreateFlag.OVERWRITE), false);
+    String p = pathOf(f);
+    return create(p, flags.contains(CreateFlag.OVERWRITE), false, replicasFor(replication, p));
   }
 
-  private FSDataOutputStream create(String p, boolean overwrite, boolean parents)
+  private FSDataOutputStream create(String p, boolean overwrite, boolean parents, int replicas)
       throws IOException {
     statistics.incrementWriteOps(1);
-    NodeWriter w = ops.createWriter(p, overwrite, parents);
+    NodeWriter w =
+        ops.createWriter(p, overwrite, parents, CreateOptions.DEFAULT.withReplicas(replicas));
     return new FSDataOutputStream(new FerriteOutputStream(w, p), statistics);
   }
 

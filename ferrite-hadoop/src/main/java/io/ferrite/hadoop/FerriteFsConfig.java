@@ -33,6 +33,8 @@ import org.apache.hadoop.conf.Configuration;
  *   <tr><td>{@value #CLUSTER_FILE}</td><td>{@code ~/.ferrite/cluster}</td></tr>
  *   <tr><td>{@value #FABRIC}</td><td>{@code auto}: shm to servers on this host, else tcp</td></tr>
  *   <tr><td>{@value #RPC_TIMEOUT}</td><td>{@code 5s}</td></tr>
+ *   <tr><td>{@value #REPLICATION}</td><td>{@value #DFS_REPLICATION}, then 1: a File's copies
+ *       when the caller asks for the default</td></tr>
  * </table>
  *
  * <p>A URI without a host ({@code ferrite:///path}) means the cluster of {@code $FERRITE_CLUSTER},
@@ -46,6 +48,16 @@ final class FerriteFsConfig {
   static final String CLUSTER_FILE = PREFIX + "cluster.file";
   static final String FABRIC = PREFIX + "fabric";
   static final String RPC_TIMEOUT = PREFIX + "rpc.timeout";
+
+  /**
+   * Copies of each block of a File made through Hadoop when the caller asks for the default: this
+   * key, else HDFS's {@value #DFS_REPLICATION}, else 1. 1 to 3 (more is clamped at create, as a
+   * create's own argument is: see {@link FerriteFileSystem}).
+   */
+  static final String REPLICATION = PREFIX + "replication";
+
+  /** HDFS's default replication key, honoured when {@link #REPLICATION} is not set. */
+  static final String DFS_REPLICATION = "dfs.replication";
 
   /** The master's tcp port when a URI names none ({@link FerriteConfig#MASTER_PORT}'s default). */
   static final int DEFAULT_PORT =
@@ -150,6 +162,34 @@ final class FerriteFsConfig {
     } catch (IllegalArgumentException e) {
       throw new IOException(e.getMessage(), e);
     }
+  }
+
+  /**
+   * The default replication: {@link #REPLICATION}, else {@link #DFS_REPLICATION}, else 1; at least
+   * 1 (an IOException naming the key otherwise), at most what a File can have ({@link
+   * io.ferrite.nodes.NodesProtocol#MAX_REPLICAS}: larger values, such as a cluster-wide HDFS
+   * setting of 10, are clamped to it).
+   */
+  static short replication(Configuration conf) throws IOException {
+    String key = REPLICATION;
+    String v = conf.getTrimmed(REPLICATION);
+    if (v == null || v.isEmpty()) {
+      key = DFS_REPLICATION;
+      v = conf.getTrimmed(DFS_REPLICATION);
+    }
+    if (v == null || v.isEmpty()) {
+      return 1;
+    }
+    int n;
+    try {
+      n = Integer.parseInt(v);
+    } catch (NumberFormatException e) {
+      throw new IOException(key + ": " + v + " (expected: a number of copies, 1 to 3)", e);
+    }
+    if (n < 1) {
+      throw new IOException(key + ": " + n + " (expected: a number of copies, 1 to 3)");
+    }
+    return (short) Math.min(n, io.ferrite.nodes.NodesProtocol.MAX_REPLICAS);
   }
 
   private static String first(String... values) {

@@ -1,5 +1,6 @@
 package io.ferrite.hadoop;
 
+import io.ferrite.nodes.CreateOptions;
 import io.ferrite.nodes.NodeInfo;
 import io.ferrite.nodes.NodePath;
 import io.ferrite.nodes.NodeWriter;
@@ -52,15 +53,17 @@ final class NamespaceOps {
    * A writer of a new, empty, already published File at {@code p}: visible as soon as this returns.
    * With {@code overwrite} an existing file is removed first (not atomic: a reader may find no file
    * in between); a container is never replaced. With {@code parents} missing parents are made.
+   * {@code options}: the File's (its replicas).
    */
-  NodeWriter createWriter(String p, boolean overwrite, boolean parents) throws IOException {
+  NodeWriter createWriter(String p, boolean overwrite, boolean parents, CreateOptions options)
+      throws IOException {
     if (p.equals("/")) {
       throw new FileAlreadyExistsException("/ is the root directory");
     }
     for (int attempt = 1; ; attempt++) {
       NodeWriter w;
       try {
-        w = nodes.create(p);
+        w = nodes.create(p, options);
       } catch (RuntimeException e) {
         Reason r = IOErrors.reason(e);
         if (attempt == CREATE_ATTEMPTS || (r != Reason.ALREADY_EXISTS && r != Reason.NOT_FOUND)) {
