@@ -287,7 +287,7 @@ public final class Mapping implements AutoCloseable {
       return CompletableFuture.failedFuture(e);
     }
     namespace.store().metRead.count();
-    return io(offset, dst, false);
+    return lostTyped(io(offset, dst, false));
   }
 
   /** Writes {@code src.remaining()} bytes of {@code src} at {@code offset} of the mapping. */
@@ -298,7 +298,7 @@ public final class Mapping implements AutoCloseable {
       return CompletableFuture.failedFuture(e);
     }
     namespace.store().metWrite.count();
-    return cow == null ? io(offset, src, true) : cowWrite(offset, src);
+    return lostTyped(cow == null ? io(offset, src, true) : cowWrite(offset, src));
   }
 
   long mapIdForTests() {
@@ -451,35 +451,58 @@ public final class Mapping implements AutoCloseable {
   }
 
   public void readSync(long offset, ByteBuffer dst) {
-    joinData(read(offset, dst));
+    Futures.join(read(offset, dst));
   }
 
   public void writeSync(long offset, ByteBuffer src) {
-    joinData(write(offset, src));
+    Futures.join(write(offset, src));
   }
 
   /**
-   * Joins a read or write. A server that refuses the mapping's key or region ({@code BAD_RKEY},
+   * The one mapping of a data op's failure, for the asynchronous {@link #read}/{@link #write} and
+   * every blocking path alike: a server that refuses the mapping's key or region ({@code BAD_RKEY},
    * {@code NO_SUCH_REGION}) may have lost the memory with a restart: then the master is asked once
-   * (a lookup, on this failure path only) and its {@code DATA_LOST}, naming the allocation, is
-   * thrown instead. The asynchronous {@link #read}/{@link #write} report the server's code as is.
+   * (a LOOKUP, asynchronously: never blocking the fabric thread that completed the op) and its
+   * {@code DATA_LOST}, naming the namespace and allocation, fails {@code f}'s result instead, the
+   * server's refusal suppressed in it. Any other failure, or a lookup that finds the allocation
+   * whole, keeps the server's code.
+   *
+   * <p>Cost: nothing for an op already completed successfully (shm completes inline); one dependent
+   * stage otherwise.
    */
-  private void joinData(CompletableFuture<Void> f) {
-    try {
-      Futures.join(f);
-    } catch (FerriteException e) {
-      if (e.code() == ErrorCode.BAD_RKEY || e.code() == ErrorCode.NO_SUCH_REGION) {
-        try {
-          RAddress.init(namespace, address, 1);
-        } catch (FerriteException lost) {
-          if (lost.code() == ErrorCode.DATA_LOST) {
-            lost.addSuppressed(e);
-            throw lost;
-          }
-        }
-      }
-      throw e;
+  private CompletableFuture<Void> lostTyped(CompletableFuture<Void> f) {
+    if (f.isDone() && !f.isCompletedExceptionally()) {
+      return f;
     }
+    return f.exceptionallyCompose(
+        t -> {
+          FerriteException e = FerriteException.unwrap(t);
+          if (e.code() != ErrorCode.BAD_RKEY && e.code() != ErrorCode.NO_SUCH_REGION) {
+            return CompletableFuture.failedFuture(e);
+          }
+          CompletableFuture<ByteBuffer> lookup;
+          try {
+            lookup =
+                namespace
+                    .store()
+                    .callAsync(
+                        MemoryProtocol.LOOKUP,
+                        new Wire.Writer().i64(namespace.id()).i64(address).i64(1));
+          } catch (RuntimeException notAsked) {
+            return CompletableFuture.failedFuture(e);
+          }
+          return lookup
+              .handle(
+                  (ok, lt) -> {
+                    FerriteException lost = lt == null ? null : FerriteException.unwrap(lt);
+                    if (lost != null && lost.code() == ErrorCode.DATA_LOST) {
+                      lost.addSuppressed(e);
+                      return CompletableFuture.<Void>failedFuture(lost);
+                    }
+                    return CompletableFuture.<Void>failedFuture(e);
+                  })
+              .thenCompose(x -> x);
+        });
   }
 
   /**
@@ -489,7 +512,7 @@ public final class Mapping implements AutoCloseable {
     ByteBuffer b = buffer();
     check(offset, len, "read");
     namespace.store().metRead.count();
-    joinData(io(offset, b.slice((int) offset, len), false));
+    Futures.join(lostTyped(io(offset, b.slice((int) offset, len), false)));
   }
 
   /**
@@ -499,7 +522,7 @@ public final class Mapping implements AutoCloseable {
     ByteBuffer b = buffer();
     check(offset, len, "write");
     namespace.store().metWrite.count();
-    joinData(io(offset, b.slice((int) offset, len), true));
+    Futures.join(lostTyped(io(offset, b.slice((int) offset, len), true)));
   }
 
   private CompletableFuture<Void> io(long offset, ByteBuffer buf, boolean write) {

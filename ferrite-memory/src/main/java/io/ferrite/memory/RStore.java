@@ -105,6 +105,11 @@ public final class RStore {
     return Futures.join(client.callMaster(MemoryProtocol.SERVICE, opcode, request.toBuffer()));
   }
 
+  /** As {@link #call}, without blocking: for the data path's failure handling (Mapping). */
+  java.util.concurrent.CompletableFuture<ByteBuffer> callAsync(int opcode, Wire.Writer request) {
+    return client.callMaster(MemoryProtocol.SERVICE, opcode, request.toBuffer());
+  }
+
   // ---------------------------------------------------------------- staging buffer cache
 
   /** A direct buffer of {@code length} bytes: a cached one if there is one (warm), else new. */

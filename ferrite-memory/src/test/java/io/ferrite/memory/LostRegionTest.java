@@ -6,6 +6,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.ferrite.fabric.ErrorCode;
 import io.ferrite.fabric.FerriteException;
+import io.ferrite.fabric.Futures;
 import io.ferrite.fabric.testing.SeedExtension;
 import io.ferrite.kernel.server.MemoryServer;
 import io.ferrite.memory.master.MemoryMaster;
@@ -78,6 +79,22 @@ class LostRegionTest {
     // synchronous write asks the master what that means.
     assertLost(() -> open.writeSync(0, ByteBuffer.allocate(4 * BLOCK)), spread);
     assertLost(() -> open.readSync(0, ByteBuffer.allocate(4 * BLOCK)), spread);
+    // The asynchronous ones fail their future with the same DATA_LOST (one mapping of the error),
+    // spread over both servers (batches) and, on the restarted server's chunks, inside one chunk
+    // (a single op); the survivor's chunks read on.
+    assertLost(() -> Futures.join(open.write(0, ByteBuffer.allocate(4 * BLOCK))), spread);
+    assertLost(() -> Futures.join(open.read(0, ByteBuffer.allocate(4 * BLOCK))), spread);
+    int refused = 0;
+    for (long at = 0; at < 4L * BLOCK; at += CHUNK) {
+      try {
+        Futures.join(open.read(at, ByteBuffer.allocate(CHUNK))); // one op: inside one chunk
+      } catch (FerriteException e) {
+        assertLostMessage(e, spread);
+        refused++;
+      }
+    }
+    assertTrue(refused > 0, "some chunk lived on the restarted server");
+    assertTrue(refused < 4L * BLOCK / CHUNK, "some on the survivor: " + refused);
     open.close(); // unmapped: the allocation can be freed
     assertEquals(keptValue, read(keptAt, 0), "a namespace on the surviving server is untouched");
 
@@ -127,11 +144,11 @@ class LostRegionTest {
 
   @Test
   void aJournalWithStaleBlocksIsRepairedAtStart(Random random) throws Exception {
-    // A face that is never told about lost regions: the journal it writes is the one of a master
-    // from before the fix.
+    // A face that is never told about lost regions (nor about the clean stop's goodbye, which a
+    // master from before the fix did not know either): the journal it writes is that master's.
     cluster = new MemoryCluster(dir, 1, false, new MemoryMaster());
     cluster.startMaster(
-        List.of(new io.ferrite.kernel.testing.WithoutRegionsLost(new MemoryMaster())));
+        List.of(new io.ferrite.kernel.testing.WithoutRegionsLost(new MemoryMaster(), true)));
     cluster.awaitServers(1);
     RStore store = cluster.store();
     Namespace victim = store.createNamespace("victim", CHUNK);
@@ -185,7 +202,10 @@ class LostRegionTest {
   }
 
   private static void assertLost(org.junit.jupiter.api.function.Executable call, RAddress of) {
-    FerriteException e = assertThrows(FerriteException.class, call);
+    assertLostMessage(assertThrows(FerriteException.class, call), of);
+  }
+
+  private static void assertLostMessage(FerriteException e, RAddress of) {
     assertEquals(ErrorCode.DATA_LOST, e.code(), e.getMessage());
     String msg = e.getMessage();
     assertTrue(msg.contains("'" + of.namespace().name() + "'"), msg);

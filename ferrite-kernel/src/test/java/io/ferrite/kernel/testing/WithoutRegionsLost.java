@@ -12,8 +12,19 @@ import java.util.concurrent.CompletableFuture;
  * A face's master half as it was before {@link MasterExtension#regionsLost} existed: everything is
  * forwarded to {@code face} except that callback, so a test can write the journal such a master
  * wrote (stale references into lost memory) and show that the face repairs it at start.
+ *
+ * <p>With {@code serverDeadToo}, {@link MasterExtension#serverDead} is dropped as well: a master of
+ * then never declared a cleanly stopped server DEAD (there was no goodbye, LEAVE), so a server
+ * restarted within the dead timeout reached the face only through its registration. A test that
+ * restarts a server cleanly needs it to write that master's journal.
  */
-public record WithoutRegionsLost(MasterExtension face) implements MasterExtension {
+public record WithoutRegionsLost(MasterExtension face, boolean serverDeadToo)
+    implements MasterExtension {
+  /** Drops {@code regionsLost} only. */
+  public WithoutRegionsLost(MasterExtension face) {
+    this(face, false);
+  }
+
   @Override
   public int serviceId() {
     return face.serviceId();
@@ -57,7 +68,9 @@ public record WithoutRegionsLost(MasterExtension face) implements MasterExtensio
 
   @Override
   public void serverDead(int serverId, MasterContext.Mutation m) {
-    face.serverDead(serverId, m);
+    if (!serverDeadToo) {
+      face.serverDead(serverId, m);
+    }
   }
 
   @Override
