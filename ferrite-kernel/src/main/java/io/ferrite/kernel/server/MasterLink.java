@@ -329,7 +329,8 @@ final class MasterLink implements AutoCloseable {
    * deadlineNanos} ({@link System#nanoTime}), each connect and call bounded by what is left, and
    * says so in the log; the master then declares the server DEAD after its timeout, as before.
    *
-   * @return true if the master took the goodbye (or had declared the server DEAD already)
+   * @return true if the master answered the goodbye (also when it had declared the server DEAD
+   *     already)
    */
   boolean leave(long incarnation, long deadlineNanos) {
     stopHeartbeats();
@@ -351,7 +352,10 @@ final class MasterLink implements AutoCloseable {
             System.Logger.Level.INFO,
             "said goodbye to the master at {0}{1}",
             current,
-            now ? "" : " (it had declared this server DEAD already)");
+            now
+                ? ""
+                : " (it had declared this server DEAD already, or another process of it"
+                    + " registered since)");
         drop();
         return true;
       } catch (FerriteException e) {
