@@ -174,6 +174,13 @@ class ServerGroupsTest {
     assertEquals(4, before.size(), "disk regions: " + before);
     s.close();
     cluster.servers.remove(s);
+    // The clean stop said goodbye to every group it registered with: DEAD in each at once.
+    for (int g = 0; g < 2; g++) {
+      assertEquals(
+          io.ferrite.kernel.master.MasterState.REASON_LEFT,
+          cluster.group(g).state().deadReason(id),
+          "group " + g);
+    }
     cluster.addGroup();
     MemoryServer back = cluster.startServer("s1");
     assertEquals(id, back.serverId());
