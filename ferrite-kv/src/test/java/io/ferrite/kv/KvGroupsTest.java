@@ -254,6 +254,8 @@ class KvGroupsTest {
       cluster.startServer(n);
     }
     awaitServers();
+    // Replayed from the logs, group 1's tables' shards are in group 1's regions again.
+    assertTrue(hasKvRegions(1), "group 1 holds no kv region after the restart");
 
     KvClient three = new KvClient(cluster.client(3));
     assertReadable(three, written);
