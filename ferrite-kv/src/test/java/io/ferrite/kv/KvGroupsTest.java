@@ -106,16 +106,39 @@ class KvGroupsTest {
     return out;
   }
 
-  /** Whether group {@code g}'s master holds a kv service region of a server. */
-  private boolean hasKvRegions(int g) {
-    for (MemoryServer s : cluster.servers) {
-      for (RegionInfo r : cluster.masterOf(g).state().regions(s.serverId())) {
-        if ("kv".equals(r.service())) {
-          return true;
+  /**
+   * Every region of every shard of each table in {@code groupOf} (table -> its group) is a kv
+   * region of its table's group's master, and of no other group's.
+   */
+  private void assertShardRegionsInTheirGroups(KvClient kv, Map<String, Integer> groupOf) {
+    for (Map.Entry<String, Integer> e : groupOf.entrySet()) {
+      KvTable t = kv.table(e.getKey());
+      for (int shard = 0; shard < t.info().servers().length; shard++) {
+        ShardLayout l = t.layout(shard);
+        List<io.ferrite.fabric.RegionRef> refs = new ArrayList<>(l.extents());
+        refs.add(l.entries());
+        for (io.ferrite.fabric.RegionRef ref : refs) {
+          for (int g = 0; g < cluster.groups(); g++) {
+            boolean held = false;
+            for (RegionInfo r : cluster.masterOf(g).state().regions(ref.serverId())) {
+              held |= r.ref().regionId() == ref.regionId() && "kv".equals(r.service());
+            }
+            assertEquals(
+                g == e.getValue(),
+                held,
+                e.getKey() + " shard " + shard + " region " + ref + " in group " + g);
+          }
         }
       }
     }
-    return false;
+  }
+
+  private static Map<String, Integer> ruledGroups(List<String> names, int groups) {
+    Map<String, Integer> out = new LinkedHashMap<>();
+    for (String n : names) {
+      out.put(n, ruled(n, groups));
+    }
+    return out;
   }
 
   private static byte[] key(String s) {
@@ -166,9 +189,8 @@ class KvGroupsTest {
       assertTrue(tablesIn(g).contains(name), name + " in group " + g);
       assertFalse(tablesIn(1 - g).contains(name), name + " not in group " + (1 - g));
     }
-    // Their shards' regions are their group's: each group accounts for kv regions.
-    assertTrue(hasKvRegions(0), "group 0 holds no kv region");
-    assertTrue(hasKvRegions(1), "group 1 holds no kv region");
+    // Their shards' regions are their group's: each group accounts for its own tables' regions.
+    assertShardRegionsInTheirGroups(kv, ruledGroups(names, 2));
 
     // A fresh client of both groups reads everything and writes to every table.
     KvClient fresh = new KvClient(cluster.client(2));
@@ -254,8 +276,10 @@ class KvGroupsTest {
       cluster.startServer(n);
     }
     awaitServers();
-    // Replayed from the logs, group 1's tables' shards are in group 1's regions again.
-    assertTrue(hasKvRegions(1), "group 1 holds no kv region after the restart");
+    // Replayed from the logs, the shards are in their tables' groups' regions again.
+    Map<String, Integer> groupOf = ruledGroups(old, 2);
+    groupOf.put(legacy, 0);
+    assertShardRegionsInTheirGroups(new KvClient(cluster.client(3)), groupOf);
 
     KvClient three = new KvClient(cluster.client(3));
     assertReadable(three, written);
@@ -271,7 +295,7 @@ class KvGroupsTest {
     for (String name : fresh) {
       assertTrue(tablesIn(ruled(name, 3)).contains(name), name + " in group " + ruled(name, 3));
     }
-    assertTrue(hasKvRegions(2), "group 2 holds no kv region");
+    assertShardRegionsInTheirGroups(three, ruledGroups(fresh, 3));
     assertReadable(new KvClient(cluster.client(3)), added);
     assertReadable(new KvClient(cluster.client(3)), written);
   }
