@@ -243,6 +243,61 @@ class KvGroupsTest {
   }
 
   @Test
+  void aReplicatedTableOfGroupOneFailsOverAndIsRepairedByItsGroup(Random random) throws Exception {
+    cluster.startServer("s3");
+    for (int g = 0; g < 2; g++) {
+      cluster.awaitServers(g, 3);
+    }
+    String name =
+        namesPerGroup(random, 2, 1, "r-").stream()
+            .filter(n -> ruled(n, 2) == 1)
+            .findFirst()
+            .orElseThrow();
+    KvClient kv = new KvClient(cluster.client(2));
+    KvTable t =
+        kv.createTable(name, SMALL.withDurability(TableOptions.Durability.NONE).withReplicas(2));
+    Map<String, byte[]> pairs = new LinkedHashMap<>();
+    for (int i = 0; i < 32; i++) {
+      byte[] v = value(random);
+      t.put(key("k" + i), v);
+      pairs.put("k" + i, v);
+    }
+    int victim = t.info().servers()[0];
+    MemoryServer dead =
+        cluster.servers.stream().filter(s -> s.serverId() == victim).findFirst().orElseThrow();
+    cluster.servers.remove(dead);
+    dead.close();
+
+    // The handle rides through group 1's failover: it asks its own group for the new primary
+    // (group 0 does not know the table).
+    for (Map.Entry<String, byte[]> p : pairs.entrySet()) {
+      byte[] v = value(random);
+      t.put(key(p.getKey()), v);
+      p.setValue(v);
+    }
+    for (Map.Entry<String, byte[]> p : pairs.entrySet()) {
+      assertArrayEquals(p.getValue(), t.get(key(p.getKey())), p.getKey());
+    }
+    // Group 1's repair gives every shard its second copy again, on the third server.
+    ReplicationTest.awaitCopies(kv, name, 2);
+    TableInfo after = kv.table(name).info();
+    for (int i = 0; i < after.options().shards(); i++) {
+      assertTrue(after.servers()[i] != victim, "shard " + i + " left the dead server");
+    }
+    assertTrue(
+        ((Number) cluster.masterOf(1).faces().get("kv").get("copies repaired")).longValue() > 0,
+        "group 1 repaired its table");
+    assertEquals(
+        0L,
+        ((Number) cluster.masterOf(0).faces().get("kv").get("copies repaired")).longValue(),
+        "group 0 has nothing to repair");
+    KvTable fresh = new KvClient(cluster.client(2)).table(name);
+    for (Map.Entry<String, byte[]> p : pairs.entrySet()) {
+      assertArrayEquals(p.getValue(), fresh.get(key(p.getKey())), p.getKey());
+    }
+  }
+
+  @Test
   void addingAGroupKeepsEveryTableReachableAndPlacesOnlyNewNamesInIt(Random random)
       throws Exception {
     // A table made through group 0 alone (a client of the cluster before it had groups), with a
