@@ -63,8 +63,9 @@ final class LocalCommand implements Callable<Integer> {
       names = "--groups",
       defaultValue = "1",
       description =
-          "Master groups (default 1): the namespace is split by top-level name between them"
-              + " (docs/RESILIENCE.md, \"Master groups\"); group g's master listens on --port + g.")
+          "Master groups (default 1): the nodes namespace (by top-level name), the kv tables"
+              + " and the memory namespaces are split between them by name (docs/RESILIENCE.md,"
+              + " \"Master groups\"); group g's master listens on --port + g.")
   int groups;
 
   @Option(

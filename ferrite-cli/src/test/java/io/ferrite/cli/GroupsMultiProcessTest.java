@@ -19,11 +19,11 @@ import org.junit.jupiter.api.extension.ExtendWith;
 
 /**
  * Two master groups with real processes (issue #20, docs/RESILIENCE.md "Master groups"): two
- * masters, each its own JVM and journal, and a memory server registered with both; the fs commands
- * work across them through one URI ({@code ferrite://127.0.0.1:p0;127.0.0.1:p1}), {@code status}
- * lists both groups, a cross-group {@code fs mv} is refused naming both, and a SIGKILL of group 1's
- * master leaves group 0's files served; once it is back, its files are too. Every process is killed
- * in {@link #stopAll()}.
+ * masters, each its own JVM and journal, and a memory server registered with both; the fs and kv
+ * commands work across them (a kv table in each group) through one URI ({@code
+ * ferrite://127.0.0.1:p0;127.0.0.1:p1}), {@code status} lists both groups, a cross-group {@code fs
+ * mv} is refused naming both, and a SIGKILL of group 1's master leaves group 0's files and table
+ * served; once it is back, its files are too. Every process is killed in {@link #stopAll()}.
  */
 @Tag("multiprocess")
 @ExtendWith(SeedExtension.class)
@@ -69,6 +69,16 @@ class GroupsMultiProcessTest extends ProcessClusterTest {
     for (int i = 0; ; i++) {
       String n = prefix + i;
       if (PlacementProtocol.choose(PlacementProtocol.key(PlacementProtocol.NODES, n), 2) == group) {
+        return n;
+      }
+    }
+  }
+
+  /** A kv table name of {@code prefix} that the placement hash gives {@code group} among two. */
+  private static String kvNameIn(String prefix, int group) {
+    for (int i = 0; ; i++) {
+      String n = prefix + i;
+      if (PlacementProtocol.choose(PlacementProtocol.key(PlacementProtocol.KV, n), 2) == group) {
         return n;
       }
     }
@@ -137,6 +147,36 @@ class GroupsMultiProcessTest extends ProcessClusterTest {
         status.out().contains("master group 0 (tcp://127.0.0.1:" + port + ")")
             && status.out().contains("master group 1 (tcp://127.0.0.1:" + port1 + ")"),
         status.out());
+    // The kv commands, unchanged, through the same URI: one table in each group.
+    List<String> tables = List.of(kvNameIn("ta", 0), kvNameIn("tb", 1));
+    for (String t : tables) {
+      ok(
+          cli(
+              "kv",
+              "create",
+              t,
+              "--shards",
+              "2",
+              "--slots",
+              "256",
+              "--extent-region",
+              "65536",
+              "--max-extent-regions",
+              "2",
+              "--max-key",
+              "64",
+              "--max-value",
+              "1024"),
+          "kv create " + t);
+      ok(cli("kv", "put", t, "k", "v-" + t), "kv put " + t);
+      Ran got = cli("kv", "get", t, "k");
+      ok(got, "kv get " + t);
+      assertTrue(got.out().contains("v-" + t), got.out());
+    }
+    Ran listed = cli("kv", "tables");
+    ok(listed, "kv tables");
+    assertTrue(
+        listed.out().contains(tables.get(0)) && listed.out().contains(tables.get(1)), listed.out());
     Ran mv = cli("fs", "mv", a + "/f", b + "/f");
     assertNotEquals(0, mv.code(), mv.toString());
     assertTrue(
@@ -147,6 +187,9 @@ class GroupsMultiProcessTest extends ProcessClusterTest {
     m1.waitFor();
     processes.remove(m1);
     assertArrayEquals(data.get(0), get(a + "/f"));
+    Ran got0 = cli("kv", "get", tables.get(0), "k");
+    ok(got0, "kv get " + tables.get(0) + " with group 1 down");
+    assertTrue(got0.out().contains("v-" + tables.get(0)), got0.out());
     startGroup1();
     byte[] back =
         await(

@@ -4,6 +4,7 @@ import io.ferrite.fabric.ErrorCode;
 import io.ferrite.fabric.FerriteException;
 import io.ferrite.fabric.Futures;
 import io.ferrite.kernel.client.FerriteClient;
+import io.ferrite.kernel.client.MasterGroups;
 import io.ferrite.kernel.proto.Wire;
 import java.nio.ByteBuffer;
 import java.util.ArrayList;
@@ -13,13 +14,21 @@ import java.util.List;
  * The kv face's entry point: creates, finds and drops tables through the master's directory ({@link
  * io.ferrite.kv.master.KvDirectory}) and opens {@link KvTable}s. Thread-safe; it does not own the
  * {@link FerriteClient}, which must outlive it.
+ *
+ * <p>With several master groups (docs/RESILIENCE.md, "Master groups") a table lives in one group,
+ * found by its name as the nodes face's top-level names are ({@link MasterGroups#find}/{@link
+ * MasterGroups#place}, kind {@code kv}): every master call about a table goes to its group, and a
+ * {@link KvTable} is opened on that group's client ({@link #clientOf}), so its refreshes and
+ * failover waits ask the group that holds it.
  */
 public final class KvClient {
   private final FerriteClient client;
+  private final MasterGroups groups;
   private volatile boolean extentHints = true;
 
   public KvClient(FerriteClient client) {
     this.client = client;
+    this.groups = client.groups();
   }
 
   /**
@@ -53,9 +62,14 @@ public final class KvClient {
   public KvTable createTable(String name, TableOptions options) {
     Wire.Writer w = new Wire.Writer().str(name);
     options.validate().write(w);
+    FerriteClient owner = clientOf(name, true);
     boolean existed = exists(name);
-    Versioned t = readTable(callMaster(KvProtocol.CREATE_TABLE, w.toBuffer()));
-    KvTable table = opened(new KvTable(client, t.table(), t.version()));
+    Versioned t =
+        readTable(
+            Futures.join(
+                owner.callMaster(
+                    KvProtocol.MASTER_SERVICE, KvProtocol.CREATE_TABLE, w.toBuffer())));
+    KvTable table = opened(new KvTable(owner, t.table(), t.version()));
     try {
       table.openAllShards();
     } catch (FerriteException e) {
@@ -103,28 +117,49 @@ public final class KvClient {
    * @throws FerriteException NOT_FOUND if there is no such table
    */
   public KvTable table(String name) {
+    FerriteClient owner = clientOf(name, false);
     Versioned t =
-        readTable(callMaster(KvProtocol.GET_TABLE, new Wire.Writer().str(name).toBuffer()));
-    return opened(new KvTable(client, t.table(), t.version()));
+        readTable(
+            Futures.join(
+                owner.callMaster(
+                    KvProtocol.MASTER_SERVICE,
+                    KvProtocol.GET_TABLE,
+                    new Wire.Writer().str(name).toBuffer())));
+    return opened(new KvTable(owner, t.table(), t.version()));
   }
 
-  /** Every table in the directory. */
+  /**
+   * Every table in the directory: with several master groups, every group's (one LIST_TABLES per
+   * group), merged in name order, as each group lists its own.
+   *
+   * @throws FerriteException UNAVAILABLE if a group's master does not answer
+   */
   public List<TableInfo> tables() {
-    ByteBuffer b = callMaster(KvProtocol.LIST_TABLES, ByteBuffer.allocate(0));
-    Wire.Reader r = new Wire.Reader(b, "kv table list");
-    int n = r.count("tables", 1 << 20);
-    List<TableInfo> out = new ArrayList<>(n);
-    for (int i = 0; i < n; i++) {
-      out.add(TableInfo.read(r));
+    List<TableInfo> out = new ArrayList<>();
+    for (ByteBuffer b : callMasters(KvProtocol.LIST_TABLES, ByteBuffer.allocate(0))) {
+      Wire.Reader r = new Wire.Reader(b, "kv table list");
+      int n = r.count("tables", 1 << 20);
+      for (int i = 0; i < n; i++) {
+        out.add(TableInfo.read(r));
+      }
+      r.end();
     }
-    r.end();
+    if (groups.count() > 1) {
+      out.sort(java.util.Comparator.comparing(TableInfo::name));
+    }
     return out;
   }
 
   /** Drops a table from the directory, then its shards from their servers (best effort). */
   public void dropTable(String name) {
-    TableInfo t = table(name).info();
-    callMaster(KvProtocol.DROP_TABLE, new Wire.Writer().str(name).toBuffer());
+    KvTable table = table(name);
+    TableInfo t = table.info();
+    FerriteClient client = table.client();
+    Futures.join(
+        client.callMaster(
+            KvProtocol.MASTER_SERVICE,
+            KvProtocol.DROP_TABLE,
+            new Wire.Writer().str(name).toBuffer()));
     for (int i = 0; i < t.servers().length; i++) {
       int[] copies = new int[1 + t.backupsOf(i).length];
       copies[0] = t.servers()[i];
@@ -173,8 +208,41 @@ public final class KvClient {
     return s;
   }
 
+  /** Calls group 0's master (every group's master with one group): a call that names no table. */
   ByteBuffer callMaster(int opcode, ByteBuffer body) {
     return Futures.join(client.callMaster(KvProtocol.MASTER_SERVICE, opcode, body));
+  }
+
+  /** Calls the master of the group that holds {@code table} (group 0 for a table never placed). */
+  ByteBuffer callMaster(String table, int opcode, ByteBuffer body) {
+    return Futures.join(clientOf(table, false).callMaster(KvProtocol.MASTER_SERVICE, opcode, body));
+  }
+
+  /** Calls every group's master, in group order (one call with one group). */
+  List<ByteBuffer> callMasters(int opcode, ByteBuffer body) {
+    List<ByteBuffer> out = new ArrayList<>(groups.count());
+    for (int g = 0; g < groups.count(); g++) {
+      out.add(
+          Futures.join(
+              groups.client(g).callMaster(KvProtocol.MASTER_SERVICE, opcode, body.duplicate())));
+    }
+    return out;
+  }
+
+  /**
+   * The client of the master group that holds table {@code name}: the one place a kv call picks its
+   * master. {@code place}: a create, which places a new name first (in group 0's placement
+   * directory, by the rule of docs/RESILIENCE.md "Master groups"); otherwise a name never placed is
+   * group 0's (made before the cluster had groups, or nowhere: group 0 then answers NOT_FOUND).
+   * With one group it asks nothing.
+   */
+  FerriteClient clientOf(String name, boolean place) {
+    if (groups.count() == 1) {
+      return client;
+    }
+    String kind = io.ferrite.kernel.proto.PlacementProtocol.KV;
+    int g = place ? groups.place(kind, name, -1) : groups.find(kind, name);
+    return groups.client(Math.max(g, 0));
   }
 
   /** A table with the directory's placement version. */

@@ -90,15 +90,26 @@ public final class KvRebalancer {
    */
   public List<Move> plan(List<String> tables) {
     List<Move> out = new ArrayList<>();
-    for (String t : tables.isEmpty() ? List.of("") : tables) {
-      out.addAll(readMoves(kv.callMaster(KvProtocol.PLAN, new Wire.Writer().str(t).toBuffer())));
+    if (tables.isEmpty()) {
+      // Every table: every master group's ("" asks a directory for all of its own).
+      for (ByteBuffer b : kv.callMasters(KvProtocol.PLAN, new Wire.Writer().str("").toBuffer())) {
+        out.addAll(readMoves(b));
+      }
+      return out;
+    }
+    for (String t : tables) {
+      out.addAll(readMoves(kv.callMaster(t, KvProtocol.PLAN, new Wire.Writer().str(t).toBuffer())));
     }
     return out;
   }
 
   /** Moves the directory journaled and that have not ended (a mover died, or is running). */
   public List<Move> pending() {
-    return readMoves(kv.callMaster(KvProtocol.LIST_MOVES, ByteBuffer.allocate(0)));
+    List<Move> out = new ArrayList<>();
+    for (ByteBuffer b : kv.callMasters(KvProtocol.LIST_MOVES, ByteBuffer.allocate(0))) {
+      out.addAll(readMoves(b));
+    }
+    return out;
   }
 
   private static List<Move> readMoves(ByteBuffer b) {
@@ -268,7 +279,9 @@ public final class KvRebalancer {
   public Move move(String table, int shard, int to) {
     ByteBuffer b =
         kv.callMaster(
-            KvProtocol.BEGIN_MOVE, new Wire.Writer().str(table).i32(shard).i32(to).toBuffer());
+            table,
+            KvProtocol.BEGIN_MOVE,
+            new Wire.Writer().str(table).i32(shard).i32(to).toBuffer());
     Wire.Reader r = new Wire.Reader(b, "kv move");
     Move m = Move.read(r);
     r.end();
@@ -347,7 +360,9 @@ public final class KvRebalancer {
       // it) and is replaced by the next import there.
     }
     kv.callMaster(
-        KvProtocol.END_MOVE, new Wire.Writer().str(m.name()).i32(m.shard()).u8(0).toBuffer());
+        m.name(),
+        KvProtocol.END_MOVE,
+        new Wire.Writer().str(m.name()).i32(m.shard()).u8(0).toBuffer());
     progress.accept(describe(m) + ": aborted");
   }
 
@@ -405,6 +420,7 @@ public final class KvRebalancer {
       try {
         ByteBuffer b =
             kv.callMaster(
+                m.name(),
                 KvProtocol.END_MOVE,
                 new Wire.Writer().str(m.name()).i32(m.shard()).u8(1).toBuffer());
         KvClient.Versioned t = KvClient.readTable(b);

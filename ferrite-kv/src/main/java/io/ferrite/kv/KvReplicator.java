@@ -62,7 +62,9 @@ public final class KvReplicator {
             Wire.Reader r =
                 new Wire.Reader(
                     kv.callMaster(
-                        KvProtocol.ADD_COPY, new Wire.Writer().str(name).i32(shard).toBuffer()),
+                        name,
+                        KvProtocol.ADD_COPY,
+                        new Wire.Writer().str(name).i32(shard).toBuffer()),
                     "kv add-copy answer");
             TableInfo t = TableInfo.read(r);
             long version = r.i64("version");
@@ -75,6 +77,7 @@ public final class KvReplicator {
           public TableInfo endCopy(String name, int shard, int server, boolean commit) {
             return KvClient.readTable(
                     kv.callMaster(
+                        name,
                         KvProtocol.END_COPY,
                         new Wire.Writer()
                             .str(name)

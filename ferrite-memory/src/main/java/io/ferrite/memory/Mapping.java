@@ -79,7 +79,7 @@ public final class Mapping implements AutoCloseable {
       int[] slotServer,
       ByteBuffer buffer) {
     this.namespace = namespace;
-    this.client = namespace.store().client();
+    this.client = namespace.client();
     this.mapId = mapId;
     this.address = address;
     this.length = length;
@@ -93,17 +93,16 @@ public final class Mapping implements AutoCloseable {
   }
 
   static Mapping open(Namespace ns, long address, long length, int flags) {
-    FerriteClient client = ns.store().client();
+    FerriteClient client = ns.client();
     ByteBuffer b =
-        ns.store()
-            .call(
-                MemoryProtocol.MAP,
-                new Wire.Writer()
-                    .i64(ns.id())
-                    .i64(address)
-                    .i64(length)
-                    .i64(client.sessionId())
-                    .i32(flags));
+        ns.call(
+            MemoryProtocol.MAP,
+            new Wire.Writer()
+                .i64(ns.id())
+                .i64(address)
+                .i64(length)
+                .i64(client.sessionId())
+                .i32(flags));
     Wire.Reader r = new Wire.Reader(b, "map answer");
     long mapId = r.i64("mapId");
     int chunkSize = r.i32("chunkSize");
@@ -220,10 +219,7 @@ public final class Mapping implements AutoCloseable {
   }
 
   private static void unmapAtMaster(Namespace ns, long mapId) {
-    ns.store()
-        .call(
-            MemoryProtocol.UNMAP,
-            new Wire.Writer().i64(mapId).i64(ns.store().client().sessionId()));
+    ns.call(MemoryProtocol.UNMAP, new Wire.Writer().i64(mapId).i64(ns.client().sessionId()));
   }
 
   public Namespace namespace() {
@@ -361,15 +357,13 @@ public final class Mapping implements AutoCloseable {
       int count = c1 - c0 + 1;
       long session = client.sessionId();
       ByteBuffer b =
-          namespace
-              .store()
-              .call(
-                  MemoryProtocol.COW_BEGIN,
-                  new Wire.Writer()
-                      .i64(mapId)
-                      .i64(session)
-                      .i32((int) (cow.firstChunk + c0))
-                      .i32(count));
+          namespace.call(
+              MemoryProtocol.COW_BEGIN,
+              new Wire.Writer()
+                  .i64(mapId)
+                  .i64(session)
+                  .i32((int) (cow.firstChunk + c0))
+                  .i32(count));
       Wire.Reader r = new Wire.Reader(b, "copy-on-write lease");
       long leaseId = r.i64("leaseId");
       r.i64("leaseMillis");
@@ -408,11 +402,8 @@ public final class Mapping implements AutoCloseable {
                 .write(freshRegion[k], freshOffset[k], chunk));
       }
       ByteBuffer pb =
-          namespace
-              .store()
-              .call(
-                  MemoryProtocol.COW_PUBLISH,
-                  new Wire.Writer().i64(leaseId).i64(session).i64(mapId));
+          namespace.call(
+              MemoryProtocol.COW_PUBLISH, new Wire.Writer().i64(leaseId).i64(session).i64(mapId));
       long generation = new Wire.Reader(pb, "publish answer").i64("generation");
       for (int k = 0; k < count; k++) {
         int ci = c0 + k;

@@ -4,6 +4,7 @@ import io.ferrite.fabric.Batch;
 import io.ferrite.fabric.ErrorCode;
 import io.ferrite.fabric.FerriteException;
 import io.ferrite.fabric.Futures;
+import io.ferrite.kernel.client.FerriteClient;
 import io.ferrite.kernel.proto.BlockRef;
 import io.ferrite.kernel.proto.MasterProtocol;
 import io.ferrite.kernel.proto.Wire;
@@ -25,12 +26,20 @@ public final class Namespace {
   static final int MAX_OP = 4 << 20;
 
   private final RStore store;
+
+  /**
+   * The client of the master group that holds this namespace (the store's own with one group): its
+   * session holds this namespace's mappings and reservations, its master every call about it.
+   */
+  private final FerriteClient client;
+
   private final String name;
   private final long id;
   private final int chunkSize;
 
-  Namespace(RStore store, String name, long id, int chunkSize) {
+  Namespace(RStore store, FerriteClient client, String name, long id, int chunkSize) {
     this.store = store;
+    this.client = client;
     this.name = name;
     this.id = id;
     this.chunkSize = chunkSize;
@@ -52,6 +61,16 @@ public final class Namespace {
     return store;
   }
 
+  /** The client of this namespace's master group. */
+  FerriteClient client() {
+    return client;
+  }
+
+  /** Calls {@code opcode} of the memory face on this namespace's master. */
+  ByteBuffer call(int opcode, Wire.Writer request) {
+    return store.call(client, opcode, request);
+  }
+
   /**
    * Reserves at least {@code bytes} more memory for this namespace (whole blocks). Blocks come from
    * the master's cache of ready memory when it has some (warm, §IV-B), else fresh from the memory
@@ -67,9 +86,7 @@ public final class Namespace {
   public long reserve(long bytes) {
     checkPositive("reserve bytes", bytes);
     ByteBuffer b =
-        store.call(
-            MemoryProtocol.RESERVE,
-            new Wire.Writer().i64(id).i64(bytes).i64(store.client().sessionId()));
+        call(MemoryProtocol.RESERVE, new Wire.Writer().i64(id).i64(bytes).i64(client.sessionId()));
     Wire.Reader r = new Wire.Reader(b, "reserve answer");
     long reserved = r.i64("reserved");
     r.i32("cached");
@@ -87,7 +104,7 @@ public final class Namespace {
     ByteBuffer zeros = ByteBuffer.allocateDirect(zeroLen);
     Map<Integer, Batch> batches = new LinkedHashMap<>();
     for (BlockRef block : fresh) {
-      Batch batch = batches.computeIfAbsent(block.serverId(), s -> store.client().batch(s));
+      Batch batch = batches.computeIfAbsent(block.serverId(), s -> client.batch(s));
       for (long at = 0; at < block.length(); at += zeroLen) {
         int n = (int) Math.min(zeroLen, block.length() - at);
         batch.write(block.region(), block.offset() + at, zeros.slice(0, n));
@@ -109,7 +126,7 @@ public final class Namespace {
    */
   public long release(long bytes) {
     checkPositive("release bytes", bytes);
-    ByteBuffer b = store.call(MemoryProtocol.RELEASE, new Wire.Writer().i64(id).i64(bytes));
+    ByteBuffer b = call(MemoryProtocol.RELEASE, new Wire.Writer().i64(id).i64(bytes));
     return new Wire.Reader(b, "release answer").i64("reserved");
   }
 
@@ -124,8 +141,7 @@ public final class Namespace {
   public RAddress alloc(long bytes, int flags) {
     checkPositive("alloc bytes", bytes);
     store.metAlloc.count();
-    ByteBuffer b =
-        store.call(MemoryProtocol.ALLOC, new Wire.Writer().i64(id).i64(bytes).i32(flags));
+    ByteBuffer b = call(MemoryProtocol.ALLOC, new Wire.Writer().i64(id).i64(bytes).i32(flags));
     Wire.Reader r = new Wire.Reader(b, "alloc answer");
     return new RAddress(this, r.i64("address"), r.i64("length"));
   }
@@ -153,7 +169,7 @@ public final class Namespace {
    * @throws FerriteException NOT_FOUND if no allocation starts there, CONFLICT while it is mapped
    */
   public void free(long address) {
-    store.call(MemoryProtocol.FREE, new Wire.Writer().i64(id).i64(address));
+    call(MemoryProtocol.FREE, new Wire.Writer().i64(id).i64(address));
   }
 
   /** {@link RAddress#init}: a checked raddress for a range inside one allocation. */
@@ -162,7 +178,7 @@ public final class Namespace {
   }
 
   public NamespaceStat stat() {
-    ByteBuffer b = store.call(MemoryProtocol.STAT, new Wire.Writer().i64(id));
+    ByteBuffer b = call(MemoryProtocol.STAT, new Wire.Writer().i64(id));
     Wire.Reader r = new Wire.Reader(b, "stat answer");
     return new NamespaceStat(
         r.i64("reserved"),

@@ -30,10 +30,8 @@ public final class RAddress {
    */
   public static RAddress init(Namespace namespace, long address, long length) {
     Namespace.checkPositive("raddress length", length);
-    namespace
-        .store()
-        .call(
-            MemoryProtocol.LOOKUP, new Wire.Writer().i64(namespace.id()).i64(address).i64(length));
+    namespace.call(
+        MemoryProtocol.LOOKUP, new Wire.Writer().i64(namespace.id()).i64(address).i64(length));
     return new RAddress(namespace, address, length);
   }
 

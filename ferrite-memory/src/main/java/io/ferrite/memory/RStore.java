@@ -17,7 +17,9 @@ import java.util.Map;
  * and {@link Mapping#write} are one-sided ops with no RPC (§III-D: path separation).
  *
  * <p>Thread-safe. Uses the given {@link FerriteClient} (its session holds this client's mappings:
- * when the session ends, the master drops them) and does not close it.
+ * when the session ends, the master drops them) and does not close it. With several master groups
+ * (docs/RESILIENCE.md, "Master groups") a namespace lives in one group, by its name, and a {@link
+ * Namespace} talks to that group's client (its session, its master) only.
  *
  * <p>Client-side resource cache (§IV-B): the local staging buffers of unmapped mappings are kept
  * (up to {@code bufferCacheBytes}) and reused by the next map of the same length.
@@ -27,6 +29,7 @@ public final class RStore {
   public static final long DEFAULT_BUFFER_CACHE_BYTES = 1L << 30;
 
   private final FerriteClient client;
+  private final io.ferrite.kernel.client.MasterGroups groups;
   private final long bufferCacheBytes;
   private final Map<Integer, ArrayDeque<ByteBuffer>> buffers = new HashMap<>();
   private long cachedBytes;
@@ -37,6 +40,7 @@ public final class RStore {
 
   public RStore(FerriteClient client, long bufferCacheBytes) {
     this.client = client;
+    this.groups = client.groups();
     this.bufferCacheBytes = bufferCacheBytes;
     io.ferrite.kernel.ops.FaceMeters m =
         io.ferrite.kernel.ops.FaceMeters.of(client.options().metrics(), "memory");
@@ -73,9 +77,11 @@ public final class RStore {
    */
   public Namespace createNamespace(String name, int chunkSize) {
     MemoryProtocol.checkName(name);
-    ByteBuffer b = call(MemoryProtocol.CREATE_NS, new Wire.Writer().str(name).i32(chunkSize));
+    FerriteClient owner = clientOf(name, true);
+    ByteBuffer b =
+        call(owner, MemoryProtocol.CREATE_NS, new Wire.Writer().str(name).i32(chunkSize));
     Wire.Reader r = new Wire.Reader(b, "create namespace answer");
-    return new Namespace(this, name, r.i64("nsId"), r.i32("chunkSize"));
+    return new Namespace(this, owner, name, r.i64("nsId"), r.i32("chunkSize"));
   }
 
   /**
@@ -85,9 +91,10 @@ public final class RStore {
    */
   public Namespace joinNamespace(String name) {
     MemoryProtocol.checkName(name);
-    ByteBuffer b = call(MemoryProtocol.JOIN_NS, new Wire.Writer().str(name));
+    FerriteClient owner = clientOf(name, false);
+    ByteBuffer b = call(owner, MemoryProtocol.JOIN_NS, new Wire.Writer().str(name));
     Wire.Reader r = new Wire.Reader(b, "join namespace answer");
-    return new Namespace(this, name, r.i64("nsId"), r.i32("chunkSize"));
+    return new Namespace(this, owner, name, r.i64("nsId"), r.i32("chunkSize"));
   }
 
   /**
@@ -98,11 +105,32 @@ public final class RStore {
    */
   public void deleteNamespace(String name) {
     MemoryProtocol.checkName(name);
-    call(MemoryProtocol.DELETE_NS, new Wire.Writer().str(name));
+    call(clientOf(name, false), MemoryProtocol.DELETE_NS, new Wire.Writer().str(name));
   }
 
+  /**
+   * The client of the master group that holds namespace {@code name} (docs/RESILIENCE.md, "Master
+   * groups": placed by name, kind {@code memory}, as the nodes face's top-level names are): {@code
+   * place} for a create, which places a new name first; otherwise a name never placed is group 0's
+   * (made before the cluster had groups, or nowhere: group 0 then answers NOT_FOUND). With one
+   * group it asks nothing.
+   */
+  private FerriteClient clientOf(String name, boolean place) {
+    if (groups.count() == 1) {
+      return client;
+    }
+    String kind = io.ferrite.kernel.proto.PlacementProtocol.MEMORY;
+    int g = place ? groups.place(kind, name, -1) : groups.find(kind, name);
+    return groups.client(Math.max(g, 0));
+  }
+
+  /** Calls {@code opcode} on group 0's master (tests; a call about a namespace goes to its own). */
   ByteBuffer call(int opcode, Wire.Writer request) {
-    return Futures.join(client.callMaster(MemoryProtocol.SERVICE, opcode, request.toBuffer()));
+    return call(client, opcode, request);
+  }
+
+  ByteBuffer call(FerriteClient to, int opcode, Wire.Writer request) {
+    return Futures.join(to.callMaster(MemoryProtocol.SERVICE, opcode, request.toBuffer()));
   }
 
   /** As {@link #call}, without blocking: for the data path's failure handling (Mapping). */

@@ -5,7 +5,7 @@ import java.nio.charset.StandardCharsets;
 
 /**
  * The placement directory of a cluster of several master groups: which group owns a top-level name
- * (a nodes face's top-level name; a kv table, a memory namespace may follow). Served by {@code
+ * (a nodes face's top-level name, a kv table, a memory namespace). Served by {@code
  * PlacementDirectory} on every master, used on group 0 only; clients reach it through {@link
  * io.ferrite.kernel.client.MasterGroups}.
  *
@@ -21,7 +21,9 @@ import java.nio.charset.StandardCharsets;
  * record:    version u8 (1) | key str | group i32
  * </pre>
  *
- * A key is {@code <kind>:<name>}, e.g. {@code nodes:data} for the nodes face's {@code /data}.
+ * A key is {@code <kind>:<name>}, e.g. {@code nodes:data} for the nodes face's {@code /data},
+ * {@code kv:users} for kv table {@code users}, {@code memory:graph} for memory namespace {@code
+ * graph}.
  */
 public final class PlacementProtocol {
   private PlacementProtocol() {}
@@ -34,6 +36,12 @@ public final class PlacementProtocol {
 
   /** The kind of the nodes face's top-level names. */
   public static final String NODES = "nodes";
+
+  /** The kind of the kv face's table names. */
+  public static final String KV = "kv";
+
+  /** The kind of the memory face's namespace names. */
+  public static final String MEMORY = "memory";
 
   /** The directory key of {@code name} of {@code kind}. */
   public static String key(String kind, String name) {

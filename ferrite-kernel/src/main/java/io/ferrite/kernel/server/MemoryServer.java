@@ -475,12 +475,19 @@ public final class MemoryServer implements AutoCloseable {
    * service region ({@link RegionStore#createServiceRegion}): false if it has blocks in use.
    */
   private boolean retire(RegionInfo r) {
+    MasterLink owner = linkOf(r);
     try {
-      linkOf(r).stub().removeRegion(serverId, r.ref().regionId());
+      owner.stub().removeRegion(serverId, r.ref().regionId());
       return true;
     } catch (FerriteException e) {
       if (e.code() == ErrorCode.CONFLICT) {
         return false; // blocks in use there: the master keeps it
+      }
+      if (owner != link && e.retryable()) {
+        // Another group's master is away (or its link not up yet: services start, and replay
+        // their logs, once group 0 answers): keep this region, and let the store try the next
+        // one, which may be a group's that answers. Group 0's failing stops the search (thrown).
+        return false;
       }
       throw e;
     }
@@ -686,11 +693,30 @@ public final class MemoryServer implements AutoCloseable {
 
     @Override
     public MappedRegion createRegion(String storageClass, long length) {
+      return createRegion(storageClass, length, 0);
+    }
+
+    @Override
+    public MappedRegion createRegion(String storageClass, long length, int group) {
+      if (group < 0 || group >= regionGroups.count()) {
+        throw new FerriteException(
+            ErrorCode.INVALID_ARGUMENT,
+            "master group "
+                + group
+                + " (expected: >= 0 and < "
+                + regionGroups.count()
+                + ", the groups this server's URI names)");
+      }
       MappedRegion r;
       try {
         r =
             store.createServiceRegion(
-                serverId, storageClass, length, service.name(), MemoryServer.this::retire);
+                serverId,
+                storageClass,
+                length,
+                service.name(),
+                MemoryServer.this::retire,
+                id -> regionGroups.assignService(id, group));
       } catch (FerriteException e) {
         if (e.code() == ErrorCode.NO_SPACE) {
           // Pool regions retired for it in vain (not enough came free, or the file system was
@@ -702,7 +728,8 @@ public final class MemoryServer implements AutoCloseable {
         throw e;
       }
       try {
-        link.stub().addRegion(serverId, store.info(serverId, r));
+        RegionInfo info = store.info(serverId, r);
+        linkOf(info).stub().addRegion(serverId, info);
       } catch (FerriteException e) {
         // Not registered yet, or reconnecting: the next REGISTER lists the region.
         LOG.log(
@@ -716,9 +743,11 @@ public final class MemoryServer implements AutoCloseable {
     @Override
     public void freeRegion(MappedRegion region) {
       RegionInfo info = store.freeServiceRegion(serverId, region, service.name());
+      MasterLink owner = linkOf(info); // the group it was registered with, before forgetting it
+      regionGroups.forgetService(info.ref().regionId());
       reclaimSoon(region);
       try {
-        link.stub().removeRegion(serverId, info.ref().regionId());
+        owner.stub().removeRegion(serverId, info.ref().regionId());
       } catch (FerriteException e) {
         // Not registered yet, or reconnecting: the next REGISTER lists the regions without it.
         LOG.log(
@@ -742,6 +771,48 @@ public final class MemoryServer implements AutoCloseable {
     @Override
     public MasterStub master() {
       return link.stub();
+    }
+
+    @Override
+    public int groups() {
+      return regionGroups.count();
+    }
+
+    @Override
+    public int placement(String kind, String name) {
+      int groups = regionGroups.count();
+      if (groups == 1) {
+        return 0;
+      }
+      // Group 0's placement directory, as a client's MasterGroups.find asks it (FIND is answered
+      // inline there): one round trip, which the service keeps for the name's life.
+      ByteBuffer b =
+          link.stub()
+              .callSync(
+                  null,
+                  io.ferrite.kernel.proto.PlacementProtocol.SERVICE,
+                  io.ferrite.kernel.proto.PlacementProtocol.FIND,
+                  new Wire.Writer()
+                      .str(io.ferrite.kernel.proto.PlacementProtocol.key(kind, name))
+                      .toBuffer());
+      Wire.Reader r = new Wire.Reader(b, "placement");
+      int g = r.i32("group");
+      r.end();
+      if (g >= groups) {
+        throw new FerriteException(
+            ErrorCode.INVALID_ARGUMENT,
+            kind
+                + " '"
+                + name
+                + "' lives in master group "
+                + g
+                + ", but server "
+                + serverId
+                + "'s master URI names "
+                + groups
+                + " group(s): restart it with the cluster's URI");
+      }
+      return Math.max(g, 0);
     }
 
     @Override

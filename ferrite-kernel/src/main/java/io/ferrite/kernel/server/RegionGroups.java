@@ -24,8 +24,9 @@ import java.util.TreeMap;
  * had would declare its blocks lost). A region made anew at a start (a clean stop or a reboot
  * deletes the DRAM region files: the old group declares the old one lost whatever happens) is new
  * memory and is given by its id again, so a group added to the URI gets its share of the DRAM of
- * the servers restarted with it. Service regions (kv shards: the faces whose metadata stays in
- * group 0) are always group 0's.
+ * the servers restarted with it. A service region (a kv shard's) belongs to the group its service
+ * names when it makes it ({@link #assignService}: the group that holds the shard's table); it dies
+ * with the process, so it is not recorded in the file.
  *
  * <p>Cost: a pool region is one group's, so a server with fewer pool regions than groups leaves a
  * group without blocks on it; give each server at least {@code groups x region.size} per class.
@@ -38,6 +39,9 @@ final class RegionGroups {
   private final Path file;
   private final int groups;
   private final Map<Integer, Integer> byRegion = new TreeMap<>();
+
+  /** Service region id -> group, while the region lives (in memory: it dies with the process). */
+  private final Map<Integer, Integer> services = new java.util.HashMap<>();
 
   RegionGroups(Path serverDir, int groups) {
     this.file = serverDir.resolve("groups");
@@ -75,10 +79,13 @@ final class RegionGroups {
 
   /** The group of {@code r}: kept if known, else given (and recorded by {@link #sync}). */
   synchronized int groupOf(RegionInfo r) {
-    if (groups == 1 || !r.isBlockPool()) {
+    if (groups == 1) {
       return 0;
     }
     int id = r.ref().regionId();
+    if (!r.isBlockPool()) {
+      return services.getOrDefault(id, 0);
+    }
     Integer g = byRegion.get(id);
     if (g == null || g >= groups) {
       if (g != null) {
@@ -93,6 +100,25 @@ final class RegionGroups {
       byRegion.put(id, g);
     }
     return g;
+  }
+
+  /**
+   * Service region {@code regionId} belongs to {@code group} (0 <= group < {@link #count}) until
+   * {@link #forgetService}.
+   */
+  synchronized void assignService(int regionId, int group) {
+    if (group < 0 || group >= groups) {
+      throw new IllegalArgumentException(
+          "master group " + group + " (expected: >= 0 and < " + groups + ")");
+    }
+    if (groups > 1) {
+      services.put(regionId, group);
+    }
+  }
+
+  /** Service region {@code regionId} was freed. */
+  synchronized void forgetService(int regionId) {
+    services.remove(regionId);
   }
 
   /** Of {@code all}, the regions of {@code group}. */

@@ -246,6 +246,21 @@ final class RegionStore implements AutoCloseable {
    */
   synchronized MappedRegion createServiceRegion(
       int serverId, String cls, long length, String service, Retirer retirer) {
+    return createServiceRegion(serverId, cls, length, service, retirer, id -> {});
+  }
+
+  /**
+   * As above; {@code created} gets the new region's id under the store's lock, before {@link
+   * #infos} can list it (the server records the region's master group there, so a registration
+   * racing this one never lists it under another group).
+   */
+  synchronized MappedRegion createServiceRegion(
+      int serverId,
+      String cls,
+      long length,
+      String service,
+      Retirer retirer,
+      java.util.function.IntConsumer created) {
     dir(cls);
     long cap = capacities.getOrDefault(cls, Long.MAX_VALUE);
     long over = held(cls, "") + held(cls, null) + length - cap;
@@ -270,7 +285,9 @@ final class RegionStore implements AutoCloseable {
               held(cls, null),
               held(cls, "")));
     }
-    return create(cls, length, service).region();
+    MappedRegion r = create(cls, length, service).region();
+    created.accept(r.id());
+    return r;
   }
 
   /** Bytes of {@code cls} regions of the block pool ({@code ""}) or of all services (null). */

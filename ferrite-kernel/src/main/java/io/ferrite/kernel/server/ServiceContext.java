@@ -29,6 +29,43 @@ public interface ServiceContext {
   MappedRegion createRegion(String storageClass, long length);
 
   /**
+   * As {@link #createRegion(String, long)}, registered with master group {@code group} only (docs/
+   * RESILIENCE.md, "Master groups"): the group that holds what the region serves (a kv table's
+   * shard lives in its table's group), so that group, and no other, accounts for it and hears of
+   * its loss. {@link #freeRegion} tells the same group.
+   *
+   * @throws io.ferrite.fabric.FerriteException INVALID_ARGUMENT if {@code group} is not one of the
+   *     server's {@link #groups()}
+   */
+  default MappedRegion createRegion(String storageClass, long length, int group) {
+    if (group != 0) {
+      throw new io.ferrite.fabric.FerriteException(
+          io.ferrite.fabric.ErrorCode.INVALID_ARGUMENT,
+          "master group " + group + " (expected: 0: this server serves one group)");
+    }
+    return createRegion(storageClass, length);
+  }
+
+  /** How many master groups this server serves (its master URI's; 1 for one group). */
+  default int groups() {
+    return 1;
+  }
+
+  /**
+   * The master group that holds {@code name} of {@code kind} ({@link
+   * io.ferrite.kernel.proto.PlacementProtocol}, e.g. a kv table's name): group 0's placement
+   * directory's answer, asked once per call (callers keep it: a placement never changes); 0 for a
+   * name never placed (made before the cluster had groups, or not yet) and with one group, which
+   * asks nothing.
+   *
+   * @throws io.ferrite.fabric.FerriteException UNAVAILABLE while group 0's master does not answer;
+   *     INVALID_ARGUMENT if the name lives in a group this server's URI does not name
+   */
+  default int placement(String kind, String name) {
+    return 0;
+  }
+
+  /**
    * Frees {@code region}, a region this service created: every fabric stops serving it (ops that
    * look it up from now on fail with {@link io.ferrite.fabric.ErrorCode#NO_SUCH_REGION}), its file
    * is deleted, the master's region directory forgets it, and the mapping is unmapped once no op in

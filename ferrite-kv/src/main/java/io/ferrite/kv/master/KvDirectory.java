@@ -87,6 +87,16 @@ public final class KvDirectory implements MasterExtension {
     return "kv";
   }
 
+  /**
+   * A table of this directory (asked by group 0's placement directory under the metadata lock, the
+   * lock that guards {@link #tables}): a table made before the cluster had several master groups
+   * stays in group 0 (docs/RESILIENCE.md, "Master groups").
+   */
+  @Override
+  public boolean holdsName(String kind, String name) {
+    return kind.equals(io.ferrite.kernel.proto.PlacementProtocol.KV) && tables.containsKey(name);
+  }
+
   @Override
   public void apply(ByteBuffer record) {
     Wire.Reader r = new Wire.Reader(record, "kv directory record");

@@ -42,6 +42,16 @@ public final class KvService implements FerriteService {
   private record ShardKey(long tableId, int shard) {}
 
   private final Map<ShardKey, KvShard> shards = new ConcurrentHashMap<>();
+
+  /**
+   * Table id -> the master group that holds the table (docs/RESILIENCE.md, "Master groups"): its
+   * shards' regions are registered with that group. Learnt from group 0's placement directory when
+   * a shard of the table is first made here ({@link ServiceContext#placement}), or from the log's
+   * OPEN_SHARD record at replay; never changes. An entry outlives a dropped table (a few bytes per
+   * table ever hosted by this process; ids are random, never reused).
+   */
+  private final Map<Long, Integer> tableGroups = new ConcurrentHashMap<>();
+
   private volatile ServiceContext context;
   private volatile OpLog log;
   private ScheduledExecutorService syncer;
@@ -197,7 +207,7 @@ public final class KvService implements FerriteService {
           sink -> {
             for (Map.Entry<ShardKey, KvShard> e : live) {
               if (durable(e.getValue())) {
-                snapshot(e.getValue(), sink);
+                snapshot(e.getValue(), groupOf(e.getValue().table), sink);
               }
             }
           });
@@ -216,11 +226,9 @@ public final class KvService implements FerriteService {
   }
 
   /** The records that rebuild {@code s} as it is now (see {@link #compactLog}). */
-  private static void snapshot(KvShard s, Consumer<byte[]> sink) {
+  private static void snapshot(KvShard s, int group, Consumer<byte[]> sink) {
     synchronized (s) {
-      Wire.Writer open = new Wire.Writer().u8(KvProtocol.OPEN_SHARD);
-      s.table.write(open);
-      sink.accept(open.i32(s.shard()).toArray());
+      sink.accept(openRecord(s.table, s.shard(), group));
       if (!s.regionsFreed) {
         if (s.slots() != s.options().slotsPerShard()) {
           sink.accept(head(KvProtocol.RESIZE, s).i32(s.slots()).toArray());
@@ -260,6 +268,8 @@ public final class KvService implements FerriteService {
     if (type == KvProtocol.OPEN_SHARD) {
       TableInfo t = TableInfo.read(r);
       int shard = r.i32("shard");
+      // A record written before tables had groups has none: such a table is group 0's.
+      tableGroups.putIfAbsent(t.tableId(), r.remaining() > 0 ? r.i32("group") : 0);
       shards.computeIfAbsent(new ShardKey(t.tableId(), shard), k -> create(t, shard));
       return;
     }
@@ -506,9 +516,7 @@ public final class KvService implements FerriteService {
                 k -> {
                   KvShard n = create(t, shard);
                   if (durable(n)) {
-                    Wire.Writer rec = new Wire.Writer().u8(KvProtocol.OPEN_SHARD);
-                    t.write(rec);
-                    log.append(rec.i32(shard).toArray());
+                    log.append(openRecord(t, shard, groupOf(t)));
                     hook(n);
                   }
                   return n;
@@ -796,9 +804,7 @@ public final class KvService implements FerriteService {
           log.append(
               new Wire.Writer().u8(KvProtocol.DROP_SHARD).i64(t.tableId()).i32(shard).toArray());
         }
-        Wire.Writer rec = new Wire.Writer().u8(KvProtocol.OPEN_SHARD);
-        t.write(rec);
-        log.append(rec.i32(shard).toArray());
+        log.append(openRecord(t, shard, groupOf(t)));
         hook(n);
       }
       shards.put(sk, n);
@@ -837,12 +843,32 @@ public final class KvService implements FerriteService {
 
   private KvShard create(TableInfo t, int shard) {
     ServiceContext ctx = context;
-    KvShard s = newShard(ctx, t, shard);
+    KvShard s = newShard(ctx, t, shard, groupOf(t));
     s.table = t;
     return s;
   }
 
-  private static KvShard newShard(ServiceContext ctx, TableInfo t, int shard) {
+  /**
+   * The master group that holds {@code t}: kept, or asked of group 0's placement directory (one
+   * round trip the first time a shard of the table is made here; none with one group).
+   */
+  private int groupOf(TableInfo t) {
+    return tableGroups.computeIfAbsent(
+        t.tableId(),
+        id -> context.placement(io.ferrite.kernel.proto.PlacementProtocol.KV, t.name()));
+  }
+
+  /**
+   * The log's OPEN_SHARD record: the table, the shard, and the table's master group (the last added
+   * with master groups; replay reads a record without it as group 0's).
+   */
+  private static byte[] openRecord(TableInfo t, int shard, int group) {
+    Wire.Writer rec = new Wire.Writer().u8(KvProtocol.OPEN_SHARD);
+    t.write(rec);
+    return rec.i32(shard).i32(group).toArray();
+  }
+
+  private static KvShard newShard(ServiceContext ctx, TableInfo t, int shard, int group) {
     long extentBytes = (t.options().extentRegionBytes() + 7L) & ~7L;
     // The regions made while the shard is built (its first extent region, then its table): if a
     // later one is refused (NO_SPACE: the capacity is full), the earlier ones are given back
@@ -866,13 +892,13 @@ public final class KvService implements FerriteService {
               t.options(),
               len -> {
                 KvWrites.checkNonBlocking();
-                return track.apply(ctx.createRegion("dram", (len + 7L) & ~7L));
+                return track.apply(ctx.createRegion("dram", (len + 7L) & ~7L, group));
               },
               () -> {
                 // Refused on a receiving thread (creating a region may block): the write is
                 // queued for a writer thread instead (KvWrites).
                 KvWrites.checkNonBlocking();
-                return track.apply(ctx.createRegion("dram", extentBytes));
+                return track.apply(ctx.createRegion("dram", extentBytes, group));
               },
               ctx::readRef);
     } catch (RuntimeException e) {

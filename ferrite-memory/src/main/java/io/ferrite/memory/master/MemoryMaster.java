@@ -82,6 +82,17 @@ public final class MemoryMaster implements MasterExtension {
     return "memory";
   }
 
+  /**
+   * A namespace of this master (asked by group 0's placement directory under the metadata lock,
+   * which guards the state): a namespace made before the cluster had several master groups stays in
+   * group 0 (docs/RESILIENCE.md, "Master groups").
+   */
+  @Override
+  public boolean holdsName(String kind, String name) {
+    return kind.equals(io.ferrite.kernel.proto.PlacementProtocol.MEMORY)
+        && state.byName.containsKey(name);
+  }
+
   @Override
   public void apply(ByteBuffer record) {
     state.apply(record);
