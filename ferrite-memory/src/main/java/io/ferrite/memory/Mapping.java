@@ -474,11 +474,9 @@ public final class Mapping implements AutoCloseable {
           CompletableFuture<ByteBuffer> lookup;
           try {
             lookup =
-                namespace
-                    .store()
-                    .callAsync(
-                        MemoryProtocol.LOOKUP,
-                        new Wire.Writer().i64(namespace.id()).i64(address).i64(1));
+                namespace.callAsync(
+                    MemoryProtocol.LOOKUP,
+                    new Wire.Writer().i64(namespace.id()).i64(address).i64(1));
           } catch (RuntimeException notAsked) {
             return CompletableFuture.failedFuture(e);
           }

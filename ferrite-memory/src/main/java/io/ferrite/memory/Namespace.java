@@ -71,6 +71,11 @@ public final class Namespace {
     return store.call(client, opcode, request);
   }
 
+  /** As {@link #call}, without blocking (the data path's failure handling). */
+  java.util.concurrent.CompletableFuture<ByteBuffer> callAsync(int opcode, Wire.Writer request) {
+    return store.callAsync(client, opcode, request);
+  }
+
   /**
    * Reserves at least {@code bytes} more memory for this namespace (whole blocks). Blocks come from
    * the master's cache of ready memory when it has some (warm, §IV-B), else fresh from the memory

@@ -133,9 +133,13 @@ public final class RStore {
     return Futures.join(to.callMaster(MemoryProtocol.SERVICE, opcode, request.toBuffer()));
   }
 
-  /** As {@link #call}, without blocking: for the data path's failure handling (Mapping). */
-  java.util.concurrent.CompletableFuture<ByteBuffer> callAsync(int opcode, Wire.Writer request) {
-    return client.callMaster(MemoryProtocol.SERVICE, opcode, request.toBuffer());
+  /**
+   * As {@link #call}, without blocking: for the data path's failure handling (Mapping), on the
+   * master of {@code to}'s group (the namespace's).
+   */
+  java.util.concurrent.CompletableFuture<ByteBuffer> callAsync(
+      FerriteClient to, int opcode, Wire.Writer request) {
+    return to.callMaster(MemoryProtocol.SERVICE, opcode, request.toBuffer());
   }
 
   // ---------------------------------------------------------------- staging buffer cache
