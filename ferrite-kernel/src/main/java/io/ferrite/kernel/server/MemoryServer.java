@@ -373,7 +373,13 @@ public final class MemoryServer implements AutoCloseable {
       addresses.put(f.name(), Advertised.address(fsrv.address(), masterAddress));
       io.ferrite.kernel.ops.FabricMeters.bind(metrics, f.name(), fsrv.counters());
     }
-    link.callWithRetry(m -> register(m, 0));
+    link.callWithRetry(
+        m -> {
+          long sent = System.nanoTime();
+          int registered = register(m, 0);
+          link.acked(sent);
+          return registered;
+        });
     link.load(this::load);
     link.start("ferrite-server-" + name + "-master");
     for (int g = 0; g < groupLinks.size(); g++) {
@@ -742,6 +748,11 @@ public final class MemoryServer implements AutoCloseable {
     @Override
     public MasterStub master() {
       return link.stub();
+    }
+
+    @Override
+    public java.util.OptionalLong masterAckSentNanos() {
+      return link.lastAckSentNanos();
     }
 
     @Override

@@ -58,6 +58,17 @@ public interface ServiceContext {
   }
 
   /**
+   * When (System.nanoTime()) this server sent the newest registration or heartbeat the master (of
+   * group 0) acknowledged, or empty before the first. The master cannot have declared this server
+   * DEAD before {@code server.dead.timeout} after that instant: a face that must never serve after
+   * being declared DEAD (kv replicated shards, docs/KV.md "Leases") serves only within a lease
+   * shorter than that, counted from here.
+   */
+  default java.util.OptionalLong masterAckSentNanos() {
+    return java.util.OptionalLong.empty();
+  }
+
+  /**
    * The master, over the server's current connection.
    *
    * @throws io.ferrite.fabric.FerriteException UNAVAILABLE while the server is reconnecting
