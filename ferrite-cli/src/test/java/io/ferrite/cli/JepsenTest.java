@@ -104,12 +104,6 @@ class JepsenTest extends HostsClusterTest {
    * schedule SIGKILLs the leader), kv tables and Files with 2 copies of everything.
    */
   @Test
-  @org.junit.jupiter.api.Disabled(
-      "KNOWN BUG (issue #20, open): in .ci/run on 1a07fd8 a replicated kv key's history failed"
-          + " RegisterChecker after SIGKILL, restart, isolation and SIGSTOP of its servers and a"
-          + " leader SIGKILL (a read saw an older value than an acknowledged write); it passed in"
-          + " earlier runs. Run it with -Dtest=JepsenTest#withAMasterGroupAndTwoCopiesOfEverything"
-          + " while fixing; see docs/RESILIENCE.md 'How it is tested'.")
   void withAMasterGroupAndTwoCopiesOfEverything(Random random) throws Exception {
     run(
         new Spec(3, 3, 2, 2, Duration.ofSeconds(Integer.getInteger("ferrite.jepsen.seconds", 20))),

@@ -955,14 +955,19 @@ public final class KvService implements FerriteService {
               i,
               known.name(),
               to);
-          KvWrites.gated(
-              s,
-              () -> {
-                synchronized (s) {
+          // Under the requests' read side, as a RETIRE request: a log compaction never sees it
+          // half done.
+          requests.readLock().lock();
+          try {
+            KvWrites.gated(
+                s,
+                () -> {
                   s.retire(Math.max(0, to));
-                }
-                return null;
-              });
+                  return null;
+                });
+          } finally {
+            requests.readLock().unlock();
+          }
         }
       }
     }
