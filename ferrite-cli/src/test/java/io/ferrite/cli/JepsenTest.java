@@ -238,11 +238,18 @@ class JepsenTest extends HostsClusterTest {
 
   private void startServer(int i) throws Exception {
     String name = "s" + i;
-    // The master's block size: a server with another keeps its block keys off (BAD_RKEY).
+    // The master's block size: a server with another keeps its block keys off (BAD_RKEY). And
+    // its dead timeout: a server's kv lease (kv.lease auto) is half of its own.
     running.put(
         name,
         startServerOn(
-            hostOf.get(name), groupUri(spec.masters()), name, "256m", "0", "block.size=64k"));
+            hostOf.get(name),
+            groupUri(spec.masters()),
+            name,
+            "256m",
+            "0",
+            "block.size=64k",
+            "server.dead.timeout=2s"));
   }
 
   private void restart(String name) throws Exception {

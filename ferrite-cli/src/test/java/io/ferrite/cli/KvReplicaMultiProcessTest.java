@@ -168,7 +168,8 @@ class KvReplicaMultiProcessTest extends ProcessClusterTest {
     Map<String, Process> servers = new HashMap<>();
     FerriteClient admin = await("the master", this::client);
     for (String name : List.of("s1", "s2", "s3")) {
-      servers.put(name, startServer(name, "48m", "0"));
+      // The master's dead timeout on the servers too: their lease (kv.lease auto) is half of it.
+      servers.put(name, startServer(name, "48m", "0", "server.dead.timeout=1s"));
     }
     await("3 ALIVE servers", () -> alive(admin) == 3);
     TableOptions o =

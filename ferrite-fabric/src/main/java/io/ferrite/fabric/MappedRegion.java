@@ -369,6 +369,13 @@ public final class MappedRegion implements AutoCloseable {
     boolean valid();
   }
 
+  /**
+   * The words every refusal for a lapsed lease carries (this class's and a face's own, e.g. a kv
+   * shard's RPCs): a client tells "the server answered, but not now" from "the server cannot be
+   * reached" by them, both being {@link ErrorCode#UNAVAILABLE}.
+   */
+  public static final String LEASE_LAPSED = "lease lapsed";
+
   /** Null: no lease (the common case: one volatile read per op). */
   private volatile Lease lease;
 
@@ -398,8 +405,10 @@ public final class MappedRegion implements AutoCloseable {
       case UNAVAILABLE ->
           "region "
               + id
-              + " is not served now: its server's lease lapsed (it has not heard from the master"
-              + " lately, and may have been declared DEAD); ask the master where its data lives";
+              + " is not served now: its server's "
+              + LEASE_LAPSED
+              + " (it has not heard from the master lately, and may have been declared DEAD); ask"
+              + " the master where its data lives";
       default -> code.name();
     };
   }

@@ -29,9 +29,9 @@ public final class KvConfig implements ConfigKeys {
 
   /**
    * Server: how long after the master last acknowledged a heartbeat a server still serves its
-   * replicated shards (docs/KV.md "Leases"); {@code auto} is 4 heartbeat intervals, at most half of
-   * {@code server.dead.timeout}. Must be shorter than the master's {@code server.dead.timeout}:
-   * that is what makes a deposed primary stop serving before its backup is promoted.
+   * replicated shards (docs/KV.md "Leases"); {@code auto} is half of {@code server.dead.timeout}.
+   * Must be shorter than the master's {@code server.dead.timeout}: that is what makes a deposed
+   * primary stop serving before its backup is promoted.
    */
   public static final String LEASE = "kv.lease";
 
@@ -62,7 +62,7 @@ public final class KvConfig implements ConfigKeys {
             LEASE,
             "auto",
             "server: replicated shards are served only this long after the master last heard"
-                + " from the server (< server.dead.timeout); auto: 4 heartbeats, <= half of it"));
+                + " from the server (< server.dead.timeout); auto: half of it"));
   }
 
   @Override
@@ -75,17 +75,17 @@ public final class KvConfig implements ConfigKeys {
   }
 
   /**
-   * The kv lease ({@link #LEASE}): {@code auto} is 4 x {@code heartbeat.interval}, at most half of
-   * {@code server.dead.timeout}; a set value must be shorter than the dead timeout.
+   * The kv lease ({@link #LEASE}): {@code auto} is half of {@code server.dead.timeout}; a set value
+   * must be shorter than the dead timeout.
    */
   public static java.time.Duration lease(FerriteConfig cfg) {
     java.time.Duration dead = cfg.deadTimeout();
     String v = cfg.get(LEASE).trim();
     if (v.equals("auto")) {
-      // Four heartbeats (a renewal every heartbeat: three may be lost without a lapse), at most
-      // half the dead timeout. The server's own keys: the master's dead timeout must be longer.
-      java.time.Duration four = cfg.heartbeatInterval().multipliedBy(4);
-      return four.compareTo(dead.dividedBy(2)) < 0 ? four : dead.dividedBy(2);
+      // Half the dead timeout: heartbeats late by that much (a loaded machine) do not lapse it,
+      // and the other half is the margin over the master's dead check (the server's own key: the
+      // master's dead timeout must be at least as long).
+      return dead.dividedBy(2);
     }
     java.time.Duration d = cfg.getDuration(LEASE);
     if (d.compareTo(dead) >= 0) {

@@ -955,8 +955,22 @@ public final class KvTable {
       return false;
     }
     TableInfo now = info;
-    // Another primary already (the promotion happened), or a second complete copy to promote.
-    return now.servers()[shard] != t.servers()[shard] || now.copies(shard) > 1;
+    // Another primary already (the promotion happened), or a second complete copy to promote; or
+    // the server answered that its lease lapsed (docs/KV.md "Leases"): it serves again once the
+    // master hears from it, unless the master deposes it first. Both are worth the bounded wait.
+    return now.servers()[shard] != t.servers()[shard] || now.copies(shard) > 1 || leaseLapsed(e);
+  }
+
+  /**
+   * Whether {@code e} is a server's refusal to serve a replicated shard while its lease from the
+   * master lapsed ({@link io.ferrite.fabric.MappedRegion#LEASE_LAPSED}): it answered, so it is not
+   * gone, unlike a connection that failed with the same code.
+   */
+  static boolean leaseLapsed(FerriteException e) {
+    String m = e.getMessage();
+    return e.code() == ErrorCode.UNAVAILABLE
+        && m != null
+        && m.contains(io.ferrite.fabric.MappedRegion.LEASE_LAPSED);
   }
 
   /** Whether {@code e} says a replicated table's server could not be reached (never blocks). */

@@ -71,6 +71,30 @@ final class KvLease implements MappedRegion.Lease, AutoCloseable {
     return granted && System.nanoTime() - untilNanos < 0;
   }
 
+  /**
+   * What an UNAVAILABLE answer says of the lease: when it ran out, or that it was never granted.
+   */
+  @Override
+  public String toString() {
+    if (!granted) {
+      return "server "
+          + ctx.serverId()
+          + "'s kv "
+          + MappedRegion.LEASE_LAPSED
+          + " (not granted again yet: checking its copies with the master)";
+    }
+    long ago = (System.nanoTime() - untilNanos) / 1_000_000;
+    return "server "
+        + ctx.serverId()
+        + "'s kv "
+        + MappedRegion.LEASE_LAPSED
+        + ": it ran out "
+        + ago
+        + " ms ago (the master last acknowledged a heartbeat sent "
+        + (System.nanoTime() - renewedFrom) / 1_000_000
+        + " ms ago)";
+  }
+
   private void poll() {
     try {
       OptionalLong ack = ctx.masterAckSentNanos();

@@ -389,8 +389,10 @@ abstract class KvShard {
               + shard
               + " of table "
               + Long.toHexString(tableId)
-              + " is not served here now: this server's lease from the master lapsed (it may have"
-              + " been declared DEAD and the shard's backup promoted); ask the master");
+              + " is not served here now: "
+              + l
+              + " (it may have been declared DEAD and the shard's backup promoted); ask the"
+              + " master");
     }
   }
 
