@@ -104,12 +104,6 @@ class JepsenTest extends HostsClusterTest {
    * schedule SIGKILLs the leader), kv tables and Files with 2 copies of everything.
    */
   @Test
-  @org.junit.jupiter.api.Disabled(
-      "KNOWN BUG (issue #20, open): in .ci/run on 1a07fd8 a replicated kv key's history failed"
-          + " RegisterChecker after SIGKILL, restart, isolation and SIGSTOP of its servers and a"
-          + " leader SIGKILL (a read saw an older value than an acknowledged write); it passed in"
-          + " earlier runs. Run it with -Dtest=JepsenTest#withAMasterGroupAndTwoCopiesOfEverything"
-          + " while fixing; see docs/RESILIENCE.md 'How it is tested'.")
   void withAMasterGroupAndTwoCopiesOfEverything(Random random) throws Exception {
     run(
         new Spec(3, 3, 2, 2, Duration.ofSeconds(Integer.getInteger("ferrite.jepsen.seconds", 20))),
@@ -244,11 +238,18 @@ class JepsenTest extends HostsClusterTest {
 
   private void startServer(int i) throws Exception {
     String name = "s" + i;
-    // The master's block size: a server with another keeps its block keys off (BAD_RKEY).
+    // The master's block size: a server with another keeps its block keys off (BAD_RKEY). And
+    // its dead timeout: a server's kv lease (kv.lease auto) is half of its own.
     running.put(
         name,
         startServerOn(
-            hostOf.get(name), groupUri(spec.masters()), name, "256m", "0", "block.size=64k"));
+            hostOf.get(name),
+            groupUri(spec.masters()),
+            name,
+            "256m",
+            "0",
+            "block.size=64k",
+            "server.dead.timeout=2s"));
   }
 
   private void restart(String name) throws Exception {

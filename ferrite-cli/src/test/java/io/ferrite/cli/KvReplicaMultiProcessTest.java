@@ -151,4 +151,61 @@ class KvReplicaMultiProcessTest extends ProcessClusterTest {
       assertArrayEquals(b("value-" + i), last.get(b("key-" + i)), "acknowledged put " + i);
     }
   }
+
+  /**
+   * A primary paused (SIGSTOP) long enough to be declared DEAD is deposed: its backup is promoted
+   * and takes a newer write. When the old primary resumes, a reader whose cached layout still names
+   * it must not read the old value there (issue #20's Jepsen run: a resumed, deposed primary
+   * answered one-sided reads with old data and took writes). Its lease from the master lapsed while
+   * it was stopped (docs/KV.md "Leases"): it answers UNAVAILABLE, and after it heard from the
+   * master its copy is retired (MOVED), so the reader asks the master and reads the promoted copy.
+   * A writer with the same stale placement ends there too.
+   */
+  @Test
+  void aPausedPrimaryThatWasDeposedNeverAnswersWithOldData() throws Exception {
+    newCluster("kv-paused-mp", "ferrite-kv-paused-mp-");
+    startMaster("master", "server.dead.timeout=1s");
+    Map<String, Process> servers = new HashMap<>();
+    FerriteClient admin = await("the master", this::client);
+    for (String name : List.of("s1", "s2", "s3")) {
+      // The master's dead timeout on the servers too: their lease (kv.lease auto) is half of it.
+      servers.put(name, startServer(name, "48m", "0", "server.dead.timeout=1s"));
+    }
+    await("3 ALIVE servers", () -> alive(admin) == 3);
+    TableOptions o =
+        TableOptions.DEFAULTS
+            .withShards(1)
+            .withSlotsPerShard(1024)
+            .withExtents(1 << 20, 4)
+            .withLimits(64, 1024)
+            .withReplicas(2);
+    new KvClient(admin).createTable("paused", o);
+    KvTable stale = new KvClient(client()).table("paused");
+    stale.put(b("k"), b("v1"));
+    assertArrayEquals(b("v1"), stale.get(b("k")), "the reader caches the primary's layout");
+    int primary = stale.info().servers()[0];
+    String primaryName =
+        admin.refreshMembers().stream()
+            .filter(m -> m.serverId() == primary)
+            .map(MemberInfo::name)
+            .findFirst()
+            .orElseThrow();
+    Process paused = servers.get(primaryName);
+    NetHosts.signal(paused, "STOP");
+    try {
+      await(
+          "the backup promoted",
+          () -> new KvClient(admin).table("paused").info().servers()[0] != primary);
+      new KvClient(client()).table("paused").put(b("k"), b("v2")); // at the promoted backup
+    } finally {
+      NetHosts.signal(paused, "CONT");
+    }
+    // The stale handle has never heard of the promotion: its layout names the resumed server.
+    assertArrayEquals(
+        b("v2"), stale.get(b("k")), "a read after the acknowledged v2 reads v2\n" + logs());
+    stale.put(b("k"), b("v3"));
+    assertArrayEquals(b("v3"), new KvClient(client()).table("paused").get(b("k")));
+    assertArrayEquals(b("v3"), stale.get(b("k")));
+    assertNotEquals(primary, stale.info().servers()[0], "the stale handle found the promotion");
+  }
 }

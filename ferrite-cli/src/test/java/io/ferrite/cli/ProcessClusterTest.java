@@ -66,6 +66,11 @@ abstract class ProcessClusterTest {
    * cleans.
    */
   Process startServer(String name, String dram, String disk) throws IOException {
+    return startServer(name, dram, disk, new String[0]);
+  }
+
+  /** As above, with the config keys {@code sets} ({@code key=value}) too. */
+  Process startServer(String name, String dram, String disk, String... sets) throws IOException {
     List<String> args =
         new ArrayList<>(
             List.of(
@@ -84,7 +89,9 @@ abstract class ProcessClusterTest {
                 dram,
                 "--disk",
                 disk));
-    return start(name, withSets(args, "region.size=16m"));
+    String[] all = java.util.Arrays.copyOf(sets, sets.length + 1);
+    all[sets.length] = "region.size=16m";
+    return start(name, withSets(args, all));
   }
 
   String[] withSets(List<String> args, String... sets) {

@@ -311,6 +311,10 @@ public final class MappedRegion implements AutoCloseable {
     if (closed) {
       return ErrorCode.NO_SUCH_REGION;
     }
+    Lease l = lease;
+    if (l != null && !l.valid()) {
+      return ErrorCode.UNAVAILABLE;
+    }
     if (presentedKey == 0) {
       return ErrorCode.BAD_RKEY;
     }
@@ -353,6 +357,33 @@ public final class MappedRegion implements AutoCloseable {
     return ErrorCode.OK;
   }
 
+  /**
+   * What a region is served under, besides its keys: while {@link #valid} is false every one-sided
+   * op on it fails with {@link ErrorCode#UNAVAILABLE} (checked by {@link #check}, on every fabric
+   * that serves the op: not by a same-host client's own mapping of the file). A kv server hangs its
+   * replicated shards' regions on its lease from the master (docs/KV.md "Leases"), so a primary
+   * that was paused or cut off and then deposed never answers a reader with old data.
+   */
+  public interface Lease {
+    /** Whether ops may be served now. Called on every op: a volatile read and a clock read. */
+    boolean valid();
+  }
+
+  /**
+   * The words every refusal for a lapsed lease carries (this class's and a face's own, e.g. a kv
+   * shard's RPCs): a client tells "the server answered, but not now" from "the server cannot be
+   * reached" by them, both being {@link ErrorCode#UNAVAILABLE}.
+   */
+  public static final String LEASE_LAPSED = "lease lapsed";
+
+  /** Null: no lease (the common case: one volatile read per op). */
+  private volatile Lease lease;
+
+  /** Serves ops on this region only while {@code l} is valid (null: always). */
+  public void lease(Lease l) {
+    lease = l;
+  }
+
   /** Describes a failed {@link #check}, saying what was expected. */
   public String describe(ErrorCode code, long offset, long len) {
     return switch (code) {
@@ -371,6 +402,13 @@ public final class MappedRegion implements AutoCloseable {
               + ")";
       case MISALIGNED -> "offset: " + offset + " (expected: a multiple of 8 for an atomic)";
       case NO_SUCH_REGION -> "region " + id + " is closed";
+      case UNAVAILABLE ->
+          "region "
+              + id
+              + " is not served now: its server's "
+              + LEASE_LAPSED
+              + " (it has not heard from the master lately, and may have been declared DEAD); ask"
+              + " the master where its data lives";
       default -> code.name();
     };
   }

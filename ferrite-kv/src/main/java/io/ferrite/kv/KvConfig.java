@@ -27,6 +27,14 @@ public final class KvConfig implements ConfigKeys {
    */
   public static final String REPAIR_PERIOD = "kv.repair.period";
 
+  /**
+   * Server: how long after the master last acknowledged a heartbeat a server still serves its
+   * replicated shards (docs/KV.md "Leases"); {@code auto} is half of {@code server.dead.timeout}.
+   * Must be shorter than the master's {@code server.dead.timeout}: that is what makes a deposed
+   * primary stop serving before its backup is promoted.
+   */
+  public static final String LEASE = "kv.lease";
+
   /** For {@link java.util.ServiceLoader}. */
   public KvConfig() {}
 
@@ -49,7 +57,12 @@ public final class KvConfig implements ConfigKeys {
             REPAIR_PERIOD,
             "1s",
             "master: how often replicated shards short of copies are looked for and copied"
-                + " again (also at once after a failover); 0 off"));
+                + " again (also at once after a failover); 0 off"),
+        new Key(
+            LEASE,
+            "auto",
+            "server: replicated shards are served only this long after the master last heard"
+                + " from the server (< server.dead.timeout); auto: half of it"));
   }
 
   @Override
@@ -58,6 +71,35 @@ public final class KvConfig implements ConfigKeys {
     extentHints(cfg);
     cfg.getBoolean(INLINE_WRITES);
     repairPeriod(cfg);
+    lease(cfg);
+  }
+
+  /**
+   * The kv lease ({@link #LEASE}): {@code auto} is half of {@code server.dead.timeout}; a set value
+   * must be shorter than the dead timeout.
+   */
+  public static java.time.Duration lease(FerriteConfig cfg) {
+    java.time.Duration dead = cfg.deadTimeout();
+    String v = cfg.get(LEASE).trim();
+    if (v.equals("auto")) {
+      // Half the dead timeout: heartbeats late by that much (a loaded machine) do not lapse it,
+      // and the other half is the margin over the master's dead check (the server's own key: the
+      // master's dead timeout must be at least as long).
+      return dead.dividedBy(2);
+    }
+    java.time.Duration d = cfg.getDuration(LEASE);
+    if (d.compareTo(dead) >= 0) {
+      throw new IllegalArgumentException(
+          LEASE
+              + ": "
+              + v
+              + " (expected: auto, or shorter than "
+              + FerriteConfig.DEAD_TIMEOUT
+              + " "
+              + dead.toMillis()
+              + "ms)");
+    }
+    return d;
   }
 
   /** The automatic repair's period; zero when it is off. */

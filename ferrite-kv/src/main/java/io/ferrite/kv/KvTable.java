@@ -928,12 +928,54 @@ public final class KvTable {
   }
 
   /**
-   * Whether a write to {@code shard}'s primary that failed with {@code e} should wait for a
-   * failover: the table is replicated and the error says the server could not be reached.
+   * Whether an operation on {@code shard}'s primary that failed with {@code e} should wait for a
+   * failover: the table is replicated, the error says the server could not be reached, and the
+   * shard has another complete copy to promote.
+   *
+   * <p>The handle's {@code t} may be stale about that last point: a repair's {@code END_COPY} turns
+   * a copy being filled into a full backup and bumps the placement version, but nothing tells a
+   * writer that already fetched the table while the copy was being filled (the repair's fence only
+   * refuses writers older than its {@code ADD_COPY}). So a handle that sees one complete copy asks
+   * the master once before it gives up: a second server death after a repair would otherwise fail
+   * every write at once, for good (issue #20, "p50 over 5 kills"). Blocks on that fetch; it costs
+   * one master call per failed operation on a shard with a single copy, whose primary is
+   * unreachable anyway.
    */
-  private static boolean failover(TableInfo t, int shard, FerriteException e) {
+  private boolean failover(TableInfo t, int shard, FerriteException e) {
+    if (!unreachable(t, e)) {
+      return false;
+    }
+    if (t.copies(shard) > 1) {
+      return true;
+    }
+    try {
+      refresh(t);
+    } catch (FerriteException master) {
+      e.addSuppressed(master); // the master cannot say either: the caller fails with e
+      return false;
+    }
+    TableInfo now = info;
+    // Another primary already (the promotion happened), or a second complete copy to promote; or
+    // the server answered that its lease lapsed (docs/KV.md "Leases"): it serves again once the
+    // master hears from it, unless the master deposes it first. Both are worth the bounded wait.
+    return now.servers()[shard] != t.servers()[shard] || now.copies(shard) > 1 || leaseLapsed(e);
+  }
+
+  /**
+   * Whether {@code e} is a server's refusal to serve a replicated shard while its lease from the
+   * master lapsed ({@link io.ferrite.fabric.MappedRegion#LEASE_LAPSED}): it answered, so it is not
+   * gone, unlike a connection that failed with the same code.
+   */
+  static boolean leaseLapsed(FerriteException e) {
+    String m = e.getMessage();
+    return e.code() == ErrorCode.UNAVAILABLE
+        && m != null
+        && m.contains(io.ferrite.fabric.MappedRegion.LEASE_LAPSED);
+  }
+
+  /** Whether {@code e} says a replicated table's server could not be reached (never blocks). */
+  private static boolean unreachable(TableInfo t, FerriteException e) {
     return t.options().replicas() > 1
-        && t.copies(shard) > 1
         && (e.code() == ErrorCode.UNAVAILABLE
             || e.code() == ErrorCode.TIMEOUT
             || e.code() == ErrorCode.DROPPED);
@@ -1012,7 +1054,9 @@ public final class KvTable {
                 return CompletableFuture.completedFuture(applied(b, server));
               }
               FerriteException e = FerriteException.unwrap(err);
-              if (!redoable(e) && !failover(t, shard, e)) {
+              // Not failover(): it may fetch the table, and this is a fabric thread. The retry
+              // thread's writeRpc decides, as a blocking put does.
+              if (!redoable(e) && !unreachable(t, e)) {
                 return CompletableFuture.<Applied>failedFuture(e);
               }
               return CompletableFuture.supplyAsync(() -> written(shard, opcode, body), RETRIES);

@@ -328,6 +328,8 @@ final class MasterService implements RpcHandler {
         int assigned = state.register(id, name, host, addresses, regions, incarnation);
         w.i32(assigned).i64(state.blockSize()).i32(state.heartbeatMillis());
         MasterProtocol.writeGenerations(w, state.generations(assigned));
+        // Last (absent from an older master): the server's leases must be shorter than this.
+        w.i32((int) Math.min(Integer.MAX_VALUE, state.deadTimeoutMillis()));
       }
       case MasterProtocol.HEARTBEAT -> {
         int id = r.i32("serverId");

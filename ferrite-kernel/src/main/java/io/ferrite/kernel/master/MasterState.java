@@ -253,6 +253,11 @@ public final class MasterState {
     return out;
   }
 
+  /** How long a server may go unheard before it is declared DEAD ({@code server.dead.timeout}). */
+  public long deadTimeoutMillis() {
+    return deadTimeoutMillis;
+  }
+
   public int heartbeatMillis() {
     return heartbeatMillis;
   }

@@ -19,10 +19,13 @@ import java.util.TreeMap;
  *                               | regionCount i32 | { REGION }* | incarnation u64
  *                    master  <- serverId i32 | blockSize u64 | heartbeatMillis i32
  *                               | regionCount i32 | { regionId i32 | count i32 | { generation i32 }* }*
+ *                               | deadTimeoutMillis i32
  *                    (incarnation: random per server process, never 0; absent = 0 = unknown,
  *                    from an older server. The generations of every block of the server's
  *                    block-pool regions: the server installs their keys, BlockKeyMint, before it
- *                    honours any block key; absent from an older master)
+ *                    honours any block key; absent from an older master. deadTimeoutMillis: the
+ *                    master's server.dead.timeout, which a server's leases stay under; absent = 0
+ *                    = unknown, from an older master)
  * HEARTBEAT (2)      server  -> serverId i32                      master <- (empty)
  *                    NOT_FOUND: unknown or DEAD server: register again
  * ADD_REGION (3)     server  -> serverId i32 | REGION             master <- (empty)

@@ -42,7 +42,11 @@ public final class MasterStub {
    * @param generations block generations by region id (empty from an older master)
    */
   public record Registration(
-      int serverId, long blockSize, int heartbeatMillis, Map<Integer, int[]> generations) {}
+      int serverId,
+      long blockSize,
+      int heartbeatMillis,
+      Map<Integer, int[]> generations,
+      int deadTimeoutMillis) {}
 
   public Registration register(
       int serverId,
@@ -76,7 +80,8 @@ public final class MasterStub {
     long blockSize = r.i64("blockSize");
     int heartbeat = r.i32("heartbeatMillis");
     Map<Integer, int[]> gens = r.remaining() > 0 ? MasterProtocol.readGenerations(r) : Map.of();
-    return new Registration(id, blockSize, heartbeat, gens);
+    int deadTimeout = r.remaining() >= 4 ? r.i32("deadTimeoutMillis") : 0;
+    return new Registration(id, blockSize, heartbeat, gens, deadTimeout);
   }
 
   public void heartbeat(int serverId) {

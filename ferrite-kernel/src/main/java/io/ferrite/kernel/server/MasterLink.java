@@ -181,7 +181,10 @@ final class MasterLink implements AutoCloseable {
     while (!closed) {
       try {
         if (!registered) {
-          int id = register.apply(connect());
+          MasterStub m = connect();
+          long sent = System.nanoTime();
+          int id = register.apply(m);
+          acked(sent);
           onRegistered.accept(id);
           registered = true;
           masterTakesLoad = true; // perhaps another master now
@@ -196,7 +199,9 @@ final class MasterLink implements AutoCloseable {
         if (closed) {
           return;
         }
+        long sent = System.nanoTime();
         heartbeat(stub());
+        acked(sent);
         pauses.reset();
       } catch (FerriteException e) {
         if (closed) {
@@ -234,6 +239,30 @@ final class MasterLink implements AutoCloseable {
         sleep(BACKOFF.delayMillis(Integer.MAX_VALUE));
       }
     }
+  }
+
+  /**
+   * When (System.nanoTime()) the newest registration or heartbeat the master acknowledged was sent,
+   * valid once {@link #acked} is true: the master heard from this server after that instant, so it
+   * cannot declare it DEAD before {@code server.dead.timeout} has passed since (a face's lease,
+   * docs/KV.md "Leases"). Written by the link's thread (and the first registration's caller), one
+   * at a time; only ever moves forward.
+   */
+  private volatile long ackSentNanos;
+
+  private volatile boolean everAcked;
+
+  /** Notes that the master acknowledged a request sent at {@code sentNanos}. */
+  void acked(long sentNanos) {
+    if (!everAcked || sentNanos - ackSentNanos > 0) {
+      ackSentNanos = sentNanos; // before the flag: a reader that sees the flag sees a real time
+      everAcked = true;
+    }
+  }
+
+  /** {@link #ackSentNanos}, or empty before the first acknowledgement. */
+  java.util.OptionalLong lastAckSentNanos() {
+    return everAcked ? java.util.OptionalLong.of(ackSentNanos) : java.util.OptionalLong.empty();
   }
 
   private volatile int idForHeartbeat;

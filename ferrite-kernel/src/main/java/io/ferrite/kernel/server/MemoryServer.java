@@ -75,6 +75,10 @@ public final class MemoryServer implements AutoCloseable {
   /** The links to master groups 1.. (docs/RESILIENCE.md, "Master groups"); empty for one group. */
   private final List<MasterLink> groupLinks = new ArrayList<>();
 
+  /** The shortest dead timeout a master group told at registration; MAX_VALUE: none yet. */
+  private final java.util.concurrent.atomic.AtomicLong masterDeadTimeoutMillis =
+      new java.util.concurrent.atomic.AtomicLong(Long.MAX_VALUE);
+
   /** Which group owns each region (one group: all of them group 0's). */
   private RegionGroups regionGroups;
 
@@ -373,7 +377,13 @@ public final class MemoryServer implements AutoCloseable {
       addresses.put(f.name(), Advertised.address(fsrv.address(), masterAddress));
       io.ferrite.kernel.ops.FabricMeters.bind(metrics, f.name(), fsrv.counters());
     }
-    link.callWithRetry(m -> register(m, 0));
+    link.callWithRetry(
+        m -> {
+          long sent = System.nanoTime();
+          int registered = register(m, 0);
+          link.acked(sent);
+          return registered;
+        });
     link.load(this::load);
     link.start("ferrite-server-" + name + "-master");
     for (int g = 0; g < groupLinks.size(); g++) {
@@ -460,6 +470,9 @@ public final class MemoryServer implements AutoCloseable {
     // Before any block key works: the current generation of every block (a restarted server's
     // tables are all zeros until now).
     grants.install(r.serverId(), r.generations());
+    if (r.deadTimeoutMillis() > 0) {
+      masterDeadTimeoutMillis.accumulateAndGet(r.deadTimeoutMillis(), Math::min);
+    }
     if (r.blockSize() != cfg.blockSize()) {
       LOG.log(
           System.Logger.Level.WARNING,
@@ -813,6 +826,31 @@ public final class MemoryServer implements AutoCloseable {
                 + " group(s): restart it with the cluster's URI");
       }
       return Math.max(g, 0);
+    }
+
+    @Override
+    public java.util.OptionalLong masterDeadTimeoutMillis() {
+      long t = MemoryServer.this.masterDeadTimeoutMillis.get();
+      return t == Long.MAX_VALUE ? java.util.OptionalLong.empty() : java.util.OptionalLong.of(t);
+    }
+
+    @Override
+    public java.util.OptionalLong masterAckSentNanos() {
+      // With several master groups each declares this server DEAD on its own (a group-1 table's
+      // backup is promoted by group 1): a lease counts from the OLDEST of the groups' newest
+      // acknowledgements, so it lapses as soon as any group may have given up on this server.
+      java.util.OptionalLong oldest = link.lastAckSentNanos();
+      // (groupLinks is filled in the constructor and never changes.)
+      for (MasterLink g : groupLinks) {
+        java.util.OptionalLong a = g.lastAckSentNanos();
+        if (oldest.isEmpty() || a.isEmpty()) {
+          return java.util.OptionalLong.empty();
+        }
+        if (a.getAsLong() - oldest.getAsLong() < 0) {
+          oldest = a;
+        }
+      }
+      return oldest;
     }
 
     @Override

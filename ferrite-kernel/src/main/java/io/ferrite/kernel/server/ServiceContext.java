@@ -95,6 +95,28 @@ public interface ServiceContext {
   }
 
   /**
+   * When (System.nanoTime()) this server sent the newest registration or heartbeat its master
+   * acknowledged, or empty before the first; with several master groups, the oldest of the groups'
+   * newest (each group declares the server DEAD on its own), empty until every group acknowledged
+   * one. No master can have declared this server DEAD before {@code server.dead.timeout} after that
+   * instant: a face that must never serve after being declared DEAD (kv replicated shards,
+   * docs/KV.md "Leases") serves only within a lease shorter than that, counted from here.
+   */
+  default java.util.OptionalLong masterAckSentNanos() {
+    return java.util.OptionalLong.empty();
+  }
+
+  /**
+   * The shortest {@code server.dead.timeout} (ms) a master of this server told it at registration,
+   * or empty before one did (or from an older master): a face's lease derived from its own
+   * configuration is cut to stay under it (a master configured with a shorter timeout than its
+   * servers would otherwise promote a backup while the deposed copy still holds a lease).
+   */
+  default java.util.OptionalLong masterDeadTimeoutMillis() {
+    return java.util.OptionalLong.empty();
+  }
+
+  /**
    * The master, over the server's current connection.
    *
    * @throws io.ferrite.fabric.FerriteException UNAVAILABLE while the server is reconnecting

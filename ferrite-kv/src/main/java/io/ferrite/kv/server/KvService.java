@@ -100,9 +100,15 @@ public final class KvService implements FerriteService {
     return "kv";
   }
 
+  /** This server's lease from the master, which replicated shards serve under (docs/KV.md). */
+  private KvLease lease;
+
   @Override
   public void start(ServiceContext ctx) {
     this.context = ctx;
+    // Before the replay: shards of durable replicated tables come back under the lease, and serve
+    // only once it checked them against the directory (they may have been moved away meanwhile).
+    this.lease = new KvLease(ctx, KvConfig.lease(ctx.config()), this::verifyCopies);
     java.util.function.Consumer<KvService> started = testStarted;
     if (started != null) {
       started.accept(this);
@@ -155,6 +161,9 @@ public final class KvService implements FerriteService {
 
   @Override
   public void stop() {
+    if (lease != null) {
+      lease.close();
+    }
     if (syncer != null) {
       syncer.shutdownNow();
       try {
@@ -530,6 +539,7 @@ public final class KvService implements FerriteService {
         KvShard s = shard(r);
         r.end();
         s.checkNotRetired();
+        s.checkLeased();
         s.layout().write(w);
       }
       case KvProtocol.GET -> {
@@ -537,6 +547,7 @@ public final class KvService implements FerriteService {
         byte[] key = r.bytes("key");
         r.end();
         s.checkNotRetired();
+        s.checkLeased();
         byte[] v = s.get(key);
         w.u8(v == null ? KvProtocol.MISSING : KvProtocol.FOUND).bytes(v == null ? new byte[0] : v);
       }
@@ -843,8 +854,11 @@ public final class KvService implements FerriteService {
 
   private KvShard create(TableInfo t, int shard) {
     ServiceContext ctx = context;
-    KvShard s = newShard(ctx, t, shard, groupOf(t));
+    // A replicated shard, and every region it makes, serves only under the lease (KvLease).
+    KvLease l = t.options().replicas() > 1 ? lease : null;
+    KvShard s = newShard(ctx, t, shard, groupOf(t), l);
     s.table = t;
+    s.lease = l;
     return s;
   }
 
@@ -868,7 +882,8 @@ public final class KvService implements FerriteService {
     return rec.i32(shard).i32(group).toArray();
   }
 
-  private static KvShard newShard(ServiceContext ctx, TableInfo t, int shard, int group) {
+  private static KvShard newShard(
+      ServiceContext ctx, TableInfo t, int shard, int group, KvLease lease) {
     long extentBytes = (t.options().extentRegionBytes() + 7L) & ~7L;
     // The regions made while the shard is built (its first extent region, then its table): if a
     // later one is refused (NO_SPACE: the capacity is full), the earlier ones are given back
@@ -877,6 +892,7 @@ public final class KvService implements FerriteService {
         new java.util.concurrent.atomic.AtomicReference<>(new ArrayList<>());
     java.util.function.UnaryOperator<MappedRegion> track =
         r -> {
+          r.lease(lease); // before any client can learn of the region (null: none)
           List<MappedRegion> b = building.get();
           if (b != null) {
             b.add(r);
@@ -914,6 +930,89 @@ public final class KvService implements FerriteService {
     building.set(null);
     s.onFree(ctx::freeRegion);
     return s;
+  }
+
+  /**
+   * Before the lease is granted again after it lapsed (or first granted after a start): the master
+   * may have declared this server DEAD meanwhile, promoted the backups of the shards it was the
+   * primary of and dropped it from every backup list. So each replicated copy held here is checked
+   * against the directory (one GET_TABLE per table), and a copy the table no longer lists here is
+   * retired: poisoned for one-sided readers, MOVED for writers, who then ask the master. A copy
+   * still listed (a primary whose shard had no complete backup to promote) serves on. Runs on the
+   * lease's thread; throws if the master cannot answer (the lease stays lapsed; tried again).
+   */
+  private void verifyCopies() {
+    Map<Long, List<KvShard>> byTable = new java.util.HashMap<>();
+    for (KvShard s : shards.values()) {
+      if (s.seqs != null && s.table != null && s.moveState() != 2) {
+        byTable.computeIfAbsent(s.tableId(), k -> new ArrayList<>()).add(s);
+      }
+    }
+    int me = context.serverId();
+    for (List<KvShard> held : byTable.values()) {
+      TableInfo known = held.get(0).table;
+      TableInfo now;
+      try {
+        Wire.Reader r =
+            new Wire.Reader(
+                context
+                    .master()
+                    .callSync(
+                        null,
+                        KvProtocol.MASTER_SERVICE,
+                        KvProtocol.GET_TABLE,
+                        new Wire.Writer().str(known.name()).toBuffer()),
+                "kv table");
+        now = TableInfo.read(r);
+      } catch (FerriteException e) {
+        if (e.code() != ErrorCode.NOT_FOUND) {
+          throw e;
+        }
+        now = null; // dropped: nothing here is a copy of it any more
+      }
+      for (KvShard s : held) {
+        int i = s.shard();
+        boolean listed = now != null && now.tableId() == s.tableId() && holds(now, i, me);
+        if (!listed) {
+          int to = now != null && now.tableId() == s.tableId() ? now.servers()[i] : -1;
+          LOG.log(
+              System.Logger.Level.WARNING,
+              "kv: shard {0} of table {1} is no longer a copy here (the master moved it while this"
+                  + " server was silent: now at server {2}); retired",
+              i,
+              known.name(),
+              to);
+          // Under the requests' read side, as a RETIRE request: a log compaction never sees it
+          // half done.
+          requests.readLock().lock();
+          try {
+            KvWrites.gated(
+                s,
+                () -> {
+                  s.retire(Math.max(0, to));
+                  return null;
+                });
+          } finally {
+            requests.readLock().unlock();
+          }
+        }
+      }
+    }
+  }
+
+  /**
+   * Whether {@code t} lists server {@code me} as a copy of {@code shard} (full or being filled).
+   */
+  private static boolean holds(TableInfo t, int shard, int me) {
+    if (t.servers()[shard] == me) {
+      return true;
+    }
+    for (int b : t.backupsOf(shard)) {
+      if (TableInfo.copyServer(b) == me) {
+        return true;
+      }
+    }
+    return false;
   }
 
   /** For tests: the number of shards hosted here. */

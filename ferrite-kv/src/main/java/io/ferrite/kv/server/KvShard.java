@@ -359,6 +359,7 @@ abstract class KvShard {
    */
   final synchronized void checkWritable() {
     checkNotRetired();
+    checkLeased();
     if (frozenToken != 0) {
       if (System.nanoTime() - frozenUntilNanos < 0) {
         throw new FerriteException(
@@ -367,6 +368,31 @@ abstract class KvShard {
       }
       frozenToken = 0;
       frozenPairs = null;
+    }
+  }
+
+  /**
+   * The server's lease from the master, for a replicated shard (null: none). While it is not valid
+   * the shard serves nothing (its regions' one-sided ops neither: they hang on the same lease), so
+   * a primary that was paused or cut off long enough to be deposed never answers with old data
+   * (docs/KV.md "Leases"). Set once, before the shard is reachable.
+   */
+  volatile io.ferrite.fabric.MappedRegion.Lease lease;
+
+  /** Throws UNAVAILABLE (retryable: the client asks the master) unless the lease is valid. */
+  final void checkLeased() {
+    io.ferrite.fabric.MappedRegion.Lease l = lease;
+    if (l != null && !l.valid()) {
+      throw new FerriteException(
+          ErrorCode.UNAVAILABLE,
+          "shard "
+              + shard
+              + " of table "
+              + Long.toHexString(tableId)
+              + " is not served here now: "
+              + l
+              + " (it may have been declared DEAD and the shard's backup promoted); ask the"
+              + " master");
     }
   }
 
