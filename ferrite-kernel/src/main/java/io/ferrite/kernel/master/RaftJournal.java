@@ -15,6 +15,7 @@ import java.util.function.Consumer;
 import java.util.function.Supplier;
 import org.apache.ratis.protocol.ClientId;
 import org.apache.ratis.protocol.Message;
+import org.apache.ratis.protocol.RaftClientAsynchronousProtocol;
 import org.apache.ratis.protocol.RaftClientReply;
 import org.apache.ratis.protocol.RaftClientRequest;
 import org.apache.ratis.protocol.RaftGroupId;
@@ -40,13 +41,14 @@ import org.apache.ratis.thirdparty.com.google.protobuf.UnsafeByteOperations;
  *
  * <p><b>Batching, like {@link GroupCommit}.</b> {@link #append} (under the metadata lock) only
  * queues the record; one submitter thread ({@code ferrite-master-raft-submit}) takes everything
- * queued and submits it as one entry, then the next batch. Submitting is not cheap: Ratis hands
- * each request to its client executor and waits for that thread to append it to the leader's log (a
- * thread hand-off and a join per entry), which, when it was done under the metadata lock for every
- * mutation, bounded the leader to one mutation per hand-off (measured 0.8 to 2.3 ms each on a
- * loaded 2-core machine). Now the lock is held only to queue, the records that arrive during one
- * submission go in the next entry, and Raft's per-entry costs (appender, log worker, the commit
- * reply) are paid once per batch. One thread submits, so entries reach the log in LSN order.
+ * queued and submits it as one entry, then the next batch, with at most {@link #MAX_IN_FLIGHT}
+ * entries not yet answered by Raft (the records that arrive meanwhile wait and go together).
+ * Submitting appends the entry to the leader's log on the submitter thread ({@link #submitTo}).
+ * When that was done under the metadata lock for every mutation (and through Ratis's client
+ * executor), it bounded the leader to one mutation per hand-off (measured 0.8 to 2.3 ms each on a
+ * loaded 2-core machine). Now the lock is held only to queue, and Raft's per-entry costs (log
+ * write, apply, the commit reply, on every master) are paid once per batch. One thread submits, so
+ * entries reach the log in LSN order.
  *
  * <p>{@link #durableLsn} is the longest prefix of LSNs whose entries Raft committed and applied.
  * Replies come back on Ratis threads, possibly out of order; the prefix is what counts. A
@@ -70,7 +72,29 @@ final class RaftJournal implements Durability, AutoCloseable {
    */
   static final int BATCH_BYTES = 512 << 10;
 
-  private final RaftServer server;
+  /**
+   * At most this many entries are submitted and not yet answered by Raft; records that arrive
+   * meanwhile wait in {@link #queued} and go together in the next entry. Without a bound the
+   * submitter sent whatever was queued the moment the previous submission returned (5 to 7 records
+   * an entry with 16 concurrent mutators), and Raft pays per entry on every master (a log write, an
+   * apply, a pending-request reply, its metrics), while its appender sends everything appended
+   * since its last AppendEntries in one RPC anyway (one RPC in flight per follower with Ratis's
+   * NETTY appender), so entries beyond the first two wait for that RPC whether submitted or queued.
+   * Two, not one: the second entry is in the leader's log when the first one's RPC returns, so the
+   * next RPC leaves at once instead of after the first entry's commit reaches this journal.
+   */
+  static final int MAX_IN_FLIGHT = 2;
+
+  /**
+   * Hands one entry to Raft: returns once it is in the leader's log (or throws: not submitted); the
+   * future completes when Raft committed and applied it, or failed to.
+   */
+  @FunctionalInterface
+  interface RaftSubmit {
+    CompletableFuture<RaftClientReply> submit(RaftClientRequest request) throws IOException;
+  }
+
+  private final RaftSubmit raft;
   private final RaftGroupId group;
   private final RaftPeerId self;
   private final ClientId client = ClientId.randomId();
@@ -102,6 +126,9 @@ final class RaftJournal implements Durability, AutoCloseable {
   /** LSN of the first record in {@link #queued}; guarded by {@link #queued}. */
   private long queuedFrom = 1;
 
+  /** Entries submitted whose reply has not come back; guarded by {@link #queued}. */
+  private int inFlight;
+
   /** Set (under {@link #queued}) when the submitter must stop: failed or closed. */
   private boolean stopped;
 
@@ -124,7 +151,18 @@ final class RaftJournal implements Durability, AutoCloseable {
       long stint,
       Supplier<String> notLeader,
       Consumer<FerriteException> onFailure) {
-    this.server = server;
+    this(submitTo(server, group), group, self, stint, notLeader, onFailure);
+  }
+
+  /** With {@code raft} in the place of the local Raft server (tests). */
+  RaftJournal(
+      RaftSubmit raft,
+      RaftGroupId group,
+      RaftPeerId self,
+      long stint,
+      Supplier<String> notLeader,
+      Consumer<FerriteException> onFailure) {
+    this.raft = raft;
     this.group = group;
     this.self = self;
     this.stint = stint;
@@ -135,8 +173,33 @@ final class RaftJournal implements Durability, AutoCloseable {
     submitter.start();
   }
 
+  /**
+   * Submission to the leader's division itself: Ratis's division (RaftServerImpl in 3.3.0)
+   * implements the asynchronous client protocol and appends a request on the caller's thread, while
+   * the {@link RaftServer}'s entry point hands it to Ratis's client executor and waits for that
+   * thread to append it (a hand-off and a wake-up per entry: 2.3 ms median measured on a loaded
+   * 2-core machine). Either way the call returns once the entry is in the log. The server's entry
+   * point is the fallback should a Ratis version's division not implement the protocol.
+   */
+  private static RaftSubmit submitTo(RaftServer server, RaftGroupId group) {
+    RaftServer.Division d;
+    try {
+      d = server.getDivision(group);
+    } catch (IOException e) {
+      return server::submitClientRequestAsync; // its first submission fails, and says why
+    }
+    return d instanceof RaftClientAsynchronousProtocol p
+        ? p::submitClientRequestAsync
+        : server::submitClientRequestAsync;
+  }
+
   long stint() {
     return stint;
+  }
+
+  /** The submitter thread (tests: where it waits). */
+  Thread submitterThread() {
+    return submitter;
   }
 
   /** The entry of records {@code from..to} whose encoded groups are {@code bodies}. */
@@ -178,7 +241,8 @@ final class RaftJournal implements Durability, AutoCloseable {
       written++;
       queued.add(body);
       if (queued.size() == 1) {
-        queued.notifyAll(); // the submitter waits only on an empty queue
+        // The submitter waits on an empty queue, or for a free slot (settled wakes it for that).
+        queued.notifyAll();
       }
     }
   }
@@ -189,7 +253,7 @@ final class RaftJournal implements Durability, AutoCloseable {
     while (true) {
       long from;
       synchronized (queued) {
-        while (queued.isEmpty() && !stopped) {
+        while ((queued.isEmpty() || inFlight >= MAX_IN_FLIGHT) && !stopped) {
           try {
             queued.wait();
           } catch (InterruptedException e) {
@@ -208,6 +272,7 @@ final class RaftJournal implements Durability, AutoCloseable {
           batch.add(b);
         }
         queuedFrom = from + batch.size();
+        inFlight++;
       }
       if (!submit(from, batch)) {
         return;
@@ -229,10 +294,10 @@ final class RaftJournal implements Durability, AutoCloseable {
             .build();
     CompletableFuture<RaftClientReply> reply;
     try {
-      // Synchronous up to the leader's log append (Ratis's client executor appends under its
-      // server lock while this thread waits), so entries reach the Raft log in submission order,
-      // which is LSN order; the state machine checks it (MasterStateMachine.applyTransaction).
-      reply = server.submitClientRequestAsync(req);
+      // Synchronous up to the leader's log append (submitTo), so entries reach the Raft log in
+      // submission order, which is LSN order; the state machine checks it (MasterStateMachine.
+      // applyTransaction).
+      reply = raft.submit(req);
     } catch (IOException | RuntimeException e) {
       fail(
           new FerriteException(
@@ -249,6 +314,11 @@ final class RaftJournal implements Durability, AutoCloseable {
 
   private void settled(long from, long to, RaftClientReply reply, Throwable error) {
     if (error == null && reply.isSuccess()) {
+      synchronized (queued) {
+        if (inFlight-- == MAX_IN_FLIGHT && !queued.isEmpty()) {
+          queued.notifyAll(); // the submitter waits for this slot
+        }
+      }
       committed(from, to);
       return;
     }
