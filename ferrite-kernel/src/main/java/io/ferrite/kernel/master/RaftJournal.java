@@ -41,14 +41,12 @@ import org.apache.ratis.thirdparty.com.google.protobuf.UnsafeByteOperations;
  *
  * <p><b>Batching, like {@link GroupCommit}.</b> {@link #append} (under the metadata lock) only
  * queues the record; one submitter thread ({@code ferrite-master-raft-submit}) takes everything
- * queued and submits it as one entry, then the next batch, with at most {@link #MAX_IN_FLIGHT}
- * entries not yet answered by Raft (the records that arrive meanwhile wait and go together).
- * Submitting appends the entry to the leader's log on the submitter thread ({@link #submitTo}).
- * When that was done under the metadata lock for every mutation (and through Ratis's client
- * executor), it bounded the leader to one mutation per hand-off (measured 0.8 to 2.3 ms each on a
- * loaded 2-core machine). Now the lock is held only to queue, and Raft's per-entry costs (log
- * write, apply, the commit reply, on every master) are paid once per batch. One thread submits, so
- * entries reach the log in LSN order.
+ * queued and submits it as one entry, then the next batch. Submitting appends the entry to the
+ * leader's log on the submitter thread ({@link #submitTo}). When that was done under the metadata
+ * lock for every mutation (and through Ratis's client executor), it bounded the leader to one
+ * mutation per hand-off (measured 0.8 to 2.3 ms each on a loaded 2-core machine). Now the lock is
+ * held only to queue, and Raft's per-entry costs (log write, apply, the commit reply, on every
+ * master) are paid once per batch. One thread submits, so entries reach the log in LSN order.
  *
  * <p>{@link #durableLsn} is the longest prefix of LSNs whose entries Raft committed and applied.
  * Replies come back on Ratis threads, possibly out of order; the prefix is what counts. A
@@ -71,19 +69,6 @@ final class RaftJournal implements Durability, AutoCloseable {
    * below Ratis's appender buffer (4 MiB by default), which an entry must fit in.
    */
   static final int BATCH_BYTES = 512 << 10;
-
-  /**
-   * At most this many entries are submitted and not yet answered by Raft; records that arrive
-   * meanwhile wait in {@link #queued} and go together in the next entry. Without a bound the
-   * submitter sent whatever was queued the moment the previous submission returned (5 to 7 records
-   * an entry with 16 concurrent mutators), and Raft pays per entry on every master (a log write, an
-   * apply, a pending-request reply, its metrics), while its appender sends everything appended
-   * since its last AppendEntries in one RPC anyway (one RPC in flight per follower with Ratis's
-   * NETTY appender), so entries beyond the first two wait for that RPC whether submitted or queued.
-   * Two, not one: the second entry is in the leader's log when the first one's RPC returns, so the
-   * next RPC leaves at once instead of after the first entry's commit reaches this journal.
-   */
-  static final int MAX_IN_FLIGHT = 2;
 
   /**
    * Hands one entry to Raft: returns once it is in the leader's log (or throws: not submitted); the
@@ -125,9 +110,6 @@ final class RaftJournal implements Durability, AutoCloseable {
 
   /** LSN of the first record in {@link #queued}; guarded by {@link #queued}. */
   private long queuedFrom = 1;
-
-  /** Entries submitted whose reply has not come back; guarded by {@link #queued}. */
-  private int inFlight;
 
   /** Set (under {@link #queued}) when the submitter must stop: failed or closed. */
   private boolean stopped;
@@ -197,11 +179,6 @@ final class RaftJournal implements Durability, AutoCloseable {
     return stint;
   }
 
-  /** The submitter thread (tests: where it waits). */
-  Thread submitterThread() {
-    return submitter;
-  }
-
   /** The entry of records {@code from..to} whose encoded groups are {@code bodies}. */
   static byte[] entry(long stint, long from, List<byte[]> bodies) {
     int events = 0;
@@ -241,8 +218,7 @@ final class RaftJournal implements Durability, AutoCloseable {
       written++;
       queued.add(body);
       if (queued.size() == 1) {
-        // The submitter waits on an empty queue, or for a free slot (settled wakes it for that).
-        queued.notifyAll();
+        queued.notifyAll(); // the submitter waits only on an empty queue
       }
     }
   }
@@ -253,7 +229,7 @@ final class RaftJournal implements Durability, AutoCloseable {
     while (true) {
       long from;
       synchronized (queued) {
-        while ((queued.isEmpty() || inFlight >= MAX_IN_FLIGHT) && !stopped) {
+        while (queued.isEmpty() && !stopped) {
           try {
             queued.wait();
           } catch (InterruptedException e) {
@@ -272,7 +248,6 @@ final class RaftJournal implements Durability, AutoCloseable {
           batch.add(b);
         }
         queuedFrom = from + batch.size();
-        inFlight++;
       }
       if (!submit(from, batch)) {
         return;
@@ -314,11 +289,6 @@ final class RaftJournal implements Durability, AutoCloseable {
 
   private void settled(long from, long to, RaftClientReply reply, Throwable error) {
     if (error == null && reply.isSuccess()) {
-      synchronized (queued) {
-        if (inFlight-- == MAX_IN_FLIGHT && !queued.isEmpty()) {
-          queued.notifyAll(); // the submitter waits for this slot
-        }
-      }
       committed(from, to);
       return;
     }
