@@ -33,7 +33,8 @@ package io.ferrite.kv;
  *
  * <pre>
  * OPEN_SHARD  table, i32 shard                  -> layout    (creates it if absent; idempotent)
- * LAYOUT      i64 tableId, i32 shard            -> layout    (NOT_FOUND: open it first)
+ * LAYOUT      i64 tableId, i32 shard, i64 version -> layout (NOT_FOUND: open it first; MOVED:
+ *             a replicated shard whose fence is newer than the client's placement version)
  * PUT         i64 tableId, i32 shard, u8 mode, bytes key, bytes value, bytes expected -> u8 status
  * DELETE      i64 tableId, i32 shard, bytes key -> u8 status
  *             (a replicated table's shard answers u8 status, i64 seq: the write's sequence, 0 if
@@ -44,7 +45,8 @@ package io.ferrite.kv;
  *                         -> i32 n, n x (u8 status | u8 FAILED, u16 error code, str message)
  *                            (plain puts of the shards this server holds, each shard's pairs
  *                             applied in request order; a pair refused BUSY/MOVED changed nothing)
- * GET         i64 tableId, i32 shard, bytes key -> u8 status, bytes value  (the RPC baseline)
+ * GET         i64 tableId, i32 shard, bytes key, i64 version -> u8 status, bytes value  (the RPC
+ *             baseline; the version fenced as LAYOUT's)
  * STATS       i64 tableId, i32 shard            -> stats
  * DROP_SHARD  i64 tableId, i32 shard            -> -
  * PING        any bytes                         -> -         (the benchmark's RPC ceiling)
@@ -142,6 +144,17 @@ public final class KvProtocol {
    * write fence to {@code version} (writes of clients with an older placement answer MOVED).
    */
   public static final int COPY_PAGE = 20;
+
+  /**
+   * Server, only for servers and the operator: {@code table, i32 shard, i64 version -> layout}: as
+   * {@link #OPEN_SHARD}, for the copy a repair fills (docs/KV.md "Repairs"), {@code version} being
+   * the placement version ADD_COPY answered. The copy's fence is raised to it: a LAYOUT, GET or
+   * write that carries an older placement version answers MOVED. A client whose placement predates
+   * the death of the copy's server still names that server as the primary, and must never read the
+   * half-filled copy, nor later the complete backup it becomes, as if it were the primary; once it
+   * fetched the table it knows the server's role.
+   */
+  public static final int OPEN_COPY = 21;
 
   /**
    * Directory: {@code str name, i32 shard -> table, i64 version, i32 server}: adds a copy being

@@ -158,7 +158,9 @@ public final class KvReplicator {
       }
       Wire.Writer open = new Wire.Writer();
       t.write(open);
-      call(target, KvProtocol.OPEN_SHARD, open.i32(shard).toBuffer());
+      // OPEN_COPY: the copy's fence is the repair's placement version, so a client whose placement
+      // still names the target as it was before its death (a primary, say) never reads it.
+      call(target, KvProtocol.OPEN_COPY, open.i32(shard).i64(version).toBuffer());
       long afterHash = 0;
       byte[] afterKey = new byte[0];
       long pairs = 0;

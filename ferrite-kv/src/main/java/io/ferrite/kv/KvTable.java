@@ -388,7 +388,12 @@ public final class KvTable {
         int server = primary(t, shard);
         try {
           try {
-            l = readLayout(server, rpcTo(server, KvProtocol.LAYOUT, ids(shard).toBuffer()));
+            // With the placement version: a copy whose fence is newer (one a repair made after its
+            // server died: this placement may take it for the primary) answers MOVED.
+            l =
+                readLayout(
+                    server,
+                    rpcTo(server, KvProtocol.LAYOUT, ids(shard).i64(placementVersion).toBuffer()));
           } catch (FerriteException e) {
             if (failover(t, shard, e)) {
               // A replicated shard's primary is unreachable: wait for the master's failover.
@@ -670,7 +675,7 @@ public final class KvTable {
   public byte[] getViaRpc(byte[] key) {
     checkKey(key);
     int shard = shardOf(key);
-    ByteBuffer b = writeRpc(shard, KvProtocol.GET, ids(shard).bytes(key));
+    ByteBuffer b = writeRpc(shard, KvProtocol.GET, ids(shard).bytes(key).i64(placementVersion));
     Wire.Reader r = new Wire.Reader(b, "kv get");
     int status = r.u8("status");
     byte[] v = r.bytes("value");

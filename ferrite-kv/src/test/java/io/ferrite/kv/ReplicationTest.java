@@ -82,7 +82,13 @@ class ReplicationTest {
             server,
             KvProtocol.SERVER_SERVICE,
             KvProtocol.GET,
-            new Wire.Writer().i64(t.info().tableId()).i32(shard).bytes(key).toBuffer());
+            // The newest placement version there is: the test reads each copy as what it is.
+            new Wire.Writer()
+                .i64(t.info().tableId())
+                .i32(shard)
+                .bytes(key)
+                .i64(Long.MAX_VALUE)
+                .toBuffer());
     Wire.Reader r = new Wire.Reader(b, "get");
     int status = r.u8("status");
     byte[] v = r.bytes("value");
@@ -608,6 +614,66 @@ class ReplicationTest {
    * Shipped writes reach a copy in any order (concurrent writers ship after the primary answered
    * them): a copy applies one only if its sequence is newer than the key's, deletes included.
    */
+  /**
+   * A handle whose placement predates a primary's death still names that server as the shard's
+   * primary. Once the server is back and the repair made it a backup again, the handle must not
+   * read that copy as the primary (a half-filled copy misses keys; a complete backup can be behind
+   * the primary's in-flight writes): the copy's fence is the repair's placement version, so the
+   * handle's LAYOUT answers MOVED and it fetches the table. (Seen in .ci/run as a get answering
+   * null for a key every copy had: the stale handle read the copy being filled.)
+   */
+  @Test
+  void aHandleThatMissedAFailoverNeverReadsTheRepairedCopyAsItsPrimary() throws Exception {
+    start(2);
+    KvClient kv = new KvClient(cluster.adminClient());
+    KvTable table = kv.createTable("stale", options(TableOptions.Layout.HOPSCOTCH, 4, 2));
+    for (int i = 0; i < 64; i++) {
+      table.put(bytes("k" + i), bytes("v" + i));
+    }
+    KvTable stale = new KvClient(cluster.client()).table("stale"); // no layout fetched yet
+    TableInfo before = stale.info();
+    MemoryServer old = server(mostPrimaries(before));
+    int victim = old.serverId();
+    cluster.servers.remove(old);
+    old.close(); // the goodbye: DEAD at once, its shards' backups promoted
+    cluster.startServer(old.name());
+    cluster.awaitServers(2);
+    awaitCopies(kv, "stale", 2); // the repair made the victim a backup of every shard again
+    TableInfo after = kv.table("stale").info();
+    int staleShard = -1;
+    for (int s = 0; s < 4; s++) {
+      if (before.servers()[s] == victim) {
+        staleShard = s;
+        assertNotEquals(victim, after.servers()[s], "shard " + s + " promoted away");
+      }
+    }
+    assertTrue(staleShard >= 0, "the victim was a primary: " + before);
+    // The fence itself: the victim's new copy refuses a LAYOUT with the old placement version, and
+    // answers one with the current version (it is a backup; only a stale client would ask).
+    FerriteClient admin = cluster.adminClient();
+    int shard = staleShard;
+    FerriteException e =
+        assertThrows(
+            FerriteException.class,
+            () ->
+                admin.callSync(
+                    victim,
+                    KvProtocol.SERVER_SERVICE,
+                    KvProtocol.LAYOUT,
+                    new Wire.Writer()
+                        .i64(before.tableId())
+                        .i32(shard)
+                        .i64(stale.placementVersion())
+                        .toBuffer()));
+    assertEquals(ErrorCode.MOVED, e.code(), e.getMessage());
+    // And the handle: every key reads right, through the promoted primaries (it fetched the table).
+    for (int i = 0; i < 64; i++) {
+      assertArrayEquals(bytes("v" + i), stale.get(bytes("k" + i)), "k" + i);
+    }
+    assertNotEquals(
+        victim, stale.info().servers()[staleShard], "the stale handle learned the promotion");
+  }
+
   @Test
   void anOlderShippedWriteNeverReplacesANewerOne() throws Exception {
     start(2);

@@ -787,6 +787,24 @@ public final class MemoryServer implements AutoCloseable {
     }
 
     @Override
+    public MasterStub master(int group) {
+      if (group < 0 || group > groupLinks.size()) {
+        throw new FerriteException(
+            ErrorCode.INVALID_ARGUMENT,
+            "master group "
+                + group
+                + " (expected: 0.."
+                + groupLinks.size()
+                + ": server "
+                + serverId
+                + "'s master URI names "
+                + (groupLinks.size() + 1)
+                + " group(s))");
+      }
+      return group == 0 ? link.stub() : groupLinks.get(group - 1).stub();
+    }
+
+    @Override
     public int groups() {
       return regionGroups.count();
     }

@@ -123,6 +123,22 @@ public interface ServiceContext {
    */
   MasterStub master();
 
+  /**
+   * The master of group {@code group} (docs/RESILIENCE.md "Master groups"), over the server's
+   * current connection to it; group 0 is {@link #master()}.
+   *
+   * @throws io.ferrite.fabric.FerriteException INVALID_ARGUMENT if {@code group} is not one of the
+   *     server's {@link #groups()}; UNAVAILABLE while that link is reconnecting
+   */
+  default MasterStub master(int group) {
+    if (group != 0) {
+      throw new io.ferrite.fabric.FerriteException(
+          io.ferrite.fabric.ErrorCode.INVALID_ARGUMENT,
+          "master group " + group + " (expected: 0: this server serves one group)");
+    }
+    return master();
+  }
+
   /** A private directory for the service's own files, under the server's directory. */
   Path directory();
 

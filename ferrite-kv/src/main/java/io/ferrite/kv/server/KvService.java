@@ -430,6 +430,7 @@ public final class KvService implements FerriteService {
       case KvProtocol.RELEASE -> "RELEASE";
       case KvProtocol.COMPACT_LOG -> "COMPACT_LOG";
       case KvProtocol.COPY_PAGE -> "COPY_PAGE";
+      case KvProtocol.OPEN_COPY -> "OPEN_COPY";
       default -> null;
     };
   }
@@ -510,9 +511,10 @@ public final class KvService implements FerriteService {
     Wire.Reader r = new Wire.Reader(request, "kv request " + opcode);
     Wire.Writer w = new Wire.Writer();
     switch (opcode) {
-      case KvProtocol.OPEN_SHARD -> {
+      case KvProtocol.OPEN_SHARD, KvProtocol.OPEN_COPY -> {
         TableInfo t = TableInfo.read(r);
         int shard = r.i32("shard");
+        long fence = opcode == KvProtocol.OPEN_COPY ? r.i64("version") : 0;
         r.end();
         if (shard < 0 || shard >= t.options().shards()) {
           throw new FerriteException(
@@ -530,6 +532,9 @@ public final class KvService implements FerriteService {
                   }
                   return n;
                 });
+        if (opcode == KvProtocol.OPEN_COPY) {
+          s.raiseFence(fence); // before the answer: the repair's first REPLICATE follows it
+        }
         // Whoever created it: the answer waits until the OPEN_SHARD record is durable.
         flush[0] = durable(s);
         s.checkNotRetired();
@@ -537,17 +542,22 @@ public final class KvService implements FerriteService {
       }
       case KvProtocol.LAYOUT -> {
         KvShard s = shard(r);
+        // The client's placement version (absent from an older client: 0, fenced like any old one).
+        long version = r.remaining() >= 8 ? r.i64("version") : 0;
         r.end();
         s.checkNotRetired();
         s.checkLeased();
+        s.checkReadFence(version);
         s.layout().write(w);
       }
       case KvProtocol.GET -> {
         KvShard s = shard(r);
         byte[] key = r.bytes("key");
+        long version = r.remaining() >= 8 ? r.i64("version") : 0;
         r.end();
         s.checkNotRetired();
         s.checkLeased();
+        s.checkReadFence(version);
         byte[] v = s.get(key);
         w.u8(v == null ? KvProtocol.MISSING : KvProtocol.FOUND).bytes(v == null ? new byte[0] : v);
       }
@@ -953,10 +963,11 @@ public final class KvService implements FerriteService {
       TableInfo known = held.get(0).table;
       TableInfo now;
       try {
+        // The table's own master group (a group-1 table is NOT_FOUND at group 0's).
         Wire.Reader r =
             new Wire.Reader(
                 context
-                    .master()
+                    .master(groupOf(known))
                     .callSync(
                         null,
                         KvProtocol.MASTER_SERVICE,

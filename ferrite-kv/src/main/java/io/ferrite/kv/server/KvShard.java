@@ -379,6 +379,34 @@ abstract class KvShard {
    */
   volatile io.ferrite.fabric.MappedRegion.Lease lease;
 
+  /**
+   * The read side of the placement fence ({@link #minVersion}, raised by a repair's first page on
+   * the primary and by OPEN_COPY on the copy it fills): a LAYOUT or GET of a replicated shard from
+   * a client whose placement is older answers MOVED, and the client fetches the table. On the
+   * filled copy this is what keeps a client that still takes the copy's server for the primary (it
+   * died, came back and got a new copy since) from reading it. A reader refetches once per repair.
+   */
+  final synchronized void checkReadFence(long clientVersion) {
+    if (seqs != null && clientVersion < minVersion) {
+      throw new FerriteException(
+          ErrorCode.MOVED,
+          "the copies of kv shard "
+              + tableId
+              + "/"
+              + shard
+              + " changed (placement version "
+              + clientVersion
+              + " < "
+              + minVersion
+              + "): fetch the table");
+    }
+  }
+
+  /** OPEN_COPY: raises the fence of the copy a repair fills to the repair's placement version. */
+  final synchronized void raiseFence(long version) {
+    minVersion = Math.max(minVersion, version);
+  }
+
   /** Throws UNAVAILABLE (retryable: the client asks the master) unless the lease is valid. */
   final void checkLeased() {
     io.ferrite.fabric.MappedRegion.Lease l = lease;
