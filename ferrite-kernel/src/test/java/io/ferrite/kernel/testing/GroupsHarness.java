@@ -22,7 +22,7 @@ import java.util.Map;
  * placement directory) over a journal of its own ({@code <data.dir>/group-<g>}; group 0's is the
  * harness's {@link #master}), on the local fabric. {@link #masterAddress} names every group started
  * so far, so servers started later register with them all; {@link #uri(int)} names the first few.
- * The faces' group tests use it (the nodes face has its own, with its extensions injected).
+ * The faces' group tests use it (the nodes face's injects its extensions: {@link #extensions}).
  */
 public class GroupsHarness extends ClusterHarness {
   /** Groups 1..'s masters (index g - 1); null while stopped. */
@@ -52,9 +52,22 @@ public class GroupsHarness extends ClusterHarness {
     Fabric f = new LocalFabric(network);
     otherFabrics.add(f);
     FerriteConfig c = config.with(FerriteConfig.DATA_DIR, dataDir.resolve("group-" + g).toString());
-    Master m = Master.start(c, credentials, List.of(f));
+    List<io.ferrite.kernel.master.MasterExtension> ext = extensions(g);
+    Master m =
+        ext == null
+            ? Master.start(c, credentials, List.of(f))
+            : Master.start(c, credentials, List.of(f), ext);
     others.set(g - 1, m);
     return m;
+  }
+
+  /**
+   * The extensions group {@code g}'s master starts with (also group 0's, if a subclass's {@link
+   * #startMaster()} asks): null, those {@link java.util.ServiceLoader} finds. A face's test that
+   * holds its extensions (to look into them) returns its own.
+   */
+  protected List<io.ferrite.kernel.master.MasterExtension> extensions(int g) {
+    return null;
   }
 
   /** Stops group {@code g}'s master (g >= 1). */
