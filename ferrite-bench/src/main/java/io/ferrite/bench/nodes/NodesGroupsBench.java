@@ -42,13 +42,36 @@ import java.util.concurrent.atomic.AtomicLong;
  * Both masters fsync the same disk here, so the second group adds at most what the disk's fsyncs
  * allow (group commit already shares one fsync among concurrent creates of one group).
  */
-final class NodesGroupsBench {
+public final class NodesGroupsBench {
   private NodesGroupsBench() {}
 
   static final int THREADS = 16;
 
   static void run(
       BenchReport report, NodesBench.Options o, Path shmRoot, Fabric tcp, Fabric shm, Progress p)
+      throws Exception {
+    run(report, o.duration(), shmRoot, tcp, shm, p);
+  }
+
+  /**
+   * As in {@code bench nodes}, for another suite ({@code bench resilience}: "metadata ops/s with 1
+   * and 2 master groups"), with fabrics of its own, closed after.
+   */
+  public static void run(BenchReport report, java.time.Duration duration, Path shmRoot, Progress p)
+      throws Exception {
+    try (Fabric shm = io.ferrite.bench.fabric.Fabrics.create("shm");
+        Fabric tcp = io.ferrite.bench.fabric.Fabrics.create("tcp")) {
+      run(report, duration, shmRoot, tcp, shm, p);
+    }
+  }
+
+  private static void run(
+      BenchReport report,
+      java.time.Duration duration,
+      Path shmRoot,
+      Fabric tcp,
+      Fabric shm,
+      Progress p)
       throws Exception {
     Path dataDir = Files.createTempDirectory("fbn-groups-");
     try {
@@ -84,11 +107,11 @@ final class NodesGroupsBench {
         p.step("groups.1.fsync.file.create.close.threads.16");
         // One group before and after two, the better kept: the JIT warms up over the first run,
         // which would otherwise flatter the second.
-        double one = creates(first, creds, o.duration(), 1);
+        double one = creates(first, creds, duration, 1);
         p.step("groups.2.fsync.file.create.close.threads.16");
-        double two = creates(both, creds, o.duration(), 2);
+        double two = creates(both, creds, duration, 2);
         p.step("groups.1.fsync.file.create.close.threads.16 (again)");
-        one = Math.max(one, creates(first, creds, o.duration(), 1));
+        one = Math.max(one, creates(first, creds, duration, 1));
         BenchResult ref =
             report.add(
                 BenchResult.of(

@@ -23,6 +23,8 @@ import java.util.Objects;
  *   <li>File write bandwidth with 1, 2 and 3 copies per block over each fabric, beside 1 copy, and
  *       a 2-copy File read right after a server holding copies stopped ({@code <fabric>.file.*},
  *       from the nodes suite's replication case);
+ *   <li>File create+close ops/s with 2 master groups beside 1 ({@code groups.*}, from the nodes
+ *       suite's {@link io.ferrite.bench.nodes.NodesGroupsBench});
  *   <li>the gap in service after SIGKILLs of a memory server and of the master leader, p50 over
  *       {@code kills} kills each, on child JVMs, and the acknowledged writes lost ({@link
  *       KillGaps}).
@@ -82,6 +84,8 @@ public final class ResilienceBench {
         report.add(r);
       }
       FileReplicasBench.run(report, o.fabrics(), o.fileBytes(), shmRoot, progress);
+      // Metadata ops/s with 1 and 2 master groups (16-thread File create+close, fsync on).
+      io.ferrite.bench.nodes.NodesGroupsBench.run(report, o.duration(), shmRoot, progress);
       KillGaps.measure(report, Files.createDirectory(root.resolve("kills")), o.kills(), progress);
     } finally {
       BenchFiles.deleteTree(shmRoot);

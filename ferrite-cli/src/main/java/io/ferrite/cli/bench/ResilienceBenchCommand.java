@@ -29,6 +29,8 @@ import picocli.CommandLine.Option;
       "  <f>.file.write.replicas.<n>.bandwidth   a File written with n copies per",
       "      block, beside 1 copy; <f>.file.read.afterdeath: a 2-copy File read right",
       "      after a server holding copies stopped, beside the read before it",
+      "  groups.2.fsync.file.create.close.threads.16   metadata ops/s (File",
+      "      create+close, 16 threads, journal fsync) with 2 master groups, beside 1",
       "  resilience.server-kill.*   3 masters (Raft) and 3 memory servers as child",
       "      JVMs on 127.0.0.1; a writer puts to a 2-copy kv table (durability",
       "      always) while the server of shard 0's primary is SIGKILLed (--kills",
