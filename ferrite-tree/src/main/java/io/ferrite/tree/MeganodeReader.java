@@ -16,15 +16,33 @@ import java.util.Map;
  *
  * <p>Every node copy is checked before use: torn (version words differ or odd) — read it again; not
  * live, or its low key above the key sought (it was freed and reused elsewhere) — restart from the
- * root; the key at or past its high key — follow its right link (a split moved the key right).
- * Every extent copy is checked against the leaf's pointer (XXH3-64, kv's {@link Extents}): a
- * mismatch means the extent was freed and reused after the leaf was read, so the leaf is read
- * again. Retries are bounded: past {@link #MAX_RETRIES} the search fails with {@link
- * ErrorCode#BUSY} (retryable).
+ * meganode's header; the key at or past its high key — follow its right link (a split moved the key
+ * right), or, at the end of a level (a meganode split trimmed it), read the header again, whose
+ * high key then sends the search to the right meganode. Every extent copy is checked against the
+ * leaf's pointer (XXH3-64, kv's {@link Extents}): a mismatch means the extent was freed and reused
+ * after the leaf was read, so the leaf is read again. Retries are bounded: past {@link
+ * #MAX_RETRIES} the search fails with {@link ErrorCode#BUSY} (retryable).
  */
 public final class MeganodeReader {
   /** Bound on torn copies and restarts of one operation. */
   public static final int MAX_RETRIES = 100_000;
+
+  /** What a search of one meganode found. */
+  public record Outcome(Kind kind, byte[] value, long pointer) {
+    public enum Kind {
+      /** A leaf meganode holds the key: {@code value}. */
+      VALUE,
+      /** A leaf meganode's range holds the key, but not the key. */
+      ABSENT,
+      /** Go on at meganode {@code pointer}: a child (internal meganode) or the right link. */
+      NEXT,
+      /** The key is below this meganode's range: start again from the tree's root. */
+      RESTART
+    }
+  }
+
+  /** Part of a scan: the pairs this meganode held, and where to go on ({@code next} 0: done). */
+  public record ScanPart(List<Map.Entry<byte[], byte[]>> pairs, long next, byte[] resume) {}
 
   private final NodeSource source;
   private final byte[] buf;
@@ -47,7 +65,7 @@ public final class MeganodeReader {
     return torn;
   }
 
-  /** Searches restarted from the root so far (a stale node, or an extent freed under a leaf). */
+  /** Searches restarted from the header so far (a stale node, an extent freed under a leaf). */
   public long restarts() {
     return restarts;
   }
@@ -67,17 +85,17 @@ public final class MeganodeReader {
     throw busy("node " + index + " torn on every read");
   }
 
-  /** The root's node index and level, from the meganode header (node 0: right, level). */
+  /** The meganode's header (node 0): local root, meganode range, right meganode. */
   public Node header() {
     return read(0);
   }
 
   /**
-   * The leaf whose key range holds {@code key}, or null when a node on the way was stale (the
-   * caller restarts).
+   * The local leaf whose key range holds {@code key}, starting at the root the header names, or
+   * null when a node on the way was stale or a level ended (the caller reads the header again).
    */
-  private Node leaf(byte[] key) {
-    int index = header().right;
+  private Node leaf(byte[] key, Node header) {
+    int index = header.right;
     while (true) {
       Node n = read(index);
       if (!n.live() || n.below(key)) {
@@ -101,32 +119,55 @@ public final class MeganodeReader {
     }
   }
 
-  private Node leafRetrying(byte[] key) {
+  /**
+   * Searches this meganode for {@code key} (empty: the smallest key, for internal searches).
+   * Linearizes at the read of the leaf holding it.
+   */
+  public Outcome search(byte[] key) {
     for (int attempt = 0; attempt < MAX_RETRIES; attempt++) {
-      Node n = leaf(key);
-      if (n != null) {
-        return n;
+      Node h = header();
+      if (h.below(key)) {
+        return new Outcome(Outcome.Kind.RESTART, null, 0);
       }
-      restarts++;
-    }
-    throw busy("search for a key restarted on every attempt");
-  }
-
-  /** The value of {@code key}, or null if absent. Linearizes at the read of the leaf. */
-  public byte[] get(byte[] key) {
-    for (int attempt = 0; attempt < MAX_RETRIES; attempt++) {
-      Node leaf = leafRetrying(key);
+      if (h.beyond(key)) {
+        return new Outcome(Outcome.Kind.NEXT, null, h.link);
+      }
+      Node leaf = leaf(key, h);
+      if (leaf == null) {
+        restarts++;
+        continue;
+      }
+      if (!h.leaf()) {
+        int i = leaf.floor(key);
+        if (i < 0) {
+          restarts++;
+          continue;
+        }
+        return new Outcome(Outcome.Kind.NEXT, null, leaf.values.get(i)[0]);
+      }
       int i = leaf.find(key);
       if (i < 0) {
-        return null;
+        return new Outcome(Outcome.Kind.ABSENT, null, 0);
       }
       byte[] e = extent(leaf.values.get(i), key);
       if (e != null) {
-        return Extents.value(e);
+        return new Outcome(Outcome.Kind.VALUE, Extents.value(e), 0);
       }
       restarts++;
     }
-    throw busy("extent of a key changed on every read");
+    throw busy("search restarted on every attempt");
+  }
+
+  /** The value of {@code key} in this leaf meganode, or null (for a tree of one meganode). */
+  public byte[] get(byte[] key) {
+    Outcome o = search(key);
+    if (o.kind() == Outcome.Kind.VALUE) {
+      return o.value();
+    }
+    if (o.kind() == Outcome.Kind.ABSENT) {
+      return null;
+    }
+    throw new FerriteException(ErrorCode.MOVED, "key outside this meganode: " + o);
   }
 
   /** A verified copy of the extent a leaf entry points to, of {@code key}, or null: re-read. */
@@ -138,25 +179,43 @@ public final class MeganodeReader {
     return e;
   }
 
+  /** The leaf holding {@code key}, or null when the key is beyond this meganode now. */
+  private Node locate(byte[] key) {
+    for (int attempt = 0; attempt < MAX_RETRIES; attempt++) {
+      Node h = header();
+      if (h.beyond(key)) {
+        return null;
+      }
+      Node leaf = leaf(key, h);
+      if (leaf != null) {
+        return leaf;
+      }
+      restarts++;
+    }
+    throw busy("scan: leaf search restarted on every attempt");
+  }
+
   /**
-   * Up to {@code limit} pairs with keys from {@code from} (inclusive, null: the first) to {@code
-   * to} (exclusive, null: the last) in unsigned byte order, following right links across leaves.
-   * Each leaf's pairs are read from one consistent copy of it: the scan is linearizable per leaf,
-   * not as a whole (as Cell's range operation).
+   * Up to {@code limit} pairs of this leaf meganode with keys from {@code from} (inclusive, empty:
+   * the first) to {@code to} (exclusive, null: the last) in unsigned byte order, following right
+   * links across leaves, and where the scan goes on (the right meganode and the key to resume at)
+   * when it ran past this meganode's range. Each leaf's pairs come from one consistent copy of it:
+   * the scan is linearizable per leaf, not as a whole (as Cell's range operation).
    */
-  public List<Map.Entry<byte[], byte[]>> scan(byte[] from, byte[] to, int limit) {
+  public ScanPart scan(byte[] from, byte[] to, int limit) {
     List<Map.Entry<byte[], byte[]>> out = new ArrayList<>();
-    byte[] resume = from == null ? new byte[] {0} : from;
-    boolean first = from == null;
+    byte[] resume = from;
     int retries = 0;
-    Node leaf = first ? leftmostLeaf() : leafRetrying(resume);
+    Node leaf = locate(resume);
     while (true) {
+      if (leaf == null) {
+        return new ScanPart(out, header().link, resume);
+      }
       boolean again = false;
-      int start = first ? 0 : leaf.ceiling(resume);
-      for (int i = start; i < leaf.keys.size() && out.size() < limit; i++) {
+      for (int i = leaf.ceiling(resume); i < leaf.keys.size() && out.size() < limit; i++) {
         byte[] k = leaf.keys.get(i);
         if (to != null && Arrays.compareUnsigned(k, to) >= 0) {
-          return out;
+          return new ScanPart(out, 0, null);
         }
         byte[] e = extent(leaf.values.get(i), k);
         if (e == null) {
@@ -172,41 +231,29 @@ public final class MeganodeReader {
           throw busy("scan: extents changed on every read");
         }
         restarts++;
-        first = false;
-        leaf = leafRetrying(resume);
+        leaf = locate(resume);
         continue;
       }
-      if (out.size() >= limit || leaf.highInfinite() || leaf.right == 0) {
-        return out;
+      if (out.size() >= limit
+          || leaf.highInfinite()
+          || (to != null && Arrays.compareUnsigned(leaf.high, to) >= 0)) {
+        return new ScanPart(out, 0, null);
       }
-      if (to != null && Arrays.compareUnsigned(leaf.high, to) >= 0) {
-        return out;
-      }
-      // Continue at the right sibling from this leaf's high key: keys moved right by a split
-      // after this copy are found there, none twice (they are all >= high).
+      // Continue from this leaf's high key: keys a split moved right after this copy are found
+      // there, none twice (all are >= high). The right sibling is the leaf for it unless it was
+      // invalidated or reused meanwhile, or the level ended (a meganode split trimmed it).
       resume = leaf.high;
-      first = false;
-      Node next = read(leaf.right);
-      if (!next.live() || next.below(resume) || next.beyond(resume)) {
+      Node next = leaf.right == 0 ? null : read(leaf.right);
+      if (next == null
+          || !next.live()
+          || !next.leaf()
+          || next.below(resume)
+          || next.beyond(resume)) {
         restarts++;
-        next = leafRetrying(resume);
+        next = locate(resume);
       }
       leaf = next;
     }
-  }
-
-  private Node leftmostLeaf() {
-    for (int attempt = 0; attempt < MAX_RETRIES; attempt++) {
-      Node n = read(header().right);
-      while (n.live() && n.low.length == 0 && !n.leaf() && !n.keys.isEmpty()) {
-        n = read((int) n.values.get(0)[0]);
-      }
-      if (n.live() && n.low.length == 0 && n.leaf()) {
-        return n;
-      }
-      restarts++;
-    }
-    throw busy("scan: leftmost leaf stale on every read");
   }
 
   private static FerriteException busy(String what) {

@@ -9,10 +9,10 @@ import java.util.List;
  * encoded to its fixed-size image. All words little-endian; {@code N} is the node size:
  *
  * <pre>
- *  0            8             12      13      14        16          20        22         24    32
- *  +------------+-------------+-------+-------+---------+-----------+---------+----------+-----+
- *  | version u64| incarn. u32 | flags | level | count   | right u32 | lowLen  | highLen  | 0.. |
- *  +------------+-------------+-------+-------+---------+-----------+---------+----------+-----+
+ *  0            8             12      13      14        16          20        22         24         32
+ *  +------------+-------------+-------+-------+---------+-----------+---------+----------+----------+
+ *  | version u64| incarn. u32 | flags | level | count   | right u32 | lowLen  | highLen  | link u64 |
+ *  +------------+-------------+-------+-------+---------+-----------+---------+----------+----------+
  *  | low key | high key | entries ...                                    | ... | version u64  |
  *  +---------+----------+------------------------------------------------+-----+--------------+
  *  32                                                                          N-8           N
@@ -31,6 +31,12 @@ import java.util.List;
  *   <li>{@code low} of length 0 is minus infinity (keys are never empty); {@link #HIGH_INF} marks
  *       plus infinity. {@code right} is the node index of the right sibling, 0 for none (node 0 is
  *       the meganode header, never a tree node).
+ *   <li><b>Node 0 is the meganode's header</b>, in the same format: {@code right} is the local
+ *       root's index and {@code level} its level; {@code low}, {@code high} and {@link #HIGH_INF}
+ *       are the meganode's key range, {@code link} its right meganode (the B-link tree of
+ *       meganodes), flag {@link #LEAF} set for a leaf meganode (entries point to extents) and clear
+ *       for an internal one (leaf entries hold child meganode pointers in the address word, length
+ *       and checksum 0).
  *   <li>An internal node's first entry has the node's low key; entry {@code i} covers keys from its
  *       key up to the next entry's key (Lehman and Yao's separators).
  * </ul>
@@ -53,6 +59,10 @@ public final class Node {
   public int flags;
   public int level;
   public int right;
+
+  /** Header only: the right meganode's pointer, {@code server << 32 | region}; 0 for none. */
+  public long link;
+
   public byte[] low = new byte[0];
   public byte[] high = new byte[0];
   public final List<byte[]> keys = new ArrayList<>();
@@ -132,6 +142,7 @@ public final class Node {
     putInt(dst, 16, right);
     putShort(dst, 20, low.length);
     putShort(dst, 22, high.length);
+    putLong(dst, 24, link);
     int at = HEADER;
     System.arraycopy(low, 0, dst, at, low.length);
     at += low.length;
@@ -185,6 +196,7 @@ public final class Node {
     n.right = getInt(src, 16);
     int lowLen = getShort(src, 20);
     int highLen = getShort(src, 22);
+    n.link = getLong(src, 24);
     int limit = src.length - TRAILER;
     int at = HEADER;
     if (at + lowLen + highLen > limit) {

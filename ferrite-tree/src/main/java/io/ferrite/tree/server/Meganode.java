@@ -35,8 +35,17 @@ import java.util.concurrent.atomic.AtomicInteger;
  * the separator into the parent as a separate step, as in Lehman and Yao; a search that reaches the
  * left node in between follows its right link.
  *
- * <p>Not built yet: freeing nodes (only a meganode split frees them) and the meganode split itself.
- * When the nodes run out, a put fails with {@link ErrorCode#NO_SPACE}.
+ * <h2>Meganode level (Cell §2.2)</h2>
+ *
+ * The header's {@code incarnation} word holds the meganode's level in the tree of meganodes (0: a
+ * leaf meganode, whose entries point to extents; above: entries hold child meganode pointers,
+ * {@code server << 32 | region}). Its {@code low}/{@code high} bound the keys the meganode holds,
+ * its {@code link} names the right meganode. Writes take the meganode's structure lock shared, a
+ * meganode split ({@link #beginSplit}, {@link #finishSplit}) exclusive: writes wait while a split
+ * copies and relinks (Cell §2.2 blocks writes to the right half; we block the whole meganode,
+ * simpler, the split being short), searches never wait.
+ *
+ * <p>When the nodes run out before a split made room, a put fails with {@link ErrorCode#NO_SPACE}.
  */
 public final class Meganode {
   private final MappedRegion region;
@@ -48,13 +57,47 @@ public final class Meganode {
   private final Object allocation = new Object();
   private final Source source = new Source();
   private volatile MappedRegion[] extentRegions;
+  private final java.util.ArrayDeque<Integer> freeNodes = new java.util.ArrayDeque<>();
+  private final java.util.concurrent.locks.ReentrantReadWriteLock structure =
+      new java.util.concurrent.locks.ReentrantReadWriteLock();
+  private final boolean leafMeganode;
   private int bump;
+
+  /** What a write did, or where it must go instead. */
+  public record Write(Status status, long next) {
+    public enum Status {
+      CREATED,
+      REPLACED,
+      DELETED,
+      ABSENT,
+      /** The key is past this meganode's range: go on at meganode {@code next}. */
+      NEXT,
+      /** The key is below this meganode's range: start again from the tree's root. */
+      RESTART
+    }
+  }
 
   /**
    * Formats {@code region} as an empty meganode of {@code nodeSize}-byte nodes (a multiple of 8, at
    * least 128) whose extents {@code extents} keeps.
    */
   public Meganode(MappedRegion region, int nodeSize, ExtentAllocator extents) {
+    this(region, nodeSize, extents, 0, new byte[0], null, 0);
+  }
+
+  /**
+   * Formats {@code region} as an empty meganode at meganode level {@code level} (0: leaf) holding
+   * keys from {@code low} (empty: minus infinity) to {@code high} (null: plus infinity), its right
+   * meganode {@code link} (0: none).
+   */
+  public Meganode(
+      MappedRegion region,
+      int nodeSize,
+      ExtentAllocator extents,
+      int level,
+      byte[] low,
+      byte[] high,
+      long link) {
     if (nodeSize < 128 || nodeSize % 8 != 0 || nodeSize > 65536) {
       throw new FerriteException(
           ErrorCode.INVALID_ARGUMENT,
@@ -70,6 +113,7 @@ public final class Meganode {
               + " B)");
     }
     this.region = region;
+    this.leafMeganode = level == 0;
     this.nodeSize = nodeSize;
     this.capacity = (int) Math.min(Integer.MAX_VALUE, region.length() / nodeSize);
     this.extents = extents;
@@ -83,6 +127,11 @@ public final class Meganode {
     writeFresh(1, root);
     Node header = new Node();
     header.right = 1;
+    header.incarnation = level;
+    header.flags = Node.LIVE | (level == 0 ? Node.LEAF : 0) | (high == null ? Node.HIGH_INF : 0);
+    header.low = low;
+    header.high = high == null ? new byte[0] : high;
+    header.link = link;
     writeFresh(0, header);
   }
 
@@ -95,11 +144,16 @@ public final class Meganode {
     return region;
   }
 
-  /** Nodes handed out so far, header included, and the capacity. */
+  /** Nodes in use, header included, and the capacity. */
   public int[] nodeUsage() {
     synchronized (allocation) {
-      return new int[] {bump, capacity};
+      return new int[] {bump - freeNodes.size(), capacity};
     }
+  }
+
+  /** This meganode's level in the tree of meganodes (0: a leaf meganode). */
+  public int level() {
+    return leafMeganode ? 0 : new MeganodeReader(source).header().incarnation;
   }
 
   /** The lock-free node and extent source over this server's own memory. */
@@ -109,15 +163,40 @@ public final class Meganode {
 
   // ------------------------------------------------------------------ operations
 
-  /** The value of {@code key}, or null. Lock-free. */
+  /** The value of {@code key} in a tree of this one meganode, or null. Lock-free. */
   public byte[] get(byte[] key) {
     return new MeganodeReader(source).get(limits.key(key));
   }
 
-  /** Pairs in {@code [from, to)}, at most {@code limit}; see {@link MeganodeReader#scan}. */
+  /** Searches this meganode for {@code key}. Lock-free. */
+  public MeganodeReader.Outcome search(byte[] key) {
+    return new MeganodeReader(source).search(key);
+  }
+
+  /**
+   * Pairs in {@code [from, to)} of a tree of this one meganode, at most {@code limit}; see {@link
+   * MeganodeReader#scan}.
+   */
   public List<Map.Entry<byte[], byte[]>> scan(byte[] from, byte[] to, int limit) {
     limits.scan(from, to, limit);
+    return new MeganodeReader(source).scan(from == null ? new byte[0] : from, to, limit).pairs();
+  }
+
+  /** This meganode's part of a scan; see {@link MeganodeReader#scan}. Lock-free. */
+  public MeganodeReader.ScanPart scanPart(byte[] from, byte[] to, int limit) {
     return new MeganodeReader(source).scan(from, to, limit);
+  }
+
+  /** The write's answer when {@code key} is not in this meganode's range, else null. */
+  private Write outside(byte[] key) {
+    Node h = new MeganodeReader(source).header();
+    if (h.below(key)) {
+      return new Write(Write.Status.RESTART, 0);
+    }
+    if (h.beyond(key)) {
+      return new Write(Write.Status.NEXT, h.link);
+    }
+    return null;
   }
 
   /**
@@ -127,14 +206,53 @@ public final class Meganode {
    *     its extent regions are full
    */
   public boolean put(byte[] key, byte[] value) {
+    Write w = write(key, value);
+    if (w.status() == Write.Status.NEXT || w.status() == Write.Status.RESTART) {
+      throw new FerriteException(ErrorCode.MOVED, "key outside this meganode: " + w);
+    }
+    return w.status() == Write.Status.CREATED;
+  }
+
+  /**
+   * Inserts or replaces {@code key}'s value in this leaf meganode: CREATED, REPLACED, or NEXT /
+   * RESTART when the key is outside its range (nothing written).
+   *
+   * @throws FerriteException INVALID_ARGUMENT for a bad key or value, NO_SPACE when the meganode or
+   *     its extent regions are full
+   */
+  public Write write(byte[] key, byte[] value) {
     limits.key(key);
     limits.value(value);
-    int incarnation = incarnations.incrementAndGet();
-    if (incarnation == 0) {
-      incarnation = incarnations.incrementAndGet();
+    structure.readLock().lock();
+    try {
+      Write w = outside(key);
+      return w != null ? w : putLocked(key, value, 0);
+    } finally {
+      structure.readLock().unlock();
     }
-    byte[] image = Extents.image(incarnation, key, value);
-    long[] pointer = {allocateExtent(image), image.length, Extents.checksum(image)};
+  }
+
+  /**
+   * Inserts (or replaces) the child pointer {@code child} for keys from {@code key} in this
+   * internal meganode. Keys may be empty here (minus infinity).
+   */
+  public Write putChild(byte[] key, long child) {
+    structure.readLock().lock();
+    try {
+      Write w = outside(key);
+      return w != null ? w : putLocked(key, null, child);
+    } finally {
+      structure.readLock().unlock();
+    }
+  }
+
+  private Write putLocked(byte[] key, byte[] value, long child) {
+    long[] pointer;
+    if (value == null) {
+      pointer = new long[] {child, 0, 0};
+    } else {
+      pointer = newExtent(key, value);
+    }
     MeganodeReader reader = new MeganodeReader(source);
     int[] path = new int[256];
     int index = descend(reader, key, path);
@@ -149,18 +267,50 @@ public final class Meganode {
       // The old extent is freed only after the leaf stopped pointing to it; a reader still holding
       // the old leaf copy fails its checksum once the extent is reused, and reads the leaf again.
       freeExtent(old);
-      return false;
+      return new Write(Write.Status.REPLACED, 0);
     }
     int at = n.ceiling(key);
     n.keys.add(at, key);
     n.values.add(at, pointer);
     insertOrSplit(index, n, v, reader, path);
-    return true;
+    return new Write(Write.Status.CREATED, 0);
   }
 
-  /** Deletes {@code key}; true if it was present. */
+  private long[] newExtent(byte[] key, byte[] value) {
+    int incarnation = incarnations.incrementAndGet();
+    if (incarnation == 0) {
+      incarnation = incarnations.incrementAndGet();
+    }
+    byte[] image = Extents.image(incarnation, key, value);
+    return new long[] {allocateExtent(image), image.length, Extents.checksum(image)};
+  }
+
+  /** Deletes {@code key} from a tree of this one meganode; true if it was present. */
   public boolean delete(byte[] key) {
+    Write w = remove(key);
+    if (w.status() == Write.Status.NEXT || w.status() == Write.Status.RESTART) {
+      throw new FerriteException(ErrorCode.MOVED, "key outside this meganode: " + w);
+    }
+    return w.status() == Write.Status.DELETED;
+  }
+
+  /** Deletes {@code key}: DELETED, ABSENT, or NEXT / RESTART when outside this meganode. */
+  public Write remove(byte[] key) {
     limits.key(key);
+    structure.readLock().lock();
+    try {
+      Write w = outside(key);
+      return w != null
+          ? w
+          : (removeLocked(key)
+              ? new Write(Write.Status.DELETED, 0)
+              : new Write(Write.Status.ABSENT, 0));
+    } finally {
+      structure.readLock().unlock();
+    }
+  }
+
+  private boolean removeLocked(byte[] key) {
     MeganodeReader reader = new MeganodeReader(source);
     int[] path = new int[256];
     int index = descend(reader, key, path);
@@ -179,6 +329,167 @@ public final class Meganode {
     write(index, n, v);
     freeExtent(old);
     return true;
+  }
+
+  // ------------------------------------------------------------------ meganode split (Cell §2.2)
+
+  /** Whether more than half the nodes are in use: split now, before the meganode fills. */
+  public boolean wantsSplit() {
+    int[] u = nodeUsage();
+    return u[0] > u[1] / 2;
+  }
+
+  /**
+   * The right half of a meganode split: its first key (the separator), this meganode's level, high
+   * key (null: plus infinity) and right link, which the new meganode takes over, and its entries in
+   * key order: values (leaf meganode) or child pointers (internal).
+   */
+  public record SplitHalf(
+      byte[] key,
+      int level,
+      byte[] high,
+      long link,
+      List<byte[]> keys,
+      List<byte[]> values,
+      List<Long> children) {}
+
+  /**
+   * Begins a split: takes the structure lock exclusively (writes wait until {@link #finishSplit} or
+   * {@link #abortSplit}), picks the median key, and returns the right half to copy into a new
+   * meganode; null (lock released) when there are fewer than two entries.
+   */
+  public SplitHalf beginSplit() {
+    structure.writeLock().lock();
+    try {
+      MeganodeReader reader = new MeganodeReader(source);
+      Node h = reader.header();
+      List<byte[]> keys = new ArrayList<>();
+      List<long[]> pointers = new ArrayList<>();
+      int index = h.right;
+      Node n = reader.read(index);
+      while (!n.leaf()) {
+        n = reader.read((int) n.values.get(0)[0]);
+      }
+      while (true) {
+        keys.addAll(n.keys);
+        pointers.addAll(n.values);
+        if (n.right == 0) {
+          break;
+        }
+        n = reader.read(n.right);
+      }
+      if (keys.size() < 2) {
+        structure.writeLock().unlock();
+        return null;
+      }
+      int mid = keys.size() / 2;
+      List<byte[]> values = new ArrayList<>();
+      List<Long> children = new ArrayList<>();
+      for (int i = mid; i < keys.size(); i++) {
+        long[] p = pointers.get(i);
+        if (leafMeganode) {
+          values.add(Extents.value(source.readExtent(p[0], (int) p[1])));
+        } else {
+          children.add(p[0]);
+        }
+      }
+      return new SplitHalf(
+          keys.get(mid),
+          h.incarnation,
+          h.highInfinite() ? null : h.high,
+          h.link,
+          new ArrayList<>(keys.subList(mid, keys.size())),
+          values,
+          children);
+    } catch (RuntimeException | Error e) {
+      structure.writeLock().unlock();
+      throw e;
+    }
+  }
+
+  /** Gives up a split begun by {@link #beginSplit}: nothing changed; writes go on. */
+  public void abortSplit() {
+    structure.writeLock().unlock();
+  }
+
+  /**
+   * Finishes a split begun by {@link #beginSplit} once meganode {@code right} holds the keys from
+   * {@code key} up: (1) the header's high key becomes {@code key} and its link {@code right}, so
+   * every search that reads the header from now on sends those keys right; (2) level by level from
+   * the local root down, the node whose range ends the keys below {@code key} is trimmed (entries
+   * from {@code key} removed, high key {@code key}, no right link), so a search that read the old
+   * header and reaches it finds the level's end and reads the header again; (3) every node right of
+   * it is invalidated (not live, next incarnation), so a search that reaches one restarts, and is
+   * freed for reuse, with the extents of the removed pairs. Writes resume after (the lock).
+   * Searches in flight meanwhile see either copy of a pair, both the same: writes were blocked.
+   */
+  public void finishSplit(byte[] key, long right) {
+    try {
+      long hv = lock(0);
+      Node h = Node.decodeBody(copy(0));
+      h.high = key;
+      h.flags &= ~Node.HIGH_INF;
+      h.link = right;
+      write(0, h, hv);
+      List<Integer> freed = new ArrayList<>();
+      MeganodeReader reader = new MeganodeReader(source);
+      for (int level = h.level; level >= 0; level--) {
+        int index = boundary(reader, h.right, key, level);
+        long v = lock(index);
+        Node n = Node.decodeBody(copy(index));
+        int from = n.ceiling(key);
+        List<long[]> removed = new ArrayList<>(n.values.subList(from, n.values.size()));
+        n.keys.subList(from, n.keys.size()).clear();
+        n.values.subList(from, n.values.size()).clear();
+        n.high = key;
+        n.flags &= ~Node.HIGH_INF;
+        int next = n.right;
+        n.right = 0;
+        write(index, n, v);
+        if (level == 0) {
+          removed.forEach(this::freeExtent);
+        }
+        while (next != 0) {
+          long w = lock(next);
+          Node dead = Node.decodeBody(copy(next));
+          int after = dead.right;
+          dead.flags &= ~Node.LIVE;
+          dead.incarnation++;
+          if (level == 0) {
+            dead.values.forEach(this::freeExtent);
+          }
+          write(next, dead, w);
+          freed.add(next);
+          next = after;
+        }
+      }
+      synchronized (allocation) {
+        freeNodes.addAll(freed);
+      }
+    } finally {
+      structure.writeLock().unlock();
+    }
+  }
+
+  /**
+   * The node at {@code level} whose range holds the keys just below {@code key}: its low key below
+   * {@code key}, its high key at or above it. Under the structure lock: nothing moves.
+   */
+  private int boundary(MeganodeReader reader, int root, byte[] key, int level) {
+    int index = root;
+    while (true) {
+      Node n = reader.read(index);
+      if (!n.highInfinite() && java.util.Arrays.compareUnsigned(n.high, key) < 0 && n.right != 0) {
+        index = n.right;
+        continue;
+      }
+      if (n.level == level) {
+        return index;
+      }
+      // The last child whose first key is below key (strictly): the one ending the keys below it.
+      int i = n.ceiling(key) - 1;
+      index = (int) n.values.get(Math.max(0, i))[0];
+    }
   }
 
   // ------------------------------------------------------------------ Sagiv's insert
@@ -416,6 +727,10 @@ public final class Meganode {
 
   private int allocateNode() {
     synchronized (allocation) {
+      Integer reused = freeNodes.pollFirst();
+      if (reused != null) {
+        return reused;
+      }
       if (bump >= capacity) {
         throw new FerriteException(
             ErrorCode.NO_SPACE,
@@ -423,7 +738,7 @@ public final class Meganode {
                 + capacity
                 + " nodes of "
                 + nodeSize
-                + " B in use (tree.meganode.size); meganode split is not built yet");
+                + " B in use (tree.meganode.size): puts came faster than the meganode split");
       }
       return bump++;
     }
@@ -444,6 +759,9 @@ public final class Meganode {
   }
 
   private void freeExtent(long[] pointer) {
+    if (!leafMeganode) {
+      return; // an internal meganode's entries are child pointers, not extents
+    }
     synchronized (extents) {
       extents.free(pointer[0], (int) pointer[1]);
     }
@@ -489,6 +807,7 @@ public final class Meganode {
 
   /** For tests: all pairs, in order, through the lock-free reader. */
   List<Map.Entry<byte[], byte[]>> all() {
-    return new ArrayList<>(new MeganodeReader(source).scan(null, null, Integer.MAX_VALUE));
+    return new ArrayList<>(
+        new MeganodeReader(source).scan(new byte[0], null, Integer.MAX_VALUE).pairs());
   }
 }

@@ -255,7 +255,7 @@ class MeganodeTest {
                 }
                 if (r.nextInt(20) == 0) {
                   byte[] prev = null;
-                  for (Map.Entry<byte[], byte[]> e : reader.scan(key, null, 50)) {
+                  for (Map.Entry<byte[], byte[]> e : reader.scan(key, null, 50).pairs()) {
                     assertTrue(
                         prev == null || Arrays.compareUnsigned(prev, e.getKey()) < 0, "scan order");
                     counterOf(e.getKey(), e.getValue());
