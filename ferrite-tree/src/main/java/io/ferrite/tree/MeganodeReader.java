@@ -235,9 +235,28 @@ public final class MeganodeReader {
         continue;
       }
       if (out.size() >= limit
-          || leaf.highInfinite()
-          || (to != null && Arrays.compareUnsigned(leaf.high, to) >= 0)) {
+          || (to != null && !leaf.highInfinite() && Arrays.compareUnsigned(leaf.high, to) >= 0)) {
         return new ScanPart(out, 0, null);
+      }
+      if (leaf.highInfinite()) {
+        // The last local leaf: the meganode's own range goes on in the right meganode, if any,
+        // from its high key, or past the last key this copy held if the meganode split since
+        // (those were returned already; its successor is that key with a 0 byte appended).
+        Node h = header();
+        if (h.highInfinite()) {
+          return new ScanPart(out, 0, null);
+        }
+        byte[] at = h.high;
+        if (!leaf.keys.isEmpty()) {
+          byte[] last = leaf.keys.get(leaf.keys.size() - 1);
+          if (Arrays.compareUnsigned(last, at) >= 0) {
+            at = Arrays.copyOf(last, last.length + 1);
+          }
+        }
+        if (to != null && Arrays.compareUnsigned(at, to) >= 0) {
+          return new ScanPart(out, 0, null);
+        }
+        return new ScanPart(out, h.link, at);
       }
       // Continue from this leaf's high key: keys a split moved right after this copy are found
       // there, none twice (all are >= high). The right sibling is the leaf for it unless it was

@@ -172,7 +172,21 @@ public final class TreeService implements FerriteService {
         byte[] to = r.u8("hasTo") != 0 ? r.bytes("to") : null;
         int limit = r.i32("limit");
         r.end();
-        h.meganode().limits().scan(from.length == 0 ? null : from, to, limit);
+        // A resume key may be a key with a 0 byte appended (MeganodeReader.scan): one over.
+        if (from.length > h.meganode().limits().maxKey() + 1) {
+          throw new FerriteException(
+              ErrorCode.INVALID_ARGUMENT,
+              "from: "
+                  + from.length
+                  + " bytes (expected: 0 to "
+                  + h.meganode().limits().maxKey()
+                  + " bytes)");
+        }
+        h.meganode().limits().scan(null, to, limit);
+        if (to != null && java.util.Arrays.compareUnsigned(from, to) > 0) {
+          throw new FerriteException(
+              ErrorCode.INVALID_ARGUMENT, "scan: from > to (expected: from <= to, unsigned bytes)");
+        }
         if (h.meganode().level() > 0) {
           down(w, h, from);
         } else {
