@@ -161,6 +161,34 @@ class TreeClusterTest {
     assertArrayEquals(new byte[] {3}, b.get(new byte[] {1}));
   }
 
+  /**
+   * The directory (trees, their servers, their roots after root splits) comes back from the
+   * journal, and again from a snapshot, on a restarted master; the servers kept their meganodes.
+   */
+  @Test
+  void directorySurvivesAMasterRestart() throws Exception {
+    cluster = new TreeCluster(dir, 2, false);
+    Tree tree = new TreeClient(cluster.client()).create("kept");
+    for (int i = 0; i < 1500; i++) {
+      tree.put(("k" + i).getBytes(java.nio.charset.StandardCharsets.UTF_8), new byte[] {(byte) i});
+    }
+    TreeClient.TreeInfo before = new TreeClient(cluster.client()).info("kept");
+    assertTrue(tree.stats()[1] >= 2, "the root split: " + Arrays.toString(tree.stats()));
+    cluster.startMaster();
+    cluster.awaitServers(2);
+    assertEquals(before, new TreeClient(cluster.client()).info("kept"), "from the journal");
+    cluster.master.snapshot();
+    cluster.startMaster();
+    cluster.awaitServers(2);
+    TreeClient again = new TreeClient(cluster.client());
+    assertEquals(before, again.info("kept"), "from the snapshot");
+    assertArrayEquals(
+        new byte[] {(byte) 7},
+        again
+            .open("kept")
+            .get("k7".getBytes(java.nio.charset.StandardCharsets.UTF_8), Tree.Path.CLIENT));
+  }
+
   @Test
   void badInputIsRejectedNamingTheLimit() throws Exception {
     cluster = new TreeCluster(dir, 1, false);
