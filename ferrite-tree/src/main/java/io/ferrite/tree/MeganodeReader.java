@@ -24,7 +24,7 @@ import java.util.Map;
  * #MAX_RETRIES} the search fails with {@link ErrorCode#BUSY} (retryable).
  */
 public final class MeganodeReader {
-  /** Bound on torn copies and restarts of one operation. */
+  /** Bound on torn copies and restarts of one operation (with {@link #backoff}: minutes). */
   public static final int MAX_RETRIES = 100_000;
 
   /** What a search of one meganode found. */
@@ -80,9 +80,26 @@ public final class MeganodeReader {
         return n;
       }
       torn++;
-      Thread.onSpinWait();
+      backoff(attempt);
     }
     throw busy("node " + index + " torn on every read");
+  }
+
+  /**
+   * Waits before reading a torn node again: spins first (a write holds a node for a few hundred
+   * nanoseconds), then yields, then parks up to a millisecond (a writer preempted while it holds
+   * the node, on a busy machine), so that the bound on retries is not a bound of a few
+   * milliseconds.
+   */
+  public static void backoff(int attempt) {
+    if (attempt < 64) {
+      Thread.onSpinWait();
+    } else if (attempt < 256) {
+      Thread.yield();
+    } else {
+      java.util.concurrent.locks.LockSupport.parkNanos(
+          Math.min(1_000_000L, 1000L * (attempt - 255)));
+    }
   }
 
   /** The meganode's header (node 0): local root, meganode range, right meganode. */

@@ -62,6 +62,7 @@ public final class Meganode {
       new java.util.concurrent.locks.ReentrantReadWriteLock();
   private final boolean leafMeganode;
   private int bump;
+  private final AtomicInteger lostSeparators = new AtomicInteger();
 
   /** What a write did, or where it must go instead. */
   public record Write(Status status, long next) {
@@ -247,6 +248,21 @@ public final class Meganode {
   }
 
   private Write putLocked(byte[] key, byte[] value, long child) {
+    // Room for a split at every level (and a new root) before anything changes, so that a full
+    // meganode fails a put cleanly: no extent, no entry (NO_SPACE is not retryable here; the
+    // service waits for a meganode split and tries again).
+    int levels = new MeganodeReader(source).header().level + 2;
+    synchronized (allocation) {
+      if (capacity - bump + freeNodes.size() < levels) {
+        throw new FerriteException(
+            ErrorCode.NO_SPACE,
+            "meganode full: "
+                + capacity
+                + " nodes of "
+                + nodeSize
+                + " B in use (tree.meganode.size): puts came faster than the meganode split");
+      }
+    }
     long[] pointer;
     if (value == null) {
       pointer = new long[] {child, 0, 0};
@@ -272,7 +288,12 @@ public final class Meganode {
     int at = n.ceiling(key);
     n.keys.add(at, key);
     n.values.add(at, pointer);
-    insertOrSplit(index, n, v, reader, path);
+    try {
+      insertOrSplit(index, n, v, reader, path);
+    } catch (FerriteException e) {
+      freeExtent(pointer); // the entry was not written
+      throw e;
+    }
     return new Write(Write.Status.CREATED, 0);
   }
 
@@ -499,6 +520,7 @@ public final class Meganode {
    * not fit, and carries separators up the tree until one fits.
    */
   private void insertOrSplit(int index, Node n, long v, MeganodeReader reader, int[] path) {
+    boolean leafWritten = false;
     while (true) {
       if (n.encodedSize() <= nodeSize) {
         write(index, n, v);
@@ -516,7 +538,20 @@ public final class Meganode {
           break;
         }
       }
-      int rightIndex = allocateNode();
+      int rightIndex;
+      try {
+        rightIndex = allocateNode();
+      } catch (FerriteException e) {
+        // Never leave a node locked: it would stop every reader. Nothing of it changed in memory.
+        unlock(index, v);
+        if (!leafWritten) {
+          throw e;
+        }
+        // The write is in its leaf; only a separator is missing above, which the right links
+        // make up for (Lehman and Yao): searches and scans stay correct, a little longer.
+        lostSeparators.incrementAndGet();
+        return;
+      }
       Node r = new Node();
       r.flags = n.flags;
       r.level = n.level;
@@ -534,10 +569,20 @@ public final class Meganode {
       n.flags &= ~Node.HIGH_INF;
       n.right = rightIndex;
       write(index, n, v);
+      leafWritten = true;
       // The left node is unlocked: its right link leads searches to the new sibling until the
       // parent has the separator (Lehman and Yao). Now insert (sep, rightIndex) one level up.
       int level = n.level + 1;
-      int parent = parentAt(level, sep, reader, path);
+      int parent;
+      try {
+        parent = parentAt(level, sep, reader, path);
+      } catch (FerriteException e) {
+        if (e.code() != ErrorCode.NO_SPACE) {
+          throw e;
+        }
+        lostSeparators.incrementAndGet();
+        return;
+      }
       if (parent < 0) {
         return; // a new root was built over the whole level, the separator in it
       }
@@ -615,7 +660,13 @@ public final class Meganode {
       throw new FerriteException(
           ErrorCode.INTERNAL, "new root over " + root.keys.size() + " nodes does not fit a node");
     }
-    int rootIndex = allocateNode();
+    int rootIndex;
+    try {
+      rootIndex = allocateNode();
+    } catch (FerriteException e) {
+      unlock(0, hv);
+      throw e;
+    }
     root.incarnation = Math.max(1, incarnationOf(rootIndex) + 1);
     writeFresh(rootIndex, root);
     header.right = rootIndex;
@@ -682,6 +733,7 @@ public final class Meganode {
   /** Takes node {@code index}'s lock: its head word from even to odd. Returns the odd value. */
   private long lock(int index) {
     long off = offset(index);
+    int spins = 0;
     while (true) {
       long v = region.getLongAcquire(off);
       if ((v & 1) == 0 && region.compareAndSwap(off, v, v + 1) == v) {
@@ -690,7 +742,7 @@ public final class Meganode {
         VarHandle.storeStoreFence();
         return v + 1;
       }
-      Thread.onSpinWait();
+      MeganodeReader.backoff(spins++);
     }
   }
 
@@ -803,6 +855,62 @@ public final class Meganode {
     for (int i = 0; i < 8; i++) {
       b[at + i] = (byte) (v >>> (8 * i));
     }
+  }
+
+  /** Separators not inserted above a node split because the meganode was full (see above). */
+  public int lostSeparators() {
+    return lostSeparators.get();
+  }
+
+  /**
+   * For tests, at rest: the local tree's shape, or a description of what is wrong. Every level,
+   * from its leftmost node along the right links, is live, contiguous (each low key the previous
+   * high key), its keys ordered and in range, and ends at +∞ or the meganode's high key; every node
+   * in use is on exactly one level.
+   */
+  String check() {
+    MeganodeReader reader = new MeganodeReader(source);
+    Node h = reader.header();
+    int seen = 0;
+    int first = h.right;
+    for (int level = h.level; level >= 0; level--) {
+      Node n = reader.read(first);
+      if (n.level != level || !n.live() || n.low.length != 0) {
+        return "level " + level + ": leftmost node " + first + " is " + n.level + "/" + n.live();
+      }
+      int next = n.leaf() ? 0 : (int) n.values.get(0)[0];
+      byte[] low = n.low;
+      int index = first;
+      while (true) {
+        seen++;
+        if (!n.live() || n.level != level || !java.util.Arrays.equals(n.low, low)) {
+          return "level " + level + ": node " + index + " breaks the chain";
+        }
+        byte[] prev = null;
+        for (byte[] k : n.keys) {
+          if (prev != null && java.util.Arrays.compareUnsigned(prev, k) >= 0
+              || n.below(k)
+              || n.beyond(k)) {
+            return "level " + level + ": node " + index + " keys out of order or range";
+          }
+          prev = k;
+        }
+        if (n.right == 0) {
+          boolean end =
+              n.highInfinite() || (!h.highInfinite() && java.util.Arrays.equals(n.high, h.high));
+          if (!end) {
+            return "level " + level + ": ends at node " + index + " before the meganode's end";
+          }
+          break;
+        }
+        low = n.high;
+        index = n.right;
+        n = reader.read(index);
+      }
+      first = next;
+    }
+    int used = nodeUsage()[0] - 1;
+    return seen == used ? null : seen + " nodes on the levels, " + used + " in use";
   }
 
   /** For tests: all pairs, in order, through the lock-free reader. */

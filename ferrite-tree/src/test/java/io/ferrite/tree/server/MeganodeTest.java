@@ -128,6 +128,7 @@ class MeganodeTest {
       }
     }
     assertSame(modelScan(model, null, null, Integer.MAX_VALUE), m.all());
+    assertNull(m.check(), "shape");
     assertTrue(m.nodeUsage()[0] > 20, "the tree split into several levels: " + m.nodeUsage()[0]);
     assertTrue(new MeganodeReader(m.source()).header().level >= 2, "root above level 1");
   }
@@ -163,9 +164,13 @@ class MeganodeTest {
             io.ferrite.tree.Node n = io.ferrite.tree.Node.decode(first);
             // Every other leaf copy only, so that the reader's next copy is whole.
             if (n != null && n.leaf() && !n.keys.isEmpty() && (tears[0]++ & 1) == 0) {
-              byte[] k = n.keys.get(0);
-              m.put(k, k);
-              writes[0]++;
+              // A new key right after the leaf's first: the entries after it shift, so the two
+              // halves of the copy disagree on where each entry starts.
+              byte[] k = java.util.Arrays.copyOf(n.keys.get(0), n.keys.get(0).length + 1);
+              if (k.length <= m.limits().maxKey()) {
+                m.put(k, k);
+                writes[0]++;
+              }
             }
             byte[] second = new byte[NODE];
             inner.readNode(index, second);
@@ -273,6 +278,7 @@ class MeganodeTest {
       }
     }
     assertSame(modelScan(model, null, null, Integer.MAX_VALUE), m.all());
+    assertNull(m.check(), "shape");
   }
 
   static byte[] key(int writer, int k) {
@@ -314,16 +320,25 @@ class MeganodeTest {
   @Test
   void aFullMeganodeFailsWithNoSpace() {
     Meganode m = meganode(8);
+    TreeMap<byte[], byte[]> model = model();
     FerriteException e =
         assertThrows(
             FerriteException.class,
             () -> {
               for (int i = 0; ; i++) {
-                m.put(("key-" + i).getBytes(StandardCharsets.UTF_8), new byte[8]);
+                byte[] k = ("key-" + i).getBytes(StandardCharsets.UTF_8);
+                m.put(k, k);
+                model.put(k, k);
               }
             });
     assertEquals(ErrorCode.NO_SPACE, e.code());
     assertTrue(e.getMessage().contains("meganode full"), e.getMessage());
+    // The failed put left nothing behind: no node locked (readers would spin), no entry.
+    assertSame(modelScan(model, null, null, Integer.MAX_VALUE), m.all());
+    assertNull(m.check(), "shape");
+    byte[] first = model.firstKey();
+    assertTrue(m.delete(first));
+    assertNull(m.get(first));
   }
 
   static void assertInvalid(org.junit.jupiter.api.function.Executable call, String says) {
