@@ -34,8 +34,10 @@ public final class MeganodeReader {
       VALUE,
       /** A leaf meganode's range holds the key, but not the key. */
       ABSENT,
-      /** Go on at meganode {@code pointer}: a child (internal meganode) or the right link. */
+      /** Go on at meganode {@code pointer}: the child (of an internal meganode) for the key. */
       NEXT,
+      /** The key is past this meganode's range: go on at its right meganode {@code pointer}. */
+      RIGHT,
       /** The key is below this meganode's range: start again from the tree's root. */
       RESTART
     }
@@ -147,7 +149,7 @@ public final class MeganodeReader {
         return new Outcome(Outcome.Kind.RESTART, null, 0);
       }
       if (h.beyond(key)) {
-        return new Outcome(Outcome.Kind.NEXT, null, h.link);
+        return new Outcome(Outcome.Kind.RIGHT, null, h.link);
       }
       Node leaf = leaf(key, h);
       if (leaf == null) {

@@ -47,6 +47,7 @@ public final class Tree {
   private final AtomicLong nodeReads = new AtomicLong();
   private final AtomicLong tornReads = new AtomicLong();
   private volatile long root;
+  private volatile long lastRefresh;
   private volatile TreeLimits limits;
 
   Tree(TreeClient owner, TreeClient.TreeInfo info) {
@@ -77,6 +78,24 @@ public final class Tree {
   private long openRoot() {
     ByteBuffer b = call(info.server(), TreeProtocol.OPEN_TREE, new Wire.Writer().i64(info.id()));
     return new Wire.Reader(b, "tree root").i64("root");
+  }
+
+  /**
+   * Where to go after meganode {@code from} answered RIGHT (the key is past its range) with {@code
+   * to}. If {@code from} is the root this handle starts at, the root split since it was learned: it
+   * is still the leftmost meganode of its level, so every key is found along the links, but each
+   * search would walk them. Ask the directory for the new root, at most every 50 ms (Cell §2.2:
+   * clients cache meganodes near the root and learn of splits by following links).
+   */
+  private long right(long from, long to) {
+    if (from == root) {
+      long now = System.nanoTime();
+      if (now - lastRefresh > 50_000_000L) {
+        lastRefresh = now;
+        refreshRoot();
+      }
+    }
+    return to;
   }
 
   /** The root again, from the directory (a search fell below a meganode's range). */
@@ -139,6 +158,9 @@ public final class Tree {
           case NEXT:
             p = o.pointer();
             continue;
+          case RIGHT:
+            p = right(p, o.pointer());
+            continue;
           default:
             p = refreshRoot();
             continue;
@@ -158,6 +180,9 @@ public final class Tree {
           return null;
         case TreeProtocol.NEXT:
           p = r.i64("pointer");
+          continue;
+        case TreeProtocol.RIGHT:
+          p = right(p, r.i64("pointer"));
           continue;
         default:
           p = refreshRoot();
@@ -209,7 +234,12 @@ public final class Tree {
           Node h = reader.header();
           if (!h.leaf()) {
             MeganodeReader.Outcome o = reader.search(at);
-            p = o.kind() == MeganodeReader.Outcome.Kind.NEXT ? o.pointer() : refreshRoot();
+            p =
+                switch (o.kind()) {
+                  case NEXT -> o.pointer();
+                  case RIGHT -> right(p, o.pointer());
+                  default -> refreshRoot();
+                };
             continue;
           }
           part = reader.scan(at, to, limit - out.size());
@@ -228,6 +258,10 @@ public final class Tree {
         int outcome = r.u8("outcome");
         if (outcome == TreeProtocol.NEXT) {
           p = r.i64("pointer");
+          continue;
+        }
+        if (outcome == TreeProtocol.RIGHT) {
+          p = right(p, r.i64("pointer"));
           continue;
         }
         if (outcome != TreeProtocol.PART) {
@@ -285,6 +319,8 @@ public final class Tree {
       int outcome = r.u8("outcome");
       if (outcome == TreeProtocol.NEXT) {
         p = r.i64("pointer");
+      } else if (outcome == TreeProtocol.RIGHT) {
+        p = right(p, r.i64("pointer"));
       } else if (outcome == TreeProtocol.RESTART) {
         p = refreshRoot();
       } else {

@@ -32,7 +32,7 @@ package io.ferrite.tree;
  *  PUT          i32 region, bytes key, bytes value -> u8 outcome [i64 pointer]
  *  DELETE       i32 region, bytes key           -> u8 outcome [i64 pointer]
  *  SCAN         i32 region, bytes from, u8 hasTo [bytes to], i32 limit
- *                                               -> u8 outcome: NEXT i64 pointer
+ *                                               -> u8 outcome: NEXT | RIGHT i64 pointer
  *                                                  | PART u32 n, n x (bytes key, bytes value),
  *                                                    i64 next [bytes resume if next != 0]
  *  STATS        i64 id                          -> i32 meganodes, i32 levels, i64 splits,
@@ -41,11 +41,11 @@ package io.ferrite.tree;
  * </pre>
  *
  * Outcomes: {@link #VALUE} (SEARCH: the value follows), {@link #ABSENT}, {@link #NEXT} (go on at
- * the meganode pointer that follows: a child for an internal meganode, or the right meganode when
- * the key is past this one's range — the B-link tree of meganodes), {@link #RESTART} (the key is
- * below this meganode's range: start again from the root), {@link #CREATED}, {@link #REPLACED},
- * {@link #DELETED}, {@link #PART} (SCAN: pairs of this leaf meganode, and where to go on). A write
- * answered NEXT or RESTART did nothing.
+ * the meganode pointer that follows: the child of an internal meganode), {@link #RIGHT} (the key is
+ * past this meganode's range: go on at its right meganode — the B-link tree of meganodes), {@link
+ * #RESTART} (the key is below this meganode's range: start again from the root), {@link #CREATED},
+ * {@link #REPLACED}, {@link #DELETED}, {@link #PART} (SCAN: pairs of this leaf meganode, and where
+ * to go on). A write answered NEXT, RIGHT or RESTART did nothing.
  */
 public final class TreeProtocol {
   public static final int MASTER_SERVICE = 44;
@@ -74,6 +74,7 @@ public final class TreeProtocol {
   public static final int REPLACED = 5;
   public static final int DELETED = 6;
   public static final int PART = 7;
+  public static final int RIGHT = 8;
 
   private TreeProtocol() {}
 

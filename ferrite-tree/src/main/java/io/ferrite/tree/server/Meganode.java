@@ -71,8 +71,8 @@ public final class Meganode {
       REPLACED,
       DELETED,
       ABSENT,
-      /** The key is past this meganode's range: go on at meganode {@code next}. */
-      NEXT,
+      /** The key is past this meganode's range: go on at its right meganode {@code next}. */
+      RIGHT,
       /** The key is below this meganode's range: start again from the tree's root. */
       RESTART
     }
@@ -195,7 +195,7 @@ public final class Meganode {
       return new Write(Write.Status.RESTART, 0);
     }
     if (h.beyond(key)) {
-      return new Write(Write.Status.NEXT, h.link);
+      return new Write(Write.Status.RIGHT, h.link);
     }
     return null;
   }
@@ -208,14 +208,14 @@ public final class Meganode {
    */
   public boolean put(byte[] key, byte[] value) {
     Write w = write(key, value);
-    if (w.status() == Write.Status.NEXT || w.status() == Write.Status.RESTART) {
+    if (w.status() == Write.Status.RIGHT || w.status() == Write.Status.RESTART) {
       throw new FerriteException(ErrorCode.MOVED, "key outside this meganode: " + w);
     }
     return w.status() == Write.Status.CREATED;
   }
 
   /**
-   * Inserts or replaces {@code key}'s value in this leaf meganode: CREATED, REPLACED, or NEXT /
+   * Inserts or replaces {@code key}'s value in this leaf meganode: CREATED, REPLACED, or RIGHT /
    * RESTART when the key is outside its range (nothing written).
    *
    * @throws FerriteException INVALID_ARGUMENT for a bad key or value, NO_SPACE when the meganode or
@@ -309,13 +309,13 @@ public final class Meganode {
   /** Deletes {@code key} from a tree of this one meganode; true if it was present. */
   public boolean delete(byte[] key) {
     Write w = remove(key);
-    if (w.status() == Write.Status.NEXT || w.status() == Write.Status.RESTART) {
+    if (w.status() == Write.Status.RIGHT || w.status() == Write.Status.RESTART) {
       throw new FerriteException(ErrorCode.MOVED, "key outside this meganode: " + w);
     }
     return w.status() == Write.Status.DELETED;
   }
 
-  /** Deletes {@code key}: DELETED, ABSENT, or NEXT / RESTART when outside this meganode. */
+  /** Deletes {@code key}: DELETED, ABSENT, or RIGHT / RESTART when outside this meganode. */
   public Write remove(byte[] key) {
     limits.key(key);
     structure.readLock().lock();

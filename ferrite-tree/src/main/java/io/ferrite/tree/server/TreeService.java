@@ -146,6 +146,7 @@ public final class TreeService implements FerriteService {
           case VALUE -> w.u8(TreeProtocol.VALUE).bytes(o.value());
           case ABSENT -> w.u8(TreeProtocol.ABSENT);
           case NEXT -> w.u8(TreeProtocol.NEXT).i64(o.pointer());
+          case RIGHT -> w.u8(TreeProtocol.RIGHT).i64(o.pointer());
           case RESTART -> w.u8(TreeProtocol.RESTART);
         }
       }
@@ -240,6 +241,8 @@ public final class TreeService implements FerriteService {
     MeganodeReader.Outcome o = h.meganode().search(key);
     if (o.kind() == MeganodeReader.Outcome.Kind.NEXT) {
       w.u8(TreeProtocol.NEXT).i64(o.pointer());
+    } else if (o.kind() == MeganodeReader.Outcome.Kind.RIGHT) {
+      w.u8(TreeProtocol.RIGHT).i64(o.pointer());
     } else {
       w.u8(TreeProtocol.RESTART);
     }
@@ -251,7 +254,7 @@ public final class TreeService implements FerriteService {
       case REPLACED -> w.u8(TreeProtocol.REPLACED);
       case DELETED -> w.u8(TreeProtocol.DELETED);
       case ABSENT -> w.u8(TreeProtocol.ABSENT);
-      case NEXT -> w.u8(TreeProtocol.NEXT).i64(result.next());
+      case RIGHT -> w.u8(TreeProtocol.RIGHT).i64(result.next());
       case RESTART -> w.u8(TreeProtocol.RESTART);
     }
   }
@@ -259,7 +262,7 @@ public final class TreeService implements FerriteService {
   /**
    * A put at meganode {@code h}: passed down if it is internal; else written, and the meganode
    * queued for a split once past half full. A put that finds it full waits for that split (on the
-   * splitter thread), then tries again: after the split it may be answered NEXT.
+   * splitter thread), then tries again: after the split it may be answered RIGHT.
    */
   private void write(Wire.Writer w, Hosted h, byte[] key, byte[] value) {
     Meganode m = h.meganode();
@@ -497,7 +500,7 @@ public final class TreeService implements FerriteService {
     while (true) {
       if (m.meganode().level() == level) {
         Meganode.Write w = m.meganode().putChild(key, child);
-        if (w.status() == Meganode.Write.Status.NEXT) {
+        if (w.status() == Meganode.Write.Status.RIGHT) {
           m = hosted(TreeProtocol.region(w.next()));
           continue;
         }
