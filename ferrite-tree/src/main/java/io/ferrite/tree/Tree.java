@@ -60,6 +60,11 @@ public final class Tree {
     return info.name();
   }
 
+  /** The root meganode this handle's operations start at. */
+  long rootPointer() {
+    return root;
+  }
+
   /** RPCs this handle sent to servers (searches, writes, scans, layouts). */
   public long rpcs() {
     return rpcs.get();

@@ -51,7 +51,8 @@ class TreeScaleTest {
         c.startServer("s" + i);
       }
       c.awaitServers(3);
-      Tree t = new TreeClient(real ? c.client(fabric) : c.client()).create("big");
+      TreeClient client = new TreeClient(real ? c.client(fabric) : c.client());
+      Tree t = client.create("big");
       for (int i = 0; i < n; i++) {
         byte[] k = key((int) ((i * 7919L) % n));
         t.put(k, k);
@@ -59,6 +60,7 @@ class TreeScaleTest {
       long[] stats = t.stats();
       assertTrue(stats[0] >= 3 && stats[1] >= 2, "meganodes, levels: " + Arrays.toString(stats));
       t.get(key(n - 1)); // learns the new root if it still started at the old one
+      assertEquals(client.info("big").root(), t.rootPointer(), "the handle learned the root");
       long rpcs = t.rpcs();
       long reads = t.nodeReads();
       int samples = 500;
