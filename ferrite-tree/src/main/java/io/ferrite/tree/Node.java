@@ -1,5 +1,6 @@
 package io.ferrite.tree;
 
+import io.ferrite.kv.HopscotchLayout;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
@@ -232,36 +233,22 @@ public final class Node {
     return n;
   }
 
+  // Little-endian words: kv's helpers (the extent format is kv's too).
+
   static void putLong(byte[] b, int at, long v) {
-    for (int i = 0; i < 8; i++) {
-      b[at + i] = (byte) (v >>> (8 * i));
-    }
+    HopscotchLayout.putLong(b, at, v);
   }
 
   static long getLong(byte[] b, int at) {
-    long v = 0;
-    for (int i = 7; i >= 0; i--) {
-      v = (v << 8) | (b[at + i] & 0xFFL);
-    }
-    return v;
+    return HopscotchLayout.getLong(b, at);
   }
 
   static void putInt(byte[] b, int at, int v) {
-    for (int i = 0; i < 4; i++) {
-      b[at + i] = (byte) (v >>> (8 * i));
-    }
+    HopscotchLayout.putInt(b, at, v);
   }
 
   static int getInt(byte[] b, int at) {
-    return (int) (getLong4(b, at));
-  }
-
-  private static long getLong4(byte[] b, int at) {
-    long v = 0;
-    for (int i = 3; i >= 0; i--) {
-      v = (v << 8) | (b[at + i] & 0xFFL);
-    }
-    return v;
+    return HopscotchLayout.getInt(b, at);
   }
 
   static void putShort(byte[] b, int at, int v) {

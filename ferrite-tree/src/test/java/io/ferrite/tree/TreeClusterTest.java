@@ -12,7 +12,6 @@ import io.ferrite.fabric.testing.SeedExtension;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.Arrays;
-import java.util.Iterator;
 import java.util.List;
 import java.util.Map;
 import java.util.Random;
@@ -39,10 +38,6 @@ class TreeClusterTest {
     }
   }
 
-  static TreeMap<byte[], byte[]> model() {
-    return new TreeMap<>(Arrays::compareUnsigned);
-  }
-
   static byte[] randomKey(Random random, int keys) {
     int k = random.nextInt(keys);
     // Bytes above 0x7F so that unsigned order matters; varying lengths.
@@ -53,38 +48,12 @@ class TreeClusterTest {
     return b;
   }
 
-  static List<Map.Entry<byte[], byte[]>> modelScan(
-      TreeMap<byte[], byte[]> model, byte[] from, byte[] to, int limit) {
-    Map<byte[], byte[]> range =
-        from == null
-            ? (to == null ? model : model.headMap(to, false))
-            : (to == null ? model.tailMap(from, true) : model.subMap(from, true, to, false));
-    List<Map.Entry<byte[], byte[]>> out = new ArrayList<>();
-    Iterator<Map.Entry<byte[], byte[]>> it = range.entrySet().iterator();
-    while (it.hasNext() && out.size() < limit) {
-      out.add(it.next());
-    }
-    return out;
-  }
-
-  static void assertScan(
-      List<Map.Entry<byte[], byte[]>> expected,
-      List<Map.Entry<byte[], byte[]>> actual,
-      String what) {
-    assertEquals(expected.size(), actual.size(), what + ": size");
-    for (int i = 0; i < expected.size(); i++) {
-      assertArrayEquals(expected.get(i).getKey(), actual.get(i).getKey(), what + ": key " + i);
-      assertArrayEquals(
-          expected.get(i).getValue(), actual.get(i).getValue(), what + ": value " + i);
-    }
-  }
-
   @Test
   void randomOperationsMatchTreeMapByBothPathsWhileMeganodesSplit(Random random) throws Exception {
     cluster = new TreeCluster(dir, 3, false);
     TreeClient client = new TreeClient(cluster.client());
     Tree tree = client.create("model");
-    TreeMap<byte[], byte[]> model = model();
+    TreeMap<byte[], byte[]> model = TreeModel.model();
     int keys = 3000;
     for (int op = 0; op < 8000; op++) {
       byte[] key = randomKey(random, keys);
@@ -114,15 +83,16 @@ class TreeClusterTest {
           to = t;
         }
         int limit = 1 + random.nextInt(random.nextBoolean() ? 10 : 1000);
-        List<Map.Entry<byte[], byte[]>> expected = modelScan(model, from, to, limit);
+        List<Map.Entry<byte[], byte[]>> expected = TreeModel.scan(model, from, to, limit);
         for (Tree.Path path : Tree.Path.values()) {
-          assertScan(expected, tree.scan(from, to, limit, path), "scan " + op + " " + path);
+          TreeModel.assertPairs(
+              expected, tree.scan(from, to, limit, path), "scan " + op + " " + path);
         }
       }
     }
     for (Tree.Path path : Tree.Path.values()) {
-      assertScan(
-          modelScan(model, null, null, Integer.MAX_VALUE),
+      TreeModel.assertPairs(
+          TreeModel.scan(model, null, null, Integer.MAX_VALUE),
           tree.scan(null, null, Integer.MAX_VALUE, path),
           "full scan " + path);
     }
@@ -136,8 +106,8 @@ class TreeClusterTest {
     }
     // A second handle starting from the directory's root sees the same.
     Tree again = new TreeClient(cluster.client()).open("model");
-    assertScan(
-        modelScan(model, null, null, 100),
+    TreeModel.assertPairs(
+        TreeModel.scan(model, null, null, 100),
         again.scan(null, null, 100, Tree.Path.CLIENT),
         "reopened");
   }

@@ -4,6 +4,7 @@ import io.ferrite.fabric.ErrorCode;
 import io.ferrite.fabric.FerriteException;
 import io.ferrite.fabric.MappedRegion;
 import io.ferrite.kv.Extents;
+import io.ferrite.kv.HopscotchLayout;
 import io.ferrite.kv.server.ExtentAllocator;
 import io.ferrite.tree.MeganodeReader;
 import io.ferrite.tree.Node;
@@ -834,8 +835,8 @@ public final class Meganode {
       // The body's loads before the tail's: a write that began during the copy shows in the tail.
       VarHandle.loadLoadFence();
       long tail = region.getLongAcquire(off + nodeSize - Node.TRAILER);
-      putLong(dst, 0, head);
-      putLong(dst, nodeSize - Node.TRAILER, tail);
+      HopscotchLayout.putLong(dst, 0, head);
+      HopscotchLayout.putLong(dst, nodeSize - Node.TRAILER, tail);
     }
 
     @Override
@@ -848,12 +849,6 @@ public final class Meganode {
         regions[r].readInto(off, ByteBuffer.wrap(e));
       }
       return e;
-    }
-  }
-
-  private static void putLong(byte[] b, int at, long v) {
-    for (int i = 0; i < 8; i++) {
-      b[at + i] = (byte) (v >>> (8 * i));
     }
   }
 

@@ -14,11 +14,11 @@ import io.ferrite.fabric.testing.TestThreads;
 import io.ferrite.kv.server.ExtentAllocator;
 import io.ferrite.tree.MeganodeReader;
 import io.ferrite.tree.NodeSource;
+import io.ferrite.tree.TreeModel;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.Arrays;
-import java.util.Iterator;
 import java.util.List;
 import java.util.Map;
 import java.util.Random;
@@ -59,10 +59,6 @@ class MeganodeTest {
     return new Meganode(region((long) nodes * NODE), NODE, extents);
   }
 
-  static TreeMap<byte[], byte[]> model() {
-    return new TreeMap<>(Arrays::compareUnsigned);
-  }
-
   static byte[] randomKey(Random random) {
     byte[] k = new byte[1 + random.nextInt(12)];
     for (int i = 0; i < k.length; i++) {
@@ -71,33 +67,10 @@ class MeganodeTest {
     return k;
   }
 
-  static void assertSame(
-      List<Map.Entry<byte[], byte[]>> expected, List<Map.Entry<byte[], byte[]>> actual) {
-    assertEquals(expected.size(), actual.size(), "scan size");
-    for (int i = 0; i < expected.size(); i++) {
-      assertArrayEquals(expected.get(i).getKey(), actual.get(i).getKey(), "scan key " + i);
-      assertArrayEquals(expected.get(i).getValue(), actual.get(i).getValue(), "scan value " + i);
-    }
-  }
-
-  static List<Map.Entry<byte[], byte[]>> modelScan(
-      TreeMap<byte[], byte[]> model, byte[] from, byte[] to, int limit) {
-    List<Map.Entry<byte[], byte[]>> out = new ArrayList<>();
-    Map<byte[], byte[]> range =
-        from == null
-            ? (to == null ? model : model.headMap(to, false))
-            : (to == null ? model.tailMap(from, true) : model.subMap(from, true, to, false));
-    Iterator<Map.Entry<byte[], byte[]>> it = range.entrySet().iterator();
-    while (it.hasNext() && out.size() < limit) {
-      out.add(it.next());
-    }
-    return out;
-  }
-
   @Test
   void randomOperationsMatchTreeMap(Random random) {
     Meganode m = meganode(4096);
-    TreeMap<byte[], byte[]> model = model();
+    TreeMap<byte[], byte[]> model = TreeModel.model();
     for (int op = 0; op < 30_000; op++) {
       byte[] key = randomKey(random);
       int kind = random.nextInt(10);
@@ -124,10 +97,11 @@ class MeganodeTest {
           to = t;
         }
         int limit = 1 + random.nextInt(random.nextBoolean() ? 5 : 500);
-        assertSame(modelScan(model, from, to, limit), m.scan(from, to, limit));
+        TreeModel.assertPairs(
+            TreeModel.scan(model, from, to, limit), m.scan(from, to, limit), "scan " + op);
       }
     }
-    assertSame(modelScan(model, null, null, Integer.MAX_VALUE), m.all());
+    TreeModel.assertPairs(TreeModel.scan(model, null, null, Integer.MAX_VALUE), m.all(), "all");
     assertNull(m.check(), "shape");
     assertTrue(m.nodeUsage()[0] > 20, "the tree split into several levels: " + m.nodeUsage()[0]);
     assertTrue(new MeganodeReader(m.source()).header().level >= 2, "root above level 1");
@@ -140,7 +114,7 @@ class MeganodeTest {
   @Test
   void tornNodeCopiesAreReadAgain(Random random) {
     Meganode m = meganode(4096);
-    TreeMap<byte[], byte[]> model = model();
+    TreeMap<byte[], byte[]> model = TreeModel.model();
     for (int i = 0; i < 2000; i++) {
       byte[] k = ("k" + i).getBytes(StandardCharsets.UTF_8);
       m.put(k, k);
@@ -273,13 +247,13 @@ class MeganodeTest {
             });
       }
     }
-    TreeMap<byte[], byte[]> model = model();
+    TreeMap<byte[], byte[]> model = TreeModel.model();
     for (int w = 0; w < writers; w++) {
       for (int k = 0; k < keysPerWriter; k++) {
         model.put(key(w, k), value(key(w, k), rounds + 1));
       }
     }
-    assertSame(modelScan(model, null, null, Integer.MAX_VALUE), m.all());
+    TreeModel.assertPairs(TreeModel.scan(model, null, null, Integer.MAX_VALUE), m.all(), "all");
     assertNull(m.check(), "shape");
   }
 
@@ -322,7 +296,7 @@ class MeganodeTest {
   @Test
   void aFullMeganodeFailsWithNoSpace() {
     Meganode m = meganode(8);
-    TreeMap<byte[], byte[]> model = model();
+    TreeMap<byte[], byte[]> model = TreeModel.model();
     FerriteException e =
         assertThrows(
             FerriteException.class,
@@ -336,7 +310,7 @@ class MeganodeTest {
     assertEquals(ErrorCode.NO_SPACE, e.code());
     assertTrue(e.getMessage().contains("meganode full"), e.getMessage());
     // The failed put left nothing behind: no node locked (readers would spin), no entry.
-    assertSame(modelScan(model, null, null, Integer.MAX_VALUE), m.all());
+    TreeModel.assertPairs(TreeModel.scan(model, null, null, Integer.MAX_VALUE), m.all(), "all");
     assertNull(m.check(), "shape");
     byte[] first = model.firstKey();
     assertTrue(m.delete(first));
