@@ -4,13 +4,11 @@ import io.ferrite.fabric.ErrorCode;
 import io.ferrite.fabric.FerriteException;
 import io.ferrite.fabric.MappedRegion;
 import io.ferrite.kv.Extents;
-import io.ferrite.kv.HopscotchLayout;
 import io.ferrite.kv.server.ExtentAllocator;
 import io.ferrite.tree.MeganodeReader;
 import io.ferrite.tree.Node;
 import io.ferrite.tree.NodeSource;
 import io.ferrite.tree.TreeLimits;
-import java.lang.invoke.VarHandle;
 import java.nio.ByteBuffer;
 import java.util.ArrayList;
 import java.util.List;
@@ -49,20 +47,16 @@ import java.util.concurrent.atomic.AtomicInteger;
  * <p>When the nodes run out before a split made room, a put fails with {@link ErrorCode#NO_SPACE}.
  */
 public final class Meganode {
-  private final MappedRegion region;
+  private final NodeRegion nodes;
   private final int nodeSize;
-  private final int capacity;
   private final ExtentAllocator extents;
   private final TreeLimits limits;
   private final AtomicInteger incarnations = new AtomicInteger();
-  private final Object allocation = new Object();
   private final Source source = new Source();
   private volatile MappedRegion[] extentRegions;
-  private final java.util.ArrayDeque<Integer> freeNodes = new java.util.ArrayDeque<>();
   private final java.util.concurrent.locks.ReentrantReadWriteLock structure =
       new java.util.concurrent.locks.ReentrantReadWriteLock();
   private final boolean leafMeganode;
-  private int bump;
   private final AtomicInteger lostSeparators = new AtomicInteger();
 
   /** What a write did, or where it must go instead. */
@@ -100,24 +94,9 @@ public final class Meganode {
       byte[] low,
       byte[] high,
       long link) {
-    if (nodeSize < 128 || nodeSize % 8 != 0 || nodeSize > 65536) {
-      throw new FerriteException(
-          ErrorCode.INVALID_ARGUMENT,
-          "tree.node.size: " + nodeSize + " (expected: a multiple of 8, 128 to 65536)");
-    }
-    if (region.length() / nodeSize < 3) {
-      throw new FerriteException(
-          ErrorCode.INVALID_ARGUMENT,
-          "tree.meganode.size: "
-              + region.length()
-              + " (expected: at least 3 nodes of "
-              + nodeSize
-              + " B)");
-    }
-    this.region = region;
+    this.nodes = new NodeRegion(region, nodeSize);
     this.leafMeganode = level == 0;
     this.nodeSize = nodeSize;
-    this.capacity = (int) Math.min(Integer.MAX_VALUE, region.length() / nodeSize);
     this.extents = extents;
     this.extentRegions = extents.regions().toArray(new MappedRegion[0]);
     long largest = extents.region(0).length() - Extents.HEADER;
@@ -125,8 +104,8 @@ public final class Meganode {
     Node root = new Node();
     root.flags = Node.LEAF | Node.LIVE | Node.HIGH_INF;
     root.incarnation = 1;
-    bump = 2;
-    writeFresh(1, root);
+    nodes.allocate(); // node 1
+    nodes.writeFresh(1, root);
     Node header = new Node();
     header.right = 1;
     header.incarnation = level;
@@ -134,7 +113,7 @@ public final class Meganode {
     header.low = low;
     header.high = high == null ? new byte[0] : high;
     header.link = link;
-    writeFresh(0, header);
+    nodes.writeFresh(0, header);
   }
 
   public TreeLimits limits() {
@@ -143,14 +122,12 @@ public final class Meganode {
 
   /** The region this meganode lives in. */
   public MappedRegion region() {
-    return region;
+    return nodes.region();
   }
 
   /** Nodes in use, header included, and the capacity. */
   public int[] nodeUsage() {
-    synchronized (allocation) {
-      return new int[] {bump - freeNodes.size(), capacity};
-    }
+    return nodes.usage();
   }
 
   /** This meganode's level in the tree of meganodes (0: a leaf meganode). */
@@ -253,17 +230,7 @@ public final class Meganode {
     // meganode fails a put cleanly: no extent, no entry (NO_SPACE is not retryable here; the
     // service waits for a meganode split and tries again).
     int levels = new MeganodeReader(source).header().level + 2;
-    synchronized (allocation) {
-      if (capacity - bump + freeNodes.size() < levels) {
-        throw new FerriteException(
-            ErrorCode.NO_SPACE,
-            "meganode full: "
-                + capacity
-                + " nodes of "
-                + nodeSize
-                + " B in use (tree.meganode.size): puts came faster than the meganode split");
-      }
-    }
+    nodes.requireFree(levels);
     long[] pointer;
     if (value == null) {
       pointer = new long[] {child, 0, 0};
@@ -280,7 +247,7 @@ public final class Meganode {
     int i = n.find(key);
     if (i >= 0) {
       long[] old = n.values.set(i, pointer);
-      write(index, n, v);
+      nodes.write(index, n, v);
       // The old extent is freed only after the leaf stopped pointing to it; a reader still holding
       // the old leaf copy fails its checksum once the extent is reused, and reads the leaf again.
       freeExtent(old);
@@ -342,13 +309,13 @@ public final class Meganode {
     long v = locked.version();
     int i = n.find(key);
     if (i < 0) {
-      unlock(index, v);
+      nodes.unlock(index, v);
       return false;
     }
     n.keys.remove(i);
     long[] old = n.values.remove(i);
     // Sagiv: a delete removes the entry under the leaf's lock only; no merging, no rebalancing.
-    write(index, n, v);
+    nodes.write(index, n, v);
     freeExtent(old);
     return true;
   }
@@ -447,18 +414,18 @@ public final class Meganode {
    */
   public void finishSplit(byte[] key, long right) {
     try {
-      long hv = lock(0);
-      Node h = Node.decodeBody(copy(0));
+      long hv = nodes.lock(0);
+      Node h = Node.decodeBody(nodes.copy(0));
       h.high = key;
       h.flags &= ~Node.HIGH_INF;
       h.link = right;
-      write(0, h, hv);
+      nodes.write(0, h, hv);
       List<Integer> freed = new ArrayList<>();
       MeganodeReader reader = new MeganodeReader(source);
       for (int level = h.level; level >= 0; level--) {
         int index = boundary(reader, h.right, key, level);
-        long v = lock(index);
-        Node n = Node.decodeBody(copy(index));
+        long v = nodes.lock(index);
+        Node n = Node.decodeBody(nodes.copy(index));
         int from = n.ceiling(key);
         List<long[]> removed = new ArrayList<>(n.values.subList(from, n.values.size()));
         n.keys.subList(from, n.keys.size()).clear();
@@ -467,27 +434,25 @@ public final class Meganode {
         n.flags &= ~Node.HIGH_INF;
         int next = n.right;
         n.right = 0;
-        write(index, n, v);
+        nodes.write(index, n, v);
         if (level == 0) {
           removed.forEach(this::freeExtent);
         }
         while (next != 0) {
-          long w = lock(next);
-          Node dead = Node.decodeBody(copy(next));
+          long w = nodes.lock(next);
+          Node dead = Node.decodeBody(nodes.copy(next));
           int after = dead.right;
           dead.flags &= ~Node.LIVE;
           dead.incarnation++;
           if (level == 0) {
             dead.values.forEach(this::freeExtent);
           }
-          write(next, dead, w);
+          nodes.write(next, dead, w);
           freed.add(next);
           next = after;
         }
       }
-      synchronized (allocation) {
-        freeNodes.addAll(freed);
-      }
+      nodes.free(freed);
     } finally {
       structure.writeLock().unlock();
     }
@@ -524,7 +489,7 @@ public final class Meganode {
     boolean leafWritten = false;
     while (true) {
       if (n.encodedSize() <= nodeSize) {
-        write(index, n, v);
+        nodes.write(index, n, v);
         return;
       }
       // Split by bytes, both halves non-empty (the key limit guarantees both then fit).
@@ -541,10 +506,10 @@ public final class Meganode {
       }
       int rightIndex;
       try {
-        rightIndex = allocateNode();
+        rightIndex = nodes.allocate();
       } catch (FerriteException e) {
         // Never leave a node locked: it would stop every reader. Nothing of it changed in memory.
-        unlock(index, v);
+        nodes.unlock(index, v);
         if (!leafWritten) {
           throw e;
         }
@@ -556,20 +521,20 @@ public final class Meganode {
       Node r = new Node();
       r.flags = n.flags;
       r.level = n.level;
-      r.incarnation = Math.max(1, incarnationOf(rightIndex) + 1);
+      r.incarnation = Math.max(1, nodes.incarnationOf(rightIndex) + 1);
       byte[] sep = n.keys.get(mid);
       r.low = sep;
       r.high = n.high;
       r.right = n.right;
       r.keys.addAll(n.keys.subList(mid, n.keys.size()));
       r.values.addAll(n.values.subList(mid, n.values.size()));
-      writeFresh(rightIndex, r);
+      nodes.writeFresh(rightIndex, r);
       n.keys.subList(mid, n.keys.size()).clear();
       n.values.subList(mid, n.values.size()).clear();
       n.high = sep;
       n.flags &= ~Node.HIGH_INF;
       n.right = rightIndex;
-      write(index, n, v);
+      nodes.write(index, n, v);
       leafWritten = true;
       // The left node is unlocked: its right link leads searches to the new sibling until the
       // parent has the separator (Lehman and Yao). Now insert (sep, rightIndex) one level up.
@@ -592,7 +557,7 @@ public final class Meganode {
       n = locked.node();
       v = locked.version();
       if (n.find(sep) >= 0) {
-        unlock(index, v); // a root built meanwhile has it already
+        nodes.unlock(index, v); // a root built meanwhile has it already
         return;
       }
       int at = n.ceiling(sep);
@@ -639,10 +604,10 @@ public final class Meganode {
    * the usual path). True if this call built it.
    */
   private boolean growRoot(int childLevel) {
-    long hv = lock(0);
-    Node header = Node.decodeBody(copy(0));
+    long hv = nodes.lock(0);
+    Node header = Node.decodeBody(nodes.copy(0));
     if (header.level != childLevel) {
-      unlock(0, hv);
+      nodes.unlock(0, hv);
       return false;
     }
     Node root = new Node();
@@ -657,22 +622,22 @@ public final class Meganode {
       index = n.right;
     }
     if (root.encodedSize() > nodeSize) {
-      unlock(0, hv);
+      nodes.unlock(0, hv);
       throw new FerriteException(
           ErrorCode.INTERNAL, "new root over " + root.keys.size() + " nodes does not fit a node");
     }
     int rootIndex;
     try {
-      rootIndex = allocateNode();
+      rootIndex = nodes.allocate();
     } catch (FerriteException e) {
-      unlock(0, hv);
+      nodes.unlock(0, hv);
       throw e;
     }
-    root.incarnation = Math.max(1, incarnationOf(rootIndex) + 1);
-    writeFresh(rootIndex, root);
+    root.incarnation = Math.max(1, nodes.incarnationOf(rootIndex) + 1);
+    nodes.writeFresh(rootIndex, root);
     header.right = rootIndex;
     header.level = childLevel + 1;
-    write(0, header, hv);
+    nodes.write(0, header, hv);
     return true;
   }
 
@@ -714,86 +679,14 @@ public final class Meganode {
    */
   private Locked lockCovering(byte[] key, int index) {
     while (true) {
-      long v = lock(index);
-      Node n = Node.decodeBody(copy(index));
+      long v = nodes.lock(index);
+      Node n = Node.decodeBody(nodes.copy(index));
       if (n.beyond(key) && n.right != 0) {
-        unlock(index, v);
+        nodes.unlock(index, v);
         index = n.right;
         continue;
       }
       return new Locked(index, n, v);
-    }
-  }
-
-  // ------------------------------------------------------------------ node words
-
-  private long offset(int index) {
-    return (long) index * nodeSize;
-  }
-
-  /** Takes node {@code index}'s lock: its head word from even to odd. Returns the odd value. */
-  private long lock(int index) {
-    long off = offset(index);
-    int spins = 0;
-    while (true) {
-      long v = region.getLongAcquire(off);
-      if ((v & 1) == 0 && region.compareAndSwap(off, v, v + 1) == v) {
-        region.putLongRelease(off + nodeSize - Node.TRAILER, v + 1);
-        // Both words odd before any byte of the body changes (Cell §2.3).
-        VarHandle.storeStoreFence();
-        return v + 1;
-      }
-      MeganodeReader.backoff(spins++);
-    }
-  }
-
-  /** Releases a lock taken by {@link #lock} without a change: both words to the next even. */
-  private void unlock(int index, long odd) {
-    long off = offset(index);
-    region.putLongRelease(off + nodeSize - Node.TRAILER, odd + 1);
-    region.putLongRelease(off, odd + 1);
-  }
-
-  /** Writes the locked node's body, then unlocks it (tail, then head, release). */
-  private void write(int index, Node n, long odd) {
-    byte[] image = new byte[nodeSize];
-    n.version = odd;
-    n.encode(image);
-    region.writeFrom(offset(index) + 8, ByteBuffer.wrap(image, 8, nodeSize - 16));
-    unlock(index, odd);
-  }
-
-  /** Writes a node no search can reach yet (fresh, or the header at format time). */
-  private void writeFresh(int index, Node n) {
-    write(index, n, lock(index));
-  }
-
-  private byte[] copy(int index) {
-    byte[] b = new byte[nodeSize];
-    region.readInto(offset(index), ByteBuffer.wrap(b));
-    return b;
-  }
-
-  private int incarnationOf(int index) {
-    return Node.decodeBody(copy(index)).incarnation;
-  }
-
-  private int allocateNode() {
-    synchronized (allocation) {
-      Integer reused = freeNodes.pollFirst();
-      if (reused != null) {
-        return reused;
-      }
-      if (bump >= capacity) {
-        throw new FerriteException(
-            ErrorCode.NO_SPACE,
-            "meganode full: "
-                + capacity
-                + " nodes of "
-                + nodeSize
-                + " B in use (tree.meganode.size): puts came faster than the meganode split");
-      }
-      return bump++;
     }
   }
 
@@ -829,14 +722,7 @@ public final class Meganode {
 
     @Override
     public void readNode(int index, byte[] dst) {
-      long off = offset(index);
-      long head = region.getLongAcquire(off);
-      region.readInto(off + 8, ByteBuffer.wrap(dst, 8, nodeSize - 16));
-      // The body's loads before the tail's: a write that began during the copy shows in the tail.
-      VarHandle.loadLoadFence();
-      long tail = region.getLongAcquire(off + nodeSize - Node.TRAILER);
-      HopscotchLayout.putLong(dst, 0, head);
-      HopscotchLayout.putLong(dst, nodeSize - Node.TRAILER, tail);
+      nodes.readNode(index, dst);
     }
 
     @Override
