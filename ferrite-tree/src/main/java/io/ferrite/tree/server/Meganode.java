@@ -47,16 +47,16 @@ import java.util.concurrent.atomic.AtomicInteger;
  * <p>When the nodes run out before a split made room, a put fails with {@link ErrorCode#NO_SPACE}.
  */
 public final class Meganode {
-  private final NodeRegion nodes;
+  final NodeRegion nodes;
   private final int nodeSize;
   private final ExtentAllocator extents;
   private final TreeLimits limits;
   private final AtomicInteger incarnations = new AtomicInteger();
-  private final Source source = new Source();
+  final NodeSource source = new Source();
   private volatile MappedRegion[] extentRegions;
-  private final java.util.concurrent.locks.ReentrantReadWriteLock structure =
+  final java.util.concurrent.locks.ReentrantReadWriteLock structure =
       new java.util.concurrent.locks.ReentrantReadWriteLock();
-  private final boolean leafMeganode;
+  final boolean leafMeganode;
   private final AtomicInteger lostSeparators = new AtomicInteger();
 
   /** What a write did, or where it must go instead. */
@@ -348,52 +348,7 @@ public final class Meganode {
    * meganode; null (lock released) when there are fewer than two entries.
    */
   public SplitHalf beginSplit() {
-    structure.writeLock().lock();
-    try {
-      MeganodeReader reader = new MeganodeReader(source);
-      Node h = reader.header();
-      List<byte[]> keys = new ArrayList<>();
-      List<long[]> pointers = new ArrayList<>();
-      int index = h.right;
-      Node n = reader.read(index);
-      while (!n.leaf()) {
-        n = reader.read((int) n.values.get(0)[0]);
-      }
-      while (true) {
-        keys.addAll(n.keys);
-        pointers.addAll(n.values);
-        if (n.right == 0) {
-          break;
-        }
-        n = reader.read(n.right);
-      }
-      if (keys.size() < 2) {
-        structure.writeLock().unlock();
-        return null;
-      }
-      int mid = keys.size() / 2;
-      List<byte[]> values = new ArrayList<>();
-      List<Long> children = new ArrayList<>();
-      for (int i = mid; i < keys.size(); i++) {
-        long[] p = pointers.get(i);
-        if (leafMeganode) {
-          values.add(Extents.value(source.readExtent(p[0], (int) p[1])));
-        } else {
-          children.add(p[0]);
-        }
-      }
-      return new SplitHalf(
-          keys.get(mid),
-          h.incarnation,
-          h.highInfinite() ? null : h.high,
-          h.link,
-          new ArrayList<>(keys.subList(mid, keys.size())),
-          values,
-          children);
-    } catch (RuntimeException | Error e) {
-      structure.writeLock().unlock();
-      throw e;
-    }
+    return MeganodeSplit.begin(this);
   }
 
   /** Gives up a split begun by {@link #beginSplit}: nothing changed; writes go on. */
@@ -413,70 +368,7 @@ public final class Meganode {
    * Searches in flight meanwhile see either copy of a pair, both the same: writes were blocked.
    */
   public void finishSplit(byte[] key, long right) {
-    try {
-      long hv = nodes.lock(0);
-      Node h = Node.decodeBody(nodes.copy(0));
-      h.high = key;
-      h.flags &= ~Node.HIGH_INF;
-      h.link = right;
-      nodes.write(0, h, hv);
-      List<Integer> freed = new ArrayList<>();
-      MeganodeReader reader = new MeganodeReader(source);
-      for (int level = h.level; level >= 0; level--) {
-        int index = boundary(reader, h.right, key, level);
-        long v = nodes.lock(index);
-        Node n = Node.decodeBody(nodes.copy(index));
-        int from = n.ceiling(key);
-        List<long[]> removed = new ArrayList<>(n.values.subList(from, n.values.size()));
-        n.keys.subList(from, n.keys.size()).clear();
-        n.values.subList(from, n.values.size()).clear();
-        n.high = key;
-        n.flags &= ~Node.HIGH_INF;
-        int next = n.right;
-        n.right = 0;
-        nodes.write(index, n, v);
-        if (level == 0) {
-          removed.forEach(this::freeExtent);
-        }
-        while (next != 0) {
-          long w = nodes.lock(next);
-          Node dead = Node.decodeBody(nodes.copy(next));
-          int after = dead.right;
-          dead.flags &= ~Node.LIVE;
-          dead.incarnation++;
-          if (level == 0) {
-            dead.values.forEach(this::freeExtent);
-          }
-          nodes.write(next, dead, w);
-          freed.add(next);
-          next = after;
-        }
-      }
-      nodes.free(freed);
-    } finally {
-      structure.writeLock().unlock();
-    }
-  }
-
-  /**
-   * The node at {@code level} whose range holds the keys just below {@code key}: its low key below
-   * {@code key}, its high key at or above it. Under the structure lock: nothing moves.
-   */
-  private int boundary(MeganodeReader reader, int root, byte[] key, int level) {
-    int index = root;
-    while (true) {
-      Node n = reader.read(index);
-      if (!n.highInfinite() && java.util.Arrays.compareUnsigned(n.high, key) < 0 && n.right != 0) {
-        index = n.right;
-        continue;
-      }
-      if (n.level == level) {
-        return index;
-      }
-      // The last child whose first key is below key (strictly): the one ending the keys below it.
-      int i = n.ceiling(key) - 1;
-      index = (int) n.values.get(Math.max(0, i))[0];
-    }
+    MeganodeSplit.finish(this, key, right);
   }
 
   // ------------------------------------------------------------------ Sagiv's insert
@@ -704,7 +596,7 @@ public final class Meganode {
     }
   }
 
-  private void freeExtent(long[] pointer) {
+  void freeExtent(long[] pointer) {
     if (!leafMeganode) {
       return; // an internal meganode's entries are child pointers, not extents
     }
@@ -741,57 +633,6 @@ public final class Meganode {
   /** Separators not inserted above a node split because the meganode was full (see above). */
   public int lostSeparators() {
     return lostSeparators.get();
-  }
-
-  /**
-   * For tests, at rest: the local tree's shape, or a description of what is wrong. Every level,
-   * from its leftmost node along the right links, is live, contiguous (each low key the previous
-   * high key), its keys ordered and in range, and ends at +∞ or the meganode's high key; every node
-   * in use is on exactly one level.
-   */
-  String check() {
-    MeganodeReader reader = new MeganodeReader(source);
-    Node h = reader.header();
-    int seen = 0;
-    int first = h.right;
-    for (int level = h.level; level >= 0; level--) {
-      Node n = reader.read(first);
-      if (n.level != level || !n.live() || n.low.length != 0) {
-        return "level " + level + ": leftmost node " + first + " is " + n.level + "/" + n.live();
-      }
-      int next = n.leaf() ? 0 : (int) n.values.get(0)[0];
-      byte[] low = n.low;
-      int index = first;
-      while (true) {
-        seen++;
-        if (!n.live() || n.level != level || !java.util.Arrays.equals(n.low, low)) {
-          return "level " + level + ": node " + index + " breaks the chain";
-        }
-        byte[] prev = null;
-        for (byte[] k : n.keys) {
-          if (prev != null && java.util.Arrays.compareUnsigned(prev, k) >= 0
-              || n.below(k)
-              || n.beyond(k)) {
-            return "level " + level + ": node " + index + " keys out of order or range";
-          }
-          prev = k;
-        }
-        if (n.right == 0) {
-          boolean end =
-              n.highInfinite() || (!h.highInfinite() && java.util.Arrays.equals(n.high, h.high));
-          if (!end) {
-            return "level " + level + ": ends at node " + index + " before the meganode's end";
-          }
-          break;
-        }
-        low = n.high;
-        index = n.right;
-        n = reader.read(index);
-      }
-      first = next;
-    }
-    int used = nodeUsage()[0] - 1;
-    return seen == used ? null : seen + " nodes on the levels, " + used + " in use";
   }
 
   /** For tests: all pairs, in order, through the lock-free reader. */

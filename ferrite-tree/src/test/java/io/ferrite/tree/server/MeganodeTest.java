@@ -102,7 +102,7 @@ class MeganodeTest {
       }
     }
     TreeModel.assertPairs(TreeModel.scan(model, null, null, Integer.MAX_VALUE), m.all(), "all");
-    assertNull(m.check(), "shape");
+    assertNull(MeganodeShape.check(m), "shape");
     assertTrue(m.nodeUsage()[0] > 20, "the tree split into several levels: " + m.nodeUsage()[0]);
     assertTrue(new MeganodeReader(m.source()).header().level >= 2, "root above level 1");
   }
@@ -254,7 +254,7 @@ class MeganodeTest {
       }
     }
     TreeModel.assertPairs(TreeModel.scan(model, null, null, Integer.MAX_VALUE), m.all(), "all");
-    assertNull(m.check(), "shape");
+    assertNull(MeganodeShape.check(m), "shape");
   }
 
   static byte[] key(int writer, int k) {
@@ -311,7 +311,7 @@ class MeganodeTest {
     assertTrue(e.getMessage().contains("meganode full"), e.getMessage());
     // The failed put left nothing behind: no node locked (readers would spin), no entry.
     TreeModel.assertPairs(TreeModel.scan(model, null, null, Integer.MAX_VALUE), m.all(), "all");
-    assertNull(m.check(), "shape");
+    assertNull(MeganodeShape.check(m), "shape");
     byte[] first = model.firstKey();
     assertTrue(m.delete(first));
     assertNull(m.get(first));
