@@ -23,7 +23,7 @@ import java.util.function.Supplier;
  * freed extent's current word was cleared before its pointer changed, so a hint to it does not
  * answer either ({@link io.ferrite.kv.Extents}).
  */
-final class ExtentAllocator {
+public final class ExtentAllocator {
   static final int MIN_CLASS = 32;
 
   private final List<MappedRegion> regions = new ArrayList<>();
@@ -34,7 +34,7 @@ final class ExtentAllocator {
   private long usedBytes;
   private long freeBytes;
 
-  ExtentAllocator(MappedRegion first, int maxRegions, Supplier<MappedRegion> newRegion) {
+  public ExtentAllocator(MappedRegion first, int maxRegions, Supplier<MappedRegion> newRegion) {
     this.regions.add(first);
     this.maxRegions = maxRegions;
     this.newRegion = newRegion;
@@ -57,11 +57,11 @@ final class ExtentAllocator {
     return (c & 1) == 0 ? base : base + base / 2;
   }
 
-  List<MappedRegion> regions() {
+  public List<MappedRegion> regions() {
     return regions;
   }
 
-  MappedRegion region(int index) {
+  public MappedRegion region(int index) {
     return regions.get(index);
   }
 
@@ -71,7 +71,7 @@ final class ExtentAllocator {
    * @return the address; {@code grew[0]} is set when a region was added (the layout changed)
    * @throws FerriteException NO_SPACE when every region is full and no more may be added
    */
-  long allocate(int length, boolean[] grew) {
+  public long allocate(int length, boolean[] grew) {
     int c = classOf(length);
     long size = classSize(c);
     while (free.size() <= c) {
@@ -111,7 +111,7 @@ final class ExtentAllocator {
   }
 
   /** Frees the extent of {@code length} bytes at {@code addr}. */
-  void free(long addr, int length) {
+  public void free(long addr, int length) {
     int c = classOf(length);
     long size = classSize(c);
     while (free.size() <= c) {
@@ -125,7 +125,7 @@ final class ExtentAllocator {
   // ------------------------------------------------------------------ extents (Extents)
 
   /** Writes a new extent image (its current word 0) at {@code addr}. */
-  void write(long addr, byte[] image) {
+  public void write(long addr, byte[] image) {
     region((int) (addr >>> 32)).writeFrom(addr & 0xFFFFFFFFL, ByteBuffer.wrap(image));
   }
 
@@ -146,11 +146,11 @@ final class ExtentAllocator {
     VarHandle.fullFence();
   }
 
-  long usedBytes() {
+  public long usedBytes() {
     return usedBytes;
   }
 
-  long freeBytes() {
+  public long freeBytes() {
     return freeBytes;
   }
 }

@@ -1,0 +1,301 @@
+package io.ferrite.tree;
+
+import io.ferrite.fabric.ErrorCode;
+import io.ferrite.fabric.FerriteException;
+import io.ferrite.kv.Extents;
+import java.util.AbstractMap.SimpleImmutableEntry;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.List;
+import java.util.Map;
+
+/**
+ * Lock-free search of one meganode's local B-link tree over a {@link NodeSource} (Sagiv's search,
+ * Cell §2.2–2.4): the same code serves the server's own searches (over its region) and a client's
+ * one-sided searches (over the fabric). Not thread-safe (one copy buffer); cheap to create.
+ *
+ * <p>Every node copy is checked before use: torn (version words differ or odd) — read it again; not
+ * live, or its low key above the key sought (it was freed and reused elsewhere) — restart from the
+ * meganode's header; the key at or past its high key — follow its right link (a split moved the key
+ * right), or, at the end of a level (a meganode split trimmed it), read the header again, whose
+ * high key then sends the search to the right meganode. Every extent copy is checked against the
+ * leaf's pointer (XXH3-64, kv's {@link Extents}): a mismatch means the extent was freed and reused
+ * after the leaf was read, so the leaf is read again. Retries are bounded: past {@link
+ * #MAX_RETRIES} the search fails with {@link ErrorCode#BUSY} (retryable).
+ */
+public final class MeganodeReader {
+  /** Bound on torn copies and restarts of one operation (with {@link #backoff}: minutes). */
+  public static final int MAX_RETRIES = 100_000;
+
+  /** What a search of one meganode found. */
+  public record Outcome(Kind kind, byte[] value, long pointer) {
+    public enum Kind {
+      /** A leaf meganode holds the key: {@code value}. */
+      VALUE,
+      /** A leaf meganode's range holds the key, but not the key. */
+      ABSENT,
+      /** Go on at meganode {@code pointer}: the child (of an internal meganode) for the key. */
+      NEXT,
+      /** The key is past this meganode's range: go on at its right meganode {@code pointer}. */
+      RIGHT,
+      /** The key is below this meganode's range: start again from the tree's root. */
+      RESTART
+    }
+  }
+
+  /** Part of a scan: the pairs this meganode held, and where to go on ({@code next} 0: done). */
+  public record ScanPart(List<Map.Entry<byte[], byte[]>> pairs, long next, byte[] resume) {}
+
+  private final NodeSource source;
+  private final byte[] buf;
+  private long nodeReads;
+  private long torn;
+  private long restarts;
+
+  public MeganodeReader(NodeSource source) {
+    this.source = source;
+    this.buf = new byte[source.nodeSize()];
+  }
+
+  /** Node copies read so far (each a one-sided read on the client path), torn ones included. */
+  public long nodeReads() {
+    return nodeReads;
+  }
+
+  /** Torn node copies read again so far. */
+  public long tornReads() {
+    return torn;
+  }
+
+  /** Searches restarted from the header so far (a stale node, an extent freed under a leaf). */
+  public long restarts() {
+    return restarts;
+  }
+
+  /** A whole, decoded copy of node {@code index}, reading it again while torn. */
+  public Node read(int index) {
+    for (int attempt = 0; attempt < MAX_RETRIES; attempt++) {
+      nodeReads++;
+      source.readNode(index, buf);
+      Node n = Node.decode(buf);
+      if (n != null) {
+        return n;
+      }
+      torn++;
+      backoff(attempt);
+    }
+    throw busy("node " + index + " torn on every read");
+  }
+
+  /**
+   * Waits before reading a torn node again: spins first (a write holds a node for a few hundred
+   * nanoseconds), then yields, then parks up to a millisecond (a writer preempted while it holds
+   * the node, on a busy machine), so that the bound on retries is not a bound of a few
+   * milliseconds.
+   */
+  public static void backoff(int attempt) {
+    if (attempt < 64) {
+      Thread.onSpinWait();
+    } else if (attempt < 256) {
+      Thread.yield();
+    } else {
+      java.util.concurrent.locks.LockSupport.parkNanos(
+          Math.min(1_000_000L, 1000L * (attempt - 255)));
+    }
+  }
+
+  /** The meganode's header (node 0): local root, meganode range, right meganode. */
+  public Node header() {
+    return read(0);
+  }
+
+  /**
+   * The local leaf whose key range holds {@code key}, starting at the root the header names, or
+   * null when a node on the way was stale or a level ended (the caller reads the header again).
+   */
+  private Node leaf(byte[] key, Node header) {
+    int index = header.right;
+    while (true) {
+      Node n = read(index);
+      if (!n.live() || n.below(key)) {
+        return null;
+      }
+      if (n.beyond(key)) {
+        index = n.right;
+        if (index == 0) {
+          return null;
+        }
+        continue;
+      }
+      if (n.leaf()) {
+        return n;
+      }
+      int i = n.floor(key);
+      if (i < 0) {
+        return null;
+      }
+      index = (int) n.values.get(i)[0];
+    }
+  }
+
+  /**
+   * Searches this meganode for {@code key} (empty: the smallest key, for internal searches).
+   * Linearizes at the read of the leaf holding it.
+   */
+  public Outcome search(byte[] key) {
+    for (int attempt = 0; attempt < MAX_RETRIES; attempt++) {
+      Node h = header();
+      if (h.below(key)) {
+        return new Outcome(Outcome.Kind.RESTART, null, 0);
+      }
+      if (h.beyond(key)) {
+        return new Outcome(Outcome.Kind.RIGHT, null, h.link);
+      }
+      Node leaf = leaf(key, h);
+      if (leaf == null) {
+        restarts++;
+        continue;
+      }
+      if (!h.leaf()) {
+        int i = leaf.floor(key);
+        if (i < 0) {
+          restarts++;
+          continue;
+        }
+        return new Outcome(Outcome.Kind.NEXT, null, leaf.values.get(i)[0]);
+      }
+      int i = leaf.find(key);
+      if (i < 0) {
+        return new Outcome(Outcome.Kind.ABSENT, null, 0);
+      }
+      byte[] e = extent(leaf.values.get(i), key);
+      if (e != null) {
+        return new Outcome(Outcome.Kind.VALUE, Extents.value(e), 0);
+      }
+      restarts++;
+    }
+    throw busy("search restarted on every attempt");
+  }
+
+  /** The value of {@code key} in this leaf meganode, or null (for a tree of one meganode). */
+  public byte[] get(byte[] key) {
+    Outcome o = search(key);
+    if (o.kind() == Outcome.Kind.VALUE) {
+      return o.value();
+    }
+    if (o.kind() == Outcome.Kind.ABSENT) {
+      return null;
+    }
+    throw new FerriteException(ErrorCode.MOVED, "key outside this meganode: " + o);
+  }
+
+  /** A verified copy of the extent a leaf entry points to, of {@code key}, or null: re-read. */
+  private byte[] extent(long[] pointer, byte[] key) {
+    byte[] e = source.readExtent(pointer[0], (int) pointer[1]);
+    if (!Extents.valid(e, pointer[2]) || !Extents.hasKey(e, key)) {
+      return null;
+    }
+    return e;
+  }
+
+  /** The leaf holding {@code key}, or null when the key is beyond this meganode now. */
+  private Node locate(byte[] key) {
+    for (int attempt = 0; attempt < MAX_RETRIES; attempt++) {
+      Node h = header();
+      if (h.beyond(key)) {
+        return null;
+      }
+      Node leaf = leaf(key, h);
+      if (leaf != null) {
+        return leaf;
+      }
+      restarts++;
+    }
+    throw busy("scan: leaf search restarted on every attempt");
+  }
+
+  /**
+   * Up to {@code limit} pairs of this leaf meganode with keys from {@code from} (inclusive, empty:
+   * the first) to {@code to} (exclusive, null: the last) in unsigned byte order, following right
+   * links across leaves, and where the scan goes on (the right meganode and the key to resume at)
+   * when it ran past this meganode's range. Each leaf's pairs come from one consistent copy of it:
+   * the scan is linearizable per leaf, not as a whole (as Cell's range operation).
+   */
+  public ScanPart scan(byte[] from, byte[] to, int limit) {
+    List<Map.Entry<byte[], byte[]>> out = new ArrayList<>();
+    byte[] resume = from;
+    int retries = 0;
+    Node leaf = locate(resume);
+    while (true) {
+      if (leaf == null) {
+        return new ScanPart(out, header().link, resume);
+      }
+      boolean again = false;
+      for (int i = leaf.ceiling(resume); i < leaf.keys.size() && out.size() < limit; i++) {
+        byte[] k = leaf.keys.get(i);
+        if (to != null && Arrays.compareUnsigned(k, to) >= 0) {
+          return new ScanPart(out, 0, null);
+        }
+        byte[] e = extent(leaf.values.get(i), k);
+        if (e == null) {
+          again = true;
+          resume = k;
+          break;
+        }
+        out.add(new SimpleImmutableEntry<>(k, Extents.value(e)));
+      }
+      if (again) {
+        // The extent was freed after this leaf copy: read the leaf holding the key again.
+        if (++retries > MAX_RETRIES) {
+          throw busy("scan: extents changed on every read");
+        }
+        restarts++;
+        leaf = locate(resume);
+        continue;
+      }
+      if (out.size() >= limit
+          || (to != null && !leaf.highInfinite() && Arrays.compareUnsigned(leaf.high, to) >= 0)) {
+        return new ScanPart(out, 0, null);
+      }
+      if (leaf.highInfinite()) {
+        // The last local leaf: the meganode's own range goes on in the right meganode, if any,
+        // from its high key, or past the last key this copy held if the meganode split since
+        // (those were returned already; its successor is that key with a 0 byte appended).
+        Node h = header();
+        if (h.highInfinite()) {
+          return new ScanPart(out, 0, null);
+        }
+        byte[] at = h.high;
+        if (!leaf.keys.isEmpty()) {
+          byte[] last = leaf.keys.get(leaf.keys.size() - 1);
+          if (Arrays.compareUnsigned(last, at) >= 0) {
+            at = Arrays.copyOf(last, last.length + 1);
+          }
+        }
+        if (to != null && Arrays.compareUnsigned(at, to) >= 0) {
+          return new ScanPart(out, 0, null);
+        }
+        return new ScanPart(out, h.link, at);
+      }
+      // Continue from this leaf's high key: keys a split moved right after this copy are found
+      // there, none twice (all are >= high). The right sibling is the leaf for it unless it was
+      // invalidated or reused meanwhile, or the level ended (a meganode split trimmed it).
+      resume = leaf.high;
+      Node next = leaf.right == 0 ? null : read(leaf.right);
+      if (next == null
+          || !next.live()
+          || !next.leaf()
+          || next.below(resume)
+          || next.beyond(resume)) {
+        restarts++;
+        next = locate(resume);
+      }
+      leaf = next;
+    }
+  }
+
+  private static FerriteException busy(String what) {
+    return new FerriteException(
+        ErrorCode.BUSY, what + " (" + MAX_RETRIES + " attempts); retry later");
+  }
+}

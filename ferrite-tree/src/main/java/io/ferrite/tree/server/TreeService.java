@@ -1,0 +1,516 @@
+package io.ferrite.tree.server;
+
+import io.ferrite.fabric.ErrorCode;
+import io.ferrite.fabric.FerriteException;
+import io.ferrite.fabric.MappedRegion;
+import io.ferrite.fabric.RegionRef;
+import io.ferrite.fabric.RpcContext;
+import io.ferrite.kernel.config.FerriteConfig;
+import io.ferrite.kernel.proto.Wire;
+import io.ferrite.kernel.server.FerriteService;
+import io.ferrite.kernel.server.ServiceContext;
+import io.ferrite.kv.server.ExtentAllocator;
+import io.ferrite.tree.MeganodeReader;
+import io.ferrite.tree.TreeConfig;
+import io.ferrite.tree.TreeProtocol;
+import java.nio.ByteBuffer;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.LinkedBlockingQueue;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.logging.Level;
+import java.util.logging.Logger;
+
+/**
+ * The tree face's memory-server half (service 44, {@link TreeProtocol}): it holds meganodes ({@link
+ * Meganode}, one service region each, with their extent regions), answers server-side searches one
+ * meganode per RPC (Cell §2.2: the value, or the pointer to the next meganode), takes the writes,
+ * and splits meganodes that pass half full on one named thread of its own (the splitter), so no RPC
+ * thread ever waits for a split unless its meganode is full.
+ *
+ * <p>All meganodes of a tree live on the server the directory placed the tree on: a split puts the
+ * new right meganode on the same server (a service has no connection to other servers to build one
+ * there; the pointers and both search paths already handle any server). Not durable: a restarted
+ * server has no meganodes (no operation log yet).
+ */
+public final class TreeService implements FerriteService {
+  private static final Logger LOG = Logger.getLogger(TreeService.class.getName());
+
+  /** One tree's meganodes on this server. */
+  private static final class TreeState {
+    final long id;
+    volatile long root;
+    final AtomicLong splits = new AtomicLong();
+
+    TreeState(long id) {
+      this.id = id;
+    }
+  }
+
+  /** A meganode this server holds, with its tree and extent regions. */
+  private record Hosted(TreeState tree, Meganode meganode, ExtentAllocator extents, long pointer) {}
+
+  private final Map<Long, TreeState> trees = new ConcurrentHashMap<>();
+  private final Map<Integer, Hosted> hosted = new ConcurrentHashMap<>();
+  private final Map<Integer, CompletableFuture<Void>> pending = new ConcurrentHashMap<>();
+  private final LinkedBlockingQueue<Integer> splitQueue = new LinkedBlockingQueue<>();
+  private ServiceContext context;
+  private long meganodeSize;
+  private int nodeSize;
+  private long extentRegionSize;
+  private int extentRegions;
+  private Thread splitter;
+  private volatile boolean stopping;
+
+  /** For {@link java.util.ServiceLoader}. */
+  public TreeService() {}
+
+  @Override
+  public int id() {
+    return TreeProtocol.SERVER_SERVICE;
+  }
+
+  @Override
+  public String name() {
+    return "tree";
+  }
+
+  @Override
+  public void start(ServiceContext context) {
+    this.context = context;
+    FerriteConfig cfg = context.config();
+    meganodeSize = cfg.getSize(TreeConfig.MEGANODE_SIZE);
+    nodeSize = (int) cfg.getSize(TreeConfig.NODE_SIZE);
+    extentRegionSize = cfg.getSize(TreeConfig.EXTENT_REGION_SIZE);
+    extentRegions = cfg.getInt(TreeConfig.EXTENT_REGIONS);
+    splitter = new Thread(this::splitLoop, "tree-splitter-" + context.serverId());
+    splitter.setDaemon(true);
+    splitter.start();
+  }
+
+  @Override
+  public void stop() {
+    stopping = true;
+    splitter.interrupt();
+    try {
+      splitter.join(TimeUnit.SECONDS.toMillis(10));
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+    }
+  }
+
+  @Override
+  public CompletableFuture<ByteBuffer> handle(RpcContext caller, int opcode, ByteBuffer request) {
+    try {
+      return CompletableFuture.completedFuture(dispatch(opcode, request));
+    } catch (FerriteException e) {
+      return CompletableFuture.failedFuture(e);
+    }
+  }
+
+  private ByteBuffer dispatch(int opcode, ByteBuffer request) {
+    Wire.Reader r = new Wire.Reader(request, "tree request " + opcode);
+    Wire.Writer w = new Wire.Writer();
+    switch (opcode) {
+      case TreeProtocol.OPEN_TREE -> {
+        long id = r.i64("id");
+        r.end();
+        w.i64(open(id));
+      }
+      case TreeProtocol.LAYOUT -> {
+        Hosted h = hosted(r.i32("region"));
+        r.end();
+        w.i32(nodeSize);
+        ref(w, context.readRef(h.meganode().region()));
+        List<MappedRegion> regions;
+        synchronized (h.extents()) {
+          regions = List.copyOf(h.extents().regions());
+        }
+        w.u16(regions.size());
+        for (MappedRegion m : regions) {
+          ref(w, context.readRef(m));
+        }
+      }
+      case TreeProtocol.SEARCH -> {
+        Hosted h = hosted(r.i32("region"));
+        byte[] key = h.meganode().limits().key(r.bytes("key"));
+        r.end();
+        MeganodeReader.Outcome o = h.meganode().search(key);
+        switch (o.kind()) {
+          case VALUE -> w.u8(TreeProtocol.VALUE).bytes(o.value());
+          case ABSENT -> w.u8(TreeProtocol.ABSENT);
+          case NEXT -> w.u8(TreeProtocol.NEXT).i64(o.pointer());
+          case RIGHT -> w.u8(TreeProtocol.RIGHT).i64(o.pointer());
+          case RESTART -> w.u8(TreeProtocol.RESTART);
+        }
+      }
+      case TreeProtocol.PUT -> {
+        Hosted h = hosted(r.i32("region"));
+        byte[] key = r.bytes("key");
+        byte[] value = r.bytes("value");
+        r.end();
+        write(w, h, key, value);
+      }
+      case TreeProtocol.DELETE -> {
+        Hosted h = hosted(r.i32("region"));
+        byte[] key = r.bytes("key");
+        r.end();
+        if (h.meganode().level() > 0) {
+          down(w, h, h.meganode().limits().key(key));
+        } else {
+          answer(w, h.meganode().remove(key));
+        }
+      }
+      case TreeProtocol.SCAN -> {
+        Hosted h = hosted(r.i32("region"));
+        byte[] from = r.bytes("from");
+        byte[] to = r.u8("hasTo") != 0 ? r.bytes("to") : null;
+        int limit = r.i32("limit");
+        r.end();
+        // A resume key may be a key with a 0 byte appended (MeganodeReader.scan): one over.
+        if (from.length > h.meganode().limits().maxKey() + 1) {
+          throw new FerriteException(
+              ErrorCode.INVALID_ARGUMENT,
+              "from: "
+                  + from.length
+                  + " bytes (expected: 0 to "
+                  + h.meganode().limits().maxKey()
+                  + " bytes)");
+        }
+        h.meganode().limits().scan(null, to, limit);
+        if (to != null && java.util.Arrays.compareUnsigned(from, to) > 0) {
+          throw new FerriteException(
+              ErrorCode.INVALID_ARGUMENT, "scan: from > to (expected: from <= to, unsigned bytes)");
+        }
+        if (h.meganode().level() > 0) {
+          down(w, h, from);
+        } else {
+          MeganodeReader.ScanPart part = h.meganode().scanPart(from, to, limit);
+          w.u8(TreeProtocol.PART).i32(part.pairs().size());
+          for (Map.Entry<byte[], byte[]> e : part.pairs()) {
+            w.bytes(e.getKey()).bytes(e.getValue());
+          }
+          w.i64(part.next());
+          if (part.next() != 0) {
+            w.bytes(part.resume());
+          }
+        }
+      }
+      case TreeProtocol.STATS -> {
+        long id = r.i64("id");
+        r.end();
+        TreeState t = tree(id);
+        int count = 0;
+        long used = 0;
+        long capacity = 0;
+        for (Hosted h : hosted.values()) {
+          if (h.tree() == t) {
+            count++;
+            int[] u = h.meganode().nodeUsage();
+            used += u[0];
+            capacity += u[1];
+          }
+        }
+        int levels = hosted(TreeProtocol.region(t.root)).meganode().level() + 1;
+        w.i32(count).i32(levels).i64(t.splits.get()).i64(used).i64(capacity);
+      }
+      case TreeProtocol.DROP_TREE -> {
+        long id = r.i64("id");
+        r.end();
+        w.u8(drop(id) ? 1 : 0);
+      }
+      default ->
+          throw new FerriteException(
+              ErrorCode.UNKNOWN_OPCODE, "tree service: unknown opcode " + opcode);
+    }
+    return w.toBuffer();
+  }
+
+  private static void ref(Wire.Writer w, RegionRef ref) {
+    w.i32(ref.serverId()).i32(ref.regionId()).i64(ref.rkey()).i64(ref.length());
+  }
+
+  /** An internal meganode's answer to a write or scan: the child to go on at. */
+  private static void down(Wire.Writer w, Hosted h, byte[] key) {
+    MeganodeReader.Outcome o = h.meganode().search(key);
+    if (o.kind() == MeganodeReader.Outcome.Kind.NEXT) {
+      w.u8(TreeProtocol.NEXT).i64(o.pointer());
+    } else if (o.kind() == MeganodeReader.Outcome.Kind.RIGHT) {
+      w.u8(TreeProtocol.RIGHT).i64(o.pointer());
+    } else {
+      w.u8(TreeProtocol.RESTART);
+    }
+  }
+
+  private static void answer(Wire.Writer w, Meganode.Write result) {
+    switch (result.status()) {
+      case CREATED -> w.u8(TreeProtocol.CREATED);
+      case REPLACED -> w.u8(TreeProtocol.REPLACED);
+      case DELETED -> w.u8(TreeProtocol.DELETED);
+      case ABSENT -> w.u8(TreeProtocol.ABSENT);
+      case RIGHT -> w.u8(TreeProtocol.RIGHT).i64(result.next());
+      case RESTART -> w.u8(TreeProtocol.RESTART);
+    }
+  }
+
+  /**
+   * A put at meganode {@code h}: passed down if it is internal; else written, and the meganode
+   * queued for a split once past half full. A put that finds it full waits for that split (on the
+   * splitter thread), then tries again: after the split it may be answered RIGHT.
+   */
+  private void write(Wire.Writer w, Hosted h, byte[] key, byte[] value) {
+    Meganode m = h.meganode();
+    if (m.level() > 0) {
+      down(w, h, m.limits().key(key));
+      return;
+    }
+    for (int attempt = 0; ; attempt++) {
+      try {
+        Meganode.Write result = m.write(key, value);
+        if (result.status() == Meganode.Write.Status.CREATED && m.wantsSplit()) {
+          requestSplit(h);
+        }
+        answer(w, result);
+        return;
+      } catch (FerriteException e) {
+        if (e.code() != ErrorCode.NO_SPACE || !m.wantsSplit() || attempt >= 8) {
+          throw e;
+        }
+        awaitSplit(requestSplit(h));
+      }
+    }
+  }
+
+  private static void awaitSplit(CompletableFuture<Void> split) {
+    try {
+      split.get(30, TimeUnit.SECONDS);
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+      throw new FerriteException(ErrorCode.UNAVAILABLE, "interrupted waiting for a meganode split");
+    } catch (ExecutionException | TimeoutException e) {
+      throw new FerriteException(
+          ErrorCode.BUSY, "meganode full and its split did not finish: " + e, e);
+    }
+  }
+
+  // ------------------------------------------------------------------ trees and meganodes
+
+  private long open(long id) {
+    TreeState t;
+    synchronized (trees) {
+      t = trees.get(id);
+      if (t == null) {
+        t = new TreeState(id);
+        Hosted root = newMeganode(t, 0, new byte[0], null, 0);
+        t.root = root.pointer();
+        trees.put(id, t);
+      }
+    }
+    reportRoot(t);
+    return t.root;
+  }
+
+  private void reportRoot(TreeState t) {
+    context
+        .master()
+        .callSync(
+            null,
+            TreeProtocol.MASTER_SERVICE,
+            TreeProtocol.SET_ROOT,
+            new Wire.Writer().i64(t.id).i64(t.root).toBuffer());
+  }
+
+  private TreeState tree(long id) {
+    TreeState t = trees.get(id);
+    if (t == null) {
+      throw new FerriteException(
+          ErrorCode.NOT_FOUND, "tree " + id + " has no meganodes on server " + context.serverId());
+    }
+    return t;
+  }
+
+  private Hosted hosted(int region) {
+    Hosted h = hosted.get(region);
+    if (h == null) {
+      throw new FerriteException(
+          ErrorCode.NOT_FOUND,
+          "no meganode in region "
+              + region
+              + " on server "
+              + context.serverId()
+              + " (its tree was dropped, or the server restarted)");
+    }
+    return h;
+  }
+
+  private Hosted newMeganode(TreeState t, int level, byte[] low, byte[] high, long link) {
+    MappedRegion region = context.createRegion("dram", meganodeSize);
+    ExtentAllocator extents;
+    try {
+      // An internal meganode holds no extents; its allocator only bounds the (unused) values.
+      long size = level == 0 ? extentRegionSize : 4096;
+      extents =
+          new ExtentAllocator(
+              context.createRegion("dram", size),
+              extentRegions,
+              () -> context.createRegion("dram", size));
+    } catch (FerriteException e) {
+      context.freeRegion(region);
+      throw e;
+    }
+    Meganode m = new Meganode(region, nodeSize, extents, level, low, high, link);
+    Hosted h = new Hosted(t, m, extents, TreeProtocol.pointer(context.serverId(), region.id()));
+    hosted.put(region.id(), h);
+    return h;
+  }
+
+  private void free(Hosted h) {
+    hosted.remove(h.meganode().region().id());
+    context.freeRegion(h.meganode().region());
+    synchronized (h.extents()) {
+      h.extents().regions().forEach(context::freeRegion);
+    }
+  }
+
+  private boolean drop(long id) {
+    TreeState t = trees.remove(id);
+    if (t == null) {
+      return false;
+    }
+    for (Hosted h : new ArrayList<>(hosted.values())) {
+      if (h.tree() == t) {
+        free(h);
+      }
+    }
+    return true;
+  }
+
+  // ------------------------------------------------------------------ meganode splits
+
+  private CompletableFuture<Void> requestSplit(Hosted h) {
+    int region = h.meganode().region().id();
+    CompletableFuture<Void> f = new CompletableFuture<>();
+    CompletableFuture<Void> old = pending.putIfAbsent(region, f);
+    if (old != null) {
+      return old;
+    }
+    splitQueue.add(region);
+    return f;
+  }
+
+  private void splitLoop() {
+    while (!stopping) {
+      int region;
+      try {
+        region = splitQueue.take();
+      } catch (InterruptedException e) {
+        return;
+      }
+      CompletableFuture<Void> f = pending.remove(region);
+      try {
+        Hosted h = hosted.get(region);
+        if (h != null && trees.get(h.tree().id) == h.tree()) {
+          split(h);
+        }
+        if (f != null) {
+          f.complete(null);
+        }
+      } catch (RuntimeException e) {
+        LOG.log(Level.WARNING, "tree: split of meganode region " + region + " failed", e);
+        if (f != null) {
+          f.completeExceptionally(e);
+        }
+      }
+    }
+  }
+
+  /**
+   * Splits meganode {@code x} (Cell §2.2): writes to it wait while its right half is copied into a
+   * new meganode, then it is relinked and trimmed ({@link Meganode#finishSplit}); the separator is
+   * then inserted one meganode level up, or a new root is made over the whole level.
+   */
+  private void split(Hosted x) {
+    if (!x.meganode().wantsSplit()) {
+      return;
+    }
+    Meganode.SplitHalf half = x.meganode().beginSplit();
+    if (half == null) {
+      return;
+    }
+    Hosted y = null;
+    try {
+      y = newMeganode(x.tree(), half.level(), half.key(), half.high(), half.link());
+      for (int i = 0; i < half.keys().size(); i++) {
+        Meganode.Write put =
+            half.level() == 0
+                ? y.meganode().write(half.keys().get(i), half.values().get(i))
+                : y.meganode().putChild(half.keys().get(i), half.children().get(i));
+        if (put.status() != Meganode.Write.Status.CREATED) {
+          throw new FerriteException(ErrorCode.INTERNAL, "split copy: " + put);
+        }
+      }
+    } catch (RuntimeException e) {
+      x.meganode().abortSplit();
+      if (y != null) {
+        free(y);
+      }
+      throw e;
+    }
+    x.meganode().finishSplit(half.key(), y.pointer());
+    x.tree().splits.incrementAndGet();
+    insertParent(x.tree(), half.level() + 1, half.key(), y.pointer());
+    for (Hosted h : List.of(x, y)) {
+      if (h.meganode().wantsSplit()) {
+        requestSplit(h);
+      }
+    }
+  }
+
+  /**
+   * Inserts the separator {@code key} for the new meganode {@code child} at meganode level {@code
+   * level}. Only the splitter thread runs this, so splits and root growth of this server's trees
+   * never race each other; searches and writes run alongside.
+   */
+  private void insertParent(TreeState t, int level, byte[] key, long child) {
+    Hosted m = hosted(TreeProtocol.region(t.root));
+    if (m.meganode().level() < level) {
+      // The root split: a new root over every meganode of its level, from the old root (the
+      // leftmost) along the right links. Clients still starting at the old root find every key
+      // through those links until they learn the new root.
+      Hosted root = newMeganode(t, level, new byte[0], null, 0);
+      long p = t.root;
+      boolean first = true;
+      while (p != 0) {
+        Hosted h = hosted(TreeProtocol.region(p));
+        io.ferrite.tree.Node header = new MeganodeReader(h.meganode().source()).header();
+        root.meganode().putChild(first ? new byte[0] : header.low, p);
+        first = false;
+        p = header.link;
+      }
+      t.root = root.pointer();
+      reportRoot(t);
+      return;
+    }
+    while (true) {
+      if (m.meganode().level() == level) {
+        Meganode.Write w = m.meganode().putChild(key, child);
+        if (w.status() == Meganode.Write.Status.RIGHT) {
+          m = hosted(TreeProtocol.region(w.next()));
+          continue;
+        }
+        if (m.meganode().wantsSplit()) {
+          requestSplit(m);
+        }
+        return;
+      }
+      MeganodeReader.Outcome o = m.meganode().search(key);
+      m = hosted(TreeProtocol.region(o.pointer()));
+    }
+  }
+}
