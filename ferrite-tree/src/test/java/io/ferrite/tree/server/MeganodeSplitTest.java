@@ -1,0 +1,155 @@
+package io.ferrite.tree.server;
+
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import io.ferrite.fabric.MappedRegion;
+import io.ferrite.kv.server.ExtentAllocator;
+import io.ferrite.tree.MeganodeReader;
+import io.ferrite.tree.MeganodeReader.Outcome;
+import io.ferrite.tree.NodeSource;
+import io.ferrite.tree.TreeModel;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
+import java.util.TreeMap;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/**
+ * A meganode split under a search that read the meganode's header before it (Cell §2.2–2.4): the
+ * search goes on through the old root into trimmed and invalidated nodes, and must still answer
+ * right — the value for a key that stayed, RIGHT to the new meganode for one that moved — and a
+ * scan begun before the split must continue in the new meganode with no key lost or repeated.
+ */
+class MeganodeSplitTest {
+  static final int NODE = 512;
+  static final long Y = 0x7_0000_0009L;
+
+  @TempDir Path dir;
+  final List<MappedRegion> regions = new ArrayList<>();
+  int ids;
+
+  @AfterEach
+  void close() {
+    regions.forEach(MappedRegion::closeAndDelete);
+  }
+
+  MappedRegion region(long length) {
+    MappedRegion r = MappedRegion.create(dir.resolve("r" + ids), ++ids, length, 7L + ids);
+    regions.add(r);
+    return r;
+  }
+
+  ExtentAllocator extents() {
+    return new ExtentAllocator(region(1 << 20), 16, () -> region(1 << 20));
+  }
+
+  static byte[] key(int i) {
+    return String.format(Locale.ROOT, "key-%05d", i).getBytes(StandardCharsets.UTF_8);
+  }
+
+  /**
+   * A source that splits {@code x} into {@code y} right after its {@code after}-th node read: 1,
+   * the header (the search then finds trimmed nodes); 2, the old root too (it then reaches nodes
+   * the split invalidated, through the old root's copy).
+   */
+  final class SplittingSource implements NodeSource {
+    final Meganode x;
+    final int after;
+    final Meganode[] y = new Meganode[1];
+    byte[] splitKey;
+    int reads;
+
+    SplittingSource(Meganode x, int after) {
+      this.x = x;
+      this.after = after;
+    }
+
+    @Override
+    public int nodeSize() {
+      return NODE;
+    }
+
+    @Override
+    public void readNode(int index, byte[] dst) {
+      x.source().readNode(index, dst);
+      if (++reads == after) {
+        Meganode.SplitHalf half = x.beginSplit();
+        y[0] =
+            new Meganode(
+                region(4096L * NODE), NODE, extents(), 0, half.key(), half.high(), half.link());
+        for (int i = 0; i < half.keys().size(); i++) {
+          y[0].write(half.keys().get(i), half.values().get(i));
+        }
+        x.finishSplit(half.key(), Y);
+        splitKey = half.key();
+      }
+    }
+
+    @Override
+    public byte[] readExtent(long address, int length) {
+      return x.source().readExtent(address, length);
+    }
+  }
+
+  Meganode filled(int n, TreeMap<byte[], byte[]> model) {
+    Meganode x = new Meganode(region(4096L * NODE), NODE, extents());
+    for (int i = 0; i < n; i++) {
+      x.put(key(i), key(i));
+      model.put(key(i), key(i));
+    }
+    return x;
+  }
+
+  @Test
+  void aSearchThatReadTheOldHeaderEndsRightOrFollowsTheLink() {
+    int n = 3000;
+    for (int t = 0; t < 10; t++) {
+      int probe = new int[] {2999, 2500, 1600, 1400, 10}[t % 5];
+      TreeMap<byte[], byte[]> model = TreeModel.model();
+      Meganode x = filled(n, model);
+      SplittingSource source = new SplittingSource(x, 1 + t / 5);
+      Outcome o = new MeganodeReader(source).search(key(probe));
+      byte[] k = source.splitKey;
+      if (Arrays.compareUnsigned(key(probe), k) >= 0) {
+        assertEquals(
+            Outcome.Kind.RIGHT,
+            o.kind(),
+            "key " + probe + " moved right (split after read " + (1 + t / 5) + ")");
+        assertEquals(Y, o.pointer());
+        assertArrayEquals(key(probe), source.y[0].get(key(probe)));
+      } else {
+        assertEquals(Outcome.Kind.VALUE, o.kind(), "key " + probe + " stayed");
+        assertArrayEquals(key(probe), o.value());
+      }
+      // Both halves hold exactly the model, in order, and the shapes are whole.
+      List<Map.Entry<byte[], byte[]>> all = new ArrayList<>(x.all());
+      all.addAll(source.y[0].all());
+      TreeModel.assertPairs(TreeModel.scan(model, null, null, n + 1), all, "halves");
+      assertNull(MeganodeShape.check(x), "left shape");
+      assertNull(MeganodeShape.check(source.y[0]), "right shape");
+    }
+  }
+
+  @Test
+  void aScanBegunBeforeTheSplitGoesOnInTheNewMeganode() {
+    int n = 3000;
+    TreeMap<byte[], byte[]> model = TreeModel.model();
+    Meganode x = filled(n, model);
+    SplittingSource source = new SplittingSource(x, 2);
+    MeganodeReader.ScanPart part = new MeganodeReader(source).scan(key(100), null, n);
+    assertEquals(Y, part.next(), "the scan went on to the new meganode");
+    assertTrue(Arrays.compareUnsigned(part.resume(), source.splitKey) >= 0, "resume at the split");
+    List<Map.Entry<byte[], byte[]>> got = new ArrayList<>(part.pairs());
+    got.addAll(new MeganodeReader(source.y[0].source()).scan(part.resume(), null, n).pairs());
+    TreeModel.assertPairs(TreeModel.scan(model, key(100), null, n), got, "scan across the split");
+  }
+}
