@@ -44,6 +44,7 @@ import picocli.CommandLine.Command;
       ServerCommand.class,
       StatusCommand.class,
       TlsCommand.class,
+      TreeCommand.class,
       YcsbCommand.class,
     })
 public final class FerriteCli implements Runnable {
@@ -143,7 +144,8 @@ public final class FerriteCli implements Runnable {
           "the cluster is out of space: 'ferrite status' shows capacity;"
               + " free some ('ferrite fs rm', 'ferrite kv drop') or give servers more"
               + " ('ferrite local --dram SIZE --disk SIZE', 'ferrite server --dram')";
-      case NOT_FOUND, NO_SUCH_REGION -> "check the name: 'ferrite fs ls', 'ferrite kv tables'";
+      case NOT_FOUND, NO_SUCH_REGION ->
+          "check the name: 'ferrite fs ls', 'ferrite kv tables', 'ferrite tree list'";
       case UNAVAILABLE, TIMEOUT ->
           "is the cluster running? 'ferrite status' checks;" + " 'ferrite local' starts one";
       case AUTH_FAILED, PERMISSION_DENIED ->

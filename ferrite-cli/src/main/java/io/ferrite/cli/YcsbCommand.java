@@ -39,7 +39,9 @@ import picocli.CommandLine.Spec;
           + " Properties are checked first: a key that is neither YCSB's nor the binding's"
           + " (ferrite.*), a workload other than CoreWorkload or a db other than FerriteKvDb is"
           + " refused, since YCSB itself would silently ignore it.",
-      "Workload e (scans) answers NOT_IMPLEMENTED: the tree face will serve it.",
+      "-p ferrite.face=tree runs against the tree face (sorted keys) instead, which serves"
+          + " workload e (scans; on the kv face they answer NOT_IMPLEMENTED);"
+          + " -p ferrite.tree.path=server|client picks how reads search.",
       "Status lines (YCSB's -s) go to stderr every 10 s; YCSB prints its own report and exits"
           + " the JVM when done."
     },
@@ -51,7 +53,9 @@ import picocli.CommandLine.Spec;
       "  ferrite ycsb b -threads 4 -target 20000   YCSB's own flags",
       "  ferrite ycsb -P myworkload -load      a workload file of your own",
       "  ferrite ycsb c -p operationcount=200000 -p ferrite.fabric=tcp",
-      "  ferrite ycsb b -p ferrite.cluster.file=/etc/ferrite/cluster"
+      "  ferrite ycsb b -p ferrite.cluster.file=/etc/ferrite/cluster",
+      "  ferrite ycsb e --load -p ferrite.face=tree   scans need the tree face",
+      "  ferrite ycsb e -p ferrite.face=tree -p ferrite.tree.path=client"
     })
 final class YcsbCommand implements Callable<Integer> {
   @Spec CommandSpec spec;

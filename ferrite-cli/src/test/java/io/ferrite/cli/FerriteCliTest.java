@@ -117,7 +117,7 @@ class FerriteCliTest extends CliCapture {
     assertEquals(1, FerriteCli.onFailure(wrapped, cli, null));
     assertEquals(
         "error: NOT_FOUND: no kv table users\n"
-            + "  check the name: 'ferrite fs ls', 'ferrite kv tables'\n",
+            + "  check the name: 'ferrite fs ls', 'ferrite kv tables', 'ferrite tree list'\n",
         w.toString().replace(System.lineSeparator(), "\n"));
 
     w.getBuffer().setLength(0);

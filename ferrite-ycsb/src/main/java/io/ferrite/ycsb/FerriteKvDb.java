@@ -11,6 +11,8 @@ import io.ferrite.kernel.config.Secrets;
 import io.ferrite.kv.KvClient;
 import io.ferrite.kv.KvTable;
 import io.ferrite.kv.TableOptions;
+import io.ferrite.tree.Tree;
+import io.ferrite.tree.TreeClient;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
 import java.nio.charset.StandardCharsets;
@@ -31,12 +33,22 @@ import site.ycsb.Status;
  * YCSB binding of the kv face ({@code -db io.ferrite.ycsb.FerriteKvDb}). A record (a map of fields)
  * is one value: {@code u32 n, n x (u16 name length, name, u32 value length, value)}. read is one
  * one-sided get; insert a put; update a get, merge and compare-and-set (retried), as YCSB's update
- * changes only the fields it names; delete a delete; scan answers NOT_IMPLEMENTED (the tree face
- * will serve workload E).
+ * changes only the fields it names; delete a delete; scan answers NOT_IMPLEMENTED on the kv face.
+ *
+ * <p>With {@code -p ferrite.face=tree} the same binding serves the tree face ({@code
+ * io.ferrite.tree}, sorted keys, Cell) and so workload E: read is a get by {@code
+ * ferrite.tree.path} ({@code server}, the default: one RPC per meganode; {@code client}: one-sided
+ * reads of the nodes), insert and update a put, delete a delete, scan YCSB's {@code (startkey,
+ * recordcount)} a tree scan from {@code startkey} (inclusive) to the end with limit {@code
+ * recordcount}, in key order, by the same path. The tree has no compare-and-set: update is a get, a
+ * merge and a put, so two threads updating other fields of one record at once can lose one's fields
+ * (YCSB checks no values). One binding class, not two, because {@code ferrite ycsb} and {@link
+ * YcsbProperties} accept exactly this {@code db}; the face is a property like the table's layout.
  *
  * <p>Properties: {@code ferrite.cluster.file} (default: {@code ~/.ferrite/cluster}), or {@code
  * ferrite.cluster} + {@code ferrite.secret.file} + {@code ferrite.cluster.id}; {@code
- * ferrite.table} (default: the workload's table); {@code ferrite.fabric} (auto, shm, tcp); {@code
+ * ferrite.table} (default: the workload's table; the tree's name with the tree face); {@code
+ * ferrite.face} (kv, the default, or tree); {@code ferrite.fabric} (auto, shm, tcp); {@code
  * ferrite.layout} (hopscotch, the default, or pilaf), {@code ferrite.inline} (hopscotch: key plus
  * value bytes kept inline), {@code ferrite.shards}, {@code ferrite.slots}, {@code ferrite.replicas}
  * (copies per shard, 1 to 3) for a table this binding creates. {@code ferrite.metrics.port} (-1:
@@ -53,6 +65,11 @@ public final class FerriteKvDb extends DB {
 
   private KvTable table;
 
+  /** With {@code ferrite.face=tree}: the tree instead of {@link #table}, and the read path. */
+  private Tree tree;
+
+  private Tree.Path path = Tree.Path.SERVER;
+
   @Override
   public void init() throws DBException {
     Properties p = getProperties();
@@ -64,6 +81,17 @@ public final class FerriteKvDb extends DB {
         users++;
       }
       String name = p.getProperty("ferrite.table", p.getProperty("table", "usertable"));
+      String face = p.getProperty("ferrite.face", "kv");
+      if (face.equals("tree")) {
+        path =
+            Tree.Path.valueOf(
+                p.getProperty("ferrite.tree.path", "server").toUpperCase(java.util.Locale.ROOT));
+        tree = new TreeClient(shared).create(name);
+        return;
+      }
+      if (!face.equals("kv")) {
+        throw new IllegalArgumentException("ferrite.face: '" + face + "' (expected: kv or tree)");
+      }
       KvClient kv = new KvClient(shared);
       try {
         table = kv.table(name);
@@ -197,7 +225,7 @@ public final class FerriteKvDb extends DB {
   @Override
   public Status read(String t, String key, Set<String> fields, Map<String, ByteIterator> result) {
     try {
-      byte[] v = table.get(key(key));
+      byte[] v = tree != null ? tree.get(key(key), path) : table.get(key(key));
       if (v == null) {
         return Status.NOT_FOUND;
       }
@@ -219,13 +247,40 @@ public final class FerriteKvDb extends DB {
       int recordcount,
       Set<String> fields,
       Vector<HashMap<String, ByteIterator>> result) {
-    return Status.NOT_IMPLEMENTED;
+    if (tree == null) {
+      return Status.NOT_IMPLEMENTED;
+    }
+    try {
+      for (Map.Entry<byte[], byte[]> pair : tree.scan(key(startkey), null, recordcount, path)) {
+        HashMap<String, ByteIterator> record = new HashMap<>();
+        for (Map.Entry<String, byte[]> e : decode(pair.getValue()).entrySet()) {
+          if (fields == null || fields.contains(e.getKey())) {
+            record.put(e.getKey(), new ByteArrayByteIterator(e.getValue()));
+          }
+        }
+        result.add(record);
+      }
+      return Status.OK;
+    } catch (FerriteException e) {
+      return Status.ERROR;
+    }
   }
 
   @Override
   public Status update(String t, String key, Map<String, ByteIterator> values) {
     try {
       Map<String, byte[]> changes = bytes(values);
+      if (tree != null) {
+        // No compare-and-set on the tree: get, merge, put (see the class comment).
+        byte[] cur = tree.get(key(key), path);
+        if (cur == null) {
+          return Status.NOT_FOUND;
+        }
+        Map<String, byte[]> merged = decode(cur);
+        merged.putAll(changes);
+        tree.put(key(key), encode(merged));
+        return Status.OK;
+      }
       for (int attempt = 0; attempt < 100; attempt++) {
         byte[] cur = table.get(key(key));
         if (cur == null) {
@@ -246,7 +301,11 @@ public final class FerriteKvDb extends DB {
   @Override
   public Status insert(String t, String key, Map<String, ByteIterator> values) {
     try {
-      table.put(key(key), encode(bytes(values)));
+      if (tree != null) {
+        tree.put(key(key), encode(bytes(values)));
+      } else {
+        table.put(key(key), encode(bytes(values)));
+      }
       return Status.OK;
     } catch (FerriteException e) {
       return Status.ERROR;
@@ -256,7 +315,8 @@ public final class FerriteKvDb extends DB {
   @Override
   public Status delete(String t, String key) {
     try {
-      return table.delete(key(key)) ? Status.OK : Status.NOT_FOUND;
+      boolean deleted = tree != null ? tree.delete(key(key)) : table.delete(key(key));
+      return deleted ? Status.OK : Status.NOT_FOUND;
     } catch (FerriteException e) {
       return Status.ERROR;
     }

@@ -32,7 +32,9 @@ public final class YcsbProperties {
           "ferrite.shards",
           "ferrite.slots",
           "ferrite.replicas",
-          "ferrite.metrics.port");
+          "ferrite.metrics.port",
+          "ferrite.face",
+          "ferrite.tree.path");
 
   /** YCSB 0.17.0's keys: Client, CoreWorkload, Measurements and the measurement types. */
   public static final Set<String> YCSB =
@@ -116,6 +118,14 @@ public final class YcsbProperties {
     if (!db.equals(FerriteKvDb.class.getName())) {
       problems.add("db=" + db + ": Ferrite's ycsb runs " + FerriteKvDb.class.getName() + " only");
     }
+    String face = p.getProperty("ferrite.face", "kv").trim();
+    if (!face.equals("kv") && !face.equals("tree")) {
+      problems.add("ferrite.face=" + face + ": expected kv or tree");
+    }
+    String path = p.getProperty("ferrite.tree.path", "server").trim();
+    if (!path.equals("server") && !path.equals("client")) {
+      problems.add("ferrite.tree.path=" + path + ": expected server or client");
+    }
     for (String key : List.of("recordcount", "operationcount", "threadcount", "target")) {
       String v = p.getProperty(key);
       if (v != null && !v.trim().matches("[0-9]+")) {
@@ -128,12 +138,15 @@ public final class YcsbProperties {
   /** A note for the user about {@code p} that is not an error (scans), or null. */
   public static String note(Properties p) {
     String scans = p.getProperty("scanproportion", "0").trim();
+    if (p.getProperty("ferrite.face", "kv").trim().equals("tree")) {
+      return null; // the tree face serves scans
+    }
     try {
       if (Double.parseDouble(scans) > 0) {
         return String.format(
             Locale.ROOT,
             "scanproportion=%s: scans answer NOT_IMPLEMENTED on the kv face (counted as failed"
-                + " operations)",
+                + " operations; -p ferrite.face=tree serves them)",
             scans);
       }
     } catch (NumberFormatException e) {

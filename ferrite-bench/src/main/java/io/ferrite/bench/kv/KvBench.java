@@ -557,7 +557,7 @@ public final class KvBench {
 
   /** One operation of a worker; {@code r} is the worker's own. */
   @FunctionalInterface
-  interface Op {
+  public interface Op {
     void run(Random r);
   }
 
@@ -684,10 +684,11 @@ public final class KvBench {
     };
   }
 
-  record Result(double throughput, Histogram latency) {}
+  /** Operations per second and the latency of each, in ns. */
+  public record Result(double throughput, Histogram latency) {}
 
   /** Runs {@code op} on {@code threads} threads: a quarter of {@code d} warm-up, then {@code d}. */
-  static Result drive(Op op, int threads, Duration d) throws Exception {
+  public static Result drive(Op op, int threads, Duration d) throws Exception {
     NamedThreadFactory tf = new NamedThreadFactory("bench-kv", true);
     Histogram[] hs = new Histogram[threads];
     long[] counts = new long[threads];

@@ -23,7 +23,7 @@ import java.util.concurrent.TimeUnit;
  * batch), as each Ferrite thread issues blocking gets. Install the server with {@code apt-get
  * install redis-server}.
  */
-final class RedisPeer implements AutoCloseable {
+public final class RedisPeer implements AutoCloseable {
   private final Process process;
   private final int port;
   private final List<Conn> conns = new ArrayList<>();
@@ -34,7 +34,7 @@ final class RedisPeer implements AutoCloseable {
   }
 
   /** The redis-server binary on the PATH, or null. */
-  static Path binary() {
+  public static Path binary() {
     for (String d : System.getenv().getOrDefault("PATH", "").split(":")) {
       Path p = Path.of(d, "redis-server");
       if (Files.isExecutable(p)) {
@@ -44,7 +44,7 @@ final class RedisPeer implements AutoCloseable {
     return null;
   }
 
-  static RedisPeer start(Path workDir) throws IOException, InterruptedException {
+  public static RedisPeer start(Path workDir) throws IOException, InterruptedException {
     return start(workDir, false);
   }
 
@@ -102,7 +102,7 @@ final class RedisPeer implements AutoCloseable {
   }
 
   /** A new connection, closed with the peer. */
-  synchronized Conn connect() {
+  public synchronized Conn connect() {
     try {
       Conn c = new Conn();
       conns.add(c);
@@ -131,7 +131,7 @@ final class RedisPeer implements AutoCloseable {
   }
 
   /** One RESP connection; confined to one thread. */
-  final class Conn implements AutoCloseable {
+  public final class Conn implements AutoCloseable {
     private final Socket socket;
     private final OutputStream out;
     private final InputStream in;
@@ -152,7 +152,7 @@ final class RedisPeer implements AutoCloseable {
     }
 
     /** Queues one command (not flushed). */
-    void command(byte[]... args) {
+    public void command(byte[]... args) {
       try {
         out.write(
             ('*' + Integer.toString(args.length) + "\r\n").getBytes(StandardCharsets.US_ASCII));
@@ -169,7 +169,7 @@ final class RedisPeer implements AutoCloseable {
       out.flush();
     }
 
-    void flush() {
+    public void flush() {
       try {
         out.flush();
       } catch (IOException e) {
@@ -191,7 +191,7 @@ final class RedisPeer implements AutoCloseable {
     }
 
     /** Reads one reply: a bulk string's bytes, null for a nil, or the status/integer text. */
-    byte[] readReply() {
+    public byte[] readReply() {
       try {
         String l = line();
         switch (l.charAt(0)) {
@@ -209,6 +209,23 @@ final class RedisPeer implements AutoCloseable {
             return l.substring(1).getBytes(StandardCharsets.US_ASCII);
           }
         }
+      } catch (IOException e) {
+        throw new UncheckedIOException(e);
+      }
+    }
+
+    /** Reads one array reply of bulk strings (ZRANGEBYLEX); returns how many it held. */
+    public int readArray() {
+      try {
+        String l = line();
+        if (l.charAt(0) != '*') {
+          throw new IOException("redis: expected an array, got " + l);
+        }
+        int n = Integer.parseInt(l.substring(1));
+        for (int i = 0; i < n; i++) {
+          readReply();
+        }
+        return Math.max(0, n);
       } catch (IOException e) {
         throw new UncheckedIOException(e);
       }

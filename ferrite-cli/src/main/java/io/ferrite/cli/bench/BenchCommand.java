@@ -45,6 +45,7 @@ import picocli.CommandLine.Command;
       NodesBenchCommand.class,
       ResilienceBenchCommand.class,
       RSortBenchCommand.class,
+      TreeBenchCommand.class,
       HtmlBenchCommand.class,
     })
 public final class BenchCommand implements Runnable {

@@ -1,0 +1,377 @@
+package io.ferrite.bench.tree;
+
+import io.ferrite.bench.BenchConfig;
+import io.ferrite.bench.BenchReport;
+import io.ferrite.bench.BenchResult;
+import io.ferrite.bench.Better;
+import io.ferrite.bench.LatencyRecorder;
+import io.ferrite.bench.Progress;
+import io.ferrite.bench.kv.KvBench;
+import io.ferrite.bench.kv.RedisPeer;
+import io.ferrite.fabric.Credentials;
+import io.ferrite.kernel.client.ClientOptions;
+import io.ferrite.kernel.client.Ferrite;
+import io.ferrite.kernel.client.FerriteClient;
+import io.ferrite.kernel.config.FerriteConfig;
+import io.ferrite.kernel.local.InProcessCluster;
+import io.ferrite.tree.Tree;
+import io.ferrite.tree.TreeClient;
+import io.ferrite.tree.TreeConfig;
+import java.io.PrintStream;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Collections;
+import java.util.List;
+import java.util.Locale;
+import java.util.Objects;
+import java.util.Random;
+
+/**
+ * {@code ferrite bench tree}: the tree face (Cell) on a master and one memory server (tcp + shm) in
+ * this process, loaded with {@code keys} 16 B keys of 32 B values in a scattered order:
+ *
+ * <ul>
+ *   <li>{@code tree.shape.{meganodes,levels,splits}}: the tree's shape at the configured meganode
+ *       and node sizes (Cell: 5 levels of 1 KiB nodes in 64 MiB meganodes at its scale);
+ *   <li>{@code tree.<fabric>.get-client.reads-per-get}: one-sided reads per client-side get, from
+ *       the handle's counters (node reads, torn ones included) plus the value's extent read;
+ *   <li>{@code tree.<fabric>.{get,scan100}-{server,client}.t<n>.{throughput,p50,p99}}: gets of
+ *       uniformly drawn keys and 100-key scans from one, each search path alone; the client path
+ *       beside the server path;
+ *   <li>with {@code vsRedis}, on tcp: {@code redis.{zscore,zrangebylex100}.t<n>} on a sorted set of
+ *       the same keys, one connection per thread, beside which the tree's get and scan by each path
+ *       are given.
+ * </ul>
+ *
+ * The locality selector, the client's node cache and the load-shift experiment of issue 14 are not
+ * built yet, so nothing here measures them.
+ */
+public final class TreeBench {
+  static final String SUITE = "tree";
+
+  static final Credentials CREDENTIALS =
+      new Credentials(
+          "bench-tree", "ferrite-bench-tree-secret-0123456789".getBytes(StandardCharsets.UTF_8));
+
+  /** What to measure. */
+  public record Options(
+      List<String> fabrics,
+      List<Integer> threads,
+      Duration duration,
+      int keys,
+      String meganodeSize,
+      String nodeSize,
+      Path directory,
+      PrintStream progress) {
+    public Options {
+      fabrics = List.copyOf(fabrics);
+      threads = List.copyOf(threads);
+      Objects.requireNonNull(duration, "duration");
+      if (keys < 200) {
+        throw new IllegalArgumentException("keys: " + keys + " (expected: >= 200)");
+      }
+    }
+
+    /** shm and tcp, 1 and 16 threads, 1 s each, 100 000 keys, Cell's 64 MiB / 1 KiB. */
+    public static Options defaults() {
+      return new Options(
+          List.of("shm", "tcp"),
+          List.of(1, 16),
+          Duration.ofSeconds(1),
+          100_000,
+          "64m",
+          "1k",
+          Path.of(System.getProperty("java.io.tmpdir")),
+          System.err);
+    }
+
+    /** 300 ms each, 20 000 keys in 1 MiB meganodes (so that the tree has several levels). */
+    public static Options quick() {
+      return defaults().withDuration(Duration.ofMillis(300)).withKeys(20_000).withMeganode("1m");
+    }
+
+    public Options withFabrics(List<String> f) {
+      return new Options(f, threads, duration, keys, meganodeSize, nodeSize, directory, progress);
+    }
+
+    public Options withThreads(List<Integer> t) {
+      return new Options(fabrics, t, duration, keys, meganodeSize, nodeSize, directory, progress);
+    }
+
+    public Options withDuration(Duration d) {
+      return new Options(fabrics, threads, d, keys, meganodeSize, nodeSize, directory, progress);
+    }
+
+    public Options withKeys(int k) {
+      return new Options(
+          fabrics, threads, duration, k, meganodeSize, nodeSize, directory, progress);
+    }
+
+    public Options withMeganode(String size) {
+      return new Options(fabrics, threads, duration, keys, size, nodeSize, directory, progress);
+    }
+
+    public Options withNode(String size) {
+      return new Options(fabrics, threads, duration, keys, meganodeSize, size, directory, progress);
+    }
+
+    public Options withProgress(PrintStream p) {
+      return new Options(fabrics, threads, duration, keys, meganodeSize, nodeSize, directory, p);
+    }
+  }
+
+  private TreeBench() {}
+
+  static byte[] key(int i) {
+    return String.format(Locale.ROOT, "k%015d", i).getBytes(StandardCharsets.US_ASCII);
+  }
+
+  /** Starts the cluster (and redis-server with {@code vsRedis}), measures, stops them. */
+  public static BenchReport run(Options o, boolean vsRedis) throws Exception {
+    BenchReport report = new BenchReport(SUITE);
+    Progress progress = new Progress("bench " + SUITE, o.progress());
+    Path root = Files.createTempDirectory(o.directory(), "ferrite-bench-tree-");
+    byte[][] keys = new byte[o.keys()][];
+    for (int i = 0; i < keys.length; i++) {
+      keys[i] = key(i);
+    }
+    RedisPeer redis = null;
+    try (InProcessCluster cluster = startCluster(root, o)) {
+      if (vsRedis) {
+        progress.step("starting redis-server on 127.0.0.1, loading a sorted set");
+        redis = RedisPeer.start(root);
+        loadRedis(redis, keys);
+      }
+      boolean loaded = false;
+      for (String fabric : o.fabrics()) {
+        try (FerriteClient client = connect(cluster.masterAddress(), fabric)) {
+          TreeClient tc = new TreeClient(client);
+          Tree tree = tc.create("bench");
+          if (!loaded) {
+            progress.step("loading " + keys.length + " keys (" + o.meganodeSize() + " meganodes)");
+            load(tree, keys);
+            loaded = true;
+            shape(report, tree);
+          }
+          measureFabric(
+              report, o, fabric, tree, keys, fabric.equals("tcp") ? redis : null, progress);
+        }
+      }
+    } finally {
+      if (redis != null) {
+        redis.close();
+      }
+      io.ferrite.bench.BenchFiles.deleteTree(root);
+    }
+    return report;
+  }
+
+  static InProcessCluster startCluster(Path root, Options o) {
+    FerriteConfig cfg =
+        BenchConfig.builder()
+            .set(FerriteConfig.CLUSTER_ID, "bench-tree")
+            .set(FerriteConfig.DATA_DIR, root.resolve("data").toString())
+            .set(FerriteConfig.SHM_DIR, root.resolve("shm").toString())
+            .set(FerriteConfig.MASTER_PORT, "0")
+            .set(FerriteConfig.SERVER_HOST, "127.0.0.1")
+            .set(FerriteConfig.MASTER_HOST, "127.0.0.1")
+            .set(FerriteConfig.REGION_SIZE, "1g")
+            .set(FerriteConfig.BLOCK_SIZE, "1m")
+            .set(FerriteConfig.CAPACITY_DRAM, "4g")
+            .set(FerriteConfig.CAPACITY_DISK, "0")
+            .set(FerriteConfig.JOURNAL_FSYNC, "false")
+            .set(FerriteConfig.METRICS_PORT, "-1")
+            .set(TreeConfig.MEGANODE_SIZE, o.meganodeSize())
+            .set(TreeConfig.NODE_SIZE, o.nodeSize())
+            .build();
+    return InProcessCluster.builder(cfg, CREDENTIALS)
+        .masterFabrics(List.of("tcp"))
+        .serverNames(i -> "bench")
+        .start();
+  }
+
+  static FerriteClient connect(String masterAddress, String fabric) {
+    return Ferrite.connect(
+        masterAddress,
+        ClientOptions.builder(CREDENTIALS)
+            .fabric(fabric)
+            .fabrics(BenchConfig.fabrics())
+            .config(BenchConfig.environment())
+            .build());
+  }
+
+  /** Puts every key, in a scattered (seeded) order, 32 B values. */
+  static void load(Tree tree, byte[][] keys) {
+    List<Integer> order = new ArrayList<>(keys.length);
+    for (int i = 0; i < keys.length; i++) {
+      order.add(i);
+    }
+    Collections.shuffle(order, new Random(42));
+    byte[] value = new byte[32];
+    for (int i : order) {
+      tree.put(keys[i], value);
+    }
+  }
+
+  static void loadRedis(RedisPeer redis, byte[][] keys) {
+    RedisPeer.Conn c = redis.connect();
+    byte[] set = "tree".getBytes(StandardCharsets.US_ASCII);
+    byte[] zadd = "ZADD".getBytes(StandardCharsets.US_ASCII);
+    byte[] zero = "0".getBytes(StandardCharsets.US_ASCII);
+    for (int i = 0; i < keys.length; i += 1000) {
+      int n = Math.min(1000, keys.length - i);
+      for (int j = 0; j < n; j++) {
+        c.command(zadd, set, zero, keys[i + j]);
+      }
+      c.flush();
+      for (int j = 0; j < n; j++) {
+        c.readReply();
+      }
+    }
+  }
+
+  /** The tree's shape; waits (up to 10 s) for the server's splitter to finish queued splits. */
+  static void shape(BenchReport report, Tree tree) throws InterruptedException {
+    long[] s = tree.stats();
+    for (int i = 0; i < 100; i++) {
+      Thread.sleep(100);
+      long[] again = tree.stats();
+      if (again[2] == s[2]) {
+        break;
+      }
+      s = again;
+    }
+    report.add(BenchResult.of("tree.shape.meganodes", s[0], "count", Better.LOWER));
+    report.add(BenchResult.of("tree.shape.levels", s[1], "count", Better.LOWER));
+    report.add(BenchResult.of("tree.shape.splits", s[2], "count", Better.LOWER));
+    report.add(
+        BenchResult.of(
+            "tree.shape.node-fill", s[4] == 0 ? 0 : 100.0 * s[3] / s[4], "%", Better.HIGHER));
+  }
+
+  private static void measureFabric(
+      BenchReport report,
+      Options o,
+      String fabric,
+      Tree tree,
+      byte[][] keys,
+      RedisPeer redis,
+      Progress progress)
+      throws Exception {
+    // One-sided reads per client-side get, from the handle's counters, on one thread: node reads
+    // (torn copies read again included) plus the value's extent.
+    progress.step("tree." + fabric + ": reads per client-side get");
+    Random r0 = new Random(7);
+    for (int i = 0; i < 1000; i++) {
+      tree.get(keys[r0.nextInt(keys.length)], Tree.Path.CLIENT); // warms the meganode handles
+    }
+    long before = tree.nodeReads();
+    int gets = 5000;
+    for (int i = 0; i < gets; i++) {
+      tree.get(keys[r0.nextInt(keys.length)], Tree.Path.CLIENT);
+    }
+    double nodes = (tree.nodeReads() - before) / (double) gets;
+    report.add(
+        BenchResult.of(
+            "tree." + fabric + ".get-client.reads-per-get", nodes + 1, "reads", Better.LOWER));
+    for (int threads : o.threads()) {
+      for (String op : List.of("get", "scan100")) {
+        BenchResult[] peer = new BenchResult[3];
+        if (redis != null) {
+          peer = redisOp(report, o, redis, keys, op, threads, progress);
+        }
+        BenchResult[] server = null;
+        for (Tree.Path path : List.of(Tree.Path.SERVER, Tree.Path.CLIENT)) {
+          String p = path.name().toLowerCase(Locale.ROOT);
+          String name = "tree." + fabric + "." + op + "-" + p + ".t" + threads;
+          progress.step(name);
+          KvBench.Op treeOp =
+              op.equals("get")
+                  ? r -> tree.get(keys[r.nextInt(keys.length)], path)
+                  : r -> tree.scan(keys[r.nextInt(keys.length)], null, 100, path);
+          KvBench.Result res = KvBench.drive(treeOp, threads, o.duration());
+          BenchResult[] ref = peer[0] != null ? peer : server;
+          BenchResult[] mine = add(report, name, res, ref);
+          if (path == Tree.Path.SERVER) {
+            server = mine;
+          }
+        }
+      }
+    }
+  }
+
+  /** ZSCORE (for get) or ZRANGEBYLEX [key + LIMIT 0 100 (for scan100) on one connection each. */
+  private static BenchResult[] redisOp(
+      BenchReport report,
+      Options o,
+      RedisPeer redis,
+      byte[][] keys,
+      String op,
+      int threads,
+      Progress progress)
+      throws Exception {
+    String name = "redis." + (op.equals("get") ? "zscore" : "zrangebylex100") + ".t" + threads;
+    progress.step(name);
+    byte[] set = "tree".getBytes(StandardCharsets.US_ASCII);
+    byte[] zscore = "ZSCORE".getBytes(StandardCharsets.US_ASCII);
+    byte[] zrange = "ZRANGEBYLEX".getBytes(StandardCharsets.US_ASCII);
+    byte[] plus = "+".getBytes(StandardCharsets.US_ASCII);
+    byte[] limit = "LIMIT".getBytes(StandardCharsets.US_ASCII);
+    byte[] zero = "0".getBytes(StandardCharsets.US_ASCII);
+    byte[] hundred = "100".getBytes(StandardCharsets.US_ASCII);
+    ThreadLocal<RedisPeer.Conn> conns = ThreadLocal.withInitial(redis::connect);
+    KvBench.Op redisOp =
+        op.equals("get")
+            ? r -> {
+              RedisPeer.Conn c = conns.get();
+              c.command(zscore, set, keys[r.nextInt(keys.length)]);
+              c.flush();
+              c.readReply();
+            }
+            : r -> {
+              RedisPeer.Conn c = conns.get();
+              byte[] k = keys[r.nextInt(keys.length)];
+              byte[] from = new byte[k.length + 1];
+              from[0] = '[';
+              System.arraycopy(k, 0, from, 1, k.length);
+              c.command(zrange, set, from, plus, limit, zero, hundred);
+              c.flush();
+              c.readArray();
+            };
+    return add(report, name, KvBench.drive(redisOp, threads, o.duration()), null);
+  }
+
+  /** Throughput, p50 and p99 of {@code res} as {@code name.*}, each beside {@code ref}'s. */
+  private static BenchResult[] add(
+      BenchReport report, String name, KvBench.Result res, BenchResult[] ref) {
+    BenchResult[] out = new BenchResult[3];
+    out[0] = result(name + ".throughput", res.throughput(), "ops/s", Better.HIGHER, ref, 0);
+    List<LatencyRecorder.Statistic> stats =
+        List.of(LatencyRecorder.Statistic.P50, LatencyRecorder.Statistic.P99);
+    for (int i = 0; i < 2; i++) {
+      LatencyRecorder.Statistic s = stats.get(i);
+      out[i + 1] =
+          result(
+              name + "." + s.label(),
+              res.latency().getValueAtPercentile(s.percentile()),
+              LatencyRecorder.UNIT,
+              Better.LOWER,
+              ref,
+              i + 1);
+    }
+    for (BenchResult b : out) {
+      report.add(b);
+    }
+    return out;
+  }
+
+  private static BenchResult result(
+      String name, double value, String unit, Better better, BenchResult[] ref, int i) {
+    return ref == null
+        ? BenchResult.of(name, value, unit, better)
+        : BenchResult.against(name, value, unit, better, ref[i]);
+  }
+}

@@ -1,0 +1,317 @@
+package io.ferrite.cli;
+
+import io.ferrite.fabric.Role;
+import io.ferrite.kernel.client.ClientOptions;
+import io.ferrite.kernel.client.Ferrite;
+import io.ferrite.kernel.client.FerriteClient;
+import io.ferrite.tree.Tree;
+import io.ferrite.tree.TreeClient;
+import java.io.PrintWriter;
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
+import java.util.concurrent.Callable;
+import java.util.function.Function;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Mixin;
+import picocli.CommandLine.Model.CommandSpec;
+import picocli.CommandLine.Option;
+import picocli.CommandLine.Parameters;
+import picocli.CommandLine.Spec;
+
+/** {@code ferrite tree ...}: the tree face (sorted keys, Cell) for a person at a terminal. */
+@Command(
+    name = "tree",
+    mixinStandardHelpOptions = true,
+    description = {
+      "Sorted trees after Cell: a B-link tree of large meganodes (tree.meganode.size, 64 MiB) spread"
+          + " over the memory servers, each a B-link tree of small nodes (tree.node.size, 1 KiB)."
+          + " Keys are ordered by unsigned bytes; scans return them in that order.",
+      "Reads search either on the servers (--path server: one RPC per meganode, the default) or"
+          + " here (--path client: one-sided reads of the nodes); writes go to the leaf's server.",
+      "Keys and values are UTF-8 text, or hex with --hex. A key is 1 to tree.node.size / 8 - 22"
+          + " bytes (106 at 1 KiB)."
+    },
+    footer = {
+      "",
+      "Examples:",
+      "  ferrite tree put users alice '{\"age\": 42}'   creates tree 'users' if needed",
+      "  ferrite tree get users alice",
+      "  ferrite tree get --path client users alice    one-sided reads only",
+      "  ferrite tree scan users --from a --to m --limit 20   a <= key < m, in order",
+      "  ferrite tree del users alice",
+      "  ferrite tree stats users          meganodes, levels, node fill, splits",
+      "  ferrite tree create events",
+      "  ferrite tree list",
+      "  ferrite tree drop events"
+    },
+    subcommands = {
+      TreeCommand.Get.class,
+      TreeCommand.Put.class,
+      TreeCommand.Del.class,
+      TreeCommand.Scan.class,
+      TreeCommand.Create.class,
+      TreeCommand.Drop.class,
+      TreeCommand.ListTrees.class,
+      TreeCommand.Stats.class,
+    })
+final class TreeCommand implements Runnable {
+  @Spec CommandSpec spec;
+
+  @Override
+  public void run() {
+    spec.commandLine().usage(spec.commandLine().getOut());
+  }
+
+  /** Connects with the secret of {@code role}, runs {@code body} with a tree client, closes. */
+  static <T> T withTree(ClusterTarget target, Role role, Function<TreeClient, T> body) {
+    ClusterTarget.Resolved t = target.resolve(role);
+    Fabrics fabrics = new Fabrics(t);
+    try (FerriteClient c =
+        Ferrite.connect(
+            t.uri(),
+            ClientOptions.builder(t.credentials())
+                .config(t.config())
+                .fabrics(fabrics.factory())
+                .session(false)
+                .clientName("ferrite-tree")
+                .build())) {
+      return body.apply(new TreeClient(c));
+    } finally {
+      fabrics.close();
+    }
+  }
+
+  abstract static class Sub {
+    @Spec CommandSpec spec;
+    @Mixin ClusterTarget target;
+
+    @Option(names = "--hex", description = "Keys and values are hex, and values print as hex.")
+    boolean hex;
+
+    PrintWriter out() {
+      return spec.commandLine().getOut();
+    }
+
+    <T> T withTree(Function<TreeClient, T> body) {
+      return TreeCommand.withTree(target, Role.CLIENT, body);
+    }
+  }
+
+  abstract static class Read extends Sub {
+    @Option(
+        names = "--path",
+        description =
+            "server (one RPC per meganode, the server searches) or client (one-sided reads of"
+                + " the nodes, then of the value's extent). Default: server.")
+    Tree.Path path = Tree.Path.SERVER;
+  }
+
+  @Command(
+      name = "get",
+      mixinStandardHelpOptions = true,
+      description = "Prints the value of a key; exit code 1 if absent.")
+  static final class Get extends Read implements Callable<Integer> {
+    @Parameters(index = "0", description = "tree")
+    String tree;
+
+    @Parameters(index = "1", description = "key")
+    String key;
+
+    @Override
+    public Integer call() {
+      byte[] v = withTree(c -> c.open(tree).get(KvCommand.decode(key, hex), path));
+      if (v == null) {
+        spec.commandLine().getErr().println("(not found)");
+        spec.commandLine().getErr().flush();
+        return 1;
+      }
+      out().println(KvCommand.show(v, hex));
+      out().flush();
+      return 0;
+    }
+  }
+
+  @Command(
+      name = "put",
+      mixinStandardHelpOptions = true,
+      description = "Stores a value under a key (creating the tree if needed).")
+  static final class Put extends Sub implements Callable<Integer> {
+    @Parameters(index = "0", description = "tree")
+    String tree;
+
+    @Parameters(index = "1", description = "key")
+    String key;
+
+    @Parameters(index = "2", description = "value")
+    String value;
+
+    @Override
+    public Integer call() {
+      byte[] k = KvCommand.decode(key, hex);
+      byte[] v = KvCommand.decode(value, hex);
+      boolean created = withTree(c -> c.create(tree).put(k, v));
+      out().println(created ? "created" : "replaced");
+      out().flush();
+      return 0;
+    }
+  }
+
+  @Command(
+      name = "del",
+      mixinStandardHelpOptions = true,
+      description = "Deletes a key; exit code 1 if it was absent.")
+  static final class Del extends Sub implements Callable<Integer> {
+    @Parameters(index = "0", description = "tree")
+    String tree;
+
+    @Parameters(index = "1", description = "key")
+    String key;
+
+    @Override
+    public Integer call() {
+      boolean deleted = withTree(c -> c.open(tree).delete(KvCommand.decode(key, hex)));
+      out().println(deleted ? "deleted" : "(not found)");
+      out().flush();
+      return deleted ? 0 : 1;
+    }
+  }
+
+  @Command(
+      name = "scan",
+      mixinStandardHelpOptions = true,
+      description = {
+        "Prints KEY<TAB>VALUE lines for the keys from --from (inclusive) to --to (exclusive), in"
+            + " unsigned byte order, across meganodes and servers, at most --limit of them.",
+        "Each leaf's pairs come from one consistent copy of it. The last line says how many"
+            + " were printed, and whether --limit cut the scan short."
+      })
+  static final class Scan extends Read implements Callable<Integer> {
+    @Parameters(index = "0", description = "tree")
+    String tree;
+
+    @Option(names = "--from", paramLabel = "KEY", description = "First key (default: the first).")
+    String from;
+
+    @Option(names = "--to", paramLabel = "KEY", description = "Stop before it (default: the end).")
+    String to;
+
+    @Option(
+        names = "--limit",
+        defaultValue = "100",
+        description = "Most pairs to print, > 0 (default: 100).")
+    int limit;
+
+    @Override
+    public Integer call() {
+      byte[] f = from == null ? null : KvCommand.decode(from, hex);
+      byte[] t = to == null ? null : KvCommand.decode(to, hex);
+      // One more than asked: tells a scan cut by --limit from one that ended by itself.
+      int ask = limit < Integer.MAX_VALUE && limit > 0 ? limit + 1 : limit;
+      List<Map.Entry<byte[], byte[]>> pairs = withTree(c -> c.open(tree).scan(f, t, ask, path));
+      int shown = Math.min(pairs.size(), limit);
+      for (int i = 0; i < shown; i++) {
+        Map.Entry<byte[], byte[]> e = pairs.get(i);
+        out().println(KvCommand.show(e.getKey(), hex) + "\t" + KvCommand.show(e.getValue(), hex));
+      }
+      out()
+          .printf(
+              Locale.ROOT,
+              "(%d pair(s)%s)%n",
+              shown,
+              pairs.size() > limit ? ", more after --limit " + limit : "");
+      out().flush();
+      return 0;
+    }
+  }
+
+  @Command(
+      name = "create",
+      mixinStandardHelpOptions = true,
+      description = {
+        "Creates a tree (its first meganode on a memory server), or says it exists.",
+        "Meganode and node sizes are the servers' tree.meganode.size and tree.node.size."
+      })
+  static final class Create extends Sub implements Callable<Integer> {
+    @Parameters(index = "0", description = "tree")
+    String tree;
+
+    @Override
+    public Integer call() {
+      TreeClient.TreeInfo t =
+          withTree(
+              c -> {
+                c.create(tree);
+                return c.list().stream().filter(i -> i.name().equals(tree)).findFirst().get();
+              });
+      out()
+          .printf(Locale.ROOT, "tree %s (id %016x): root on server %d%n", tree, t.id(), t.server());
+      out().flush();
+      return 0;
+    }
+  }
+
+  @Command(
+      name = "drop",
+      mixinStandardHelpOptions = true,
+      description = "Drops a tree and frees its meganodes; exit code 1 if there was none.")
+  static final class Drop extends Sub implements Callable<Integer> {
+    @Parameters(index = "0", description = "tree")
+    String tree;
+
+    @Override
+    public Integer call() {
+      boolean dropped = withTree(c -> c.drop(tree));
+      out().println(dropped ? "dropped " + tree : "(not found)");
+      out().flush();
+      return dropped ? 0 : 1;
+    }
+  }
+
+  @Command(name = "list", mixinStandardHelpOptions = true, description = "Lists the trees.")
+  static final class ListTrees extends Sub implements Callable<Integer> {
+    @Override
+    public Integer call() {
+      List<TreeClient.TreeInfo> all = withTree(TreeClient::list);
+      for (TreeClient.TreeInfo t : all) {
+        out().printf(Locale.ROOT, "%s  id %016x, server %d%n", t.name(), t.id(), t.server());
+      }
+      if (all.isEmpty()) {
+        out().println("(no trees: ferrite tree create NAME, or ferrite tree put)");
+      }
+      out().flush();
+      return 0;
+    }
+  }
+
+  @Command(
+      name = "stats",
+      mixinStandardHelpOptions = true,
+      description = {
+        "A tree's shape, from its server: meganodes, levels of meganodes (the root's level + 1),"
+            + " small nodes in use of those the meganodes hold (fill), meganode splits so far."
+      })
+  static final class Stats extends Sub implements Callable<Integer> {
+    @Parameters(index = "0", description = "tree")
+    String tree;
+
+    @Override
+    public Integer call() {
+      long[] s = withTree(c -> c.open(tree).stats());
+      out()
+          .printf(
+              Locale.ROOT,
+              "tree %s: %d meganode(s), %d level(s), nodes %d of %d in use (fill %.1f%%),"
+                  + " %d split(s)%n",
+              tree,
+              s[0],
+              s[1],
+              s[3],
+              s[4],
+              s[4] == 0 ? 0.0 : 100.0 * s[3] / s[4],
+              s[2]);
+      out().flush();
+      return 0;
+    }
+  }
+}
