@@ -24,8 +24,6 @@ import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
 import java.util.concurrent.atomic.AtomicLong;
-import java.util.logging.Level;
-import java.util.logging.Logger;
 
 /**
  * The tree face's memory-server half (service 44, {@link TreeProtocol}): it holds meganodes ({@link
@@ -40,7 +38,7 @@ import java.util.logging.Logger;
  * server has no meganodes (no operation log yet).
  */
 public final class TreeService implements FerriteService {
-  private static final Logger LOG = Logger.getLogger(TreeService.class.getName());
+  private static final System.Logger LOG = System.getLogger(TreeService.class.getName());
 
   /** One tree's meganodes on this server. */
   private static final class TreeState {
@@ -422,7 +420,8 @@ public final class TreeService implements FerriteService {
           f.complete(null);
         }
       } catch (RuntimeException e) {
-        LOG.log(Level.WARNING, "tree: split of meganode region " + region + " failed", e);
+        LOG.log(
+            System.Logger.Level.WARNING, "tree: split of meganode region " + region + " failed", e);
         if (f != null) {
           f.completeExceptionally(e);
         }
