@@ -40,12 +40,13 @@ import java.util.Map;
  *       copy before it counts), beside {@code <f>.file.write.replicas.1.bandwidth} measured in the
  *       same run: the ratio is what the copies cost;
  *   <li>{@code <f>.file.read.afterdeath.bandwidth}: a replicas-2 File read whole right after one
- *       server holding a copy of every other block was stopped (before the master declares it DEAD:
- *       each read of its copies fails and falls back), beside {@code
+ *       server holding a copy of every other block was stopped cleanly (it says goodbye, so the
+ *       master declares it DEAD at once: each read of its copies fails on the closed server and
+ *       falls back to the other copy; re-replication may run meanwhile), beside {@code
  *       <f>.file.read.replicas.2.bandwidth}, the same file read just before the stop.
  * </ul>
  *
- * Reused by {@code bench resilience} (not assigned yet).
+ * Reused by {@code bench resilience}.
  */
 public final class FileReplicasBench {
   private FileReplicasBench() {}
