@@ -15,7 +15,6 @@ import java.util.Random;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.AtomicReference;
-import org.junit.jupiter.api.Disabled;
 import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.ExtendWith;
@@ -60,12 +59,6 @@ class FsRideThroughMultiProcessTest extends ProcessClusterTest {
   }
 
   @Test
-  @Disabled(
-      "an open bug of #20's request ids, found by this test in .ci/run (2 of ~6 runs): a request's"
-          + " remembered answer is journaled in a record of its own after the mutation's, so a"
-          + " master killed between the two has applied the request and lost its answer; the put's"
-          + " retry then fails with INTERNAL 'check its effect before repeating it' instead of"
-          + " carrying on. The fix is the answer in the mutation's own record (docs/RESILIENCE.md)")
   void anFsPutFedByAPipeRidesThroughAMasterRestart(Random random) throws Exception {
     newCluster(CLUSTER, "ferrite-fs-ride-");
     Process master = startMaster("master", MASTER_SETS);

@@ -53,15 +53,32 @@ public final class Master implements AutoCloseable {
   static final class Core {
     final MasterState state;
     final Durability log;
+
+    /**
+     * The state's sink and the service's durability, in front of {@link #log}: holds a call's
+     * record open for its answer (see HeldRecords).
+     */
+    final HeldRecords held;
+
     final List<MasterExtension> extensions;
     final long term;
     final List<Integer> regionIds = new ArrayList<>();
     MasterService service;
     Revoker revoker;
 
-    Core(MasterState state, Durability log, List<MasterExtension> extensions, long term) {
+    /**
+     * @param write appends one record to {@code log}
+     */
+    Core(
+        MasterState state,
+        Durability log,
+        MasterState.Sink write,
+        List<MasterExtension> extensions,
+        long term) {
       this.state = state;
       this.log = log;
+      this.held = new HeldRecords(log, write);
+      state.sink(held);
       this.extensions = extensions;
       this.term = term;
     }
@@ -266,10 +283,9 @@ public final class Master implements AutoCloseable {
     MasterState state = newState(cfg, credentials, extensions);
     Journal journal = Journal.open(dir.resolve("journal"), cfg.journalFsync(), fsync, state::apply);
     state.recovered();
-    state.sink(journal::append);
     Master m = new Master(cfg, credentials, fabrics, journal);
     try {
-      Core c = new Core(state, journal, List.copyOf(extensions), 0);
+      Core c = new Core(state, journal, journal::append, List.copyOf(extensions), 0);
       m.startCore(c);
       Map<Integer, String> serviceNames = new java.util.HashMap<>();
       serviceNames.put(io.ferrite.kernel.proto.MasterProtocol.SERVICE, "master");
@@ -308,7 +324,7 @@ public final class Master implements AutoCloseable {
           ext.name(),
           ext.serviceId());
     }
-    MasterService service = new MasterService(c.state, c.log, hostId);
+    MasterService service = new MasterService(c.state, c.held, hostId);
     c.revoker =
         new Revoker(
             c.state,
@@ -546,11 +562,15 @@ public final class Master implements AutoCloseable {
   /**
    * Where the master's shm socket and RPC ring files live: {@code
    * <shm.dir>/ferrite-<cluster.id>[-<random>]/.master} (tmpfs, beside the memory servers' region
-   * files, and a name no server takes), owner-only and checked ({@link ShmDirectory}). Removed at
-   * close, with the cluster's directory if empty.
+   * files, and a name no server takes), owner-only and checked ({@link ShmDirectory}); {@code
+   * .master-<id>} for a member of a master group, whose other members may run on the same host
+   * (each binds its own socket: one shared path would send a same-host client to whichever bound it
+   * last). Removed at close, with the cluster's directory if empty.
    */
   private Path shmDir(FerriteConfig cfg) {
-    Path d = ShmDirectory.cluster(cfg, ".master");
+    Path d =
+        ShmDirectory.cluster(
+            cfg, cfg.masterPeers().isEmpty() ? ".master" : ".master-" + cfg.masterId());
     shmSocketDir = d;
     return d;
   }
@@ -588,7 +608,7 @@ public final class Master implements AutoCloseable {
     }
     try {
       MasterState state = c.state;
-      if (c.log.failure() != null) {
+      if (c.held.failure() != null) {
         // A failed fsync stopped the journal: expiries and snapshots would only be refused (and
         // logged) every tick. The failure was logged once; the master waits to be restarted.
         return;
@@ -622,7 +642,9 @@ public final class Master implements AutoCloseable {
       long generation;
       List<MasterEvent> events;
       synchronized (state) {
-        if (closed) {
+        if (closed || core.held.holding()) {
+          // A record held for its answer is applied but not yet in the log: a snapshot now would
+          // hold its effect, and the log after it the record again. The next tick tries again.
           return;
         }
         events = state.snapshotEvents();

@@ -226,7 +226,7 @@ final class MasterGroup implements AutoCloseable {
               ? "no longer the leader"
               : c.term != term
                   ? "the term changed to " + term
-                  : rj.failure() != null
+                  : c.held.failure() != null
                       ? "a mutation did not commit"
                       : sm.disordered(rj.stint()) ? "entries reached the log out of order" : null;
       if (why != null) {
@@ -263,8 +263,7 @@ final class MasterGroup implements AutoCloseable {
     } while (stint == 0);
     RaftJournal rj =
         new RaftJournal(server, groupId, self, stint, this::notLeaderMessage, f -> wake());
-    state.sink(rj::append);
-    Master.Core fresh = new Master.Core(state, rj, state.extensions(), term);
+    Master.Core fresh = new Master.Core(state, rj, rj::append, state.extensions(), term);
     try {
       master.startCore(fresh);
     } catch (RuntimeException e) {
@@ -310,8 +309,9 @@ final class MasterGroup implements AutoCloseable {
       return; // entries in flight: they move the appenders already
     }
     synchronized (c.state) {
-      if (rj.failure() == null) {
-        rj.append(List.of()); // under the metadata lock: LSN order is the log's order
+      if (c.held.failure() == null) {
+        // Through the core's sink, under the metadata lock: LSN order is the log's order.
+        c.held.append(List.of());
       }
     }
   }

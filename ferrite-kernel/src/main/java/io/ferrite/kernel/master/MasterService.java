@@ -145,6 +145,13 @@ final class MasterService implements RpcHandler {
       journalAnswer(rs, f);
       return f;
     }
+    // Asynchronous: the journal cannot wait for this answer, so the call's record is written
+    // without it (a crash before the answer's own record leaves the answer UNKNOWN).
+    try {
+      state.unhold(rs);
+    } catch (RuntimeException e) {
+      LOG.log(System.Logger.Level.WARNING, "cannot write the record of " + rs, e);
+    }
     return f.handle(
             (v, e) -> {
               journalAnswer(rs, f);

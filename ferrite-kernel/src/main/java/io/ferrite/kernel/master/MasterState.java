@@ -51,6 +51,24 @@ public final class MasterState {
      * journal's group commit); throws if it cannot, and then the state stays unchanged.
      */
     void append(List<MasterEvent> events);
+
+    /**
+     * As {@link #append}, for the first mutation of a call with a request id: the sink may keep the
+     * record open until {@link #release} adds the call's answer to it ({@link HeldRecords}).
+     */
+    default void appendHeld(List<MasterEvent> events, Object hold) {
+      append(events);
+    }
+
+    /**
+     * Closes the record {@link #appendHeld} opened for {@code hold}, with {@code answer}'s events
+     * in it (empty: no answer is kept); without such a record, the answer is a record of its own.
+     */
+    default void release(Object hold, List<MasterEvent> answer) {
+      if (!answer.isEmpty()) {
+        append(answer);
+      }
+    }
   }
 
   /**
@@ -278,7 +296,19 @@ public final class MasterState {
       marked.addAll(events);
       events = marked;
     }
-    sink.append(events);
+    // The call's answer joins this record (HeldRecords) unless the call already went asynchronous
+    // (then it follows as a record of its own, see unhold).
+    boolean hold = mark && !rs.unheld;
+    if (hold) {
+      sink.appendHeld(events, rs);
+      rs.heldBy = this;
+    } else if (rs != null && rs.heldBy == this) {
+      // A later mutation of a call whose record is still held: joins that record when nothing
+      // came between (one mutate block), so the call is recovered whole or not at all.
+      sink.appendHeld(events, rs);
+    } else {
+      sink.append(events);
+    }
     if (mark) {
       rs.markApplied();
     }
@@ -296,13 +326,35 @@ public final class MasterState {
    * @param body the answer, or the failure's message in UTF-8
    */
   synchronized void answered(RequestScope rs, int status, byte[] body) {
-    if (md.answers.get(rs.id.sessionId(), rs.id.seq()) == null) {
-      return; // the session ended meanwhile (its answers went with it)
+    List<MasterEvent> answer =
+        md.answers.get(rs.id.sessionId(), rs.id.seq()) == null
+            ? List.of() // the session ended meanwhile (its answers went with it)
+            : body.length > RememberedAnswers.MAX_ANSWER
+                ? List.of() // left UNKNOWN: a retry is told the call was applied, answer not kept
+                : List.of(
+                    new MasterEvent.RequestAnswered(rs.id.sessionId(), rs.id.seq(), status, body));
+    if (rs.heldBy == this) {
+      // Into the record of the call's first mutation, still open (see HeldRecords).
+      rs.heldBy = null;
+      sink.release(rs, answer);
+      for (MasterEvent e : answer) {
+        apply(e);
+      }
+    } else if (!answer.isEmpty()) {
+      commit(answer);
     }
-    if (body.length > RememberedAnswers.MAX_ANSWER) {
-      return; // left UNKNOWN: a retry is told the call was applied but its answer is not kept
+  }
+
+  /**
+   * The call of {@code rs} goes on asynchronously (or is over): its record, if still held for its
+   * answer, is written without it, and later mutations of the call are not held. Idempotent.
+   */
+  synchronized void unhold(RequestScope rs) {
+    rs.unheld = true;
+    if (rs.heldBy == this) {
+      rs.heldBy = null;
+      sink.release(rs, List.of());
     }
-    commit(new MasterEvent.RequestAnswered(rs.id.sessionId(), rs.id.seq(), status, body));
   }
 
   /** The remembered answer of request {@code seq} of {@code sessionId}, or null. No lock. */

@@ -82,12 +82,13 @@ final class RequestIds implements RpcHandler {
       return finish(r.id(), mine, known);
     }
     CompletableFuture<ByteBuffer> f;
+    RequestScope scope = new RequestScope(r.id());
     try {
-      f =
-          RequestScope.within(
-              new RequestScope(r.id()), () -> inner.handle(ctx, r.service(), r.opcode(), r.body()));
+      f = RequestScope.within(scope, () -> inner.handle(ctx, r.service(), r.opcode(), r.body()));
     } catch (RuntimeException e) {
       f = CompletableFuture.failedFuture(e);
+    } finally {
+      scope.release(); // normally released with its answer already (MasterService)
     }
     return finish(r.id(), mine, f);
   }
@@ -114,12 +115,14 @@ final class RequestIds implements RpcHandler {
     }
     // Not entered in running: what a face answers inline are lookups (cheap, non-blocking, no
     // mutation); one that does mutate is still marked and remembered through the scope.
+    RequestScope scope = new RequestScope(r.id());
     try {
       return RequestScope.within(
-          new RequestScope(r.id()),
-          () -> inner.handleInline(ctx, r.service(), r.opcode(), r.body()));
+          scope, () -> inner.handleInline(ctx, r.service(), r.opcode(), r.body()));
     } catch (RuntimeException e) {
       return CompletableFuture.failedFuture(e);
+    } finally {
+      scope.release();
     }
   }
 

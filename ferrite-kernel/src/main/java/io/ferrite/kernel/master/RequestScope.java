@@ -23,6 +23,15 @@ public final class RequestScope {
   final MasterProtocol.RequestId id;
   private volatile boolean applied;
 
+  /**
+   * The state whose sink holds this call's first record open for its answer, or null; written under
+   * that state's lock, read by {@link #release} without it.
+   */
+  volatile MasterState heldBy;
+
+  /** Set once the call went asynchronous: its records are no longer held (under the state lock). */
+  volatile boolean unheld;
+
   RequestScope(MasterProtocol.RequestId id) {
     this.id = id;
   }
@@ -64,6 +73,23 @@ public final class RequestScope {
 
   void markApplied() {
     applied = true;
+  }
+
+  /**
+   * Writes this call's record if it is still held for its answer (the handler returned without
+   * answering through {@link MasterService}: an inline answer, a failure): never leave the journal
+   * waiting. A journal that refuses is logged; its failure fails every later answer anyway.
+   */
+  void release() {
+    MasterState s = heldBy;
+    if (s != null) {
+      try {
+        s.unhold(this);
+      } catch (RuntimeException e) {
+        System.getLogger(RequestScope.class.getName())
+            .log(System.Logger.Level.WARNING, "cannot write the record of " + this, e);
+      }
+    }
   }
 
   @Override
