@@ -637,18 +637,33 @@ public final class Master implements AutoCloseable {
       group.snapshot();
       return;
     }
-    MasterState state = core.state;
+    Core c = core;
+    MasterState state = c.state;
     synchronized (snapshotLock) {
-      long generation;
-      List<MasterEvent> events;
-      synchronized (state) {
-        if (closed || core.held.holding()) {
-          // A record held for its answer is applied but not yet in the log: a snapshot now would
-          // hold its effect, and the log after it the record again. The next tick tries again.
-          return;
+      long generation = -1;
+      List<MasterEvent> events = null;
+      // A record held for its answer is applied but not yet in the log: a snapshot then would hold
+      // its effect, and the log after it the record again. Holds last while a handler runs (about
+      // microseconds), and are released under the metadata lock: wait for a moment without any.
+      long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
+      while (events == null) {
+        synchronized (state) {
+          if (closed) {
+            return;
+          }
+          if (!c.held.holding()) {
+            events = state.snapshotEvents();
+            generation = journal.rotate();
+          }
         }
-        events = state.snapshotEvents();
-        generation = journal.rotate();
+        if (events == null) {
+          if (System.nanoTime() - deadline > 0) {
+            throw new io.ferrite.fabric.FerriteException(
+                io.ferrite.fabric.ErrorCode.UNAVAILABLE,
+                "no snapshot: the journal always had a call's record held for its answer for 10 s");
+          }
+          java.util.concurrent.locks.LockSupport.parkNanos(50_000);
+        }
       }
       journal.writeSnapshot(generation, events);
     }
