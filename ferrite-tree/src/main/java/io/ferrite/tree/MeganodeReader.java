@@ -48,13 +48,28 @@ public final class MeganodeReader {
 
   private final NodeSource source;
   private final byte[] buf;
+  private final int maxRetries;
   private long nodeReads;
   private long torn;
   private long restarts;
 
   public MeganodeReader(NodeSource source) {
+    this(source, MAX_RETRIES);
+  }
+
+  /**
+   * A reader that gives up with {@link ErrorCode#BUSY} past {@code maxRetries} torn copies (of one
+   * node) or restarts (of one operation). The server's inline searches, on an I/O thread that must
+   * not wait, use a small bound (spins only, {@link #backoff}) and hand the request to a service
+   * thread, which searches again with {@link #MAX_RETRIES}, when a writer holds a node that long.
+   */
+  public MeganodeReader(NodeSource source, int maxRetries) {
+    if (maxRetries < 1) {
+      throw new IllegalArgumentException("maxRetries: " + maxRetries + " (expected: >= 1)");
+    }
     this.source = source;
     this.buf = new byte[source.nodeSize()];
+    this.maxRetries = maxRetries;
   }
 
   /** Node copies read so far (each a one-sided read on the client path), torn ones included. */
@@ -74,7 +89,7 @@ public final class MeganodeReader {
 
   /** A whole, decoded copy of node {@code index}, reading it again while torn. */
   public Node read(int index) {
-    for (int attempt = 0; attempt < MAX_RETRIES; attempt++) {
+    for (int attempt = 0; attempt < maxRetries; attempt++) {
       nodeReads++;
       source.readNode(index, buf);
       Node n = Node.decode(buf);
@@ -143,7 +158,7 @@ public final class MeganodeReader {
    * Linearizes at the read of the leaf holding it.
    */
   public Outcome search(byte[] key) {
-    for (int attempt = 0; attempt < MAX_RETRIES; attempt++) {
+    for (int attempt = 0; attempt < maxRetries; attempt++) {
       Node h = header();
       if (h.below(key)) {
         return new Outcome(Outcome.Kind.RESTART, null, 0);
@@ -200,7 +215,7 @@ public final class MeganodeReader {
 
   /** The leaf holding {@code key}, or null when the key is beyond this meganode now. */
   private Node locate(byte[] key) {
-    for (int attempt = 0; attempt < MAX_RETRIES; attempt++) {
+    for (int attempt = 0; attempt < maxRetries; attempt++) {
       Node h = header();
       if (h.beyond(key)) {
         return null;
@@ -246,7 +261,7 @@ public final class MeganodeReader {
       }
       if (again) {
         // The extent was freed after this leaf copy: read the leaf holding the key again.
-        if (++retries > MAX_RETRIES) {
+        if (++retries > maxRetries) {
           throw busy("scan: extents changed on every read");
         }
         restarts++;
@@ -294,8 +309,8 @@ public final class MeganodeReader {
     }
   }
 
-  private static FerriteException busy(String what) {
+  private FerriteException busy(String what) {
     return new FerriteException(
-        ErrorCode.BUSY, what + " (" + MAX_RETRIES + " attempts); retry later");
+        ErrorCode.BUSY, what + " (" + maxRetries + " attempts); retry later");
   }
 }

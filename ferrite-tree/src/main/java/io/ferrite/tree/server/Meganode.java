@@ -130,6 +130,11 @@ public final class Meganode {
     return nodes.usage();
   }
 
+  /** Whether this is a leaf meganode (level 0, fixed for its life): a read of no node. */
+  public boolean leaf() {
+    return leafMeganode;
+  }
+
   /** This meganode's level in the tree of meganodes (0: a leaf meganode). */
   public int level() {
     return leafMeganode ? 0 : new MeganodeReader(source).header().incarnation;
@@ -153,6 +158,15 @@ public final class Meganode {
   }
 
   /**
+   * Searches this meganode for {@code key}, failing {@code BUSY} past {@code maxRetries} torn
+   * copies or restarts (an inline search's bound: {@link MeganodeReader#MeganodeReader(NodeSource,
+   * int)}). Lock-free.
+   */
+  public MeganodeReader.Outcome search(byte[] key, int maxRetries) {
+    return new MeganodeReader(source, maxRetries).search(key);
+  }
+
+  /**
    * Pairs in {@code [from, to)} of a tree of this one meganode, at most {@code limit}; see {@link
    * MeganodeReader#scan}.
    */
@@ -164,6 +178,11 @@ public final class Meganode {
   /** This meganode's part of a scan; see {@link MeganodeReader#scan}. Lock-free. */
   public MeganodeReader.ScanPart scanPart(byte[] from, byte[] to, int limit) {
     return new MeganodeReader(source).scan(from, to, limit);
+  }
+
+  /** {@link #scanPart(byte[], byte[], int)}, failing {@code BUSY} past {@code maxRetries}. */
+  public MeganodeReader.ScanPart scanPart(byte[] from, byte[] to, int limit, int maxRetries) {
+    return new MeganodeReader(source, maxRetries).scan(from, to, limit);
   }
 
   /** The write's answer when {@code key} is not in this meganode's range, else null. */

@@ -54,6 +54,15 @@ public final class TreeService implements FerriteService {
   /** A meganode this server holds, with its tree and extent regions. */
   private record Hosted(TreeState tree, Meganode meganode, ExtentAllocator extents, long pointer) {}
 
+  /** Torn copies or restarts an inline search spins through before it declines (see below). */
+  static final int INLINE_RETRIES = 64;
+
+  /** The largest SCAN limit answered inline: a few tens of microseconds of copying at most. */
+  static final int INLINE_SCAN_LIMIT = 256;
+
+  /** Meganodes of this server one SEARCH or SCAN goes through before it answers the pointer. */
+  static final int MAX_LOCAL_HOPS = 64;
+
   private final Map<Long, TreeState> trees = new ConcurrentHashMap<>();
   private final Map<Integer, Hosted> hosted = new ConcurrentHashMap<>();
   private final Map<Integer, CompletableFuture<Void>> pending = new ConcurrentHashMap<>();
@@ -103,6 +112,39 @@ public final class TreeService implements FerriteService {
     }
   }
 
+  /**
+   * SEARCH, and SCAN of up to {@link #INLINE_SCAN_LIMIT} pairs, answered on the thread that
+   * received them (an I/O thread or the shm ring poller), saving the hand-off to a service thread
+   * and back, as the nodes face's lookups are. They cannot block: a search takes no lock (it copies
+   * nodes and checks their version words, Cell §2.3, so a concurrent writer or split never makes it
+   * see a torn node), and gives up after {@link #INLINE_RETRIES} torn copies or restarts, which
+   * spin only ({@link MeganodeReader#backoff}); that is declined (the request read from a
+   * duplicate, so untouched) and searched again from the start on a service thread, with the full
+   * bound and its parking backoff. Everything else, which may wait for a split or a lock, declines.
+   */
+  @Override
+  public CompletableFuture<ByteBuffer> handleInline(
+      RpcContext caller, int opcode, ByteBuffer request) {
+    if (opcode != TreeProtocol.SEARCH && opcode != TreeProtocol.SCAN) {
+      return null;
+    }
+    Wire.Reader r = new Wire.Reader(request.duplicate(), "tree request " + opcode);
+    Wire.Writer w = new Wire.Writer();
+    try {
+      if (opcode == TreeProtocol.SEARCH) {
+        search(r, w, INLINE_RETRIES);
+      } else if (!scan(r, w, INLINE_SCAN_LIMIT, INLINE_RETRIES)) {
+        return null;
+      }
+      return CompletableFuture.completedFuture(w.toBuffer());
+    } catch (FerriteException e) {
+      if (e.code() == ErrorCode.BUSY) {
+        return null;
+      }
+      return CompletableFuture.failedFuture(e);
+    }
+  }
+
   @Override
   public CompletableFuture<ByteBuffer> handle(RpcContext caller, int opcode, ByteBuffer request) {
     try {
@@ -135,19 +177,7 @@ public final class TreeService implements FerriteService {
           ref(w, context.readRef(m));
         }
       }
-      case TreeProtocol.SEARCH -> {
-        Hosted h = hosted(r.i32("region"));
-        byte[] key = h.meganode().limits().key(r.bytes("key"));
-        r.end();
-        MeganodeReader.Outcome o = h.meganode().search(key);
-        switch (o.kind()) {
-          case VALUE -> w.u8(TreeProtocol.VALUE).bytes(o.value());
-          case ABSENT -> w.u8(TreeProtocol.ABSENT);
-          case NEXT -> w.u8(TreeProtocol.NEXT).i64(o.pointer());
-          case RIGHT -> w.u8(TreeProtocol.RIGHT).i64(o.pointer());
-          case RESTART -> w.u8(TreeProtocol.RESTART);
-        }
-      }
+      case TreeProtocol.SEARCH -> search(r, w, MeganodeReader.MAX_RETRIES);
       case TreeProtocol.PUT -> {
         Hosted h = hosted(r.i32("region"));
         byte[] key = r.bytes("key");
@@ -165,41 +195,7 @@ public final class TreeService implements FerriteService {
           answer(w, h.meganode().remove(key));
         }
       }
-      case TreeProtocol.SCAN -> {
-        Hosted h = hosted(r.i32("region"));
-        byte[] from = r.bytes("from");
-        byte[] to = r.u8("hasTo") != 0 ? r.bytes("to") : null;
-        int limit = r.i32("limit");
-        r.end();
-        // A resume key may be a key with a 0 byte appended (MeganodeReader.scan): one over.
-        if (from.length > h.meganode().limits().maxKey() + 1) {
-          throw new FerriteException(
-              ErrorCode.INVALID_ARGUMENT,
-              "from: "
-                  + from.length
-                  + " bytes (expected: 0 to "
-                  + h.meganode().limits().maxKey()
-                  + " bytes)");
-        }
-        h.meganode().limits().scan(null, to, limit);
-        if (to != null && java.util.Arrays.compareUnsigned(from, to) > 0) {
-          throw new FerriteException(
-              ErrorCode.INVALID_ARGUMENT, "scan: from > to (expected: from <= to, unsigned bytes)");
-        }
-        if (h.meganode().level() > 0) {
-          down(w, h, from);
-        } else {
-          MeganodeReader.ScanPart part = h.meganode().scanPart(from, to, limit);
-          w.u8(TreeProtocol.PART).i32(part.pairs().size());
-          for (Map.Entry<byte[], byte[]> e : part.pairs()) {
-            w.bytes(e.getKey()).bytes(e.getValue());
-          }
-          w.i64(part.next());
-          if (part.next() != 0) {
-            w.bytes(part.resume());
-          }
-        }
-      }
+      case TreeProtocol.SCAN -> scan(r, w, Integer.MAX_VALUE, MeganodeReader.MAX_RETRIES);
       case TreeProtocol.STATS -> {
         long id = r.i64("id");
         r.end();
@@ -228,6 +224,133 @@ public final class TreeService implements FerriteService {
               ErrorCode.UNKNOWN_OPCODE, "tree service: unknown opcode " + opcode);
     }
     return w.toBuffer();
+  }
+
+  /**
+   * SEARCH from the meganode the request names, on through the meganodes this server holds (Cell
+   * §2.2 answers each meganode's pointer to the client; when the next meganode is on this server
+   * that round trip buys nothing, so a get of a tree on one server is one RPC). Each meganode's
+   * search is linearizable on its own and the B-link links make any interleaving with splits
+   * correct, as when the client walks the same pointers. A RIGHT of the first meganode goes back to
+   * the client, which learns from it that its root split; a pointer to another server, or past
+   * {@link #MAX_LOCAL_HOPS}, goes back as NEXT.
+   */
+  private void search(Wire.Reader r, Wire.Writer w, int maxRetries) {
+    Hosted h = hosted(r.i32("region"));
+    byte[] key = h.meganode().limits().key(r.bytes("key"));
+    r.end();
+    for (int hop = 0; ; hop++) {
+      MeganodeReader.Outcome o = h.meganode().search(key, maxRetries);
+      switch (o.kind()) {
+        case VALUE -> {
+          w.u8(TreeProtocol.VALUE).bytes(o.value());
+          return;
+        }
+        case ABSENT -> {
+          w.u8(TreeProtocol.ABSENT);
+          return;
+        }
+        case RESTART -> {
+          w.u8(TreeProtocol.RESTART);
+          return;
+        }
+        default -> {
+          if (hop == 0 && o.kind() == MeganodeReader.Outcome.Kind.RIGHT) {
+            w.u8(TreeProtocol.RIGHT).i64(o.pointer());
+            return;
+          }
+          Hosted next = hop < MAX_LOCAL_HOPS ? local(o.pointer()) : null;
+          if (next == null) {
+            w.u8(TreeProtocol.NEXT).i64(o.pointer());
+            return;
+          }
+          h = next;
+        }
+      }
+    }
+  }
+
+  /**
+   * SCAN from the meganode the request names: down through internal meganodes and then along leaf
+   * meganodes this server holds (as {@link #search}), gathering up to the request's limit. A scan
+   * stays linearizable per leaf, each part read as the client would read it. Returns false, having
+   * written nothing, if the request asks for more than {@code maxLimit} pairs.
+   */
+  private boolean scan(Wire.Reader r, Wire.Writer w, int maxLimit, int maxRetries) {
+    Hosted h = hosted(r.i32("region"));
+    byte[] from = r.bytes("from");
+    byte[] to = r.u8("hasTo") != 0 ? r.bytes("to") : null;
+    int limit = r.i32("limit");
+    r.end();
+    // A resume key may be a key with a 0 byte appended (MeganodeReader.scan): one over.
+    if (from.length > h.meganode().limits().maxKey() + 1) {
+      throw new FerriteException(
+          ErrorCode.INVALID_ARGUMENT,
+          "from: "
+              + from.length
+              + " bytes (expected: 0 to "
+              + h.meganode().limits().maxKey()
+              + " bytes)");
+    }
+    h.meganode().limits().scan(null, to, limit);
+    if (to != null && java.util.Arrays.compareUnsigned(from, to) > 0) {
+      throw new FerriteException(
+          ErrorCode.INVALID_ARGUMENT, "scan: from > to (expected: from <= to, unsigned bytes)");
+    }
+    if (limit > maxLimit) {
+      return false;
+    }
+    int hop = 0;
+    while (!h.meganode().leaf()) {
+      MeganodeReader.Outcome o = h.meganode().search(from, maxRetries);
+      if (o.kind() == MeganodeReader.Outcome.Kind.RESTART) {
+        w.u8(TreeProtocol.RESTART);
+        return true;
+      }
+      if (hop == 0 && o.kind() == MeganodeReader.Outcome.Kind.RIGHT) {
+        w.u8(TreeProtocol.RIGHT).i64(o.pointer());
+        return true;
+      }
+      Hosted next = hop < MAX_LOCAL_HOPS ? local(o.pointer()) : null;
+      if (next == null) {
+        w.u8(TreeProtocol.NEXT).i64(o.pointer());
+        return true;
+      }
+      h = next;
+      hop++;
+    }
+    List<Map.Entry<byte[], byte[]>> pairs = new ArrayList<>(Math.min(limit, 1024));
+    byte[] at = from;
+    MeganodeReader.ScanPart part;
+    while (true) {
+      part = h.meganode().scanPart(at, to, limit - pairs.size(), maxRetries);
+      pairs.addAll(part.pairs());
+      if (part.next() == 0 || pairs.size() >= limit || ++hop > MAX_LOCAL_HOPS) {
+        break;
+      }
+      Hosted next = local(part.next());
+      if (next == null || !next.meganode().leaf()) {
+        break;
+      }
+      h = next;
+      at = part.resume();
+    }
+    w.u8(TreeProtocol.PART).i32(pairs.size());
+    for (Map.Entry<byte[], byte[]> e : pairs) {
+      w.bytes(e.getKey()).bytes(e.getValue());
+    }
+    w.i64(part.next());
+    if (part.next() != 0) {
+      w.bytes(part.resume());
+    }
+    return true;
+  }
+
+  /** The meganode {@code pointer} names if this server holds it, else null. */
+  private Hosted local(long pointer) {
+    return TreeProtocol.server(pointer) == context.serverId()
+        ? hosted.get(TreeProtocol.region(pointer))
+        : null;
   }
 
   private static void ref(Wire.Writer w, RegionRef ref) {
