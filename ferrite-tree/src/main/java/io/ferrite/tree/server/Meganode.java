@@ -152,9 +152,9 @@ public final class Meganode {
     return new MeganodeReader(source).get(limits.key(key));
   }
 
-  /** Searches this meganode for {@code key}. Lock-free. */
+  /** Searches this meganode for {@code key} ({@link MeganodeReader#find}). Lock-free. */
   public MeganodeReader.Outcome search(byte[] key) {
-    return new MeganodeReader(source).search(key);
+    return new MeganodeReader(source).find(key);
   }
 
   /**
@@ -163,7 +163,7 @@ public final class Meganode {
    * int)}). Lock-free.
    */
   public MeganodeReader.Outcome search(byte[] key, int maxRetries) {
-    return new MeganodeReader(source, maxRetries).search(key);
+    return new MeganodeReader(source, maxRetries).find(key);
   }
 
   /**

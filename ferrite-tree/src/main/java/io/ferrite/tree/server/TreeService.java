@@ -129,14 +129,12 @@ public final class TreeService implements FerriteService {
       return null;
     }
     Wire.Reader r = new Wire.Reader(request.duplicate(), "tree request " + opcode);
-    Wire.Writer w = new Wire.Writer();
     try {
-      if (opcode == TreeProtocol.SEARCH) {
-        search(r, w, INLINE_RETRIES);
-      } else if (!scan(r, w, INLINE_SCAN_LIMIT, INLINE_RETRIES)) {
-        return null;
-      }
-      return CompletableFuture.completedFuture(w.toBuffer());
+      ByteBuffer answer =
+          opcode == TreeProtocol.SEARCH
+              ? search(r, INLINE_RETRIES)
+              : scan(r, INLINE_SCAN_LIMIT, INLINE_RETRIES);
+      return answer == null ? null : CompletableFuture.completedFuture(answer);
     } catch (FerriteException e) {
       if (e.code() == ErrorCode.BUSY) {
         return null;
@@ -177,7 +175,9 @@ public final class TreeService implements FerriteService {
           ref(w, context.readRef(m));
         }
       }
-      case TreeProtocol.SEARCH -> search(r, w, MeganodeReader.MAX_RETRIES);
+      case TreeProtocol.SEARCH -> {
+        return search(r, MeganodeReader.MAX_RETRIES);
+      }
       case TreeProtocol.PUT -> {
         Hosted h = hosted(r.i32("region"));
         byte[] key = r.bytes("key");
@@ -195,7 +195,9 @@ public final class TreeService implements FerriteService {
           answer(w, h.meganode().remove(key));
         }
       }
-      case TreeProtocol.SCAN -> scan(r, w, Integer.MAX_VALUE, MeganodeReader.MAX_RETRIES);
+      case TreeProtocol.SCAN -> {
+        return scan(r, Integer.MAX_VALUE, MeganodeReader.MAX_RETRIES);
+      }
       case TreeProtocol.STATS -> {
         long id = r.i64("id");
         r.end();
@@ -235,7 +237,7 @@ public final class TreeService implements FerriteService {
    * the client, which learns from it that its root split; a pointer to another server, or past
    * {@link #MAX_LOCAL_HOPS}, goes back as NEXT.
    */
-  private void search(Wire.Reader r, Wire.Writer w, int maxRetries) {
+  private ByteBuffer search(Wire.Reader r, int maxRetries) {
     Hosted h = hosted(r.i32("region"));
     byte[] key = h.meganode().limits().key(r.bytes("key"));
     r.end();
@@ -243,26 +245,24 @@ public final class TreeService implements FerriteService {
       MeganodeReader.Outcome o = h.meganode().search(key, maxRetries);
       switch (o.kind()) {
         case VALUE -> {
-          w.u8(TreeProtocol.VALUE).bytes(o.value());
-          return;
+          return new Wire.Writer(5 + o.value().length)
+              .u8(TreeProtocol.VALUE)
+              .bytes(o.value())
+              .toBuffer();
         }
         case ABSENT -> {
-          w.u8(TreeProtocol.ABSENT);
-          return;
+          return new Wire.Writer(1).u8(TreeProtocol.ABSENT).toBuffer();
         }
         case RESTART -> {
-          w.u8(TreeProtocol.RESTART);
-          return;
+          return new Wire.Writer(1).u8(TreeProtocol.RESTART).toBuffer();
         }
         default -> {
           if (hop == 0 && o.kind() == MeganodeReader.Outcome.Kind.RIGHT) {
-            w.u8(TreeProtocol.RIGHT).i64(o.pointer());
-            return;
+            return new Wire.Writer(9).u8(TreeProtocol.RIGHT).i64(o.pointer()).toBuffer();
           }
           Hosted next = hop < MAX_LOCAL_HOPS ? local(o.pointer()) : null;
           if (next == null) {
-            w.u8(TreeProtocol.NEXT).i64(o.pointer());
-            return;
+            return new Wire.Writer(9).u8(TreeProtocol.NEXT).i64(o.pointer()).toBuffer();
           }
           h = next;
         }
@@ -273,10 +273,10 @@ public final class TreeService implements FerriteService {
   /**
    * SCAN from the meganode the request names: down through internal meganodes and then along leaf
    * meganodes this server holds (as {@link #search}), gathering up to the request's limit. A scan
-   * stays linearizable per leaf, each part read as the client would read it. Returns false, having
-   * written nothing, if the request asks for more than {@code maxLimit} pairs.
+   * stays linearizable per leaf, each part read as the client would read it. Returns null if the
+   * request asks for more than {@code maxLimit} pairs.
    */
-  private boolean scan(Wire.Reader r, Wire.Writer w, int maxLimit, int maxRetries) {
+  private ByteBuffer scan(Wire.Reader r, int maxLimit, int maxRetries) {
     Hosted h = hosted(r.i32("region"));
     byte[] from = r.bytes("from");
     byte[] to = r.u8("hasTo") != 0 ? r.bytes("to") : null;
@@ -298,23 +298,20 @@ public final class TreeService implements FerriteService {
           ErrorCode.INVALID_ARGUMENT, "scan: from > to (expected: from <= to, unsigned bytes)");
     }
     if (limit > maxLimit) {
-      return false;
+      return null;
     }
     int hop = 0;
     while (!h.meganode().leaf()) {
       MeganodeReader.Outcome o = h.meganode().search(from, maxRetries);
       if (o.kind() == MeganodeReader.Outcome.Kind.RESTART) {
-        w.u8(TreeProtocol.RESTART);
-        return true;
+        return new Wire.Writer(1).u8(TreeProtocol.RESTART).toBuffer();
       }
       if (hop == 0 && o.kind() == MeganodeReader.Outcome.Kind.RIGHT) {
-        w.u8(TreeProtocol.RIGHT).i64(o.pointer());
-        return true;
+        return new Wire.Writer(9).u8(TreeProtocol.RIGHT).i64(o.pointer()).toBuffer();
       }
       Hosted next = hop < MAX_LOCAL_HOPS ? local(o.pointer()) : null;
       if (next == null) {
-        w.u8(TreeProtocol.NEXT).i64(o.pointer());
-        return true;
+        return new Wire.Writer(9).u8(TreeProtocol.NEXT).i64(o.pointer()).toBuffer();
       }
       h = next;
       hop++;
@@ -335,7 +332,12 @@ public final class TreeService implements FerriteService {
       h = next;
       at = part.resume();
     }
-    w.u8(TreeProtocol.PART).i32(pairs.size());
+    // Sized to the answer: no copying as it grows.
+    int size = 1 + 4 + 8 + (part.next() != 0 ? 4 + part.resume().length : 0);
+    for (Map.Entry<byte[], byte[]> e : pairs) {
+      size += 8 + e.getKey().length + e.getValue().length;
+    }
+    Wire.Writer w = new Wire.Writer(size).u8(TreeProtocol.PART).i32(pairs.size());
     for (Map.Entry<byte[], byte[]> e : pairs) {
       w.bytes(e.getKey()).bytes(e.getValue());
     }
@@ -343,7 +345,7 @@ public final class TreeService implements FerriteService {
     if (part.next() != 0) {
       w.bytes(part.resume());
     }
-    return true;
+    return w.toBuffer();
   }
 
   /** The meganode {@code pointer} names if this server holds it, else null. */
