@@ -40,12 +40,17 @@ package io.ferrite.tree;
  *  DROP_TREE    i64 id                          -> u8 dropped
  * </pre>
  *
- * Outcomes: {@link #VALUE} (SEARCH: the value follows), {@link #ABSENT}, {@link #NEXT} (go on at
- * the meganode pointer that follows: the child of an internal meganode), {@link #RIGHT} (the key is
- * past this meganode's range: go on at its right meganode — the B-link tree of meganodes), {@link
- * #RESTART} (the key is below this meganode's range: start again from the root), {@link #CREATED},
- * {@link #REPLACED}, {@link #DELETED}, {@link #PART} (SCAN: pairs of this leaf meganode, and where
- * to go on). A write answered NEXT, RIGHT or RESTART did nothing.
+ * SEARCH and SCAN go on, on the server, through the meganodes that server holds (children, right
+ * links, a scan's next leaf meganode): their answer may come from a meganode below or right of the
+ * one named, and a pointer in it is the first meganode on another server.
+ *
+ * <p>Outcomes: {@link #VALUE} (SEARCH: the value follows), {@link #ABSENT}, {@link #NEXT} (go on at
+ * the meganode pointer that follows: the child of an internal meganode, or where the server stopped
+ * going on), {@link #RIGHT} (the key is past the named meganode's range: go on at its right
+ * meganode — the B-link tree of meganodes), {@link #RESTART} (the key is below this meganode's
+ * range: start again from the root), {@link #CREATED}, {@link #REPLACED}, {@link #DELETED}, {@link
+ * #PART} (SCAN: pairs of this leaf meganode, and where to go on). A write answered NEXT, RIGHT or
+ * RESTART did nothing.
  */
 public final class TreeProtocol {
   public static final int MASTER_SERVICE = 44;

@@ -27,10 +27,11 @@ import java.util.concurrent.atomic.AtomicLong;
 
 /**
  * The tree face's memory-server half (service 44, {@link TreeProtocol}): it holds meganodes ({@link
- * Meganode}, one service region each, with their extent regions), answers server-side searches one
- * meganode per RPC (Cell §2.2: the value, or the pointer to the next meganode), takes the writes,
- * and splits meganodes that pass half full on one named thread of its own (the splitter), so no RPC
- * thread ever waits for a split unless its meganode is full.
+ * Meganode}, one service region each, with their extent regions), answers server-side searches
+ * (Cell §2.2: the value, or the pointer to the next meganode; inline, and on through the meganodes
+ * it holds, see {@link #handleInline} and {@link #search}), takes the writes, and splits meganodes
+ * that pass half full on one named thread of its own (the splitter), so no RPC thread ever waits
+ * for a split unless its meganode is full.
  *
  * <p>All meganodes of a tree live on the server the directory placed the tree on: a split puts the
  * new right meganode on the same server (a service has no connection to other servers to build one
