@@ -369,7 +369,7 @@ public final class MeganodeReader {
    * the scan is linearizable per leaf, not as a whole (as Cell's range operation).
    */
   public ScanPart scan(byte[] from, byte[] to, int limit) {
-    List<Map.Entry<byte[], byte[]>> out = new ArrayList<>();
+    List<Map.Entry<byte[], byte[]>> out = new ArrayList<>(Math.min(limit, 256));
     byte[] resume = from;
     int retries = 0;
     Node leaf = locate(resume);
