@@ -27,11 +27,11 @@ import org.junit.jupiter.params.provider.ValueSource;
 
 /**
  * Server-side gets and scans, which the tree service answers inline on the thread that received
- * them (and across the meganodes of its server), while other clients overwrite the same keys and a
- * loader inserts keys between them so that nodes and meganodes split throughout. An inline read
- * that used a torn node copy, or a stale one after a split, shows here as a key that is always
- * present answered absent or missing from a scan, a value of another key, a version that goes back
- * or was never written, or scan keys out of order.
+ * them (and across the meganodes of its server), multiGets too, while other clients overwrite the
+ * same keys and a loader inserts keys between them so that nodes and meganodes split throughout. An
+ * inline read that used a torn node copy, or a stale one after a split, shows here as a key that is
+ * always present answered absent or missing from a scan, a value of another key, a version that
+ * goes back or was never written, or scan keys out of order.
  *
  * <p>Keys {@code key-%06d}: every fourth one is <i>stable</i> (put before the run, then only
  * overwritten, its value the key and a version that only grows); the others are loaded during the
@@ -132,7 +132,28 @@ class TreeInlineReadTest {
               long[] seen = new long[STABLE];
               while (!done.get()) {
                 reads[reader]++;
-                if (r.nextInt(10) < 7) {
+                int op = r.nextInt(10);
+                if (op == 0) {
+                  // Up to 40 keys: up to 32 are answered inline, more by a service thread.
+                  List<Integer> is = new java.util.ArrayList<>();
+                  List<byte[]> ks = new java.util.ArrayList<>();
+                  for (int n = 1 + r.nextInt(40); n > 0; n--) {
+                    int i = r.nextInt(STABLE);
+                    is.add(i);
+                    ks.add(key(i * 4));
+                  }
+                  List<byte[]> got = h.multiGet(ks, Tree.Path.SERVER);
+                  assertEquals(ks.size(), got.size(), "multiGet answers");
+                  for (int x = 0; x < ks.size(); x++) {
+                    int i = is.get(x);
+                    byte[] k = ks.get(x);
+                    assertNotNull(got.get(x), "stable key " + str(k) + " absent in a multiGet");
+                    long v = version(k, got.get(x));
+                    assertTrue(v >= seen[i], str(k) + " went back: " + v + " < " + seen[i]);
+                    assertTrue(v <= started.get(i), str(k) + " never written: " + v);
+                    seen[i] = v;
+                  }
+                } else if (op < 7) {
                   int i = r.nextInt(STABLE);
                   byte[] k = key(i * 4);
                   byte[] got = h.get(k, Tree.Path.SERVER);

@@ -61,6 +61,12 @@ public final class TreeService implements FerriteService {
   /** The largest SCAN limit answered inline: a few tens of microseconds of copying at most. */
   static final int INLINE_SCAN_LIMIT = 256;
 
+  /** The most keys a MULTI_SEARCH answered inline holds (each a search: a few microseconds). */
+  static final int INLINE_MULTI_KEYS = 32;
+
+  /** The most keys one MULTI_SEARCH may hold ({@link TreeProtocol#MULTI_SEARCH}). */
+  static final int MAX_MULTI_KEYS = TreeProtocol.MAX_MULTI_KEYS;
+
   /** Meganodes of this server one SEARCH or SCAN goes through before it answers the pointer. */
   static final int MAX_LOCAL_HOPS = 64;
 
@@ -114,27 +120,32 @@ public final class TreeService implements FerriteService {
   }
 
   /**
-   * SEARCH, and SCAN of up to {@link #INLINE_SCAN_LIMIT} pairs, answered on the thread that
-   * received them (an I/O thread or the shm ring poller), saving the hand-off to a service thread
-   * and back, as the nodes face's lookups are. They cannot block: a search takes no lock (it copies
-   * nodes and checks their version words, Cell §2.3, so a concurrent writer or split never makes it
-   * see a torn node), and gives up after {@link #INLINE_RETRIES} torn copies or restarts, which
-   * spin only ({@link MeganodeReader#backoff}); that is declined (the request read from a
-   * duplicate, so untouched) and searched again from the start on a service thread, with the full
-   * bound and its parking backoff. Everything else, which may wait for a split or a lock, declines.
+   * SEARCH, SCAN of up to {@link #INLINE_SCAN_LIMIT} pairs and MULTI_SEARCH of up to {@link
+   * #INLINE_MULTI_KEYS} keys, answered on the thread that received them (an I/O thread or the shm
+   * ring poller), saving the hand-off to a service thread and back, as the nodes face's lookups
+   * are. They cannot block: a search takes no lock (it copies nodes and checks their version words,
+   * Cell §2.3, so a concurrent writer or split never makes it see a torn node), and gives up after
+   * {@link #INLINE_RETRIES} torn copies or restarts, which spin only ({@link
+   * MeganodeReader#backoff}); that is declined (the request read from a duplicate, so untouched)
+   * and searched again from the start on a service thread, with the full bound and its parking
+   * backoff. Everything else, which may wait for a split or a lock, declines.
    */
   @Override
   public CompletableFuture<ByteBuffer> handleInline(
       RpcContext caller, int opcode, ByteBuffer request) {
-    if (opcode != TreeProtocol.SEARCH && opcode != TreeProtocol.SCAN) {
+    if (opcode != TreeProtocol.SEARCH
+        && opcode != TreeProtocol.SCAN
+        && opcode != TreeProtocol.MULTI_SEARCH) {
       return null;
     }
     Wire.Reader r = new Wire.Reader(request.duplicate(), "tree request " + opcode);
     try {
       ByteBuffer answer =
-          opcode == TreeProtocol.SEARCH
-              ? search(r, INLINE_RETRIES)
-              : scan(r, INLINE_SCAN_LIMIT, INLINE_RETRIES);
+          switch (opcode) {
+            case TreeProtocol.SEARCH -> search(r, INLINE_RETRIES);
+            case TreeProtocol.SCAN -> scan(r, INLINE_SCAN_LIMIT, INLINE_RETRIES);
+            default -> multiSearch(r, INLINE_MULTI_KEYS, INLINE_RETRIES);
+          };
       return answer == null ? null : CompletableFuture.completedFuture(answer);
     } catch (FerriteException e) {
       if (e.code() == ErrorCode.BUSY) {
@@ -178,6 +189,9 @@ public final class TreeService implements FerriteService {
       }
       case TreeProtocol.SEARCH -> {
         return search(r, MeganodeReader.MAX_RETRIES);
+      }
+      case TreeProtocol.MULTI_SEARCH -> {
+        return multiSearch(r, MAX_MULTI_KEYS, MeganodeReader.MAX_RETRIES);
       }
       case TreeProtocol.PUT -> {
         Hosted h = hosted(r.i32("region"));
@@ -242,32 +256,74 @@ public final class TreeService implements FerriteService {
     Hosted h = hosted(r.i32("region"));
     byte[] key = h.meganode().limits().key(r.bytes("key"));
     r.end();
+    MeganodeReader.Outcome o = searchFrom(h, key, maxRetries);
+    Wire.Writer w = new Wire.Writer(o.value() != null ? 5 + o.value().length : 9);
+    outcome(w, o);
+    return w.toBuffer();
+  }
+
+  /**
+   * MULTI_SEARCH: each key searched as by {@link #search} from the same meganode, the answers in
+   * the keys' order. Returns null if the request holds more than {@code maxKeys} keys.
+   */
+  private ByteBuffer multiSearch(Wire.Reader r, int maxKeys, int maxRetries) {
+    Hosted h = hosted(r.i32("region"));
+    int n = r.count("keys", MAX_MULTI_KEYS);
+    if (n > maxKeys) {
+      return null;
+    }
+    byte[][] keys = new byte[n][];
+    for (int i = 0; i < n; i++) {
+      keys[i] = h.meganode().limits().key(r.bytes("key"));
+    }
+    r.end();
+    MeganodeReader.Outcome[] found = new MeganodeReader.Outcome[n];
+    int size = 4;
+    for (int i = 0; i < n; i++) {
+      found[i] = searchFrom(h, keys[i], maxRetries);
+      size += found[i].value() != null ? 5 + found[i].value().length : 9;
+    }
+    Wire.Writer w = new Wire.Writer(size).i32(n);
+    for (MeganodeReader.Outcome o : found) {
+      outcome(w, o);
+    }
+    return w.toBuffer();
+  }
+
+  /**
+   * {@code key} searched from meganode {@code h} on through the meganodes this server holds: VALUE,
+   * ABSENT, RESTART, RIGHT (of {@code h} itself only) or NEXT (the first meganode off this server,
+   * or past {@link #MAX_LOCAL_HOPS}).
+   */
+  private MeganodeReader.Outcome searchFrom(Hosted h, byte[] key, int maxRetries) {
     for (int hop = 0; ; hop++) {
       MeganodeReader.Outcome o = h.meganode().search(key, maxRetries);
       switch (o.kind()) {
-        case VALUE -> {
-          return new Wire.Writer(5 + o.value().length)
-              .u8(TreeProtocol.VALUE)
-              .bytes(o.value())
-              .toBuffer();
-        }
-        case ABSENT -> {
-          return new Wire.Writer(1).u8(TreeProtocol.ABSENT).toBuffer();
-        }
-        case RESTART -> {
-          return new Wire.Writer(1).u8(TreeProtocol.RESTART).toBuffer();
+        case VALUE, ABSENT, RESTART -> {
+          return o;
         }
         default -> {
           if (hop == 0 && o.kind() == MeganodeReader.Outcome.Kind.RIGHT) {
-            return new Wire.Writer(9).u8(TreeProtocol.RIGHT).i64(o.pointer()).toBuffer();
+            return o;
           }
           Hosted next = hop < MAX_LOCAL_HOPS ? local(o.pointer()) : null;
           if (next == null) {
-            return new Wire.Writer(9).u8(TreeProtocol.NEXT).i64(o.pointer()).toBuffer();
+            return new MeganodeReader.Outcome(MeganodeReader.Outcome.Kind.NEXT, null, o.pointer());
           }
           h = next;
         }
       }
+    }
+  }
+
+  /** A SEARCH answer: {@code u8 outcome [bytes value | i64 pointer]}. */
+  private static void outcome(Wire.Writer w, MeganodeReader.Outcome o) {
+    switch (o.kind()) {
+      case VALUE -> w.u8(TreeProtocol.VALUE).bytes(o.value());
+      case ABSENT -> w.u8(TreeProtocol.ABSENT);
+      case RESTART -> w.u8(TreeProtocol.RESTART);
+      case RIGHT -> w.u8(TreeProtocol.RIGHT).i64(o.pointer());
+      case NEXT -> w.u8(TreeProtocol.NEXT).i64(o.pointer());
     }
   }
 
