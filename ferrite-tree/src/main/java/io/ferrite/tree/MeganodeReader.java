@@ -64,11 +64,28 @@ public final class MeganodeReader {
    * thread, which searches again with {@link #MAX_RETRIES}, when a writer holds a node that long.
    */
   public MeganodeReader(NodeSource source, int maxRetries) {
+    this(source, maxRetries, new byte[source.nodeSize()]);
+  }
+
+  /**
+   * A reader that copies nodes into {@code buffer} (node size bytes), which it overwrites until it
+   * is no longer used: the server's searches reuse one per thread instead of allocating a node's
+   * worth of bytes per meganode searched.
+   */
+  public MeganodeReader(NodeSource source, int maxRetries, byte[] buffer) {
     if (maxRetries < 1) {
       throw new IllegalArgumentException("maxRetries: " + maxRetries + " (expected: >= 1)");
     }
+    if (buffer.length != source.nodeSize()) {
+      throw new IllegalArgumentException(
+          "buffer: "
+              + buffer.length
+              + " bytes (expected: the node size, "
+              + source.nodeSize()
+              + ")");
+    }
     this.source = source;
-    this.buf = new byte[source.nodeSize()];
+    this.buf = buffer;
     this.maxRetries = maxRetries;
   }
 

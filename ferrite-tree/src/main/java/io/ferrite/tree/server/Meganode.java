@@ -53,6 +53,15 @@ public final class Meganode {
   private final TreeLimits limits;
   private final AtomicInteger incarnations = new AtomicInteger();
   final NodeSource source = new Source();
+
+  /**
+   * Each thread's node copy buffer for the searches and scans the service runs here ({@link
+   * #search(byte[], int)}, {@link #scanPart(byte[], byte[], int, int)}): a reader is used by one
+   * thread and dropped before the call returns (values are copied out), so a thread's searches may
+   * share one, saving a node-sized allocation per meganode searched.
+   */
+  private final ThreadLocal<byte[]> buffers;
+
   private volatile MappedRegion[] extentRegions;
   final java.util.concurrent.locks.ReentrantReadWriteLock structure =
       new java.util.concurrent.locks.ReentrantReadWriteLock();
@@ -95,6 +104,7 @@ public final class Meganode {
       byte[] high,
       long link) {
     this.nodes = new NodeRegion(region, nodeSize);
+    this.buffers = ThreadLocal.withInitial(() -> new byte[nodeSize]);
     this.leafMeganode = level == 0;
     this.nodeSize = nodeSize;
     this.extents = extents;
@@ -163,7 +173,7 @@ public final class Meganode {
    * int)}). Lock-free.
    */
   public MeganodeReader.Outcome search(byte[] key, int maxRetries) {
-    return new MeganodeReader(source, maxRetries).find(key);
+    return new MeganodeReader(source, maxRetries, buffers.get()).find(key);
   }
 
   /**
@@ -182,7 +192,7 @@ public final class Meganode {
 
   /** {@link #scanPart(byte[], byte[], int)}, failing {@code BUSY} past {@code maxRetries}. */
   public MeganodeReader.ScanPart scanPart(byte[] from, byte[] to, int limit, int maxRetries) {
-    return new MeganodeReader(source, maxRetries).scan(from, to, limit);
+    return new MeganodeReader(source, maxRetries, buffers.get()).scan(from, to, limit);
   }
 
   /** The write's answer when {@code key} is not in this meganode's range, else null. */
