@@ -48,13 +48,45 @@ public final class MeganodeReader {
 
   private final NodeSource source;
   private final byte[] buf;
+  private final int maxRetries;
   private long nodeReads;
   private long torn;
   private long restarts;
 
   public MeganodeReader(NodeSource source) {
+    this(source, MAX_RETRIES);
+  }
+
+  /**
+   * A reader that gives up with {@link ErrorCode#BUSY} past {@code maxRetries} torn copies (of one
+   * node) or restarts (of one operation). The server's inline searches, on an I/O thread that must
+   * not wait, use a small bound (spins only, {@link #backoff}) and hand the request to a service
+   * thread, which searches again with {@link #MAX_RETRIES}, when a writer holds a node that long.
+   */
+  public MeganodeReader(NodeSource source, int maxRetries) {
+    this(source, maxRetries, new byte[source.nodeSize()]);
+  }
+
+  /**
+   * A reader that copies nodes into {@code buffer} (node size bytes), which it overwrites until it
+   * is no longer used: the server's searches reuse one per thread instead of allocating a node's
+   * worth of bytes per meganode searched.
+   */
+  public MeganodeReader(NodeSource source, int maxRetries, byte[] buffer) {
+    if (maxRetries < 1) {
+      throw new IllegalArgumentException("maxRetries: " + maxRetries + " (expected: >= 1)");
+    }
+    if (buffer.length != source.nodeSize()) {
+      throw new IllegalArgumentException(
+          "buffer: "
+              + buffer.length
+              + " bytes (expected: the node size, "
+              + source.nodeSize()
+              + ")");
+    }
     this.source = source;
-    this.buf = new byte[source.nodeSize()];
+    this.buf = buffer;
+    this.maxRetries = maxRetries;
   }
 
   /** Node copies read so far (each a one-sided read on the client path), torn ones included. */
@@ -74,7 +106,7 @@ public final class MeganodeReader {
 
   /** A whole, decoded copy of node {@code index}, reading it again while torn. */
   public Node read(int index) {
-    for (int attempt = 0; attempt < MAX_RETRIES; attempt++) {
+    for (int attempt = 0; attempt < maxRetries; attempt++) {
       nodeReads++;
       source.readNode(index, buf);
       Node n = Node.decode(buf);
@@ -143,7 +175,7 @@ public final class MeganodeReader {
    * Linearizes at the read of the leaf holding it.
    */
   public Outcome search(byte[] key) {
-    for (int attempt = 0; attempt < MAX_RETRIES; attempt++) {
+    for (int attempt = 0; attempt < maxRetries; attempt++) {
       Node h = header();
       if (h.below(key)) {
         return new Outcome(Outcome.Kind.RESTART, null, 0);
@@ -177,9 +209,141 @@ public final class MeganodeReader {
     throw busy("search restarted on every attempt");
   }
 
+  // ------------------------------------------------------------------ in-place search
+
+  /** {@link #leafEntry}: no entry for the key in the leaf reached. */
+  private static final int NO_ENTRY = -1;
+
+  /** {@link #leafEntry}: a stale node or the end of a level; read the header again. */
+  private static final int STALE = -2;
+
+  /**
+   * The same answers as {@link #search}, read from the node copies in place: no node is decoded (a
+   * decode allocates every key and pointer of the node, most of a server-side search's time), only
+   * the header; each copy is checked as {@link Node#decode} checks it (version words equal and
+   * even, every length inside the node) before any field of it is used. The server's searches run
+   * this. Linearizes at the read of the leaf holding the key.
+   */
+  public Outcome find(byte[] key) {
+    for (int attempt = 0; attempt < maxRetries; attempt++) {
+      Node h = header();
+      if (h.below(key)) {
+        return new Outcome(Outcome.Kind.RESTART, null, 0);
+      }
+      if (h.beyond(key)) {
+        return new Outcome(Outcome.Kind.RIGHT, null, h.link);
+      }
+      boolean leafMeganode = h.leaf();
+      int at = leafEntry(key, h.right, !leafMeganode);
+      if (at == STALE) {
+        restarts++;
+        continue;
+      }
+      if (!leafMeganode) {
+        if (at < 0) {
+          restarts++;
+          continue;
+        }
+        return new Outcome(Outcome.Kind.NEXT, null, Node.getLong(buf, at + 2 + keyLength(at)));
+      }
+      if (at < 0) {
+        return new Outcome(Outcome.Kind.ABSENT, null, 0);
+      }
+      int p = at + 2 + keyLength(at);
+      byte[] e =
+          extent(
+              new long[] {
+                Node.getLong(buf, p),
+                Node.getInt(buf, p + 8) & 0xFFFFFFFFL,
+                Node.getLong(buf, p + 12)
+              },
+              key);
+      if (e != null) {
+        return new Outcome(Outcome.Kind.VALUE, Extents.value(e), 0);
+      }
+      restarts++;
+    }
+    throw busy("search restarted on every attempt");
+  }
+
+  /**
+   * From node {@code index} (the local root) down to the leaf for {@code key}, right links
+   * followed, each node a checked copy in {@link #buf}: the offset in {@code buf} of the leaf's
+   * entry for {@code key} (the last entry at or below it if {@code floor}), {@link #NO_ENTRY}, or
+   * {@link #STALE}. The leaf's copy stays in {@code buf} for the caller.
+   */
+  private int leafEntry(byte[] key, int index, boolean floor) {
+    while (true) {
+      int count = readChecked(index);
+      int flags = buf[12] & 0xFF;
+      int lowLen = Node.getShort(buf, 20);
+      int highLen = Node.getShort(buf, 22);
+      if ((flags & Node.LIVE) == 0
+          || (lowLen > 0
+              && Arrays.compareUnsigned(key, 0, key.length, buf, Node.HEADER, Node.HEADER + lowLen)
+                  < 0)) {
+        return STALE;
+      }
+      int high = Node.HEADER + lowLen;
+      if ((flags & Node.HIGH_INF) == 0
+          && Arrays.compareUnsigned(key, 0, key.length, buf, high, high + highLen) >= 0) {
+        index = Node.getInt(buf, 16);
+        if (index == 0) {
+          return STALE;
+        }
+        continue;
+      }
+      boolean leaf = (flags & Node.LEAF) != 0;
+      int per = leaf ? 20 : 4;
+      int found = NO_ENTRY;
+      boolean exact = false;
+      int at = high + highLen;
+      for (int i = 0; i < count; i++) {
+        int kl = Node.getShort(buf, at);
+        int c = Arrays.compareUnsigned(buf, at + 2, at + 2 + kl, key, 0, key.length);
+        if (c > 0) {
+          break;
+        }
+        found = at;
+        exact = c == 0;
+        at += 2 + kl + per;
+      }
+      if (leaf) {
+        return floor || exact ? found : NO_ENTRY;
+      }
+      if (found < 0) {
+        return STALE;
+      }
+      index = Node.getInt(buf, found + 2 + keyLength(found));
+    }
+  }
+
+  private int keyLength(int entry) {
+    return Node.getShort(buf, entry);
+  }
+
+  /**
+   * Copies node {@code index} into {@link #buf} until the copy is whole (version words equal and
+   * even, every length inside the node: {@link Node#decode}'s checks, without decoding), reading it
+   * again while torn; its entry count.
+   */
+  private int readChecked(int index) {
+    for (int attempt = 0; attempt < maxRetries; attempt++) {
+      nodeReads++;
+      source.readNode(index, buf);
+      int count = Node.checkedCount(buf);
+      if (count >= 0) {
+        return count;
+      }
+      torn++;
+      backoff(attempt);
+    }
+    throw busy("node " + index + " torn on every read");
+  }
+
   /** The value of {@code key} in this leaf meganode, or null (for a tree of one meganode). */
   public byte[] get(byte[] key) {
-    Outcome o = search(key);
+    Outcome o = find(key);
     if (o.kind() == Outcome.Kind.VALUE) {
       return o.value();
     }
@@ -200,7 +364,7 @@ public final class MeganodeReader {
 
   /** The leaf holding {@code key}, or null when the key is beyond this meganode now. */
   private Node locate(byte[] key) {
-    for (int attempt = 0; attempt < MAX_RETRIES; attempt++) {
+    for (int attempt = 0; attempt < maxRetries; attempt++) {
       Node h = header();
       if (h.beyond(key)) {
         return null;
@@ -222,7 +386,7 @@ public final class MeganodeReader {
    * the scan is linearizable per leaf, not as a whole (as Cell's range operation).
    */
   public ScanPart scan(byte[] from, byte[] to, int limit) {
-    List<Map.Entry<byte[], byte[]>> out = new ArrayList<>();
+    List<Map.Entry<byte[], byte[]>> out = new ArrayList<>(Math.min(limit, 256));
     byte[] resume = from;
     int retries = 0;
     Node leaf = locate(resume);
@@ -246,7 +410,7 @@ public final class MeganodeReader {
       }
       if (again) {
         // The extent was freed after this leaf copy: read the leaf holding the key again.
-        if (++retries > MAX_RETRIES) {
+        if (++retries > maxRetries) {
           throw busy("scan: extents changed on every read");
         }
         restarts++;
@@ -294,8 +458,8 @@ public final class MeganodeReader {
     }
   }
 
-  private static FerriteException busy(String what) {
+  private FerriteException busy(String what) {
     return new FerriteException(
-        ErrorCode.BUSY, what + " (" + MAX_RETRIES + " attempts); retry later");
+        ErrorCode.BUSY, what + " (" + maxRetries + " attempts); retry later");
   }
 }

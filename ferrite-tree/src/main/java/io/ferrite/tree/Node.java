@@ -66,10 +66,23 @@ public final class Node {
 
   public byte[] low = new byte[0];
   public byte[] high = new byte[0];
-  public final List<byte[]> keys = new ArrayList<>();
+  public final List<byte[]> keys;
 
   /** Leaf: extent address; internal: child node index. */
-  public final List<long[]> values = new ArrayList<>();
+  public final List<long[]> values;
+
+  public Node() {
+    this(10);
+  }
+
+  /**
+   * A node with room for {@code entries} entries: {@link #decodeBody} sizes its lists to the count
+   * it decodes, since growing them was a third of a server-side search's time.
+   */
+  private Node(int entries) {
+    keys = new ArrayList<>(entries);
+    values = new ArrayList<>(entries);
+  }
 
   public boolean leaf() {
     return (flags & LEAF) != 0;
@@ -184,16 +197,48 @@ public final class Node {
   }
 
   /**
+   * The entry count of a node copy if it is whole, as {@link #decode} would accept it (version
+   * words equal and even, the boundary keys and every entry inside the node), else -1: for readers
+   * that use the copy in place ({@code MeganodeReader#find}). Allocates nothing.
+   */
+  public static int checkedCount(byte[] src) {
+    long head = getLong(src, 0);
+    long tail = getLong(src, src.length - TRAILER);
+    if (head != tail || (head & 1) != 0) {
+      return -1;
+    }
+    int count = getShort(src, 14);
+    int limit = src.length - TRAILER;
+    int at = HEADER + getShort(src, 20) + getShort(src, 22);
+    if (at > limit) {
+      return -1;
+    }
+    int per = (src[12] & LEAF) != 0 ? 20 : 4;
+    for (int i = 0; i < count; i++) {
+      if (at + 2 > limit) {
+        return -1;
+      }
+      at += 2 + getShort(src, at) + per;
+      if (at > limit) {
+        return -1;
+      }
+    }
+    return count;
+  }
+
+  /**
    * Decodes a node image without checking its version words: for the server, reading a node it has
    * locked (both words odd). Null if its lengths do not add up.
    */
   public static Node decodeBody(byte[] src) {
-    Node n = new Node();
+    int count = getShort(src, 14);
+    // At most one entry per 3 bytes (an entry is 2 + key >= 1 + 4 bytes): a torn count cannot
+    // make a huge list.
+    Node n = new Node(Math.min(count, src.length / 3));
     n.version = getLong(src, 0);
     n.incarnation = getInt(src, 8);
     n.flags = src[12] & 0xFF;
     n.level = src[13] & 0xFF;
-    int count = getShort(src, 14);
     n.right = getInt(src, 16);
     int lowLen = getShort(src, 20);
     int highLen = getShort(src, 22);

@@ -202,6 +202,42 @@ public final class Tree {
       limits().key(k);
     }
     List<byte[]> out = new ArrayList<>(keys.size());
+    if (path == Path.SERVER) {
+      // One MULTI_SEARCH per batch to the root's server, which searches on through its own
+      // meganodes; a key it answers with a pointer elsewhere (another server, a root that split)
+      // goes on alone, as a get.
+      for (int from = 0; from < keys.size(); from += TreeProtocol.MAX_MULTI_KEYS) {
+        List<byte[]> batch =
+            keys.subList(from, Math.min(keys.size(), from + TreeProtocol.MAX_MULTI_KEYS));
+        long p = root;
+        Wire.Writer w = new Wire.Writer().i32(TreeProtocol.region(p)).i32(batch.size());
+        for (byte[] k : batch) {
+          w.bytes(k);
+        }
+        Wire.Reader r =
+            new Wire.Reader(
+                call(TreeProtocol.server(p), TreeProtocol.MULTI_SEARCH, w), "tree multi-search");
+        int n = r.count("keys", batch.size());
+        if (n != batch.size()) {
+          throw new FerriteException(
+              ErrorCode.INTERNAL, "multi-search: " + n + " answers to " + batch.size() + " keys");
+        }
+        for (byte[] k : batch) {
+          int outcome = r.u8("outcome");
+          if (outcome == TreeProtocol.VALUE) {
+            out.add(r.bytes("value"));
+          } else if (outcome == TreeProtocol.ABSENT) {
+            out.add(null);
+          } else {
+            if (outcome == TreeProtocol.NEXT || outcome == TreeProtocol.RIGHT) {
+              r.i64("pointer");
+            }
+            out.add(get(k, path));
+          }
+        }
+      }
+      return out;
+    }
     for (byte[] k : keys) {
       out.add(get(k, path));
     }

@@ -29,6 +29,8 @@ package io.ferrite.tree;
  *                                                  u16 n, n x ref extent region
  *               ref = i32 server, i32 region, i64 readKey, i64 length
  *  SEARCH       i32 region, bytes key           -> u8 outcome [bytes value | i64 pointer]
+ *  MULTI_SEARCH i32 region, u32 n, n x bytes key -> u32 n, n x (u8 outcome [bytes value
+ *                                                  | i64 pointer]), as SEARCH, in key order
  *  PUT          i32 region, bytes key, bytes value -> u8 outcome [i64 pointer]
  *  DELETE       i32 region, bytes key           -> u8 outcome [i64 pointer]
  *  SCAN         i32 region, bytes from, u8 hasTo [bytes to], i32 limit
@@ -40,12 +42,17 @@ package io.ferrite.tree;
  *  DROP_TREE    i64 id                          -> u8 dropped
  * </pre>
  *
- * Outcomes: {@link #VALUE} (SEARCH: the value follows), {@link #ABSENT}, {@link #NEXT} (go on at
- * the meganode pointer that follows: the child of an internal meganode), {@link #RIGHT} (the key is
- * past this meganode's range: go on at its right meganode — the B-link tree of meganodes), {@link
- * #RESTART} (the key is below this meganode's range: start again from the root), {@link #CREATED},
- * {@link #REPLACED}, {@link #DELETED}, {@link #PART} (SCAN: pairs of this leaf meganode, and where
- * to go on). A write answered NEXT, RIGHT or RESTART did nothing.
+ * SEARCH, MULTI_SEARCH and SCAN go on, on the server, through the meganodes that server holds
+ * (children, right links, a scan's next leaf meganode): their answer may come from a meganode below
+ * or right of the one named, and a pointer in it is the first meganode on another server.
+ *
+ * <p>Outcomes: {@link #VALUE} (SEARCH: the value follows), {@link #ABSENT}, {@link #NEXT} (go on at
+ * the meganode pointer that follows: the child of an internal meganode, or where the server stopped
+ * going on), {@link #RIGHT} (the key is past the named meganode's range: go on at its right
+ * meganode — the B-link tree of meganodes), {@link #RESTART} (the key is below this meganode's
+ * range: start again from the root), {@link #CREATED}, {@link #REPLACED}, {@link #DELETED}, {@link
+ * #PART} (SCAN: pairs of this leaf meganode, and where to go on). A write answered NEXT, RIGHT or
+ * RESTART did nothing.
  */
 public final class TreeProtocol {
   public static final int MASTER_SERVICE = 44;
@@ -65,6 +72,10 @@ public final class TreeProtocol {
   public static final int SCAN = 6;
   public static final int STATS = 7;
   public static final int DROP_TREE = 8;
+  public static final int MULTI_SEARCH = 9;
+
+  /** The most keys one MULTI_SEARCH may hold. */
+  public static final int MAX_MULTI_KEYS = 1024;
 
   public static final int VALUE = 0;
   public static final int ABSENT = 1;

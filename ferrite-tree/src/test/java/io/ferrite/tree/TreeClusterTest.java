@@ -99,10 +99,14 @@ class TreeClusterTest {
     long[] stats = tree.stats();
     assertTrue(stats[0] >= 4 && stats[2] >= 3, "meganodes split: " + Arrays.toString(stats));
     assertTrue(stats[1] >= 2, "a root meganode above the leaves: " + Arrays.toString(stats));
-    List<byte[]> some = new ArrayList<>(model.keySet()).subList(0, 10);
-    List<byte[]> got = tree.multiGet(some, Tree.Path.CLIENT);
-    for (int i = 0; i < some.size(); i++) {
-      assertArrayEquals(model.get(some.get(i)), got.get(i), "multiGet " + i);
+    List<byte[]> some = new ArrayList<>(new ArrayList<>(model.keySet()).subList(0, 10));
+    some.add(new byte[] {(byte) 0xFF, (byte) 0xFE}); // absent (unless the model has it)
+    some.addAll(new ArrayList<>(model.descendingKeySet()).subList(0, 10));
+    for (Tree.Path path : Tree.Path.values()) {
+      List<byte[]> got = tree.multiGet(some, path);
+      for (int i = 0; i < some.size(); i++) {
+        assertArrayEquals(model.get(some.get(i)), got.get(i), "multiGet " + path + " " + i);
+      }
     }
     // A second handle starting from the directory's root sees the same.
     Tree again = new TreeClient(cluster.client()).open("model");

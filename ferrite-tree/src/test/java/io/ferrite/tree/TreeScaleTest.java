@@ -23,8 +23,9 @@ import org.junit.jupiter.api.io.TempDir;
  * tree.scale.keys} keys (20 000 by default; {@code -Dtree.scale.keys=100000}, {@code
  * -Dtree.scale.fabric=tcp|shm} for the runs in docs/TREE.md) in a scattered order, every sampled
  * get right by both paths, full scans by both paths, and the counted cost of a get: once the handle
- * learned the new root (after the first right link from the old one), a server-side get is one RPC
- * per meganode level, not a walk along the leaf meganodes.
+ * learned the new root (after the first right link from the old one), a server-side get is one RPC:
+ * the tree's meganodes are all on its server, which goes from one to the next itself (not one RPC
+ * per meganode level, nor a walk along the leaf meganodes).
  */
 @ExtendWith(SeedExtension.class)
 class TreeScaleTest {
@@ -71,7 +72,8 @@ class TreeScaleTest {
       }
       double rpcsPerGet = (t.rpcs() - rpcs) / (double) samples;
       double readsPerGet = (t.nodeReads() - reads) / (double) samples;
-      assertTrue(rpcsPerGet <= stats[1] + 0.05, "server-side: one RPC per level: " + rpcsPerGet);
+      // The client path's LAYOUT calls (one per meganode it first reads) are counted too.
+      assertTrue(rpcsPerGet <= 1.1, "server-side: one RPC per get: " + rpcsPerGet);
       assertEquals(n, t.scan(null, null, n + 1, Tree.Path.CLIENT).size());
       assertEquals(n, t.scan(null, null, n + 1, Tree.Path.SERVER).size());
       System.out.printf(

@@ -53,6 +53,15 @@ public final class Meganode {
   private final TreeLimits limits;
   private final AtomicInteger incarnations = new AtomicInteger();
   final NodeSource source = new Source();
+
+  /**
+   * Each thread's node copy buffer for the searches and scans the service runs here ({@link
+   * #search(byte[], int)}, {@link #scanPart(byte[], byte[], int, int)}): a reader is used by one
+   * thread and dropped before the call returns (values are copied out), so a thread's searches may
+   * share one, saving a node-sized allocation per meganode searched.
+   */
+  private final ThreadLocal<byte[]> buffers;
+
   private volatile MappedRegion[] extentRegions;
   final java.util.concurrent.locks.ReentrantReadWriteLock structure =
       new java.util.concurrent.locks.ReentrantReadWriteLock();
@@ -95,6 +104,7 @@ public final class Meganode {
       byte[] high,
       long link) {
     this.nodes = new NodeRegion(region, nodeSize);
+    this.buffers = ThreadLocal.withInitial(() -> new byte[nodeSize]);
     this.leafMeganode = level == 0;
     this.nodeSize = nodeSize;
     this.extents = extents;
@@ -130,6 +140,11 @@ public final class Meganode {
     return nodes.usage();
   }
 
+  /** Whether this is a leaf meganode (level 0, fixed for its life): a read of no node. */
+  public boolean leaf() {
+    return leafMeganode;
+  }
+
   /** This meganode's level in the tree of meganodes (0: a leaf meganode). */
   public int level() {
     return leafMeganode ? 0 : new MeganodeReader(source).header().incarnation;
@@ -147,9 +162,18 @@ public final class Meganode {
     return new MeganodeReader(source).get(limits.key(key));
   }
 
-  /** Searches this meganode for {@code key}. Lock-free. */
+  /** Searches this meganode for {@code key} ({@link MeganodeReader#find}). Lock-free. */
   public MeganodeReader.Outcome search(byte[] key) {
-    return new MeganodeReader(source).search(key);
+    return new MeganodeReader(source).find(key);
+  }
+
+  /**
+   * Searches this meganode for {@code key}, failing {@code BUSY} past {@code maxRetries} torn
+   * copies or restarts (an inline search's bound: {@link MeganodeReader#MeganodeReader(NodeSource,
+   * int)}). Lock-free.
+   */
+  public MeganodeReader.Outcome search(byte[] key, int maxRetries) {
+    return new MeganodeReader(source, maxRetries, buffers.get()).find(key);
   }
 
   /**
@@ -164,6 +188,11 @@ public final class Meganode {
   /** This meganode's part of a scan; see {@link MeganodeReader#scan}. Lock-free. */
   public MeganodeReader.ScanPart scanPart(byte[] from, byte[] to, int limit) {
     return new MeganodeReader(source).scan(from, to, limit);
+  }
+
+  /** {@link #scanPart(byte[], byte[], int)}, failing {@code BUSY} past {@code maxRetries}. */
+  public MeganodeReader.ScanPart scanPart(byte[] from, byte[] to, int limit, int maxRetries) {
+    return new MeganodeReader(source, maxRetries, buffers.get()).scan(from, to, limit);
   }
 
   /** The write's answer when {@code key} is not in this meganode's range, else null. */

@@ -27,10 +27,11 @@ import java.util.concurrent.atomic.AtomicLong;
 
 /**
  * The tree face's memory-server half (service 44, {@link TreeProtocol}): it holds meganodes ({@link
- * Meganode}, one service region each, with their extent regions), answers server-side searches one
- * meganode per RPC (Cell §2.2: the value, or the pointer to the next meganode), takes the writes,
- * and splits meganodes that pass half full on one named thread of its own (the splitter), so no RPC
- * thread ever waits for a split unless its meganode is full.
+ * Meganode}, one service region each, with their extent regions), answers server-side searches
+ * (Cell §2.2: the value, or the pointer to the next meganode; inline, and on through the meganodes
+ * it holds, see {@link #handleInline} and {@link #search}), takes the writes, and splits meganodes
+ * that pass half full on one named thread of its own (the splitter), so no RPC thread ever waits
+ * for a split unless its meganode is full.
  *
  * <p>All meganodes of a tree live on the server the directory placed the tree on: a split puts the
  * new right meganode on the same server (a service has no connection to other servers to build one
@@ -53,6 +54,21 @@ public final class TreeService implements FerriteService {
 
   /** A meganode this server holds, with its tree and extent regions. */
   private record Hosted(TreeState tree, Meganode meganode, ExtentAllocator extents, long pointer) {}
+
+  /** Torn copies or restarts an inline search spins through before it declines (see below). */
+  static final int INLINE_RETRIES = 64;
+
+  /** The largest SCAN limit answered inline: a few tens of microseconds of copying at most. */
+  static final int INLINE_SCAN_LIMIT = 256;
+
+  /** The most keys a MULTI_SEARCH answered inline holds (each a search: a few microseconds). */
+  static final int INLINE_MULTI_KEYS = 32;
+
+  /** The most keys one MULTI_SEARCH may hold ({@link TreeProtocol#MULTI_SEARCH}). */
+  static final int MAX_MULTI_KEYS = TreeProtocol.MAX_MULTI_KEYS;
+
+  /** Meganodes of this server one SEARCH or SCAN goes through before it answers the pointer. */
+  static final int MAX_LOCAL_HOPS = 64;
 
   private final Map<Long, TreeState> trees = new ConcurrentHashMap<>();
   private final Map<Integer, Hosted> hosted = new ConcurrentHashMap<>();
@@ -103,6 +119,42 @@ public final class TreeService implements FerriteService {
     }
   }
 
+  /**
+   * SEARCH, SCAN of up to {@link #INLINE_SCAN_LIMIT} pairs and MULTI_SEARCH of up to {@link
+   * #INLINE_MULTI_KEYS} keys, answered on the thread that received them (an I/O thread or the shm
+   * ring poller), saving the hand-off to a service thread and back, as the nodes face's lookups
+   * are. They cannot block: a search takes no lock (it copies nodes and checks their version words,
+   * Cell §2.3, so a concurrent writer or split never makes it see a torn node), and gives up after
+   * {@link #INLINE_RETRIES} torn copies or restarts, which spin only ({@link
+   * MeganodeReader#backoff}); that is declined (the request read from a duplicate, so untouched)
+   * and searched again from the start on a service thread, with the full bound and its parking
+   * backoff. Everything else, which may wait for a split or a lock, declines.
+   */
+  @Override
+  public CompletableFuture<ByteBuffer> handleInline(
+      RpcContext caller, int opcode, ByteBuffer request) {
+    if (opcode != TreeProtocol.SEARCH
+        && opcode != TreeProtocol.SCAN
+        && opcode != TreeProtocol.MULTI_SEARCH) {
+      return null;
+    }
+    Wire.Reader r = new Wire.Reader(request.duplicate(), "tree request " + opcode);
+    try {
+      ByteBuffer answer =
+          switch (opcode) {
+            case TreeProtocol.SEARCH -> search(r, INLINE_RETRIES);
+            case TreeProtocol.SCAN -> scan(r, INLINE_SCAN_LIMIT, INLINE_RETRIES);
+            default -> multiSearch(r, INLINE_MULTI_KEYS, INLINE_RETRIES);
+          };
+      return answer == null ? null : CompletableFuture.completedFuture(answer);
+    } catch (FerriteException e) {
+      if (e.code() == ErrorCode.BUSY) {
+        return null;
+      }
+      return CompletableFuture.failedFuture(e);
+    }
+  }
+
   @Override
   public CompletableFuture<ByteBuffer> handle(RpcContext caller, int opcode, ByteBuffer request) {
     try {
@@ -136,17 +188,10 @@ public final class TreeService implements FerriteService {
         }
       }
       case TreeProtocol.SEARCH -> {
-        Hosted h = hosted(r.i32("region"));
-        byte[] key = h.meganode().limits().key(r.bytes("key"));
-        r.end();
-        MeganodeReader.Outcome o = h.meganode().search(key);
-        switch (o.kind()) {
-          case VALUE -> w.u8(TreeProtocol.VALUE).bytes(o.value());
-          case ABSENT -> w.u8(TreeProtocol.ABSENT);
-          case NEXT -> w.u8(TreeProtocol.NEXT).i64(o.pointer());
-          case RIGHT -> w.u8(TreeProtocol.RIGHT).i64(o.pointer());
-          case RESTART -> w.u8(TreeProtocol.RESTART);
-        }
+        return search(r, MeganodeReader.MAX_RETRIES);
+      }
+      case TreeProtocol.MULTI_SEARCH -> {
+        return multiSearch(r, MAX_MULTI_KEYS, MeganodeReader.MAX_RETRIES);
       }
       case TreeProtocol.PUT -> {
         Hosted h = hosted(r.i32("region"));
@@ -166,39 +211,7 @@ public final class TreeService implements FerriteService {
         }
       }
       case TreeProtocol.SCAN -> {
-        Hosted h = hosted(r.i32("region"));
-        byte[] from = r.bytes("from");
-        byte[] to = r.u8("hasTo") != 0 ? r.bytes("to") : null;
-        int limit = r.i32("limit");
-        r.end();
-        // A resume key may be a key with a 0 byte appended (MeganodeReader.scan): one over.
-        if (from.length > h.meganode().limits().maxKey() + 1) {
-          throw new FerriteException(
-              ErrorCode.INVALID_ARGUMENT,
-              "from: "
-                  + from.length
-                  + " bytes (expected: 0 to "
-                  + h.meganode().limits().maxKey()
-                  + " bytes)");
-        }
-        h.meganode().limits().scan(null, to, limit);
-        if (to != null && java.util.Arrays.compareUnsigned(from, to) > 0) {
-          throw new FerriteException(
-              ErrorCode.INVALID_ARGUMENT, "scan: from > to (expected: from <= to, unsigned bytes)");
-        }
-        if (h.meganode().level() > 0) {
-          down(w, h, from);
-        } else {
-          MeganodeReader.ScanPart part = h.meganode().scanPart(from, to, limit);
-          w.u8(TreeProtocol.PART).i32(part.pairs().size());
-          for (Map.Entry<byte[], byte[]> e : part.pairs()) {
-            w.bytes(e.getKey()).bytes(e.getValue());
-          }
-          w.i64(part.next());
-          if (part.next() != 0) {
-            w.bytes(part.resume());
-          }
-        }
+        return scan(r, Integer.MAX_VALUE, MeganodeReader.MAX_RETRIES);
       }
       case TreeProtocol.STATS -> {
         long id = r.i64("id");
@@ -228,6 +241,175 @@ public final class TreeService implements FerriteService {
               ErrorCode.UNKNOWN_OPCODE, "tree service: unknown opcode " + opcode);
     }
     return w.toBuffer();
+  }
+
+  /**
+   * SEARCH from the meganode the request names, on through the meganodes this server holds (Cell
+   * §2.2 answers each meganode's pointer to the client; when the next meganode is on this server
+   * that round trip buys nothing, so a get of a tree on one server is one RPC). Each meganode's
+   * search is linearizable on its own and the B-link links make any interleaving with splits
+   * correct, as when the client walks the same pointers. A RIGHT of the first meganode goes back to
+   * the client, which learns from it that its root split; a pointer to another server, or past
+   * {@link #MAX_LOCAL_HOPS}, goes back as NEXT.
+   */
+  private ByteBuffer search(Wire.Reader r, int maxRetries) {
+    Hosted h = hosted(r.i32("region"));
+    byte[] key = h.meganode().limits().key(r.bytes("key"));
+    r.end();
+    MeganodeReader.Outcome o = searchFrom(h, key, maxRetries);
+    Wire.Writer w = new Wire.Writer(o.value() != null ? 5 + o.value().length : 9);
+    outcome(w, o);
+    return w.toBuffer();
+  }
+
+  /**
+   * MULTI_SEARCH: each key searched as by {@link #search} from the same meganode, the answers in
+   * the keys' order. Returns null if the request holds more than {@code maxKeys} keys.
+   */
+  private ByteBuffer multiSearch(Wire.Reader r, int maxKeys, int maxRetries) {
+    Hosted h = hosted(r.i32("region"));
+    int n = r.count("keys", MAX_MULTI_KEYS);
+    if (n > maxKeys) {
+      return null;
+    }
+    byte[][] keys = new byte[n][];
+    for (int i = 0; i < n; i++) {
+      keys[i] = h.meganode().limits().key(r.bytes("key"));
+    }
+    r.end();
+    MeganodeReader.Outcome[] found = new MeganodeReader.Outcome[n];
+    int size = 4;
+    for (int i = 0; i < n; i++) {
+      found[i] = searchFrom(h, keys[i], maxRetries);
+      size += found[i].value() != null ? 5 + found[i].value().length : 9;
+    }
+    Wire.Writer w = new Wire.Writer(size).i32(n);
+    for (MeganodeReader.Outcome o : found) {
+      outcome(w, o);
+    }
+    return w.toBuffer();
+  }
+
+  /**
+   * {@code key} searched from meganode {@code h} on through the meganodes this server holds: VALUE,
+   * ABSENT, RESTART, RIGHT (of {@code h} itself only) or NEXT (the first meganode off this server,
+   * or past {@link #MAX_LOCAL_HOPS}).
+   */
+  private MeganodeReader.Outcome searchFrom(Hosted h, byte[] key, int maxRetries) {
+    for (int hop = 0; ; hop++) {
+      MeganodeReader.Outcome o = h.meganode().search(key, maxRetries);
+      switch (o.kind()) {
+        case VALUE, ABSENT, RESTART -> {
+          return o;
+        }
+        default -> {
+          if (hop == 0 && o.kind() == MeganodeReader.Outcome.Kind.RIGHT) {
+            return o;
+          }
+          Hosted next = hop < MAX_LOCAL_HOPS ? local(o.pointer()) : null;
+          if (next == null) {
+            return new MeganodeReader.Outcome(MeganodeReader.Outcome.Kind.NEXT, null, o.pointer());
+          }
+          h = next;
+        }
+      }
+    }
+  }
+
+  /** A SEARCH answer: {@code u8 outcome [bytes value | i64 pointer]}. */
+  private static void outcome(Wire.Writer w, MeganodeReader.Outcome o) {
+    switch (o.kind()) {
+      case VALUE -> w.u8(TreeProtocol.VALUE).bytes(o.value());
+      case ABSENT -> w.u8(TreeProtocol.ABSENT);
+      case RESTART -> w.u8(TreeProtocol.RESTART);
+      case RIGHT -> w.u8(TreeProtocol.RIGHT).i64(o.pointer());
+      case NEXT -> w.u8(TreeProtocol.NEXT).i64(o.pointer());
+    }
+  }
+
+  /**
+   * SCAN from the meganode the request names: down through internal meganodes and then along leaf
+   * meganodes this server holds (as {@link #search}), gathering up to the request's limit. A scan
+   * stays linearizable per leaf, each part read as the client would read it. Returns null if the
+   * request asks for more than {@code maxLimit} pairs.
+   */
+  private ByteBuffer scan(Wire.Reader r, int maxLimit, int maxRetries) {
+    Hosted h = hosted(r.i32("region"));
+    byte[] from = r.bytes("from");
+    byte[] to = r.u8("hasTo") != 0 ? r.bytes("to") : null;
+    int limit = r.i32("limit");
+    r.end();
+    // A resume key may be a key with a 0 byte appended (MeganodeReader.scan): one over.
+    if (from.length > h.meganode().limits().maxKey() + 1) {
+      throw new FerriteException(
+          ErrorCode.INVALID_ARGUMENT,
+          "from: "
+              + from.length
+              + " bytes (expected: 0 to "
+              + h.meganode().limits().maxKey()
+              + " bytes)");
+    }
+    h.meganode().limits().scan(null, to, limit);
+    if (to != null && java.util.Arrays.compareUnsigned(from, to) > 0) {
+      throw new FerriteException(
+          ErrorCode.INVALID_ARGUMENT, "scan: from > to (expected: from <= to, unsigned bytes)");
+    }
+    if (limit > maxLimit) {
+      return null;
+    }
+    int hop = 0;
+    while (!h.meganode().leaf()) {
+      MeganodeReader.Outcome o = h.meganode().search(from, maxRetries);
+      if (o.kind() == MeganodeReader.Outcome.Kind.RESTART) {
+        return new Wire.Writer(1).u8(TreeProtocol.RESTART).toBuffer();
+      }
+      if (hop == 0 && o.kind() == MeganodeReader.Outcome.Kind.RIGHT) {
+        return new Wire.Writer(9).u8(TreeProtocol.RIGHT).i64(o.pointer()).toBuffer();
+      }
+      Hosted next = hop < MAX_LOCAL_HOPS ? local(o.pointer()) : null;
+      if (next == null) {
+        return new Wire.Writer(9).u8(TreeProtocol.NEXT).i64(o.pointer()).toBuffer();
+      }
+      h = next;
+      hop++;
+    }
+    List<Map.Entry<byte[], byte[]>> pairs = new ArrayList<>(Math.min(limit, 1024));
+    byte[] at = from;
+    MeganodeReader.ScanPart part;
+    while (true) {
+      part = h.meganode().scanPart(at, to, limit - pairs.size(), maxRetries);
+      pairs.addAll(part.pairs());
+      if (part.next() == 0 || pairs.size() >= limit || ++hop > MAX_LOCAL_HOPS) {
+        break;
+      }
+      Hosted next = local(part.next());
+      if (next == null || !next.meganode().leaf()) {
+        break;
+      }
+      h = next;
+      at = part.resume();
+    }
+    // Sized to the answer: no copying as it grows.
+    int size = 1 + 4 + 8 + (part.next() != 0 ? 4 + part.resume().length : 0);
+    for (Map.Entry<byte[], byte[]> e : pairs) {
+      size += 8 + e.getKey().length + e.getValue().length;
+    }
+    Wire.Writer w = new Wire.Writer(size).u8(TreeProtocol.PART).i32(pairs.size());
+    for (Map.Entry<byte[], byte[]> e : pairs) {
+      w.bytes(e.getKey()).bytes(e.getValue());
+    }
+    w.i64(part.next());
+    if (part.next() != 0) {
+      w.bytes(part.resume());
+    }
+    return w.toBuffer();
+  }
+
+  /** The meganode {@code pointer} names if this server holds it, else null. */
+  private Hosted local(long pointer) {
+    return TreeProtocol.server(pointer) == context.serverId()
+        ? hosted.get(TreeProtocol.region(pointer))
+        : null;
   }
 
   private static void ref(Wire.Writer w, RegionRef ref) {

@@ -112,12 +112,16 @@ class MeganodeSplitTest {
   @Test
   void aSearchThatReadTheOldHeaderEndsRightOrFollowsTheLink() {
     int n = 3000;
-    for (int t = 0; t < 10; t++) {
+    // Each case by both searches: search (decoded nodes, the client's) and find (in place, the
+    // server's).
+    for (int c = 0; c < 20; c++) {
+      int t = c / 2;
       int probe = new int[] {2999, 2500, 1600, 1400, 10}[t % 5];
       TreeMap<byte[], byte[]> model = TreeModel.model();
       Meganode x = filled(n, model);
       SplittingSource source = new SplittingSource(x, 1 + t / 5);
-      Outcome o = new MeganodeReader(source).search(key(probe));
+      MeganodeReader reader = new MeganodeReader(source);
+      Outcome o = c % 2 == 0 ? reader.search(key(probe)) : reader.find(key(probe));
       byte[] k = source.splitKey;
       if (Arrays.compareUnsigned(key(probe), k) >= 0) {
         assertEquals(
