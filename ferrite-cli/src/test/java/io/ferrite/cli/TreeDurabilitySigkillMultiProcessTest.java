@@ -2,9 +2,11 @@ package io.ferrite.cli;
 
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertInstanceOf;
 import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import io.ferrite.fabric.FerriteException;
 import io.ferrite.fabric.testing.SeedExtension;
 import io.ferrite.kernel.client.ClientOptions;
 import io.ferrite.kernel.client.Ferrite;
@@ -74,6 +76,7 @@ class TreeDurabilitySigkillMultiProcessTest extends ProcessClusterTest {
 
     AtomicInteger acks = new AtomicInteger();
     ConcurrentLinkedQueue<Throwable> unexpected = new ConcurrentLinkedQueue<>();
+    ConcurrentLinkedQueue<RuntimeException> deaths = new ConcurrentLinkedQueue<>();
     List<Writer> writers = new ArrayList<>();
     List<Thread> threads = new ArrayList<>();
     for (int w = 0; w < 4; w++) {
@@ -98,7 +101,8 @@ class TreeDurabilitySigkillMultiProcessTest extends ProcessClusterTest {
                       tree.put(b(k), b(v));
                     }
                   } catch (RuntimeException e) {
-                    return; // the server died under this write: its outcome is unknown
+                    deaths.add(e); // the server died under this write: its outcome is unknown
+                    return;
                   }
                   state.acked.put(k, v);
                   state.inFlightKey = null;
@@ -119,6 +123,11 @@ class TreeDurabilitySigkillMultiProcessTest extends ProcessClusterTest {
       assertTrue(!t.isAlive(), t.getName() + " still writing to a dead server");
     }
     assertTrue(unexpected.isEmpty(), "writers failed: " + unexpected);
+    assertEquals(4, deaths.size());
+    for (RuntimeException e : deaths) {
+      // A clear error: a FerriteException with its code, not a hang or a bare exception.
+      assertInstanceOf(FerriteException.class, e, "the error of a write to the killed server");
+    }
     assertTrue(before[0] >= 4, "meganodes before the kill: " + before[0]);
 
     startServer("s1", "256m", "0", TREE_SETS);
