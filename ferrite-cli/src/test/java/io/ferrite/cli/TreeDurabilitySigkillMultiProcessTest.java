@@ -18,6 +18,7 @@ import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.HashMap;
 import java.util.List;
+import java.util.Locale;
 import java.util.Map;
 import java.util.Random;
 import java.util.concurrent.ConcurrentLinkedQueue;
@@ -89,7 +90,7 @@ class TreeDurabilitySigkillMultiProcessTest extends ProcessClusterTest {
               () -> {
                 Random r = new Random(seed);
                 for (int i = 0; ; i++) {
-                  String k = String.format("w%d-%05d", id, r.nextInt(4000));
+                  String k = String.format(Locale.ROOT, "w%d-%05d", id, r.nextInt(4000));
                   boolean delete = r.nextInt(4) == 0 && state.acked.get(k) != null;
                   String v = delete ? null : "v" + id + "-" + i;
                   state.inFlightKey = k;
@@ -192,7 +193,7 @@ class TreeDurabilitySigkillMultiProcessTest extends ProcessClusterTest {
     }
     // Writes (and meganode splits) go on after the replay.
     for (int i = 0; i < 1500; i++) {
-      again.put(b(String.format("after-%05d", i)), b("a" + i));
+      again.put(b(String.format(Locale.ROOT, "after-%05d", i)), b("a" + i));
     }
     assertEquals(1500, again.scan(b("after-"), b("after."), 5000).size());
   }
