@@ -84,6 +84,12 @@ public final class TreeService implements FerriteService {
    */
   static volatile java.util.function.Consumer<String> testSplitStep;
 
+  /**
+   * For tests only: run by every logged put and delete after it applied, just before its record is
+   * appended (a test widens that window to show the key's stripe keeps the log in apply order).
+   */
+  static volatile Runnable testBeforeAppend;
+
   /** For tests only: told of every service started from now on (after its replay). */
   static volatile java.util.function.Consumer<TreeService> testStarted;
 
@@ -572,7 +578,7 @@ public final class TreeService implements FerriteService {
     logging.readLock().lock();
     try {
       synchronized (stripe(key)) {
-        return h.meganode().write(key, value, () -> log.append(TreeLog.put(h.id(), key, value)));
+        return h.meganode().write(key, value, () -> logWrite(TreeLog.put(h.id(), key, value)));
       }
     } finally {
       logging.readLock().unlock();
@@ -587,11 +593,20 @@ public final class TreeService implements FerriteService {
     logging.readLock().lock();
     try {
       synchronized (stripe(key)) {
-        return h.meganode().remove(key, () -> log.append(TreeLog.delete(h.id(), key)));
+        return h.meganode().remove(key, () -> logWrite(TreeLog.delete(h.id(), key)));
       }
     } finally {
       logging.readLock().unlock();
     }
+  }
+
+  /** Appends a put's or delete's record (in its meganode's structure lock and its key's stripe). */
+  private void logWrite(byte[] record) {
+    Runnable hook = testBeforeAppend;
+    if (hook != null) {
+      hook.run();
+    }
+    log.append(record);
   }
 
   private static void awaitSplit(CompletableFuture<Void> split) {
