@@ -21,6 +21,24 @@ public final class TreeConfig implements ConfigKeys {
   /** Server: how many extent regions one tree's meganode may use. */
   public static final String EXTENT_REGIONS = "tree.extent.regions";
 
+  /**
+   * Server: what the tree service does with each acknowledged write: {@code none} keeps it in DRAM
+   * only (the kv face's default), {@code interval} appends it to the server's tree log, fsynced
+   * every 100 ms, {@code always} answers only once its record is fsynced (group commit). The log is
+   * replayed on restart (docs/TREE.md, Durability).
+   */
+  public static final String LOG_SYNC = "tree.log.sync";
+
+  /** Server: the tree log is rewritten from the live meganodes past this and 2x its last size. */
+  public static final String LOG_COMPACT = "tree.log.compact";
+
+  /** The values of {@link #LOG_SYNC}. */
+  public enum LogSync {
+    NONE,
+    INTERVAL,
+    ALWAYS
+  }
+
   /** For {@link java.util.ServiceLoader}. */
   public TreeConfig() {}
 
@@ -30,7 +48,17 @@ public final class TreeConfig implements ConfigKeys {
         new Key(MEGANODE_SIZE, "64m", "server: bytes of one meganode region (Cell: 64 MiB)"),
         new Key(NODE_SIZE, "1k", "server: bytes of one small node in a meganode (Cell: 1 KiB)"),
         new Key(EXTENT_REGION_SIZE, "16m", "server: bytes of one key-value extent region"),
-        new Key(EXTENT_REGIONS, "16", "server: extent regions one meganode's pairs may use"));
+        new Key(EXTENT_REGIONS, "16", "server: extent regions one meganode's pairs may use"),
+        new Key(
+            LOG_SYNC,
+            "none",
+            "server: tree writes none (DRAM only), logged and fsynced every 100 ms (interval),"
+                + " or fsynced before acknowledged (always)"),
+        new Key(
+            LOG_COMPACT,
+            "64m",
+            "server: the tree log is rewritten from the live meganodes past this and 2x its last"
+                + " size"));
   }
 
   @Override
@@ -50,10 +78,32 @@ public final class TreeConfig implements ConfigKeys {
       throw new IllegalArgumentException(
           EXTENT_REGION_SIZE + ": " + extent + " (expected: 4 KiB to 1 GiB)");
     }
+    logSync(cfg);
+    logCompactBytes(cfg);
     int regions = cfg.getInt(EXTENT_REGIONS);
     if (regions < 1 || regions > 4096) {
       throw new IllegalArgumentException(
           EXTENT_REGIONS + ": " + regions + " (expected: 1 to 4096)");
     }
+  }
+
+  /** The {@link #LOG_SYNC} policy. */
+  public static LogSync logSync(FerriteConfig cfg) {
+    String v = cfg.get(LOG_SYNC);
+    try {
+      return LogSync.valueOf(v.trim().toUpperCase(java.util.Locale.ROOT));
+    } catch (IllegalArgumentException e) {
+      throw new IllegalArgumentException(
+          LOG_SYNC + ": " + v + " (expected: none, interval or always)", e);
+    }
+  }
+
+  /** The {@link #LOG_COMPACT} size. */
+  public static long logCompactBytes(FerriteConfig cfg) {
+    long n = cfg.getSize(LOG_COMPACT);
+    if (n < 4096) {
+      throw new IllegalArgumentException(LOG_COMPACT + ": " + n + " (expected: >= 4096)");
+    }
+    return n;
   }
 }

@@ -5,9 +5,12 @@ package io.ferrite.tree;
  * {@code str} and {@code bytes} are a u32 length then the bytes). Service id 44 on the master (the
  * tree directory) and on every memory server (the tree service).
  *
- * <p>A <b>meganode pointer</b> is an i64 {@code server << 32 | region}: the memory server holding
- * the meganode and the id of the service region it lives in (Cell §2.2: region id and offset; a
- * meganode is a whole region here, so the offset is always 0).
+ * <p>A <b>meganode pointer</b> is an i64 {@code server << 32 | meganode id}: the memory server
+ * holding the meganode and the meganode's id on it (Cell §2.2 names a region id and offset; here
+ * the low word is an id the server hands out and keeps across restarts, mapped to the meganode's
+ * current region, which LAYOUT names: a server that replays its tree log rebuilds meganodes in new
+ * regions and every pointer stays valid). The {@code region} fields of the requests below carry
+ * that id.
  *
  * <h2>Master (the tree directory, journaled)</h2>
  *

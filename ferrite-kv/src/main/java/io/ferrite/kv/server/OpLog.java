@@ -20,8 +20,8 @@ import java.util.concurrent.locks.ReentrantLock;
 import java.util.function.Consumer;
 
 /**
- * A memory server's append-only log of kv writes, replayed on restart (Pilaf §4 "Logging"; here
- * with a per-table policy, see {@link io.ferrite.kv.TableOptions.Durability}).
+ * A memory server's append-only log of a face's writes (kv, tree), replayed on restart (Pilaf §4
+ * "Logging"; for kv with a per-table policy, see {@link io.ferrite.kv.TableOptions.Durability}).
  *
  * <pre>
  *  +------------+---------------------+----------------+
@@ -45,9 +45,9 @@ import java.util.function.Consumer;
  * <h2>Group commit</h2>
  *
  * Appends only write to the page cache. {@link #flush} asks for every record appended so far to be
- * made durable and answers a future; one named syncer thread per log ({@code kv-log-sync}) loops:
- * it takes the number of records appended by then, fsyncs once, and completes every future whose
- * records that fsync covered, so concurrent writers share one fsync (a batch is whatever was
+ * made durable and answers a future; one named syncer thread per log ({@code <face>-log-sync})
+ * loops: it takes the number of records appended by then, fsyncs once, and completes every future
+ * whose records that fsync covered, so concurrent writers share one fsync (a batch is whatever was
  * appended while the previous fsync ran). Nobody else ever waits on an fsync: a write RPC of an
  * {@code always} table answers when its future completes, on the syncer thread. Record counts are
  * logical and never go back (a rewrite keeps them), so a future registered before a rewrite is
@@ -55,12 +55,12 @@ import java.util.function.Consumer;
  * for good: the kernel may have dropped the dirty pages and a later fsync would not say so (Linux
  * "fsyncgate"), so every waiting and later flush fails with INTERNAL.
  */
-final class OpLog implements AutoCloseable {
+public final class OpLog implements AutoCloseable {
   private static final System.Logger LOG = System.getLogger(OpLog.class.getName());
   static final int MAX_RECORD = 64 << 20;
 
   /** How the syncer makes a channel durable; tests inject one that blocks or counts. */
-  interface Fsync {
+  public interface Fsync {
     void force(FileChannel ch) throws IOException;
 
     Fsync DATA = ch -> ch.force(false);
@@ -74,6 +74,9 @@ final class OpLog implements AutoCloseable {
   private volatile FileChannel channel;
   private final Path file;
   private final Fsync fsync;
+
+  /** The face whose log this is ({@code kv}, {@code tree}): in messages and the syncer's name. */
+  private final String name;
 
   /** Records appended since the log was opened, counting the replayed ones; never goes back. */
   private long appended;
@@ -109,7 +112,9 @@ final class OpLog implements AutoCloseable {
   /** Bytes of the file, zero-filled past {@link #end}; guarded by the monitor. */
   private long allocated;
 
-  private OpLog(FileChannel channel, Path file, long records, long bytes, Fsync fsync) {
+  private OpLog(
+      String name, FileChannel channel, Path file, long records, long bytes, Fsync fsync) {
+    this.name = name;
     this.channel = channel;
     this.end = bytes;
     this.allocated = bytes;
@@ -117,7 +122,7 @@ final class OpLog implements AutoCloseable {
     this.fsync = fsync;
     this.appended = records;
     this.synced = records;
-    this.syncer = new Thread(this::syncLoop, "kv-log-sync");
+    this.syncer = new Thread(this::syncLoop, name + "-log-sync");
     syncer.setDaemon(true);
     syncer.start();
   }
@@ -133,6 +138,16 @@ final class OpLog implements AutoCloseable {
 
   /** As above, with the syncer making the log durable through {@code fsync}. */
   static OpLog open(Path file, Consumer<ByteBuffer> replay, Fsync fsync) {
+    return open("kv", file, replay, fsync);
+  }
+
+  /**
+   * Opens (or creates) the log {@code file} of face {@code name} (in messages and the syncer
+   * thread's name, {@code <name>-log-sync}), hands every intact record to {@code replay}, in order;
+   * the syncer makes it durable through {@code fsync}. The shared entry point of the faces that log
+   * (kv, tree).
+   */
+  public static OpLog open(String name, Path file, Consumer<ByteBuffer> replay, Fsync fsync) {
     try {
       // A compaction that crashed before its rename: the log itself is whole.
       Files.deleteIfExists(compactFile(file));
@@ -163,29 +178,30 @@ final class OpLog implements AutoCloseable {
       }
       if (pos < size) {
         if (!zeros(ch, pos, size)) {
-          refuseIfCorrupt(ch, file, pos, size, records);
+          refuseIfCorrupt(name, ch, file, pos, size, records);
           LOG.log(
               System.Logger.Level.WARNING,
-              "kv log {0}: torn record at byte {1} of {2} (no intact record follows); cut there",
+              "{3} log {0}: torn record at byte {1} of {2} (no intact record follows); cut there",
               file,
               pos,
-              size);
+              size,
+              name);
         } // else: the zero-filled space of a log that was not closed: not a tear
         ch.truncate(pos);
       }
       ch.position(pos);
-      return new OpLog(ch, file, records, pos, fsync);
+      return new OpLog(name, ch, file, records, pos, fsync);
     } catch (IOException e) {
-      throw new FerriteException(ErrorCode.INTERNAL, "cannot open kv log " + file, e);
+      throw new FerriteException(ErrorCode.INTERNAL, "cannot open " + name + " log " + file, e);
     }
   }
 
   /**
    * Appends one record (not yet durable: see {@link #flush}); a write to the page cache, no fsync.
    */
-  synchronized void append(byte[] body) {
+  public synchronized void append(byte[] body) {
     if (closed) {
-      throw new FerriteException(ErrorCode.UNAVAILABLE, "kv log " + file + " is closed");
+      throw new FerriteException(ErrorCode.UNAVAILABLE, name + " log " + file + " is closed");
     }
     try {
       long next = end + 12 + body.length;
@@ -195,7 +211,8 @@ final class OpLog implements AutoCloseable {
       write(channel, body);
       end = next;
     } catch (IOException e) {
-      throw new FerriteException(ErrorCode.INTERNAL, "cannot append to kv log " + file, e);
+      throw new FerriteException(
+          ErrorCode.INTERNAL, "cannot append to " + name + " log " + file, e);
     }
     appended++;
   }
@@ -213,12 +230,13 @@ final class OpLog implements AutoCloseable {
    * Throws if an intact record follows the bad one at {@code bad} (corruption, not a torn tail):
    * reads the rest of the file, which is at most the tail since the last good record.
    */
-  private static void refuseIfCorrupt(FileChannel ch, Path file, long bad, long size, long good)
-      throws IOException {
+  private static void refuseIfCorrupt(
+      String name, FileChannel ch, Path file, long bad, long size, long good) throws IOException {
     if (size - bad > Integer.MAX_VALUE - 16) {
       throw new FerriteException(
           ErrorCode.INTERNAL,
-          "kv log "
+          name
+              + " log "
               + file
               + ": bad record at offset "
               + bad
@@ -242,7 +260,8 @@ final class OpLog implements AutoCloseable {
     if (next >= 0) {
       throw new FerriteException(
           ErrorCode.INTERNAL,
-          "kv log "
+          name
+              + " log "
               + file
               + " is corrupt at offset "
               + bad
@@ -259,7 +278,7 @@ final class OpLog implements AutoCloseable {
               + " "
               + file
               + "`; the writes from there on are lost), or move it aside (every write of the"
-              + " server's durable tables is lost).");
+              + " server's durable data is lost).");
     }
   }
 
@@ -286,7 +305,7 @@ final class OpLog implements AutoCloseable {
   private static void write(FileChannel ch, byte[] body) throws IOException {
     if (body.length > MAX_RECORD) {
       throw new FerriteException(
-          ErrorCode.INTERNAL, "kv log record of " + body.length + " B (max " + MAX_RECORD + ")");
+          ErrorCode.INTERNAL, "log record of " + body.length + " B (max " + MAX_RECORD + ")");
     }
     ByteBuffer b = ByteBuffer.allocate(12 + body.length).order(ByteOrder.LITTLE_ENDIAN);
     b.putInt(body.length).putLong(Checksum64.of(body)).put(body).flip();
@@ -296,7 +315,7 @@ final class OpLog implements AutoCloseable {
   }
 
   /** The log's size in bytes. */
-  synchronized long bytes() {
+  public synchronized long bytes() {
     return end;
   }
 
@@ -305,7 +324,7 @@ final class OpLog implements AutoCloseable {
    * comment). The caller makes sure nothing is appended meanwhile and that the records rebuild what
    * the old log did. On failure the old log stays in use and the partial new one is deleted.
    */
-  void rewrite(Consumer<Consumer<byte[]>> snapshot) {
+  public void rewrite(Consumer<Consumer<byte[]>> snapshot) {
     List<Waiter> covered;
     forcing.lock();
     try {
@@ -354,11 +373,11 @@ final class OpLog implements AutoCloseable {
       try {
         old.close();
       } catch (IOException e) {
-        LOG.log(System.Logger.Level.WARNING, "closing the replaced kv log " + file, e);
+        LOG.log(System.Logger.Level.WARNING, "closing the replaced " + name + " log " + file, e);
       }
       return takeCovered(synced);
     } catch (IOException e) {
-      throw new FerriteException(ErrorCode.INTERNAL, "cannot compact kv log " + file, e);
+      throw new FerriteException(ErrorCode.INTERNAL, "cannot compact " + name + " log " + file, e);
     } finally {
       if (fresh != null) {
         try {
@@ -382,7 +401,7 @@ final class OpLog implements AutoCloseable {
    * syncer covers it; already complete when nothing is new), or failed with INTERNAL if the log
    * could not be made durable. Never blocks.
    */
-  synchronized CompletableFuture<Void> flush() {
+  public synchronized CompletableFuture<Void> flush() {
     if (broken != null) {
       return CompletableFuture.failedFuture(broken);
     }
@@ -391,7 +410,7 @@ final class OpLog implements AutoCloseable {
     }
     if (closed) {
       return CompletableFuture.failedFuture(
-          new FerriteException(ErrorCode.UNAVAILABLE, "kv log " + file + " is closed"));
+          new FerriteException(ErrorCode.UNAVAILABLE, name + " log " + file + " is closed"));
     }
     CompletableFuture<Void> f = new CompletableFuture<>();
     boolean wake = waiters.isEmpty();
@@ -403,7 +422,7 @@ final class OpLog implements AutoCloseable {
   }
 
   /** Makes every record appended so far durable, waiting for the syncer (not on fabric threads). */
-  void sync() {
+  public void sync() {
     try {
       flush().join();
     } catch (java.util.concurrent.CompletionException e) {
@@ -412,12 +431,12 @@ final class OpLog implements AutoCloseable {
   }
 
   /** Records appended since the log was opened (replayed ones included). */
-  synchronized long appended() {
+  public synchronized long appended() {
     return appended;
   }
 
   /** How many fsyncs the syncer made (for tests: group commit shares them). */
-  synchronized long fsyncs() {
+  public synchronized long fsyncs() {
     return fsyncs;
   }
 
@@ -449,8 +468,10 @@ final class OpLog implements AutoCloseable {
         // written to it (appends write before they count), or the rewrite covered them.
         fsync.force(channel);
       } catch (IOException | RuntimeException e) {
-        failed = new FerriteException(ErrorCode.INTERNAL, "cannot fsync kv log " + file, e);
-        LOG.log(System.Logger.Level.ERROR, "kv log fsync failed; the log refuses writes now", e);
+        failed =
+            new FerriteException(ErrorCode.INTERNAL, "cannot fsync " + name + " log " + file, e);
+        LOG.log(
+            System.Logger.Level.ERROR, name + " log fsync failed; the log refuses writes now", e);
       } finally {
         forcing.unlock();
       }
@@ -494,7 +515,7 @@ final class OpLog implements AutoCloseable {
     try {
       sync();
     } catch (FerriteException e) {
-      LOG.log(System.Logger.Level.WARNING, "closing kv log " + file, e);
+      LOG.log(System.Logger.Level.WARNING, "closing " + name + " log " + file, e);
     }
     List<Waiter> left;
     synchronized (this) {
@@ -503,7 +524,7 @@ final class OpLog implements AutoCloseable {
       left = new ArrayList<>(waiters);
       waiters.clear();
     }
-    complete(left, new FerriteException(ErrorCode.UNAVAILABLE, "kv log " + file + " closed"));
+    complete(left, new FerriteException(ErrorCode.UNAVAILABLE, name + " log " + file + " closed"));
     try {
       syncer.join(10_000);
     } catch (InterruptedException e) {
@@ -515,7 +536,7 @@ final class OpLog implements AutoCloseable {
       }
       channel.close();
     } catch (IOException e) {
-      LOG.log(System.Logger.Level.WARNING, "closing kv log " + file, e);
+      LOG.log(System.Logger.Level.WARNING, "closing " + name + " log " + file, e);
     }
   }
 }

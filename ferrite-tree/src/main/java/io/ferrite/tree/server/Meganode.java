@@ -229,12 +229,30 @@ public final class Meganode {
    *     its extent regions are full
    */
   public Write write(byte[] key, byte[] value) {
+    return write(key, value, null);
+  }
+
+  /**
+   * As {@link #write(byte[], byte[])}, and runs {@code logged} (if not null) after the pair is
+   * written, while this meganode's structure lock is still held shared: a split of this meganode
+   * cannot begin between the write and what {@code logged} does (the service appends the write to
+   * its operation log there, so the log has every write to a meganode before that meganode's split
+   * begins; TreeService).
+   */
+  public Write write(byte[] key, byte[] value, Runnable logged) {
     limits.key(key);
     limits.value(value);
     structure.readLock().lock();
     try {
       Write w = outside(key);
-      return w != null ? w : putLocked(key, value, 0);
+      if (w != null) {
+        return w;
+      }
+      w = putLocked(key, value, 0);
+      if (logged != null) {
+        logged.run();
+      }
+      return w;
     } finally {
       structure.readLock().unlock();
     }
@@ -314,18 +332,63 @@ public final class Meganode {
 
   /** Deletes {@code key}: DELETED, ABSENT, or RIGHT / RESTART when outside this meganode. */
   public Write remove(byte[] key) {
+    return remove(key, null);
+  }
+
+  /**
+   * As {@link #remove(byte[])}, and runs {@code logged} (if not null) when the key was deleted,
+   * under the structure lock as {@link #write(byte[], byte[], Runnable)} does.
+   */
+  public Write remove(byte[] key, Runnable logged) {
     limits.key(key);
     structure.readLock().lock();
     try {
       Write w = outside(key);
-      return w != null
-          ? w
-          : (removeLocked(key)
-              ? new Write(Write.Status.DELETED, 0)
-              : new Write(Write.Status.ABSENT, 0));
+      if (w != null) {
+        return w;
+      }
+      if (!removeLocked(key)) {
+        return new Write(Write.Status.ABSENT, 0);
+      }
+      if (logged != null) {
+        logged.run();
+      }
+      return new Write(Write.Status.DELETED, 0);
     } finally {
       structure.readLock().unlock();
     }
+  }
+
+  /**
+   * Every entry of this meganode in key order, read lock-free from its local leaf level: a leaf
+   * meganode's values, or an internal one's child pointers (values null). Consistent only while no
+   * write or split runs (the service's log compaction holds them off).
+   */
+  public void forEachEntry(EntrySink sink) {
+    MeganodeReader reader = new MeganodeReader(source);
+    Node n = reader.read(reader.header().right);
+    while (!n.leaf()) {
+      n = reader.read((int) n.values.get(0)[0]);
+    }
+    while (true) {
+      for (int i = 0; i < n.keys.size(); i++) {
+        long[] p = n.values.get(i);
+        if (leafMeganode) {
+          sink.entry(n.keys.get(i), Extents.value(source.readExtent(p[0], (int) p[1])), 0);
+        } else {
+          sink.entry(n.keys.get(i), null, p[0]);
+        }
+      }
+      if (n.right == 0) {
+        return;
+      }
+      n = reader.read(n.right);
+    }
+  }
+
+  /** One entry of {@link #forEachEntry}: a value, or (value null) a child meganode pointer. */
+  public interface EntrySink {
+    void entry(byte[] key, byte[] value, long child);
   }
 
   private boolean removeLocked(byte[] key) {

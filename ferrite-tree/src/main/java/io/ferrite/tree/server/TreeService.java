@@ -6,24 +6,33 @@ import io.ferrite.fabric.MappedRegion;
 import io.ferrite.fabric.RegionRef;
 import io.ferrite.fabric.RpcContext;
 import io.ferrite.kernel.config.FerriteConfig;
+import io.ferrite.kernel.config.Threads;
+import io.ferrite.kernel.ops.LogMeters;
 import io.ferrite.kernel.proto.Wire;
 import io.ferrite.kernel.server.FerriteService;
 import io.ferrite.kernel.server.ServiceContext;
 import io.ferrite.kv.server.ExtentAllocator;
+import io.ferrite.kv.server.OpLog;
 import io.ferrite.tree.MeganodeReader;
 import io.ferrite.tree.TreeConfig;
 import io.ferrite.tree.TreeProtocol;
 import java.nio.ByteBuffer;
 import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.Collections;
 import java.util.List;
 import java.util.Map;
+import java.util.Random;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.LinkedBlockingQueue;
+import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
+import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
+import java.util.concurrent.locks.ReentrantReadWriteLock;
 
 /**
  * The tree face's memory-server half (service 44, {@link TreeProtocol}): it holds meganodes ({@link
@@ -35,8 +44,19 @@ import java.util.concurrent.atomic.AtomicLong;
  *
  * <p>All meganodes of a tree live on the server the directory placed the tree on: a split puts the
  * new right meganode on the same server (a service has no connection to other servers to build one
- * there; the pointers and both search paths already handle any server). Not durable: a restarted
- * server has no meganodes (no operation log yet).
+ * there; the pointers and both search paths already handle any server).
+ *
+ * <h2>Durability ({@code tree.log.sync}, docs/TREE.md)</h2>
+ *
+ * Under {@code interval} or {@code always} every put and delete on a meganode, every tree made or
+ * dropped, every meganode made, every child entry and root change, and each split's start and end
+ * are appended to the server's tree log ({@link TreeLog} records in the kv face's {@link OpLog}),
+ * replayed into new regions before the service serves. A meganode pointer names a meganode by a
+ * <b>meganode id</b> this server hands out and logs, not by its region: the replay maps each id to
+ * its new region, so the directory's roots, the links and child entries, and clients' pointers stay
+ * valid across a restart. A write is appended under its meganode's structure lock (shared: no split
+ * of it begins in between) and under a lock striped by key (two writes of one key are appended in
+ * the order they applied); the log's compaction takes {@link #logging} exclusively.
  */
 public final class TreeService implements FerriteService {
   private static final System.Logger LOG = System.getLogger(TreeService.class.getName());
@@ -52,8 +72,39 @@ public final class TreeService implements FerriteService {
     }
   }
 
-  /** A meganode this server holds, with its tree and extent regions. */
-  private record Hosted(TreeState tree, Meganode meganode, ExtentAllocator extents, long pointer) {}
+  /** A meganode this server holds, by its meganode id, with its tree and extent regions. */
+  private record Hosted(
+      int id, TreeState tree, Meganode meganode, ExtentAllocator extents, long pointer) {}
+
+  /**
+   * For tests only: told of each step of every split ({@code "begun"} once SPLIT_BEGIN is logged,
+   * {@code "copied"} once the right half is in the new meganode, {@code "ended"} once SPLIT_END is
+   * logged, before the relink). A {@link Crash} thrown there stands for the process dying: the
+   * split stops with nothing more logged or undone (the meganode's lock is released so the test can
+   * go on, the new meganode stays as an unreachable orphan), as a SIGKILL would leave the log.
+   */
+  static volatile java.util.function.Consumer<String> testSplitStep;
+
+  /**
+   * For tests only: run by every logged put and delete after it applied, just before its record is
+   * appended (a test widens that window to show the key's stripe keeps the log in apply order).
+   */
+  static volatile Runnable testBeforeAppend;
+
+  /** For tests only: told of every service started from now on (after its replay). */
+  static volatile java.util.function.Consumer<TreeService> testStarted;
+
+  /** A simulated crash between the logged steps of a split ({@link #testSplitStep}). */
+  static final class Crash extends RuntimeException {
+    private static final long serialVersionUID = 1L;
+
+    Crash(String step) {
+      super("simulated crash at split step " + step, null, false, false);
+    }
+  }
+
+  /** Stripes of {@link #stripe}: writes of keys in one stripe apply and log one at a time. */
+  private static final int STRIPES = 64;
 
   /** Torn copies or restarts an inline search spins through before it declines (see below). */
   static final int INLINE_RETRIES = 64;
@@ -71,7 +122,29 @@ public final class TreeService implements FerriteService {
   static final int MAX_LOCAL_HOPS = 64;
 
   private final Map<Long, TreeState> trees = new ConcurrentHashMap<>();
+
+  /** Meganodes by meganode id (the low word of their pointers; kept across restarts). */
   private final Map<Integer, Hosted> hosted = new ConcurrentHashMap<>();
+
+  private final AtomicInteger nextId = new AtomicInteger(1);
+  private final Object[] stripes = new Object[STRIPES];
+
+  /** The tree log; null under {@code tree.log.sync=none} (nothing is logged). */
+  private OpLog log;
+
+  private TreeConfig.LogSync sync = TreeConfig.LogSync.NONE;
+
+  /** Shared by every logged change, exclusive for the log's compaction (a consistent snapshot). */
+  private final ReentrantReadWriteLock logging = new ReentrantReadWriteLock();
+
+  private ScheduledExecutorService logTimer;
+
+  /** A test's {@link Crash} closed the log ({@link #testSplitStep}). */
+  private volatile boolean simulatedCrash;
+
+  private long compactBytes;
+  private volatile long compactedBytes;
+  private volatile TreeLog.Replay lastReplay;
   private final Map<Integer, CompletableFuture<Void>> pending = new ConcurrentHashMap<>();
   private final LinkedBlockingQueue<Integer> splitQueue = new LinkedBlockingQueue<>();
   private ServiceContext context;
@@ -103,9 +176,190 @@ public final class TreeService implements FerriteService {
     nodeSize = (int) cfg.getSize(TreeConfig.NODE_SIZE);
     extentRegionSize = cfg.getSize(TreeConfig.EXTENT_REGION_SIZE);
     extentRegions = cfg.getInt(TreeConfig.EXTENT_REGIONS);
+    for (int i = 0; i < STRIPES; i++) {
+      stripes[i] = new Object();
+    }
+    sync = TreeConfig.logSync(cfg);
+    if (sync != TreeConfig.LogSync.NONE) {
+      // Replay before anyone can connect: meganodes come back (new regions, same ids).
+      TreeLog.Replay replay = new TreeLog.Replay(context.serverId());
+      log = OpLog.open("tree", context.directory().resolve("tree.log"), replay, OpLog.Fsync.DATA);
+      replay.finish();
+      rebuild(replay);
+      lastReplay = replay;
+      compactBytes = TreeConfig.logCompactBytes(cfg);
+      compactedBytes = log.bytes();
+      if (!replay.unfinished.isEmpty() || replay.unreachable > 0) {
+        compactLog(); // the log then says what was recovered, not the crash's open split
+      }
+      LogMeters.register(
+          context.metrics(), "tree", this, s -> s.log.appended(), s -> s.log.fsyncs());
+      // The interval fsync and the compaction check; `always` writes wait for the group commit
+      // of the log's own syncer thread.
+      logTimer = Threads.scheduler("tree-log-interval");
+      logTimer.scheduleWithFixedDelay(this::syncQuietly, 100, 100, TimeUnit.MILLISECONDS);
+    }
     splitter = new Thread(this::splitLoop, "tree-splitter-" + context.serverId());
     splitter.setDaemon(true);
     splitter.start();
+    java.util.function.Consumer<TreeService> started = testStarted;
+    if (started != null) {
+      started.accept(this);
+    }
+  }
+
+  /**
+   * Makes the meganodes the log rebuilt: for each, a new region formatted with its logged header
+   * (level, range, link) and its entries inserted in an order shuffled by its id (seeded: the same
+   * on every restart), which fills nodes as random inserts do (about 70%), not as sorted inserts
+   * (half full), so a meganode that held its entries before the crash holds them again.
+   */
+  private void rebuild(TreeLog.Replay replay) {
+    Map<Long, TreeState> byId = new java.util.HashMap<>();
+    for (Map.Entry<Long, Long> e : replay.roots.entrySet()) {
+      TreeState t = new TreeState(e.getKey());
+      t.root = e.getValue();
+      byId.put(t.id, t);
+    }
+    long pairs = 0;
+    for (TreeLog.Image m : replay.meganodes.values()) {
+      TreeState t = byId.get(m.tree);
+      Hosted h = makeMeganode(t, m.id, m.level, m.low, m.high, m.link);
+      List<Map.Entry<byte[], Object>> entries = new ArrayList<>(m.entries.entrySet());
+      Collections.shuffle(entries, new Random(m.id));
+      for (Map.Entry<byte[], Object> e : entries) {
+        Meganode.Write w =
+            m.level == 0
+                ? h.meganode().write(e.getKey(), (byte[]) e.getValue())
+                : h.meganode().putChild(e.getKey(), (Long) e.getValue());
+        if (w.status() != Meganode.Write.Status.CREATED) {
+          throw new FerriteException(
+              ErrorCode.INTERNAL, "tree log replay: meganode " + m.id + " refused an entry: " + w);
+        }
+      }
+      pairs += entries.size();
+    }
+    trees.putAll(byId);
+    nextId.set(replay.nextId);
+    for (String s : replay.unfinished) {
+      LOG.log(System.Logger.Level.WARNING, "tree log recovery: {0}", s);
+    }
+    LOG.log(
+        System.Logger.Level.INFO,
+        "tree log replayed: {0} records, {1} tree(s), {2} meganode(s), {3} entries;"
+            + " {4} unfinished split(s) undone, {5} unreachable meganode(s) dropped",
+        replay.records,
+        byId.size(),
+        replay.meganodes.size(),
+        pairs,
+        replay.unfinished.size(),
+        replay.unreachable);
+  }
+
+  /** The tree log (for tests): null under {@code tree.log.sync=none}. */
+  OpLog log() {
+    return log;
+  }
+
+  /** What the last replay found (for tests): null when nothing is logged. */
+  TreeLog.Replay lastReplay() {
+    return lastReplay;
+  }
+
+  private void syncQuietly() {
+    if (simulatedCrash) {
+      return;
+    }
+    try {
+      if (sync == TreeConfig.LogSync.INTERVAL) {
+        log.sync();
+      }
+      long size = log.bytes();
+      if (size > compactBytes && size > 2 * compactedBytes) {
+        compactLog();
+      }
+    } catch (FerriteException e) {
+      LOG.log(System.Logger.Level.ERROR, "tree log fsync or compaction failed", e);
+    }
+  }
+
+  /**
+   * Rewrites the log as the records that rebuild what this server holds now: NEXT_ID, then per tree
+   * TREE, each meganode's MEGANODE and its PUT or CHILD entries, ROOT. Every logged change waits
+   * meanwhile (it holds {@link #logging} shared; splits hold it for their whole length, so none is
+   * half done here). The bound on the log: it is rewritten once past {@code tree.log.compact} and
+   * twice its size after the last rewrite, so it stays within about twice the live data's records.
+   * Returns the log's size after.
+   */
+  long compactLog() {
+    logging.writeLock().lock();
+    try {
+      long before = log.bytes();
+      log.rewrite(this::snapshot);
+      compactedBytes = log.bytes();
+      LOG.log(
+          System.Logger.Level.INFO,
+          "tree log compacted: {0} B -> {1} B ({2} meganodes)",
+          before,
+          compactedBytes,
+          hosted.size());
+      return compactedBytes;
+    } finally {
+      logging.writeLock().unlock();
+    }
+  }
+
+  private void snapshot(java.util.function.Consumer<byte[]> sink) {
+    sink.accept(TreeLog.nextId(nextId.get()));
+    for (TreeState t : trees.values()) {
+      sink.accept(TreeLog.tree(t.id));
+      for (Hosted h : hosted.values()) {
+        if (h.tree() != t) {
+          continue;
+        }
+        io.ferrite.tree.Node header = new MeganodeReader(h.meganode().source()).header();
+        sink.accept(
+            TreeLog.meganode(
+                h.id(),
+                t.id,
+                header.incarnation,
+                header.low,
+                header.highInfinite() ? null : header.high,
+                header.link));
+        int id = h.id();
+        h.meganode()
+            .forEachEntry(
+                (key, value, child) ->
+                    sink.accept(
+                        value != null
+                            ? TreeLog.put(id, key, value)
+                            : TreeLog.child(id, key, child)));
+      }
+      sink.accept(TreeLog.root(t.id, t.root));
+    }
+  }
+
+  /** Appends {@code record} to the log, if there is one (the caller holds {@link #logging}). */
+  private void append(byte[] record) {
+    if (log != null) {
+      log.append(record);
+    }
+  }
+
+  private void lockLogging() {
+    if (log != null) {
+      logging.readLock().lock();
+    }
+  }
+
+  private void unlockLogging() {
+    if (log != null) {
+      logging.readLock().unlock();
+    }
+  }
+
+  private Object stripe(byte[] key) {
+    return stripes[Arrays.hashCode(key) & (STRIPES - 1)];
   }
 
   @Override
@@ -116,6 +370,18 @@ public final class TreeService implements FerriteService {
       splitter.join(TimeUnit.SECONDS.toMillis(10));
     } catch (InterruptedException e) {
       Thread.currentThread().interrupt();
+    }
+    if (logTimer != null) {
+      logTimer.shutdownNow();
+      try {
+        // A compaction in progress finishes (or fails whole) before the log closes.
+        logTimer.awaitTermination(60, TimeUnit.SECONDS);
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
+      }
+    }
+    if (log != null && !simulatedCrash) {
+      log.close();
     }
   }
 
@@ -158,10 +424,24 @@ public final class TreeService implements FerriteService {
   @Override
   public CompletableFuture<ByteBuffer> handle(RpcContext caller, int opcode, ByteBuffer request) {
     try {
-      return CompletableFuture.completedFuture(dispatch(opcode, request));
+      ByteBuffer answer = dispatch(opcode, request);
+      if (sync == TreeConfig.LogSync.ALWAYS && logs(opcode)) {
+        // Answered once the group commit made every record appended so far durable (this
+        // request's included); no RPC thread waits on an fsync.
+        return log.flush().thenApply(v -> answer);
+      }
+      return CompletableFuture.completedFuture(answer);
     } catch (FerriteException e) {
       return CompletableFuture.failedFuture(e);
     }
+  }
+
+  /** Whether {@code opcode} may append to the log (its answer then waits under {@code always}). */
+  private static boolean logs(int opcode) {
+    return opcode == TreeProtocol.PUT
+        || opcode == TreeProtocol.DELETE
+        || opcode == TreeProtocol.OPEN_TREE
+        || opcode == TreeProtocol.DROP_TREE;
   }
 
   private ByteBuffer dispatch(int opcode, ByteBuffer request) {
@@ -207,7 +487,7 @@ public final class TreeService implements FerriteService {
         if (h.meganode().level() > 0) {
           down(w, h, h.meganode().limits().key(key));
         } else {
-          answer(w, h.meganode().remove(key));
+          answer(w, remove(h, key));
         }
       }
       case TreeProtocol.SCAN -> {
@@ -452,7 +732,7 @@ public final class TreeService implements FerriteService {
     }
     for (int attempt = 0; ; attempt++) {
       try {
-        Meganode.Write result = m.write(key, value);
+        Meganode.Write result = put(h, key, value);
         if (result.status() == Meganode.Write.Status.CREATED && m.wantsSplit()) {
           requestSplit(h);
         }
@@ -465,6 +745,50 @@ public final class TreeService implements FerriteService {
         awaitSplit(requestSplit(h));
       }
     }
+  }
+
+  /**
+   * Writes the pair into leaf meganode {@code h}, logged: under the key's stripe (so two writes of
+   * one key are logged in the order they applied) and {@link #logging} shared, the record appended
+   * inside the meganode's structure lock ({@link Meganode#write(byte[], byte[], Runnable)}). Not
+   * held across a wait for a split (the caller waits outside).
+   */
+  private Meganode.Write put(Hosted h, byte[] key, byte[] value) {
+    if (log == null) {
+      return h.meganode().write(key, value);
+    }
+    logging.readLock().lock();
+    try {
+      synchronized (stripe(key)) {
+        return h.meganode().write(key, value, () -> logWrite(TreeLog.put(h.id(), key, value)));
+      }
+    } finally {
+      logging.readLock().unlock();
+    }
+  }
+
+  /** Deletes the key from leaf meganode {@code h}, logged as {@link #put} is. */
+  private Meganode.Write remove(Hosted h, byte[] key) {
+    if (log == null) {
+      return h.meganode().remove(key);
+    }
+    logging.readLock().lock();
+    try {
+      synchronized (stripe(key)) {
+        return h.meganode().remove(key, () -> logWrite(TreeLog.delete(h.id(), key)));
+      }
+    } finally {
+      logging.readLock().unlock();
+    }
+  }
+
+  /** Appends a put's or delete's record (in its meganode's structure lock and its key's stripe). */
+  private void logWrite(byte[] record) {
+    Runnable hook = testBeforeAppend;
+    if (hook != null) {
+      hook.run();
+    }
+    log.append(record);
   }
 
   private static void awaitSplit(CompletableFuture<Void> split) {
@@ -483,14 +807,21 @@ public final class TreeService implements FerriteService {
 
   private long open(long id) {
     TreeState t;
-    synchronized (trees) {
-      t = trees.get(id);
-      if (t == null) {
-        t = new TreeState(id);
-        Hosted root = newMeganode(t, 0, new byte[0], null, 0);
-        t.root = root.pointer();
-        trees.put(id, t);
+    lockLogging();
+    try {
+      synchronized (trees) {
+        t = trees.get(id);
+        if (t == null) {
+          t = new TreeState(id);
+          append(TreeLog.tree(id));
+          Hosted root = newMeganode(t, 0, new byte[0], null, 0);
+          t.root = root.pointer();
+          append(TreeLog.root(id, t.root));
+          trees.put(id, t);
+        }
       }
+    } finally {
+      unlockLogging();
     }
     reportRoot(t);
     return t.root;
@@ -529,7 +860,18 @@ public final class TreeService implements FerriteService {
     return h;
   }
 
+  /** A new meganode with the next meganode id, logged (the caller holds {@link #logging}). */
   private Hosted newMeganode(TreeState t, int level, byte[] low, byte[] high, long link) {
+    return newMeganode(t, nextId.getAndIncrement(), level, low, high, link);
+  }
+
+  private Hosted newMeganode(TreeState t, int id, int level, byte[] low, byte[] high, long link) {
+    append(TreeLog.meganode(id, t.id, level, low, high, link));
+    return makeMeganode(t, id, level, low, high, link);
+  }
+
+  /** Makes meganode {@code id} in a new region (not logged: new, or rebuilt from the log). */
+  private Hosted makeMeganode(TreeState t, int id, int level, byte[] low, byte[] high, long link) {
     MappedRegion region = context.createRegion("dram", meganodeSize);
     ExtentAllocator extents;
     try {
@@ -545,13 +887,13 @@ public final class TreeService implements FerriteService {
       throw e;
     }
     Meganode m = new Meganode(region, nodeSize, extents, level, low, high, link);
-    Hosted h = new Hosted(t, m, extents, TreeProtocol.pointer(context.serverId(), region.id()));
-    hosted.put(region.id(), h);
+    Hosted h = new Hosted(id, t, m, extents, TreeProtocol.pointer(context.serverId(), id));
+    hosted.put(id, h);
     return h;
   }
 
   private void free(Hosted h) {
-    hosted.remove(h.meganode().region().id());
+    hosted.remove(h.id());
     context.freeRegion(h.meganode().region());
     synchronized (h.extents()) {
       h.extents().regions().forEach(context::freeRegion);
@@ -559,22 +901,28 @@ public final class TreeService implements FerriteService {
   }
 
   private boolean drop(long id) {
-    TreeState t = trees.remove(id);
-    if (t == null) {
-      return false;
-    }
-    for (Hosted h : new ArrayList<>(hosted.values())) {
-      if (h.tree() == t) {
-        free(h);
+    lockLogging();
+    try {
+      TreeState t = trees.remove(id);
+      if (t == null) {
+        return false;
       }
+      append(TreeLog.drop(id));
+      for (Hosted h : new ArrayList<>(hosted.values())) {
+        if (h.tree() == t) {
+          free(h);
+        }
+      }
+      return true;
+    } finally {
+      unlockLogging();
     }
-    return true;
   }
 
   // ------------------------------------------------------------------ meganode splits
 
   private CompletableFuture<Void> requestSplit(Hosted h) {
-    int region = h.meganode().region().id();
+    int region = h.id();
     CompletableFuture<Void> f = new CompletableFuture<>();
     CompletableFuture<Void> old = pending.putIfAbsent(region, f);
     if (old != null) {
@@ -596,7 +944,12 @@ public final class TreeService implements FerriteService {
       try {
         Hosted h = hosted.get(region);
         if (h != null && trees.get(h.tree().id) == h.tree()) {
-          split(h);
+          lockLogging();
+          try {
+            split(h);
+          } finally {
+            unlockLogging();
+          }
         }
         if (f != null) {
           f.complete(null);
@@ -625,8 +978,12 @@ public final class TreeService implements FerriteService {
       return;
     }
     Hosted y = null;
+    int yid = nextId.getAndIncrement();
     try {
-      y = newMeganode(x.tree(), half.level(), half.key(), half.high(), half.link());
+      // Cell §2.2: the split's start is logged (source, key, target) before the target exists.
+      append(TreeLog.split(TreeLog.SPLIT_BEGIN, x.id(), half.key(), yid));
+      step("begun");
+      y = newMeganode(x.tree(), yid, half.level(), half.key(), half.high(), half.link());
       for (int i = 0; i < half.keys().size(); i++) {
         Meganode.Write put =
             half.level() == 0
@@ -636,11 +993,28 @@ public final class TreeService implements FerriteService {
           throw new FerriteException(ErrorCode.INTERNAL, "split copy: " + put);
         }
       }
+      step("copied");
+      // ... and its end, before the relink: a crash before this line leaves a split the replay
+      // undoes (target deleted, source whole), after it one the replay completes. Writes to x and
+      // y resume only after the relink, so their records follow this one.
+      append(TreeLog.split(TreeLog.SPLIT_END, x.id(), half.key(), yid));
+      step("ended");
+    } catch (Crash e) {
+      // In-process only. The log ends here, as a killed process's would: every later append
+      // fails (UNAVAILABLE), so nothing the test does next reaches the log. The lock is released
+      // only so that the test's threads are not stuck on it.
+      simulatedCrash = true;
+      if (log != null) {
+        log.close();
+      }
+      x.meganode().abortSplit();
+      throw e;
     } catch (RuntimeException e) {
       x.meganode().abortSplit();
       if (y != null) {
         free(y);
       }
+      append(TreeLog.split(TreeLog.SPLIT_ABORT, x.id(), half.key(), yid));
       throw e;
     }
     x.meganode().finishSplit(half.key(), y.pointer());
@@ -651,6 +1025,25 @@ public final class TreeService implements FerriteService {
         requestSplit(h);
       }
     }
+  }
+
+  private static void step(String step) {
+    java.util.function.Consumer<String> hook = testSplitStep;
+    if (hook != null) {
+      hook.accept(step);
+    }
+  }
+
+  /**
+   * Puts {@code (key -> child)} into internal meganode {@code m}, logged (splitter thread only).
+   */
+  private Meganode.Write putChild(Hosted m, byte[] key, long child) {
+    Meganode.Write w = m.meganode().putChild(key, child);
+    if (w.status() == Meganode.Write.Status.CREATED
+        || w.status() == Meganode.Write.Status.REPLACED) {
+      append(TreeLog.child(m.id(), key, child));
+    }
+    return w;
   }
 
   /**
@@ -670,17 +1063,18 @@ public final class TreeService implements FerriteService {
       while (p != 0) {
         Hosted h = hosted(TreeProtocol.region(p));
         io.ferrite.tree.Node header = new MeganodeReader(h.meganode().source()).header();
-        root.meganode().putChild(first ? new byte[0] : header.low, p);
+        putChild(root, first ? new byte[0] : header.low, p);
         first = false;
         p = header.link;
       }
       t.root = root.pointer();
+      append(TreeLog.root(t.id, t.root));
       reportRoot(t);
       return;
     }
     while (true) {
       if (m.meganode().level() == level) {
-        Meganode.Write w = m.meganode().putChild(key, child);
+        Meganode.Write w = putChild(m, key, child);
         if (w.status() == Meganode.Write.Status.RIGHT) {
           m = hosted(TreeProtocol.region(w.next()));
           continue;

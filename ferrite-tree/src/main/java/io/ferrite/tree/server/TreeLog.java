@@ -1,0 +1,318 @@
+package io.ferrite.tree.server;
+
+import io.ferrite.fabric.ErrorCode;
+import io.ferrite.fabric.FerriteException;
+import io.ferrite.kernel.proto.Wire;
+import io.ferrite.tree.TreeProtocol;
+import java.nio.ByteBuffer;
+import java.util.ArrayDeque;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.HashMap;
+import java.util.HashSet;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.TreeMap;
+import java.util.function.Consumer;
+
+/**
+ * The records of the tree face's operation log (the kv face's {@link io.ferrite.kv.server.OpLog}
+ * file format and group commit), and the replay that turns them back into meganode contents.
+ *
+ * <p>Records name meganodes by their <b>meganode id</b>, the low word of a meganode pointer ({@link
+ * TreeProtocol#pointer}): a number the server hands out and keeps across restarts, not a region id
+ * (regions are new after a restart). Every record is {@code u8 type} then:
+ *
+ * <pre>
+ *  TREE         i64 tree                                   a tree created on this server
+ *  MEGANODE     i32 id, i64 tree, i32 level, bytes low,    a meganode made (empty), its header
+ *               u8 hasHigh [bytes high], i64 link
+ *  PUT          i32 id, bytes key, bytes value             a leaf meganode's pair written
+ *  CHILD        i32 id, bytes key, i64 child               an internal meganode's entry written
+ *  DELETE       i32 id, bytes key                          a pair deleted
+ *  SPLIT_BEGIN  i32 source, bytes key, i32 target          Cell §2.2's logged split start
+ *  SPLIT_END    i32 source, bytes key, i32 target          ... and end: the right half moved
+ *  SPLIT_ABORT  i32 source, bytes key, i32 target          the split gave up (target freed)
+ *  ROOT         i64 tree, i64 root pointer                 the tree's root meganode
+ *  DROP         i64 tree                                   the tree and its meganodes freed
+ *  NEXT_ID      i32 next                                   ids below are used (compaction)
+ * </pre>
+ *
+ * A split's copy into the target is not logged pair by pair: SPLIT_END moves the pairs from the key
+ * up out of the source (writes to the source were blocked from SPLIT_BEGIN on, so they are exactly
+ * what was copied), and sets the source's high key and link. A SPLIT_BEGIN with no SPLIT_END before
+ * the log ends (or before the next split of the same source) is a split the server died in: the
+ * replay deletes its target and keeps the source whole (its right half was never unlinked).
+ */
+final class TreeLog {
+  static final int TREE = 1;
+  static final int MEGANODE = 2;
+  static final int PUT = 3;
+  static final int CHILD = 4;
+  static final int DELETE = 5;
+  static final int SPLIT_BEGIN = 6;
+  static final int SPLIT_END = 7;
+  static final int SPLIT_ABORT = 8;
+  static final int ROOT = 9;
+  static final int DROP = 10;
+  static final int NEXT_ID = 11;
+
+  private TreeLog() {}
+
+  static byte[] tree(long tree) {
+    return new Wire.Writer().u8(TREE).i64(tree).toArray();
+  }
+
+  static byte[] meganode(int id, long tree, int level, byte[] low, byte[] high, long link) {
+    Wire.Writer w = new Wire.Writer().u8(MEGANODE).i32(id).i64(tree).i32(level).bytes(low);
+    w.u8(high == null ? 0 : 1);
+    if (high != null) {
+      w.bytes(high);
+    }
+    return w.i64(link).toArray();
+  }
+
+  static byte[] put(int id, byte[] key, byte[] value) {
+    return new Wire.Writer().u8(PUT).i32(id).bytes(key).bytes(value).toArray();
+  }
+
+  static byte[] child(int id, byte[] key, long child) {
+    return new Wire.Writer().u8(CHILD).i32(id).bytes(key).i64(child).toArray();
+  }
+
+  static byte[] delete(int id, byte[] key) {
+    return new Wire.Writer().u8(DELETE).i32(id).bytes(key).toArray();
+  }
+
+  static byte[] split(int type, int source, byte[] key, int target) {
+    return new Wire.Writer().u8(type).i32(source).bytes(key).i32(target).toArray();
+  }
+
+  static byte[] root(long tree, long root) {
+    return new Wire.Writer().u8(ROOT).i64(tree).i64(root).toArray();
+  }
+
+  static byte[] drop(long tree) {
+    return new Wire.Writer().u8(DROP).i64(tree).toArray();
+  }
+
+  static byte[] nextId(int next) {
+    return new Wire.Writer().u8(NEXT_ID).i32(next).toArray();
+  }
+
+  /** One meganode as the log rebuilds it: its header and its entries (values or child pointers). */
+  static final class Image {
+    final int id;
+    final long tree;
+    final int level;
+    final byte[] low;
+    byte[] high;
+    long link;
+
+    /** Values ({@code byte[]}) of a leaf meganode, child pointers ({@code Long}) of an internal. */
+    final TreeMap<byte[], Object> entries = new TreeMap<>(Arrays::compareUnsigned);
+
+    Image(int id, long tree, int level, byte[] low, byte[] high, long link) {
+      this.id = id;
+      this.tree = tree;
+      this.level = level;
+      this.low = low;
+      this.high = high;
+      this.link = link;
+    }
+  }
+
+  private record OpenSplit(byte[] key, int target) {}
+
+  /**
+   * Applies records in log order to images of the meganodes ({@link #accept}), then {@link #finish}
+   * settles what a crash left open. Single-threaded (the service's start).
+   */
+  static final class Replay implements Consumer<ByteBuffer> {
+    /** Trees on this server and their root pointers (0 until the ROOT record). */
+    final Map<Long, Long> roots = new LinkedHashMap<>();
+
+    final Map<Integer, Image> meganodes = new TreeMap<>();
+    private final Map<Integer, OpenSplit> open = new HashMap<>();
+    int nextId = 1;
+    long records;
+
+    /** Splits the replay found unfinished (their targets deleted), for the log and for tests. */
+    final List<String> unfinished = new ArrayList<>();
+
+    /** Meganodes no root reaches (a new root the crash kept from being recorded), deleted. */
+    int unreachable;
+
+    /** The server whose log this is: its pointers (links, children, roots) name it. */
+    private final int server;
+
+    @Override
+    public void accept(ByteBuffer body) {
+      records++;
+      Wire.Reader r = new Wire.Reader(body, "tree log record " + records);
+      int type = r.u8("type");
+      switch (type) {
+        case TREE -> roots.putIfAbsent(r.i64("tree"), 0L);
+        case MEGANODE -> {
+          int id = r.i32("id");
+          long tree = r.i64("tree");
+          int level = r.i32("level");
+          byte[] low = r.bytes("low");
+          byte[] high = r.u8("hasHigh") != 0 ? r.bytes("high") : null;
+          long link = r.i64("link");
+          meganodes.put(id, new Image(id, tree, level, low, high, link));
+          nextId = Math.max(nextId, id + 1);
+        }
+        case PUT -> {
+          Image m = image(r.i32("id"));
+          byte[] key = r.bytes("key");
+          m.entries.put(key, r.bytes("value"));
+        }
+        case CHILD -> {
+          Image m = image(r.i32("id"));
+          byte[] key = r.bytes("key");
+          m.entries.put(key, r.i64("child"));
+        }
+        case DELETE -> {
+          Image m = image(r.i32("id"));
+          m.entries.remove(r.bytes("key"));
+        }
+        case SPLIT_BEGIN -> {
+          int source = r.i32("source");
+          byte[] key = r.bytes("key");
+          int target = r.i32("target");
+          OpenSplit before = open.put(source, new OpenSplit(key, target));
+          if (before != null) {
+            orphan(source, before); // the server died in that one and split again after
+          }
+        }
+        case SPLIT_END -> {
+          int source = r.i32("source");
+          byte[] key = r.bytes("key");
+          int target = r.i32("target");
+          open.remove(source);
+          Image x = image(source);
+          Image y = image(target);
+          Map<byte[], Object> moved = x.entries.tailMap(key, true);
+          y.entries.putAll(moved);
+          moved.clear();
+          x.high = key;
+          x.link = pointerOf(target);
+        }
+        case SPLIT_ABORT -> {
+          int source = r.i32("source");
+          r.bytes("key");
+          int target = r.i32("target");
+          open.remove(source);
+          meganodes.remove(target);
+        }
+        case ROOT -> {
+          long tree = r.i64("tree");
+          roots.put(tree, r.i64("root"));
+        }
+        case DROP -> {
+          long tree = r.i64("tree");
+          roots.remove(tree);
+          meganodes.values().removeIf(m -> m.tree == tree);
+        }
+        case NEXT_ID -> nextId = Math.max(nextId, r.i32("next"));
+        default ->
+            throw new FerriteException(
+                ErrorCode.INTERNAL, "tree log record " + records + ": unknown type " + type);
+      }
+      r.end();
+    }
+
+    /** The pointer of meganode {@code id} on this server. */
+    private long pointerOf(int id) {
+      return TreeProtocol.pointer(server, id);
+    }
+
+    private Image image(int id) {
+      Image m = meganodes.get(id);
+      if (m == null) {
+        throw new FerriteException(
+            ErrorCode.INTERNAL,
+            "tree log record " + records + ": meganode " + id + " was never made (corrupt log)");
+      }
+      return m;
+    }
+
+    private void orphan(int source, OpenSplit s) {
+      meganodes.remove(s.target());
+      unfinished.add(
+          "split of meganode "
+              + source
+              + " into "
+              + s.target()
+              + " did not finish: "
+              + s.target()
+              + " deleted, "
+              + source
+              + " kept whole");
+    }
+
+    /** Replays {@code serverId}'s records: its pointers (links, roots) name that server. */
+    Replay(int serverId) {
+      this.server = serverId;
+    }
+
+    /**
+     * Settles the end of the log: every split begun and not ended is undone (its target deleted;
+     * nothing had been unlinked from its source, whose pairs the log still holds), then meganodes
+     * no tree root reaches (by child pointers and right links) are deleted: a new root meganode
+     * made just before the crash, whose ROOT record never came.
+     */
+    void finish() {
+      for (Map.Entry<Integer, OpenSplit> e : new ArrayList<>(open.entrySet())) {
+        orphan(e.getKey(), e.getValue());
+      }
+      open.clear();
+      for (Map.Entry<Long, Long> e : roots.entrySet()) {
+        if (e.getValue() != 0 && TreeProtocol.server(e.getValue()) != server) {
+          throw new FerriteException(
+              ErrorCode.INTERNAL,
+              "tree log: tree "
+                  + e.getKey()
+                  + "'s root names server "
+                  + TreeProtocol.server(e.getValue())
+                  + ", but this is server "
+                  + server
+                  + " (a log of another server's directory?)");
+        }
+      }
+      roots.values().removeIf(p -> p == 0 || !meganodes.containsKey(TreeProtocol.region(p)));
+      Set<Integer> reached = new HashSet<>();
+      ArrayDeque<Integer> todo = new ArrayDeque<>();
+      for (long p : roots.values()) {
+        todo.add(TreeProtocol.region(p));
+      }
+      while (!todo.isEmpty()) {
+        int id = todo.poll();
+        Image m = meganodes.get(id);
+        if (m == null || !reached.add(id)) {
+          continue;
+        }
+        if (m.link != 0) {
+          todo.add(TreeProtocol.region(m.link));
+        }
+        if (m.level > 0) {
+          for (Object child : m.entries.values()) {
+            todo.add(TreeProtocol.region((Long) child));
+          }
+        }
+      }
+      int before = meganodes.size();
+      meganodes.keySet().retainAll(reached);
+      unreachable = before - meganodes.size();
+      for (Image m : meganodes.values()) {
+        if (m.level > 0) {
+          // A child pointer whose split was undone: drop it (its keys are back in the source).
+          m.entries.values().removeIf(c -> !meganodes.containsKey(TreeProtocol.region((Long) c)));
+        }
+      }
+    }
+  }
+}

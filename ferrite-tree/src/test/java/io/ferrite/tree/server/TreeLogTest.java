@@ -1,0 +1,135 @@
+package io.ferrite.tree.server;
+
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import io.ferrite.fabric.ErrorCode;
+import io.ferrite.fabric.FerriteException;
+import io.ferrite.tree.TreeProtocol;
+import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
+import java.nio.charset.StandardCharsets;
+import java.util.List;
+import org.junit.jupiter.api.Test;
+
+/**
+ * {@link TreeLog.Replay} on hand-made record sequences: a finished split moves the right half, an
+ * unfinished one (at the log's end, or followed by another split of the same source) is undone, a
+ * new root whose ROOT record never came is dropped with whatever only it reached, a dropped tree
+ * leaves nothing, a record naming a meganode never made is refused as corruption.
+ */
+class TreeLogTest {
+  static final int SERVER = 7;
+
+  static byte[] b(String s) {
+    return s.getBytes(StandardCharsets.UTF_8);
+  }
+
+  static long p(int id) {
+    return TreeProtocol.pointer(SERVER, id);
+  }
+
+  static TreeLog.Replay replay(List<byte[]> records) {
+    TreeLog.Replay r = new TreeLog.Replay(SERVER);
+    for (byte[] rec : records) {
+      r.accept(ByteBuffer.wrap(rec).order(ByteOrder.LITTLE_ENDIAN));
+    }
+    r.finish();
+    return r;
+  }
+
+  /** Tree 1 with root meganode 1 holding a..e. */
+  static List<byte[]> base() {
+    return new java.util.ArrayList<>(
+        List.of(
+            TreeLog.tree(1),
+            TreeLog.meganode(1, 1, 0, new byte[0], null, 0),
+            TreeLog.root(1, p(1)),
+            TreeLog.put(1, b("a"), b("1")),
+            TreeLog.put(1, b("b"), b("2")),
+            TreeLog.put(1, b("c"), b("3")),
+            TreeLog.put(1, b("d"), b("4")),
+            TreeLog.put(1, b("e"), b("5")),
+            TreeLog.delete(1, b("e"))));
+  }
+
+  @Test
+  void aFinishedSplitMovesTheRightHalfAndLinksIt() {
+    List<byte[]> log = base();
+    log.add(TreeLog.split(TreeLog.SPLIT_BEGIN, 1, b("c"), 2));
+    log.add(TreeLog.meganode(2, 1, 0, b("c"), null, 0));
+    log.add(TreeLog.split(TreeLog.SPLIT_END, 1, b("c"), 2));
+    log.add(TreeLog.put(2, b("f"), b("6")));
+    TreeLog.Replay r = replay(log);
+    assertEquals(0, r.unfinished.size());
+    TreeLog.Image x = r.meganodes.get(1);
+    TreeLog.Image y = r.meganodes.get(2);
+    assertEquals(2, x.entries.size());
+    assertArrayEquals(b("c"), x.high);
+    assertEquals(p(2), x.link);
+    assertEquals(List.of("c", "d", "f"), keys(y));
+    assertEquals(3, r.nextId);
+  }
+
+  @Test
+  void anUnfinishedSplitIsUndoneAtTheEndOrAtTheNextSplitOfItsSource() {
+    List<byte[]> log = base();
+    log.add(TreeLog.split(TreeLog.SPLIT_BEGIN, 1, b("c"), 2));
+    log.add(TreeLog.meganode(2, 1, 0, b("c"), null, 0));
+    TreeLog.Replay r = replay(log);
+    assertEquals(1, r.unfinished.size(), r.unfinished.toString());
+    assertEquals(List.of(1), List.copyOf(r.meganodes.keySet()));
+    assertEquals(List.of("a", "b", "c", "d"), keys(r.meganodes.get(1)));
+    assertNull(r.meganodes.get(1).high);
+    assertEquals(3, r.nextId, "the orphan's id is not handed out again");
+
+    log.add(TreeLog.put(1, b("e"), b("5"))); // written after the crash's restart, in the source
+    log.add(TreeLog.split(TreeLog.SPLIT_BEGIN, 1, b("d"), 3));
+    log.add(TreeLog.meganode(3, 1, 0, b("d"), null, 0));
+    log.add(TreeLog.split(TreeLog.SPLIT_END, 1, b("d"), 3));
+    r = replay(log);
+    assertEquals(1, r.unfinished.size());
+    assertEquals(List.of(1, 3), List.copyOf(r.meganodes.keySet()));
+    assertEquals(List.of("d", "e"), keys(r.meganodes.get(3)));
+  }
+
+  @Test
+  void aNewRootWithoutItsRootRecordIsDropped() {
+    List<byte[]> log = base();
+    log.add(TreeLog.split(TreeLog.SPLIT_BEGIN, 1, b("c"), 2));
+    log.add(TreeLog.meganode(2, 1, 0, b("c"), null, 0));
+    log.add(TreeLog.split(TreeLog.SPLIT_END, 1, b("c"), 2));
+    log.add(TreeLog.meganode(3, 1, 1, new byte[0], null, 0));
+    log.add(TreeLog.child(3, new byte[0], p(1)));
+    log.add(TreeLog.child(3, b("c"), p(2)));
+    TreeLog.Replay r = replay(log);
+    assertEquals(1, r.unreachable);
+    assertEquals(List.of(1, 2), List.copyOf(r.meganodes.keySet()), "2 reached by the link");
+    assertEquals(p(1), r.roots.get(1L));
+
+    log.add(TreeLog.root(1, p(3)));
+    r = replay(log);
+    assertEquals(0, r.unreachable);
+    assertEquals(p(3), r.roots.get(1L));
+  }
+
+  @Test
+  void aDroppedTreeLeavesNothingAndACorruptLogIsRefused() {
+    List<byte[]> log = base();
+    log.add(TreeLog.drop(1));
+    TreeLog.Replay r = replay(log);
+    assertTrue(r.roots.isEmpty() && r.meganodes.isEmpty());
+
+    log.add(TreeLog.put(1, b("x"), b("y")));
+    FerriteException e = assertThrows(FerriteException.class, () -> replay(log));
+    assertEquals(ErrorCode.INTERNAL, e.code());
+    assertTrue(e.getMessage().contains("meganode 1 was never made"), e.getMessage());
+  }
+
+  private static List<String> keys(TreeLog.Image m) {
+    return m.entries.keySet().stream().map(k -> new String(k, StandardCharsets.UTF_8)).toList();
+  }
+}
