@@ -101,9 +101,16 @@ public final class KvTable {
   private volatile boolean useHints = true;
   private final LayoutReader reader;
 
+  /**
+   * Whether the table keeps more than one copy of a shard (fixed at creation): only then do its
+   * one-sided reads over shm check the server's lease word ({@link #checkMappedLease}).
+   */
+  private final boolean replicated;
+
   KvTable(FerriteClient client, TableInfo info, long placementVersion) {
     this.client = client;
     this.info = info;
+    this.replicated = info.options().replicas() > 1;
     this.placementVersion = placementVersion;
     this.layouts = new AtomicReferenceArray<>(info.options().shards());
     this.known = new AtomicReferenceArray<>(info.options().shards());
@@ -551,7 +558,7 @@ public final class KvTable {
       try {
         FabricConnection c = connection(shard, l);
         r = reader.probe(c, l, key, h);
-        if (r != STALE && r != TORN && c.mapsRegions() && info.options().replicas() > 1) {
+        if (replicated && r != STALE && r != TORN && c.mapsRegions()) {
           checkMappedLease(c, l); // a value or a miss: both were read from the server's memory
         }
       } catch (FerriteException e) {
@@ -729,7 +736,7 @@ public final class KvTable {
    * which fails over.
    */
   private void fenceMapped(ShardLayout[] ls, boolean[] done) {
-    if (info.options().replicas() < 2) {
+    if (!replicated) {
       return;
     }
     java.util.IdentityHashMap<ShardLayout, Boolean> lapsed = new java.util.IdentityHashMap<>();
