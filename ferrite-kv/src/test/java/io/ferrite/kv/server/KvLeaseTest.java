@@ -96,11 +96,16 @@ class KvLeaseTest {
     return r.getLongAcquire(ShardLayout.LEASE_OFFSET);
   }
 
-  /** Waits until {@code r}'s lease word holds {@code expected} (the poll thread writes it). */
-  private static void awaitWord(MappedRegion r, long expected) throws InterruptedException {
-    while (word(r) != expected) {
+  /**
+   * Waits until {@code r}'s lease word holds something other than {@code old} (the poll thread
+   * writes it), and returns it.
+   */
+  private static long awaitChange(MappedRegion r, long old) throws InterruptedException {
+    long w;
+    while ((w = word(r)) == old) {
       Thread.sleep(5);
     }
+    return w;
   }
 
   /**
@@ -133,8 +138,9 @@ class KvLeaseTest {
       lease.publish(b);
       assertEquals(0, word(a), "a lease not granted yet publishes 0");
       published.countDown();
-      awaitWord(a, sent.get() + period);
-      awaitWord(b, sent.get() + period);
+      long first = sent.get() + period;
+      assertEquals(first, awaitChange(a, 0), "granted: the lease's expiry");
+      assertEquals(first, awaitChange(b, 0));
       assertTrue(lease.valid());
 
       // Retired (or about to be freed): 0 at once, and never renewed again.
@@ -143,7 +149,7 @@ class KvLeaseTest {
       assertFalse(lease.publishes(a));
       long later = sent.get() + 1_000_000;
       sent.set(later); // the next heartbeat acknowledged: the lease is renewed from it
-      awaitWord(b, later + period);
+      assertEquals(later + period, awaitChange(b, first), "renewed");
       assertEquals(0, word(a), "a withdrawn region's word was written again");
 
       // A region the shard makes while the lease holds starts with the current expiry.
@@ -177,8 +183,8 @@ class KvLeaseTest {
             verified::incrementAndGet)) {
       lease.publish(a);
       assertFalse(validOnceGranted(lease, verified));
-      awaitWord(a, sent + Duration.ofMillis(500).toNanos());
-      assertTrue(System.nanoTime() - word(a) >= 0, "a lapsed lease's word is in the future");
+      long w = awaitChange(a, 0);
+      assertTrue(System.nanoTime() - w >= 0, "a lapsed lease's word is in the future: " + w);
     } finally {
       a.closeAndDelete();
     }
