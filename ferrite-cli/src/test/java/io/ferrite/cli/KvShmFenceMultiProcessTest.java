@@ -146,6 +146,13 @@ class KvShmFenceMultiProcessTest extends ProcessClusterTest {
     assertArrayEquals(b("v3"), stale.get(b("k")));
   }
 
+  /**
+   * The same after a SIGKILL: the dead primary's region files stay in the shm directory and the
+   * reader's mappings of them stay readable. Here the lease word is a second line of defence: the
+   * reader's shm connection sees its control socket close at the kill and stops using its mappings
+   * (and {@link KvTable} reconnects, which fails), so this passes without the lease check too; the
+   * word covers the window before the reader notices the close.
+   */
   @Test
   void aKilledPrimarysMemoryNeverAnswersAnShmReaderAfterItWasDeposed() throws Exception {
     Map<String, Process> servers = new HashMap<>();
