@@ -43,6 +43,33 @@ public interface FabricConnection extends OneSided, AutoCloseable {
    */
   default void release(RegionRef region) {}
 
+  /**
+   * Whether one-sided ops run on this process's own mapping of the server's region files (the shm
+   * fabric), with no work by the server: then nothing the server checks per op ({@link
+   * MappedRegion#check}, a {@link MappedRegion.Lease}) gates them, and a face whose regions serve
+   * under a lease must check one of its own after the read (docs/KV.md "Leases"). False by default
+   * (the server serves every op).
+   */
+  default boolean mapsRegions() {
+    return false;
+  }
+
+  /**
+   * Loads the aligned 8-byte word at {@code offset} of {@code region} from this process's own
+   * mapping: one atomic load with acquire ordering, ordered after every read this thread made
+   * before it (a fence word read after data, e.g. a kv shard's lease word). Native byte order.
+   * Checked like an 8-byte read; not counted as one. Only for connections that {@link
+   * #mapsRegions}; blocks only to map the region the first time.
+   *
+   * @throws FerriteException {@link ErrorCode#UNSUPPORTED} on a connection that does not map
+   *     regions (the default); {@link ErrorCode#MISALIGNED} for an offset not a multiple of 8; as a
+   *     read otherwise
+   */
+  default long mappedLongAcquire(RegionRef region, long offset) {
+    throw new FerriteException(
+        ErrorCode.UNSUPPORTED, "this connection does not map regions (expected: mapsRegions())");
+  }
+
   /** Fails all outstanding ops with {@link ErrorCode#UNAVAILABLE} and releases every resource. */
   @Override
   void close();

@@ -15,17 +15,18 @@ import java.util.Arrays;
  * <h2>Bucket region</h2>
  *
  * <pre>
- *  0        8        16        24          32               64
- *  +--------+--------+---------+-----------+------ ... ------+----------+----------+-- ... --+
- *  | magic  | epoch  | buckets | slotBytes | (reserved)      | bucket 0 | bucket 1 |   ...   | bucket n
- *  +--------+--------+---------+-----------+------ ... ------+----------+----------+-- ... --+
+ *  0        8        16        24          32       40       64
+ *  +--------+--------+---------+-----------+--------+-- ... --+----------+----------+-- ... --+
+ *  | magic  | epoch  | buckets | slotBytes | lease  | (resvd) | bucket 0 | bucket 1 |   ...   | bucket n
+ *  +--------+--------+---------+-----------+--------+-- ... --+----------+----------+-- ... --+
  * </pre>
  *
  * A key hashes to a home bucket {@code b} in {@code [0, buckets)} and is always in bucket {@code
  * b}, bucket {@code b + 1} (its <i>neighbourhood</i>, read with one one-sided read) or {@code b}'s
  * overflow chain. Bucket {@code n = buckets} exists only as the second half of {@code n - 1}'s
  * neighbourhood, so a neighbourhood never wraps. {@code epoch} is the layout epoch: the server
- * bumps it when what clients cache changes (a new extent region, a resize).
+ * bumps it when what clients cache changes (a new extent region, a resize). {@code lease} is the
+ * server's lease word ({@link ShardLayout#LEASE_OFFSET}, replicated shards only).
  *
  * <h2>Bucket ({@link #bucketBytes}: 40 + 4 × slotBytes)</h2>
  *

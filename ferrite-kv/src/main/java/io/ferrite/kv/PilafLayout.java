@@ -11,16 +11,17 @@ import java.nio.ByteOrder;
  * <h2>Entry region</h2>
  *
  * <pre>
- *  0        8        16       24       32                64
- *  +--------+--------+--------+--------+------ ... ------+----------------+----
- *  | magic  | epoch  | moves  | slots  | (reserved)      | entry 0 (32 B) | entry 1 ...
- *  +--------+--------+--------+--------+------ ... ------+----------------+----
+ *  0        8        16       24       32       40       64
+ *  +--------+--------+--------+--------+--------+-- ... --+----------------+----
+ *  | magic  | epoch  | moves  | slots  | lease  | (resvd) | entry 0 (32 B) | entry 1 ...
+ *  +--------+--------+--------+--------+--------+-- ... --+----------------+----
  * </pre>
  *
- * {@code epoch} is the layout epoch: the server bumps it (release) when the layout clients cached
- * changes, e.g. a new extent region; a client that sees another epoch fetches the layout again.
- * {@code moves} is a sequence counter around every cuckoo displacement (odd while keys move); a
- * client confirms a miss by reading it before and after its three entries, in one batch.
+ * {@code lease} is the server's lease word ({@link ShardLayout#LEASE_OFFSET}, replicated shards
+ * only). {@code epoch} is the layout epoch: the server bumps it (release) when the layout clients
+ * cached changes, e.g. a new extent region; a client that sees another epoch fetches the layout
+ * again. {@code moves} is a sequence counter around every cuckoo displacement (odd while keys
+ * move); a client confirms a miss by reading it before and after its three entries, in one batch.
  *
  * <h2>Entry (32 bytes): a root object with its own checksum, holding a self-verifying pointer</h2>
  *

@@ -11,6 +11,18 @@ import java.util.List;
  */
 public record ShardLayout(
     long tableId, int shard, long epoch, int slots, RegionRef entries, List<RegionRef> extents) {
+  /**
+   * Where a replicated shard's table region (either layout's header) holds its server's <b>lease
+   * word</b> (docs/KV.md "Leases"): the {@code System.nanoTime()} until which the server may serve
+   * the shard, 0 while it may not (lapsed, not granted yet, retired). The server writes it with
+   * release ordering (its {@code KvLease} thread, on every renewal); a same-host client reading the
+   * region from its own mapping (shm), which the server's per-op lease check does not reach, reads
+   * it after its data and refuses the data past it. Native byte order (the server's {@code
+   * MappedRegion.putLongRelease}): the word never leaves the host. Unreplicated shards leave it 0
+   * and nobody reads it.
+   */
+  public static final int LEASE_OFFSET = 32;
+
   public void write(Wire.Writer w) {
     w.i64(tableId).i32(shard).i64(epoch).i32(slots);
     ref(w, entries);

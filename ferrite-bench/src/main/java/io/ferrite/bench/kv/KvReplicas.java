@@ -30,6 +30,9 @@ import java.util.concurrent.atomic.AtomicReference;
  *   <li>{@code kv.replicas.<fabric>.r<n>.put.t1.{throughput,p50,p99}}: blocking 32 B puts of one
  *       thread to a table with {@code n} = 1, 2, 3 copies of each shard; r2 and r3 each beside r1
  *       of the same fabric as its peer (the issue's target: r2's p50 ≤ 1.5 × r1's);
+ *   <li>{@code kv.replicas.<fabric>.r<n>.get.t1.{throughput,p50,p99}}: one-sided gets of one thread
+ *       of the same table after its puts, beside r1's (over shm a replicated shard's get also
+ *       checks the lease word: its cost);
  *   <li>{@code kv.replicas.failover.*}: one thread puts to a 2-copy table; the server holding shard
  *       0's primary is closed (its heartbeats stop); {@code kill-to-dead} is the time until the
  *       master declares it DEAD (its heartbeat timeout, set to 1 s here), {@code dead-to-first-put}
@@ -42,6 +45,36 @@ final class KvReplicas {
   private static final Credentials CREDENTIALS = KvBench.CREDENTIALS;
 
   private KvReplicas() {}
+
+  /**
+   * Adds {@code res}'s throughput, p50 and p99 as {@code name.*}: on their own if {@code peer} is
+   * null (returned, the peer of the later ones), else each beside the peer's same figure.
+   */
+  private static BenchResult[] add(
+      BenchReport report, String name, KvBench.Result res, BenchResult[] peer) {
+    BenchResult[] now = {
+      BenchResult.of(name + ".throughput", res.throughput(), "ops/s", Better.HIGHER),
+      BenchResult.of(
+          name + ".p50",
+          res.latency().getValueAtPercentile(50),
+          LatencyRecorder.UNIT,
+          Better.LOWER),
+      BenchResult.of(
+          name + ".p99", res.latency().getValueAtPercentile(99), LatencyRecorder.UNIT, Better.LOWER)
+    };
+    if (peer == null) {
+      for (BenchResult b : now) {
+        report.add(b);
+      }
+      return now;
+    }
+    for (int i = 0; i < now.length; i++) {
+      report.add(
+          BenchResult.against(
+              now[i].name(), now[i].value(), now[i].unit(), now[i].better(), peer[i]));
+    }
+    return peer;
+  }
 
   static void measure(BenchReport report, KvBench.Options o, Progress progress) throws Exception {
     Path root = Files.createTempDirectory(o.directory(), "ferrite-bench-kv-replicas-");
@@ -84,6 +117,7 @@ final class KvReplicas {
         FerriteClient c = KvBench.connect(address, fabric);
         open.add(c);
         BenchResult[] r1 = null;
+        BenchResult[] r1Get = null;
         for (int replicas = 1; replicas <= 3; replicas++) {
           String table = "replicas-" + fabric + "-" + replicas;
           new KvClient(admin)
@@ -96,31 +130,13 @@ final class KvReplicas {
           progress.step(name);
           KvBench.Result res =
               KvBench.drive(r -> t.put(keys[r.nextInt(keys.length)], value), 1, o.duration());
-          BenchResult[] now = {
-            BenchResult.of(name + ".throughput", res.throughput(), "ops/s", Better.HIGHER),
-            BenchResult.of(
-                name + ".p50",
-                res.latency().getValueAtPercentile(50),
-                LatencyRecorder.UNIT,
-                Better.LOWER),
-            BenchResult.of(
-                name + ".p99",
-                res.latency().getValueAtPercentile(99),
-                LatencyRecorder.UNIT,
-                Better.LOWER)
-          };
-          if (r1 == null) {
-            r1 = now;
-            for (BenchResult b : now) {
-              report.add(b);
-            }
-          } else {
-            for (int i = 0; i < now.length; i++) {
-              report.add(
-                  BenchResult.against(
-                      now[i].name(), now[i].value(), now[i].unit(), now[i].better(), r1[i]));
-            }
-          }
+          r1 = add(report, name, res, r1);
+          // One-sided gets of the same table: a replicated shard's gets over shm also check the
+          // server's lease word (docs/KV.md "Leases"); r1's are the unfenced peer.
+          name = "kv.replicas." + fabric + ".r" + replicas + ".get.t1";
+          progress.step(name);
+          res = KvBench.drive(r -> t.get(keys[r.nextInt(keys.length)]), 1, o.duration());
+          r1Get = add(report, name, res, r1Get);
         }
       }
       failover(report, cluster, admin, keys, value, progress);

@@ -261,6 +261,46 @@ final class ShmConnection implements FabricConnection {
     }
   }
 
+  /** Reads, writes and atomics run on this process's own mappings, never by the server. */
+  @Override
+  public boolean mapsRegions() {
+    return true;
+  }
+
+  @Override
+  public long mappedLongAcquire(RegionRef region, long offset) {
+    if ((offset & 7) != 0) {
+      throw new FerriteException(
+          ErrorCode.MISALIGNED, "offset: " + offset + " (expected: a multiple of 8)");
+    }
+    MappedRegion m = mapped(region);
+    ErrorCode code = m == null ? null : fastCheck(m, region.rkey(), offset, 8, Access.READ);
+    if (code == null) {
+      return Futures.join(
+          on(
+              region,
+              OpKind.READ,
+              r -> {
+                check(r, region.rkey(), offset, 8, Access.READ);
+                return wordAcquire(r, offset);
+              }));
+    }
+    if (code != ErrorCode.OK) {
+      counters.recordError(OpKind.READ);
+      throw failure(m, code, offset, 8);
+    }
+    return wordAcquire(m, offset);
+  }
+
+  private static long wordAcquire(MappedRegion m, long offset) {
+    // Every earlier read of this thread (plain copies) completes before the word's load: a read
+    // ends with an acquire fence already (readChecked); this one keeps the contract for any
+    // caller. Then one volatile load (a plain aligned mov on x86: atomic, never torn). No count:
+    // a counter add is a locked instruction, and this is a fence word, not data.
+    VarHandle.acquireFence();
+    return m.getLongAcquire(offset);
+  }
+
   /** For tests: how many regions this connection has mapped. */
   int mappedRegions() {
     return mappings.size();

@@ -144,6 +144,33 @@ class ShmFabricTest {
     }
   }
 
+  /**
+   * The fence word a face reads after its data (a kv shard's lease word, docs/KV.md "Leases"): a
+   * shm connection loads what the server last stored with release, from its own mapping, mapping
+   * the region first if needed; checked like a read; misaligned refused.
+   */
+  @Test
+  void aMappedWordIsLoadedFromTheClientsOwnMapping() {
+    try (FabricConnection c = connect()) {
+      assertTrue(c.mapsRegions());
+      region.putLongRelease(32, 0x1234_5678_9ABC_DEF0L);
+      assertEquals(0x1234_5678_9ABC_DEF0L, c.mappedLongAcquire(ref, 32), "first use maps it");
+      region.putLongRelease(32, 42);
+      assertEquals(42, c.mappedLongAcquire(ref, 32), "the server's later store, no RPC");
+      assertEquals(
+          ErrorCode.MISALIGNED,
+          assertThrows(FerriteException.class, () -> c.mappedLongAcquire(ref, 4)).code());
+      assertEquals(
+          ErrorCode.OUT_OF_BOUNDS,
+          assertThrows(FerriteException.class, () -> c.mappedLongAcquire(ref, ref.length()))
+              .code());
+      RegionRef forged = new RegionRef(5, 1, ref.rkey() + 1, ref.length());
+      assertEquals(
+          ErrorCode.BAD_RKEY,
+          assertThrows(FerriteException.class, () -> c.mappedLongAcquire(forged, 32)).code());
+    }
+  }
+
   @Test
   void aWrongRkeyFailsBeforeAndAfterTheRegionIsMapped() {
     RegionRef forged = new RegionRef(5, 1, ref.rkey() + 1, ref.length());

@@ -85,6 +85,16 @@ final class LeaderWatch implements FabricConnection {
   }
 
   @Override
+  public boolean mapsRegions() {
+    return c.mapsRegions();
+  }
+
+  @Override
+  public long mappedLongAcquire(RegionRef region, long offset) {
+    return c.mappedLongAcquire(region, offset);
+  }
+
+  @Override
   public void close() {
     c.close();
   }

@@ -168,6 +168,16 @@ public final class SilentHostFabric implements Fabric {
     }
 
     @Override
+    public boolean mapsRegions() {
+      return c.mapsRegions();
+    }
+
+    @Override
+    public long mappedLongAcquire(RegionRef region, long offset) {
+      return c.mappedLongAcquire(region, offset);
+    }
+
+    @Override
     public void close() {
       c.close();
     }

@@ -4,8 +4,11 @@ import io.ferrite.fabric.FerriteException;
 import io.ferrite.fabric.MappedRegion;
 import io.ferrite.fabric.NamedThreadFactory;
 import io.ferrite.kernel.server.ServiceContext;
+import io.ferrite.kv.ShardLayout;
 import java.time.Duration;
+import java.util.LinkedHashSet;
 import java.util.OptionalLong;
+import java.util.Set;
 import java.util.concurrent.ScheduledThreadPoolExecutor;
 import java.util.concurrent.TimeUnit;
 
@@ -32,10 +35,28 @@ import java.util.concurrent.TimeUnit;
  * the directory and retires those it no longer lists; only then is the lease granted, from the
  * acknowledgement's send time.
  *
+ * <p><b>Same-host readers (shm).</b> A client that maps the regions reads them without the server,
+ * so {@link #valid} never runs for its reads. For it the lease is also <em>published</em>: every
+ * replicated shard's table region carries a lease word ({@link ShardLayout#LEASE_OFFSET}) holding
+ * {@link #untilNanos} while the lease is granted, 0 otherwise; the client reads it after its data
+ * and compares it with its own {@code System.nanoTime()} (KvTable's lease check). One word per
+ * table region rather than one per-server page: the reader already maps the table region (a second
+ * mapping would need a path, a key and a MAP of its own, and a failure mode of its own), and the
+ * word sits in the header, away from the buckets or entries: a renewal (one per heartbeat, hundreds
+ * of ms) costs readers one miss on the header line, not on their data. The regions are registered
+ * here ({@link #publish}) when the shard makes them and withdrawn (0 written, never written again)
+ * before they are retired or freed; the word goes on being renewed as long as the shard serves.
+ *
+ * <p><b>One clock for every process of the host.</b> {@code System.nanoTime()} is {@code
+ * clock_gettime(CLOCK_MONOTONIC)} on Linux (HotSpot's {@code os::javaTimeNanos}): one system-wide
+ * clock, the same in every process, so the deadline this process writes means the same to a reader
+ * in another JVM. Only processes on this host map the region (shm never leaves the host), and
+ * Ferrite's network-namespace hosts do not use time namespaces, whose offsets would break this.
+ *
  * <p><b>Cost.</b> A volatile read and {@code System.nanoTime()} per request and per one-sided op on
- * a replicated shard's regions (tcp: the server's thread; shm: none, see below); a thread that
- * polls the master link every {@value #POLL_MILLIS} ms. A same-host client that maps the regions
- * (shm) reads them without the server: the lease does not reach it (docs/KV.md "Leases").
+ * a replicated shard's regions (tcp: the server's thread; shm: the client's own, reading the lease
+ * word); a thread that polls the master link every {@value #POLL_MILLIS} ms and, on each renewal,
+ * writes one word per replicated table region.
  */
 final class KvLease implements MappedRegion.Lease, AutoCloseable {
   private static final System.Logger LOG = System.getLogger(KvLease.class.getName());
@@ -57,6 +78,15 @@ final class KvLease implements MappedRegion.Lease, AutoCloseable {
   private long renewedFrom;
 
   private String lastFailure = "";
+
+  /**
+   * The table regions whose lease word this lease writes (replicated shards'), guarded by {@code
+   * this}: publishing, withdrawing and writing the words are serialised, so a withdrawn region is
+   * never written again (it may be unmapped right after).
+   */
+  private final Set<MappedRegion> published = new LinkedHashSet<>();
+
+  private boolean closed; // guarded by this
 
   KvLease(ServiceContext ctx, Duration period, Runnable verify) {
     this.ctx = ctx;
@@ -108,13 +138,16 @@ final class KvLease implements MappedRegion.Lease, AutoCloseable {
       }
       if (!granted || sent - untilNanos >= 0) {
         // The lease had run out when this was sent (or was never granted): the master may have
-        // declared the server DEAD in between. Check every copy before serving again.
+        // declared the server DEAD in between. Check every copy before serving again. (The words
+        // hold a past deadline already; 0 says so to a reader in any case.)
         granted = false;
+        writeWords(0);
         verify.run();
       }
       renewedFrom = sent;
       untilNanos = sent + periodNanos();
       granted = true;
+      writeWords(untilNanos);
       lastFailure = "";
     } catch (FerriteException | IllegalStateException e) {
       // The master cannot answer now (reconnecting, no leader): the lease stays as it is, lapsed
@@ -160,8 +193,59 @@ final class KvLease implements MappedRegion.Lease, AutoCloseable {
 
   private boolean cutLogged; // the poll thread's
 
+  /**
+   * Writes {@code until} into every published lease word (release: a reader that loads the new
+   * deadline sees whatever the server wrote before it). A deadline only ever grows while the lease
+   * is granted, and a region registered concurrently is written the value current when it was
+   * registered, which is never later than this one: a word may briefly hold an earlier deadline
+   * than the lease (a reader refuses a little early), never a later one.
+   */
+  private synchronized void writeWords(long until) {
+    if (closed) {
+      return;
+    }
+    for (MappedRegion r : published) {
+      r.putLongRelease(ShardLayout.LEASE_OFFSET, until);
+    }
+  }
+
+  /**
+   * Starts publishing the lease in table region {@code r} of a replicated shard (made by the shard;
+   * not reachable by clients yet): writes the current deadline, or 0 if the lease is not granted,
+   * and every renewal's from then on.
+   */
+  synchronized void publish(MappedRegion r) {
+    if (closed) {
+      return;
+    }
+    published.add(r);
+    r.putLongRelease(ShardLayout.LEASE_OFFSET, granted ? untilNanos : 0);
+  }
+
+  /**
+   * Stops publishing the lease in {@code r} and writes 0 there: the shard retired it (retired,
+   * dropped) or is about to free it. Never written again after this returns, so the caller may free
+   * (unmap) it. Idempotent; a region never published is left alone.
+   */
+  synchronized void withdraw(MappedRegion r) {
+    if (published.remove(r) && !closed) {
+      r.putLongRelease(ShardLayout.LEASE_OFFSET, 0);
+    }
+  }
+
+  /** For tests: whether {@code r}'s lease word is being renewed. */
+  synchronized boolean publishes(MappedRegion r) {
+    return published.contains(r);
+  }
+
   @Override
   public void close() {
     thread.shutdownNow();
+    synchronized (this) {
+      // Regions may be unmapped once the service stops: write none of them again. The words keep
+      // the deadline they hold, which passes within one lease.
+      closed = true;
+      published.clear();
+    }
   }
 }

@@ -918,7 +918,13 @@ public final class KvService implements FerriteService {
               t.options(),
               len -> {
                 KvWrites.checkNonBlocking();
-                return track.apply(ctx.createRegion("dram", (len + 7L) & ~7L, group));
+                MappedRegion r = track.apply(ctx.createRegion("dram", (len + 7L) & ~7L, group));
+                if (lease != null) {
+                  // The table region carries the lease word for same-host (shm) readers; written
+                  // before any client can learn of the region (KvLease "Same-host readers").
+                  lease.publish(r);
+                }
+                return r;
               },
               () -> {
                 // Refused on a receiving thread (creating a region may block): the write is
@@ -930,6 +936,9 @@ public final class KvService implements FerriteService {
     } catch (RuntimeException e) {
       for (MappedRegion r : building.getAndSet(null)) {
         try {
+          if (lease != null) {
+            lease.withdraw(r); // never written again once it is freed
+          }
           ctx.freeRegion(r);
         } catch (RuntimeException freeFailed) {
           e.addSuppressed(freeFailed);
@@ -938,7 +947,13 @@ public final class KvService implements FerriteService {
       throw e;
     }
     building.set(null);
-    s.onFree(ctx::freeRegion);
+    s.onFree(
+        r -> {
+          if (lease != null) {
+            lease.withdraw(r); // 0, and never written again: freeing may unmap it
+          }
+          ctx.freeRegion(r);
+        });
     return s;
   }
 

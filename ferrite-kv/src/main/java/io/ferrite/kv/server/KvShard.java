@@ -504,6 +504,11 @@ abstract class KvShard {
   final synchronized void retire(int to) {
     if (retiredTo < 0) {
       poisonForRetire();
+      if (lease instanceof KvLease l && !regionsFreed) {
+        // Its lease word says 0 from now on: a same-host reader that maps the array refuses what
+        // it reads there even before it meets the poison (docs/KV.md "Leases").
+        l.withdraw(tableRegion());
+      }
     }
     retiredTo = to;
     frozenToken = 0;
