@@ -99,10 +99,23 @@ class TreeClusterTest {
     long[] stats = tree.stats();
     assertTrue(stats[0] >= 4 && stats[2] >= 3, "meganodes split: " + Arrays.toString(stats));
     assertTrue(stats[1] >= 2, "a root meganode above the leaves: " + Arrays.toString(stats));
-    List<byte[]> some = new ArrayList<>(model.keySet()).subList(0, 10);
-    List<byte[]> got = tree.multiGet(some, Tree.Path.CLIENT);
-    for (int i = 0; i < some.size(); i++) {
-      assertArrayEquals(model.get(some.get(i)), got.get(i), "multiGet " + i);
+    // multiGet by every path: present keys from every meganode, absent ones between, more keys
+    // than one window of RPCs in flight.
+    List<byte[]> some = new ArrayList<>();
+    for (int i = 0; i < 200; i++) {
+      some.add(randomKey(random, keys));
+    }
+    for (Tree.Path path : Tree.Path.values()) {
+      List<byte[]> got = tree.multiGet(some, path);
+      assertEquals(some.size(), got.size());
+      for (int i = 0; i < some.size(); i++) {
+        byte[] expected = model.get(some.get(i));
+        if (expected == null) {
+          assertNull(got.get(i), "multiGet " + path + " " + i);
+        } else {
+          assertArrayEquals(expected, got.get(i), "multiGet " + path + " " + i);
+        }
+      }
     }
     // A second handle starting from the directory's root sees the same.
     Tree again = new TreeClient(cluster.client()).open("model");
