@@ -129,20 +129,35 @@ public final class PathSelector {
       return;
     }
     synchronized (s) {
-      long now = clock.getAsLong();
       if (path == Tree.Path.SERVER) {
         s.inFlightServer--;
-        if (ok) {
-          s.server.add(nanos, now, settings.outlierK());
-        }
       } else {
         s.inFlightClient--;
-        if (ok && reads > 0) {
-          s.reads.add(nanos / (double) reads, now, settings.outlierK());
-          s.readsPerSearch += (reads - s.readsPerSearch) * (s.searches == 0 ? 1 : 0.05);
-          s.searches++;
-        }
       }
+      if (ok) {
+        sample(s, path, nanos, reads);
+      }
+    }
+  }
+
+  /** Adds one latency sample of {@code path} for {@code server} (nothing in flight changes). */
+  void sample(int server, Tree.Path path, long nanos, long reads) {
+    Server s = servers.computeIfAbsent(server, k -> new Server(settings.samples()));
+    synchronized (s) {
+      sample(s, path, nanos, reads);
+    }
+  }
+
+  private void sample(Server s, Tree.Path path, long nanos, long reads) {
+    long now = clock.getAsLong();
+    if (path == Tree.Path.SERVER) {
+      s.server.add(nanos, now, settings.outlierK());
+    } else if (reads > 0) {
+      s.reads.add(nanos / (double) reads, now, settings.outlierK());
+      // m: reads per client-side search, an exponential average (a meganode's height changes
+      // slowly; the caches make it drop as they warm).
+      s.readsPerSearch += (reads - s.readsPerSearch) * (s.searches == 0 ? 1 : 0.05);
+      s.searches++;
     }
   }
 
