@@ -109,6 +109,16 @@ class TreeCacheTest {
       assertArrayEquals(model.get(k), warm.get(k, Tree.Path.SERVER), "server get");
     }
     assertEquals(keys.size(), warm.rpcs() - rpcs, "one SEARCH per server-side get");
+    // A handle that only searches server-side learns the ranges too (one header read each).
+    Tree serverOnly = new TreeClient(cluster.client()).open("c");
+    for (byte[] k : keys) {
+      assertArrayEquals(model.get(k), serverOnly.get(k, Tree.Path.SERVER), "server get");
+    }
+    rpcs = serverOnly.rpcs();
+    for (byte[] k : keys) {
+      assertArrayEquals(model.get(k), serverOnly.get(k, Tree.Path.SERVER), "server get");
+    }
+    assertEquals(keys.size(), serverOnly.rpcs() - rpcs, "ranges learned server-side");
     long coldRpcs = cold.rpcs();
     for (byte[] k : keys) {
       assertArrayEquals(model.get(k), cold.get(k, Tree.Path.SERVER), "server get");
