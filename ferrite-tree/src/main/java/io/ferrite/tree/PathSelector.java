@@ -23,8 +23,9 @@ import java.util.function.LongSupplier;
  * Refinements, as the paper's: a sample farther than {@code K·σ} from its window's mean is dropped
  * as an outlier, and a window that dropped more samples than it kept over one period of {@code
  * samples} is forgotten (the conditions changed: its next samples start a new mean); a window that
- * had no sample for {@code idle} is forgotten; with probability {@code explore} the path estimated
- * worse is taken, so that its estimate follows changes. A path with no estimate is taken first.
+ * had no sample for {@code idle} is forgotten; with probability {@code explore} (damped by how much
+ * worse it is, {@link #explore}) the path estimated worse is taken, so that its estimate follows
+ * changes. A path with no estimate is taken first.
  *
  * <p>Cell subtracts the round trip from both latencies to get pure queueing delays; Ferrite keeps
  * it in, because a client-side search pays it {@code m} times and a server-side one once, so the
@@ -59,6 +60,9 @@ public final class PathSelector {
       return new Settings(100, 3, 0.01, 1, 3_000_000_000L);
     }
   }
+
+  /** Exploration is damped by the paths' cost ratio down to 1/this of its probability. */
+  static final double MAX_EXPLORE_DAMPING = 20;
 
   /** Samples a window needs before its outliers are judged (a σ of fewer means little). */
   static final int MIN_FOR_OUTLIERS = 10;
@@ -103,11 +107,10 @@ public final class PathSelector {
       } else if (s.reads.count == 0) {
         p = Tree.Path.CLIENT;
       } else {
-        Tree.Path best =
-            s.serverCost() < settings.factor() * s.clientCost()
-                ? Tree.Path.SERVER
-                : Tree.Path.CLIENT;
-        p = random.getAsDouble() < settings.explore() ? other(best) : best;
+        double serverCost = s.serverCost();
+        double clientCost = settings.factor() * s.clientCost();
+        Tree.Path best = serverCost < clientCost ? Tree.Path.SERVER : Tree.Path.CLIENT;
+        p = random.getAsDouble() < explore(serverCost, clientCost) ? other(best) : best;
       }
       if (p == Tree.Path.SERVER) {
         s.inFlightServer++;
@@ -172,6 +175,23 @@ public final class PathSelector {
         s.server.mean(), s.reads.mean(), s.readsPerSearch, s.inFlightServer, s.inFlightClient
       };
     }
+  }
+
+  /**
+   * The probability of taking the worse path: {@code explore} times the ratio of the better cost to
+   * the worse, at least 1/{@link #MAX_EXPLORE_DAMPING} of it. Cell explores a fixed share of the
+   * searches, which costs little when the paths are within a small factor of each other; here one
+   * may be 50 times slower than the other (a one-sided read over shm is a copy in memory, a
+   * server-side search a round trip through the server's threads), and a fixed 1 % of searches on
+   * it would cost half the throughput. So the share of the time spent exploring is what is kept at
+   * about {@code explore}, within that floor (the worse path still gets samples, so a change is
+   * seen).
+   */
+  private double explore(double server, double client) {
+    double lo = Math.min(server, client);
+    double hi = Math.max(server, client);
+    double ratio = hi > 0 ? lo / hi : 1;
+    return settings.explore() * Math.max(1.0 / MAX_EXPLORE_DAMPING, ratio);
   }
 
   private static Tree.Path other(Tree.Path p) {

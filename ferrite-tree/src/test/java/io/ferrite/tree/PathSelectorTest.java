@@ -125,26 +125,46 @@ class PathSelectorTest {
     assertEquals(Tree.Path.SERVER, decide(s), "3.5 s idle: history gone, the server tried again");
   }
 
-  @Test
-  void exploresTheWorsePathWithTheConfiguredProbability(Random random) {
-    PathSelector s = selector(0.05, random);
-    feed(s, random, Tree.Path.SERVER, 10_000, 1, 100);
-    feed(s, random, Tree.Path.CLIENT, 16_000, 2, 100);
+  /** How often {@code s} takes the path it estimates worse, of {@code n} decisions. */
+  static int explorations(PathSelector s, Tree.Path best, int n) {
     int worse = 0;
-    int n = 10_000;
     for (int i = 0; i < n; i++) {
-      if (decide(s) == Tree.Path.CLIENT) {
+      if (decide(s) != best) {
         worse++;
       }
     }
-    // Binomial(10 000, 0.05): mean 500, σ 22; the bounds are 7σ away.
-    assertTrue(worse > 350 && worse < 650, "explored " + worse + " of " + n);
+    return worse;
+  }
+
+  static void assertBinomial(int seen, int n, double p, String what) {
+    double sigma = Math.sqrt(n * p * (1 - p));
+    assertTrue(
+        Math.abs(seen - n * p) < 7 * sigma + 1,
+        what + ": " + seen + " of " + n + " (expected about " + n * p + ")");
+  }
+
+  @Test
+  void exploresTheWorsePathInProportionToItsCost(Random random) {
+    PathSelector s = selector(0.05, random);
+    feed(s, random, Tree.Path.SERVER, 10_000, 1, 100);
+    feed(s, random, Tree.Path.CLIENT, 16_000, 2, 100);
+    double[] e = s.estimates(S);
+    double ratio = e[0] / (e[2] * e[1]); // T_s / (m·T_r), about 10/16
+    int n = 20_000;
+    assertBinomial(explorations(s, Tree.Path.SERVER, n), n, 0.05 * ratio, "close paths");
+    // The client path 100 times slower: exploration damped to its floor, 1/20 of p.
+    PathSelector far = selector(0.05, random);
+    feed(far, random, Tree.Path.SERVER, 10_000, 1, 100);
+    feed(far, random, Tree.Path.CLIENT, 1_000_000, 1, 100);
+    assertBinomial(
+        explorations(far, Tree.Path.SERVER, n),
+        n,
+        0.05 / PathSelector.MAX_EXPLORE_DAMPING,
+        "far paths");
     PathSelector none = selector(0, random);
     feed(none, random, Tree.Path.SERVER, 10_000, 1, 100);
     feed(none, random, Tree.Path.CLIENT, 16_000, 2, 100);
-    for (int i = 0; i < 1000; i++) {
-      assertEquals(Tree.Path.SERVER, decide(none), "no exploration at p = 0");
-    }
+    assertEquals(0, explorations(none, Tree.Path.SERVER, 1000), "no exploration at p = 0");
   }
 
   @Test
