@@ -41,6 +41,9 @@ public final class TreeConfig implements ConfigKeys {
   /** Client: a server's selector history is forgotten after this long without a sample. */
   public static final String SELECTOR_IDLE = "tree.selector.idle";
 
+  /** Client: the selector weighs latencies by this client's searches in flight (literal JSQ). */
+  public static final String SELECTOR_QUEUES = "tree.selector.queues";
+
   /** For {@link java.util.ServiceLoader}. */
   public TreeConfig() {}
 
@@ -63,6 +66,10 @@ public final class TreeConfig implements ConfigKeys {
             "1",
             "client: m, weight of the client path's cost (1: lower latency; >1 favours servers)"),
         new Key(SELECTOR_IDLE, "3s", "client: the selector forgets a server idle this long"),
+        new Key(
+            SELECTOR_QUEUES,
+            "false",
+            "client: true: the selector compares q_s*T_s with m*q_r*T_r (searches in flight)"),
         new Key(MEGANODE_SIZE, "64m", "server: bytes of one meganode region (Cell: 64 MiB)"),
         new Key(NODE_SIZE, "1k", "server: bytes of one small node in a meganode (Cell: 1 KiB)"),
         new Key(EXTENT_REGION_SIZE, "16m", "server: bytes of one key-value extent region"),
@@ -106,7 +113,8 @@ public final class TreeConfig implements ConfigKeys {
     double factor = number(cfg, SELECTOR_FACTOR);
     long idle = cfg.getDuration(SELECTOR_IDLE).toNanos();
     try {
-      return new PathSelector.Settings(samples, k, explore, factor, idle);
+      return new PathSelector.Settings(
+          samples, k, explore, factor, idle, cfg.getBoolean(SELECTOR_QUEUES));
     } catch (IllegalArgumentException e) {
       throw new IllegalArgumentException("tree.selector: " + e.getMessage(), e);
     }

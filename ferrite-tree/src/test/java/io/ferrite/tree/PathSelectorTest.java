@@ -20,8 +20,12 @@ class PathSelectorTest {
   final AtomicLong clock = new AtomicLong(1_000_000_000L);
 
   PathSelector selector(double explore, Random random) {
+    return selector(explore, false, random);
+  }
+
+  PathSelector selector(double explore, boolean queues, Random random) {
     return new PathSelector(
-        new PathSelector.Settings(100, 3, explore, 1, 3_000_000_000L),
+        new PathSelector.Settings(100, 3, explore, 1, 3_000_000_000L, queues),
         clock::get,
         random::nextDouble);
   }
@@ -60,8 +64,14 @@ class PathSelectorTest {
   }
 
   @Test
-  void theQueueLengthsTipTheChoice(Random random) {
-    PathSelector s = selector(0, random);
+  void withQueuesTheSearchesInFlightTipTheChoice(Random random) {
+    PathSelector latencies = selector(0, random);
+    feed(latencies, random, Tree.Path.SERVER, 10_000, 1, 50);
+    feed(latencies, random, Tree.Path.CLIENT, 16_000, 2, 50);
+    for (int i = 0; i < 3; i++) {
+      assertEquals(Tree.Path.SERVER, latencies.choose(S), "latencies alone: in flight ignored");
+    }
+    PathSelector s = selector(0, true, random);
     feed(s, random, Tree.Path.SERVER, 10_000, 1, 50);
     feed(s, random, Tree.Path.CLIENT, 16_000, 2, 50);
     // q_s·T_s < m·q_r·T_r with the search being decided counted: 1·10 < 1·16 µs.
@@ -171,17 +181,19 @@ class PathSelectorTest {
   void badSettingsAreRefused() {
     assertThrows(
         IllegalArgumentException.class,
-        () -> new PathSelector.Settings(1, 3, 0.01, 1, 1),
+        () -> new PathSelector.Settings(1, 3, 0.01, 1, 1, false),
         "samples");
     assertThrows(
-        IllegalArgumentException.class, () -> new PathSelector.Settings(100, 1, 0.01, 1, 1), "K");
+        IllegalArgumentException.class,
+        () -> new PathSelector.Settings(100, 1, 0.01, 1, 1, false),
+        "K");
     assertThrows(
         IllegalArgumentException.class,
-        () -> new PathSelector.Settings(100, 3, 0.6, 1, 1),
+        () -> new PathSelector.Settings(100, 3, 0.6, 1, 1, false),
         "explore");
     assertThrows(
         IllegalArgumentException.class,
-        () -> new PathSelector.Settings(100, 3, 0.01, 0, 1),
+        () -> new PathSelector.Settings(100, 3, 0.01, 0, 1, false),
         "factor");
   }
 }
