@@ -23,12 +23,15 @@ import java.util.concurrent.atomic.AtomicLong;
  *       meganode's pointer (Cell §2.2);
  *   <li>{@link Path#CLIENT}: one-sided reads of the meganode's small nodes, verified and retried
  *       when torn, right links followed ({@link MeganodeReader}, Cell §2.3), and of the value's
- *       extent.
+ *       extent;
+ *   <li>{@link Path#AUTO} (the default): each meganode's search by the path the {@link
+ *       TreeClient}'s {@link PathSelector} picks from measured latencies (Cell §3).
  * </ul>
  *
- * Writes always go by RPC, one per meganode traversed, the last to the leaf meganode's server. The
- * paper's locality selector (which picks the path per meganode from measured latencies) and the
- * client's node cache are not built: the caller picks the path. Thread-safe.
+ * Reads start at the leaf meganode a cached key range names, and client-side searches take the
+ * nodes near the root from the handle's {@link TreeCache} (Cell §2.2–2.3; {@code
+ * tree.cache.bytes}). Writes always go by RPC, one per meganode traversed, the last to the leaf
+ * meganode's server. Thread-safe.
  */
 public final class Tree {
   /** The search path of a read. */
