@@ -69,7 +69,7 @@ public final class PathSelector {
   }
 
   /** Exploration is damped by the paths' cost ratio down to 1/this of its probability. */
-  static final double MAX_EXPLORE_DAMPING = 20;
+  static final double MAX_EXPLORE_DAMPING = 1000;
 
   /** Samples a window needs before its outliers are judged (a σ of fewer means little). */
   static final int MIN_FOR_OUTLIERS = 10;
@@ -188,11 +188,13 @@ public final class PathSelector {
    * The probability of taking the worse path: {@code explore} times the ratio of the better cost to
    * the worse, at least 1/{@link #MAX_EXPLORE_DAMPING} of it. Cell explores a fixed share of the
    * searches, which costs little when the paths are within a small factor of each other; here one
-   * may be 50 times slower than the other (a one-sided read over shm is a copy in memory, a
-   * server-side search a round trip through the server's threads), and a fixed 1 % of searches on
-   * it would cost half the throughput. So the share of the time spent exploring is what is kept at
-   * about {@code explore}, within that floor (the worse path still gets samples, so a change is
-   * seen).
+   * may be 50 to 500 times slower than the other (a one-sided read over shm is a copy in memory, a
+   * server-side search a round trip through the server's threads, milliseconds on a busy machine),
+   * and a fixed 1 % of searches on it would cost half the throughput or more. So the share of the
+   * time spent exploring is what is kept at about {@code explore} (measured with a floor of 1/20
+   * instead, the exploration still cost a quarter of the selector's throughput over shm). The
+   * price: the worse path's estimate is refreshed more slowly (a few samples a second when it is
+   * 500 times slower), so a change back takes that much longer to be seen.
    */
   private double explore(double server, double client) {
     double lo = Math.min(server, client);

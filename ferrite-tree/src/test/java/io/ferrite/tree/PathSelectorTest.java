@@ -160,12 +160,12 @@ class PathSelectorTest {
     feed(s, random, Tree.Path.CLIENT, 16_000, 2, 100);
     double[] e = s.estimates(S);
     double ratio = e[0] / (e[2] * e[1]); // T_s / (m·T_r), about 10/16
-    int n = 20_000;
+    int n = 200_000;
     assertBinomial(explorations(s, Tree.Path.SERVER, n), n, 0.05 * ratio, "close paths");
-    // The client path 100 times slower: exploration damped to its floor, 1/20 of p.
+    // The client path 2 000 times slower: exploration damped to its floor, 1/1000 of p.
     PathSelector far = selector(0.05, random);
-    feed(far, random, Tree.Path.SERVER, 10_000, 1, 100);
-    feed(far, random, Tree.Path.CLIENT, 1_000_000, 1, 100);
+    feed(far, random, Tree.Path.SERVER, 1_000, 1, 100);
+    feed(far, random, Tree.Path.CLIENT, 2_000_000, 1, 100);
     assertBinomial(
         explorations(far, Tree.Path.SERVER, n),
         n,
