@@ -9,6 +9,7 @@ import io.ferrite.bench.Progress;
 import io.ferrite.bench.kv.KvBench;
 import io.ferrite.bench.kv.RedisPeer;
 import io.ferrite.fabric.Credentials;
+import io.ferrite.fabric.FerriteException;
 import io.ferrite.kernel.client.ClientOptions;
 import io.ferrite.kernel.client.Ferrite;
 import io.ferrite.kernel.client.FerriteClient;
@@ -221,7 +222,25 @@ public final class TreeBench {
     Collections.shuffle(order, new Random(42));
     byte[] value = new byte[32];
     for (int i : order) {
-      tree.put(keys[i], value);
+      put(tree, keys[i], value);
+    }
+  }
+
+  /**
+   * A put, again while it fails retryably: a put that finds its meganode full waits for the split,
+   * which at 64 MiB can outlast the client's RPC deadline (seen: TIMEOUT after 5 s from 5 million
+   * keys on); putting the same value again is harmless.
+   */
+  static void put(Tree tree, byte[] key, byte[] value) {
+    for (int attempt = 0; ; attempt++) {
+      try {
+        tree.put(key, value);
+        return;
+      } catch (FerriteException e) {
+        if (!e.retryable() || attempt >= 100) {
+          throw e;
+        }
+      }
     }
   }
 
