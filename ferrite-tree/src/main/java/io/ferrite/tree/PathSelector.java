@@ -2,6 +2,8 @@ package io.ferrite.tree;
 
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.locks.ReentrantLock;
 import java.util.function.DoubleSupplier;
 import java.util.function.LongSupplier;
 
@@ -36,9 +38,9 @@ import java.util.function.LongSupplier;
  *
  * <p>Cell subtracts the round trip from both latencies to get pure queueing delays; Ferrite keeps
  * it in, because a client-side search pays it {@code m} times and a server-side one once, so the
- * rule compares what each path costs the caller. Thread-safe: one lock per server, held for a few
- * arithmetic operations. The clock and the exploration's random draws are given (tests are
- * deterministic).
+ * rule compares what each path costs the caller. Thread-safe: {@link #choose} is lock-free; a
+ * sample takes the server's lock if it is free. The clock and the exploration's random draws are
+ * given (tests are deterministic).
  */
 public final class PathSelector {
   /** The selector's constants ({@code tree.selector.*}). */
@@ -100,52 +102,61 @@ public final class PathSelector {
 
   /**
    * The path of the next search of a meganode on {@code server}, counted in flight until {@link
-   * #finished}.
+   * #finished}. Lock-free: reads the estimates the last sample published (volatile), takes the
+   * server's lock only to forget a history idle too long.
    */
   public Tree.Path choose(int server) {
     Server s = servers.computeIfAbsent(server, k -> new Server(settings.samples()));
-    synchronized (s) {
-      long now = clock.getAsLong();
-      s.server.expire(now, settings.idleNanos());
-      s.reads.expire(now, settings.idleNanos());
-      Tree.Path p;
-      if (s.server.count == 0) {
-        p = Tree.Path.SERVER;
-      } else if (s.reads.count == 0) {
-        p = Tree.Path.CLIENT;
-      } else {
-        double serverCost = s.serverCost(settings.queues());
-        double clientCost = settings.factor() * s.clientCost(settings.queues());
-        Tree.Path best = serverCost < clientCost ? Tree.Path.SERVER : Tree.Path.CLIENT;
-        p = random.getAsDouble() < explore(serverCost, clientCost) ? other(best) : best;
+    long now = clock.getAsLong();
+    long idle = settings.idleNanos();
+    if ((!Double.isNaN(s.serverUnit) && now - s.serverLast > idle)
+        || (!Double.isNaN(s.clientUnit) && now - s.clientLast > idle)) {
+      s.lock.lock();
+      try {
+        s.server.expire(now, idle);
+        s.reads.expire(now, idle);
+        s.publish();
+      } finally {
+        s.lock.unlock();
       }
-      if (p == Tree.Path.SERVER) {
-        s.inFlightServer++;
-      } else {
-        s.inFlightClient++;
-      }
-      return p;
     }
+    double ts = s.serverUnit;
+    double tr = s.clientUnit;
+    Tree.Path p;
+    if (Double.isNaN(ts)) {
+      p = Tree.Path.SERVER;
+    } else if (Double.isNaN(tr)) {
+      p = Tree.Path.CLIENT;
+    } else {
+      boolean q = settings.queues();
+      double serverCost = (q ? s.inFlightServer.get() + 1 : 1) * ts;
+      double clientCost = settings.factor() * (q ? s.inFlightClient.get() + 1 : 1) * tr;
+      Tree.Path best = serverCost < clientCost ? Tree.Path.SERVER : Tree.Path.CLIENT;
+      p = random.getAsDouble() < explore(serverCost, clientCost) ? other(best) : best;
+    }
+    (p == Tree.Path.SERVER ? s.inFlightServer : s.inFlightClient).incrementAndGet();
+    return p;
   }
 
   /**
    * A search {@link #choose chosen} for {@code server} ended after {@code nanos}: server-side, one
    * RPC; client-side, {@code reads} one-sided reads (0: a search that needed none, its time says
-   * nothing of the reads' queue). A failed search is reported too (its sample is dropped).
+   * nothing of the reads' queue). A failed search is reported too (its sample is dropped). The
+   * sample is also dropped when another thread holds the server's lock: at a million searches a
+   * second from 16 threads a lock taken by every search halved the throughput (bench tree, shm),
+   * and a moving average over the last 100 samples loses nothing by missing some.
    */
   public void finished(int server, Tree.Path path, long nanos, long reads, boolean ok) {
     Server s = servers.get(server);
     if (s == null) {
       return;
     }
-    synchronized (s) {
-      if (path == Tree.Path.SERVER) {
-        s.inFlightServer--;
-      } else {
-        s.inFlightClient--;
-      }
-      if (ok) {
+    (path == Tree.Path.SERVER ? s.inFlightServer : s.inFlightClient).decrementAndGet();
+    if (ok && s.lock.tryLock()) {
+      try {
         sample(s, path, nanos, reads);
+      } finally {
+        s.lock.unlock();
       }
     }
   }
@@ -153,11 +164,15 @@ public final class PathSelector {
   /** Adds one latency sample of {@code path} for {@code server} (nothing in flight changes). */
   void sample(int server, Tree.Path path, long nanos, long reads) {
     Server s = servers.computeIfAbsent(server, k -> new Server(settings.samples()));
-    synchronized (s) {
+    s.lock.lock();
+    try {
       sample(s, path, nanos, reads);
+    } finally {
+      s.lock.unlock();
     }
   }
 
+  /** Under {@code s.lock}. */
   private void sample(Server s, Tree.Path path, long nanos, long reads) {
     long now = clock.getAsLong();
     if (path == Tree.Path.SERVER) {
@@ -169,6 +184,7 @@ public final class PathSelector {
       s.readsPerSearch += (reads - s.readsPerSearch) * (s.searches == 0 ? 1 : 0.05);
       s.searches++;
     }
+    s.publish();
   }
 
   /** The estimates for {@code server}: {@code {T_s, T_r, m, q_s, q_r}} (ns, ns, reads, n, n). */
@@ -177,10 +193,17 @@ public final class PathSelector {
     if (s == null) {
       return new double[5];
     }
-    synchronized (s) {
+    s.lock.lock();
+    try {
       return new double[] {
-        s.server.mean(), s.reads.mean(), s.readsPerSearch, s.inFlightServer, s.inFlightClient
+        s.server.mean(),
+        s.reads.mean(),
+        s.readsPerSearch,
+        s.inFlightServer.get(),
+        s.inFlightClient.get()
       };
+    } finally {
+      s.lock.unlock();
     }
   }
 
@@ -207,28 +230,40 @@ public final class PathSelector {
     return p == Tree.Path.SERVER ? Tree.Path.CLIENT : Tree.Path.SERVER;
   }
 
-  /** One server's estimates. Guarded by its own lock. */
+  /**
+   * One server's estimates: the windows under {@code lock}; what {@link #choose} reads, published
+   * after each sample as volatile fields (a reader sees a whole estimate of each path, though maybe
+   * one sample older than the other's: harmless for a moving average).
+   */
   private static final class Server {
+    final ReentrantLock lock = new ReentrantLock();
     final Window server;
     final Window reads;
-    int inFlightServer;
-    int inFlightClient;
+    final AtomicInteger inFlightServer = new AtomicInteger();
+    final AtomicInteger inFlightClient = new AtomicInteger();
     double readsPerSearch;
     long searches;
+
+    /** {@code T_s}, NaN while there is no estimate. */
+    volatile double serverUnit = Double.NaN;
+
+    /** {@code m·T_r} before the factor, NaN while there is no estimate. */
+    volatile double clientUnit = Double.NaN;
+
+    volatile long serverLast;
+    volatile long clientLast;
 
     Server(int samples) {
       server = new Window(samples);
       reads = new Window(samples);
     }
 
-    /** {@code q_s·T_s}, the search being decided counted in the queue; or {@code T_s}. */
-    double serverCost(boolean queues) {
-      return (queues ? inFlightServer + 1 : 1) * server.mean();
-    }
-
-    /** {@code m·q_r·T_r} before the factor; or {@code m·T_r}. */
-    double clientCost(boolean queues) {
-      return Math.max(1, readsPerSearch) * (queues ? inFlightClient + 1 : 1) * reads.mean();
+    /** Under {@code lock}: makes the windows' estimates visible to {@link #choose}. */
+    void publish() {
+      serverLast = server.last;
+      clientLast = reads.last;
+      serverUnit = server.count == 0 ? Double.NaN : server.mean();
+      clientUnit = reads.count == 0 ? Double.NaN : Math.max(1, readsPerSearch) * reads.mean();
     }
   }
 
