@@ -105,15 +105,23 @@ class TreeClusterTest {
     for (int i = 0; i < 200; i++) {
       some.add(randomKey(random, keys));
     }
-    for (Tree.Path path : Tree.Path.values()) {
-      List<byte[]> got = tree.multiGet(some, path);
-      assertEquals(some.size(), got.size());
-      for (int i = 0; i < some.size(); i++) {
-        byte[] expected = model.get(some.get(i));
-        if (expected == null) {
-          assertNull(got.get(i), "multiGet " + path + " " + i);
-        } else {
-          assertArrayEquals(expected, got.get(i), "multiGet " + path + " " + i);
+    // By this handle (warm caches: straight to the leaf meganodes) and by one without caches
+    // (every key from the root, one round per meganode level).
+    Tree uncached =
+        new TreeClient(
+                cluster.client(), cluster.client().config().with(TreeConfig.CACHE_BYTES, "0"))
+            .open("model");
+    for (Tree handle : List.of(tree, uncached)) {
+      for (Tree.Path path : Tree.Path.values()) {
+        List<byte[]> got = handle.multiGet(some, path);
+        assertEquals(some.size(), got.size());
+        for (int i = 0; i < some.size(); i++) {
+          byte[] expected = model.get(some.get(i));
+          if (expected == null) {
+            assertNull(got.get(i), "multiGet " + path + " " + i);
+          } else {
+            assertArrayEquals(expected, got.get(i), "multiGet " + path + " " + i);
+          }
         }
       }
     }
