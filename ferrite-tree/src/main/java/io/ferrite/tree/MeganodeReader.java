@@ -46,15 +46,44 @@ public final class MeganodeReader {
   /** Part of a scan: the pairs this meganode held, and where to go on ({@code next} 0: done). */
   public record ScanPart(List<Map.Entry<byte[], byte[]>> pairs, long next, byte[] resume) {}
 
+  /**
+   * Where a client keeps copies of the nodes near the root of one meganode ({@link TreeCache}):
+   * searches take the header and internal nodes from it (every node of an internal meganode), and
+   * tell it which copies proved stale. Never a leaf meganode's local leaves: a get's answer always
+   * comes from a fresh copy of its leaf. Thread-safe.
+   */
+  public interface Cache {
+    /** The kept copy of node {@code index}, or null. */
+    Node get(int index);
+
+    /** Keeps a copy of node {@code index} (if the cache's bound allows). */
+    void keep(int index, Node n);
+
+    /** Drops the copy of node {@code index}: a right link was followed from or past it. */
+    void drop(int index);
+
+    /** Drops every copy of this meganode's nodes: one was stale (freed, reused, trimmed). */
+    void clear();
+  }
+
   private final NodeSource source;
+  private final Cache cache;
   private final byte[] buf;
   private final int maxRetries;
   private long nodeReads;
   private long torn;
   private long restarts;
+  private long cacheHits;
+  private long extentReads;
+  private Node lastHeader;
 
   public MeganodeReader(NodeSource source) {
-    this(source, MAX_RETRIES);
+    this(source, (Cache) null);
+  }
+
+  /** A reader that takes nodes near the root from {@code cache} (null: none) when it can. */
+  public MeganodeReader(NodeSource source, Cache cache) {
+    this(source, MAX_RETRIES, new byte[source.nodeSize()], cache);
   }
 
   /**
@@ -73,6 +102,10 @@ public final class MeganodeReader {
    * worth of bytes per meganode searched.
    */
   public MeganodeReader(NodeSource source, int maxRetries, byte[] buffer) {
+    this(source, maxRetries, buffer, null);
+  }
+
+  private MeganodeReader(NodeSource source, int maxRetries, byte[] buffer, Cache cache) {
     if (maxRetries < 1) {
       throw new IllegalArgumentException("maxRetries: " + maxRetries + " (expected: >= 1)");
     }
@@ -87,6 +120,22 @@ public final class MeganodeReader {
     this.source = source;
     this.buf = buffer;
     this.maxRetries = maxRetries;
+    this.cache = cache;
+  }
+
+  /** Node copies taken from the cache instead of read so far. */
+  public long cacheHits() {
+    return cacheHits;
+  }
+
+  /** Extent copies read so far (each a one-sided read on the client path). */
+  public long extentReads() {
+    return extentReads;
+  }
+
+  /** The header copy the last search used (read or cached), or null before any. */
+  public Node lastHeader() {
+    return lastHeader;
   }
 
   /** Node copies read so far (each a one-sided read on the client path), torn ones included. */
@@ -147,14 +196,37 @@ public final class MeganodeReader {
    */
   private Node leaf(byte[] key, Node header) {
     int index = header.right;
+    int parent = 0;
     while (true) {
-      Node n = read(index);
+      Node n = cache == null ? null : cache.get(index);
+      boolean cached = n != null;
+      if (cached) {
+        cacheHits++;
+      } else {
+        n = read(index);
+        // Nodes near the root only: internal nodes, or any node of an internal meganode (whose
+        // local leaves hold child meganode pointers). A leaf meganode's leaves are always read.
+        if (cache != null && n.live() && (!n.leaf() || !header.leaf())) {
+          cache.keep(index, n);
+        }
+      }
       if (!n.live() || n.below(key)) {
+        stale();
         return null;
       }
       if (n.beyond(key)) {
+        // A split moved keys right: the copy that sent us here (the parent's, or the header's
+        // root) lacks the new separator, so it is dropped, and so is this copy if it was one
+        // (Cell §2.3: a right link followed invalidates what was cached from the parent).
+        if (cache != null) {
+          cache.drop(parent);
+          if (cached) {
+            cache.drop(index);
+          }
+        }
         index = n.right;
         if (index == 0) {
+          stale();
           return null;
         }
         continue;
@@ -164,10 +236,34 @@ public final class MeganodeReader {
       }
       int i = n.floor(key);
       if (i < 0) {
+        stale();
         return null;
       }
+      parent = index;
       index = (int) n.values.get(i)[0];
     }
+  }
+
+  /** A node on the way was freed, reused, or a level ended: nothing cached of it is trusted. */
+  private void stale() {
+    if (cache != null) {
+      cache.clear();
+    }
+  }
+
+  /** The header: the cached copy if any (a search's first step), else a fresh one, kept. */
+  private Node searchHeader() {
+    Node h = cache == null ? null : cache.get(0);
+    if (h != null) {
+      cacheHits++;
+    } else {
+      h = header();
+      if (cache != null && h.live()) {
+        cache.keep(0, h);
+      }
+    }
+    lastHeader = h;
+    return h;
   }
 
   /**
@@ -176,7 +272,10 @@ public final class MeganodeReader {
    */
   public Outcome search(byte[] key) {
     for (int attempt = 0; attempt < maxRetries; attempt++) {
-      Node h = header();
+      // A cached header is safe to decide by: a meganode's low key never changes and its high key
+      // only shrinks (a split), so "below" and "beyond" from an old copy are still true, and its
+      // old right link still leads to a meganode at or left of the key's (meganode B-link).
+      Node h = searchHeader();
       if (h.below(key)) {
         return new Outcome(Outcome.Kind.RESTART, null, 0);
       }
@@ -191,6 +290,7 @@ public final class MeganodeReader {
       if (!h.leaf()) {
         int i = leaf.floor(key);
         if (i < 0) {
+          stale();
           restarts++;
           continue;
         }
@@ -355,6 +455,7 @@ public final class MeganodeReader {
 
   /** A verified copy of the extent a leaf entry points to, of {@code key}, or null: re-read. */
   private byte[] extent(long[] pointer, byte[] key) {
+    extentReads++;
     byte[] e = source.readExtent(pointer[0], (int) pointer[1]);
     if (!Extents.valid(e, pointer[2]) || !Extents.hasKey(e, key)) {
       return null;

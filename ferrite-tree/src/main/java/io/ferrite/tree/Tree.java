@@ -2,12 +2,14 @@ package io.ferrite.tree;
 
 import io.ferrite.fabric.ErrorCode;
 import io.ferrite.fabric.FerriteException;
+import io.ferrite.fabric.Futures;
 import io.ferrite.kernel.proto.Wire;
 import java.nio.ByteBuffer;
 import java.util.AbstractMap.SimpleImmutableEntry;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
+import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicLong;
 
@@ -21,12 +23,15 @@ import java.util.concurrent.atomic.AtomicLong;
  *       meganode's pointer (Cell §2.2);
  *   <li>{@link Path#CLIENT}: one-sided reads of the meganode's small nodes, verified and retried
  *       when torn, right links followed ({@link MeganodeReader}, Cell §2.3), and of the value's
- *       extent.
+ *       extent;
+ *   <li>{@link Path#AUTO} (the default): each meganode's search by the path the {@link
+ *       TreeClient}'s {@link PathSelector} picks from measured latencies (Cell §3).
  * </ul>
  *
- * Writes always go by RPC, one per meganode traversed, the last to the leaf meganode's server. The
- * paper's locality selector (which picks the path per meganode from measured latencies) and the
- * client's node cache are not built: the caller picks the path. Thread-safe.
+ * Reads start at the leaf meganode a cached key range names, and client-side searches take the
+ * nodes near the root from the handle's {@link TreeCache} (Cell §2.2–2.3; {@code
+ * tree.cache.bytes}). Writes always go by RPC, one per meganode traversed, the last to the leaf
+ * meganode's server. Thread-safe.
  */
 public final class Tree {
   /** The search path of a read. */
@@ -34,7 +39,9 @@ public final class Tree {
     /** Searches run on the servers, one RPC per meganode. */
     SERVER,
     /** Searches run here, over one-sided reads of the servers' nodes. */
-    CLIENT
+    CLIENT,
+    /** Each meganode's search by the path the locality selector picks ({@link PathSelector}). */
+    AUTO
   }
 
   /** Bound on meganodes visited by one operation (right links and restarts included). */
@@ -46,6 +53,11 @@ public final class Tree {
   private final AtomicLong rpcs = new AtomicLong();
   private final AtomicLong nodeReads = new AtomicLong();
   private final AtomicLong tornReads = new AtomicLong();
+  private final AtomicLong extentReads = new AtomicLong();
+  private final AtomicLong autoServer = new AtomicLong();
+  private final AtomicLong autoClient = new AtomicLong();
+  private final TreeCache cache;
+  private final PathSelector selector;
   private volatile long root;
   private volatile long lastRefresh;
   private volatile TreeLimits limits;
@@ -53,6 +65,8 @@ public final class Tree {
   Tree(TreeClient owner, TreeClient.TreeInfo info) {
     this.owner = owner;
     this.info = info;
+    this.cache = owner.cacheBytes() > 0 ? new TreeCache(owner.cacheBytes()) : null;
+    this.selector = owner.selector();
     this.root = info.root() != 0 ? info.root() : openRoot();
   }
 
@@ -73,6 +87,21 @@ public final class Tree {
   /** One-sided node reads of client-side searches, torn ones included. */
   public long nodeReads() {
     return nodeReads.get();
+  }
+
+  /** One-sided extent reads of client-side searches. */
+  public long extentReads() {
+    return extentReads.get();
+  }
+
+  /** Meganode searches the selector sent server-side and client-side ({@link Path#AUTO}). */
+  public long[] autoChoices() {
+    return new long[] {autoServer.get(), autoClient.get()};
+  }
+
+  /** This handle's caches, or null when {@code tree.cache.bytes} is 0. */
+  public TreeCache cache() {
+    return cache;
   }
 
   /** Torn node copies that client-side searches read again. */
@@ -136,122 +165,281 @@ public final class Tree {
 
   // ------------------------------------------------------------------ reads
 
-  /** The value of {@code key}, or null, searched server-side. */
+  /** The value of {@code key}, or null, each meganode searched by the path the selector picks. */
   public byte[] get(byte[] key) {
-    return get(key, Path.SERVER);
+    return get(key, Path.AUTO);
   }
 
-  /** The value of {@code key}, or null, searched by {@code path}. Linearizable. */
+  /**
+   * The value of {@code key}, or null, searched by {@code path}. Linearizable: the answer comes
+   * from a fresh copy of the leaf holding the key (server-side, the server's own; client-side, a
+   * one-sided read) whatever the caches said.
+   *
+   * <p>The search starts at the leaf meganode a cached range names, if any, else at the root; a
+   * meganode that answers RIGHT or RESTART for a cached range drops it, and one that answers RIGHT
+   * after its parent meganode sent the search there drops the parent's cached nodes (the parent's
+   * copy lacked the split's separator).
+   */
   public byte[] get(byte[] key, Path path) {
     limits().key(key);
-    long p = root;
+    TreeCache.Range route = cache == null ? null : cache.route(key);
+    long p = route != null ? route.pointer() : root;
+    long parent = 0;
     for (int hop = 0; hop < MAX_HOPS; hop++) {
-      if (path == Path.CLIENT) {
-        MeganodeReader reader = new MeganodeReader(meganode(p));
-        MeganodeReader.Outcome o;
-        try {
-          o = reader.search(key);
-        } finally {
-          nodeReads.addAndGet(reader.nodeReads());
-          tornReads.addAndGet(reader.tornReads());
-        }
-        switch (o.kind()) {
-          case VALUE:
-            return o.value();
-          case ABSENT:
-            return null;
-          case NEXT:
-            p = o.pointer();
-            continue;
-          case RIGHT:
-            p = right(p, o.pointer());
-            continue;
-          default:
-            p = refreshRoot();
-            continue;
-        }
-      }
-      Wire.Reader r =
-          new Wire.Reader(
-              call(
-                  TreeProtocol.server(p),
-                  TreeProtocol.SEARCH,
-                  new Wire.Writer().i32(TreeProtocol.region(p)).bytes(key)),
-              "tree search");
-      switch (r.u8("outcome")) {
-        case TreeProtocol.VALUE:
-          return r.bytes("value");
-        case TreeProtocol.ABSENT:
-          return null;
-        case TreeProtocol.NEXT:
-          p = r.i64("pointer");
+      Hop h = hop(p, key, path);
+      switch (h.kind()) {
+        case VALUE:
+        case ABSENT:
+          if (cache != null && (route == null || route.pointer() != p)) {
+            learn(p, h);
+          }
+          return h.value();
+        case NEXT:
+          parent = p;
+          p = h.pointer();
           continue;
-        case TreeProtocol.RIGHT:
-          p = right(p, r.i64("pointer"));
+        case RIGHT:
+          if (cache != null) {
+            if (route != null) {
+              cache.drop(route);
+              route = null;
+            }
+            if (parent != 0) {
+              cache.clear(parent);
+            }
+          }
+          parent = 0;
+          p = right(p, h.pointer());
           continue;
         default:
+          if (cache != null) {
+            cache.clear();
+          }
+          route = null;
+          parent = 0;
           p = refreshRoot();
       }
     }
     throw tooManyHops("get");
   }
 
-  /** The values of {@code keys} (null where absent), in order, searched by {@code path}. */
+  /** What one meganode's search answered, and the header it used (client path only). */
+  private record Hop(
+      MeganodeReader.Outcome.Kind kind, byte[] value, long pointer, Node header, long reads) {
+    Hop(MeganodeReader.Outcome.Kind kind, byte[] value, long pointer) {
+      this(kind, value, pointer, null, 1);
+    }
+  }
+
+  /**
+   * One meganode's search for {@code key} by {@code path}; with {@link Path#AUTO} the selector
+   * picks the path and is told how long it took (and, client-side, over how many reads).
+   */
+  private Hop hop(long p, byte[] key, Path path) {
+    if (path != Path.AUTO) {
+      return path == Path.CLIENT ? clientHop(p, key) : serverHop(p, key);
+    }
+    int server = TreeProtocol.server(p);
+    Path use = selector.choose(server);
+    if (use == Path.CLIENT) {
+      autoClient.incrementAndGet();
+    } else {
+      autoServer.incrementAndGet();
+    }
+    long t0 = selector.now();
+    boolean ok = false;
+    long reads = 1;
+    try {
+      Hop h = use == Path.CLIENT ? clientHop(p, key) : serverHop(p, key);
+      reads = h.reads();
+      ok = true;
+      return h;
+    } finally {
+      selector.finished(server, use, selector.now() - t0, reads, ok);
+    }
+  }
+
+  private Hop clientHop(long p, byte[] key) {
+    MeganodeReader reader = new MeganodeReader(meganode(p), cache == null ? null : cache.of(p));
+    MeganodeReader.Outcome o;
+    try {
+      o = reader.search(key);
+    } finally {
+      nodeReads.addAndGet(reader.nodeReads());
+      tornReads.addAndGet(reader.tornReads());
+      extentReads.addAndGet(reader.extentReads());
+    }
+    return new Hop(
+        o.kind(),
+        o.value(),
+        o.pointer(),
+        reader.lastHeader(),
+        reader.nodeReads() + reader.extentReads());
+  }
+
+  private Hop serverHop(long p, byte[] key) {
+    Wire.Reader r =
+        new Wire.Reader(
+            call(
+                TreeProtocol.server(p),
+                TreeProtocol.SEARCH,
+                new Wire.Writer().i32(TreeProtocol.region(p)).bytes(key)),
+            "tree search");
+    return switch (r.u8("outcome")) {
+      case TreeProtocol.VALUE -> new Hop(MeganodeReader.Outcome.Kind.VALUE, r.bytes("value"), 0);
+      case TreeProtocol.ABSENT -> new Hop(MeganodeReader.Outcome.Kind.ABSENT, null, 0);
+      case TreeProtocol.NEXT -> new Hop(MeganodeReader.Outcome.Kind.NEXT, null, r.i64("pointer"));
+      case TreeProtocol.RIGHT -> new Hop(MeganodeReader.Outcome.Kind.RIGHT, null, r.i64("pointer"));
+      default -> new Hop(MeganodeReader.Outcome.Kind.RESTART, null, 0);
+    };
+  }
+
+  /**
+   * Keeps the range of leaf meganode {@code p}, which just answered a get: from the header the
+   * client-side search used, or, after a server-side search, from one one-sided read of its header
+   * (once per meganode while the range stays cached; skipped when the cache is full, so that a full
+   * cache does not cost a read per get).
+   */
+  private void learn(long p, Hop h) {
+    Node header = h.header();
+    if (header == null) {
+      if (cache.bytes() + 4096 > cache.capacity()) {
+        return;
+      }
+      MeganodeReader reader = new MeganodeReader(meganode(p));
+      header = reader.header();
+      nodeReads.addAndGet(reader.nodeReads());
+      tornReads.addAndGet(reader.tornReads());
+    }
+    cache.learn(p, header);
+  }
+
+  /** Bound on server-side searches of one {@link #multiGet} in flight at once. */
+  static final int MULTI_GET_WINDOW = 64;
+
+  /**
+   * The values of {@code keys} (null where absent), in order, searched by {@code path}. Server-side
+   * (and {@link Path#AUTO}, which then goes server-side for the batch: the selector decides per
+   * search, a batch is one decision it does not time), one {@code MULTI_SEARCH} per batch of {@link
+   * TreeProtocol#MAX_MULTI_KEYS} keys goes to the root's server, which searches on through the
+   * meganodes it holds; the keys it answers with a pointer elsewhere go on together, up to {@link
+   * #MULTI_GET_WINDOW} RPCs in flight, one round per meganode (a key answered NEXT or RIGHT goes on
+   * in the next round). Client-side, the keys are searched one after the other (each a handful of
+   * one-sided reads with warm caches). Each value is linearizable on its own, not the batch as a
+   * whole.
+   */
   public List<byte[]> multiGet(List<byte[]> keys, Path path) {
     for (byte[] k : keys) {
       limits().key(k);
     }
     List<byte[]> out = new ArrayList<>(keys.size());
-    if (path == Path.SERVER) {
-      // One MULTI_SEARCH per batch to the root's server, which searches on through its own
-      // meganodes; a key it answers with a pointer elsewhere (another server, a root that split)
-      // goes on alone, as a get.
-      for (int from = 0; from < keys.size(); from += TreeProtocol.MAX_MULTI_KEYS) {
-        List<byte[]> batch =
-            keys.subList(from, Math.min(keys.size(), from + TreeProtocol.MAX_MULTI_KEYS));
-        long p = root;
-        Wire.Writer w = new Wire.Writer().i32(TreeProtocol.region(p)).i32(batch.size());
-        for (byte[] k : batch) {
-          w.bytes(k);
-        }
-        Wire.Reader r =
-            new Wire.Reader(
-                call(TreeProtocol.server(p), TreeProtocol.MULTI_SEARCH, w), "tree multi-search");
-        int n = r.count("keys", batch.size());
-        if (n != batch.size()) {
-          throw new FerriteException(
-              ErrorCode.INTERNAL, "multi-search: " + n + " answers to " + batch.size() + " keys");
-        }
-        for (byte[] k : batch) {
-          int outcome = r.u8("outcome");
-          if (outcome == TreeProtocol.VALUE) {
-            out.add(r.bytes("value"));
-          } else if (outcome == TreeProtocol.ABSENT) {
-            out.add(null);
-          } else {
-            if (outcome == TreeProtocol.NEXT || outcome == TreeProtocol.RIGHT) {
-              r.i64("pointer");
-            }
-            out.add(get(k, path));
-          }
-        }
+    if (path == Path.CLIENT) {
+      for (byte[] k : keys) {
+        out.add(get(k, path));
       }
       return out;
     }
-    for (byte[] k : keys) {
-      out.add(get(k, path));
+    int n = keys.size();
+    long[] at = new long[n];
+    List<Integer> pending = new ArrayList<>();
+    for (int i = 0; i < n; i++) {
+      out.add(null);
+    }
+    // First one MULTI_SEARCH per batch of keys to the root's server, which searches on through its
+    // own meganodes; a key it answers with a pointer elsewhere (another server, a root that split)
+    // goes on below, pipelined, from that pointer.
+    for (int from = 0; from < n; from += TreeProtocol.MAX_MULTI_KEYS) {
+      int to = Math.min(n, from + TreeProtocol.MAX_MULTI_KEYS);
+      long p = root;
+      Wire.Writer w = new Wire.Writer().i32(TreeProtocol.region(p)).i32(to - from);
+      for (int i = from; i < to; i++) {
+        w.bytes(keys.get(i));
+      }
+      Wire.Reader r =
+          new Wire.Reader(
+              call(TreeProtocol.server(p), TreeProtocol.MULTI_SEARCH, w), "tree multi-search");
+      int answered = r.count("keys", to - from);
+      if (answered != to - from) {
+        throw new FerriteException(
+            ErrorCode.INTERNAL,
+            "multi-search: " + answered + " answers to " + (to - from) + " keys");
+      }
+      for (int i = from; i < to; i++) {
+        switch (r.u8("outcome")) {
+          case TreeProtocol.VALUE -> out.set(i, r.bytes("value"));
+          case TreeProtocol.ABSENT -> out.set(i, null);
+          case TreeProtocol.NEXT -> {
+            at[i] = r.i64("pointer");
+            pending.add(i);
+          }
+          case TreeProtocol.RIGHT -> {
+            at[i] = right(p, r.i64("pointer"));
+            pending.add(i);
+          }
+          default -> {
+            at[i] = refreshRoot();
+            pending.add(i);
+          }
+        }
+      }
+    }
+    for (int round = 0; round < MAX_HOPS && !pending.isEmpty(); round++) {
+      List<Integer> next = new ArrayList<>();
+      for (int from = 0; from < pending.size(); from += MULTI_GET_WINDOW) {
+        List<Integer> batch =
+            pending.subList(from, Math.min(pending.size(), from + MULTI_GET_WINDOW));
+        List<CompletableFuture<ByteBuffer>> answers = new ArrayList<>(batch.size());
+        for (int i : batch) {
+          rpcs.incrementAndGet();
+          answers.add(
+              owner
+                  .ferrite()
+                  .call(
+                      TreeProtocol.server(at[i]),
+                      TreeProtocol.SERVER_SERVICE,
+                      TreeProtocol.SEARCH,
+                      new Wire.Writer()
+                          .i32(TreeProtocol.region(at[i]))
+                          .bytes(keys.get(i))
+                          .toBuffer()));
+        }
+        for (int j = 0; j < batch.size(); j++) {
+          int i = batch.get(j);
+          Wire.Reader r = new Wire.Reader(Futures.join(answers.get(j)), "tree search");
+          switch (r.u8("outcome")) {
+            case TreeProtocol.VALUE -> out.set(i, r.bytes("value"));
+            case TreeProtocol.ABSENT -> out.set(i, null);
+            case TreeProtocol.NEXT -> {
+              at[i] = r.i64("pointer");
+              next.add(i);
+            }
+            case TreeProtocol.RIGHT -> {
+              at[i] = right(at[i], r.i64("pointer"));
+              next.add(i);
+            }
+            default -> {
+              at[i] = refreshRoot();
+              next.add(i);
+            }
+          }
+        }
+      }
+      pending = next;
+    }
+    if (!pending.isEmpty()) {
+      throw tooManyHops("multiGet");
     }
     return out;
   }
 
-  /** {@link #multiGet(List, Path)} server-side. */
+  /** {@link #multiGet(List, Path)} with {@link Path#AUTO}. */
   public List<byte[]> multiGet(List<byte[]> keys) {
-    return multiGet(keys, Path.SERVER);
+    return multiGet(keys, Path.AUTO);
   }
 
-  /** {@link #scan(byte[], byte[], int, Path)} server-side. */
+  /** {@link #scan(byte[], byte[], int, Path)} with {@link Path#AUTO}. */
   public List<Map.Entry<byte[], byte[]>> scan(byte[] from, byte[] to, int limit) {
-    return scan(from, to, limit, Path.SERVER);
+    return scan(from, to, limit, Path.AUTO);
   }
 
   /**
@@ -269,7 +457,15 @@ public final class Tree {
     long p = root;
     for (int hop = 0; hop < MAX_HOPS; hop++) {
       MeganodeReader.ScanPart part;
-      if (path == Path.CLIENT) {
+      // AUTO: the selector's current choice for the meganode's server; a scan's time is no
+      // sample of either path's queue (its length varies), so it is reported as no sample.
+      Path use = path;
+      if (path == Path.AUTO) {
+        int server = TreeProtocol.server(p);
+        use = selector.choose(server);
+        selector.finished(server, use, 0, 0, false);
+      }
+      if (use == Path.CLIENT) {
         MeganodeReader reader = new MeganodeReader(meganode(p));
         try {
           Node h = reader.header();

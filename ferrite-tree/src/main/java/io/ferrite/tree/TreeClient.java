@@ -3,10 +3,12 @@ package io.ferrite.tree;
 import io.ferrite.fabric.ErrorCode;
 import io.ferrite.fabric.FerriteException;
 import io.ferrite.kernel.client.FerriteClient;
+import io.ferrite.kernel.config.FerriteConfig;
 import io.ferrite.kernel.proto.Wire;
 import java.nio.ByteBuffer;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.concurrent.ThreadLocalRandom;
 
 /**
  * The tree face's client entry point: creates, opens, lists and drops sorted trees through the
@@ -15,13 +17,44 @@ import java.util.List;
  */
 public final class TreeClient {
   private final FerriteClient client;
+  private final long cacheBytes;
+  private final PathSelector selector;
 
+  /** A client configured by {@code client}'s configuration ({@code tree.cache.*}, selector). */
   public TreeClient(FerriteClient client) {
+    this(client, client.config());
+  }
+
+  /**
+   * A client whose tree handles are configured by {@code config}: {@code tree.cache.bytes} (each
+   * handle's caches) and {@code tree.selector.*} (one locality selector shared by its handles,
+   * since its estimates are per server, not per tree).
+   */
+  public TreeClient(FerriteClient client, FerriteConfig config) {
     this.client = client;
+    this.cacheBytes = config.getSize(TreeConfig.CACHE_BYTES);
+    if (cacheBytes < 0) {
+      throw new IllegalArgumentException(
+          TreeConfig.CACHE_BYTES + ": " + cacheBytes + " (expected: >= 0)");
+    }
+    this.selector =
+        new PathSelector(
+            TreeConfig.selector(config),
+            System::nanoTime,
+            () -> ThreadLocalRandom.current().nextDouble());
   }
 
   FerriteClient ferrite() {
     return client;
+  }
+
+  long cacheBytes() {
+    return cacheBytes;
+  }
+
+  /** The locality selector of this client's {@link Tree.Path#AUTO} searches. */
+  public PathSelector selector() {
+    return selector;
   }
 
   /** A tree as the directory knows it: its id, its server, its root meganode pointer. */

@@ -39,12 +39,55 @@ public final class TreeConfig implements ConfigKeys {
     ALWAYS
   }
 
+  // Client keys (read by TreeClient from the client's configuration).
+
+  /** Client: bytes of a tree handle's caches of upper nodes and meganode ranges (Cell: 128 MiB). */
+  public static final String CACHE_BYTES = "tree.cache.bytes";
+
+  /** Client: the locality selector's moving-average window, in samples per server and path. */
+  public static final String SELECTOR_SAMPLES = "tree.selector.samples";
+
+  /** Client: the selector drops a sample farther than this many standard deviations (K). */
+  public static final String SELECTOR_OUTLIER = "tree.selector.outlier";
+
+  /** Client: the selector's exploration probability (the path estimated worse is taken). */
+  public static final String SELECTOR_EXPLORE = "tree.selector.explore";
+
+  /** Client: the selector's factor m on the client path's cost (1: lower latency wins). */
+  public static final String SELECTOR_FACTOR = "tree.selector.factor";
+
+  /** Client: a server's selector history is forgotten after this long without a sample. */
+  public static final String SELECTOR_IDLE = "tree.selector.idle";
+
+  /** Client: the selector weighs latencies by this client's searches in flight (literal JSQ). */
+  public static final String SELECTOR_QUEUES = "tree.selector.queues";
+
   /** For {@link java.util.ServiceLoader}. */
   public TreeConfig() {}
 
   @Override
   public List<Key> keys() {
     return List.of(
+        // Client keys first, in their own group (server keys follow).
+        new Key(
+            CACHE_BYTES,
+            "128m",
+            "client: bytes of a tree handle's cache of upper nodes and meganode ranges; 0 off"),
+        new Key(SELECTOR_SAMPLES, "100", "client: latency samples the path selector averages"),
+        new Key(
+            SELECTOR_OUTLIER,
+            "3",
+            "client: the selector drops samples beyond this many standard deviations"),
+        new Key(SELECTOR_EXPLORE, "0.01", "client: probability the selector tries the worse path"),
+        new Key(
+            SELECTOR_FACTOR,
+            "1",
+            "client: m, weight of the client path's cost (1: lower latency; >1 favours servers)"),
+        new Key(SELECTOR_IDLE, "3s", "client: the selector forgets a server idle this long"),
+        new Key(
+            SELECTOR_QUEUES,
+            "false",
+            "client: true: the selector compares q_s*T_s with m*q_r*T_r (searches in flight)"),
         new Key(MEGANODE_SIZE, "64m", "server: bytes of one meganode region (Cell: 64 MiB)"),
         new Key(NODE_SIZE, "1k", "server: bytes of one small node in a meganode (Cell: 1 KiB)"),
         new Key(EXTENT_REGION_SIZE, "16m", "server: bytes of one key-value extent region"),
@@ -80,6 +123,12 @@ public final class TreeConfig implements ConfigKeys {
     }
     logSync(cfg);
     logCompactBytes(cfg);
+
+    selector(cfg);
+    if (cfg.getSize(CACHE_BYTES) < 0) {
+      throw new IllegalArgumentException(
+          CACHE_BYTES + ": " + cfg.get(CACHE_BYTES) + " (expected: >= 0)");
+    }
     int regions = cfg.getInt(EXTENT_REGIONS);
     if (regions < 1 || regions > 4096) {
       throw new IllegalArgumentException(
@@ -105,5 +154,28 @@ public final class TreeConfig implements ConfigKeys {
       throw new IllegalArgumentException(LOG_COMPACT + ": " + n + " (expected: >= 4096)");
     }
     return n;
+  }
+
+  /** The selector's settings from {@code cfg}; IllegalArgumentException naming a bad key. */
+  static PathSelector.Settings selector(FerriteConfig cfg) {
+    int samples = cfg.getInt(SELECTOR_SAMPLES);
+    double k = number(cfg, SELECTOR_OUTLIER);
+    double explore = number(cfg, SELECTOR_EXPLORE);
+    double factor = number(cfg, SELECTOR_FACTOR);
+    long idle = cfg.getDuration(SELECTOR_IDLE).toNanos();
+    try {
+      return new PathSelector.Settings(
+          samples, k, explore, factor, idle, cfg.getBoolean(SELECTOR_QUEUES));
+    } catch (IllegalArgumentException e) {
+      throw new IllegalArgumentException("tree.selector: " + e.getMessage(), e);
+    }
+  }
+
+  private static double number(FerriteConfig cfg, String key) {
+    try {
+      return Double.parseDouble(cfg.get(key));
+    } catch (NumberFormatException e) {
+      throw new IllegalArgumentException(key + ": " + cfg.get(key) + " (expected: a number)", e);
+    }
   }
 }

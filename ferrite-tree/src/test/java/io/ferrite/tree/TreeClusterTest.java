@@ -99,13 +99,30 @@ class TreeClusterTest {
     long[] stats = tree.stats();
     assertTrue(stats[0] >= 4 && stats[2] >= 3, "meganodes split: " + Arrays.toString(stats));
     assertTrue(stats[1] >= 2, "a root meganode above the leaves: " + Arrays.toString(stats));
-    List<byte[]> some = new ArrayList<>(new ArrayList<>(model.keySet()).subList(0, 10));
-    some.add(new byte[] {(byte) 0xFF, (byte) 0xFE}); // absent (unless the model has it)
-    some.addAll(new ArrayList<>(model.descendingKeySet()).subList(0, 10));
-    for (Tree.Path path : Tree.Path.values()) {
-      List<byte[]> got = tree.multiGet(some, path);
-      for (int i = 0; i < some.size(); i++) {
-        assertArrayEquals(model.get(some.get(i)), got.get(i), "multiGet " + path + " " + i);
+    // multiGet by every path: present keys from every meganode, absent ones between, more keys
+    // than one window of RPCs in flight.
+    List<byte[]> some = new ArrayList<>();
+    for (int i = 0; i < 200; i++) {
+      some.add(randomKey(random, keys));
+    }
+    // By this handle (warm caches: straight to the leaf meganodes) and by one without caches
+    // (every key from the root, one round per meganode level).
+    Tree uncached =
+        new TreeClient(
+                cluster.client(), cluster.client().config().with(TreeConfig.CACHE_BYTES, "0"))
+            .open("model");
+    for (Tree handle : List.of(tree, uncached)) {
+      for (Tree.Path path : Tree.Path.values()) {
+        List<byte[]> got = handle.multiGet(some, path);
+        assertEquals(some.size(), got.size());
+        for (int i = 0; i < some.size(); i++) {
+          byte[] expected = model.get(some.get(i));
+          if (expected == null) {
+            assertNull(got.get(i), "multiGet " + path + " " + i);
+          } else {
+            assertArrayEquals(expected, got.get(i), "multiGet " + path + " " + i);
+          }
+        }
       }
     }
     // A second handle starting from the directory's root sees the same.

@@ -106,7 +106,7 @@ class TreeConcurrencyTest {
             Random r = new Random(seed.value() - 1);
             while (!done.get() && loadedUpTo.get() < LOADED) {
               int before = loadedUpTo.get();
-              Tree.Path path = r.nextBoolean() ? Tree.Path.CLIENT : Tree.Path.SERVER;
+              Tree.Path path = Tree.Path.values()[r.nextInt(Tree.Path.values().length)];
               List<Map.Entry<byte[], byte[]>> got =
                   scanner.scan(loaded(0), loaded(LOADED), LOADED, path);
               byte[] prev = null;
@@ -139,7 +139,8 @@ class TreeConcurrencyTest {
                 boolean write;
                 long v;
                 if (p < 50) {
-                  Tree.Path path = r.nextBoolean() ? Tree.Path.CLIENT : Tree.Path.SERVER;
+                  // Every path, the selector's (AUTO) too, with caches on: one history.
+                  Tree.Path path = Tree.Path.values()[r.nextInt(Tree.Path.values().length)];
                   call = System.nanoTime();
                   byte[] got = h.get(register(k), path);
                   ret = System.nanoTime();
@@ -178,6 +179,13 @@ class TreeConcurrencyTest {
     List<Map.Entry<byte[], byte[]>> all =
         setup.scan(loaded(0), loaded(LOADED), LOADED + 1, Tree.Path.CLIENT);
     assertTrue(all.size() == LOADED, "all loaded keys: " + all.size());
+    long server = 0;
+    long client = 0;
+    for (Tree h : handles) {
+      server += h.autoChoices()[0];
+      client += h.autoChoices()[1];
+    }
+    assertTrue(server > 0 && client > 0, "AUTO took both paths: " + server + ", " + client);
     if (local) {
       long torn = 0;
       for (Tree h : handles) {

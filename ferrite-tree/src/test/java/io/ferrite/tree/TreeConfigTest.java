@@ -16,6 +16,8 @@ class TreeConfigTest {
     assertEquals(1024, d.getSize(TreeConfig.NODE_SIZE));
     assertEquals(16L << 20, d.getSize(TreeConfig.EXTENT_REGION_SIZE));
     assertEquals(16, d.getInt(TreeConfig.EXTENT_REGIONS));
+    assertEquals(128L << 20, d.getSize(TreeConfig.CACHE_BYTES));
+    assertEquals(PathSelector.Settings.defaults(), TreeConfig.selector(d));
   }
 
   @Test
@@ -25,6 +27,11 @@ class TreeConfigTest {
     assertRefused(TreeConfig.MEGANODE_SIZE, "2k", "tree.meganode.size: 2048 (expected: 3 nodes");
     assertRefused(TreeConfig.EXTENT_REGION_SIZE, "1k", "tree.extent.region.size: 1024");
     assertRefused(TreeConfig.EXTENT_REGIONS, "0", "tree.extent.regions: 0 (expected: 1 to 4096)");
+    assertRefused(
+        TreeConfig.SELECTOR_OUTLIER, "x", "tree.selector.outlier: x (expected: a number)");
+    assertRefused(TreeConfig.SELECTOR_OUTLIER, "1", "tree.selector: outlierK: 1.0 (expected: > 1)");
+    assertRefused(TreeConfig.SELECTOR_EXPLORE, "0.7", "tree.selector: explore: 0.7");
+    assertRefused(TreeConfig.SELECTOR_SAMPLES, "1", "tree.selector: samples: 1");
   }
 
   static void assertRefused(String key, String value, String says) {

@@ -9,6 +9,7 @@ import io.ferrite.bench.Progress;
 import io.ferrite.bench.kv.KvBench;
 import io.ferrite.bench.kv.RedisPeer;
 import io.ferrite.fabric.Credentials;
+import io.ferrite.fabric.FerriteException;
 import io.ferrite.kernel.client.ClientOptions;
 import io.ferrite.kernel.client.Ferrite;
 import io.ferrite.kernel.client.FerriteClient;
@@ -28,6 +29,8 @@ import java.util.List;
 import java.util.Locale;
 import java.util.Objects;
 import java.util.Random;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicReference;
 
 /**
  * {@code ferrite bench tree}: the tree face (Cell) on a master and one memory server (tcp + shm) in
@@ -36,18 +39,24 @@ import java.util.Random;
  * <ul>
  *   <li>{@code tree.shape.{meganodes,levels,splits}}: the tree's shape at the configured meganode
  *       and node sizes (Cell: 5 levels of 1 KiB nodes in 64 MiB meganodes at its scale);
- *   <li>{@code tree.<fabric>.get-client.reads-per-get}: one-sided reads per client-side get, from
- *       the handle's counters (node reads, torn ones included) plus the value's extent read;
+ *   <li>{@code tree.<fabric>.get-client.reads-per-get}: one-sided reads per client-side get with
+ *       warm caches, from the handle's counters (node reads, torn ones included, and extent reads),
+ *       beside {@code get-client-nocache.reads-per-get} of a handle without caches; {@code
+ *       tree.<fabric>.cache.mib}: what the caches hold then;
  *   <li>{@code tree.<fabric>.{get,scan100}-{server,client}.t<n>.{throughput,p50,p99}}: gets of
  *       uniformly drawn keys and 100-key scans from one, each search path alone; the client path
- *       beside the server path;
+ *       beside the server path; {@code get-auto.t<n>}: the locality selector, beside the better
+ *       fixed path;
+ *   <li>{@code tree.<fabric>.shift.<phase>.{server,client,auto}.t<n>.throughput}: the load-shift
+ *       experiment ({@link #loadShift}), the selector beside the better fixed path and (as {@code
+ *       throughput-vs-worse}) the worse one, per phase, and the share of its searches that went
+ *       client-side;
  *   <li>with {@code vsRedis}, on tcp: {@code redis.{zscore,zrangebylex100}.t<n>} on a sorted set of
  *       the same keys, one connection per thread, beside which the tree's get and scan by each path
  *       are given.
  * </ul>
  *
- * The locality selector, the client's node cache and the load-shift experiment of issue 14 are not
- * built yet, so nothing here measures them.
+ * Every get goes through one handle, whose caches stay warm across cases.
  */
 public final class TreeBench {
   static final String SUITE = "tree";
@@ -157,7 +166,8 @@ public final class TreeBench {
             shape(report, tree);
           }
           measureFabric(
-              report, o, fabric, tree, keys, fabric.equals("tcp") ? redis : null, progress);
+              report, o, fabric, client, tree, keys, fabric.equals("tcp") ? redis : null, progress);
+          loadShift(report, o, fabric, cluster.masterAddress(), tree, keys, progress);
         }
       }
     } finally {
@@ -212,7 +222,25 @@ public final class TreeBench {
     Collections.shuffle(order, new Random(42));
     byte[] value = new byte[32];
     for (int i : order) {
-      tree.put(keys[i], value);
+      put(tree, keys[i], value);
+    }
+  }
+
+  /**
+   * A put, again while it fails retryably: a put that finds its meganode full waits for the split,
+   * which at 64 MiB can outlast the client's RPC deadline (seen: TIMEOUT after 5 s from 5 million
+   * keys on); putting the same value again is harmless.
+   */
+  static void put(Tree tree, byte[] key, byte[] value) {
+    for (int attempt = 0; ; attempt++) {
+      try {
+        tree.put(key, value);
+        return;
+      } catch (FerriteException e) {
+        if (!e.retryable() || attempt >= 100) {
+          throw e;
+        }
+      }
     }
   }
 
@@ -256,27 +284,36 @@ public final class TreeBench {
       BenchReport report,
       Options o,
       String fabric,
+      FerriteClient client,
       Tree tree,
       byte[][] keys,
       RedisPeer redis,
       Progress progress)
       throws Exception {
-    // One-sided reads per client-side get, from the handle's counters, on one thread: node reads
-    // (torn copies read again included) plus the value's extent.
-    progress.step("tree." + fabric + ": reads per client-side get");
-    Random r0 = new Random(7);
-    for (int i = 0; i < 1000; i++) {
-      tree.get(keys[r0.nextInt(keys.length)], Tree.Path.CLIENT); // warms the meganode handles
-    }
-    long before = tree.nodeReads();
-    int gets = 5000;
-    for (int i = 0; i < gets; i++) {
-      tree.get(keys[r0.nextInt(keys.length)], Tree.Path.CLIENT);
-    }
-    double nodes = (tree.nodeReads() - before) / (double) gets;
+    // One-sided reads per client-side get, from the handles' counters, on one thread: node reads
+    // (torn copies read again included) plus extent reads; with this handle's caches, warm, beside
+    // a handle without caches (tree.cache.bytes 0).
+    String prefix = "tree." + fabric + ".";
+    progress.step(prefix + "reads per client-side get, without and with the caches");
+    Tree uncached =
+        new TreeClient(client, client.config().with(TreeConfig.CACHE_BYTES, "0")).open("bench");
+    BenchResult without =
+        BenchResult.of(
+            prefix + "get-client-nocache.reads-per-get",
+            readsPerGet(uncached, keys, 1000),
+            "reads",
+            Better.LOWER);
+    report.add(without);
+    report.add(
+        BenchResult.against(
+            prefix + "get-client.reads-per-get",
+            readsPerGet(tree, keys, warmUp(tree, keys)),
+            "reads",
+            Better.LOWER,
+            without));
     report.add(
         BenchResult.of(
-            "tree." + fabric + ".get-client.reads-per-get", nodes + 1, "reads", Better.LOWER));
+            prefix + "cache.mib", tree.cache().bytes() / 1048576.0, "MiB", Better.LOWER));
     for (int threads : o.threads()) {
       for (String op : List.of("get", "scan100")) {
         BenchResult[] peer = new BenchResult[3];
@@ -284,21 +321,165 @@ public final class TreeBench {
           peer = redisOp(report, o, redis, keys, op, threads, progress);
         }
         BenchResult[] server = null;
-        for (Tree.Path path : List.of(Tree.Path.SERVER, Tree.Path.CLIENT)) {
+        BenchResult[] better = null;
+        List<Tree.Path> paths =
+            op.equals("get")
+                ? List.of(Tree.Path.SERVER, Tree.Path.CLIENT, Tree.Path.AUTO)
+                : List.of(Tree.Path.SERVER, Tree.Path.CLIENT);
+        for (Tree.Path path : paths) {
           String p = path.name().toLowerCase(Locale.ROOT);
-          String name = "tree." + fabric + "." + op + "-" + p + ".t" + threads;
+          String name = prefix + op + "-" + p + ".t" + threads;
           progress.step(name);
           KvBench.Op treeOp =
               op.equals("get")
                   ? r -> tree.get(keys[r.nextInt(keys.length)], path)
                   : r -> tree.scan(keys[r.nextInt(keys.length)], null, 100, path);
           KvBench.Result res = KvBench.drive(treeOp, threads, o.duration());
-          BenchResult[] ref = peer[0] != null ? peer : server;
+          // The selector beside the better fixed path of the same run; the fixed paths beside
+          // the peer (redis) if any, else the client path beside the server path.
+          BenchResult[] ref = path == Tree.Path.AUTO ? better : peer[0] != null ? peer : server;
           BenchResult[] mine = add(report, name, res, ref);
           if (path == Tree.Path.SERVER) {
             server = mine;
+            better = mine;
+          } else if (path == Tree.Path.CLIENT && mine[0].value() > better[0].value()) {
+            better = mine;
           }
         }
+      }
+    }
+  }
+
+  /**
+   * Gets every {@code keys.length / 100 000}-th key in key order (at least 1 000 gets),
+   * client-side: each meganode's internal nodes are then in the handle's cache (a level-1 node
+   * covers hundreds of keys) and its leaf meganodes' ranges. Returns 1000 (the warm-up of the
+   * measurement itself).
+   */
+  static int warmUp(Tree tree, byte[][] keys) {
+    int stride = Math.max(1, keys.length / 100_000);
+    for (int i = 0; i < keys.length; i += stride) {
+      tree.get(keys[i], Tree.Path.CLIENT);
+    }
+    return 1000;
+  }
+
+  /** One-sided reads (nodes and extents) per client-side get of 5 000 uniform keys. */
+  static double readsPerGet(Tree tree, byte[][] keys, int warm) {
+    Random r = new Random(7);
+    for (int i = 0; i < warm; i++) {
+      tree.get(keys[r.nextInt(keys.length)], Tree.Path.CLIENT); // the meganode handles
+    }
+    long before = tree.nodeReads() + tree.extentReads();
+    int gets = 5000;
+    for (int i = 0; i < gets; i++) {
+      tree.get(keys[r.nextInt(keys.length)], Tree.Path.CLIENT);
+    }
+    return (tree.nodeReads() + tree.extentReads() - before) / (double) gets;
+  }
+
+  /** The phases of the load-shift experiment: the server idle, busy, idle again. */
+  static final List<String> PHASES = List.of("idle", "busy", "idle-again");
+
+  /** Background threads making the server busy: as many as its service threads (default 4). */
+  static final int BACKGROUND = 4;
+
+  /**
+   * The load-shift experiment (Cell Figure 10): gets of uniform keys from the largest thread count,
+   * by each fixed path and by the selector, in three phases; in the middle one the server's service
+   * threads are kept busy by {@link #BACKGROUND} threads of another client sending server-side
+   * scans of 1 000 pairs (CPU-heavy RPCs) back to back. Per phase, the selector's throughput beside
+   * the better fixed path and beside the worse one, and the share of its meganode searches that
+   * went client-side.
+   */
+  static void loadShift(
+      BenchReport report,
+      Options o,
+      String fabric,
+      String masterAddress,
+      Tree tree,
+      byte[][] keys,
+      Progress progress)
+      throws Exception {
+    int threads = Collections.max(o.threads());
+    String prefix = "tree." + fabric + ".shift.";
+    for (String phase : PHASES) {
+      AtomicBoolean stop = new AtomicBoolean();
+      AtomicReference<Throwable> failed = new AtomicReference<>();
+      List<Thread> background = new ArrayList<>();
+      FerriteClient loadClient = null;
+      try {
+        if (phase.equals("busy")) {
+          loadClient = connect(masterAddress, fabric);
+          Tree load = new TreeClient(loadClient).open("bench");
+          for (int i = 0; i < BACKGROUND; i++) {
+            Random r = new Random(100 + i);
+            Thread t =
+                new Thread(
+                    () -> {
+                      try {
+                        while (!stop.get()) {
+                          load.scan(keys[r.nextInt(keys.length)], null, 1000, Tree.Path.SERVER);
+                        }
+                      } catch (Throwable e) {
+                        failed.compareAndSet(null, e);
+                      }
+                    },
+                    "bench-tree-load-" + i);
+            t.setDaemon(true);
+            t.start();
+            background.add(t);
+          }
+        }
+        BenchResult[] results = new BenchResult[3];
+        List<Tree.Path> paths = List.of(Tree.Path.SERVER, Tree.Path.CLIENT, Tree.Path.AUTO);
+        for (int i = 0; i < paths.size(); i++) {
+          Tree.Path path = paths.get(i);
+          String name =
+              prefix + phase + "." + path.name().toLowerCase(Locale.ROOT) + ".t" + threads;
+          progress.step(name);
+          long[] choices = tree.autoChoices();
+          KvBench.Result res =
+              KvBench.drive(
+                  r -> tree.get(keys[r.nextInt(keys.length)], path), threads, o.duration());
+          if (i < 2) {
+            results[i] =
+                i == 0
+                    ? BenchResult.of(name + ".throughput", res.throughput(), "ops/s", Better.HIGHER)
+                    : BenchResult.against(
+                        name + ".throughput", res.throughput(), "ops/s", Better.HIGHER, results[0]);
+            report.add(results[i]);
+            continue;
+          }
+          BenchResult best = results[0].value() >= results[1].value() ? results[0] : results[1];
+          BenchResult worse = best == results[0] ? results[1] : results[0];
+          report.add(
+              BenchResult.against(
+                  name + ".throughput", res.throughput(), "ops/s", Better.HIGHER, best));
+          report.add(
+              BenchResult.against(
+                  name + ".throughput-vs-worse", res.throughput(), "ops/s", Better.HIGHER, worse));
+          long[] after = tree.autoChoices();
+          long server = after[0] - choices[0];
+          long client = after[1] - choices[1];
+          report.add(
+              BenchResult.of(
+                  name + ".client-share",
+                  server + client == 0 ? 0 : 100.0 * client / (server + client),
+                  "%",
+                  Better.HIGHER));
+        }
+      } finally {
+        stop.set(true);
+        for (Thread t : background) {
+          t.join();
+        }
+        if (loadClient != null) {
+          loadClient.close();
+        }
+      }
+      if (failed.get() != null) {
+        throw new IllegalStateException("the background load failed", failed.get());
       }
     }
   }

@@ -30,9 +30,25 @@ class TreeBenchTest {
     double levels = report.require("tree.shape.levels").value();
     assertTrue(levels >= 2, "levels: " + levels);
     assertTrue(report.require("tree.shape.meganodes").value() >= 2);
-    double reads = report.require("tree.shm.get-client.reads-per-get").value();
-    // At least one node of each meganode level, plus the value's extent.
+    double reads = report.require("tree.shm.get-client-nocache.reads-per-get").value();
+    // Without caches, at least one node of each meganode level, plus the value's extent.
     assertTrue(reads >= levels + 1 && reads < 20 * levels, "reads per get: " + reads);
+    // With warm caches (this small tree fits): the leaf and the extent.
+    BenchResult cached = report.require("tree.shm.get-client.reads-per-get");
+    assertEquals(2.0, cached.value(), 1e-9, "reads per warm get");
+    assertEquals("tree.shm.get-client-nocache.reads-per-get", cached.reference());
+    BenchResult auto = report.require("tree.shm.get-auto.t1.throughput");
+    assertTrue(
+        auto.reference().equals("tree.shm.get-server.t1.throughput")
+            || auto.reference().equals("tree.shm.get-client.t1.throughput"),
+        "the selector beside a fixed path: " + auto.reference());
+    for (String phase : TreeBench.PHASES) {
+      String name = "tree.shm.shift." + phase + ".auto.t1.";
+      assertNotNull(report.get(name + "throughput"), name);
+      assertNotNull(report.get(name + "throughput-vs-worse"), name);
+      double share = report.require(name + "client-share").value();
+      assertTrue(share >= 0 && share <= 100, "share " + share);
+    }
     for (String op : List.of("get", "scan100")) {
       for (String stat : List.of("throughput", "p50", "p99")) {
         String server = "tree.shm." + op + "-server.t1." + stat;

@@ -1,0 +1,199 @@
+package io.ferrite.tree;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import io.ferrite.fabric.testing.SeedExtension;
+import java.util.Random;
+import java.util.concurrent.atomic.AtomicLong;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.ExtendWith;
+
+/**
+ * The locality selector's rule, deterministic: a fake clock, latencies given as samples, seeded
+ * exploration draws. Nothing here measures time.
+ */
+@ExtendWith(SeedExtension.class)
+class PathSelectorTest {
+  static final int S = 7;
+  final AtomicLong clock = new AtomicLong(1_000_000_000L);
+
+  PathSelector selector(double explore, Random random) {
+    return selector(explore, false, random);
+  }
+
+  PathSelector selector(double explore, boolean queues, Random random) {
+    return new PathSelector(
+        new PathSelector.Settings(100, 3, explore, 1, 3_000_000_000L, queues),
+        clock::get,
+        random::nextDouble);
+  }
+
+  /** {@code n} samples of each path around the given means (±5 %, seeded), 1 µs apart. */
+  void feed(PathSelector s, Random r, Tree.Path path, double mean, long reads, int n) {
+    for (int i = 0; i < n; i++) {
+      clock.addAndGet(1000);
+      long nanos = (long) (mean * (0.95 + 0.1 * r.nextDouble()));
+      s.sample(S, path, nanos, reads);
+    }
+  }
+
+  /** The path chosen now, not left in flight. */
+  static Tree.Path decide(PathSelector s) {
+    Tree.Path p = s.choose(S);
+    s.finished(S, p, 0, 0, false);
+    return p;
+  }
+
+  @Test
+  void eachPathIsTriedFirstThenTheCheaperOneIsTaken(Random random) {
+    PathSelector s = selector(0, random);
+    assertEquals(Tree.Path.SERVER, decide(s), "no estimate of the server path: it goes first");
+    feed(s, random, Tree.Path.SERVER, 10_000, 1, 1);
+    assertEquals(Tree.Path.CLIENT, decide(s), "no estimate of the client path: it goes next");
+    // Searches of 2 reads of 8 µs (16 µs) against one RPC of 10 µs: server-side.
+    feed(s, random, Tree.Path.CLIENT, 16_000, 2, 50);
+    feed(s, random, Tree.Path.SERVER, 10_000, 1, 50);
+    assertEquals(Tree.Path.SERVER, decide(s));
+    double[] e = s.estimates(S);
+    assertEquals(2, e[2], 1e-9, "m: reads per client-side search");
+    // Searches of 1 read (the caches warmed up) of 8 µs: client-side now.
+    feed(s, random, Tree.Path.CLIENT, 8_000, 1, 200);
+    assertEquals(Tree.Path.CLIENT, decide(s), "m fell: " + s.estimates(S)[2]);
+  }
+
+  @Test
+  void withQueuesTheSearchesInFlightTipTheChoice(Random random) {
+    PathSelector latencies = selector(0, random);
+    feed(latencies, random, Tree.Path.SERVER, 10_000, 1, 50);
+    feed(latencies, random, Tree.Path.CLIENT, 16_000, 2, 50);
+    for (int i = 0; i < 3; i++) {
+      assertEquals(Tree.Path.SERVER, latencies.choose(S), "latencies alone: in flight ignored");
+    }
+    PathSelector s = selector(0, true, random);
+    feed(s, random, Tree.Path.SERVER, 10_000, 1, 50);
+    feed(s, random, Tree.Path.CLIENT, 16_000, 2, 50);
+    // q_s·T_s < m·q_r·T_r with the search being decided counted: 1·10 < 1·16 µs.
+    Tree.Path first = s.choose(S);
+    assertEquals(Tree.Path.SERVER, first);
+    // One server-side search in flight: 2·10 > 1·16 µs, the next joins the client queue ...
+    Tree.Path second = s.choose(S);
+    assertEquals(Tree.Path.CLIENT, second);
+    // ... and with one in flight there, 2·10 < 2·16: server-side again.
+    assertEquals(Tree.Path.SERVER, s.choose(S));
+    s.finished(S, first, 0, 0, false);
+    s.finished(S, second, 0, 0, false);
+    s.finished(S, Tree.Path.SERVER, 0, 0, false);
+    assertEquals(0, s.estimates(S)[3], "nothing in flight");
+    assertEquals(0, s.estimates(S)[4], "nothing in flight");
+  }
+
+  @Test
+  void anOutlierIsDroppedButALoadShiftIsFollowedWithinTwoPeriods(Random random) {
+    PathSelector s = selector(0, random);
+    feed(s, random, Tree.Path.SERVER, 10_000, 1, 100);
+    feed(s, random, Tree.Path.CLIENT, 16_000, 2, 100);
+    double before = s.estimates(S)[0];
+    s.sample(S, Tree.Path.SERVER, 2_000_000, 1); // one 2 ms hiccup
+    assertEquals(before, s.estimates(S)[0], 1e-9, "an outlier beyond 3σ is not averaged in");
+    assertEquals(Tree.Path.SERVER, decide(s));
+    // The server's service threads get busy (paper Figure 10): its searches take 200 µs. Each
+    // sample is an outlier of the old window until one period dropped more than it kept; then the
+    // window starts again from the new samples.
+    int shifted = -1;
+    for (int i = 0; i < 300; i++) {
+      feed(s, random, Tree.Path.SERVER, 200_000, 1, 1);
+      if (decide(s) == Tree.Path.CLIENT) {
+        shifted = i;
+        break;
+      }
+    }
+    assertTrue(shifted >= 0 && shifted < 200, "followed the shift after " + shifted + " samples");
+    assertTrue(shifted > 0, "a single slow sample does not flip the choice");
+    // The load goes away: the server path's samples (exploration's, here fed) win it back.
+    int back = -1;
+    for (int i = 0; i < 300; i++) {
+      feed(s, random, Tree.Path.SERVER, 10_000, 1, 1);
+      if (decide(s) == Tree.Path.SERVER) {
+        back = i;
+        break;
+      }
+    }
+    assertTrue(back >= 0 && back < 200, "followed back after " + back + " samples");
+  }
+
+  @Test
+  void aServerNotSearchedForTheIdleTimeIsForgotten(Random random) {
+    PathSelector s = selector(0, random);
+    feed(s, random, Tree.Path.SERVER, 200_000, 1, 50);
+    feed(s, random, Tree.Path.CLIENT, 16_000, 2, 50);
+    assertEquals(Tree.Path.CLIENT, decide(s));
+    clock.addAndGet(2_000_000_000L);
+    assertEquals(Tree.Path.CLIENT, decide(s), "2 s: still remembered");
+    clock.addAndGet(1_500_000_000L);
+    assertEquals(Tree.Path.SERVER, decide(s), "3.5 s idle: history gone, the server tried again");
+  }
+
+  /** How often {@code s} takes the path it estimates worse, of {@code n} decisions. */
+  static int explorations(PathSelector s, Tree.Path best, int n) {
+    int worse = 0;
+    for (int i = 0; i < n; i++) {
+      if (decide(s) != best) {
+        worse++;
+      }
+    }
+    return worse;
+  }
+
+  static void assertBinomial(int seen, int n, double p, String what) {
+    double sigma = Math.sqrt(n * p * (1 - p));
+    assertTrue(
+        Math.abs(seen - n * p) < 7 * sigma + 1,
+        what + ": " + seen + " of " + n + " (expected about " + n * p + ")");
+  }
+
+  @Test
+  void exploresTheWorsePathInProportionToItsCost(Random random) {
+    PathSelector s = selector(0.05, random);
+    feed(s, random, Tree.Path.SERVER, 10_000, 1, 100);
+    feed(s, random, Tree.Path.CLIENT, 16_000, 2, 100);
+    double[] e = s.estimates(S);
+    double ratio = e[0] / (e[2] * e[1]); // T_s / (m·T_r), about 10/16
+    int n = 200_000;
+    assertBinomial(explorations(s, Tree.Path.SERVER, n), n, 0.05 * ratio, "close paths");
+    // The client path 2 000 times slower: exploration damped to its floor, 1/1000 of p.
+    PathSelector far = selector(0.05, random);
+    feed(far, random, Tree.Path.SERVER, 1_000, 1, 100);
+    feed(far, random, Tree.Path.CLIENT, 2_000_000, 1, 100);
+    assertBinomial(
+        explorations(far, Tree.Path.SERVER, n),
+        n,
+        0.05 / PathSelector.MAX_EXPLORE_DAMPING,
+        "far paths");
+    PathSelector none = selector(0, random);
+    feed(none, random, Tree.Path.SERVER, 10_000, 1, 100);
+    feed(none, random, Tree.Path.CLIENT, 16_000, 2, 100);
+    assertEquals(0, explorations(none, Tree.Path.SERVER, 1000), "no exploration at p = 0");
+  }
+
+  @Test
+  void badSettingsAreRefused() {
+    assertThrows(
+        IllegalArgumentException.class,
+        () -> new PathSelector.Settings(1, 3, 0.01, 1, 1, false),
+        "samples");
+    assertThrows(
+        IllegalArgumentException.class,
+        () -> new PathSelector.Settings(100, 1, 0.01, 1, 1, false),
+        "K");
+    assertThrows(
+        IllegalArgumentException.class,
+        () -> new PathSelector.Settings(100, 3, 0.6, 1, 1, false),
+        "explore");
+    assertThrows(
+        IllegalArgumentException.class,
+        () -> new PathSelector.Settings(100, 3, 0.01, 0, 1, false),
+        "factor");
+  }
+}
