@@ -443,7 +443,8 @@ public final class MeganodeReader {
 
   /** The value of {@code key} in this leaf meganode, or null (for a tree of one meganode). */
   public byte[] get(byte[] key) {
-    Outcome o = find(key);
+    // With a cache, search (which takes nodes near the root from it); without, find (in place).
+    Outcome o = cache != null ? search(key) : find(key);
     if (o.kind() == Outcome.Kind.VALUE) {
       return o.value();
     }
