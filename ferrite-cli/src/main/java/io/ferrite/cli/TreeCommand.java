@@ -27,8 +27,10 @@ import picocli.CommandLine.Spec;
       "Sorted trees after Cell: a B-link tree of large meganodes (tree.meganode.size, 64 MiB) spread"
           + " over the memory servers, each a B-link tree of small nodes (tree.node.size, 1 KiB)."
           + " Keys are ordered by unsigned bytes; scans return them in that order.",
-      "Reads search either on the servers (--path server: one RPC per meganode, the default) or"
-          + " here (--path client: one-sided reads of the nodes); writes go to the leaf's server.",
+      "Reads search on the servers (--path server: one RPC per server on the way), here"
+          + " (--path client: one-sided reads of the nodes, the upper ones cached), or by whichever"
+          + " the locality selector finds faster now (--path auto, the default); writes go to the"
+          + " leaf's server.",
       "Keys and values are UTF-8 text, or hex with --hex. A key is 1 to tree.node.size / 8 - 22"
           + " bytes (106 at 1 KiB)."
     },
@@ -102,9 +104,10 @@ final class TreeCommand implements Runnable {
     @Option(
         names = "--path",
         description =
-            "server (one RPC per meganode, the server searches) or client (one-sided reads of"
-                + " the nodes, then of the value's extent). Default: server.")
-    Tree.Path path = Tree.Path.SERVER;
+            "auto (the locality selector picks per search, by measured latencies), server (the"
+                + " server searches: one RPC per server on the way) or client (one-sided reads of"
+                + " the nodes, then of the value's extent). Default: auto.")
+    Tree.Path path = Tree.Path.AUTO;
   }
 
   @Command(

@@ -37,13 +37,14 @@ import site.ycsb.Status;
  *
  * <p>With {@code -p ferrite.face=tree} the same binding serves the tree face ({@code
  * io.ferrite.tree}, sorted keys, Cell) and so workload E: read is a get by {@code
- * ferrite.tree.path} ({@code server}, the default: one RPC per meganode; {@code client}: one-sided
- * reads of the nodes), insert and update a put, delete a delete, scan YCSB's {@code (startkey,
- * recordcount)} a tree scan from {@code startkey} (inclusive) to the end with limit {@code
- * recordcount}, in key order, by the same path. The tree has no compare-and-set: update is a get, a
- * merge and a put, so two threads updating other fields of one record at once can lose one's fields
- * (YCSB checks no values). One binding class, not two, because {@code ferrite ycsb} and {@link
- * YcsbProperties} accept exactly this {@code db}; the face is a property like the table's layout.
+ * ferrite.tree.path} ({@code auto}, the default: the locality selector picks per search; {@code
+ * server}: one RPC per server on the way; {@code client}: one-sided reads of the nodes), insert and
+ * update a put, delete a delete, scan YCSB's {@code (startkey, recordcount)} a tree scan from
+ * {@code startkey} (inclusive) to the end with limit {@code recordcount}, in key order, by the same
+ * path. The tree has no compare-and-set: update is a get, a merge and a put, so two threads
+ * updating other fields of one record at once can lose one's fields (YCSB checks no values). One
+ * binding class, not two, because {@code ferrite ycsb} and {@link YcsbProperties} accept exactly
+ * this {@code db}; the face is a property like the table's layout.
  *
  * <p>Properties: {@code ferrite.cluster.file} (default: {@code ~/.ferrite/cluster}), or {@code
  * ferrite.cluster} + {@code ferrite.secret.file} + {@code ferrite.cluster.id}; {@code
@@ -68,7 +69,7 @@ public final class FerriteKvDb extends DB {
   /** With {@code ferrite.face=tree}: the tree instead of {@link #table}, and the read path. */
   private Tree tree;
 
-  private Tree.Path path = Tree.Path.SERVER;
+  private Tree.Path path = Tree.Path.AUTO;
 
   @Override
   public void init() throws DBException {
@@ -85,7 +86,7 @@ public final class FerriteKvDb extends DB {
       if (face.equals("tree")) {
         path =
             Tree.Path.valueOf(
-                p.getProperty("ferrite.tree.path", "server").toUpperCase(java.util.Locale.ROOT));
+                p.getProperty("ferrite.tree.path", "auto").toUpperCase(java.util.Locale.ROOT));
         tree = new TreeClient(shared).create(name);
         return;
       }

@@ -122,9 +122,9 @@ public final class YcsbProperties {
     if (!face.equals("kv") && !face.equals("tree")) {
       problems.add("ferrite.face=" + face + ": expected kv or tree");
     }
-    String path = p.getProperty("ferrite.tree.path", "server").trim();
-    if (!path.equals("server") && !path.equals("client")) {
-      problems.add("ferrite.tree.path=" + path + ": expected server or client");
+    String path = p.getProperty("ferrite.tree.path", "auto").trim();
+    if (!path.equals("auto") && !path.equals("server") && !path.equals("client")) {
+      problems.add("ferrite.tree.path=" + path + ": expected auto, server or client");
     }
     for (String key : List.of("recordcount", "operationcount", "threadcount", "target")) {
       String v = p.getProperty(key);
