@@ -14,7 +14,6 @@ import io.ferrite.kv.KvTable;
 import io.ferrite.kv.TableOptions;
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
-import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
@@ -46,25 +45,7 @@ class KvShmFenceMultiProcessTest extends ProcessClusterTest {
 
   /** A memory server serving tcp and shm, with the master's dead timeout (its lease: half). */
   private Process startShmServer(String name) throws IOException {
-    List<String> args =
-        new ArrayList<>(
-            List.of(
-                "server",
-                "--dir",
-                dir.toString(),
-                "--name",
-                name,
-                "--master",
-                "ferrite://127.0.0.1:" + port,
-                "--cluster-id",
-                clusterId,
-                "--fabrics",
-                "tcp,shm",
-                "--dram",
-                "48m",
-                "--disk",
-                "0"));
-    return start(name, withSets(args, "server.dead.timeout=1s", "region.size=16m"));
+    return startServerOver("tcp,shm", name, "48m", "0", "server.dead.timeout=1s");
   }
 
   /**

@@ -71,6 +71,12 @@ abstract class ProcessClusterTest {
 
   /** As above, with the config keys {@code sets} ({@code key=value}) too. */
   Process startServer(String name, String dram, String disk, String... sets) throws IOException {
+    return startServerOver("tcp", name, dram, disk, sets);
+  }
+
+  /** As above, serving {@code fabrics} (e.g. {@code tcp,shm}). */
+  Process startServerOver(String fabrics, String name, String dram, String disk, String... sets)
+      throws IOException {
     List<String> args =
         new ArrayList<>(
             List.of(
@@ -84,7 +90,7 @@ abstract class ProcessClusterTest {
                 "--cluster-id",
                 clusterId,
                 "--fabrics",
-                "tcp",
+                fabrics,
                 "--dram",
                 dram,
                 "--disk",
