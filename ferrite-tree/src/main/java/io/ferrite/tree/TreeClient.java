@@ -155,20 +155,13 @@ public final class TreeClient {
   }
 
   /**
-   * The client of the master group that holds tree {@code name}: the one place a tree call picks
-   * its master. {@code place}: a create, which places a new name first (group 0's placement
-   * directory, docs/RESILIENCE.md "Master groups"); otherwise a name never placed is group 0's
-   * (made before the cluster had groups, or nowhere: group 0 then answers NOT_FOUND). The group is
-   * kept by {@link MasterGroups} for the client's life (a placement never changes), so only a
-   * name's first use asks group 0. With one group it asks nothing.
+   * The client of the master group that holds tree {@code name} ({@link MasterGroups#clientOf},
+   * kind {@link PlacementProtocol#TREE}). {@code place}: a create. The group is kept by {@link
+   * MasterGroups} for the client's life (a placement never changes), so only a name's first use
+   * asks group 0; with one group nothing is asked.
    */
   private FerriteClient clientOf(String name, boolean place) {
-    if (groups.count() == 1) {
-      return client;
-    }
-    String kind = PlacementProtocol.TREE;
-    int g = place ? groups.place(kind, name, -1) : groups.find(kind, name);
-    return groups.client(Math.max(g, 0));
+    return groups.clientOf(PlacementProtocol.TREE, name, place);
   }
 
   private static TreeInfo read(String name, ByteBuffer b) {
