@@ -58,22 +58,12 @@ class TreeGroupsTest {
 
   /** The group a new tree name goes to among {@code groups}, by the placement rule. */
   private static int ruled(String name, int groups) {
-    return PlacementProtocol.choose(PlacementProtocol.key(PlacementProtocol.TREE, name), groups);
+    return GroupsHarness.ruled(PlacementProtocol.TREE, name, groups);
   }
 
-  /** {@code count} names per group that the rule places there (random, seeded). */
+  /** {@code count} tree names per group that the rule places there (random, seeded). */
   private static List<String> namesPerGroup(Random random, int groups, int count, String prefix) {
-    List<String> out = new ArrayList<>();
-    int[] have = new int[groups];
-    while (out.size() < groups * count) {
-      String name = prefix + Integer.toHexString(random.nextInt());
-      int g = ruled(name, groups);
-      if (have[g] < count) {
-        have[g]++;
-        out.add(name);
-      }
-    }
-    return out;
+    return GroupsHarness.namesPerGroup(random, PlacementProtocol.TREE, groups, count, prefix);
   }
 
   /** The trees group {@code g}'s directory lists itself (asked of it alone), by name. */
