@@ -27,7 +27,7 @@ final class TreeCluster extends ClusterHarness {
     }
   }
 
-  private static Map<String, String> config() {
+  static Map<String, String> config() {
     Map<String, String> c = new HashMap<>();
     c.put(FerriteConfig.CAPACITY_DRAM, "64m");
     c.put(FerriteConfig.CAPACITY_DISK, "0");

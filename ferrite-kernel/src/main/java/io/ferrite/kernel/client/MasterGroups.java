@@ -136,6 +136,24 @@ public final class MasterGroups implements AutoCloseable {
     return keep(key, group);
   }
 
+  /**
+   * The client of the group that holds {@code name} of {@code kind}: the one place a face picks the
+   * master of a call about a top-level name. {@code place}: a create, which places a new name first
+   * ({@link #place}, the rule's group); otherwise ({@link #find}) a name never placed is group 0's
+   * (made before the cluster had groups, or nowhere: group 0 then answers NOT_FOUND). With one
+   * group it asks nothing.
+   *
+   * @throws FerriteException UNAVAILABLE if group 0 (a name's first use) or the name's group does
+   *     not answer
+   */
+  public FerriteClient clientOf(String kind, String name, boolean place) {
+    if (clients.length() == 1) {
+      return first;
+    }
+    int g = place ? place(kind, name, -1) : find(kind, name);
+    return client(Math.max(g, 0));
+  }
+
   private int keep(String key, int group) {
     if (group >= clients.length()) {
       // Placed by a client that knows more groups: this one's URI is behind the cluster's.

@@ -5,7 +5,7 @@ import java.nio.charset.StandardCharsets;
 
 /**
  * The placement directory of a cluster of several master groups: which group owns a top-level name
- * (a nodes face's top-level name, a kv table, a memory namespace). Served by {@code
+ * (a nodes face's top-level name, a kv table, a memory namespace, a tree). Served by {@code
  * PlacementDirectory} on every master, used on group 0 only; clients reach it through {@link
  * io.ferrite.kernel.client.MasterGroups}.
  *
@@ -23,7 +23,7 @@ import java.nio.charset.StandardCharsets;
  *
  * A key is {@code <kind>:<name>}, e.g. {@code nodes:data} for the nodes face's {@code /data},
  * {@code kv:users} for kv table {@code users}, {@code memory:graph} for memory namespace {@code
- * graph}.
+ * graph}, {@code tree:index} for tree {@code index}.
  */
 public final class PlacementProtocol {
   private PlacementProtocol() {}
@@ -42,6 +42,9 @@ public final class PlacementProtocol {
 
   /** The kind of the memory face's namespace names. */
   public static final String MEMORY = "memory";
+
+  /** The kind of the tree face's tree names. */
+  public static final String TREE = "tree";
 
   /** The directory key of {@code name} of {@code kind}. */
   public static String key(String kind, String name) {

@@ -9,12 +9,14 @@ import io.ferrite.kernel.client.Ferrite;
 import io.ferrite.kernel.client.FerriteClient;
 import io.ferrite.kernel.config.FerriteConfig;
 import io.ferrite.kernel.master.Master;
+import io.ferrite.kernel.proto.PlacementProtocol;
 import io.ferrite.kernel.proto.ServerState;
 import java.io.IOException;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
+import java.util.Random;
 
 /**
  * A {@link ClusterHarness} of several master groups (docs/RESILIENCE.md, "Master groups"), each one
@@ -129,6 +131,31 @@ public class GroupsHarness extends ClusterHarness {
                 .fabric("local")
                 .fabrics(fabrics())
                 .build()));
+  }
+
+  /** The group a new {@code name} of {@code kind} goes to among {@code groups}, by the rule. */
+  public static int ruled(String kind, String name, int groups) {
+    return PlacementProtocol.choose(PlacementProtocol.key(kind, name), groups);
+  }
+
+  /**
+   * {@code count} names of {@code kind} per group of {@code groups} that the placement rule places
+   * there ({@code prefix} and a random suffix, drawn from the test's seeded {@code random}), so
+   * every group gets names whatever the seed; in the order drawn.
+   */
+  public static List<String> namesPerGroup(
+      Random random, String kind, int groups, int count, String prefix) {
+    List<String> out = new ArrayList<>();
+    int[] have = new int[groups];
+    while (out.size() < groups * count) {
+      String name = prefix + Integer.toHexString(random.nextInt());
+      int g = ruled(kind, name, groups);
+      if (have[g] < count) {
+        have[g]++;
+        out.add(name);
+      }
+    }
+    return out;
   }
 
   /** Waits until group {@code g}'s master sees {@code n} live servers. */

@@ -8,6 +8,7 @@ import io.ferrite.kernel.master.MasterContext;
 import io.ferrite.kernel.master.MasterExtension;
 import io.ferrite.kernel.proto.MemberInfo;
 import io.ferrite.kernel.proto.Permissions;
+import io.ferrite.kernel.proto.PlacementProtocol;
 import io.ferrite.kernel.proto.Wire;
 import io.ferrite.tree.TreeProtocol;
 import java.nio.ByteBuffer;
@@ -33,6 +34,11 @@ import java.util.concurrent.CompletableFuture;
  * The root pointer here is a hint kept fresh by the tree's server (SET_ROOT after a root split): a
  * client that starts from an older root still finds every key, by the right links of the B-link
  * tree of meganodes (Cell §2.2), only through more meganodes.
+ *
+ * <p>With several master groups (docs/RESILIENCE.md, "Master groups") each group's directory holds
+ * the trees whose names ({@code tree:<name>}) group 0's placement directory placed in it; clients
+ * send each call about a tree to its group ({@code TreeClient}), and a group that does not hold a
+ * name answers NOT_FOUND for it (GET_TREE) as for a name that exists nowhere.
  */
 public final class TreeDirectory implements MasterExtension {
   /** A tree as the directory knows it. */
@@ -54,6 +60,16 @@ public final class TreeDirectory implements MasterExtension {
   @Override
   public String name() {
     return "tree";
+  }
+
+  /**
+   * A tree of this directory (asked by group 0's placement directory under the metadata lock, the
+   * lock that guards {@link #trees}): a tree made before the cluster had several master groups
+   * stays in group 0 (docs/RESILIENCE.md, "Master groups").
+   */
+  @Override
+  public boolean holdsName(String kind, String name) {
+    return kind.equals(PlacementProtocol.TREE) && trees.containsKey(name);
   }
 
   @Override
@@ -201,7 +217,9 @@ public final class TreeDirectory implements MasterExtension {
   private TreeInfo found(String name) {
     TreeInfo t = trees.get(name);
     if (t == null) {
-      throw new FerriteException(ErrorCode.NOT_FOUND, "no tree named " + name);
+      // With several master groups, also a name placed in another group: its client asks there.
+      throw new FerriteException(
+          ErrorCode.NOT_FOUND, "no tree named " + name + " in this master group's directory");
     }
     return t;
   }

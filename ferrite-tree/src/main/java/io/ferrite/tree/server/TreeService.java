@@ -827,14 +827,38 @@ public final class TreeService implements FerriteService {
     return t.root;
   }
 
+  /**
+   * Tells the directory tree {@code t}'s root. The server knows a tree by id, not by name, so not
+   * its master group (docs/RESILIENCE.md "Master groups"): with several groups it tells every
+   * group, and the directories that do not hold the id ignore it (ids are random 63-bit numbers).
+   * Costs one RPC per group per root change (a tree's first meganode, a root split: rare). With
+   * several groups a group that does not answer is skipped: the root is a hint (a handle whose
+   * directory entry has none asks the server, OPEN_TREE); with one group its failure is the
+   * caller's, as before.
+   */
   private void reportRoot(TreeState t) {
-    context
-        .master()
-        .callSync(
-            null,
-            TreeProtocol.MASTER_SERVICE,
-            TreeProtocol.SET_ROOT,
-            new Wire.Writer().i64(t.id).i64(t.root).toBuffer());
+    int groups = context.groups();
+    for (int g = 0; g < groups; g++) {
+      try {
+        context
+            .master(g)
+            .callSync(
+                null,
+                TreeProtocol.MASTER_SERVICE,
+                TreeProtocol.SET_ROOT,
+                new Wire.Writer().i64(t.id).i64(t.root).toBuffer());
+      } catch (FerriteException e) {
+        if (groups == 1) {
+          throw e;
+        }
+        LOG.log(
+            System.Logger.Level.DEBUG,
+            "tree {0}: root not told to master group {1}: {2}",
+            t.id,
+            g,
+            e.getMessage());
+      }
+    }
   }
 
   private TreeState tree(long id) {
