@@ -237,12 +237,7 @@ public final class KvClient {
    * With one group it asks nothing.
    */
   FerriteClient clientOf(String name, boolean place) {
-    if (groups.count() == 1) {
-      return client;
-    }
-    String kind = io.ferrite.kernel.proto.PlacementProtocol.KV;
-    int g = place ? groups.place(kind, name, -1) : groups.find(kind, name);
-    return groups.client(Math.max(g, 0));
+    return groups.clientOf(io.ferrite.kernel.proto.PlacementProtocol.KV, name, place);
   }
 
   /** A table with the directory's placement version. */

@@ -116,12 +116,7 @@ public final class RStore {
    * group it asks nothing.
    */
   private FerriteClient clientOf(String name, boolean place) {
-    if (groups.count() == 1) {
-      return client;
-    }
-    String kind = io.ferrite.kernel.proto.PlacementProtocol.MEMORY;
-    int g = place ? groups.place(kind, name, -1) : groups.find(kind, name);
-    return groups.client(Math.max(g, 0));
+    return groups.clientOf(io.ferrite.kernel.proto.PlacementProtocol.MEMORY, name, place);
   }
 
   /** Calls {@code opcode} on group 0's master (tests; a call about a namespace goes to its own). */
