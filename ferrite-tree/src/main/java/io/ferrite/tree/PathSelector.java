@@ -1,8 +1,10 @@
 package io.ferrite.tree;
 
+import java.util.Arrays;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.locks.ReentrantLock;
 import java.util.function.DoubleSupplier;
 import java.util.function.LongSupplier;
@@ -38,14 +40,30 @@ import java.util.function.LongSupplier;
  *
  * <p>Cell subtracts the round trip from both latencies to get pure queueing delays; Ferrite keeps
  * it in, because a client-side search pays it {@code m} times and a server-side one once, so the
- * rule compares what each path costs the caller. Thread-safe: {@link #choose} is lock-free; a
- * sample takes the server's lock if it is free. The clock and the exploration's random draws are
+ * rule compares what each path costs the caller.
+ *
+ * <p>Cheap on the common path (a get over shm takes about a microsecond, and timing, recording and
+ * counting every one cost a fifth of it with 16 threads): only a sample of the searches is timed, 1
+ * in {@code sampling} while the chosen path's window is steady (full, and its current period has
+ * dropped few outliers), every one otherwise (a window being filled, or a load shift suspected); an
+ * untimed {@link #choose} is one array read, a few volatile reads and one random draw: no clock, no
+ * lock, no write to shared memory. Explorations are always timed, and at most one is in flight per
+ * server, after which the next waits until the time spent exploring is at most {@code explore} of
+ * the time since ({@link #finished}): a path that stalls (tens of milliseconds over tcp) then costs
+ * the mean about {@code explore} whatever its estimate says. Thread-safe: {@link #choose} is
+ * lock-free; a sample takes the server's lock if it is free. The clock and the random draws are
  * given (tests are deterministic).
  */
 public final class PathSelector {
   /** The selector's constants ({@code tree.selector.*}). */
   public record Settings(
-      int samples, double outlierK, double explore, double factor, long idleNanos, boolean queues) {
+      int samples,
+      double outlierK,
+      double explore,
+      double factor,
+      long idleNanos,
+      boolean queues,
+      int sampling) {
     public Settings {
       if (samples < 2) {
         throw new IllegalArgumentException("samples: " + samples + " (expected: >= 2)");
@@ -62,11 +80,60 @@ public final class PathSelector {
       if (idleNanos <= 0) {
         throw new IllegalArgumentException("idleNanos: " + idleNanos + " (expected: > 0)");
       }
+      if (sampling < 1) {
+        throw new IllegalArgumentException("sampling: " + sampling + " (expected: >= 1)");
+      }
     }
 
-    /** Cell's: 100 samples, K = 3, 1 % exploration, factor 1, 3 s idle; latencies alone. */
+    /**
+     * Cell's: 100 samples, K = 3, 1 % exploration, factor 1, 3 s idle; latencies alone; 1 in 16
+     * searches timed while steady.
+     */
     public static Settings defaults() {
-      return new Settings(100, 3, 0.01, 1, 3_000_000_000L, false);
+      return new Settings(100, 3, 0.01, 1, 3_000_000_000L, false, 16);
+    }
+  }
+
+  /**
+   * A decision of {@link #choose}: the path, whether the search is to be timed and reported with
+   * its latency, whether it explores (the path estimated worse, or one without an estimate).
+   */
+  public enum Choice {
+    SERVER(Tree.Path.SERVER, false, false),
+    SERVER_TIMED(Tree.Path.SERVER, true, false),
+    SERVER_EXPLORED(Tree.Path.SERVER, true, true),
+    CLIENT(Tree.Path.CLIENT, false, false),
+    CLIENT_TIMED(Tree.Path.CLIENT, true, false),
+    CLIENT_EXPLORED(Tree.Path.CLIENT, true, true);
+
+    private final Tree.Path path;
+    private final boolean timed;
+    private final boolean explored;
+
+    Choice(Tree.Path path, boolean timed, boolean explored) {
+      this.path = path;
+      this.timed = timed;
+      this.explored = explored;
+    }
+
+    public Tree.Path path() {
+      return path;
+    }
+
+    /** Whether {@link #finished} wants this search's latency (else it may be given 0). */
+    public boolean timed() {
+      return timed;
+    }
+
+    public boolean explored() {
+      return explored;
+    }
+
+    static Choice of(Tree.Path path, boolean timed, boolean explored) {
+      if (path == Tree.Path.SERVER) {
+        return explored ? SERVER_EXPLORED : timed ? SERVER_TIMED : SERVER;
+      }
+      return explored ? CLIENT_EXPLORED : timed ? CLIENT_TIMED : CLIENT;
     }
   }
 
@@ -76,19 +143,30 @@ public final class PathSelector {
   /** Samples a window needs before its outliers are judged (a σ of fewer means little). */
   static final int MIN_FOR_OUTLIERS = 10;
 
+  /** Servers with an id below this are found by index (no boxing, no hashing on each search). */
+  static final int DIRECT_SERVERS = 1024;
+
+  /** An exploration is in flight: no other starts until it ends. */
+  private static final long EXPLORING = Long.MAX_VALUE;
+
   private final Settings settings;
   private final LongSupplier clock;
   private final DoubleSupplier random;
+  private final double sampled;
   private final Map<Integer, Server> servers = new ConcurrentHashMap<>();
 
+  /** {@link #servers} by id below {@link #DIRECT_SERVERS}, copied on growth (rare). */
+  private volatile Server[] direct = new Server[0];
+
   /**
-   * A selector deciding by {@code settings}, timing by {@code clock} (ns), exploring by {@code
-   * random} (uniform in [0, 1)).
+   * A selector deciding by {@code settings}, timing by {@code clock} (ns), exploring and sampling
+   * by {@code random} (uniform in [0, 1)).
    */
   public PathSelector(Settings settings, LongSupplier clock, DoubleSupplier random) {
     this.settings = settings;
     this.clock = clock;
     this.random = random;
+    this.sampled = 1.0 / settings.sampling();
   }
 
   public Settings settings() {
@@ -100,61 +178,137 @@ public final class PathSelector {
     return clock.getAsLong();
   }
 
-  /**
-   * The path of the next search of a meganode on {@code server}, counted in flight until {@link
-   * #finished}. Lock-free: reads the estimates the last sample published (volatile), takes the
-   * server's lock only to forget a history idle too long.
-   */
-  public Tree.Path choose(int server) {
-    Server s = servers.computeIfAbsent(server, k -> new Server(settings.samples()));
-    long now = clock.getAsLong();
-    long idle = settings.idleNanos();
-    if ((!Double.isNaN(s.serverUnit) && now - s.serverLast > idle)
-        || (!Double.isNaN(s.clientUnit) && now - s.clientLast > idle)) {
-      s.lock.lock();
-      try {
-        s.server.expire(now, idle);
-        s.reads.expire(now, idle);
-        s.publish();
-      } finally {
-        s.lock.unlock();
+  private Server server(int id) {
+    Server[] d = direct;
+    if (id >= 0 && id < d.length) {
+      Server s = d[id];
+      if (s != null) {
+        return s;
       }
     }
+    return register(id);
+  }
+
+  private Server register(int id) {
+    Server s = servers.computeIfAbsent(id, k -> new Server(settings.samples()));
+    if (id >= 0 && id < DIRECT_SERVERS) {
+      synchronized (servers) {
+        Server[] d = direct;
+        if (id >= d.length || d[id] != s) {
+          Server[] grown = Arrays.copyOf(d, Math.max(d.length, id + 1));
+          grown[id] = s;
+          direct = grown; // volatile: publishes the array and the Server it holds
+        }
+      }
+    }
+    return s;
+  }
+
+  private Server existing(int id) {
+    Server[] d = direct;
+    return id >= 0 && id < d.length && d[id] != null ? d[id] : servers.get(id);
+  }
+
+  /**
+   * The path of the next search of a meganode on {@code server}; with {@code queues} counted in
+   * flight until {@link #finished}. Lock-free and, when the choice is untimed, without a clock read
+   * or a write to shared memory: reads the estimates the last sample published (volatile). A timed
+   * choice first forgets a history idle too long (under the server's lock, rare); an untimed one
+   * leaves that to the next timed one (within about {@code sampling} searches).
+   */
+  public Choice choose(int server) {
+    Server s = server(server);
+    double u = random.getAsDouble();
     double ts = s.serverUnit;
     double tr = s.clientUnit;
-    Tree.Path p;
+    Choice c;
     if (Double.isNaN(ts)) {
-      p = Tree.Path.SERVER;
+      c = Choice.SERVER_TIMED; // the server path first: every caller, until it has an estimate
     } else if (Double.isNaN(tr)) {
-      p = Tree.Path.CLIENT;
+      c = explore(s, Tree.Path.CLIENT, Choice.SERVER_TIMED);
     } else {
       boolean q = settings.queues();
       double serverCost = (q ? s.inFlightServer.get() + 1 : 1) * ts;
       double clientCost = settings.factor() * (q ? s.inFlightClient.get() + 1 : 1) * tr;
-      Tree.Path best = serverCost < clientCost ? Tree.Path.SERVER : Tree.Path.CLIENT;
-      p = random.getAsDouble() < explore(serverCost, clientCost) ? other(best) : best;
+      boolean server1 = serverCost < clientCost;
+      Tree.Path best = server1 ? Tree.Path.SERVER : Tree.Path.CLIENT;
+      double pe = explore(serverCost, clientCost);
+      boolean steady = server1 ? s.serverSteady : s.clientSteady;
+      boolean timed = !steady || u < pe + sampled;
+      Choice b = Choice.of(best, timed, false);
+      c = u < pe ? explore(s, other(best), Choice.of(best, true, false)) : b;
     }
-    (p == Tree.Path.SERVER ? s.inFlightServer : s.inFlightClient).incrementAndGet();
-    return p;
+    if (c.timed()) {
+      long now = clock.getAsLong();
+      long idle = settings.idleNanos();
+      if ((!Double.isNaN(s.serverUnit) && now - s.serverLast > idle)
+          || (!Double.isNaN(s.clientUnit) && now - s.clientLast > idle)) {
+        s.lock.lock();
+        try {
+          s.server.expire(now, idle);
+          s.reads.expire(now, idle);
+          s.publish();
+        } finally {
+          s.lock.unlock();
+        }
+        if (!c.explored() && Double.isNaN(s.serverUnit)) {
+          c = Choice.SERVER_TIMED;
+        }
+      }
+    }
+    if (settings.queues()) {
+      (c.path() == Tree.Path.SERVER ? s.inFlightServer : s.inFlightClient).incrementAndGet();
+    }
+    return c;
   }
 
   /**
-   * A search {@link #choose chosen} for {@code server} ended after {@code nanos}: server-side, one
-   * RPC; client-side, {@code reads} one-sided reads (0: a search that needed none, its time says
-   * nothing of the reads' queue). A failed search is reported too (its sample is dropped). The
-   * sample is also dropped when another thread holds the server's lock: at a million searches a
-   * second from 16 threads a lock taken by every search halved the throughput (bench tree, shm),
-   * and a moving average over the last 100 samples loses nothing by missing some.
+   * {@code path} explored if no exploration is in flight on {@code s} and the time since the last
+   * one ended is long enough ({@link #finished}); else {@code otherwise}. Reads the clock and
+   * compare-and-sets the gate only here, about {@code explore} of the searches or fewer.
    */
-  public void finished(int server, Tree.Path path, long nanos, long reads, boolean ok) {
-    Server s = servers.get(server);
+  private Choice explore(Server s, Tree.Path path, Choice otherwise) {
+    long gate = s.exploreGate.get();
+    // Compared directly, not by difference: the gate starts at Long.MIN_VALUE (open), and
+    // System.nanoTime wraps only after centuries.
+    if (gate != EXPLORING
+        && clock.getAsLong() >= gate
+        && s.exploreGate.compareAndSet(gate, EXPLORING)) {
+      return Choice.of(path, true, true);
+    }
+    return otherwise;
+  }
+
+  /**
+   * A search {@link #choose chosen} for {@code server} ended after {@code nanos} (0 if it was not
+   * timed): server-side, one RPC; client-side, {@code reads} one-sided reads (0: a search that
+   * needed none, its time says nothing of the reads' queue). A failed search is reported too (its
+   * sample is dropped). The sample is also dropped when another thread holds the server's lock: at
+   * a million searches a second from 16 threads a lock taken by every search halved the throughput
+   * (bench tree, shm), and a moving average over the last 100 samples loses nothing by missing
+   * some.
+   *
+   * <p>An exploration that took {@code nanos} bars the next one for {@code nanos·(1/explore − 1)}:
+   * the time spent exploring stays at most about {@code explore} of the time, however wrong the
+   * estimate that let it start (over tcp an isolated one-sided read may stall for tens of
+   * milliseconds, a window's outlier the mean does not show).
+   */
+  public void finished(int server, Choice c, long nanos, long reads, boolean ok) {
+    Server s = existing(server);
     if (s == null) {
       return;
     }
-    (path == Tree.Path.SERVER ? s.inFlightServer : s.inFlightClient).decrementAndGet();
-    if (ok && s.lock.tryLock()) {
+    if (settings.queues()) {
+      (c.path() == Tree.Path.SERVER ? s.inFlightServer : s.inFlightClient).decrementAndGet();
+    }
+    if (c.explored()) {
+      double p = settings.explore();
+      double wait = p > 0 ? Math.max(0, nanos) * (1 / p - 1) : 0;
+      s.exploreGate.set(clock.getAsLong() + (long) Math.min(wait, settings.idleNanos()));
+    }
+    if (ok && c.timed() && s.lock.tryLock()) {
       try {
-        sample(s, path, nanos, reads);
+        sample(s, c.path(), nanos, reads);
       } finally {
         s.lock.unlock();
       }
@@ -163,7 +317,7 @@ public final class PathSelector {
 
   /** Adds one latency sample of {@code path} for {@code server} (nothing in flight changes). */
   void sample(int server, Tree.Path path, long nanos, long reads) {
-    Server s = servers.computeIfAbsent(server, k -> new Server(settings.samples()));
+    Server s = server(server);
     s.lock.lock();
     try {
       sample(s, path, nanos, reads);
@@ -187,9 +341,12 @@ public final class PathSelector {
     s.publish();
   }
 
-  /** The estimates for {@code server}: {@code {T_s, T_r, m, q_s, q_r}} (ns, ns, reads, n, n). */
+  /**
+   * The estimates for {@code server}: {@code {T_s, T_r, m, q_s, q_r}} (ns, ns, reads, n, n; the
+   * in-flight counts are kept with {@code queues} only).
+   */
   public double[] estimates(int server) {
-    Server s = servers.get(server);
+    Server s = existing(server);
     if (s == null) {
       return new double[5];
     }
@@ -217,7 +374,8 @@ public final class PathSelector {
    * time spent exploring is what is kept at about {@code explore} (measured with a floor of 1/20
    * instead, the exploration still cost a quarter of the selector's throughput over shm). The
    * price: the worse path's estimate is refreshed more slowly (a few samples a second when it is
-   * 500 times slower), so a change back takes that much longer to be seen.
+   * 500 times slower), so a change back takes that much longer to be seen. The gate of {@link
+   * #finished} bounds the same share by the explorations' measured times.
    */
   private double explore(double server, double client) {
     double lo = Math.min(server, client);
@@ -241,6 +399,13 @@ public final class PathSelector {
     final Window reads;
     final AtomicInteger inFlightServer = new AtomicInteger();
     final AtomicInteger inFlightClient = new AtomicInteger();
+
+    /**
+     * The clock time from which an exploration may start, {@link #EXPLORING} while one is in
+     * flight. Its own object: written by explorations only, not on the line every choice reads.
+     */
+    final AtomicLong exploreGate = new AtomicLong(Long.MIN_VALUE);
+
     double readsPerSearch;
     long searches;
 
@@ -250,6 +415,10 @@ public final class PathSelector {
     /** {@code m·T_r} before the factor, NaN while there is no estimate. */
     volatile double clientUnit = Double.NaN;
 
+    /** Whether each window is {@link Window#steady steady}: its path is then timed 1 in N. */
+    volatile boolean serverSteady;
+
+    volatile boolean clientSteady;
     volatile long serverLast;
     volatile long clientLast;
 
@@ -262,6 +431,8 @@ public final class PathSelector {
     void publish() {
       serverLast = server.last;
       clientLast = reads.last;
+      serverSteady = server.steady();
+      clientSteady = reads.steady();
       serverUnit = server.count == 0 ? Double.NaN : server.mean();
       clientUnit = reads.count == 0 ? Double.NaN : Math.max(1, readsPerSearch) * reads.mean();
     }
@@ -322,6 +493,15 @@ public final class PathSelector {
           clear();
         }
       }
+    }
+
+    /**
+     * Full, and its current period has dropped few outliers (at most 1 + 1/8 of what it kept): its
+     * path is then timed 1 in {@code sampling}. A load shift makes every sample an outlier, so two
+     * or so of them switch back to timing every search until the window is forgotten and refilled.
+     */
+    boolean steady() {
+      return count == ring.length && droppedInPeriod <= 1 + keptInPeriod / 8;
     }
 
     /** Forgets the history if its last sample is older than {@code idle}. */

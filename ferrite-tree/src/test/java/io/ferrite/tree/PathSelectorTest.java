@@ -7,6 +7,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import io.ferrite.fabric.testing.SeedExtension;
 import java.util.Random;
 import java.util.concurrent.atomic.AtomicLong;
+import java.util.function.DoubleSupplier;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.ExtendWith;
 
@@ -25,7 +26,7 @@ class PathSelectorTest {
 
   PathSelector selector(double explore, boolean queues, Random random) {
     return new PathSelector(
-        new PathSelector.Settings(100, 3, explore, 1, 3_000_000_000L, queues),
+        new PathSelector.Settings(100, 3, explore, 1, 3_000_000_000L, queues, 1),
         clock::get,
         random::nextDouble);
   }
@@ -41,9 +42,9 @@ class PathSelectorTest {
 
   /** The path chosen now, not left in flight. */
   static Tree.Path decide(PathSelector s) {
-    Tree.Path p = s.choose(S);
-    s.finished(S, p, 0, 0, false);
-    return p;
+    PathSelector.Choice c = s.choose(S);
+    s.finished(S, c, 0, 0, false);
+    return c.path();
   }
 
   @Test
@@ -69,22 +70,24 @@ class PathSelectorTest {
     feed(latencies, random, Tree.Path.SERVER, 10_000, 1, 50);
     feed(latencies, random, Tree.Path.CLIENT, 16_000, 2, 50);
     for (int i = 0; i < 3; i++) {
-      assertEquals(Tree.Path.SERVER, latencies.choose(S), "latencies alone: in flight ignored");
+      assertEquals(
+          Tree.Path.SERVER, latencies.choose(S).path(), "latencies alone: in flight ignored");
     }
     PathSelector s = selector(0, true, random);
     feed(s, random, Tree.Path.SERVER, 10_000, 1, 50);
     feed(s, random, Tree.Path.CLIENT, 16_000, 2, 50);
     // q_s·T_s < m·q_r·T_r with the search being decided counted: 1·10 < 1·16 µs.
-    Tree.Path first = s.choose(S);
-    assertEquals(Tree.Path.SERVER, first);
+    PathSelector.Choice first = s.choose(S);
+    assertEquals(Tree.Path.SERVER, first.path());
     // One server-side search in flight: 2·10 > 1·16 µs, the next joins the client queue ...
-    Tree.Path second = s.choose(S);
-    assertEquals(Tree.Path.CLIENT, second);
+    PathSelector.Choice second = s.choose(S);
+    assertEquals(Tree.Path.CLIENT, second.path());
     // ... and with one in flight there, 2·10 < 2·16: server-side again.
-    assertEquals(Tree.Path.SERVER, s.choose(S));
+    PathSelector.Choice third = s.choose(S);
+    assertEquals(Tree.Path.SERVER, third.path());
     s.finished(S, first, 0, 0, false);
     s.finished(S, second, 0, 0, false);
-    s.finished(S, Tree.Path.SERVER, 0, 0, false);
+    s.finished(S, third, 0, 0, false);
     assertEquals(0, s.estimates(S)[3], "nothing in flight");
     assertEquals(0, s.estimates(S)[4], "nothing in flight");
   }
@@ -181,19 +184,97 @@ class PathSelectorTest {
   void badSettingsAreRefused() {
     assertThrows(
         IllegalArgumentException.class,
-        () -> new PathSelector.Settings(1, 3, 0.01, 1, 1, false),
+        () -> new PathSelector.Settings(1, 3, 0.01, 1, 1, false, 1),
         "samples");
     assertThrows(
         IllegalArgumentException.class,
-        () -> new PathSelector.Settings(100, 1, 0.01, 1, 1, false),
+        () -> new PathSelector.Settings(100, 1, 0.01, 1, 1, false, 1),
         "K");
     assertThrows(
         IllegalArgumentException.class,
-        () -> new PathSelector.Settings(100, 3, 0.6, 1, 1, false),
+        () -> new PathSelector.Settings(100, 3, 0.6, 1, 1, false, 1),
         "explore");
     assertThrows(
         IllegalArgumentException.class,
-        () -> new PathSelector.Settings(100, 3, 0.01, 0, 1, false),
+        () -> new PathSelector.Settings(100, 3, 0.01, 0, 1, false, 1),
         "factor");
+    assertThrows(
+        IllegalArgumentException.class,
+        () -> new PathSelector.Settings(100, 3, 0.01, 1, 1, false, 0),
+        "sampling");
+  }
+
+  /** A selector timing 1 in {@code sampling} searches while steady, drawing from {@code draws}. */
+  PathSelector sampling(double explore, int sampling, DoubleSupplier draws) {
+    return new PathSelector(
+        new PathSelector.Settings(100, 3, explore, 1, 3_000_000_000L, false, sampling),
+        clock::get,
+        draws);
+  }
+
+  @Test
+  void aSteadyPathIsTimedOneInNAWindowFillingOrShiftingEveryTime(Random random) {
+    // The draws: seeded, or one fixed value while `fixed` is set.
+    double[] fixed = {Double.NaN};
+    DoubleSupplier draws = () -> Double.isNaN(fixed[0]) ? random.nextDouble() : fixed[0];
+    PathSelector s = sampling(0, 16, draws);
+    feed(s, random, Tree.Path.SERVER, 10_000, 1, 50);
+    feed(s, random, Tree.Path.CLIENT, 16_000, 2, 100);
+    fixed[0] = 0.5;
+    PathSelector.Choice c = s.choose(S);
+    assertEquals(PathSelector.Choice.SERVER_TIMED, c, "the server window half full: timed");
+    s.finished(S, c, 0, 0, false);
+    feed(s, random, Tree.Path.SERVER, 10_000, 1, 50);
+    c = s.choose(S);
+    assertEquals(PathSelector.Choice.SERVER, c, "full and steady: a draw of 0.5 is not timed");
+    s.finished(S, c, 0, 0, false);
+    fixed[0] = 0.05;
+    assertEquals(PathSelector.Choice.SERVER_TIMED, s.choose(S), "a draw under 1/16 is timed");
+    fixed[0] = Double.NaN;
+    int n = 64_000;
+    int timed = 0;
+    for (int i = 0; i < n; i++) {
+      c = s.choose(S);
+      s.finished(S, c, 0, 0, false);
+      timed += c.timed() ? 1 : 0;
+      assertEquals(Tree.Path.SERVER, c.path());
+    }
+    assertBinomial(timed, n, 1.0 / 16, "timed while steady");
+    // A load shift: the server's searches take 200 µs, outliers of the window; after two or three
+    // the window is no longer steady and every search is timed again.
+    feed(s, random, Tree.Path.SERVER, 200_000, 1, 3);
+    fixed[0] = 0.5;
+    assertEquals(PathSelector.Choice.SERVER_TIMED, s.choose(S), "a shift suspected: timed");
+  }
+
+  @Test
+  void anExplorationBarsTheNextUntilItsTimeIsPOfTheTimeSince() {
+    // Every draw 0: each decision wants to explore; only the gate says no.
+    PathSelector s = sampling(0.01, 16, () -> 0.0);
+    assertEquals(PathSelector.Choice.SERVER_TIMED, s.choose(S), "no estimate: server first");
+    s.sample(S, Tree.Path.SERVER, 10_000, 1);
+    PathSelector.Choice first = s.choose(S);
+    assertEquals(PathSelector.Choice.CLIENT_EXPLORED, first, "no client estimate: explored");
+    assertEquals(
+        PathSelector.Choice.SERVER_TIMED, s.choose(S), "one exploration in flight at a time");
+    // It stalled for 10 ms (a one-sided read over tcp): the next waits 10 ms · (1/0.01 − 1).
+    clock.addAndGet(10_000_000L);
+    s.finished(S, first, 10_000_000L, 2, true);
+    for (int i = 0; i < 20; i++) {
+      s.sample(S, Tree.Path.SERVER, 10_000, 1);
+      s.sample(S, Tree.Path.CLIENT, 30_000, 2);
+    }
+    clock.addAndGet(989_000_000L);
+    assertEquals(Tree.Path.SERVER, s.choose(S).path(), "989 ms later: not yet");
+    clock.addAndGet(2_000_000L);
+    PathSelector.Choice again = s.choose(S);
+    assertEquals(PathSelector.Choice.CLIENT_EXPLORED, again, "991 ms later: explored again");
+    // A quick exploration (60 µs) bars the next for 5.94 ms only.
+    clock.addAndGet(60_000L);
+    s.finished(S, again, 60_000L, 2, true);
+    clock.addAndGet(5_900_000L);
+    assertEquals(Tree.Path.SERVER, s.choose(S).path());
+    clock.addAndGet(100_000L);
+    assertEquals(PathSelector.Choice.CLIENT_EXPLORED, s.choose(S));
   }
 }
