@@ -277,4 +277,18 @@ class PathSelectorTest {
     clock.addAndGet(100_000L);
     assertEquals(PathSelector.Choice.CLIENT_EXPLORED, s.choose(S));
   }
+
+  @Test
+  void aColdStartDoesNotHoldTheEstimateWhileTheWindowFills(Random random) {
+    PathSelector s = selector(0, random);
+    // The first server-side search paid a cold start (10 ms); the next took 10 µs.
+    s.sample(S, Tree.Path.SERVER, 10_000_000, 1);
+    feed(s, random, Tree.Path.SERVER, 10_000, 1, 5);
+    feed(s, random, Tree.Path.CLIENT, 16_000, 2, 50);
+    assertEquals(Tree.Path.SERVER, decide(s), "10 µs against 32 µs: " + s.estimates(S)[0]);
+    assertTrue(s.estimates(S)[0] < 11_000, "the median of a filling window: " + s.estimates(S)[0]);
+    // Full (the cold start pushed out), the window's mean is the estimate again.
+    feed(s, random, Tree.Path.SERVER, 20_000, 1, 100);
+    assertEquals(20_000, s.estimates(S)[0], 1_000, "the mean of a full window");
+  }
 }
