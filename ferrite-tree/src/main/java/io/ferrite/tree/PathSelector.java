@@ -34,9 +34,11 @@ import java.util.function.LongSupplier;
  * <p>Refinements, as the paper's: a sample farther than {@code K·σ} from its window's mean is
  * dropped as an outlier, and a window that dropped more samples than it kept over one period of
  * {@code samples} is forgotten (the conditions changed: its next samples start a new mean); a
- * window that had no sample for {@code idle} is forgotten; with probability {@code explore} (damped
- * by how much worse it is, {@link #explore}) the path estimated worse is taken, so that its
- * estimate follows changes. A path with no estimate is taken first.
+ * window that had no sample for {@code idle} is forgotten; with probability {@code explore} the
+ * path estimated worse is taken, so that its estimate follows changes, at most one exploration at a
+ * time and each barring the next for its measured time over {@code explore} ({@link #finished}). A
+ * path with no estimate is taken first, and one with fewer than {@link #BOOTSTRAP} samples explored
+ * at once (its first search pays a cold start).
  *
  * <p>Cell subtracts the round trip from both latencies to get pure queueing delays; Ferrite keeps
  * it in, because a client-side search pays it {@code m} times and a server-side one once, so the
@@ -137,14 +139,18 @@ public final class PathSelector {
     }
   }
 
-  /** Exploration is damped by the paths' cost ratio down to 1/this of its probability. */
-  static final double MAX_EXPLORE_DAMPING = 1000;
-
   /** Samples a window needs before its outliers are judged (a σ of fewer means little). */
   static final int MIN_FOR_OUTLIERS = 10;
 
   /** Servers with an id below this are found by index (no boxing, no hashing on each search). */
   static final int DIRECT_SERVERS = 1024;
+
+  /**
+   * Samples a path needs before the explorations of it are left to chance and time-gated: its first
+   * search pays its cold start (a connection, code not yet compiled), and a one-sample estimate of
+   * 10 ms for a 9 µs server path kept the selector on the slower client path for a second (tcp).
+   */
+  static final int BOOTSTRAP = 3;
 
   /** An exploration is in flight: no other starts until it ends. */
   private static final long EXPLORING = Long.MAX_VALUE;
@@ -232,11 +238,21 @@ public final class PathSelector {
       double clientCost = settings.factor() * (q ? s.inFlightClient.get() + 1 : 1) * tr;
       boolean server1 = serverCost < clientCost;
       Tree.Path best = server1 ? Tree.Path.SERVER : Tree.Path.CLIENT;
-      double pe = explore(serverCost, clientCost);
+      // Explored with probability p, then gated by the exploration's measured time (finished):
+      // a share of the time, not of the searches, whatever the estimates say. Cell explores a
+      // fixed share of the searches, cheap when the paths are within a small factor; here one may
+      // be 50 to 10 000 times slower (a one-sided read over shm is a copy in memory, a tcp one may
+      // stall for milliseconds). Damping p by the estimated cost ratio instead (down to p/1000)
+      // trusted the estimate: a wrong one (a cold start) was then refreshed a few times a second.
+      double pe = settings.explore();
       boolean steady = server1 ? s.serverSteady : s.clientSteady;
       boolean timed = !steady || u < pe + sampled;
       Choice b = Choice.of(best, timed, false);
-      c = u < pe ? explore(s, other(best), Choice.of(best, true, false)) : b;
+      // The worse path's estimate from fewer than BOOTSTRAP samples is no estimate yet: its first
+      // search pays a cold start, so it is explored again (one at a time, ungated) until its
+      // median sees past that.
+      boolean cold = (server1 ? s.clientSamples : s.serverSamples) < BOOTSTRAP;
+      c = cold || u < pe ? explore(s, other(best), Choice.of(best, true, false)) : b;
     }
     if (c.timed()) {
       long now = clock.getAsLong();
@@ -303,7 +319,8 @@ public final class PathSelector {
     }
     if (c.explored()) {
       double p = settings.explore();
-      double wait = p > 0 ? Math.max(0, nanos) * (1 / p - 1) : 0;
+      int had = c.path() == Tree.Path.SERVER ? s.serverSamples : s.clientSamples;
+      double wait = p > 0 && had >= BOOTSTRAP ? Math.max(0, nanos) * (1 / p - 1) : 0;
       s.exploreGate.set(clock.getAsLong() + (long) Math.min(wait, settings.idleNanos()));
     }
     if (ok && c.timed() && s.lock.tryLock()) {
@@ -364,26 +381,6 @@ public final class PathSelector {
     }
   }
 
-  /**
-   * The probability of taking the worse path: {@code explore} times the ratio of the better cost to
-   * the worse, at least 1/{@link #MAX_EXPLORE_DAMPING} of it. Cell explores a fixed share of the
-   * searches, which costs little when the paths are within a small factor of each other; here one
-   * may be 50 to 500 times slower than the other (a one-sided read over shm is a copy in memory, a
-   * server-side search a round trip through the server's threads, milliseconds on a busy machine),
-   * and a fixed 1 % of searches on it would cost half the throughput or more. So the share of the
-   * time spent exploring is what is kept at about {@code explore} (measured with a floor of 1/20
-   * instead, the exploration still cost a quarter of the selector's throughput over shm). The
-   * price: the worse path's estimate is refreshed more slowly (a few samples a second when it is
-   * 500 times slower), so a change back takes that much longer to be seen. The gate of {@link
-   * #finished} bounds the same share by the explorations' measured times.
-   */
-  private double explore(double server, double client) {
-    double lo = Math.min(server, client);
-    double hi = Math.max(server, client);
-    double ratio = hi > 0 ? lo / hi : 1;
-    return settings.explore() * Math.max(1.0 / MAX_EXPLORE_DAMPING, ratio);
-  }
-
   private static Tree.Path other(Tree.Path p) {
     return p == Tree.Path.SERVER ? Tree.Path.CLIENT : Tree.Path.SERVER;
   }
@@ -422,6 +419,11 @@ public final class PathSelector {
     volatile long serverLast;
     volatile long clientLast;
 
+    /** Samples in each window, for {@link #BOOTSTRAP}. */
+    volatile int serverSamples;
+
+    volatile int clientSamples;
+
     Server(int samples) {
       server = new Window(samples);
       reads = new Window(samples);
@@ -431,6 +433,8 @@ public final class PathSelector {
     void publish() {
       serverLast = server.last;
       clientLast = reads.last;
+      serverSamples = server.count;
+      clientSamples = reads.count;
       serverSteady = server.steady();
       clientSteady = reads.steady();
       serverUnit = server.count == 0 ? Double.NaN : server.estimate();

@@ -157,23 +157,34 @@ class PathSelectorTest {
   }
 
   @Test
-  void exploresTheWorsePathInProportionToItsCost(Random random) {
+  void exploresAShareOfTheSearchesWhenFreeAndOfTheTimeWhenNot(Random random) {
+    // Explorations that take no time: a share p of the searches, as Cell's.
     PathSelector s = selector(0.05, random);
     feed(s, random, Tree.Path.SERVER, 10_000, 1, 100);
     feed(s, random, Tree.Path.CLIENT, 16_000, 2, 100);
-    double[] e = s.estimates(S);
-    double ratio = e[0] / (e[2] * e[1]); // T_s / (m·T_r), about 10/16
     int n = 200_000;
-    assertBinomial(explorations(s, Tree.Path.SERVER, n), n, 0.05 * ratio, "close paths");
-    // The client path 2 000 times slower: exploration damped to its floor, 1/1000 of p.
+    assertBinomial(explorations(s, Tree.Path.SERVER, n), n, 0.05, "free explorations");
+    // The client path 100 times slower, each search advancing the clock by its cost: each
+    // exploration bars the next for its time·(1/p − 1), so about p of the time goes to them
+    // (p·X/(X + x): 4.95 %), not p of the searches (84 % of the time).
     PathSelector far = selector(0.05, random);
-    feed(far, random, Tree.Path.SERVER, 1_000, 1, 100);
-    feed(far, random, Tree.Path.CLIENT, 2_000_000, 1, 100);
-    assertBinomial(
-        explorations(far, Tree.Path.SERVER, n),
-        n,
-        0.05 / PathSelector.MAX_EXPLORE_DAMPING,
-        "far paths");
+    for (int i = 0; i < 100; i++) {
+      far.sample(S, Tree.Path.SERVER, 1_000, 1);
+      far.sample(S, Tree.Path.CLIENT, 100_000, 1);
+    }
+    long exploring = 0;
+    long total = 0;
+    for (int i = 0; i < n; i++) {
+      PathSelector.Choice c = far.choose(S);
+      long cost = c.path() == Tree.Path.SERVER ? 1_000 : 100_000;
+      clock.addAndGet(cost);
+      far.finished(S, c, cost, 1, true);
+      total += cost;
+      exploring += c.explored() ? cost : 0;
+      assertEquals(c.explored(), c.path() == Tree.Path.CLIENT, "only explorations go client-side");
+    }
+    double share = exploring / (double) total;
+    assertTrue(share > 0.04 && share < 0.055, "time exploring: " + share);
     PathSelector none = selector(0, random);
     feed(none, random, Tree.Path.SERVER, 10_000, 1, 100);
     feed(none, random, Tree.Path.CLIENT, 16_000, 2, 100);
@@ -253,17 +264,22 @@ class PathSelectorTest {
     PathSelector s = sampling(0.01, 16, () -> 0.0);
     assertEquals(PathSelector.Choice.SERVER_TIMED, s.choose(S), "no estimate: server first");
     s.sample(S, Tree.Path.SERVER, 10_000, 1);
+    PathSelector.Choice boot = s.choose(S);
+    assertEquals(PathSelector.Choice.CLIENT_EXPLORED, boot, "no client estimate: explored");
+    assertEquals(
+        PathSelector.Choice.SERVER_TIMED, s.choose(S), "one exploration in flight at a time");
+    s.finished(S, boot, 30_000, 2, true);
+    for (int i = 0; i < 20; i++) {
+      s.sample(S, Tree.Path.SERVER, 10_000, 1);
+      s.sample(S, Tree.Path.CLIENT, 30_000, 2);
+    }
     PathSelector.Choice first = s.choose(S);
-    assertEquals(PathSelector.Choice.CLIENT_EXPLORED, first, "no client estimate: explored");
+    assertEquals(PathSelector.Choice.CLIENT_EXPLORED, first);
     assertEquals(
         PathSelector.Choice.SERVER_TIMED, s.choose(S), "one exploration in flight at a time");
     // It stalled for 10 ms (a one-sided read over tcp): the next waits 10 ms · (1/0.01 − 1).
     clock.addAndGet(10_000_000L);
     s.finished(S, first, 10_000_000L, 2, true);
-    for (int i = 0; i < 20; i++) {
-      s.sample(S, Tree.Path.SERVER, 10_000, 1);
-      s.sample(S, Tree.Path.CLIENT, 30_000, 2);
-    }
     clock.addAndGet(989_000_000L);
     assertEquals(Tree.Path.SERVER, s.choose(S).path(), "989 ms later: not yet");
     clock.addAndGet(2_000_000L);
@@ -290,5 +306,31 @@ class PathSelectorTest {
     // Full (the cold start pushed out), the window's mean is the estimate again.
     feed(s, random, Tree.Path.SERVER, 20_000, 1, 100);
     assertEquals(20_000, s.estimates(S)[0], 1_000, "the mean of a full window");
+  }
+
+  @Test
+  void aPathWithFewerThanThreeSamplesIsExploredAgainAtOnce() {
+    // Draws of 0.99: no exploration by chance, and no exploration's time gates the next.
+    PathSelector s = sampling(0.01, 16, () -> 0.99);
+    for (int i = 0; i < 50; i++) {
+      s.sample(S, Tree.Path.CLIENT, 16_000, 2);
+    }
+    // The first server-side search paid a cold start: 10 ms against 32 µs.
+    s.sample(S, Tree.Path.SERVER, 10_000_000, 1);
+    // Its second search was still cold (5 ms): explored again at once all the same.
+    PathSelector.Choice c = s.choose(S);
+    assertEquals(PathSelector.Choice.SERVER_EXPLORED, c, "1 sample of the server");
+    clock.addAndGet(5_000_000);
+    s.finished(S, c, 5_000_000, 1, true);
+    c = s.choose(S);
+    assertEquals(PathSelector.Choice.SERVER_EXPLORED, c, "2 samples, not gated for 495 ms");
+    clock.addAndGet(10_000);
+    s.finished(S, c, 10_000, 1, true);
+    c = s.choose(S);
+    assertEquals(PathSelector.Choice.CLIENT_TIMED, c, "3 samples: 5 ms, the median, is worse");
+    s.finished(S, c, 0, 0, false);
+    s.sample(S, Tree.Path.SERVER, 10_000, 1);
+    assertEquals(
+        PathSelector.Choice.SERVER_TIMED, s.choose(S), "the median of four: 10 µs, the better");
   }
 }
