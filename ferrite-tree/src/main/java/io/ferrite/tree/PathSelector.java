@@ -304,10 +304,10 @@ public final class PathSelector {
    * (bench tree, shm), and a moving average over the last 100 samples loses nothing by missing
    * some.
    *
-   * <p>An exploration that took {@code nanos} bars the next one for {@code nanos·(1/explore − 1)}:
-   * the time spent exploring stays at most about {@code explore} of the time, however wrong the
-   * estimate that let it start (over tcp an isolated one-sided read may stall for tens of
-   * milliseconds, a window's outlier the mean does not show).
+   * <p>An exploration that took {@code nanos} bars the next one for {@code nanos·(1/explore − 1)}
+   * (at most its path's estimate instead of {@code nanos}, at most {@code idle}): the time spent
+   * exploring stays at most about {@code explore} of the time, however wrong the estimate that let
+   * it start (over tcp a one-sided read may stall for tens of milliseconds).
    */
   public void finished(int server, Choice c, long nanos, long reads, boolean ok) {
     Server s = existing(server);
@@ -317,18 +317,25 @@ public final class PathSelector {
     if (settings.queues()) {
       (c.path() == Tree.Path.SERVER ? s.inFlightServer : s.inFlightClient).decrementAndGet();
     }
-    if (c.explored()) {
-      double p = settings.explore();
-      int had = c.path() == Tree.Path.SERVER ? s.serverSamples : s.clientSamples;
-      double wait = p > 0 && had >= BOOTSTRAP ? Math.max(0, nanos) * (1 / p - 1) : 0;
-      s.exploreGate.set(clock.getAsLong() + (long) Math.min(wait, settings.idleNanos()));
-    }
     if (ok && c.timed() && s.lock.tryLock()) {
       try {
         sample(s, c.path(), nanos, reads);
       } finally {
         s.lock.unlock();
       }
+    }
+    if (c.explored()) {
+      double p = settings.explore();
+      boolean server1 = c.path() == Tree.Path.SERVER;
+      int had = server1 ? s.serverSamples : s.clientSamples;
+      // The exploration's time, but no more than its path's estimate (this sample in it): a
+      // search descheduled for 30 ms (16 threads on 2 cores) or a one-off stall is not what the
+      // path costs, and it barred exploration for the rest of a bench phase; a path that stalls
+      // every time has the stalls in its estimate.
+      double unit = server1 ? s.serverUnit : s.clientUnit;
+      double cost = Double.isNaN(unit) ? nanos : Math.min(nanos, unit);
+      double wait = p > 0 && had >= BOOTSTRAP ? Math.max(0, cost) * (1 / p - 1) : 0;
+      s.exploreGate.set(clock.getAsLong() + (long) Math.min(wait, settings.idleNanos()));
     }
   }
 

@@ -279,7 +279,20 @@ class PathSelectorTest {
     assertEquals(PathSelector.Choice.CLIENT_EXPLORED, first);
     assertEquals(
         PathSelector.Choice.SERVER_TIMED, s.choose(S), "one exploration in flight at a time");
-    // It stalled for 10 ms (a one-sided read over tcp): the next waits 10 ms · (1/0.01 − 1).
+    // It stalled for 10 ms, a one-off (descheduled, say; the client path's estimate is 2 reads
+    // of 15 µs): the next waits 30 µs · (1/0.01 − 1) only.
+    clock.addAndGet(10_000_000L);
+    s.finished(S, first, 10_000_000L, 2, true);
+    clock.addAndGet(2_900_000L);
+    assertEquals(Tree.Path.SERVER, s.choose(S).path(), "2.9 ms later: not yet");
+    clock.addAndGet(100_000L);
+    first = s.choose(S);
+    assertEquals(PathSelector.Choice.CLIENT_EXPLORED, first, "3 ms later: explored again");
+    // The client path stalls every time (one-sided reads over tcp): its estimate says so, and
+    // the next exploration waits 10 ms · (1/0.01 − 1).
+    for (int i = 0; i < 200; i++) {
+      s.sample(S, Tree.Path.CLIENT, 10_000_000, 2);
+    }
     clock.addAndGet(10_000_000L);
     s.finished(S, first, 10_000_000L, 2, true);
     clock.addAndGet(989_000_000L);
