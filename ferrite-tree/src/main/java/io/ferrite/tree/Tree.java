@@ -12,6 +12,7 @@ import java.util.Map;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicLong;
+import java.util.concurrent.atomic.LongAdder;
 
 /**
  * A handle on one sorted tree (Cell): {@code get}, {@code put}, {@code delete}, {@code scan} in
@@ -54,8 +55,9 @@ public final class Tree {
   private final AtomicLong nodeReads = new AtomicLong();
   private final AtomicLong tornReads = new AtomicLong();
   private final AtomicLong extentReads = new AtomicLong();
-  private final AtomicLong autoServer = new AtomicLong();
-  private final AtomicLong autoClient = new AtomicLong();
+  // LongAdders: every AUTO search counts one, from every thread (an AtomicLong's line bounced).
+  private final LongAdder autoServer = new LongAdder();
+  private final LongAdder autoClient = new LongAdder();
   private final TreeCache cache;
   private final PathSelector selector;
   private volatile long root;
@@ -96,7 +98,7 @@ public final class Tree {
 
   /** Meganode searches the selector sent server-side and client-side ({@link Path#AUTO}). */
   public long[] autoChoices() {
-    return new long[] {autoServer.get(), autoClient.get()};
+    return new long[] {autoServer.sum(), autoClient.sum()};
   }
 
   /** This handle's caches, or null when {@code tree.cache.bytes} is 0. */
@@ -240,13 +242,15 @@ public final class Tree {
       return path == Path.CLIENT ? clientHop(p, key) : serverHop(p, key);
     }
     int server = TreeProtocol.server(p);
-    Path use = selector.choose(server);
+    PathSelector.Choice c = selector.choose(server);
+    Path use = c.path();
     if (use == Path.CLIENT) {
-      autoClient.incrementAndGet();
+      autoClient.increment();
     } else {
-      autoServer.incrementAndGet();
+      autoServer.increment();
     }
-    long t0 = selector.now();
+    // The clock only for the searches the selector samples (1 in N while its estimate is steady).
+    long t0 = c.timed() ? selector.now() : 0;
     boolean ok = false;
     long reads = 1;
     try {
@@ -255,7 +259,7 @@ public final class Tree {
       ok = true;
       return h;
     } finally {
-      selector.finished(server, use, selector.now() - t0, reads, ok);
+      selector.finished(server, c, c.timed() ? selector.now() - t0 : 0, reads, ok);
     }
   }
 
@@ -462,8 +466,9 @@ public final class Tree {
       Path use = path;
       if (path == Path.AUTO) {
         int server = TreeProtocol.server(p);
-        use = selector.choose(server);
-        selector.finished(server, use, 0, 0, false);
+        PathSelector.Choice c = selector.choose(server);
+        use = c.path();
+        selector.finished(server, c, 0, 0, false);
       }
       if (use == Path.CLIENT) {
         MeganodeReader reader = new MeganodeReader(meganode(p));

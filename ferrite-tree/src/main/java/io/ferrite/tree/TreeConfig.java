@@ -62,6 +62,9 @@ public final class TreeConfig implements ConfigKeys {
   /** Client: the selector weighs latencies by this client's searches in flight (literal JSQ). */
   public static final String SELECTOR_QUEUES = "tree.selector.queues";
 
+  /** Client: the selector times 1 in this many searches while its estimate is steady. */
+  public static final String SELECTOR_SAMPLING = "tree.selector.sampling";
+
   /** For {@link java.util.ServiceLoader}. */
   public TreeConfig() {}
 
@@ -88,6 +91,10 @@ public final class TreeConfig implements ConfigKeys {
             SELECTOR_QUEUES,
             "false",
             "client: true: the selector compares q_s*T_s with m*q_r*T_r (searches in flight)"),
+        new Key(
+            SELECTOR_SAMPLING,
+            "16",
+            "client: the selector times 1 in this many searches while steady (1: every one)"),
         new Key(MEGANODE_SIZE, "64m", "server: bytes of one meganode region (Cell: 64 MiB)"),
         new Key(NODE_SIZE, "1k", "server: bytes of one small node in a meganode (Cell: 1 KiB)"),
         new Key(EXTENT_REGION_SIZE, "16m", "server: bytes of one key-value extent region"),
@@ -165,7 +172,13 @@ public final class TreeConfig implements ConfigKeys {
     long idle = cfg.getDuration(SELECTOR_IDLE).toNanos();
     try {
       return new PathSelector.Settings(
-          samples, k, explore, factor, idle, cfg.getBoolean(SELECTOR_QUEUES));
+          samples,
+          k,
+          explore,
+          factor,
+          idle,
+          cfg.getBoolean(SELECTOR_QUEUES),
+          cfg.getInt(SELECTOR_SAMPLING));
     } catch (IllegalArgumentException e) {
       throw new IllegalArgumentException("tree.selector: " + e.getMessage(), e);
     }

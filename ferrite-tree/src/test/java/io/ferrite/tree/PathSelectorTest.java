@@ -7,6 +7,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import io.ferrite.fabric.testing.SeedExtension;
 import java.util.Random;
 import java.util.concurrent.atomic.AtomicLong;
+import java.util.function.DoubleSupplier;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.ExtendWith;
 
@@ -25,7 +26,7 @@ class PathSelectorTest {
 
   PathSelector selector(double explore, boolean queues, Random random) {
     return new PathSelector(
-        new PathSelector.Settings(100, 3, explore, 1, 3_000_000_000L, queues),
+        new PathSelector.Settings(100, 3, explore, 1, 3_000_000_000L, queues, 1),
         clock::get,
         random::nextDouble);
   }
@@ -41,9 +42,9 @@ class PathSelectorTest {
 
   /** The path chosen now, not left in flight. */
   static Tree.Path decide(PathSelector s) {
-    Tree.Path p = s.choose(S);
-    s.finished(S, p, 0, 0, false);
-    return p;
+    PathSelector.Choice c = s.choose(S);
+    s.finished(S, c, 0, 0, false);
+    return c.path();
   }
 
   @Test
@@ -69,22 +70,24 @@ class PathSelectorTest {
     feed(latencies, random, Tree.Path.SERVER, 10_000, 1, 50);
     feed(latencies, random, Tree.Path.CLIENT, 16_000, 2, 50);
     for (int i = 0; i < 3; i++) {
-      assertEquals(Tree.Path.SERVER, latencies.choose(S), "latencies alone: in flight ignored");
+      assertEquals(
+          Tree.Path.SERVER, latencies.choose(S).path(), "latencies alone: in flight ignored");
     }
     PathSelector s = selector(0, true, random);
     feed(s, random, Tree.Path.SERVER, 10_000, 1, 50);
     feed(s, random, Tree.Path.CLIENT, 16_000, 2, 50);
     // q_s·T_s < m·q_r·T_r with the search being decided counted: 1·10 < 1·16 µs.
-    Tree.Path first = s.choose(S);
-    assertEquals(Tree.Path.SERVER, first);
+    PathSelector.Choice first = s.choose(S);
+    assertEquals(Tree.Path.SERVER, first.path());
     // One server-side search in flight: 2·10 > 1·16 µs, the next joins the client queue ...
-    Tree.Path second = s.choose(S);
-    assertEquals(Tree.Path.CLIENT, second);
+    PathSelector.Choice second = s.choose(S);
+    assertEquals(Tree.Path.CLIENT, second.path());
     // ... and with one in flight there, 2·10 < 2·16: server-side again.
-    assertEquals(Tree.Path.SERVER, s.choose(S));
+    PathSelector.Choice third = s.choose(S);
+    assertEquals(Tree.Path.SERVER, third.path());
     s.finished(S, first, 0, 0, false);
     s.finished(S, second, 0, 0, false);
-    s.finished(S, Tree.Path.SERVER, 0, 0, false);
+    s.finished(S, third, 0, 0, false);
     assertEquals(0, s.estimates(S)[3], "nothing in flight");
     assertEquals(0, s.estimates(S)[4], "nothing in flight");
   }
@@ -154,23 +157,34 @@ class PathSelectorTest {
   }
 
   @Test
-  void exploresTheWorsePathInProportionToItsCost(Random random) {
+  void exploresAShareOfTheSearchesWhenFreeAndOfTheTimeWhenNot(Random random) {
+    // Explorations that take no time: a share p of the searches, as Cell's.
     PathSelector s = selector(0.05, random);
     feed(s, random, Tree.Path.SERVER, 10_000, 1, 100);
     feed(s, random, Tree.Path.CLIENT, 16_000, 2, 100);
-    double[] e = s.estimates(S);
-    double ratio = e[0] / (e[2] * e[1]); // T_s / (m·T_r), about 10/16
     int n = 200_000;
-    assertBinomial(explorations(s, Tree.Path.SERVER, n), n, 0.05 * ratio, "close paths");
-    // The client path 2 000 times slower: exploration damped to its floor, 1/1000 of p.
+    assertBinomial(explorations(s, Tree.Path.SERVER, n), n, 0.05, "free explorations");
+    // The client path 100 times slower, each search advancing the clock by its cost: each
+    // exploration bars the next for its time·(1/p − 1), so about p of the time goes to them
+    // (p·X/(X + x): 4.95 %), not p of the searches (84 % of the time).
     PathSelector far = selector(0.05, random);
-    feed(far, random, Tree.Path.SERVER, 1_000, 1, 100);
-    feed(far, random, Tree.Path.CLIENT, 2_000_000, 1, 100);
-    assertBinomial(
-        explorations(far, Tree.Path.SERVER, n),
-        n,
-        0.05 / PathSelector.MAX_EXPLORE_DAMPING,
-        "far paths");
+    for (int i = 0; i < 100; i++) {
+      far.sample(S, Tree.Path.SERVER, 1_000, 1);
+      far.sample(S, Tree.Path.CLIENT, 100_000, 1);
+    }
+    long exploring = 0;
+    long total = 0;
+    for (int i = 0; i < n; i++) {
+      PathSelector.Choice c = far.choose(S);
+      long cost = c.path() == Tree.Path.SERVER ? 1_000 : 100_000;
+      clock.addAndGet(cost);
+      far.finished(S, c, cost, 1, true);
+      total += cost;
+      exploring += c.explored() ? cost : 0;
+      assertEquals(c.explored(), c.path() == Tree.Path.CLIENT, "only explorations go client-side");
+    }
+    double share = exploring / (double) total;
+    assertTrue(share > 0.04 && share < 0.055, "time exploring: " + share);
     PathSelector none = selector(0, random);
     feed(none, random, Tree.Path.SERVER, 10_000, 1, 100);
     feed(none, random, Tree.Path.CLIENT, 16_000, 2, 100);
@@ -181,19 +195,157 @@ class PathSelectorTest {
   void badSettingsAreRefused() {
     assertThrows(
         IllegalArgumentException.class,
-        () -> new PathSelector.Settings(1, 3, 0.01, 1, 1, false),
+        () -> new PathSelector.Settings(1, 3, 0.01, 1, 1, false, 1),
         "samples");
     assertThrows(
         IllegalArgumentException.class,
-        () -> new PathSelector.Settings(100, 1, 0.01, 1, 1, false),
+        () -> new PathSelector.Settings(100, 1, 0.01, 1, 1, false, 1),
         "K");
     assertThrows(
         IllegalArgumentException.class,
-        () -> new PathSelector.Settings(100, 3, 0.6, 1, 1, false),
+        () -> new PathSelector.Settings(100, 3, 0.6, 1, 1, false, 1),
         "explore");
     assertThrows(
         IllegalArgumentException.class,
-        () -> new PathSelector.Settings(100, 3, 0.01, 0, 1, false),
+        () -> new PathSelector.Settings(100, 3, 0.01, 0, 1, false, 1),
         "factor");
+    assertThrows(
+        IllegalArgumentException.class,
+        () -> new PathSelector.Settings(100, 3, 0.01, 1, 1, false, 0),
+        "sampling");
+  }
+
+  /** A selector timing 1 in {@code sampling} searches while steady, drawing from {@code draws}. */
+  PathSelector sampling(double explore, int sampling, DoubleSupplier draws) {
+    return new PathSelector(
+        new PathSelector.Settings(100, 3, explore, 1, 3_000_000_000L, false, sampling),
+        clock::get,
+        draws);
+  }
+
+  @Test
+  void aSteadyPathIsTimedOneInNAWindowFillingOrShiftingEveryTime(Random random) {
+    // The draws: seeded, or one fixed value while `fixed` is set.
+    double[] fixed = {Double.NaN};
+    DoubleSupplier draws = () -> Double.isNaN(fixed[0]) ? random.nextDouble() : fixed[0];
+    PathSelector s = sampling(0, 16, draws);
+    feed(s, random, Tree.Path.SERVER, 10_000, 1, 50);
+    feed(s, random, Tree.Path.CLIENT, 16_000, 2, 100);
+    fixed[0] = 0.5;
+    PathSelector.Choice c = s.choose(S);
+    assertEquals(PathSelector.Choice.SERVER_TIMED, c, "the server window half full: timed");
+    s.finished(S, c, 0, 0, false);
+    // 70 more: full even if the σ of the first ten samples, small by chance, dropped one or two.
+    feed(s, random, Tree.Path.SERVER, 10_000, 1, 70);
+    c = s.choose(S);
+    assertEquals(PathSelector.Choice.SERVER, c, "full and steady: a draw of 0.5 is not timed");
+    s.finished(S, c, 0, 0, false);
+    fixed[0] = 0.05;
+    assertEquals(PathSelector.Choice.SERVER_TIMED, s.choose(S), "a draw under 1/16 is timed");
+    fixed[0] = Double.NaN;
+    int n = 64_000;
+    int timed = 0;
+    for (int i = 0; i < n; i++) {
+      c = s.choose(S);
+      s.finished(S, c, 0, 0, false);
+      timed += c.timed() ? 1 : 0;
+      assertEquals(Tree.Path.SERVER, c.path());
+    }
+    assertBinomial(timed, n, 1.0 / 16, "timed while steady");
+    // A load shift: the server's searches take 200 µs, outliers of the window; past 1 + 1/8 of
+    // the samples its period kept (about 20 here) the window is no longer steady and every search
+    // is timed again.
+    feed(s, random, Tree.Path.SERVER, 200_000, 1, 6);
+    fixed[0] = 0.5;
+    assertEquals(PathSelector.Choice.SERVER_TIMED, s.choose(S), "a shift suspected: timed");
+  }
+
+  @Test
+  void anExplorationBarsTheNextUntilItsTimeIsPOfTheTimeSince() {
+    // Every draw 0: each decision wants to explore; only the gate says no.
+    PathSelector s = sampling(0.01, 16, () -> 0.0);
+    assertEquals(PathSelector.Choice.SERVER_TIMED, s.choose(S), "no estimate: server first");
+    s.sample(S, Tree.Path.SERVER, 10_000, 1);
+    PathSelector.Choice boot = s.choose(S);
+    assertEquals(PathSelector.Choice.CLIENT_EXPLORED, boot, "no client estimate: explored");
+    assertEquals(
+        PathSelector.Choice.SERVER_TIMED, s.choose(S), "one exploration in flight at a time");
+    s.finished(S, boot, 30_000, 2, true);
+    for (int i = 0; i < 20; i++) {
+      s.sample(S, Tree.Path.SERVER, 10_000, 1);
+      s.sample(S, Tree.Path.CLIENT, 30_000, 2);
+    }
+    PathSelector.Choice first = s.choose(S);
+    assertEquals(PathSelector.Choice.CLIENT_EXPLORED, first);
+    assertEquals(
+        PathSelector.Choice.SERVER_TIMED, s.choose(S), "one exploration in flight at a time");
+    // It stalled for 10 ms, a one-off (descheduled, say; the client path's estimate is 2 reads
+    // of 15 µs): the next waits 30 µs · (1/0.01 − 1) only.
+    clock.addAndGet(10_000_000L);
+    s.finished(S, first, 10_000_000L, 2, true);
+    clock.addAndGet(2_900_000L);
+    assertEquals(Tree.Path.SERVER, s.choose(S).path(), "2.9 ms later: not yet");
+    clock.addAndGet(100_000L);
+    first = s.choose(S);
+    assertEquals(PathSelector.Choice.CLIENT_EXPLORED, first, "3 ms later: explored again");
+    // The client path stalls every time (one-sided reads over tcp): its estimate says so, and
+    // the next exploration waits 10 ms · (1/0.01 − 1).
+    for (int i = 0; i < 200; i++) {
+      s.sample(S, Tree.Path.CLIENT, 10_000_000, 2);
+    }
+    clock.addAndGet(10_000_000L);
+    s.finished(S, first, 10_000_000L, 2, true);
+    clock.addAndGet(989_000_000L);
+    assertEquals(Tree.Path.SERVER, s.choose(S).path(), "989 ms later: not yet");
+    clock.addAndGet(2_000_000L);
+    PathSelector.Choice again = s.choose(S);
+    assertEquals(PathSelector.Choice.CLIENT_EXPLORED, again, "991 ms later: explored again");
+    // A quick exploration (60 µs) bars the next for 5.94 ms only.
+    clock.addAndGet(60_000L);
+    s.finished(S, again, 60_000L, 2, true);
+    clock.addAndGet(5_900_000L);
+    assertEquals(Tree.Path.SERVER, s.choose(S).path());
+    clock.addAndGet(100_000L);
+    assertEquals(PathSelector.Choice.CLIENT_EXPLORED, s.choose(S));
+  }
+
+  @Test
+  void aColdStartDoesNotHoldTheEstimateWhileTheWindowFills(Random random) {
+    PathSelector s = selector(0, random);
+    // The first server-side search paid a cold start (10 ms); the next took 10 µs.
+    s.sample(S, Tree.Path.SERVER, 10_000_000, 1);
+    feed(s, random, Tree.Path.SERVER, 10_000, 1, 5);
+    feed(s, random, Tree.Path.CLIENT, 16_000, 2, 50);
+    assertEquals(Tree.Path.SERVER, decide(s), "10 µs against 32 µs: " + s.estimates(S)[0]);
+    assertTrue(s.estimates(S)[0] < 11_000, "the median of a filling window: " + s.estimates(S)[0]);
+    // Full (the cold start pushed out), the window's mean is the estimate again.
+    feed(s, random, Tree.Path.SERVER, 20_000, 1, 100);
+    assertEquals(20_000, s.estimates(S)[0], 1_000, "the mean of a full window");
+  }
+
+  @Test
+  void aPathWithFewerThanThreeSamplesIsExploredAgainAtOnce() {
+    // Draws of 0.99: no exploration by chance, and no exploration's time gates the next.
+    PathSelector s = sampling(0.01, 16, () -> 0.99);
+    for (int i = 0; i < 50; i++) {
+      s.sample(S, Tree.Path.CLIENT, 16_000, 2);
+    }
+    // The first server-side search paid a cold start: 10 ms against 32 µs.
+    s.sample(S, Tree.Path.SERVER, 10_000_000, 1);
+    // Its second search was still cold (5 ms): explored again at once all the same.
+    PathSelector.Choice c = s.choose(S);
+    assertEquals(PathSelector.Choice.SERVER_EXPLORED, c, "1 sample of the server");
+    clock.addAndGet(5_000_000);
+    s.finished(S, c, 5_000_000, 1, true);
+    c = s.choose(S);
+    assertEquals(PathSelector.Choice.SERVER_EXPLORED, c, "2 samples, not gated for 495 ms");
+    clock.addAndGet(10_000);
+    s.finished(S, c, 10_000, 1, true);
+    c = s.choose(S);
+    assertEquals(PathSelector.Choice.CLIENT_TIMED, c, "3 samples: 5 ms, the median, is worse");
+    s.finished(S, c, 0, 0, false);
+    s.sample(S, Tree.Path.SERVER, 10_000, 1);
+    assertEquals(
+        PathSelector.Choice.SERVER_TIMED, s.choose(S), "the median of four: 10 µs, the better");
   }
 }

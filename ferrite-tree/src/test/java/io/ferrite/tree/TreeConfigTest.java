@@ -32,6 +32,7 @@ class TreeConfigTest {
     assertRefused(TreeConfig.SELECTOR_OUTLIER, "1", "tree.selector: outlierK: 1.0 (expected: > 1)");
     assertRefused(TreeConfig.SELECTOR_EXPLORE, "0.7", "tree.selector: explore: 0.7");
     assertRefused(TreeConfig.SELECTOR_SAMPLES, "1", "tree.selector: samples: 1");
+    assertRefused(TreeConfig.SELECTOR_SAMPLING, "0", "tree.selector: sampling: 0");
   }
 
   static void assertRefused(String key, String value, String says) {
