@@ -58,7 +58,13 @@ class TreeScaleTest {
         byte[] k = key((int) ((i * 7919L) % n));
         t.put(k, k);
       }
+      // Meganode splits run on the server's splitter thread, after the puts that fill them were
+      // answered: the last one (a new root) may still be under way. Bounded wait.
       long[] stats = t.stats();
+      for (int tries = 0; tries < 3000 && !(stats[0] >= 3 && stats[1] >= 2); tries++) {
+        Thread.sleep(10);
+        stats = t.stats();
+      }
       assertTrue(stats[0] >= 3 && stats[1] >= 2, "meganodes, levels: " + Arrays.toString(stats));
       t.get(key(n - 1)); // learns the new root if it still started at the old one
       assertEquals(client.info("big").root(), t.rootPointer(), "the handle learned the root");
