@@ -6,18 +6,12 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 
 import io.ferrite.fabric.ErrorCode;
 import io.ferrite.fabric.FerriteException;
-import io.ferrite.fabric.MappedRegion;
 import io.ferrite.kv.server.ExtentAllocator;
 import io.ferrite.tree.MeganodeReader;
 import io.ferrite.tree.Node;
 import java.nio.ByteBuffer;
 import java.nio.charset.StandardCharsets;
-import java.nio.file.Path;
-import java.util.ArrayList;
-import java.util.List;
-import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.io.TempDir;
 
 /**
  * The bounded searches {@link TreeService} runs inline on an I/O thread ({@link
@@ -26,23 +20,8 @@ import org.junit.jupiter.api.io.TempDir;
  * request to a service thread, instead of answering from the half-written node or waiting on the
  * I/O thread. Once the write ends, the same search answers.
  */
-class InlineSearchTest {
+class InlineSearchTest extends MeganodeFixture {
   static final int NODE = 512;
-
-  @TempDir Path dir;
-  final List<MappedRegion> regions = new ArrayList<>();
-  int ids;
-
-  @AfterEach
-  void close() {
-    regions.forEach(MappedRegion::closeAndDelete);
-  }
-
-  MappedRegion region(long length) {
-    MappedRegion r = MappedRegion.create(dir.resolve("r" + ids), ++ids, length, 42L + ids);
-    regions.add(r);
-    return r;
-  }
 
   static byte[] key(int i) {
     return ("key-" + i).getBytes(StandardCharsets.UTF_8);
@@ -50,7 +29,7 @@ class InlineSearchTest {
 
   @Test
   void aNodeHalfWrittenIsNotReadInlineButDeclinedThenReadWhole() {
-    ExtentAllocator extents = new ExtentAllocator(region(1 << 20), 4, () -> region(1 << 20));
+    ExtentAllocator extents = extents(4);
     Meganode m = new Meganode(region(64L * NODE), NODE, extents);
     for (int i = 0; i < 5; i++) {
       m.put(key(i), key(i));

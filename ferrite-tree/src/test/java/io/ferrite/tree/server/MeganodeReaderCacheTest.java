@@ -5,13 +5,11 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import io.ferrite.fabric.MappedRegion;
 import io.ferrite.fabric.testing.SeedExtension;
 import io.ferrite.kv.server.ExtentAllocator;
 import io.ferrite.tree.MeganodeReader;
 import io.ferrite.tree.Node;
 import java.nio.charset.StandardCharsets;
-import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.Collections;
 import java.util.HashMap;
@@ -19,10 +17,8 @@ import java.util.List;
 import java.util.Locale;
 import java.util.Map;
 import java.util.Random;
-import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.ExtendWith;
-import org.junit.jupiter.api.io.TempDir;
 
 /**
  * A {@link MeganodeReader} with a node cache over one meganode (512 B nodes, 3 node levels): a warm
@@ -30,21 +26,7 @@ import org.junit.jupiter.api.io.TempDir;
  * that follows a right link drops them, so the cache is warm again after one pass.
  */
 @ExtendWith(SeedExtension.class)
-class MeganodeReaderCacheTest {
-  @TempDir Path dir;
-  final List<MappedRegion> regions = new ArrayList<>();
-  int ids;
-
-  @AfterEach
-  void close() {
-    regions.forEach(MappedRegion::closeAndDelete);
-  }
-
-  MappedRegion region(long length) {
-    MappedRegion r = MappedRegion.create(dir.resolve("r" + ids), ++ids, length, 42L + ids);
-    regions.add(r);
-    return r;
-  }
+class MeganodeReaderCacheTest extends MeganodeFixture {
 
   /** A plain map cache, counting what it is told. */
   static final class MapCache implements MeganodeReader.Cache {
@@ -91,7 +73,7 @@ class MeganodeReaderCacheTest {
 
   @Test
   void warmSearchesReadTheLeafOnlyAndSplitsAreHealedByDroppingParents(Random random) {
-    ExtentAllocator extents = new ExtentAllocator(region(1 << 20), 16, () -> region(1 << 20));
+    ExtentAllocator extents = extents(16);
     Meganode m = new Meganode(region(4096L * 512), 512, extents);
     List<byte[]> keys = new ArrayList<>();
     for (int i = 0; i < 2000; i++) {

@@ -5,23 +5,19 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import io.ferrite.fabric.MappedRegion;
 import io.ferrite.kv.server.ExtentAllocator;
 import io.ferrite.tree.MeganodeReader;
 import io.ferrite.tree.MeganodeReader.Outcome;
 import io.ferrite.tree.NodeSource;
 import io.ferrite.tree.TreeModel;
 import java.nio.charset.StandardCharsets;
-import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
 import java.util.TreeMap;
-import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.io.TempDir;
 
 /**
  * A meganode split under a search that read the meganode's header before it (Cell §2.2–2.4): the
@@ -29,27 +25,12 @@ import org.junit.jupiter.api.io.TempDir;
  * right — the value for a key that stayed, RIGHT to the new meganode for one that moved — and a
  * scan begun before the split must continue in the new meganode with no key lost or repeated.
  */
-class MeganodeSplitTest {
+class MeganodeSplitTest extends MeganodeFixture {
   static final int NODE = 512;
   static final long Y = 0x7_0000_0009L;
 
-  @TempDir Path dir;
-  final List<MappedRegion> regions = new ArrayList<>();
-  int ids;
-
-  @AfterEach
-  void close() {
-    regions.forEach(MappedRegion::closeAndDelete);
-  }
-
-  MappedRegion region(long length) {
-    MappedRegion r = MappedRegion.create(dir.resolve("r" + ids), ++ids, length, 7L + ids);
-    regions.add(r);
-    return r;
-  }
-
   ExtentAllocator extents() {
-    return new ExtentAllocator(region(1 << 20), 16, () -> region(1 << 20));
+    return extents(16);
   }
 
   static byte[] key(int i) {

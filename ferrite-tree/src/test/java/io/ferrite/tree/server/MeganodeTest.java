@@ -8,7 +8,6 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.ferrite.fabric.ErrorCode;
 import io.ferrite.fabric.FerriteException;
-import io.ferrite.fabric.MappedRegion;
 import io.ferrite.fabric.testing.SeedExtension;
 import io.ferrite.fabric.testing.TestThreads;
 import io.ferrite.kv.server.ExtentAllocator;
@@ -16,18 +15,13 @@ import io.ferrite.tree.MeganodeReader;
 import io.ferrite.tree.NodeSource;
 import io.ferrite.tree.TreeModel;
 import java.nio.charset.StandardCharsets;
-import java.nio.file.Path;
-import java.util.ArrayList;
 import java.util.Arrays;
-import java.util.List;
 import java.util.Map;
 import java.util.Random;
 import java.util.TreeMap;
 import java.util.concurrent.atomic.AtomicBoolean;
-import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.ExtendWith;
-import org.junit.jupiter.api.io.TempDir;
 
 /**
  * One meganode's local B-link tree against {@link TreeMap}: seeded random operations with every
@@ -36,26 +30,11 @@ import org.junit.jupiter.api.io.TempDir;
  * a tree of several levels.
  */
 @ExtendWith(SeedExtension.class)
-class MeganodeTest {
+class MeganodeTest extends MeganodeFixture {
   static final int NODE = 512;
 
-  @TempDir Path dir;
-  final List<MappedRegion> regions = new ArrayList<>();
-  int ids;
-
-  @AfterEach
-  void close() {
-    regions.forEach(MappedRegion::closeAndDelete);
-  }
-
-  MappedRegion region(long length) {
-    MappedRegion r = MappedRegion.create(dir.resolve("r" + ids), ++ids, length, 42L + ids);
-    regions.add(r);
-    return r;
-  }
-
   Meganode meganode(int nodes) {
-    ExtentAllocator extents = new ExtentAllocator(region(1 << 20), 16, () -> region(1 << 20));
+    ExtentAllocator extents = extents(16);
     return new Meganode(region((long) nodes * NODE), NODE, extents);
   }
 
