@@ -369,22 +369,7 @@ public final class Tree {
             "multi-search: " + answered + " answers to " + (to - from) + " keys");
       }
       for (int i = from; i < to; i++) {
-        switch (r.u8("outcome")) {
-          case TreeProtocol.VALUE -> out.set(i, r.bytes("value"));
-          case TreeProtocol.ABSENT -> out.set(i, null);
-          case TreeProtocol.NEXT -> {
-            at[i] = r.i64("pointer");
-            pending.add(i);
-          }
-          case TreeProtocol.RIGHT -> {
-            at[i] = right(p, r.i64("pointer"));
-            pending.add(i);
-          }
-          default -> {
-            at[i] = refreshRoot();
-            pending.add(i);
-          }
-        }
+        outcome(r, i, p, out, at, pending);
       }
     }
     for (int round = 0; round < MAX_HOPS && !pending.isEmpty(); round++) {
@@ -409,23 +394,13 @@ public final class Tree {
         }
         for (int j = 0; j < batch.size(); j++) {
           int i = batch.get(j);
-          Wire.Reader r = new Wire.Reader(Futures.join(answers.get(j)), "tree search");
-          switch (r.u8("outcome")) {
-            case TreeProtocol.VALUE -> out.set(i, r.bytes("value"));
-            case TreeProtocol.ABSENT -> out.set(i, null);
-            case TreeProtocol.NEXT -> {
-              at[i] = r.i64("pointer");
-              next.add(i);
-            }
-            case TreeProtocol.RIGHT -> {
-              at[i] = right(at[i], r.i64("pointer"));
-              next.add(i);
-            }
-            default -> {
-              at[i] = refreshRoot();
-              next.add(i);
-            }
-          }
+          outcome(
+              new Wire.Reader(Futures.join(answers.get(j)), "tree search"),
+              i,
+              at[i],
+              out,
+              at,
+              next);
         }
       }
       pending = next;
@@ -434,6 +409,31 @@ public final class Tree {
       throw tooManyHops("multiGet");
     }
     return out;
+  }
+
+  /**
+   * One search outcome of key {@code i} of a {@link #multiGet}, searched at meganode {@code from}:
+   * its value into {@code out}, or where to search it next into {@code at[i]}, and {@code i} into
+   * {@code again}.
+   */
+  private void outcome(
+      Wire.Reader r, int i, long from, List<byte[]> out, long[] at, List<Integer> again) {
+    switch (r.u8("outcome")) {
+      case TreeProtocol.VALUE -> out.set(i, r.bytes("value"));
+      case TreeProtocol.ABSENT -> out.set(i, null);
+      case TreeProtocol.NEXT -> {
+        at[i] = r.i64("pointer");
+        again.add(i);
+      }
+      case TreeProtocol.RIGHT -> {
+        at[i] = right(from, r.i64("pointer"));
+        again.add(i);
+      }
+      default -> {
+        at[i] = refreshRoot();
+        again.add(i);
+      }
+    }
   }
 
   /** {@link #multiGet(List, Path)} with {@link Path#AUTO}. */
