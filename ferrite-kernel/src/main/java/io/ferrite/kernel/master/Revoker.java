@@ -7,7 +7,6 @@ import io.ferrite.fabric.FerriteException;
 import io.ferrite.kernel.config.Threads;
 import io.ferrite.kernel.proto.MemberInfo;
 import io.ferrite.kernel.proto.ServerProtocol;
-import io.ferrite.kernel.proto.ServerState;
 import java.nio.ByteBuffer;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -151,36 +150,13 @@ final class Revoker implements AutoCloseable {
    * (shm last): the revokes' links, and {@link MasterContext#connect}. Blocks while it connects.
    */
   FabricConnection open(int serverId) {
-    FabricConnection c;
     MemberInfo member = null;
     for (MemberInfo m : state.members()) {
       if (m.serverId() == serverId) {
         member = m;
       }
     }
-    if (member == null || member.state() == ServerState.DEAD) {
-      throw new FerriteException(
-          io.ferrite.fabric.ErrorCode.UNAVAILABLE, "server " + serverId + " is unknown or DEAD");
-    }
-    RuntimeException last = null;
-    // shm last: it reaches only a same-host server.
-    for (boolean shm : new boolean[] {false, true}) {
-      for (Fabric f : fabrics) {
-        String address = member.addresses().get(f.name());
-        if (address == null || f.name().equals("shm") != shm) {
-          continue;
-        }
-        try {
-          c = f.connect(address, options);
-          return c;
-        } catch (RuntimeException e) {
-          last = e;
-        }
-      }
-    }
-    throw last != null
-        ? last
-        : new IllegalStateException("no fabric of the master reaches server " + serverId);
+    return io.ferrite.kernel.proto.ServerDialer.open(fabrics, options, serverId, member);
   }
 
   @Override

@@ -72,6 +72,9 @@ public final class MemoryServer implements AutoCloseable {
   private final DirLock dramLock;
   private MasterLink link;
 
+  /** Connections to other memory servers for the services ({@link ServiceContext#peer}). */
+  private PeerLinks peers;
+
   /** The links to master groups 1.. (docs/RESILIENCE.md, "Master groups"); empty for one group. */
   private final List<MasterLink> groupLinks = new ArrayList<>();
 
@@ -277,6 +280,8 @@ public final class MemoryServer implements AutoCloseable {
     Duration rpc = cfg.rpcTimeout();
     // Servers hold the root but speak to the master as SERVER: the least role that can register.
     ConnectOptions options = new ConnectOptions(credentials.as(Role.SERVER), rpc, rpc);
+    // The same SERVER role reaches the other memory servers: their server-only opcodes let it in.
+    peers = new PeerLinks(fabrics, options, () -> link.stub());
     // Several master groups (ferrite://a;b): one link per group, each registering the regions the
     // group owns under the id group 0 gave (a server has one id in every group, so a client's
     // BlockRef names the same server whichever group handed the block out).
@@ -787,6 +792,16 @@ public final class MemoryServer implements AutoCloseable {
     }
 
     @Override
+    public io.ferrite.fabric.FabricConnection peer(int serverId) {
+      if (serverId == MemoryServer.this.serverId) {
+        throw new FerriteException(
+            ErrorCode.INVALID_ARGUMENT,
+            "server " + serverId + " (expected: another memory server; this is it)");
+      }
+      return peers.get(serverId);
+    }
+
+    @Override
     public MasterStub master(int group) {
       if (group < 0 || group > groupLinks.size()) {
         throw new FerriteException(
@@ -964,6 +979,9 @@ public final class MemoryServer implements AutoCloseable {
       } catch (RuntimeException ex) {
         LOG.log(System.Logger.Level.WARNING, "stopping service " + s.name(), ex);
       }
+    }
+    if (peers != null) {
+      peers.close();
     }
     reclaimer.shutdownNow();
     store.close();

@@ -139,6 +139,24 @@ public interface ServiceContext {
     return master();
   }
 
+  /**
+   * A connection to memory server {@code serverId}, for a service's calls to its peer service there
+   * (a tree meganode split copying its right half to another server). The caller proves role SERVER
+   * (this server's own credentials, as its master link), so the peer's server-only opcodes ({@link
+   * io.ferrite.kernel.proto.Permissions}) admit it and still refuse a CLIENT. Pooled: one
+   * connection per server, shared, never closed by the caller; one that closed (the peer stopped or
+   * re-registered at a new address) is dialed again at the address the master's membership names
+   * then. Blocks while it connects: call it from a service's own thread, not an inline handler.
+   *
+   * @throws io.ferrite.fabric.FerriteException UNAVAILABLE when the server is unknown, DEAD or
+   *     unreachable, or this server is stopping; INVALID_ARGUMENT for this server's own id;
+   *     UNSUPPORTED where the context has no fabrics (tests)
+   */
+  default io.ferrite.fabric.FabricConnection peer(int serverId) {
+    throw new io.ferrite.fabric.FerriteException(
+        io.ferrite.fabric.ErrorCode.UNSUPPORTED, "this server connects to no other server");
+  }
+
   /** A private directory for the service's own files, under the server's directory. */
   Path directory();
 
