@@ -32,6 +32,30 @@ public final class TreeConfig implements ConfigKeys {
   /** Server: the tree log is rewritten from the live meganodes past this and 2x its last size. */
   public static final String LOG_COMPACT = "tree.log.compact";
 
+  /**
+   * Server: where a leaf meganode split puts the new right meganode: {@code spread} (the default)
+   * round-robin over the live memory servers, this one included (docs/TREE.md "Meganodes on several
+   * servers"), {@code local} always on the splitting server. With one server both are local.
+   * Internal meganodes always stay on the tree's home server.
+   */
+  public static final String PLACEMENT = "tree.placement";
+
+  /** The values of {@link #PLACEMENT}. */
+  public enum Placement {
+    LOCAL,
+    SPREAD
+  }
+
+  /** The {@link #PLACEMENT} policy. */
+  public static Placement placement(FerriteConfig cfg) {
+    String v = cfg.get(PLACEMENT);
+    try {
+      return Placement.valueOf(v.trim().toUpperCase(java.util.Locale.ROOT));
+    } catch (IllegalArgumentException e) {
+      throw new IllegalArgumentException(PLACEMENT + ": " + v + " (expected: local or spread)", e);
+    }
+  }
+
   /** The values of {@link #LOG_SYNC}. */
   public enum LogSync {
     NONE,
@@ -105,6 +129,11 @@ public final class TreeConfig implements ConfigKeys {
             "server: tree writes none (DRAM only), logged and fsynced every 100 ms (interval),"
                 + " or fsynced before acknowledged (always)"),
         new Key(
+            PLACEMENT,
+            "spread",
+            "server: a leaf meganode split's new meganode goes round-robin over the live servers"
+                + " (spread) or stays on the splitting server (local)"),
+        new Key(
             LOG_COMPACT,
             "64m",
             "server: the tree log is rewritten from the live meganodes past this and 2x its last"
@@ -130,6 +159,7 @@ public final class TreeConfig implements ConfigKeys {
     }
     logSync(cfg);
     logCompactBytes(cfg);
+    placement(cfg);
 
     selector(cfg);
     if (cfg.getSize(CACHE_BYTES) < 0) {

@@ -45,6 +45,21 @@ package io.ferrite.tree;
  *  DROP_TREE    i64 id                          -> u8 dropped
  * </pre>
  *
+ * <h2>Memory server to memory server (role SERVER or ADMIN; a CLIENT gets PERMISSION_DENIED)</h2>
+ *
+ * A leaf meganode split that puts its right half on another server (docs/TREE.md "Meganodes on
+ * several servers"); {@code token} names the split on its source server:
+ *
+ * <pre>
+ *  ADOPT        i64 tree, i32 home, i32 source, i32 token, i32 level, bytes low,
+ *               u8 hasHigh [bytes high], i64 link  -> i64 pointer   (a new pending meganode)
+ *  ADOPT_PUT    i32 region, u32 n, n x (bytes key, bytes value) -> -   (pairs in key order)
+ *  CONFIRM      i32 region                      -> -       (its source ended the split: keep)
+ *  DROP_ADOPTED i32 source, i32 token           -> u8 dropped  (its source did not end it)
+ *  RESOLVE      i32 token                       -> u8 0 drop | 1 keep | 2 wait  (asked of a source)
+ *  INSERT_CHILD i64 tree, i32 level, bytes key, i64 child -> -   (to the tree's home: queued)
+ * </pre>
+ *
  * SEARCH, MULTI_SEARCH and SCAN go on, on the server, through the meganodes that server holds
  * (children, right links, a scan's next leaf meganode): their answer may come from a meganode below
  * or right of the one named, and a pointer in it is the first meganode on another server.
@@ -76,6 +91,12 @@ public final class TreeProtocol {
   public static final int STATS = 7;
   public static final int DROP_TREE = 8;
   public static final int MULTI_SEARCH = 9;
+  public static final int ADOPT = 10;
+  public static final int ADOPT_PUT = 11;
+  public static final int CONFIRM = 12;
+  public static final int DROP_ADOPTED = 13;
+  public static final int RESOLVE = 14;
+  public static final int INSERT_CHILD = 15;
 
   /** The most keys one MULTI_SEARCH may hold. */
   public static final int MAX_MULTI_KEYS = 1024;

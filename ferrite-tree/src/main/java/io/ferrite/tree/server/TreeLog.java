@@ -38,13 +38,35 @@ import java.util.function.Consumer;
  *  ROOT         i64 tree, i64 root pointer                 the tree's root meganode
  *  DROP         i64 tree                                   the tree and its meganodes freed
  *  NEXT_ID      i32 next                                   ids below are used (compaction)
+ *  GUEST        i64 tree, i32 home                         a tree homed on server home, some of
+ *                                                          whose leaf meganodes are here
+ *  R_BEGIN      i32 source, bytes key, i32 token,          a split of source into a meganode on
+ *               i32 target server                          another server begins (token: an id of
+ *                                                          this server naming the split)
+ *  R_END        i32 source, bytes key, i32 token,          ... ended: the pairs from key up are on
+ *               i64 target pointer                         the target (owed: its CONFIRM)
+ *  R_ABORT      i32 source, bytes key, i32 token,          ... gave up (owed: a DROP_ADOPTED)
+ *               i32 target server
+ *  R_DONE       i32 token                                  the owed CONFIRM or DROP was answered
+ *  OWE          i32 token, u8 confirm, i64 target          an owed CONFIRM (1) or DROP (0) (the
+ *                                                          compaction's form of the above)
+ *  ADOPTED      i32 id, i32 source server, i32 token       meganode id (just made) holds a remote
+ *                                                          split's right half: pending
+ *  CONFIRMED    i32 id                                     ... no longer pending (its source ended)
+ *  FORGET       i32 id                                     ... dropped (its source did not end)
  * </pre>
  *
- * A split's copy into the target is not logged pair by pair: SPLIT_END moves the pairs from the key
- * up out of the source (writes to the source were blocked from SPLIT_BEGIN on, so they are exactly
- * what was copied), and sets the source's high key and link. A SPLIT_BEGIN with no SPLIT_END before
- * the log ends (or before the next split of the same source) is a split the server died in: the
- * replay deletes its target and keeps the source whole (its right half was never unlinked).
+ * The remote records are docs/TREE.md's "Meganodes on several servers" protocol: the source logs
+ * R_BEGIN before it asks the target, R_END once the target answered the copy, and only then
+ * relinks; the target logs MEGANODE and ADOPTED before the copied pairs (PUT), so a crash on either
+ * side leaves a pending meganode its source resolves, never an orphan.
+ *
+ * <p>A split's copy into the target is not logged pair by pair: SPLIT_END moves the pairs from the
+ * key up out of the source (writes to the source were blocked from SPLIT_BEGIN on, so they are
+ * exactly what was copied), and sets the source's high key and link. A SPLIT_BEGIN with no
+ * SPLIT_END before the log ends (or before the next split of the same source) is a split the server
+ * died in: the replay deletes its target and keeps the source whole (its right half was never
+ * unlinked).
  */
 final class TreeLog {
   static final int TREE = 1;
@@ -58,6 +80,15 @@ final class TreeLog {
   static final int ROOT = 9;
   static final int DROP = 10;
   static final int NEXT_ID = 11;
+  static final int GUEST = 12;
+  static final int R_BEGIN = 13;
+  static final int R_END = 14;
+  static final int R_ABORT = 15;
+  static final int R_DONE = 16;
+  static final int OWE = 17;
+  static final int ADOPTED = 18;
+  static final int CONFIRMED = 19;
+  static final int FORGET = 20;
 
   private TreeLog() {}
 
@@ -102,6 +133,35 @@ final class TreeLog {
     return new Wire.Writer().u8(NEXT_ID).i32(next).toArray();
   }
 
+  static byte[] guest(long tree, int home) {
+    return new Wire.Writer().u8(GUEST).i64(tree).i32(home).toArray();
+  }
+
+  static byte[] remoteSplit(int type, int source, byte[] key, int token, long target) {
+    Wire.Writer w = new Wire.Writer().u8(type).i32(source).bytes(key).i32(token);
+    return (type == R_END ? w.i64(target) : w.i32((int) target)).toArray();
+  }
+
+  static byte[] remoteDone(int token) {
+    return new Wire.Writer().u8(R_DONE).i32(token).toArray();
+  }
+
+  static byte[] owe(int token, boolean confirm, long target) {
+    return new Wire.Writer().u8(OWE).i32(token).u8(confirm ? 1 : 0).i64(target).toArray();
+  }
+
+  static byte[] adopted(int id, int source, int token) {
+    return new Wire.Writer().u8(ADOPTED).i32(id).i32(source).i32(token).toArray();
+  }
+
+  static byte[] confirmed(int id) {
+    return new Wire.Writer().u8(CONFIRMED).i32(id).toArray();
+  }
+
+  static byte[] forget(int id) {
+    return new Wire.Writer().u8(FORGET).i32(id).toArray();
+  }
+
   /** One meganode as the log rebuilds it: its header and its entries (values or child pointers). */
   static final class Image {
     final int id;
@@ -110,6 +170,14 @@ final class TreeLog {
     final byte[] low;
     byte[] high;
     long link;
+
+    /** ADOPTED: the source server and token of the remote split that made it; -1 if local. */
+    int source = -1;
+
+    int token;
+
+    /** ADOPTED and not yet CONFIRMED. */
+    boolean pending;
 
     /** Values ({@code byte[]}) of a leaf meganode, child pointers ({@code Long}) of an internal. */
     final TreeMap<byte[], Object> entries = new TreeMap<>(Arrays::compareUnsigned);
@@ -135,6 +203,18 @@ final class TreeLog {
     final Map<Long, Long> roots = new LinkedHashMap<>();
 
     final Map<Integer, Image> meganodes = new TreeMap<>();
+
+    /** Guest trees (GUEST): tree id to its home server. */
+    final Map<Long, Integer> guests = new LinkedHashMap<>();
+
+    /** Remote splits begun and not ended: token to (source, key, target server). */
+    private final Map<Integer, long[]> remoteOpen = new HashMap<>();
+
+    /** Owed CONFIRMs (token to the target meganode's pointer) and DROPs (token to server). */
+    final Map<Integer, Long> owedConfirms = new LinkedHashMap<>();
+
+    final Map<Integer, Integer> owedDrops = new LinkedHashMap<>();
+
     private final Map<Integer, OpenSplit> open = new HashMap<>();
     int nextId = 1;
     long records;
@@ -215,9 +295,65 @@ final class TreeLog {
         case DROP -> {
           long tree = r.i64("tree");
           roots.remove(tree);
+          guests.remove(tree);
           meganodes.values().removeIf(m -> m.tree == tree);
         }
         case NEXT_ID -> nextId = Math.max(nextId, r.i32("next"));
+        case GUEST -> {
+          long tree = r.i64("tree");
+          guests.put(tree, r.i32("home"));
+        }
+        case R_BEGIN -> {
+          int source = r.i32("source");
+          r.bytes("key");
+          int token = r.i32("token");
+          remoteOpen.put(token, new long[] {source, r.i32("target")});
+          nextId = Math.max(nextId, token + 1);
+        }
+        case R_END -> {
+          int source = r.i32("source");
+          byte[] key = r.bytes("key");
+          int token = r.i32("token");
+          long target = r.i64("target");
+          remoteOpen.remove(token);
+          owedConfirms.put(token, target);
+          // The pairs from key up live on the target now; the source ends at key (Cell §2.2).
+          Image x = image(source);
+          x.entries.tailMap(key, true).clear();
+          x.high = key;
+          x.link = target;
+        }
+        case R_ABORT -> {
+          r.i32("source");
+          r.bytes("key");
+          int token = r.i32("token");
+          int target = r.i32("target");
+          remoteOpen.remove(token);
+          owedDrops.put(token, target);
+        }
+        case R_DONE -> {
+          int token = r.i32("token");
+          owedConfirms.remove(token);
+          owedDrops.remove(token);
+        }
+        case OWE -> {
+          int token = r.i32("token");
+          boolean confirm = r.u8("confirm") != 0;
+          long target = r.i64("target");
+          if (confirm) {
+            owedConfirms.put(token, target);
+          } else {
+            owedDrops.put(token, (int) target);
+          }
+        }
+        case ADOPTED -> {
+          Image m = image(r.i32("id"));
+          m.source = r.i32("source");
+          m.token = r.i32("token");
+          m.pending = true;
+        }
+        case CONFIRMED -> image(r.i32("id")).pending = false;
+        case FORGET -> meganodes.remove(r.i32("id"));
         default ->
             throw new FerriteException(
                 ErrorCode.INTERNAL, "tree log record " + records + ": unknown type " + type);
@@ -270,6 +406,20 @@ final class TreeLog {
         orphan(e.getKey(), e.getValue());
       }
       open.clear();
+      for (Map.Entry<Integer, long[]> e : remoteOpen.entrySet()) {
+        // Begun, never ended: the source kept its pairs (the relink comes after R_END); whatever
+        // the target made is dropped, once it answers.
+        owedDrops.put(e.getKey(), (int) e.getValue()[1]);
+        unfinished.add(
+            "split of meganode "
+                + e.getValue()[0]
+                + " into a meganode of server "
+                + e.getValue()[1]
+                + " did not finish: "
+                + e.getValue()[0]
+                + " kept whole, the target's copy dropped");
+      }
+      remoteOpen.clear();
       for (Map.Entry<Long, Long> e : roots.entrySet()) {
         if (e.getValue() != 0 && TreeProtocol.server(e.getValue()) != server) {
           throw new FerriteException(
@@ -289,18 +439,25 @@ final class TreeLog {
       for (long p : roots.values()) {
         todo.add(TreeProtocol.region(p));
       }
+      for (Image m : meganodes.values()) {
+        if (m.source >= 0) {
+          todo.add(m.id); // a remote split's right half: reached from its source's server
+        }
+      }
       while (!todo.isEmpty()) {
         int id = todo.poll();
         Image m = meganodes.get(id);
         if (m == null || !reached.add(id)) {
           continue;
         }
-        if (m.link != 0) {
+        if (m.link != 0 && TreeProtocol.server(m.link) == server) {
           todo.add(TreeProtocol.region(m.link));
         }
         if (m.level > 0) {
           for (Object child : m.entries.values()) {
-            todo.add(TreeProtocol.region((Long) child));
+            if (TreeProtocol.server((Long) child) == server) {
+              todo.add(TreeProtocol.region((Long) child));
+            }
           }
         }
       }
@@ -310,7 +467,12 @@ final class TreeLog {
       for (Image m : meganodes.values()) {
         if (m.level > 0) {
           // A child pointer whose split was undone: drop it (its keys are back in the source).
-          m.entries.values().removeIf(c -> !meganodes.containsKey(TreeProtocol.region((Long) c)));
+          m.entries
+              .values()
+              .removeIf(
+                  c ->
+                      TreeProtocol.server((Long) c) == server
+                          && !meganodes.containsKey(TreeProtocol.region((Long) c)));
         }
       }
     }

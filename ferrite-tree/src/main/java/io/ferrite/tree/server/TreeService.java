@@ -42,9 +42,11 @@ import java.util.concurrent.locks.ReentrantReadWriteLock;
  * that pass half full on one named thread of its own (the splitter), so no RPC thread ever waits
  * for a split unless its meganode is full.
  *
- * <p>All meganodes of a tree live on the server the directory placed the tree on: a split puts the
- * new right meganode on the same server (a service has no connection to other servers to build one
- * there; the pointers and both search paths already handle any server).
+ * <p>A tree's internal meganodes live on its <b>home</b> server (the one the directory placed it
+ * on); a leaf meganode split puts the new right meganode where {@code tree.placement} says,
+ * possibly on another server ({@link RemoteSplits}: the copy, the crash-safe protocol, the
+ * separator sent home). A server holding leaf meganodes of a tree homed elsewhere knows the tree as
+ * a <i>guest</i>.
  *
  * <h2>Durability ({@code tree.log.sync}, docs/TREE.md)</h2>
  *
@@ -62,19 +64,23 @@ public final class TreeService implements FerriteService {
   private static final System.Logger LOG = System.getLogger(TreeService.class.getName());
 
   /** One tree's meganodes on this server. */
-  private static final class TreeState {
+  static final class TreeState {
     final long id;
+
+    /** The server holding the tree's internal meganodes and root (this one, or a guest's home). */
+    final int home;
+
     volatile long root;
     final AtomicLong splits = new AtomicLong();
 
-    TreeState(long id) {
+    TreeState(long id, int home) {
       this.id = id;
+      this.home = home;
     }
   }
 
   /** A meganode this server holds, by its meganode id, with its tree and extent regions. */
-  private record Hosted(
-      int id, TreeState tree, Meganode meganode, ExtentAllocator extents, long pointer) {}
+  record Hosted(int id, TreeState tree, Meganode meganode, ExtentAllocator extents, long pointer) {}
 
   /**
    * For tests only: told of each step of every split ({@code "begun"} once SPLIT_BEGIN is logged,
@@ -147,6 +153,15 @@ public final class TreeService implements FerriteService {
   private volatile TreeLog.Replay lastReplay;
   private final Map<Integer, CompletableFuture<Void>> pending = new ConcurrentHashMap<>();
   private final LinkedBlockingQueue<Integer> splitQueue = new LinkedBlockingQueue<>();
+
+  /** Queued on {@link #splitQueue} (never a meganode id): run the {@link #parentTasks}. */
+  private static final int PARENTS = 0;
+
+  /** Separators other servers' splits sent here (INSERT_CHILD), run by the splitter. */
+  private final java.util.concurrent.ConcurrentLinkedQueue<Runnable> parentTasks =
+      new java.util.concurrent.ConcurrentLinkedQueue<>();
+
+  private RemoteSplits remote;
   private ServiceContext context;
   private long meganodeSize;
   private int nodeSize;
@@ -180,6 +195,7 @@ public final class TreeService implements FerriteService {
       stripes[i] = new Object();
     }
     sync = TreeConfig.logSync(cfg);
+    remote = new RemoteSplits(this, context);
     if (sync != TreeConfig.LogSync.NONE) {
       // Replay before anyone can connect: meganodes come back (new regions, same ids).
       TreeLog.Replay replay = new TreeLog.Replay(context.serverId());
@@ -187,6 +203,7 @@ public final class TreeService implements FerriteService {
       replay.finish();
       rebuild(replay);
       lastReplay = replay;
+      remote.restore(replay); // before the compaction below: it writes what is owed and pending
       compactBytes = TreeConfig.logCompactBytes(cfg);
       compactedBytes = log.bytes();
       if (!replay.unfinished.isEmpty() || replay.unreachable > 0) {
@@ -199,6 +216,7 @@ public final class TreeService implements FerriteService {
       logTimer = Threads.scheduler("tree-log-interval");
       logTimer.scheduleWithFixedDelay(this::syncQuietly, 100, 100, TimeUnit.MILLISECONDS);
     }
+    remote.start();
     splitter = new Thread(this::splitLoop, "tree-splitter-" + context.serverId());
     splitter.setDaemon(true);
     splitter.start();
@@ -217,9 +235,12 @@ public final class TreeService implements FerriteService {
   private void rebuild(TreeLog.Replay replay) {
     Map<Long, TreeState> byId = new java.util.HashMap<>();
     for (Map.Entry<Long, Long> e : replay.roots.entrySet()) {
-      TreeState t = new TreeState(e.getKey());
+      TreeState t = new TreeState(e.getKey(), context.serverId());
       t.root = e.getValue();
       byId.put(t.id, t);
+    }
+    for (Map.Entry<Long, Integer> e : replay.guests.entrySet()) {
+      byId.putIfAbsent(e.getKey(), new TreeState(e.getKey(), e.getValue()));
     }
     long pairs = 0;
     for (TreeLog.Image m : replay.meganodes.values()) {
@@ -311,8 +332,14 @@ public final class TreeService implements FerriteService {
 
   private void snapshot(java.util.function.Consumer<byte[]> sink) {
     sink.accept(TreeLog.nextId(nextId.get()));
+    for (Map.Entry<Integer, Long> e : remote.owedConfirms.entrySet()) {
+      sink.accept(TreeLog.owe(e.getKey(), true, e.getValue()));
+    }
+    for (Map.Entry<Integer, Integer> e : remote.owedDrops.entrySet()) {
+      sink.accept(TreeLog.owe(e.getKey(), false, e.getValue()));
+    }
     for (TreeState t : trees.values()) {
-      sink.accept(TreeLog.tree(t.id));
+      sink.accept(t.home == context.serverId() ? TreeLog.tree(t.id) : TreeLog.guest(t.id, t.home));
       for (Hosted h : hosted.values()) {
         if (h.tree() != t) {
           continue;
@@ -326,6 +353,13 @@ public final class TreeService implements FerriteService {
                 header.low,
                 header.highInfinite() ? null : header.high,
                 header.link));
+        RemoteSplits.Adoption a = remote.adoptions.get(h.id());
+        if (a != null) {
+          sink.accept(TreeLog.adopted(h.id(), a.source, a.token));
+          if (!a.pending) {
+            sink.accept(TreeLog.confirmed(h.id()));
+          }
+        }
         int id = h.id();
         h.meganode()
             .forEachEntry(
@@ -335,7 +369,9 @@ public final class TreeService implements FerriteService {
                             ? TreeLog.put(id, key, value)
                             : TreeLog.child(id, key, child)));
       }
-      sink.accept(TreeLog.root(t.id, t.root));
+      if (t.home == context.serverId()) {
+        sink.accept(TreeLog.root(t.id, t.root));
+      }
     }
   }
 
@@ -365,6 +401,9 @@ public final class TreeService implements FerriteService {
   @Override
   public void stop() {
     stopping = true;
+    if (remote != null) {
+      remote.stop();
+    }
     splitter.interrupt();
     try {
       splitter.join(TimeUnit.SECONDS.toMillis(10));
@@ -424,7 +463,7 @@ public final class TreeService implements FerriteService {
   @Override
   public CompletableFuture<ByteBuffer> handle(RpcContext caller, int opcode, ByteBuffer request) {
     try {
-      ByteBuffer answer = dispatch(opcode, request);
+      ByteBuffer answer = dispatch(caller, opcode, request);
       if (sync == TreeConfig.LogSync.ALWAYS && logs(opcode)) {
         // Answered once the group commit made every record appended so far durable (this
         // request's included); no RPC thread waits on an fsync.
@@ -441,12 +480,23 @@ public final class TreeService implements FerriteService {
     return opcode == TreeProtocol.PUT
         || opcode == TreeProtocol.DELETE
         || opcode == TreeProtocol.OPEN_TREE
-        || opcode == TreeProtocol.DROP_TREE;
+        || opcode == TreeProtocol.DROP_TREE
+        || opcode == TreeProtocol.ADOPT
+        || opcode == TreeProtocol.ADOPT_PUT
+        || opcode == TreeProtocol.CONFIRM
+        || opcode == TreeProtocol.DROP_ADOPTED;
   }
 
-  private ByteBuffer dispatch(int opcode, ByteBuffer request) {
+  private ByteBuffer dispatch(RpcContext caller, int opcode, ByteBuffer request) {
     Wire.Reader r = new Wire.Reader(request, "tree request " + opcode);
     Wire.Writer w = new Wire.Writer();
+    if (opcode >= TreeProtocol.ADOPT && opcode <= TreeProtocol.INSERT_CHILD) {
+      // Server to server only (docs/SECURITY.md): a client must not make or drop meganodes.
+      io.ferrite.kernel.proto.Permissions.require(
+          caller, io.ferrite.fabric.Role.SERVER, "tree server-to-server opcode " + opcode);
+      peerRequest(r, w, opcode);
+      return w.toBuffer();
+    }
     switch (opcode) {
       case TreeProtocol.OPEN_TREE -> {
         long id = r.i64("id");
@@ -508,13 +558,19 @@ public final class TreeService implements FerriteService {
             capacity += u[1];
           }
         }
-        int levels = hosted(TreeProtocol.region(t.root)).meganode().level() + 1;
+        Hosted root = t.root != 0 ? local(t.root) : null;
+        int levels = root != null ? root.meganode().level() + 1 : 1; // a guest: its leaves
         w.i32(count).i32(levels).i64(t.splits.get()).i64(used).i64(capacity);
       }
       case TreeProtocol.DROP_TREE -> {
         long id = r.i64("id");
         r.end();
-        w.u8(drop(id) ? 1 : 0);
+        TreeState t = trees.get(id);
+        boolean dropped = drop(id);
+        if (dropped && t != null && t.home == context.serverId()) {
+          remote.droppedAtHome(id);
+        }
+        w.u8(dropped ? 1 : 0);
       }
       default ->
           throw new FerriteException(
@@ -797,7 +853,15 @@ public final class TreeService implements FerriteService {
     } catch (InterruptedException e) {
       Thread.currentThread().interrupt();
       throw new FerriteException(ErrorCode.UNAVAILABLE, "interrupted waiting for a meganode split");
-    } catch (ExecutionException | TimeoutException e) {
+    } catch (ExecutionException e) {
+      // A split to another server that failed names that server: UNAVAILABLE, as its own error.
+      ErrorCode code =
+          e.getCause() instanceof FerriteException f && f.code() == ErrorCode.UNAVAILABLE
+              ? ErrorCode.UNAVAILABLE
+              : ErrorCode.BUSY;
+      throw new FerriteException(
+          code, "meganode full and its split did not finish: " + e.getCause(), e.getCause());
+    } catch (TimeoutException e) {
       throw new FerriteException(
           ErrorCode.BUSY, "meganode full and its split did not finish: " + e, e);
     }
@@ -812,7 +876,7 @@ public final class TreeService implements FerriteService {
       synchronized (trees) {
         t = trees.get(id);
         if (t == null) {
-          t = new TreeState(id);
+          t = new TreeState(id, context.serverId());
           append(TreeLog.tree(id));
           Hosted root = newMeganode(t, 0, new byte[0], null, 0);
           t.root = root.pointer();
@@ -943,6 +1007,177 @@ public final class TreeService implements FerriteService {
     }
   }
 
+  // ------------------------------------------------------------------ other servers' requests
+
+  /** The server-to-server opcodes ({@link TreeProtocol}, {@link RemoteSplits}); role checked. */
+  private void peerRequest(Wire.Reader r, Wire.Writer w, int opcode) {
+    switch (opcode) {
+      case TreeProtocol.ADOPT -> {
+        long tree = r.i64("tree");
+        int home = r.i32("home");
+        int source = r.i32("source");
+        int token = r.i32("token");
+        int level = r.i32("level");
+        byte[] low = r.bytes("low");
+        byte[] high = r.u8("hasHigh") != 0 ? r.bytes("high") : null;
+        long link = r.i64("link");
+        r.end();
+        if (level != 0) {
+          throw new FerriteException(
+              ErrorCode.INVALID_ARGUMENT, "ADOPT level " + level + " (expected: 0, a leaf)");
+        }
+        w.i64(adopt(tree, home, source, token, low, high, link).pointer());
+      }
+      case TreeProtocol.ADOPT_PUT -> {
+        Hosted h = hosted(r.i32("region"));
+        RemoteSplits.Adoption a = remote.adoptions.get(h.id());
+        if (a == null || !a.pending) {
+          throw new FerriteException(
+              ErrorCode.CONFLICT, "ADOPT_PUT: meganode " + h.id() + " is not a pending adoption");
+        }
+        a.touched = System.nanoTime();
+        int n = r.count("pairs", Integer.MAX_VALUE);
+        for (int i = 0; i < n; i++) {
+          byte[] key = r.bytes("key");
+          byte[] value = r.bytes("value");
+          Meganode.Write put = put(h, key, value);
+          if (put.status() != Meganode.Write.Status.CREATED
+              && put.status() != Meganode.Write.Status.REPLACED) {
+            throw new FerriteException(ErrorCode.INTERNAL, "adopted copy: " + put);
+          }
+        }
+        r.end();
+      }
+      case TreeProtocol.CONFIRM -> {
+        int id = r.i32("region");
+        r.end();
+        confirm(id);
+      }
+      case TreeProtocol.DROP_ADOPTED -> {
+        int source = r.i32("source");
+        int token = r.i32("token");
+        r.end();
+        w.u8(dropAdopted(source, token) ? 1 : 0);
+      }
+      case TreeProtocol.RESOLVE -> {
+        int token = r.i32("token");
+        r.end();
+        w.u8(remote.resolve(token));
+      }
+      case TreeProtocol.INSERT_CHILD -> {
+        TreeState t = tree(r.i64("tree"));
+        int level = r.i32("level");
+        byte[] key = r.bytes("key");
+        long child = r.i64("child");
+        r.end();
+        // On the splitter, behind this server's own splits and root growth: never races them.
+        parentTasks.add(() -> insertParent(t, level, key, child));
+        splitQueue.add(PARENTS);
+      }
+      default ->
+          throw new FerriteException(
+              ErrorCode.UNKNOWN_OPCODE, "tree service: unknown opcode " + opcode);
+    }
+  }
+
+  /** Runs the queued INSERT_CHILDs (splitter thread), each logged as the splitter's own. */
+  private void runParentTasks() {
+    Runnable task;
+    while ((task = parentTasks.poll()) != null) {
+      lockLogging();
+      try {
+        task.run();
+      } catch (RuntimeException e) {
+        LOG.log(System.Logger.Level.WARNING, "tree: a separator from another server failed", e);
+      } finally {
+        unlockLogging();
+      }
+    }
+  }
+
+  /**
+   * A new pending leaf meganode for a split of {@code source}'s (ADOPT): its tree known here as a
+   * guest if it is not homed here; MEGANODE and ADOPTED logged before any of its pairs, so a crash
+   * during the copy leaves a pending meganode the source resolves, never an orphan.
+   */
+  private Hosted adopt(
+      long treeId, int home, int source, int token, byte[] low, byte[] high, long link) {
+    lockLogging();
+    try {
+      TreeState t;
+      synchronized (trees) {
+        t = trees.get(treeId);
+        if (t == null) {
+          t = new TreeState(treeId, home);
+          append(TreeLog.guest(treeId, home));
+          trees.put(treeId, t);
+        }
+      }
+      int id = nextId.getAndIncrement();
+      remote.adoptions.put(id, new RemoteSplits.Adoption(source, token, true, System.nanoTime()));
+      Hosted h = newMeganode(t, id, 0, low, high, link);
+      append(TreeLog.adopted(id, source, token));
+      return h;
+    } finally {
+      unlockLogging();
+    }
+  }
+
+  /** Adopted meganode {@code id}'s source ended its split: no longer pending (logged once). */
+  void confirm(int id) {
+    RemoteSplits.Adoption a = remote.adoptions.get(id);
+    if (a == null || !a.pending) {
+      return; // confirmed already (a resent CONFIRM), or a stale message
+    }
+    lockLogging();
+    try {
+      append(TreeLog.confirmed(id));
+      a.pending = false;
+    } finally {
+      unlockLogging();
+    }
+  }
+
+  /** Frees the pending meganode a remote split {@code token} of {@code source} made, if any. */
+  boolean dropAdopted(int source, int token) {
+    for (Map.Entry<Integer, RemoteSplits.Adoption> e : remote.adoptions.entrySet()) {
+      RemoteSplits.Adoption a = e.getValue();
+      if (a.source != source || a.token != token || !a.pending) {
+        continue;
+      }
+      lockLogging();
+      try {
+        Hosted h = hosted.get(e.getKey());
+        if (h != null) {
+          free(h);
+        }
+        append(TreeLog.forget(e.getKey()));
+        remote.adoptions.remove(e.getKey());
+      } finally {
+        unlockLogging();
+      }
+      LOG.log(
+          System.Logger.Level.INFO,
+          "tree: meganode {0} dropped (its source server {1} did not end split {2})",
+          e.getKey(),
+          source,
+          token);
+      return true;
+    }
+    return false;
+  }
+
+  /** An owed CONFIRM or DROP was answered: logs R_DONE, then forgets it ({@code forget}). */
+  void remoteDone(int token, Runnable forget) {
+    lockLogging();
+    try {
+      append(TreeLog.remoteDone(token));
+      forget.run();
+    } finally {
+      unlockLogging();
+    }
+  }
+
   // ------------------------------------------------------------------ meganode splits
 
   private CompletableFuture<Void> requestSplit(Hosted h) {
@@ -963,6 +1198,10 @@ public final class TreeService implements FerriteService {
         region = splitQueue.take();
       } catch (InterruptedException e) {
         return;
+      }
+      if (region == PARENTS) {
+        runParentTasks();
+        continue;
       }
       CompletableFuture<Void> f = pending.remove(region);
       try {
@@ -1003,26 +1242,42 @@ public final class TreeService implements FerriteService {
     }
     Hosted y = null;
     int yid = nextId.getAndIncrement();
+    // Leaf meganodes go where tree.placement says; internal ones stay home (RemoteSplits).
+    int target = half.level() == 0 ? remote.place() : context.serverId();
+    long yp;
     try {
-      // Cell §2.2: the split's start is logged (source, key, target) before the target exists.
-      append(TreeLog.split(TreeLog.SPLIT_BEGIN, x.id(), half.key(), yid));
-      step("begun");
-      y = newMeganode(x.tree(), yid, half.level(), half.key(), half.high(), half.link());
-      for (int i = 0; i < half.keys().size(); i++) {
-        Meganode.Write put =
-            half.level() == 0
-                ? y.meganode().write(half.keys().get(i), half.values().get(i))
-                : y.meganode().putChild(half.keys().get(i), half.children().get(i));
-        if (put.status() != Meganode.Write.Status.CREATED) {
-          throw new FerriteException(ErrorCode.INTERNAL, "split copy: " + put);
+      if (target != context.serverId()) {
+        // The same steps with the copy on another server; yid is the split's token there.
+        remote.begun(yid);
+        append(TreeLog.remoteSplit(TreeLog.R_BEGIN, x.id(), half.key(), yid, target));
+        step("begun");
+        yp = remote.adopt(target, x.tree(), yid, half, x.tree().home);
+        step("copied");
+        append(TreeLog.remoteSplit(TreeLog.R_END, x.id(), half.key(), yid, yp));
+        remote.ended(yid, yp);
+        step("ended");
+      } else {
+        // Cell §2.2: the split's start is logged (source, key, target) before the target exists.
+        append(TreeLog.split(TreeLog.SPLIT_BEGIN, x.id(), half.key(), yid));
+        step("begun");
+        y = newMeganode(x.tree(), yid, half.level(), half.key(), half.high(), half.link());
+        for (int i = 0; i < half.keys().size(); i++) {
+          Meganode.Write put =
+              half.level() == 0
+                  ? y.meganode().write(half.keys().get(i), half.values().get(i))
+                  : y.meganode().putChild(half.keys().get(i), half.children().get(i));
+          if (put.status() != Meganode.Write.Status.CREATED) {
+            throw new FerriteException(ErrorCode.INTERNAL, "split copy: " + put);
+          }
         }
+        step("copied");
+        // ... and its end, before the relink: a crash before this line leaves a split the replay
+        // undoes (target deleted, source whole), after it one the replay completes. Writes to x
+        // and y resume only after the relink, so their records follow this one.
+        append(TreeLog.split(TreeLog.SPLIT_END, x.id(), half.key(), yid));
+        step("ended");
+        yp = y.pointer();
       }
-      step("copied");
-      // ... and its end, before the relink: a crash before this line leaves a split the replay
-      // undoes (target deleted, source whole), after it one the replay completes. Writes to x and
-      // y resume only after the relink, so their records follow this one.
-      append(TreeLog.split(TreeLog.SPLIT_END, x.id(), half.key(), yid));
-      step("ended");
     } catch (Crash e) {
       // In-process only. The log ends here, as a killed process's would: every later append
       // fails (UNAVAILABLE), so nothing the test does next reaches the log. The lock is released
@@ -1038,13 +1293,18 @@ public final class TreeService implements FerriteService {
       if (y != null) {
         free(y);
       }
-      append(TreeLog.split(TreeLog.SPLIT_ABORT, x.id(), half.key(), yid));
+      if (target != context.serverId()) {
+        append(TreeLog.remoteSplit(TreeLog.R_ABORT, x.id(), half.key(), yid, target));
+        remote.aborted(yid, target); // what the target made is dropped by the peers thread
+      } else {
+        append(TreeLog.split(TreeLog.SPLIT_ABORT, x.id(), half.key(), yid));
+      }
       throw e;
     }
-    x.meganode().finishSplit(half.key(), y.pointer());
+    x.meganode().finishSplit(half.key(), yp);
     x.tree().splits.incrementAndGet();
-    insertParent(x.tree(), half.level() + 1, half.key(), y.pointer());
-    for (Hosted h : List.of(x, y)) {
+    insertParent(x.tree(), half.level() + 1, half.key(), yp);
+    for (Hosted h : y != null ? List.of(x, y) : List.of(x)) {
       if (h.meganode().wantsSplit()) {
         requestSplit(h);
       }
@@ -1076,6 +1336,10 @@ public final class TreeService implements FerriteService {
    * never race each other; searches and writes run alongside.
    */
   private void insertParent(TreeState t, int level, byte[] key, long child) {
+    if (t.home != context.serverId()) {
+      remote.insertChild(t.home, t.id, level, key, child); // a guest: the parents are at home
+      return;
+    }
     Hosted m = hosted(TreeProtocol.region(t.root));
     if (m.meganode().level() < level) {
       // The root split: a new root over every meganode of its level, from the old root (the
@@ -1085,12 +1349,18 @@ public final class TreeService implements FerriteService {
       long p = t.root;
       boolean first = true;
       while (p != 0) {
-        Hosted h = hosted(TreeProtocol.region(p));
+        Hosted h = local(p);
+        if (h == null) {
+          // A leaf meganode on another server (level 0 only): its header is not here. The one
+          // just made is entered below; any right of it arrive by INSERT_CHILD, queued behind this.
+          break;
+        }
         io.ferrite.tree.Node header = new MeganodeReader(h.meganode().source()).header();
         putChild(root, first ? new byte[0] : header.low, p);
         first = false;
         p = header.link;
       }
+      putChild(root, key, child); // its low key is key (a second entry for it only replaces)
       t.root = root.pointer();
       append(TreeLog.root(t.id, t.root));
       reportRoot(t);

@@ -1,0 +1,384 @@
+package io.ferrite.tree.server;
+
+import io.ferrite.fabric.ErrorCode;
+import io.ferrite.fabric.FabricConnection;
+import io.ferrite.fabric.FerriteException;
+import io.ferrite.kernel.config.Threads;
+import io.ferrite.kernel.proto.MemberInfo;
+import io.ferrite.kernel.proto.ServerState;
+import io.ferrite.kernel.proto.Wire;
+import io.ferrite.kernel.server.ServiceContext;
+import io.ferrite.tree.TreeConfig;
+import io.ferrite.tree.TreeProtocol;
+import java.nio.ByteBuffer;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.ScheduledExecutorService;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
+
+/**
+ * The tree service's half of meganode splits across memory servers (docs/TREE.md "Meganodes on
+ * several servers"): where a new leaf meganode goes, the copy of a split's right half to another
+ * server, and both sides' bookkeeping of the crash-safe protocol.
+ *
+ * <p><b>Source side</b> (the server splitting meganode x): a split to server T is named by a
+ * <i>token</i>, a meganode id of this server that is never handed out again. The source logs
+ * R_BEGIN (x, key, token, T), sends ADOPT and the pairs (ADOPT_PUT, ≤ {@link #CHUNK_BYTES} each),
+ * logs R_END with the target's pointer, relinks x, and then owes T a CONFIRM; a split that failed
+ * (or that a crash cut before R_END) owes T a DROP_ADOPTED instead. Owed messages are sent by this
+ * class's thread until T answers (then R_DONE is logged). While owed, a token answers RESOLVE: KEEP
+ * once ended, WAIT while the split runs, DROP otherwise.
+ *
+ * <p><b>Target side</b>: an adopted meganode is <i>pending</i> (logged ADOPTED) until its source's
+ * CONFIRM (logged CONFIRMED). One that is still pending after a restart, or {@link #STALE_NANOS}
+ * after its last copy message, is resolved by asking its source (RESOLVE): KEEP confirms it, DROP
+ * frees it (FORGET), WAIT or no answer asks again later. Pending meganodes are served meanwhile:
+ * nothing reaches one before its source's relink, which follows R_END.
+ *
+ * <p>Threads: the splitter calls {@link #place}, {@link #adopt} and the source-side steps; RPC
+ * threads the target side; one named thread ({@code tree-peers-<id>}) sends owed messages, asks
+ * about stale pending meganodes and tells guest servers of dropped trees. Peer calls block on
+ * {@link ServiceContext#peer} connections (never on an inline handler).
+ */
+final class RemoteSplits {
+  private static final System.Logger LOG = System.getLogger(RemoteSplits.class.getName());
+
+  /** The most bytes of pairs one ADOPT_PUT carries (well under any fabric's frame). */
+  static final int CHUNK_BYTES = 1 << 20;
+
+  /** A pending meganode silent this long is resolved by asking its source. */
+  static final long STALE_NANOS = TimeUnit.SECONDS.toNanos(30);
+
+  /** RESOLVE answers. */
+  static final int DROP = 0;
+
+  static final int KEEP = 1;
+  static final int WAIT = 2;
+
+  /** A meganode this server made for a remote split (target side). */
+  static final class Adoption {
+    final int source;
+    final int token;
+    volatile boolean pending;
+
+    /** When the source last sent part of the copy; 0: resolve at once (replayed). */
+    volatile long touched;
+
+    Adoption(int source, int token, boolean pending, long touched) {
+      this.source = source;
+      this.token = token;
+      this.pending = pending;
+      this.touched = touched;
+    }
+  }
+
+  private final TreeService service;
+  private final ServiceContext context;
+  private final TreeConfig.Placement placement;
+  private final Duration timeout;
+  private final AtomicInteger next = new AtomicInteger();
+
+  /** Source side: tokens of remote splits running now (RESOLVE answers WAIT). */
+  private final Set<Integer> running = ConcurrentHashMap.newKeySet();
+
+  /** Source side: owed CONFIRMs, token to the target meganode's pointer. */
+  final Map<Integer, Long> owedConfirms = new ConcurrentHashMap<>();
+
+  /** Source side: owed DROP_ADOPTEDs, token to the target server. */
+  final Map<Integer, Integer> owedDrops = new ConcurrentHashMap<>();
+
+  /** Target side: adopted meganodes by meganode id. */
+  final Map<Integer, Adoption> adoptions = new ConcurrentHashMap<>();
+
+  /** Trees dropped here whose other servers are still to be told (home side). */
+  private final Map<Long, Set<Integer>> drops = new ConcurrentHashMap<>();
+
+  private ScheduledExecutorService thread;
+
+  RemoteSplits(TreeService service, ServiceContext context) {
+    this.service = service;
+    this.context = context;
+    this.placement = TreeConfig.placement(context.config());
+    this.timeout = context.config().rpcTimeout();
+  }
+
+  /** Takes over what the replay found owed and pending (resolved at once: touched 0). */
+  void restore(TreeLog.Replay replay) {
+    owedConfirms.putAll(replay.owedConfirms);
+    owedDrops.putAll(replay.owedDrops);
+    for (TreeLog.Image m : replay.meganodes.values()) {
+      if (m.source >= 0) {
+        adoptions.put(m.id, new Adoption(m.source, m.token, m.pending, 0));
+      }
+    }
+  }
+
+  /** Starts the peers thread. */
+  void start() {
+    thread = Threads.scheduler("tree-peers-" + context.serverId());
+    thread.scheduleWithFixedDelay(this::tick, 100, 200, TimeUnit.MILLISECONDS);
+  }
+
+  void stop() {
+    if (thread != null) {
+      thread.shutdownNow();
+      try {
+        thread.awaitTermination(10, TimeUnit.SECONDS);
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
+      }
+    }
+  }
+
+  // ------------------------------------------------------------------ placement
+
+  /**
+   * The server for a new leaf meganode: this one under {@code local}; under {@code spread} the next
+   * live memory server in id order, round-robin (this one included). Round-robin, not "most free
+   * memory": every server runs the tree service, meganodes all have one size, so counting them
+   * evenly spreads the bytes evenly, and it needs only the membership the master already serves
+   * (one MEMBERS call per split, which is rare: a split moves half a meganode).
+   */
+  int place() {
+    int self = context.serverId();
+    if (placement == TreeConfig.Placement.LOCAL) {
+      return self;
+    }
+    List<Integer> alive = new ArrayList<>();
+    try {
+      for (MemberInfo m : context.master().members()) {
+        if (m.state() == ServerState.ALIVE || m.serverId() == self) {
+          alive.add(m.serverId());
+        }
+      }
+    } catch (FerriteException e) {
+      return self; // the master is away: the split stays local rather than wait
+    }
+    alive.sort(null);
+    if (alive.size() <= 1) {
+      return self;
+    }
+    return alive.get(Math.floorMod(next.getAndIncrement(), alive.size()));
+  }
+
+  // ------------------------------------------------------------------ source side
+
+  /** A remote split with {@code token} starts (before its R_BEGIN is logged). */
+  void begun(int token) {
+    running.add(token);
+  }
+
+  /** ... ended (R_END logged): the target is owed its CONFIRM, sent after the relink. */
+  void ended(int token, long target) {
+    owedConfirms.put(token, target);
+    running.remove(token);
+  }
+
+  /** ... failed (R_ABORT logged): the target is owed a DROP_ADOPTED. */
+  void aborted(int token, int target) {
+    owedDrops.put(token, target);
+    running.remove(token);
+  }
+
+  /** RESOLVE from a target: KEEP once the split ended, WAIT while it runs, DROP otherwise. */
+  int resolve(int token) {
+    if (owedConfirms.containsKey(token)) {
+      return KEEP;
+    }
+    return running.contains(token) ? WAIT : DROP;
+  }
+
+  /**
+   * Copies a split's right half to a new meganode on server {@code target}: ADOPT makes it there
+   * (logged pending), ADOPT_PUT chunks carry the pairs in key order. Returns its pointer.
+   *
+   * @throws FerriteException UNAVAILABLE naming the target if it cannot be reached or refuses
+   */
+  long adopt(int target, TreeService.TreeState tree, int token, Meganode.SplitHalf half, int home) {
+    try {
+      FabricConnection c = context.peer(target);
+      Wire.Writer w =
+          new Wire.Writer()
+              .i64(tree.id)
+              .i32(home)
+              .i32(context.serverId())
+              .i32(token)
+              .i32(half.level())
+              .bytes(half.key());
+      w.u8(half.high() == null ? 0 : 1);
+      if (half.high() != null) {
+        w.bytes(half.high());
+      }
+      w.i64(half.link());
+      long pointer =
+          new Wire.Reader(call(c, TreeProtocol.ADOPT, w), "tree ADOPT answer").i64("pointer");
+      int i = 0;
+      int n = half.keys().size();
+      while (i < n) {
+        int start = i;
+        long bytes = 0;
+        while (i < n && (i == start || bytes < CHUNK_BYTES)) {
+          bytes += 8 + half.keys().get(i).length + half.values().get(i).length;
+          i++;
+        }
+        Wire.Writer put = new Wire.Writer().i32(TreeProtocol.region(pointer)).i32(i - start);
+        for (int k = start; k < i; k++) {
+          put.bytes(half.keys().get(k)).bytes(half.values().get(k));
+        }
+        call(c, TreeProtocol.ADOPT_PUT, put);
+      }
+      return pointer;
+    } catch (FerriteException e) {
+      throw new FerriteException(
+          ErrorCode.UNAVAILABLE,
+          "meganode split: copying the right half to server " + target + " failed: " + e,
+          e);
+    }
+  }
+
+  /**
+   * Tells the tree's home server the separator of a split made here (INSERT_CHILD, queued there on
+   * its splitter). A failure is logged only: the new meganode is reached through its left
+   * neighbour's link (a B-link tree needs no more); the next split of that level inserts around it.
+   */
+  void insertChild(int home, long tree, int level, byte[] key, long child) {
+    try {
+      call(
+          context.peer(home),
+          TreeProtocol.INSERT_CHILD,
+          new Wire.Writer().i64(tree).i32(level).bytes(key).i64(child));
+    } catch (FerriteException e) {
+      LOG.log(
+          System.Logger.Level.WARNING,
+          "tree {0}: separator of meganode {1} not inserted at server {2} (reached by links): {3}",
+          tree,
+          Long.toHexString(child),
+          home,
+          e.getMessage());
+    }
+  }
+
+  /** Tree {@code tree} was dropped at its home: the other servers drop their meganodes of it. */
+  void droppedAtHome(long tree) {
+    Set<Integer> others = ConcurrentHashMap.newKeySet();
+    try {
+      for (MemberInfo m : context.master().members()) {
+        if (m.serverId() != context.serverId() && m.state() != ServerState.DEAD) {
+          others.add(m.serverId());
+        }
+      }
+    } catch (FerriteException e) {
+      LOG.log(
+          System.Logger.Level.WARNING,
+          "tree {0} dropped: the other servers are not told (no membership): {1}",
+          tree,
+          e.getMessage());
+      return;
+    }
+    if (!others.isEmpty()) {
+      drops.put(tree, others);
+    }
+  }
+
+  // ------------------------------------------------------------------ the peers thread
+
+  private void tick() {
+    try {
+      for (Map.Entry<Integer, Long> e : owedConfirms.entrySet()) {
+        long target = e.getValue();
+        if (send(
+            TreeProtocol.server(target),
+            TreeProtocol.CONFIRM,
+            new Wire.Writer().i32(TreeProtocol.region(target)))) {
+          service.remoteDone(e.getKey(), () -> owedConfirms.remove(e.getKey()));
+        }
+      }
+      for (Map.Entry<Integer, Integer> e : owedDrops.entrySet()) {
+        if (send(
+            e.getValue(),
+            TreeProtocol.DROP_ADOPTED,
+            new Wire.Writer().i32(context.serverId()).i32(e.getKey()))) {
+          service.remoteDone(e.getKey(), () -> owedDrops.remove(e.getKey()));
+        }
+      }
+      long now = System.nanoTime();
+      for (Map.Entry<Integer, Adoption> e : adoptions.entrySet()) {
+        Adoption a = e.getValue();
+        if (!a.pending || (a.touched != 0 && now - a.touched < STALE_NANOS)) {
+          continue;
+        }
+        int answer;
+        try {
+          ByteBuffer b =
+              call(context.peer(a.source), TreeProtocol.RESOLVE, new Wire.Writer().i32(a.token));
+          answer = new Wire.Reader(b, "tree RESOLVE answer").u8("answer");
+        } catch (FerriteException ex) {
+          continue; // the source is away: ask again on a later tick
+        }
+        if (answer == KEEP) {
+          service.confirm(e.getKey());
+        } else if (answer == DROP) {
+          service.dropAdopted(a.source, a.token);
+        } else {
+          a.touched = now;
+        }
+      }
+      for (Map.Entry<Long, Set<Integer>> e : drops.entrySet()) {
+        e.getValue()
+            .removeIf(
+                s ->
+                    send(s, TreeProtocol.DROP_TREE, new Wire.Writer().i64(e.getKey()))
+                        || !alive(s));
+        if (e.getValue().isEmpty()) {
+          drops.remove(e.getKey());
+        }
+      }
+    } catch (RuntimeException e) {
+      LOG.log(System.Logger.Level.WARNING, "tree peers: a round failed", e);
+    }
+  }
+
+  private boolean alive(int server) {
+    try {
+      for (MemberInfo m : context.master().members()) {
+        if (m.serverId() == server) {
+          return m.state() != ServerState.DEAD;
+        }
+      }
+      return false;
+    } catch (FerriteException e) {
+      return true;
+    }
+  }
+
+  /** Sends one owed message; true once answered. */
+  private boolean send(int server, int opcode, Wire.Writer body) {
+    try {
+      call(context.peer(server), opcode, body);
+      return true;
+    } catch (FerriteException e) {
+      LOG.log(
+          System.Logger.Level.DEBUG,
+          "tree peers: opcode {0} to server {1} not answered yet: {2}",
+          opcode,
+          server,
+          e.getMessage());
+      return false;
+    }
+  }
+
+  private ByteBuffer call(FabricConnection c, int opcode, Wire.Writer body) {
+    try {
+      return c.callSync(TreeProtocol.SERVER_SERVICE, opcode, body.toBuffer(), timeout);
+    } catch (FerriteException e) {
+      throw e;
+    } catch (RuntimeException e) {
+      throw new FerriteException(ErrorCode.UNAVAILABLE, String.valueOf(e), e);
+    }
+  }
+}
