@@ -20,6 +20,8 @@ import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.ExtendWith;
 import org.junit.jupiter.api.io.TempDir;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.ValueSource;
 
 /**
  * The tree face end to end over the local fabric: seeded random operations through {@link Tree}
@@ -48,9 +50,11 @@ class TreeClusterTest {
     return b;
   }
 
-  @Test
-  void randomOperationsMatchTreeMapByBothPathsWhileMeganodesSplit(Random random) throws Exception {
-    cluster = new TreeCluster(dir, 3, false);
+  @ParameterizedTest
+  @ValueSource(strings = {"local", "spread"})
+  void randomOperationsMatchTreeMapByBothPathsWhileMeganodesSplit(String placement, Random random)
+      throws Exception {
+    cluster = new TreeCluster(dir, 3, false, placement);
     TreeClient client = new TreeClient(cluster.client());
     Tree tree = client.create("model");
     TreeMap<byte[], byte[]> model = TreeModel.model();
@@ -96,7 +100,12 @@ class TreeClusterTest {
           tree.scan(null, null, Integer.MAX_VALUE, path),
           "full scan " + path);
     }
-    long[] stats = tree.stats();
+    long[] stats = TreeShape.total(cluster, tree, "model");
+    if (placement.equals("spread")) {
+      assertTrue(
+          TreeShape.serversWithMeganodes(cluster, client, "model") >= 2,
+          "leaf meganodes on several servers");
+    }
     assertTrue(stats[0] >= 4 && stats[2] >= 3, "meganodes split: " + Arrays.toString(stats));
     assertTrue(stats[1] >= 2, "a root meganode above the leaves: " + Arrays.toString(stats));
     // multiGet by every path: present keys from every meganode, absent ones between, more keys
