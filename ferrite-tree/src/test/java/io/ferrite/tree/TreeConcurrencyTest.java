@@ -26,7 +26,7 @@ import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.extension.ExtendWith;
 import org.junit.jupiter.api.io.TempDir;
 import org.junit.jupiter.params.ParameterizedTest;
-import org.junit.jupiter.params.provider.ValueSource;
+import org.junit.jupiter.params.provider.CsvSource;
 
 /**
  * Several clients get, put and delete a few keys (registers) by both search paths while a loader
@@ -68,11 +68,11 @@ class TreeConcurrencyTest {
   }
 
   @ParameterizedTest
-  @ValueSource(strings = {"local", "shm", "tcp"})
-  void registersAreLinearizableAndScansCompleteWhileMeganodesSplit(String fabric, TestSeed seed)
-      throws Exception {
+  @CsvSource({"local,local", "shm,local", "tcp,local", "local,spread", "tcp,spread"})
+  void registersAreLinearizableAndScansCompleteWhileMeganodesSplit(
+      String fabric, String placement, TestSeed seed) throws Exception {
     boolean local = fabric.equals("local");
-    cluster = new TreeCluster(dir, 2, !local);
+    cluster = new TreeCluster(dir, 2, !local, placement);
     Tree setup = new TreeClient(local ? cluster.client() : cluster.client(fabric)).create("conc");
     if (local) {
       cluster.network.faults().tearWait(Duration.ofMillis(1));
@@ -176,6 +176,12 @@ class TreeConcurrencyTest {
     }
     long[] stats = setup.stats();
     assertTrue(stats[2] > 0, "meganodes split during the run: " + Arrays.toString(stats));
+    if (placement.equals("spread")) {
+      // The registers sort after the loaded keys: their leaf meganode moved with the splits.
+      int servers =
+          TreeShape.serversWithMeganodes(cluster, new TreeClient(cluster.client()), "conc");
+      assertTrue(servers == 2, "leaf meganodes on both servers: " + servers);
+    }
     List<Map.Entry<byte[], byte[]>> all =
         setup.scan(loaded(0), loaded(LOADED), LOADED + 1, Tree.Path.CLIENT);
     assertTrue(all.size() == LOADED, "all loaded keys: " + all.size());
