@@ -85,9 +85,11 @@ public final class TreeService implements FerriteService {
   /**
    * For tests only: told of each step of every split ({@code "begun"} once SPLIT_BEGIN is logged,
    * {@code "copied"} once the right half is in the new meganode, {@code "ended"} once SPLIT_END is
-   * logged, before the relink). A {@link Crash} thrown there stands for the process dying: the
-   * split stops with nothing more logged or undone (the meganode's lock is released so the test can
-   * go on, the new meganode stays as an unreachable orphan), as a SIGKILL would leave the log.
+   * logged, before the relink; {@code "remote-begun"}, {@code "remote-copied"}, {@code
+   * "remote-ended"} for the same steps of a split whose new meganode is on another server). A
+   * {@link Crash} thrown there stands for the process dying: the split stops with nothing more
+   * logged or undone (the meganode's lock is released so the test can go on, the new meganode stays
+   * as an unreachable orphan), as a SIGKILL would leave the log.
    */
   static volatile java.util.function.Consumer<String> testSplitStep;
 
@@ -275,6 +277,16 @@ public final class TreeService implements FerriteService {
         pairs,
         replay.unfinished.size(),
         replay.unreachable);
+  }
+
+  /** This server's id (for tests). */
+  int serverId() {
+    return context.serverId();
+  }
+
+  /** The remote half (for tests): owed messages, adoptions. */
+  RemoteSplits remote() {
+    return remote;
   }
 
   /** The tree log (for tests): null under {@code tree.log.sync=none}. */
@@ -1250,12 +1262,12 @@ public final class TreeService implements FerriteService {
         // The same steps with the copy on another server; yid is the split's token there.
         remote.begun(yid);
         append(TreeLog.remoteSplit(TreeLog.R_BEGIN, x.id(), half.key(), yid, target));
-        step("begun");
+        step("remote-begun");
         yp = remote.adopt(target, x.tree(), yid, half, x.tree().home);
-        step("copied");
+        step("remote-copied");
         append(TreeLog.remoteSplit(TreeLog.R_END, x.id(), half.key(), yid, yp));
+        step("remote-ended");
         remote.ended(yid, yp);
-        step("ended");
       } else {
         // Cell §2.2: the split's start is logged (source, key, target) before the target exists.
         append(TreeLog.split(TreeLog.SPLIT_BEGIN, x.id(), half.key(), yid));
@@ -1286,6 +1298,7 @@ public final class TreeService implements FerriteService {
       if (log != null) {
         log.close();
       }
+      remote.stop(); // a dead process sends no owed message either
       x.meganode().abortSplit();
       throw e;
     } catch (RuntimeException e) {

@@ -1,0 +1,350 @@
+package io.ferrite.tree.server;
+
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertInstanceOf;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import io.ferrite.fabric.Credentials;
+import io.ferrite.fabric.ErrorCode;
+import io.ferrite.fabric.FerriteException;
+import io.ferrite.fabric.testing.SeedExtension;
+import io.ferrite.kernel.config.FerriteConfig;
+import io.ferrite.kernel.proto.Wire;
+import io.ferrite.kernel.server.MemoryServer;
+import io.ferrite.kernel.testing.ClusterHarness;
+import io.ferrite.tree.Tree;
+import io.ferrite.tree.TreeClient;
+import io.ferrite.tree.TreeConfig;
+import io.ferrite.tree.TreeModel;
+import io.ferrite.tree.TreeProtocol;
+import io.ferrite.tree.TreeShape;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.Collections;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Random;
+import java.util.TreeMap;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicReference;
+import java.util.function.BooleanSupplier;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.ExtendWith;
+import org.junit.jupiter.api.io.TempDir;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.ValueSource;
+
+/**
+ * Meganode splits whose new meganode is on another server (docs/TREE.md "Meganodes on several
+ * servers"), two servers over the local fabric, {@code spread} placement, {@code always}: a split
+ * "crashed" (the source's log closed, {@link TreeService#testSplitStep}) after its start, after the
+ * copy and after its end, the source restarted: no meganode left over on either server, every
+ * acknowledged put there; a target server stopped during a split: the split gives up, the tree on
+ * the source whole, the stopped server's keys a clear error; server-only opcodes refused to a
+ * client.
+ */
+@ExtendWith(SeedExtension.class)
+class RemoteSplitTest {
+  static final Credentials CREDENTIALS =
+      new Credentials(
+          "tree-remote-test",
+          "0123456789abcdef-tree-remote-secret".getBytes(StandardCharsets.UTF_8));
+
+  @TempDir Path dir;
+  ClusterHarness cluster;
+
+  /** The tree service of each server by server id, the newest start. */
+  final Map<Integer, TreeService> services = new ConcurrentHashMap<>();
+
+  @AfterEach
+  void stop() throws Exception {
+    TreeService.testStarted = null;
+    TreeService.testSplitStep = null;
+    if (cluster != null) {
+      cluster.close();
+    }
+  }
+
+  private void start(String sync) throws Exception {
+    Map<String, String> c = new HashMap<>();
+    c.put(FerriteConfig.CAPACITY_DRAM, "64m");
+    c.put(FerriteConfig.CAPACITY_DISK, "0");
+    c.put(TreeConfig.MEGANODE_SIZE, "32k");
+    c.put(TreeConfig.NODE_SIZE, "512");
+    c.put(TreeConfig.EXTENT_REGION_SIZE, "64k");
+    c.put(TreeConfig.EXTENT_REGIONS, "64");
+    c.put(TreeConfig.LOG_SYNC, sync);
+    c.put(TreeConfig.PLACEMENT, "spread");
+    TreeService.testStarted = s -> services.put(s.serverId(), s);
+    cluster = new ClusterHarness(dir, CREDENTIALS, false, c);
+    cluster.startMaster();
+    cluster.startServer("tree0");
+    cluster.startServer("tree1");
+    cluster.awaitServers(2);
+  }
+
+  private MemoryServer server(int id) {
+    for (MemoryServer s : cluster.servers) {
+      if (s.serverId() == id) {
+        return s;
+      }
+    }
+    throw new AssertionError("no server " + id);
+  }
+
+  /** Closes server {@code id} (its DRAM regions go) and starts it again on its directory. */
+  private TreeService restart(int id) {
+    MemoryServer old = server(id);
+    cluster.servers.remove(old);
+    services.remove(id);
+    old.close();
+    cluster.startServer(old.name());
+    TreeService s = services.get(id);
+    assertTrue(s != null, "server " + id + " back under its id");
+    return s;
+  }
+
+  static byte[] key(int k) {
+    byte[] b = new byte[4 + k % 7];
+    for (int i = 0; i < b.length; i++) {
+      b[i] = (byte) (k * 31 + i * 0x53);
+    }
+    b[0] = (byte) (k >>> 8);
+    b[1] = (byte) k;
+    return b;
+  }
+
+  /** Waits (bounded, polling: no timing asserted) until {@code done} holds. */
+  private static void await(BooleanSupplier done, String what) throws InterruptedException {
+    for (int i = 0; i < 3000 && !done.getAsBoolean(); i++) {
+      Thread.sleep(10);
+    }
+    assertTrue(done.getAsBoolean(), what);
+  }
+
+  private static void assertHolds(Tree tree, TreeMap<byte[], byte[]> model, String when) {
+    for (Map.Entry<byte[], byte[]> e : model.entrySet()) {
+      for (Tree.Path path : new Tree.Path[] {Tree.Path.SERVER, Tree.Path.CLIENT}) {
+        assertArrayEquals(e.getValue(), tree.get(e.getKey(), path), when + " " + path);
+      }
+    }
+    for (Tree.Path path : new Tree.Path[] {Tree.Path.SERVER, Tree.Path.CLIENT}) {
+      TreeModel.assertPairs(
+          TreeModel.scan(model, null, null, Integer.MAX_VALUE),
+          new ArrayList<>(tree.scan(null, null, Integer.MAX_VALUE, path)),
+          when + " full scan " + path);
+    }
+  }
+
+  /**
+   * A writer puts keys in a scattered order until the first split to the other server crashes its
+   * source at {@code step} (the source's log ends there, as a SIGKILL's would). The source
+   * restarts: the split is undone before its end (the target's pending copy dropped at the source's
+   * word: no meganode of the tree is left on the target) or completed after it (the target's
+   * meganode confirmed and reached by the source's link); every acknowledged put is there by both
+   * paths; writes and splits go on; a second restart of both keeps it all.
+   */
+  @ParameterizedTest
+  @ValueSource(strings = {"remote-begun", "remote-copied", "remote-ended"})
+  void aRemoteSplitCrashedAtEachStepLeavesNoOrphanAndLosesNoAcknowledgedPut(
+      String step, Random random) throws Exception {
+    start("always");
+    AtomicBoolean crashed = new AtomicBoolean();
+    AtomicReference<Thread> crashedOn = new AtomicReference<>();
+    TreeService.testSplitStep =
+        s -> {
+          if (s.equals(step) && crashed.compareAndSet(false, true)) {
+            crashedOn.set(Thread.currentThread());
+            throw new TreeService.Crash(s);
+          }
+        };
+    TreeClient client = new TreeClient(cluster.client());
+    Tree tree = client.create("t");
+    int home = client.list().get(0).server();
+    int target = services.keySet().stream().filter(id -> id != home).findFirst().orElseThrow();
+    List<Integer> order = new ArrayList<>();
+    for (int i = 0; i < 5000; i++) {
+      order.add(i);
+    }
+    Collections.shuffle(order, random);
+    TreeMap<byte[], byte[]> acked = TreeModel.model();
+    byte[] inFlight = null;
+    Throwable failure = null;
+    for (int i : order) {
+      try {
+        tree.put(key(i), key(i + 1));
+        acked.put(key(i), key(i + 1));
+      } catch (RuntimeException e) {
+        failure = e;
+        inFlight = key(i);
+        break;
+      }
+    }
+    assertTrue(crashed.get(), "no remote split reached " + step);
+    assertEquals(
+        "tree-splitter-" + home, crashedOn.get().getName(), "the first remote split is home's");
+    FerriteException e = assertInstanceOf(FerriteException.class, failure);
+    assertTrue(
+        e.code() == ErrorCode.UNAVAILABLE || e.code() == ErrorCode.BUSY,
+        "a clear error for a write to the crashed server: " + e);
+    TreeService.testSplitStep = null;
+
+    TreeService source = restart(home);
+    boolean completed = step.equals("remote-ended");
+    assertEquals(completed ? 0 : 1, source.lastReplay().unfinished.size(), "unfinished splits");
+    TreeService other = services.get(target);
+    await(
+        () -> source.remote().owedDrops.isEmpty() && source.remote().owedConfirms.isEmpty(),
+        "the source's owed DROP or CONFIRM answered by the target");
+    await(
+        () -> other.remote().adoptions.values().stream().noneMatch(a -> a.pending),
+        "no pending meganode left on the target");
+    int[] perServer = TreeShape.meganodesPerServer(cluster, client, "t");
+    int onTarget = perServer[cluster.servers.indexOf(server(target))];
+    assertEquals(completed ? 1 : 0, onTarget, "the target's meganodes of the tree");
+
+    Tree again = new TreeClient(cluster.client()).open("t");
+    if (inFlight != null) {
+      acked.remove(inFlight); // not acknowledged: either way; make it absent
+      again.delete(inFlight);
+    }
+    assertHolds(again, acked, "after the crashed split");
+    for (int k = 5000; k < 8000; k++) {
+      again.put(key(k), key(k + 1));
+      acked.put(key(k), key(k + 1));
+    }
+    assertTrue(
+        TreeShape.serversWithMeganodes(cluster, client, "t") == 2,
+        "splits to the other server go on");
+    assertHolds(again, acked, "writes after the recovery");
+    restart(target);
+    restart(home);
+    assertHolds(new TreeClient(cluster.client()).open("t"), acked, "both servers restarted");
+  }
+
+  /**
+   * The other server is stopped at the start of home's second split to it (the first completed: it
+   * holds a leaf meganode): the split gives up (owing the stopped server a DROP of whatever it
+   * made) and its source keeps every pair; a key in the stopped server's meganode fails with
+   * UNAVAILABLE (never a wrong answer); every acknowledged put left of it is there; writes go on.
+   * (Writes stop at the first failing key and go on left of it only: each failure waits out the
+   * client's deadline.)
+   */
+  @Test
+  void aTargetStoppedDuringASplitGivesUpTheSplitAndTheRestStaysWhole(Random random)
+      throws Exception {
+    start("none");
+    TreeClient client =
+        new TreeClient(
+            cluster.client(
+                io.ferrite.kernel.client.ClientOptions.builder(
+                        CREDENTIALS.as(io.ferrite.fabric.Role.CLIENT))
+                    .rpcTimeout(java.time.Duration.ofSeconds(1))
+                    .opTimeout(java.time.Duration.ofSeconds(1))
+                    .connectTimeout(java.time.Duration.ofSeconds(1))));
+    Tree tree = client.create("t");
+    int home = client.list().get(0).server();
+    int target = services.keySet().stream().filter(id -> id != home).findFirst().orElseThrow();
+    MemoryServer stopped = server(target);
+    AtomicBoolean stop = new AtomicBoolean();
+    int[] remoteSplits = {0};
+    TreeService.testSplitStep =
+        s -> {
+          if (s.equals("remote-begun")
+              && Thread.currentThread().getName().equals("tree-splitter-" + home)
+              && ++remoteSplits[0] == 2
+              && stop.compareAndSet(false, true)) {
+            stopped.close();
+          }
+        };
+    List<Integer> order = new ArrayList<>();
+    for (int i = 0; i < 6000; i++) {
+      order.add(i);
+    }
+    Collections.shuffle(order, random);
+    TreeMap<byte[], byte[]> acked = TreeModel.model();
+    byte[] failed = null;
+    int ackedAfter = 0;
+    for (int i : order) {
+      byte[] k = key(i);
+      if (failed != null && java.util.Arrays.compareUnsigned(k, failed) >= 0) {
+        continue;
+      }
+      try {
+        tree.put(k, key(i + 1));
+        acked.put(k, key(i + 1));
+        ackedAfter += failed != null ? 1 : 0;
+      } catch (FerriteException e) {
+        assertUnavailable(e, target);
+        assertTrue(stop.get(), "a failure only once the server stopped: " + e);
+        failed = failed == null || java.util.Arrays.compareUnsigned(k, failed) < 0 ? k : failed;
+      }
+    }
+    assertTrue(stop.get(), "no second remote split from home");
+    cluster.servers.remove(stopped);
+    assertTrue(failed != null, "some key was in the stopped server's meganode");
+    assertTrue(ackedAfter > 100, "writes went on: " + ackedAfter);
+    // Every acknowledged put: its value, or (in a meganode of the stopped server) UNAVAILABLE.
+    byte[] firstBad = null;
+    int bad = 0;
+    for (Map.Entry<byte[], byte[]> e : acked.entrySet()) {
+      try {
+        assertArrayEquals(e.getValue(), tree.get(e.getKey(), Tree.Path.SERVER), "acked put");
+      } catch (FerriteException ex) {
+        assertUnavailable(ex, target);
+        firstBad = firstBad == null ? e.getKey() : firstBad;
+        bad++;
+      }
+    }
+    assertTrue(firstBad != null && bad < acked.size() / 2, "the stopped server's keys: " + bad);
+    TreeMap<byte[], byte[]> left = TreeModel.model();
+    left.putAll(acked.headMap(firstBad, false));
+    for (Tree.Path path : new Tree.Path[] {Tree.Path.SERVER, Tree.Path.CLIENT}) {
+      TreeModel.assertPairs(
+          TreeModel.scan(left, null, null, Integer.MAX_VALUE),
+          new ArrayList<>(tree.scan(null, firstBad, Integer.MAX_VALUE, path)),
+          "scan left of the stopped server's first meganode " + path);
+    }
+    assertTrue(
+        services.get(home).remote().owedDrops.containsValue(target),
+        "the given-up split owes the stopped server a DROP of whatever it made");
+  }
+
+  /** UNAVAILABLE naming server {@code id}: the clear error of a meganode on a stopped server. */
+  private static void assertUnavailable(FerriteException e, int id) {
+    assertEquals(ErrorCode.UNAVAILABLE, e.code(), "a clear error: " + e);
+    assertTrue(e.getMessage().contains("server " + id), "names server " + id + ": " + e);
+  }
+
+  /** The server-to-server opcodes refuse a CLIENT (docs/SECURITY.md): nothing made or dropped. */
+  @Test
+  void aClientCannotCallTheServerOnlyOpcodes() throws Exception {
+    start("none");
+    TreeClient client = new TreeClient(cluster.client());
+    client.create("t").put(key(1), key(2));
+    int home = client.list().get(0).server();
+    for (int opcode = TreeProtocol.ADOPT; opcode <= TreeProtocol.INSERT_CHILD; opcode++) {
+      int op = opcode;
+      FerriteException e =
+          assertThrows(
+              FerriteException.class,
+              () ->
+                  cluster
+                      .client()
+                      .callSync(
+                          home,
+                          TreeProtocol.SERVER_SERVICE,
+                          op,
+                          new Wire.Writer().i64(1).i32(1).i32(1).i32(1).toBuffer()));
+      assertEquals(ErrorCode.PERMISSION_DENIED, e.code(), "opcode " + op + ": " + e);
+    }
+    int[] per = TreeShape.meganodesPerServer(cluster, client, "t");
+    assertEquals(1, per[0] + per[1], "no meganode made by a client");
+  }
+}
