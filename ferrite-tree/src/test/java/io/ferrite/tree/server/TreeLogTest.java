@@ -129,6 +129,95 @@ class TreeLogTest {
     assertTrue(e.getMessage().contains("meganode 1 was never made"), e.getMessage());
   }
 
+  /** The other server of the remote records below. */
+  static final int PEER = 9;
+
+  @Test
+  void aRemoteSplitIsUndoneOwingADropOrCompletedOwingAConfirm() {
+    long y = TreeProtocol.pointer(PEER, 5);
+    // Begun, never ended: the source whole, a DROP owed to the target, the token never reused.
+    List<byte[]> log = base();
+    log.add(TreeLog.remoteSplit(TreeLog.R_BEGIN, 1, b("c"), 2, PEER));
+    TreeLog.Replay r = replay(log);
+    assertEquals(1, r.unfinished.size());
+    assertEquals(List.of("a", "b", "c", "d"), keys(r.meganodes.get(1)));
+    assertNull(r.meganodes.get(1).high);
+    assertEquals(java.util.Map.of(2, PEER), r.owedDrops);
+    assertTrue(r.owedConfirms.isEmpty());
+    assertEquals(3, r.nextId);
+    // Ended: the pairs from c up are the target's, the source ends at c and links to it.
+    log = base();
+    log.add(TreeLog.remoteSplit(TreeLog.R_BEGIN, 1, b("c"), 2, PEER));
+    log.add(TreeLog.remoteSplit(TreeLog.R_END, 1, b("c"), 2, y));
+    r = replay(log);
+    assertEquals(0, r.unfinished.size());
+    assertEquals(List.of("a", "b"), keys(r.meganodes.get(1)));
+    assertArrayEquals(b("c"), r.meganodes.get(1).high);
+    assertEquals(y, r.meganodes.get(1).link);
+    assertEquals(java.util.Map.of(2, y), r.owedConfirms);
+    // ... and confirmed: nothing owed.
+    log.add(TreeLog.remoteDone(2));
+    r = replay(log);
+    assertTrue(r.owedConfirms.isEmpty() && r.owedDrops.isEmpty());
+    // Aborted: the source whole, a DROP owed, not an unfinished split.
+    log = base();
+    log.add(TreeLog.remoteSplit(TreeLog.R_BEGIN, 1, b("c"), 2, PEER));
+    log.add(TreeLog.remoteSplit(TreeLog.R_ABORT, 1, b("c"), 2, PEER));
+    r = replay(log);
+    assertEquals(0, r.unfinished.size());
+    assertEquals(4, r.meganodes.get(1).entries.size());
+    assertEquals(java.util.Map.of(2, PEER), r.owedDrops);
+    // A compaction's OWE records say the same.
+    r = replay(List.of(TreeLog.owe(2, true, y), TreeLog.owe(3, false, PEER)));
+    assertEquals(java.util.Map.of(2, y), r.owedConfirms);
+    assertEquals(java.util.Map.of(3, PEER), r.owedDrops);
+  }
+
+  @Test
+  void anAdoptedMeganodeIsKeptPendingThoughNoLocalRootReachesIt() {
+    List<byte[]> log =
+        new java.util.ArrayList<>(
+            List.of(
+                TreeLog.guest(5, PEER),
+                TreeLog.meganode(3, 5, 0, b("m"), null, 0),
+                TreeLog.adopted(3, PEER, 77),
+                TreeLog.put(3, b("m"), b("1")),
+                TreeLog.put(3, b("o"), b("2")),
+                // a local split of the adopted meganode: reached by its link
+                TreeLog.split(TreeLog.SPLIT_BEGIN, 3, b("o"), 4),
+                TreeLog.meganode(4, 5, 0, b("o"), null, 0),
+                TreeLog.split(TreeLog.SPLIT_END, 3, b("o"), 4),
+                // made, neither adopted nor linked: unreachable
+                TreeLog.meganode(6, 5, 0, b("x"), null, 0)));
+    TreeLog.Replay r = replay(log);
+    assertEquals(java.util.Set.of(3, 4), r.meganodes.keySet());
+    assertEquals(1, r.unreachable);
+    assertEquals(java.util.Map.of(5L, PEER), r.guests);
+    assertTrue(r.roots.isEmpty(), "a guest tree has no root here");
+    assertTrue(r.meganodes.get(3).pending);
+    assertEquals(PEER, r.meganodes.get(3).source);
+    assertEquals(77, r.meganodes.get(3).token);
+    assertEquals(-1, r.meganodes.get(4).source);
+    log.add(TreeLog.confirmed(3));
+    assertTrue(!replay(log).meganodes.get(3).pending, "confirmed");
+    log.add(TreeLog.forget(3));
+    r = replay(log);
+    assertTrue(r.meganodes.isEmpty(), "forgotten, and what only it reached");
+  }
+
+  @Test
+  void pointersToAnotherServerAreNeitherFollowedNorDropped() {
+    List<byte[]> log = base();
+    // A new root over meganode 1 and a leaf on the other server whose id is free here.
+    log.add(TreeLog.meganode(2, 1, 1, new byte[0], null, 0));
+    log.add(TreeLog.child(2, new byte[0], p(1)));
+    log.add(TreeLog.child(2, b("c"), TreeProtocol.pointer(PEER, 3)));
+    log.add(TreeLog.root(1, p(2)));
+    TreeLog.Replay r = replay(log);
+    assertEquals(2, r.meganodes.get(2).entries.size(), "the remote child stays");
+    assertEquals(0, r.unreachable);
+  }
+
   private static List<String> keys(TreeLog.Image m) {
     return m.entries.keySet().stream().map(k -> new String(k, StandardCharsets.UTF_8)).toList();
   }
