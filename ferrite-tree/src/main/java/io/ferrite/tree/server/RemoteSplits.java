@@ -100,6 +100,17 @@ final class RemoteSplits {
 
   private ScheduledExecutorService thread;
 
+  /** The live servers in id order, as the master last told the splitter. */
+  private volatile List<Integer> alive = List.of();
+
+  /** When (nanoTime) {@link #alive} was last refreshed, and whether it ever was; splitter only. */
+  private long aliveAt;
+
+  private boolean asked;
+
+  /** How often the splitter asks the master for the membership (under spread placement). */
+  static final long MEMBERS_NANOS = TimeUnit.SECONDS.toNanos(1);
+
   RemoteSplits(TreeService service, ServiceContext context) {
     this.service = service;
     this.context = context;
@@ -121,7 +132,7 @@ final class RemoteSplits {
   /** Starts the peers thread. */
   void start() {
     thread = Threads.scheduler("tree-peers-" + context.serverId());
-    thread.scheduleWithFixedDelay(this::tick, 100, 200, TimeUnit.MILLISECONDS);
+    thread.scheduleWithFixedDelay(this::tick, 0, 200, TimeUnit.MILLISECONDS);
   }
 
   void stop() {
@@ -141,29 +152,43 @@ final class RemoteSplits {
    * The server for a new leaf meganode: this one under {@code local}; under {@code spread} the next
    * live memory server in id order, round-robin (this one included). Round-robin, not "most free
    * memory": every server runs the tree service, meganodes all have one size, so counting them
-   * evenly spreads the bytes evenly, and it needs only the membership the master already serves
-   * (one MEMBERS call per split, which is rare: a split moves half a meganode).
+   * evenly spreads the bytes evenly, and it needs only the membership the master already serves,
+   * asked at most once a second ({@link #MEMBERS_NANOS}: one MEMBERS RPC on the splitter). A server
+   * that died within that second fails the split's copy (UNAVAILABLE naming it): the split is
+   * aborted and tried again at a later write.
    */
   int place() {
     int self = context.serverId();
     if (placement == TreeConfig.Placement.LOCAL) {
       return self;
     }
-    List<Integer> alive = new ArrayList<>();
+    refreshMembers(System.nanoTime());
+    List<Integer> servers = alive;
+    if (servers.size() <= 1) {
+      return self;
+    }
+    return servers.get(Math.floorMod(next.getAndIncrement(), servers.size()));
+  }
+
+  /** Refreshes {@link #alive} if older than a second (splitter): this server, every ALIVE one. */
+  private void refreshMembers(long now) {
+    if (asked && now - aliveAt < MEMBERS_NANOS) {
+      return;
+    }
+    asked = true;
+    aliveAt = now;
+    List<Integer> servers = new ArrayList<>();
     try {
       for (MemberInfo m : context.master().members()) {
-        if (m.state() == ServerState.ALIVE || m.serverId() == self) {
-          alive.add(m.serverId());
+        if (m.state() == ServerState.ALIVE || m.serverId() == context.serverId()) {
+          servers.add(m.serverId());
         }
       }
     } catch (FerriteException e) {
-      return self; // the master is away: the split stays local rather than wait
+      return; // the master is away: keep the last answer
     }
-    alive.sort(null);
-    if (alive.size() <= 1) {
-      return self;
-    }
-    return alive.get(Math.floorMod(next.getAndIncrement(), alive.size()));
+    servers.sort(null);
+    alive = List.copyOf(servers);
   }
 
   // ------------------------------------------------------------------ source side
