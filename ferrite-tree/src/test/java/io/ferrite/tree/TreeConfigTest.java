@@ -17,6 +17,7 @@ class TreeConfigTest {
     assertEquals(16L << 20, d.getSize(TreeConfig.EXTENT_REGION_SIZE));
     assertEquals(16, d.getInt(TreeConfig.EXTENT_REGIONS));
     assertEquals(128L << 20, d.getSize(TreeConfig.CACHE_BYTES));
+    assertEquals(TreeConfig.Placement.SPREAD, TreeConfig.placement(d));
     assertEquals(PathSelector.Settings.defaults(), TreeConfig.selector(d));
   }
 
@@ -33,6 +34,10 @@ class TreeConfigTest {
     assertRefused(TreeConfig.SELECTOR_EXPLORE, "0.7", "tree.selector: explore: 0.7");
     assertRefused(TreeConfig.SELECTOR_SAMPLES, "1", "tree.selector: samples: 1");
     assertRefused(TreeConfig.SELECTOR_SAMPLING, "0", "tree.selector: sampling: 0");
+    assertRefused(
+        TreeConfig.PLACEMENT,
+        "everywhere",
+        "tree.placement: everywhere (expected: local or spread)");
   }
 
   static void assertRefused(String key, String value, String says) {

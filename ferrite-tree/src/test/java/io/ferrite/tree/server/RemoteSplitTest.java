@@ -229,6 +229,62 @@ class RemoteSplitTest {
   }
 
   /**
+   * The target restarts (its DRAM gone, its log replayed) in the middle of the first split to it,
+   * after the copy or after the source's R_END: its replayed meganode is pending and asks the
+   * source (RESOLVE: the split still runs, WAIT), then the source's CONFIRM (or a KEEP) settles it.
+   * No pending meganode is left, the target keeps the split's meganode, every put is there.
+   */
+  @ParameterizedTest
+  @ValueSource(strings = {"remote-copied", "remote-ended"})
+  void aTargetRestartedDuringASplitKeepsItsMeganodeOnceTheSourceEnds(String step, Random random)
+      throws Exception {
+    start("always");
+    TreeClient client = new TreeClient(cluster.client());
+    Tree tree = client.create("t");
+    int home = client.list().get(0).server();
+    int target = services.keySet().stream().filter(id -> id != home).findFirst().orElseThrow();
+    AtomicBoolean restarted = new AtomicBoolean();
+    TreeService.testSplitStep =
+        s -> {
+          if (s.equals(step)
+              && Thread.currentThread().getName().equals("tree-splitter-" + home)
+              && restarted.compareAndSet(false, true)) {
+            TreeService t = restart(target);
+            assertTrue(
+                t.remote().adoptions.values().stream().anyMatch(a -> a.pending),
+                "the replayed copy is pending");
+          }
+        };
+    List<Integer> order = new ArrayList<>();
+    for (int i = 0; i < 4000; i++) {
+      order.add(i);
+    }
+    Collections.shuffle(order, random);
+    TreeMap<byte[], byte[]> acked = TreeModel.model();
+    for (int i : order) {
+      tree.put(key(i), key(i + 1));
+      acked.put(key(i), key(i + 1));
+    }
+    assertTrue(restarted.get(), "no split to the other server reached " + step);
+    TreeService.testSplitStep = null;
+    TreeService source = services.get(home);
+    await(
+        () ->
+            source.remote().owedConfirms.isEmpty()
+                && services.get(target).remote().adoptions.values().stream()
+                    .noneMatch(a -> a.pending),
+        "the target's meganodes confirmed");
+    assertTrue(
+        TreeShape.meganodesPerServer(cluster, client, "t")[cluster.servers.indexOf(server(target))]
+            >= 1,
+        "the target keeps its meganodes");
+    assertHolds(new TreeClient(cluster.client()).open("t"), acked, "after the target's restart");
+    restart(target);
+    restart(home);
+    assertHolds(new TreeClient(cluster.client()).open("t"), acked, "both servers restarted");
+  }
+
+  /**
    * The other server is stopped at the start of home's second split to it (the first completed: it
    * holds a leaf meganode): the split gives up (owing the stopped server a DROP of whatever it
    * made) and its source keeps every pair; a key in the stopped server's meganode fails with
