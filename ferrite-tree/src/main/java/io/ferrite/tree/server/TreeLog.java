@@ -352,7 +352,13 @@ final class TreeLog {
           m.token = r.i32("token");
           m.pending = true;
         }
-        case CONFIRMED -> image(r.i32("id")).pending = false;
+        case CONFIRMED -> {
+          // A meganode freed since (its tree dropped) may still be confirmed: nothing to do.
+          Image m = meganodes.get(r.i32("id"));
+          if (m != null) {
+            m.pending = false;
+          }
+        }
         case FORGET -> meganodes.remove(r.i32("id"));
         default ->
             throw new FerriteException(

@@ -994,6 +994,7 @@ public final class TreeService implements FerriteService {
 
   private void free(Hosted h) {
     hosted.remove(h.id());
+    remote.adoptions.remove(h.id()); // nothing left to confirm or drop (its tree was dropped)
     context.freeRegion(h.meganode().region());
     synchronized (h.extents()) {
       h.extents().regions().forEach(context::freeRegion);
@@ -1138,8 +1139,8 @@ public final class TreeService implements FerriteService {
   /** Adopted meganode {@code id}'s source ended its split: no longer pending (logged once). */
   void confirm(int id) {
     RemoteSplits.Adoption a = remote.adoptions.get(id);
-    if (a == null || !a.pending) {
-      return; // confirmed already (a resent CONFIRM), or a stale message
+    if (a == null || !a.pending || !hosted.containsKey(id)) {
+      return; // confirmed already (a resent CONFIRM), freed since (tree dropped), or stale
     }
     lockLogging();
     try {

@@ -203,6 +203,10 @@ class TreeLogTest {
     log.add(TreeLog.forget(3));
     r = replay(log);
     assertTrue(r.meganodes.isEmpty(), "forgotten, and what only it reached");
+    // A confirm of a meganode freed since (its tree dropped) is no corruption.
+    log.add(TreeLog.drop(5));
+    log.add(TreeLog.confirmed(3));
+    assertTrue(replay(log).meganodes.isEmpty());
   }
 
   @Test
