@@ -310,6 +310,81 @@ final class RemoteSplits {
     }
   }
 
+  // ------------------------------------------------------------------ requests from peers
+
+  /**
+   * The server-to-server opcodes ({@link TreeProtocol}), the caller's role already checked
+   * (SERVER): the target side of a split (ADOPT, ADOPT_PUT, CONFIRM, DROP_ADOPTED), the source
+   * side's RESOLVE, and the home side's INSERT_CHILD. Runs on a service thread.
+   */
+  void handle(Wire.Reader r, Wire.Writer w, int opcode) {
+    switch (opcode) {
+      case TreeProtocol.ADOPT -> {
+        long tree = r.i64("tree");
+        int home = r.i32("home");
+        int source = r.i32("source");
+        int token = r.i32("token");
+        int level = r.i32("level");
+        byte[] low = r.bytes("low");
+        byte[] high = r.u8("hasHigh") != 0 ? r.bytes("high") : null;
+        long link = r.i64("link");
+        r.end();
+        if (level != 0) {
+          throw new FerriteException(
+              ErrorCode.INVALID_ARGUMENT, "ADOPT level " + level + " (expected: 0, a leaf)");
+        }
+        w.i64(service.adopt(tree, home, source, token, low, high, link).pointer());
+      }
+      case TreeProtocol.ADOPT_PUT -> {
+        TreeService.Hosted h = service.hosted(r.i32("region"));
+        Adoption a = adoptions.get(h.id());
+        if (a == null || !a.pending) {
+          throw new FerriteException(
+              ErrorCode.CONFLICT, "ADOPT_PUT: meganode " + h.id() + " is not a pending adoption");
+        }
+        a.touched = System.nanoTime();
+        int n = r.count("pairs", Integer.MAX_VALUE);
+        for (int i = 0; i < n; i++) {
+          byte[] key = r.bytes("key");
+          byte[] value = r.bytes("value");
+          Meganode.Write put = service.put(h, key, value);
+          if (put.status() != Meganode.Write.Status.CREATED
+              && put.status() != Meganode.Write.Status.REPLACED) {
+            throw new FerriteException(ErrorCode.INTERNAL, "adopted copy: " + put);
+          }
+        }
+        r.end();
+      }
+      case TreeProtocol.CONFIRM -> {
+        int id = r.i32("region");
+        r.end();
+        service.confirm(id);
+      }
+      case TreeProtocol.DROP_ADOPTED -> {
+        int source = r.i32("source");
+        int token = r.i32("token");
+        r.end();
+        w.u8(service.dropAdopted(source, token) ? 1 : 0);
+      }
+      case TreeProtocol.RESOLVE -> {
+        int token = r.i32("token");
+        r.end();
+        w.u8(resolve(token));
+      }
+      case TreeProtocol.INSERT_CHILD -> {
+        TreeService.TreeState t = service.tree(r.i64("tree"));
+        int level = r.i32("level");
+        byte[] key = r.bytes("key");
+        long child = r.i64("child");
+        r.end();
+        service.queueParent(t, level, key, child);
+      }
+      default ->
+          throw new FerriteException(
+              ErrorCode.UNKNOWN_OPCODE, "tree service: unknown opcode " + opcode);
+    }
+  }
+
   // ------------------------------------------------------------------ the peers thread
 
   private void tick() {

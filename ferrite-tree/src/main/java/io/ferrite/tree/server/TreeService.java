@@ -506,7 +506,7 @@ public final class TreeService implements FerriteService {
       // Server to server only (docs/SECURITY.md): a client must not make or drop meganodes.
       io.ferrite.kernel.proto.Permissions.require(
           caller, io.ferrite.fabric.Role.SERVER, "tree server-to-server opcode " + opcode);
-      peerRequest(r, w, opcode);
+      remote.handle(r, w, opcode);
       return w.toBuffer();
     }
     switch (opcode) {
@@ -821,7 +821,7 @@ public final class TreeService implements FerriteService {
    * inside the meganode's structure lock ({@link Meganode#write(byte[], byte[], Runnable)}). Not
    * held across a wait for a split (the caller waits outside).
    */
-  private Meganode.Write put(Hosted h, byte[] key, byte[] value) {
+  Meganode.Write put(Hosted h, byte[] key, byte[] value) {
     if (log == null) {
       return h.meganode().write(key, value);
     }
@@ -937,7 +937,7 @@ public final class TreeService implements FerriteService {
     }
   }
 
-  private TreeState tree(long id) {
+  TreeState tree(long id) {
     TreeState t = trees.get(id);
     if (t == null) {
       throw new FerriteException(
@@ -946,7 +946,7 @@ public final class TreeService implements FerriteService {
     return t;
   }
 
-  private Hosted hosted(int region) {
+  Hosted hosted(int region) {
     Hosted h = hosted.get(region);
     if (h == null) {
       throw new FerriteException(
@@ -1022,75 +1022,13 @@ public final class TreeService implements FerriteService {
 
   // ------------------------------------------------------------------ other servers' requests
 
-  /** The server-to-server opcodes ({@link TreeProtocol}, {@link RemoteSplits}); role checked. */
-  private void peerRequest(Wire.Reader r, Wire.Writer w, int opcode) {
-    switch (opcode) {
-      case TreeProtocol.ADOPT -> {
-        long tree = r.i64("tree");
-        int home = r.i32("home");
-        int source = r.i32("source");
-        int token = r.i32("token");
-        int level = r.i32("level");
-        byte[] low = r.bytes("low");
-        byte[] high = r.u8("hasHigh") != 0 ? r.bytes("high") : null;
-        long link = r.i64("link");
-        r.end();
-        if (level != 0) {
-          throw new FerriteException(
-              ErrorCode.INVALID_ARGUMENT, "ADOPT level " + level + " (expected: 0, a leaf)");
-        }
-        w.i64(adopt(tree, home, source, token, low, high, link).pointer());
-      }
-      case TreeProtocol.ADOPT_PUT -> {
-        Hosted h = hosted(r.i32("region"));
-        RemoteSplits.Adoption a = remote.adoptions.get(h.id());
-        if (a == null || !a.pending) {
-          throw new FerriteException(
-              ErrorCode.CONFLICT, "ADOPT_PUT: meganode " + h.id() + " is not a pending adoption");
-        }
-        a.touched = System.nanoTime();
-        int n = r.count("pairs", Integer.MAX_VALUE);
-        for (int i = 0; i < n; i++) {
-          byte[] key = r.bytes("key");
-          byte[] value = r.bytes("value");
-          Meganode.Write put = put(h, key, value);
-          if (put.status() != Meganode.Write.Status.CREATED
-              && put.status() != Meganode.Write.Status.REPLACED) {
-            throw new FerriteException(ErrorCode.INTERNAL, "adopted copy: " + put);
-          }
-        }
-        r.end();
-      }
-      case TreeProtocol.CONFIRM -> {
-        int id = r.i32("region");
-        r.end();
-        confirm(id);
-      }
-      case TreeProtocol.DROP_ADOPTED -> {
-        int source = r.i32("source");
-        int token = r.i32("token");
-        r.end();
-        w.u8(dropAdopted(source, token) ? 1 : 0);
-      }
-      case TreeProtocol.RESOLVE -> {
-        int token = r.i32("token");
-        r.end();
-        w.u8(remote.resolve(token));
-      }
-      case TreeProtocol.INSERT_CHILD -> {
-        TreeState t = tree(r.i64("tree"));
-        int level = r.i32("level");
-        byte[] key = r.bytes("key");
-        long child = r.i64("child");
-        r.end();
-        // On the splitter, behind this server's own splits and root growth: never races them.
-        parentTasks.add(() -> insertParent(t, level, key, child));
-        splitQueue.add(PARENTS);
-      }
-      default ->
-          throw new FerriteException(
-              ErrorCode.UNKNOWN_OPCODE, "tree service: unknown opcode " + opcode);
-    }
+  /**
+   * Queues the separator an INSERT_CHILD brought (tree {@code t}, {@code level}) for the splitter,
+   * behind this server's own splits and root growth, so it never races them.
+   */
+  void queueParent(TreeState t, int level, byte[] key, long child) {
+    parentTasks.add(() -> insertParent(t, level, key, child));
+    splitQueue.add(PARENTS);
   }
 
   /** Runs the queued INSERT_CHILDs (splitter thread), each logged as the splitter's own. */
@@ -1113,8 +1051,7 @@ public final class TreeService implements FerriteService {
    * guest if it is not homed here; MEGANODE and ADOPTED logged before any of its pairs, so a crash
    * during the copy leaves a pending meganode the source resolves, never an orphan.
    */
-  private Hosted adopt(
-      long treeId, int home, int source, int token, byte[] low, byte[] high, long link) {
+  Hosted adopt(long treeId, int home, int source, int token, byte[] low, byte[] high, long link) {
     lockLogging();
     try {
       TreeState t;
