@@ -283,7 +283,10 @@ final class MasterGroup implements AutoCloseable {
   /** A leader whose log has not grown for this long appends an empty record (see below). */
   private static final long NUDGE_AFTER_IDLE_NS = 1_000_000_000L;
 
-  /** The leader's last log index when the watcher last looked, and since when it is so (ns). */
+  /**
+   * The leader's last log index when the watcher last looked, and since when it is so (ns). Only
+   * the watcher thread touches them.
+   */
   private long idleIndex = Long.MIN_VALUE;
 
   private long idleSince;
