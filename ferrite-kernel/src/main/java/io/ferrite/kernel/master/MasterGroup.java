@@ -241,7 +241,7 @@ final class MasterGroup implements AutoCloseable {
       }
     }
     if (c != null) {
-      nudgeLaggingFollowers(d, c);
+      nudgeWhenIdle(d, c);
       return;
     }
     if (!leading || closed) {
@@ -280,37 +280,59 @@ final class MasterGroup implements AutoCloseable {
         copy.events().size());
   }
 
-  /** When the leader last appended a nudge (ns), so that it nudges at most once a second. */
-  private long lastNudge;
+  /** A leader whose log has not grown for this long appends an empty record (see below). */
+  private static final long NUDGE_AFTER_IDLE_NS = 1_000_000_000L;
 
   /**
-   * RATIS-2523 (seen here with Ratis 3.3.0): a follower restarted with empty (or purged-behind)
-   * storage while the group is idle answers every heartbeat INCONSISTENCY and the leader's appender
-   * never moves back; a new entry unsticks it (the leader then sends the log, or installs a
-   * snapshot if it purged what the follower lacks). So while some follower's match index lags the
-   * leader's log and nothing else was written, the leader appends an empty record (no events:
-   * applying it changes nothing) at most once a second.
+   * The leader's last log index when the watcher last looked, and since when it is so (ns). Only
+   * the watcher thread touches them.
    */
-  private void nudgeLaggingFollowers(RaftServer.Division d, Master.Core c) {
-    // The followers' commit indices as their replies report them: the leader's match index for a
-    // follower that lost its storage stays where it was, so that one cannot tell.
-    long committed = d.getRaftLog().getLastCommittedIndex();
-    boolean lagging = false;
-    for (org.apache.ratis.proto.RaftProtos.CommitInfoProto ci : d.getCommitInfos()) {
-      lagging |= ci.getCommitIndex() < committed;
-    }
+  private long idleIndex = Long.MIN_VALUE;
+
+  private long idleSince;
+
+  /**
+   * RATIS-2523 (seen with Ratis 3.3.0; filed against the gRPC appender, and NETTY's
+   * LogAppenderDefault shares its cause in LogAppenderBase): a follower restarted with empty
+   * storage answers every heartbeat INCONSISTENCY with nextIndex 0, and the leader ignores that
+   * hint for its stale {@code matchIndex + 1} (LogAppenderBase.getNextIndexForInconsistency takes
+   * the hint only when the request's first entry is {@code matchIndex + 1}; a heartbeat has none).
+   * An idle group's leader never sends that follower anything but heartbeats, so it never catches
+   * up; the next entry appended unsticks it (its request starts at {@code matchIndex + 1}: the
+   * leader then sends the log from the follower's hint, or installs a snapshot if it purged what
+   * the follower lacks).
+   *
+   * <p>So a serving leader whose Raft log has not grown for a second appends an empty record (no
+   * events: applying it changes nothing). Nothing the leader can see tells a wiped follower apart:
+   * its match index stays where it was, and Ratis raises a follower's commit index only to its
+   * maximum ({@code FollowerInfo.updateCommitIndex}), so the -1 it reports is never seen. (The
+   * first version nudged only while a follower's reported commit index lagged; when the group was
+   * idle as the follower stopped, nothing lagged, ever, and the follower stayed empty: the flake of
+   * MasterGroupTest.aFollowerRestartedWithEmptyStorageCatchesUp.) Cost: one small entry a second on
+   * an idle group (a log write on each master, fsynced with journal.fsync), none on a busy one. A
+   * wiped follower catches up within about a second of its restart.
+   */
+  private void nudgeWhenIdle(RaftServer.Division d, Master.Core c) {
+    long last = d.getRaftLog().getNextIndex() - 1;
     long now = System.nanoTime();
-    if (!lagging || now - lastNudge < 1_000_000_000L) {
+    if (last != idleIndex) {
+      idleIndex = last;
+      idleSince = now;
       return;
     }
-    lastNudge = now;
+    if (now - idleSince < NUDGE_AFTER_IDLE_NS) {
+      return;
+    }
+    idleSince = now; // at most one nudge a second, also while one has not reached the log yet
     RaftJournal rj = (RaftJournal) c.log;
     if (rj.durableLsn() < rj.writtenLsn()) {
-      return; // entries in flight: they move the appenders already
+      return; // records in flight: their entries reach the followers already
     }
     synchronized (c.state) {
       if (c.held.failure() == null) {
-        // Through the core's sink, under the metadata lock: LSN order is the log's order.
+        // Through the core's sink, under the metadata lock: LSN order is the log's order. Goes
+        // straight to the RaftJournal unless a record is held for its answer (then it queues
+        // behind that one and is written right after it).
         c.held.append(List.of());
       }
     }
