@@ -7,65 +7,107 @@ import java.util.ArrayList;
 import java.util.List;
 
 /**
- * A meganode split's two steps on the meganode being split (Cell §2.2): {@link #begin} takes the
- * meganode's structure lock exclusively and picks the right half; {@link #finish} relinks the
- * header, trims the boundary path and invalidates the nodes right of it, then releases the lock.
- * The service copies the right half into the new meganode in between. See {@link
- * Meganode#finishSplit} for why one-sided readers stay correct throughout.
+ * A meganode split's two steps on the meganode being split (Cell §2.2): {@link #begin} picks the
+ * split key and closes the right half (writes of keys from it wait), {@link #finish} relinks the
+ * header, trims the boundary path and invalidates the nodes right of it, then reopens. The service
+ * copies the right half into the new meganode in between, while writes to the left half go on. See
+ * {@link Meganode#finishSplit} for why one-sided readers stay correct throughout.
+ *
+ * <h2>Why the copy needs no lock</h2>
+ *
+ * Once the right half is closed no write changes a pair from the split key up: writes hold the
+ * structure lock shared from their range check to their last store, and {@link #begin} closes the
+ * half under it held exclusively, so a right-half write either finished before or sees the half
+ * closed. Left-half writes still split nodes, and a node split of the leaf holding the boundary
+ * moves right-half entries into a new right sibling: the pairs are the same, only where they sit
+ * changes, and a left-to-right walk along the right links (Lehman and Yao) still meets each once.
+ * Their extents are freed only by a write of their key or by {@link #finish}, so they stay
+ * readable.
  */
 final class MeganodeSplit {
   private MeganodeSplit() {}
 
   static Meganode.SplitHalf begin(Meganode m) {
+    MeganodeReader reader = new MeganodeReader(m.source);
+    // The median by a lock-free walk of the leaf level (no write waits for it): with writes going
+    // on it is a median of some moment of the walk, which is all a split key needs to be. It is a
+    // key of this meganode past its first, so it is above the low key and below the high key.
+    List<byte[]> keys = new ArrayList<>();
+    Node n = reader.read(reader.header().right);
+    while (!n.leaf()) {
+      n = reader.read((int) n.values.get(0)[0]);
+    }
+    while (true) {
+      keys.addAll(n.keys);
+      if (n.right == 0) {
+        break;
+      }
+      n = reader.read(n.right);
+    }
+    if (keys.size() < 2) {
+      return null;
+    }
+    byte[] key = keys.get(keys.size() / 2);
+    keys = null;
+    // Close the right half: the exclusive lock waits out the writes in flight (a few
+    // microseconds each) and is released at once.
     m.structure.writeLock().lock();
     try {
-      MeganodeReader reader = new MeganodeReader(m.source);
-      Node h = reader.header();
-      List<byte[]> keys = new ArrayList<>();
-      List<long[]> pointers = new ArrayList<>();
-      int index = h.right;
-      Node n = reader.read(index);
-      while (!n.leaf()) {
-        n = reader.read((int) n.values.get(0)[0]);
+      m.startSplitting(key);
+    } finally {
+      m.structure.writeLock().unlock();
+    }
+    try {
+      Node h = reader.header(); // its level, high key and link change only by this thread's splits
+      List<byte[]> rightKeys = new ArrayList<>();
+      List<byte[]> values = new ArrayList<>();
+      List<Long> children = new ArrayList<>();
+      n = reader.read(h.right);
+      while (true) {
+        if (n.beyond(key) && n.right != 0) {
+          n = reader.read(n.right);
+        } else if (n.leaf()) {
+          break;
+        } else {
+          n = reader.read((int) n.values.get(Math.max(0, n.floor(key)))[0]);
+        }
       }
       while (true) {
-        keys.addAll(n.keys);
-        pointers.addAll(n.values);
+        for (int i = Math.max(0, n.ceiling(key)); i < n.keys.size(); i++) {
+          long[] p = n.values.get(i);
+          rightKeys.add(n.keys.get(i));
+          if (m.leafMeganode) {
+            values.add(Extents.value(m.source.readExtent(p[0], (int) p[1])));
+          } else {
+            children.add(p[0]);
+          }
+        }
         if (n.right == 0) {
           break;
         }
         n = reader.read(n.right);
       }
-      if (keys.size() < 2) {
-        m.structure.writeLock().unlock();
-        return null;
-      }
-      int mid = keys.size() / 2;
-      List<byte[]> values = new ArrayList<>();
-      List<Long> children = new ArrayList<>();
-      for (int i = mid; i < keys.size(); i++) {
-        long[] p = pointers.get(i);
-        if (m.leafMeganode) {
-          values.add(Extents.value(m.source.readExtent(p[0], (int) p[1])));
-        } else {
-          children.add(p[0]);
-        }
-      }
       return new Meganode.SplitHalf(
-          keys.get(mid),
+          key,
           h.incarnation,
           h.highInfinite() ? null : h.high,
           h.link,
-          new ArrayList<>(keys.subList(mid, keys.size())),
+          rightKeys,
           values,
           children);
     } catch (RuntimeException | Error e) {
-      m.structure.writeLock().unlock();
+      m.endSplitting();
       throw e;
     }
   }
 
   static void finish(Meganode m, byte[] key, long right) {
+    // The one moment every write to m waits (Cell §2.2: "locks X_left long enough to update the
+    // right-link pointers"): the relink, the trim of the boundary path and the invalidation of the
+    // old right half, node by node. The removed pairs' extents are freed after: no live node
+    // points to them then, and a reader holding an old copy checks the extent's checksum.
+    List<long[]> extents = new ArrayList<>();
+    m.structure.writeLock().lock();
     try {
       long hv = m.nodes.lock(0);
       Node h = Node.decodeBody(m.nodes.copy(0));
@@ -89,7 +131,7 @@ final class MeganodeSplit {
         n.right = 0;
         m.nodes.write(index, n, v);
         if (level == 0) {
-          removed.forEach(m::freeExtent);
+          extents.addAll(removed);
         }
         while (next != 0) {
           long w = m.nodes.lock(next);
@@ -98,7 +140,7 @@ final class MeganodeSplit {
           dead.flags &= ~Node.LIVE;
           dead.incarnation++;
           if (level == 0) {
-            dead.values.forEach(m::freeExtent);
+            extents.addAll(dead.values);
           }
           m.nodes.write(next, dead, w);
           freed.add(next);
@@ -107,8 +149,16 @@ final class MeganodeSplit {
       }
       m.nodes.free(freed);
     } finally {
+      // Reopened under the lock, so a right-half write that runs after sees the new high key and
+      // is answered RIGHT; the waiting writes are told after the lock is released (they may run
+      // on this thread: TreeService answers them there).
+      java.util.concurrent.CompletableFuture<Void> done = m.reopen();
       m.structure.writeLock().unlock();
+      if (done != null) {
+        done.complete(null);
+      }
     }
+    extents.forEach(m::freeExtent);
   }
 
   /**
