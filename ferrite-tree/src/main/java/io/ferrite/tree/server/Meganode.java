@@ -80,6 +80,12 @@ public final class Meganode {
    */
   private volatile RightHalf splitting;
 
+  /**
+   * The longest a split's relink held this meganode's structure lock (every write waiting), in
+   * nanoseconds: written by the splitter thread under the lock, read for stats and probes.
+   */
+  volatile long relinkNanos;
+
   /** A split's closed right half: keys from {@code key} up; {@code done} when the split ends. */
   record RightHalf(byte[] key, CompletableFuture<Void> done) {}
 

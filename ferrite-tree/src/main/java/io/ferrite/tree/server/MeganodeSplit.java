@@ -108,6 +108,7 @@ final class MeganodeSplit {
     // points to them then, and a reader holding an old copy checks the extent's checksum.
     List<long[]> extents = new ArrayList<>();
     m.structure.writeLock().lock();
+    long locked = System.nanoTime();
     try {
       long hv = m.nodes.lock(0);
       Node h = Node.decodeBody(m.nodes.copy(0));
@@ -153,6 +154,7 @@ final class MeganodeSplit {
       // is answered RIGHT; the waiting writes are told after the lock is released (they may run
       // on this thread: TreeService answers them there).
       java.util.concurrent.CompletableFuture<Void> done = m.reopen();
+      m.relinkNanos = Math.max(m.relinkNanos, System.nanoTime() - locked);
       m.structure.writeLock().unlock();
       if (done != null) {
         done.complete(null);

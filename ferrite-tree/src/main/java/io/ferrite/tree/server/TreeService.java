@@ -303,6 +303,15 @@ public final class TreeService implements FerriteService {
     return null;
   }
 
+  /** For probes: the longest relink of any meganode here (every write to it waiting), in ns. */
+  long longestRelinkNanos() {
+    long longest = 0;
+    for (Hosted h : hosted.values()) {
+      longest = Math.max(longest, h.meganode().relinkNanos);
+    }
+    return longest;
+  }
+
   /** What the last replay found (for tests): null when nothing is logged. */
   TreeLog.Replay lastReplay() {
     return lastReplay;
