@@ -1122,15 +1122,7 @@ public final class TreeService implements FerriteService {
       append(TreeLog.split(TreeLog.SPLIT_BEGIN, x.id(), half.key(), yid));
       step("begun");
       y = newMeganode(x.tree(), yid, half.level(), half.key(), half.high(), half.link());
-      for (int i = 0; i < half.keys().size(); i++) {
-        Meganode.Write put =
-            half.level() == 0
-                ? y.meganode().write(half.keys().get(i), half.values().get(i))
-                : y.meganode().putChild(half.keys().get(i), half.children().get(i));
-        if (put.status() != Meganode.Write.Status.CREATED) {
-          throw new FerriteException(ErrorCode.INTERNAL, "split copy: " + put);
-        }
-      }
+      y.meganode().fill(half.keys(), half.values(), half.children());
       step("copied");
       // ... and its end, before the relink: a crash before this line leaves a split the replay
       // undoes (target deleted, source whole), after it one the replay completes. Writes to x's
