@@ -39,7 +39,7 @@ class SplitLatencyProbe {
   private static String relink(java.util.List<TreeService> services) {
     try {
       java.lang.reflect.Method m = TreeService.class.getDeclaredMethod("longestRelinkNanos");
-      return String.format("%.1fms", (Long) m.invoke(services.get(0)) / 1e6);
+      return String.format(java.util.Locale.ROOT, "%.1fms", (Long) m.invoke(services.get(0)) / 1e6);
     } catch (ReflectiveOperationException | IndexOutOfBoundsException e) {
       return "?";
     }
@@ -83,7 +83,10 @@ class SplitLatencyProbe {
                   try {
                     for (int i = 0; i < latencies[id].length; i++) {
                       byte[] key =
-                          String.format("k%015d", random.nextLong(1_000_000_000_000L))
+                          String.format(
+                                  java.util.Locale.ROOT,
+                                  "k%015d",
+                                  random.nextLong(1_000_000_000_000L))
                               .getBytes(StandardCharsets.US_ASCII);
                       long t0 = System.nanoTime();
                       tree.put(key, value);
@@ -108,6 +111,7 @@ class SplitLatencyProbe {
       long over100 = Arrays.stream(all).filter(l -> l > 100_000_000L).count();
       long over10 = Arrays.stream(all).filter(l -> l > 10_000_000L).count();
       System.out.printf(
+          java.util.Locale.ROOT,
           "tree.split-probe meganode=%s puts=%d threads=%d splits=%d meganodes=%d elapsed=%.1fs"
               + " p50=%.3fms p99=%.3fms p99.9=%.3fms p99.99=%.3fms max=%.1fms >10ms=%d >100ms=%d"
               + " longest-relink=%s%n",
