@@ -163,6 +163,85 @@ final class MeganodeSplit {
     extents.forEach(m::freeExtent);
   }
 
+  /** {@link Meganode#fill}. */
+  static void fill(Meganode m, List<byte[]> keys, List<byte[]> values, List<Long> children) {
+    if (keys.isEmpty()) {
+      return;
+    }
+    int budget = m.nodeSize * 7 / 10;
+    List<Node> level = new ArrayList<>();
+    Node n = null;
+    for (int i = 0; i < keys.size(); i++) {
+      byte[] key = keys.get(i);
+      // Close the node when the entry and the high key it would then get pass the budget.
+      if (n != null && n.encodedSize() + Node.LEAF_ENTRY + 2 * key.length > budget) {
+        n.high = key;
+        level.add(n);
+        n = null;
+      }
+      if (n == null) {
+        n = new Node();
+        n.flags = Node.LEAF | Node.LIVE;
+        n.low = level.isEmpty() ? new byte[0] : key; // the first node's range starts at -inf
+      }
+      n.keys.add(key);
+      n.values.add(
+          m.leafMeganode ? m.newExtent(key, values.get(i)) : new long[] {children.get(i), 0, 0});
+    }
+    n.flags |= Node.HIGH_INF;
+    level.add(n);
+    int[] indices = writeLevel(m, level, true);
+    int height = 0;
+    while (level.size() > 1) {
+      List<Node> up = new ArrayList<>();
+      Node p = null;
+      for (int i = 0; i < level.size(); i++) {
+        byte[] key = level.get(i).low;
+        if (p != null && p.encodedSize() + Node.INNER_ENTRY + 2 * key.length > budget) {
+          p.high = key;
+          up.add(p);
+          p = null;
+        }
+        if (p == null) {
+          p = new Node();
+          p.flags = Node.LIVE;
+          p.level = height + 1;
+          p.low = up.isEmpty() ? new byte[0] : key;
+        }
+        p.keys.add(key);
+        p.values.add(new long[] {indices[i]});
+      }
+      p.flags |= Node.HIGH_INF;
+      up.add(p);
+      indices = writeLevel(m, up, false);
+      level = up;
+      height++;
+    }
+    long hv = m.nodes.lock(0);
+    Node header = Node.decodeBody(m.nodes.copy(0));
+    header.right = indices[0];
+    header.level = height;
+    m.nodes.write(0, header, hv);
+  }
+
+  /**
+   * Writes one level built by {@link #fill}, left to right linked; the leaf level's first node
+   * takes node 1 (the empty root leaf the meganode was formatted with). Returns their indices.
+   */
+  private static int[] writeLevel(Meganode m, List<Node> level, boolean leaves) {
+    int[] indices = new int[level.size()];
+    for (int i = 0; i < indices.length; i++) {
+      indices[i] = leaves && i == 0 ? 1 : m.nodes.allocate();
+    }
+    for (int i = 0; i < indices.length; i++) {
+      Node n = level.get(i);
+      n.right = i + 1 < indices.length ? indices[i + 1] : 0;
+      n.incarnation = Math.max(1, m.nodes.incarnationOf(indices[i]) + 1);
+      m.nodes.writeFresh(indices[i], n);
+    }
+    return indices;
+  }
+
   /**
    * The node at {@code level} whose range holds the keys just below {@code key}: its low key below
    * {@code key}, its high key at or above it. Under the structure lock: nothing moves.
