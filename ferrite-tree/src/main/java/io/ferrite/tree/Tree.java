@@ -48,6 +48,13 @@ public final class Tree {
   /** Bound on meganodes visited by one operation (right links and restarts included). */
   static final int MAX_HOPS = 100_000;
 
+  /**
+   * Bound on BUSY answers one write takes before it fails BUSY: a server holds a write to the half
+   * of a meganode being split for up to a second before it answers BUSY (TreeService), so this
+   * rides out a split's copy of a minute.
+   */
+  static final int MAX_BUSY = 60;
+
   private final TreeClient owner;
   private final TreeClient.TreeInfo info;
   private final Map<Long, RemoteMeganode> meganodes = new ConcurrentHashMap<>();
@@ -552,12 +559,25 @@ public final class Tree {
 
   private int write(int opcode, byte[] key, byte[] value) {
     long p = root;
+    int busy = 0;
     for (int hop = 0; hop < MAX_HOPS; hop++) {
       Wire.Writer w = new Wire.Writer().i32(TreeProtocol.region(p)).bytes(key);
       if (value != null) {
         w.bytes(value);
       }
-      Wire.Reader r = new Wire.Reader(call(TreeProtocol.server(p), opcode, w), "tree write");
+      ByteBuffer answer;
+      try {
+        answer = call(TreeProtocol.server(p), opcode, w);
+      } catch (FerriteException e) {
+        // BUSY: nothing was written (a server's queue was full, or the key's half of a meganode
+        // being split was held past the server's wait): the same write again, after a pause.
+        if (e.code() != ErrorCode.BUSY || ++busy > MAX_BUSY) {
+          throw e;
+        }
+        java.util.concurrent.locks.LockSupport.parkNanos(Math.min(busy, 10) * 1_000_000L);
+        continue;
+      }
+      Wire.Reader r = new Wire.Reader(answer, "tree write");
       int outcome = r.u8("outcome");
       if (outcome == TreeProtocol.NEXT) {
         p = r.i64("pointer");

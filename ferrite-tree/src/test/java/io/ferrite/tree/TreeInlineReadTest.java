@@ -92,12 +92,16 @@ class TreeInlineReadTest {
     AtomicIntegerArray loaded = new AtomicIntegerArray(KEYS);
     AtomicBoolean done = new AtomicBoolean();
     long[] reads = new long[READERS];
+    // The loader starts once every reader has: with splits no longer blocking the whole meganode
+    // it could load every key (and end the run) before a reader thread was scheduled.
+    java.util.concurrent.CountDownLatch reading = new java.util.concurrent.CountDownLatch(READERS);
     try (TestThreads threads = new TestThreads(() -> done.set(true))) {
       Tree loader = new TreeClient(local ? cluster.client() : cluster.client(fabric)).open("inl");
       threads.start(
           "tree-loader",
           () -> {
             try {
+              assertTrue(reading.await(60, java.util.concurrent.TimeUnit.SECONDS), "readers");
               int others = KEYS - STABLE;
               for (int n = 0; n < others && !done.get(); n++) {
                 int o = (int) ((n * 7919L) % others);
@@ -134,6 +138,7 @@ class TreeInlineReadTest {
             "tree-inline-reader-" + t,
             () -> {
               long[] seen = new long[STABLE];
+              reading.countDown();
               while (!done.get()) {
                 reads[reader]++;
                 int op = r.nextInt(10);

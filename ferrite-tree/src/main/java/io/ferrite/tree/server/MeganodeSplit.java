@@ -7,65 +7,108 @@ import java.util.ArrayList;
 import java.util.List;
 
 /**
- * A meganode split's two steps on the meganode being split (Cell §2.2): {@link #begin} takes the
- * meganode's structure lock exclusively and picks the right half; {@link #finish} relinks the
- * header, trims the boundary path and invalidates the nodes right of it, then releases the lock.
- * The service copies the right half into the new meganode in between. See {@link
- * Meganode#finishSplit} for why one-sided readers stay correct throughout.
+ * A meganode split's two steps on the meganode being split (Cell §2.2): {@link #begin} picks the
+ * split key and closes the right half (writes of keys from it wait), {@link #finish} relinks the
+ * header, trims the boundary path and invalidates the nodes right of it, then reopens. The service
+ * copies the right half into the new meganode in between, while writes to the left half go on. See
+ * {@link Meganode#finishSplit} for why one-sided readers stay correct throughout.
+ *
+ * <h2>Why the copy needs no lock</h2>
+ *
+ * Once the right half is closed no write changes a pair from the split key up: writes hold the
+ * structure lock shared from their range check to their last store, and {@link #begin} closes the
+ * half under it held exclusively, so a right-half write either finished before or sees the half
+ * closed. Left-half writes still split nodes, and a node split of the leaf holding the boundary
+ * moves right-half entries into a new right sibling: the pairs are the same, only where they sit
+ * changes, and a left-to-right walk along the right links (Lehman and Yao) still meets each once.
+ * Their extents are freed only by a write of their key or by {@link #finish}, so they stay
+ * readable.
  */
 final class MeganodeSplit {
   private MeganodeSplit() {}
 
   static Meganode.SplitHalf begin(Meganode m) {
+    MeganodeReader reader = new MeganodeReader(m.source);
+    // The median by a lock-free walk of the leaf level (no write waits for it): with writes going
+    // on it is a median of some moment of the walk, which is all a split key needs to be. It is a
+    // key of this meganode past its first, so it is above the low key and below the high key.
+    List<byte[]> keys = new ArrayList<>();
+    Node n = reader.read(reader.header().right);
+    while (!n.leaf()) {
+      n = reader.read((int) n.values.get(0)[0]);
+    }
+    while (true) {
+      keys.addAll(n.keys);
+      if (n.right == 0) {
+        break;
+      }
+      n = reader.read(n.right);
+    }
+    if (keys.size() < 2) {
+      return null;
+    }
+    byte[] key = keys.get(keys.size() / 2);
+    keys = null;
+    // Close the right half: the exclusive lock waits out the writes in flight (a few
+    // microseconds each) and is released at once.
     m.structure.writeLock().lock();
     try {
-      MeganodeReader reader = new MeganodeReader(m.source);
-      Node h = reader.header();
-      List<byte[]> keys = new ArrayList<>();
-      List<long[]> pointers = new ArrayList<>();
-      int index = h.right;
-      Node n = reader.read(index);
-      while (!n.leaf()) {
-        n = reader.read((int) n.values.get(0)[0]);
+      m.startSplitting(key);
+    } finally {
+      m.structure.writeLock().unlock();
+    }
+    try {
+      Node h = reader.header(); // its level, high key and link change only by this thread's splits
+      List<byte[]> rightKeys = new ArrayList<>();
+      List<byte[]> values = new ArrayList<>();
+      List<Long> children = new ArrayList<>();
+      n = reader.read(h.right);
+      while (true) {
+        if (n.beyond(key) && n.right != 0) {
+          n = reader.read(n.right);
+        } else if (n.leaf()) {
+          break;
+        } else {
+          n = reader.read((int) n.values.get(Math.max(0, n.floor(key)))[0]);
+        }
       }
       while (true) {
-        keys.addAll(n.keys);
-        pointers.addAll(n.values);
+        for (int i = Math.max(0, n.ceiling(key)); i < n.keys.size(); i++) {
+          long[] p = n.values.get(i);
+          rightKeys.add(n.keys.get(i));
+          if (m.leafMeganode) {
+            values.add(Extents.value(m.source.readExtent(p[0], (int) p[1])));
+          } else {
+            children.add(p[0]);
+          }
+        }
         if (n.right == 0) {
           break;
         }
         n = reader.read(n.right);
       }
-      if (keys.size() < 2) {
-        m.structure.writeLock().unlock();
-        return null;
-      }
-      int mid = keys.size() / 2;
-      List<byte[]> values = new ArrayList<>();
-      List<Long> children = new ArrayList<>();
-      for (int i = mid; i < keys.size(); i++) {
-        long[] p = pointers.get(i);
-        if (m.leafMeganode) {
-          values.add(Extents.value(m.source.readExtent(p[0], (int) p[1])));
-        } else {
-          children.add(p[0]);
-        }
-      }
       return new Meganode.SplitHalf(
-          keys.get(mid),
+          key,
           h.incarnation,
           h.highInfinite() ? null : h.high,
           h.link,
-          new ArrayList<>(keys.subList(mid, keys.size())),
+          rightKeys,
           values,
           children);
     } catch (RuntimeException | Error e) {
-      m.structure.writeLock().unlock();
+      m.endSplitting();
       throw e;
     }
   }
 
   static void finish(Meganode m, byte[] key, long right) {
+    // The one moment every write to m waits (Cell §2.2: "locks X_left long enough to update the
+    // right-link pointers"): the relink, the trim of the boundary path and the invalidation of the
+    // old right half, node by node. The removed pairs' extents are freed after: no live node
+    // points to them then, and a reader holding an old copy checks the extent's checksum.
+    List<long[]> extents = new ArrayList<>();
+    m.structure.writeLock().lock();
+    long locked = System.nanoTime();
     try {
       long hv = m.nodes.lock(0);
       Node h = Node.decodeBody(m.nodes.copy(0));
@@ -89,7 +132,7 @@ final class MeganodeSplit {
         n.right = 0;
         m.nodes.write(index, n, v);
         if (level == 0) {
-          removed.forEach(m::freeExtent);
+          extents.addAll(removed);
         }
         while (next != 0) {
           long w = m.nodes.lock(next);
@@ -98,7 +141,7 @@ final class MeganodeSplit {
           dead.flags &= ~Node.LIVE;
           dead.incarnation++;
           if (level == 0) {
-            dead.values.forEach(m::freeExtent);
+            extents.addAll(dead.values);
           }
           m.nodes.write(next, dead, w);
           freed.add(next);
@@ -107,8 +150,96 @@ final class MeganodeSplit {
       }
       m.nodes.free(freed);
     } finally {
+      // Reopened under the lock, so a right-half write that runs after sees the new high key and
+      // is answered RIGHT; the waiting writes are told after the lock is released (they may run
+      // on this thread: TreeService answers them there).
+      java.util.concurrent.CompletableFuture<Void> done = m.reopen();
+      m.relinkNanos = Math.max(m.relinkNanos, System.nanoTime() - locked);
       m.structure.writeLock().unlock();
+      if (done != null) {
+        done.complete(null);
+      }
     }
+    extents.forEach(m::freeExtent);
+  }
+
+  /** {@link Meganode#fill}. */
+  static void fill(Meganode m, List<byte[]> keys, List<byte[]> values, List<Long> children) {
+    if (keys.isEmpty()) {
+      return;
+    }
+    int budget = m.nodeSize * 7 / 10;
+    List<Node> level = new ArrayList<>();
+    Node n = null;
+    for (int i = 0; i < keys.size(); i++) {
+      byte[] key = keys.get(i);
+      // Close the node when the entry and the high key it would then get pass the budget.
+      if (n != null && n.encodedSize() + Node.LEAF_ENTRY + 2 * key.length > budget) {
+        n.high = key;
+        level.add(n);
+        n = null;
+      }
+      if (n == null) {
+        n = new Node();
+        n.flags = Node.LEAF | Node.LIVE;
+        n.low = level.isEmpty() ? new byte[0] : key; // the first node's range starts at -inf
+      }
+      n.keys.add(key);
+      n.values.add(
+          m.leafMeganode ? m.newExtent(key, values.get(i)) : new long[] {children.get(i), 0, 0});
+    }
+    n.flags |= Node.HIGH_INF;
+    level.add(n);
+    int[] indices = writeLevel(m, level, true);
+    int height = 0;
+    while (level.size() > 1) {
+      List<Node> up = new ArrayList<>();
+      Node p = null;
+      for (int i = 0; i < level.size(); i++) {
+        byte[] key = level.get(i).low;
+        if (p != null && p.encodedSize() + Node.INNER_ENTRY + 2 * key.length > budget) {
+          p.high = key;
+          up.add(p);
+          p = null;
+        }
+        if (p == null) {
+          p = new Node();
+          p.flags = Node.LIVE;
+          p.level = height + 1;
+          p.low = up.isEmpty() ? new byte[0] : key;
+        }
+        p.keys.add(key);
+        p.values.add(new long[] {indices[i]});
+      }
+      p.flags |= Node.HIGH_INF;
+      up.add(p);
+      indices = writeLevel(m, up, false);
+      level = up;
+      height++;
+    }
+    long hv = m.nodes.lock(0);
+    Node header = Node.decodeBody(m.nodes.copy(0));
+    header.right = indices[0];
+    header.level = height;
+    m.nodes.write(0, header, hv);
+  }
+
+  /**
+   * Writes one level built by {@link #fill}, left to right linked; the leaf level's first node
+   * takes node 1 (the empty root leaf the meganode was formatted with). Returns their indices.
+   */
+  private static int[] writeLevel(Meganode m, List<Node> level, boolean leaves) {
+    int[] indices = new int[level.size()];
+    for (int i = 0; i < indices.length; i++) {
+      indices[i] = leaves && i == 0 ? 1 : m.nodes.allocate();
+    }
+    for (int i = 0; i < indices.length; i++) {
+      Node n = level.get(i);
+      n.right = i + 1 < indices.length ? indices[i + 1] : 0;
+      n.incarnation = Math.max(1, m.nodes.incarnationOf(indices[i]) + 1);
+      m.nodes.writeFresh(indices[i], n);
+    }
+    return indices;
   }
 
   /**

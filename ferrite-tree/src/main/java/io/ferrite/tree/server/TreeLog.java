@@ -59,14 +59,35 @@ import java.util.function.Consumer;
  * The remote records are docs/TREE.md's "Meganodes on several servers" protocol: the source logs
  * R_BEGIN before it asks the target, R_END once the target answered the copy, and only then
  * relinks; the target logs MEGANODE and ADOPTED before the copied pairs (PUT), so a crash on either
- * side leaves a pending meganode its source resolves, never an orphan.
+ * side leaves a pending meganode its source resolves, never an orphan. R_BEGIN and R_END order the
+ * source's records as SPLIT_BEGIN and SPLIT_END do (below): R_END moves nothing out of the source
+ * at the replay but drops its pairs from the key up, which the target holds.
  *
- * <p>A split's copy into the target is not logged pair by pair: SPLIT_END moves the pairs from the
- * key up out of the source (writes to the source were blocked from SPLIT_BEGIN on, so they are
- * exactly what was copied), and sets the source's high key and link. A SPLIT_BEGIN with no
- * SPLIT_END before the log ends (or before the next split of the same source) is a split the server
- * died in: the replay deletes its target and keeps the source whole (its right half was never
- * unlinked).
+ * <p>A split's copy into the target is not logged pair by pair: SPLIT_END moves the pairs from the key
+ * up out of the source, and sets the source's high key and link. A SPLIT_BEGIN with no SPLIT_END
+ * before the log ends (or before the next split of the same source) is a split the server died in:
+ * the replay deletes its target and keeps the source whole (its right half was never unlinked).
+ *
+ * <h2>Writes between SPLIT_BEGIN and SPLIT_END</h2>
+ *
+ * During a split only the source's right half (keys from the split key up) is closed to writes
+ * (Cell §2.2); writes to its left half go on, and their PUT and DELETE records, naming the source,
+ * may fall between the split's SPLIT_BEGIN and SPLIT_END, and between SPLIT_END and the relink. The
+ * replay is exact either way because of the order the service keeps:
+ *
+ * <ul>
+ *   <li>every right-half write to the source is logged before SPLIT_BEGIN: a write appends its
+ *       record under the source's structure lock held shared, and the split closes the right half
+ *       under it held exclusively before it appends SPLIT_BEGIN ({@link Meganode#beginSplit});
+ *   <li>between SPLIT_BEGIN and the relink the source has records of left-half keys only, and the
+ *       target none (it is unreachable); after the relink a right-half key is answered RIGHT by the
+ *       source, so its writes name the target and follow SPLIT_END.
+ * </ul>
+ *
+ * So at SPLIT_END the source's image holds, from the key up, exactly the pairs the split copied,
+ * which SPLIT_END moves; the left half's records, before or after it, stay in the source, where the
+ * live server wrote them. A split undone (no SPLIT_END, or SPLIT_ABORT) keeps the source whole with
+ * the left-half writes applied, as the server had it: its right half was never unlinked there.
  */
 final class TreeLog {
   static final int TREE = 1;

@@ -102,6 +102,30 @@ public final class TreeService implements FerriteService {
   /** For tests only: told of every service started from now on (after its replay). */
   static volatile java.util.function.Consumer<TreeService> testStarted;
 
+  /**
+   * How long a write to the right half of a split in progress is held before it is answered {@code
+   * BUSY} (the client tries again): well inside the client's RPC deadline (5 s by default), so a
+   * long copy never makes a write time out.
+   */
+  static final long SPLIT_WAIT_MILLIS = 1000;
+
+  /**
+   * A write found its key in the right half of a split in progress ({@link
+   * Meganode.Write.Status#SPLITTING}): {@link #handle} answers it when the split ends, holding no
+   * thread meanwhile.
+   */
+  private static final class SplitWait extends RuntimeException {
+    private static final long serialVersionUID = 1L;
+    final transient Hosted hosted;
+    final transient byte[] key;
+
+    SplitWait(Hosted hosted, byte[] key) {
+      super("write waits for a meganode split", null, false, false);
+      this.hosted = hosted;
+      this.key = key;
+    }
+  }
+
   /** A simulated crash between the logged steps of a split ({@link #testSplitStep}). */
   static final class Crash extends RuntimeException {
     private static final long serialVersionUID = 1L;
@@ -170,6 +194,12 @@ public final class TreeService implements FerriteService {
   private long extentRegionSize;
   private int extentRegions;
   private Thread splitter;
+
+  /**
+   * Answers {@code BUSY} to the right-half writes a split holds past {@link #SPLIT_WAIT_MILLIS}.
+   */
+  private ScheduledExecutorService splitWaits;
+
   private volatile boolean stopping;
 
   /** For {@link java.util.ServiceLoader}. */
@@ -219,6 +249,7 @@ public final class TreeService implements FerriteService {
       logTimer.scheduleWithFixedDelay(this::syncQuietly, 100, 100, TimeUnit.MILLISECONDS);
     }
     remote.start();
+    splitWaits = Threads.scheduler("tree-split-waits-" + context.serverId());
     splitter = new Thread(this::splitLoop, "tree-splitter-" + context.serverId());
     splitter.setDaemon(true);
     splitter.start();
@@ -292,6 +323,26 @@ public final class TreeService implements FerriteService {
   /** The tree log (for tests): null under {@code tree.log.sync=none}. */
   OpLog log() {
     return log;
+  }
+
+  /** For tests: the key from which writes wait for a split in progress here, or null if none. */
+  byte[] splittingKey() {
+    for (Hosted h : hosted.values()) {
+      byte[] key = h.meganode().splittingKey();
+      if (key != null) {
+        return key;
+      }
+    }
+    return null;
+  }
+
+  /** For probes: the longest relink of any meganode here (every write to it waiting), in ns. */
+  long longestRelinkNanos() {
+    long longest = 0;
+    for (Hosted h : hosted.values()) {
+      longest = Math.max(longest, h.meganode().relinkNanos);
+    }
+    return longest;
   }
 
   /** What the last replay found (for tests): null when nothing is logged. */
@@ -422,6 +473,7 @@ public final class TreeService implements FerriteService {
     } catch (InterruptedException e) {
       Thread.currentThread().interrupt();
     }
+    splitWaits.shutdownNow();
     if (logTimer != null) {
       logTimer.shutdownNow();
       try {
@@ -482,9 +534,59 @@ public final class TreeService implements FerriteService {
         return log.flush().thenApply(v -> answer);
       }
       return CompletableFuture.completedFuture(answer);
+    } catch (SplitWait e) {
+      return afterSplit(e.hosted, e.key);
     } catch (FerriteException e) {
       return CompletableFuture.failedFuture(e);
     }
+  }
+
+  /**
+   * The answer to a write of {@code key} to the right half of leaf meganode {@code h}'s split in
+   * progress (Cell §2.2: that range is locked while it is copied): once the split ends, the key is
+   * past the meganode's new high key and the answer is RIGHT with the new meganode, which the
+   * client writes to (nothing was written here, so nothing to log or flush). It is worked out on
+   * the thread that ends the split, after the relink (a header read, no lock), and no thread waits
+   * meanwhile, so writes to the left half are never queued behind right-half writes on the service
+   * threads. A split given up, or one that takes longer than {@link #SPLIT_WAIT_MILLIS}, answers
+   * {@code BUSY} (nothing written; {@code Tree} tries again).
+   */
+  private CompletableFuture<ByteBuffer> afterSplit(Hosted h, byte[] key) {
+    Meganode m = h.meganode();
+    CompletableFuture<ByteBuffer> answer = new CompletableFuture<>();
+    java.util.concurrent.ScheduledFuture<?> timeout =
+        splitWaits.schedule(
+            () ->
+                answer.completeExceptionally(
+                    new FerriteException(
+                        ErrorCode.BUSY,
+                        "meganode "
+                            + h.id()
+                            + " is splitting and the key is in the half being moved: its split"
+                            + " took over "
+                            + SPLIT_WAIT_MILLIS
+                            + " ms; retry")),
+            SPLIT_WAIT_MILLIS,
+            TimeUnit.MILLISECONDS);
+    m.splitDone()
+        .whenComplete(
+            (v, failure) -> {
+              timeout.cancel(false);
+              Meganode.Write moved = m.outside(key);
+              if (moved != null) {
+                Wire.Writer w = new Wire.Writer();
+                answer(w, moved);
+                answer.complete(w.toBuffer());
+              } else {
+                answer.completeExceptionally(
+                    new FerriteException(
+                        ErrorCode.BUSY,
+                        "meganode "
+                            + h.id()
+                            + "'s split was given up before the key moved; retry"));
+              }
+            });
+    return answer;
   }
 
   /** Whether {@code opcode} may append to the log (its answer then waits under {@code always}). */
@@ -549,7 +651,11 @@ public final class TreeService implements FerriteService {
         if (h.meganode().level() > 0) {
           down(w, h, h.meganode().limits().key(key));
         } else {
-          answer(w, remove(h, key));
+          Meganode.Write result = remove(h, key);
+          if (result.status() == Meganode.Write.Status.SPLITTING) {
+            throw new SplitWait(h, key);
+          }
+          answer(w, result);
         }
       }
       case TreeProtocol.SCAN -> {
@@ -784,13 +890,16 @@ public final class TreeService implements FerriteService {
       case ABSENT -> w.u8(TreeProtocol.ABSENT);
       case RIGHT -> w.u8(TreeProtocol.RIGHT).i64(result.next());
       case RESTART -> w.u8(TreeProtocol.RESTART);
+      case SPLITTING ->
+          throw new FerriteException(ErrorCode.INTERNAL, "a split's wait answered as a write");
     }
   }
 
   /**
    * A put at meganode {@code h}: passed down if it is internal; else written, and the meganode
    * queued for a split once past half full. A put that finds it full waits for that split (on the
-   * splitter thread), then tries again: after the split it may be answered RIGHT.
+   * splitter thread), then tries again: after the split it may be answered RIGHT. A put to the
+   * right half of a split in progress throws {@link SplitWait}: answered when the split ends.
    */
   private void write(Wire.Writer w, Hosted h, byte[] key, byte[] value) {
     Meganode m = h.meganode();
@@ -801,6 +910,9 @@ public final class TreeService implements FerriteService {
     for (int attempt = 0; ; attempt++) {
       try {
         Meganode.Write result = put(h, key, value);
+        if (result.status() == Meganode.Write.Status.SPLITTING) {
+          throw new SplitWait(h, key);
+        }
         if (result.status() == Meganode.Write.Status.CREATED && m.wantsSplit()) {
           requestSplit(h);
         }
@@ -1178,8 +1290,10 @@ public final class TreeService implements FerriteService {
   }
 
   /**
-   * Splits meganode {@code x} (Cell §2.2): writes to it wait while its right half is copied into a
-   * new meganode, then it is relinked and trimmed ({@link Meganode#finishSplit}); the separator is
+   * Splits meganode {@code x} (Cell §2.2): writes to its right half wait while that half is copied
+   * into a new meganode (writes to the left half go on, and are logged between SPLIT_BEGIN and
+   * SPLIT_END: see {@link TreeLog} for why the replay is exact either way), then it is relinked and
+   * trimmed ({@link Meganode#finishSplit}, every write waiting for that alone); the separator is
    * then inserted one meganode level up, or a new root is made over the whole level.
    */
   private void split(Hosted x) {
@@ -1211,19 +1325,12 @@ public final class TreeService implements FerriteService {
         append(TreeLog.split(TreeLog.SPLIT_BEGIN, x.id(), half.key(), yid));
         step("begun");
         y = newMeganode(x.tree(), yid, half.level(), half.key(), half.high(), half.link());
-        for (int i = 0; i < half.keys().size(); i++) {
-          Meganode.Write put =
-              half.level() == 0
-                  ? y.meganode().write(half.keys().get(i), half.values().get(i))
-                  : y.meganode().putChild(half.keys().get(i), half.children().get(i));
-          if (put.status() != Meganode.Write.Status.CREATED) {
-            throw new FerriteException(ErrorCode.INTERNAL, "split copy: " + put);
-          }
-        }
+        y.meganode().fill(half.keys(), half.values(), half.children());
         step("copied");
         // ... and its end, before the relink: a crash before this line leaves a split the replay
-        // undoes (target deleted, source whole), after it one the replay completes. Writes to x
-        // and y resume only after the relink, so their records follow this one.
+        // undoes (target deleted, source whole), after it one the replay completes. Writes to x's
+        // right half and to y resume only after the relink, so their records follow this one; x's
+        // left half's may come before or after it (TreeLog: either way they stay in x).
         append(TreeLog.split(TreeLog.SPLIT_END, x.id(), half.key(), yid));
         step("ended");
         yp = y.pointer();

@@ -5,6 +5,7 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import io.ferrite.fabric.testing.SeedExtension;
 import io.ferrite.kv.server.ExtentAllocator;
 import io.ferrite.tree.MeganodeReader;
 import io.ferrite.tree.MeganodeReader.Outcome;
@@ -16,8 +17,10 @@ import java.util.Arrays;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
+import java.util.Random;
 import java.util.TreeMap;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.ExtendWith;
 
 /**
  * A meganode split under a search that read the meganode's header before it (Cell §2.2–2.4): the
@@ -25,6 +28,7 @@ import org.junit.jupiter.api.Test;
  * right — the value for a key that stayed, RIGHT to the new meganode for one that moved — and a
  * scan begun before the split must continue in the new meganode with no key lost or repeated.
  */
+@ExtendWith(SeedExtension.class)
 class MeganodeSplitTest extends MeganodeFixture {
   static final int NODE = 512;
   static final long Y = 0x7_0000_0009L;
@@ -67,9 +71,7 @@ class MeganodeSplitTest extends MeganodeFixture {
         y[0] =
             new Meganode(
                 region(4096L * NODE), NODE, extents(), 0, half.key(), half.high(), half.link());
-        for (int i = 0; i < half.keys().size(); i++) {
-          y[0].write(half.keys().get(i), half.values().get(i));
-        }
+        y[0].fill(half.keys(), half.values(), half.children()); // as TreeService copies
         x.finishSplit(half.key(), Y);
         splitKey = half.key();
       }
@@ -122,6 +124,54 @@ class MeganodeSplitTest extends MeganodeFixture {
       assertNull(MeganodeShape.check(x), "left shape");
       assertNull(MeganodeShape.check(source.y[0]), "right shape");
     }
+  }
+
+  /**
+   * {@link Meganode#fill}, a split's copy: from 1 to 3 000 sorted pairs (1 to 3 local levels), and
+   * an internal meganode's child pointers: the shape is whole, the contents are the pairs, and
+   * seeded random puts and deletes after it keep both right (the nodes it packed split as any).
+   */
+  @Test
+  void aFilledMeganodeIsWholeAndTakesWritesAfter(Random random) {
+    for (int n : new int[] {1, 2, 13, 400, 3000}) {
+      TreeMap<byte[], byte[]> model = TreeModel.model();
+      List<byte[]> keys = new ArrayList<>();
+      List<byte[]> values = new ArrayList<>();
+      for (int i = 0; i < n; i++) {
+        byte[] v = new byte[random.nextInt(30)];
+        random.nextBytes(v);
+        keys.add(key(2 * i));
+        values.add(v);
+        model.put(key(2 * i), v);
+      }
+      Meganode y = new Meganode(region(4096L * NODE), NODE, extents(), 0, key(0), null, 0);
+      y.fill(keys, values, List.of());
+      assertNull(MeganodeShape.check(y), "shape after filling " + n);
+      TreeModel.assertPairs(new ArrayList<>(model.entrySet()), y.all(), "filled " + n);
+      for (int op = 0; op < 2000; op++) {
+        byte[] k = key(random.nextInt(2 * n + 10));
+        if (random.nextInt(4) == 0) {
+          assertEquals(model.remove(k) != null, y.delete(k), "delete after fill " + n);
+        } else {
+          assertEquals(model.put(k, k) == null, y.put(k, k), "put after fill " + n);
+        }
+      }
+      assertNull(MeganodeShape.check(y), "shape after writes " + n);
+      TreeModel.assertPairs(new ArrayList<>(model.entrySet()), y.all(), "written " + n);
+    }
+    Meganode internal = new Meganode(region(4096L * NODE), NODE, extents(), 1, key(0), null, 0);
+    List<byte[]> keys = new ArrayList<>();
+    List<Long> children = new ArrayList<>();
+    for (int i = 0; i < 1000; i++) {
+      keys.add(key(i));
+      children.add(0x1_0000_0000L + i);
+    }
+    internal.fill(keys, List.of(), children);
+    assertNull(MeganodeShape.check(internal), "internal shape");
+    List<Long> got = new ArrayList<>();
+    internal.forEachEntry((k, v, child) -> got.add(child));
+    assertEquals(children, got, "child pointers");
+    assertEquals(0x1_0000_0000L + 500, internal.search(key(500)).pointer());
   }
 
   @Test
