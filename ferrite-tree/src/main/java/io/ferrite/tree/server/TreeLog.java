@@ -63,10 +63,11 @@ import java.util.function.Consumer;
  * source's records as SPLIT_BEGIN and SPLIT_END do (below): R_END moves nothing out of the source
  * at the replay but drops its pairs from the key up, which the target holds.
  *
- * <p>A split's copy into the target is not logged pair by pair: SPLIT_END moves the pairs from the key
- * up out of the source, and sets the source's high key and link. A SPLIT_BEGIN with no SPLIT_END
- * before the log ends (or before the next split of the same source) is a split the server died in:
- * the replay deletes its target and keeps the source whole (its right half was never unlinked).
+ * <p>A split's copy into the target is not logged pair by pair: SPLIT_END moves the pairs from the
+ * key up out of the source, and sets the source's high key and link. A SPLIT_BEGIN with no
+ * SPLIT_END before the log ends (or before the next split of the same source) is a split the server
+ * died in: the replay deletes its target and keeps the source whole (its right half was never
+ * unlinked).
  *
  * <h2>Writes between SPLIT_BEGIN and SPLIT_END</h2>
  *
