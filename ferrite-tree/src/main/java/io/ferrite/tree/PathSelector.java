@@ -152,6 +152,38 @@ public final class PathSelector {
    */
   static final int BOOTSTRAP = 3;
 
+  /**
+   * Searches of one exploration, made by one thread back to back: the first one's sample is
+   * dropped, the others are kept. A thread's first search by the path it has not been taking pays
+   * for the switch, and over tcp that is most of it: measured at 1 thread (bench tree, tcp), a
+   * server-side get took 7 to 17 µs after a server-side get and 27 to 320 µs after a client-side
+   * one (the client-side get, 23 µs warm, 29 to 360 µs after a server-side one). Explorations of
+   * one search each therefore saw only the switched cost of the path not taken, and AUTO stayed on
+   * whichever path it was on: 0.18 to 0.44 of the server path at 1 thread. The share of the
+   * searches and of the time spent exploring stays about {@code explore}: an exploration starts
+   * with probability {@code explore / BURST} and its whole time gates the next one.
+   */
+  static final int BURST = 4;
+
+  /**
+   * Consecutive samples beyond their window, on the same side, that are read as a level shift: the
+   * window is then restarted from them. Beyond means farther than {@code K·σ} from the mean (an
+   * outlier, else dropped) or outside every sample the window holds (a window of 100 has a chance
+   * of about 1 in 100 per sample to see one, 1 in a million for three in a row). Without it a
+   * window followed a shift only once a period of {@code samples} dropped more than it kept: for
+   * the path not taken, whose samples are explorations about {@code explore} of the time, that was
+   * most of a bench phase, the 16 threads on the slower path all along (the tcp herd); and a shift
+   * within {@code K·σ} of a wide window, never dropped, moved its mean by 1/{@code samples} per
+   * sample. Three: one exploration's kept samples ({@link #BURST} − 1).
+   */
+  static final int SHIFT_RUN = 3;
+
+  /**
+   * How long an exploration's thread keeps the gate between its searches ({@link #BURST}): no other
+   * exploration starts meanwhile; past it, a thread that stopped searching no longer holds it.
+   */
+  static final long BURST_HOLD_NANOS = 10_000_000L;
+
   /** An exploration is in flight: no other starts until it ends. */
   private static final long EXPLORING = Long.MAX_VALUE;
 
@@ -224,6 +256,18 @@ public final class PathSelector {
    */
   public Choice choose(int server) {
     Server s = server(server);
+    // A volatile read of a field written twice per exploration; the owner's next searches go on
+    // exploring (BURST), without a draw.
+    Thread owner = s.burstOwner;
+    if (owner != null && owner == Thread.currentThread()) {
+      Choice b = continueBurst(s);
+      if (b != null) {
+        if (settings.queues()) {
+          (b.path() == Tree.Path.SERVER ? s.inFlightServer : s.inFlightClient).incrementAndGet();
+        }
+        return b;
+      }
+    }
     double u = random.getAsDouble();
     double ts = s.serverUnit;
     double tr = s.clientUnit;
@@ -252,7 +296,7 @@ public final class PathSelector {
       // search pays a cold start, so it is explored again (one at a time, ungated) until its
       // median sees past that.
       boolean cold = (server1 ? s.clientSamples : s.serverSamples) < BOOTSTRAP;
-      c = cold || u < pe ? explore(s, other(best), Choice.of(best, true, false)) : b;
+      c = cold || u < pe / BURST ? explore(s, other(best), Choice.of(best, true, false)) : b;
     }
     if (c.timed()) {
       long now = clock.getAsLong();
@@ -290,9 +334,30 @@ public final class PathSelector {
     if (gate != EXPLORING
         && clock.getAsLong() >= gate
         && s.exploreGate.compareAndSet(gate, EXPLORING)) {
+      // Plain fields, published to whichever thread next takes the gate by its volatile writes;
+      // read and written only by the thread holding it.
+      s.burstPath = path;
+      s.burstDone = 0;
+      s.burstCost = 0;
+      s.burstOwner = Thread.currentThread();
       return Choice.of(path, true, true);
     }
     return otherwise;
+  }
+
+  /**
+   * The next search of the calling thread's exploration of {@code s}, or null if another thread
+   * took the gate after this one's hold lapsed ({@link #BURST_HOLD_NANOS}).
+   */
+  private Choice continueBurst(Server s) {
+    long gate = s.exploreGate.get();
+    if (gate != EXPLORING && s.exploreGate.compareAndSet(gate, EXPLORING)) {
+      if (s.burstOwner == Thread.currentThread()) {
+        return Choice.of(s.burstPath, true, true);
+      }
+      s.exploreGate.set(gate); // lost to a new exploration between the two reads: given back
+    }
+    return null;
   }
 
   /**
@@ -317,7 +382,10 @@ public final class PathSelector {
     if (settings.queues()) {
       (c.path() == Tree.Path.SERVER ? s.inFlightServer : s.inFlightClient).decrementAndGet();
     }
-    if (ok && c.timed() && s.lock.tryLock()) {
+    // The first search of an exploration by its thread (BURST) pays the switch: not sampled.
+    boolean mine = c.explored() && s.burstOwner == Thread.currentThread();
+    boolean switched = mine && s.burstDone == 0;
+    if (ok && c.timed() && !switched && s.lock.tryLock()) {
       try {
         sample(s, c.path(), nanos, reads);
       } finally {
@@ -333,9 +401,19 @@ public final class PathSelector {
       // path costs, and it barred exploration for the rest of a bench phase; a path that stalls
       // every time has the stalls in its estimate.
       double unit = server1 ? s.serverUnit : s.clientUnit;
-      double cost = Double.isNaN(unit) ? nanos : Math.min(nanos, unit);
-      double wait = p > 0 && had >= BOOTSTRAP ? Math.max(0, cost) * (1 / p - 1) : 0;
-      s.exploreGate.set(clock.getAsLong() + (long) Math.min(wait, settings.idleNanos()));
+      double cost = Math.max(0, Double.isNaN(unit) ? nanos : Math.min(nanos, unit));
+      long now = clock.getAsLong();
+      if (mine) {
+        s.burstCost += cost;
+        if (++s.burstDone < BURST) {
+          s.exploreGate.set(now + BURST_HOLD_NANOS); // volatile: after the burst's fields
+          return;
+        }
+        cost = s.burstCost;
+        s.burstOwner = null;
+      }
+      double wait = p > 0 && had >= BOOTSTRAP ? cost * (1 / p - 1) : 0;
+      s.exploreGate.set(now + (long) Math.min(wait, settings.idleNanos()));
     }
   }
 
@@ -410,6 +488,16 @@ public final class PathSelector {
      */
     final AtomicLong exploreGate = new AtomicLong(Long.MIN_VALUE);
 
+    /**
+     * The thread whose exploration this is ({@link #BURST}), null between explorations. Volatile:
+     * read by every {@link #choose}; the burst fields below are the owner's alone.
+     */
+    volatile Thread burstOwner;
+
+    Tree.Path burstPath;
+    int burstDone;
+    double burstCost;
+
     double readsPerSearch;
     long searches;
 
@@ -460,6 +548,15 @@ public final class PathSelector {
     int droppedInPeriod;
     long last;
 
+    /** The current run of samples beyond the window on one side ({@link #SHIFT_RUN}). */
+    final double[] run = new double[SHIFT_RUN];
+
+    int runLength;
+    int runSide;
+
+    /** Level shifts read from runs, for tests and diagnostics. */
+    long shifts;
+
     /** Scratch for {@link #estimate}'s median (under the server's lock). */
     private final double[] sorted;
 
@@ -501,25 +598,42 @@ public final class PathSelector {
       return Math.sqrt(Math.max(0, sumSquares / count - m * m));
     }
 
-    /** Drops an outlier, or keeps the sample (evicting the oldest); forgets a changed history. */
+    /**
+     * Drops an outlier, or keeps the sample (evicting the oldest); restarts the window from a run
+     * of {@link #SHIFT_RUN} samples beyond it on one side; forgets a changed history. O(n) for the
+     * window's range once it holds {@link #MIN_FOR_OUTLIERS} (timed searches only).
+     */
     void add(double sample, long now, double k) {
       last = now;
-      double sigma = sigma();
-      if (count >= MIN_FOR_OUTLIERS && sigma > 0 && Math.abs(sample - mean()) >= k * sigma) {
+      boolean outlier = false;
+      if (count >= MIN_FOR_OUTLIERS) {
+        double mean = mean();
+        double sigma = sigma();
+        outlier = sigma > 0 && Math.abs(sample - mean) >= k * sigma;
+        int side = outlier ? (sample > mean ? 1 : -1) : beyond(sample);
+        if (side == 0) {
+          runLength = 0;
+        } else {
+          if (side != runSide) {
+            runLength = 0;
+            runSide = side;
+          }
+          run[runLength++] = sample;
+          if (runLength == SHIFT_RUN) {
+            // A level shift: the window restarts from the run (its lower median the estimate).
+            shifts++;
+            clear();
+            for (double r : run) {
+              keep(r);
+            }
+            return;
+          }
+        }
+      }
+      if (outlier) {
         droppedInPeriod++;
       } else {
-        keptInPeriod++;
-        if (count == ring.length) {
-          double old = ring[next];
-          sum -= old;
-          sumSquares -= old * old;
-        } else {
-          count++;
-        }
-        ring[next] = sample;
-        next = (next + 1) % ring.length;
-        sum += sample;
-        sumSquares += sample * sample;
+        keep(sample);
       }
       if (keptInPeriod + droppedInPeriod >= ring.length) {
         boolean changed = droppedInPeriod > keptInPeriod;
@@ -529,6 +643,33 @@ public final class PathSelector {
           clear();
         }
       }
+    }
+
+    /** 1 if {@code sample} is above every sample held, -1 if below every one, else 0. */
+    private int beyond(double sample) {
+      boolean above = true;
+      boolean below = true;
+      for (int i = 0; i < count; i++) {
+        double v = ring[i];
+        above &= sample > v;
+        below &= sample < v;
+      }
+      return above ? 1 : below ? -1 : 0;
+    }
+
+    private void keep(double sample) {
+      keptInPeriod++;
+      if (count == ring.length) {
+        double old = ring[next];
+        sum -= old;
+        sumSquares -= old * old;
+      } else {
+        count++;
+      }
+      ring[next] = sample;
+      next = (next + 1) % ring.length;
+      sum += sample;
+      sumSquares += sample * sample;
     }
 
     /**
@@ -554,6 +695,8 @@ public final class PathSelector {
       sumSquares = 0;
       keptInPeriod = 0;
       droppedInPeriod = 0;
+      runLength = 0;
+      runSide = 0;
     }
   }
 }

@@ -7,6 +7,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import io.ferrite.fabric.testing.SeedExtension;
 import java.util.Random;
 import java.util.concurrent.atomic.AtomicLong;
+import java.util.concurrent.atomic.AtomicReference;
 import java.util.function.DoubleSupplier;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.ExtendWith;
@@ -53,6 +54,9 @@ class PathSelectorTest {
     assertEquals(Tree.Path.SERVER, decide(s), "no estimate of the server path: it goes first");
     feed(s, random, Tree.Path.SERVER, 10_000, 1, 1);
     assertEquals(Tree.Path.CLIENT, decide(s), "no estimate of the client path: it goes next");
+    for (int i = 1; i < PathSelector.BURST; i++) {
+      assertEquals(Tree.Path.CLIENT, decide(s), "the same thread's exploration goes on");
+    }
     // Searches of 2 reads of 8 µs (16 µs) against one RPC of 10 µs: server-side.
     feed(s, random, Tree.Path.CLIENT, 16_000, 2, 50);
     feed(s, random, Tree.Path.SERVER, 10_000, 1, 50);
@@ -252,25 +256,73 @@ class PathSelectorTest {
       assertEquals(Tree.Path.SERVER, c.path());
     }
     assertBinomial(timed, n, 1.0 / 16, "timed while steady");
-    // A load shift: the server's searches take 200 µs, outliers of the window; past 1 + 1/8 of
-    // the samples its period kept (about 20 here) the window is no longer steady and every search
-    // is timed again.
-    feed(s, random, Tree.Path.SERVER, 200_000, 1, 6);
+    // A load shift: the server's searches take 14 µs (still below the client path's 16),
+    // outliers of the window; two are dropped and leave it steady ...
+    feed(s, random, Tree.Path.SERVER, 14_000, 1, 2);
+    assertEquals(10_000, s.estimates(S)[0], 500, "two outliers dropped");
     fixed[0] = 0.5;
-    assertEquals(PathSelector.Choice.SERVER_TIMED, s.choose(S), "a shift suspected: timed");
+    c = s.choose(S);
+    assertEquals(PathSelector.Choice.SERVER, c, "two outliers: still steady");
+    s.finished(S, c, 0, 0, false);
+    // ... the third on the same side is a level shift: the window restarts from the three, and
+    // every search is timed again while it fills.
+    feed(s, random, Tree.Path.SERVER, 14_000, 1, 1);
+    assertEquals(14_000, s.estimates(S)[0], 800, "the window restarted from the run");
+    assertEquals(PathSelector.Choice.SERVER_TIMED, s.choose(S), "a window filling: timed");
+  }
+
+  /** {@code s.choose(S)} from another thread (a failure there fails the test). */
+  static PathSelector.Choice onOtherThread(PathSelector s) throws InterruptedException {
+    AtomicReference<PathSelector.Choice> out = new AtomicReference<>();
+    AtomicReference<Throwable> failed = new AtomicReference<>();
+    Thread t =
+        new Thread(
+            () -> {
+              try {
+                PathSelector.Choice c = s.choose(S);
+                s.finished(S, c, 0, 0, false);
+                out.set(c);
+              } catch (Throwable e) {
+                failed.set(e);
+              }
+            },
+            "path-selector-test-other");
+    t.start();
+    t.join();
+    if (failed.get() != null) {
+      throw new AssertionError("the other thread failed", failed.get());
+    }
+    return out.get();
   }
 
   @Test
-  void anExplorationBarsTheNextUntilItsTimeIsPOfTheTimeSince() {
+  void anExplorationIsFourSearchesOfOneThreadTheFirstNotSampled() throws InterruptedException {
+    // Draws of 0.99: no exploration by chance; only the client path's missing estimate starts one.
+    PathSelector s = sampling(0.01, 16, () -> 0.99);
+    s.sample(S, Tree.Path.SERVER, 10_000, 1);
+    PathSelector.Choice c = s.choose(S);
+    assertEquals(PathSelector.Choice.CLIENT_EXPLORED, c, "no client estimate: explored");
+    assertEquals(PathSelector.Choice.SERVER_TIMED, onOtherThread(s), "one exploration at a time");
+    // The thread's first client-side search pays its switch (300 µs): not sampled.
+    clock.addAndGet(300_000);
+    s.finished(S, c, 300_000, 2, true);
+    assertEquals(0, s.estimates(S)[1], "the switch is no sample");
+    for (int i = 1; i < PathSelector.BURST; i++) {
+      assertEquals(
+          Tree.Path.SERVER, onOtherThread(s).path(), "the exploring thread keeps the gate");
+      c = s.choose(S);
+      assertEquals(PathSelector.Choice.CLIENT_EXPLORED, c, "the same thread goes on: " + i);
+      clock.addAndGet(30_000);
+      s.finished(S, c, 30_000, 2, true);
+    }
+    assertEquals(15_000, s.estimates(S)[1], 1e-9, "three warm samples of 2 reads of 15 µs");
+    assertEquals(PathSelector.Choice.SERVER_TIMED, s.choose(S), "10 µs against 30: done");
+  }
+
+  @Test
+  void anExplorationBarsTheNextUntilItsTimeIsPOfTheTimeSince() throws InterruptedException {
     // Every draw 0: each decision wants to explore; only the gate says no.
     PathSelector s = sampling(0.01, 16, () -> 0.0);
-    assertEquals(PathSelector.Choice.SERVER_TIMED, s.choose(S), "no estimate: server first");
-    s.sample(S, Tree.Path.SERVER, 10_000, 1);
-    PathSelector.Choice boot = s.choose(S);
-    assertEquals(PathSelector.Choice.CLIENT_EXPLORED, boot, "no client estimate: explored");
-    assertEquals(
-        PathSelector.Choice.SERVER_TIMED, s.choose(S), "one exploration in flight at a time");
-    s.finished(S, boot, 30_000, 2, true);
     for (int i = 0; i < 20; i++) {
       s.sample(S, Tree.Path.SERVER, 10_000, 1);
       s.sample(S, Tree.Path.CLIENT, 30_000, 2);
@@ -278,35 +330,42 @@ class PathSelectorTest {
     PathSelector.Choice first = s.choose(S);
     assertEquals(PathSelector.Choice.CLIENT_EXPLORED, first);
     assertEquals(
-        PathSelector.Choice.SERVER_TIMED, s.choose(S), "one exploration in flight at a time");
-    // It stalled for 10 ms, a one-off (descheduled, say; the client path's estimate is 2 reads
-    // of 15 µs): the next waits 30 µs · (1/0.01 − 1) only.
+        PathSelector.Choice.SERVER_TIMED, onOtherThread(s), "one exploration in flight at a time");
+    // Its first search stalled for 10 ms, a one-off (descheduled, say): it counts for no more
+    // than the path's estimate, 2 reads of 15 µs; the three others take 30 µs each. The next
+    // exploration waits 4 · 30 µs · (1/0.01 − 1) = 11.88 ms.
     clock.addAndGet(10_000_000L);
     s.finished(S, first, 10_000_000L, 2, true);
-    clock.addAndGet(2_900_000L);
-    assertEquals(Tree.Path.SERVER, s.choose(S).path(), "2.9 ms later: not yet");
-    clock.addAndGet(100_000L);
-    first = s.choose(S);
-    assertEquals(PathSelector.Choice.CLIENT_EXPLORED, first, "3 ms later: explored again");
-    // The client path stalls every time (one-sided reads over tcp): its estimate says so, and
-    // the next exploration waits 10 ms · (1/0.01 − 1).
-    for (int i = 0; i < 200; i++) {
-      s.sample(S, Tree.Path.CLIENT, 10_000_000, 2);
+    for (int i = 1; i < PathSelector.BURST; i++) {
+      PathSelector.Choice c = s.choose(S);
+      assertEquals(PathSelector.Choice.CLIENT_EXPLORED, c);
+      clock.addAndGet(30_000L);
+      s.finished(S, c, 30_000L, 2, true);
     }
-    clock.addAndGet(10_000_000L);
-    s.finished(S, first, 10_000_000L, 2, true);
-    clock.addAndGet(989_000_000L);
-    assertEquals(Tree.Path.SERVER, s.choose(S).path(), "989 ms later: not yet");
-    clock.addAndGet(2_000_000L);
-    PathSelector.Choice again = s.choose(S);
-    assertEquals(PathSelector.Choice.CLIENT_EXPLORED, again, "991 ms later: explored again");
-    // A quick exploration (60 µs) bars the next for 5.94 ms only.
-    clock.addAndGet(60_000L);
-    s.finished(S, again, 60_000L, 2, true);
-    clock.addAndGet(5_900_000L);
-    assertEquals(Tree.Path.SERVER, s.choose(S).path());
+    clock.addAndGet(11_800_000L);
+    assertEquals(Tree.Path.SERVER, onOtherThread(s).path(), "11.8 ms later: not yet");
+    assertEquals(Tree.Path.SERVER, s.choose(S).path(), "nor for the thread that explored");
     clock.addAndGet(100_000L);
-    assertEquals(PathSelector.Choice.CLIENT_EXPLORED, s.choose(S));
+    assertEquals(PathSelector.Choice.CLIENT_EXPLORED, s.choose(S), "11.9 ms later: explored");
+  }
+
+  @Test
+  void aThreadThatStopsMidExplorationHoldsTheGateForTenMillisecondsAtMost()
+      throws InterruptedException {
+    PathSelector s = sampling(0.01, 16, () -> 0.0);
+    for (int i = 0; i < 20; i++) {
+      s.sample(S, Tree.Path.SERVER, 10_000, 1);
+      s.sample(S, Tree.Path.CLIENT, 30_000, 2);
+    }
+    PathSelector.Choice c = s.choose(S);
+    assertEquals(PathSelector.Choice.CLIENT_EXPLORED, c);
+    clock.addAndGet(30_000L);
+    s.finished(S, c, 30_000L, 2, true);
+    // This thread searches no more; another may explore once the hold lapses.
+    clock.addAndGet(PathSelector.BURST_HOLD_NANOS - 1_000);
+    assertEquals(Tree.Path.SERVER, onOtherThread(s).path(), "held");
+    clock.addAndGet(2_000);
+    assertEquals(PathSelector.Choice.CLIENT_EXPLORED, onOtherThread(s), "the hold lapsed");
   }
 
   @Test
@@ -332,20 +391,25 @@ class PathSelectorTest {
     }
     // The first server-side search paid a cold start: 10 ms against 32 µs.
     s.sample(S, Tree.Path.SERVER, 10_000_000, 1);
-    // Its second search was still cold (5 ms): explored again at once all the same.
+    // An exploration of four searches, each failing (no sample): 1 sample still, so the next
+    // exploration starts at once, not 4 · 5 ms · (1/0.01 − 1) later.
+    for (int i = 0; i < PathSelector.BURST; i++) {
+      PathSelector.Choice c = s.choose(S);
+      assertEquals(PathSelector.Choice.SERVER_EXPLORED, c, "1 sample of the server: " + i);
+      clock.addAndGet(5_000_000);
+      s.finished(S, c, 5_000_000, 1, false);
+    }
     PathSelector.Choice c = s.choose(S);
-    assertEquals(PathSelector.Choice.SERVER_EXPLORED, c, "1 sample of the server");
+    assertEquals(PathSelector.Choice.SERVER_EXPLORED, c, "still 1 sample: explored at once");
     clock.addAndGet(5_000_000);
-    s.finished(S, c, 5_000_000, 1, true);
-    c = s.choose(S);
-    assertEquals(PathSelector.Choice.SERVER_EXPLORED, c, "2 samples, not gated for 495 ms");
-    clock.addAndGet(10_000);
-    s.finished(S, c, 10_000, 1, true);
-    c = s.choose(S);
-    assertEquals(PathSelector.Choice.CLIENT_TIMED, c, "3 samples: 5 ms, the median, is worse");
-    s.finished(S, c, 0, 0, false);
-    s.sample(S, Tree.Path.SERVER, 10_000, 1);
+    s.finished(S, c, 5_000_000, 1, true); // its switch: not sampled
+    for (int i = 1; i < PathSelector.BURST; i++) {
+      c = s.choose(S);
+      assertEquals(PathSelector.Choice.SERVER_EXPLORED, c);
+      clock.addAndGet(10_000);
+      s.finished(S, c, 10_000, 1, true);
+    }
     assertEquals(
-        PathSelector.Choice.SERVER_TIMED, s.choose(S), "the median of four: 10 µs, the better");
+        PathSelector.Choice.SERVER_TIMED, s.choose(S), "the lower median of four: 10 µs, better");
   }
 }
