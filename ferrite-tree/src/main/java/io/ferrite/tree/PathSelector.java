@@ -191,6 +191,13 @@ public final class PathSelector {
   private final LongSupplier clock;
   private final DoubleSupplier random;
   private final double sampled;
+
+  /**
+   * The probability that a choice starts an exploration: q such that explorations of {@link #BURST}
+   * searches are {@code explore} of the searches, p = B·q / (1 + (B − 1)·q).
+   */
+  private final double startExplore;
+
   private final Map<Integer, Server> servers = new ConcurrentHashMap<>();
 
   /** {@link #servers} by id below {@link #DIRECT_SERVERS}, copied on growth (rare). */
@@ -205,6 +212,8 @@ public final class PathSelector {
     this.clock = clock;
     this.random = random;
     this.sampled = 1.0 / settings.sampling();
+    double p = settings.explore();
+    this.startExplore = p / (BURST - (BURST - 1) * p);
   }
 
   public Settings settings() {
@@ -296,7 +305,7 @@ public final class PathSelector {
       // search pays a cold start, so it is explored again (one at a time, ungated) until its
       // median sees past that.
       boolean cold = (server1 ? s.clientSamples : s.serverSamples) < BOOTSTRAP;
-      c = cold || u < pe / BURST ? explore(s, other(best), Choice.of(best, true, false)) : b;
+      c = cold || u < startExplore ? explore(s, other(best), Choice.of(best, true, false)) : b;
     }
     if (c.timed()) {
       long now = clock.getAsLong();
@@ -332,7 +341,7 @@ public final class PathSelector {
     // Compared directly, not by difference: the gate starts at Long.MIN_VALUE (open), and
     // System.nanoTime wraps only after centuries.
     if (gate != EXPLORING
-        && clock.getAsLong() >= gate
+        && (s.debtPaid || clock.getAsLong() >= gate)
         && s.exploreGate.compareAndSet(gate, EXPLORING)) {
       // Plain fields, published to whichever thread next takes the gate by its volatile writes;
       // read and written only by the thread holding it.
@@ -340,6 +349,10 @@ public final class PathSelector {
       s.burstDone = 0;
       s.burstCost = 0;
       s.burstOwner = Thread.currentThread();
+      // Not paid until this exploration ends and its time is worked off (the debt is set then;
+      // samples pay nothing while an exploration has an owner). A sample racing this write may
+      // leave it paid: at worst a second exploration overlaps this one.
+      s.debtPaid = false;
       return Choice.of(path, true, true);
     }
     return otherwise;
@@ -387,7 +400,11 @@ public final class PathSelector {
     boolean switched = mine && s.burstDone == 0;
     if (ok && c.timed() && !switched && s.lock.tryLock()) {
       try {
-        sample(s, c.path(), nanos, reads);
+        // The searches this sample stands for: 1 in (explore + 1/sampling) of a steady path's
+        // searches is timed; explorations are no work of the chosen path.
+        boolean steady = c.path() == Tree.Path.SERVER ? s.serverSteady : s.clientSteady;
+        double weight = c.explored() ? 0 : steady ? 1 / (settings.explore() + sampled) : 1;
+        sample(s, c.path(), nanos, reads, weight);
       } finally {
         s.lock.unlock();
       }
@@ -413,6 +430,13 @@ public final class PathSelector {
         s.burstOwner = null;
       }
       double wait = p > 0 && had >= BOOTSTRAP ? cost * (1 / p - 1) : 0;
+      s.lock.lock(); // once per exploration
+      try {
+        s.exploreDebt = wait;
+        s.debtPaid = wait <= 0;
+      } finally {
+        s.lock.unlock();
+      }
       s.exploreGate.set(now + (long) Math.min(wait, settings.idleNanos()));
     }
   }
@@ -422,15 +446,21 @@ public final class PathSelector {
     Server s = server(server);
     s.lock.lock();
     try {
-      sample(s, path, nanos, reads);
+      sample(s, path, nanos, reads, 1);
     } finally {
       s.lock.unlock();
     }
   }
 
-  /** Under {@code s.lock}. */
-  private void sample(Server s, Tree.Path path, long nanos, long reads) {
+  /** Under {@code s.lock}; the sample stands for {@code weight} searches' work. */
+  private void sample(Server s, Tree.Path path, long nanos, long reads, double weight) {
     long now = clock.getAsLong();
+    if (!s.debtPaid && s.burstOwner == null) {
+      s.exploreDebt -= nanos * weight;
+      if (s.exploreDebt <= 0) {
+        s.debtPaid = true; // volatile: opens the gate to explore()
+      }
+    }
     if (path == Tree.Path.SERVER) {
       s.server.add(nanos, now, settings.outlierK());
     } else if (reads > 0) {
@@ -493,6 +523,20 @@ public final class PathSelector {
      * read by every {@link #choose}; the burst fields below are the owner's alone.
      */
     volatile Thread burstOwner;
+
+    /**
+     * The work (ns of searches, summed over the threads, from the samples) still to be done by the
+     * paths chosen before the next exploration may start: an exploration's time over {@code
+     * explore}. With one thread it is about the time the clock gate {@link #exploreGate} waits;
+     * with 16 it is paid 16 times sooner, so that explorations keep about {@code explore} of all
+     * the searches' time, not of one thread's (simulated: 16 threads came back to the server path
+     * 40 to 60 ms after a busy phase ended, the gate set by 200 µs explorations). Under {@link
+     * #lock}.
+     */
+    double exploreDebt;
+
+    /** Whether {@link #exploreDebt} is paid: the gate is then open whatever its time says. */
+    volatile boolean debtPaid = true;
 
     Tree.Path burstPath;
     int burstDone;

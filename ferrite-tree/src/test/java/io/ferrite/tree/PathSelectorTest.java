@@ -412,4 +412,122 @@ class PathSelectorTest {
     assertEquals(
         PathSelector.Choice.SERVER_TIMED, s.choose(S), "the lower median of four: 10 µs, better");
   }
+
+  /**
+   * Scripted latencies of a get by each path (ns), given the searches on each path now and whether
+   * this search switches its thread's path.
+   */
+  interface Latency {
+    double of(Tree.Path path, int onServer, int onClient, boolean switched);
+  }
+
+  /**
+   * Runs {@code threads} simulated threads for {@code nanos} of the fake clock, round robin on this
+   * thread (each search takes its scripted latency ±5 %, seeded; the clock advances by it over
+   * {@code threads}, as that many run at once) and returns {@code {searches, server-side ones,
+   * summed latency (ns)}}. {@code last} holds each simulated thread's path, across calls.
+   */
+  long[] simulate(
+      PathSelector s, Random r, Tree.Path[] last, Latency latency, long nanos, int threads) {
+    long end = clock.get() + nanos;
+    long searches = 0;
+    long server = 0;
+    long total = 0;
+    while (clock.get() < end) {
+      for (int t = 0; t < threads; t++) {
+        PathSelector.Choice c = s.choose(S);
+        int onServer = 0;
+        for (int u = 0; u < threads; u++) {
+          onServer += u != t && last[u] == Tree.Path.SERVER ? 1 : 0;
+        }
+        int onClient = threads - 1 - onServer + (c.path() == Tree.Path.CLIENT ? 1 : 0);
+        onServer += c.path() == Tree.Path.SERVER ? 1 : 0;
+        boolean switched = last[t] != null && last[t] != c.path();
+        long nanosOf =
+            (long)
+                (latency.of(c.path(), onServer, onClient, switched)
+                    * (0.95 + 0.1 * r.nextDouble()));
+        last[t] = c.path();
+        clock.addAndGet(Math.max(1, nanosOf / threads));
+        s.finished(S, c, c.timed() ? nanosOf : 0, c.path() == Tree.Path.CLIENT ? 2 : 1, true);
+        searches++;
+        server += c.path() == Tree.Path.SERVER ? 1 : 0;
+        total += nanosOf;
+      }
+    }
+    return new long[] {searches, server, total};
+  }
+
+  @Test
+  void oneThreadComesBackToAPathWhoseFirstSearchPaysTheSwitch(Random random) {
+    // Over tcp at 1 thread (bench tree, measured): a server-side get takes 8 µs after a
+    // server-side one and about 150 µs more after a client-side one; a client-side get (2 reads)
+    // 20 µs, 30 µs more after a server-side one. The server is busy first (200 µs), then idle.
+    PathSelector s =
+        new PathSelector(PathSelector.Settings.defaults(), clock::get, random::nextDouble);
+    boolean[] busy = {true};
+    Latency tcp =
+        (path, onServer, onClient, switched) ->
+            path == Tree.Path.SERVER
+                ? (busy[0] ? 200_000 : 8_000) + (switched ? 150_000 : 0)
+                : 20_000 + (switched ? 30_000 : 0);
+    Tree.Path[] last = new Tree.Path[1];
+    long[] b = simulate(s, random, last, tcp, 200_000_000L, 1);
+    assertTrue(b[1] < 0.1 * b[0], "busy: client-side, " + b[1] + " of " + b[0] + " server-side");
+    busy[0] = false;
+    simulate(s, random, last, tcp, 100_000_000L, 1);
+    long[] idle = simulate(s, random, last, tcp, 200_000_000L, 1);
+    // Against the server path alone (8 µs a get): at least 0.9 of its throughput.
+    double ratio = 8_000.0 * idle[0] / idle[2];
+    assertTrue(
+        ratio >= 0.9,
+        "idle again: "
+            + ratio
+            + " of the server path's throughput, "
+            + idle[1]
+            + " of "
+            + idle[0]
+            + " server-side");
+  }
+
+  @Test
+  void sixteenThreadsFollowALoadShiftBothWays(Random random) {
+    // 16 threads; each search's latency grows with the searches on its path (1 µs each). Idle:
+    // server 10 µs, client 2 reads of 20 µs; busy: the server 200 µs. The herd moves to the client
+    // path, and when the server is idle again it must come back: the server path's window then
+    // holds busy samples, and its new ones come from explorations only.
+    PathSelector s =
+        new PathSelector(PathSelector.Settings.defaults(), clock::get, random::nextDouble);
+    boolean[] busy = {false};
+    Latency load =
+        (path, onServer, onClient, switched) ->
+            path == Tree.Path.SERVER
+                ? (busy[0] ? 200_000 : 10_000) + 1_000 * onServer
+                : 2 * (20_000 + 1_000 * onClient);
+    Tree.Path[] last = new Tree.Path[16];
+    int n = 16;
+    simulate(s, random, last, load, 50_000_000L, n);
+    long[] idle = simulate(s, random, last, load, 100_000_000L, n);
+    assertTrue(idle[1] > 0.9 * idle[0], "idle: " + idle[1] + " of " + idle[0] + " server-side");
+    busy[0] = true;
+    simulate(s, random, last, load, 20_000_000L, n);
+    long[] shifted = simulate(s, random, last, load, 100_000_000L, n);
+    assertTrue(
+        shifted[1] < 0.1 * shifted[0],
+        "busy: " + shifted[1] + " of " + shifted[0] + " server-side");
+    busy[0] = false;
+    simulate(s, random, last, load, 20_000_000L, n);
+    long[] again = simulate(s, random, last, load, 100_000_000L, n);
+    // All 16 on the server path: 26 µs a search.
+    double ratio = 26_000.0 * again[0] / again[2];
+    assertTrue(
+        ratio >= 0.95,
+        "idle again: "
+            + ratio
+            + " of the server path's throughput, "
+            + again[1]
+            + " of "
+            + again[0]
+            + " server-side");
+  }
 }
