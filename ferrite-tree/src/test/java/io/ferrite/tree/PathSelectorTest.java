@@ -350,6 +350,33 @@ class PathSelectorTest {
   }
 
   @Test
+  void anExplorationThatStalledBarsTheNextForItsQuickestSearchOnly() {
+    double[] draw = {0.99};
+    PathSelector s = sampling(0.01, 16, () -> draw[0]);
+    for (int i = 0; i < 50; i++) {
+      s.sample(S, Tree.Path.SERVER, 10_000, 1);
+    }
+    // The client path's first searches stalled (the machine, not the path): its estimate, the
+    // median of three samples, is 20 ms a search.
+    s.sample(S, Tree.Path.CLIENT, 16_000, 2);
+    s.sample(S, Tree.Path.CLIENT, 20_000_000, 2);
+    s.sample(S, Tree.Path.CLIENT, 20_000_000, 2);
+    draw[0] = 0.0;
+    long[] took = {20_000_000, 20_000_000, 16_000, 16_000};
+    for (long nanos : took) {
+      PathSelector.Choice c = s.choose(S);
+      assertEquals(PathSelector.Choice.CLIENT_EXPLORED, c);
+      clock.addAndGet(nanos);
+      s.finished(S, c, nanos, 2, true);
+    }
+    // 4 · 16 µs · (1/0.01 − 1) = 6.3 ms, not the four searches' 40 ms · 99 (capped at 3 s).
+    clock.addAndGet(6_000_000L);
+    assertEquals(Tree.Path.SERVER, s.choose(S).path(), "6 ms later: not yet");
+    clock.addAndGet(400_000L);
+    assertEquals(PathSelector.Choice.CLIENT_EXPLORED, s.choose(S), "6.4 ms later: explored");
+  }
+
+  @Test
   void aThreadThatStopsMidExplorationHoldsTheGateForTenMillisecondsAtMost()
       throws InterruptedException {
     PathSelector s = sampling(0.01, 16, () -> 0.0);
