@@ -316,7 +316,10 @@ class PathSelectorTest {
       s.finished(S, c, 30_000, 2, true);
     }
     assertEquals(15_000, s.estimates(S)[1], 1e-9, "three warm samples of 2 reads of 15 µs");
-    assertEquals(PathSelector.Choice.SERVER_TIMED, s.choose(S), "10 µs against 30: done");
+    assertEquals(
+        PathSelector.Choice.CLIENT_EXPLORED,
+        s.choose(S),
+        "3 samples, fewer than BOOTSTRAP: the client path explored again at once");
   }
 
   @Test
@@ -357,10 +360,11 @@ class PathSelectorTest {
       s.sample(S, Tree.Path.SERVER, 10_000, 1);
     }
     // The client path's first searches stalled (the machine, not the path): its estimate, the
-    // median of three samples, is 20 ms a search.
+    // lower median of ten samples, is 20 ms a search.
     s.sample(S, Tree.Path.CLIENT, 16_000, 2);
-    s.sample(S, Tree.Path.CLIENT, 20_000_000, 2);
-    s.sample(S, Tree.Path.CLIENT, 20_000_000, 2);
+    for (int i = 1; i < PathSelector.BOOTSTRAP; i++) {
+      s.sample(S, Tree.Path.CLIENT, 20_000_000, 2);
+    }
     draw[0] = 0.0;
     long[] took = {20_000_000, 20_000_000, 16_000, 16_000};
     for (long nanos : took) {
@@ -407,6 +411,31 @@ class PathSelectorTest {
     // Full (the cold start pushed out), the window's mean is the estimate again.
     feed(s, random, Tree.Path.SERVER, 20_000, 1, 100);
     assertEquals(20_000, s.estimates(S)[0], 1_000, "the mean of a full window");
+  }
+
+  @Test
+  void aPathTakenThatAStallShiftedIsExploredBackAtOnce() {
+    // Draws of 0.99: no exploration by chance.
+    PathSelector s = sampling(0.01, 16, () -> 0.99);
+    for (int i = 0; i < 100; i++) {
+      s.sample(S, Tree.Path.SERVER, 10_000 + i % 3 * 100, 1);
+      s.sample(S, Tree.Path.CLIENT, 16_000 + i % 3 * 100, 2);
+    }
+    assertEquals(PathSelector.Choice.SERVER, s.choose(S), "10 µs against 16");
+    // The machine stalls: three server-side searches in a row take 5 ms, a level shift.
+    for (int i = 0; i < PathSelector.SHIFT_RUN; i++) {
+      s.sample(S, Tree.Path.SERVER, 5_000_000, 1);
+    }
+    assertEquals(5_000_000, s.estimates(S)[0], 1e-9, "the window restarted from the run");
+    // The server path, its window refilling, is explored at once, not in 4 · 5 ms · 99.
+    for (int i = 0; i < PathSelector.BURST; i++) {
+      PathSelector.Choice c = s.choose(S);
+      assertEquals(PathSelector.Choice.SERVER_EXPLORED, c, "explored at once: " + i);
+      clock.addAndGet(10_000);
+      s.finished(S, c, 10_000, 1, true);
+    }
+    assertEquals(
+        PathSelector.Choice.SERVER_TIMED, s.choose(S), "three samples of 10 µs: back, timed");
   }
 
   @Test
