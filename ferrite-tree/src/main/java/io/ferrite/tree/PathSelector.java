@@ -34,11 +34,23 @@ import java.util.function.LongSupplier;
  * <p>Refinements, as the paper's: a sample farther than {@code K·σ} from its window's mean is
  * dropped as an outlier, and a window that dropped more samples than it kept over one period of
  * {@code samples} is forgotten (the conditions changed: its next samples start a new mean); a
- * window that had no sample for {@code idle} is forgotten; with probability {@code explore} the
- * path estimated worse is taken, so that its estimate follows changes, at most one exploration at a
- * time and each barring the next for its measured time over {@code explore} ({@link #finished}). A
- * path with no estimate is taken first, and one with fewer than {@link #BOOTSTRAP} samples explored
- * at once (its first search pays a cold start).
+ * window that had no sample for {@code idle} is forgotten; the path estimated worse is explored, so
+ * that its estimate follows changes, about {@code explore} of the searches and of their time. And
+ * Ferrite's, for load shifts and for what a switch of path costs (measured over tcp):
+ *
+ * <ul>
+ *   <li>an exploration is {@link #BURST} searches of one thread in a row, the first one's sample
+ *       dropped: a thread's first search after a switch of path pays for the switch, up to 40 times
+ *       the path's steady cost over tcp, and explorations of one search saw nothing else;
+ *   <li>{@link #SHIFT_RUN} samples in a row beyond a window on one side (outliers, or outside every
+ *       sample it holds) restart it from them: a level shift, followed at once instead of after a
+ *       period of dropped samples (for the path not taken, a period of explorations);
+ *   <li>at most one exploration at a time per server; the next waits until the work of the searches
+ *       since (all threads', from the samples) or the clock has paid its time over {@code explore}
+ *       ({@link #finished});
+ *   <li>a path with no estimate is taken first, and one whose window holds fewer than {@link
+ *       #BOOTSTRAP} samples (its first ones, or restarted by a shift) explored again at once.
+ * </ul>
  *
  * <p>Cell subtracts the round trip from both latencies to get pure queueing delays; Ferrite keeps
  * it in, because a client-side search pays it {@code m} times and a server-side one once, so the
@@ -49,12 +61,13 @@ import java.util.function.LongSupplier;
  * in {@code sampling} while the chosen path's window is steady (full, and its current period has
  * dropped few outliers), every one otherwise (a window being filled, or a load shift suspected); an
  * untimed {@link #choose} is one array read, a few volatile reads and one random draw: no clock, no
- * lock, no write to shared memory. Explorations are always timed, and at most one is in flight per
- * server, after which the next waits until the time spent exploring is at most {@code explore} of
- * the time since ({@link #finished}): a path that stalls (tens of milliseconds over tcp) then costs
- * the mean about {@code explore} whatever its estimate says. Thread-safe: {@link #choose} is
- * lock-free; a sample takes the server's lock if it is free. The clock and the random draws are
- * given (tests are deterministic).
+ * lock, no write to shared memory (one more volatile read: whether the calling thread is
+ * exploring). Explorations are always timed, and at most one is in flight per server, after which
+ * the next waits until the time spent exploring is at most about {@code explore} of the time since
+ * ({@link #finished}): a path that stalls (tens of milliseconds over tcp) then costs the mean about
+ * {@code explore} whatever its estimate says. Thread-safe: {@link #choose} is lock-free; a sample
+ * takes the server's lock if it is free. The clock and the random draws are given (tests are
+ * deterministic).
  */
 public final class PathSelector {
   /** The selector's constants ({@code tree.selector.*}). */
@@ -388,10 +401,13 @@ public final class PathSelector {
    * (bench tree, shm), and a moving average over the last 100 samples loses nothing by missing
    * some.
    *
-   * <p>An exploration that took {@code nanos} bars the next one for {@code nanos·(1/explore − 1)}
-   * (at most its path's estimate instead of {@code nanos}, at most {@code idle}): the time spent
-   * exploring stays at most about {@code explore} of the time, however wrong the estimate that let
-   * it start (over tcp a one-sided read may stall for tens of milliseconds).
+   * <p>An exploration ({@link #BURST} searches) whose quickest search took {@code t} (at most its
+   * path's estimate) bars the next one for {@code B·t·(1/explore − 1)} of the clock (at most {@code
+   * idle}) or of the work of the searches since, summed over the threads from their samples,
+   * whichever comes first: the time spent exploring stays about {@code explore} of one thread's
+   * time, or of all threads' searches, however wrong the estimate that let it start (over tcp a
+   * one-sided read may stall for tens of milliseconds). Not while the path has fewer than {@link
+   * #BOOTSTRAP} samples.
    */
   public void finished(int server, Choice c, long nanos, long reads, boolean ok) {
     Server s = existing(server);
