@@ -78,7 +78,8 @@ public final class PathSelector {
       double factor,
       long idleNanos,
       boolean queues,
-      int sampling) {
+      int sampling,
+      int burst) {
     public Settings {
       if (samples < 2) {
         throw new IllegalArgumentException("samples: " + samples + " (expected: >= 2)");
@@ -98,6 +99,21 @@ public final class PathSelector {
       if (sampling < 1) {
         throw new IllegalArgumentException("sampling: " + sampling + " (expected: >= 1)");
       }
+      if (burst < 1 || burst > 64) {
+        throw new IllegalArgumentException("burst: " + burst + " (expected: 1 to 64)");
+      }
+    }
+
+    /** With explorations of {@link #BURST} searches. */
+    public Settings(
+        int samples,
+        double outlierK,
+        double explore,
+        double factor,
+        long idleNanos,
+        boolean queues,
+        int sampling) {
+      this(samples, outlierK, explore, factor, idleNanos, queues, sampling, BURST);
     }
 
     /**
@@ -105,7 +121,7 @@ public final class PathSelector {
      * searches timed while steady.
      */
     public static Settings defaults() {
-      return new Settings(100, 3, 0.01, 1, 3_000_000_000L, false, 16);
+      return new Settings(100, 3, 0.01, 1, 3_000_000_000L, false, 16, BURST);
     }
   }
 
@@ -182,7 +198,7 @@ public final class PathSelector {
    * searches and of the time spent exploring stays about {@code explore}: an exploration starts
    * with probability {@code explore / BURST} and its whole time gates the next one.
    */
-  static final int BURST = 4;
+  public static final int BURST = 4;
 
   /**
    * Consecutive samples beyond their window, on the same side, that are read as a level shift: the
@@ -232,7 +248,8 @@ public final class PathSelector {
     this.random = random;
     this.sampled = 1.0 / settings.sampling();
     double p = settings.explore();
-    this.startExplore = p / (BURST - (BURST - 1) * p);
+    int b = settings.burst();
+    this.startExplore = p / (b - (b - 1) * p);
   }
 
   public Settings settings() {
@@ -417,9 +434,12 @@ public final class PathSelector {
     if (settings.queues()) {
       (c.path() == Tree.Path.SERVER ? s.inFlightServer : s.inFlightClient).decrementAndGet();
     }
-    // The first search of an exploration by its thread (BURST) pays the switch: not sampled.
+    // The first search of an exploration by its thread (BURST) pays the switch: not sampled,
+    // unless the exploration is that one search (burst 1: the selector before explorations of
+    // several searches).
+    int burst = settings.burst();
     boolean mine = c.explored() && s.burstOwner == Thread.currentThread();
-    boolean switched = mine && s.burstDone == 0;
+    boolean switched = mine && s.burstDone == 0 && burst > 1;
     if (ok && c.timed() && !switched && s.lock.tryLock()) {
       try {
         // The searches this sample stands for: 1 in (explore + 1/sampling) of a steady path's
@@ -448,11 +468,11 @@ public final class PathSelector {
         // three samples was then their median, and the sum of the four barred exploration (and
         // kept the selector on the slower path) for 2.8 s.
         s.burstLeast = Math.min(s.burstLeast, cost);
-        if (++s.burstDone < BURST) {
+        if (++s.burstDone < burst) {
           s.exploreGate.set(now + BURST_HOLD_NANOS); // volatile: after the burst's fields
           return;
         }
-        cost = BURST * s.burstLeast;
+        cost = burst * s.burstLeast;
         s.burstOwner = null;
       }
       double wait = p > 0 && had >= BOOTSTRAP ? cost * (1 / p - 1) : 0;

@@ -323,6 +323,25 @@ class PathSelectorTest {
   }
 
   @Test
+  void withBurstOneAnExplorationIsOneSampledSearch() {
+    PathSelector s =
+        new PathSelector(
+            new PathSelector.Settings(100, 3, 0.01, 1, 3_000_000_000L, false, 16, 1),
+            clock::get,
+            () -> 0.99);
+    s.sample(S, Tree.Path.SERVER, 10_000, 1);
+    PathSelector.Choice c = s.choose(S);
+    assertEquals(PathSelector.Choice.CLIENT_EXPLORED, c, "no client estimate: explored");
+    clock.addAndGet(300_000);
+    s.finished(S, c, 300_000, 2, true);
+    assertEquals(150_000, s.estimates(S)[1], 1e-9, "its one search is its sample");
+    // The exploration ended with its one search: the gate is not held for this thread, and the
+    // client path (1 sample, fewer than BOOTSTRAP) is explored again at once by any thread.
+    c = s.choose(S);
+    assertEquals(PathSelector.Choice.CLIENT_EXPLORED, c, "1 sample: explored again at once");
+  }
+
+  @Test
   void anExplorationBarsTheNextUntilItsTimeIsPOfTheTimeSince() throws InterruptedException {
     // Every draw 0: each decision wants to explore; only the gate says no.
     PathSelector s = sampling(0.01, 16, () -> 0.0);

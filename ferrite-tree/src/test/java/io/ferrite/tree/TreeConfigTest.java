@@ -18,6 +18,10 @@ class TreeConfigTest {
     assertEquals(16, d.getInt(TreeConfig.EXTENT_REGIONS));
     assertEquals(128L << 20, d.getSize(TreeConfig.CACHE_BYTES));
     assertEquals(PathSelector.Settings.defaults(), TreeConfig.selector(d));
+    assertEquals(
+        1,
+        TreeConfig.selector(FerriteConfig.builder().set(TreeConfig.SELECTOR_BURST, "1").build())
+            .burst());
   }
 
   @Test
@@ -33,6 +37,7 @@ class TreeConfigTest {
     assertRefused(TreeConfig.SELECTOR_EXPLORE, "0.7", "tree.selector: explore: 0.7");
     assertRefused(TreeConfig.SELECTOR_SAMPLES, "1", "tree.selector: samples: 1");
     assertRefused(TreeConfig.SELECTOR_SAMPLING, "0", "tree.selector: sampling: 0");
+    assertRefused(TreeConfig.SELECTOR_BURST, "0", "tree.selector: burst: 0 (expected: 1 to 64)");
   }
 
   static void assertRefused(String key, String value, String says) {
