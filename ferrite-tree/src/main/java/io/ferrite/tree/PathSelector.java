@@ -203,13 +203,13 @@ public final class PathSelector {
   /**
    * Consecutive samples beyond their window, on the same side, that are read as a level shift: the
    * window is then restarted from them. Beyond means farther than {@code K·σ} from the mean (an
-   * outlier, else dropped) or outside every sample the window holds (a window of 100 has a chance
-   * of about 1 in 100 per sample to see one, 1 in a million for three in a row). Without it a
-   * window followed a shift only once a period of {@code samples} dropped more than it kept: for
-   * the path not taken, whose samples are explorations about {@code explore} of the time, that was
-   * most of a bench phase, the 16 threads on the slower path all along (the tcp herd); and a shift
-   * within {@code K·σ} of a wide window, never dropped, moved its mean by 1/{@code samples} per
-   * sample. Three: one exploration's kept samples ({@link #BURST} − 1).
+   * outlier, else dropped) or outside every sample the window holds (for independent samples and a
+   * full window of 100, 1 in 101 per side for one, about 2 in a million for three in a row).
+   * Without it a window followed a shift only once a period of {@code samples} dropped more than it
+   * kept: for the path not taken, whose samples are explorations about {@code explore} of the time,
+   * that was most of a bench phase, the 16 threads on the slower path all along (the tcp herd); and
+   * a shift within {@code K·σ} of a wide window, never dropped, moved its mean by 1/{@code samples}
+   * per sample. Three: one exploration's kept samples ({@link #BURST} − 1).
    */
   static final int SHIFT_RUN = 3;
 
