@@ -34,11 +34,23 @@ import java.util.function.LongSupplier;
  * <p>Refinements, as the paper's: a sample farther than {@code K·σ} from its window's mean is
  * dropped as an outlier, and a window that dropped more samples than it kept over one period of
  * {@code samples} is forgotten (the conditions changed: its next samples start a new mean); a
- * window that had no sample for {@code idle} is forgotten; with probability {@code explore} the
- * path estimated worse is taken, so that its estimate follows changes, at most one exploration at a
- * time and each barring the next for its measured time over {@code explore} ({@link #finished}). A
- * path with no estimate is taken first, and one with fewer than {@link #BOOTSTRAP} samples explored
- * at once (its first search pays a cold start).
+ * window that had no sample for {@code idle} is forgotten; the path estimated worse is explored, so
+ * that its estimate follows changes, about {@code explore} of the searches and of their time. And
+ * Ferrite's, for load shifts and for what a switch of path costs (measured over tcp):
+ *
+ * <ul>
+ *   <li>an exploration is {@link #BURST} searches of one thread in a row, the first one's sample
+ *       dropped: a thread's first search after a switch of path pays for the switch, up to 40 times
+ *       the path's steady cost over tcp, and explorations of one search saw nothing else;
+ *   <li>{@link #SHIFT_RUN} samples in a row beyond a window on one side (outliers, or outside every
+ *       sample it holds) restart it from them: a level shift, followed at once instead of after a
+ *       period of dropped samples (for the path not taken, a period of explorations);
+ *   <li>at most one exploration at a time per server; the next waits until the work of the searches
+ *       since (all threads', from the samples) or the clock has paid its time over {@code explore}
+ *       ({@link #finished});
+ *   <li>a path with no estimate is taken first, and one whose window holds fewer than {@link
+ *       #BOOTSTRAP} samples (its first ones, or restarted by a shift) explored again at once.
+ * </ul>
  *
  * <p>Cell subtracts the round trip from both latencies to get pure queueing delays; Ferrite keeps
  * it in, because a client-side search pays it {@code m} times and a server-side one once, so the
@@ -49,12 +61,13 @@ import java.util.function.LongSupplier;
  * in {@code sampling} while the chosen path's window is steady (full, and its current period has
  * dropped few outliers), every one otherwise (a window being filled, or a load shift suspected); an
  * untimed {@link #choose} is one array read, a few volatile reads and one random draw: no clock, no
- * lock, no write to shared memory. Explorations are always timed, and at most one is in flight per
- * server, after which the next waits until the time spent exploring is at most {@code explore} of
- * the time since ({@link #finished}): a path that stalls (tens of milliseconds over tcp) then costs
- * the mean about {@code explore} whatever its estimate says. Thread-safe: {@link #choose} is
- * lock-free; a sample takes the server's lock if it is free. The clock and the random draws are
- * given (tests are deterministic).
+ * lock, no write to shared memory (one more volatile read: whether the calling thread is
+ * exploring). Explorations are always timed, and at most one is in flight per server, after which
+ * the next waits until the time spent exploring is at most about {@code explore} of the time since
+ * ({@link #finished}): a path that stalls (tens of milliseconds over tcp) then costs the mean about
+ * {@code explore} whatever its estimate says. Thread-safe: {@link #choose} is lock-free; a sample
+ * takes the server's lock if it is free. The clock and the random draws are given (tests are
+ * deterministic).
  */
 public final class PathSelector {
   /** The selector's constants ({@code tree.selector.*}). */
@@ -65,7 +78,8 @@ public final class PathSelector {
       double factor,
       long idleNanos,
       boolean queues,
-      int sampling) {
+      int sampling,
+      int burst) {
     public Settings {
       if (samples < 2) {
         throw new IllegalArgumentException("samples: " + samples + " (expected: >= 2)");
@@ -85,6 +99,21 @@ public final class PathSelector {
       if (sampling < 1) {
         throw new IllegalArgumentException("sampling: " + sampling + " (expected: >= 1)");
       }
+      if (burst < 1 || burst > 64) {
+        throw new IllegalArgumentException("burst: " + burst + " (expected: 1 to 64)");
+      }
+    }
+
+    /** With explorations of {@link #BURST} searches. */
+    public Settings(
+        int samples,
+        double outlierK,
+        double explore,
+        double factor,
+        long idleNanos,
+        boolean queues,
+        int sampling) {
+      this(samples, outlierK, explore, factor, idleNanos, queues, sampling, BURST);
     }
 
     /**
@@ -92,7 +121,7 @@ public final class PathSelector {
      * searches timed while steady.
      */
     public static Settings defaults() {
-      return new Settings(100, 3, 0.01, 1, 3_000_000_000L, false, 16);
+      return new Settings(100, 3, 0.01, 1, 3_000_000_000L, false, 16, BURST);
     }
   }
 
@@ -148,9 +177,47 @@ public final class PathSelector {
   /**
    * Samples a path needs before the explorations of it are left to chance and time-gated: its first
    * search pays its cold start (a connection, code not yet compiled), and a one-sample estimate of
-   * 10 ms for a 9 µs server path kept the selector on the slower client path for a second (tcp).
+   * 10 ms for a 9 µs server path kept the selector on the slower client path for a second (tcp). As
+   * many as outliers are judged from ({@link #MIN_FOR_OUTLIERS}), so that a window restarted by a
+   * level shift ({@link #SHIFT_RUN}) is refilled the same way: a stall of the shared machine read
+   * as a shift of the path taken sent the searches to the other path until a gated exploration came
+   * back (measured over tcp at 1 thread: 12 to 18 % of the searches client-side while the server
+   * path was 2.6 times faster); now three explorations (nine samples) of the stalled path follow at
+   * once.
    */
-  static final int BOOTSTRAP = 3;
+  static final int BOOTSTRAP = MIN_FOR_OUTLIERS;
+
+  /**
+   * Searches of one exploration, made by one thread back to back: the first one's sample is
+   * dropped, the others are kept. A thread's first search by the path it has not been taking pays
+   * for the switch, and over tcp that is most of it: measured at 1 thread (bench tree, tcp), a
+   * server-side get took 7 to 17 µs after a server-side get and 27 to 320 µs after a client-side
+   * one (the client-side get, 23 µs warm, 29 to 360 µs after a server-side one). Explorations of
+   * one search each therefore saw only the switched cost of the path not taken, and AUTO stayed on
+   * whichever path it was on: 0.18 to 0.44 of the server path at 1 thread. The share of the
+   * searches and of the time spent exploring stays about {@code explore}: an exploration starts
+   * with probability {@code explore / BURST} and its whole time gates the next one.
+   */
+  public static final int BURST = 4;
+
+  /**
+   * Consecutive samples beyond their window, on the same side, that are read as a level shift: the
+   * window is then restarted from them. Beyond means farther than {@code K·σ} from the mean (an
+   * outlier, else dropped) or outside every sample the window holds (for independent samples and a
+   * full window of 100, 1 in 101 per side for one, about 2 in a million for three in a row).
+   * Without it a window followed a shift only once a period of {@code samples} dropped more than it
+   * kept: for the path not taken, whose samples are explorations about {@code explore} of the time,
+   * that was most of a bench phase, the 16 threads on the slower path all along (the tcp herd); and
+   * a shift within {@code K·σ} of a wide window, never dropped, moved its mean by 1/{@code samples}
+   * per sample. Three: one exploration's kept samples ({@link #BURST} − 1).
+   */
+  static final int SHIFT_RUN = 3;
+
+  /**
+   * How long an exploration's thread keeps the gate between its searches ({@link #BURST}): no other
+   * exploration starts meanwhile; past it, a thread that stopped searching no longer holds it.
+   */
+  static final long BURST_HOLD_NANOS = 10_000_000L;
 
   /** An exploration is in flight: no other starts until it ends. */
   private static final long EXPLORING = Long.MAX_VALUE;
@@ -159,6 +226,13 @@ public final class PathSelector {
   private final LongSupplier clock;
   private final DoubleSupplier random;
   private final double sampled;
+
+  /**
+   * The probability that a choice starts an exploration: q such that explorations of {@link #BURST}
+   * searches are {@code explore} of the searches, p = B·q / (1 + (B − 1)·q).
+   */
+  private final double startExplore;
+
   private final Map<Integer, Server> servers = new ConcurrentHashMap<>();
 
   /** {@link #servers} by id below {@link #DIRECT_SERVERS}, copied on growth (rare). */
@@ -173,6 +247,9 @@ public final class PathSelector {
     this.clock = clock;
     this.random = random;
     this.sampled = 1.0 / settings.sampling();
+    double p = settings.explore();
+    int b = settings.burst();
+    this.startExplore = p / (b - (b - 1) * p);
   }
 
   public Settings settings() {
@@ -224,6 +301,18 @@ public final class PathSelector {
    */
   public Choice choose(int server) {
     Server s = server(server);
+    // A volatile read of a field written twice per exploration; the owner's next searches go on
+    // exploring (BURST), without a draw.
+    Thread owner = s.burstOwner;
+    if (owner != null && owner == Thread.currentThread()) {
+      Choice b = continueBurst(s);
+      if (b != null) {
+        if (settings.queues()) {
+          (b.path() == Tree.Path.SERVER ? s.inFlightServer : s.inFlightClient).incrementAndGet();
+        }
+        return b;
+      }
+    }
     double u = random.getAsDouble();
     double ts = s.serverUnit;
     double tr = s.clientUnit;
@@ -248,11 +337,11 @@ public final class PathSelector {
       boolean steady = server1 ? s.serverSteady : s.clientSteady;
       boolean timed = !steady || u < pe + sampled;
       Choice b = Choice.of(best, timed, false);
-      // The worse path's estimate from fewer than BOOTSTRAP samples is no estimate yet: its first
-      // search pays a cold start, so it is explored again (one at a time, ungated) until its
-      // median sees past that.
+      // The worse path's estimate from fewer than BOOTSTRAP samples is no estimate yet (its
+      // first searches pay a cold start, or a stall restarted its window): it is explored again,
+      // one exploration at a time, ungated, until its median sees past that.
       boolean cold = (server1 ? s.clientSamples : s.serverSamples) < BOOTSTRAP;
-      c = cold || u < pe ? explore(s, other(best), Choice.of(best, true, false)) : b;
+      c = cold || u < startExplore ? explore(s, other(best), Choice.of(best, true, false)) : b;
     }
     if (c.timed()) {
       long now = clock.getAsLong();
@@ -288,11 +377,36 @@ public final class PathSelector {
     // Compared directly, not by difference: the gate starts at Long.MIN_VALUE (open), and
     // System.nanoTime wraps only after centuries.
     if (gate != EXPLORING
-        && clock.getAsLong() >= gate
+        && (s.debtPaid || clock.getAsLong() >= gate)
         && s.exploreGate.compareAndSet(gate, EXPLORING)) {
+      // Plain fields, published to whichever thread next takes the gate by its volatile writes;
+      // read and written only by the thread holding it.
+      s.burstPath = path;
+      s.burstDone = 0;
+      s.burstLeast = Double.POSITIVE_INFINITY;
+      s.burstOwner = Thread.currentThread();
+      // Not paid until this exploration ends and its time is worked off (the debt is set then;
+      // samples pay nothing while an exploration has an owner). A sample racing this write may
+      // leave it paid: at worst a second exploration overlaps this one.
+      s.debtPaid = false;
       return Choice.of(path, true, true);
     }
     return otherwise;
+  }
+
+  /**
+   * The next search of the calling thread's exploration of {@code s}, or null if another thread
+   * took the gate after this one's hold lapsed ({@link #BURST_HOLD_NANOS}).
+   */
+  private Choice continueBurst(Server s) {
+    long gate = s.exploreGate.get();
+    if (gate != EXPLORING && s.exploreGate.compareAndSet(gate, EXPLORING)) {
+      if (s.burstOwner == Thread.currentThread()) {
+        return Choice.of(s.burstPath, true, true);
+      }
+      s.exploreGate.set(gate); // lost to a new exploration between the two reads: given back
+    }
+    return null;
   }
 
   /**
@@ -304,10 +418,13 @@ public final class PathSelector {
    * (bench tree, shm), and a moving average over the last 100 samples loses nothing by missing
    * some.
    *
-   * <p>An exploration that took {@code nanos} bars the next one for {@code nanos·(1/explore − 1)}
-   * (at most its path's estimate instead of {@code nanos}, at most {@code idle}): the time spent
-   * exploring stays at most about {@code explore} of the time, however wrong the estimate that let
-   * it start (over tcp a one-sided read may stall for tens of milliseconds).
+   * <p>An exploration ({@link #BURST} searches) whose quickest search took {@code t} (at most its
+   * path's estimate) bars the next one for {@code B·t·(1/explore − 1)} of the clock (at most {@code
+   * idle}) or of the work of the searches since, summed over the threads from their samples,
+   * whichever comes first: the time spent exploring stays about {@code explore} of one thread's
+   * time, or of all threads' searches, however wrong the estimate that let it start (over tcp a
+   * one-sided read may stall for tens of milliseconds). Not while the path has fewer than {@link
+   * #BOOTSTRAP} samples.
    */
   public void finished(int server, Choice c, long nanos, long reads, boolean ok) {
     Server s = existing(server);
@@ -317,9 +434,19 @@ public final class PathSelector {
     if (settings.queues()) {
       (c.path() == Tree.Path.SERVER ? s.inFlightServer : s.inFlightClient).decrementAndGet();
     }
-    if (ok && c.timed() && s.lock.tryLock()) {
+    // The first search of an exploration by its thread (BURST) pays the switch: not sampled,
+    // unless the exploration is that one search (burst 1: the selector before explorations of
+    // several searches).
+    int burst = settings.burst();
+    boolean mine = c.explored() && s.burstOwner == Thread.currentThread();
+    boolean switched = mine && s.burstDone == 0 && burst > 1;
+    if (ok && c.timed() && !switched && s.lock.tryLock()) {
       try {
-        sample(s, c.path(), nanos, reads);
+        // The searches this sample stands for: 1 in (explore + 1/sampling) of a steady path's
+        // searches is timed; explorations are no work of the chosen path.
+        boolean steady = c.path() == Tree.Path.SERVER ? s.serverSteady : s.clientSteady;
+        double weight = c.explored() ? 0 : steady ? 1 / (settings.explore() + sampled) : 1;
+        sample(s, c.path(), nanos, reads, weight);
       } finally {
         s.lock.unlock();
       }
@@ -333,9 +460,30 @@ public final class PathSelector {
       // path costs, and it barred exploration for the rest of a bench phase; a path that stalls
       // every time has the stalls in its estimate.
       double unit = server1 ? s.serverUnit : s.clientUnit;
-      double cost = Double.isNaN(unit) ? nanos : Math.min(nanos, unit);
-      double wait = p > 0 && had >= BOOTSTRAP ? Math.max(0, cost) * (1 / p - 1) : 0;
-      s.exploreGate.set(clock.getAsLong() + (long) Math.min(wait, settings.idleNanos()));
+      double cost = Math.max(0, Double.isNaN(unit) ? nanos : Math.min(nanos, unit));
+      long now = clock.getAsLong();
+      if (mine) {
+        // The exploration costs BURST times its quickest search: measured over tcp on the shared
+        // machine, two of a path's first searches stalled for about 100 ms, its estimate from
+        // three samples was then their median, and the sum of the four barred exploration (and
+        // kept the selector on the slower path) for 2.8 s.
+        s.burstLeast = Math.min(s.burstLeast, cost);
+        if (++s.burstDone < burst) {
+          s.exploreGate.set(now + BURST_HOLD_NANOS); // volatile: after the burst's fields
+          return;
+        }
+        cost = burst * s.burstLeast;
+        s.burstOwner = null;
+      }
+      double wait = p > 0 && had >= BOOTSTRAP ? cost * (1 / p - 1) : 0;
+      s.lock.lock(); // once per exploration
+      try {
+        s.exploreDebt = wait;
+        s.debtPaid = wait <= 0;
+      } finally {
+        s.lock.unlock();
+      }
+      s.exploreGate.set(now + (long) Math.min(wait, settings.idleNanos()));
     }
   }
 
@@ -344,15 +492,21 @@ public final class PathSelector {
     Server s = server(server);
     s.lock.lock();
     try {
-      sample(s, path, nanos, reads);
+      sample(s, path, nanos, reads, 1);
     } finally {
       s.lock.unlock();
     }
   }
 
-  /** Under {@code s.lock}. */
-  private void sample(Server s, Tree.Path path, long nanos, long reads) {
+  /** Under {@code s.lock}; the sample stands for {@code weight} searches' work. */
+  private void sample(Server s, Tree.Path path, long nanos, long reads, double weight) {
     long now = clock.getAsLong();
+    if (!s.debtPaid && s.burstOwner == null) {
+      s.exploreDebt -= nanos * weight;
+      if (s.exploreDebt <= 0) {
+        s.debtPaid = true; // volatile: opens the gate to explore()
+      }
+    }
     if (path == Tree.Path.SERVER) {
       s.server.add(nanos, now, settings.outlierK());
     } else if (reads > 0) {
@@ -399,8 +553,8 @@ public final class PathSelector {
    */
   private static final class Server {
     final ReentrantLock lock = new ReentrantLock();
-    final Window server;
-    final Window reads;
+    final LatencyWindow server;
+    final LatencyWindow reads;
     final AtomicInteger inFlightServer = new AtomicInteger();
     final AtomicInteger inFlightClient = new AtomicInteger();
 
@@ -409,6 +563,30 @@ public final class PathSelector {
      * flight. Its own object: written by explorations only, not on the line every choice reads.
      */
     final AtomicLong exploreGate = new AtomicLong(Long.MIN_VALUE);
+
+    /**
+     * The thread whose exploration this is ({@link #BURST}), null between explorations. Volatile:
+     * read by every {@link #choose}; the burst fields below are the owner's alone.
+     */
+    volatile Thread burstOwner;
+
+    /**
+     * The work (ns of searches, summed over the threads, from the samples) still to be done by the
+     * paths chosen before the next exploration may start: an exploration's time over {@code
+     * explore}. With one thread it is about the time the clock gate {@link #exploreGate} waits;
+     * with 16 it is paid 16 times sooner, so that explorations keep about {@code explore} of all
+     * the searches' time, not of one thread's (simulated: 16 threads came back to the server path
+     * 40 to 60 ms after a busy phase ended, the gate set by 200 µs explorations). Under {@link
+     * #lock}.
+     */
+    double exploreDebt;
+
+    /** Whether {@link #exploreDebt} is paid: the gate is then open whatever its time says. */
+    volatile boolean debtPaid = true;
+
+    Tree.Path burstPath;
+    int burstDone;
+    double burstLeast;
 
     double readsPerSearch;
     long searches;
@@ -419,7 +597,9 @@ public final class PathSelector {
     /** {@code m·T_r} before the factor, NaN while there is no estimate. */
     volatile double clientUnit = Double.NaN;
 
-    /** Whether each window is {@link Window#steady steady}: its path is then timed 1 in N. */
+    /**
+     * Whether each window is {@link LatencyWindow#steady steady}: its path is then timed 1 in N.
+     */
     volatile boolean serverSteady;
 
     volatile boolean clientSteady;
@@ -432,8 +612,8 @@ public final class PathSelector {
     volatile int clientSamples;
 
     Server(int samples) {
-      server = new Window(samples);
-      reads = new Window(samples);
+      server = new LatencyWindow(samples);
+      reads = new LatencyWindow(samples);
     }
 
     /** Under {@code lock}: makes the windows' estimates visible to {@link #choose}. */
@@ -446,114 +626,6 @@ public final class PathSelector {
       clientSteady = reads.steady();
       serverUnit = server.count == 0 ? Double.NaN : server.estimate();
       clientUnit = reads.count == 0 ? Double.NaN : Math.max(1, readsPerSearch) * reads.estimate();
-    }
-  }
-
-  /** The last {@code n} kept samples of one kind, their sum and sum of squares. */
-  static final class Window {
-    final double[] ring;
-    int count;
-    int next;
-    double sum;
-    double sumSquares;
-    int keptInPeriod;
-    int droppedInPeriod;
-    long last;
-
-    /** Scratch for {@link #estimate}'s median (under the server's lock). */
-    private final double[] sorted;
-
-    Window(int n) {
-      ring = new double[n];
-      sorted = new double[n];
-    }
-
-    double mean() {
-      return count == 0 ? 0 : sum / count;
-    }
-
-    /**
-     * What the path is estimated to cost: the mean once the window is full; while it fills (a
-     * path's first samples, or the first after a load shift or an idle period), the lower median. A
-     * path's first searches pay its cold start (a connection set up, code not yet compiled:
-     * milliseconds over tcp), and a mean of a few samples holds such a one until a hundred more
-     * push it out, nor can a σ test drop it (of n samples none lies farther than (n − 1)/√n·σ from
-     * their mean: under 3σ up to 10). Measured over tcp at 1 thread, one such start kept the server
-     * path's estimate at 377 µs for seconds while it took 9 µs, and the selector on the client path
-     * at half the throughput. A sort of at most {@code n − 1} samples, per sample while filling
-     * only.
-     */
-    double estimate() {
-      if (count == ring.length || count == 0) {
-        return mean();
-      }
-      // While not full, the ring holds its samples at 0 .. count - 1 (it starts at 0 when cleared).
-      System.arraycopy(ring, 0, sorted, 0, count);
-      Arrays.sort(sorted, 0, count);
-      return sorted[(count - 1) / 2];
-    }
-
-    double sigma() {
-      if (count < 2) {
-        return 0;
-      }
-      double m = mean();
-      return Math.sqrt(Math.max(0, sumSquares / count - m * m));
-    }
-
-    /** Drops an outlier, or keeps the sample (evicting the oldest); forgets a changed history. */
-    void add(double sample, long now, double k) {
-      last = now;
-      double sigma = sigma();
-      if (count >= MIN_FOR_OUTLIERS && sigma > 0 && Math.abs(sample - mean()) >= k * sigma) {
-        droppedInPeriod++;
-      } else {
-        keptInPeriod++;
-        if (count == ring.length) {
-          double old = ring[next];
-          sum -= old;
-          sumSquares -= old * old;
-        } else {
-          count++;
-        }
-        ring[next] = sample;
-        next = (next + 1) % ring.length;
-        sum += sample;
-        sumSquares += sample * sample;
-      }
-      if (keptInPeriod + droppedInPeriod >= ring.length) {
-        boolean changed = droppedInPeriod > keptInPeriod;
-        keptInPeriod = 0;
-        droppedInPeriod = 0;
-        if (changed) {
-          clear();
-        }
-      }
-    }
-
-    /**
-     * Full, and its current period has dropped few outliers (at most 1 + 1/8 of what it kept): its
-     * path is then timed 1 in {@code sampling}. A load shift makes every sample an outlier, so two
-     * or so of them switch back to timing every search until the window is forgotten and refilled.
-     */
-    boolean steady() {
-      return count == ring.length && droppedInPeriod <= 1 + keptInPeriod / 8;
-    }
-
-    /** Forgets the history if its last sample is older than {@code idle}. */
-    void expire(long now, long idle) {
-      if (count > 0 && now - last > idle) {
-        clear();
-      }
-    }
-
-    void clear() {
-      count = 0;
-      next = 0;
-      sum = 0;
-      sumSquares = 0;
-      keptInPeriod = 0;
-      droppedInPeriod = 0;
     }
   }
 }

@@ -89,6 +89,9 @@ public final class TreeConfig implements ConfigKeys {
   /** Client: the selector times 1 in this many searches while its estimate is steady. */
   public static final String SELECTOR_SAMPLING = "tree.selector.sampling";
 
+  /** Client: searches of one selector exploration by one thread, the first not sampled (1: it). */
+  public static final String SELECTOR_BURST = "tree.selector.burst";
+
   /** For {@link java.util.ServiceLoader}. */
   public TreeConfig() {}
 
@@ -119,6 +122,10 @@ public final class TreeConfig implements ConfigKeys {
             SELECTOR_SAMPLING,
             "16",
             "client: the selector times 1 in this many searches while steady (1: every one)"),
+        new Key(
+            SELECTOR_BURST,
+            "4",
+            "client: searches of one selector exploration, the first not sampled (1: sampled)"),
         new Key(MEGANODE_SIZE, "64m", "server: bytes of one meganode region (Cell: 64 MiB)"),
         new Key(NODE_SIZE, "1k", "server: bytes of one small node in a meganode (Cell: 1 KiB)"),
         new Key(EXTENT_REGION_SIZE, "16m", "server: bytes of one key-value extent region"),
@@ -208,7 +215,8 @@ public final class TreeConfig implements ConfigKeys {
           factor,
           idle,
           cfg.getBoolean(SELECTOR_QUEUES),
-          cfg.getInt(SELECTOR_SAMPLING));
+          cfg.getInt(SELECTOR_SAMPLING),
+          cfg.getInt(SELECTOR_BURST));
     } catch (IllegalArgumentException e) {
       throw new IllegalArgumentException("tree.selector: " + e.getMessage(), e);
     }

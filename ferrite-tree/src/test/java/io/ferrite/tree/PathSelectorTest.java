@@ -7,6 +7,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import io.ferrite.fabric.testing.SeedExtension;
 import java.util.Random;
 import java.util.concurrent.atomic.AtomicLong;
+import java.util.concurrent.atomic.AtomicReference;
 import java.util.function.DoubleSupplier;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.ExtendWith;
@@ -53,6 +54,9 @@ class PathSelectorTest {
     assertEquals(Tree.Path.SERVER, decide(s), "no estimate of the server path: it goes first");
     feed(s, random, Tree.Path.SERVER, 10_000, 1, 1);
     assertEquals(Tree.Path.CLIENT, decide(s), "no estimate of the client path: it goes next");
+    for (int i = 1; i < PathSelector.BURST; i++) {
+      assertEquals(Tree.Path.CLIENT, decide(s), "the same thread's exploration goes on");
+    }
     // Searches of 2 reads of 8 µs (16 µs) against one RPC of 10 µs: server-side.
     feed(s, random, Tree.Path.CLIENT, 16_000, 2, 50);
     feed(s, random, Tree.Path.SERVER, 10_000, 1, 50);
@@ -252,25 +256,95 @@ class PathSelectorTest {
       assertEquals(Tree.Path.SERVER, c.path());
     }
     assertBinomial(timed, n, 1.0 / 16, "timed while steady");
-    // A load shift: the server's searches take 200 µs, outliers of the window; past 1 + 1/8 of
-    // the samples its period kept (about 20 here) the window is no longer steady and every search
-    // is timed again.
-    feed(s, random, Tree.Path.SERVER, 200_000, 1, 6);
+    // A load shift: the server's searches take 14 µs (still below the client path's 16),
+    // outliers of the window; two are dropped and leave it steady ...
+    feed(s, random, Tree.Path.SERVER, 14_000, 1, 2);
+    assertEquals(10_000, s.estimates(S)[0], 500, "two outliers dropped");
     fixed[0] = 0.5;
-    assertEquals(PathSelector.Choice.SERVER_TIMED, s.choose(S), "a shift suspected: timed");
+    c = s.choose(S);
+    assertEquals(PathSelector.Choice.SERVER, c, "two outliers: still steady");
+    s.finished(S, c, 0, 0, false);
+    // ... the third on the same side is a level shift: the window restarts from the three, and
+    // every search is timed again while it fills.
+    feed(s, random, Tree.Path.SERVER, 14_000, 1, 1);
+    assertEquals(14_000, s.estimates(S)[0], 800, "the window restarted from the run");
+    assertEquals(PathSelector.Choice.SERVER_TIMED, s.choose(S), "a window filling: timed");
+  }
+
+  /** {@code s.choose(S)} from another thread (a failure there fails the test). */
+  static PathSelector.Choice onOtherThread(PathSelector s) throws InterruptedException {
+    AtomicReference<PathSelector.Choice> out = new AtomicReference<>();
+    AtomicReference<Throwable> failed = new AtomicReference<>();
+    Thread t =
+        new Thread(
+            () -> {
+              try {
+                PathSelector.Choice c = s.choose(S);
+                s.finished(S, c, 0, 0, false);
+                out.set(c);
+              } catch (Throwable e) {
+                failed.set(e);
+              }
+            },
+            "path-selector-test-other");
+    t.start();
+    t.join();
+    if (failed.get() != null) {
+      throw new AssertionError("the other thread failed", failed.get());
+    }
+    return out.get();
   }
 
   @Test
-  void anExplorationBarsTheNextUntilItsTimeIsPOfTheTimeSince() {
+  void anExplorationIsFourSearchesOfOneThreadTheFirstNotSampled() throws InterruptedException {
+    // Draws of 0.99: no exploration by chance; only the client path's missing estimate starts one.
+    PathSelector s = sampling(0.01, 16, () -> 0.99);
+    s.sample(S, Tree.Path.SERVER, 10_000, 1);
+    PathSelector.Choice c = s.choose(S);
+    assertEquals(PathSelector.Choice.CLIENT_EXPLORED, c, "no client estimate: explored");
+    assertEquals(PathSelector.Choice.SERVER_TIMED, onOtherThread(s), "one exploration at a time");
+    // The thread's first client-side search pays its switch (300 µs): not sampled.
+    clock.addAndGet(300_000);
+    s.finished(S, c, 300_000, 2, true);
+    assertEquals(0, s.estimates(S)[1], "the switch is no sample");
+    for (int i = 1; i < PathSelector.BURST; i++) {
+      assertEquals(
+          Tree.Path.SERVER, onOtherThread(s).path(), "the exploring thread keeps the gate");
+      c = s.choose(S);
+      assertEquals(PathSelector.Choice.CLIENT_EXPLORED, c, "the same thread goes on: " + i);
+      clock.addAndGet(30_000);
+      s.finished(S, c, 30_000, 2, true);
+    }
+    assertEquals(15_000, s.estimates(S)[1], 1e-9, "three warm samples of 2 reads of 15 µs");
+    assertEquals(
+        PathSelector.Choice.CLIENT_EXPLORED,
+        s.choose(S),
+        "3 samples, fewer than BOOTSTRAP: the client path explored again at once");
+  }
+
+  @Test
+  void withBurstOneAnExplorationIsOneSampledSearch() {
+    PathSelector s =
+        new PathSelector(
+            new PathSelector.Settings(100, 3, 0.01, 1, 3_000_000_000L, false, 16, 1),
+            clock::get,
+            () -> 0.99);
+    s.sample(S, Tree.Path.SERVER, 10_000, 1);
+    PathSelector.Choice c = s.choose(S);
+    assertEquals(PathSelector.Choice.CLIENT_EXPLORED, c, "no client estimate: explored");
+    clock.addAndGet(300_000);
+    s.finished(S, c, 300_000, 2, true);
+    assertEquals(150_000, s.estimates(S)[1], 1e-9, "its one search is its sample");
+    // The exploration ended with its one search: the gate is not held for this thread, and the
+    // client path (1 sample, fewer than BOOTSTRAP) is explored again at once by any thread.
+    c = s.choose(S);
+    assertEquals(PathSelector.Choice.CLIENT_EXPLORED, c, "1 sample: explored again at once");
+  }
+
+  @Test
+  void anExplorationBarsTheNextUntilItsTimeIsPOfTheTimeSince() throws InterruptedException {
     // Every draw 0: each decision wants to explore; only the gate says no.
     PathSelector s = sampling(0.01, 16, () -> 0.0);
-    assertEquals(PathSelector.Choice.SERVER_TIMED, s.choose(S), "no estimate: server first");
-    s.sample(S, Tree.Path.SERVER, 10_000, 1);
-    PathSelector.Choice boot = s.choose(S);
-    assertEquals(PathSelector.Choice.CLIENT_EXPLORED, boot, "no client estimate: explored");
-    assertEquals(
-        PathSelector.Choice.SERVER_TIMED, s.choose(S), "one exploration in flight at a time");
-    s.finished(S, boot, 30_000, 2, true);
     for (int i = 0; i < 20; i++) {
       s.sample(S, Tree.Path.SERVER, 10_000, 1);
       s.sample(S, Tree.Path.CLIENT, 30_000, 2);
@@ -278,35 +352,70 @@ class PathSelectorTest {
     PathSelector.Choice first = s.choose(S);
     assertEquals(PathSelector.Choice.CLIENT_EXPLORED, first);
     assertEquals(
-        PathSelector.Choice.SERVER_TIMED, s.choose(S), "one exploration in flight at a time");
-    // It stalled for 10 ms, a one-off (descheduled, say; the client path's estimate is 2 reads
-    // of 15 µs): the next waits 30 µs · (1/0.01 − 1) only.
+        PathSelector.Choice.SERVER_TIMED, onOtherThread(s), "one exploration in flight at a time");
+    // Its first search stalled for 10 ms, a one-off (descheduled, say): it counts for no more
+    // than the path's estimate, 2 reads of 15 µs; the three others take 30 µs each. The next
+    // exploration waits 4 · 30 µs · (1/0.01 − 1) = 11.88 ms.
     clock.addAndGet(10_000_000L);
     s.finished(S, first, 10_000_000L, 2, true);
-    clock.addAndGet(2_900_000L);
-    assertEquals(Tree.Path.SERVER, s.choose(S).path(), "2.9 ms later: not yet");
-    clock.addAndGet(100_000L);
-    first = s.choose(S);
-    assertEquals(PathSelector.Choice.CLIENT_EXPLORED, first, "3 ms later: explored again");
-    // The client path stalls every time (one-sided reads over tcp): its estimate says so, and
-    // the next exploration waits 10 ms · (1/0.01 − 1).
-    for (int i = 0; i < 200; i++) {
-      s.sample(S, Tree.Path.CLIENT, 10_000_000, 2);
+    for (int i = 1; i < PathSelector.BURST; i++) {
+      PathSelector.Choice c = s.choose(S);
+      assertEquals(PathSelector.Choice.CLIENT_EXPLORED, c);
+      clock.addAndGet(30_000L);
+      s.finished(S, c, 30_000L, 2, true);
     }
-    clock.addAndGet(10_000_000L);
-    s.finished(S, first, 10_000_000L, 2, true);
-    clock.addAndGet(989_000_000L);
-    assertEquals(Tree.Path.SERVER, s.choose(S).path(), "989 ms later: not yet");
-    clock.addAndGet(2_000_000L);
-    PathSelector.Choice again = s.choose(S);
-    assertEquals(PathSelector.Choice.CLIENT_EXPLORED, again, "991 ms later: explored again");
-    // A quick exploration (60 µs) bars the next for 5.94 ms only.
-    clock.addAndGet(60_000L);
-    s.finished(S, again, 60_000L, 2, true);
-    clock.addAndGet(5_900_000L);
-    assertEquals(Tree.Path.SERVER, s.choose(S).path());
+    clock.addAndGet(11_800_000L);
+    assertEquals(Tree.Path.SERVER, onOtherThread(s).path(), "11.8 ms later: not yet");
+    assertEquals(Tree.Path.SERVER, s.choose(S).path(), "nor for the thread that explored");
     clock.addAndGet(100_000L);
-    assertEquals(PathSelector.Choice.CLIENT_EXPLORED, s.choose(S));
+    assertEquals(PathSelector.Choice.CLIENT_EXPLORED, s.choose(S), "11.9 ms later: explored");
+  }
+
+  @Test
+  void anExplorationThatStalledBarsTheNextForItsQuickestSearchOnly() {
+    double[] draw = {0.99};
+    PathSelector s = sampling(0.01, 16, () -> draw[0]);
+    for (int i = 0; i < 50; i++) {
+      s.sample(S, Tree.Path.SERVER, 10_000, 1);
+    }
+    // The client path's first searches stalled (the machine, not the path): its estimate, the
+    // lower median of ten samples, is 20 ms a search.
+    s.sample(S, Tree.Path.CLIENT, 16_000, 2);
+    for (int i = 1; i < PathSelector.BOOTSTRAP; i++) {
+      s.sample(S, Tree.Path.CLIENT, 20_000_000, 2);
+    }
+    draw[0] = 0.0;
+    long[] took = {20_000_000, 20_000_000, 16_000, 16_000};
+    for (long nanos : took) {
+      PathSelector.Choice c = s.choose(S);
+      assertEquals(PathSelector.Choice.CLIENT_EXPLORED, c);
+      clock.addAndGet(nanos);
+      s.finished(S, c, nanos, 2, true);
+    }
+    // 4 · 16 µs · (1/0.01 − 1) = 6.3 ms, not the four searches' 40 ms · 99 (capped at 3 s).
+    clock.addAndGet(6_000_000L);
+    assertEquals(Tree.Path.SERVER, s.choose(S).path(), "6 ms later: not yet");
+    clock.addAndGet(400_000L);
+    assertEquals(PathSelector.Choice.CLIENT_EXPLORED, s.choose(S), "6.4 ms later: explored");
+  }
+
+  @Test
+  void aThreadThatStopsMidExplorationHoldsTheGateForTenMillisecondsAtMost()
+      throws InterruptedException {
+    PathSelector s = sampling(0.01, 16, () -> 0.0);
+    for (int i = 0; i < 20; i++) {
+      s.sample(S, Tree.Path.SERVER, 10_000, 1);
+      s.sample(S, Tree.Path.CLIENT, 30_000, 2);
+    }
+    PathSelector.Choice c = s.choose(S);
+    assertEquals(PathSelector.Choice.CLIENT_EXPLORED, c);
+    clock.addAndGet(30_000L);
+    s.finished(S, c, 30_000L, 2, true);
+    // This thread searches no more; another may explore once the hold lapses.
+    clock.addAndGet(PathSelector.BURST_HOLD_NANOS - 1_000);
+    assertEquals(Tree.Path.SERVER, onOtherThread(s).path(), "held");
+    clock.addAndGet(2_000);
+    assertEquals(PathSelector.Choice.CLIENT_EXPLORED, onOtherThread(s), "the hold lapsed");
   }
 
   @Test
@@ -324,6 +433,31 @@ class PathSelectorTest {
   }
 
   @Test
+  void aPathTakenThatAStallShiftedIsExploredBackAtOnce() {
+    // Draws of 0.99: no exploration by chance.
+    PathSelector s = sampling(0.01, 16, () -> 0.99);
+    for (int i = 0; i < 100; i++) {
+      s.sample(S, Tree.Path.SERVER, 10_000 + i % 3 * 100, 1);
+      s.sample(S, Tree.Path.CLIENT, 16_000 + i % 3 * 100, 2);
+    }
+    assertEquals(PathSelector.Choice.SERVER, s.choose(S), "10 µs against 16");
+    // The machine stalls: three server-side searches in a row take 5 ms, a level shift.
+    for (int i = 0; i < PathSelector.SHIFT_RUN; i++) {
+      s.sample(S, Tree.Path.SERVER, 5_000_000, 1);
+    }
+    assertEquals(5_000_000, s.estimates(S)[0], 1e-9, "the window restarted from the run");
+    // The server path, its window refilling, is explored at once, not in 4 · 5 ms · 99.
+    for (int i = 0; i < PathSelector.BURST; i++) {
+      PathSelector.Choice c = s.choose(S);
+      assertEquals(PathSelector.Choice.SERVER_EXPLORED, c, "explored at once: " + i);
+      clock.addAndGet(10_000);
+      s.finished(S, c, 10_000, 1, true);
+    }
+    assertEquals(
+        PathSelector.Choice.SERVER_TIMED, s.choose(S), "three samples of 10 µs: back, timed");
+  }
+
+  @Test
   void aPathWithFewerThanThreeSamplesIsExploredAgainAtOnce() {
     // Draws of 0.99: no exploration by chance, and no exploration's time gates the next.
     PathSelector s = sampling(0.01, 16, () -> 0.99);
@@ -332,20 +466,148 @@ class PathSelectorTest {
     }
     // The first server-side search paid a cold start: 10 ms against 32 µs.
     s.sample(S, Tree.Path.SERVER, 10_000_000, 1);
-    // Its second search was still cold (5 ms): explored again at once all the same.
+    // An exploration of four searches, each failing (no sample): 1 sample still, so the next
+    // exploration starts at once, not 4 · 5 ms · (1/0.01 − 1) later.
+    for (int i = 0; i < PathSelector.BURST; i++) {
+      PathSelector.Choice c = s.choose(S);
+      assertEquals(PathSelector.Choice.SERVER_EXPLORED, c, "1 sample of the server: " + i);
+      clock.addAndGet(5_000_000);
+      s.finished(S, c, 5_000_000, 1, false);
+    }
     PathSelector.Choice c = s.choose(S);
-    assertEquals(PathSelector.Choice.SERVER_EXPLORED, c, "1 sample of the server");
+    assertEquals(PathSelector.Choice.SERVER_EXPLORED, c, "still 1 sample: explored at once");
     clock.addAndGet(5_000_000);
-    s.finished(S, c, 5_000_000, 1, true);
-    c = s.choose(S);
-    assertEquals(PathSelector.Choice.SERVER_EXPLORED, c, "2 samples, not gated for 495 ms");
-    clock.addAndGet(10_000);
-    s.finished(S, c, 10_000, 1, true);
-    c = s.choose(S);
-    assertEquals(PathSelector.Choice.CLIENT_TIMED, c, "3 samples: 5 ms, the median, is worse");
-    s.finished(S, c, 0, 0, false);
-    s.sample(S, Tree.Path.SERVER, 10_000, 1);
+    s.finished(S, c, 5_000_000, 1, true); // its switch: not sampled
+    for (int i = 1; i < PathSelector.BURST; i++) {
+      c = s.choose(S);
+      assertEquals(PathSelector.Choice.SERVER_EXPLORED, c);
+      clock.addAndGet(10_000);
+      s.finished(S, c, 10_000, 1, true);
+    }
     assertEquals(
-        PathSelector.Choice.SERVER_TIMED, s.choose(S), "the median of four: 10 µs, the better");
+        PathSelector.Choice.SERVER_TIMED, s.choose(S), "the lower median of four: 10 µs, better");
+  }
+
+  /**
+   * Scripted latencies of a get by each path (ns), given the searches on each path now and whether
+   * this search switches its thread's path.
+   */
+  interface Latency {
+    double of(Tree.Path path, int onServer, int onClient, boolean switched);
+  }
+
+  /**
+   * Runs {@code threads} simulated threads for {@code nanos} of the fake clock, round robin on this
+   * thread (each search takes its scripted latency ±5 %, seeded; the clock advances by it over
+   * {@code threads}, as that many run at once) and returns {@code {searches, server-side ones,
+   * summed latency (ns)}}. {@code last} holds each simulated thread's path, across calls.
+   */
+  long[] simulate(
+      PathSelector s, Random r, Tree.Path[] last, Latency latency, long nanos, int threads) {
+    long end = clock.get() + nanos;
+    long searches = 0;
+    long server = 0;
+    long total = 0;
+    while (clock.get() < end) {
+      for (int t = 0; t < threads; t++) {
+        PathSelector.Choice c = s.choose(S);
+        int onServer = 0;
+        for (int u = 0; u < threads; u++) {
+          onServer += u != t && last[u] == Tree.Path.SERVER ? 1 : 0;
+        }
+        int onClient = threads - 1 - onServer + (c.path() == Tree.Path.CLIENT ? 1 : 0);
+        onServer += c.path() == Tree.Path.SERVER ? 1 : 0;
+        boolean switched = last[t] != null && last[t] != c.path();
+        long nanosOf =
+            (long)
+                (latency.of(c.path(), onServer, onClient, switched)
+                    * (0.95 + 0.1 * r.nextDouble()));
+        last[t] = c.path();
+        clock.addAndGet(Math.max(1, nanosOf / threads));
+        s.finished(S, c, c.timed() ? nanosOf : 0, c.path() == Tree.Path.CLIENT ? 2 : 1, true);
+        searches++;
+        server += c.path() == Tree.Path.SERVER ? 1 : 0;
+        total += nanosOf;
+      }
+    }
+    return new long[] {searches, server, total};
+  }
+
+  @Test
+  void oneThreadComesBackToAPathWhoseFirstSearchPaysTheSwitch(Random random) {
+    // Over tcp at 1 thread (bench tree, measured): a server-side get takes 8 µs after a
+    // server-side one and about 150 µs more after a client-side one; a client-side get (2 reads)
+    // 20 µs, 30 µs more after a server-side one. The server is busy first (200 µs), then idle.
+    PathSelector s =
+        new PathSelector(PathSelector.Settings.defaults(), clock::get, random::nextDouble);
+    boolean[] busy = {true};
+    Latency tcp =
+        (path, onServer, onClient, switched) ->
+            path == Tree.Path.SERVER
+                ? (busy[0] ? 200_000 : 8_000) + (switched ? 150_000 : 0)
+                : 20_000 + (switched ? 30_000 : 0);
+    Tree.Path[] last = new Tree.Path[1];
+    long[] b = simulate(s, random, last, tcp, 200_000_000L, 1);
+    assertTrue(b[1] < 0.1 * b[0], "busy: client-side, " + b[1] + " of " + b[0] + " server-side");
+    busy[0] = false;
+    simulate(s, random, last, tcp, 100_000_000L, 1);
+    long[] idle = simulate(s, random, last, tcp, 200_000_000L, 1);
+    // Against the server path alone (8 µs a get): at least 0.9 of its throughput.
+    double ratio = 8_000.0 * idle[0] / idle[2];
+    assertTrue(
+        ratio >= 0.9,
+        "idle again: "
+            + ratio
+            + " of the server path's throughput, "
+            + idle[1]
+            + " of "
+            + idle[0]
+            + " server-side");
+  }
+
+  @Test
+  void sixteenThreadsFollowALoadShiftBothWays(Random random) {
+    // 16 threads; each search's latency grows with the searches on its path (1 µs each). Idle:
+    // server 10 µs, client 2 reads of 20 µs; busy: the server 200 µs. The herd moves to the client
+    // path, and when the server is idle again it must come back: the server path's window then
+    // holds busy samples, and its new ones come from explorations only.
+    PathSelector s =
+        new PathSelector(PathSelector.Settings.defaults(), clock::get, random::nextDouble);
+    boolean[] busy = {false};
+    Latency load =
+        (path, onServer, onClient, switched) ->
+            path == Tree.Path.SERVER
+                ? (busy[0] ? 200_000 : 10_000) + 1_000 * onServer
+                : 2 * (20_000 + 1_000 * onClient);
+    Tree.Path[] last = new Tree.Path[16];
+    int n = 16;
+    simulate(s, random, last, load, 50_000_000L, n);
+    long[] idle = simulate(s, random, last, load, 100_000_000L, n);
+    assertTrue(idle[1] > 0.9 * idle[0], "idle: " + idle[1] + " of " + idle[0] + " server-side");
+    busy[0] = true;
+    simulate(s, random, last, load, 20_000_000L, n);
+    long[] shifted = simulate(s, random, last, load, 100_000_000L, n);
+    // Busy long enough for the server path's window to fill with explorations' samples (200 µs):
+    // main's selector then dropped the idle server's samples (11 µs) as outliers until periods of
+    // explorations had passed, and kept the 16 threads on the client path (0.36 of the server
+    // path's throughput, 65 of 22 304 searches server-side in the last 100 ms).
+    simulate(s, random, last, load, 3_000_000_000L, n);
+    assertTrue(
+        shifted[1] < 0.1 * shifted[0],
+        "busy: " + shifted[1] + " of " + shifted[0] + " server-side");
+    busy[0] = false;
+    simulate(s, random, last, load, 20_000_000L, n);
+    long[] again = simulate(s, random, last, load, 100_000_000L, n);
+    // All 16 on the server path: 26 µs a search.
+    double ratio = 26_000.0 * again[0] / again[2];
+    assertTrue(
+        ratio >= 0.95,
+        "idle again: "
+            + ratio
+            + " of the server path's throughput, "
+            + again[1]
+            + " of "
+            + again[0]
+            + " server-side");
   }
 }

@@ -19,6 +19,10 @@ class TreeConfigTest {
     assertEquals(128L << 20, d.getSize(TreeConfig.CACHE_BYTES));
     assertEquals(TreeConfig.Placement.SPREAD, TreeConfig.placement(d));
     assertEquals(PathSelector.Settings.defaults(), TreeConfig.selector(d));
+    assertEquals(
+        1,
+        TreeConfig.selector(FerriteConfig.builder().set(TreeConfig.SELECTOR_BURST, "1").build())
+            .burst());
   }
 
   @Test
@@ -38,6 +42,7 @@ class TreeConfigTest {
         TreeConfig.PLACEMENT,
         "everywhere",
         "tree.placement: everywhere (expected: local or spread)");
+    assertRefused(TreeConfig.SELECTOR_BURST, "0", "tree.selector: burst: 0 (expected: 1 to 64)");
   }
 
   static void assertRefused(String key, String value, String says) {

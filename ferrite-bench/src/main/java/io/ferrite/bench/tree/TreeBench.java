@@ -46,7 +46,7 @@ import java.util.concurrent.atomic.AtomicReference;
  *   <li>{@code tree.<fabric>.{get,scan100}-{server,client}.t<n>.{throughput,p50,p99}}: gets of
  *       uniformly drawn keys and 100-key scans from one, each search path alone; the client path
  *       beside the server path; {@code get-auto.t<n>}: the locality selector, beside the better
- *       fixed path;
+ *       fixed path, and its {@code client-share} of meganode searches;
  *   <li>{@code tree.<fabric>.shift.<phase>.{server,client,auto}.t<n>.throughput}: the load-shift
  *       experiment ({@link #loadShift}), the selector beside the better fixed path and (as {@code
  *       throughput-vs-worse}) the worse one, per phase, and the share of its searches that went
@@ -334,11 +334,15 @@ public final class TreeBench {
               op.equals("get")
                   ? r -> tree.get(keys[r.nextInt(keys.length)], path)
                   : r -> tree.scan(keys[r.nextInt(keys.length)], null, 100, path);
+          long[] choices = tree.autoChoices();
           KvBench.Result res = KvBench.drive(treeOp, threads, o.duration());
           // The selector beside the better fixed path of the same run; the fixed paths beside
           // the peer (redis) if any, else the client path beside the server path.
           BenchResult[] ref = path == Tree.Path.AUTO ? better : peer[0] != null ? peer : server;
           BenchResult[] mine = add(report, name, res, ref);
+          if (path == Tree.Path.AUTO) {
+            report.add(clientShare(name, choices, tree.autoChoices()));
+          }
           if (path == Tree.Path.SERVER) {
             server = mine;
             better = mine;
@@ -459,15 +463,7 @@ public final class TreeBench {
           report.add(
               BenchResult.against(
                   name + ".throughput-vs-worse", res.throughput(), "ops/s", Better.HIGHER, worse));
-          long[] after = tree.autoChoices();
-          long server = after[0] - choices[0];
-          long client = after[1] - choices[1];
-          report.add(
-              BenchResult.of(
-                  name + ".client-share",
-                  server + client == 0 ? 0 : 100.0 * client / (server + client),
-                  "%",
-                  Better.HIGHER));
+          report.add(clientShare(name, choices, tree.autoChoices()));
         }
       } finally {
         stop.set(true);
@@ -482,6 +478,20 @@ public final class TreeBench {
         throw new IllegalStateException("the background load failed", failed.get());
       }
     }
+  }
+
+  /**
+   * {@code name.client-share}: the share of the selector's meganode searches that went client-side
+   * between two {@link Tree#autoChoices} (the warm-up of the drive included).
+   */
+  static BenchResult clientShare(String name, long[] before, long[] after) {
+    long server = after[0] - before[0];
+    long client = after[1] - before[1];
+    return BenchResult.of(
+        name + ".client-share",
+        server + client == 0 ? 0 : 100.0 * client / (server + client),
+        "%",
+        Better.HIGHER);
   }
 
   /** ZSCORE (for get) or ZRANGEBYLEX [key + LIMIT 0 100 (for scan100) on one connection each. */

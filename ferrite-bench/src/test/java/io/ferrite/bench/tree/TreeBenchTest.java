@@ -42,6 +42,8 @@ class TreeBenchTest {
         auto.reference().equals("tree.shm.get-server.t1.throughput")
             || auto.reference().equals("tree.shm.get-client.t1.throughput"),
         "the selector beside a fixed path: " + auto.reference());
+    double autoShare = report.require("tree.shm.get-auto.t1.client-share").value();
+    assertTrue(autoShare >= 0 && autoShare <= 100, "share " + autoShare);
     for (String phase : TreeBench.PHASES) {
       String name = "tree.shm.shift." + phase + ".auto.t1.";
       assertNotNull(report.get(name + "throughput"), name);
