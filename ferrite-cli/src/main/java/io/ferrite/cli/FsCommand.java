@@ -1,8 +1,6 @@
 package io.ferrite.cli;
 
-import io.ferrite.kernel.client.ClientOptions;
-import io.ferrite.kernel.client.Ferrite;
-import io.ferrite.kernel.client.FerriteClient;
+import io.ferrite.fabric.Role;
 import io.ferrite.nodes.NodeInfo;
 import io.ferrite.nodes.NodePath;
 import io.ferrite.nodes.NodeType;
@@ -73,22 +71,15 @@ final class FsCommand implements Runnable {
 
     @Override
     public final Integer call() throws Exception {
-      ClusterTarget.Resolved t = target.resolve();
-      Fabrics fabrics = new Fabrics(t);
-      try (FerriteClient c =
-          Ferrite.connect(
-              t.uri(),
-              ClientOptions.builder(t.credentials())
-                  .config(t.config())
-                  .fabrics(fabrics.factory())
-                  .clientName("ferrite-fs-" + spec.name())
-                  .build())) {
-        int rc = run(new Nodes(c));
-        out().flush();
-        return rc;
-      } finally {
-        fabrics.close();
-      }
+      return target.withClient(
+          Role.CLIENT,
+          "ferrite-fs-" + spec.name(),
+          true,
+          c -> {
+            int rc = run(new Nodes(c));
+            out().flush();
+            return rc;
+          });
     }
 
     abstract int run(Nodes nodes) throws Exception;

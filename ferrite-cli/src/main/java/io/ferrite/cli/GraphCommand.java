@@ -10,9 +10,7 @@ import io.ferrite.apps.carafe.RmatGenerator;
 import io.ferrite.apps.carafe.VertexHandle;
 import io.ferrite.fabric.ErrorCode;
 import io.ferrite.fabric.FerriteException;
-import io.ferrite.kernel.client.ClientOptions;
-import io.ferrite.kernel.client.Ferrite;
-import io.ferrite.kernel.client.FerriteClient;
+import io.ferrite.fabric.Role;
 import io.ferrite.memory.RStore;
 import java.io.PrintWriter;
 import java.nio.file.Path;
@@ -71,20 +69,7 @@ final class GraphCommand implements Runnable {
 
   /** Connects, runs {@code body} with an RStore on the cluster, closes. */
   static <T> T withStore(ClusterTarget target, Function<RStore, T> body) {
-    ClusterTarget.Resolved t = target.resolve();
-    Fabrics fabrics = new Fabrics(t);
-    try (FerriteClient c =
-        Ferrite.connect(
-            t.uri(),
-            ClientOptions.builder(t.credentials())
-                .config(t.config())
-                .fabrics(fabrics.factory())
-                .clientName("ferrite-graph")
-                .build())) {
-      return body.apply(new RStore(c));
-    } finally {
-      fabrics.close();
-    }
+    return target.withClient(Role.CLIENT, "ferrite-graph", true, c -> body.apply(new RStore(c)));
   }
 
   /** Opens graph {@code name}, runs {@code body}, closes the graph's mappings. */

@@ -1,19 +1,14 @@
 package io.ferrite.cli;
 
 import io.ferrite.fabric.Role;
-import io.ferrite.kernel.client.ClientOptions;
-import io.ferrite.kernel.client.Ferrite;
-import io.ferrite.kernel.client.FerriteClient;
 import io.ferrite.tree.Tree;
 import io.ferrite.tree.TreeClient;
-import java.io.PrintWriter;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
 import java.util.concurrent.Callable;
 import java.util.function.Function;
 import picocli.CommandLine.Command;
-import picocli.CommandLine.Mixin;
 import picocli.CommandLine.Model.CommandSpec;
 import picocli.CommandLine.Option;
 import picocli.CommandLine.Parameters;
@@ -65,38 +60,15 @@ final class TreeCommand implements Runnable {
     spec.commandLine().usage(spec.commandLine().getOut());
   }
 
-  /** Connects with the secret of {@code role}, runs {@code body} with a tree client, closes. */
-  static <T> T withTree(ClusterTarget target, Role role, Function<TreeClient, T> body) {
-    ClusterTarget.Resolved t = target.resolve(role);
-    Fabrics fabrics = new Fabrics(t);
-    try (FerriteClient c =
-        Ferrite.connect(
-            t.uri(),
-            ClientOptions.builder(t.credentials())
-                .config(t.config())
-                .fabrics(fabrics.factory())
-                .session(false)
-                .clientName("ferrite-tree")
-                .build())) {
-      return body.apply(new TreeClient(c));
-    } finally {
-      fabrics.close();
-    }
-  }
-
-  abstract static class Sub {
-    @Spec CommandSpec spec;
-    @Mixin ClusterTarget target;
-
-    @Option(names = "--hex", description = "Keys and values are hex, and values print as hex.")
-    boolean hex;
-
-    PrintWriter out() {
-      return spec.commandLine().getOut();
-    }
-
+  /**
+   * What the tree subcommands share: {@link FaceCommand}'s, and a tree client for the length of one
+   * command.
+   */
+  abstract static class Sub extends FaceCommand {
+    /** Connects with the least role, CLIENT, runs {@code body} with a tree client, closes. */
     <T> T withTree(Function<TreeClient, T> body) {
-      return TreeCommand.withTree(target, Role.CLIENT, body);
+      return target.withClient(
+          Role.CLIENT, "ferrite-tree", false, c -> body.apply(new TreeClient(c)));
     }
   }
 
@@ -123,15 +95,7 @@ final class TreeCommand implements Runnable {
 
     @Override
     public Integer call() {
-      byte[] v = withTree(c -> c.open(tree).get(KvCommand.decode(key, hex), path));
-      if (v == null) {
-        spec.commandLine().getErr().println("(not found)");
-        spec.commandLine().getErr().flush();
-        return 1;
-      }
-      out().println(KvCommand.show(v, hex));
-      out().flush();
-      return 0;
+      return printValue(withTree(c -> c.open(tree).get(codec.decode(key), path)));
     }
   }
 
@@ -151,8 +115,8 @@ final class TreeCommand implements Runnable {
 
     @Override
     public Integer call() {
-      byte[] k = KvCommand.decode(key, hex);
-      byte[] v = KvCommand.decode(value, hex);
+      byte[] k = codec.decode(key);
+      byte[] v = codec.decode(value);
       boolean created = withTree(c -> c.create(tree).put(k, v));
       out().println(created ? "created" : "replaced");
       out().flush();
@@ -173,10 +137,7 @@ final class TreeCommand implements Runnable {
 
     @Override
     public Integer call() {
-      boolean deleted = withTree(c -> c.open(tree).delete(KvCommand.decode(key, hex)));
-      out().println(deleted ? "deleted" : "(not found)");
-      out().flush();
-      return deleted ? 0 : 1;
+      return printDeleted(withTree(c -> c.open(tree).delete(codec.decode(key))));
     }
   }
 
@@ -207,15 +168,15 @@ final class TreeCommand implements Runnable {
 
     @Override
     public Integer call() {
-      byte[] f = from == null ? null : KvCommand.decode(from, hex);
-      byte[] t = to == null ? null : KvCommand.decode(to, hex);
+      byte[] f = from == null ? null : codec.decode(from);
+      byte[] t = to == null ? null : codec.decode(to);
       // One more than asked: tells a scan cut by --limit from one that ended by itself.
       int ask = limit < Integer.MAX_VALUE && limit > 0 ? limit + 1 : limit;
       List<Map.Entry<byte[], byte[]>> pairs = withTree(c -> c.open(tree).scan(f, t, ask, path));
       int shown = Math.min(pairs.size(), limit);
       for (int i = 0; i < shown; i++) {
         Map.Entry<byte[], byte[]> e = pairs.get(i);
-        out().println(KvCommand.show(e.getKey(), hex) + "\t" + KvCommand.show(e.getValue(), hex));
+        out().println(codec.show(e.getKey()) + "\t" + codec.show(e.getValue()));
       }
       out()
           .printf(
