@@ -4,7 +4,6 @@ import io.ferrite.bench.tree.TreeBench;
 import io.ferrite.cli.DurationConverter;
 import io.ferrite.cli.VersionProvider;
 import java.time.Duration;
-import java.util.List;
 import java.util.concurrent.Callable;
 import picocli.CommandLine;
 import picocli.CommandLine.Command;
@@ -55,23 +54,11 @@ import picocli.CommandLine.Option;
       "   \"better\", \"reference\", \"reference_value\", \"ratio\"}, ...]}",
     })
 public final class TreeBenchCommand implements Callable<Integer> {
-  @CommandLine.Spec CommandLine.Model.CommandSpec spec;
-
   @CommandLine.Mixin BenchOutput out;
 
-  @Option(
-      names = "--fabrics",
-      split = ",",
-      paramLabel = "NAME",
-      description = "Client fabrics, comma-separated: shm, tcp (default: shm,tcp).")
-  List<String> fabrics;
+  @CommandLine.Mixin BenchOptions.ClientFabrics fabrics;
 
-  @Option(
-      names = "--threads",
-      split = ",",
-      paramLabel = "N",
-      description = "Client thread counts (default: 1,16).")
-  List<Integer> threads;
+  @CommandLine.Mixin BenchOptions.ClientThreads threads;
 
   @Option(
       names = "--duration",
@@ -110,12 +97,11 @@ public final class TreeBenchCommand implements Callable<Integer> {
   @Override
   public Integer call() throws Exception {
     TreeBench.Options o = out.quick() ? TreeBench.Options.quick() : TreeBench.Options.defaults();
-    if (fabrics != null) {
-      out.checkFabrics(fabrics, List.of("shm", "tcp"));
-      o = o.withFabrics(fabrics);
+    if (fabrics.checked(out) != null) {
+      o = o.withFabrics(fabrics.fabrics);
     }
-    if (threads != null) {
-      o = o.withThreads(threads);
+    if (threads.threads != null) {
+      o = o.withThreads(threads.threads);
     }
     if (duration != null) {
       o = o.withDuration(duration);
@@ -129,10 +115,7 @@ public final class TreeBenchCommand implements Callable<Integer> {
     if (node != null) {
       o = o.withNode(node);
     }
-    if (vs != null && !vs.equals("redis")) {
-      throw new CommandLine.ParameterException(
-          spec.commandLine(), "--vs: unknown peer " + vs + " (expected: redis)");
-    }
-    return out.emit(TreeBench.run(o.withProgress(out.progress()), "redis".equals(vs)));
+    boolean redis = out.vs(vs, "redis");
+    return out.emit(TreeBench.run(o.withProgress(out.progress()), redis));
   }
 }
