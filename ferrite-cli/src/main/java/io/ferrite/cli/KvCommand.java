@@ -90,17 +90,23 @@ final class KvCommand implements Runnable {
     }
   }
 
+  /** A kv subcommand on one table, its first parameter. */
+  abstract static class TableSub extends Sub {
+    @Parameters(index = "0", description = "table")
+    String table;
+  }
+
+  /** A kv subcommand on one key of one table, its first two parameters. */
+  abstract static class KeySub extends TableSub {
+    @Parameters(index = "1", description = "key")
+    String key;
+  }
+
   @Command(
       name = "get",
       mixinStandardHelpOptions = true,
       description = "Prints the value of a key (one-sided reads only); exit code 1 if absent.")
-  static final class Get extends Sub implements Callable<Integer> {
-    @Parameters(index = "0", description = "table")
-    String table;
-
-    @Parameters(index = "1", description = "key")
-    String key;
-
+  static final class Get extends KeySub implements Callable<Integer> {
     @Override
     public Integer call() {
       return printValue(withKv(kv -> kv.table(table).get(codec.decode(key))));
@@ -112,13 +118,7 @@ final class KvCommand implements Runnable {
       mixinStandardHelpOptions = true,
       description =
           "Stores a value under a key (creating the table with default options if needed).")
-  static final class Put extends Sub implements Callable<Integer> {
-    @Parameters(index = "0", description = "table")
-    String table;
-
-    @Parameters(index = "1", description = "key")
-    String key;
-
+  static final class Put extends KeySub implements Callable<Integer> {
     @Parameters(index = "2", description = "value")
     String value;
 
@@ -164,11 +164,8 @@ final class KvCommand implements Runnable {
         "  ferrite kv load --hex --batch 1024 blobs blobs.hex",
         "  cut -f1,3 data.tsv | ferrite kv load users -"
       })
-  static final class Load extends Sub implements Callable<Integer> {
+  static final class Load extends TableSub implements Callable<Integer> {
     static final long LINE_EVERY_NANOS = 5_000_000_000L;
-
-    @Parameters(index = "0", description = "table")
-    String table;
 
     @Parameters(index = "1", paramLabel = "FILE", description = "KEY<TAB>VALUE lines, - for stdin")
     String file;
@@ -271,13 +268,7 @@ final class KvCommand implements Runnable {
       name = "del",
       mixinStandardHelpOptions = true,
       description = "Deletes a key; exit code 1 if it was absent.")
-  static final class Del extends Sub implements Callable<Integer> {
-    @Parameters(index = "0", description = "table")
-    String table;
-
-    @Parameters(index = "1", description = "key")
-    String key;
-
+  static final class Del extends KeySub implements Callable<Integer> {
     @Override
     public Integer call() {
       return printDeleted(withKv(kv -> kv.table(table).delete(codec.decode(key))));
@@ -291,10 +282,7 @@ final class KvCommand implements Runnable {
           "Per shard: server, keys, slots, occupancy, extent bytes used/free, extent regions,"
               + " moves (cuckoo or hopscotch displacements), keys and blocks in overflow chains"
               + " (hopscotch), puts, full errors, layout epoch.")
-  static final class ScanStats extends Sub implements Callable<Integer> {
-    @Parameters(index = "0", description = "table")
-    String table;
-
+  static final class ScanStats extends TableSub implements Callable<Integer> {
     @Override
     public Integer call() {
       String text =
@@ -397,10 +385,7 @@ final class KvCommand implements Runnable {
       mixinStandardHelpOptions = true,
       showDefaultValues = true,
       description = "Creates a table (shards placed on the ALIVE servers by consistent hashing).")
-  static final class Create extends Sub implements Callable<Integer> {
-    @Parameters(index = "0", description = "table")
-    String table;
-
+  static final class Create extends TableSub implements Callable<Integer> {
     @Option(names = "--shards", description = "Shards (keys go to shards by jump consistent hash).")
     int shards = TableOptions.DEFAULTS.shards();
 
@@ -487,10 +472,7 @@ final class KvCommand implements Runnable {
             + " the table serves: each server builds the new array, marks the old one moved and"
             + " bumps the layout epoch; clients with the old layout fetch the new one."
       })
-  static final class Resize extends Sub implements Callable<Integer> {
-    @Parameters(index = "0", description = "table")
-    String table;
-
+  static final class Resize extends TableSub implements Callable<Integer> {
     @Option(names = "--slots", required = true, description = "Slots per shard.")
     int slots;
 
@@ -712,10 +694,7 @@ final class KvCommand implements Runnable {
   }
 
   @Command(name = "drop", mixinStandardHelpOptions = true, description = "Drops a table.")
-  static final class Drop extends Sub implements Callable<Integer> {
-    @Parameters(index = "0", description = "table")
-    String table;
-
+  static final class Drop extends TableSub implements Callable<Integer> {
     @Override
     public Integer call() {
       withKv(

@@ -9,6 +9,7 @@ import java.util.Map;
 import java.util.concurrent.Callable;
 import java.util.function.Function;
 import picocli.CommandLine.Command;
+import picocli.CommandLine.Mixin;
 import picocli.CommandLine.Model.CommandSpec;
 import picocli.CommandLine.Option;
 import picocli.CommandLine.Parameters;
@@ -72,7 +73,20 @@ final class TreeCommand implements Runnable {
     }
   }
 
-  abstract static class Read extends Sub {
+  /** A tree subcommand on one tree, its first parameter. */
+  abstract static class TreeSub extends Sub {
+    @Parameters(index = "0", description = "tree")
+    String tree;
+  }
+
+  /** A tree subcommand on one key of one tree, its first two parameters. */
+  abstract static class KeySub extends TreeSub {
+    @Parameters(index = "1", description = "key")
+    String key;
+  }
+
+  /** {@code --path}: which way a read searches. A picocli mixin. */
+  static final class SearchPath {
     @Option(
         names = "--path",
         description =
@@ -86,16 +100,12 @@ final class TreeCommand implements Runnable {
       name = "get",
       mixinStandardHelpOptions = true,
       description = "Prints the value of a key; exit code 1 if absent.")
-  static final class Get extends Read implements Callable<Integer> {
-    @Parameters(index = "0", description = "tree")
-    String tree;
-
-    @Parameters(index = "1", description = "key")
-    String key;
+  static final class Get extends KeySub implements Callable<Integer> {
+    @Mixin SearchPath search;
 
     @Override
     public Integer call() {
-      return printValue(withTree(c -> c.open(tree).get(codec.decode(key), path)));
+      return printValue(withTree(c -> c.open(tree).get(codec.decode(key), search.path)));
     }
   }
 
@@ -103,13 +113,7 @@ final class TreeCommand implements Runnable {
       name = "put",
       mixinStandardHelpOptions = true,
       description = "Stores a value under a key (creating the tree if needed).")
-  static final class Put extends Sub implements Callable<Integer> {
-    @Parameters(index = "0", description = "tree")
-    String tree;
-
-    @Parameters(index = "1", description = "key")
-    String key;
-
+  static final class Put extends KeySub implements Callable<Integer> {
     @Parameters(index = "2", description = "value")
     String value;
 
@@ -128,13 +132,7 @@ final class TreeCommand implements Runnable {
       name = "del",
       mixinStandardHelpOptions = true,
       description = "Deletes a key; exit code 1 if it was absent.")
-  static final class Del extends Sub implements Callable<Integer> {
-    @Parameters(index = "0", description = "tree")
-    String tree;
-
-    @Parameters(index = "1", description = "key")
-    String key;
-
+  static final class Del extends KeySub implements Callable<Integer> {
     @Override
     public Integer call() {
       return printDeleted(withTree(c -> c.open(tree).delete(codec.decode(key))));
@@ -150,9 +148,8 @@ final class TreeCommand implements Runnable {
         "Each leaf's pairs come from one consistent copy of it. The last line says how many"
             + " were printed, and whether --limit cut the scan short."
       })
-  static final class Scan extends Read implements Callable<Integer> {
-    @Parameters(index = "0", description = "tree")
-    String tree;
+  static final class Scan extends TreeSub implements Callable<Integer> {
+    @Mixin SearchPath search;
 
     @Option(names = "--from", paramLabel = "KEY", description = "First key (default: the first).")
     String from;
@@ -172,7 +169,8 @@ final class TreeCommand implements Runnable {
       byte[] t = to == null ? null : codec.decode(to);
       // One more than asked: tells a scan cut by --limit from one that ended by itself.
       int ask = limit < Integer.MAX_VALUE && limit > 0 ? limit + 1 : limit;
-      List<Map.Entry<byte[], byte[]>> pairs = withTree(c -> c.open(tree).scan(f, t, ask, path));
+      List<Map.Entry<byte[], byte[]>> pairs =
+          withTree(c -> c.open(tree).scan(f, t, ask, search.path));
       int shown = Math.min(pairs.size(), limit);
       for (int i = 0; i < shown; i++) {
         Map.Entry<byte[], byte[]> e = pairs.get(i);
@@ -196,10 +194,7 @@ final class TreeCommand implements Runnable {
         "Creates a tree (its first meganode on a memory server), or says it exists.",
         "Meganode and node sizes are the servers' tree.meganode.size and tree.node.size."
       })
-  static final class Create extends Sub implements Callable<Integer> {
-    @Parameters(index = "0", description = "tree")
-    String tree;
-
+  static final class Create extends TreeSub implements Callable<Integer> {
     @Override
     public Integer call() {
       TreeClient.TreeInfo t =
@@ -219,10 +214,7 @@ final class TreeCommand implements Runnable {
       name = "drop",
       mixinStandardHelpOptions = true,
       description = "Drops a tree and frees its meganodes; exit code 1 if there was none.")
-  static final class Drop extends Sub implements Callable<Integer> {
-    @Parameters(index = "0", description = "tree")
-    String tree;
-
+  static final class Drop extends TreeSub implements Callable<Integer> {
     @Override
     public Integer call() {
       boolean dropped = withTree(c -> c.drop(tree));
@@ -255,10 +247,7 @@ final class TreeCommand implements Runnable {
         "A tree's shape, from its server: meganodes, levels of meganodes (the root's level + 1),"
             + " small nodes in use of those the meganodes hold (fill), meganode splits so far."
       })
-  static final class Stats extends Sub implements Callable<Integer> {
-    @Parameters(index = "0", description = "tree")
-    String tree;
-
+  static final class Stats extends TreeSub implements Callable<Integer> {
     @Override
     public Integer call() {
       long[] s = withTree(c -> c.open(tree).stats());
