@@ -9,11 +9,13 @@ import java.io.PrintWriter;
 import java.time.Instant;
 import java.time.ZoneId;
 import java.time.format.DateTimeFormatter;
+import java.util.List;
 import java.util.Locale;
 import java.util.concurrent.Callable;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Mixin;
 import picocli.CommandLine.Model.CommandSpec;
+import picocli.CommandLine.Parameters;
 import picocli.CommandLine.Spec;
 
 /**
@@ -91,6 +93,32 @@ final class FsCommand implements Runnable {
       err().flush();
       return 1;
     }
+  }
+
+  /**
+   * A subcommand that does the same to each of its PATH operands, like a shell tool: a path that
+   * fails is reported on stderr ({@link Base#failed}) and the next one is done; exit code 1 if any
+   * failed.
+   */
+  abstract static class EachPath extends Base {
+    @Parameters(arity = "1..*", paramLabel = "PATH")
+    List<String> paths;
+
+    @Override
+    int run(Nodes nodes) throws java.io.IOException {
+      int rc = 0;
+      for (String p : paths) {
+        try {
+          each(nodes, p);
+        } catch (RuntimeException e) {
+          rc = failed(p, e);
+        }
+      }
+      return rc;
+    }
+
+    /** Does the command to {@code path}; a RuntimeException fails this path only. */
+    abstract void each(Nodes nodes, String path) throws java.io.IOException;
   }
 
   static final DateTimeFormatter TIME =
