@@ -86,10 +86,13 @@ final class GraphCommand implements Runnable {
         });
   }
 
-  /** What every graph command shares: the cluster, the output, -q. */
+  /** What every graph command shares: the graph's name, the cluster, the output, -q. */
   abstract static class Sub {
     @Spec CommandSpec spec;
     @Mixin ClusterTarget target;
+
+    @Parameters(index = "0", paramLabel = "NAME", description = "the graph's name")
+    String name;
 
     @Option(
         names = {"-q", "--quiet"},
@@ -143,9 +146,6 @@ final class GraphCommand implements Runnable {
             + " some edge touches.",
       })
   static final class Generate extends Sub implements Callable<Integer> {
-    @Parameters(index = "0", paramLabel = "NAME", description = "the graph's name")
-    String name;
-
     @Option(
         names = "--preset",
         required = true,
@@ -193,9 +193,6 @@ final class GraphCommand implements Runnable {
             + " names its line number; nothing is stored then.",
       })
   static final class Import extends Sub implements Callable<Integer> {
-    @Parameters(index = "0", paramLabel = "NAME", description = "the graph's name")
-    String name;
-
     @Parameters(index = "1", paramLabel = "FILE", description = "the edge list")
     Path file;
 
@@ -236,9 +233,6 @@ final class GraphCommand implements Runnable {
             + " (or unreachable), hops, the path and how many vertices were explored.",
       })
   static final class Sssp extends Sub implements Callable<Integer> {
-    @Parameters(index = "0", paramLabel = "NAME", description = "the graph's name")
-    String name;
-
     @Option(names = "--from", required = true, paramLabel = "ID", description = "Source id.")
     long from;
 
@@ -299,9 +293,6 @@ final class GraphCommand implements Runnable {
       mixinStandardHelpOptions = true,
       description = "What graph NAME holds: vertices, edges, kind, bytes, when it was stored.")
   static final class Stat extends Sub implements Callable<Integer> {
-    @Parameters(index = "0", paramLabel = "NAME", description = "the graph's name")
-    String name;
-
     @Override
     public Integer call() {
       return withGraph(
@@ -348,9 +339,6 @@ final class GraphCommand implements Runnable {
       mixinStandardHelpOptions = true,
       description = "Deletes graph NAME (both namespaces); an error if there is none.")
   static final class Delete extends Sub implements Callable<Integer> {
-    @Parameters(index = "0", paramLabel = "NAME", description = "the graph's name")
-    String name;
-
     @Override
     public Integer call() {
       boolean deleted = withStore(target, s -> CarafeGraph.delete(s, name));
