@@ -50,14 +50,7 @@ import picocli.CommandLine.Spec;
       FsCommands.Stat.class,
       FsCommands.Df.class,
     })
-final class FsCommand implements Runnable {
-  @Spec CommandSpec spec;
-
-  @Override
-  public void run() {
-    spec.commandLine().usage(spec.commandLine().getOut());
-  }
-
+final class FsCommand extends CommandGroup {
   /** What every fs subcommand shares: the cluster to talk to and a connection to it. */
   abstract static class Base implements Callable<Integer> {
     @Spec CommandSpec spec;

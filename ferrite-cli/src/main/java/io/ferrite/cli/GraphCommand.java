@@ -59,14 +59,7 @@ import picocli.CommandLine.Spec;
       GraphCommand.Stat.class,
       GraphCommand.Delete.class,
     })
-final class GraphCommand implements Runnable {
-  @Spec CommandSpec spec;
-
-  @Override
-  public void run() {
-    spec.commandLine().usage(spec.commandLine().getOut());
-  }
-
+final class GraphCommand extends CommandGroup {
   /** Connects, runs {@code body} with an RStore on the cluster, closes. */
   static <T> T withStore(ClusterTarget target, Function<RStore, T> body) {
     return target.withClient(Role.CLIENT, "ferrite-graph", true, c -> body.apply(new RStore(c)));

@@ -18,10 +18,8 @@ import java.util.Locale;
 import java.util.concurrent.Callable;
 import java.util.function.Function;
 import picocli.CommandLine.Command;
-import picocli.CommandLine.Model.CommandSpec;
 import picocli.CommandLine.Option;
 import picocli.CommandLine.Parameters;
-import picocli.CommandLine.Spec;
 
 /** {@code ferrite kv ...}: the kv face for a person at a terminal. */
 @Command(
@@ -63,14 +61,7 @@ import picocli.CommandLine.Spec;
       KvCommand.Drop.class,
       KvCommand.CompactLog.class,
     })
-final class KvCommand implements Runnable {
-  @Spec CommandSpec spec;
-
-  @Override
-  public void run() {
-    spec.commandLine().usage(spec.commandLine().getOut());
-  }
-
+final class KvCommand extends CommandGroup {
   /**
    * What the kv subcommands share: {@link FaceCommand}'s, and a kv client for the length of one
    * command.

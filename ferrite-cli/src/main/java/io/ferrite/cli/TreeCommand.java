@@ -10,10 +10,8 @@ import java.util.concurrent.Callable;
 import java.util.function.Function;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Mixin;
-import picocli.CommandLine.Model.CommandSpec;
 import picocli.CommandLine.Option;
 import picocli.CommandLine.Parameters;
-import picocli.CommandLine.Spec;
 
 /** {@code ferrite tree ...}: the tree face (sorted keys, Cell) for a person at a terminal. */
 @Command(
@@ -53,14 +51,7 @@ import picocli.CommandLine.Spec;
       TreeCommand.ListTrees.class,
       TreeCommand.Stats.class,
     })
-final class TreeCommand implements Runnable {
-  @Spec CommandSpec spec;
-
-  @Override
-  public void run() {
-    spec.commandLine().usage(spec.commandLine().getOut());
-  }
-
+final class TreeCommand extends CommandGroup {
   /**
    * What the tree subcommands share: {@link FaceCommand}'s, and a tree client for the length of one
    * command.
