@@ -23,13 +23,8 @@ public final class BenchOptions {
         description = "Client fabrics, comma-separated: shm, tcp (default: shm,tcp).")
     List<String> fabrics;
 
-    /** Whether {@code --fabrics} was given. */
-    boolean given() {
-      return fabrics != null;
-    }
-
-    /** The fabrics given, each checked to be shm or tcp; null when none were given. */
-    List<String> checked(BenchOutput out) {
+    /** The fabrics given, each checked to be shm or tcp; null when the option was not given. */
+    List<String> given(BenchOutput out) {
       if (fabrics != null) {
         out.checkFabrics(fabrics, ALL);
       }
@@ -45,6 +40,11 @@ public final class BenchOptions {
         paramLabel = "N",
         description = "Client thread counts (default: 1,16).")
     List<Integer> threads;
+
+    /** The thread counts given; null when the option was not given. */
+    List<Integer> given() {
+      return threads;
+    }
   }
 
   /** {@code --servers}: the memory servers of the local cluster a suite starts in its process. */

@@ -130,9 +130,7 @@ public final class FabricBenchCommand implements Callable<Integer> {
     if (duration != null) {
       o = o.withDuration(duration);
     }
-    if (depth.depth != null) {
-      o = o.withDepth(depth.depth);
-    }
+    o = o.withDepth(depth.or(o.depth()));
     if (regionMib != null) {
       o = o.withRegionBytes((long) regionMib << 20);
     }

@@ -133,8 +133,9 @@ public final class KvBenchCommand implements Callable<Integer> {
   @Override
   public Integer call() throws Exception {
     KvBench.Options o = out.quick() ? KvBench.Options.quick() : KvBench.Options.defaults();
-    if (fabrics.checked(out) != null) {
-      o = o.withFabrics(fabrics.fabrics);
+    List<String> f = fabrics.given(out);
+    if (f != null) {
+      o = o.withFabrics(f);
     }
     if (layouts != null) {
       o = o.withLayouts(layouts);
@@ -148,8 +149,9 @@ public final class KvBenchCommand implements Callable<Integer> {
       o = o.withOps(ops);
     }
     o = o.withInlineValues(inlineValues);
-    if (threads.threads != null) {
-      o = o.withThreads(threads.threads);
+    List<Integer> t = threads.given();
+    if (t != null) {
+      o = o.withThreads(t);
     }
     if (duration != null) {
       o = o.withDuration(duration);

@@ -99,9 +99,10 @@ public final class NodesBenchCommand implements Callable<Integer> {
   @Override
   public Integer call() throws Exception {
     NodesBench.Options d = out.quick() ? NodesBench.Options.quick() : NodesBench.Options.defaults();
+    List<String> f = fabrics.given(out);
     NodesBench.Options o =
         new NodesBench.Options(
-            fabrics.checked(out) != null ? List.copyOf(fabrics.fabrics) : d.fabrics(),
+            f != null ? List.copyOf(f) : d.fabrics(),
             iterations != null ? iterations : d.iterations(),
             duration != null ? duration : d.duration(),
             fileMib != null ? fileMib << 20 : d.fileBytes(),

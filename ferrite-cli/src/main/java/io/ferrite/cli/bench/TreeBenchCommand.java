@@ -4,6 +4,7 @@ import io.ferrite.bench.tree.TreeBench;
 import io.ferrite.cli.DurationConverter;
 import io.ferrite.cli.VersionProvider;
 import java.time.Duration;
+import java.util.List;
 import java.util.concurrent.Callable;
 import picocli.CommandLine;
 import picocli.CommandLine.Command;
@@ -97,11 +98,13 @@ public final class TreeBenchCommand implements Callable<Integer> {
   @Override
   public Integer call() throws Exception {
     TreeBench.Options o = out.quick() ? TreeBench.Options.quick() : TreeBench.Options.defaults();
-    if (fabrics.checked(out) != null) {
-      o = o.withFabrics(fabrics.fabrics);
+    List<String> f = fabrics.given(out);
+    if (f != null) {
+      o = o.withFabrics(f);
     }
-    if (threads.threads != null) {
-      o = o.withThreads(threads.threads);
+    List<Integer> t = threads.given();
+    if (t != null) {
+      o = o.withThreads(t);
     }
     if (duration != null) {
       o = o.withDuration(duration);

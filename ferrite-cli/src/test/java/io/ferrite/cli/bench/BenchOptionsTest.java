@@ -19,12 +19,12 @@ class BenchOptionsTest extends CliCapture {
   void aSharedOptionReachesEachSuiteThatMixesItIn() {
     KvBenchCommand kv = new KvBenchCommand();
     new CommandLine(kv).parseArgs("--fabrics", "tcp", "--threads", "2,8");
-    assertEquals(List.of("tcp"), kv.fabrics.fabrics);
-    assertEquals(List.of(2, 8), kv.threads.threads);
+    assertEquals(List.of("tcp"), kv.fabrics.given(kv.out));
+    assertEquals(List.of(2, 8), kv.threads.given());
     TreeBenchCommand tree = new TreeBenchCommand();
     new CommandLine(tree).parseArgs();
-    assertNull(tree.fabrics.fabrics);
-    assertNull(tree.threads.threads);
+    assertNull(tree.fabrics.given(tree.out));
+    assertNull(tree.threads.given());
 
     MemoryBenchCommand memory = new MemoryBenchCommand();
     new CommandLine(memory).parseArgs("--servers", "3", "--depth", "8");
