@@ -82,6 +82,16 @@ final class ClusterTarget {
   }
 
   /**
+   * As {@link WithClient}, for a command that also reaches the cluster around the client (status
+   * asks each master of a group its role): the resolved target and the client's fabrics, both valid
+   * until it returns.
+   */
+  @FunctionalInterface
+  interface WithConnection<T, E extends Exception> {
+    T apply(FerriteClient client, Resolved target, Fabrics fabrics) throws E;
+  }
+
+  /**
    * Connects to the resolved cluster with the secret of {@code role} (see {@link #resolve(Role)})
    * over the client fabrics ({@link Fabrics}), runs {@code body}, then closes the client and the
    * fabrics, also when {@code body} throws. {@code session}: false for a command that allocates
@@ -90,6 +100,12 @@ final class ClusterTarget {
    */
   <T, E extends Exception> T withClient(
       Role role, String clientName, boolean session, WithClient<T, E> body) throws E {
+    return withClient(role, clientName, session, (c, t, fabrics) -> body.apply(c));
+  }
+
+  /** As {@link #withClient(Role, String, boolean, WithClient)}, the body given more. */
+  <T, E extends Exception> T withClient(
+      Role role, String clientName, boolean session, WithConnection<T, E> body) throws E {
     Resolved t = resolve(role);
     Fabrics fabrics = new Fabrics(t);
     try (FerriteClient c =
@@ -101,7 +117,7 @@ final class ClusterTarget {
                 .session(session)
                 .clientName(clientName)
                 .build())) {
-      return body.apply(c);
+      return body.apply(c, t, fabrics);
     } finally {
       fabrics.close();
     }
