@@ -3,6 +3,9 @@ package io.ferrite.cli;
 import io.ferrite.fabric.Credentials;
 import io.ferrite.fabric.Role;
 import io.ferrite.fabric.netty.Tls;
+import io.ferrite.kernel.client.ClientOptions;
+import io.ferrite.kernel.client.Ferrite;
+import io.ferrite.kernel.client.FerriteClient;
 import io.ferrite.kernel.config.ClusterFile;
 import io.ferrite.kernel.config.FerriteConfig;
 import io.ferrite.kernel.config.Secrets;
@@ -70,6 +73,54 @@ final class ClusterTarget {
   /** For a command that needs {@code role}: CLIENT for data, ADMIN for the operator's. */
   Resolved resolve(Role role) {
     return resolve(System.getenv(), role);
+  }
+
+  /** What a client command does with its connection; may throw {@code E}. */
+  @FunctionalInterface
+  interface WithClient<T, E extends Exception> {
+    T apply(FerriteClient client) throws E;
+  }
+
+  /**
+   * As {@link WithClient}, for a command that also reaches the cluster around the client (status
+   * asks each master of a group its role): the resolved target and the client's fabrics, both valid
+   * until it returns.
+   */
+  @FunctionalInterface
+  interface WithConnection<T, E extends Exception> {
+    T apply(FerriteClient client, Resolved target, Fabrics fabrics) throws E;
+  }
+
+  /**
+   * Connects to the resolved cluster with the secret of {@code role} (see {@link #resolve(Role)})
+   * over the client fabrics ({@link Fabrics}), runs {@code body}, then closes the client and the
+   * fabrics, also when {@code body} throws. {@code session}: false for a command that allocates
+   * nothing ({@link ClientOptions#session()}: no session, no allocation), as kv's and tree's do
+   * (their shards and meganodes are the servers'); fs and graph allocate memory, so keep one.
+   */
+  <T, E extends Exception> T withClient(
+      Role role, String clientName, boolean session, WithClient<T, E> body) throws E {
+    return withClient(role, clientName, session, (c, t, fabrics) -> body.apply(c));
+  }
+
+  /** As {@link #withClient(Role, String, boolean, WithClient)}, the body given more. */
+  <T, E extends Exception> T withClient(
+      Role role, String clientName, boolean session, WithConnection<T, E> body) throws E {
+    Resolved t = resolve(role);
+    Fabrics fabrics = new Fabrics(t);
+    try (FerriteClient c =
+        Ferrite.connect(
+            t.uri(),
+            ClientOptions.builder(t.credentials())
+                .config(t.config())
+                .fabrics(fabrics.factory())
+                .session(session)
+                .clientName(clientName)
+                .build())) {
+      return body.apply(c, t, fabrics);
+    } finally {
+      fabrics.close();
+    }
   }
 
   Resolved resolve(Map<String, String> env) {

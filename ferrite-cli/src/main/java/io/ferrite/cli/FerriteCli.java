@@ -47,15 +47,7 @@ import picocli.CommandLine.Command;
       TreeCommand.class,
       YcsbCommand.class,
     })
-public final class FerriteCli implements Runnable {
-  @CommandLine.Spec CommandLine.Model.CommandSpec spec;
-
-  /** Without a subcommand, print the usage. */
-  @Override
-  public void run() {
-    spec.commandLine().usage(spec.commandLine().getOut());
-  }
-
+public final class FerriteCli extends CommandGroup {
   /** The command line with Ferrite's settings; tests drive it without exiting the JVM. */
   public static CommandLine commandLine() {
     CommandLine cli =

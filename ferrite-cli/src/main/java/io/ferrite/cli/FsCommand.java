@@ -1,8 +1,6 @@
 package io.ferrite.cli;
 
-import io.ferrite.kernel.client.ClientOptions;
-import io.ferrite.kernel.client.Ferrite;
-import io.ferrite.kernel.client.FerriteClient;
+import io.ferrite.fabric.Role;
 import io.ferrite.nodes.NodeInfo;
 import io.ferrite.nodes.NodePath;
 import io.ferrite.nodes.NodeType;
@@ -11,11 +9,13 @@ import java.io.PrintWriter;
 import java.time.Instant;
 import java.time.ZoneId;
 import java.time.format.DateTimeFormatter;
+import java.util.List;
 import java.util.Locale;
 import java.util.concurrent.Callable;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Mixin;
 import picocli.CommandLine.Model.CommandSpec;
+import picocli.CommandLine.Parameters;
 import picocli.CommandLine.Spec;
 
 /**
@@ -50,14 +50,7 @@ import picocli.CommandLine.Spec;
       FsCommands.Stat.class,
       FsCommands.Df.class,
     })
-final class FsCommand implements Runnable {
-  @Spec CommandSpec spec;
-
-  @Override
-  public void run() {
-    spec.commandLine().usage(spec.commandLine().getOut());
-  }
-
+final class FsCommand extends CommandGroup {
   /** What every fs subcommand shares: the cluster to talk to and a connection to it. */
   abstract static class Base implements Callable<Integer> {
     @Spec CommandSpec spec;
@@ -73,22 +66,15 @@ final class FsCommand implements Runnable {
 
     @Override
     public final Integer call() throws Exception {
-      ClusterTarget.Resolved t = target.resolve();
-      Fabrics fabrics = new Fabrics(t);
-      try (FerriteClient c =
-          Ferrite.connect(
-              t.uri(),
-              ClientOptions.builder(t.credentials())
-                  .config(t.config())
-                  .fabrics(fabrics.factory())
-                  .clientName("ferrite-fs-" + spec.name())
-                  .build())) {
-        int rc = run(new Nodes(c));
-        out().flush();
-        return rc;
-      } finally {
-        fabrics.close();
-      }
+      return target.withClient(
+          Role.CLIENT,
+          "ferrite-fs-" + spec.name(),
+          true,
+          c -> {
+            int rc = run(new Nodes(c));
+            out().flush();
+            return rc;
+          });
     }
 
     abstract int run(Nodes nodes) throws Exception;
@@ -100,6 +86,32 @@ final class FsCommand implements Runnable {
       err().flush();
       return 1;
     }
+  }
+
+  /**
+   * A subcommand that does the same to each of its PATH operands, like a shell tool: a path that
+   * fails is reported on stderr ({@link Base#failed}) and the next one is done; exit code 1 if any
+   * failed.
+   */
+  abstract static class EachPath extends Base {
+    @Parameters(arity = "1..*", paramLabel = "PATH")
+    List<String> paths;
+
+    @Override
+    int run(Nodes nodes) throws java.io.IOException {
+      int rc = 0;
+      for (String p : paths) {
+        try {
+          each(nodes, p);
+        } catch (RuntimeException e) {
+          rc = failed(p, e);
+        }
+      }
+      return rc;
+    }
+
+    /** Does the command to {@code path}; a RuntimeException fails this path only. */
+    abstract void each(Nodes nodes, String path) throws java.io.IOException;
   }
 
   static final DateTimeFormatter TIME =

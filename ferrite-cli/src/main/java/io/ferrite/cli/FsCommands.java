@@ -119,7 +119,7 @@ final class FsCommands {
       mixinStandardHelpOptions = true,
       description = "Creates directories (or, with --table / --bag, a table or a bag).",
       footer = {"", "Examples:", "  ferrite fs mkdir -p /a/b/c", "  ferrite fs mkdir --table /kv"})
-  static final class Mkdir extends FsCommand.Base {
+  static final class Mkdir extends FsCommand.EachPath {
     @Option(names = "-p", description = "Create missing parents; an existing directory is fine.")
     boolean parents;
 
@@ -134,33 +134,22 @@ final class FsCommands {
     @Option(names = "--bag", description = "Create a bag (files that read as one stream).")
     boolean bag;
 
-    @Parameters(arity = "1..*", paramLabel = "PATH")
-    List<String> paths;
-
     @Override
-    int run(Nodes nodes) {
-      int rc = 0;
-      for (String p : paths) {
-        try {
-          if (parents && !table && !bag) {
-            nodes.mkdirs(p);
-            continue;
-          }
-          if (parents) {
-            nodes.mkdirs(NodePath.parent(NodePath.check(p)));
-          }
-          if (table) {
-            nodes.createTable(p, !nonEnumerable);
-          } else if (bag) {
-            nodes.createBag(p);
-          } else {
-            nodes.mkdir(p);
-          }
-        } catch (RuntimeException e) {
-          rc = failed(p, e);
-        }
+    void each(Nodes nodes, String p) {
+      if (parents && !table && !bag) {
+        nodes.mkdirs(p);
+        return;
       }
-      return rc;
+      if (parents) {
+        nodes.mkdirs(NodePath.parent(NodePath.check(p)));
+      }
+      if (table) {
+        nodes.createTable(p, !nonEnumerable);
+      } else if (bag) {
+        nodes.createBag(p);
+      } else {
+        nodes.mkdir(p);
+      }
     }
   }
 
@@ -438,23 +427,22 @@ final class FsCommands {
       mixinStandardHelpOptions = true,
       description = "Writes files, key-values or bags (all their files in order) to stdout.",
       footer = {"", "Example:", "  ferrite fs cat /shuffle/part-0 | wc -c"})
-  static final class Cat extends FsCommand.Base {
-    @Parameters(arity = "1..*", paramLabel = "PATH")
-    List<String> paths;
+  static final class Cat extends FsCommand.EachPath {
+    private OutputStream stdout;
 
     @Override
     int run(Nodes nodes) throws IOException {
-      int rc = 0;
-      OutputStream out = new NonClosing(System.out);
-      for (String p : paths) {
-        try (InputStream in = open(nodes, nodes.lookup(p), p)) {
-          in.transferTo(out);
-        } catch (RuntimeException e) {
-          rc = failed(p, e);
-        }
-      }
-      out.flush();
+      stdout = new NonClosing(System.out);
+      int rc = super.run(nodes);
+      stdout.flush();
       return rc;
+    }
+
+    @Override
+    void each(Nodes nodes, String p) throws IOException {
+      try (InputStream in = open(nodes, nodes.lookup(p), p)) {
+        in.transferTo(stdout);
+      }
     }
   }
 
@@ -463,7 +451,7 @@ final class FsCommands {
       mixinStandardHelpOptions = true,
       description = "Removes nodes; a non-empty container only with -r. Their blocks are freed.",
       footer = {"", "Examples:", "  ferrite fs rm /in/data.bin", "  ferrite fs rm -r /in"})
-  static final class Rm extends FsCommand.Base {
+  static final class Rm extends FsCommand.EachPath {
     @Option(
         names = {"-r", "-R"},
         description = "Remove containers with everything in them.")
@@ -472,24 +460,15 @@ final class FsCommands {
     @Option(names = "-f", description = "Ignore paths that do not exist.")
     boolean force;
 
-    @Parameters(arity = "1..*", paramLabel = "PATH")
-    List<String> paths;
-
     @Override
-    int run(Nodes nodes) {
-      int rc = 0;
-      for (String p : paths) {
-        try {
-          nodes.remove(p, recursive);
-        } catch (NodesException e) {
-          if (!(force && e.reason() == NodesException.Reason.NOT_FOUND)) {
-            rc = failed(p, e);
-          }
-        } catch (RuntimeException e) {
-          rc = failed(p, e);
+    void each(Nodes nodes, String p) {
+      try {
+        nodes.remove(p, recursive);
+      } catch (NodesException e) {
+        if (!(force && e.reason() == NodesException.Reason.NOT_FOUND)) {
+          throw e;
         }
       }
-      return rc;
     }
   }
 
@@ -532,68 +511,57 @@ final class FsCommands {
       mixinStandardHelpOptions = true,
       description = "Prints what the master knows about nodes.",
       footer = {"", "Example:", "  ferrite fs stat /in/data.bin"})
-  static final class Stat extends FsCommand.Base {
-    @Parameters(arity = "1..*", paramLabel = "PATH")
-    List<String> paths;
-
+  static final class Stat extends FsCommand.EachPath {
     @Override
-    int run(Nodes nodes) {
-      int rc = 0;
-      for (String p : paths) {
-        try {
-          NodeInfo n = nodes.lookup(p);
-          PrintWriter out = out();
-          out.println("  Path: " + p);
-          out.println("  Type: " + FsCommand.describe(n));
-          out.println(
-              n.type().isContainer()
-                  ? "  Children: " + n.size()
-                  : "  Size: " + n.size() + " B (" + Sizes.format(n.size()) + ")");
-          if (n.type().hasData()) {
-            out.println(
-                "  Blocks: "
-                    + n.blockCount()
-                    + (n.inline() != null ? " (value kept in the master's metadata)" : ""));
-          }
-          out.println(
-              "  Storage class: "
-                  + (n.storageClass().isEmpty() ? "(cluster order)" : n.storageClass()));
-          if (!n.location().isEmpty()) {
-            out.println("  Location hint: " + n.location());
-          }
-          if (n.type().hasData()) {
-            out.println(
-                "  Replicas: "
-                    + n.replicas()
-                    + (n.underReplicated()
-                        ? " (under-replicated: "
-                            + n.missingCopies()
-                            + " block copies missing, being made again)"
-                        : ""));
-          }
-          if (n.isLost()) {
-            // Reads of these bytes answer DATA_LOST; the rest of the node still reads.
-            out.println(
-                "  Lost: "
-                    + n.lostBlocks()
-                    + " of its blocks ("
-                    + (n.lost().isEmpty()
-                        ? "past its size"
-                        : n.lost().stream()
-                                .map(NodeInfo.LostRange::toString)
-                                .collect(java.util.stream.Collectors.joining(", "))
-                            + ", "
-                            + Sizes.format(n.lostBytes()))
-                    + "): their memory server came back without them; 'ferrite fs rm' it and"
-                    + " write it again");
-          }
-          out.println("  Modified: " + FsCommand.time(n.mtime()));
-          out.println("  Id: " + n.id() + (n.writing() ? "  (open for writing)" : ""));
-        } catch (RuntimeException e) {
-          rc = failed(p, e);
-        }
+    void each(Nodes nodes, String p) {
+      NodeInfo n = nodes.lookup(p);
+      PrintWriter out = out();
+      out.println("  Path: " + p);
+      out.println("  Type: " + FsCommand.describe(n));
+      out.println(
+          n.type().isContainer()
+              ? "  Children: " + n.size()
+              : "  Size: " + n.size() + " B (" + Sizes.format(n.size()) + ")");
+      if (n.type().hasData()) {
+        out.println(
+            "  Blocks: "
+                + n.blockCount()
+                + (n.inline() != null ? " (value kept in the master's metadata)" : ""));
       }
-      return rc;
+      out.println(
+          "  Storage class: "
+              + (n.storageClass().isEmpty() ? "(cluster order)" : n.storageClass()));
+      if (!n.location().isEmpty()) {
+        out.println("  Location hint: " + n.location());
+      }
+      if (n.type().hasData()) {
+        out.println(
+            "  Replicas: "
+                + n.replicas()
+                + (n.underReplicated()
+                    ? " (under-replicated: "
+                        + n.missingCopies()
+                        + " block copies missing, being made again)"
+                    : ""));
+      }
+      if (n.isLost()) {
+        // Reads of these bytes answer DATA_LOST; the rest of the node still reads.
+        out.println(
+            "  Lost: "
+                + n.lostBlocks()
+                + " of its blocks ("
+                + (n.lost().isEmpty()
+                    ? "past its size"
+                    : n.lost().stream()
+                            .map(NodeInfo.LostRange::toString)
+                            .collect(java.util.stream.Collectors.joining(", "))
+                        + ", "
+                        + Sizes.format(n.lostBytes()))
+                + "): their memory server came back without them; 'ferrite fs rm' it and"
+                + " write it again");
+      }
+      out.println("  Modified: " + FsCommand.time(n.mtime()));
+      out.println("  Id: " + n.id() + (n.writing() ? "  (open for writing)" : ""));
     }
   }
 

@@ -10,9 +10,7 @@ import io.ferrite.apps.carafe.RmatGenerator;
 import io.ferrite.apps.carafe.VertexHandle;
 import io.ferrite.fabric.ErrorCode;
 import io.ferrite.fabric.FerriteException;
-import io.ferrite.kernel.client.ClientOptions;
-import io.ferrite.kernel.client.Ferrite;
-import io.ferrite.kernel.client.FerriteClient;
+import io.ferrite.fabric.Role;
 import io.ferrite.memory.RStore;
 import java.io.PrintWriter;
 import java.nio.file.Path;
@@ -61,30 +59,10 @@ import picocli.CommandLine.Spec;
       GraphCommand.Stat.class,
       GraphCommand.Delete.class,
     })
-final class GraphCommand implements Runnable {
-  @Spec CommandSpec spec;
-
-  @Override
-  public void run() {
-    spec.commandLine().usage(spec.commandLine().getOut());
-  }
-
+final class GraphCommand extends CommandGroup {
   /** Connects, runs {@code body} with an RStore on the cluster, closes. */
   static <T> T withStore(ClusterTarget target, Function<RStore, T> body) {
-    ClusterTarget.Resolved t = target.resolve();
-    Fabrics fabrics = new Fabrics(t);
-    try (FerriteClient c =
-        Ferrite.connect(
-            t.uri(),
-            ClientOptions.builder(t.credentials())
-                .config(t.config())
-                .fabrics(fabrics.factory())
-                .clientName("ferrite-graph")
-                .build())) {
-      return body.apply(new RStore(c));
-    } finally {
-      fabrics.close();
-    }
+    return target.withClient(Role.CLIENT, "ferrite-graph", true, c -> body.apply(new RStore(c)));
   }
 
   /** Opens graph {@code name}, runs {@code body}, closes the graph's mappings. */
@@ -101,10 +79,13 @@ final class GraphCommand implements Runnable {
         });
   }
 
-  /** What every graph command shares: the cluster, the output, -q. */
+  /** What every graph command shares: the graph's name, the cluster, the output, -q. */
   abstract static class Sub {
     @Spec CommandSpec spec;
     @Mixin ClusterTarget target;
+
+    @Parameters(index = "0", paramLabel = "NAME", description = "the graph's name")
+    String name;
 
     @Option(
         names = {"-q", "--quiet"},
@@ -158,9 +139,6 @@ final class GraphCommand implements Runnable {
             + " some edge touches.",
       })
   static final class Generate extends Sub implements Callable<Integer> {
-    @Parameters(index = "0", paramLabel = "NAME", description = "the graph's name")
-    String name;
-
     @Option(
         names = "--preset",
         required = true,
@@ -208,9 +186,6 @@ final class GraphCommand implements Runnable {
             + " names its line number; nothing is stored then.",
       })
   static final class Import extends Sub implements Callable<Integer> {
-    @Parameters(index = "0", paramLabel = "NAME", description = "the graph's name")
-    String name;
-
     @Parameters(index = "1", paramLabel = "FILE", description = "the edge list")
     Path file;
 
@@ -251,9 +226,6 @@ final class GraphCommand implements Runnable {
             + " (or unreachable), hops, the path and how many vertices were explored.",
       })
   static final class Sssp extends Sub implements Callable<Integer> {
-    @Parameters(index = "0", paramLabel = "NAME", description = "the graph's name")
-    String name;
-
     @Option(names = "--from", required = true, paramLabel = "ID", description = "Source id.")
     long from;
 
@@ -314,9 +286,6 @@ final class GraphCommand implements Runnable {
       mixinStandardHelpOptions = true,
       description = "What graph NAME holds: vertices, edges, kind, bytes, when it was stored.")
   static final class Stat extends Sub implements Callable<Integer> {
-    @Parameters(index = "0", paramLabel = "NAME", description = "the graph's name")
-    String name;
-
     @Override
     public Integer call() {
       return withGraph(
@@ -363,9 +332,6 @@ final class GraphCommand implements Runnable {
       mixinStandardHelpOptions = true,
       description = "Deletes graph NAME (both namespaces); an error if there is none.")
   static final class Delete extends Sub implements Callable<Integer> {
-    @Parameters(index = "0", paramLabel = "NAME", description = "the graph's name")
-    String name;
-
     @Override
     public Integer call() {
       boolean deleted = withStore(target, s -> CarafeGraph.delete(s, name));

@@ -21,7 +21,6 @@ import java.util.concurrent.Callable;
 import picocli.CommandLine;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Option;
-import picocli.CommandLine.Parameters;
 
 /**
  * {@code ferrite graph pagerank|components}: Pregel jobs on a stored graph with the shared mailbox
@@ -31,11 +30,10 @@ import picocli.CommandLine.Parameters;
 final class GraphPregelCommands {
   private GraphPregelCommands() {}
 
-  /** What both jobs share: the graph, the workers, how they run. */
+  /**
+   * What both jobs share: the workers, how they run (the graph's name: {@link GraphCommand.Sub}).
+   */
   abstract static class PregelSub extends GraphCommand.Sub {
-    @Parameters(index = "0", paramLabel = "NAME", description = "the graph's name")
-    String name;
-
     @Option(
         names = "--workers",
         paramLabel = "N",

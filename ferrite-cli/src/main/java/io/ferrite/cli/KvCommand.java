@@ -3,9 +3,6 @@ package io.ferrite.cli;
 import io.ferrite.fabric.ErrorCode;
 import io.ferrite.fabric.FerriteException;
 import io.ferrite.fabric.Role;
-import io.ferrite.kernel.client.ClientOptions;
-import io.ferrite.kernel.client.Ferrite;
-import io.ferrite.kernel.client.FerriteClient;
 import io.ferrite.kv.KvClient;
 import io.ferrite.kv.KvRebalancer;
 import io.ferrite.kv.KvReplicator;
@@ -15,21 +12,14 @@ import io.ferrite.kv.TableInfo;
 import io.ferrite.kv.TableOptions;
 import io.ferrite.kv.master.KvDirectory;
 import java.io.PrintWriter;
-import java.nio.ByteBuffer;
-import java.nio.charset.CharacterCodingException;
-import java.nio.charset.CodingErrorAction;
 import java.nio.charset.StandardCharsets;
-import java.util.HexFormat;
 import java.util.List;
 import java.util.Locale;
 import java.util.concurrent.Callable;
 import java.util.function.Function;
 import picocli.CommandLine.Command;
-import picocli.CommandLine.Mixin;
-import picocli.CommandLine.Model.CommandSpec;
 import picocli.CommandLine.Option;
 import picocli.CommandLine.Parameters;
-import picocli.CommandLine.Spec;
 
 /** {@code ferrite kv ...}: the kv face for a person at a terminal. */
 @Command(
@@ -71,107 +61,46 @@ import picocli.CommandLine.Spec;
       KvCommand.Drop.class,
       KvCommand.CompactLog.class,
     })
-final class KvCommand implements Runnable {
-  @Spec CommandSpec spec;
-
-  @Override
-  public void run() {
-    spec.commandLine().usage(spec.commandLine().getOut());
-  }
-
-  /** Connects, runs {@code body} with a kv client, closes. */
-  static <T> T withKv(ClusterTarget target, Function<KvClient, T> body) {
-    return withKv(target, Role.CLIENT, body);
-  }
-
+final class KvCommand extends CommandGroup {
   /**
-   * As {@link #withKv(ClusterTarget, Function)} with the secret of {@code role}: ADMIN for drop,
-   * rebalance and compact-log, whose shard opcodes refuse a CLIENT.
+   * What the kv subcommands share: {@link FaceCommand}'s, and a kv client for the length of one
+   * command.
    */
-  static <T> T withKv(ClusterTarget target, Role role, Function<KvClient, T> body) {
-    ClusterTarget.Resolved t = target.resolve(role);
-    Fabrics fabrics = new Fabrics(t);
-    try (FerriteClient c =
-        Ferrite.connect(
-            t.uri(),
-            ClientOptions.builder(t.credentials())
-                .config(t.config())
-                .fabrics(fabrics.factory())
-                .session(false)
-                .clientName("ferrite-kv")
-                .build())) {
-      return body.apply(new KvClient(c));
-    } finally {
-      fabrics.close();
+  abstract static class Sub extends FaceCommand {
+    /** Connects with the least role, CLIENT, runs {@code body} with a kv client, closes. */
+    <T> T withKv(Function<KvClient, T> body) {
+      return withKv(Role.CLIENT, body);
+    }
+
+    /**
+     * As {@link #withKv(Function)} with the secret of {@code role}: ADMIN for drop, rebalance and
+     * compact-log, whose shard opcodes refuse a CLIENT.
+     */
+    <T> T withKv(Role role, Function<KvClient, T> body) {
+      return target.withClient(role, "ferrite-kv", false, c -> body.apply(new KvClient(c)));
     }
   }
 
-  static byte[] decode(String s, boolean hex) {
-    if (!hex) {
-      return s.getBytes(StandardCharsets.UTF_8);
-    }
-    try {
-      return HexFormat.of().parseHex(s);
-    } catch (IllegalArgumentException e) {
-      throw new FerriteException(
-          ErrorCode.INVALID_ARGUMENT, "not hex: '" + s + "' (expected: pairs of 0-9a-f)");
-    }
+  /** A kv subcommand on one table, its first parameter. */
+  abstract static class TableSub extends Sub {
+    @Parameters(index = "0", description = "table")
+    String table;
   }
 
-  /** Text if the bytes are printable UTF-8, else hex (always hex with --hex). */
-  static String show(byte[] b, boolean hex) {
-    if (!hex) {
-      try {
-        String s =
-            StandardCharsets.UTF_8
-                .newDecoder()
-                .onMalformedInput(CodingErrorAction.REPORT)
-                .decode(ByteBuffer.wrap(b))
-                .toString();
-        if (s.chars().noneMatch(c -> c < 0x20 && c != '\n' && c != '\t')) {
-          return s;
-        }
-      } catch (CharacterCodingException e) {
-        // Not text: print hex.
-      }
-    }
-    return "0x" + HexFormat.of().formatHex(b);
-  }
-
-  abstract static class Sub {
-    @Spec CommandSpec spec;
-    @Mixin ClusterTarget target;
-
-    @Option(names = "--hex", description = "Keys and values are hex, and values print as hex.")
-    boolean hex;
-
-    PrintWriter out() {
-      return spec.commandLine().getOut();
-    }
+  /** A kv subcommand on one key of one table, its first two parameters. */
+  abstract static class KeySub extends TableSub {
+    @Parameters(index = "1", description = "key")
+    String key;
   }
 
   @Command(
       name = "get",
       mixinStandardHelpOptions = true,
       description = "Prints the value of a key (one-sided reads only); exit code 1 if absent.")
-  static final class Get extends Sub implements Callable<Integer> {
-    @Parameters(index = "0", description = "table")
-    String table;
-
-    @Parameters(index = "1", description = "key")
-    String key;
-
+  static final class Get extends KeySub implements Callable<Integer> {
     @Override
     public Integer call() {
-      byte[] v = withKv(target, kv -> kv.table(table).get(decode(key, hex)));
-      if (v == null) {
-        spec.commandLine().getErr().println("(not found)");
-        spec.commandLine().getErr().flush();
-        return 1;
-      }
-      out().println(show(v, hex));
-      out().flush();
-      return 0;
+      return printValue(withKv(kv -> kv.table(table).get(codec.decode(key))));
     }
   }
 
@@ -180,13 +109,7 @@ final class KvCommand implements Runnable {
       mixinStandardHelpOptions = true,
       description =
           "Stores a value under a key (creating the table with default options if needed).")
-  static final class Put extends Sub implements Callable<Integer> {
-    @Parameters(index = "0", description = "table")
-    String table;
-
-    @Parameters(index = "1", description = "key")
-    String key;
-
+  static final class Put extends KeySub implements Callable<Integer> {
     @Parameters(index = "2", description = "value")
     String value;
 
@@ -198,11 +121,10 @@ final class KvCommand implements Runnable {
       boolean[] applied = new boolean[1];
       String what =
           withKv(
-              target,
               kv -> {
                 KvTable t = openOrCreate(kv, table);
-                byte[] k = decode(key, hex);
-                byte[] v = decode(value, hex);
+                byte[] k = codec.decode(key);
+                byte[] v = codec.decode(value);
                 if (ifAbsent) {
                   applied[0] = t.putIfAbsent(k, v);
                   return applied[0] ? "created" : "exists, unchanged";
@@ -233,11 +155,8 @@ final class KvCommand implements Runnable {
         "  ferrite kv load --hex --batch 1024 blobs blobs.hex",
         "  cut -f1,3 data.tsv | ferrite kv load users -"
       })
-  static final class Load extends Sub implements Callable<Integer> {
+  static final class Load extends TableSub implements Callable<Integer> {
     static final long LINE_EVERY_NANOS = 5_000_000_000L;
-
-    @Parameters(index = "0", description = "table")
-    String table;
 
     @Parameters(index = "1", paramLabel = "FILE", description = "KEY<TAB>VALUE lines, - for stdin")
     String file;
@@ -265,7 +184,6 @@ final class KvCommand implements Runnable {
         long[] loaded = new long[1];
         long start = System.nanoTime();
         withKv(
-            target,
             kv -> {
               KvTable t = openOrCreate(kv, table);
               List<byte[]> keys = new java.util.ArrayList<>();
@@ -280,8 +198,8 @@ final class KvCommand implements Runnable {
                     throw new IllegalArgumentException(
                         file + ":" + lineNo + ": no tab (expected: KEY<TAB>VALUE)");
                   }
-                  keys.add(decode(line.substring(0, tab), hex));
-                  values.add(decode(line.substring(tab + 1), hex));
+                  keys.add(codec.decode(line.substring(0, tab)));
+                  values.add(codec.decode(line.substring(tab + 1)));
                   if (keys.size() == batch) {
                     t.multiPut(keys, values);
                     loaded[0] += keys.size();
@@ -341,19 +259,10 @@ final class KvCommand implements Runnable {
       name = "del",
       mixinStandardHelpOptions = true,
       description = "Deletes a key; exit code 1 if it was absent.")
-  static final class Del extends Sub implements Callable<Integer> {
-    @Parameters(index = "0", description = "table")
-    String table;
-
-    @Parameters(index = "1", description = "key")
-    String key;
-
+  static final class Del extends KeySub implements Callable<Integer> {
     @Override
     public Integer call() {
-      boolean deleted = withKv(target, kv -> kv.table(table).delete(decode(key, hex)));
-      out().println(deleted ? "deleted" : "(not found)");
-      out().flush();
-      return deleted ? 0 : 1;
+      return printDeleted(withKv(kv -> kv.table(table).delete(codec.decode(key))));
     }
   }
 
@@ -364,15 +273,11 @@ final class KvCommand implements Runnable {
           "Per shard: server, keys, slots, occupancy, extent bytes used/free, extent regions,"
               + " moves (cuckoo or hopscotch displacements), keys and blocks in overflow chains"
               + " (hopscotch), puts, full errors, layout epoch.")
-  static final class ScanStats extends Sub implements Callable<Integer> {
-    @Parameters(index = "0", description = "table")
-    String table;
-
+  static final class ScanStats extends TableSub implements Callable<Integer> {
     @Override
     public Integer call() {
       String text =
           withKv(
-              target,
               kv -> {
                 KvTable t = kv.table(table);
                 // A lost shard (docs/KV.md "Lost shards") is listed as such; the others' counts
@@ -471,10 +376,7 @@ final class KvCommand implements Runnable {
       mixinStandardHelpOptions = true,
       showDefaultValues = true,
       description = "Creates a table (shards placed on the ALIVE servers by consistent hashing).")
-  static final class Create extends Sub implements Callable<Integer> {
-    @Parameters(index = "0", description = "table")
-    String table;
-
+  static final class Create extends TableSub implements Callable<Integer> {
     @Option(names = "--shards", description = "Shards (keys go to shards by jump consistent hash).")
     int shards = TableOptions.DEFAULTS.shards();
 
@@ -537,7 +439,7 @@ final class KvCommand implements Runnable {
                   inline,
                   replicas)
               .validate();
-      TableInfo t = withKv(target, kv -> kv.createTable(table, o).info());
+      TableInfo t = withKv(kv -> kv.createTable(table, o).info());
       out()
           .printf(
               Locale.ROOT,
@@ -561,10 +463,7 @@ final class KvCommand implements Runnable {
             + " the table serves: each server builds the new array, marks the old one moved and"
             + " bumps the layout epoch; clients with the old layout fetch the new one."
       })
-  static final class Resize extends Sub implements Callable<Integer> {
-    @Parameters(index = "0", description = "table")
-    String table;
-
+  static final class Resize extends TableSub implements Callable<Integer> {
     @Option(names = "--slots", required = true, description = "Slots per shard.")
     int slots;
 
@@ -572,7 +471,6 @@ final class KvCommand implements Runnable {
     public Integer call() {
       String text =
           withKv(
-              target,
               kv -> {
                 KvTable t = kv.table(table);
                 t.resize(slots);
@@ -622,7 +520,6 @@ final class KvCommand implements Runnable {
     public Integer call() {
       PrintWriter err = spec.commandLine().getErr();
       return withKv(
-          target,
           Role.ADMIN,
           kv -> {
             KvRebalancer r =
@@ -699,7 +596,6 @@ final class KvCommand implements Runnable {
     public Integer call() {
       String text =
           withKv(
-              target,
               kv -> {
                 StringBuilder sb = new StringBuilder();
                 for (TableInfo t : kv.tables()) {
@@ -753,7 +649,6 @@ final class KvCommand implements Runnable {
     public Integer call() {
       List<KvClient.LogSizes> done =
           withKv(
-              target,
               Role.ADMIN,
               kv -> {
                 List<Integer> ids = new java.util.ArrayList<>();
@@ -790,14 +685,10 @@ final class KvCommand implements Runnable {
   }
 
   @Command(name = "drop", mixinStandardHelpOptions = true, description = "Drops a table.")
-  static final class Drop extends Sub implements Callable<Integer> {
-    @Parameters(index = "0", description = "table")
-    String table;
-
+  static final class Drop extends TableSub implements Callable<Integer> {
     @Override
     public Integer call() {
       withKv(
-          target,
           Role.ADMIN,
           kv -> {
             kv.dropTable(table);

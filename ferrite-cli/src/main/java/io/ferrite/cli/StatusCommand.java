@@ -3,9 +3,8 @@ package io.ferrite.cli;
 import io.ferrite.fabric.ConnectOptions;
 import io.ferrite.fabric.FabricConnection;
 import io.ferrite.fabric.FerriteException;
-import io.ferrite.kernel.client.ClientOptions;
+import io.ferrite.fabric.Role;
 import io.ferrite.kernel.client.Ferrite;
-import io.ferrite.kernel.client.FerriteClient;
 import io.ferrite.kernel.proto.ClusterStatus;
 import io.ferrite.kernel.proto.MasterStub;
 import java.io.PrintWriter;
@@ -47,63 +46,55 @@ final class StatusCommand implements Callable<Integer> {
 
   @Override
   public Integer call() {
-    ClusterTarget.Resolved t = target.resolve();
-    Fabrics fabrics = new Fabrics(t);
-    try (FerriteClient c =
-        Ferrite.connect(
-            t.uri(),
-            ClientOptions.builder(t.credentials())
-                .config(t.config())
-                .fabrics(fabrics.factory())
-                .session(false)
-                .clientName("ferrite-status")
-                .build())) {
-      PrintWriter out = spec.commandLine().getOut();
-      int groups = c.groups().count();
-      if (groups == 1) {
-        ClusterStatus st = c.status();
-        single(out, st, roles(t, fabrics));
-      } else {
-        // Several master groups: each group's own status (its members, capacity it hands out,
-        // its faces' counts), in group order; a group that does not answer says so.
-        StringBuilder js = new StringBuilder("{\"groups\":[");
-        for (int g = 0; g < groups; g++) {
-          String masters = String.join(",", c.groups().addresses(g));
-          String body;
-          try {
-            ClusterStatus st = c.groups().client(g).status();
-            body = json ? st.toJson() : st.format().stripTrailing();
-          } catch (RuntimeException e) {
-            body =
-                json
-                    ? "{\"error\":\""
-                        + e.getMessage().replace("\\", "\\\\").replace("\"", "\\\"")
-                        + "\"}"
-                    : "  unavailable: " + e.getMessage();
-          }
-          if (json) {
-            js.append(g == 0 ? "" : ",")
-                .append("{\"group\":")
-                .append(g)
-                .append(",\"masters\":\"")
-                .append(masters)
-                .append("\",\"status\":")
-                .append(body)
-                .append('}');
+    return target.withClient(
+        Role.CLIENT,
+        "ferrite-status",
+        false,
+        (c, t, fabrics) -> {
+          PrintWriter out = spec.commandLine().getOut();
+          int groups = c.groups().count();
+          if (groups == 1) {
+            ClusterStatus st = c.status();
+            single(out, st, roles(t, fabrics));
           } else {
-            out.println("master group " + g + " (" + masters + ")");
-            out.println(body);
+            // Several master groups: each group's own status (its members, capacity it hands out,
+            // its faces' counts), in group order; a group that does not answer says so.
+            StringBuilder js = new StringBuilder("{\"groups\":[");
+            for (int g = 0; g < groups; g++) {
+              String masters = String.join(",", c.groups().addresses(g));
+              String body;
+              try {
+                ClusterStatus st = c.groups().client(g).status();
+                body = json ? st.toJson() : st.format().stripTrailing();
+              } catch (RuntimeException e) {
+                body =
+                    json
+                        ? "{\"error\":\""
+                            + e.getMessage().replace("\\", "\\\\").replace("\"", "\\\"")
+                            + "\"}"
+                        : "  unavailable: " + e.getMessage();
+              }
+              if (json) {
+                js.append(g == 0 ? "" : ",")
+                    .append("{\"group\":")
+                    .append(g)
+                    .append(",\"masters\":\"")
+                    .append(masters)
+                    .append("\",\"status\":")
+                    .append(body)
+                    .append('}');
+              } else {
+                out.println("master group " + g + " (" + masters + ")");
+                out.println(body);
+              }
+            }
+            if (json) {
+              out.println(js.append("]}"));
+            }
           }
-        }
-        if (json) {
-          out.println(js.append("]}"));
-        }
-      }
-      out.flush();
-    } finally {
-      fabrics.close();
-    }
-    return 0;
+          out.flush();
+          return 0;
+        });
   }
 
   /** One group's status, with its masters' roles when it is a Raft group. */

@@ -19,14 +19,7 @@ import picocli.CommandLine.Spec;
     mixinStandardHelpOptions = true,
     description = "TLS on the tcp fabric: certificates for tls.cert, tls.key and tls.trust.",
     subcommands = {TlsCommand.Generate.class})
-final class TlsCommand implements Runnable {
-  @Spec CommandSpec spec;
-
-  @Override
-  public void run() {
-    spec.commandLine().usage(spec.commandLine().getOut());
-  }
-
+final class TlsCommand extends CommandGroup {
   /**
    * The pair in {@code dir} ({@code cert.pem}, {@code key.pem}), made for the loopback names if
    * either is missing; returns the certificate's path.

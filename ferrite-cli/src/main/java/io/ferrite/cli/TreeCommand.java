@@ -1,12 +1,8 @@
 package io.ferrite.cli;
 
 import io.ferrite.fabric.Role;
-import io.ferrite.kernel.client.ClientOptions;
-import io.ferrite.kernel.client.Ferrite;
-import io.ferrite.kernel.client.FerriteClient;
 import io.ferrite.tree.Tree;
 import io.ferrite.tree.TreeClient;
-import java.io.PrintWriter;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
@@ -14,10 +10,8 @@ import java.util.concurrent.Callable;
 import java.util.function.Function;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Mixin;
-import picocli.CommandLine.Model.CommandSpec;
 import picocli.CommandLine.Option;
 import picocli.CommandLine.Parameters;
-import picocli.CommandLine.Spec;
 
 /** {@code ferrite tree ...}: the tree face (sorted keys, Cell) for a person at a terminal. */
 @Command(
@@ -57,50 +51,33 @@ import picocli.CommandLine.Spec;
       TreeCommand.ListTrees.class,
       TreeCommand.Stats.class,
     })
-final class TreeCommand implements Runnable {
-  @Spec CommandSpec spec;
-
-  @Override
-  public void run() {
-    spec.commandLine().usage(spec.commandLine().getOut());
-  }
-
-  /** Connects with the secret of {@code role}, runs {@code body} with a tree client, closes. */
-  static <T> T withTree(ClusterTarget target, Role role, Function<TreeClient, T> body) {
-    ClusterTarget.Resolved t = target.resolve(role);
-    Fabrics fabrics = new Fabrics(t);
-    try (FerriteClient c =
-        Ferrite.connect(
-            t.uri(),
-            ClientOptions.builder(t.credentials())
-                .config(t.config())
-                .fabrics(fabrics.factory())
-                .session(false)
-                .clientName("ferrite-tree")
-                .build())) {
-      return body.apply(new TreeClient(c));
-    } finally {
-      fabrics.close();
-    }
-  }
-
-  abstract static class Sub {
-    @Spec CommandSpec spec;
-    @Mixin ClusterTarget target;
-
-    @Option(names = "--hex", description = "Keys and values are hex, and values print as hex.")
-    boolean hex;
-
-    PrintWriter out() {
-      return spec.commandLine().getOut();
-    }
-
+final class TreeCommand extends CommandGroup {
+  /**
+   * What the tree subcommands share: {@link FaceCommand}'s, and a tree client for the length of one
+   * command.
+   */
+  abstract static class Sub extends FaceCommand {
+    /** Connects with the least role, CLIENT, runs {@code body} with a tree client, closes. */
     <T> T withTree(Function<TreeClient, T> body) {
-      return TreeCommand.withTree(target, Role.CLIENT, body);
+      return target.withClient(
+          Role.CLIENT, "ferrite-tree", false, c -> body.apply(new TreeClient(c)));
     }
   }
 
-  abstract static class Read extends Sub {
+  /** A tree subcommand on one tree, its first parameter. */
+  abstract static class TreeSub extends Sub {
+    @Parameters(index = "0", description = "tree")
+    String tree;
+  }
+
+  /** A tree subcommand on one key of one tree, its first two parameters. */
+  abstract static class KeySub extends TreeSub {
+    @Parameters(index = "1", description = "key")
+    String key;
+  }
+
+  /** {@code --path}: which way a read searches. A picocli mixin. */
+  static final class SearchPath {
     @Option(
         names = "--path",
         description =
@@ -114,24 +91,12 @@ final class TreeCommand implements Runnable {
       name = "get",
       mixinStandardHelpOptions = true,
       description = "Prints the value of a key; exit code 1 if absent.")
-  static final class Get extends Read implements Callable<Integer> {
-    @Parameters(index = "0", description = "tree")
-    String tree;
-
-    @Parameters(index = "1", description = "key")
-    String key;
+  static final class Get extends KeySub implements Callable<Integer> {
+    @Mixin SearchPath search;
 
     @Override
     public Integer call() {
-      byte[] v = withTree(c -> c.open(tree).get(KvCommand.decode(key, hex), path));
-      if (v == null) {
-        spec.commandLine().getErr().println("(not found)");
-        spec.commandLine().getErr().flush();
-        return 1;
-      }
-      out().println(KvCommand.show(v, hex));
-      out().flush();
-      return 0;
+      return printValue(withTree(c -> c.open(tree).get(codec.decode(key), search.path)));
     }
   }
 
@@ -139,20 +104,14 @@ final class TreeCommand implements Runnable {
       name = "put",
       mixinStandardHelpOptions = true,
       description = "Stores a value under a key (creating the tree if needed).")
-  static final class Put extends Sub implements Callable<Integer> {
-    @Parameters(index = "0", description = "tree")
-    String tree;
-
-    @Parameters(index = "1", description = "key")
-    String key;
-
+  static final class Put extends KeySub implements Callable<Integer> {
     @Parameters(index = "2", description = "value")
     String value;
 
     @Override
     public Integer call() {
-      byte[] k = KvCommand.decode(key, hex);
-      byte[] v = KvCommand.decode(value, hex);
+      byte[] k = codec.decode(key);
+      byte[] v = codec.decode(value);
       boolean created = withTree(c -> c.create(tree).put(k, v));
       out().println(created ? "created" : "replaced");
       out().flush();
@@ -164,19 +123,10 @@ final class TreeCommand implements Runnable {
       name = "del",
       mixinStandardHelpOptions = true,
       description = "Deletes a key; exit code 1 if it was absent.")
-  static final class Del extends Sub implements Callable<Integer> {
-    @Parameters(index = "0", description = "tree")
-    String tree;
-
-    @Parameters(index = "1", description = "key")
-    String key;
-
+  static final class Del extends KeySub implements Callable<Integer> {
     @Override
     public Integer call() {
-      boolean deleted = withTree(c -> c.open(tree).delete(KvCommand.decode(key, hex)));
-      out().println(deleted ? "deleted" : "(not found)");
-      out().flush();
-      return deleted ? 0 : 1;
+      return printDeleted(withTree(c -> c.open(tree).delete(codec.decode(key))));
     }
   }
 
@@ -189,9 +139,8 @@ final class TreeCommand implements Runnable {
         "Each leaf's pairs come from one consistent copy of it. The last line says how many"
             + " were printed, and whether --limit cut the scan short."
       })
-  static final class Scan extends Read implements Callable<Integer> {
-    @Parameters(index = "0", description = "tree")
-    String tree;
+  static final class Scan extends TreeSub implements Callable<Integer> {
+    @Mixin SearchPath search;
 
     @Option(names = "--from", paramLabel = "KEY", description = "First key (default: the first).")
     String from;
@@ -207,15 +156,16 @@ final class TreeCommand implements Runnable {
 
     @Override
     public Integer call() {
-      byte[] f = from == null ? null : KvCommand.decode(from, hex);
-      byte[] t = to == null ? null : KvCommand.decode(to, hex);
+      byte[] f = from == null ? null : codec.decode(from);
+      byte[] t = to == null ? null : codec.decode(to);
       // One more than asked: tells a scan cut by --limit from one that ended by itself.
       int ask = limit < Integer.MAX_VALUE && limit > 0 ? limit + 1 : limit;
-      List<Map.Entry<byte[], byte[]>> pairs = withTree(c -> c.open(tree).scan(f, t, ask, path));
+      List<Map.Entry<byte[], byte[]>> pairs =
+          withTree(c -> c.open(tree).scan(f, t, ask, search.path));
       int shown = Math.min(pairs.size(), limit);
       for (int i = 0; i < shown; i++) {
         Map.Entry<byte[], byte[]> e = pairs.get(i);
-        out().println(KvCommand.show(e.getKey(), hex) + "\t" + KvCommand.show(e.getValue(), hex));
+        out().println(codec.show(e.getKey()) + "\t" + codec.show(e.getValue()));
       }
       out()
           .printf(
@@ -235,10 +185,7 @@ final class TreeCommand implements Runnable {
         "Creates a tree (its first meganode on a memory server), or says it exists.",
         "Meganode and node sizes are the servers' tree.meganode.size and tree.node.size."
       })
-  static final class Create extends Sub implements Callable<Integer> {
-    @Parameters(index = "0", description = "tree")
-    String tree;
-
+  static final class Create extends TreeSub implements Callable<Integer> {
     @Override
     public Integer call() {
       TreeClient.TreeInfo t =
@@ -258,10 +205,7 @@ final class TreeCommand implements Runnable {
       name = "drop",
       mixinStandardHelpOptions = true,
       description = "Drops a tree and frees its meganodes; exit code 1 if there was none.")
-  static final class Drop extends Sub implements Callable<Integer> {
-    @Parameters(index = "0", description = "tree")
-    String tree;
-
+  static final class Drop extends TreeSub implements Callable<Integer> {
     @Override
     public Integer call() {
       boolean dropped = withTree(c -> c.drop(tree));
@@ -294,10 +238,7 @@ final class TreeCommand implements Runnable {
         "A tree's shape, from its server: meganodes, levels of meganodes (the root's level + 1),"
             + " small nodes in use of those the meganodes hold (fill), meganode splits so far."
       })
-  static final class Stats extends Sub implements Callable<Integer> {
-    @Parameters(index = "0", description = "tree")
-    String tree;
-
+  static final class Stats extends TreeSub implements Callable<Integer> {
     @Override
     public Integer call() {
       long[] s = withTree(c -> c.open(tree).stats());

@@ -112,6 +112,20 @@ class FsCommandTest {
     assertTrue(!e.contains("Exception"), e);
   }
 
+  /** Like a shell tool: a PATH operand that fails is reported, and the ones after it are done. */
+  @Test
+  void everyPathOperandIsDoneAfterOneFails() {
+    assertEquals(1, fs("mkdir", "/a", "/nope/b", "/c"));
+    assertTrue(err.toString().startsWith("ferrite fs mkdir: /nope/b: "), err.toString());
+    assertEquals(1, fs("stat", "/nope", "/c"));
+    assertTrue(out.toString().contains("  Path: /c"), out.toString());
+    assertEquals("ferrite fs stat: /nope: NOT_FOUND: no such node /nope\n", err.toString());
+    assertEquals(0, fs("rm", "-f", "/missing", "/a"));
+    assertEquals(1, fs("rm", "/missing", "/c"));
+    assertEquals(0, fs("ls", "/"));
+    assertEquals("", out.toString(), "/a and /c removed");
+  }
+
   @Test
   void aShellUsersSession() throws IOException {
     byte[] data = new byte[6 << 20];

@@ -3,76 +3,24 @@ package io.ferrite.cli;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import io.ferrite.fabric.Credentials;
-import io.ferrite.kernel.config.ClusterFile;
 import io.ferrite.kernel.config.FerriteConfig;
-import io.ferrite.kernel.config.Secrets;
-import io.ferrite.kernel.testing.ClusterHarness;
 import java.io.IOException;
 import java.io.PrintWriter;
-import java.io.StringWriter;
 import java.nio.file.Path;
-import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
-import org.junit.jupiter.api.AfterEach;
-import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.io.TempDir;
 import picocli.CommandLine;
 
 /** {@code ferrite kv ...} against a master and a memory server (tcp + shm) in this JVM. */
-class KvCliTest {
-  @TempDir Path dir;
-  ClusterHarness cluster;
-  Path clusterFile;
-  final StringWriter out = new StringWriter();
-  final StringWriter err = new StringWriter();
-
-  @BeforeEach
-  void start() throws IOException {
-    Path secret = dir.resolve("secret");
-    String id = "kvcli" + ProcessHandle.current().pid();
-    cluster =
-        new ClusterHarness(
-            dir.resolve("data"),
-            new Credentials(id, Secrets.readOrCreate(secret)),
-            true,
-            Map.of(
-                FerriteConfig.REGION_SIZE, "64m",
-                FerriteConfig.BLOCK_SIZE, "1m",
-                // kv shard regions count against it: the tables' default 16 MiB extent regions
-                FerriteConfig.CAPACITY_DRAM, "512m",
-                FerriteConfig.CAPACITY_DISK, "0",
-                // Not the harness's 400 ms: on a loaded machine a live server would be declared
-                // DEAD, and a replicated table's copy there dropped (createWithReplicas...).
-                FerriteConfig.DEAD_TIMEOUT, "10s"));
-    cluster.startMaster();
-    cluster.startServer("s1");
-    String address = cluster.masterAddress();
-    clusterFile = dir.resolve("cluster");
-    new ClusterFile(
-            "ferrite://127.0.0.1:" + address.substring(address.lastIndexOf(':') + 1), id, secret)
-        .write(clusterFile);
+class KvCliTest extends FaceCliCapture {
+  KvCliTest() {
+    super("kvcli");
   }
 
-  @AfterEach
-  void stop() throws Exception {
-    if (cluster != null) {
-      cluster.close();
-    }
-  }
-
-  int run(String... args) {
-    out.getBuffer().setLength(0);
-    err.getBuffer().setLength(0);
-    CommandLine cl = FerriteCli.commandLine();
-    cl.setOut(new PrintWriter(out, true));
-    cl.setErr(new PrintWriter(err, true));
-    List<String> all = new ArrayList<>(List.of(args));
-    all.add(2, "--cluster-file");
-    all.add(3, clusterFile.toString());
-    return cl.execute(all.toArray(new String[0]));
+  @Override
+  Map<String, String> config() {
+    return Map.of(FerriteConfig.REGION_SIZE, "64m", FerriteConfig.BLOCK_SIZE, "1m");
   }
 
   @Test

@@ -3,15 +3,9 @@ package io.ferrite.ycsb;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import io.ferrite.fabric.Credentials;
 import io.ferrite.kernel.config.FerriteConfig;
-import io.ferrite.kernel.config.Secrets;
-import io.ferrite.kernel.testing.ClusterHarness;
 import io.ferrite.tree.TreeConfig;
-import java.io.IOException;
 import java.io.InputStream;
-import java.nio.charset.StandardCharsets;
-import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
@@ -21,14 +15,11 @@ import java.util.Properties;
 import java.util.Set;
 import java.util.TreeMap;
 import java.util.Vector;
-import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.io.TempDir;
 import site.ycsb.ByteIterator;
 import site.ycsb.DB;
 import site.ycsb.Status;
-import site.ycsb.StringByteIterator;
 import site.ycsb.measurements.Measurements;
 import site.ycsb.workloads.CoreWorkload;
 
@@ -38,53 +29,22 @@ import site.ycsb.workloads.CoreWorkload;
  * calls them, scans in key order, and every core workload a to f through YCSB's {@link
  * CoreWorkload}, by both search paths, with no operation failing.
  */
-class FerriteKvDbTreeTest {
-  @TempDir Path dir;
-  ClusterHarness cluster;
-  final Properties props = new Properties();
+class FerriteKvDbTreeTest extends ClusterDbTest {
+  FerriteKvDbTreeTest() {
+    super("ycsbtree");
+  }
+
+  @Override
+  Map<String, String> config() {
+    return Map.of(
+        FerriteConfig.CAPACITY_DRAM, "512m",
+        TreeConfig.MEGANODE_SIZE, "64k",
+        TreeConfig.EXTENT_REGION_SIZE, "4m");
+  }
 
   @BeforeEach
-  void start() throws IOException {
-    Path secret = dir.resolve("secret");
-    String id = "ycsbtree" + ProcessHandle.current().pid();
-    cluster =
-        new ClusterHarness(
-            dir.resolve("data"),
-            new Credentials(id, Secrets.readOrCreate(secret)),
-            true,
-            Map.of(
-                FerriteConfig.CAPACITY_DRAM, "512m",
-                FerriteConfig.CAPACITY_DISK, "0",
-                TreeConfig.MEGANODE_SIZE, "64k",
-                TreeConfig.EXTENT_REGION_SIZE, "4m"));
-    cluster.startMaster();
-    cluster.startServer("s1");
-    String address = cluster.masterAddress();
-    props.setProperty(
-        "ferrite.cluster",
-        "ferrite://127.0.0.1:" + address.substring(address.lastIndexOf(':') + 1));
-    props.setProperty("ferrite.secret.file", secret.toString());
-    props.setProperty("ferrite.cluster.id", id);
+  void binding() {
     props.setProperty("ferrite.face", "tree");
-  }
-
-  @AfterEach
-  void stop() throws Exception {
-    if (cluster != null) {
-      cluster.close();
-    }
-  }
-
-  private static Map<String, ByteIterator> fields(String... kv) {
-    Map<String, ByteIterator> m = new HashMap<>();
-    for (int i = 0; i < kv.length; i += 2) {
-      m.put(kv[i], new StringByteIterator(kv[i + 1]));
-    }
-    return m;
-  }
-
-  private static String text(Map<String, ByteIterator> m, String f) {
-    return new String(m.get(f).toArray(), StandardCharsets.UTF_8);
   }
 
   @Test

@@ -1,7 +1,6 @@
 package io.ferrite.cli.bench;
 
 import io.ferrite.cli.VersionProvider;
-import picocli.CommandLine;
 import picocli.CommandLine.Command;
 
 /**
@@ -48,11 +47,4 @@ import picocli.CommandLine.Command;
       TreeBenchCommand.class,
       HtmlBenchCommand.class,
     })
-public final class BenchCommand implements Runnable {
-  @CommandLine.Spec CommandLine.Model.CommandSpec spec;
-
-  @Override
-  public void run() {
-    spec.commandLine().usage(spec.commandLine().getOut());
-  }
-}
+public final class BenchCommand extends io.ferrite.cli.CommandGroup {}

@@ -6,6 +6,7 @@ import java.io.IOException;
 import java.io.PrintStream;
 import java.nio.file.Path;
 import java.util.List;
+import java.util.function.Supplier;
 import picocli.CommandLine;
 import picocli.CommandLine.Model.CommandSpec;
 import picocli.CommandLine.Option;
@@ -54,12 +55,42 @@ public final class BenchOutput {
     return quiet ? null : System.err;
   }
 
+  /**
+   * A bad option value: the command line fails with {@code message} and the usage (exit status 2),
+   * not with a stack trace.
+   */
+  public CommandLine.ParameterException invalid(String message) {
+    return new CommandLine.ParameterException(spec.commandLine(), message);
+  }
+
+  /**
+   * The suite's options as {@code build} makes them; an {@link IllegalArgumentException} it throws
+   * (a suite's options check their values) is an {@link #invalid} command line.
+   */
+  public <O> O options(Supplier<O> build) {
+    try {
+      return build.get();
+    } catch (IllegalArgumentException e) {
+      throw invalid(e.getMessage());
+    }
+  }
+
+  /**
+   * Whether {@code --vs} asked for {@code peer}: false when it was not given; a peer other than
+   * {@code peer} is an {@link #invalid} command line.
+   */
+  public boolean vs(String vs, String peer) {
+    if (vs != null && !vs.equals(peer)) {
+      throw invalid("--vs: unknown peer " + vs + " (expected: " + peer + ")");
+    }
+    return vs != null;
+  }
+
   /** Fails the command line unless every name in {@code fabrics} is one of {@code allowed}. */
   public void checkFabrics(List<String> fabrics, List<String> allowed) {
     for (String f : fabrics) {
       if (!allowed.contains(f)) {
-        throw new CommandLine.ParameterException(
-            spec.commandLine(),
+        throw invalid(
             "--fabrics: unknown fabric "
                 + f
                 + " (expected one of: "

@@ -73,8 +73,6 @@ import picocli.CommandLine.Option;
       "   \"better\", \"reference\", \"reference_value\", \"ratio\"}, ...]}",
     })
 public final class FabricBenchCommand implements Callable<Integer> {
-  @CommandLine.Spec CommandLine.Model.CommandSpec spec;
-
   @CommandLine.Mixin BenchOutput out;
 
   @Option(
@@ -103,11 +101,7 @@ public final class FabricBenchCommand implements Callable<Integer> {
               + " (default: 2s; --quick: 100ms).")
   Duration duration;
 
-  @Option(
-      names = "--depth",
-      paramLabel = "N",
-      description = "1 MiB ops kept in flight by the bandwidth measurements (default: 4).")
-  Integer depth;
+  @CommandLine.Mixin BenchOptions.Depth depth;
 
   @Option(
       names = "--region-mib",
@@ -136,9 +130,7 @@ public final class FabricBenchCommand implements Callable<Integer> {
     if (duration != null) {
       o = o.withDuration(duration);
     }
-    if (depth != null) {
-      o = o.withDepth(depth);
-    }
+    o = o.withDepth(depth.or(o.depth()));
     if (regionMib != null) {
       o = o.withRegionBytes((long) regionMib << 20);
     }

@@ -62,8 +62,6 @@ import picocli.CommandLine.Option;
       "   \"better\", \"reference\", \"reference_value\", \"ratio\"}, ...]}",
     })
 public final class GraphBenchCommand implements Callable<Integer> {
-  @CommandLine.Spec CommandLine.Model.CommandSpec spec;
-
   @CommandLine.Mixin BenchOutput out;
 
   @Option(
@@ -100,11 +98,7 @@ public final class GraphBenchCommand implements Callable<Integer> {
       description = "PageRank iterations (default: 20).")
   Integer iterations;
 
-  @Option(
-      names = "--servers",
-      paramLabel = "N",
-      description = "Memory servers of the local cluster, 1 to 16 (default: 2).")
-  Integer servers;
+  @CommandLine.Mixin BenchOptions.Servers servers;
 
   @Option(
       names = "--in-process",
@@ -126,39 +120,29 @@ public final class GraphBenchCommand implements Callable<Integer> {
 
   @Override
   public Integer call() throws Exception {
-    CommandLine cl = spec.commandLine();
-    Path jar = null;
-    if (vs != null) {
-      if (!vs.equals("graphx")) {
-        throw new CommandLine.ParameterException(cl, "--vs: " + vs + " (expected: graphx)");
-      }
-      jar = GraphXPeer.find();
-    }
+    Path jar = out.vs(vs, "graphx") ? GraphXPeer.find() : null;
     JvmLauncher launcher =
         inProcess ? null : new JvmLauncher(FerriteCli.class.getName(), System.err);
     GraphBench.Options d =
         out.quick()
             ? GraphBench.Options.quick(jar, launcher)
             : GraphBench.Options.defaults(jar, launcher);
-    GraphBench.Options o;
-    try {
-      o =
-          new GraphBench.Options(
-              preset != null ? preset : d.preset(),
-              seed != null ? seed : d.seed(),
-              pairs != null ? pairs : d.pairs(),
-              iterations != null ? iterations : d.iterations(),
-              workers != null ? workers : d.workers(),
-              servers != null ? servers : d.servers(),
-              d.fabric(),
-              jar,
-              graphxHeap != null ? graphxHeap : d.graphxHeapBytes(),
-              graphxPartitions != null ? graphxPartitions : d.graphxPartitions(),
-              launcher,
-              out.progress());
-    } catch (IllegalArgumentException e) {
-      throw new CommandLine.ParameterException(cl, e.getMessage());
-    }
+    GraphBench.Options o =
+        out.options(
+            () ->
+                new GraphBench.Options(
+                    preset != null ? preset : d.preset(),
+                    seed != null ? seed : d.seed(),
+                    pairs != null ? pairs : d.pairs(),
+                    iterations != null ? iterations : d.iterations(),
+                    workers != null ? workers : d.workers(),
+                    servers.or(d.servers()),
+                    d.fabric(),
+                    jar,
+                    graphxHeap != null ? graphxHeap : d.graphxHeapBytes(),
+                    graphxPartitions != null ? graphxPartitions : d.graphxPartitions(),
+                    launcher,
+                    out.progress()));
     BenchReport report = GraphBench.run(o);
     return out.emit(report);
   }

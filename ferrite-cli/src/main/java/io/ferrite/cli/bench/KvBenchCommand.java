@@ -60,16 +60,9 @@ import picocli.CommandLine.Option;
       "   \"better\", \"reference\", \"reference_value\", \"ratio\"}, ...]}",
     })
 public final class KvBenchCommand implements Callable<Integer> {
-  @CommandLine.Spec CommandLine.Model.CommandSpec spec;
-
   @CommandLine.Mixin BenchOutput out;
 
-  @Option(
-      names = "--fabrics",
-      split = ",",
-      paramLabel = "NAME",
-      description = "Client fabrics, comma-separated: shm, tcp (default: shm,tcp).")
-  List<String> fabrics;
+  @CommandLine.Mixin BenchOptions.ClientFabrics fabrics;
 
   @Option(
       names = "--layouts",
@@ -93,12 +86,7 @@ public final class KvBenchCommand implements Callable<Integer> {
               + " their results are named kv.hopscotch-inline.*, vs-redis.hopscotch-inline.*.")
   boolean inlineValues;
 
-  @Option(
-      names = "--threads",
-      split = ",",
-      paramLabel = "N",
-      description = "Client thread counts (default: 1,16).")
-  List<Integer> threads;
+  @CommandLine.Mixin BenchOptions.ClientThreads threads;
 
   @Option(
       names = "--duration",
@@ -145,9 +133,9 @@ public final class KvBenchCommand implements Callable<Integer> {
   @Override
   public Integer call() throws Exception {
     KvBench.Options o = out.quick() ? KvBench.Options.quick() : KvBench.Options.defaults();
-    if (fabrics != null) {
-      out.checkFabrics(fabrics, List.of("shm", "tcp"));
-      o = o.withFabrics(fabrics);
+    List<String> f = fabrics.given(out);
+    if (f != null) {
+      o = o.withFabrics(f);
     }
     if (layouts != null) {
       o = o.withLayouts(layouts);
@@ -155,15 +143,15 @@ public final class KvBenchCommand implements Callable<Integer> {
     if (ops != null) {
       for (String op : ops) {
         if (!List.of("get", "get-rpc", "put", "mix95").contains(op)) {
-          throw new CommandLine.ParameterException(
-              spec.commandLine(), "--ops: unknown " + op + " (expected: get, get-rpc, put, mix95)");
+          throw out.invalid("--ops: unknown " + op + " (expected: get, get-rpc, put, mix95)");
         }
       }
       o = o.withOps(ops);
     }
     o = o.withInlineValues(inlineValues);
-    if (threads != null) {
-      o = o.withThreads(threads);
+    List<Integer> t = threads.given();
+    if (t != null) {
+      o = o.withThreads(t);
     }
     if (duration != null) {
       o = o.withDuration(duration);
@@ -172,17 +160,12 @@ public final class KvBenchCommand implements Callable<Integer> {
       o = o.withKeys(keys);
     }
     o = o.withProgress(out.progress());
-    if (vs != null && !vs.equals("redis")) {
-      throw new CommandLine.ParameterException(
-          spec.commandLine(), "--vs: unknown peer " + vs + " (expected: redis)");
-    }
+    boolean redis = out.vs(vs, "redis");
     if (replicas) {
       return out.emit(KvBench.runReplicas(o));
     }
     BenchReport report =
-        scrapeEvery != null
-            ? KvBench.runScrapeCost(o, scrapeEvery)
-            : KvBench.run(o, "redis".equals(vs));
+        scrapeEvery != null ? KvBench.runScrapeCost(o, scrapeEvery) : KvBench.run(o, redis);
     return out.emit(report);
   }
 }

@@ -59,8 +59,6 @@ import picocli.CommandLine.Option;
       "   \"better\", \"reference\", \"reference_value\", \"ratio\"}, ...]}",
     })
 public final class MemoryBenchCommand implements Callable<Integer> {
-  @CommandLine.Spec CommandLine.Model.CommandSpec spec;
-
   @CommandLine.Mixin BenchOutput out;
 
   @Option(
@@ -91,17 +89,9 @@ public final class MemoryBenchCommand implements Callable<Integer> {
       description = "Length of each bandwidth measurement (default: 2s; --quick: 100ms).")
   Duration duration;
 
-  @Option(
-      names = "--depth",
-      paramLabel = "N",
-      description = "1 MiB ops in flight in the 1 MiB bandwidth measurements (default: 4).")
-  Integer depth;
+  @CommandLine.Mixin BenchOptions.Depth depth;
 
-  @Option(
-      names = "--servers",
-      paramLabel = "N",
-      description = "Memory servers in the local cluster, 1 to 16 (default: 2).")
-  Integer servers;
+  @CommandLine.Mixin BenchOptions.Servers servers;
 
   @Option(
       names = "--dir",
@@ -124,11 +114,9 @@ public final class MemoryBenchCommand implements Callable<Integer> {
               maxMib != null ? (long) maxMib << 20 : o.maxBytes());
       o =
           o.withShape(
-              depth != null ? depth : o.depth(),
-              servers != null ? servers : o.servers(),
-              dir != null ? dir : o.directory());
+              depth.or(o.depth()), servers.or(o.servers()), dir != null ? dir : o.directory());
     } catch (IllegalArgumentException e) {
-      throw new CommandLine.ParameterException(spec.commandLine(), e.getMessage());
+      throw out.invalid(e.getMessage());
     }
     o = o.withProgress(out.progress());
     BenchReport report = MemoryBench.run(o);

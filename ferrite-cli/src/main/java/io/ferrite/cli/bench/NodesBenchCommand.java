@@ -60,16 +60,9 @@ import picocli.CommandLine.Option;
       "   \"better\", \"reference\", \"reference_value\", \"ratio\"}, ...]}",
     })
 public final class NodesBenchCommand implements Callable<Integer> {
-  @CommandLine.Spec CommandLine.Model.CommandSpec spec;
-
   @CommandLine.Mixin BenchOutput out;
 
-  @Option(
-      names = "--fabrics",
-      split = ",",
-      paramLabel = "NAME",
-      description = "shm, tcp (default: both).")
-  List<String> fabrics;
+  @CommandLine.Mixin BenchOptions.ClientFabrics fabrics;
 
   @Option(
       names = "--iterations",
@@ -106,16 +99,16 @@ public final class NodesBenchCommand implements Callable<Integer> {
   @Override
   public Integer call() throws Exception {
     NodesBench.Options d = out.quick() ? NodesBench.Options.quick() : NodesBench.Options.defaults();
+    List<String> f = fabrics.given(out);
     NodesBench.Options o =
         new NodesBench.Options(
-            fabrics != null ? List.copyOf(fabrics) : d.fabrics(),
+            f != null ? List.copyOf(f) : d.fabrics(),
             iterations != null ? iterations : d.iterations(),
             duration != null ? duration : d.duration(),
             fileMib != null ? fileMib << 20 : d.fileBytes(),
             fsync,
             listChildren != null ? listChildren : d.listChildren(),
             out.progress());
-    out.checkFabrics(o.fabrics(), List.of("shm", "tcp"));
     BenchReport report = NodesBench.run(o);
     return out.emit(report);
   }

@@ -52,8 +52,6 @@ import picocli.CommandLine.Option;
       "   \"better\", \"reference\", \"reference_value\", \"ratio\"}, ...]}",
     })
 public final class RSortBenchCommand implements Callable<Integer> {
-  @CommandLine.Spec CommandLine.Model.CommandSpec spec;
-
   @CommandLine.Mixin BenchOutput out;
 
   @Option(
@@ -69,11 +67,7 @@ public final class RSortBenchCommand implements Callable<Integer> {
       description = "Worker processes, 1 to 64 (default: 2).")
   Integer workers;
 
-  @Option(
-      names = "--servers",
-      paramLabel = "N",
-      description = "Memory servers of the local cluster, 1 to 16 (default: 2).")
-  Integer servers;
+  @CommandLine.Mixin BenchOptions.Servers servers;
 
   @Option(
       names = "--rounds",
@@ -89,21 +83,18 @@ public final class RSortBenchCommand implements Callable<Integer> {
     JvmLauncher launcher = new JvmLauncher(FerriteCli.class.getName(), System.err);
     RSortBench.Options d =
         out.quick() ? RSortBench.Options.quick(launcher) : RSortBench.Options.defaults(launcher);
-    RSortBench.Options o;
-    try {
-      o =
-          new RSortBench.Options(
-              size != null ? size : d.bytes(),
-              workers != null ? workers : d.workers(),
-              servers != null ? servers : d.servers(),
-              seed != null ? seed : d.seed(),
-              rounds != null ? rounds : d.rounds(),
-              d.fabric(),
-              launcher,
-              out.progress());
-    } catch (IllegalArgumentException e) {
-      throw new CommandLine.ParameterException(spec.commandLine(), e.getMessage());
-    }
+    RSortBench.Options o =
+        out.options(
+            () ->
+                new RSortBench.Options(
+                    size != null ? size : d.bytes(),
+                    workers != null ? workers : d.workers(),
+                    servers.or(d.servers()),
+                    seed != null ? seed : d.seed(),
+                    rounds != null ? rounds : d.rounds(),
+                    d.fabric(),
+                    launcher,
+                    out.progress()));
     BenchReport report = RSortBench.run(o);
     return out.emit(report);
   }

@@ -61,8 +61,6 @@ import picocli.CommandLine.Option;
       "   \"better\", \"reference\", \"reference_value\", \"ratio\"}, ...]}",
     })
 public final class ResilienceBenchCommand implements Callable<Integer> {
-  @CommandLine.Spec CommandLine.Model.CommandSpec spec;
-
   @CommandLine.Mixin BenchOutput out;
 
   @Option(
@@ -100,19 +98,16 @@ public final class ResilienceBenchCommand implements Callable<Integer> {
 
   @Override
   public Integer call() throws Exception {
-    ResilienceBench.Options o;
-    try {
-      o =
-          new ResilienceBench.Options(
-              fabrics != null ? fabrics : List.of("shm", "tcp"),
-              duration != null ? duration : Duration.ofSeconds(out.quick() ? 1 : 3),
-              fileSize != null ? fileSize : (out.quick() ? 32L : 256L) << 20,
-              kills != null ? kills : out.quick() ? 1 : 5,
-              dir != null ? dir : Path.of(System.getProperty("java.io.tmpdir")),
-              out.progress());
-    } catch (IllegalArgumentException e) {
-      throw new CommandLine.ParameterException(spec.commandLine(), e.getMessage());
-    }
+    ResilienceBench.Options o =
+        out.options(
+            () ->
+                new ResilienceBench.Options(
+                    fabrics != null ? fabrics : List.of("shm", "tcp"),
+                    duration != null ? duration : Duration.ofSeconds(out.quick() ? 1 : 3),
+                    fileSize != null ? fileSize : (out.quick() ? 32L : 256L) << 20,
+                    kills != null ? kills : out.quick() ? 1 : 5,
+                    dir != null ? dir : Path.of(System.getProperty("java.io.tmpdir")),
+                    out.progress()));
     BenchReport report = ResilienceBench.run(o);
     return out.emit(report);
   }

@@ -55,23 +55,11 @@ import picocli.CommandLine.Option;
       "   \"better\", \"reference\", \"reference_value\", \"ratio\"}, ...]}",
     })
 public final class TreeBenchCommand implements Callable<Integer> {
-  @CommandLine.Spec CommandLine.Model.CommandSpec spec;
-
   @CommandLine.Mixin BenchOutput out;
 
-  @Option(
-      names = "--fabrics",
-      split = ",",
-      paramLabel = "NAME",
-      description = "Client fabrics, comma-separated: shm, tcp (default: shm,tcp).")
-  List<String> fabrics;
+  @CommandLine.Mixin BenchOptions.ClientFabrics fabrics;
 
-  @Option(
-      names = "--threads",
-      split = ",",
-      paramLabel = "N",
-      description = "Client thread counts (default: 1,16).")
-  List<Integer> threads;
+  @CommandLine.Mixin BenchOptions.ClientThreads threads;
 
   @Option(
       names = "--duration",
@@ -110,12 +98,13 @@ public final class TreeBenchCommand implements Callable<Integer> {
   @Override
   public Integer call() throws Exception {
     TreeBench.Options o = out.quick() ? TreeBench.Options.quick() : TreeBench.Options.defaults();
-    if (fabrics != null) {
-      out.checkFabrics(fabrics, List.of("shm", "tcp"));
-      o = o.withFabrics(fabrics);
+    List<String> f = fabrics.given(out);
+    if (f != null) {
+      o = o.withFabrics(f);
     }
-    if (threads != null) {
-      o = o.withThreads(threads);
+    List<Integer> t = threads.given();
+    if (t != null) {
+      o = o.withThreads(t);
     }
     if (duration != null) {
       o = o.withDuration(duration);
@@ -129,10 +118,7 @@ public final class TreeBenchCommand implements Callable<Integer> {
     if (node != null) {
       o = o.withNode(node);
     }
-    if (vs != null && !vs.equals("redis")) {
-      throw new CommandLine.ParameterException(
-          spec.commandLine(), "--vs: unknown peer " + vs + " (expected: redis)");
-    }
-    return out.emit(TreeBench.run(o.withProgress(out.progress()), "redis".equals(vs)));
+    boolean redis = out.vs(vs, "redis");
+    return out.emit(TreeBench.run(o.withProgress(out.progress()), redis));
   }
 }

@@ -32,7 +32,8 @@ class GraphBenchCommandTest extends CliCapture {
   @Test
   void badInputIsAUsageErrorThatSaysWhatWasExpected() {
     assertEquals(2, run("bench", "graph", "--vs", "giraph"));
-    assertTrue(err.toString().contains("--vs: giraph (expected: graphx)"), err.toString());
+    assertTrue(
+        err.toString().contains("--vs: unknown peer giraph (expected: graphx)"), err.toString());
     err.getBuffer().setLength(0);
     assertEquals(2, run("bench", "graph", "--workers", "1,0"));
     assertTrue(err.toString().contains("workers: 0 (expected: 1 to 64)"), err.toString());
