@@ -8,30 +8,22 @@ import static org.junit.jupiter.api.Assertions.assertNotNull;
 import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import io.ferrite.fabric.Credentials;
 import io.ferrite.fabric.ErrorCode;
 import io.ferrite.fabric.FerriteException;
 import io.ferrite.fabric.testing.SeedExtension;
-import io.ferrite.kernel.config.FerriteConfig;
-import io.ferrite.kernel.server.MemoryServer;
-import io.ferrite.kernel.testing.ClusterHarness;
 import io.ferrite.tree.Tree;
 import io.ferrite.tree.TreeClient;
-import io.ferrite.tree.TreeConfig;
 import io.ferrite.tree.TreeModel;
 import java.nio.charset.StandardCharsets;
-import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.Collections;
-import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Random;
 import java.util.TreeMap;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentSkipListMap;
-import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
@@ -41,7 +33,6 @@ import java.util.function.Consumer;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.ExtendWith;
-import org.junit.jupiter.api.io.TempDir;
 
 /**
  * A meganode split closes only its right half while it copies it (Cell §2.2; docs/TREE.md,
@@ -53,52 +44,14 @@ import org.junit.jupiter.api.io.TempDir;
  * then crashed before its end (undone), crashed after it (completed) or finished.
  */
 @ExtendWith(SeedExtension.class)
-class SplitRightHalfTest {
-  static final Credentials CREDENTIALS =
-      new Credentials(
-          "tree-rhalf-test", "0123456789abcdef-tree-rhalf-secret".getBytes(StandardCharsets.UTF_8));
-
-  @TempDir Path dir;
-  ClusterHarness cluster;
-  final List<TreeService> started = new CopyOnWriteArrayList<>();
+class SplitRightHalfTest extends DurableTreeFixture {
   Hold hold;
 
   @AfterEach
-  void stop() throws Exception {
+  void releaseHold() {
     if (hold != null) {
       hold.release.countDown(); // never leave the splitter parked, also on failure
     }
-    TreeService.testStarted = null;
-    TreeService.testSplitStep = null;
-    if (cluster != null) {
-      cluster.close();
-    }
-  }
-
-  /** One server, 32 KiB meganodes of 512-byte nodes (a few hundred short keys split one). */
-  private void start(String sync) throws Exception {
-    Map<String, String> c = new HashMap<>();
-    c.put(FerriteConfig.CAPACITY_DRAM, "64m");
-    c.put(FerriteConfig.CAPACITY_DISK, "0");
-    c.put(TreeConfig.MEGANODE_SIZE, "32k");
-    c.put(TreeConfig.NODE_SIZE, "512");
-    c.put(TreeConfig.EXTENT_REGION_SIZE, "64k");
-    c.put(TreeConfig.EXTENT_REGIONS, "64");
-    c.put(TreeConfig.LOG_SYNC, sync);
-    TreeService.testStarted = started::add;
-    cluster = new ClusterHarness(dir, CREDENTIALS, false, c);
-    cluster.startMaster();
-    cluster.startServer("tree0");
-  }
-
-  private TreeService restart() {
-    MemoryServer old = cluster.servers.remove(0);
-    String name = old.name();
-    started.clear();
-    old.close();
-    cluster.startServer(name);
-    assertEquals(1, started.size());
-    return started.get(0);
   }
 
   static byte[] key(int k) {

@@ -6,35 +6,25 @@ import static org.junit.jupiter.api.Assertions.assertInstanceOf;
 import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import io.ferrite.fabric.Credentials;
 import io.ferrite.fabric.ErrorCode;
 import io.ferrite.fabric.FerriteException;
 import io.ferrite.fabric.testing.SeedExtension;
-import io.ferrite.kernel.config.FerriteConfig;
-import io.ferrite.kernel.server.MemoryServer;
-import io.ferrite.kernel.testing.ClusterHarness;
 import io.ferrite.tree.Tree;
 import io.ferrite.tree.TreeClient;
-import io.ferrite.tree.TreeConfig;
 import io.ferrite.tree.TreeModel;
 import java.nio.charset.StandardCharsets;
-import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.Collections;
-import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Random;
 import java.util.TreeMap;
-import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicReference;
 import java.util.concurrent.locks.LockSupport;
-import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.ExtendWith;
-import org.junit.jupiter.api.io.TempDir;
 
 /**
  * The tree log (docs/TREE.md, Durability), in process over the local fabric: a memory server is
@@ -46,52 +36,7 @@ import org.junit.jupiter.api.io.TempDir;
  * (after), with the in-flight writes failed with a clear error and no pair lost or repeated.
  */
 @ExtendWith(SeedExtension.class)
-class TreeDurabilityTest {
-  static final Credentials CREDENTIALS =
-      new Credentials(
-          "tree-dur-test", "0123456789abcdef-tree-dur-secret".getBytes(StandardCharsets.UTF_8));
-
-  @TempDir Path dir;
-  ClusterHarness cluster;
-  final List<TreeService> started = new CopyOnWriteArrayList<>();
-
-  @AfterEach
-  void stop() throws Exception {
-    TreeService.testStarted = null;
-    TreeService.testSplitStep = null;
-    TreeService.testBeforeAppend = null;
-    if (cluster != null) {
-      cluster.close();
-    }
-  }
-
-  /** One server, 32 KiB meganodes of 512-byte nodes (a few hundred short keys split one). */
-  private void start(String sync) throws Exception {
-    Map<String, String> c = new HashMap<>();
-    c.put(FerriteConfig.CAPACITY_DRAM, "64m");
-    c.put(FerriteConfig.CAPACITY_DISK, "0");
-    c.put(TreeConfig.MEGANODE_SIZE, "32k");
-    c.put(TreeConfig.NODE_SIZE, "512");
-    c.put(TreeConfig.EXTENT_REGION_SIZE, "64k");
-    c.put(TreeConfig.EXTENT_REGIONS, "64");
-    c.put(TreeConfig.LOG_SYNC, sync);
-    TreeService.testStarted = started::add;
-    cluster = new ClusterHarness(dir, CREDENTIALS, false, c);
-    cluster.startMaster();
-    cluster.startServer("tree0");
-  }
-
-  /** Closes the server (its DRAM regions go) and starts it again; returns its new service. */
-  private TreeService restart() {
-    MemoryServer old = cluster.servers.remove(0);
-    String name = old.name();
-    started.clear();
-    old.close();
-    cluster.startServer(name);
-    assertEquals(1, started.size());
-    return started.get(0);
-  }
-
+class TreeDurabilityTest extends DurableTreeFixture {
   static byte[] key(int k) {
     // Bytes above 0x7F so unsigned order matters; 4 to 10 bytes.
     byte[] b = new byte[4 + k % 7];
