@@ -168,11 +168,58 @@ final class MeganodeSplit {
     if (keys.isEmpty()) {
       return;
     }
-    int budget = m.nodeSize * 7 / 10;
+    // Nodes packed to about 70 % (as random inserts leave them, so the next inserts do not split
+    // every node); fuller when that would not fit the nodes free: a meganode rebuilt from its log
+    // may have held its entries more tightly than 70 % (left-half writes during a split go on
+    // into a meganode past half full, and random inserts fill unevenly), and whole nodes always
+    // fit what one meganode held. Node 1, the empty root leaf of a fresh meganode, is reused.
+    int[] usage = m.nodes.usage();
+    int free = usage[1] - usage[0] + 1;
+    List<List<Node>> levels = null;
+    for (int percent : new int[] {70, 85, 100}) {
+      levels = plan(keys, m.nodeSize * percent / 100);
+      if (levels.stream().mapToInt(List::size).sum() <= free) {
+        break;
+      }
+    }
+    // The leaves' values: an extent per pair (a leaf meganode) or the child pointer.
+    List<Node> leaves = levels.get(0);
+    int i = 0;
+    for (Node n : leaves) {
+      for (int j = 0; j < n.keys.size(); j++, i++) {
+        n.values.set(
+            j,
+            m.leafMeganode
+                ? m.newExtent(keys.get(i), values.get(i))
+                : new long[] {children.get(i), 0, 0});
+      }
+    }
+    int[] indices = writeLevel(m, leaves, true);
+    for (int level = 1; level < levels.size(); level++) {
+      for (Node p : levels.get(level)) {
+        for (long[] v : p.values) {
+          v[0] = indices[(int) v[0]]; // the planned position in the level below, now its node
+        }
+      }
+      indices = writeLevel(m, levels.get(level), false);
+    }
+    long hv = m.nodes.lock(0);
+    Node header = Node.decodeBody(m.nodes.copy(0));
+    header.right = indices[0];
+    header.level = levels.size() - 1;
+    m.nodes.write(0, header, hv);
+  }
+
+  /**
+   * The local levels {@link #fill} builds for ascending {@code keys}, leaves first, each node
+   * closed when its encoding would pass {@code budget} bytes: leaf values left empty (filled in
+   * once the plan is chosen: an extent is allocated only then), an inner entry's value the position
+   * of its child in the level below.
+   */
+  private static List<List<Node>> plan(List<byte[]> keys, int budget) {
     List<Node> level = new ArrayList<>();
     Node n = null;
-    for (int i = 0; i < keys.size(); i++) {
-      byte[] key = keys.get(i);
+    for (byte[] key : keys) {
       // Close the node when the entry and the high key it would then get pass the budget.
       if (n != null && n.encodedSize() + Node.LEAF_ENTRY + 2 * key.length > budget) {
         n.high = key;
@@ -185,13 +232,12 @@ final class MeganodeSplit {
         n.low = level.isEmpty() ? new byte[0] : key; // the first node's range starts at -inf
       }
       n.keys.add(key);
-      n.values.add(
-          m.leafMeganode ? m.newExtent(key, values.get(i)) : new long[] {children.get(i), 0, 0});
+      n.values.add(new long[3]);
     }
     n.flags |= Node.HIGH_INF;
     level.add(n);
-    int[] indices = writeLevel(m, level, true);
-    int height = 0;
+    List<List<Node>> levels = new ArrayList<>();
+    levels.add(level);
     while (level.size() > 1) {
       List<Node> up = new ArrayList<>();
       Node p = null;
@@ -205,23 +251,18 @@ final class MeganodeSplit {
         if (p == null) {
           p = new Node();
           p.flags = Node.LIVE;
-          p.level = height + 1;
+          p.level = levels.size();
           p.low = up.isEmpty() ? new byte[0] : key;
         }
         p.keys.add(key);
-        p.values.add(new long[] {indices[i]});
+        p.values.add(new long[] {i});
       }
       p.flags |= Node.HIGH_INF;
       up.add(p);
-      indices = writeLevel(m, up, false);
+      levels.add(up);
       level = up;
-      height++;
     }
-    long hv = m.nodes.lock(0);
-    Node header = Node.decodeBody(m.nodes.copy(0));
-    header.right = indices[0];
-    header.level = height;
-    m.nodes.write(0, header, hv);
+    return levels;
   }
 
   /**

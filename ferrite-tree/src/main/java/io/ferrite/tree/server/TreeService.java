@@ -19,10 +19,8 @@ import io.ferrite.tree.TreeProtocol;
 import java.nio.ByteBuffer;
 import java.util.ArrayList;
 import java.util.Arrays;
-import java.util.Collections;
 import java.util.List;
 import java.util.Map;
-import java.util.Random;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ExecutionException;
@@ -261,9 +259,11 @@ public final class TreeService implements FerriteService {
 
   /**
    * Makes the meganodes the log rebuilt: for each, a new region formatted with its logged header
-   * (level, range, link) and its entries inserted in an order shuffled by its id (seeded: the same
-   * on every restart), which fills nodes as random inserts do (about 70%), not as sorted inserts
-   * (half full), so a meganode that held its entries before the crash holds them again.
+   * (level, range, link) and its entries built bottom-up in key order ({@link Meganode#fill}: nodes
+   * about 70 % full as random inserts leave them, fuller when that would not fit), so a meganode
+   * that held its entries before the crash holds them again. (Inserting them one by one, even in a
+   * shuffled order, did not: a meganode that left-half writes had filled during a split came back
+   * NO_SPACE.)
    */
   private void rebuild(TreeLog.Replay replay) {
     Map<Long, TreeState> byId = new java.util.HashMap<>();
@@ -279,19 +279,19 @@ public final class TreeService implements FerriteService {
     for (TreeLog.Image m : replay.meganodes.values()) {
       TreeState t = byId.get(m.tree);
       Hosted h = makeMeganode(t, m.id, m.level, m.low, m.high, m.link);
-      List<Map.Entry<byte[], Object>> entries = new ArrayList<>(m.entries.entrySet());
-      Collections.shuffle(entries, new Random(m.id));
-      for (Map.Entry<byte[], Object> e : entries) {
-        Meganode.Write w =
-            m.level == 0
-                ? h.meganode().write(e.getKey(), (byte[]) e.getValue())
-                : h.meganode().putChild(e.getKey(), (Long) e.getValue());
-        if (w.status() != Meganode.Write.Status.CREATED) {
-          throw new FerriteException(
-              ErrorCode.INTERNAL, "tree log replay: meganode " + m.id + " refused an entry: " + w);
+      List<byte[]> keys = new ArrayList<>(m.entries.size());
+      List<byte[]> values = new ArrayList<>(m.entries.size());
+      List<Long> children = new ArrayList<>(m.entries.size());
+      for (Map.Entry<byte[], Object> e : m.entries.entrySet()) { // key order (unsigned)
+        keys.add(e.getKey());
+        if (m.level == 0) {
+          values.add((byte[]) e.getValue());
+        } else {
+          children.add((Long) e.getValue());
         }
       }
-      pairs += entries.size();
+      h.meganode().fill(keys, values, children);
+      pairs += keys.size();
     }
     trees.putAll(byId);
     nextId.set(replay.nextId);
