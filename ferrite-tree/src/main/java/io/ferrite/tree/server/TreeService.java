@@ -1001,6 +1001,17 @@ public final class TreeService implements FerriteService {
     }
   }
 
+  /**
+   * Drops guest tree {@code id} (its home no longer holds it: dropped while this server was down),
+   * logged as any drop; a tree this server is home of is never dropped here.
+   */
+  void dropGuest(long id) {
+    TreeState t = trees.get(id);
+    if (t != null && t.home != context.serverId()) {
+      drop(id);
+    }
+  }
+
   private boolean drop(long id) {
     lockLogging();
     try {
