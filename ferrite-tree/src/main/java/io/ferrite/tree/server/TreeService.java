@@ -560,11 +560,14 @@ public final class TreeService implements FerriteService {
         r.end();
         TreeState t = tree(id);
         int count = 0;
+        int pendingCount = 0;
         long used = 0;
         long capacity = 0;
         for (Hosted h : hosted.values()) {
           if (h.tree() == t) {
             count++;
+            RemoteSplits.Adoption a = remote.adoptions.get(h.id());
+            pendingCount += a != null && a.pending ? 1 : 0;
             int[] u = h.meganode().nodeUsage();
             used += u[0];
             capacity += u[1];
@@ -572,7 +575,7 @@ public final class TreeService implements FerriteService {
         }
         Hosted root = t.root != 0 ? local(t.root) : null;
         int levels = root != null ? root.meganode().level() + 1 : 1; // a guest: its leaves
-        w.i32(count).i32(levels).i64(t.splits.get()).i64(used).i64(capacity);
+        w.i32(count).i32(levels).i64(t.splits.get()).i64(used).i64(capacity).i32(pendingCount);
       }
       case TreeProtocol.DROP_TREE -> {
         long id = r.i64("id");
