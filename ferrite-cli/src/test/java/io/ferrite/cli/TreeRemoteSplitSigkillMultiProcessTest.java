@@ -181,6 +181,12 @@ class TreeRemoteSplitSigkillMultiProcessTest extends ProcessClusterTest {
     int at = acks.get();
     await("more acknowledged puts (splits going on)", () -> acks.get() >= at + 1500 ? true : null);
     procs.get(killed).destroyForcibly().waitFor(); // SIGKILL, mid-load
+    if (!killed.equals(homeName)) {
+      // Still ALIVE at the master for up to its dead timeout, but gone: Tree.stats() answers from
+      // the home and says one server was not counted (it neither fails nor passes a short sum off
+      // as the whole).
+      assertEquals(1, tree.stats()[5], "the killed server not counted, and said so");
+    }
     stop.set(true);
     for (Thread t : threads) {
       t.join(60_000);
