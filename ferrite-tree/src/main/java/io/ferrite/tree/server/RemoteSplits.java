@@ -479,15 +479,15 @@ final class RemoteSplits {
       }
       for (Map.Entry<Integer, Integer> e : owedDrops.entrySet()) {
         int target = e.getValue();
+        // Only a try that failed asks the master (not every round while the backoff waits).
+        boolean tried = backoffs.computeIfAbsent(target, k -> new Backoff()).due(now);
         if (send(
             target,
             TreeProtocol.DROP_ADOPTED,
             new Wire.Writer().i32(context.serverId()).i32(e.getKey()),
             now)) {
           service.remoteDone(e.getKey(), () -> owedDrops.remove(e.getKey()));
-        } else if (backoffs.get(target) != null
-            && backoffs.get(target).waitNanos() != 0
-            && dead(target)) {
+        } else if (tried && dead(target)) {
           // A drop need not be delivered: whatever the target made for the token is pending, and
           // a pending meganode asks RESOLVE (at its replay, or after 30 s of silence), which
           // answers DROP for a token neither running nor owed a confirm. So a DEAD target's drop
@@ -531,9 +531,11 @@ final class RemoteSplits {
       for (Map.Entry<Long, Set<Integer>> e : drops.entrySet()) {
         e.getValue()
             .removeIf(
-                s ->
-                    send(s, TreeProtocol.DROP_TREE, new Wire.Writer().i64(e.getKey()), now)
-                        || (backoffs.get(s).waitNanos() != 0 && dead(s)));
+                s -> {
+                  boolean tried = backoffs.computeIfAbsent(s, k -> new Backoff()).due(now);
+                  return send(s, TreeProtocol.DROP_TREE, new Wire.Writer().i64(e.getKey()), now)
+                      || (tried && dead(s));
+                });
         if (e.getValue().isEmpty()) {
           drops.remove(e.getKey());
         }
