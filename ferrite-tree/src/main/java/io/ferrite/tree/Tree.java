@@ -583,9 +583,9 @@ public final class Tree {
    * the home server (levels are its root's; failing here fails the call), then the other members'
    * STATS at once (one membership call to the master, then one RPC per server, all in flight
    * together; a server holding nothing of the tree answers NOT_FOUND, counted 0). A member the
-   * master does not list ALIVE, or one that does not answer, is not asked again and is counted in
-   * the last element, so a caller can say the sum is short instead of printing an undercount as the
-   * whole.
+   * master does not list ALIVE (not asked), or one that does not answer, is counted in the sixth
+   * element (servers not counted), so a caller can say the sum is short instead of printing an
+   * undercount as the whole.
    */
   public long[] stats() {
     long[] sum = statsOf(call(info.server(), TreeProtocol.STATS, new Wire.Writer().i64(info.id())));
