@@ -477,6 +477,7 @@ final class RemoteSplits {
           service.remoteDone(e.getKey(), () -> owedConfirms.remove(e.getKey()));
         }
       }
+      Set<Integer> deadNow = new java.util.HashSet<>();
       for (Map.Entry<Integer, Integer> e : owedDrops.entrySet()) {
         int target = e.getValue();
         // Only a try that failed asks the master (not every round while the backoff waits).
@@ -487,7 +488,8 @@ final class RemoteSplits {
             new Wire.Writer().i32(context.serverId()).i32(e.getKey()),
             now)) {
           service.remoteDone(e.getKey(), () -> owedDrops.remove(e.getKey()));
-        } else if (tried && dead(target)) {
+        } else if (deadNow.contains(target) || (tried && dead(target))) {
+          deadNow.add(target); // every drop owed to it this round, not one per backoff period
           // A drop need not be delivered: whatever the target made for the token is pending, and
           // a pending meganode asks RESOLVE (at its replay, or after 30 s of silence), which
           // answers DROP for a token neither running nor owed a confirm. So a DEAD target's drop
