@@ -164,6 +164,9 @@ final class RemoteSplits {
   /** The membership the peers thread fetched this round (null: not yet; fetched at most once). */
   private List<MemberInfo> roundMembers;
 
+  /** Servers a try failed this round (peers thread): only those are asked about at the master. */
+  private final Set<Integer> failedThisRound = new java.util.HashSet<>();
+
   private ScheduledExecutorService thread;
 
   /** The live servers in id order, as the master last told the splitter. */
@@ -463,6 +466,7 @@ final class RemoteSplits {
 
   private void tick() {
     roundMembers = null;
+    failedThisRound.clear();
     long now = System.nanoTime();
     try {
       for (Map.Entry<Integer, Long> e : owedConfirms.entrySet()) {
@@ -480,16 +484,17 @@ final class RemoteSplits {
       Set<Integer> deadNow = new java.util.HashSet<>();
       for (Map.Entry<Integer, Integer> e : owedDrops.entrySet()) {
         int target = e.getValue();
-        // Only a try that failed asks the master (not every round while the backoff waits).
-        boolean tried = backoffs.computeIfAbsent(target, k -> new Backoff()).due(now);
         if (send(
             target,
             TreeProtocol.DROP_ADOPTED,
             new Wire.Writer().i32(context.serverId()).i32(e.getKey()),
             now)) {
           service.remoteDone(e.getKey(), () -> owedDrops.remove(e.getKey()));
-        } else if (deadNow.contains(target) || (tried && dead(target))) {
-          deadNow.add(target); // every drop owed to it this round, not one per backoff period
+        } else if (deadNow.contains(target) || (failedThisRound.contains(target) && dead(target))) {
+          // Only a round whose try of the target failed (this message's, or an owed CONFIRM's
+          // before it) asks the master, not every round while the backoff waits; and then every
+          // drop owed to it goes, not one per backoff period.
+          deadNow.add(target);
           // A drop need not be delivered: whatever the target made for the token is pending, and
           // a pending meganode asks RESOLVE (at its replay, or after 30 s of silence), which
           // answers DROP for a token neither running nor owed a confirm. So a DEAD target's drop
@@ -533,11 +538,9 @@ final class RemoteSplits {
       for (Map.Entry<Long, Set<Integer>> e : drops.entrySet()) {
         e.getValue()
             .removeIf(
-                s -> {
-                  boolean tried = backoffs.computeIfAbsent(s, k -> new Backoff()).due(now);
-                  return send(s, TreeProtocol.DROP_TREE, new Wire.Writer().i64(e.getKey()), now)
-                      || (tried && dead(s));
-                });
+                s ->
+                    send(s, TreeProtocol.DROP_TREE, new Wire.Writer().i64(e.getKey()), now)
+                        || (failedThisRound.contains(s) && dead(s)));
         if (e.getValue().isEmpty()) {
           drops.remove(e.getKey());
         }
@@ -636,7 +639,8 @@ final class RemoteSplits {
   }
 
   /** A try of {@code server} failed: its wait grows; logged at WARNING the first time only. */
-  private static void failed(int server, Backoff b, FerriteException e, long now) {
+  private void failed(int server, Backoff b, FerriteException e, long now) {
+    failedThisRound.add(server);
     if (b.failed(now)) {
       LOG.log(
           System.Logger.Level.WARNING,
