@@ -235,7 +235,8 @@ final class TreeCommand extends CommandGroup {
       name = "stats",
       mixinStandardHelpOptions = true,
       description = {
-        "A tree's shape, from its server: meganodes, levels of meganodes (the root's level + 1),"
+        "A tree's shape, summed over every memory server holding part of it: meganodes, levels of"
+            + " meganodes (the root's level + 1),"
             + " small nodes in use of those the meganodes hold (fill), meganode splits so far."
       })
   static final class Stats extends TreeSub implements Callable<Integer> {
@@ -246,14 +247,20 @@ final class TreeCommand extends CommandGroup {
           .printf(
               Locale.ROOT,
               "tree %s: %d meganode(s), %d level(s), nodes %d of %d in use (fill %.1f%%),"
-                  + " %d split(s)%n",
+                  + " %d split(s)%s%s%n",
               tree,
               s[0],
               s[1],
               s[3],
               s[4],
               s[4] == 0 ? 0.0 : 100.0 * s[3] / s[4],
-              s[2]);
+              s[2],
+              s[6] == 0 ? "" : ", " + s[6] + " pending a split's end",
+              // Summed over every server (spread placement): one that did not answer is named as
+              // a count, so a short sum is never printed as the whole.
+              s[5] == 0
+                  ? ""
+                  : "; " + s[5] + " server(s) not answering: their meganodes not counted");
       out().flush();
       return 0;
     }

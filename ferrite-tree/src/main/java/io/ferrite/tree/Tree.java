@@ -3,6 +3,8 @@ package io.ferrite.tree;
 import io.ferrite.fabric.ErrorCode;
 import io.ferrite.fabric.FerriteException;
 import io.ferrite.fabric.Futures;
+import io.ferrite.kernel.proto.MemberInfo;
+import io.ferrite.kernel.proto.ServerState;
 import io.ferrite.kernel.proto.Wire;
 import java.nio.ByteBuffer;
 import java.util.AbstractMap.SimpleImmutableEntry;
@@ -592,13 +594,73 @@ public final class Tree {
     throw tooManyHops("write");
   }
 
-  /** Meganodes, levels, splits, nodes in use and capacity, from the tree's server. */
+  /**
+   * The tree's shape over every server that holds part of it: {meganodes, levels, splits, nodes in
+   * use, node capacity, servers not counted, meganodes pending} (pending: adopted by a server for a
+   * split to it whose source has not yet confirmed or dropped it; counted in the meganodes). Under
+   * spread placement a tree's leaf meganodes live on several servers and no one server knows them
+   * all (a guest's leaf may split on to a third server), so the client asks each server: STATS of
+   * the home server (levels are its root's; failing here fails the call), then the other members'
+   * STATS at once (one membership call to the master, then one RPC per server, all in flight
+   * together; a server holding nothing of the tree answers NOT_FOUND, counted 0). A member the
+   * master does not list ALIVE (not asked), or one that does not answer, is counted in the sixth
+   * element (servers not counted), so a caller can say the sum is short instead of printing an
+   * undercount as the whole.
+   */
   public long[] stats() {
-    Wire.Reader r =
-        new Wire.Reader(
-            call(info.server(), TreeProtocol.STATS, new Wire.Writer().i64(info.id())), "stats");
+    long[] sum = statsOf(call(info.server(), TreeProtocol.STATS, new Wire.Writer().i64(info.id())));
+    long[] out = {sum[0], sum[1], sum[2], sum[3], sum[4], 0, sum[5]};
+    List<CompletableFuture<ByteBuffer>> asked = new ArrayList<>();
+    for (MemberInfo m : owner.ferrite().members()) {
+      if (m.serverId() == info.server()) {
+        continue;
+      }
+      if (m.state() != ServerState.ALIVE) {
+        out[5]++;
+        continue;
+      }
+      rpcs.incrementAndGet();
+      try {
+        asked.add(
+            owner
+                .ferrite()
+                .call(
+                    m.serverId(), TreeProtocol.SERVER_SERVICE, TreeProtocol.STATS, statsRequest()));
+      } catch (FerriteException e) {
+        out[5]++; // no connection to it
+      }
+    }
+    for (CompletableFuture<ByteBuffer> f : asked) {
+      long[] s;
+      try {
+        s = statsOf(Futures.join(f));
+      } catch (FerriteException e) {
+        if (e.code() != ErrorCode.NOT_FOUND) {
+          out[5]++;
+        }
+        continue;
+      }
+      for (int i : new int[] {0, 2, 3, 4}) {
+        out[i] += s[i];
+      }
+      out[6] += s[5];
+    }
+    return out;
+  }
+
+  private ByteBuffer statsRequest() {
+    return new Wire.Writer().i64(info.id()).toBuffer();
+  }
+
+  private static long[] statsOf(ByteBuffer b) {
+    Wire.Reader r = new Wire.Reader(b, "stats");
     return new long[] {
-      r.i32("meganodes"), r.i32("levels"), r.i64("splits"), r.i64("used"), r.i64("capacity")
+      r.i32("meganodes"),
+      r.i32("levels"),
+      r.i64("splits"),
+      r.i64("used"),
+      r.i64("capacity"),
+      r.i32("pending")
     };
   }
 

@@ -41,7 +41,9 @@ package io.ferrite.tree;
  *                                                  | PART u32 n, n x (bytes key, bytes value),
  *                                                    i64 next [bytes resume if next != 0]
  *  STATS        i64 id                          -> i32 meganodes, i32 levels, i64 splits,
- *                                                  i64 nodes in use, i64 node capacity
+ *                                                  i64 nodes in use, i64 node capacity,
+ *                                                  i32 pending (adopted, awaiting the source's
+ *                                                  CONFIRM or DROP: docs/TREE.md)
  *  DROP_TREE    i64 id                          -> u8 dropped
  * </pre>
  *

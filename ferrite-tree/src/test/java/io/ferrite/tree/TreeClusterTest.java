@@ -100,7 +100,7 @@ class TreeClusterTest {
           tree.scan(null, null, Integer.MAX_VALUE, path),
           "full scan " + path);
     }
-    long[] stats = TreeShape.total(cluster, tree, "model");
+    long[] stats = tree.stats();
     if (placement.equals("spread")) {
       assertTrue(
           TreeShape.serversWithMeganodes(cluster, client, "model") >= 2,

@@ -33,29 +33,8 @@ public final class TreeShape {
     return n;
   }
 
-  /**
-   * {@link Tree#stats()} with the meganodes, splits, nodes in use and capacity summed over every
-   * server (the levels are the home server's).
-   */
-  public static long[] total(ClusterHarness cluster, Tree tree, String name) {
-    long[] sum = tree.stats();
-    TreeClient.TreeInfo info = new TreeClient(cluster.client()).info(name);
-    for (MemoryServer s : cluster.servers) {
-      if (s.serverId() == info.server()) {
-        continue;
-      }
-      long[] o = stats(cluster, s, info.id());
-      if (o != null) {
-        for (int i : new int[] {0, 2, 3, 4}) {
-          sum[i] += o[i];
-        }
-      }
-    }
-    return sum;
-  }
-
   /** STATS of tree {@code id} on {@code server}, or null if it holds none of it. */
-  static long[] stats(ClusterHarness cluster, MemoryServer server, long id) {
+  public static long[] stats(ClusterHarness cluster, MemoryServer server, long id) {
     try {
       Wire.Reader r =
           new Wire.Reader(

@@ -38,7 +38,14 @@ import java.util.concurrent.atomic.AtomicInteger;
  * CONFIRM (logged CONFIRMED). One that is still pending after a restart, or {@link #STALE_NANOS}
  * after its last copy message, is resolved by asking its source (RESOLVE): KEEP confirms it, DROP
  * frees it (FORGET), WAIT or no answer asks again later. Pending meganodes are served meanwhile:
- * nothing reaches one before its source's relink, which follows R_END.
+ * nothing reaches one before its source's relink, which follows R_END. A guest tree (one whose home
+ * is another server) found by the replay is checked with its home once (STATS): NOT_FOUND drops it
+ * here, since its DROP_TREE was sent while this server was down.
+ *
+ * <p>Every peer call of the peers thread goes through that peer's {@link Backoff} (200 ms doubling
+ * to 30 s while it does not answer). A DROP_ADOPTED owed to a server the master declares DEAD is
+ * forgotten (its pending copy resolves DROP when it asks); a CONFIRM never is (its replay would ask
+ * RESOLVE, and only the owed confirm answers KEEP).
  *
  * <p>Threads: the splitter calls {@link #place}, {@link #adopt} and the source-side steps; RPC
  * threads the target side; one named thread ({@code tree-peers-<id>}) sends owed messages, asks
@@ -77,6 +84,52 @@ final class RemoteSplits {
     }
   }
 
+  /**
+   * The first wait after a peer did not answer; doubled at each failure up to {@link #MAX_WAIT}.
+   */
+  static final long FIRST_WAIT = TimeUnit.MILLISECONDS.toNanos(200);
+
+  /** The longest wait between two tries of one peer. */
+  static final long MAX_WAIT = TimeUnit.SECONDS.toNanos(30);
+
+  /**
+   * When the peers thread may try a server again (peers thread only). A peer that does not answer
+   * is tried after 200 ms, 400 ms, ... up to 30 s between tries (each try of a dead server costs a
+   * dial, and the dial a MEMBERS RPC to the master): a server down for good costs the master one
+   * RPC per 30 s, not five a second. Every message owed to one server shares its wait, so a round
+   * tries a silent server once, not once per owed message. The first failure after an answer is
+   * logged at WARNING, the next answer at INFO; the retries in between are not logged.
+   */
+  static final class Backoff {
+    private long wait;
+    private long next;
+
+    /** Whether the server may be tried at {@code now} (nanoTime). */
+    boolean due(long now) {
+      return wait == 0 || now - next >= 0;
+    }
+
+    /** A try failed at {@code now}; true if it is the first since the last answer (log it). */
+    boolean failed(long now) {
+      boolean first = wait == 0;
+      wait = first ? FIRST_WAIT : Math.min(MAX_WAIT, wait * 2);
+      next = now + wait;
+      return first;
+    }
+
+    /** The server answered; true if it had failed before (log that it is back). */
+    boolean answered() {
+      boolean was = wait != 0;
+      wait = 0;
+      return was;
+    }
+
+    /** The wait after the last failure (0: none owed). */
+    long waitNanos() {
+      return wait;
+    }
+  }
+
   private final TreeService service;
   private final ServiceContext context;
   private final TreeConfig.Placement placement;
@@ -98,6 +151,22 @@ final class RemoteSplits {
   /** Trees dropped here whose other servers are still to be told (home side). */
   private final Map<Long, Set<Integer>> drops = new ConcurrentHashMap<>();
 
+  /**
+   * Guest trees found by the replay whose home is still to be asked whether the tree exists (tree
+   * id to home): one dropped at home while this server was down is dropped here then (its DROP_TREE
+   * was never delivered).
+   */
+  final Map<Long, Integer> guestsToCheck = new ConcurrentHashMap<>();
+
+  /** Each peer's backoff, by server id (peers thread; read by tests). */
+  final Map<Integer, Backoff> backoffs = new ConcurrentHashMap<>();
+
+  /** The membership the peers thread fetched this round (null: not yet; fetched at most once). */
+  private List<MemberInfo> roundMembers;
+
+  /** Servers a try failed this round (peers thread): only those are asked about at the master. */
+  private final Set<Integer> failedThisRound = new java.util.HashSet<>();
+
   private ScheduledExecutorService thread;
 
   /** The live servers in id order, as the master last told the splitter. */
@@ -118,10 +187,18 @@ final class RemoteSplits {
     this.timeout = context.config().rpcTimeout();
   }
 
-  /** Takes over what the replay found owed and pending (resolved at once: touched 0). */
+  /**
+   * Takes over what the replay found owed and pending (resolved at once: touched 0), and the guest
+   * trees whose homes are to be asked whether they still exist.
+   */
   void restore(TreeLog.Replay replay) {
     owedConfirms.putAll(replay.owedConfirms);
     owedDrops.putAll(replay.owedDrops);
+    for (Map.Entry<Long, Integer> e : replay.guests.entrySet()) {
+      if (e.getValue() != context.serverId() && !replay.roots.containsKey(e.getKey())) {
+        guestsToCheck.put(e.getKey(), e.getValue());
+      }
+    }
     for (TreeLog.Image m : replay.meganodes.values()) {
       if (m.source >= 0) {
         adoptions.put(m.id, new Adoption(m.source, m.token, m.pending, 0));
@@ -388,38 +465,65 @@ final class RemoteSplits {
   // ------------------------------------------------------------------ the peers thread
 
   private void tick() {
+    roundMembers = null;
+    failedThisRound.clear();
+    long now = System.nanoTime();
     try {
       for (Map.Entry<Integer, Long> e : owedConfirms.entrySet()) {
+        // Owed even to a DEAD server: its log keeps the adopted meganode (pending) and its replay
+        // asks RESOLVE, which must answer KEEP (this entry) or keys reached by the relink are lost.
         long target = e.getValue();
         if (send(
             TreeProtocol.server(target),
             TreeProtocol.CONFIRM,
-            new Wire.Writer().i32(TreeProtocol.region(target)))) {
+            new Wire.Writer().i32(TreeProtocol.region(target)),
+            now)) {
           service.remoteDone(e.getKey(), () -> owedConfirms.remove(e.getKey()));
         }
       }
+      Set<Integer> deadNow = new java.util.HashSet<>();
       for (Map.Entry<Integer, Integer> e : owedDrops.entrySet()) {
+        int target = e.getValue();
         if (send(
-            e.getValue(),
+            target,
             TreeProtocol.DROP_ADOPTED,
-            new Wire.Writer().i32(context.serverId()).i32(e.getKey()))) {
+            new Wire.Writer().i32(context.serverId()).i32(e.getKey()),
+            now)) {
+          service.remoteDone(e.getKey(), () -> owedDrops.remove(e.getKey()));
+        } else if (deadNow.contains(target) || (failedThisRound.contains(target) && dead(target))) {
+          // Only a round whose try of the target failed (this message's, or an owed CONFIRM's
+          // before it) asks the master, not every round while the backoff waits; and then every
+          // drop owed to it goes, not one per backoff period.
+          deadNow.add(target);
+          // A drop need not be delivered: whatever the target made for the token is pending, and
+          // a pending meganode asks RESOLVE (at its replay, or after 30 s of silence), which
+          // answers DROP for a token neither running nor owed a confirm. So a DEAD target's drop
+          // is forgotten, not retried until it returns.
+          LOG.log(
+              System.Logger.Level.INFO,
+              "tree peers: server {0} is DEAD at the master: the DROP_ADOPTED of split {1} is"
+                  + " no longer sent (its pending copy resolves DROP when it asks)",
+              target,
+              e.getKey());
           service.remoteDone(e.getKey(), () -> owedDrops.remove(e.getKey()));
         }
       }
-      long now = System.nanoTime();
       for (Map.Entry<Integer, Adoption> e : adoptions.entrySet()) {
         Adoption a = e.getValue();
         if (!a.pending || (a.touched != 0 && now - a.touched < STALE_NANOS)) {
           continue;
         }
-        int answer;
+        ByteBuffer b;
         try {
-          ByteBuffer b =
-              call(context.peer(a.source), TreeProtocol.RESOLVE, new Wire.Writer().i32(a.token));
-          answer = new Wire.Reader(b, "tree RESOLVE answer").u8("answer");
+          b = ask(a.source, TreeProtocol.RESOLVE, new Wire.Writer().i32(a.token), now);
         } catch (FerriteException ex) {
-          continue; // the source is away: ask again on a later tick
+          failed(a.source, backoffs.get(a.source), ex, now);
+          continue;
         }
+        if (b == null) {
+          continue; // the source is away: ask again after its backoff
+        }
+        int answer = new Wire.Reader(b, "tree RESOLVE answer").u8("answer");
         if (answer == KEEP) {
           service.confirm(e.getKey());
         } else if (answer == DROP) {
@@ -428,12 +532,15 @@ final class RemoteSplits {
           a.touched = now;
         }
       }
+      for (Map.Entry<Long, Integer> e : guestsToCheck.entrySet()) {
+        checkGuest(e.getKey(), e.getValue(), now);
+      }
       for (Map.Entry<Long, Set<Integer>> e : drops.entrySet()) {
         e.getValue()
             .removeIf(
                 s ->
-                    send(s, TreeProtocol.DROP_TREE, new Wire.Writer().i64(e.getKey()))
-                        || !alive(s));
+                    send(s, TreeProtocol.DROP_TREE, new Wire.Writer().i64(e.getKey()), now)
+                        || (failedThisRound.contains(s) && dead(s)));
         if (e.getValue().isEmpty()) {
           drops.remove(e.getKey());
         }
@@ -443,32 +550,105 @@ final class RemoteSplits {
     }
   }
 
-  private boolean alive(int server) {
+  /**
+   * Asks guest tree {@code tree}'s home whether it still holds the tree (STATS): NOT_FOUND means it
+   * was dropped while this server was down (its DROP_TREE never came), so its meganodes here are
+   * dropped; any other answer settles it. Asked again after the home's backoff while it is away.
+   */
+  private void checkGuest(long tree, int home, long now) {
+    ByteBuffer b;
     try {
-      for (MemberInfo m : context.master().members()) {
-        if (m.serverId() == server) {
-          return m.state() != ServerState.DEAD;
-        }
-      }
-      return false;
+      b = ask(home, TreeProtocol.STATS, new Wire.Writer().i64(tree), now);
     } catch (FerriteException e) {
-      return true;
+      if (e.code() != ErrorCode.NOT_FOUND) {
+        failed(home, backoffs.get(home), e, now);
+        return;
+      }
+      LOG.log(
+          System.Logger.Level.WARNING,
+          "tree {0}: its home server {1} no longer holds it (dropped while this server was down):"
+              + " its meganodes here are dropped",
+          tree,
+          home);
+      service.dropGuest(tree);
+      guestsToCheck.remove(tree);
+      return;
+    }
+    if (b != null) {
+      guestsToCheck.remove(tree);
     }
   }
 
-  /** Sends one owed message; true once answered. */
-  private boolean send(int server, int opcode, Wire.Writer body) {
+  /**
+   * Whether the master declares {@code server} DEAD or does not know it; false when the master is
+   * away (nothing is forgotten on a guess). One MEMBERS RPC per round at most.
+   */
+  private boolean dead(int server) {
+    if (roundMembers == null) {
+      try {
+        roundMembers = context.master().members();
+      } catch (FerriteException e) {
+        return false;
+      }
+    }
+    for (MemberInfo m : roundMembers) {
+      if (m.serverId() == server) {
+        return m.state() == ServerState.DEAD;
+      }
+    }
+    return true;
+  }
+
+  /**
+   * Sends one owed message, if {@code server}'s backoff allows; true once answered. An error answer
+   * counts as no answer (retried after the backoff, as a silent server is).
+   */
+  private boolean send(int server, int opcode, Wire.Writer body, long now) {
     try {
-      call(context.peer(server), opcode, body);
-      return true;
+      return ask(server, opcode, body, now) != null;
     } catch (FerriteException e) {
-      LOG.log(
-          System.Logger.Level.DEBUG,
-          "tree peers: opcode {0} to server {1} not answered yet: {2}",
-          opcode,
-          server,
-          e.getMessage());
+      failed(server, backoffs.get(server), e, now);
       return false;
+    }
+  }
+
+  /**
+   * Calls {@code server}, if its backoff allows: its answer, or null if it was not tried or could
+   * not be reached (UNAVAILABLE or TIMEOUT: its backoff grows). Any other error is the server's own
+   * answer and is thrown (a NOT_FOUND from a dial is impossible: dials fail UNAVAILABLE).
+   */
+  private ByteBuffer ask(int server, int opcode, Wire.Writer body, long now) {
+    Backoff b = backoffs.computeIfAbsent(server, k -> new Backoff());
+    if (!b.due(now)) {
+      return null;
+    }
+    ByteBuffer answer;
+    try {
+      answer = call(context.peer(server), opcode, body);
+    } catch (FerriteException e) {
+      if (e.code() != ErrorCode.UNAVAILABLE && e.code() != ErrorCode.TIMEOUT) {
+        throw e;
+      }
+      failed(server, b, e, now);
+      return null;
+    }
+    if (b.answered()) {
+      LOG.log(System.Logger.Level.INFO, "tree peers: server {0} answers again", server);
+    }
+    return answer;
+  }
+
+  /** A try of {@code server} failed: its wait grows; logged at WARNING the first time only. */
+  private void failed(int server, Backoff b, FerriteException e, long now) {
+    failedThisRound.add(server);
+    if (b.failed(now)) {
+      LOG.log(
+          System.Logger.Level.WARNING,
+          "tree peers: server {0} does not answer ({1}); what is owed to it is retried, at most"
+              + " {2} s apart",
+          server,
+          e.getMessage(),
+          TimeUnit.NANOSECONDS.toSeconds(MAX_WAIT));
     }
   }
 

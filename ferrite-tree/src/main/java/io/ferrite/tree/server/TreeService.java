@@ -666,11 +666,14 @@ public final class TreeService implements FerriteService {
         r.end();
         TreeState t = tree(id);
         int count = 0;
+        int pendingCount = 0;
         long used = 0;
         long capacity = 0;
         for (Hosted h : hosted.values()) {
           if (h.tree() == t) {
             count++;
+            RemoteSplits.Adoption a = remote.adoptions.get(h.id());
+            pendingCount += a != null && a.pending ? 1 : 0;
             int[] u = h.meganode().nodeUsage();
             used += u[0];
             capacity += u[1];
@@ -678,7 +681,7 @@ public final class TreeService implements FerriteService {
         }
         Hosted root = t.root != 0 ? local(t.root) : null;
         int levels = root != null ? root.meganode().level() + 1 : 1; // a guest: its leaves
-        w.i32(count).i32(levels).i64(t.splits.get()).i64(used).i64(capacity);
+        w.i32(count).i32(levels).i64(t.splits.get()).i64(used).i64(capacity).i32(pendingCount);
       }
       case TreeProtocol.DROP_TREE -> {
         long id = r.i64("id");
@@ -1110,6 +1113,17 @@ public final class TreeService implements FerriteService {
     context.freeRegion(h.meganode().region());
     synchronized (h.extents()) {
       h.extents().regions().forEach(context::freeRegion);
+    }
+  }
+
+  /**
+   * Drops guest tree {@code id} (its home no longer holds it: dropped while this server was down),
+   * logged as any drop; a tree this server is home of is never dropped here.
+   */
+  void dropGuest(long id) {
+    TreeState t = trees.get(id);
+    if (t != null && t.home != context.serverId()) {
+      drop(id);
     }
   }
 

@@ -222,6 +222,7 @@ class RemoteSplitTest {
     assertTrue(
         TreeShape.serversWithMeganodes(cluster, client, "t") == 2,
         "splits to the other server go on");
+    assertWholeStats(again, client, "after the recovery");
     assertHolds(again, acked, "writes after the recovery");
     restart(target);
     restart(home);
@@ -367,9 +368,86 @@ class RemoteSplitTest {
           new ArrayList<>(tree.scan(null, firstBad, Integer.MAX_VALUE, path)),
           "scan left of the stopped server's first meganode " + path);
     }
+    // The stopped server said goodbye (DEAD at the master): the DROP of whatever the given-up split
+    // made there is not sent for ever (its pending copy would resolve DROP when it asks).
+    await(
+        () -> !services.get(home).remote().owedDrops.containsValue(target),
+        "the DROP owed to the DEAD server forgotten");
+    long[] stats = tree.stats();
+    assertEquals(1, stats[5], "the stopped server not counted, and said so: " + stats[5]);
+    assertEquals(
+        TreeShape.stats(cluster, server(home), info(client, "t").id())[0],
+        stats[0],
+        "the home server's meganodes counted");
+  }
+
+  /**
+   * {@link Tree#stats()} counts every server's meganodes (each server's own STATS, summed here),
+   * none left out.
+   */
+  private void assertWholeStats(Tree tree, TreeClient client, String when) {
+    int[] per = TreeShape.meganodesPerServer(cluster, client, "t");
+    long[] stats = tree.stats();
+    assertEquals(
+        java.util.Arrays.stream(per).sum(),
+        stats[0],
+        when + ": meganodes of every server " + java.util.Arrays.toString(per));
+    assertEquals(0, stats[5], when + ": every server counted");
+  }
+
+  /**
+   * A guest server stopped (its log kept) while its tree is dropped at home misses the DROP_TREE
+   * (home gives up on it once the master declares it DEAD); restarted, it asks the home, which no
+   * longer holds the tree, and drops its meganodes of it. A guest tree still at home is kept.
+   */
+  @Test
+  void aGuestDownWhenItsTreeWasDroppedDropsItsMeganodesAtRestart(Random random) throws Exception {
+    start("always");
+    TreeClient client = new TreeClient(cluster.client());
+    Tree tree = client.create("t");
+    Tree kept = client.create("kept");
+    int home = info(client, "t").server();
+    int guest = services.keySet().stream().filter(id -> id != home).findFirst().orElseThrow();
+    long id = info(client, "t").id();
+    List<Integer> order = new ArrayList<>();
+    for (int i = 0; i < 4000; i++) {
+      order.add(i);
+    }
+    Collections.shuffle(order, random);
+    for (int i : order) {
+      tree.put(key(i), key(i + 1));
+      kept.put(key(i), key(i + 2));
+    }
     assertTrue(
-        services.get(home).remote().owedDrops.containsValue(target),
-        "the given-up split owes the stopped server a DROP of whatever it made");
+        TreeShape.serversWithMeganodes(cluster, client, "t") == 2
+            && TreeShape.serversWithMeganodes(cluster, client, "kept") == 2,
+        "both trees have meganodes on the guest");
+    MemoryServer stopped = server(guest);
+    cluster.servers.remove(stopped);
+    services.remove(guest);
+    stopped.close();
+    assertTrue(client.drop("t"), "dropped at home");
+    cluster.startServer(stopped.name());
+    MemoryServer back = server(guest);
+    assertTrue(
+        services.get(guest).lastReplay().guests.containsKey(id),
+        "the replay brought the dropped tree back as a guest");
+    await(
+        () -> TreeShape.stats(cluster, back, id) == null,
+        "the guest dropped its meganodes of the tree its home dropped");
+    await(
+        () -> services.get(guest).remote().guestsToCheck.isEmpty(),
+        "every guest tree checked (the kept one too)");
+    long[] still = TreeShape.stats(cluster, back, info(client, "kept").id());
+    assertTrue(still != null && still[0] >= 1, "the tree still at home is kept on the guest");
+    Tree again = new TreeClient(cluster.client()).open("kept");
+    for (int i = 0; i < 4000; i++) {
+      assertArrayEquals(key(i + 2), again.get(key(i), Tree.Path.SERVER), "kept " + i);
+    }
+  }
+
+  private static TreeClient.TreeInfo info(TreeClient client, String name) {
+    return client.list().stream().filter(t -> t.name().equals(name)).findFirst().orElseThrow();
   }
 
   /** UNAVAILABLE naming server {@code id}: the clear error of a meganode on a stopped server. */
