@@ -9,6 +9,7 @@ import io.ferrite.fabric.testing.SeedExtension;
 import io.ferrite.kv.server.ExtentAllocator;
 import io.ferrite.tree.MeganodeReader;
 import io.ferrite.tree.MeganodeReader.Outcome;
+import io.ferrite.tree.Node;
 import io.ferrite.tree.NodeSource;
 import io.ferrite.tree.TreeModel;
 import java.nio.charset.StandardCharsets;
@@ -172,6 +173,40 @@ class MeganodeSplitTest extends MeganodeFixture {
     internal.forEachEntry((k, v, child) -> got.add(child));
     assertEquals(children, got, "child pointers");
     assertEquals(0x1_0000_0000L + 500, internal.search(key(500)).pointer());
+  }
+
+  /**
+   * A meganode rebuilt from the log is filled with what it held, which inserts may have packed
+   * tighter than the 70 % fill leaves: fill packs fuller when 70 % would not fit. Here 90 % of what
+   * whole leaves hold in a 24-node meganode: 70 % leaves need more nodes than it has.
+   */
+  @Test
+  void aFillThat70PercentNodesWouldNotHoldPacksThemFuller(Random random) {
+    int nodes = 24;
+    byte[] probe = key(1_000_000); // every key below is as long
+    int perLeaf =
+        (NODE - Node.HEADER - Node.TRAILER - 2 * probe.length) / (Node.LEAF_ENTRY + probe.length);
+    int perLeaf70 =
+        (NODE * 7 / 10 - Node.HEADER - Node.TRAILER - 2 * probe.length)
+            / (Node.LEAF_ENTRY + probe.length);
+    int leaves = nodes - 3; // the header, and room for the inner nodes above
+    int n = leaves * perLeaf * 9 / 10;
+    assertTrue(n > (nodes - 1) * perLeaf70, "70 % leaves would not hold " + n + " keys");
+    TreeMap<byte[], byte[]> model = TreeModel.model();
+    List<byte[]> keys = new ArrayList<>();
+    List<byte[]> values = new ArrayList<>();
+    for (int i = 0; i < n; i++) {
+      byte[] k = key(1_000_000 + i);
+      byte[] v = new byte[random.nextInt(8)];
+      random.nextBytes(v);
+      keys.add(k);
+      values.add(v);
+      model.put(k, v);
+    }
+    Meganode y = new Meganode(region(nodes * (long) NODE), NODE, extents(), 0, key(0), null, 0);
+    y.fill(keys, values, List.of());
+    assertNull(MeganodeShape.check(y), "shape after filling " + n);
+    TreeModel.assertPairs(new ArrayList<>(model.entrySet()), y.all(), "filled " + n);
   }
 
   @Test
