@@ -33,6 +33,8 @@ import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.ExtendWith;
 import org.junit.jupiter.api.io.TempDir;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.ValueSource;
 
 /**
  * A {@code ferrite://} client in a JVM whose class path holds Spark 3.5.9's Netty (4.1.96) and
@@ -94,15 +96,20 @@ class ShadedClientTest {
     }
   }
 
-  @Test
-  void theShadedJarWorksBesideSpark35sNetty(Random random) throws Exception {
+  /**
+   * tcp: the relocated Netty's NIO/epoll sockets; shm: its epoll Unix-domain sockets, which need
+   * the renamed native library (there is no fallback), and the relocated Agrona's mapped rings.
+   */
+  @ParameterizedTest
+  @ValueSource(strings = {"tcp", "shm"})
+  void theShadedJarWorksBesideSpark35sNetty(String fabric, Random random) throws Exception {
     long seed = random.nextLong();
     writeHere("/in", seed);
     List<String> cp = new ArrayList<>(hostClassPath());
     cp.add(shadedJar().toString());
     cp.add(probeClasses());
 
-    Result r = runProbe(cp, "/in", "/out", seed);
+    Result r = runProbe(cp, fabric, "/in", "/out", seed);
 
     assertEquals(0, r.status, "the probe failed:\n" + r.output);
     assertTrue(r.output.contains("probe ok"), r.output);
@@ -118,7 +125,7 @@ class ShadedClientTest {
     cp.addAll(mavenMediated(lines("unshaded-client.txt")));
     cp.add(probeClasses());
 
-    Result r = runProbe(cp, "/in", "/out", seed);
+    Result r = runProbe(cp, "tcp", "/in", "/out", seed);
 
     assertNotEquals(0, r.status, "the unshaded client worked:\n" + r.output);
     assertTrue(
@@ -152,7 +159,7 @@ class ShadedClientTest {
 
   private record Result(int status, String output) {}
 
-  private Result runProbe(List<String> classPath, String in, String out, long seed)
+  private Result runProbe(List<String> classPath, String fabric, String in, String out, long seed)
       throws IOException, InterruptedException {
     List<String> cmd = new ArrayList<>();
     cmd.add(Path.of(System.getProperty("java.home"), "bin", "java").toString());
@@ -165,7 +172,7 @@ class ShadedClientTest {
             uri.toString(),
             clientSecret.toString(),
             CREDENTIALS.clusterId(),
-            "tcp",
+            fabric,
             in,
             out,
             Long.toString(seed),
