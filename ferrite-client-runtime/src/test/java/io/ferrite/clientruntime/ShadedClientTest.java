@@ -134,6 +134,68 @@ class ShadedClientTest {
         "expected issue #16's NoSuchMethodError:\n" + r.output);
   }
 
+  /** What Spark's launcher passes on Java 17 (its JavaModuleOptions), as GraphXPageRank does. */
+  private static final List<String> SPARK_ADD_OPENS =
+      List.of(
+          "java.base/java.lang",
+          "java.base/java.lang.invoke",
+          "java.base/java.lang.reflect",
+          "java.base/java.io",
+          "java.base/java.net",
+          "java.base/java.nio",
+          "java.base/java.util",
+          "java.base/java.util.concurrent",
+          "java.base/java.util.concurrent.atomic",
+          "java.base/jdk.internal.ref",
+          "java.base/sun.nio.ch",
+          "java.base/sun.nio.cs",
+          "java.base/sun.security.action",
+          "java.base/sun.util.calendar");
+
+  /**
+   * Spark 3.5.9 itself ({@code local[2]}, its Netty 4.1.96 first on the class path, the shaded jar
+   * after) counts and sums the lines of a {@code ferrite://} text file with {@code sc.textFile}.
+   */
+  @Test
+  void sparkReadsFerriteThroughTheShadedJar(Random random) throws Exception {
+    int n = 20_000 + random.nextInt(20_000);
+    StringBuilder text = new StringBuilder();
+    long sum = 0;
+    for (int i = 0; i < n; i++) {
+      long v = random.nextInt(1_000_000);
+      sum += v;
+      text.append(v).append('\n');
+    }
+    try (FileSystem fs = FileSystem.newInstance(uri, configuration());
+        OutputStream out = fs.create(new org.apache.hadoop.fs.Path("/lines.txt"), false)) {
+      out.write(text.toString().getBytes(StandardCharsets.US_ASCII));
+    }
+    List<String> cp = new ArrayList<>(sparkNetty());
+    cp.addAll(lines("spark.txt"));
+    cp.add(shadedJar().toString());
+    cp.add(probeClasses());
+    List<String> jvm = new ArrayList<>();
+    for (String open : SPARK_ADD_OPENS) {
+      jvm.add("--add-opens=" + open + "=ALL-UNNAMED");
+    }
+
+    Result r =
+        run(
+            jvm,
+            cp,
+            SparkProbe.class.getName(),
+            List.of(
+                uri.resolve("/lines.txt").toString(),
+                clientSecret.toString(),
+                CREDENTIALS.clusterId(),
+                "tcp"),
+            120);
+
+    assertEquals(0, r.status, "Spark failed:\n" + r.output);
+    assertTrue(r.output.contains("spark lines=" + n + " sum=" + sum + "\n"), r.output);
+    assertTrue(r.output.contains("spark ok"), r.output);
+  }
+
   private void writeHere(String path, long seed) throws IOException {
     try (FileSystem fs = FileSystem.newInstance(uri, configuration());
         OutputStream out = fs.create(new org.apache.hadoop.fs.Path(path), false)) {
@@ -161,13 +223,10 @@ class ShadedClientTest {
 
   private Result runProbe(List<String> classPath, String fabric, String in, String out, long seed)
       throws IOException, InterruptedException {
-    List<String> cmd = new ArrayList<>();
-    cmd.add(Path.of(System.getProperty("java.home"), "bin", "java").toString());
-    cmd.add("-Xmx256m");
-    cmd.add("-cp");
-    cmd.add(String.join(File.pathSeparator, classPath));
-    cmd.add(HadoopProbe.class.getName());
-    cmd.addAll(
+    return run(
+        List.of(),
+        classPath,
+        HadoopProbe.class.getName(),
         List.of(
             uri.toString(),
             clientSecret.toString(),
@@ -176,14 +235,29 @@ class ShadedClientTest {
             in,
             out,
             Long.toString(seed),
-            Integer.toString(SIZE)));
+            Integer.toString(SIZE)),
+        60);
+  }
+
+  /** Runs {@code main} in a child JVM; kills it if it is still running when this returns. */
+  private Result run(
+      List<String> jvmArgs, List<String> classPath, String main, List<String> args, int seconds)
+      throws IOException, InterruptedException {
+    List<String> cmd = new ArrayList<>();
+    cmd.add(Path.of(System.getProperty("java.home"), "bin", "java").toString());
+    cmd.add("-Xmx512m");
+    cmd.addAll(jvmArgs);
+    cmd.add("-cp");
+    cmd.add(String.join(File.pathSeparator, classPath));
+    cmd.add(main);
+    cmd.addAll(args);
     Path log = dir.resolve("probe.log");
     Process p =
         new ProcessBuilder(cmd).redirectErrorStream(true).redirectOutput(log.toFile()).start();
     try {
-      boolean done = p.waitFor(60, TimeUnit.SECONDS);
+      boolean done = p.waitFor(seconds, TimeUnit.SECONDS);
       String output = Files.readString(log, StandardCharsets.UTF_8);
-      assertTrue(done, "the probe did not finish in 60 s; output:\n" + output);
+      assertTrue(done, main + " did not finish in " + seconds + " s; output:\n" + output);
       return new Result(p.exitValue(), output);
     } finally {
       p.destroyForcibly();
@@ -193,12 +267,17 @@ class ShadedClientTest {
 
   /** Spark 3.5.9's Netty jars, then Hadoop's class path: what the host JVM already holds. */
   static List<String> hostClassPath() throws IOException {
+    List<String> cp = new ArrayList<>(sparkNetty());
+    cp.addAll(lines("hadoop.txt"));
+    return cp;
+  }
+
+  private static List<String> sparkNetty() throws IOException {
     List<String> cp = new ArrayList<>();
     try (Stream<Path> jars = Files.list(Path.of(property("ferrite.spark35.netty.dir")))) {
       jars.map(Path::toString).filter(s -> s.endsWith(".jar")).sorted().forEach(cp::add);
     }
     assertTrue(cp.size() >= 9, "Spark 3.5's Netty jars: " + cp);
-    cp.addAll(lines("hadoop.txt"));
     return cp;
   }
 
