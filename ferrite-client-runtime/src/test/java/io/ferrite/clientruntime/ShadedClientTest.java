@@ -4,6 +4,7 @@ import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertNotEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
+import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 import io.ferrite.fabric.Credentials;
 import io.ferrite.fabric.testing.SeedExtension;
@@ -37,15 +38,15 @@ import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.ValueSource;
 
 /**
- * A {@code ferrite://} client in a JVM whose class path holds Spark 3.5.9's Netty (4.1.96) and
- * Hadoop, against a real cluster in this JVM (master and two memory servers on tcp, Ferrite's own
- * Netty 4.1.118): the child ({@link HadoopProbe}) reads a file this test wrote and writes one this
- * test reads. With the shaded jar after the host's jars (as Spark loads an application's jars after
- * its own) it works; with the unshaded client's jars as a Maven build mixes them with Spark's
- * ({@link #mavenMediated}) it fails with the {@code NoSuchMethodError} of issue #16, which is why
- * the shaded jar exists.
+ * A {@code ferrite://} client in a JVM whose class path holds Spark's Netty (Spark 3.5.9's 4.1.96;
+ * with {@code -Pspark40}, Spark 4.0.4's 4.1.118) and Hadoop, against a real cluster in this JVM
+ * (master and two memory servers on tcp, Ferrite's own Netty 4.1.118): the child ({@link
+ * HadoopProbe}) reads a file this test wrote and writes one this test reads. With the shaded jar
+ * after the host's jars (as Spark loads an application's jars after its own) it works; with the
+ * unshaded client's jars as a Maven build mixes them with Spark's ({@link #mavenMediated}) it fails
+ * with the {@code NoSuchMethodError} of issue #16, which is why the shaded jar exists.
  *
- * <p>The class paths come from the build (target/classpath, target/spark35-netty).
+ * <p>The class paths come from the build (target/classpath, target/spark-netty).
  */
 @Tag("multiprocess")
 @ExtendWith(SeedExtension.class)
@@ -102,7 +103,7 @@ class ShadedClientTest {
    */
   @ParameterizedTest
   @ValueSource(strings = {"tcp", "shm"})
-  void theShadedJarWorksBesideSpark35sNetty(String fabric, Random random) throws Exception {
+  void theShadedJarWorksBesideSparksNetty(String fabric, Random random) throws Exception {
     long seed = random.nextLong();
     writeHere("/in", seed);
     List<String> cp = new ArrayList<>(hostClassPath());
@@ -113,12 +114,16 @@ class ShadedClientTest {
 
     assertEquals(0, r.status, "the probe failed:\n" + r.output);
     assertTrue(r.output.contains("probe ok"), r.output);
-    assertTrue(r.output.contains("netty-common-4.1.96.Final.jar"), "host Netty:\n" + r.output);
+    assertTrue(
+        r.output.contains("spark-netty/netty-common-" + NETTY_OF.get(sparkVersion())),
+        "host Netty:\n" + r.output);
     assertArrayEquals(HadoopProbe.content(seed + 1, SIZE), readHere("/out"), "/out as read here");
   }
 
   @Test
   void theUnshadedClientFailsBesideSpark35sNetty(Random random) throws Exception {
+    // Spark 4.0.4's Netty is Ferrite's own 4.1.118: nothing to mix.
+    assumeTrue(sparkVersion().startsWith("3.5."), "Spark " + sparkVersion());
     long seed = random.nextLong();
     writeHere("/in", seed);
     List<String> cp = new ArrayList<>(lines("hadoop.txt"));
@@ -153,8 +158,9 @@ class ShadedClientTest {
           "java.base/sun.util.calendar");
 
   /**
-   * Spark 3.5.9 itself ({@code local[2]}, its Netty 4.1.96 first on the class path, the shaded jar
-   * after) counts and sums the lines of a {@code ferrite://} text file with {@code sc.textFile}.
+   * Spark itself ({@code local[2]}, its Netty and its own Hadoop client first on the class path,
+   * the shaded jar after) counts and sums the lines of a {@code ferrite://} text file with {@code
+   * sc.textFile}.
    */
   @Test
   void sparkReadsFerriteThroughTheShadedJar(Random random) throws Exception {
@@ -265,7 +271,7 @@ class ShadedClientTest {
     }
   }
 
-  /** Spark 3.5.9's Netty jars, then Hadoop's class path: what the host JVM already holds. */
+  /** Spark's Netty jars, then Hadoop's class path: what the host JVM already holds. */
   static List<String> hostClassPath() throws IOException {
     List<String> cp = new ArrayList<>(sparkNetty());
     cp.addAll(lines("hadoop.txt"));
@@ -274,10 +280,10 @@ class ShadedClientTest {
 
   private static List<String> sparkNetty() throws IOException {
     List<String> cp = new ArrayList<>();
-    try (Stream<Path> jars = Files.list(Path.of(property("ferrite.spark35.netty.dir")))) {
+    try (Stream<Path> jars = Files.list(Path.of(property("ferrite.spark.netty.dir")))) {
       jars.map(Path::toString).filter(s -> s.endsWith(".jar")).sorted().forEach(cp::add);
     }
-    assertTrue(cp.size() >= 9, "Spark 3.5's Netty jars: " + cp);
+    assertTrue(cp.size() >= 9, "Spark's Netty jars: " + cp);
     return cp;
   }
 
@@ -338,6 +344,14 @@ class ShadedClientTest {
         Files.readString(
             Path.of(property("ferrite.classpath.dir"), classPathFile), StandardCharsets.UTF_8);
     return List.of(text.strip().split(File.pathSeparator));
+  }
+
+  /** The Netty each Spark the build can test brings (the pom's spark.test.netty.version). */
+  private static final Map<String, String> NETTY_OF =
+      Map.of("3.5.9", "4.1.96.Final", "4.0.4", "4.1.118.Final");
+
+  private static String sparkVersion() {
+    return property("ferrite.spark.version");
   }
 
   static String property(String key) {

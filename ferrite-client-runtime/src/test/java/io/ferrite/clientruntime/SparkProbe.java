@@ -5,9 +5,10 @@ import org.apache.spark.api.java.JavaRDD;
 import org.apache.spark.api.java.JavaSparkContext;
 
 /**
- * The program a child JVM runs with Spark 3.5.9 (and its Netty 4.1.96) and the shaded jar on its
- * class path: Spark in {@code local[2]} reads a {@code ferrite://} text file with {@code
- * sc.textFile}, the way a Spark user would, with the file system's keys as {@code spark.hadoop.*}.
+ * The program a child JVM runs with Spark (3.5.9 or 4.0.4, with its own Netty and Hadoop client)
+ * and the shaded jar on its class path: Spark in {@code local[2]} reads a {@code ferrite://} text
+ * file with {@code sc.textFile}, the way a Spark user would, with the file system's keys as {@code
+ * spark.hadoop.*}.
  *
  * <p>Arguments: {@code file secretFile clusterId fabric}. Prints {@code spark lines=N sum=S} (the
  * number of lines, the sum of the numbers on them), then {@code spark ok}.
