@@ -115,7 +115,7 @@ class ShadedClientTest {
     assertEquals(0, r.status, "the probe failed:\n" + r.output);
     assertTrue(r.output.contains("probe ok"), r.output);
     assertTrue(
-        r.output.contains("spark-netty/netty-common-" + NETTY_OF.get(sparkVersion())),
+        r.output.contains("/netty-common-" + NETTY_OF.get(sparkVersion()) + ".jar"),
         "host Netty:\n" + r.output);
     assertArrayEquals(HadoopProbe.content(seed + 1, SIZE), readHere("/out"), "/out as read here");
   }
@@ -198,7 +198,9 @@ class ShadedClientTest {
             120);
 
     assertEquals(0, r.status, "Spark failed:\n" + r.output);
-    assertTrue(r.output.contains("spark lines=" + n + " sum=" + sum + "\n"), r.output);
+    assertTrue(
+        r.output.contains("spark version=" + sparkVersion() + " lines=" + n + " sum=" + sum + "\n"),
+        r.output);
     assertTrue(r.output.contains("spark ok"), r.output);
   }
 

@@ -10,8 +10,9 @@ import org.apache.spark.api.java.JavaSparkContext;
  * file with {@code sc.textFile}, the way a Spark user would, with the file system's keys as {@code
  * spark.hadoop.*}.
  *
- * <p>Arguments: {@code file secretFile clusterId fabric}. Prints {@code spark lines=N sum=S} (the
- * number of lines, the sum of the numbers on them), then {@code spark ok}.
+ * <p>Arguments: {@code file secretFile clusterId fabric}. Prints {@code spark version=V lines=N
+ * sum=S} (Spark's version, the number of lines, the sum of the numbers on them), then {@code spark
+ * ok}.
  */
 public final class SparkProbe {
   private SparkProbe() {}
@@ -32,7 +33,7 @@ public final class SparkProbe {
       JavaRDD<String> lines = sc.textFile(args[0], 2);
       long count = lines.count();
       long sum = lines.map(Long::parseLong).reduce(Long::sum);
-      System.out.println("spark lines=" + count + " sum=" + sum);
+      System.out.println("spark version=" + sc.version() + " lines=" + count + " sum=" + sum);
     }
     System.out.println("spark ok");
   }
