@@ -87,6 +87,32 @@ class ShadedJarContentsTest {
     assertTrue(bad.isEmpty(), "unrelocated references: " + bad);
   }
 
+  /**
+   * Ratis is left out of the jar (the pom excludes it): only the master group's classes, which a
+   * client never loads, may name it.
+   */
+  @Test
+  void onlyTheMasterGroupNamesRatis() throws IOException {
+    List<String> naming = new ArrayList<>();
+    try (JarFile jar = new JarFile(ShadedClientTest.shadedJar().toFile())) {
+      for (Enumeration<JarEntry> e = jar.entries(); e.hasMoreElements(); ) {
+        JarEntry entry = e.nextElement();
+        if (entry.getName().endsWith(".class")) {
+          try (InputStream in = jar.getInputStream(entry)) {
+            String text = new String(in.readAllBytes(), StandardCharsets.ISO_8859_1);
+            if (text.contains("org/apache/ratis/")) {
+              naming.add(entry.getName());
+            }
+          }
+        }
+      }
+    }
+    assertFalse(naming.isEmpty(), "MasterGroup names Ratis: the scan finds nothing?");
+    for (String n : naming) {
+      assertTrue(n.startsWith("io/ferrite/kernel/master/"), n + " names Ratis");
+    }
+  }
+
   @Test
   void hadoopFindsTheFileSystemAndServicesAreRelocated() throws IOException {
     try (JarFile jar = new JarFile(ShadedClientTest.shadedJar().toFile())) {
