@@ -9,6 +9,8 @@ import org.apache.spark.scheduler.MapStatus;
 import org.apache.spark.scheduler.MapStatus$;
 import org.apache.spark.shuffle.ShuffleWriteMetricsReporter;
 import org.apache.spark.shuffle.ShuffleWriter;
+import org.apache.spark.storage.BlockManagerId;
+import org.apache.spark.storage.BlockManagerId$;
 import org.apache.spark.util.collection.ExternalSorter;
 import scala.Option;
 import scala.Product2;
@@ -20,8 +22,8 @@ import scala.collection.Iterator;
  * disk under memory pressure; the sorted partitions then go to one {@link MapOutputFile}, named by
  * the map index and the attempt ({@code map-<index>-<taskAttemptId>}), so a retried or speculative
  * attempt never touches another's File. {@link #stop}{@code (true)} reports the partition lengths
- * with this executor's BlockManagerId; which attempt's File reducers read is the MapOutputTracker's
- * choice.
+ * with a location of the attempt's own ({@link #location}); which attempt's File reducers read is
+ * the MapOutputTracker's choice.
  */
 final class FerriteShuffleWriter<K, V, C> extends ShuffleWriter<K, V> {
   private final FerriteShuffleHandle<K, V, C> handle;
@@ -96,9 +98,7 @@ final class FerriteShuffleWriter<K, V, C> extends ShuffleWriter<K, V> {
         if (partitionLengths == null) {
           throw new IllegalStateException("stop(true) before write() finished");
         }
-        return Option.apply(
-            MapStatus$.MODULE$.apply(
-                SparkEnv.get().blockManager().shuffleServerId(), partitionLengths, mapId));
+        return Option.apply(MapStatus$.MODULE$.apply(location(), partitionLengths, mapId));
       }
       if (output != null) {
         output.abort(null);
@@ -112,6 +112,22 @@ final class FerriteShuffleWriter<K, V, C> extends ShuffleWriter<K, V> {
         sorter = null;
       }
     }
+  }
+
+  /**
+   * Where the MapStatus says this output is: not the executor's own BlockManagerId but one of its
+   * own per map attempt ({@code ferrite-<taskAttemptId>}, on the executor's host and port). The
+   * output lives in Ferrite, not on the executor, so (a) an executor that dies takes no map output
+   * with it (Spark drops the outputs of a lost executor's id, none of which is this), and (b) a
+   * FetchFailed for this output makes Spark drop and re-run this output alone and "remove" an
+   * executor id no BlockManager has, where the real id would drop every output the executor wrote
+   * and unregister its live BlockManager (seen in local mode: the driver's, so later shuffle
+   * cleanups reached no one).
+   */
+  private BlockManagerId location() {
+    BlockManagerId real = SparkEnv.get().blockManager().shuffleServerId();
+    return BlockManagerId$.MODULE$.apply(
+        "ferrite-" + mapId, real.host(), real.port(), Option.empty());
   }
 
   @Override
