@@ -89,8 +89,16 @@ class MapOutputFileTest {
     }
     int start = random.nextInt(n);
     int end = start + 1 + random.nextInt(n - start);
+    // All partitions, one in the middle, and a random range.
+    for (int[] range : new int[][] {{0, n}, {3, 4}, {start, end}}) {
+      checkRange(written, outputs, n, range[0], range[1]);
+    }
+  }
+
+  private static void checkRange(
+      List<byte[][]> written, List<MapOutput> outputs, int n, int start, int end) throws Exception {
     MapOutputFetcher f = new MapOutputFetcher(cluster.nodes, n, start, end, 2, outputs);
-    for (int m = 0; m < 5; m++) {
+    for (int m = 0; m < outputs.size(); m++) {
       assertTrue(f.hasNext());
       Fetched got = f.next();
       assertEquals(m, got.output().mapIndex(), "outputs come in order");
@@ -104,7 +112,10 @@ class MapOutputFileTest {
         }
       }
       assertFalse(want.hasRemaining(), "the range holds exactly partitions " + start + ".." + end);
-      assertArrayEquals(want.array(), Arrays.copyOfRange(got.data().array(), 0, want.capacity()));
+      assertArrayEquals(
+          want.array(),
+          Arrays.copyOfRange(got.data().array(), 0, want.capacity()),
+          "partitions " + start + ".." + end + " of output " + m);
     }
     assertFalse(f.hasNext());
   }
@@ -131,7 +142,7 @@ class MapOutputFileTest {
   }
 
   @Test
-  void anAbortedOutputLeavesNothing() throws Exception {
+  void anAbortedOutputLeavesNothingBehind() throws Exception {
     MapOutputFile out =
         new MapOutputFile(cluster.nodes, "/t/aborted", 2, "", new ShuffleWriteMetrics());
     try (OutputStream s = out.getPartitionWriter(0).openStream()) {
@@ -139,5 +150,8 @@ class MapOutputFileTest {
     }
     out.abort(new IllegalStateException("task failed"));
     assertFalse(cluster.nodes.exists("/t/aborted"));
+    // Dropped, not merely unpublished: the name is free again at once (an open, unpublished File
+    // keeps its name until its writer's session ends).
+    cluster.nodes.create("/t/aborted").close();
   }
 }
