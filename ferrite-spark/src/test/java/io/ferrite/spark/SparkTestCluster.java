@@ -37,6 +37,12 @@ final class SparkTestCluster implements AutoCloseable {
   final Nodes nodes;
 
   static SparkTestCluster start() throws IOException, InterruptedException {
+    return start("64k", "32m");
+  }
+
+  /** With {@code blockSize} blocks and {@code dram} of memory on each of the two servers. */
+  static SparkTestCluster start(String blockSize, String dram)
+      throws IOException, InterruptedException {
     Path dir = Files.createTempDirectory("ferrite-spark-");
     ClusterHarness h = null;
     try {
@@ -46,9 +52,9 @@ final class SparkTestCluster implements AutoCloseable {
               CREDENTIALS,
               true,
               Map.of(
-                  FerriteConfig.BLOCK_SIZE, "64k",
-                  FerriteConfig.REGION_SIZE, "1m",
-                  FerriteConfig.CAPACITY_DRAM, "32m",
+                  FerriteConfig.BLOCK_SIZE, blockSize,
+                  FerriteConfig.REGION_SIZE, "4m",
+                  FerriteConfig.CAPACITY_DRAM, dram,
                   FerriteConfig.CAPACITY_DISK, "0",
                   // A loaded 2-core machine must not see servers or sessions expire.
                   FerriteConfig.HEARTBEAT_INTERVAL, "100ms",
