@@ -93,13 +93,19 @@ public final class FerriteShuffleManager implements ShuffleManager {
   @SuppressWarnings("unchecked")
   public <K, V> ShuffleWriter<K, V> getWriter(
       ShuffleHandle handle, long mapId, TaskContext context, ShuffleWriteMetricsReporter metrics) {
-    return new FerriteShuffleWriter<>(
-        (FerriteShuffleHandle<K, V, Object>) handle,
-        mapId,
-        context,
-        metrics,
-        nodes(),
-        conf().storageClass());
+    try {
+      return new FerriteShuffleWriter<>(
+          (FerriteShuffleHandle<K, V, Object>) handle,
+          mapId,
+          context,
+          metrics,
+          nodes(),
+          conf().storageClass());
+    } catch (org.apache.spark.SparkException e) {
+      // Only the serialized writer throws, for a shuffle it cannot take: canUseSerializedShuffle
+      // checked that first, as SortShuffleManager does.
+      throw new IllegalStateException(e);
+    }
   }
 
   @Override

@@ -120,7 +120,11 @@ class FerriteShuffleLocalTest {
         .setAppName("ferrite-shuffle-test")
         .set("spark.ui.enabled", "false")
         .set("spark.driver.host", "127.0.0.1")
-        .set("spark.sql.shuffle.partitions", "6")
+        // All three of Spark's map writers run: bypass for at most 6 partitions without map-side
+        // combine (groupByKey, sortByKey, join), serialized for Spark SQL's rows on 8 partitions
+        // (the DataFrame job), sort otherwise (wordCount, combineByKey, repartition to 7).
+        .set("spark.shuffle.sort.bypassMergeThreshold", "6")
+        .set("spark.sql.shuffle.partitions", "8")
         // The test calls the cleanup itself, after each test; none in between by GC.
         .set("spark.cleaner.referenceTracking", "true")
         .set("spark.cleaner.periodicGC.interval", "1h");
