@@ -1,0 +1,199 @@
+package io.ferrite.spark;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.io.File;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Random;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.TimeUnit;
+import org.apache.spark.SparkConf;
+import org.apache.spark.api.java.JavaPairRDD;
+import org.apache.spark.api.java.JavaSparkContext;
+import org.apache.spark.scheduler.SparkListener;
+import org.apache.spark.scheduler.SparkListenerExecutorRemoved;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Tag;
+import org.junit.jupiter.api.Test;
+import scala.Tuple2;
+
+/**
+ * Spark's {@code local-cluster[2,1,1024]}: a master, two workers and two executor JVMs, whose map
+ * and reduce tasks reach the in-test Ferrite cluster with clients of their own. {@code SPARK_HOME}
+ * (set by surefire, see the pom) gets a {@code jars/} of links to this JVM's class path jars, and
+ * the class directories (this module's and its Ferrite dependencies') go on {@code
+ * spark.executor.extraClassPath}. Results are compared with the same job on Spark's built-in
+ * shuffle in {@code local[2]}; after Spark's stop no node of the application remains. Spark's stop
+ * ends its executors and workers.
+ */
+@Tag("multiprocess")
+class FerriteShuffleLocalClusterTest {
+  private static long seed;
+  private static SparkTestCluster cluster;
+  private static JavaSparkContext sc;
+  private static String appDir;
+  private static final CountDownLatch EXECUTOR_REMOVED = new CountDownLatch(1);
+
+  @BeforeAll
+  static void start() throws Exception {
+    String property = System.getProperty("tests.seed");
+    seed = property == null ? new Random().nextLong() : Long.decode(property);
+    expectedBuiltIn();
+    String classDirs = sparkHome();
+    cluster = SparkTestCluster.start();
+    SparkConf conf =
+        cluster
+            .configure(base("local-cluster[2,1,1024]"))
+            .set("spark.executor.extraClassPath", classDirs)
+            .set("spark.driver.extraClassPath", classDirs);
+    sc = new JavaSparkContext(conf);
+    sc.sc()
+        .addSparkListener(
+            new SparkListener() {
+              @Override
+              public void onExecutorRemoved(SparkListenerExecutorRemoved removed) {
+                EXECUTOR_REMOVED.countDown();
+              }
+            });
+    appDir = "/spark/" + sc.sc().applicationId();
+  }
+
+  @AfterAll
+  static void stop() throws Exception {
+    try {
+      if (sc != null) {
+        sc.close();
+        assertEquals(
+            List.of(), cluster.tree(appDir), "the application's nodes after Spark stopped");
+        assertFalse(cluster.nodes.exists(appDir));
+      }
+    } finally {
+      if (cluster != null) {
+        cluster.close();
+      }
+    }
+  }
+
+  private static List<Integer> data(int n) {
+    Random r = new Random(seed);
+    List<Integer> data = new ArrayList<>();
+    for (int i = 0; i < n; i++) {
+      data.add(r.nextInt(1_000_000));
+    }
+    return data;
+  }
+
+  private static JavaPairRDD<Integer, Long> sums(JavaSparkContext sc, List<Integer> data) {
+    return sc.parallelize(data, 4)
+        .mapToPair(i -> new Tuple2<>(i % 101, (long) i))
+        .reduceByKey(Long::sum, 3);
+  }
+
+  private static List<String> collect(JavaPairRDD<Integer, Long> rdd) {
+    return rdd.map(t -> t._1() + "=" + t._2()).collect().stream().sorted().toList();
+  }
+
+  private static List<String> job(JavaSparkContext sc) {
+    List<Integer> data = data(50_000);
+    List<String> out = new ArrayList<>();
+    // A sort (ordering on the reduce side) and an aggregation with map-side combine.
+    sc.parallelize(data, 4)
+        .mapToPair(i -> new Tuple2<>(i, i % 10))
+        .sortByKey(true, 3)
+        .map(t -> t._1() + ":" + t._2())
+        .collect()
+        .forEach(out::add);
+    out.addAll(collect(sums(sc, data)));
+    return out;
+  }
+
+  private static SparkConf base(String master) {
+    return new SparkConf()
+        .setMaster(master)
+        .setAppName("ferrite-shuffle-local-cluster")
+        .set("spark.ui.enabled", "false")
+        .set("spark.driver.host", "127.0.0.1");
+  }
+
+  @Test
+  void twoExecutorJvmsShuffleThroughFerrite() {
+    // The built-in shuffle's result was computed first (expectedBuiltIn, in start()).
+    List<String> expected = EXPECTED_BUILT_IN;
+    assertEquals(expected, job(sc), "with -Dtests.seed=" + seed);
+    assertTrue(
+        cluster.tree(appDir).stream().anyMatch(p -> p.contains("/map-")),
+        "the executors wrote their map outputs to Ferrite");
+  }
+
+  /**
+   * An executor SIGKILLed after the map stage takes no map output with it: the outputs are in
+   * Ferrite and registered under locations of their own, so a second job over the same shuffle runs
+   * no map task again (no new map output File) and gives the same result.
+   */
+  @Test
+  void anExecutorKilledAfterTheMapStageTakesNoOutputWithIt() throws Exception {
+    JavaPairRDD<Integer, Long> rdd = sums(sc, data(20_000));
+    List<String> first = collect(rdd);
+    List<String> outputs = mapOutputs();
+    ProcessHandle executor = executorProcess(sc.sc().applicationId());
+    executor.destroyForcibly();
+    executor.onExit().get(30, TimeUnit.SECONDS);
+    assertTrue(EXECUTOR_REMOVED.await(60, TimeUnit.SECONDS), "Spark saw the executor go");
+    assertEquals(first, collect(rdd), "the result after the executor's loss");
+    assertEquals(outputs, mapOutputs(), "no map task ran again");
+  }
+
+  private static List<String> mapOutputs() {
+    return cluster.tree(appDir).stream().filter(p -> p.contains("/map-")).sorted().toList();
+  }
+
+  /** One of this application's executor JVMs (a child of this JVM's in-process worker). */
+  private static ProcessHandle executorProcess(String appId) {
+    return ProcessHandle.current()
+        .descendants()
+        .filter(
+            p -> {
+              String cmd = String.join(" ", p.info().arguments().orElse(new String[0]));
+              return cmd.contains("CoarseGrainedExecutorBackend") && cmd.contains(appId);
+            })
+        .findFirst()
+        .orElseThrow(() -> new AssertionError("no executor JVM of " + appId));
+  }
+
+  private static final List<String> EXPECTED_BUILT_IN = new ArrayList<>();
+
+  /** The job on Spark's built-in shuffle in {@code local[2]}, first: one SparkContext at a time. */
+  private static void expectedBuiltIn() {
+    try (JavaSparkContext builtIn = new JavaSparkContext(base("local[2]"))) {
+      EXPECTED_BUILT_IN.addAll(job(builtIn));
+    }
+  }
+
+  /**
+   * Fills {@code $SPARK_HOME/jars} with links to the class path's jars (what an executor JVM loads,
+   * Spark's and Ferrite's alike); returns the class path's directories, for extraClassPath.
+   */
+  private static String sparkHome() throws Exception {
+    String home = System.getenv("SPARK_HOME");
+    assertTrue(home != null, "SPARK_HOME is set by surefire (ferrite-spark's pom)");
+    Path jars = Files.createDirectories(Path.of(home, "jars"));
+    List<String> dirs = new ArrayList<>();
+    for (String entry : System.getProperty("java.class.path").split(File.pathSeparator)) {
+      Path p = Path.of(entry).toAbsolutePath();
+      if (Files.isDirectory(p)) {
+        dirs.add(p.toString());
+      } else if (entry.endsWith(".jar") && !entry.contains("surefire")) {
+        Path link = jars.resolve(p.getFileName());
+        Files.deleteIfExists(link);
+        Files.createSymbolicLink(link, p);
+      }
+    }
+    return String.join(File.pathSeparator, dirs);
+  }
+}
