@@ -10,7 +10,6 @@ import io.ferrite.fabric.Credentials;
 import io.ferrite.fabric.ErrorCode;
 import io.ferrite.fabric.FerriteException;
 import io.ferrite.fabric.testing.SeedExtension;
-import io.ferrite.kernel.config.FerriteConfig;
 import io.ferrite.kernel.proto.Wire;
 import io.ferrite.kernel.server.MemoryServer;
 import io.ferrite.kernel.testing.ClusterHarness;
@@ -72,14 +71,7 @@ class RemoteSplitTest {
   }
 
   private void start(String sync) throws Exception {
-    Map<String, String> c = new HashMap<>();
-    c.put(FerriteConfig.CAPACITY_DRAM, "64m");
-    c.put(FerriteConfig.CAPACITY_DISK, "0");
-    c.put(TreeConfig.MEGANODE_SIZE, "32k");
-    c.put(TreeConfig.NODE_SIZE, "512");
-    c.put(TreeConfig.EXTENT_REGION_SIZE, "64k");
-    c.put(TreeConfig.EXTENT_REGIONS, "64");
-    c.put(TreeConfig.LOG_SYNC, sync);
+    Map<String, String> c = new HashMap<>(DurableTreeFixture.smallMeganodes(sync));
     c.put(TreeConfig.PLACEMENT, "spread");
     TreeService.testStarted = s -> services.put(s.serverId(), s);
     cluster = new ClusterHarness(dir, CREDENTIALS, false, c);
