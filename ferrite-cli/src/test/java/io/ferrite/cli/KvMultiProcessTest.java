@@ -3,8 +3,6 @@ package io.ferrite.cli;
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import io.ferrite.kernel.client.ClientOptions;
-import io.ferrite.kernel.client.Ferrite;
 import io.ferrite.kernel.client.FerriteClient;
 import io.ferrite.kv.KvClient;
 import io.ferrite.kv.KvTable;
@@ -36,20 +34,11 @@ class KvMultiProcessTest extends ProcessClusterTest {
   static final String CLUSTER = "kv-mp-test";
 
   private FerriteClient client() {
-    FerriteClient c =
-        Ferrite.connect(
-            "ferrite://127.0.0.1:" + port,
-            ClientOptions.builder(credentials).fabric("tcp").clientName("kv-mp-test").build());
-    clients.add(c);
-    return c;
+    return tcpClient("kv-mp-test");
   }
 
   private boolean serverAlive() {
     return CliProcesses.oneServerAlive(port, credentials);
-  }
-
-  static byte[] b(String s) {
-    return s.getBytes(StandardCharsets.UTF_8);
   }
 
   /** Starts the master and the server, waits for it; returns the server's process. */

@@ -4,8 +4,6 @@ import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertNotEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import io.ferrite.kernel.client.ClientOptions;
-import io.ferrite.kernel.client.Ferrite;
 import io.ferrite.kernel.client.FerriteClient;
 import io.ferrite.kernel.proto.MemberInfo;
 import io.ferrite.kernel.proto.ServerState;
@@ -13,7 +11,6 @@ import io.ferrite.kv.KvClient;
 import io.ferrite.kv.KvTable;
 import io.ferrite.kv.TableInfo;
 import io.ferrite.kv.TableOptions;
-import java.nio.charset.StandardCharsets;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
@@ -34,16 +31,7 @@ import org.junit.jupiter.api.Test;
 @Tag("multiprocess")
 class KvReplicaMultiProcessTest extends ProcessClusterTest {
   private FerriteClient client() {
-    FerriteClient c =
-        Ferrite.connect(
-            "ferrite://127.0.0.1:" + port,
-            ClientOptions.builder(credentials).fabric("tcp").clientName("kv-replica-mp").build());
-    clients.add(c);
-    return c;
-  }
-
-  static byte[] b(String s) {
-    return s.getBytes(StandardCharsets.UTF_8);
+    return tcpClient("kv-replica-mp");
   }
 
   private static long alive(FerriteClient c) {

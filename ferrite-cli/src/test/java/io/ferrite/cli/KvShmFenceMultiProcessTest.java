@@ -13,7 +13,6 @@ import io.ferrite.kv.KvClient;
 import io.ferrite.kv.KvTable;
 import io.ferrite.kv.TableOptions;
 import java.io.IOException;
-import java.nio.charset.StandardCharsets;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
@@ -37,10 +36,6 @@ class KvShmFenceMultiProcessTest extends ProcessClusterTest {
             ClientOptions.builder(credentials).fabric(fabric).clientName("kv-fence-mp").build());
     clients.add(c);
     return c;
-  }
-
-  private static byte[] b(String s) {
-    return s.getBytes(StandardCharsets.UTF_8);
   }
 
   /** A memory server serving tcp and shm, with the master's dead timeout (its lease: half). */

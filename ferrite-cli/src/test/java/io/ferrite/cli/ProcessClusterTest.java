@@ -1,9 +1,13 @@
 package io.ferrite.cli;
 
 import io.ferrite.fabric.Credentials;
+import io.ferrite.kernel.client.ClientOptions;
+import io.ferrite.kernel.client.Ferrite;
+import io.ferrite.kernel.client.FerriteClient;
 import io.ferrite.kernel.config.Secrets;
 import java.io.IOException;
 import java.net.ServerSocket;
+import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
@@ -27,6 +31,20 @@ abstract class ProcessClusterTest {
   Credentials credentials;
   final List<Process> processes = new ArrayList<>();
   final List<AutoCloseable> clients = new ArrayList<>();
+
+  /** A client of this cluster's master over tcp, named {@code name}, closed after the test. */
+  FerriteClient tcpClient(String name) {
+    FerriteClient c =
+        Ferrite.connect(
+            "ferrite://127.0.0.1:" + port,
+            ClientOptions.builder(credentials).fabric("tcp").clientName(name).build());
+    clients.add(c);
+    return c;
+  }
+
+  static byte[] b(String s) {
+    return s.getBytes(StandardCharsets.UTF_8);
+  }
 
   /**
    * Readies a new cluster {@code clusterId}: an shm directory under /dev/shm (removed after the

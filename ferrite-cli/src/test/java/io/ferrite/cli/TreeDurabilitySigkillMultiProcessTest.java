@@ -8,8 +8,6 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.ferrite.fabric.FerriteException;
 import io.ferrite.fabric.testing.SeedExtension;
-import io.ferrite.kernel.client.ClientOptions;
-import io.ferrite.kernel.client.Ferrite;
 import io.ferrite.kernel.client.FerriteClient;
 import io.ferrite.tree.Tree;
 import io.ferrite.tree.TreeClient;
@@ -47,16 +45,7 @@ class TreeDurabilitySigkillMultiProcessTest extends ProcessClusterTest {
   };
 
   private FerriteClient client() {
-    FerriteClient c =
-        Ferrite.connect(
-            "ferrite://127.0.0.1:" + port,
-            ClientOptions.builder(credentials).fabric("tcp").clientName("tree-dur-mp").build());
-    clients.add(c);
-    return c;
-  }
-
-  static byte[] b(String s) {
-    return s.getBytes(StandardCharsets.UTF_8);
+    return tcpClient("tree-dur-mp");
   }
 
   /** One writer's keys: what its acknowledged writes left (null: deleted), and its last write. */

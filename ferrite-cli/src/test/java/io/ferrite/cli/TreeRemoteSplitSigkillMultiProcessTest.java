@@ -8,8 +8,6 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import io.ferrite.fabric.ErrorCode;
 import io.ferrite.fabric.FerriteException;
 import io.ferrite.fabric.testing.SeedExtension;
-import io.ferrite.kernel.client.ClientOptions;
-import io.ferrite.kernel.client.Ferrite;
 import io.ferrite.kernel.client.FerriteClient;
 import io.ferrite.kernel.proto.MemberInfo;
 import io.ferrite.kernel.proto.ServerState;
@@ -57,16 +55,7 @@ class TreeRemoteSplitSigkillMultiProcessTest extends ProcessClusterTest {
   };
 
   private FerriteClient client() {
-    FerriteClient c =
-        Ferrite.connect(
-            "ferrite://127.0.0.1:" + port,
-            ClientOptions.builder(credentials).fabric("tcp").clientName("tree-remote-mp").build());
-    clients.add(c);
-    return c;
-  }
-
-  static byte[] b(String s) {
-    return s.getBytes(StandardCharsets.UTF_8);
+    return tcpClient("tree-remote-mp");
   }
 
   /** One writer's keys: what its acknowledged puts left, and its put in flight at its end. */
