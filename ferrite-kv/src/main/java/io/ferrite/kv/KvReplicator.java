@@ -190,13 +190,14 @@ public final class KvReplicator {
               cluster.call(
                   target,
                   KvProtocol.REPLICATE,
-                  new Wire.Writer(29 + key.length + value.length)
+                  new Wire.Writer(37 + key.length + value.length)
                       .i64(t.tableId())
                       .i32(shard)
                       .i64(seq)
                       .u8(0)
                       .bytes(key)
                       .bytes(value)
+                      .i64(version)
                       .toBuffer()));
           afterHash = KeyHash.of(key);
           afterKey = key;

@@ -915,11 +915,15 @@ public final class KvTable {
 
   private Wire.Writer replicateRequest(
       int shard, long seq, boolean delete, byte[] key, byte[] value) {
-    return ids(shard, 17 + key.length + value.length)
+    // K7: with the placement version the shipper knows, fenced like a PUT: a copy a repair paged
+    // already refuses a shipment from a writer whose placement predates the new copy (MOVED), so
+    // the writer refetches the table and ships to the new copy too.
+    return ids(shard, 25 + key.length + value.length)
         .i64(seq)
         .u8(delete ? 1 : 0)
         .bytes(key)
-        .bytes(value);
+        .bytes(value)
+        .i64(placementVersion);
   }
 
   /** One REPLICATE to {@code server}; a copy the server does not have yet is opened there first. */

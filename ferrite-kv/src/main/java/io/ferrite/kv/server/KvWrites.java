@@ -251,6 +251,21 @@ final class KvWrites implements AutoCloseable {
             // (and is copied) or is refused (BUSY, retried by the client; MOVED once retired).
             s.checkWritable();
             if (r.opcode == KvProtocol.REPLICATE) {
+              if (s.seqs != null && r.version < s.minVersion) {
+                // K7: the shipper's placement predates a copy a repair added (and may have paged
+                // already): it must refetch and ship to that copy too.
+                throw new FerriteException(
+                    ErrorCode.MOVED,
+                    "the copies of kv shard "
+                        + s.tableId()
+                        + "/"
+                        + s.shard()
+                        + " changed (placement version "
+                        + r.version
+                        + " < "
+                        + s.minVersion
+                        + "): fetch the table");
+              }
               r.status[i] = s.replicate(r.seqs[0], r.mode == 1, r.keys[i], r.values[i]);
             } else if (s.seqs != null && r.opcode == KvProtocol.MULTI_PUT) {
               throw new FerriteException(
@@ -345,6 +360,7 @@ final class KvWrites implements AutoCloseable {
         int delete = rd.u8("delete");
         byte[] key = rd.bytes("key");
         byte[] value = rd.bytes("value");
+        long version = rd.remaining() >= 8 ? rd.i64("version") : 0;
         rd.end();
         if (seq <= 0 || delete > 1) {
           throw new FerriteException(
@@ -356,6 +372,7 @@ final class KvWrites implements AutoCloseable {
                   + " (expected: seq > 0, delete 0 or 1)");
         }
         r = new Request(opcode, 1, delete, null);
+        r.version = version;
         r.seqs = new long[] {seq};
         r.keys[0] = key;
         r.values[0] = value;
