@@ -38,9 +38,14 @@ package io.ferrite.kv;
  * PUT         i64 tableId, i32 shard, u8 mode, bytes key, bytes value, bytes expected -> u8 status
  * DELETE      i64 tableId, i32 shard, bytes key -> u8 status
  *             (a replicated table's shard answers u8 status, i64 seq: the write's sequence, 0 if
- *              it changed nothing; the client ships it to every backup with REPLICATE)
- * REPLICATE   i64 tableId, i32 shard, i64 seq, u8 delete, bytes key, bytes value -> u8 status
- *             (applied only if seq is newer than the key's on this copy; else NOT_APPLIED)
+ *              it changed nothing; the client ships it to every backup with REPLICATE; a
+ *              replicated table's PUT and DELETE end with i64 version, the writer's placement)
+ * REPLICATE   i64 tableId, i32 shard, i64 seq, u8 delete, bytes key, bytes value, i64 version
+ *                         -> u8 status
+ *             (applied only if seq is newer than the key's on this copy; else NOT_APPLIED.
+ *              version: the placement the shipper ships by; PUT, DELETE and REPLICATE older than
+ *              the shard's fence answer MOVED, and without it, UNSUPPORTED on a fenced shard: a
+ *              client older than the server)
  * MULTI_PUT   i64 tableId, i32 n, n x (i32 shard, bytes key, bytes value)
  *                         -> i32 n, n x (u8 status | u8 FAILED, u16 error code, str message)
  *                            (plain puts of the shards this server holds, each shard's pairs

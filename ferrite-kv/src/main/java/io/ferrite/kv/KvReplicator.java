@@ -197,7 +197,7 @@ public final class KvReplicator {
                       .u8(0)
                       .bytes(key)
                       .bytes(value)
-                      .i64(version)
+                      .i64(version) // the fence OPEN_COPY set on the target
                       .toBuffer()));
           afterHash = KeyHash.of(key);
           afterKey = key;

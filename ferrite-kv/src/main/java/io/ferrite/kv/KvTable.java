@@ -862,6 +862,10 @@ public final class KvTable {
     done.add(a.server);
     long deadline = 0;
     for (int attempt = 0; ; attempt++) {
+      // The version before the table (refresh writes the table, then its version): t names at
+      // least the copies of the version sent. Read the other way round, a newer version could
+      // pass the fence of a copy a repair paged while t misses the repair's new copy.
+      long version = placementVersion;
       TableInfo t = info;
       FerriteException failed = null;
       for (int server : copiesOf(t, shard)) {
@@ -869,7 +873,7 @@ public final class KvTable {
           continue;
         }
         try {
-          shipTo(server, shard, a.seq, delete, key, value);
+          shipTo(server, shard, a.seq, delete, key, value, version);
           done.add(server);
         } catch (FerriteException e) {
           failed = e;
@@ -913,22 +917,27 @@ public final class KvTable {
     return out;
   }
 
+  /**
+   * A REPLICATE, ending with the placement version whose copies the shipper ships to: fenced like a
+   * PUT (docs/KV.md "Repairs"). A write the primary applied but shipped late (its writer stalled;
+   * the primary died meanwhile) may reach the promoted copy after a repair paged it into a new copy
+   * the writer's placement does not name; the promoted copy refuses it (MOVED), so the writer
+   * refetches the table and ships to the new copy too.
+   */
   private Wire.Writer replicateRequest(
-      int shard, long seq, boolean delete, byte[] key, byte[] value) {
-    // K7: with the placement version the shipper knows, fenced like a PUT: a copy a repair paged
-    // already refuses a shipment from a writer whose placement predates the new copy (MOVED), so
-    // the writer refetches the table and ships to the new copy too.
+      int shard, long seq, boolean delete, byte[] key, byte[] value, long version) {
     return ids(shard, 25 + key.length + value.length)
         .i64(seq)
         .u8(delete ? 1 : 0)
         .bytes(key)
         .bytes(value)
-        .i64(placementVersion);
+        .i64(version);
   }
 
   /** One REPLICATE to {@code server}; a copy the server does not have yet is opened there first. */
-  private void shipTo(int server, int shard, long seq, boolean delete, byte[] key, byte[] value) {
-    Wire.Writer body = replicateRequest(shard, seq, delete, key, value);
+  private void shipTo(
+      int server, int shard, long seq, boolean delete, byte[] key, byte[] value, long version) {
+    Wire.Writer body = replicateRequest(shard, seq, delete, key, value, version);
     try {
       rpcTo(server, KvProtocol.REPLICATE, body.toBuffer());
     } catch (FerriteException e) {
@@ -949,6 +958,7 @@ public final class KvTable {
     if (a.seq == 0) {
       return CompletableFuture.completedFuture(null);
     }
+    long version = placementVersion; // before the table, as in ship
     TableInfo t = info;
     List<CompletableFuture<ByteBuffer>> sent = new ArrayList<>(2);
     for (int server : copiesOf(t, shard)) {
@@ -958,7 +968,7 @@ public final class KvTable {
                 server,
                 KvProtocol.SERVER_SERVICE,
                 KvProtocol.REPLICATE,
-                replicateRequest(shard, a.seq, delete, key, value).toBuffer()));
+                replicateRequest(shard, a.seq, delete, key, value, version).toBuffer()));
       }
     }
     return CompletableFuture.allOf(sent.toArray(new CompletableFuture<?>[0]))

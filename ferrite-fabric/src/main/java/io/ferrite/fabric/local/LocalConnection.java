@@ -154,7 +154,28 @@ final class LocalConnection implements FabricConnection {
     long reqBytes = request.remaining();
     CompletableFuture<ByteBuffer> f;
     Duration delay = faults.delay();
-    if (delay.isZero()) {
+    LocalFaults.Hold hold = faults.takeHold(server.spec().nodeId(), service, opcode);
+    if (hold != null) {
+      // Delivered on the scheduler once released: the caller's thread never runs the server.
+      ByteBuffer copy = ByteBuffer.allocate(request.remaining());
+      copy.put(request.duplicate()).flip();
+      f = new CompletableFuture<>();
+      CompletableFuture<ByteBuffer> out = f;
+      hold.released.thenRunAsync(
+          () ->
+              server
+                  .call(id, role, service, opcode, copy, deadline)
+                  .whenComplete(
+                      (v, t) -> {
+                        if (t != null) {
+                          out.completeExceptionally(t);
+                        } else {
+                          out.complete(v);
+                        }
+                      }),
+          scheduler);
+      hold.caught();
+    } else if (delay.isZero()) {
       f = server.call(id, role, service, opcode, request, deadline);
     } else {
       ByteBuffer copy = ByteBuffer.allocate(request.remaining());

@@ -105,6 +105,38 @@ class LocalFaultsTest {
   }
 
   @Test
+  void aHeldRpcReachesItsServerOnlyWhenReleased() throws Exception {
+    java.util.concurrent.atomic.AtomicInteger served =
+        new java.util.concurrent.atomic.AtomicInteger();
+    RegionTable table = new RegionTable();
+    RpcHandler counting =
+        (ctx, s, o, req) -> {
+          served.incrementAndGet();
+          return CompletableFuture.completedFuture(req);
+        };
+    FabricServer other = fabric.serve(ServerSpec.loopback(2, creds, table, counting, dir));
+    FabricConnection c = fabric.connect(other.address(), ConnectOptions.of(creds));
+    LocalFaults.Hold hold = network.faults().holdNextRpc(2, 7, 3);
+    // Another node, service or opcode goes through.
+    assertEquals(
+        1,
+        Futures.join(conn.call(7, 3, ByteBuffer.allocate(1), Duration.ofSeconds(5))).remaining());
+    Futures.join(c.call(7, 4, ByteBuffer.allocate(2), Duration.ofSeconds(5)));
+    assertEquals(1, served.get());
+    assertFalse(hold.isCaught());
+    CompletableFuture<ByteBuffer> held =
+        c.call(7, 3, ByteBuffer.allocate(3), Duration.ofSeconds(30));
+    assertTrue(hold.awaitCaught(Duration.ofSeconds(5)));
+    // Only one RPC is held: the next one to the same opcode goes through at once.
+    Futures.join(c.call(7, 3, ByteBuffer.allocate(4), Duration.ofSeconds(5)));
+    assertEquals(2, served.get());
+    assertFalse(held.isDone(), "a held RPC must not be answered");
+    hold.release();
+    assertEquals(3, Futures.join(held).remaining());
+    assertEquals(3, served.get(), "the held RPC ran once released");
+  }
+
+  @Test
   void killedServerFailsEveryConnectionAndRefusesNewOnes() {
     network.faults().delay(Duration.ofMillis(100));
     CompletableFuture<Long> inFlight = conn.fetchAndAdd(ref, 24, 1);

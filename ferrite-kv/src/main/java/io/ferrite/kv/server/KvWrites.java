@@ -151,8 +151,11 @@ final class KvWrites implements AutoCloseable {
      */
     long[] seqs;
 
-    /** The placement version a replicated shard's PUT or DELETE carried (0: none). */
+    /** The placement version a replicated shard's PUT, DELETE or REPLICATE carried (0: none). */
     long version;
+
+    /** Whether the request carried that version (a client older than it did not). */
+    boolean versioned;
 
     final AtomicInteger parts = new AtomicInteger();
     final CompletableFuture<ByteBuffer> answer = new CompletableFuture<>();
@@ -251,21 +254,7 @@ final class KvWrites implements AutoCloseable {
             // (and is copied) or is refused (BUSY, retried by the client; MOVED once retired).
             s.checkWritable();
             if (r.opcode == KvProtocol.REPLICATE) {
-              if (s.seqs != null && r.version < s.minVersion) {
-                // K7: the shipper's placement predates a copy a repair added (and may have paged
-                // already): it must refetch and ship to that copy too.
-                throw new FerriteException(
-                    ErrorCode.MOVED,
-                    "the copies of kv shard "
-                        + s.tableId()
-                        + "/"
-                        + s.shard()
-                        + " changed (placement version "
-                        + r.version
-                        + " < "
-                        + s.minVersion
-                        + "): fetch the table");
-              }
+              checkFence(r, s);
               r.status[i] = s.replicate(r.seqs[0], r.mode == 1, r.keys[i], r.values[i]);
             } else if (s.seqs != null && r.opcode == KvProtocol.MULTI_PUT) {
               throw new FerriteException(
@@ -276,20 +265,7 @@ final class KvWrites implements AutoCloseable {
                       + s.shard()
                       + ": its pairs go one by one (each is shipped to the backups)");
             } else {
-              if (s.seqs != null && r.version < s.minVersion) {
-                // A repair is filling a new copy: this client's placement does not name it.
-                throw new FerriteException(
-                    ErrorCode.MOVED,
-                    "the copies of kv shard "
-                        + s.tableId()
-                        + "/"
-                        + s.shard()
-                        + " changed (placement version "
-                        + r.version
-                        + " < "
-                        + s.minVersion
-                        + "): fetch the table");
-              }
+              checkFence(r, s);
               r.status[i] =
                   r.opcode == KvProtocol.DELETE
                       ? s.delete(r.keys[i])
@@ -318,6 +294,49 @@ final class KvWrites implements AutoCloseable {
   }
 
   /**
+   * A replicated shard's fence (docs/KV.md "Repairs"), checked under the shard's lock: a PUT,
+   * DELETE or REPLICATE whose placement version is older than the shard's fence comes from a writer
+   * that does not know of a copy a repair added (and whose pages may have passed this write's key
+   * already), so it is refused: MOVED, the writer fetches the table and writes (or ships) again, to
+   * the new copy too. Applied before the fence, a write is in every page read after it.
+   *
+   * <p>A request without the trailing version is from a client older than the version field (no
+   * version is negotiated per service; the fabric's handshake versions only the frames): it reads
+   * as version 0, which every shard no repair touched still takes, and is refused with UNSUPPORTED,
+   * not MOVED, on a fenced one: no refetch would make it send one, and an old client would
+   * otherwise retry MOVED to its deadline without saying why. Clients and servers of replicated
+   * tables are upgraded together.
+   */
+  private static void checkFence(Request r, KvShard s) {
+    if (s.seqs == null || r.version >= s.minVersion) {
+      return;
+    }
+    String what =
+        " kv shard "
+            + s.tableId()
+            + "/"
+            + s.shard()
+            + " (placement version "
+            + r.version
+            + " < "
+            + s.minVersion
+            + ")";
+    if (!r.versioned) {
+      throw new FerriteException(
+          ErrorCode.UNSUPPORTED,
+          (r.opcode == KvProtocol.REPLICATE
+                  ? "REPLICATE"
+                  : r.opcode == KvProtocol.DELETE ? "DELETE" : "PUT")
+              + " without a placement version to the repaired"
+              + what
+              + ": the client is older than the server; upgrade clients and servers of"
+              + " replicated tables together");
+    }
+    throw new FerriteException(
+        ErrorCode.MOVED, "the copies of" + what + " changed: fetch the table");
+  }
+
+  /**
    * Decodes a PUT, DELETE or MULTI_PUT and applies or queues its parts (see the class comment);
    * {@code inlineAllowed}: the caller is the receiving thread and may apply them there. The future
    * answers the RPC.
@@ -333,13 +352,15 @@ final class KvWrites implements AutoCloseable {
         byte[] key = rd.bytes("key");
         byte[] value = rd.bytes("value");
         byte[] expected = rd.bytes("expected");
-        long version = rd.remaining() >= 8 ? rd.i64("version") : 0;
+        boolean versioned = rd.remaining() >= 8;
+        long version = versioned ? rd.i64("version") : 0;
         rd.end();
         if (mode > KvProtocol.MODE_COMPARE_AND_SET) {
           throw new FerriteException(ErrorCode.INVALID_ARGUMENT, "put mode: " + mode);
         }
         r = new Request(opcode, 1, mode, expected);
         r.version = version;
+        r.versioned = versioned;
         r.keys[0] = key;
         r.values[0] = value;
         parts.add(new Part(r, s, new int[] {0}));
@@ -347,10 +368,12 @@ final class KvWrites implements AutoCloseable {
       case KvProtocol.DELETE -> {
         KvShard s = host.shard(rd.i64("tableId"), rd.i32("shard"));
         byte[] key = rd.bytes("key");
-        long version = rd.remaining() >= 8 ? rd.i64("version") : 0;
+        boolean versioned = rd.remaining() >= 8;
+        long version = versioned ? rd.i64("version") : 0;
         rd.end();
         r = new Request(opcode, 1, 0, null);
         r.version = version;
+        r.versioned = versioned;
         r.keys[0] = key;
         parts.add(new Part(r, s, new int[] {0}));
       }
@@ -360,7 +383,8 @@ final class KvWrites implements AutoCloseable {
         int delete = rd.u8("delete");
         byte[] key = rd.bytes("key");
         byte[] value = rd.bytes("value");
-        long version = rd.remaining() >= 8 ? rd.i64("version") : 0;
+        boolean versioned = rd.remaining() >= 8;
+        long version = versioned ? rd.i64("version") : 0;
         rd.end();
         if (seq <= 0 || delete > 1) {
           throw new FerriteException(
@@ -373,6 +397,7 @@ final class KvWrites implements AutoCloseable {
         }
         r = new Request(opcode, 1, delete, null);
         r.version = version;
+        r.versioned = versioned;
         r.seqs = new long[] {seq};
         r.keys[0] = key;
         r.values[0] = value;

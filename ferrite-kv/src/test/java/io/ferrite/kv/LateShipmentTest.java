@@ -1,0 +1,221 @@
+package io.ferrite.kv;
+
+import static io.ferrite.kv.ReplicationTest.bytes;
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertNotEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import io.ferrite.fabric.ErrorCode;
+import io.ferrite.fabric.FerriteException;
+import io.ferrite.fabric.Role;
+import io.ferrite.fabric.local.LocalFaults;
+import io.ferrite.kernel.client.ClientOptions;
+import io.ferrite.kernel.client.FerriteClient;
+import io.ferrite.kernel.proto.Wire;
+import io.ferrite.kernel.server.MemoryServer;
+import java.nio.ByteBuffer;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicReference;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/**
+ * A write the dying primary applied but whose shipment arrives late (docs/KV.md "Repairs", the
+ * REPLICATE fence; the loss KvReplicaMultiProcessTest saw once in CI). Shard 0 on A (primary) and B
+ * (backup), a third server C. A writer's put is applied by A; its REPLICATE to B is held in the
+ * network (the local fabric's {@link LocalFaults#holdNextRpc}). A dies, B is promoted, the master's
+ * repair pages B into a new copy on C, and only then does the shipment reach B. The writer's table
+ * still names [A, B]: unfenced, B applied it and the writer acknowledged a put that C never got,
+ * lost when B died in turn. Fenced, B refuses it (MOVED), the writer refetches and ships to B and
+ * C.
+ */
+class LateShipmentTest {
+  @TempDir Path dir;
+  KvCluster cluster;
+
+  @AfterEach
+  void stop() throws Exception {
+    if (cluster != null) {
+      cluster.network.faults().heal();
+      cluster.close();
+    }
+  }
+
+  private static TableOptions options() {
+    return TableOptions.DEFAULTS
+        .withLayout(TableOptions.Layout.HOPSCOTCH)
+        .withShards(1)
+        .withSlotsPerShard(1024)
+        .withExtents(1 << 20, 4)
+        .withLimits(64, 4096)
+        .withReplicas(2);
+  }
+
+  @Test
+  void aShipmentHeldPastTheRepairReachesTheNewCopyOrIsNotAcknowledged() throws Exception {
+    cluster = new KvCluster(dir, 3);
+    cluster.awaitServers(3);
+    KvClient kv = new KvClient(cluster.adminClient());
+    KvTable created = kv.createTable("late", options());
+    TableInfo before = created.info();
+    int a = before.servers()[0];
+    int b = before.backupsOf(0)[0];
+    int c = other(a, b);
+    for (int i = 0; i < 32; i++) {
+      created.put(bytes("k" + i), bytes("v" + i));
+    }
+    // The writer's handle, fetched now ([A, B]) and never refreshed until its shipment fails. Its
+    // RPC deadline outlasts the hold: a timed-out shipment would be retried with a fresh table and
+    // the late delivery would not matter.
+    FerriteClient writerClient =
+        cluster.client(
+            ClientOptions.builder(KvCluster.CREDENTIALS.as(Role.CLIENT))
+                .rpcTimeout(Duration.ofSeconds(120)));
+    KvTable w = new KvClient(writerClient).table("late");
+    assertEquals(before.servers()[0], w.info().servers()[0]);
+    LocalFaults.Hold hold =
+        cluster.network.faults().holdNextRpc(b, KvProtocol.SERVER_SERVICE, KvProtocol.REPLICATE);
+    AtomicReference<Throwable> failure = new AtomicReference<>();
+    AtomicBoolean acknowledged = new AtomicBoolean();
+    Thread writer =
+        new Thread(
+            () -> {
+              try {
+                w.put(bytes("late"), bytes("applied by A, shipped late"));
+                acknowledged.set(true);
+              } catch (Throwable e) {
+                failure.set(e);
+              }
+            },
+            "kv-late-writer");
+    writer.start();
+    try {
+      assertTrue(
+          hold.awaitCaught(Duration.ofSeconds(30)),
+          "the put's shipment to B is held in the network");
+      // A applied the put (its shipment is on its way); now A dies (the goodbye: DEAD at once).
+      kill(a);
+      ReplicationTest.awaitCopies(kv, "late", 2);
+      TableInfo repaired = kv.table("late").info();
+      assertEquals(b, repaired.servers()[0], "B promoted");
+      assertEquals(c, repaired.backupsOf(0)[0], "the repair's new copy is on C");
+      assertFalse(acknowledged.get(), "the put waits for its shipment");
+    } finally {
+      hold.release(); // the shipment reaches B after the repair paged B into C
+      writer.join(60_000);
+    }
+    assertFalse(writer.isAlive(), "the writer finished once its shipment was delivered");
+    if (failure.get() != null) {
+      throw new AssertionError("the writer failed", failure.get());
+    }
+    assertTrue(acknowledged.get());
+    // B dies too: C, the repaired copy, is all that is left, and must hold the acknowledged put.
+    kill(b);
+    TableInfo last = awaitPrimary(kv, c);
+    assertEquals(1, last.copies(0));
+    KvTable fresh = new KvClient(cluster.client()).table("late");
+    assertArrayEquals(
+        bytes("applied by A, shipped late"),
+        fresh.get(bytes("late")),
+        "the acknowledged put is at C, the copy the repair made while its shipment was held");
+    for (int i = 0; i < 32; i++) {
+      assertArrayEquals(bytes("v" + i), fresh.get(bytes("k" + i)), "k" + i);
+    }
+    assertTrue(w.lookupStats().replicaRetries() > 0, "the late shipment was refused and retried");
+  }
+
+  /**
+   * A REPLICATE (or PUT) without the trailing placement version comes from a client older than the
+   * REPLICATE fence: a shard no repair fenced still takes it (read as version 0), a fenced one
+   * refuses it with UNSUPPORTED saying why, not with a MOVED no refetch would cure; a versioned
+   * shipment older than the fence is MOVED, a current one applied.
+   */
+  @Test
+  void aShipmentWithoutAPlacementVersionIsRefusedByAFencedCopyAsFromAnOlderClient()
+      throws Exception {
+    cluster = new KvCluster(dir, 3);
+    cluster.awaitServers(3);
+    FerriteClient admin = cluster.adminClient();
+    KvClient kv = new KvClient(admin);
+    KvTable t = kv.createTable("old", options());
+    int a = t.info().servers()[0];
+    int b = t.info().backupsOf(0)[0];
+    long tableId = t.info().tableId();
+    assertEquals(KvProtocol.CREATED, replicate(admin, b, tableId, 10, "k0", null));
+    kill(a);
+    ReplicationTest.awaitCopies(kv, "old", 2);
+    long now = kv.table("old").placementVersion();
+    FerriteException e =
+        assertThrows(FerriteException.class, () -> replicate(admin, b, tableId, 11, "k1", null));
+    assertEquals(ErrorCode.UNSUPPORTED, e.code(), e.getMessage());
+    assertTrue(e.getMessage().contains("older than the server"), e.getMessage());
+    e = assertThrows(FerriteException.class, () -> replicate(admin, b, tableId, 12, "k2", 0L));
+    assertEquals(ErrorCode.MOVED, e.code(), e.getMessage());
+    e =
+        assertThrows(
+            FerriteException.class,
+            () ->
+                admin.callSync(
+                    b,
+                    KvProtocol.SERVER_SERVICE,
+                    KvProtocol.PUT,
+                    new Wire.Writer()
+                        .i64(tableId)
+                        .i32(0)
+                        .u8(KvProtocol.MODE_PUT)
+                        .bytes(bytes("k3"))
+                        .bytes(bytes("v"))
+                        .bytes(new byte[0])
+                        .toBuffer()));
+    assertEquals(ErrorCode.UNSUPPORTED, e.code(), e.getMessage());
+    assertEquals(KvProtocol.CREATED, replicate(admin, b, tableId, 13, "k4", now));
+  }
+
+  private static int replicate(
+      FerriteClient client, int server, long tableId, long seq, String key, Long version) {
+    Wire.Writer w =
+        new Wire.Writer().i64(tableId).i32(0).i64(seq).u8(0).bytes(bytes(key)).bytes(bytes("v"));
+    if (version != null) {
+      w.i64(version);
+    }
+    ByteBuffer answer =
+        client.callSync(server, KvProtocol.SERVER_SERVICE, KvProtocol.REPLICATE, w.toBuffer());
+    return new Wire.Reader(answer, "replicate").u8("status");
+  }
+
+  private int other(int a, int b) {
+    for (MemoryServer s : cluster.servers) {
+      if (s.serverId() != a && s.serverId() != b) {
+        return s.serverId();
+      }
+    }
+    throw new AssertionError("no third server");
+  }
+
+  /** Closes server {@code id}: its goodbye makes the master declare it DEAD at once. */
+  private void kill(int id) throws Exception {
+    MemoryServer dead =
+        cluster.servers.stream().filter(s -> s.serverId() == id).findFirst().orElseThrow();
+    cluster.servers.remove(dead);
+    dead.close();
+  }
+
+  /** Waits (up to 30 s) until the master names {@code server} shard 0's primary. */
+  private static TableInfo awaitPrimary(KvClient kv, int server) throws InterruptedException {
+    long until = System.nanoTime() + 30_000_000_000L;
+    TableInfo t = kv.table("late").info();
+    while (t.servers()[0] != server && System.nanoTime() < until) {
+      Thread.sleep(20);
+      t = kv.table("late").info();
+    }
+    assertEquals(server, t.servers()[0], "shard 0 promoted to server " + server + ": " + t);
+    assertNotEquals(TableInfo.LOST, t.servers()[0]);
+    return t;
+  }
+}
