@@ -868,7 +868,9 @@ public final class KvTable {
       long version = placementVersion;
       TableInfo t = info;
       FerriteException failed = null;
-      for (int server : copiesOf(t, shard)) {
+      int[] copies = copiesOf(t, shard);
+      for (int i = 0; i < copies.length; i++) {
+        int server = copies[i];
         if (done.contains(server)) {
           continue;
         }
@@ -877,6 +879,14 @@ public final class KvTable {
           done.add(server);
         } catch (FerriteException e) {
           failed = e;
+          if (i == 0) {
+            // The primary first, when it is not the server that applied the write (the write's
+            // primary was deposed): a copy being filled then gets the write only after the primary
+            // has it, so if the repair's DROP_SHARD still comes after the write there, its first
+            // page comes after it at the primary too, and has it (KvReplicator.copy). Shipped to
+            // the copy first, the write could be dropped there and reach the primary past its page.
+            break;
+          }
         }
       }
       if (failed == null) {
@@ -960,6 +970,10 @@ public final class KvTable {
     }
     long version = placementVersion; // before the table, as in ship
     TableInfo t = info;
+    if (t.servers()[shard] != a.server) {
+      // The write's primary was deposed since it answered: the new primary first (see ship).
+      return CompletableFuture.runAsync(() -> ship(shard, a, delete, key, value), RETRIES);
+    }
     List<CompletableFuture<ByteBuffer>> sent = new ArrayList<>(2);
     for (int server : copiesOf(t, shard)) {
       if (server != a.server) {

@@ -19,7 +19,13 @@ import io.ferrite.kernel.server.MemoryServer;
 import java.nio.ByteBuffer;
 import java.nio.file.Path;
 import java.time.Duration;
+import java.util.Arrays;
+import java.util.Map;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicReference;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
@@ -128,6 +134,151 @@ class LateShipmentTest {
       assertArrayEquals(bytes("v" + i), fresh.get(bytes("k" + i)), "k" + i);
     }
     assertTrue(w.lookupStats().replicaRetries() > 0, "the late shipment was refused and retried");
+  }
+
+  /**
+   * A late shipment whose writer already knows the repair's copy being filled: it must reach the
+   * promoted primary before that copy. The repair (the test's, paused before its DROP_SHARD on C)
+   * has added C; the writer's shipment of A's put to B is lost twice in the network, so its second
+   * round sees [B, C being filled]. Shipped to C first, the put would land in the copy the repair
+   * is about to drop, and reach B only after B's pages (held until the repair is over): C never
+   * gets it. The writer ships to C only once B has it.
+   */
+  @Test
+  void aShipmentReachesACopyBeingFilledOnlyAfterThePromotedPrimary() throws Exception {
+    cluster = new KvCluster(dir, 3, false, Map.of(KvConfig.REPAIR_PERIOD, "0"));
+    cluster.awaitServers(3);
+    FerriteClient admin = cluster.adminClient();
+    KvClient kv = new KvClient(admin);
+    KvTable created = kv.createTable("late", options());
+    TableInfo before = created.info();
+    int a = before.servers()[0];
+    int b = before.backupsOf(0)[0];
+    int c = other(a, b);
+    for (int i = 0; i < 32; i++) {
+      created.put(bytes("k" + i), bytes("v" + i));
+    }
+    FerriteClient writerClient =
+        cluster.client(
+            ClientOptions.builder(KvCluster.CREDENTIALS.as(Role.CLIENT))
+                .rpcTimeout(Duration.ofSeconds(120)));
+    KvTable w = new KvClient(writerClient).table("late");
+    LocalFaults faults = cluster.network.faults();
+    LocalFaults.Hold first = faults.holdNextRpc(b, KvProtocol.SERVER_SERVICE, KvProtocol.REPLICATE);
+    AtomicReference<Throwable> failure = new AtomicReference<>();
+    AtomicBoolean acknowledged = new AtomicBoolean();
+    Thread writer =
+        new Thread(
+            () -> {
+              try {
+                w.put(bytes("late"), bytes("applied by A"));
+                acknowledged.set(true);
+              } catch (Throwable e) {
+                failure.set(e);
+              }
+            },
+            "kv-late-writer");
+    CountDownLatch atDrop = new CountDownLatch(1);
+    CountDownLatch dropMayGo = new CountDownLatch(1);
+    AtomicInteger repairedOn = new AtomicInteger(-1);
+    Thread repair =
+        new Thread(
+            () -> {
+              try {
+                repairedOn.set(
+                    new KvReplicator(new PausedAtDrop(kv, atDrop, dropMayGo), line -> {})
+                        .copy("late", 0));
+              } catch (Throwable e) {
+                failure.compareAndSet(null, e);
+              }
+            },
+            "kv-late-repair");
+    writer.start();
+    LocalFaults.Hold third = null;
+    try {
+      assertTrue(first.awaitCaught(Duration.ofSeconds(30)), "the shipment to B is held");
+      kill(a);
+      awaitPrimary(kv, b);
+      repair.start();
+      assertTrue(atDrop.await(30, TimeUnit.SECONDS), "the repair added C and waits to drop it");
+      // Lost twice: the writer refetches after the first loss and sees [B, C being filled].
+      LocalFaults.Hold second =
+          faults.holdNextRpc(b, KvProtocol.SERVER_SERVICE, KvProtocol.REPLICATE);
+      first.drop();
+      assertTrue(second.awaitCaught(Duration.ofSeconds(30)), "the second round ships to B first");
+      assertTrue(
+          Arrays.stream(w.info().backupsOf(0)).anyMatch(TableInfo::isSyncing),
+          "the writer knows the copy being filled: " + w.info());
+      third = faults.holdNextRpc(b, KvProtocol.SERVER_SERVICE, KvProtocol.REPLICATE);
+      second.drop();
+      assertTrue(third.awaitCaught(Duration.ofSeconds(30)), "the third round ships to B");
+      // The repair now drops C's shard, opens the copy and pages B: without the put.
+      dropMayGo.countDown();
+      repair.join(60_000);
+      assertFalse(repair.isAlive(), "the repair finished");
+      assertEquals(c, repairedOn.get());
+      assertFalse(acknowledged.get(), "the put waits for its shipment to B");
+    } finally {
+      dropMayGo.countDown();
+      if (third != null) {
+        third.release(); // reaches B after its pages
+      }
+      faults.heal();
+      writer.join(60_000);
+    }
+    assertFalse(writer.isAlive(), "the writer finished");
+    if (failure.get() != null) {
+      throw new AssertionError("the writer or the repair failed", failure.get());
+    }
+    assertTrue(acknowledged.get());
+    kill(b);
+    awaitPrimary(kv, c);
+    assertArrayEquals(
+        bytes("applied by A"),
+        new KvClient(cluster.client()).table("late").get(bytes("late")),
+        "the acknowledged put is at C");
+  }
+
+  /** The operator's repair, whose DROP_SHARD on the target waits for the test. */
+  private record PausedAtDrop(KvClient kv, CountDownLatch atDrop, CountDownLatch mayGo)
+      implements KvReplicator.Cluster {
+    @Override
+    public KvReplicator.AddedCopy addCopy(String name, int shard) {
+      Wire.Reader r =
+          new Wire.Reader(
+              kv.callMaster(KvProtocol.ADD_COPY, new Wire.Writer().str(name).i32(shard).toBuffer()),
+              "add-copy");
+      TableInfo t = TableInfo.read(r);
+      long version = r.i64("version");
+      int target = r.i32("server");
+      r.end();
+      return new KvReplicator.AddedCopy(t, version, target);
+    }
+
+    @Override
+    public TableInfo endCopy(String name, int shard, int server, boolean commit) {
+      return KvClient.readTable(
+              kv.callMaster(
+                  KvProtocol.END_COPY,
+                  new Wire.Writer().str(name).i32(shard).i32(server).u8(commit ? 1 : 0).toBuffer()))
+          .table();
+    }
+
+    @Override
+    public CompletableFuture<ByteBuffer> call(int server, int opcode, ByteBuffer body) {
+      if (opcode == KvProtocol.DROP_SHARD) {
+        atDrop.countDown();
+        try {
+          if (!mayGo.await(60, TimeUnit.SECONDS)) {
+            throw new AssertionError("the test never let the repair go on");
+          }
+        } catch (InterruptedException e) {
+          Thread.currentThread().interrupt();
+          throw new AssertionError(e);
+        }
+      }
+      return kv.ferrite().call(server, KvProtocol.SERVER_SERVICE, opcode, body);
+    }
   }
 
   /**

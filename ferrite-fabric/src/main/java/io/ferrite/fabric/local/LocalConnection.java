@@ -161,18 +161,25 @@ final class LocalConnection implements FabricConnection {
       copy.put(request.duplicate()).flip();
       f = new CompletableFuture<>();
       CompletableFuture<ByteBuffer> out = f;
-      hold.released.thenRunAsync(
-          () ->
-              server
-                  .call(id, role, service, opcode, copy, deadline)
-                  .whenComplete(
-                      (v, t) -> {
-                        if (t != null) {
-                          out.completeExceptionally(t);
-                        } else {
-                          out.complete(v);
-                        }
-                      }),
+      hold.released.thenAcceptAsync(
+          deliver -> {
+            if (!deliver) {
+              out.completeExceptionally(
+                  new FerriteException(
+                      ErrorCode.DROPPED, "held request dropped by fault injection"));
+              return;
+            }
+            server
+                .call(id, role, service, opcode, copy, deadline)
+                .whenComplete(
+                    (v, t) -> {
+                      if (t != null) {
+                        out.completeExceptionally(t);
+                      } else {
+                        out.complete(v);
+                      }
+                    });
+          },
           scheduler);
       hold.caught();
     } else if (delay.isZero()) {

@@ -21,8 +21,9 @@ import java.util.concurrent.atomic.AtomicReference;
  *       on the same region (bounded by {@link #tearWait()}), then copies the second half: a racing
  *       write is then guaranteed to tear it, deterministically.
  *   <li><b>hold</b>: the next RPC to one node's service and opcode is taken by the connection (the
- *       caller waits as for any RPC) but reaches the server only when the test releases it: a
- *       message stuck in the network while the rest of the cluster moves on ({@link Hold}).
+ *       caller waits as for any RPC) but reaches the server only when the test releases it, or
+ *       never, failing DROPPED, when the test drops it: a message stuck in the network while the
+ *       rest of the cluster moves on ({@link Hold}).
  * </ul>
  *
  * Killing a server is {@link LocalNetwork#kill(String)}.
@@ -110,8 +111,11 @@ public final class LocalFaults {
     final int opcode;
     private final CountDownLatch caught = new CountDownLatch(1);
 
-    /** Completed by {@link #release()}; the held request is delivered when it completes. */
-    final CompletableFuture<Void> released = new CompletableFuture<>();
+    /**
+     * Completed by {@link #release()} (true: the held request is delivered) or {@link #drop()}
+     * (false: it fails DROPPED without reaching the server).
+     */
+    final CompletableFuture<Boolean> released = new CompletableFuture<>();
 
     Hold(int nodeId, int service, int opcode) {
       this.nodeId = nodeId;
@@ -135,7 +139,15 @@ public final class LocalFaults {
 
     /** Delivers the held RPC to its server (or lets the next matching one through unheld). */
     public void release() {
-      released.complete(null);
+      released.complete(true);
+    }
+
+    /**
+     * Fails the held RPC with {@code DROPPED}; it never reaches its server (a request lost in the
+     * network). After a {@link #release()}, nothing.
+     */
+    public void drop() {
+      released.complete(false);
     }
   }
 

@@ -134,6 +134,14 @@ class LocalFaultsTest {
     hold.release();
     assertEquals(3, Futures.join(held).remaining());
     assertEquals(3, served.get(), "the held RPC ran once released");
+    // A dropped hold fails its RPC, which never runs.
+    LocalFaults.Hold lost = network.faults().holdNextRpc(2, 7, 3);
+    CompletableFuture<ByteBuffer> never =
+        c.call(7, 3, ByteBuffer.allocate(5), Duration.ofSeconds(30));
+    assertTrue(lost.awaitCaught(Duration.ofSeconds(5)));
+    lost.drop();
+    assertEquals(ErrorCode.DROPPED, code(never));
+    assertEquals(3, served.get(), "a dropped RPC never reaches its server");
   }
 
   @Test
