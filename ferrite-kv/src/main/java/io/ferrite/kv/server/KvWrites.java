@@ -311,29 +311,29 @@ final class KvWrites implements AutoCloseable {
     if (s.seqs == null || r.version >= s.minVersion) {
       return;
     }
-    String what =
-        " kv shard "
-            + s.tableId()
-            + "/"
-            + s.shard()
-            + " (placement version "
-            + r.version
-            + " < "
-            + s.minVersion
-            + ")";
+    String shard = "kv shard " + s.tableId() + "/" + s.shard();
     if (!r.versioned) {
       throw new FerriteException(
           ErrorCode.UNSUPPORTED,
           (r.opcode == KvProtocol.REPLICATE
                   ? "REPLICATE"
                   : r.opcode == KvProtocol.DELETE ? "DELETE" : "PUT")
-              + " without a placement version to the repaired"
-              + what
-              + ": the client is older than the server; upgrade clients and servers of"
+              + " without a placement version to the repaired "
+              + shard
+              + " (fenced at "
+              + s.minVersion
+              + "): the client is older than the server; upgrade clients and servers of"
               + " replicated tables together");
     }
     throw new FerriteException(
-        ErrorCode.MOVED, "the copies of" + what + " changed: fetch the table");
+        ErrorCode.MOVED,
+        "the copies of "
+            + shard
+            + " changed (placement version "
+            + r.version
+            + " < "
+            + s.minVersion
+            + "): fetch the table");
   }
 
   /**
