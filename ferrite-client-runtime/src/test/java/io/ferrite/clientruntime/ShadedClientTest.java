@@ -46,8 +46,8 @@ import org.junit.jupiter.params.provider.ValueSource;
  * after the host's jars (as Spark loads an application's jars after its own) it works; with the
  * unshaded client's jars as a Maven build mixes them with Spark's ({@link #mavenMediated}) it fails
  * with the {@code NoSuchMethodError} of issue #16, which is why the shaded jar exists. Spark itself
- * reads a {@code ferrite://} file ({@link SparkProbe}) and shuffles through Ferrite's shuffle manager
- * from the jar ({@link SparkShuffleProbe}), in {@code local[2]} and with executor JVMs.
+ * reads a {@code ferrite://} file ({@link SparkProbe}) and shuffles through Ferrite's shuffle
+ * manager from the jar ({@link SparkShuffleProbe}), in {@code local[2]} and with executor JVMs.
  *
  * <p>The class paths come from the build (target/classpath, target/spark-netty).
  */
