@@ -11,6 +11,7 @@ import io.ferrite.fabric.testing.SeedExtension;
 import io.ferrite.kernel.config.FerriteConfig;
 import io.ferrite.kernel.config.Secrets;
 import io.ferrite.kernel.testing.ClusterHarness;
+import io.ferrite.nodes.Nodes;
 import java.io.File;
 import java.io.IOException;
 import java.io.InputStream;
@@ -44,7 +45,9 @@ import org.junit.jupiter.params.provider.ValueSource;
  * HadoopProbe}) reads a file this test wrote and writes one this test reads. With the shaded jar
  * after the host's jars (as Spark loads an application's jars after its own) it works; with the
  * unshaded client's jars as a Maven build mixes them with Spark's ({@link #mavenMediated}) it fails
- * with the {@code NoSuchMethodError} of issue #16, which is why the shaded jar exists.
+ * with the {@code NoSuchMethodError} of issue #16, which is why the shaded jar exists. Spark itself
+ * reads a {@code ferrite://} file ({@link SparkProbe}) and shuffles through Ferrite's shuffle
+ * manager from the jar ({@link SparkShuffleProbe}), in {@code local[2]} and with executor JVMs.
  *
  * <p>The class paths come from the build (target/classpath, target/spark-netty).
  */
@@ -204,6 +207,91 @@ class ShadedClientTest {
     assertTrue(r.output.contains("spark ok"), r.output);
   }
 
+  /**
+   * Spark's shuffle through Ferrite from the shaded jar: Spark's jars with its own Netty first,
+   * then the shaded jar, run {@code groupByKey}, {@code sortByKey} and {@code reduceByKey} (the
+   * manager's three map writers) with {@code
+   * spark.shuffle.manager=io.ferrite.spark.FerriteShuffleManager} ({@link SparkShuffleProbe}); the
+   * results are compared with the same computation here, without Spark. In {@code
+   * local-cluster[2,1,1024]} two executor JVMs load the manager from the shaded jar on {@code
+   * spark.executor.extraClassPath}, what a {@code spark-submit} user does; {@code SPARK_HOME} is a
+   * directory whose {@code jars/} links Spark's jars (the Spark of this build, its Scala version in
+   * {@code SPARK_SCALA_VERSION}). After Spark stops, no node of the application is left.
+   */
+  @ParameterizedTest
+  @ValueSource(strings = {"local[2]", "local-cluster[2,1,1024]"})
+  void sparkShufflesThroughTheShadedJar(String master, Random random) throws Exception {
+    long seed = random.nextLong();
+    int n = 30_000 + random.nextInt(20_000);
+    List<String> spark = new ArrayList<>(sparkNetty());
+    spark.addAll(lines("spark.txt"));
+    List<String> cp = new ArrayList<>(spark);
+    cp.add(shadedJar().toString());
+    cp.add(probeClasses());
+    List<String> jvm = new ArrayList<>();
+    for (String open : SPARK_ADD_OPENS) {
+      jvm.add("--add-opens=" + open + "=ALL-UNNAMED");
+    }
+    URI master0 = URI.create(cluster.masterAddress());
+    List<String> args =
+        new ArrayList<>(
+            List.of(
+                master,
+                "ferrite://" + master0.getHost() + ":" + master0.getPort(),
+                clientSecret.toString(),
+                CREDENTIALS.clusterId(),
+                Long.toString(seed),
+                Integer.toString(n)));
+    Map<String, String> env = Map.of();
+    if (master.startsWith("local-cluster")) {
+      args.add(shadedJar() + File.pathSeparator + probeClasses());
+      env = Map.of("SPARK_HOME", sparkHome(spark).toString(), "SPARK_SCALA_VERSION", scala());
+    }
+
+    Result r = run(jvm, cp, SparkShuffleProbe.class.getName(), args, 240, env);
+    r.output
+        .lines()
+        .filter(l -> l.startsWith("shuffle manager:") || l.startsWith("map outputs="))
+        .forEach(l -> System.out.println(master + ": " + l));
+
+    assertEquals(0, r.status, "Spark failed:\n" + r.output);
+    assertTrue(
+        r.output.contains("shuffle manager: io.ferrite.spark.FerriteShuffleManager\n"), r.output);
+    assertTrue(
+        r.output.contains("groupByKey=" + SparkShuffleProbe.expectedGroups(seed, n) + "\n"),
+        "groupByKey, seed " + seed + ":\n" + r.output);
+    assertTrue(
+        r.output.contains("sortByKey=" + SparkShuffleProbe.expectedSorted(seed, n) + "\n"),
+        "sortByKey, seed " + seed + ":\n" + r.output);
+    assertTrue(
+        r.output.contains("reduceByKey=" + SparkShuffleProbe.expectedSums(seed, n) + "\n"),
+        "reduceByKey, seed " + seed + ":\n" + r.output);
+    // 4 map tasks for each of the three shuffles, at least (sortByKey's sample job shuffles none).
+    java.util.regex.Matcher m =
+        java.util.regex.Pattern.compile("map outputs=(\\d+)\n").matcher(r.output);
+    assertTrue(m.find(), r.output);
+    assertTrue(Integer.parseInt(m.group(1)) >= 12, "map output Files in Ferrite:\n" + r.output);
+    assertTrue(r.output.contains("shuffle ok"), r.output);
+    Nodes nodes = new Nodes(cluster.client());
+    List<String> left = new ArrayList<>();
+    if (nodes.exists("/spark")) {
+      nodes.list("/spark").forEach(info -> left.add(info.path()));
+    }
+    assertEquals(List.of(), left, "nodes left under /spark after Spark stopped");
+  }
+
+  /** A SPARK_HOME for local-cluster: {@code jars/} links Spark's jars, as a distribution has. */
+  private Path sparkHome(List<String> sparkJars) throws IOException {
+    Path jars = Files.createDirectories(dir.resolve("spark-home").resolve("jars"));
+    for (String jar : sparkJars) {
+      Path p = Path.of(jar);
+      if (jar.endsWith(".jar")) {
+        Files.createSymbolicLink(jars.resolve(p.getFileName()), p);
+      }
+    }
+    return jars.getParent();
+  }
+
   private void writeHere(String path, long seed) throws IOException {
     try (FileSystem fs = FileSystem.newInstance(uri, configuration());
         OutputStream out = fs.create(new org.apache.hadoop.fs.Path(path), false)) {
@@ -251,6 +339,21 @@ class ShadedClientTest {
   private Result run(
       List<String> jvmArgs, List<String> classPath, String main, List<String> args, int seconds)
       throws IOException, InterruptedException {
+    return run(jvmArgs, classPath, main, args, seconds, Map.of());
+  }
+
+  /**
+   * Runs {@code main} in a child JVM with {@code env} added to its environment; kills it and its
+   * descendants (a local-cluster's executor JVMs) if they are still running when this returns.
+   */
+  private Result run(
+      List<String> jvmArgs,
+      List<String> classPath,
+      String main,
+      List<String> args,
+      int seconds,
+      Map<String, String> env)
+      throws IOException, InterruptedException {
     List<String> cmd = new ArrayList<>();
     cmd.add(Path.of(System.getProperty("java.home"), "bin", "java").toString());
     cmd.add("-Xmx512m");
@@ -260,16 +363,22 @@ class ShadedClientTest {
     cmd.add(main);
     cmd.addAll(args);
     Path log = dir.resolve("probe.log");
-    Process p =
-        new ProcessBuilder(cmd).redirectErrorStream(true).redirectOutput(log.toFile()).start();
+    ProcessBuilder pb = new ProcessBuilder(cmd).redirectErrorStream(true);
+    pb.environment().putAll(env);
+    Process p = pb.redirectOutput(log.toFile()).start();
     try {
       boolean done = p.waitFor(seconds, TimeUnit.SECONDS);
       String output = Files.readString(log, StandardCharsets.UTF_8);
       assertTrue(done, main + " did not finish in " + seconds + " s; output:\n" + output);
       return new Result(p.exitValue(), output);
     } finally {
+      List<ProcessHandle> descendants = p.descendants().toList();
+      descendants.forEach(ProcessHandle::destroyForcibly);
       p.destroyForcibly();
       p.waitFor(10, TimeUnit.SECONDS);
+      for (ProcessHandle d : descendants) {
+        d.onExit().join();
+      }
     }
   }
 
@@ -351,6 +460,10 @@ class ShadedClientTest {
   /** The Netty each Spark the build can test brings (the pom's spark.test.netty.version). */
   private static final Map<String, String> NETTY_OF =
       Map.of("3.5.9", "4.1.96.Final", "4.0.4", "4.1.118.Final");
+
+  private static String scala() {
+    return property("ferrite.spark.scala");
+  }
 
   private static String sparkVersion() {
     return property("ferrite.spark.version");

@@ -16,10 +16,11 @@ import org.junit.jupiter.api.Test;
 
 /**
  * What the shaded jar holds: Ferrite's classes and the relocated libraries under {@code
- * io/ferrite/}, and nothing else that a host could also have. Outside {@code io/ferrite/} only
- * {@code META-INF/} resources are allowed: the manifest, licence and notice files, Micrometer's
- * version properties, the service files (whose names and contents must be relocated or be the
- * host's interfaces: Hadoop's FileSystem) and the renamed Netty native library.
+ * io/ferrite/} (and the shuffle manager's one class in Spark's package, see {@link #SPARK_BYPASS}),
+ * and nothing else that a host could also have. Outside {@code io/ferrite/} only {@code META-INF/}
+ * resources are allowed: the manifest, licence and notice files, Micrometer's version properties,
+ * the service files (whose names and contents must be relocated or be the host's interfaces:
+ * Hadoop's FileSystem) and the renamed Netty native library.
  */
 class ShadedJarContentsTest {
   private static final String SHADED = "io/ferrite/shaded/";
@@ -35,13 +36,29 @@ class ShadedJarContentsTest {
           "net/openhft/",
           "picocli/");
 
+  /**
+   * The one class outside {@code io/ferrite/}: ferrite-spark's door to a package-private
+   * constructor of Spark's ({@code org.apache.spark.shuffle.sort.FerriteBypass}), and its
+   * directories. A name no Spark has, so it cannot clash with the host's.
+   */
+  private static final String SPARK_BYPASS = "org/apache/spark/shuffle/sort/FerriteBypass.class";
+
+  private static final List<String> SPARK_ENTRIES =
+      List.of(
+          "org/",
+          "org/apache/",
+          "org/apache/spark/",
+          "org/apache/spark/shuffle/",
+          "org/apache/spark/shuffle/sort/",
+          SPARK_BYPASS);
+
   @Test
   void everyClassIsUnderIoFerrite() throws IOException {
     List<String> leaked = new ArrayList<>();
     try (JarFile jar = new JarFile(ShadedClientTest.shadedJar().toFile())) {
       for (Enumeration<JarEntry> e = jar.entries(); e.hasMoreElements(); ) {
         String name = e.nextElement().getName();
-        if (name.startsWith("io/ferrite/") || name.equals("io/")) {
+        if (name.startsWith("io/ferrite/") || name.equals("io/") || SPARK_ENTRIES.contains(name)) {
           continue;
         }
         if (!name.startsWith("META-INF/") || name.endsWith(".class")) {
@@ -50,6 +67,8 @@ class ShadedJarContentsTest {
       }
       assertTrue(leaked.isEmpty(), "entries outside io/ferrite/ and META-INF/: " + leaked);
       assertTrue(jar.getEntry("io/ferrite/hadoop/FerriteFileSystem.class") != null);
+      assertTrue(jar.getEntry("io/ferrite/spark/FerriteShuffleManager.class") != null);
+      assertTrue(jar.getEntry(SPARK_BYPASS) != null);
       assertTrue(jar.getEntry(SHADED + "io/netty/channel/Channel.class") != null);
       assertTrue(jar.getEntry(SHADED + "org/agrona/concurrent/UnsafeBuffer.class") != null);
       // The master group's Raft engine is server-only: not in a client.

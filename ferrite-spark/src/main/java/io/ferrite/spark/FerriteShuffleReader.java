@@ -158,7 +158,10 @@ final class FerriteShuffleReader<K, C> implements ShuffleReader<K, C> {
     private Fetched current;
     private int partition;
     private boolean merged;
-    private Iterator<Tuple2<Object, Object>> records = scala.collection.Iterator$.MODULE$.empty();
+    // The open partition's records; null before the first. (Not Iterator.empty(): its Java type
+    // is Iterator<T> on Scala 2.13 but Iterator<Nothing$> on 2.12, and this source is built for
+    // both, see ferrite-spark-3.5_2.12.)
+    private Iterator<Tuple2<Object, Object>> records;
 
     Records(MapOutputFetcher fetcher, SerializerInstance serializer, SerializerManager streams) {
       this.fetcher = fetcher;
@@ -168,7 +171,7 @@ final class FerriteShuffleReader<K, C> implements ShuffleReader<K, C> {
 
     @Override
     public boolean hasNext() {
-      while (!records.hasNext()) {
+      while (records == null || !records.hasNext()) {
         if (current != null && partition < endPartition) {
           openPartition();
           continue;
