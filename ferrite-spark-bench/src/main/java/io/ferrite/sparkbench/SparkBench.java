@@ -325,19 +325,20 @@ public final class SparkBench {
           (ferrite ? groupFerrite : groupBuiltIn).add(g);
           step(progress, "groupByKey", side, rep, o.reps(), g);
           if (value != null) {
-            long ns =
+            long[] ns =
                 ferrite
                     ? SparkJobs.ferriteBroadcast(sc, value, crc, o.broadcastTasks())
                     : SparkJobs.sparkBroadcast(sc, value, crc, o.broadcastTasks());
-            (ferrite ? bcastFerrite : bcastBuiltIn).add(ns);
+            (ferrite ? bcastFerrite : bcastBuiltIn).add(ns[0]);
             progress.step(
                 String.format(
                     Locale.ROOT,
-                    "broadcast %s rep %d/%d: %.2f s (%d tasks read %s)",
+                    "broadcast %s rep %d/%d: %.2f s (created in %.2f s; %d tasks read %s)",
                     side,
                     rep,
                     o.reps(),
-                    ns / 1e9,
+                    ns[0] / 1e9,
+                    ns[1] / 1e9,
                     o.broadcastTasks(),
                     Sizes.label(o.broadcastBytes())));
           }

@@ -32,41 +32,43 @@ import picocli.CommandLine.Option;
     sortOptions = false,
     header = "Spark jobs on Ferrite's shuffle and broadcast beside Spark's built-in ones.",
     description = {
-      "In Spark 3.5's local-cluster mode (--executors executor JVMs of one core each, a",
-      "child JVM of this one), with a Ferrite cluster started in that JVM (a master and",
-      "two memory servers; shm: everything is on this host) unless --cluster names one:",
-      "  sortByKey.<size>.*   a TeraSort-like sort of --size bytes of 100-byte records",
-      "      (10-byte key, 90-byte value), generated in the map tasks",
+      "In Spark 3.5's local-cluster mode (--executors executor JVMs of one core each, in a"
+          + " child JVM of this one), with a Ferrite cluster started in that JVM (a master and"
+          + " two memory servers; shm: everything is on this host) unless --cluster names one:",
+      "  sortByKey.<size>.*   a TeraSort-like sort of --size bytes of 100-byte",
+      "      records (10-byte key, 90-byte value), generated in the map tasks",
       "  groupByKey.<size>.*  the same volume grouped, about 100 records per key",
       "      .job           the job's time (ms)",
-      "      .shuffleWrite  the tasks' shuffle write time, summed (Spark's task metrics)",
-      "      .fetchWait     the tasks' shuffle fetch wait (the read's blocking time), summed",
-      "  broadcast.<size>.x<tasks>  a --broadcast-byte value created and read by every task",
-      "      of a job: FerriteBroadcast against sc.broadcast",
-      "ferrite.* is Ferrite's shuffle (or FerriteBroadcast), builtin.* Spark's sort shuffle",
-      "(or sc.broadcast), each the median of --reps repetitions run alternately (one",
-      "SparkContext per repetition and side). ratio = builtin / ferrite: > 1 means Ferrite",
-      "is faster. Issue #16's targets: job ratio >= 1.0 (aim 1.2), fetch wait ratio >= 1.43",
-      "(<= 0.7 x), broadcast ratio >= 1.0.",
-      "Every job checks its output: records and checksum equal to the input's, the sort in",
-      "order; a wrong answer fails the run. Spark's local dirs (built-in shuffle files) are",
-      "under java.io.tmpdir; everything is removed at the end, also on failure or Ctrl-C.",
+      "      .shuffleWrite  the tasks' shuffle write time, summed (task metrics)",
+      "      .fetchWait     the tasks' shuffle fetch wait (reads blocked), summed",
+      "  broadcast.<size>.x<tasks>  a --broadcast-byte value created and read by",
+      "      every task of a job: FerriteBroadcast against sc.broadcast",
+      "ferrite.* is Ferrite's shuffle (or FerriteBroadcast), builtin.* Spark's sort shuffle"
+          + " (or sc.broadcast), each the median of --reps repetitions run alternately (one"
+          + " SparkContext per repetition and side). ratio = builtin / ferrite: > 1 means"
+          + " Ferrite is faster. Issue #16's targets: job ratio >= 1.0 (aim: 1.2), fetch wait"
+          + " ratio >= 1.43 (<= 0.7 x), broadcast ratio >= 1.0.",
+      "Every job checks its output: records and checksum equal to the input's, the sort in"
+          + " order; a wrong answer fails the run. Spark's local dirs (built-in shuffle files)"
+          + " are under java.io.tmpdir; everything is removed at the end, also on failure or"
+          + " Ctrl-C.",
       "",
-      "Memory (defaults, --size 2g): child JVM -Xmx2g (driver, broadcast value, Ferrite's",
-      "servers' metadata), executors 2 x 3 GiB heap, Ferrite DRAM 2 x 1.9 GiB in /dev/shm,",
-      "about 2.2 GiB of built-in shuffle files in the page cache: about 15 GiB in all.",
+      "Memory (defaults, --size 2g): the child JVM -Xmx2g (driver, broadcast value, Ferrite's"
+          + " servers), executors 2 x 3 GiB heap, Ferrite's DRAM 2 x 1.9 GiB in /dev/shm,"
+          + " about 2.2 GiB of built-in shuffle files in the page cache: about 15 GiB in all.",
       "",
-      "Needs the module built: mvn -B -q -pl ferrite-spark-bench -am package -DskipTests",
-      "(bin/ferrite's build does it), or FERRITE_SPARK_BENCH=its jar (target/lib/).",
+      "Needs the module built: mvn -B -q -pl ferrite-spark-bench -am package -DskipTests"
+          + " (bin/ferrite's build does it), or FERRITE_SPARK_BENCH=its jar (in target/lib).",
+      "",
       "Progress goes to stderr, the table to stdout.",
     },
     optionListHeading = "%nOptions:%n",
     footer = {
       "",
       "Examples:",
-      "  ferrite bench spark --quick                      16 MiB, 1 rep: a smoke test",
+      "  ferrite bench spark --quick                 16 MiB, 1 rep: a smoke test",
       "  ferrite bench spark --size 256m --reps 1",
-      "  ferrite bench spark --json spark.json            the issue's run (2 GiB, 3 reps)",
+      "  ferrite bench spark --json spark.json       the issue's run: 2 GiB, 3 reps",
       "",
       "JSON (--json FILE):",
       "  {\"suite\": \"spark\", \"results\": [{\"name\", \"value\", \"unit\",",
@@ -131,6 +133,18 @@ public final class SparkBenchCommand implements Callable<Integer> {
 
   @Override
   public Integer call() throws Exception {
+    // The child checks these too; here a bad value is a usage error before a JVM starts.
+    check(size == null || size >= 1 << 20, "--size: " + size + " (expected: >= 1 MiB)");
+    check(reps == null || (reps >= 1 && reps <= 20), "--reps: " + reps + " (expected: 1 to 20)");
+    check(
+        executors == null || (executors >= 1 && executors <= 16),
+        "--executors: " + executors + " (expected: 1 to 16)");
+    check(
+        executorMemory == null || executorMemory >= 256 << 20,
+        "--executor-memory: " + executorMemory + " (expected: >= 256 MiB)");
+    check(
+        broadcast == null || (broadcast >= 0 && broadcast <= 1 << 30),
+        "--broadcast: " + broadcast + " (expected: 0 to 1 GiB)");
     Path jar = find();
     List<String> args = new ArrayList<>();
     if (out.quick()) {
@@ -148,6 +162,12 @@ public final class SparkBenchCommand implements Callable<Integer> {
     long heap = driverMemory != null ? driverMemory : 2L << 30;
     BenchReport report = run(jar, heap, args);
     return out.emit(report);
+  }
+
+  private void check(boolean ok, String message) {
+    if (!ok) {
+      throw out.invalid(message);
+    }
   }
 
   private static void add(List<String> args, String name, Object value) {
