@@ -34,11 +34,12 @@ import org.apache.spark.api.java.JavaSparkContext;
  * checksum equal to the input's, and the sort's order); a wrong answer fails the run.
  *
  * <p>One SparkContext per repetition and shuffle (Spark's shuffle manager is fixed per context):
- * built-in, then Ferrite, then built-in... each waits for its executors before the first timed job.
- * The Ferrite cluster (a master and two memory servers, in this JVM, their DRAM in {@code
- * /dev/shm}) is started here unless {@code --cluster} names one. Everything this run makes (Spark's
- * local dirs under {@code java.io.tmpdir}, the cluster and its shm files) is removed at the end,
- * also on failure and on Ctrl-C (a shutdown hook).
+ * built-in, then Ferrite, then built-in... each waits for its executors and runs a small untimed
+ * sort (class loading, JIT, Ferrite's client connecting) before the first timed job. The Ferrite
+ * cluster (a master and two memory servers, in this JVM, their DRAM in {@code /dev/shm}) is started
+ * here unless {@code --cluster} names one. Everything this run makes (Spark's local dirs under
+ * {@code java.io.tmpdir}, the cluster and its shm files) is removed at the end, also on failure and
+ * on Ctrl-C (a shutdown hook).
  *
  * <p>This is the main of a child JVM with a class path of its own (Spark must not share the CLI's):
  * {@code SPARK_HOME} must be set, to a directory this run fills ({@link SparkHome}).
@@ -311,6 +312,10 @@ public final class SparkBench {
           awaitExecutors(sc, o.executors());
           SparkJobs.Metrics metrics = new SparkJobs.Metrics();
           sc.sc().addSparkListener(metrics);
+          // Untimed, in every context alike: the executors' first shuffle (class loading, JIT,
+          // Ferrite's client connecting) is not part of the first timed job.
+          SparkJobs.Input warm = new SparkJobs.Input(o.seed() + 2, 2 * o.executors(), 5000, 0);
+          SparkJobs.sort(sc, metrics, warm, 2 * o.executors(), SparkJobs.inputSummary(sc, warm));
           if (sortExpected == null) {
             progress.step("input checksums (untimed)");
             sortExpected = SparkJobs.inputSummary(sc, sortInput);
