@@ -348,9 +348,16 @@ final class SparkJobs {
   }
 
   /**
+   * After a shuffle's removal, how long the next job waits (untimed, on both sides): Ferrite's
+   * master reuses a removed node's blocks only after a grace of 2 s (NodesMaster), and the cluster
+   * has memory for one shuffle at a time, not two.
+   */
+  static final long RECLAIM_PAUSE_MILLIS = 2500;
+
+  /**
    * Spark's own cleanup of the job's shuffle (what ContextCleaner does when the RDD is collected),
    * now and untimed: the built-in shuffle deletes its files, Ferrite's driver its Directory, so
-   * each job starts with the memory of one shuffle free.
+   * each job starts with the memory of one shuffle free (after {@link #RECLAIM_PAUSE_MILLIS}).
    */
   private static void cleanShuffle(JavaSparkContext sc, JavaPairRDD<?, ?> shuffled) {
     // groupByKey's Java RDD is a mapValues over the ShuffledRDD: walk down to the shuffle.
@@ -359,6 +366,12 @@ final class SparkJobs {
       org.apache.spark.Dependency<?> dep = rdd.dependencies().head();
       if (dep instanceof ShuffleDependency<?, ?, ?> shuffle) {
         sc.sc().cleaner().get().doCleanupShuffle(shuffle.shuffleId(), true);
+        try {
+          Thread.sleep(RECLAIM_PAUSE_MILLIS);
+        } catch (InterruptedException e) {
+          Thread.currentThread().interrupt();
+          throw new IllegalStateException("interrupted after cleaning a shuffle", e);
+        }
         return;
       }
       rdd = dep.rdd();
