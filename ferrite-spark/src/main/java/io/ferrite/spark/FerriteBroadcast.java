@@ -57,7 +57,10 @@ public final class FerriteBroadcast<T> implements Serializable {
 
   private static final AtomicLong NEXT = new AtomicLong();
 
-  /** Per JVM: one lock per broadcast, so concurrent tasks read its File once. */
+  /**
+   * Per JVM: one lock per broadcast, so concurrent tasks read its File once. Never emptied (an
+   * executor is not told of a destroy): a few dozen bytes per broadcast the JVM has seen.
+   */
   private static final ConcurrentHashMap<Long, Object> LOCKS = new ConcurrentHashMap<>();
 
   /** Per JVM: reads of broadcast Files (tests check one per JVM). */
@@ -191,7 +194,8 @@ public final class FerriteBroadcast<T> implements Serializable {
       }
       // 1 MiB reads, 8 in flight: over tcp the transfers overlap; over shm each is a copy.
       try (InputStream in = reader.inputStream(1 << 20, 8);
-          DeserializationStream d = env().serializer().newInstance().deserializeStream(in)) {
+          DeserializationStream d =
+              SparkEnv.get().serializer().newInstance().deserializeStream(in)) {
         return d.readObject(ANY);
       }
     } catch (NodesException e) {
@@ -242,10 +246,6 @@ public final class FerriteBroadcast<T> implements Serializable {
 
   static long fileReads() {
     return FILE_READS.get();
-  }
-
-  private static SparkEnv env() {
-    return SparkEnv.get();
   }
 
   /**
