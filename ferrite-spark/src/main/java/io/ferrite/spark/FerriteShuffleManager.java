@@ -74,16 +74,20 @@ public final class FerriteShuffleManager implements ShuffleManager {
     return nodes;
   }
 
+  /**
+   * The application's Directory ({@code <root>/<appId>}), named at first use and removed by the
+   * driver's {@link #stop}; {@link FerriteBroadcast} puts its Files there too.
+   */
+  synchronized String appDir() {
+    if (appDir == null) {
+      appDir = conf().appDir(sparkConf.getAppId());
+    }
+    return appDir;
+  }
+
   @Override
   public <K, V, C> ShuffleHandle registerShuffle(int shuffleId, ShuffleDependency<K, V, C> dep) {
-    String app;
-    synchronized (this) {
-      if (appDir == null) {
-        appDir = conf().appDir(sparkConf.getAppId());
-      }
-      app = appDir;
-    }
-    String dir = app + "/shuffle-" + shuffleId;
+    String dir = appDir() + "/shuffle-" + shuffleId;
     nodes().mkdirs(dir);
     shuffles.put(shuffleId, dir);
     return new FerriteShuffleHandle<>(shuffleId, dep, dir);

@@ -44,6 +44,7 @@ import picocli.CommandLine.Command;
       NodesBenchCommand.class,
       ResilienceBenchCommand.class,
       RSortBenchCommand.class,
+      SparkBenchCommand.class,
       TreeBenchCommand.class,
       HtmlBenchCommand.class,
     })
