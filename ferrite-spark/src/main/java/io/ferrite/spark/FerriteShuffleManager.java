@@ -84,6 +84,14 @@ public final class FerriteShuffleManager implements ShuffleManager {
         String d = conf().appDir(sparkConf.getAppId());
         makeAppDir(d);
         appDir = d;
+        // Every output a lost server took, recomputed in one attempt (see LostMapOutputs).
+        org.apache.spark.SparkContext$.MODULE$
+            .getActive()
+            .foreach(
+                sc -> {
+                  sc.addSparkListener(new LostMapOutputs(nodes(), shuffles::get));
+                  return null;
+                });
       }
       app = appDir;
     }
