@@ -53,6 +53,12 @@ public final class FerriteShuffleManager implements ShuffleManager {
   public FerriteShuffleManager(SparkConf conf, boolean isDriver) {
     this.sparkConf = conf;
     this.isDriver = isDriver;
+    if (isDriver) {
+      // Read by the SparkContext after it made this manager (SparkEnv first): map outputs survive
+      // an executor, so a lost executor's finished map tasks are not run again
+      // (FerriteShuffleDataIO).
+      conf.setIfMissing(FerriteShuffleDataIO.KEY, FerriteShuffleDataIO.class.getName());
+    }
   }
 
   /** The keys, read at first use: the driver's SparkConf has no app id yet at construction. */

@@ -161,14 +161,23 @@ public final class NodesMaster implements MasterExtension {
       blocks += n.blocks.size();
     }
     long writers = 0;
+    long ephemeral = 0;
     for (java.util.Set<Long> w : ns.bySession.values()) {
-      writers += w.size();
+      for (Long id : w) {
+        Node n = ns.byId.get(id);
+        if (n != null && n.type == NodeType.DIRECTORY) {
+          ephemeral++; // its owner, not a writer
+        } else {
+          writers++;
+        }
+      }
     }
     java.util.Map<String, Object> out = new java.util.LinkedHashMap<>();
     out.put("nodes", byType);
     out.put("bytes", bytes);
     out.put("blocks", blocks);
     out.put("open writers", writers);
+    out.put("ephemeral directories", ephemeral);
     out.put("awaiting reclaim", ns.pendingReclaim.size());
     NodesMasterLost.Summary l = lost.summary();
     out.put("lost nodes", l.nodes());
