@@ -37,18 +37,41 @@ public final class FerriteShuffleDataIO implements ShuffleDataIO {
 
   @Override
   public ShuffleDriverComponents driver() {
-    return new Driver();
+    return new Driver(new LocalDiskShuffleDataIO(conf).driver());
   }
 
-  /** Nothing to set up or tear down: the shuffle manager's driver side owns the namespace. */
+  /**
+   * Spark's own driver components but for the claim: their {@code removeShuffle} is what tells the
+   * BlockManagers, and so {@link FerriteShuffleManager#unregisterShuffle}, that a shuffle was
+   * cleaned (Spark 3.5's ContextCleaner calls nothing else; without it no shuffle Directory was
+   * removed before the application's end, found by {@code FerriteShuffleLocalTest}).
+   */
   private static final class Driver implements ShuffleDriverComponents {
-    @Override
-    public Map<String, String> initializeApplication() {
-      return Map.of();
+    private final ShuffleDriverComponents spark;
+
+    Driver(ShuffleDriverComponents spark) {
+      this.spark = spark;
     }
 
     @Override
-    public void cleanupApplication() {}
+    public Map<String, String> initializeApplication() {
+      return spark.initializeApplication();
+    }
+
+    @Override
+    public void cleanupApplication() {
+      spark.cleanupApplication();
+    }
+
+    @Override
+    public void registerShuffle(int shuffleId) {
+      spark.registerShuffle(shuffleId);
+    }
+
+    @Override
+    public void removeShuffle(int shuffleId, boolean blocking) {
+      spark.removeShuffle(shuffleId, blocking);
+    }
 
     @Override
     public boolean supportsReliableStorage() {
