@@ -205,7 +205,9 @@ class FerriteShuffleLocalClusterTest {
           }
         };
     sc.sc().addSparkListener(watch);
-    ExecutorService jobs = Executors.newSingleThreadExecutor();
+    ExecutorService jobs =
+        Executors.newSingleThreadExecutor(
+            new io.ferrite.fabric.NamedThreadFactory("test-spark-job", true));
     try {
       Future<List<String>> job = jobs.submit(() -> collect(slowSums(sc, data(20_000), 1500)));
       // Both executors have finished a map task (their outputs are in Ferrite) and run others.

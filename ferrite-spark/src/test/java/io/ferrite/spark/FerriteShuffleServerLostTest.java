@@ -136,7 +136,9 @@ class FerriteShuffleServerLostTest {
                 .partitionBy(new HashPartitioner(2))
                 .values()
                 .mapPartitions(FerriteShuffleServerLostTest::slowly);
-        ExecutorService jobs = Executors.newSingleThreadExecutor();
+        ExecutorService jobs =
+            Executors.newSingleThreadExecutor(
+                new io.ferrite.fabric.NamedThreadFactory("test-spark-job", true));
         try {
           Future<List<Integer>> job = jobs.submit(() -> rdd.collect());
           // Lose the server once the reducers have consumed some of their records (bounded).
