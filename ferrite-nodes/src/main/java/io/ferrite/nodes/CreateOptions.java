@@ -15,10 +15,14 @@ package io.ferrite.nodes;
  *     NodesProtocol#MAX_REPLICAS}, each on another memory server: writes complete at every copy,
  *     reads fall back to another copy, and the master makes lost copies again (docs/NODES.md,
  *     "Replication")
+ * @param ephemeral for a Directory only: owned by the creating client's session, and removed with
+ *     its whole subtree by the master when that session ends — closed, or its lease expired because
+ *     the client died (ZooKeeper's ephemeral nodes; docs/NODES.md, "Ephemeral directories"). Files
+ *     being written inside by other sessions are aborted, and every block is freed.
  */
 public record CreateOptions(
-    String storageClass, String location, boolean enumerable, int replicas) {
-  public static final CreateOptions DEFAULT = new CreateOptions("", "", true, 1);
+    String storageClass, String location, boolean enumerable, int replicas, boolean ephemeral) {
+  public static final CreateOptions DEFAULT = new CreateOptions("", "", true, 1, false);
 
   public CreateOptions {
     if (storageClass == null || location == null) {
@@ -29,6 +33,11 @@ public record CreateOptions(
       throw new IllegalArgumentException(
           "replicas: " + replicas + " (expected: 1 to " + NodesProtocol.MAX_REPLICAS + ")");
     }
+  }
+
+  /** Not ephemeral. */
+  public CreateOptions(String storageClass, String location, boolean enumerable, int replicas) {
+    this(storageClass, location, enumerable, replicas, false);
   }
 
   /** Without replicas (one copy of each block). */
@@ -51,14 +60,19 @@ public record CreateOptions(
   }
 
   public CreateOptions withLocation(String location) {
-    return new CreateOptions(storageClass, location, enumerable, replicas);
+    return new CreateOptions(storageClass, location, enumerable, replicas, ephemeral);
   }
 
   public CreateOptions withReplicas(int n) {
-    return new CreateOptions(storageClass, location, enumerable, n);
+    return new CreateOptions(storageClass, location, enumerable, n, ephemeral);
   }
 
   public CreateOptions nonEnumerable() {
-    return new CreateOptions(storageClass, location, false, replicas);
+    return new CreateOptions(storageClass, location, false, replicas, ephemeral);
+  }
+
+  /** An ephemeral Directory (see {@link #ephemeral}); the master refuses it for other types. */
+  public CreateOptions withEphemeral() {
+    return new CreateOptions(storageClass, location, enumerable, replicas, true);
   }
 }

@@ -31,6 +31,8 @@ import java.util.List;
  * @param missingCopies copies not there now (lost, or on a server declared DEAD) that
  *     re-replication is making again: 0 for a node at its full count (and for one copy: a loss
  *     there is {@code lost})
+ * @param ephemeral whether this is an ephemeral Directory: removed with everything in it when the
+ *     session that created it ends ({@link CreateOptions#ephemeral})
  */
 public record NodeInfo(
     long id,
@@ -50,7 +52,8 @@ public record NodeInfo(
     int lostBlocks,
     List<LostRange> lost,
     int replicas,
-    int missingCopies) {
+    int missingCopies,
+    boolean ephemeral) {
 
   /** Whether some copies are missing (see {@link #missingCopies}). */
   public boolean underReplicated() {

@@ -345,7 +345,9 @@ public final class Nodes {
         new Wire.Writer()
             .str(path)
             .u8(type.wire())
-            .u8(o.enumerable() ? NodesProtocol.FLAG_ENUMERABLE : 0)
+            .u8(
+                (o.enumerable() ? NodesProtocol.FLAG_ENUMERABLE : 0)
+                    | (o.ephemeral() ? NodesProtocol.FLAG_EPHEMERAL : 0))
             .str(o.storageClass())
             .str(o.location())
             .i64(client.sessionId())
@@ -379,6 +381,17 @@ public final class Nodes {
 
   public NodeInfo mkdir(String path) {
     return join(createContainerAsync(path, NodeType.DIRECTORY, CreateOptions.DEFAULT));
+  }
+
+  /**
+   * Creates an ephemeral Directory: the master removes it, with everything in it, when this
+   * client's session ends — {@link #client()} closed, or its session lease expired because this
+   * process died or stopped renewing (docs/NODES.md, "Ephemeral directories"). Its parent must
+   * exist; {@code ALREADY_EXISTS} if {@code path} does.
+   */
+  public NodeInfo mkdirEphemeral(String path) {
+    return join(
+        createContainerAsync(path, NodeType.DIRECTORY, CreateOptions.DEFAULT.withEphemeral()));
   }
 
   /** Creates {@code path} and missing parents as Directories; an existing directory is fine. */

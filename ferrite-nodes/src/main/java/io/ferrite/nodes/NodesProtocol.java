@@ -71,6 +71,12 @@ public final class NodesProtocol {
   public static final int FLAG_LOST = 4;
   public static final int FLAG_REPLICATED = 8;
 
+  /**
+   * A Directory owned by the creating client's session ({@link CreateOptions#ephemeral}): in a
+   * CREATE's flags, and in a node's answer.
+   */
+  public static final int FLAG_EPHEMERAL = 16;
+
   /** The most copies of a block ({@link CreateOptions#replicas}). */
   public static final int MAX_REPLICAS = 3;
 
@@ -96,7 +102,8 @@ public final class NodesProtocol {
             (n.enumerable() ? FLAG_ENUMERABLE : 0)
                 | (n.writing() ? FLAG_WRITING : 0)
                 | (n.isLost() ? FLAG_LOST : 0)
-                | (n.replicas() > 1 ? FLAG_REPLICATED : 0))
+                | (n.replicas() > 1 ? FLAG_REPLICATED : 0)
+                | (n.ephemeral() ? FLAG_EPHEMERAL : 0))
         .i32(n.blockCount())
         .i32(n.firstBlock());
     MasterProtocol.writeBlocks(w, n.blocks());
@@ -165,7 +172,8 @@ public final class NodesProtocol {
         lostBlocks,
         lost,
         replicas,
-        missing);
+        missing,
+        (flags & FLAG_EPHEMERAL) != 0);
   }
 
   /** One page of a LIST. */

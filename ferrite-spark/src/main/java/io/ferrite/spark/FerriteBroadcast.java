@@ -99,12 +99,14 @@ public final class FerriteBroadcast<T> implements Serializable {
   public static <T> FerriteBroadcast<T> create(SparkContext sc, T value) {
     FerriteShuffleManager manager = manager(SparkEnv.get(), "create");
     long id = FIRST_ID + NEXT.getAndIncrement();
-    String app = manager.appDir();
-    String path = app + "/broadcast-" + (id - FIRST_ID);
+    // In the application's Directory (the conf names it, as the manager's appDir()).
+    String path = manager.conf().appDir(sc.getConf().getAppId()) + "/broadcast-" + (id - FIRST_ID);
     long size;
     try {
+      // The manager makes that Directory at first use (ephemeral: the driver's session owns it),
+      // inside this try so that a cluster out of reach is named.
+      manager.appDir();
       Nodes nodes = manager.nodes();
-      nodes.mkdirs(app);
       NodeWriter writer = nodes.create(path);
       CountingOutputStream out = new CountingOutputStream(writer.outputStream());
       boolean written = false;

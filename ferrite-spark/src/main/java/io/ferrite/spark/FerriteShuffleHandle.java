@@ -25,6 +25,11 @@ public final class FerriteShuffleHandle<K, V, C> extends BaseShuffleHandle<K, V,
 
   /** The File of one map attempt: its map index and Spark's map id (the task attempt id). */
   String mapOutput(int mapIndex, long mapId) {
+    return mapOutput(dir, mapIndex, mapId);
+  }
+
+  /** The File of one map attempt in the shuffle Directory {@code dir}. */
+  static String mapOutput(String dir, int mapIndex, long mapId) {
     return dir + "/map-" + mapIndex + "-" + mapId;
   }
 }

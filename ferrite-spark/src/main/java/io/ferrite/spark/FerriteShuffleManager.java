@@ -32,10 +32,12 @@ import scala.collection.immutable.Seq;
  *   &lt;root&gt;/&lt;appId&gt;/shuffle-&lt;id&gt;/map-&lt;mapIndex&gt;-&lt;taskAttemptId&gt;   (Directory/Directory/File)
  * </pre>
  *
- * The driver makes a shuffle's Directory at {@link #registerShuffle} and removes it at {@link
- * #unregisterShuffle} (unless {@code spark.ferrite.shuffle.deleteOnUnregister=false}), and the
- * application's Directory at {@link #stop}. Each JVM (driver, executor) holds one Ferrite client,
- * connected at first use and closed at {@link #stop}. Thread-safe: tasks of one executor share it.
+ * The driver makes the application's Directory ephemeral (the master removes it when the driver's
+ * session ends, so a driver that dies leaves nothing after its lease), makes a shuffle's Directory
+ * at {@link #registerShuffle} and removes it at {@link #unregisterShuffle} (unless {@code
+ * spark.ferrite.shuffle.deleteOnUnregister=false}), and the application's Directory at {@link
+ * #stop}. Each JVM (driver, executor) holds one Ferrite client, connected at first use and closed
+ * at {@link #stop}. Thread-safe: tasks of one executor share it.
  */
 public final class FerriteShuffleManager implements ShuffleManager {
   private final SparkConf sparkConf;
@@ -51,6 +53,12 @@ public final class FerriteShuffleManager implements ShuffleManager {
   public FerriteShuffleManager(SparkConf conf, boolean isDriver) {
     this.sparkConf = conf;
     this.isDriver = isDriver;
+    if (isDriver) {
+      // Read by the SparkContext after it made this manager (SparkEnv first): map outputs survive
+      // an executor, so a lost executor's finished map tasks are not run again
+      // (FerriteShuffleDataIO).
+      conf.setIfMissing(FerriteShuffleDataIO.KEY, FerriteShuffleDataIO.class.getName());
+    }
   }
 
   /** The keys, read at first use: the driver's SparkConf has no app id yet at construction. */
@@ -80,7 +88,17 @@ public final class FerriteShuffleManager implements ShuffleManager {
    */
   synchronized String appDir() {
     if (appDir == null) {
-      appDir = conf().appDir(sparkConf.getAppId());
+      String d = conf().appDir(sparkConf.getAppId());
+      makeAppDir(d);
+      appDir = d;
+      // Every output a lost server took, recomputed in one attempt (see LostMapOutputs).
+      org.apache.spark.SparkContext$.MODULE$
+          .getActive()
+          .foreach(
+              sc -> {
+                sc.addSparkListener(new LostMapOutputs(nodes(), shuffles::get));
+                return null;
+              });
     }
     return appDir;
   }
@@ -169,6 +187,28 @@ public final class FerriteShuffleManager implements ShuffleManager {
         if (client != null) {
           client.close();
         }
+      }
+    }
+  }
+
+  /**
+   * Makes the application's Directory ephemeral, owned by this driver's session: if the driver dies
+   * (SIGKILL, a lost host) and never reaches {@link #stop}, the master removes it with every map
+   * output in it once the session's lease runs out (the master's {@code session.lease}, 10 s by
+   * default; docs/NODES.md, "Ephemeral directories"). One left by an earlier driver with the same
+   * application id is used as it is.
+   */
+  private void makeAppDir(String d) {
+    Nodes n = nodes();
+    int slash = d.lastIndexOf('/');
+    if (slash > 0) {
+      n.mkdirs(d.substring(0, slash));
+    }
+    try {
+      n.mkdirEphemeral(d);
+    } catch (NodesException e) {
+      if (e.reason() != NodesException.Reason.ALREADY_EXISTS) {
+        throw e;
       }
     }
   }

@@ -72,7 +72,9 @@ final class MapOutputFile implements ShuffleMapOutputWriter {
   /**
    * Creates the File; if the shuffle's directory is missing (the driver makes it at
    * registerShuffle, but a driver on another cluster view or a removed directory must not fail the
-   * task with a riddle) it is made first.
+   * task with a riddle) it is made first — but never the application's: that one is the driver's
+   * ephemeral Directory, and one missing means the driver is gone (made again here it would outlive
+   * the application).
    */
   private NodeWriter create() {
     try {
@@ -81,7 +83,13 @@ final class MapOutputFile implements ShuffleMapOutputWriter {
       if (e.reason() != NodesException.Reason.NOT_FOUND) {
         throw e;
       }
-      nodes.mkdirs(path.substring(0, path.lastIndexOf('/')));
+      try {
+        nodes.mkdir(path.substring(0, path.lastIndexOf('/')));
+      } catch (NodesException again) {
+        if (again.reason() != NodesException.Reason.ALREADY_EXISTS) {
+          throw again;
+        }
+      }
       return nodes.create(path, options);
     }
   }

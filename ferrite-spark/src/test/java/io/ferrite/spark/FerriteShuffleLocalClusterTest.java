@@ -4,19 +4,32 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import io.ferrite.nodes.NodesProtocol;
+import io.ferrite.nodes.master.NodesMaster;
 import java.io.File;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Random;
-import java.util.concurrent.CountDownLatch;
+import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicInteger;
 import org.apache.spark.SparkConf;
+import org.apache.spark.Success$;
 import org.apache.spark.api.java.JavaPairRDD;
 import org.apache.spark.api.java.JavaSparkContext;
 import org.apache.spark.scheduler.SparkListener;
 import org.apache.spark.scheduler.SparkListenerExecutorRemoved;
+import org.apache.spark.scheduler.SparkListenerStageCompleted;
+import org.apache.spark.scheduler.SparkListenerTaskEnd;
+import org.apache.spark.scheduler.SparkListenerTaskStart;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Tag;
@@ -38,7 +51,7 @@ class FerriteShuffleLocalClusterTest {
   private static SparkTestCluster cluster;
   private static JavaSparkContext sc;
   private static String appDir;
-  private static final CountDownLatch EXECUTOR_REMOVED = new CountDownLatch(1);
+  private static final AtomicInteger EXECUTORS_REMOVED = new AtomicInteger();
 
   @BeforeAll
   static void start() throws Exception {
@@ -58,7 +71,7 @@ class FerriteShuffleLocalClusterTest {
             new SparkListener() {
               @Override
               public void onExecutorRemoved(SparkListenerExecutorRemoved removed) {
-                EXECUTOR_REMOVED.countDown();
+                EXECUTORS_REMOVED.incrementAndGet();
               }
             });
     appDir = "/spark/" + sc.sc().applicationId();
@@ -141,12 +154,113 @@ class FerriteShuffleLocalClusterTest {
     JavaPairRDD<Integer, Long> rdd = sums(sc, data(20_000));
     List<String> first = collect(rdd);
     List<String> outputs = mapOutputs();
-    ProcessHandle executor = executorProcess(sc.sc().applicationId());
-    executor.destroyForcibly();
-    executor.onExit().get(30, TimeUnit.SECONDS);
-    assertTrue(EXECUTOR_REMOVED.await(60, TimeUnit.SECONDS), "Spark saw the executor go");
+    kill(executorProcess(sc.sc().applicationId()));
     assertEquals(first, collect(rdd), "the result after the executor's loss");
     assertEquals(outputs, mapOutputs(), "no map task ran again");
+  }
+
+  /** SIGKILLs an executor JVM and waits (bounded) until Spark has seen it go. */
+  private static void kill(ProcessHandle executor) throws Exception {
+    int before = EXECUTORS_REMOVED.get();
+    executor.destroyForcibly();
+    executor.onExit().get(30, TimeUnit.SECONDS);
+    for (int i = 0; i < 600 && EXECUTORS_REMOVED.get() == before; i++) {
+      Thread.sleep(100);
+    }
+    assertTrue(EXECUTORS_REMOVED.get() > before, "Spark saw the executor go");
+  }
+
+  /**
+   * An executor SIGKILLed while the map stage runs (each map task slowed, so both executors are
+   * busy with the stage's first tasks when it dies): Spark runs its tasks again elsewhere, the
+   * result equals the built-in shuffle's, and once the dead executor's session lease has run out
+   * the master holds no open writer (a File it was writing is dropped by its session's end).
+   */
+  @Test
+  void anExecutorKilledDuringTheMapStageIsRetriedWithTheRightResult() throws Exception {
+    AtomicInteger mapStage = new AtomicInteger(-1);
+    AtomicInteger mapTasksDone = new AtomicInteger();
+    Set<String> executorsDone = ConcurrentHashMap.newKeySet();
+    AtomicBoolean mapStageDone = new AtomicBoolean();
+    SparkListener watch =
+        new SparkListener() {
+          @Override
+          public void onTaskStart(SparkListenerTaskStart start) {
+            mapStage.compareAndSet(-1, start.stageId()); // the job's first stage is the map
+          }
+
+          @Override
+          public void onTaskEnd(SparkListenerTaskEnd end) {
+            if (end.stageId() == mapStage.get() && end.reason() instanceof Success$) {
+              mapTasksDone.incrementAndGet();
+              executorsDone.add(end.taskInfo().executorId());
+            }
+          }
+
+          @Override
+          public void onStageCompleted(SparkListenerStageCompleted done) {
+            if (done.stageInfo().stageId() == mapStage.get()) {
+              mapStageDone.set(true);
+            }
+          }
+        };
+    sc.sc().addSparkListener(watch);
+    ExecutorService jobs =
+        Executors.newSingleThreadExecutor(
+            new io.ferrite.fabric.NamedThreadFactory("test-spark-job", true));
+    try {
+      Future<List<String>> job = jobs.submit(() -> collect(slowSums(sc, data(20_000), 1500)));
+      // Both executors have finished a map task (their outputs are in Ferrite) and run others.
+      for (int i = 0; i < 1200 && executorsDone.size() < 2 && !job.isDone(); i++) {
+        Thread.sleep(20);
+      }
+      assertEquals(2, executorsDone.size(), "both executors finished a map task");
+      kill(executorProcess(sc.sc().applicationId()));
+      assertFalse(mapStageDone.get(), "the executor died during the map stage");
+      assertEquals(EXPECTED_SLOW_BUILT_IN, awaitOrDump(job, 300), "with -Dtests.seed=" + seed);
+      // The dead executor's finished outputs were not its to lose: no map task ran twice (with
+      // the executor's own BlockManagerId as their location Spark would run them again).
+      sc.sc().listenerBus().waitUntilEmpty();
+      assertEquals(8, mapTasksDone.get(), "map tasks that succeeded");
+    } finally {
+      jobs.shutdownNow();
+      sc.sc().removeSparkListener(watch);
+    }
+    NodesMaster nm = (NodesMaster) cluster.harness.master.state().extension(NodesProtocol.SERVICE);
+    for (int i = 0; i < 600 && !Long.valueOf(0).equals(nm.describe().get("open writers")); i++) {
+      Thread.sleep(100);
+    }
+    assertEquals(0L, nm.describe().get("open writers"), "no File left open by the dead executor");
+  }
+
+  /** {@link #sums} over 8 map tasks, each first sleeping {@code millis} (0: not slowed). */
+  private static JavaPairRDD<Integer, Long> slowSums(
+      JavaSparkContext sc, List<Integer> data, long millis) {
+    return sc.parallelize(data, 8)
+        .mapPartitions(
+            it -> {
+              if (millis > 0) {
+                Thread.sleep(millis);
+              }
+              return it;
+            })
+        .mapToPair(i -> new Tuple2<>(i % 101, (long) i))
+        .reduceByKey(Long::sum, 3);
+  }
+
+  /** The job's result within {@code seconds}, or a failure carrying every thread's stack. */
+  private static <T> T awaitOrDump(Future<T> job, int seconds) throws Exception {
+    try {
+      return job.get(seconds, TimeUnit.SECONDS);
+    } catch (TimeoutException e) {
+      StringBuilder dump = new StringBuilder();
+      for (java.lang.management.ThreadInfo t :
+          java.lang.management.ManagementFactory.getThreadMXBean().dumpAllThreads(false, false)) {
+        dump.append(t);
+      }
+      job.cancel(true);
+      throw new AssertionError("the job did not end within " + seconds + " s:\n" + dump, e);
+    }
   }
 
   private static List<String> mapOutputs() {
@@ -167,11 +281,13 @@ class FerriteShuffleLocalClusterTest {
   }
 
   private static final List<String> EXPECTED_BUILT_IN = new ArrayList<>();
+  private static final List<String> EXPECTED_SLOW_BUILT_IN = new ArrayList<>();
 
   /** The job on Spark's built-in shuffle in {@code local[2]}, first: one SparkContext at a time. */
   private static void expectedBuiltIn() {
     try (JavaSparkContext builtIn = new JavaSparkContext(base("local[2]"))) {
       EXPECTED_BUILT_IN.addAll(job(builtIn));
+      EXPECTED_SLOW_BUILT_IN.addAll(collect(slowSums(builtIn, data(20_000), 0)));
     }
   }
 

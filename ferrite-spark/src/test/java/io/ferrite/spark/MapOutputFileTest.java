@@ -141,6 +141,23 @@ class MapOutputFileTest {
     assertTrue(absent.getMessage().contains("/t/absent"), absent.getMessage());
   }
 
+  /**
+   * A missing shuffle Directory is made for the output, a missing application Directory is not:
+   * that is the driver's ephemeral one, gone with the driver, and made again it would outlive it.
+   */
+  @Test
+  void aMissingShuffleDirectoryIsMadeButNeverTheApplications() throws Exception {
+    cluster.nodes.mkdir("/t/app");
+    write("/t/app/shuffle-1/map-0-1", new byte[][] {{1, 2}});
+    assertEquals(2 + 2 * 8, cluster.nodes.lookup("/t/app/shuffle-1/map-0-1").size());
+    java.io.IOException e =
+        assertThrows(
+            java.io.IOException.class,
+            () -> write("/t/gone/shuffle-1/map-0-1", new byte[][] {{1}}));
+    assertTrue(e.getMessage().contains("/t/gone/shuffle-1/map-0-1"), e.getMessage());
+    assertFalse(cluster.nodes.exists("/t/gone"));
+  }
+
   @Test
   void anAbortedOutputLeavesNothingBehind() throws Exception {
     MapOutputFile out =

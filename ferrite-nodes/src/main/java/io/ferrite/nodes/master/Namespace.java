@@ -26,7 +26,8 @@ import java.util.concurrent.locks.ReentrantReadWriteLock;
  *              | writer i64 | mtime i64 | size i64 | checksum i64 | inline? u8 [bytes]
  *              [| replicas u8]   (flag 8 only)
  *              flags: 1 enumerable, 2 visible, 4 detached (a KeyValue put in progress),
- *              8 replicated (replicas copies of each block)
+ *              8 replicated (replicas copies of each block); writer: the session holding a
+ *              File's or KeyValue's write lease, or an ephemeral Directory's owner (0: none)
  *  2 BLOCKS    id i64 | first i32 | blocks        (appends or overwrites from slot first: a slot
  *              is a copy, block i copy k at i * replicas + k; an overwrite is a re-replicated copy
  *              and clears that slot's lost mark)
@@ -66,7 +67,7 @@ final class Namespace {
   final Node root = new Node(ROOT_ID, NodeType.DIRECTORY, "", "", true, true, 0, 0);
   final Map<Long, Node> byId = new HashMap<>();
 
-  /** Write leases: session -> ids of nodes it writes. */
+  /** Write leases and ephemeral Directories: session -> ids of nodes it writes or owns. */
   final Map<Long, Set<Long>> bySession = new HashMap<>();
 
   /** Removed nodes whose blocks are still to be freed -> when they were removed (nanoTime). */

@@ -161,14 +161,23 @@ public final class NodesMaster implements MasterExtension {
       blocks += n.blocks.size();
     }
     long writers = 0;
+    long ephemeral = 0;
     for (java.util.Set<Long> w : ns.bySession.values()) {
-      writers += w.size();
+      for (Long id : w) {
+        Node n = ns.byId.get(id);
+        if (n != null && n.type == NodeType.DIRECTORY) {
+          ephemeral++; // its owner, not a writer
+        } else {
+          writers++;
+        }
+      }
     }
     java.util.Map<String, Object> out = new java.util.LinkedHashMap<>();
     out.put("nodes", byType);
     out.put("bytes", bytes);
     out.put("blocks", blocks);
     out.put("open writers", writers);
+    out.put("ephemeral directories", ephemeral);
     out.put("awaiting reclaim", ns.pendingReclaim.size());
     NodesMasterLost.Summary l = lost.summary();
     out.put("lost nodes", l.nodes());
@@ -232,6 +241,20 @@ public final class NodesMaster implements MasterExtension {
           e.getMessage());
     }
     writes = new NodesMasterWrites(ns, tree, context, reclaimGrace);
+    // Sessions the journal names as writers or owners but the kernel no longer has (it closed
+    // them, but the nodes' records of that end did not reach the journal, or the kernel's state
+    // was rebuilt apart from this namespace's): they ended, so what they held goes now, as at
+    // their end. A session the kernel still has got a fresh lease at recovery: its client renews
+    // it, or it expires and sessionClosed runs. Either way nothing stays owned forever.
+    context.mutate(
+        m -> {
+          for (Long s : List.copyOf(ns.bySession.keySet())) {
+            if (!m.sessionOpen(s)) {
+              writes.sessionClosed(s, m);
+            }
+          }
+          return null;
+        });
   }
 
   @Override
@@ -418,6 +441,12 @@ public final class NodesMaster implements MasterExtension {
           Reason.INVALID_ARGUMENT,
           "replicas: " + replicas + " for a " + type.label() + " (expected: 1; Files are copied)");
     }
+    boolean ephemeral = (flags & NodesProtocol.FLAG_EPHEMERAL) != 0;
+    if (ephemeral && type != NodeType.DIRECTORY) {
+      throw fail(
+          Reason.INVALID_ARGUMENT,
+          "ephemeral: a " + type.label() + " (expected: a Directory; only Directories are owned)");
+    }
     if (comps.isEmpty()) {
       throw fail(Reason.ALREADY_EXISTS, "/ is the root directory");
     }
@@ -454,7 +483,7 @@ public final class NodesMaster implements MasterExtension {
                 path + (old.visible ? " exists" : " is being created by another writer"));
           }
           boolean data = type.hasData();
-          if (data) {
+          if (data || ephemeral) {
             checkSession(m, session);
           }
           if (replicas > 1) {
@@ -483,7 +512,9 @@ public final class NodesMaster implements MasterExtension {
                   loc,
                   type != NodeType.TABLE || (flags & NodesProtocol.FLAG_ENUMERABLE) != 0,
                   published,
-                  published ? 0 : session,
+                  // An ephemeral Directory's owner is kept as its writer: journaled in CREATE,
+                  // indexed by session (Namespace.bySession), dropped when the session ends.
+                  published && !ephemeral ? 0 : session,
                   now());
           n.replicas = replicas;
           n.name = name;

@@ -6,6 +6,7 @@ import io.ferrite.kernel.master.MasterContext;
 import io.ferrite.kernel.proto.Wire;
 import io.ferrite.nodes.NodeInfo;
 import io.ferrite.nodes.NodePath;
+import io.ferrite.nodes.NodeType;
 import io.ferrite.nodes.NodesException;
 import io.ferrite.nodes.NodesException.Reason;
 import io.ferrite.nodes.NodesProtocol;
@@ -144,7 +145,7 @@ final class NodesMasterTree {
         n.storageClass,
         n.location,
         n.enumerable,
-        n.writer != 0,
+        n.writer != 0 && n.type.hasData(), // a Directory's writer is its owner (ephemeral)
         n.count(),
         from,
         List.copyOf(n.blocks.subList(from * r, to * r)),
@@ -152,7 +153,8 @@ final class NodesMasterTree {
         lostBlocks(n).cardinality(),
         lostRanges(n),
         r,
-        missingCopies(n, dead));
+        missingCopies(n, dead),
+        n.writer != 0 && n.type == NodeType.DIRECTORY);
   }
 
   /** The container that {@code comps} (a non-root path) would be created in. */

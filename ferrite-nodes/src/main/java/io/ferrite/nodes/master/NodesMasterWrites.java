@@ -212,9 +212,23 @@ final class NodesMasterWrites implements AutoCloseable {
     }
   }
 
-  /** Ends a write lease: a node never published is dropped, a published one keeps its size. */
+  /**
+   * Ends a write lease: a node never published is dropped, a published one keeps its size. For an
+   * ephemeral Directory (its owner is its writer) the lease is the Directory itself: it is removed
+   * with its subtree, as a recursive remove is (Files being written inside by other sessions are
+   * dropped with it; their writers' next MAP or PUBLISH answers NOT_FOUND), and its blocks are
+   * freed after the grace period.
+   */
   private void release(Node n, MasterContext.Mutation m) {
-    if (!n.visible) {
+    if (n.type == NodeType.DIRECTORY) {
+      // Descendants need no bump: every path to them goes through n (as NodesMaster.remove).
+      int[] changing = ns.versions.begin(n);
+      try {
+        m.commit(Namespace.remove(n.id, now()));
+      } finally {
+        ns.versions.end(changing);
+      }
+    } else if (!n.visible) {
       m.commit(Namespace.remove(n.id, now()));
     } else {
       m.commit(Namespace.writer(n.id, 0));
@@ -316,6 +330,10 @@ final class NodesMasterWrites implements AutoCloseable {
     return ctx.mutate(
         m -> {
           Node n = tree.byId(id);
+          if (!n.type.hasData()) {
+            // An ephemeral Directory's owner is its writer: it must not publish or close it.
+            throw fail(Reason.WRONG_TYPE, "a " + n.type.label() + " has no data to publish");
+          }
           if (n.writer != session || session == 0) {
             throw fail(
                 Reason.NOT_WRITER, "this session does not hold the write lease of node " + id);
@@ -401,6 +419,10 @@ final class NodesMasterWrites implements AutoCloseable {
         m -> {
           Node n = ns.byId.get(id);
           if (n != null) {
+            if (!n.type.hasData()) {
+              // Not a way to end an ephemeral Directory: remove it.
+              throw fail(Reason.WRONG_TYPE, "a " + n.type.label() + " has no write to abort");
+            }
             if (n.writer != session || session == 0) {
               throw fail(
                   Reason.NOT_WRITER, "this session does not hold the write lease of node " + id);
