@@ -145,6 +145,21 @@ final class MasterGroupHarness implements AutoCloseable {
     throw new AssertionError("no single leader in the master group within 60 s");
   }
 
+  /**
+   * Waits until {@code expected} is the one leader. Right after a leadership transfer the old
+   * leader can still report "leader" while the new one does not yet (each updates its role on its
+   * own), so a single {@link #awaitLeader} may name the old one for a moment.
+   */
+  int awaitLeader(int expected) {
+    long until = System.nanoTime() + 30_000_000_000L;
+    int leader = awaitLeader();
+    while (leader != expected && System.nanoTime() < until) {
+      sleep(20);
+      leader = awaitLeader();
+    }
+    return leader;
+  }
+
   static void sleep(long ms) {
     try {
       Thread.sleep(ms);

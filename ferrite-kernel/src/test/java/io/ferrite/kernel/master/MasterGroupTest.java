@@ -374,7 +374,7 @@ class MasterGroupTest {
                 MasterGroup.peerId(to),
                 10_000));
     assertTrue(reply.isSuccess(), String.valueOf(reply));
-    assertEquals(to, group.awaitLeader());
+    assertEquals(to, group.awaitLeader(to));
     for (int i = 0; i < 5; i++) {
       long v = random.nextLong();
       assertTrue(put(c, "b" + i, v, 0) < 200);
