@@ -1,17 +1,14 @@
 package io.ferrite.bench.graph;
 
-import io.ferrite.fabric.ErrorCode;
+import io.ferrite.bench.PeerJars;
 import io.ferrite.fabric.FerriteException;
 import java.io.BufferedReader;
 import java.io.IOException;
 import java.io.InputStreamReader;
 import java.io.PrintStream;
-import java.net.URISyntaxException;
 import java.nio.charset.StandardCharsets;
-import java.nio.file.DirectoryStream;
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.security.CodeSource;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
@@ -61,66 +58,7 @@ public final class GraphXPeer {
    * @throws FerriteException NOT_FOUND saying how to build it when it is not there
    */
   public static Path find() {
-    String env = System.getenv(ENV);
-    if (env != null && !env.isEmpty()) {
-      Path jar = Path.of(env);
-      if (!Files.isRegularFile(jar)) {
-        throw new FerriteException(
-            ErrorCode.NOT_FOUND, ENV + "=" + env + ": no such file (expected: the peer's jar)");
-      }
-      return jar;
-    }
-    Path root = checkoutRoot(codeLocation());
-    Path lib = root == null ? null : root.resolve(MODULE).resolve("target").resolve("lib");
-    Path jar = lib == null ? null : peerJar(lib);
-    if (jar == null) {
-      throw new FerriteException(
-          ErrorCode.NOT_FOUND,
-          "the GraphX peer is not built"
-              + (lib == null ? "" : " (no " + lib + "/" + MODULE + "-*.jar)")
-              + ": run 'mvn -B -q -pl "
-              + MODULE
-              + " -am package -DskipTests' in the checkout, or set "
-              + ENV
-              + " to its jar");
-    }
-    return jar;
-  }
-
-  /** The nearest ancestor of {@code from} (inclusive) that has a {@code ferrite-graphx-peer/}. */
-  static Path checkoutRoot(Path from) {
-    for (Path p = from; p != null; p = p.getParent()) {
-      if (Files.isDirectory(p.resolve(MODULE))) {
-        return p;
-      }
-    }
-    return null;
-  }
-
-  static Path peerJar(Path lib) {
-    if (!Files.isDirectory(lib)) {
-      return null;
-    }
-    try (DirectoryStream<Path> s = Files.newDirectoryStream(lib, MODULE + "-*.jar")) {
-      for (Path p : s) {
-        return p;
-      }
-    } catch (IOException e) {
-      return null;
-    }
-    return null;
-  }
-
-  private static Path codeLocation() {
-    CodeSource cs = GraphXPeer.class.getProtectionDomain().getCodeSource();
-    if (cs == null || cs.getLocation() == null) {
-      return Path.of("").toAbsolutePath();
-    }
-    try {
-      return Path.of(cs.getLocation().toURI()).toAbsolutePath();
-    } catch (URISyntaxException | IllegalArgumentException e) {
-      return Path.of("").toAbsolutePath();
-    }
+    return PeerJars.find(MODULE, ENV, "the GraphX peer", GraphXPeer.class);
   }
 
   /**

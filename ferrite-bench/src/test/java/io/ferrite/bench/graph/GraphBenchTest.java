@@ -12,6 +12,7 @@ import io.ferrite.apps.carafe.Reference;
 import io.ferrite.apps.carafe.RmatGenerator;
 import io.ferrite.bench.BenchReport;
 import io.ferrite.bench.BenchResult;
+import io.ferrite.bench.PeerJars;
 import io.ferrite.fabric.FerriteException;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -90,13 +91,14 @@ class GraphBenchTest {
   void thePeerIsFoundInTheCheckoutOrRefusedWithHowToBuildIt() throws Exception {
     Path root = Files.createDirectories(dir.resolve("checkout"));
     Path cliLib = Files.createDirectories(root.resolve("ferrite-cli/target/lib"));
-    assertNull(GraphXPeer.checkoutRoot(cliLib));
+    assertNull(PeerJars.checkoutRoot(cliLib, GraphXPeer.MODULE));
     Path lib = Files.createDirectories(root.resolve("ferrite-graphx-peer/target/lib"));
-    assertEquals(root, GraphXPeer.checkoutRoot(cliLib.resolve("ferrite-bench-1.jar")));
-    assertNull(GraphXPeer.peerJar(lib));
+    assertEquals(
+        root, PeerJars.checkoutRoot(cliLib.resolve("ferrite-bench-1.jar"), GraphXPeer.MODULE));
+    assertNull(PeerJars.jarIn(lib, GraphXPeer.MODULE));
     Path jar = Files.writeString(lib.resolve("ferrite-graphx-peer-0.1.0-SNAPSHOT.jar"), "");
     Files.writeString(lib.resolve("spark-core_2.12-3.5.9.jar"), "");
-    assertEquals(jar, GraphXPeer.peerJar(lib));
+    assertEquals(jar, PeerJars.jarIn(lib, GraphXPeer.MODULE));
     // This checkout: built or not, the answer is the jar or a message that says how to build it.
     try {
       assertTrue(GraphXPeer.find().getFileName().toString().startsWith("ferrite-graphx-peer-"));

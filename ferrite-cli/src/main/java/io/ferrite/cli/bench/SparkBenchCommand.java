@@ -3,16 +3,13 @@ package io.ferrite.cli.bench;
 import io.ferrite.bench.BenchFiles;
 import io.ferrite.bench.BenchReport;
 import io.ferrite.bench.JsonReport;
+import io.ferrite.bench.PeerJars;
 import io.ferrite.cli.SizeConverter;
 import io.ferrite.cli.VersionProvider;
-import io.ferrite.fabric.ErrorCode;
 import io.ferrite.fabric.FerriteException;
 import java.io.IOException;
-import java.net.URISyntaxException;
-import java.nio.file.DirectoryStream;
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.security.CodeSource;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.Callable;
@@ -247,51 +244,6 @@ public final class SparkBenchCommand implements Callable<Integer> {
    * @throws FerriteException NOT_FOUND saying how to build it
    */
   static Path find() {
-    String env = System.getenv(ENV);
-    if (env != null && !env.isEmpty()) {
-      Path jar = Path.of(env);
-      if (!Files.isRegularFile(jar)) {
-        throw new FerriteException(
-            ErrorCode.NOT_FOUND, ENV + "=" + env + ": no such file (expected: the bench's jar)");
-      }
-      return jar;
-    }
-    Path lib = null;
-    for (Path p = codeLocation(); p != null; p = p.getParent()) {
-      if (Files.isDirectory(p.resolve(MODULE))) {
-        lib = p.resolve(MODULE).resolve("target").resolve("lib");
-        break;
-      }
-    }
-    if (lib != null && Files.isDirectory(lib)) {
-      try (DirectoryStream<Path> s = Files.newDirectoryStream(lib, MODULE + "-*.jar")) {
-        for (Path jar : s) {
-          return jar;
-        }
-      } catch (IOException e) {
-        // Not readable: reported as not built, below.
-      }
-    }
-    throw new FerriteException(
-        ErrorCode.NOT_FOUND,
-        "the Spark bench is not built"
-            + (lib == null ? "" : " (no " + lib + "/" + MODULE + "-*.jar)")
-            + ": run 'mvn -B -q -pl "
-            + MODULE
-            + " -am package -DskipTests' in the checkout, or set "
-            + ENV
-            + " to its jar");
-  }
-
-  private static Path codeLocation() {
-    CodeSource cs = SparkBenchCommand.class.getProtectionDomain().getCodeSource();
-    if (cs == null || cs.getLocation() == null) {
-      return Path.of("").toAbsolutePath();
-    }
-    try {
-      return Path.of(cs.getLocation().toURI()).toAbsolutePath();
-    } catch (URISyntaxException | IllegalArgumentException e) {
-      return Path.of("").toAbsolutePath();
-    }
+    return PeerJars.find(MODULE, ENV, "the Spark bench", SparkBenchCommand.class);
   }
 }
