@@ -74,7 +74,7 @@ public final class TxClient {
     ByteBuffer copy = ByteBuffer.allocate(lines * ObjectLayout.LINE);
     for (int attempt = 0; attempt < READ_ATTEMPTS; attempt++) {
       fetch(p, copy.clear());
-      long v = ObjectLayout.verify(copy.flip(), lines, p.incarnation());
+      long v = ObjectLayout.verify(copy.clear(), lines, p.incarnation());
       if (v >= 0) {
         return new Copy(v, ObjectLayout.payload(copy, p.size()));
       }
@@ -96,7 +96,7 @@ public final class TxClient {
     ByteBuffer copy = ByteBuffer.allocate(lines * ObjectLayout.LINE);
     for (int attempt = 0; attempt < READ_ATTEMPTS; attempt++) {
       fetch(p, copy.clear());
-      copy.flip();
+      copy.clear(); // whether the fabric advanced the position or not: the copy is [0, capacity)
       if (ObjectLayout.locked(copy)) {
         return -1;
       }
