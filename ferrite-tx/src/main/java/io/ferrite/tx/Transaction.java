@@ -366,6 +366,27 @@ public final class Transaction {
     }
   }
 
+  /**
+   * For history checkers (strict serializability, docs/TX.md): the version of every object this
+   * transaction read (the version its copy had), in read order. Complete once it has finished.
+   */
+  public Map<FatPointer, Long> readVersions() {
+    Map<FatPointer, Long> out = new LinkedHashMap<>();
+    reads.forEach((p, c) -> out.put(p, c.version()));
+    return out;
+  }
+
+  /**
+   * For history checkers: the version each written (or freed) object holds once this transaction
+   * committed: the version it read plus one (COMMIT-PRIMARY bumps it by one). Meaningful only if
+   * {@link #txCommit} answered committed.
+   */
+  public Map<FatPointer, Long> writtenVersions() {
+    Map<FatPointer, Long> out = new LinkedHashMap<>();
+    writes.keySet().forEach(p -> out.put(p, reads.get(p).version() + 1));
+    return out;
+  }
+
   /** This transaction's id (random per transaction). */
   public long id() {
     return txid;

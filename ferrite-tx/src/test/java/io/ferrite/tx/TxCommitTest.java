@@ -61,7 +61,7 @@ class TxCommitTest {
     return ByteBuffer.wrap(b).order(ByteOrder.LITTLE_ENDIAN).getLong(0);
   }
 
-  FatPointer make(TxClient c, byte[] value) {
+  static FatPointer make(TxClient c, byte[] value) {
     Transaction t = c.txBegin();
     FatPointer p = t.txAlloc(value.length, null);
     t.txWrite(p, value);
@@ -129,6 +129,17 @@ class TxCommitTest {
     t3.txWrite(p[0], num(12)); // a single-server transaction: LOCK's version check
     assertEquals(TxResult.Reason.VALIDATION, t3.txCommit().reason());
     assertEquals(11, num(a.lockFreeRead(p[0])));
+
+    // Single-server, read set beside the write set: COMMIT_LOCAL validates at the server.
+    FatPointer q = make(a, num(30));
+    Transaction t5 = a.txBegin();
+    t5.txRead(p[0]);
+    Transaction t6 = b.txBegin();
+    t6.txWrite(p[0], num(13));
+    assertTrue(t6.txCommit().committed());
+    t5.txWrite(q, num(31));
+    assertEquals(TxResult.Reason.VALIDATION, t5.txCommit().reason());
+    assertEquals(30, num(a.lockFreeRead(q)));
   }
 
   @Test
