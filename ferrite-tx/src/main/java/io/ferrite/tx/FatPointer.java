@@ -3,9 +3,10 @@ package io.ferrite.tx;
 import io.ferrite.kernel.proto.Wire;
 
 /**
- * The address of a tx object (FaRM §3): region and offset, with the object's size and the
- * incarnation it had when allocated. A reader that finds another incarnation at the address knows
- * the object was freed (and perhaps the slot reused for another object of the same size class).
+ * The address of a tx object (FaRM §3.5, fat pointers): region and offset, with the object's size
+ * and the incarnation it had when allocated. A reader that finds another incarnation at the address
+ * knows the object was freed (and perhaps the slot reused for another object of the same size
+ * class).
  *
  * @param region the tx region id (the master's region map), not a fabric region id
  * @param offset the object's first byte in the region, a multiple of 64

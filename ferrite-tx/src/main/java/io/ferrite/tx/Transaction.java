@@ -14,9 +14,9 @@ import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionException;
 
 /**
- * One transaction (FaRM §4), run by its coordinator: this client. Reads are one-sided and verified
- * ({@link TxClient#read}); writes are buffered here until {@link #txCommit}. Confined to one
- * thread; single use.
+ * One transaction (FaRM §3.4), run by its coordinator: this client. Reads are one-sided and
+ * verified ({@link TxClient#read}); writes are buffered here until {@link #txCommit}. Confined to
+ * one thread; single use.
  *
  * <h2>Commit</h2>
  *
@@ -317,8 +317,8 @@ public final class Transaction {
   }
 
   /**
-   * VALIDATE (FaRM §4): every object only read still holds the version this transaction read and is
-   * not locked; a one-sided verified read each. FaRM reads the header word alone; a lone 8-byte
+   * VALIDATE (FaRM §3.4): every object only read still holds the version this transaction read and
+   * is not locked; a one-sided verified read each. FaRM reads the header word alone; a lone 8-byte
    * read can tear on Ferrite's fabrics (the local fabric splits it), and the header cannot be
    * checked by itself, so the whole object is read and verified (one line for small objects).
    */

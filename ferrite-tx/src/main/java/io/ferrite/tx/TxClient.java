@@ -45,14 +45,14 @@ public final class TxClient {
     return client;
   }
 
-  /** Starts a transaction (FaRM §4). */
+  /** Starts a transaction (FaRM §3.4). */
   public Transaction txBegin() {
     return new Transaction(this, ThreadLocalRandom.current().nextLong());
   }
 
   /**
-   * Reads {@code p} outside any transaction with one one-sided read (FaRM §3's lock-free read),
-   * read again while the copy is locked or torn.
+   * Reads {@code p} outside any transaction with one one-sided read (FaRM §3.5), read again while
+   * the copy is locked or torn.
    *
    * @return the object's first {@code p.size()} payload bytes, as committed by some transaction
    * @throws FerriteException NOT_FOUND if the object was freed (another incarnation lives there);

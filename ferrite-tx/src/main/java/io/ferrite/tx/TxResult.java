@@ -11,7 +11,7 @@ package io.ferrite.tx;
 public record TxResult(Reason reason, String detail) {
   /** Why a transaction aborted. */
   public enum Reason {
-    /** An object of the write set was locked by another transaction (FaRM §4, LOCK). */
+    /** An object of the write set was locked by another transaction (FaRM §3.4, LOCK). */
     LOCKED,
     /**
      * An object's version changed (or it was freed) since the transaction read it: at LOCK for the

@@ -22,10 +22,10 @@ import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.ValueSource;
 
 /**
- * Lock-free reads under concurrent writers: objects of 11 cache lines and of one are rewritten by transactions
- * that fill every payload byte with one value, so a copy that mixes two writes (a torn read, or a
- * read of a locked object mid-apply) shows two values. Readers check that every copy they are given
- * has one value throughout. Over the local fabric every read is torn on purpose.
+ * Lock-free reads under concurrent writers: objects of 11 cache lines and of one are rewritten by
+ * transactions that fill every payload byte with one value, so a copy that mixes two writes (a torn
+ * read, or a read of a locked object mid-apply) shows two values. Readers check that every copy
+ * they are given has one value throughout. Over the local fabric every read is torn on purpose.
  */
 @ExtendWith(SeedExtension.class)
 class TxLockFreeReadTest {

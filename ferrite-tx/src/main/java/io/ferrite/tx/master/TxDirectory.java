@@ -18,7 +18,7 @@ import java.util.Map;
 import java.util.concurrent.CompletableFuture;
 
 /**
- * The tx face's master extension: the region map (FaRM §3: region → primary and backups),
+ * The tx face's master extension: the region map (FaRM §3.3: region → primary and backups),
  * journaled. Records:
  *
  * <pre>

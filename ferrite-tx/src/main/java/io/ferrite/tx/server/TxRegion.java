@@ -17,7 +17,7 @@ import java.util.Map;
  * One tx region at its primary: the memory clients read one-sided, and its allocator. The region is
  * cut into slabs of {@code tx.slab.size}; a slab is given one size class (a number of cache lines)
  * when first needed and keeps it for the region's life, so a freed slot is only ever reused for an
- * object of the same size class (FaRM §3's type-stable slabs): a stale fat pointer then lands on an
+ * object of the same size class (FaRM §3.5: type stability): a stale fat pointer then lands on an
  * object header, never inside another object's payload, and its incarnation tells it apart.
  *
  * <p>The allocator's state (free lists, bump pointers) lives in this JVM, under this object's
@@ -127,7 +127,7 @@ final class TxRegion {
   /**
    * Locks the object if its header holds {@code expected} unlocked and its incarnation is {@code
    * p}'s: {@link io.ferrite.tx.TxProtocol#OK}, LOCKED or CHANGED. The CAS is atomic with respect to
-   * other CASes on the word and to one-sided reads of it (FaRM §4, LOCK).
+   * other CASes on the word and to one-sided reads of it (FaRM §3.4, LOCK).
    */
   int lock(FatPointer p, long expected) {
     long h = memory.compareAndSwap(p.offset(), expected, expected | ObjectLayout.LOCK);

@@ -24,8 +24,8 @@ import java.util.concurrent.ConcurrentHashMap;
 
 /**
  * The tx face's memory-server service: the primary of its tx regions (allocation, and the
- * participant's half of FaRM §4's commit: LOCK, COMMIT-PRIMARY, ABORT; and the single-server commit
- * that locks, validates and applies in one step).
+ * participant's half of FaRM §3.4's commit: LOCK, COMMIT-PRIMARY, ABORT; and the single-server
+ * commit that locks, validates and applies in one step).
  *
  * <h2>A coordinator that dies after LOCK</h2>
  *
@@ -249,7 +249,7 @@ public final class TxService implements FerriteService {
     }
   }
 
-  /** Locks every write (FaRM §4 LOCK: version check and lock bit); all or none. */
+  /** Locks every write (FaRM §3.4 LOCK: version check and lock bit); all or none. */
   private int lockAll(List<Write> writes) {
     for (int i = 0; i < writes.size(); i++) {
       Write wr = writes.get(i);
@@ -312,11 +312,11 @@ public final class TxService implements FerriteService {
   }
 
   /**
-   * A single-server transaction (FaRM §4: "the primary validates and commits in one step"): the
-   * write set is locked, the read set validated against this server's own memory while the locks
-   * are held, then the writes applied and unlocked. The instant of validation, with the locks held,
-   * is its serialization point; no other server holds any of its objects, so nothing needs
-   * one-sided validation.
+   * A single-server transaction (FaRM §3.4, single machine transactions: "write set locking and
+   * read set validation are local"): the write set is locked, the read set validated against this
+   * server's own memory while the locks are held, then the writes applied and unlocked. The instant
+   * of validation, with the locks held, is its serialization point; no other server holds any of
+   * its objects, so nothing needs one-sided validation.
    */
   private int commitLocal(List<Write> writes, List<FatPointer> reads, List<Long> versions) {
     for (FatPointer p : reads) {
