@@ -305,4 +305,16 @@ class TxCommitTest {
     assertTrue(t.txCommit().committed());
     assertNotEquals(first.region(), elsewhere.region());
   }
+
+  @Test
+  void theRegionMapSurvivesAMasterRestart() throws Exception {
+    start();
+    FatPointer x = make(a, num(41));
+    int primary = a.view(x.region()).primary();
+    cluster.startMaster();
+    cluster.awaitServers(2);
+    TxClient fresh = new TxClient(cluster.client());
+    assertEquals(primary, fresh.view(x.region()).primary(), "the journaled placement");
+    assertEquals(41, num(fresh.lockFreeRead(x)));
+  }
 }
