@@ -129,6 +129,9 @@ public final class Transaction {
       result = commitOnce(stop);
     } catch (FerriteException e) {
       if (e.code() == ErrorCode.MOVED) {
+        // A single-server commit sent by a stale map: refetch the map before the next one.
+        reads.keySet().forEach(p -> client.forget(p.region()));
+        writes.keySet().forEach(p -> client.forget(p.region()));
         result = TxResult.abort(TxResult.Reason.STALE_MAP, e.getMessage());
       } else {
         throw e;

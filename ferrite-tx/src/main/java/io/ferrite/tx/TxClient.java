@@ -191,6 +191,11 @@ public final class TxClient {
     return primary;
   }
 
+  /** Puts {@code v} in the cache as if fetched (tests: a stale map or capability). */
+  void cache(RegionView v) {
+    regions.put(v.region(), v);
+  }
+
   /** Drops region {@code id} from the cache (its primary answered MOVED). */
   void forget(int id) {
     regions.remove(id);

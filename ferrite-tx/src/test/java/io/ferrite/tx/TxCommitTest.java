@@ -8,6 +8,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.ferrite.fabric.ErrorCode;
 import io.ferrite.fabric.FerriteException;
+import io.ferrite.fabric.RegionRef;
 import io.ferrite.fabric.testing.SeedExtension;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
@@ -316,5 +317,32 @@ class TxCommitTest {
     TxClient fresh = new TxClient(cluster.client());
     assertEquals(primary, fresh.view(x.region()).primary(), "the journaled placement");
     assertEquals(41, num(fresh.lockFreeRead(x)));
+  }
+
+  @Test
+  void aStaleRegionMapOrCapabilityIsFetchedAgain() throws Exception {
+    start();
+    FatPointer x = make(a, num(5));
+    FatPointer elsewhere = make(b, num(6));
+    TxClient.RegionView real = a.view(x.region());
+    int other = a.view(elsewhere.region()).primary();
+    RegionRef ref = real.ref();
+    // A map naming the wrong primary: that server answers MOVED, the client refetches.
+    a.cache(
+        new TxClient.RegionView(
+            x.region(), other, new RegionRef(other, ref.regionId(), ref.rkey(), ref.length())));
+    Transaction t = a.txBegin();
+    FatPointer y = t.txAlloc(8, x);
+    t.txWrite(x, num(7));
+    assertTrue(t.txCommit().committed());
+    assertEquals(real.primary(), a.view(x.region()).primary());
+    assertEquals(real.primary(), a.view(y.region()).primary());
+    // A capability that no longer opens the region: BAD_RKEY, refetched.
+    a.cache(
+        new TxClient.RegionView(
+            x.region(),
+            real.primary(),
+            new RegionRef(real.primary(), ref.regionId(), ref.rkey() ^ 0x5a5a, ref.length())));
+    assertEquals(7, num(a.lockFreeRead(x)));
   }
 }
