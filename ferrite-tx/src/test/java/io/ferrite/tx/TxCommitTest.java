@@ -6,8 +6,10 @@ import static org.junit.jupiter.api.Assertions.assertNotEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import io.ferrite.fabric.Counters;
 import io.ferrite.fabric.ErrorCode;
 import io.ferrite.fabric.FerriteException;
+import io.ferrite.fabric.OpKind;
 import io.ferrite.fabric.RegionRef;
 import io.ferrite.fabric.testing.SeedExtension;
 import java.nio.ByteBuffer;
@@ -344,5 +346,22 @@ class TxCommitTest {
             real.primary(),
             new RegionRef(real.primary(), ref.regionId(), ref.rkey() ^ 0x5a5a, ref.length())));
     assertEquals(7, num(a.lockFreeRead(x)));
+  }
+
+  @Test
+  void anUncontendedLockFreeReadIsOneOneSidedReadOfTheObjectsLines(Random random) throws Exception {
+    start();
+    byte[] v = bytes(random, 300);
+    FatPointer x = make(a, v);
+    a.lockFreeRead(x); // the map and capability are fetched once, then cached
+    int primary = a.view(x.region()).primary();
+    Counters counters = a.ferrite().connection(primary).counters();
+    long ops = counters.ops(OpKind.READ);
+    long bytes = counters.bytes(OpKind.READ);
+    long rpcs = counters.ops(OpKind.RPC);
+    assertArrayEquals(v, a.lockFreeRead(x));
+    assertEquals(1, counters.ops(OpKind.READ) - ops, "one one-sided read");
+    assertEquals(ObjectLayout.lines(300) * 64L, counters.bytes(OpKind.READ) - bytes);
+    assertEquals(0, counters.ops(OpKind.RPC) - rpcs, "no RPC");
   }
 }
