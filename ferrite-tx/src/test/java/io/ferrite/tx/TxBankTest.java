@@ -73,6 +73,9 @@ class TxBankTest {
     }
     assertTrue(
         a.view(accounts.get(0).region()).primary() != a.view(accounts.get(1).region()).primary());
+    // real: the clients read over shm (they map the region files), not tcp.
+    assertEquals(
+        real, a.ferrite().connection(a.view(accounts.get(0).region()).primary()).mapsRegions());
     if (!real) {
       cluster.network.faults().tearWait(Duration.ofMillis(1));
       cluster.network.faults().tearReads(true);

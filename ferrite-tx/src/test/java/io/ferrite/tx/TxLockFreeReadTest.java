@@ -59,6 +59,8 @@ class TxLockFreeReadTest {
     FatPointer fourth = t1.txAlloc(ObjectLayout.FIRST_PAYLOAD, first);
     assertTrue(t1.txCommit().committed());
     List<FatPointer> objects = List.of(first, second, third, fourth);
+    // real: the client reads over shm (it maps the region file), not tcp.
+    assertEquals(real, c.ferrite().connection(c.view(first.region()).primary()).mapsRegions());
     if (!real) {
       cluster.network.faults().tearWait(Duration.ofMillis(1));
       cluster.network.faults().tearReads(true);
