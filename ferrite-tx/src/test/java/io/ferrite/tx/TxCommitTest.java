@@ -12,6 +12,7 @@ import io.ferrite.fabric.FerriteException;
 import io.ferrite.fabric.OpKind;
 import io.ferrite.fabric.RegionRef;
 import io.ferrite.fabric.testing.SeedExtension;
+import io.ferrite.kernel.server.MemoryServer;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
 import java.nio.file.Path;
@@ -363,5 +364,30 @@ class TxCommitTest {
     assertEquals(1, counters.ops(OpKind.READ) - ops, "one one-sided read");
     assertEquals(ObjectLayout.lines(300) * 64L, counters.bytes(OpKind.READ) - bytes);
     assertEquals(0, counters.ops(OpKind.RPC) - rpcs, "no RPC");
+  }
+
+  @Test
+  void aParticipantThatIsDownAbortsWithUnreachableAndUnlocksTheOthers() throws Exception {
+    start();
+    FatPointer[] p = twoServers(num(1), num(2));
+    int down = a.view(p[1].region()).primary();
+    Transaction t = a.txBegin();
+    t.txRead(p[0]);
+    t.txRead(p[1]);
+    t.txWrite(p[0], num(10));
+    t.txWrite(p[1], num(20));
+    MemoryServer victim =
+        cluster.servers.stream().filter(m -> m.serverId() == down).findFirst().orElseThrow();
+    cluster.servers.remove(victim);
+    victim.close();
+    TxResult r = t.txCommit();
+    assertEquals(TxResult.Reason.UNREACHABLE, r.reason(), r.detail());
+    // The live participant got ABORT (txCommit waits for its answer): its lock is gone now, not
+    // after a lease.
+    Transaction u = a.txBegin();
+    u.txWrite(p[0], num(11));
+    TxResult ur = u.txCommit();
+    assertTrue(ur.committed(), ur.detail());
+    assertEquals(11, num(a.lockFreeRead(p[0])));
   }
 }
