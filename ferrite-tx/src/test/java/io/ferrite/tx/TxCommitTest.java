@@ -383,7 +383,8 @@ class TxCommitTest {
     TxResult r = t.txCommit();
     assertEquals(TxResult.Reason.UNREACHABLE, r.reason(), r.detail());
     // The live participant got ABORT (txCommit waits for its answer): its lock is gone now, not
-    // after a lease.
+    // after a lease (probe does not wait out a lock).
+    assertEquals(1, a.probe(p[0]) >= 0 ? 1 : 0, "still locked: ABORT did not reach the primary");
     Transaction u = a.txBegin();
     u.txWrite(p[0], num(11));
     TxResult ur = u.txCommit();
