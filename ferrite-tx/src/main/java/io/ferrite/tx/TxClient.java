@@ -187,6 +187,7 @@ public final class TxClient {
     for (int i = 0; i < n; i++) {
       r.i32("backup");
     }
+    r.u8("opened");
     r.end();
     return primary;
   }

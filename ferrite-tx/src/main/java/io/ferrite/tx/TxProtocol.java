@@ -6,8 +6,19 @@ package io.ferrite.tx;
  * <h2>Region map: the master extension, service {@value #MASTER_SERVICE} on the master</h2>
  *
  * <pre>
- *  NEW_REGION   i32 nearServer (-1: any)             → i32 region, i32 primary, i32 n, n × i32 backup
- *  GET_REGION   i32 region                           → i32 region, i32 primary, i32 n, n × i32 backup
+ *  NEW_REGION   i32 nearServer (-1: any)             → placement
+ *  GET_REGION   i32 region                           → placement
+ *  OPENED       i32 region (SERVER role: its primary) → (empty)
+ *
+ *  placement = i32 region, i32 primary, i32 n, n × i32 backup, u8 opened
+ * </pre>
+ *
+ * {@code opened}: the primary made the region's memory (OPENED, journaled) before any object was
+ * allocated in it. A primary asked for an opened region it does not hold lost it (it restarted:
+ * DRAM regions do not survive a process) and answers {@code DATA_LOST} rather than serve an empty
+ * region in its place (no replicas yet).
+ *
+ * <pre>
  * </pre>
  *
  * <h2>Objects and commits: the memory-server service, service {@value #SERVER_SERVICE}</h2>
@@ -38,6 +49,7 @@ public final class TxProtocol {
 
   public static final int NEW_REGION = 1;
   public static final int GET_REGION = 2;
+  public static final int OPENED = 3;
 
   public static final int OPEN_REGION = 1;
   public static final int ALLOC = 2;

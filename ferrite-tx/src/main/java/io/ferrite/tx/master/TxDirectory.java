@@ -2,10 +2,12 @@ package io.ferrite.tx.master;
 
 import io.ferrite.fabric.ErrorCode;
 import io.ferrite.fabric.FerriteException;
+import io.ferrite.fabric.Role;
 import io.ferrite.fabric.RpcContext;
 import io.ferrite.kernel.master.MasterContext;
 import io.ferrite.kernel.master.MasterExtension;
 import io.ferrite.kernel.proto.MemberInfo;
+import io.ferrite.kernel.proto.Permissions;
 import io.ferrite.kernel.proto.ServerState;
 import io.ferrite.kernel.proto.Wire;
 import io.ferrite.tx.TxProtocol;
@@ -23,6 +25,7 @@ import java.util.concurrent.CompletableFuture;
  *
  * <pre>
  *  REGION  u8 1, i32 region, i32 primary, i32 n, n × i32 backup
+ *  OPENED  u8 2, i32 region
  * </pre>
  *
  * A new region goes to the live server holding the fewest tx regions (ties by id), or to the server
@@ -32,7 +35,7 @@ import java.util.concurrent.CompletableFuture;
  */
 public final class TxDirectory implements MasterExtension {
   /** A region's placement. */
-  record Placement(int region, int primary, List<Integer> backups) {}
+  record Placement(int region, int primary, List<Integer> backups, boolean opened) {}
 
   private final Map<Integer, Placement> regions = new LinkedHashMap<>();
   private MasterContext context;
@@ -53,7 +56,13 @@ public final class TxDirectory implements MasterExtension {
   @Override
   public void apply(ByteBuffer record) {
     Wire.Reader r = new Wire.Reader(record, "tx record");
-    if (r.u8("type") == 1) {
+    int type = r.u8("type");
+    if (type == 2) {
+      Placement p = regions.get(r.i32("region"));
+      if (p != null) {
+        regions.put(p.region(), new Placement(p.region(), p.primary(), p.backups(), true));
+      }
+    } else if (type == 1) {
       int region = r.i32("region");
       int primary = r.i32("primary");
       int n = r.count("backups", 64);
@@ -61,7 +70,7 @@ public final class TxDirectory implements MasterExtension {
       for (int i = 0; i < n; i++) {
         backups.add(r.i32("backup"));
       }
-      regions.put(region, new Placement(region, primary, List.copyOf(backups)));
+      regions.put(region, new Placement(region, primary, List.copyOf(backups), false));
     }
     // Other types: records of a newer version, ignored as unknown opcodes are.
   }
@@ -71,6 +80,9 @@ public final class TxDirectory implements MasterExtension {
     List<byte[]> out = new ArrayList<>();
     for (Placement p : regions.values()) {
       out.add(record(p));
+      if (p.opened()) {
+        out.add(opened(p.region()));
+      }
     }
     return out;
   }
@@ -80,6 +92,10 @@ public final class TxDirectory implements MasterExtension {
         new Wire.Writer().u8(1).i32(p.region()).i32(p.primary()).i32(p.backups().size());
     p.backups().forEach(w::i32);
     return w.toArray();
+  }
+
+  private static byte[] opened(int region) {
+    return new Wire.Writer().u8(2).i32(region).toArray();
   }
 
   @Override
@@ -95,13 +111,13 @@ public final class TxDirectory implements MasterExtension {
   @Override
   public CompletableFuture<ByteBuffer> handle(RpcContext caller, int opcode, ByteBuffer request) {
     try {
-      return CompletableFuture.completedFuture(dispatch(opcode, request));
+      return CompletableFuture.completedFuture(dispatch(caller, opcode, request));
     } catch (FerriteException e) {
       return CompletableFuture.failedFuture(e);
     }
   }
 
-  private ByteBuffer dispatch(int opcode, ByteBuffer request) {
+  private ByteBuffer dispatch(RpcContext caller, int opcode, ByteBuffer request) {
     Wire.Reader r = new Wire.Reader(request, "tx directory request " + opcode);
     Placement p;
     switch (opcode) {
@@ -112,7 +128,7 @@ public final class TxDirectory implements MasterExtension {
             context.mutate(
                 m -> {
                   int id = regions.isEmpty() ? 1 : maxId() + 1;
-                  Placement made = new Placement(id, place(near, m.members()), List.of());
+                  Placement made = new Placement(id, place(near, m.members()), List.of(), false);
                   m.commit(record(made));
                   return regions.get(id);
                 });
@@ -126,13 +142,27 @@ public final class TxDirectory implements MasterExtension {
               ErrorCode.NO_SUCH_REGION, "tx region " + region + ": not in the master's region map");
         }
       }
+      case TxProtocol.OPENED -> {
+        Permissions.require(caller, Role.SERVER, "tx directory OPENED");
+        int region = r.i32("region");
+        r.end();
+        context.mutate(
+            m -> {
+              Placement q = regions.get(region);
+              if (q != null && !q.opened()) {
+                m.commit(opened(region));
+              }
+              return null;
+            });
+        return ByteBuffer.allocate(0);
+      }
       default ->
           throw new FerriteException(
               ErrorCode.UNKNOWN_OPCODE, "tx directory: unknown opcode " + opcode);
     }
     Wire.Writer w = new Wire.Writer().i32(p.region()).i32(p.primary()).i32(p.backups().size());
     p.backups().forEach(w::i32);
-    return w.toBuffer();
+    return w.u8(p.opened() ? 1 : 0).toBuffer();
   }
 
   private int maxId() {

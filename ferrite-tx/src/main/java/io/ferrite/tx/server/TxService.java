@@ -225,14 +225,43 @@ public final class TxService implements FerriteService {
     Wire.Reader a = new Wire.Reader(answer, "tx region placement");
     a.i32("region");
     int primary = a.i32("primary");
+    int n = a.count("backups", 64);
+    for (int i = 0; i < n; i++) {
+      a.i32("backup");
+    }
+    boolean opened = a.u8("opened") != 0;
     if (primary != context.serverId()) {
       throw new FerriteException(
           ErrorCode.MOVED,
           "tx region " + id + " has primary server " + primary + ", not " + context.serverId());
     }
     synchronized (regions) {
-      return regions.computeIfAbsent(
-          id, k -> new TxRegion(k, context.createRegion("dram", regionSize), slabSize, maxSize));
+      r = regions.get(id);
+      if (r != null) {
+        return r;
+      }
+      if (opened) {
+        // Made by an earlier process of this server: its DRAM is gone (no replicas yet).
+        throw new FerriteException(
+            ErrorCode.DATA_LOST,
+            "tx region "
+                + id
+                + " was lost with server "
+                + context.serverId()
+                + "'s memory (it restarted; tx regions have no replicas yet)");
+      }
+      r = new TxRegion(id, context.createRegion("dram", regionSize), slabSize, maxSize);
+      // Journaled before any object is allocated in it, so a later process knows it lost them.
+      context
+          .master()
+          .connection()
+          .callSync(
+              TxProtocol.MASTER_SERVICE,
+              TxProtocol.OPENED,
+              new Wire.Writer().i32(id).toBuffer(),
+              Duration.ofSeconds(10));
+      regions.put(id, r);
+      return r;
     }
   }
 
