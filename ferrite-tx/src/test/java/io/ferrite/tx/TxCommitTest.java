@@ -391,4 +391,25 @@ class TxCommitTest {
     assertTrue(ur.committed(), ur.detail());
     assertEquals(11, num(a.lockFreeRead(p[0])));
   }
+
+  @Test
+  void aRegionLostWithARestartedPrimaryAnswersDataLost() throws Exception {
+    start();
+    FatPointer x = make(a, num(5));
+    int primary = a.view(x.region()).primary();
+    MemoryServer victim =
+        cluster.servers.stream().filter(m -> m.serverId() == primary).findFirst().orElseThrow();
+    String name = victim.name();
+    cluster.servers.remove(victim);
+    victim.close();
+    MemoryServer back = cluster.startServer(name);
+    assertEquals(primary, back.serverId(), "the same server, a new process");
+    cluster.awaitServers(2);
+    TxClient fresh = new TxClient(cluster.client());
+    FerriteException e = assertThrows(FerriteException.class, () -> fresh.lockFreeRead(x));
+    assertEquals(ErrorCode.DATA_LOST, e.code(), e.getMessage());
+    Transaction t = fresh.txBegin();
+    assertEquals(
+        ErrorCode.DATA_LOST, assertThrows(FerriteException.class, () -> t.txAlloc(8, x)).code());
+  }
 }
