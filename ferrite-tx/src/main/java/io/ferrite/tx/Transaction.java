@@ -185,10 +185,12 @@ public final class Transaction {
                   .callSync(
                       server, TxProtocol.SERVER_SERVICE, TxProtocol.COMMIT_LOCAL, w.toBuffer()));
     } catch (FerriteException e) {
-      if (e.code() == ErrorCode.MOVED) {
-        throw e;
+      if (e.code() != ErrorCode.TIMEOUT
+          && e.code() != ErrorCode.DROPPED
+          && e.code() != ErrorCode.UNAVAILABLE) {
+        throw e; // the server refused it (MOVED, DATA_LOST, ...): it did not run
       }
-      // Not knowing whether it ran is not an abort: the caller must learn it from the data.
+      // No answer: not knowing whether it ran is not an abort; the caller learns it from the data.
       throw new FerriteException(
           e.code(),
           "tx "
