@@ -126,10 +126,11 @@ public final class ObjectLayout {
 
   /** The first {@code size} payload bytes of a verified copy. */
   public static byte[] payload(ByteBuffer copy, int size) {
-    ByteBuffer b = copy.duplicate();
     byte[] out = new byte[size];
-    for (int i = 0; i < size; i++) {
-      out[i] = b.get(payloadByte(i));
+    // One bulk copy per line (a byte loop cost 1 us for 600 bytes, 25x the read itself).
+    copy.get(24, out, 0, Math.min(size, FIRST_PAYLOAD));
+    for (int at = FIRST_PAYLOAD, k = 1; at < size; at += LINE_PAYLOAD, k++) {
+      copy.get(k * LINE + 8, out, at, Math.min(LINE_PAYLOAD, size - at));
     }
     return out;
   }
