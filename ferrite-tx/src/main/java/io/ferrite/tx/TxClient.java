@@ -1,0 +1,284 @@
+package io.ferrite.tx;
+
+import io.ferrite.fabric.ErrorCode;
+import io.ferrite.fabric.FerriteException;
+import io.ferrite.fabric.RegionRef;
+import io.ferrite.kernel.client.FerriteClient;
+import io.ferrite.kernel.proto.Wire;
+import java.nio.ByteBuffer;
+import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.ThreadLocalRandom;
+import java.util.concurrent.atomic.LongAdder;
+import java.util.concurrent.locks.LockSupport;
+
+/**
+ * The tx face's client: the cached region map, transactions ({@link #txBegin}) and lock-free reads
+ * ({@link #lockFreeRead}). Thread-safe; a {@link Transaction} is not (one thread each).
+ *
+ * <p>The region map (region → primary, with the primary's read capability for the region) is
+ * fetched from the master's {@code TxDirectory} and the primary ({@code OPEN_REGION}) on first use
+ * and cached. A server that is no longer a region's primary answers {@code MOVED}; a capability
+ * that no longer opens the region fails with {@code BAD_RKEY} or {@code NO_SUCH_REGION}: either way
+ * the entry is dropped, fetched again, and the operation retried once.
+ */
+public final class TxClient {
+  /** Torn or locked copies read again before a read gives up with {@code BUSY}. */
+  static final int READ_ATTEMPTS = 100_000;
+
+  /** A region as this client knows it. */
+  record RegionView(int region, int primary, RegionRef ref) {}
+
+  /** A verified copy of an object: its version and payload. */
+  record Copy(long version, byte[] payload) {}
+
+  private final FerriteClient client;
+  private final Map<Integer, RegionView> regions = new ConcurrentHashMap<>();
+  private final LongAdder oneSidedReads = new LongAdder();
+  private volatile int allocRegion = -1;
+
+  public TxClient(FerriteClient client) {
+    this.client = client;
+  }
+
+  FerriteClient ferrite() {
+    return client;
+  }
+
+  /** Starts a transaction (FaRM §3.4). */
+  public Transaction txBegin() {
+    return new Transaction(this, ThreadLocalRandom.current().nextLong());
+  }
+
+  /**
+   * Reads {@code p} outside any transaction with one one-sided read (FaRM §3.5), read again while
+   * the copy is locked or torn.
+   *
+   * @return the object's first {@code p.size()} payload bytes, as committed by some transaction
+   * @throws FerriteException NOT_FOUND if the object was freed (another incarnation lives there);
+   *     NO_SUCH_REGION if {@code p}'s region is not in the map (no capability); BUSY, retryable, if
+   *     every attempt found it locked or torn
+   */
+  public byte[] lockFreeRead(FatPointer p) {
+    return read(p).payload();
+  }
+
+  /** One-sided reads this client issued for objects (lock-free, transactional, validation). */
+  public long oneSidedReads() {
+    return oneSidedReads.sum();
+  }
+
+  /** A consistent copy of {@code p} (see {@link #lockFreeRead}). */
+  Copy read(FatPointer p) {
+    int lines = ObjectLayout.lines(p.size());
+    ByteBuffer copy = ByteBuffer.allocate(lines * ObjectLayout.LINE);
+    for (int attempt = 0; attempt < READ_ATTEMPTS; attempt++) {
+      fetch(p, copy.clear());
+      long v = ObjectLayout.verify(copy.clear(), lines, p.incarnation());
+      if (v >= 0) {
+        return new Copy(v, ObjectLayout.payload(copy, p.size()));
+      }
+      if (v == ObjectLayout.FREED) {
+        throw freed(p);
+      }
+      backoff(attempt);
+    }
+    throw new FerriteException(
+        ErrorCode.BUSY, p + ": locked or torn in " + READ_ATTEMPTS + " reads (retryable)");
+  }
+
+  /**
+   * The version {@code p} holds now, for VALIDATE: -1 if it is locked (by another transaction: the
+   * caller holds no lock on it) or freed, else its committed version.
+   */
+  long probe(FatPointer p) {
+    int lines = ObjectLayout.lines(p.size());
+    ByteBuffer copy = ByteBuffer.allocate(lines * ObjectLayout.LINE);
+    for (int attempt = 0; attempt < READ_ATTEMPTS; attempt++) {
+      fetch(p, copy.clear());
+      copy.clear(); // whether the fabric advanced the position or not: the copy is [0, capacity)
+      if (ObjectLayout.locked(copy)) {
+        return -1;
+      }
+      long v = ObjectLayout.verify(copy, lines, p.incarnation());
+      if (v != ObjectLayout.RETRY) {
+        return v;
+      }
+      backoff(attempt);
+    }
+    return -1;
+  }
+
+  private static void backoff(int attempt) {
+    if (attempt > 16) {
+      LockSupport.parkNanos(Math.min(1_000_000L, 1_000L << Math.min(attempt - 16, 10)));
+    } else {
+      Thread.onSpinWait();
+    }
+  }
+
+  /** One one-sided read of {@code p}'s lines; a stale capability is fetched again once. */
+  private void fetch(FatPointer p, ByteBuffer dst) {
+    RegionView v = view(p.region());
+    try {
+      oneSidedReads.increment();
+      client.connection(v.primary()).readSync(v.ref(), p.offset(), dst);
+    } catch (FerriteException e) {
+      if (e.code() != ErrorCode.BAD_RKEY && e.code() != ErrorCode.NO_SUCH_REGION) {
+        throw e;
+      }
+      regions.remove(p.region(), v);
+      RegionView again = view(p.region());
+      dst.clear();
+      oneSidedReads.increment();
+      client.connection(again.primary()).readSync(again.ref(), p.offset(), dst);
+    }
+  }
+
+  static FerriteException freed(FatPointer p) {
+    return new FerriteException(
+        ErrorCode.NOT_FOUND,
+        p + " was freed: its slot holds another incarnation (a stale fat pointer)");
+  }
+
+  /** Region {@code id} from the cache, or fetched from the master and its primary. */
+  RegionView view(int id) {
+    RegionView v = regions.get(id);
+    if (v != null) {
+      return v;
+    }
+    ByteBuffer b;
+    try {
+      b =
+          client.callMasterSync(
+              TxProtocol.MASTER_SERVICE,
+              TxProtocol.GET_REGION,
+              new Wire.Writer().i32(id).toBuffer());
+    } catch (FerriteException e) {
+      if (e.code() == ErrorCode.NO_SUCH_REGION) {
+        throw new FerriteException(
+            ErrorCode.NO_SUCH_REGION,
+            "tx region " + id + ": not in the region map, so this client has no capability for it");
+      }
+      throw e;
+    }
+    int primary = readPlacement(b);
+    Wire.Reader r =
+        new Wire.Reader(
+            client.callSync(
+                primary,
+                TxProtocol.SERVER_SERVICE,
+                TxProtocol.OPEN_REGION,
+                new Wire.Writer().i32(id).toBuffer()),
+            "tx region capability");
+    RegionRef ref =
+        new RegionRef(primary, r.i32("fabricRegion"), r.i64("readKey"), r.i64("length"));
+    r.end();
+    RegionView made = new RegionView(id, primary, ref);
+    regions.put(id, made);
+    return made;
+  }
+
+  private static int readPlacement(ByteBuffer b) {
+    Wire.Reader r = new Wire.Reader(b, "tx region placement");
+    r.i32("region");
+    int primary = r.i32("primary");
+    int n = r.count("backups", 64);
+    for (int i = 0; i < n; i++) {
+      r.i32("backup");
+    }
+    r.u8("opened");
+    r.end();
+    return primary;
+  }
+
+  /** Puts {@code v} in the cache as if fetched (tests: a stale map or capability). */
+  void cache(RegionView v) {
+    regions.put(v.region(), v);
+  }
+
+  /** Drops region {@code id} from the cache (its primary answered MOVED). */
+  void forget(int id) {
+    regions.remove(id);
+  }
+
+  /**
+   * Calls the primary of region {@code region}; on MOVED (a stale map) the entry is fetched again
+   * and the call retried once.
+   */
+  ByteBuffer callPrimary(int region, int opcode, ByteBuffer body) {
+    for (int attempt = 0; ; attempt++) {
+      RegionView v = view(region);
+      try {
+        return client.callSync(v.primary(), TxProtocol.SERVER_SERVICE, opcode, body.duplicate());
+      } catch (FerriteException e) {
+        if (e.code() != ErrorCode.MOVED || attempt > 0) {
+          throw e;
+        }
+        forget(region);
+      }
+    }
+  }
+
+  /**
+   * Allocates an object of {@code size} bytes: in {@code hint}'s region when given (FaRM's locality
+   * hint: beside that object, on its server), else in this client's current region, or a new one
+   * from the master when that is full.
+   *
+   * @throws FerriteException TOO_LARGE over {@code tx.object.max}; NO_SPACE naming the region when
+   *     the hint's region is full (nothing is allocated)
+   */
+  FatPointer allocate(int size, FatPointer hint) {
+    if (size < 1) {
+      throw new IllegalArgumentException("tx object size: " + size + " (expected: >= 1)");
+    }
+    if (hint != null) {
+      return allocateIn(hint.region(), size);
+    }
+    for (int attempt = 0; attempt < 3; attempt++) {
+      int region = allocRegion;
+      if (region < 0) {
+        region = newRegion(-1);
+      }
+      try {
+        return allocateIn(region, size);
+      } catch (FerriteException e) {
+        if (e.code() != ErrorCode.NO_SPACE) {
+          throw e;
+        }
+        synchronized (this) {
+          if (allocRegion == region) {
+            allocRegion = -1;
+          }
+        }
+      }
+    }
+    throw new FerriteException(
+        ErrorCode.NO_SPACE, "tx: no region with room for " + size + " bytes");
+  }
+
+  private synchronized int newRegion(int near) {
+    if (allocRegion >= 0) {
+      return allocRegion;
+    }
+    ByteBuffer b =
+        client.callMasterSync(
+            TxProtocol.MASTER_SERVICE,
+            TxProtocol.NEW_REGION,
+            new Wire.Writer().i32(near).toBuffer());
+    Wire.Reader r = new Wire.Reader(b.duplicate(), "tx new region");
+    allocRegion = r.i32("region");
+    return allocRegion;
+  }
+
+  private FatPointer allocateIn(int region, int size) {
+    Wire.Reader r =
+        new Wire.Reader(
+            callPrimary(
+                region, TxProtocol.ALLOC, new Wire.Writer().i32(region).i32(size).toBuffer()),
+            "tx alloc");
+    FatPointer p = new FatPointer(region, r.i64("offset"), size, r.i64("incarnation"));
+    r.end();
+    return p;
+  }
+}

@@ -1,0 +1,65 @@
+package io.ferrite.tx;
+
+import io.ferrite.kernel.config.ConfigKeys;
+import io.ferrite.kernel.config.FerriteConfig;
+import java.util.List;
+
+/**
+ * The tx face's configuration keys, known to {@link FerriteConfig} through {@link ConfigKeys}
+ * (META-INF/services) when the face is on the class path; read by the memory server's tx service.
+ */
+public final class TxConfig implements ConfigKeys {
+  /** Server: the bytes of one tx region (FaRM: 2 GiB; Ferrite's regions are at most 1 GiB). */
+  public static final String REGION_SIZE = "tx.region.size";
+
+  /** Server: the bytes of one slab; every slab holds objects of one size class. */
+  public static final String SLAB_SIZE = "tx.slab.size";
+
+  /** Server: the largest object payload, in bytes. */
+  public static final String OBJECT_MAX = "tx.object.max";
+
+  /**
+   * Server: how long a transaction's locks stay held at a participant without a COMMIT or ABORT
+   * from its coordinator; past it the participant resolves the transaction with its decider.
+   */
+  public static final String LOCK_LEASE = "tx.lock.lease";
+
+  /** For {@link java.util.ServiceLoader}. */
+  public TxConfig() {}
+
+  @Override
+  public List<Key> keys() {
+    return List.of(
+        new Key(REGION_SIZE, "64m", "server: bytes of one tx region (objects in size-class slabs)"),
+        new Key(SLAB_SIZE, "1m", "server: bytes of one tx slab; a slab holds one size class"),
+        new Key(OBJECT_MAX, "64k", "server: the largest tx object payload, in bytes"),
+        new Key(
+            LOCK_LEASE,
+            "2s",
+            "server: a tx participant resolves a transaction whose coordinator went silent after"
+                + " LOCK this long"));
+  }
+
+  @Override
+  public void validate(FerriteConfig cfg) {
+    long region = cfg.getSize(REGION_SIZE);
+    long slab = cfg.getSize(SLAB_SIZE);
+    long max = cfg.getSize(OBJECT_MAX);
+    if (slab < 4096 || slab % ObjectLayout.LINE != 0) {
+      throw new IllegalArgumentException(
+          SLAB_SIZE + ": " + slab + " (expected: a multiple of 64, >= 4096)");
+    }
+    if (region < slab || region > io.ferrite.fabric.MappedRegion.MAX_LENGTH) {
+      throw new IllegalArgumentException(
+          REGION_SIZE + ": " + region + " (expected: " + SLAB_SIZE + " to 1 GiB)");
+    }
+    if (max < 1 || ObjectLayout.lines((int) Math.min(max, Integer.MAX_VALUE / 2)) * 64L > slab) {
+      throw new IllegalArgumentException(
+          OBJECT_MAX + ": " + max + " (expected: >= 1, an object of it fits in one slab)");
+    }
+    if (cfg.getDuration(LOCK_LEASE).toMillis() < 1) {
+      throw new IllegalArgumentException(
+          LOCK_LEASE + ": " + cfg.get(LOCK_LEASE) + " (expected: >= 1ms)");
+    }
+  }
+}

@@ -1,0 +1,83 @@
+package io.ferrite.tx;
+
+/**
+ * The tx face's wire protocol (little-endian, {@link io.ferrite.kernel.proto.Wire}).
+ *
+ * <h2>Region map: the master extension, service {@value #MASTER_SERVICE} on the master</h2>
+ *
+ * <pre>
+ *  NEW_REGION   i32 nearServer (-1: any)             → placement
+ *  GET_REGION   i32 region                           → placement
+ *  OPENED       i32 region (SERVER role: its primary) → (empty)
+ *
+ *  placement = i32 region, i32 primary, i32 n, n × i32 backup, u8 opened
+ * </pre>
+ *
+ * {@code opened}: the primary made the region's memory (OPENED, journaled) before any object was
+ * allocated in it. A primary asked for an opened region it does not hold lost it (it restarted:
+ * DRAM regions do not survive a process) and answers {@code DATA_LOST} rather than serve an empty
+ * region in its place (no replicas yet).
+ *
+ * <pre>
+ * </pre>
+ *
+ * <h2>Objects and commits: the memory-server service, service {@value #SERVER_SERVICE}</h2>
+ *
+ * <pre>
+ *  OPEN_REGION  i32 region                           → i32 fabricRegion, i64 readKey, i64 length
+ *  ALLOC        i32 region, i32 size                 → i64 offset, i64 incarnation
+ *  LOCK         i64 txid, i32 decider, writes        → u8 status
+ *  COMMIT       i64 txid                             → u8 status
+ *  ABORT        i64 txid                             → u8 status (always OK)
+ *  COMMIT_LOCAL i64 txid, writes, reads              → u8 status
+ *  OUTCOME      i64 txid                             → u8 status (SERVER role only)
+ *
+ *  writes = i32 n, n × (ptr, i64 expectedVersion, u8 kind (1 write, 2 free), bytes value)
+ *  reads  = i32 n, n × (ptr, i64 version)
+ *  ptr    = i32 region, i64 offset, i32 size, i64 incarnation
+ * </pre>
+ *
+ * A server that is not the primary of a region it is asked about answers {@code MOVED}: the
+ * client's map is stale, it refetches from the master and retries once.
+ */
+public final class TxProtocol {
+  /** The master extension's service id. */
+  public static final int MASTER_SERVICE = 47;
+
+  /** The memory-server service's id. */
+  public static final int SERVER_SERVICE = 47;
+
+  public static final int NEW_REGION = 1;
+  public static final int GET_REGION = 2;
+  public static final int OPENED = 3;
+
+  public static final int OPEN_REGION = 1;
+  public static final int ALLOC = 2;
+  public static final int LOCK = 3;
+  public static final int COMMIT = 4;
+  public static final int ABORT = 5;
+  public static final int COMMIT_LOCAL = 6;
+  public static final int OUTCOME = 7;
+
+  /** Statuses of LOCK, COMMIT, COMMIT_LOCAL and OUTCOME. */
+  public static final int OK = 0;
+
+  /** An object of the write set is locked by another transaction. */
+  public static final int LOCKED = 1;
+
+  /** An object's version is not the one the transaction read (or it was freed since). */
+  public static final int CHANGED = 2;
+
+  /** The transaction was aborted at this server (its lock lease lapsed) before it committed. */
+  public static final int ABORTED = 3;
+
+  /** OUTCOME: the decider has not decided yet (its lease has not lapsed). */
+  public static final int PENDING = 4;
+
+  /** Write-set entry kinds. */
+  public static final int KIND_WRITE = 1;
+
+  public static final int KIND_FREE = 2;
+
+  private TxProtocol() {}
+}

@@ -1,0 +1,188 @@
+package io.ferrite.tx.server;
+
+import io.ferrite.fabric.ErrorCode;
+import io.ferrite.fabric.FerriteException;
+import io.ferrite.fabric.MappedRegion;
+import io.ferrite.tx.FatPointer;
+import io.ferrite.tx.ObjectLayout;
+import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
+import java.util.ArrayDeque;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+
+/**
+ * One tx region at its primary: the memory clients read one-sided, and its allocator. The region is
+ * cut into slabs of {@code tx.slab.size}; a slab is given one size class (a number of cache lines)
+ * when first needed and keeps it for the region's life, so a freed slot is only ever reused for an
+ * object of the same size class (FaRM §3.5: type stability): a stale fat pointer then lands on an
+ * object header, never inside another object's payload, and its incarnation tells it apart.
+ *
+ * <p>The allocator's state (free lists, bump pointers) lives in this JVM, under this object's
+ * monitor: not recoverable (recovery is a later slice). Object words are changed only through
+ * {@link #lock}, {@link #apply} and {@link #unlock} (CAS and release stores on the mapped memory),
+ * which one-sided readers see.
+ */
+final class TxRegion {
+  private final int id;
+  private final MappedRegion memory;
+  private final long slabSize;
+  private final int maxSize;
+  private final Map<Integer, ArrayDeque<Long>> free = new HashMap<>();
+  private final Map<Integer, List<long[]>> slabs = new HashMap<>(); // class → [start, next]
+  private long nextSlab;
+  private long live;
+
+  TxRegion(int id, MappedRegion memory, long slabSize, int maxSize) {
+    this.id = id;
+    this.memory = memory;
+    this.slabSize = slabSize;
+    this.maxSize = maxSize;
+  }
+
+  MappedRegion memory() {
+    return memory;
+  }
+
+  synchronized long live() {
+    return live;
+  }
+
+  /**
+   * Allocates an object of {@code size} payload bytes: its offset and incarnation. The slot's
+   * header is bumped to a new version and its payload zeroed (one image written under the slot's
+   * lock bit, so a reader of a stale pointer to this slot sees a consistent object of another
+   * incarnation, never a half-written one).
+   *
+   * @throws FerriteException TOO_LARGE over {@code tx.object.max}; NO_SPACE when the region has no
+   *     free slot of the class and no empty slab
+   */
+  synchronized long[] allocate(int size) {
+    if (size < 1 || size > maxSize) {
+      throw new FerriteException(
+          ErrorCode.TOO_LARGE,
+          "tx object of " + size + " bytes (expected: 1 to " + maxSize + ", tx.object.max)");
+    }
+    int lines = ObjectLayout.lines(size);
+    long offset = takeSlot(lines);
+    long header = memory.getLongAcquire(offset);
+    long incarnation = memory.getLongAcquire(offset + ObjectLayout.INCARNATION);
+    long next = (header & ~ObjectLayout.LOCK) + 1;
+    write(offset, lines, next, incarnation, new byte[0], header);
+    live++;
+    return new long[] {offset, incarnation};
+  }
+
+  private long takeSlot(int lines) {
+    ArrayDeque<Long> q = free.get(lines);
+    if (q != null && !q.isEmpty()) {
+      return q.poll();
+    }
+    long bytes = (long) lines * ObjectLayout.LINE;
+    for (long[] s : slabs.getOrDefault(lines, List.of())) {
+      if (s[1] + bytes <= s[0] + slabSize) {
+        long at = s[1];
+        s[1] += bytes;
+        return at;
+      }
+    }
+    if (nextSlab + slabSize > memory.length()) {
+      throw new FerriteException(
+          ErrorCode.NO_SPACE,
+          "tx region "
+              + id
+              + " is full: no free slot of "
+              + lines
+              + " lines and no empty slab ("
+              + live
+              + " objects live in "
+              + memory.length()
+              + " bytes)");
+    }
+    long[] s = {nextSlab, nextSlab + bytes};
+    nextSlab += slabSize;
+    slabs.computeIfAbsent(lines, k -> new ArrayList<>()).add(s);
+    return s[0];
+  }
+
+  /** Where {@code p} may point: bounds, alignment, an allocated size class at that offset. */
+  void check(FatPointer p) {
+    int lines = ObjectLayout.lines(p.size());
+    if (p.size() > maxSize || p.offset() + (long) lines * ObjectLayout.LINE > memory.length()) {
+      throw new FerriteException(ErrorCode.OUT_OF_BOUNDS, p + " is outside tx region " + id);
+    }
+    synchronized (this) {
+      for (long[] s : slabs.getOrDefault(lines, List.of())) {
+        if (p.offset() >= s[0] && p.offset() < s[1] && (p.offset() - s[0]) % (lines * 64L) == 0) {
+          return;
+        }
+      }
+    }
+    throw new FerriteException(
+        ErrorCode.INVALID_ARGUMENT, p + " does not address an object of its size class");
+  }
+
+  /**
+   * Locks the object if its header holds {@code expected} unlocked and its incarnation is {@code
+   * p}'s: {@link io.ferrite.tx.TxProtocol#OK}, LOCKED or CHANGED. The CAS is atomic with respect to
+   * other CASes on the word and to one-sided reads of it (FaRM §3.4, LOCK).
+   */
+  int lock(FatPointer p, long expected) {
+    long h = memory.compareAndSwap(p.offset(), expected, expected | ObjectLayout.LOCK);
+    if (h != expected) {
+      return (h & ObjectLayout.LOCK) != 0
+          ? io.ferrite.tx.TxProtocol.LOCKED
+          : io.ferrite.tx.TxProtocol.CHANGED;
+    }
+    if (memory.getLongAcquire(p.offset() + ObjectLayout.INCARNATION) != p.incarnation()) {
+      memory.putLongRelease(p.offset(), expected);
+      return io.ferrite.tx.TxProtocol.CHANGED;
+    }
+    return io.ferrite.tx.TxProtocol.OK;
+  }
+
+  /** Whether the object's header holds {@code version}, unlocked (a local VALIDATE). */
+  boolean holds(FatPointer p, long version) {
+    return memory.getLongAcquire(p.offset()) == version
+        && memory.getLongAcquire(p.offset() + ObjectLayout.INCARNATION) == p.incarnation();
+  }
+
+  /** Releases a lock taken by {@link #lock} at {@code expected}, changing nothing. */
+  void unlock(FatPointer p, long expected) {
+    memory.putLongRelease(p.offset(), expected);
+  }
+
+  /**
+   * COMMIT-PRIMARY for one object this transaction locked at {@code expected}: writes {@code value}
+   * at version {@code expected + 1} and unlocks; or, for a free, bumps the incarnation (zeroing the
+   * payload) and returns the slot to its class's free list.
+   */
+  void apply(FatPointer p, long expected, boolean isFree, byte[] value) {
+    int lines = ObjectLayout.lines(p.size());
+    long incarnation = p.incarnation() + (isFree ? 1 : 0);
+    write(p.offset(), lines, expected + 1, incarnation, isFree ? new byte[0] : value, expected);
+    if (isFree) {
+      synchronized (this) {
+        free.computeIfAbsent(lines, k -> new ArrayDeque<>()).add(p.offset());
+        live--;
+      }
+    }
+  }
+
+  /**
+   * Writes the image at {@code version}: everything but the header first (plain stores), then the
+   * header, unlocked, with release semantics, so a reader that sees the new header sees the lines.
+   * The caller holds the object's lock (or the region monitor for a free slot), so the header it
+   * overwrites ({@code current}) is its own; it is set locked first, so a reader racing the plain
+   * stores sees a locked object and retries instead of relying on the checksum alone.
+   */
+  private void write(
+      long offset, int lines, long version, long incarnation, byte[] value, long current) {
+    memory.putLongRelease(offset, current | ObjectLayout.LOCK);
+    ByteBuffer image = ObjectLayout.encode(lines, version, incarnation, value);
+    memory.writeFrom(offset + 8, image.position(8));
+    memory.putLongRelease(offset, image.order(ByteOrder.LITTLE_ENDIAN).getLong(0));
+  }
+}

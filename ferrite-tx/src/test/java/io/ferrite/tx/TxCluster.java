@@ -1,0 +1,41 @@
+package io.ferrite.tx;
+
+import io.ferrite.fabric.Credentials;
+import io.ferrite.kernel.config.FerriteConfig;
+import io.ferrite.kernel.testing.ClusterHarness;
+import java.io.IOException;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Path;
+import java.util.HashMap;
+import java.util.Map;
+
+/**
+ * A {@link ClusterHarness} with {@code serverCount} memory servers; the tx service and directory
+ * are found by {@link java.util.ServiceLoader}. Regions are small (256 KiB of 4 KiB slabs, objects
+ * up to 1000 bytes) so a test fills one quickly; the lock lease is short (300 ms) so a test of a
+ * dead coordinator sees its locks resolved.
+ */
+final class TxCluster extends ClusterHarness {
+  static final Credentials CREDENTIALS =
+      new Credentials(
+          "tx-test", "0123456789abcdef-tx-test-secret".getBytes(StandardCharsets.UTF_8));
+
+  TxCluster(Path dataDir, int serverCount, boolean real) throws IOException {
+    super(dataDir, CREDENTIALS, real, config());
+    startMaster();
+    for (int i = 0; i < serverCount; i++) {
+      startServer("tx" + i);
+    }
+  }
+
+  static Map<String, String> config() {
+    Map<String, String> c = new HashMap<>();
+    c.put(FerriteConfig.CAPACITY_DRAM, "8m");
+    c.put(FerriteConfig.CAPACITY_DISK, "0");
+    c.put(TxConfig.REGION_SIZE, "256k");
+    c.put(TxConfig.SLAB_SIZE, "4k");
+    c.put(TxConfig.OBJECT_MAX, "1000");
+    c.put(TxConfig.LOCK_LEASE, "300ms");
+    return c;
+  }
+}
