@@ -71,7 +71,7 @@ public final class TxHistory {
         case APPEND:
           return "append(" + key + "," + value + ")";
         default:
-          return "r(" + key + ")=" + Arrays.toString(list);
+          return "r(" + key + ")=" + abbreviated(list);
       }
     }
   }
@@ -109,6 +109,21 @@ public final class TxHistory {
   }
 
   private static final long[] NO_LIST = new long[0];
+
+  /** Lists longer than this print only their last elements (the ones that tell). */
+  private static final int SHOWN = 8;
+
+  /** {@code list} as "[1, 2, 3]", or "[..12 more, 13, ..., 20]" when long. */
+  static String abbreviated(long[] list) {
+    if (list.length <= SHOWN) {
+      return Arrays.toString(list);
+    }
+    StringBuilder sb = new StringBuilder("[..").append(list.length - SHOWN).append(" more");
+    for (int i = list.length - SHOWN; i < list.length; i++) {
+      sb.append(", ").append(list[i]);
+    }
+    return sb.append(']').toString();
+  }
 
   private final long initialVersion;
   private final AtomicInteger nextId = new AtomicInteger();
