@@ -1,8 +1,8 @@
 package io.ferrite.kernel.testing;
 
-import java.util.ArrayDeque;
 import java.util.ArrayList;
 import java.util.Arrays;
+import java.util.Collections;
 import java.util.List;
 
 /**
@@ -44,6 +44,9 @@ final class DependencyGraph {
   // Compressed rows after freeze: the edges of node n are order[start[n] .. start[n + 1]).
   private int[] start;
   private int[] order;
+  // Breadth-first search state, reused across searches (see path).
+  private static final int UNSEEN = -2;
+  private int[] via;
 
   DependencyGraph(int nodes) {
     this.nodes = nodes;
@@ -185,31 +188,60 @@ final class DependencyGraph {
     if (from == to) {
       return new ArrayList<>();
     }
-    int[] via = new int[nodes];
-    Arrays.fill(via, -2);
+    if (via == null) {
+      via = new int[nodes];
+      Arrays.fill(via, UNSEEN);
+    }
+    // via[] is kept all UNSEEN between calls; only the nodes this search touched are reset, so a
+    // search costs what it visits, not the whole graph (many small components stay cheap).
+    IntArrayQueue touched = new IntArrayQueue();
     via[from] = -1;
-    ArrayDeque<Integer> queue = new ArrayDeque<>();
-    queue.add(from);
-    while (!queue.isEmpty()) {
-      int v = queue.poll();
+    touched.add(from);
+    List<Integer> out = null;
+    for (int head = 0; head < touched.size() && out == null; head++) {
+      int v = touched.get(head);
       for (int i = start[v]; i < start[v + 1]; i++) {
         int e = order[i];
         int w = dst[e];
-        if ((type[e] & mask) == 0 || comp[w] != c || via[w] != -2) {
+        if ((type[e] & mask) == 0 || comp[w] != c || via[w] != UNSEEN) {
           continue;
         }
         via[w] = e;
+        touched.add(w);
         if (w == to) {
-          List<Integer> out = new ArrayList<>();
+          out = new ArrayList<>();
           for (int n = to; n != from; n = src[via[n]]) {
             out.add(via[n]);
           }
-          java.util.Collections.reverse(out);
-          return out;
+          Collections.reverse(out);
+          break;
         }
-        queue.add(w);
       }
     }
-    return null;
+    for (int i = 0; i < touched.size(); i++) {
+      via[touched.get(i)] = UNSEEN;
+    }
+    return out;
+  }
+
+  /** A growable int list used as the breadth-first queue (and the list of nodes to reset). */
+  private static final class IntArrayQueue {
+    private int[] items = new int[16];
+    private int size;
+
+    void add(int v) {
+      if (size == items.length) {
+        items = Arrays.copyOf(items, size * 2);
+      }
+      items[size++] = v;
+    }
+
+    int get(int i) {
+      return items[i];
+    }
+
+    int size() {
+      return size;
+    }
   }
 }
