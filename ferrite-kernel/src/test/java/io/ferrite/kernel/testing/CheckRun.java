@@ -265,7 +265,9 @@ final class CheckRun {
         continue;
       }
       Txn tv = txns.get(v);
-      if (tv.outcome() == Outcome.COMMITTED && tv.complete() < txns.get(u).invoke()) {
+      if (comp[v] == comp[u]
+          && tv.outcome() == Outcome.COMMITTED
+          && tv.complete() < txns.get(u).invoke()) {
         int c = comp[u];
         done[c] = true;
         List<Integer> cycle = new ArrayList<>();
