@@ -166,6 +166,10 @@ final class VersionInference {
     }
     for (long[] r : reads.getOrDefault(key, List.of())) {
       int p = r[1] == run.initial ? -1 : Arrays.binarySearch(o.labels, r[1]);
+      if (p < -1) {
+        // resolve() attributed the read to an included final writer: its version is installed.
+        throw new IllegalStateException("checker bug: key " + key + " v" + r[1] + " not installed");
+      }
       o.reads.add(new long[] {r[0], p});
     }
     run.orders.add(o);
