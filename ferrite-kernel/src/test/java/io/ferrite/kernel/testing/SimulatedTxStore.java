@@ -117,7 +117,7 @@ final class SimulatedTxStore {
           locks[k].lock();
         }
         try {
-          execute(tx, plan, Long.MAX_VALUE, ending, between, false);
+          execute(tx, plan, Long.MAX_VALUE, ending, r, between, false);
         } finally {
           for (int k : keys.descendingSet()) {
             locks[k].unlock();
@@ -129,13 +129,13 @@ final class SimulatedTxStore {
         synchronized (commitLock) {
           snapshot = ts;
         }
-        execute(tx, plan, snapshot, ending, between, true);
+        execute(tx, plan, snapshot, ending, r, between, true);
         break;
       default:
         synchronized (commitLock) {
           boolean readOnly = plan.stream().noneMatch(Step::write);
           long at = readOnly && ts > STALE_LAG && r.nextBoolean() ? ts - STALE_LAG : Long.MAX_VALUE;
-          execute(tx, plan, at, ending, between, false);
+          execute(tx, plan, at, ending, r, between, false);
         }
     }
   }
@@ -145,12 +145,16 @@ final class SimulatedTxStore {
       List<Step> plan,
       long snapshot,
       Ending ending,
+      Random r,
       Runnable between,
       boolean firstCommitterWins) {
     Map<Integer, Long> ownVersion = new HashMap<>();
     Map<Integer, List<Long>> ownAppends = new HashMap<>();
     Set<Integer> written = new LinkedHashSet<>();
     for (Step s : plan) {
+      if (r.nextInt(4) == 0) {
+        Thread.yield(); // widen the windows between steps: more interleavings, same semantics
+      }
       int k = s.key();
       if (s.write()) {
         written.add(k);
