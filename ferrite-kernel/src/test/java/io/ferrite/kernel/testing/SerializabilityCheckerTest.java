@@ -8,7 +8,10 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import io.ferrite.fabric.testing.SeedExtension;
 import io.ferrite.kernel.testing.SerializabilityChecker.Result;
 import io.ferrite.kernel.testing.SerializabilityChecker.Type;
+import io.ferrite.kernel.testing.TxHistory.Kind;
+import io.ferrite.kernel.testing.TxHistory.Op;
 import io.ferrite.kernel.testing.TxHistory.Outcome;
+import java.util.List;
 import java.util.Locale;
 import java.util.Random;
 import java.util.concurrent.TimeUnit;
@@ -197,6 +200,17 @@ class SerializabilityCheckerTest {
     assertTrue(m.contains("G2") && m.contains("write skew"), m);
     assertTrue(m.contains("T0 client 7 committed") && m.contains("T1 client 8"), m);
     assertTrue(m.contains("r(2)=v0") && m.contains("w(1)=v1"), m);
+  }
+
+  @Test
+  void transactionsRecordedElsewhereJoinTheHistory() {
+    TxHistory h = new TxHistory();
+    h.begin(1, 0).read(X, 0).write(X, 1).end(10, OK);
+    // From another process's log, on the same clock: it read x=0 after x=1 committed.
+    TxHistory.Txn t = h.record(2, 20, 30, OK, List.of(new Op(Kind.READ, X, 0, new long[0])));
+    assertEquals(1, t.id());
+    assertFound(Type.REALTIME, strict(h));
+    assertThrows(IllegalArgumentException.class, () -> h.record(3, 50, 40, OK, List.of()));
   }
 
   @Test

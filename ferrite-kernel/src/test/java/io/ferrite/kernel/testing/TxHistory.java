@@ -158,6 +158,27 @@ public final class TxHistory {
   }
 
   /**
+   * Adds a transaction that ran elsewhere (another JVM's log, say), with a fresh id; its times must
+   * be on this history's clock. An UNKNOWN outcome's completion is ignored, as in {@link Tx#end}.
+   */
+  public Txn record(int client, long invoke, long complete, Outcome outcome, List<Op> ops) {
+    if (outcome != Outcome.UNKNOWN && complete < invoke) {
+      throw new IllegalArgumentException(
+          "complete: " + complete + " (expected: >= invoke " + invoke + ")");
+    }
+    Txn t =
+        new Txn(
+            nextId.getAndIncrement(),
+            client,
+            invoke,
+            outcome == Outcome.UNKNOWN ? Long.MAX_VALUE : complete,
+            outcome,
+            List.copyOf(ops));
+    finished.add(t);
+    return t;
+  }
+
+  /**
    * Every transaction so far, by id; those not ended yet as UNKNOWN with no completion. Safe while
    * others still add (a snapshot of what ended before the call; an open transaction's ops are read
    * racily, so take it after the clients stopped when that matters).
