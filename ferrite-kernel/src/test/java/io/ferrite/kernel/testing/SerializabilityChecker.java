@@ -72,8 +72,8 @@ import java.util.Set;
  * <p><b>Cost.</b> O((T + O) log) for T transactions and O operations to infer versions, O(T + E)
  * per component pass; a cycle search is a breadth-first search of one component, tried at most
  * {@link #SINGLE_TRIES} times per component to find a one-rw cycle before calling it G2. A history
- * of 100 k transactions (two reads and two writes each, 1 000 keys) is checked in 0.4 to 1 s on the
- * shared 2-core machine (SerializabilityCheckerTest#hundredThousandTransactions prints it).
+ * of 100 k transactions (two reads and two writes each, 1 000 keys) is checked in 0.4 to 1.6 s on
+ * the shared 2-core machine (SerializabilityCheckerTest#hundredThousandTransactions prints it).
  *
  * <p><b>Limits.</b> Versions must be unique per key among committed writes. FaRM's version + 1
  * makes an aborted or lost write's version collide with a later commit's: a read of it is then
