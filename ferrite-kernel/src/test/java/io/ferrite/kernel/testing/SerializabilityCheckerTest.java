@@ -14,6 +14,7 @@ import io.ferrite.kernel.testing.TxHistory.Outcome;
 import java.util.List;
 import java.util.Locale;
 import java.util.Random;
+import java.util.Set;
 import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.ExtendWith;
@@ -355,5 +356,29 @@ class SerializabilityCheckerTest {
         assertFound(Type.REALTIME, result);
       }
     }
+  }
+
+  /**
+   * The worst case for the cycle search: 100 000 concurrent read-modify-writes of 100 keys that all
+   * read the initial versions (lost updates everywhere: one huge component). Still polynomial and
+   * quick; prints the time, asserts only what is found.
+   */
+  @Test
+  void hundredThousandLostUpdates(Random random) {
+    int n = 100_000;
+    int keys = 100;
+    TxHistory h = new TxHistory();
+    long[] version = new long[keys];
+    for (int i = 0; i < n; i++) {
+      int a = random.nextInt(keys);
+      version[a]++;
+      h.begin(i % 16, i).read(a, 0).write(a, version[a]).end(n + i, OK);
+    }
+    long start = System.nanoTime();
+    Result result = SerializabilityChecker.checkSerializable(h);
+    long ms = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - start);
+    System.out.println(
+        String.format(Locale.ROOT, "checked %d lost updates in %d ms: %s", n, ms, result.found()));
+    assertEquals(Set.of(Type.G_SINGLE), result.types(), result::toString);
   }
 }
