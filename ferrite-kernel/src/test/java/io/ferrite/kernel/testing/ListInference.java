@@ -19,6 +19,8 @@ final class ListInference {
   final CheckRun run;
   // key -> element -> appends of it: {node, final ? 1 : 0}
   final Map<Long, Map<Long, List<int[]>>> appends = new HashMap<>();
+  // key -> node -> its appends to the key, in program order
+  final Map<Long, Map<Integer, List<Long>>> byTxn = new HashMap<>();
   // key -> external reads: {reader node, elements...}
   final Map<Long, List<long[]>> reads = new HashMap<>();
 
@@ -43,6 +45,10 @@ final class ListInference {
               .computeIfAbsent(op.key(), k -> new HashMap<>())
               .computeIfAbsent(op.value(), v -> new ArrayList<>())
               .add(new int[] {n, fin});
+          byTxn
+              .computeIfAbsent(op.key(), k -> new HashMap<>())
+              .computeIfAbsent(n, x -> new ArrayList<>())
+              .add(op.value());
         }
       }
     }
@@ -215,6 +221,7 @@ final class ListInference {
       }
       o.reads.add(new long[] {reader, p});
     }
+    atomicAppends(key, position, (int) longest[0]);
     Set<Integer> tail = new LinkedHashSet<>();
     for (Map.Entry<Long, List<int[]>> e : byElement.entrySet()) {
       if (position.containsKey(e.getKey())) {
@@ -228,6 +235,45 @@ final class ListInference {
     }
     o.tail = tail.stream().mapToInt(Integer::intValue).toArray();
     run.orders.add(o);
+  }
+
+  /**
+   * A transaction's appends to one key are atomic: in the order they appear all or none from its
+   * first on, in its program order. (Another's element between two of them is a ww cycle, G0.)
+   */
+  void atomicAppends(long key, Map<Long, Integer> position, int longestReader) {
+    for (Map.Entry<Integer, List<Long>> t : byTxn.getOrDefault(key, Map.of()).entrySet()) {
+      List<Long> mine = t.getValue();
+      if (mine.size() < 2 || !run.included[t.getKey()]) {
+        continue;
+      }
+      List<String> at = new ArrayList<>();
+      boolean gap = false;
+      boolean broken = false;
+      int last = -1;
+      for (long e : mine) {
+        Integer p = position.get(e);
+        at.add(p == null ? "-" : p.toString());
+        broken |= p != null && (gap || p < last);
+        gap |= p == null;
+        last = p == null ? last : p;
+      }
+      if (broken) {
+        run.report(
+            Type.INCOMPATIBLE_ORDER,
+            List.of(t.getKey(), longestReader),
+            run.name(t.getKey())
+                + " appended "
+                + mine
+                + " to key "
+                + key
+                + ", at positions "
+                + at
+                + " of what "
+                + run.name(longestReader)
+                + " read (- for absent)");
+      }
+    }
   }
 
   boolean isFinal(Map<Long, List<int[]>> byElement, long e, int node) {

@@ -253,6 +253,20 @@ class SerializabilityCheckerTest {
     notPrefix.begin(4, 20).readList(X, 2, 1).end(30, OK);
     assertFound(Type.INCOMPATIBLE_ORDER, strict(notPrefix));
 
+    // One transaction's appends seen partly (the later without the earlier), or reversed.
+    TxHistory partial = new TxHistory();
+    partial.begin(1, 0).append(X, 1).append(X, 2).end(10, OK);
+    partial.begin(2, 20).readList(X, 2).end(30, OK);
+    assertFound(Type.INCOMPATIBLE_ORDER, strict(partial));
+    TxHistory reversed = new TxHistory();
+    reversed.begin(1, 0).append(X, 1).append(X, 2).end(10, OK);
+    reversed.begin(2, 20).readList(X, 2, 1).end(30, OK);
+    assertFound(Type.INCOMPATIBLE_ORDER, strict(reversed));
+    TxHistory whole = new TxHistory();
+    whole.begin(1, 0).append(X, 1).append(X, 2).end(10, OK);
+    whole.begin(2, 20).readList(X, 1, 2).end(30, OK);
+    assertValid(strict(whole));
+
     TxHistory aborted = new TxHistory();
     aborted.begin(1, 0).append(X, 1).end(10, Outcome.ABORTED);
     aborted.begin(2, 20).readList(X, 1).end(30, OK);
