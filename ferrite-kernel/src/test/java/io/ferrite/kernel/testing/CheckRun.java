@@ -15,11 +15,12 @@ import java.util.LinkedHashSet;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
+import java.util.function.LongUnaryOperator;
 
 /** One check: the history indexed by node (its position in the list). */
 final class CheckRun {
   final List<Txn> txns;
-  final long initial;
+  final LongUnaryOperator initial; // key -> the version it starts at
   final boolean[] included;
   final List<Anomaly> anomalies = new ArrayList<>();
   final Map<Type, Integer> counts = new EnumMap<>(Type.class);
@@ -27,7 +28,7 @@ final class CheckRun {
   final long t0;
   DependencyGraph graph;
 
-  CheckRun(List<Txn> txns, long initial) {
+  CheckRun(List<Txn> txns, LongUnaryOperator initial) {
     this.txns = txns;
     this.initial = initial;
     this.included = new boolean[txns.size()];

@@ -6,6 +6,7 @@ import java.util.EnumSet;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
+import java.util.function.LongUnaryOperator;
 
 /**
  * Checks a {@link TxHistory} for (strict) serializability with Adya's direct serialization graph
@@ -72,8 +73,9 @@ import java.util.Set;
  * <p><b>Cost.</b> O((T + O) log) for T transactions and O operations to infer versions, O(T + E)
  * per component pass; a cycle search is a breadth-first search of one component, tried at most
  * {@link #SINGLE_TRIES} times per component to find a one-rw cycle before calling it G2. A history
- * of 100 k transactions (two reads and two writes each, 1 000 keys) is checked in 0.4 to 1.6 s on
- * the shared 2-core machine (SerializabilityCheckerTest#hundredThousandTransactions prints it).
+ * of 100 k transactions (two reads and two writes each, 1 000 keys) is checked in 0.4 to 2 s on the
+ * shared 2-core machine, by its load (SerializabilityCheckerTest#hundredThousandTransactions prints
+ * it; 100 k lost updates in one component per key, the worst case tried, 0.2 to 3 s).
  *
  * <p><b>Limits.</b> Versions must be unique per key among committed writes. FaRM's version + 1
  * makes an aborted or lost write's version collide with a later commit's: a read of it is then
@@ -170,12 +172,12 @@ public final class SerializabilityChecker {
 
   /** Checks strict serializability: serializable, in an order that respects real time. */
   public static Result checkStrict(TxHistory history) {
-    return check(history.transactions(), history.initialVersion(), true);
+    return check(history.transactions(), history::initialVersion, true);
   }
 
   /** Checks serializability only (no real-time edges). */
   public static Result checkSerializable(TxHistory history) {
-    return check(history.transactions(), history.initialVersion(), false);
+    return check(history.transactions(), history::initialVersion, false);
   }
 
   /** Fails with the anomalies found, readable, unless the history is strictly serializable. */
@@ -189,6 +191,11 @@ public final class SerializabilityChecker {
 
   /** Checks {@code txns} (ids unique, any order), every key starting at version {@code initial}. */
   public static Result check(List<Txn> txns, long initial, boolean strict) {
+    return check(txns, key -> initial, strict);
+  }
+
+  /** Checks {@code txns} (ids unique, any order), key k starting at version {@code initial(k)}. */
+  public static Result check(List<Txn> txns, LongUnaryOperator initial, boolean strict) {
     CheckRun run = new CheckRun(txns, initial);
     run.infer();
     run.graph(strict);

@@ -156,6 +156,12 @@ class SerializabilityCheckerTest {
     initial.begin(1, 0).read(X, 100).write(X, 101).end(10, OK);
     initial.begin(2, 20).read(X, 101).end(30, OK);
     assertValid(strict(initial));
+    // Per key: y was made by a setup the history does not show, at version 7.
+    initial.initialVersion(Y, 7);
+    initial.begin(3, 40).read(Y, 7).read(X, 101).end(50, OK);
+    assertValid(strict(initial));
+    initial.begin(4, 60).read(Y, 100).end(70, OK);
+    assertFound(Type.UNWRITTEN_READ, strict(initial));
   }
 
   @Test

@@ -126,6 +126,7 @@ public final class TxHistory {
   }
 
   private final long initialVersion;
+  private final Map<Long, Long> initialVersions = new ConcurrentHashMap<>();
   private final AtomicInteger nextId = new AtomicInteger();
   private final ConcurrentLinkedQueue<Txn> finished = new ConcurrentLinkedQueue<>();
   private final Map<Integer, Tx> open = new ConcurrentHashMap<>();
@@ -140,9 +141,22 @@ public final class TxHistory {
     this.initialVersion = initialVersion;
   }
 
-  /** The version every key has before any transaction wrote it. */
+  /** The version every key has before any transaction wrote it, unless set per key. */
   public long initialVersion() {
     return initialVersion;
+  }
+
+  /**
+   * Sets the version {@code key} has before any transaction of the history wrote it (an object made
+   * by a setup the history does not record, say). Set it before checking.
+   */
+  public void initialVersion(long key, long version) {
+    initialVersions.put(key, version);
+  }
+
+  /** The version {@code key} starts at. */
+  public long initialVersion(long key) {
+    return initialVersions.getOrDefault(key, initialVersion);
   }
 
   /** Begins a transaction of {@code client} now. */

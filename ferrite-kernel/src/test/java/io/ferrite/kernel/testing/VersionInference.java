@@ -76,7 +76,7 @@ final class VersionInference {
   void resolve(int n, Op op, ArrayDeque<Integer> work) {
     long key = op.key();
     long v = op.value();
-    if (v == run.initial) {
+    if (v == run.initial.applyAsLong(key)) {
       reads.computeIfAbsent(key, k -> new ArrayList<>()).add(new long[] {n, v});
       return;
     }
@@ -118,6 +118,7 @@ final class VersionInference {
   }
 
   void orderKey(long key, Map<Long, List<int[]>> byVersion) {
+    long initial = run.initial.applyAsLong(key);
     List<long[]> installed = new ArrayList<>(); // {version, node}
     for (Map.Entry<Long, List<int[]>> e : byVersion.entrySet()) {
       int first = -1;
@@ -139,7 +140,7 @@ final class VersionInference {
           continue;
         }
         first = w[0];
-        if (e.getKey() <= run.initial) {
+        if (e.getKey() <= initial) {
           run.report(
               Type.DUPLICATE_VERSION,
               List.of(first),
@@ -149,7 +150,7 @@ final class VersionInference {
                   + " v"
                   + e.getKey()
                   + ", not after the initial v"
-                  + run.initial);
+                  + initial);
         }
       }
       if (first >= 0) {
@@ -165,7 +166,7 @@ final class VersionInference {
       o.writers[p] = (int) installed.get(p)[1];
     }
     for (long[] r : reads.getOrDefault(key, List.of())) {
-      int p = r[1] == run.initial ? -1 : Arrays.binarySearch(o.labels, r[1]);
+      int p = r[1] == initial ? -1 : Arrays.binarySearch(o.labels, r[1]);
       if (p < -1) {
         // resolve() attributed the read to an included final writer: its version is installed.
         throw new IllegalStateException("checker bug: key " + key + " v" + r[1] + " not installed");
