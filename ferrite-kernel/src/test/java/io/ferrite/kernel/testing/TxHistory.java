@@ -24,9 +24,10 @@ import java.util.concurrent.atomic.AtomicInteger;
  *   <li><b>Versions</b>: {@link Tx#read(long, long)} records the version of an object a transaction
  *       saw, {@link Tx#write(long, long)} the version its commit installed. Versions are the
  *       store's per-object 64-bit versions (FaRM §3.4): their numeric order is the key's version
- *       order, and every key starts at {@link #initialVersion()} (no transaction wrote it). A
- *       transaction that writes a key twice installs only its last write; an earlier version of it
- *       is <i>intermediate</i> and nobody else may read it.
+ *       order, and every key starts at {@link #initialVersion()} (no transaction wrote it; {@link
+ *       #initialVersion(long, long)} sets it per key). A transaction that writes a key twice
+ *       installs only its last write; an earlier version of it is <i>intermediate</i> and nobody
+ *       else may read it.
  *   <li><b>List-append</b>, as in Elle (Kingsbury and Alvaro, VLDB 2020): {@link Tx#append} adds a
  *       unique element to the list at a key and {@link Tx#readList} records the whole list read.
  *       The versions are inferred: a key's version after an append is the list up to that element,
