@@ -219,6 +219,12 @@ class SerializabilityCheckerTest {
     assertEquals(1, t.id());
     assertFound(Type.REALTIME, strict(h));
     assertThrows(IllegalArgumentException.class, () -> h.record(3, 50, 40, OK, List.of()));
+    // Key objects numbered once each.
+    TxHistory named = new TxHistory();
+    assertEquals(0, named.key("alice"));
+    assertEquals(1, named.key(List.of(7L, 8L)));
+    assertEquals(0, named.key("alice"));
+    assertEquals(1, named.key(List.of(7L, 8L)));
   }
 
   @Test

@@ -11,6 +11,7 @@ import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicLong;
 
 /**
  * The transactions a test ran, for {@link SerializabilityChecker}. Many client threads fill one
@@ -128,6 +129,8 @@ public final class TxHistory {
 
   private final long initialVersion;
   private final Map<Long, Long> initialVersions = new ConcurrentHashMap<>();
+  private final Map<Object, Long> keys = new ConcurrentHashMap<>();
+  private final AtomicLong nextKey = new AtomicLong();
   private final AtomicInteger nextId = new AtomicInteger();
   private final ConcurrentLinkedQueue<Txn> finished = new ConcurrentLinkedQueue<>();
   private final Map<Integer, Tx> open = new ConcurrentHashMap<>();
@@ -153,6 +156,16 @@ public final class TxHistory {
    */
   public void initialVersion(long key, long version) {
     initialVersions.put(key, version);
+  }
+
+  /**
+   * A key number for any key object (a fat pointer, an account name), the same for equal objects
+   * throughout this history: 0, 1, 2 ... in order of first use. Thread-safe.
+   */
+  public long key(Object name) {
+    // The function runs once per new key; the counter, not keys.size(), keeps two new keys
+    // numbered at once apart.
+    return keys.computeIfAbsent(name, n -> nextKey.getAndIncrement());
   }
 
   /** The version {@code key} starts at. */
