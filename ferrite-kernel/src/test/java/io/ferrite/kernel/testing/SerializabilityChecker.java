@@ -73,9 +73,10 @@ import java.util.function.LongUnaryOperator;
  * <p><b>Cost.</b> O((T + O) log) for T transactions and O operations to infer versions, O(T + E)
  * per component pass; a cycle search is a breadth-first search of one component, tried at most
  * {@link #SINGLE_TRIES} times per component to find a one-rw cycle before calling it G2. A history
- * of 100 k transactions (two reads and two writes each, 1 000 keys) is checked in 0.4 to 2 s on the
- * shared 2-core machine, by its load (SerializabilityCheckerTest#hundredThousandTransactions prints
- * it; 100 k lost updates in one component per key, the worst case tried, 0.2 to 3 s).
+ * of 100 k transactions (two reads and two writes each, 1 000 keys) is checked in 0.4 to 0.6 s on
+ * the shared 2-core machine when quiet, up to 2.8 s at a load average of 17
+ * (SerializabilityCheckerTest#hundredThousandTransactions prints it); 100 k lost updates, one
+ * component per key, the worst case tried: 0.2 s quiet, up to 2.9 s loaded.
  *
  * <p><b>Limits.</b> Versions must be unique per key among committed writes. FaRM's version + 1
  * makes an aborted or lost write's version collide with a later commit's: a read of it is then
