@@ -8,7 +8,6 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import io.ferrite.fabric.testing.SeedExtension;
 import io.ferrite.kernel.testing.SerializabilityChecker.Result;
 import io.ferrite.kernel.testing.SerializabilityChecker.Type;
-import io.ferrite.kernel.testing.TxHistory.Kind;
 import io.ferrite.kernel.testing.TxHistory.Op;
 import io.ferrite.kernel.testing.TxHistory.Outcome;
 import java.util.List;
@@ -215,7 +214,7 @@ class SerializabilityCheckerTest {
     TxHistory h = new TxHistory();
     h.begin(1, 0).read(X, 0).write(X, 1).end(10, OK);
     // From another process's log, on the same clock: it read x=0 after x=1 committed.
-    TxHistory.Txn t = h.record(2, 20, 30, OK, List.of(new Op(Kind.READ, X, 0, new long[0])));
+    TxHistory.Txn t = h.record(2, 20, 30, OK, List.of(Op.read(X, 0)));
     assertEquals(1, t.id());
     assertFound(Type.REALTIME, strict(h));
     assertThrows(IllegalArgumentException.class, () -> h.record(3, 50, 40, OK, List.of()));

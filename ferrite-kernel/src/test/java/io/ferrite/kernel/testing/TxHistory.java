@@ -63,6 +63,26 @@ public final class TxHistory {
    * the element (APPEND); {@code list} is the list read (READ_LIST), otherwise empty.
    */
   public record Op(Kind kind, long key, long value, long[] list) {
+    /** Saw {@code version} of {@code key} (for {@link TxHistory#record}). */
+    public static Op read(long key, long version) {
+      return new Op(Kind.READ, key, version, NO_LIST);
+    }
+
+    /** Installed {@code version} of {@code key}. */
+    public static Op write(long key, long version) {
+      return new Op(Kind.WRITE, key, version, NO_LIST);
+    }
+
+    /** Appended {@code element} to the list at {@code key}. */
+    public static Op append(long key, long element) {
+      return new Op(Kind.APPEND, key, element, NO_LIST);
+    }
+
+    /** Read {@code list} at {@code key}. */
+    public static Op readList(long key, long... list) {
+      return new Op(Kind.READ_LIST, key, 0, list.clone());
+    }
+
     @Override
     public String toString() {
       switch (kind) {
@@ -248,24 +268,24 @@ public final class TxHistory {
 
     /** Saw {@code version} of {@code key}. */
     public Tx read(long key, long version) {
-      return add(new Op(Kind.READ, key, version, NO_LIST));
+      return add(Op.read(key, version));
     }
 
     /** Wrote {@code key}; its commit installs (installed) {@code version}. */
     public Tx write(long key, long version) {
-      return add(new Op(Kind.WRITE, key, version, NO_LIST));
+      return add(Op.write(key, version));
     }
 
     /**
      * Appended {@code element} (unique per key in the whole history) to the list at {@code key}.
      */
     public Tx append(long key, long element) {
-      return add(new Op(Kind.APPEND, key, element, NO_LIST));
+      return add(Op.append(key, element));
     }
 
     /** Read the list at {@code key}: {@code list}, oldest element first. */
     public Tx readList(long key, long... list) {
-      return add(new Op(Kind.READ_LIST, key, 0, list.clone()));
+      return add(Op.readList(key, list));
     }
 
     private Tx add(Op op) {
