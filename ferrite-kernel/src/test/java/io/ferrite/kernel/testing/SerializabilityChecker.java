@@ -143,6 +143,11 @@ public final class SerializabilityChecker {
       return out;
     }
 
+    /** The first line of {@link #toString()}: the verdict and the counts. */
+    public String summary() {
+      return toString().lines().findFirst().orElse("");
+    }
+
     @Override
     public String toString() {
       String what = strict ? "strictly serializable" : "serializable";

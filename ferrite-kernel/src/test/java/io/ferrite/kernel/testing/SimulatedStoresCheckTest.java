@@ -60,7 +60,7 @@ class SimulatedStoresCheckTest {
     TxHistory h = store.history;
     assertEquals(THREADS * perThread, h.transactions().size());
     Result result = SerializabilityChecker.checkStrict(h);
-    System.out.println(form + " 2PL: " + result);
+    System.out.println(form + " 2PL: " + result.summary());
     assertTrue(result.valid(), result::toString);
     // Not vacuous: most transactions are in the graph, UNKNOWN ones seen by others among them.
     int committed = count(h, Outcome.COMMITTED);
@@ -115,7 +115,8 @@ class SimulatedStoresCheckTest {
     Result serializable = SerializabilityChecker.checkSerializable(h);
     assertEquals(Set.of(Type.G2), serializable.types(), serializable::toString);
     Result strict = SerializabilityChecker.checkStrict(h);
-    System.out.println(form + " SI: " + strict + " conflicts " + store.conflicts);
+    System.out.println(
+        form + " SI: " + strict.summary() + ", " + store.conflicts + " first-committer aborts");
     assertTrue(strict.types().contains(Type.G2), strict::toString);
     assertTrue(Set.of(Type.G2, Type.REALTIME).containsAll(strict.types()), strict::toString);
   }
@@ -148,7 +149,7 @@ class SimulatedStoresCheckTest {
     Result serializable = SerializabilityChecker.checkSerializable(h);
     assertTrue(serializable.valid(), serializable::toString);
     Result strict = SerializabilityChecker.checkStrict(h);
-    System.out.println(form + " stale: " + strict);
+    System.out.println(form + " stale reads: " + strict.summary());
     assertEquals(Set.of(Type.REALTIME), strict.types(), strict::toString);
   }
 }
