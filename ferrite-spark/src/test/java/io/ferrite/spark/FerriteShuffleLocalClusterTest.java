@@ -11,7 +11,6 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
-import java.util.Random;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ExecutorService;
@@ -30,43 +29,45 @@ import org.apache.spark.scheduler.SparkListenerExecutorRemoved;
 import org.apache.spark.scheduler.SparkListenerStageCompleted;
 import org.apache.spark.scheduler.SparkListenerTaskEnd;
 import org.apache.spark.scheduler.SparkListenerTaskStart;
-import org.junit.jupiter.api.AfterAll;
-import org.junit.jupiter.api.BeforeAll;
+import org.apache.spark.sql.SparkSession;
 import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 import scala.Tuple2;
 
 /**
- * Spark's {@code local-cluster[2,1,1024]}: a master, two workers and two executor JVMs, whose map
- * and reduce tasks reach the in-test Ferrite cluster with clients of their own. {@code SPARK_HOME}
- * (set by surefire, see the pom) gets a {@code jars/} of links to this JVM's class path jars, and
- * the class directories (this module's and its Ferrite dependencies') go on {@code
- * spark.executor.extraClassPath}. Results are compared with the same job on Spark's built-in
- * shuffle in {@code local[2]}; after Spark's stop no node of the application remains. Spark's stop
- * ends its executors and workers.
+ * {@link ShuffleJobs} in Spark's {@code local-cluster[2,1,1024]}: a master, two workers and two
+ * executor JVMs, whose map and reduce tasks reach the in-test Ferrite cluster with clients of their
+ * own; the built-in side runs in a local-cluster of its own first. {@code SPARK_HOME} (set by
+ * surefire, see the pom) gets a {@code jars/} of links to this JVM's class path jars (Spark's,
+ * spark-sql's for the DataFrame job, Ferrite's), and the class directories (this module's and its
+ * Ferrite dependencies') go on {@code spark.executor.extraClassPath}. Then the executor faults: an
+ * executor JVM SIGKILLed after a map stage, and during one. Spark's stop ends its executors and
+ * workers.
  */
 @Tag("multiprocess")
-class FerriteShuffleLocalClusterTest {
-  private static long seed;
-  private static SparkTestCluster cluster;
-  private static JavaSparkContext sc;
-  private static String appDir;
+class FerriteShuffleLocalClusterTest extends ShuffleJobs {
   private static final AtomicInteger EXECUTORS_REMOVED = new AtomicInteger();
 
-  @BeforeAll
-  static void start() throws Exception {
-    String property = System.getProperty("tests.seed");
-    seed = property == null ? new Random().nextLong() : Long.decode(property);
-    expectedBuiltIn();
+  @Override
+  protected SparkConf conf() throws Exception {
     String classDirs = sparkHome();
-    cluster = SparkTestCluster.start();
-    SparkConf conf =
-        cluster
-            .configure(base("local-cluster[2,1,1024]"))
-            .set("spark.executor.extraClassPath", classDirs)
-            .set("spark.driver.extraClassPath", classDirs);
-    sc = new JavaSparkContext(conf);
-    sc.sc()
+    return new SparkConf()
+        .setMaster("local-cluster[2,1,1024]")
+        .setAppName("ferrite-shuffle-local-cluster")
+        .set("spark.executor.extraClassPath", classDirs)
+        .set("spark.driver.extraClassPath", classDirs);
+  }
+
+  /** The slowed job's result (with no sleep) on the built-in shuffle. */
+  @Override
+  protected void builtIn(SparkSession builtIn) {
+    EXPECTED_SLOW_BUILT_IN.addAll(collect(slowSums(jsc(builtIn), data(20_000), 0)));
+  }
+
+  @Override
+  protected void started() {
+    spark
+        .sparkContext()
         .addSparkListener(
             new SparkListener() {
               @Override
@@ -74,32 +75,10 @@ class FerriteShuffleLocalClusterTest {
                 EXECUTORS_REMOVED.incrementAndGet();
               }
             });
-    appDir = "/spark/" + sc.sc().applicationId();
   }
 
-  @AfterAll
-  static void stop() throws Exception {
-    try {
-      if (sc != null) {
-        sc.close();
-        assertEquals(
-            List.of(), cluster.tree(appDir), "the application's nodes after Spark stopped");
-        assertFalse(cluster.nodes.exists(appDir));
-      }
-    } finally {
-      if (cluster != null) {
-        cluster.close();
-      }
-    }
-  }
-
-  private static List<Integer> data(int n) {
-    Random r = new Random(seed);
-    List<Integer> data = new ArrayList<>();
-    for (int i = 0; i < n; i++) {
-      data.add(r.nextInt(1_000_000));
-    }
-    return data;
+  private List<Integer> data(int n) {
+    return ints(seed, n, 1_000_000, 10);
   }
 
   private static JavaPairRDD<Integer, Long> sums(JavaSparkContext sc, List<Integer> data) {
@@ -112,38 +91,6 @@ class FerriteShuffleLocalClusterTest {
     return rdd.map(t -> t._1() + "=" + t._2()).collect().stream().sorted().toList();
   }
 
-  private static List<String> job(JavaSparkContext sc) {
-    List<Integer> data = data(50_000);
-    List<String> out = new ArrayList<>();
-    // A sort (ordering on the reduce side) and an aggregation with map-side combine.
-    sc.parallelize(data, 4)
-        .mapToPair(i -> new Tuple2<>(i, i % 10))
-        .sortByKey(true, 3)
-        .map(t -> t._1() + ":" + t._2())
-        .collect()
-        .forEach(out::add);
-    out.addAll(collect(sums(sc, data)));
-    return out;
-  }
-
-  private static SparkConf base(String master) {
-    return new SparkConf()
-        .setMaster(master)
-        .setAppName("ferrite-shuffle-local-cluster")
-        .set("spark.ui.enabled", "false")
-        .set("spark.driver.host", "127.0.0.1");
-  }
-
-  @Test
-  void twoExecutorJvmsShuffleThroughFerrite() {
-    // The built-in shuffle's result was computed first (expectedBuiltIn, in start()).
-    List<String> expected = EXPECTED_BUILT_IN;
-    assertEquals(expected, job(sc), "with -Dtests.seed=" + seed);
-    assertTrue(
-        cluster.tree(appDir).stream().anyMatch(p -> p.contains("/map-")),
-        "the executors wrote their map outputs to Ferrite");
-  }
-
   /**
    * An executor SIGKILLed after the map stage takes no map output with it: the outputs are in
    * Ferrite and registered under locations of their own, so a second job over the same shuffle runs
@@ -151,10 +98,10 @@ class FerriteShuffleLocalClusterTest {
    */
   @Test
   void anExecutorKilledAfterTheMapStageTakesNoOutputWithIt() throws Exception {
-    JavaPairRDD<Integer, Long> rdd = sums(sc, data(20_000));
+    JavaPairRDD<Integer, Long> rdd = sums(jsc(), data(20_000));
     List<String> first = collect(rdd);
     List<String> outputs = mapOutputs();
-    kill(executorProcess(sc.sc().applicationId()));
+    kill(executorProcess(spark.sparkContext().applicationId()));
     assertEquals(first, collect(rdd), "the result after the executor's loss");
     // Only new Files count: Spark's ContextCleaner may remove an earlier test's shuffle meanwhile.
     List<String> again = new java.util.ArrayList<>(mapOutputs());
@@ -207,27 +154,27 @@ class FerriteShuffleLocalClusterTest {
             }
           }
         };
-    sc.sc().addSparkListener(watch);
+    spark.sparkContext().addSparkListener(watch);
     ExecutorService jobs =
         Executors.newSingleThreadExecutor(
             new io.ferrite.fabric.NamedThreadFactory("test-spark-job", true));
     try {
-      Future<List<String>> job = jobs.submit(() -> collect(slowSums(sc, data(20_000), 1500)));
+      Future<List<String>> job = jobs.submit(() -> collect(slowSums(jsc(), data(20_000), 1500)));
       // Both executors have finished a map task (their outputs are in Ferrite) and run others.
       for (int i = 0; i < 1200 && executorsDone.size() < 2 && !job.isDone(); i++) {
         Thread.sleep(20);
       }
       assertEquals(2, executorsDone.size(), "both executors finished a map task");
-      kill(executorProcess(sc.sc().applicationId()));
+      kill(executorProcess(spark.sparkContext().applicationId()));
       assertFalse(mapStageDone.get(), "the executor died during the map stage");
       assertEquals(EXPECTED_SLOW_BUILT_IN, awaitOrDump(job, 300), "with -Dtests.seed=" + seed);
       // The dead executor's finished outputs were not its to lose: no map task ran twice (with
       // the executor's own BlockManagerId as their location Spark would run them again).
-      sc.sc().listenerBus().waitUntilEmpty();
+      spark.sparkContext().listenerBus().waitUntilEmpty();
       assertEquals(8, mapTasksDone.get(), "map tasks that succeeded");
     } finally {
       jobs.shutdownNow();
-      sc.sc().removeSparkListener(watch);
+      spark.sparkContext().removeSparkListener(watch);
     }
     NodesMaster nm = (NodesMaster) cluster.harness.master.state().extension(NodesProtocol.SERVICE);
     for (int i = 0; i < 600 && !Long.valueOf(0).equals(nm.describe().get("open writers")); i++) {
@@ -266,7 +213,7 @@ class FerriteShuffleLocalClusterTest {
     }
   }
 
-  private static List<String> mapOutputs() {
+  private List<String> mapOutputs() {
     return cluster.tree(appDir).stream().filter(p -> p.contains("/map-")).sorted().toList();
   }
 
@@ -283,16 +230,7 @@ class FerriteShuffleLocalClusterTest {
         .orElseThrow(() -> new AssertionError("no executor JVM of " + appId));
   }
 
-  private static final List<String> EXPECTED_BUILT_IN = new ArrayList<>();
   private static final List<String> EXPECTED_SLOW_BUILT_IN = new ArrayList<>();
-
-  /** The job on Spark's built-in shuffle in {@code local[2]}, first: one SparkContext at a time. */
-  private static void expectedBuiltIn() {
-    try (JavaSparkContext builtIn = new JavaSparkContext(base("local[2]"))) {
-      EXPECTED_BUILT_IN.addAll(job(builtIn));
-      EXPECTED_SLOW_BUILT_IN.addAll(collect(slowSums(builtIn, data(20_000), 0)));
-    }
-  }
 
   /**
    * Fills {@code $SPARK_HOME/jars} with links to the class path's jars (what an executor JVM loads,
