@@ -349,7 +349,7 @@ class TxBankTest {
    * answer (the op ran, the caller sees DROPPED), or setting every message's delay to 0-1 ms. These
    * faults are the whole network's: they hit servers' and the master's messages too.
    */
-  private static void injectFaults(
+  static void injectFaults(
       LocalFaults faults, Random random, CountDownLatch transfersDone, AtomicBoolean done)
       throws InterruptedException {
     while (!done.get() && !transfersDone.await(random.nextInt(10), TimeUnit.MILLISECONDS)) {
