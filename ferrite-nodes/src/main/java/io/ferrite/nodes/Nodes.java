@@ -996,8 +996,25 @@ public final class Nodes {
     NodeReader reader = new NodeReader(this, n);
     return reader
         .read(0, dst.duplicate())
-        .thenCompose(
-            got -> {
+        .handle(
+            (got, t) -> {
+              if (t != null) {
+                // A value replaced after this lookup has its blocks freed after the master's
+                // grace, and a read that comes later finds their rkey revoked: BAD_RKEY or
+                // NO_SUCH_REGION (NodeReader answers DATA_LOST instead when the node itself lost
+                // them). The value now is another node: look it up again, as for a changed
+                // checksum below.
+                io.ferrite.fabric.FerriteException e = NodesException.from(t);
+                boolean replaced =
+                    e.code() == io.ferrite.fabric.ErrorCode.BAD_RKEY
+                        || e.code() == io.ferrite.fabric.ErrorCode.NO_SUCH_REGION;
+                if (!replaced || attempt >= GET_ATTEMPTS) {
+                  throw e;
+                }
+                cache.forget(path);
+                leased.forget(path);
+                return getAttempt(path, attempt + 1);
+              }
               boolean verified =
                   n.type() != NodeType.KEYVALUE
                       || Checksum64.of(dst, 0, dst.capacity()) == n.checksum();
@@ -1012,7 +1029,8 @@ public final class Nodes {
                     path + " changed under " + attempt + " reads in a row");
               }
               return getAttempt(path, attempt + 1);
-            });
+            })
+        .thenCompose(f -> f);
   }
 
   /**
