@@ -24,7 +24,13 @@ import java.util.concurrent.locks.LockSupport;
  */
 public final class TxClient {
   /** Torn or locked copies read again before a read gives up with {@code BUSY}. */
-  static final int READ_ATTEMPTS = 100_000;
+  /**
+   * How long a read retries an object it finds locked or torn before it answers BUSY: longer than
+   * any lock is held by a live committer (microseconds) or outlives a dead one (the server reaps it
+   * after {@code tx.lock.lease}, 300 ms by default), short enough that an object that never reads
+   * consistently (a bug) fails the caller instead of hanging it.
+   */
+  static final long READ_PATIENCE_NANOS = 2_000_000_000L;
 
   /** A region as this client knows it. */
   record RegionView(int region, int primary, RegionRef ref) {}
@@ -72,7 +78,9 @@ public final class TxClient {
   Copy read(FatPointer p) {
     int lines = ObjectLayout.lines(p.size());
     ByteBuffer copy = ByteBuffer.allocate(lines * ObjectLayout.LINE);
-    for (int attempt = 0; attempt < READ_ATTEMPTS; attempt++) {
+    long deadline = System.nanoTime() + READ_PATIENCE_NANOS;
+    int attempt = 0;
+    for (; attempt < 64 || System.nanoTime() - deadline < 0; attempt++) {
       fetch(p, copy.clear());
       long v = ObjectLayout.verify(copy.clear(), lines, p.incarnation());
       if (v >= 0) {
@@ -84,7 +92,13 @@ public final class TxClient {
       backoff(attempt);
     }
     throw new FerriteException(
-        ErrorCode.BUSY, p + ": locked or torn in " + READ_ATTEMPTS + " reads (retryable)");
+        ErrorCode.BUSY,
+        p
+            + ": locked or torn in "
+            + attempt
+            + " reads over "
+            + READ_PATIENCE_NANOS / 1_000_000
+            + " ms (retryable; a lock outlives its holder only until tx.lock.lease)");
   }
 
   /**
@@ -94,7 +108,8 @@ public final class TxClient {
   long probe(FatPointer p) {
     int lines = ObjectLayout.lines(p.size());
     ByteBuffer copy = ByteBuffer.allocate(lines * ObjectLayout.LINE);
-    for (int attempt = 0; attempt < READ_ATTEMPTS; attempt++) {
+    long deadline = System.nanoTime() + READ_PATIENCE_NANOS;
+    for (int attempt = 0; attempt < 64 || System.nanoTime() - deadline < 0; attempt++) {
       fetch(p, copy.clear());
       copy.clear(); // whether the fabric advanced the position or not: the copy is [0, capacity)
       if (ObjectLayout.locked(copy)) {
