@@ -116,10 +116,7 @@ public final class NodeReader {
    */
   private CompletableFuture<Integer> failed(Throwable t, long position, int len) {
     io.ferrite.fabric.FerriteException e = NodesException.from(t);
-    boolean staleRef =
-        e.code() == io.ferrite.fabric.ErrorCode.BAD_RKEY
-            || e.code() == io.ferrite.fabric.ErrorCode.NO_SUCH_REGION;
-    if (!staleRef || info.path().isEmpty()) {
+    if (!Nodes.staleRef(e) || info.path().isEmpty()) {
       return CompletableFuture.failedFuture(e);
     }
     return nodes

@@ -263,7 +263,8 @@ public final class Nodes {
             });
   }
 
-  private static boolean staleRef(io.ferrite.fabric.FerriteException e) {
+  /** A ref the server no longer honours: its region is gone or its rkey was revoked. */
+  static boolean staleRef(io.ferrite.fabric.FerriteException e) {
     return e.code() == io.ferrite.fabric.ErrorCode.BAD_RKEY
         || e.code() == io.ferrite.fabric.ErrorCode.NO_SUCH_REGION;
   }
@@ -1005,10 +1006,7 @@ public final class Nodes {
                 // them). The value now is another node: look it up again, as for a changed
                 // checksum below.
                 io.ferrite.fabric.FerriteException e = NodesException.from(t);
-                boolean replaced =
-                    e.code() == io.ferrite.fabric.ErrorCode.BAD_RKEY
-                        || e.code() == io.ferrite.fabric.ErrorCode.NO_SUCH_REGION;
-                if (!replaced || attempt >= GET_ATTEMPTS) {
+                if (!staleRef(e) || attempt >= GET_ATTEMPTS) {
                   throw e;
                 }
                 cache.forget(path);

@@ -78,9 +78,9 @@ public final class TxClient {
   Copy read(FatPointer p) {
     int lines = ObjectLayout.lines(p.size());
     ByteBuffer copy = ByteBuffer.allocate(lines * ObjectLayout.LINE);
-    long deadline = System.nanoTime() + READ_PATIENCE_NANOS;
+    long firstRetry = 0; // nanoTime, taken only when a read must retry: none on the clean path
     int attempt = 0;
-    for (; attempt < 64 || System.nanoTime() - deadline < 0; attempt++) {
+    for (; patient(attempt, firstRetry); attempt++) {
       fetch(p, copy.clear());
       long v = ObjectLayout.verify(copy.clear(), lines, p.incarnation());
       if (v >= 0) {
@@ -89,6 +89,7 @@ public final class TxClient {
       if (v == ObjectLayout.FREED) {
         throw freed(p);
       }
+      firstRetry = attempt == 0 ? System.nanoTime() : firstRetry;
       backoff(attempt);
     }
     throw new FerriteException(
@@ -108,8 +109,8 @@ public final class TxClient {
   long probe(FatPointer p) {
     int lines = ObjectLayout.lines(p.size());
     ByteBuffer copy = ByteBuffer.allocate(lines * ObjectLayout.LINE);
-    long deadline = System.nanoTime() + READ_PATIENCE_NANOS;
-    for (int attempt = 0; attempt < 64 || System.nanoTime() - deadline < 0; attempt++) {
+    long firstRetry = 0;
+    for (int attempt = 0; patient(attempt, firstRetry); attempt++) {
       fetch(p, copy.clear());
       copy.clear(); // whether the fabric advanced the position or not: the copy is [0, capacity)
       if (ObjectLayout.locked(copy)) {
@@ -119,9 +120,18 @@ public final class TxClient {
       if (v != ObjectLayout.RETRY) {
         return v;
       }
+      firstRetry = attempt == 0 ? System.nanoTime() : firstRetry;
       backoff(attempt);
     }
     return -1;
+  }
+
+  /**
+   * Whether a read that first retried at {@code firstRetry} tries again ({@link
+   * #READ_PATIENCE_NANOS}).
+   */
+  private static boolean patient(int attempt, long firstRetry) {
+    return attempt < 64 || System.nanoTime() - firstRetry < READ_PATIENCE_NANOS;
   }
 
   private static void backoff(int attempt) {
