@@ -69,6 +69,38 @@ public final class TxClient {
     return read(p).payload();
   }
 
+  /**
+   * Ships {@code function} (a {@link TxFunction} installed on the memory servers) to the primary of
+   * {@code address} and runs it there as a single-server transaction (FaRM §3.4, function
+   * shipping): one round trip, conflicts retried at the server ({@code Shipping.ATTEMPTS} times).
+   *
+   * @return committed with the function's output, or the abort of its last attempt (LOCKED: an
+   *     object stayed locked by other transactions; VALIDATION: it kept changing)
+   * @throws FerriteException NOT_FOUND for a function the server does not have (the message lists
+   *     those it has) or a freed object; INVALID_ARGUMENT if the function touched an object whose
+   *     primary is another server, or threw; TIMEOUT/UNAVAILABLE/DROPPED when no answer came: the
+   *     outcome is then unknown, as for a commit
+   */
+  public Shipped ship(String function, FatPointer address, byte[] argument) {
+    Wire.Writer w = new Wire.Writer().str(function);
+    FatPointer.writeTo(w, address);
+    w.bytes(argument);
+    Wire.Reader r =
+        new Wire.Reader(callPrimary(address.region(), TxProtocol.SHIP, w.toBuffer()), "tx ship");
+    int st = r.u8("status");
+    byte[] out = r.bytes("output");
+    r.end();
+    if (st == TxProtocol.OK) {
+      return new Shipped(TxResult.COMMITTED, out);
+    }
+    String where = "shipped '" + function + "' at the primary of " + address;
+    return new Shipped(
+        st == TxProtocol.LOCKED
+            ? TxResult.abort(TxResult.Reason.LOCKED, where + ": an object stayed locked")
+            : TxResult.abort(TxResult.Reason.VALIDATION, where + ": its objects kept changing"),
+        out);
+  }
+
   /** One-sided reads this client issued for objects (lock-free, transactional, validation). */
   public long oneSidedReads() {
     return oneSidedReads.sum();
@@ -160,7 +192,8 @@ public final class TxClient {
     }
   }
 
-  static FerriteException freed(FatPointer p) {
+  /** The error for a read of a freed object through a stale fat pointer {@code p}. */
+  public static FerriteException freed(FatPointer p) {
     return new FerriteException(
         ErrorCode.NOT_FOUND,
         p + " was freed: its slot holds another incarnation (a stale fat pointer)");

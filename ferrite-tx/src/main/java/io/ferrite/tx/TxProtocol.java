@@ -59,6 +59,13 @@ public final class TxProtocol {
   public static final int COMMIT_LOCAL = 6;
   public static final int OUTCOME = 7;
 
+  /**
+   * Function shipping ({@link TxFunction}): {@code str function, FatPointer address, bytes
+   * argument} → {@code u8 status, bytes output}. Opcodes 32 and up are kept for calls beside the
+   * commit protocol.
+   */
+  public static final int SHIP = 32;
+
   /** Statuses of LOCK, COMMIT, COMMIT_LOCAL and OUTCOME. */
   public static final int OK = 0;
 

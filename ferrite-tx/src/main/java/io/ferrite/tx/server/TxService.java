@@ -68,6 +68,7 @@ public final class TxService implements FerriteService {
   private int maxSize;
   private Duration lease;
   private Thread reaper;
+  private Shipping shipping;
   private volatile boolean stopping;
 
   /** For {@link java.util.ServiceLoader}. */
@@ -90,6 +91,7 @@ public final class TxService implements FerriteService {
     this.slabSize = context.config().getSize(TxConfig.SLAB_SIZE);
     this.maxSize = (int) Math.min(context.config().getSize(TxConfig.OBJECT_MAX), 1 << 30);
     this.lease = context.config().getDuration(TxConfig.LOCK_LEASE);
+    this.shipping = new Shipping(this, TxService.class.getClassLoader());
     reaper = new Thread(this::reap, "tx-reaper-" + context.serverId());
     reaper.setDaemon(true);
     reaper.start();
@@ -163,6 +165,14 @@ public final class TxService implements FerriteService {
         r.end();
         w.u8(commitLocal(writes, reads, versions));
       }
+      case TxProtocol.SHIP -> {
+        String name = r.str("function");
+        FatPointer at = FatPointer.readFrom(r);
+        byte[] argument = r.bytes("argument");
+        r.end();
+        Shipping.Outcome o = shipping.run(name, at, argument);
+        w.u8(o.status()).bytes(o.output());
+      }
       case TxProtocol.OUTCOME -> {
         Permissions.require(caller, Role.SERVER, "tx OUTCOME");
         long txid = r.i64("txid");
@@ -208,7 +218,7 @@ public final class TxService implements FerriteService {
    * @throws FerriteException MOVED if the master's map names another primary (the caller's map is
    *     stale), NO_SUCH_REGION if the map has no such region
    */
-  private TxRegion region(int id) {
+  TxRegion region(int id) {
     TxRegion r = regions.get(id);
     if (r != null) {
       return r;
@@ -347,7 +357,7 @@ public final class TxService implements FerriteService {
    * of validation, with the locks held, is its serialization point; no other server holds any of
    * its objects, so nothing needs one-sided validation.
    */
-  private int commitLocal(List<Write> writes, List<FatPointer> reads, List<Long> versions) {
+  int commitLocal(List<Write> writes, List<FatPointer> reads, List<Long> versions) {
     for (FatPointer p : reads) {
       region(p.region()).check(p);
     }

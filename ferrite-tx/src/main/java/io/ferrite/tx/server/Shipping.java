@@ -1,0 +1,243 @@
+package io.ferrite.tx.server;
+
+import io.ferrite.fabric.ErrorCode;
+import io.ferrite.fabric.FerriteException;
+import io.ferrite.tx.FatPointer;
+import io.ferrite.tx.ObjectLayout;
+import io.ferrite.tx.TxClient;
+import io.ferrite.tx.TxFunction;
+import io.ferrite.tx.TxProtocol;
+import java.nio.ByteBuffer;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.ServiceLoader;
+import java.util.concurrent.locks.LockSupport;
+
+/**
+ * Function shipping at a primary ({@link TxFunction}): runs a named function in a local transaction
+ * and commits it with the service's single-server commit, again on a conflict.
+ */
+final class Shipping {
+  /** Attempts of one shipped call before it answers the last conflict as its abort. */
+  static final int ATTEMPTS = 32;
+
+  /** Local reads of a locked or torn object before the attempt gives up (LOCKED). */
+  private static final int READ_TRIES = 256;
+
+  /** What a call answers: the commit status and the function's output. */
+  record Outcome(int status, byte[] output) {}
+
+  private final TxService service;
+  private final Map<String, TxFunction> functions = new HashMap<>();
+
+  Shipping(TxService service, ClassLoader loader) {
+    this.service = service;
+    for (TxFunction f : ServiceLoader.load(TxFunction.class, loader)) {
+      TxFunction had = functions.putIfAbsent(f.name(), f);
+      if (had != null && had.getClass() != f.getClass()) {
+        throw new IllegalStateException(
+            "two tx functions named "
+                + f.name()
+                + ": "
+                + had.getClass().getName()
+                + " and "
+                + f.getClass().getName());
+      }
+    }
+  }
+
+  /** The names of the installed functions, sorted (errors, tests). */
+  List<String> names() {
+    return functions.keySet().stream().sorted().toList();
+  }
+
+  Outcome run(String name, FatPointer address, byte[] argument) {
+    TxFunction f = functions.get(name);
+    if (f == null) {
+      throw new FerriteException(
+          ErrorCode.NOT_FOUND,
+          "tx function '"
+              + name
+              + "' is not installed on this memory server (installed: "
+              + (functions.isEmpty() ? "none" : String.join(", ", names()))
+              + "; functions are found with ServiceLoader, META-INF/services/"
+              + TxFunction.class.getName()
+              + ")");
+    }
+    service.region(address.region()).check(address); // MOVED here: the client's map is stale
+    int status = TxProtocol.LOCKED;
+    for (int attempt = 0; attempt < ATTEMPTS; attempt++) {
+      Local tx = new Local(address);
+      byte[] out;
+      try {
+        out = f.apply(tx, address, argument);
+      } catch (RuntimeException e) {
+        tx.freeAllocated();
+        if (e instanceof Retry) {
+          status = TxProtocol.LOCKED;
+          backoff(attempt);
+          continue;
+        }
+        if (e instanceof FerriteException fe) {
+          throw fe;
+        }
+        throw new FerriteException(
+            ErrorCode.INVALID_ARGUMENT, "tx function '" + name + "' failed: " + e, e);
+      }
+      status = tx.commit();
+      if (status == TxProtocol.OK) {
+        return new Outcome(TxProtocol.OK, out == null ? new byte[0] : out);
+      }
+      tx.freeAllocated();
+      backoff(attempt);
+    }
+    return new Outcome(status, new byte[0]);
+  }
+
+  private static void backoff(int attempt) {
+    if (attempt > 2) {
+      LockSupport.parkNanos(Math.min(500_000L, 1_000L << Math.min(attempt, 9)));
+    }
+  }
+
+  /** An attempt found an object locked (by a two-phase commit in flight): try again. */
+  private static final class Retry extends RuntimeException {
+    private static final long serialVersionUID = 1L;
+
+    Retry() {
+      super(null, null, false, false);
+    }
+  }
+
+  /** One attempt's transaction. */
+  private final class Local implements TxFunction.LocalTx {
+    private final FatPointer address;
+    private final Map<FatPointer, Long> versions = new LinkedHashMap<>();
+    private final Map<FatPointer, TxService.Write> writes = new LinkedHashMap<>();
+    private final List<FatPointer> allocated = new ArrayList<>();
+
+    Local(FatPointer address) {
+      this.address = address;
+    }
+
+    private TxRegion local(FatPointer p) {
+      TxRegion r;
+      try {
+        r = service.region(p.region());
+      } catch (FerriteException e) {
+        if (e.code() != ErrorCode.MOVED || p.region() == address.region()) {
+          throw e;
+        }
+        throw new FerriteException(
+            ErrorCode.INVALID_ARGUMENT,
+            "a shipped function touches only objects of its primary, the server of "
+                + address
+                + ": "
+                + e.getMessage(),
+            e);
+      }
+      r.check(p);
+      return r;
+    }
+
+    @Override
+    public byte[] read(FatPointer p) {
+      TxService.Write w = writes.get(p);
+      if (w != null) {
+        if (w.kind() == TxProtocol.KIND_FREE) {
+          throw TxClient.freed(p);
+        }
+        return w.value().clone();
+      }
+      TxRegion r = local(p);
+      int lines = ObjectLayout.lines(p.size());
+      ByteBuffer copy = ByteBuffer.allocate(lines * ObjectLayout.LINE);
+      for (int i = 0; i < READ_TRIES; i++) {
+        r.memory().readInto(p.offset(), copy.clear());
+        long v = ObjectLayout.verify(copy.clear(), lines, p.incarnation());
+        if (v == ObjectLayout.FREED) {
+          throw TxClient.freed(p);
+        }
+        if (v >= 0) {
+          Long had = versions.putIfAbsent(p, v);
+          if (had != null && had != v) {
+            throw new Retry(); // changed between two reads of this attempt
+          }
+          return ObjectLayout.payload(copy, p.size());
+        }
+        Thread.onSpinWait();
+      }
+      throw new Retry();
+    }
+
+    @Override
+    public void write(FatPointer p, byte[] value) {
+      if (value.length > p.size()) {
+        throw new FerriteException(
+            ErrorCode.INVALID_ARGUMENT,
+            "tx write of " + value.length + " bytes to " + p + " (expected: <= " + p.size() + ")");
+      }
+      read(p); // the version LOCK checks
+      writes.put(p, new TxService.Write(p, versions.get(p), TxProtocol.KIND_WRITE, value.clone()));
+    }
+
+    @Override
+    public void free(FatPointer p) {
+      read(p);
+      writes.put(p, new TxService.Write(p, versions.get(p), TxProtocol.KIND_FREE, new byte[0]));
+    }
+
+    @Override
+    public FatPointer alloc(int size) {
+      TxRegion r = local(address);
+      long[] slot = r.allocate(size);
+      FatPointer p = new FatPointer(address.region(), slot[0], size, slot[1]);
+      allocated.add(p);
+      long version = r.memory().getLongAcquire(p.offset()) & ~ObjectLayout.LOCK;
+      versions.put(p, version);
+      writes.put(p, new TxService.Write(p, version, TxProtocol.KIND_WRITE, new byte[0]));
+      return p;
+    }
+
+    int commit() {
+      List<TxService.Write> ws = new ArrayList<>(writes.values());
+      List<FatPointer> reads = new ArrayList<>();
+      List<Long> vs = new ArrayList<>();
+      versions.forEach(
+          (p, v) -> {
+            if (!writes.containsKey(p)) {
+              reads.add(p);
+              vs.add(v);
+            }
+          });
+      if (ws.isEmpty()) {
+        for (int i = 0; i < reads.size(); i++) {
+          if (!service.region(reads.get(i).region()).holds(reads.get(i), vs.get(i))) {
+            return TxProtocol.CHANGED;
+          }
+        }
+        return TxProtocol.OK;
+      }
+      int st = service.commitLocal(ws, reads, vs);
+      if (st == TxProtocol.OK) {
+        allocated.clear();
+      }
+      return st;
+    }
+
+    /** Frees what this attempt allocated (it did not commit): lock and free, locally. */
+    void freeAllocated() {
+      for (FatPointer p : allocated) {
+        TxRegion r = service.region(p.region());
+        long v = versions.get(p);
+        if (r.lock(p, v) == TxProtocol.OK) {
+          r.apply(p, v, true, new byte[0]);
+        }
+      }
+      allocated.clear();
+    }
+  }
+}
