@@ -249,6 +249,12 @@ final class Connections implements AutoCloseable {
   // ---------------------------------------------------------------- memory servers
 
   /** The shared connection to {@code serverId}, opened on first use; waits for the connect. */
+  /** The connection to {@code serverId} if one is open now, else null (nothing is started). */
+  FabricConnection openNow(int serverId) {
+    FabricConnection c = open.get(serverId);
+    return c != null && c.isOpen() ? c : null;
+  }
+
   FabricConnection connection(int serverId) {
     FabricConnection c = open.get(serverId);
     if (c != null && c.isOpen()) {
