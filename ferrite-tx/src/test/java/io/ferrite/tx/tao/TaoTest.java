@@ -17,6 +17,7 @@ import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Locale;
 import java.util.Random;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
@@ -88,7 +89,7 @@ class TaoTest {
     for (int i = 0; i < 23; i++) {
       FatPointer t = tao.objAdd(2, utf8("t" + i));
       targets.add(t);
-      tao.assocAdd(a, 5, t, 1000 + i, utf8(String.format("e%05d", i)));
+      tao.assocAdd(a, 5, t, 1000 + i, utf8(String.format(Locale.ROOT, "e%05d", i)));
     }
     assertEquals(23, tao.assocCount(a, 5));
     assertEquals(0, tao.assocCount(a, 6));
@@ -101,7 +102,7 @@ class TaoTest {
       int k = 22 - i;
       assertEquals(targets.get(k), e.id2());
       assertEquals(1000 + k, e.time());
-      assertArrayEquals(utf8(String.format("e%05d", k)), e.data());
+      assertArrayEquals(utf8(String.format(Locale.ROOT, "e%05d", k)), e.data());
       assertEquals(a, e.id1());
       assertEquals(5, e.atype());
     }
