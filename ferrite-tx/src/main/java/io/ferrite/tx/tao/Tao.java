@@ -39,8 +39,9 @@ import java.util.function.Function;
  *       caches per (id1, atype); two on a cache miss (the object for the head pointer, then the
  *       head).
  *   <li>{@link #assocRange}: the same read of the head, plus one read per older chunk the range
- *       reaches. Chunks behind the head are immutable, so the range is the list as of the head's
- *       version: one snapshot.
+ *       reaches. Chunks behind the head are never written after their commit ({@link #assocDelete}
+ *       copies and frees them), so the range is the list as of the head's version: one snapshot; a
+ *       chunk found freed meanwhile makes the range read again.
  * </ul>
  *
  * A cached head pointer is invalidated by incarnations: a head that fills up is copied into a new
@@ -322,6 +323,101 @@ public final class Tao {
     t.txFree(h);
     t.txWrite(id1, withHead(id1, node, key.atype(), fresh));
     return fresh;
+  }
+
+  /**
+   * Deletes every association {@code (id1, atype) → id2} (assoc_delete), in one single-server
+   * transaction. Chunks are never rewritten in place (a range reads them without a transaction), so
+   * the list is copied from its head down to the oldest chunk holding such an association, without
+   * it, into new chunks, and the old ones are freed (cached head pointers go stale, and a range
+   * that meets a freed chunk reads again). It reads the whole list to find them: its cost grows
+   * with the list.
+   *
+   * @return how many associations it deleted (0: none; nothing written)
+   * @throws FerriteException NOT_FOUND for an unknown {@code id1}
+   */
+  public int assocDelete(FatPointer id1, int atype, FatPointer id2) {
+    checkId("id1", id1);
+    checkId("id2", id2);
+    checkType("atype", atype);
+    HeadKey key = new HeadKey(id1, atype);
+    int[] deleted = new int[1];
+    FatPointer head =
+        update(
+            "assoc_delete",
+            id1,
+            t -> {
+              deleted[0] = 0;
+              Node node = txNode(t, id1);
+              FatPointer h = node.head(atype);
+              if (h == null) {
+                return id1; // nothing to delete: commits a read-only transaction
+              }
+              List<FatPointer> ptrs = new ArrayList<>();
+              List<Chunk> chunks = new ArrayList<>();
+              int lastHit = -1;
+              for (FatPointer c = h; c != null; ) {
+                Chunk k = TaoLayout.decodeChunk(c, t.txRead(c));
+                ptrs.add(c);
+                chunks.add(k);
+                for (Entry e : k.entries()) {
+                  if (e.id2().equals(id2)) {
+                    lastHit = chunks.size() - 1;
+                    deleted[0]++;
+                  }
+                }
+                c = k.next();
+              }
+              if (lastHit < 0) {
+                return id1;
+              }
+              // Keep the entries of chunks [0, lastHit] but the deleted ones, oldest first.
+              List<Entry> kept = new ArrayList<>();
+              for (int i = lastHit; i >= 0; i--) {
+                List<Entry> es = chunks.get(i).entries();
+                for (int j = es.size() - 1; j >= 0; j--) {
+                  if (!es.get(j).id2().equals(id2)) {
+                    kept.add(es.get(j));
+                  }
+                }
+              }
+              Chunk tail = lastHit + 1 < chunks.size() ? chunks.get(lastHit + 1) : null;
+              FatPointer next = tail == null ? null : ptrs.get(lastHit + 1);
+              long count = tail == null ? 0 : tail.count();
+              // Repack oldest first; the newest chunk becomes the head (possibly empty).
+              List<Entry> chunkEntries = new ArrayList<>();
+              int used = 0;
+              int room = chunkBytes - TaoLayout.CHUNK_HEADER;
+              for (Entry e : kept) {
+                if (used + TaoLayout.entryBytes(e) > room) {
+                  FatPointer p = t.txAlloc(chunkBytes, id1);
+                  t.txWrite(p, chunk(false, atype, count, next, newestFirst(chunkEntries)));
+                  next = p;
+                  chunkEntries.clear();
+                  used = 0;
+                }
+                chunkEntries.add(e);
+                used += TaoLayout.entryBytes(e);
+                count++;
+              }
+              FatPointer fresh = t.txAlloc(chunkBytes, id1);
+              t.txWrite(fresh, chunk(true, atype, count, next, newestFirst(chunkEntries)));
+              for (int i = 0; i <= lastHit; i++) {
+                t.txFree(ptrs.get(i));
+              }
+              t.txWrite(id1, withHead(id1, node, atype, fresh));
+              return fresh;
+            });
+    if (!head.equals(id1)) {
+      cache(key, head);
+    }
+    return deleted[0];
+  }
+
+  private static List<Entry> newestFirst(List<Entry> oldestFirst) {
+    List<Entry> out = new ArrayList<>(oldestFirst);
+    java.util.Collections.reverse(out);
+    return out;
   }
 
   private byte[] chunk(boolean head, int atype, long count, FatPointer next, List<Entry> entries) {

@@ -28,7 +28,8 @@ import org.junit.jupiter.api.io.TempDir;
  * A seeded random sequence of Tao operations, each run by one of three clients (each with its own
  * head pointer cache, so caches go stale as the others replace heads), checked against a reference
  * model after every step: obj_get, assoc_count, and assoc_range at random positions and limits
- * (pagination past chunk boundaries, past the end, limit 0), with deletes.
+ * (pagination past chunk boundaries, past the end, limit 0), with assoc_delete (which copies the
+ * list's newer chunks) and obj_delete.
  */
 @ExtendWith(SeedExtension.class)
 class TaoModelTest {
@@ -60,6 +61,8 @@ class TaoModelTest {
     Set<FatPointer> deleted = new HashSet<>();
     long time = 0;
     int ranges = 0;
+    int deletes = 0;
+    int longest = 0;
     for (int step = 0; step < 700; step++) {
       Tao tao = clients.get(random.nextInt(clients.size()));
       int op = random.nextInt(100);
@@ -71,7 +74,8 @@ class TaoModelTest {
         live.add(id);
         continue;
       }
-      FatPointer id = live.get(random.nextInt(live.size()));
+      // Half the operations on the first few objects: long lists, many chunks.
+      FatPointer id = live.get(random.nextInt(random.nextBoolean() ? 3 : live.size()));
       int atype = random.nextInt(3);
       Key key = new Key(id, atype);
       List<TaoLayout.Entry> model = lists.getOrDefault(key, List.of());
@@ -85,6 +89,22 @@ class TaoModelTest {
         tao.objDelete(id);
         live.remove(id);
         deleted.add(id);
+      } else if (op < 16) {
+        // Mostly an id2 the list holds (a random entry's), else any object.
+        FatPointer id2 =
+            !model.isEmpty() && random.nextInt(4) > 0
+                ? model.get(random.nextInt(model.size())).id2()
+                : live.get(random.nextInt(live.size()));
+        List<TaoLayout.Entry> next = new ArrayList<>();
+        for (TaoLayout.Entry e : model) {
+          if (!e.id2().equals(id2)) {
+            next.add(e);
+          }
+        }
+        assertEquals(
+            model.size() - next.size(), tao.assocDelete(id, atype, id2), "assoc_delete at " + step);
+        lists.put(key, next);
+        deletes += model.size() - next.size();
       } else if (op < 55) {
         FatPointer id2 = live.get(random.nextInt(live.size()));
         byte[] data = new byte[random.nextInt(41)];
@@ -94,6 +114,7 @@ class TaoModelTest {
         next.add(new TaoLayout.Entry(id2, time, data));
         next.addAll(model);
         lists.put(key, next);
+        longest = Math.max(longest, next.size());
       } else if (op < 70) {
         assertEquals(model.size(), tao.assocCount(id, atype), "assoc_count at step " + step);
       } else if (op < 85) {
@@ -111,6 +132,7 @@ class TaoModelTest {
       }
     }
     assertTrue(ranges > 50);
+    assertTrue(deletes > 5, "associations deleted: " + deletes);
     for (FatPointer id : deleted) {
       assertEquals(
           ErrorCode.NOT_FOUND,
@@ -118,7 +140,6 @@ class TaoModelTest {
     }
     // Every list whole, by a fresh client, and the longest spans several chunks.
     Tao fresh = new Tao(new TxClient(cluster.client()), 200, 40, TaoTest.CHUNK);
-    int longest = 0;
     for (Map.Entry<Key, List<TaoLayout.Entry>> e : lists.entrySet()) {
       if (deleted.contains(e.getKey().id1())) {
         continue;
@@ -126,7 +147,6 @@ class TaoModelTest {
       assertEquals(
           show(e.getKey().id1(), e.getKey().atype(), e.getValue()),
           TaoTest.show(fresh.assocRange(e.getKey().id1(), e.getKey().atype(), 0, 10_000)));
-      longest = Math.max(longest, e.getValue().size());
     }
     assertTrue(longest > 10, "longest list " + longest);
   }

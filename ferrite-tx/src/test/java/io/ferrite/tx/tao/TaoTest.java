@@ -202,6 +202,45 @@ class TaoTest {
   }
 
   @Test
+  void assocDeleteCopiesTheListDownToTheOldestHitAndFreesTheOldChunks() throws Exception {
+    Tao writer = start();
+    Tao reader = tao();
+    FatPointer a = writer.objAdd(1, utf8("a"));
+    FatPointer b = writer.objAdd(1, utf8("b"));
+    FatPointer c = writer.objAdd(1, utf8("c"));
+    for (int i = 0; i < 12; i++) {
+      writer.assocAdd(a, 0, i % 4 == 1 ? b : c, i, utf8("abcdef")); // b at times 1, 5, 9
+    }
+    assertEquals(12, reader.assocCount(a, 0)); // caches the head
+    FatPointer oldHead = headOf(writer, a, 0);
+    assertEquals(0, writer.assocDelete(a, 0, a), "no such association");
+    assertEquals(oldHead, headOf(writer, a, 0), "nothing written");
+    assertEquals(3, writer.assocDelete(a, 0, b));
+    assertNotEquals(oldHead, headOf(writer, a, 0));
+    assertEquals(
+        ErrorCode.NOT_FOUND,
+        assertThrows(FerriteException.class, () -> reader.txClient().lockFreeRead(oldHead)).code());
+    assertEquals(9, reader.assocCount(a, 0));
+    List<Long> times = reader.assocRange(a, 0, 0, 100).stream().map(Tao.Assoc::time).toList();
+    assertEquals(List.of(11L, 10L, 8L, 7L, 6L, 4L, 3L, 2L, 0L), times);
+    assertEquals(
+        List.of(7L, 6L, 4L), reader.assocRange(a, 0, 3, 3).stream().map(Tao.Assoc::time).toList());
+    writer.assocAdd(a, 0, b, 12, utf8("abcdef"));
+    assertEquals(10, reader.assocCount(a, 0));
+    assertEquals(9, writer.assocDelete(a, 0, c));
+    assertEquals(1, reader.assocCount(a, 0));
+    assertEquals(1, writer.assocDelete(a, 0, b));
+    assertEquals(0, reader.assocCount(a, 0));
+    assertEquals(List.of(), reader.assocRange(a, 0, 0, 10));
+    assertError(
+        ErrorCode.NOT_FOUND,
+        "unknown Tao object id",
+        () ->
+            writer.assocDelete(
+                new FatPointer(a.region(), a.offset(), a.size(), a.incarnation() + 1), 0, b));
+  }
+
+  @Test
   void deleteMakesTheIdAndItsCachedHeadsUnknown() throws Exception {
     Tao tao = start();
     Tao reader = tao();
