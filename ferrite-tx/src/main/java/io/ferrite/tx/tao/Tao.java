@@ -228,7 +228,11 @@ public final class Tao {
               Node n = txNode(t, id);
               for (int i = 0; i < n.lists(); i++) {
                 for (FatPointer c = n.heads()[i]; c != null; ) {
-                  FatPointer next = TaoLayout.decodeChunk(c, t.txRead(c)).next();
+                  Chunk k = txChunk(t, c);
+                  if (k == null) {
+                    return null; // a chunk freed under us (a concurrent delete): again
+                  }
+                  FatPointer next = k.next();
                   t.txFree(c);
                   c = next;
                 }
@@ -357,7 +361,10 @@ public final class Tao {
               List<Chunk> chunks = new ArrayList<>();
               int lastHit = -1;
               for (FatPointer c = h; c != null; ) {
-                Chunk k = TaoLayout.decodeChunk(c, t.txRead(c));
+                Chunk k = txChunk(t, c);
+                if (k == null) {
+                  return null; // a chunk freed under us (a concurrent delete): again
+                }
                 ptrs.add(c);
                 chunks.add(k);
                 for (Entry e : k.entries()) {
@@ -689,6 +696,20 @@ public final class Tao {
       return TaoLayout.decodeNode(id, tx.lockFreeRead(id));
     } catch (FerriteException e) {
       throw e.code() == ErrorCode.NOT_FOUND ? unknown(id, e) : e;
+    }
+  }
+
+  /**
+   * A chunk read in {@code t}; null if it was freed (its list changed: the caller starts again).
+   */
+  private static Chunk txChunk(Transaction t, FatPointer c) {
+    try {
+      return TaoLayout.decodeChunk(c, t.txRead(c));
+    } catch (FerriteException e) {
+      if (e.code() != ErrorCode.NOT_FOUND) {
+        throw e;
+      }
+      return null;
     }
   }
 

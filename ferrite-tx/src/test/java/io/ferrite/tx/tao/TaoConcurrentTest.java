@@ -229,4 +229,169 @@ class TaoConcurrentTest {
     }
     assertTrue(checked > 0, "ranges checked");
   }
+
+  /**
+   * Adds and deletes (assoc_delete copies and frees chunks under the readers) with one writer per
+   * list, so each list's history of states is known: every assoc_count a reader sees is the size of
+   * some state, every range the newest {@code min(limit, size)} entries of some state, the states a
+   * reader sees of a list never go back in its history, and none is older than the state committed
+   * before the read began (real time: a stale cached head would break this).
+   */
+  @ParameterizedTest
+  @ValueSource(booleans = {false, true})
+  void readsUnderDeletesSeeStatesOfTheHistoryInOrder(boolean real, TestSeed seed) throws Exception {
+    cluster = new TaoCluster(dir, 2, real);
+    Tao setup = tao();
+    int lists = 2;
+    List<FatPointer> ids = new ArrayList<>();
+    for (int i = 0; i < lists; i++) {
+      ids.add(setup.objAdd(1, new byte[8]));
+    }
+    List<FatPointer> targets = new ArrayList<>();
+    for (int i = 0; i < 3; i++) {
+      targets.add(setup.objAdd(2, new byte[8]));
+    }
+    if (!real) {
+      cluster.network.faults().tearWait(Duration.ofMillis(1));
+      cluster.network.faults().tearReads(true);
+    }
+    // history.get(l).get(k): list l's entries (times, newest first) after its writer's k-th change.
+    List<List<List<Long>>> history = new ArrayList<>();
+    // observed.get(r).get(l): what reader r saw of list l, in order, each after the index of the
+    // last state committed before the read began: a count as {floor, -1 - count}, or a range as
+    // {floor, limit, times...}.
+    List<List<List<long[]>>> observed = new ArrayList<>();
+    for (int l = 0; l < lists; l++) {
+      List<List<Long>> h = new ArrayList<>();
+      h.add(List.of());
+      history.add(java.util.Collections.synchronizedList(h));
+    }
+    AtomicBoolean done = new AtomicBoolean();
+    CountDownLatch writersDone = new CountDownLatch(lists);
+    int deletes;
+    java.util.concurrent.atomic.AtomicInteger deleted =
+        new java.util.concurrent.atomic.AtomicInteger();
+    try (TestThreads bg = new TestThreads(() -> done.set(true))) {
+      for (int l = 0; l < lists; l++) {
+        int list = l;
+        Random random = new Random(seed.value() + l);
+        Tao tao = tao();
+        bg.start(
+            "tao-writer-" + l,
+            () -> {
+              try {
+                List<long[]> model = new ArrayList<>(); // {time, target}, newest first
+                for (int seq = 1; seq <= 90 && !done.get(); seq++) {
+                  if (random.nextInt(10) < 7 || model.isEmpty()) {
+                    int target = random.nextInt(targets.size());
+                    long t = time(list, seq);
+                    tao.assocAdd(ids.get(list), 0, targets.get(target), t, assocData(t));
+                    model.add(0, new long[] {t, target});
+                  } else {
+                    int target = (int) model.get(random.nextInt(model.size()))[1];
+                    int n = tao.assocDelete(ids.get(list), 0, targets.get(target));
+                    int before = model.size();
+                    model.removeIf(e -> e[1] == target);
+                    assertEquals(before - model.size(), n, "assoc_delete's count");
+                    deleted.addAndGet(n);
+                  }
+                  history.get(list).add(model.stream().map(e -> e[0]).toList());
+                }
+              } finally {
+                writersDone.countDown();
+              }
+            });
+      }
+      for (int r = 0; r < READERS; r++) {
+        Random random = new Random(seed.value() + 100 + r);
+        Tao tao = tao();
+        List<List<long[]>> mine = new ArrayList<>();
+        for (int l = 0; l < lists; l++) {
+          mine.add(new ArrayList<>());
+        }
+        observed.add(mine);
+        bg.start(
+            "tao-reader-" + r,
+            () -> {
+              while (!done.get()) {
+                int l = random.nextInt(lists);
+                // Real time: the state the writer had committed before this read began.
+                long floor = history.get(l).size() - 1;
+                if (random.nextBoolean()) {
+                  mine.get(l).add(new long[] {floor, -1 - tao.assocCount(ids.get(l), 0)});
+                } else {
+                  int limit = 1 + random.nextInt(25);
+                  List<Tao.Assoc> range = tao.assocRange(ids.get(l), 0, 0, limit);
+                  long[] o = new long[2 + range.size()];
+                  o[0] = floor;
+                  o[1] = limit;
+                  for (int i = 0; i < range.size(); i++) {
+                    Tao.Assoc a = range.get(i);
+                    assertEquals(
+                        Arrays.toString(assocData(a.time())),
+                        Arrays.toString(a.data()),
+                        "an association's data is intact");
+                    o[2 + i] = a.time();
+                  }
+                  mine.get(l).add(o);
+                }
+              }
+            });
+      }
+      while (!writersDone.await(50, TimeUnit.MILLISECONDS) && !done.get()) {
+        Thread.onSpinWait();
+      }
+      done.set(true);
+    }
+    deletes = deleted.get();
+    assertTrue(deletes > 0, "associations deleted");
+    Tao check = tao();
+    int matched = 0;
+    for (int l = 0; l < lists; l++) {
+      List<List<Long>> h = history.get(l);
+      List<Long> last = h.get(h.size() - 1);
+      assertEquals(
+          last, check.assocRange(ids.get(l), 0, 0, 100_000).stream().map(Tao.Assoc::time).toList());
+      assertEquals(last.size(), check.assocCount(ids.get(l), 0));
+      for (List<List<long[]>> reader : observed) {
+        int at = 0; // the earliest state this reader's reads so far can have seen
+        for (long[] read : reader.get(l)) {
+          at = Math.max(at, (int) read[0]);
+          long[] o = Arrays.copyOfRange(read, 1, read.length);
+          int from = at;
+          while (at < h.size() && !matches(h.get(at), o)) {
+            at++;
+          }
+          assertTrue(
+              at < h.size(),
+              "list "
+                  + l
+                  + ": a read "
+                  + Arrays.toString(o)
+                  + " matches no state from "
+                  + from
+                  + " on");
+          matched++;
+        }
+      }
+    }
+    assertTrue(matched > 0);
+  }
+
+  /** Whether observation {@code o} (see above) could have been read from state {@code state}. */
+  static boolean matches(List<Long> state, long[] o) {
+    if (o[0] < 0) {
+      return state.size() == -1 - o[0];
+    }
+    int n = (int) Math.min(o[0], state.size());
+    if (o.length - 1 != n) {
+      return false;
+    }
+    for (int i = 0; i < n; i++) {
+      if (state.get(i) != o[1 + i]) {
+        return false;
+      }
+    }
+    return true;
+  }
 }
