@@ -25,6 +25,7 @@ import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicIntegerArray;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.extension.ExtendWith;
 import org.junit.jupiter.api.io.TempDir;
@@ -41,8 +42,9 @@ import org.junit.jupiter.params.provider.ValueSource;
  *   <li>an assoc_range from pos 0 is the newest {@code min(limit, n)} entries of the list as it was
  *       when it held {@code n} entries: a contiguous run of the final list starting at the entry
  *       that was newest then, each entry intact (its data is derived from its time);
- *   <li>obj_get returns a value some committed obj_update wrote (or the initial one), intact, and a
- *       reader never sees an object's values go backwards (one writer per object, increasing).
+ *   <li>obj_get returns a value some committed obj_update wrote (or the initial one), intact, a
+ *       reader never sees an object's values go backwards (one writer per object, increasing), nor
+ *       one older than the value committed before its read began.
  * </ul>
  */
 @ExtendWith(SeedExtension.class)
@@ -114,6 +116,7 @@ class TaoConcurrentTest {
     for (int w = 0; w < WRITERS; w++) {
       seen.add(new ConcurrentLinkedQueue<>());
     }
+    AtomicIntegerArray lastCommitted = new AtomicIntegerArray(WRITERS);
     AtomicBoolean done = new AtomicBoolean();
     CountDownLatch writersDone = new CountDownLatch(WRITERS);
     try (TestThreads bg = new TestThreads(() -> done.set(true))) {
@@ -129,6 +132,7 @@ class TaoConcurrentTest {
                   if (random.nextInt(4) == 0) {
                     tao.objUpdate(values.get(writer), value(seq));
                     committed.add(writer << 16 | seq);
+                    lastCommitted.set(writer, seq);
                   } else {
                     int l = random.nextInt(LISTS);
                     long t = time(writer, seq);
@@ -170,12 +174,14 @@ class TaoConcurrentTest {
                 }
                 ranges.get(l).add(times);
                 int w = random.nextInt(WRITERS);
+                int floor = lastCommitted.get(w); // committed before this read began
                 byte[] v = tao.objGet(values.get(w)).data();
                 for (byte b : v) {
                   assertEquals(v[0], b, "obj_get mixes two values");
                 }
                 int seq = Byte.toUnsignedInt(v[0]);
                 assertTrue(seq >= lastValue[w], "obj_get went back: " + lastValue[w] + " → " + seq);
+                assertTrue(seq >= floor, "obj_get read " + seq + " after " + floor + " committed");
                 lastValue[w] = seq;
                 seen.get(w).add(seq);
               }
