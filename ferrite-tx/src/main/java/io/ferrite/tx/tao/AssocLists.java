@@ -48,6 +48,22 @@ final class AssocLists {
     }
   }
 
+  /**
+   * A chunk for {@code id1}'s list: beside {@code id1} (its region, so the list's updates stay
+   * single-server commits), or, when that region is full, wherever this client allocates (a list
+   * keeps growing; its updates become two-server commits).
+   */
+  private FatPointer allocNear(Transaction t, FatPointer id1) {
+    try {
+      return t.txAlloc(chunkBytes, id1);
+    } catch (FerriteException e) {
+      if (e.code() != ErrorCode.NO_SPACE) {
+        throw e;
+      }
+      return t.txAlloc(chunkBytes, null);
+    }
+  }
+
   /** assoc_add ({@link Tao#assocAdd}). */
   void add(FatPointer id1, int atype, Entry e) {
     HeadKey key = new HeadKey(id1, atype);
@@ -110,7 +126,7 @@ final class AssocLists {
               int room = chunkBytes - TaoLayout.CHUNK_HEADER;
               for (Entry e : kept) {
                 if (used + TaoLayout.entryBytes(e) > room) {
-                  FatPointer p = t.txAlloc(chunkBytes, id1);
+                  FatPointer p = allocNear(t, id1);
                   t.txWrite(p, chunk(false, atype, count, next, newestFirst(chunkEntries)));
                   next = p;
                   chunkEntries.clear();
@@ -120,7 +136,7 @@ final class AssocLists {
                 used += TaoLayout.entryBytes(e);
                 count++;
               }
-              FatPointer fresh = t.txAlloc(chunkBytes, id1);
+              FatPointer fresh = allocNear(t, id1);
               t.txWrite(fresh, chunk(true, atype, count, next, newestFirst(chunkEntries)));
               for (int i = 0; i <= lastHit; i++) {
                 t.txFree(ptrs.get(i));
@@ -189,7 +205,7 @@ final class AssocLists {
                 + " types (the limit) "
                 + Arrays.toString(Arrays.copyOf(node.atypes(), node.lists())));
       }
-      FatPointer fresh = t.txAlloc(chunkBytes, id1);
+      FatPointer fresh = allocNear(t, id1);
       t.txWrite(fresh, chunk(true, key.atype(), 1, null, List.of(e)));
       t.txWrite(id1, withHead(id1, node, key.atype(), fresh));
       return fresh;
@@ -220,9 +236,9 @@ final class AssocLists {
       heads.remove(key, h);
       return null;
     }
-    FatPointer older = t.txAlloc(chunkBytes, id1);
+    FatPointer older = allocNear(t, id1);
     t.txWrite(older, chunk(false, key.atype(), c.count(), c.next(), c.entries()));
-    FatPointer fresh = t.txAlloc(chunkBytes, id1);
+    FatPointer fresh = allocNear(t, id1);
     t.txWrite(fresh, chunk(true, key.atype(), c.count() + 1, older, entries));
     t.txFree(h);
     t.txWrite(id1, withHead(id1, node, key.atype(), fresh));

@@ -42,8 +42,8 @@ import java.util.Objects;
  * transaction, which validates the object and head it read.
  *
  * <p><b>Writes</b> are transactions, retried on abort (counted in {@link #aborts}); a list's head
- * and chunks are allocated beside its object (the allocation hint), so every Tao update is a
- * single-server commit. Thread-safe.
+ * and chunks are allocated beside its object (the allocation hint), so a Tao update is a
+ * single-server commit (unless that region was full). Thread-safe.
  *
  * <p><b>Limits.</b> Object data up to {@code maxObjectData} bytes, fixed per object at {@link
  * #objAdd} to its allocation (the line-rounded size); association data up to {@code maxAssocData};
@@ -230,7 +230,8 @@ public final class Tao {
    *
    * @throws FerriteException NOT_FOUND for an unknown {@code id1}; TOO_LARGE over {@code
    *     maxAssocData}; INVALID_ARGUMENT for a negative type, or a fifth association type on one
-   *     object; NO_SPACE when {@code id1}'s region is full
+   *     object; NO_SPACE when no region has room (a list whose object's region is full grows in
+   *     another region)
    */
   public void assocAdd(FatPointer id1, int atype, FatPointer id2, long time, byte[] data) {
     checkId("id1", id1);

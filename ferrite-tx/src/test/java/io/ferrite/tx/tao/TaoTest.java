@@ -240,6 +240,29 @@ class TaoTest {
                 new FatPointer(a.region(), a.offset(), a.size(), a.incarnation() + 1), 0, b));
   }
 
+  /** A list whose object's region is full grows in another region (NO_SPACE beside it). */
+  @Test
+  void aListGrowsWhenItsObjectsRegionIsFull() throws Exception {
+    Tao tao = start();
+    FatPointer first = tao.objAdd(1, utf8("first"));
+    FatPointer last = first;
+    for (int i = 0; i < 5000 && last.region() == first.region(); i++) {
+      last = tao.objAdd(1, utf8("filler"));
+    }
+    assertNotEquals(first.region(), last.region(), "the objects filled their first region");
+    for (int i = 0; i < 12; i++) {
+      tao.assocAdd(first, 0, last, i, utf8("abcdef"));
+    }
+    assertNotEquals(first.region(), headOf(tao, first, 0).region());
+    Tao reader = tao();
+    assertEquals(12, reader.assocCount(first, 0));
+    assertEquals(
+        List.of(11L, 10L, 9L),
+        reader.assocRange(first, 0, 0, 3).stream().map(Tao.Assoc::time).toList());
+    assertEquals(12, tao.assocDelete(first, 0, last));
+    assertEquals(0, reader.assocCount(first, 0));
+  }
+
   @Test
   void deleteMakesTheIdAndItsCachedHeadsUnknown() throws Exception {
     Tao tao = start();
