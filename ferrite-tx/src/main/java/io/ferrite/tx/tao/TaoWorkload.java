@@ -26,14 +26,14 @@ import org.HdrHistogram.Histogram;
  * }</pre>
  *
  * <p><b>Mix.</b> TAO (Bronson et al., "TAO: Facebook's Distributed Data Store for the Social
- * Graph", USENIX ATC 2013, §8, the relative frequencies of client requests): 99.8 % reads, 0.2 %
- * writes. Of reads: assoc_get 15.7 %, assoc_range 40.9 %, assoc_time_range 2.8 %, assoc_count 11.7
- * %, obj_get 28.9 %; of writes: assoc_add 52.5 %, assoc_del 8.3 %, assoc_change_type 0.9 %, obj_add
- * 16.5 %, obj_update 20.7 %, obj_delete 2.0 %. The operations this Tao has are run in those
- * proportions, renormalized among themselves: reads {@link #OBJ_GET} 35.5 %, {@link #ASSOC_RANGE}
- * 50.2 %, {@link #ASSOC_COUNT} 14.3 % (FaRM §4.4: these three are 85 % of the workload; assoc_get
- * FaRM runs by function shipping, which the tx face does not have yet); writes {@link #ASSOC_ADD}
- * 58.5 %, {@link #OBJ_UPDATE} 23.1 %, {@link #OBJ_ADD} 18.4 %.
+ * Graph", USENIX ATC 2013, its production workload: relative frequencies of client requests): 99.8
+ * % reads, 0.2 % writes. Of reads: assoc_get 15.7 %, assoc_range 40.9 %, assoc_time_range 2.8 %,
+ * assoc_count 11.7 %, obj_get 28.9 %; of writes: assoc_add 52.5 %, assoc_del 8.3 %,
+ * assoc_change_type 0.9 %, obj_add 16.5 %, obj_update 20.7 %, obj_delete 2.0 %. The operations this
+ * Tao has are run in those proportions, renormalized among themselves: reads {@link #OBJ_GET} 35.5
+ * %, {@link #ASSOC_RANGE} 50.2 %, {@link #ASSOC_COUNT} 14.3 % (FaRM §4.4: these three are 85 % of
+ * the workload; assoc_get FaRM runs by function shipping, which the tx face does not have yet);
+ * writes {@link #ASSOC_ADD} 58.5 %, {@link #OBJ_UPDATE} 23.1 %, {@link #OBJ_ADD} 18.4 %.
  *
  * <p><b>Graph.</b> {@code objects} objects with 16 to 128 bytes of data; {@code objects ×
  * assocsPerObject} associations whose source is drawn from a Zipf distribution (θ 0.99) over the
