@@ -78,7 +78,8 @@ public final class TaoWorkload {
    * @param aborts transactions aborted and run again ({@link Tao#aborts})
    * @param refetches cached head pointers found stale and read again ({@link Tao#refetches})
    * @param fallbacks reads that fell back to a read-only transaction ({@link Tao#fallbacks})
-   * @param errors operations that failed (a FerriteException); {@code firstError} says the first
+   * @param errors operations that failed (a FerriteException, or any other exception); {@code
+   *     firstError} says the first
    * @param seconds the run's wall time
    * @param p50Micros median latency of an operation, microseconds
    * @param p99Micros 99th percentile latency, microseconds
@@ -227,6 +228,10 @@ public final class TaoWorkload {
                   } catch (FerriteException e) {
                     errors.incrementAndGet();
                     firstError.compareAndSet(null, e.code() + ": " + e.getMessage());
+                  } catch (RuntimeException e) {
+                    // Not a store failure (a bug): counted and named too, never a silent thread.
+                    errors.incrementAndGet();
+                    firstError.compareAndSet(null, e.toString());
                   }
                 }
                 reads.addAndGet(r);
