@@ -8,9 +8,13 @@ import java.util.List;
 import java.util.Map;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
+import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 
-/** {@code ferrite tx bank} against a master and a memory server (tcp + shm) in this JVM. */
+/**
+ * {@code ferrite tx bank} against a master and two memory servers (tcp + shm) in this JVM: the
+ * accounts spread over both, so transfers commit on one server or by two-phase commit.
+ */
 class TxCliTest extends FaceCliCapture {
   TxCliTest() {
     super("txcli");
@@ -20,6 +24,12 @@ class TxCliTest extends FaceCliCapture {
   Map<String, String> config() {
     return Map.of(
         TxConfig.REGION_SIZE, "4m", TxConfig.SLAB_SIZE, "64k", TxConfig.OBJECT_MAX, "1000");
+  }
+
+  @BeforeEach
+  void secondServer() throws InterruptedException {
+    cluster.startServer("s2");
+    cluster.awaitServers(2);
   }
 
   @Test
@@ -41,7 +51,7 @@ class TxCliTest extends FaceCliCapture {
     assertEquals(0, code, out + "\n" + err);
     String text = out.toString();
     assertTrue(
-        text.startsWith("creating 10 accounts of 50 on 1 server(s); 4 client(s) for 2 s, seed 7"),
+        text.startsWith("creating 10 accounts of 50 on 2 server(s); 4 client(s) for 2 s, seed 7"),
         text);
     // A progress line a second (the last may come a hair before 2 s: at least one).
     Matcher m =

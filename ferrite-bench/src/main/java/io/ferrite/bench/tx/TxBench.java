@@ -453,6 +453,17 @@ public final class TxBench {
             LatencyRecorder.UNIT,
             Better.LOWER));
     report.add(BenchResult.of(name + ".abort-rate", s.abortPercent(), "%", Better.LOWER));
+    long attempts = s.commits() + s.abortTotal();
+    // By reason (LOCKED, VALIDATION, error BUSY, EXEC nil): what the abort rate is made of.
+    s.aborts()
+        .forEach(
+            (reason, n) ->
+                report.add(
+                    BenchResult.of(
+                        name + ".abort-rate." + reason.replace(' ', '-'),
+                        attempts == 0 ? 0 : 100.0 * n / attempts,
+                        "%",
+                        Better.LOWER)));
   }
 
   /** The Redis peer's transfers per thread count: its throughput results by thread count. */
