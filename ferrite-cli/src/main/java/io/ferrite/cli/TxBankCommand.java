@@ -46,10 +46,9 @@ import picocli.CommandLine.Spec;
     footer = {
       "",
       "Examples:",
-      "  ferrite tx bank",
-      "  ferrite tx bank --accounts 20 --clients 8 --duration 10s   many aborts",
-      "  ferrite tx bank --accounts 100000 --clients 16 --duration 1m",
-      "  ferrite tx bank --cluster ferrite://10.0.0.5:7100 --secret-file client.secret",
+      "  ferrite tx bank --duration 3s              30 s without --duration",
+      "  ferrite tx bank --accounts 20 --clients 8 --duration 3s   many aborts",
+      "  ferrite tx bank --accounts 5000 --clients 16 --duration 3s --seed 42",
       "",
       "Output (one line a second, then the check):",
       "  3s  41,230 transfers/s  aborts 0.41%% (LOCKED 0.33%%, VALIDATION 0.08%%)",
