@@ -1,6 +1,5 @@
 package io.ferrite.bench.tx;
 
-import io.ferrite.fabric.FerriteException;
 import io.ferrite.fabric.RegionRef;
 import io.ferrite.kernel.client.FerriteClient;
 import io.ferrite.kernel.proto.Wire;
@@ -13,9 +12,9 @@ import java.util.Map;
 
 /**
  * For the bench's ceilings: the memory servers, and per tx region its primary and its read
- * capability, which {@link io.ferrite.tx.TxClient} keeps to itself. Asks every server to open the
- * region ({@code OPEN_REGION}, as the client asks the primary the master names): the primary
- * answers (fabric region, read key, length), another server fails (MOVED). Not thread-safe.
+ * capability, which {@link io.ferrite.tx.TxClient} keeps to itself: asked as the client asks them,
+ * the primary from the master ({@code GET_REGION}), the capability from the primary ({@code
+ * OPEN_REGION}: fabric region, read key, length). Not thread-safe.
  */
 final class RegionProbe {
   /** A region's primary and the capability it answered. */
@@ -50,27 +49,30 @@ final class RegionProbe {
     if (o != null) {
       return o;
     }
-    FerriteException last = null;
-    for (int s : servers) {
-      try {
-        Wire.Reader r =
-            new Wire.Reader(
-                client.callSync(
-                    s,
-                    TxProtocol.SERVER_SERVICE,
-                    TxProtocol.OPEN_REGION,
-                    new Wire.Writer().i32(p.region()).toBuffer()),
-                "tx region capability");
-        o =
-            new Opened(
-                s, new RegionRef(s, r.i32("fabricRegion"), r.i64("readKey"), r.i64("length")));
-        r.end();
-        regions.put(p.region(), o);
-        return o;
-      } catch (FerriteException e) {
-        last = e;
-      }
-    }
-    throw new IllegalStateException("tx region " + p.region() + ": no server opens it", last);
+    // The master's placement: region, primary, backups[], opened (TxDirectory's answer).
+    Wire.Reader m =
+        new Wire.Reader(
+            client.callMasterSync(
+                TxProtocol.MASTER_SERVICE,
+                TxProtocol.GET_REGION,
+                new Wire.Writer().i32(p.region()).toBuffer()),
+            "tx region placement");
+    m.i32("region");
+    int primary = m.i32("primary");
+    Wire.Reader r =
+        new Wire.Reader(
+            client.callSync(
+                primary,
+                TxProtocol.SERVER_SERVICE,
+                TxProtocol.OPEN_REGION,
+                new Wire.Writer().i32(p.region()).toBuffer()),
+            "tx region capability");
+    o =
+        new Opened(
+            primary,
+            new RegionRef(primary, r.i32("fabricRegion"), r.i64("readKey"), r.i64("length")));
+    r.end();
+    regions.put(p.region(), o);
+    return o;
   }
 }
