@@ -155,7 +155,7 @@ final class TxBankCommand implements Callable<Integer> {
                 () -> {
                   try {
                     while (!stop.get() && System.nanoTime() < end) {
-                      bank.transfer(tx, r, stats);
+                      bank.transfer(tx, r, stats, end);
                     }
                   } catch (Throwable e) {
                     failed.compareAndSet(null, e);

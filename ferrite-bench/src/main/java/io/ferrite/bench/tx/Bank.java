@@ -1,5 +1,6 @@
 package io.ferrite.bench.tx;
 
+import io.ferrite.fabric.ErrorCode;
 import io.ferrite.fabric.FerriteException;
 import io.ferrite.tx.FatPointer;
 import io.ferrite.tx.Transaction;
@@ -7,6 +8,7 @@ import io.ferrite.tx.TxClient;
 import io.ferrite.tx.TxResult;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Random;
@@ -113,6 +115,17 @@ public final class Bank {
    * @throws FerriteException a failure that is not retryable
    */
   public void transfer(TxClient c, Random r, BankStats stats) {
+    transfer(c, r, stats, Long.MAX_VALUE);
+  }
+
+  /**
+   * As {@link #transfer(TxClient, Random, BankStats)}, but gives up once {@link System#nanoTime}
+   * passes {@code deadlineNanos} (a workload that must end while a server is down and every attempt
+   * aborts).
+   *
+   * @return whether the transfer committed
+   */
+  public boolean transfer(TxClient c, Random r, BankStats stats, long deadlineNanos) {
     int n = accounts.size();
     int from = r.nextInt(n);
     int to = r.nextInt(n - 1);
@@ -122,7 +135,10 @@ public final class Bank {
     long amount = 1 + r.nextInt(10);
     FatPointer a = accounts.get(from);
     FatPointer b = accounts.get(to);
-    while (true) {
+    for (int attempt = 0; ; attempt++) {
+      if (attempt > 0 && System.nanoTime() - deadlineNanos > 0) {
+        return false;
+      }
       Transaction t = c.txBegin();
       TxResult res;
       try {
@@ -141,7 +157,7 @@ public final class Bank {
       }
       if (res.committed()) {
         stats.committed();
-        return;
+        return true;
       }
       stats.aborted(res.reason());
     }
@@ -152,7 +168,28 @@ public final class Bank {
    * while transfers may run), retried until it commits.
    */
   public long sumInTransaction(TxClient c, BankStats stats) {
-    while (true) {
+    return sumInTransaction(c, stats, Duration.ofSeconds(30));
+  }
+
+  /**
+   * As {@link #sumInTransaction(TxClient, BankStats)}, trying for at most {@code patience}.
+   *
+   * @throws FerriteException TIMEOUT, naming the aborts, if no attempt committed in time
+   */
+  public long sumInTransaction(TxClient c, BankStats stats, Duration patience) {
+    long deadline = System.nanoTime() + patience.toNanos();
+    for (int attempt = 0; ; attempt++) {
+      if (attempt > 0 && System.nanoTime() - deadline > 0) {
+        throw new FerriteException(
+            ErrorCode.TIMEOUT,
+            "the sum of "
+                + accounts.size()
+                + " balances in one transaction: no attempt committed in "
+                + patience.toMillis()
+                + " ms ("
+                + stats.snapshot().abortsByReason()
+                + ")");
+      }
       Transaction t = c.txBegin();
       long sum = 0;
       TxResult res;
