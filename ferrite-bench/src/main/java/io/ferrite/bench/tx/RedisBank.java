@@ -1,8 +1,15 @@
 package io.ferrite.bench.tx;
 
+import io.ferrite.bench.BenchReport;
+import io.ferrite.bench.BenchResult;
+import io.ferrite.bench.Progress;
+import io.ferrite.bench.kv.KvBench;
 import io.ferrite.bench.kv.RedisPeer;
 import java.nio.charset.StandardCharsets;
+import java.nio.file.Path;
+import java.util.HashMap;
 import java.util.Locale;
+import java.util.Map;
 import java.util.Random;
 
 /**
@@ -57,6 +64,35 @@ final class RedisBank {
       }
     }
     return new RedisBank(redis, keys);
+  }
+
+  /** The Redis peer's transfers per thread count: its throughput results by thread count. */
+  static Map<Integer, BenchResult> measure(
+      BenchReport report, TxBench.Options o, Path root, Progress progress) throws Exception {
+    progress.step("starting redis-server on 127.0.0.1, " + o.accounts() + " accounts");
+    Map<Integer, BenchResult> out = new HashMap<>();
+    try (RedisPeer redis = RedisPeer.start(root)) {
+      RedisBank bank = create(redis, o.accounts(), TxBench.INITIAL);
+      for (int threads : o.threads()) {
+        String name = "redis.bank.t" + threads;
+        progress.step(name + " (WATCH/MULTI/EXEC)");
+        BankStats stats = new BankStats();
+        KvBench.Result res = KvBench.drive(r -> bank.transfer(r, stats), threads, o.duration());
+        TxBench.addBank(report, name, res, stats.snapshot(), null);
+        out.put(threads, report.require(name + ".throughput"));
+        long sum = bank.sum();
+        if (sum != o.accounts() * TxBench.INITIAL) {
+          throw new IllegalStateException(
+              name
+                  + ": the total is "
+                  + sum
+                  + " (expected: "
+                  + o.accounts() * TxBench.INITIAL
+                  + ")");
+        }
+      }
+    }
+    return out;
   }
 
   /** One transfer as {@link Bank#transfer}: the same draws from {@code r}. */

@@ -8,7 +8,6 @@ import io.ferrite.bench.Better;
 import io.ferrite.bench.LatencyRecorder;
 import io.ferrite.bench.Progress;
 import io.ferrite.bench.kv.KvBench;
-import io.ferrite.bench.kv.RedisPeer;
 import io.ferrite.fabric.Credentials;
 import io.ferrite.fabric.OpKind;
 import io.ferrite.fabric.RegionRef;
@@ -179,7 +178,7 @@ public final class TxBench {
     try {
       Map<Integer, BenchResult> redis = Map.of();
       if (vsRedis) {
-        redis = redisBank(report, o, root, progress);
+        redis = RedisBank.measure(report, o, root, progress);
       }
       boolean first = true;
       for (int replicas : o.replicas()) {
@@ -442,7 +441,7 @@ public final class TxBench {
     }
   }
 
-  private static void addBank(
+  static void addBank(
       BenchReport report, String name, KvBench.Result res, BankStats.Snapshot s, BenchResult peer) {
     BenchResult tp =
         peer == null
@@ -468,30 +467,6 @@ public final class TxBench {
                         attempts == 0 ? 0 : 100.0 * n / attempts,
                         "%",
                         Better.LOWER)));
-  }
-
-  /** The Redis peer's transfers per thread count: its throughput results by thread count. */
-  private static Map<Integer, BenchResult> redisBank(
-      BenchReport report, Options o, Path root, Progress progress) throws Exception {
-    progress.step("starting redis-server on 127.0.0.1, " + o.accounts() + " accounts");
-    Map<Integer, BenchResult> out = new java.util.HashMap<>();
-    try (RedisPeer redis = RedisPeer.start(root)) {
-      RedisBank bank = RedisBank.create(redis, o.accounts(), INITIAL);
-      for (int threads : o.threads()) {
-        String name = "redis.bank.t" + threads;
-        progress.step(name + " (WATCH/MULTI/EXEC)");
-        BankStats stats = new BankStats();
-        KvBench.Result res = KvBench.drive(r -> bank.transfer(r, stats), threads, o.duration());
-        addBank(report, name, res, stats.snapshot(), null);
-        out.put(threads, report.require(name + ".throughput"));
-        long sum = bank.sum();
-        if (sum != o.accounts() * INITIAL) {
-          throw new IllegalStateException(
-              name + ": the total is " + sum + " (expected: " + o.accounts() * INITIAL + ")");
-        }
-      }
-    }
-    return out;
   }
 
   /** p50 and p99 of {@code h} as {@code name.p50}, {@code name.p99}, each beside {@code ref}'s. */

@@ -4,9 +4,11 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertNotNull;
 import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertTrue;
+import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 import io.ferrite.bench.BenchReport;
 import io.ferrite.bench.BenchResult;
+import io.ferrite.bench.kv.RedisPeer;
 import java.time.Duration;
 import java.util.List;
 import org.junit.jupiter.api.Test;
@@ -68,5 +70,31 @@ class TxBenchTest {
             .withTaoMix((client, threads, d) -> 42.0 * threads);
     BenchReport report = TxBench.run(o, false);
     assertEquals(42.0, report.require("tx.shm.r1.tao.t1.throughput").value());
+  }
+
+  @Test
+  void redisRunsTheSameTransfersAndTcpStandsBesideIt() throws Exception {
+    assumeTrue(RedisPeer.binary() != null, "redis-server is not installed");
+    TxBench.Options o =
+        TxBench.Options.quick()
+            .withFabrics(List.of("tcp"))
+            .withThreads(List.of(2))
+            .withReplicas(List.of(1))
+            .withDuration(Duration.ofMillis(40))
+            .withAccounts(20)
+            .withProgress(null);
+    // The suite checks both totals after their runs (redis by GETs) and throws otherwise.
+    BenchReport report = TxBench.run(o, true);
+    assertEquals(
+        "redis.bank.t2.throughput", report.require("tx.tcp.r1.bank.t2.throughput").reference());
+    report.require("redis.bank.t2.abort-rate");
+    List<TxTargets.Verdict> verdicts = TxTargets.judge(report, List.of(1), List.of(2));
+    assertTrue(
+        verdicts.stream()
+            .anyMatch(
+                v ->
+                    v.what().equals("transfers over tcp, replicas 1, 2 thread(s): >= 2 x Redis")
+                        && v.measured() != null),
+        verdicts.toString());
   }
 }
