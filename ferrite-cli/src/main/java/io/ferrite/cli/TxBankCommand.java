@@ -46,9 +46,9 @@ import picocli.CommandLine.Spec;
     footer = {
       "",
       "Examples:",
-      "  ferrite tx bank --duration 3s              30 s without --duration",
-      "  ferrite tx bank --accounts 20 --clients 8 --duration 3s   many aborts",
-      "  ferrite tx bank --accounts 5000 --clients 16 --duration 3s --seed 42",
+      "  ferrite tx bank --duration 2s              30 s without --duration",
+      "  ferrite tx bank --accounts 20 --clients 8 --duration 2s   many aborts",
+      "  ferrite tx bank --accounts 5000 --clients 16 --duration 2s --seed 42",
       "",
       "Output (one line a second, then the check):",
       "  3s  41,230 transfers/s  aborts 0.41%% (LOCKED 0.33%%, VALIDATION 0.08%%)",

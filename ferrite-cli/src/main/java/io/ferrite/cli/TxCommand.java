@@ -16,8 +16,8 @@ import picocli.CommandLine.Command;
       "",
       "Examples:",
       "  ferrite local &                 a cluster on this machine (writes its file)",
-      "  ferrite tx bank --duration 3s   4 clients, 1000 accounts, then the check",
-      "  ferrite tx bank --accounts 20 --clients 8 --duration 3s   contended",
+      "  ferrite tx bank --duration 2s   4 clients, 1000 accounts, then the check",
+      "  ferrite tx bank --accounts 20 --clients 8 --duration 2s   many aborts",
       "  ferrite bench tx --quick        the face's latencies and throughput"
     },
     subcommands = {TxBankCommand.class})
