@@ -45,6 +45,7 @@ import picocli.CommandLine.Command;
       StatusCommand.class,
       TlsCommand.class,
       TreeCommand.class,
+      TxCommand.class,
       YcsbCommand.class,
     })
 public final class FerriteCli extends CommandGroup {

@@ -50,7 +50,17 @@ class HelpTest {
     Map<String, List<String>> out = sections(read(outFile));
     Map<String, List<String>> err = sections(read(errFile));
     assertTrue(out.size() > 30, "every command walked: " + out.keySet());
-    for (String cmd : List.of("", "ycsb", "rsort", "kv get", "fs put", "bench fabric", "local")) {
+    for (String cmd :
+        List.of(
+            "",
+            "ycsb",
+            "rsort",
+            "kv get",
+            "fs put",
+            "bench fabric",
+            "local",
+            "tx bank",
+            "bench tx")) {
       assertTrue(out.containsKey(cmd), "'" + cmd + "' walked: " + out.keySet());
     }
     List<String> problems = new ArrayList<>();

@@ -46,6 +46,7 @@ import picocli.CommandLine.Command;
       RSortBenchCommand.class,
       SparkBenchCommand.class,
       TreeBenchCommand.class,
+      TxBenchCommand.class,
       HtmlBenchCommand.class,
     })
 public final class BenchCommand extends io.ferrite.cli.CommandGroup {}
