@@ -8,15 +8,13 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import io.ferrite.fabric.ErrorCode;
 import io.ferrite.fabric.FerriteException;
 import io.ferrite.fabric.testing.SeedExtension;
+import io.ferrite.fabric.testing.TestThreads;
 import io.ferrite.kernel.proto.Wire;
 import java.nio.ByteBuffer;
 import java.nio.file.Path;
-import java.util.ArrayList;
-import java.util.List;
 import java.util.Random;
-import java.util.concurrent.ExecutorService;
-import java.util.concurrent.Executors;
-import java.util.concurrent.Future;
+import java.util.concurrent.ConcurrentLinkedQueue;
+import java.util.concurrent.atomic.AtomicLong;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.ExtendWith;
@@ -68,61 +66,42 @@ class TxShipTest {
     start();
     FatPointer counter = TxCommitTest.make(a, TxCommitTest.num(0));
     FatPointer elsewhere = TxCommitTest.make(b, TxCommitTest.num(7));
-    ExecutorService pool = Executors.newFixedThreadPool(4);
-    try {
-      List<Future<long[]>> jobs = new ArrayList<>();
+    AtomicLong total = new AtomicLong();
+    ConcurrentLinkedQueue<Long> seen = new ConcurrentLinkedQueue<>();
+    try (TestThreads bg = new TestThreads()) {
       for (int t = 0; t < 4; t++) {
         boolean shipper = t % 2 == 0;
-        long seed = random.nextLong();
-        jobs.add(
-            pool.submit(
-                () -> {
-                  Random r = new Random(seed);
-                  long added = 0;
-                  List<Long> outputs = new ArrayList<>();
-                  for (int i = 0; i < 150; i++) {
-                    long d = 1 + r.nextInt(5);
-                    if (shipper) {
-                      Shipped s = a.ship("test.add", counter, TxCommitTest.num(d));
-                      if (s.committed()) {
-                        added += d;
-                        outputs.add(TxCommitTest.num(s.output()));
-                      }
-                    } else {
-                      Transaction tx = b.txBegin();
-                      long v = TxCommitTest.num(tx.txRead(counter));
-                      tx.txRead(elsewhere);
-                      tx.txWrite(counter, TxCommitTest.num(v + d));
-                      if (tx.txCommit().committed()) {
-                        added += d;
-                      }
-                    }
+        Random r = new Random(random.nextLong());
+        bg.start(
+            (shipper ? "shipper-" : "two-phase-") + t,
+            () -> {
+              for (int i = 0; i < 150; i++) {
+                long d = 1 + r.nextInt(5);
+                if (shipper) {
+                  Shipped s = a.ship("test.add", counter, TxCommitTest.num(d));
+                  if (s.committed()) {
+                    total.addAndGet(d);
+                    seen.add(TxCommitTest.num(s.output()));
                   }
-                  long[] out = new long[outputs.size() + 1];
-                  out[0] = added;
-                  for (int i = 0; i < outputs.size(); i++) {
-                    out[i + 1] = outputs.get(i);
+                } else {
+                  Transaction tx = b.txBegin();
+                  long v = TxCommitTest.num(tx.txRead(counter));
+                  tx.txRead(elsewhere);
+                  tx.txWrite(counter, TxCommitTest.num(v + d));
+                  if (tx.txCommit().committed()) {
+                    total.addAndGet(d);
                   }
-                  return out;
-                }));
+                }
+              }
+            });
       }
-      long total = 0;
-      List<Long> seen = new ArrayList<>();
-      for (Future<long[]> f : jobs) {
-        long[] r = f.get(); // a thread's failure fails the test
-        total += r[0];
-        for (int i = 1; i < r.length; i++) {
-          seen.add(r[i]);
-        }
-      }
-      assertEquals(
-          total, TxCommitTest.num(a.lockFreeRead(counter)), "every committed addition once");
-      assertTrue(total > 0, "some transactions committed");
-      // Each shipped output is a value the counter held once, after that call's addition.
-      assertEquals(seen.size(), seen.stream().distinct().count(), "outputs are distinct: " + seen);
-    } finally {
-      pool.shutdownNow();
+      // Closing bg joins the threads; a failure in one fails the test.
     }
+    assertEquals(
+        total.get(), TxCommitTest.num(a.lockFreeRead(counter)), "every committed addition once");
+    assertTrue(total.get() > 0, "some transactions committed");
+    // Each shipped output is a value the counter held once, after that call's addition.
+    assertEquals(seen.size(), seen.stream().distinct().count(), "outputs are distinct: " + seen);
   }
 
   @Test
