@@ -18,7 +18,8 @@ import picocli.CommandLine.Command;
       "  ferrite local &                 a cluster on this machine (writes its file)",
       "  ferrite tx bank --duration 2s   4 clients, 1000 accounts, then the check",
       "  ferrite tx bank --accounts 20 --clients 8 --duration 2s   many aborts",
+      "  ferrite tx tao --objects 500 --duration 1s   a Tao graph, then its read mix",
       "  ferrite bench tx --quick        the face's latencies and throughput"
     },
-    subcommands = {TxBankCommand.class})
+    subcommands = {TxBankCommand.class, TxTaoCommand.class})
 final class TxCommand extends CommandGroup {}

@@ -60,6 +60,7 @@ class HelpTest {
             "bench fabric",
             "local",
             "tx bank",
+            "tx tao",
             "bench tx")) {
       assertTrue(out.containsKey(cmd), "'" + cmd + "' walked: " + out.keySet());
     }

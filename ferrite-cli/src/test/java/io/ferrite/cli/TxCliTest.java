@@ -80,4 +80,42 @@ class TxCliTest extends FaceCliCapture {
       assertTrue(out.toString().isEmpty(), "nothing ran: " + out);
     }
   }
+
+  /** {@code tx tao --load} writes the ids; {@code --run} in another call reads them and runs. */
+  @Test
+  void taoLoadsThenRunsFromTheIdsFile() throws Exception {
+    String ids = dir.resolve("ids.txt").toString();
+    int code =
+        run("tx", "tao", "--load", "--objects", "60", "--assocs", "3", "--ids", ids, "--seed", "3");
+    assertEquals(0, code, out + "\n" + err);
+    assertTrue(out.toString().contains("ids of 60 objects in " + ids), out.toString());
+    assertEquals(60, java.nio.file.Files.readAllLines(java.nio.file.Path.of(ids)).size());
+    code = run("tx", "tao", "--run", "--clients", "2", "--duration", "1s", "--ids", ids);
+    assertEquals(0, code, out + "\n" + err);
+    Matcher m =
+        Pattern.compile(
+                "tao: (\\d+) ops in [0-9.]+ s \\(\\d+ ops/s\\), (\\d+) reads, (\\d+) writes")
+            .matcher(out.toString());
+    assertTrue(m.find(), out.toString());
+    assertTrue(Long.parseLong(m.group(1)) > 0, "operations ran: " + out);
+    assertTrue(out.toString().contains(", 0 errors,"), out.toString());
+  }
+
+  @Test
+  void taoNamesBadArgumentsAndAMissingIdsFile() throws Exception {
+    String missing = dir.resolve("none.txt").toString();
+    for (List<String> c :
+        List.of(
+            List.of("--load", "--run", "--load and --run: give one"),
+            List.of("--objects", "0", "--objects 0, --assocs 8 (expected: >= 1, >= 0)"),
+            List.of("--clients", "0", "--clients: 0 (expected: 1 to 1024)"),
+            List.of("--run", "--ids=" + missing, "--ids " + missing + ": no such file"))) {
+      assertEquals(2, run("tx", "tao", c.get(0), c.get(1)), c.toString());
+      assertTrue(err.toString().contains(c.get(2)), c + ": " + err);
+    }
+    java.nio.file.Path bad = dir.resolve("bad.txt");
+    java.nio.file.Files.writeString(bad, "1:64:100:0\nnot-an-id\n");
+    assertEquals(2, run("tx", "tao", "--run", "--ids", bad.toString()));
+    assertTrue(err.toString().contains("line 2"), err.toString());
+  }
 }

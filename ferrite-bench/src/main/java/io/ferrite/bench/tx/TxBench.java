@@ -19,6 +19,8 @@ import io.ferrite.kernel.local.InProcessCluster;
 import io.ferrite.tx.FatPointer;
 import io.ferrite.tx.TxClient;
 import io.ferrite.tx.TxConfig;
+import io.ferrite.tx.tao.Tao;
+import io.ferrite.tx.tao.TaoWorkload;
 import java.io.PrintStream;
 import java.nio.ByteBuffer;
 import java.nio.charset.StandardCharsets;
@@ -48,8 +50,9 @@ import org.HdrHistogram.Histogram;
  *       Bank}: read 2, write 2, retried until committed) on {@code n} threads; with {@code
  *       vsRedis}, {@code redis.bank.t<n>.*}: the same workload with WATCH/MULTI/EXEC ({@link
  *       RedisBank}), and the tcp transfers beside it;
- *   <li>{@code tx.<fabric>.r<r>.tao.t<n>.throughput}: the Tao mix, when a {@link TaoMix} is given
- *       ({@link Options#withTaoMix}: the hook for {@code io.ferrite.tx.tao.TaoWorkload}).
+ *   <li>{@code tx.<fabric>.r<r>.tao.t<n>.throughput}: TAO's read-heavy mix ({@link TaoWorkload},
+ *       docs/TAO.md) on a graph loaded once per cluster ({@link #taoWorkload}; {@link
+ *       Options#withTaoMix} swaps it, null skips it).
  * </ul>
  *
  * {@link TxTargets} reads the issue's targets off the report. After every bank run the total is
@@ -79,6 +82,32 @@ public final class TxBench {
   public interface TaoMix {
     /** Returns the mix's throughput in ops/s. */
     double run(FerriteClient client, int threads, Duration d) throws Exception;
+  }
+
+  /**
+   * The Tao mix of {@link TaoWorkload}: the first run on a client loads a graph of {@code objects}
+   * objects with about {@code assocsPerObject} associations each; every run then measures TAO's
+   * read-heavy mix on it. A run in which any operation failed fails the benchmark.
+   */
+  public static TaoMix taoWorkload(int objects, int assocsPerObject, long seed) {
+    Map<FerriteClient, TaoWorkload> loaded = new java.util.IdentityHashMap<>();
+    return (client, threads, d) -> {
+      TaoWorkload w;
+      synchronized (loaded) {
+        w = loaded.get(client);
+        if (w == null) {
+          w =
+              TaoWorkload.load(
+                  new Tao(new TxClient(client)), objects, assocsPerObject, seed, (x, y) -> {});
+          loaded.put(client, w);
+        }
+      }
+      TaoWorkload.Result r = w.run(threads, d, seed + threads);
+      if (r.errors() > 0) {
+        throw new IllegalStateException("the Tao mix failed: " + r);
+      }
+      return r.opsPerSecond();
+    };
   }
 
   /** What to measure. */
@@ -115,7 +144,10 @@ public final class TxBench {
       }
     }
 
-    /** shm and tcp, 1 and 16 threads, replicas 1 and 2, 1 s each, 10 000 accounts. */
+    /**
+     * shm and tcp, 1 and 16 threads, replicas 1 and 2, 1 s each, 10 000 accounts, a Tao graph of 10
+     * 000 objects with about 8 associations each.
+     */
     public static Options defaults() {
       return new Options(
           List.of("shm", "tcp"),
@@ -125,12 +157,15 @@ public final class TxBench {
           10_000,
           Path.of(System.getProperty("java.io.tmpdir")),
           System.err,
-          null);
+          taoWorkload(10_000, 8, 1));
     }
 
-    /** 300 ms each, 1 000 accounts. */
+    /** 300 ms each, 1 000 accounts, a Tao graph of 1 000 objects. */
     public static Options quick() {
-      return defaults().withDuration(Duration.ofMillis(300)).withAccounts(1000);
+      return defaults()
+          .withDuration(Duration.ofMillis(300))
+          .withAccounts(1000)
+          .withTaoMix(taoWorkload(1_000, 4, 1));
     }
 
     public Options withFabrics(List<String> f) {
