@@ -24,6 +24,12 @@ public final class TxConfig implements ConfigKeys {
    */
   public static final String LOCK_LEASE = "tx.lock.lease";
 
+  /**
+   * Master: how many copies of a new tx region are placed (a primary and {@code tx.replicas - 1}
+   * backups, on distinct live servers; fewer when fewer servers are alive).
+   */
+  public static final String REPLICAS = "tx.replicas";
+
   /** For {@link java.util.ServiceLoader}. */
   public TxConfig() {}
 
@@ -37,7 +43,11 @@ public final class TxConfig implements ConfigKeys {
             LOCK_LEASE,
             "2s",
             "server: a tx participant resolves a transaction whose coordinator went silent after"
-                + " LOCK this long"));
+                + " LOCK this long"),
+        new Key(
+            REPLICAS,
+            "2",
+            "master: copies of a new tx region (a primary and backups on distinct servers)"));
   }
 
   @Override
@@ -56,6 +66,10 @@ public final class TxConfig implements ConfigKeys {
     if (max < 1 || ObjectLayout.lines((int) Math.min(max, Integer.MAX_VALUE / 2)) * 64L > slab) {
       throw new IllegalArgumentException(
           OBJECT_MAX + ": " + max + " (expected: >= 1, an object of it fits in one slab)");
+    }
+    if (cfg.getInt(REPLICAS) < 1 || cfg.getInt(REPLICAS) > 16) {
+      throw new IllegalArgumentException(
+          REPLICAS + ": " + cfg.get(REPLICAS) + " (expected: 1 to 16)");
     }
     if (cfg.getDuration(LOCK_LEASE).toMillis() < 1) {
       throw new IllegalArgumentException(

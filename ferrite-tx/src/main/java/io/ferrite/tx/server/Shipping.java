@@ -2,6 +2,7 @@ package io.ferrite.tx.server;
 
 import io.ferrite.fabric.ErrorCode;
 import io.ferrite.fabric.FerriteException;
+import io.ferrite.fabric.Futures;
 import io.ferrite.tx.FatPointer;
 import io.ferrite.tx.ObjectLayout;
 import io.ferrite.tx.TxClient;
@@ -196,7 +197,7 @@ final class Shipping {
       long[] slot = r.allocate(size);
       FatPointer p = new FatPointer(address.region(), slot[0], size, slot[1]);
       allocated.add(p);
-      long version = r.memory().getLongAcquire(p.offset()) & ~ObjectLayout.LOCK;
+      long version = slot[2];
       versions.put(p, version);
       writes.put(p, new TxService.Write(p, version, TxProtocol.KIND_WRITE, new byte[0]));
       return p;
@@ -221,7 +222,10 @@ final class Shipping {
         }
         return TxProtocol.OK;
       }
-      int st = service.commitLocal(ws, reads, vs);
+      // Waits here, on the service thread, for the backups' acknowledgements (none with one copy):
+      // their answers come on this server's connections to them, never through this thread.
+      ByteBuffer answer = Futures.join(service.commitLocal(ws, reads, vs));
+      int st = answer.get(answer.position()) & 0xff;
       if (st == TxProtocol.OK) {
         allocated.clear();
       }
