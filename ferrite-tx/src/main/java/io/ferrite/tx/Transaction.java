@@ -63,8 +63,13 @@ public final class Transaction {
    */
   public FatPointer txAlloc(int size, FatPointer hint) {
     open();
-    FatPointer p = client.allocate(size, hint);
+    TxClient.Allocated a = client.allocate(size, hint);
+    FatPointer p = a.ptr();
     allocated.add(p);
+    // In the write set (zeros at the version ALLOC gave it), so the object reaches the region's
+    // backups when this transaction commits, as every write does.
+    reads.put(p, new TxClient.Copy(a.version(), new byte[size]));
+    writes.put(p, new WriteOp(TxProtocol.KIND_WRITE, new byte[size]));
     return p;
   }
 
@@ -154,8 +159,10 @@ public final class Transaction {
       return reads.size() <= 1 ? TxResult.COMMITTED : validate(readOnly);
     }
     Map<Integer, List<FatPointer>> byServer = new TreeMap<>();
+    int deciderRegion = Integer.MAX_VALUE;
     for (FatPointer p : writes.keySet()) {
       byServer.computeIfAbsent(client.view(p.region()).primary(), k -> new ArrayList<>()).add(p);
+      deciderRegion = Math.min(deciderRegion, p.region());
     }
     boolean single = byServer.size() == 1;
     int only = byServer.keySet().iterator().next();
@@ -165,7 +172,7 @@ public final class Transaction {
     if (single) {
       return commitLocal(only, readOnly);
     }
-    return twoPhase(byServer, readOnly, stop);
+    return twoPhase(byServer, deciderRegion, readOnly, stop);
   }
 
   private TxResult commitLocal(int server, List<FatPointer> readOnly) {
@@ -190,6 +197,7 @@ public final class Transaction {
           && e.code() != ErrorCode.UNAVAILABLE) {
         throw e; // the server refused it (MOVED, DATA_LOST, ...): it did not run
       }
+      forgetAll();
       // No answer: not knowing whether it ran is not an abort; the caller learns it from the data.
       throw new FerriteException(
           e.code(),
@@ -214,12 +222,15 @@ public final class Transaction {
   }
 
   private TxResult twoPhase(
-      Map<Integer, List<FatPointer>> byServer, List<FatPointer> readOnly, Stop stop) {
-    int decider = byServer.keySet().iterator().next(); // the lowest id: TreeMap order
+      Map<Integer, List<FatPointer>> byServer,
+      int deciderRegion,
+      List<FatPointer> readOnly,
+      Stop stop) {
+    int decider = client.view(deciderRegion).primary();
     Map<Integer, CompletableFuture<ByteBuffer>> locks = new HashMap<>();
     int left = byServer.size();
     for (Map.Entry<Integer, List<FatPointer>> e : byServer.entrySet()) {
-      Wire.Writer w = new Wire.Writer().i64(txid).i32(decider);
+      Wire.Writer w = new Wire.Writer().i64(txid).i32(deciderRegion);
       writeSet(w, e.getValue());
       locks.put(e.getKey(), send(e.getKey(), TxProtocol.LOCK, w.toBuffer(), --left == 0));
     }
@@ -242,32 +253,26 @@ public final class Transaction {
       broadcast(byServer.keySet(), TxProtocol.ABORT);
       return failed;
     }
-    // The commit point: the decider's OK. COMMIT is idempotent, so a lost answer is asked again.
+    // The commit point: the decider region's primary's OK. COMMIT is idempotent (decided once), so
+    // a lost answer is asked again, of the region's current primary: after a failover, the
+    // promoted backup decides from the DECIDE record it holds (or, without one, decides itself).
+    ByteBuffer commitBody = new Wire.Writer().i64(txid).i32(deciderRegion).toBuffer();
     int st = -1;
     FerriteException lost = null;
-    for (int attempt = 0; attempt < 3 && st < 0; attempt++) {
-      try {
-        st =
-            status(
-                client
-                    .ferrite()
-                    .callSync(
-                        decider,
-                        TxProtocol.SERVER_SERVICE,
-                        TxProtocol.COMMIT,
-                        new Wire.Writer().i64(txid).toBuffer()));
-      } catch (FerriteException e) {
-        lost = e;
-      }
+    try {
+      st = status(client.callPrimary(deciderRegion, TxProtocol.COMMIT, commitBody));
+      decider = client.view(deciderRegion).primary();
+    } catch (FerriteException e) {
+      lost = e;
     }
     if (st < 0) {
       throw new FerriteException(
           ErrorCode.UNAVAILABLE,
           "tx "
               + Long.toHexString(txid)
-              + ": decider server "
-              + decider
-              + " did not answer COMMIT; the outcome is unknown until it does",
+              + ": the primary of decider region "
+              + deciderRegion
+              + " did not answer COMMIT; the outcome is unknown",
           lost);
     }
     if (st != TxProtocol.OK) {
@@ -281,18 +286,28 @@ public final class Transaction {
     List<Integer> others = new ArrayList<>(byServer.keySet());
     others.remove(Integer.valueOf(decider));
     // Committed: a participant that misses this COMMIT learns it from the decider (its reaper).
-    broadcast(others, TxProtocol.COMMIT);
+    broadcast(others, TxProtocol.COMMIT, commitBody);
     return TxResult.COMMITTED;
   }
 
-  /** Sends {@code opcode} for this transaction to {@code servers} and waits; failures ignored. */
+  /** Drops every region this transaction touched from the client's map (a primary failed). */
+  private void forgetAll() {
+    reads.keySet().forEach(p -> client.forget(p.region()));
+    writes.keySet().forEach(p -> client.forget(p.region()));
+  }
+
+  /** Sends ABORT for this transaction to {@code servers} and waits; failures ignored. */
   private void broadcast(Iterable<Integer> servers, int opcode) {
+    broadcast(servers, opcode, new Wire.Writer().i64(txid).toBuffer());
+  }
+
+  /** Sends {@code opcode} for this transaction to {@code servers} and waits; failures ignored. */
+  private void broadcast(Iterable<Integer> servers, int opcode, ByteBuffer body) {
     List<Integer> list = new ArrayList<>();
     servers.forEach(list::add);
     List<CompletableFuture<ByteBuffer>> all = new ArrayList<>();
     for (int i = 0; i < list.size(); i++) {
-      all.add(
-          send(list.get(i), opcode, new Wire.Writer().i64(txid).toBuffer(), i == list.size() - 1));
+      all.add(send(list.get(i), opcode, body.duplicate(), i == list.size() - 1));
     }
     for (CompletableFuture<ByteBuffer> f : all) {
       try {
@@ -336,6 +351,7 @@ public final class Transaction {
         writes.keySet().forEach(p -> client.forget(p.region()));
         return TxResult.abort(TxResult.Reason.STALE_MAP, fe.getMessage());
       }
+      forgetAll(); // the next transaction fetches the map again (a promoted backup)
       return TxResult.abort(TxResult.Reason.UNREACHABLE, "LOCK at server " + server + ": " + c);
     }
   }
@@ -396,7 +412,12 @@ public final class Transaction {
    */
   public Map<FatPointer, Long> readVersions() {
     Map<FatPointer, Long> out = new LinkedHashMap<>();
-    reads.forEach((p, c) -> out.put(p, c.version()));
+    reads.forEach(
+        (p, c) -> {
+          if (!allocated.contains(p)) { // an allocation is not a read
+            out.put(p, c.version());
+          }
+        });
     return out;
   }
 

@@ -19,8 +19,9 @@ import java.util.concurrent.locks.LockSupport;
  * <p>The region map (region → primary, with the primary's read capability for the region) is
  * fetched from the master's {@code TxDirectory} and the primary ({@code OPEN_REGION}) on first use
  * and cached. A server that is no longer a region's primary answers {@code MOVED}; a capability
- * that no longer opens the region fails with {@code BAD_RKEY} or {@code NO_SUCH_REGION}: either way
- * the entry is dropped, fetched again, and the operation retried once.
+ * that no longer opens the region fails with {@code BAD_RKEY} or {@code NO_SUCH_REGION}; a primary
+ * that died does not answer: in each case the entry is dropped, fetched again (the master promotes
+ * a backup once it declared the primary DEAD), and the operation retried, for a bounded time.
  */
 public final class TxClient {
   /** Torn or locked copies read again before a read gives up with {@code BUSY}. */
@@ -37,6 +38,16 @@ public final class TxClient {
 
   /** A verified copy of an object: its version and payload. */
   record Copy(long version, byte[] payload) {}
+
+  /** A new object and the version its allocation gave it. */
+  record Allocated(FatPointer ptr, long version) {}
+
+  /**
+   * How long an operation on a region whose primary does not answer waits for the master's map to
+   * name another (the master declares a silent server DEAD after {@code server.dead.timeout}, and
+   * promotes a backup), fetching the map again, before it gives up with the last error.
+   */
+  static final long FAILOVER_PATIENCE_NANOS = 30_000_000_000L;
 
   private final FerriteClient client;
   private final Map<Integer, RegionView> regions = new ConcurrentHashMap<>();
@@ -142,21 +153,66 @@ public final class TxClient {
     }
   }
 
-  /** One one-sided read of {@code p}'s lines; a stale capability is fetched again once. */
+  /**
+   * One one-sided read of {@code p}'s lines; a stale capability or an unreachable primary is
+   * fetched again from the master ({@link #onPrimary}).
+   */
   private void fetch(FatPointer p, ByteBuffer dst) {
-    RegionView v = view(p.region());
-    try {
-      oneSidedReads.increment();
-      client.connection(v.primary()).readSync(v.ref(), p.offset(), dst);
-    } catch (FerriteException e) {
-      if (e.code() != ErrorCode.BAD_RKEY && e.code() != ErrorCode.NO_SUCH_REGION) {
-        throw e;
+    onPrimary(
+        p.region(),
+        v -> {
+          dst.clear();
+          oneSidedReads.increment();
+          client.connection(v.primary()).readSync(v.ref(), p.offset(), dst);
+          return null;
+        });
+  }
+
+  /** Whether an operation failed because the map entry is stale or its primary is unreachable. */
+  private static boolean failover(ErrorCode code) {
+    return code == ErrorCode.UNAVAILABLE
+        || code == ErrorCode.TIMEOUT
+        || code == ErrorCode.DROPPED
+        || code == ErrorCode.MOVED
+        || code == ErrorCode.BAD_RKEY
+        || code == ErrorCode.NO_SUCH_REGION;
+  }
+
+  /**
+   * Runs {@code op} against region {@code region}'s primary as the cached map names it; when it
+   * fails because the entry is stale (MOVED, a capability that no longer opens the region) or the
+   * primary does not answer (UNAVAILABLE, TIMEOUT, DROPPED), the entry is dropped, fetched again
+   * from the master (which names a promoted backup once it declared the primary DEAD) and {@code
+   * op} retried, for up to {@link #FAILOVER_PATIENCE_NANOS}. {@code op} must be safe to repeat.
+   */
+  <T> T onPrimary(int region, java.util.function.Function<RegionView, T> op) {
+    long first = 0;
+    for (int attempt = 0; ; attempt++) {
+      FerriteException failed;
+      try {
+        RegionView v = view(region);
+        try {
+          return op.apply(v);
+        } catch (FerriteException e) {
+          regions.remove(region, v);
+          failed = e;
+        }
+      } catch (FerriteException e) {
+        if (e.code() == ErrorCode.NO_SUCH_REGION) {
+          throw e; // not in the master's map: no capability for it
+        }
+        failed = e;
       }
-      regions.remove(p.region(), v);
-      RegionView again = view(p.region());
-      dst.clear();
-      oneSidedReads.increment();
-      client.connection(again.primary()).readSync(again.ref(), p.offset(), dst);
+      if (!failover(failed.code())) {
+        throw failed;
+      }
+      first = attempt == 0 ? System.nanoTime() : first;
+      if (attempt > 0 && System.nanoTime() - first > FAILOVER_PATIENCE_NANOS) {
+        throw failed;
+      }
+      if (attempt > 0) {
+        LockSupport.parkNanos(Math.min(50_000_000L, 1_000_000L << Math.min(attempt, 6)));
+      }
     }
   }
 
@@ -213,6 +269,7 @@ public final class TxClient {
       r.i32("backup");
     }
     r.u8("opened");
+    r.i64("epoch");
     r.end();
     return primary;
   }
@@ -228,21 +285,13 @@ public final class TxClient {
   }
 
   /**
-   * Calls the primary of region {@code region}; on MOVED (a stale map) the entry is fetched again
-   * and the call retried once.
+   * Calls the primary of region {@code region}; on a stale map or an unreachable primary the entry
+   * is fetched again and the call retried ({@link #onPrimary}).
    */
   ByteBuffer callPrimary(int region, int opcode, ByteBuffer body) {
-    for (int attempt = 0; ; attempt++) {
-      RegionView v = view(region);
-      try {
-        return client.callSync(v.primary(), TxProtocol.SERVER_SERVICE, opcode, body.duplicate());
-      } catch (FerriteException e) {
-        if (e.code() != ErrorCode.MOVED || attempt > 0) {
-          throw e;
-        }
-        forget(region);
-      }
-    }
+    return onPrimary(
+        region,
+        v -> client.callSync(v.primary(), TxProtocol.SERVER_SERVICE, opcode, body.duplicate()));
   }
 
   /**
@@ -253,7 +302,7 @@ public final class TxClient {
    * @throws FerriteException TOO_LARGE over {@code tx.object.max}; NO_SPACE naming the region when
    *     the hint's region is full (nothing is allocated)
    */
-  FatPointer allocate(int size, FatPointer hint) {
+  Allocated allocate(int size, FatPointer hint) {
     if (size < 1) {
       throw new IllegalArgumentException("tx object size: " + size + " (expected: >= 1)");
     }
@@ -296,14 +345,15 @@ public final class TxClient {
     return allocRegion;
   }
 
-  private FatPointer allocateIn(int region, int size) {
+  private Allocated allocateIn(int region, int size) {
     Wire.Reader r =
         new Wire.Reader(
             callPrimary(
                 region, TxProtocol.ALLOC, new Wire.Writer().i32(region).i32(size).toBuffer()),
             "tx alloc");
     FatPointer p = new FatPointer(region, r.i64("offset"), size, r.i64("incarnation"));
+    long version = r.i64("version");
     r.end();
-    return p;
+    return new Allocated(p, version);
   }
 }

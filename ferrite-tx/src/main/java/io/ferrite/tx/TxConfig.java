@@ -24,6 +24,12 @@ public final class TxConfig implements ConfigKeys {
    */
   public static final String LOCK_LEASE = "tx.lock.lease";
 
+  /**
+   * Master: how many copies of a new tx region are placed (a primary and {@code tx.replicas - 1}
+   * backups, on distinct live servers; fewer when fewer servers are alive).
+   */
+  public static final String REPLICAS = "tx.replicas";
+
   /** For {@link java.util.ServiceLoader}. */
   public TxConfig() {}
 
@@ -33,6 +39,10 @@ public final class TxConfig implements ConfigKeys {
         new Key(REGION_SIZE, "64m", "server: bytes of one tx region (objects in size-class slabs)"),
         new Key(SLAB_SIZE, "1m", "server: bytes of one tx slab; a slab holds one size class"),
         new Key(OBJECT_MAX, "64k", "server: the largest tx object payload, in bytes"),
+        new Key(
+            REPLICAS,
+            "2",
+            "master: copies of a new tx region (a primary and backups on distinct servers)"),
         new Key(
             LOCK_LEASE,
             "2s",
@@ -56,6 +66,10 @@ public final class TxConfig implements ConfigKeys {
     if (max < 1 || ObjectLayout.lines((int) Math.min(max, Integer.MAX_VALUE / 2)) * 64L > slab) {
       throw new IllegalArgumentException(
           OBJECT_MAX + ": " + max + " (expected: >= 1, an object of it fits in one slab)");
+    }
+    if (cfg.getInt(REPLICAS) < 1 || cfg.getInt(REPLICAS) > 16) {
+      throw new IllegalArgumentException(
+          REPLICAS + ": " + cfg.get(REPLICAS) + " (expected: 1 to 16)");
     }
     if (cfg.getDuration(LOCK_LEASE).toMillis() < 1) {
       throw new IllegalArgumentException(

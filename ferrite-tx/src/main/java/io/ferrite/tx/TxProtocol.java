@@ -10,13 +10,15 @@ package io.ferrite.tx;
  *  GET_REGION   i32 region                           → placement
  *  OPENED       i32 region (SERVER role: its primary) → (empty)
  *
- *  placement = i32 region, i32 primary, i32 n, n × i32 backup, u8 opened
+ *  placement = i32 region, i32 primary, i32 n, n × i32 backup, u8 opened, i64 epoch
  * </pre>
  *
- * {@code opened}: the primary made the region's memory (OPENED, journaled) before any object was
+ * {@code epoch} is bumped on every change of the placement (a backup promoted, a copy dropped).
+ *
+ * <p>{@code opened}: the primary made the region's memory (OPENED, journaled) before any object was
  * allocated in it. A primary asked for an opened region it does not hold lost it (it restarted:
  * DRAM regions do not survive a process) and answers {@code DATA_LOST} rather than serve an empty
- * region in its place (no replicas yet).
+ * region in its place; with backups, the master promotes one instead (docs/TX.md, "Replication").
  *
  * <pre>
  * </pre>
@@ -25,12 +27,20 @@ package io.ferrite.tx;
  *
  * <pre>
  *  OPEN_REGION  i32 region                           → i32 fabricRegion, i64 readKey, i64 length
- *  ALLOC        i32 region, i32 size                 → i64 offset, i64 incarnation
- *  LOCK         i64 txid, i32 decider, writes        → u8 status
- *  COMMIT       i64 txid                             → u8 status
+ *  ALLOC        i32 region, i32 size                 → i64 offset, i64 incarnation, i64 version
+ *  LOCK         i64 txid, i32 deciderRegion, writes  → u8 status
+ *  COMMIT       i64 txid, i32 deciderRegion          → u8 status
  *  ABORT        i64 txid                             → u8 status (always OK)
  *  COMMIT_LOCAL i64 txid, writes, reads              → u8 status
- *  OUTCOME      i64 txid                             → u8 status (SERVER role only)
+ *  OUTCOME      i64 txid, i32 deciderRegion          → u8 status (SERVER role only)
+ *  OPEN_COPY    i32 region                           → as OPEN_REGION, of this server's backup copy
+ *  REPLICATE    i32 region, i64 epoch, u8 record, body → (empty) (SERVER role: primary → backup)
+ *
+ *  records: 1 LOCK   i64 txid, i32 deciderRegion, writes (of this region)
+ *           2 LOCAL  writes (a single-server commit, decided: applied at once)
+ *           3 COMMIT i64 txid     4 ABORT i64 txid
+ *           5 DECIDE i64 txid, u8 commit (the decider region's decision)
+ *           6 OPEN   (the primary made the region: the backup makes its copy)
  *
  *  writes = i32 n, n × (ptr, i64 expectedVersion, u8 kind (1 write, 2 free), bytes value)
  *  reads  = i32 n, n × (ptr, i64 version)
@@ -58,6 +68,17 @@ public final class TxProtocol {
   public static final int ABORT = 5;
   public static final int COMMIT_LOCAL = 6;
   public static final int OUTCOME = 7;
+  public static final int OPEN_COPY = 8;
+  public static final int REPLICATE = 9;
+
+  /** REPLICATE record types. */
+  public static final int REC_LOCK = 1;
+
+  public static final int REC_LOCAL = 2;
+  public static final int REC_COMMIT = 3;
+  public static final int REC_ABORT = 4;
+  public static final int REC_DECIDE = 5;
+  public static final int REC_OPEN = 6;
 
   /** Statuses of LOCK, COMMIT, COMMIT_LOCAL and OUTCOME. */
   public static final int OK = 0;

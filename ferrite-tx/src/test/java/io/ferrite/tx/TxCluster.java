@@ -13,23 +13,29 @@ import java.util.Map;
  * A {@link ClusterHarness} with {@code serverCount} memory servers; the tx service and directory
  * are found by {@link java.util.ServiceLoader}. Regions are small (256 KiB of 4 KiB slabs, objects
  * up to 1000 bytes) so a test fills one quickly; the lock lease is short (300 ms) so a test of a
- * dead coordinator sees its locks resolved.
+ * dead coordinator sees its locks resolved; {@code tx.replicas} as the test asks (1 by default).
  */
 final class TxCluster extends ClusterHarness {
   static final Credentials CREDENTIALS =
       new Credentials(
           "tx-test", "0123456789abcdef-tx-test-secret".getBytes(StandardCharsets.UTF_8));
 
+  /** With {@code tx.replicas} 1: every region has its primary only. */
   TxCluster(Path dataDir, int serverCount, boolean real) throws IOException {
-    super(dataDir, CREDENTIALS, real, config());
+    this(dataDir, serverCount, real, 1);
+  }
+
+  TxCluster(Path dataDir, int serverCount, boolean real, int replicas) throws IOException {
+    super(dataDir, CREDENTIALS, real, config(replicas));
     startMaster();
     for (int i = 0; i < serverCount; i++) {
       startServer("tx" + i);
     }
   }
 
-  static Map<String, String> config() {
+  static Map<String, String> config(int replicas) {
     Map<String, String> c = new HashMap<>();
+    c.put(TxConfig.REPLICAS, Integer.toString(replicas));
     c.put(FerriteConfig.CAPACITY_DRAM, "8m");
     c.put(FerriteConfig.CAPACITY_DISK, "0");
     c.put(TxConfig.REGION_SIZE, "256k");

@@ -10,9 +10,11 @@ import io.ferrite.kernel.proto.MemberInfo;
 import io.ferrite.kernel.proto.Permissions;
 import io.ferrite.kernel.proto.ServerState;
 import io.ferrite.kernel.proto.Wire;
+import io.ferrite.tx.TxConfig;
 import io.ferrite.tx.TxProtocol;
 import java.nio.ByteBuffer;
 import java.util.ArrayList;
+import java.util.Comparator;
 import java.util.HashMap;
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -24,21 +26,32 @@ import java.util.concurrent.CompletableFuture;
  * journaled. Records:
  *
  * <pre>
- *  REGION  u8 1, i32 region, i32 primary, i32 n, n × i32 backup
+ *  REGION  u8 1, i32 region, i32 primary, i32 n, n × i32 backup        (older journals: epoch 1)
  *  OPENED  u8 2, i32 region
+ *  PLACED  u8 3, i32 region, i64 epoch, i32 primary, i32 n, n × i32 backup
  * </pre>
  *
- * A new region goes to the live server holding the fewest tx regions (ties by id), or to the server
- * the allocation hint names while it is alive. Backups stay empty in this slice (no replication
- * yet; docs/TX.md); the map's shape and the wire already carry them, so the replication slice adds
- * placement on other servers without a format change.
+ * A new region goes to the live server holding the fewest tx regions as primary (ties by id), or to
+ * the server the allocation hint names while it is alive; its {@code tx.replicas - 1} backups go to
+ * the other live servers holding the fewest copies (fewer when fewer servers are alive: logged).
+ * Every placement has an epoch, bumped on every change. A server declared dead (or one that came
+ * back as a new process, its memory gone) leaves every placement: where it was the primary, the
+ * first backup becomes the primary; a region without any other copy keeps its placement (its
+ * primary answers DATA_LOST when it comes back). Nothing re-replicates yet (docs/TX.md).
  */
 public final class TxDirectory implements MasterExtension {
+  private static final System.Logger LOG = System.getLogger(TxDirectory.class.getName());
+
   /** A region's placement. */
-  record Placement(int region, int primary, List<Integer> backups, boolean opened) {}
+  record Placement(int region, int primary, List<Integer> backups, boolean opened, long epoch) {}
 
   private final Map<Integer, Placement> regions = new LinkedHashMap<>();
+
+  /** The process incarnation each server registered with (not journaled: 0 unknown). */
+  private final Map<Integer, Long> incarnations = new HashMap<>();
+
   private MasterContext context;
+  private int replicas = 2;
 
   /** For {@link java.util.ServiceLoader}. */
   public TxDirectory() {}
@@ -60,17 +73,21 @@ public final class TxDirectory implements MasterExtension {
     if (type == 2) {
       Placement p = regions.get(r.i32("region"));
       if (p != null) {
-        regions.put(p.region(), new Placement(p.region(), p.primary(), p.backups(), true));
+        regions.put(
+            p.region(), new Placement(p.region(), p.primary(), p.backups(), true, p.epoch()));
       }
-    } else if (type == 1) {
+    } else if (type == 1 || type == 3) {
       int region = r.i32("region");
+      long epoch = type == 3 ? r.i64("epoch") : 1;
       int primary = r.i32("primary");
       int n = r.count("backups", 64);
       List<Integer> backups = new ArrayList<>(n);
       for (int i = 0; i < n; i++) {
         backups.add(r.i32("backup"));
       }
-      regions.put(region, new Placement(region, primary, List.copyOf(backups), false));
+      Placement old = regions.get(region);
+      boolean opened = old != null && old.opened();
+      regions.put(region, new Placement(region, primary, List.copyOf(backups), opened, epoch));
     }
     // Other types: records of a newer version, ignored as unknown opcodes are.
   }
@@ -89,7 +106,12 @@ public final class TxDirectory implements MasterExtension {
 
   private static byte[] record(Placement p) {
     Wire.Writer w =
-        new Wire.Writer().u8(1).i32(p.region()).i32(p.primary()).i32(p.backups().size());
+        new Wire.Writer()
+            .u8(3)
+            .i32(p.region())
+            .i64(p.epoch())
+            .i32(p.primary())
+            .i32(p.backups().size());
     p.backups().forEach(w::i32);
     return w.toArray();
   }
@@ -101,11 +123,62 @@ public final class TxDirectory implements MasterExtension {
   @Override
   public void start(MasterContext context) {
     this.context = context;
+    this.replicas = context.config().getInt(TxConfig.REPLICAS);
   }
 
   @Override
   public Map<String, Object> describe() {
-    return Map.of("regions", regions.size());
+    return Map.of("regions", regions.size(), "replicas", replicas);
+  }
+
+  @Override
+  public void serverDead(int serverId, MasterContext.Mutation mutation) {
+    leave(serverId, mutation, "declared dead");
+  }
+
+  @Override
+  public void serverRegistered(int serverId, long incarnation, MasterContext.Mutation mutation) {
+    Long before = incarnations.put(serverId, incarnation);
+    if (before != null && before != 0 && incarnation != 0 && before != incarnation) {
+      // A new process: the copies the old one held are gone, as if it had been declared dead.
+      leave(serverId, mutation, "back as a new process");
+    }
+  }
+
+  /**
+   * Takes {@code serverId} out of every placement (under the metadata lock): a region it was the
+   * primary of gets its first backup as primary; one it backed loses it; epoch + 1 each. A region
+   * whose only copy it held keeps its placement (its data is lost: DATA_LOST).
+   */
+  private void leave(int serverId, MasterContext.Mutation mutation, String why) {
+    for (Placement p : List.copyOf(regions.values())) {
+      Placement next = null;
+      if (p.primary() == serverId && !p.backups().isEmpty()) {
+        next =
+            new Placement(
+                p.region(),
+                p.backups().get(0),
+                List.copyOf(p.backups().subList(1, p.backups().size())),
+                p.opened(),
+                p.epoch() + 1);
+      } else if (p.backups().contains(serverId)) {
+        List<Integer> left = new ArrayList<>(p.backups());
+        left.remove(Integer.valueOf(serverId));
+        next = new Placement(p.region(), p.primary(), List.copyOf(left), p.opened(), p.epoch() + 1);
+      }
+      if (next != null) {
+        LOG.log(
+            System.Logger.Level.INFO,
+            "tx region {0}: server {1} {2}; primary {3}, backups {4}, epoch {5}",
+            p.region(),
+            serverId,
+            why,
+            next.primary(),
+            next.backups(),
+            next.epoch());
+        mutation.commit(record(next));
+      }
+    }
   }
 
   @Override
@@ -128,7 +201,9 @@ public final class TxDirectory implements MasterExtension {
             context.mutate(
                 m -> {
                   int id = regions.isEmpty() ? 1 : maxId() + 1;
-                  Placement made = new Placement(id, place(near, m.members()), List.of(), false);
+                  int primary = place(near, m.members());
+                  Placement made =
+                      new Placement(id, primary, backups(primary, m.members()), false, 1);
                   m.commit(record(made));
                   return regions.get(id);
                 });
@@ -162,7 +237,7 @@ public final class TxDirectory implements MasterExtension {
     }
     Wire.Writer w = new Wire.Writer().i32(p.region()).i32(p.primary()).i32(p.backups().size());
     p.backups().forEach(w::i32);
-    return w.u8(p.opened() ? 1 : 0).toBuffer();
+    return w.u8(p.opened() ? 1 : 0).i64(p.epoch()).toBuffer();
   }
 
   private int maxId() {
@@ -194,5 +269,36 @@ public final class TxDirectory implements MasterExtension {
       throw new FerriteException(ErrorCode.UNAVAILABLE, "tx: no live memory server for a region");
     }
     return best;
+  }
+
+  /**
+   * {@code tx.replicas - 1} live servers other than {@code primary}, those holding the fewest
+   * copies (primary or backup) first, ties by id; fewer (logged) when fewer are alive.
+   */
+  private List<Integer> backups(int primary, List<MemberInfo> members) {
+    Map<Integer, Integer> load = new HashMap<>();
+    for (Placement p : regions.values()) {
+      load.merge(p.primary(), 1, Integer::sum);
+      p.backups().forEach(b -> load.merge(b, 1, Integer::sum));
+    }
+    List<Integer> alive = new ArrayList<>();
+    for (MemberInfo mi : members) {
+      if (mi.state() == ServerState.ALIVE && mi.serverId() != primary) {
+        alive.add(mi.serverId());
+      }
+    }
+    alive.sort(
+        Comparator.<Integer>comparingInt(s -> load.getOrDefault(s, 0))
+            .thenComparingInt(Integer::intValue));
+    int want = replicas - 1;
+    if (alive.size() < want) {
+      LOG.log(
+          System.Logger.Level.WARNING,
+          "tx: {0} = {1}, but only {2} live server(s): a new region gets {2} cop(ies)",
+          TxConfig.REPLICAS,
+          replicas,
+          alive.size() + 1);
+    }
+    return List.copyOf(alive.subList(0, Math.min(want, alive.size())));
   }
 }

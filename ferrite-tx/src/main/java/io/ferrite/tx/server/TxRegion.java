@@ -21,9 +21,9 @@ import java.util.Map;
  * object header, never inside another object's payload, and its incarnation tells it apart.
  *
  * <p>The allocator's state (free lists, bump pointers) lives in this JVM, under this object's
- * monitor: not recoverable (recovery is a later slice). Object words are changed only through
- * {@link #lock}, {@link #apply} and {@link #unlock} (CAS and release stores on the mapped memory),
- * which one-sided readers see.
+ * monitor; a backup promoted to primary rebuilds it from what its copy saw ({@link #rebuilt}).
+ * Object words are changed only through {@link #lock}, {@link #apply} and {@link #unlock} (CAS and
+ * release stores on the mapped memory), which one-sided readers see.
  */
 final class TxRegion {
   private final int id;
@@ -35,11 +35,97 @@ final class TxRegion {
   private long nextSlab;
   private long live;
 
-  TxRegion(int id, MappedRegion memory, long slabSize, int maxSize) {
+  /**
+   * The lowest incarnation an allocation hands out: {@code (epoch - 1) << 40} of the epoch this
+   * server became the primary at, so a fat pointer an earlier primary handed out for a slot that
+   * was never committed (its copy here never saw it) can never match an object allocated here.
+   */
+  private final long floor;
+
+  /** The placement as this primary knows it (refreshed when a backup stops answering). */
+  private volatile long epoch;
+
+  private volatile List<Integer> backups;
+
+  TxRegion(
+      int id, MappedRegion memory, long slabSize, int maxSize, long epoch, List<Integer> backups) {
     this.id = id;
     this.memory = memory;
     this.slabSize = slabSize;
     this.maxSize = maxSize;
+    this.epoch = epoch;
+    this.backups = List.copyOf(backups);
+    this.floor = (epoch - 1) << 40;
+  }
+
+  /**
+   * A promoted backup's copy as a primary region: each slab keeps the size class its objects had;
+   * its bump pointer is past the last slot the copy saw (live or freed), every other slot below it
+   * (allocated by the old primary, never committed) is free; slabs the copy never saw stay unused.
+   */
+  static TxRegion rebuilt(
+      int id,
+      MappedRegion memory,
+      long slabSize,
+      int maxSize,
+      long epoch,
+      List<Integer> backups,
+      Map<Long, Integer> slabLines,
+      java.util.Set<Long> liveSlots) {
+    TxRegion r = new TxRegion(id, memory, slabSize, maxSize, epoch, backups);
+    java.util.TreeMap<Long, Long> end = new java.util.TreeMap<>();
+    for (long at : liveSlots) {
+      long slab = at - at % slabSize;
+      end.merge(slab, at + slabLines.get(slab) * (long) ObjectLayout.LINE, Math::max);
+    }
+    for (Map.Entry<Long, Integer> e : new java.util.TreeMap<>(slabLines).entrySet()) {
+      long slab = e.getKey();
+      int lines = e.getValue();
+      long bytes = (long) lines * ObjectLayout.LINE;
+      long top = Math.max(end.getOrDefault(slab, slab), r.seenTop(slab, lines));
+      r.slabs.computeIfAbsent(lines, k -> new ArrayList<>()).add(new long[] {slab, top});
+      for (long at = slab; at + bytes <= top; at += bytes) {
+        if (!liveSlots.contains(at)) {
+          r.free.computeIfAbsent(lines, k -> new ArrayDeque<>()).add(at);
+        } else {
+          r.live++;
+        }
+      }
+      r.nextSlab = Math.max(r.nextSlab, slab + slabSize);
+    }
+    return r;
+  }
+
+  /** Past the last slot of the slab whose header the copy ever wrote (a version above 0). */
+  private long seenTop(long slab, int lines) {
+    long bytes = (long) lines * ObjectLayout.LINE;
+    long top = slab;
+    for (long at = slab; at + bytes <= slab + slabSize; at += bytes) {
+      if (memory.getLongAcquire(at) != 0) {
+        top = at + bytes;
+      }
+    }
+    return top;
+  }
+
+  int id() {
+    return id;
+  }
+
+  long epoch() {
+    return epoch;
+  }
+
+  List<Integer> backups() {
+    return backups;
+  }
+
+  /** Takes a newer placement (epoch) from the master. */
+  synchronized void placement(long epoch, List<Integer> backups) {
+    if (epoch > this.epoch) {
+      this.backups = List.copyOf(backups);
+      this.epoch = epoch;
+    }
   }
 
   MappedRegion memory() {
@@ -51,10 +137,10 @@ final class TxRegion {
   }
 
   /**
-   * Allocates an object of {@code size} payload bytes: its offset and incarnation. The slot's
-   * header is bumped to a new version and its payload zeroed (one image written under the slot's
-   * lock bit, so a reader of a stale pointer to this slot sees a consistent object of another
-   * incarnation, never a half-written one).
+   * Allocates an object of {@code size} payload bytes: its offset, incarnation and version. The
+   * slot's header is bumped to a new version and its payload zeroed (one image written under the
+   * slot's lock bit, so a reader of a stale pointer to this slot sees a consistent object of
+   * another incarnation, never a half-written one).
    *
    * @throws FerriteException TOO_LARGE over {@code tx.object.max}; NO_SPACE when the region has no
    *     free slot of the class and no empty slab
@@ -68,11 +154,11 @@ final class TxRegion {
     int lines = ObjectLayout.lines(size);
     long offset = takeSlot(lines);
     long header = memory.getLongAcquire(offset);
-    long incarnation = memory.getLongAcquire(offset + ObjectLayout.INCARNATION);
+    long incarnation = Math.max(memory.getLongAcquire(offset + ObjectLayout.INCARNATION), floor);
     long next = (header & ~ObjectLayout.LOCK) + 1;
     write(offset, lines, next, incarnation, new byte[0], header);
     live++;
-    return new long[] {offset, incarnation};
+    return new long[] {offset, incarnation, next};
   }
 
   private long takeSlot(int lines) {
@@ -180,6 +266,18 @@ final class TxRegion {
    */
   private void write(
       long offset, int lines, long version, long incarnation, byte[] value, long current) {
+    writeImage(memory, offset, lines, version, incarnation, value, current);
+  }
+
+  /** {@link #write} on any region's memory (a backup's copy too). */
+  static void writeImage(
+      MappedRegion memory,
+      long offset,
+      int lines,
+      long version,
+      long incarnation,
+      byte[] value,
+      long current) {
     memory.putLongRelease(offset, current | ObjectLayout.LOCK);
     ByteBuffer image = ObjectLayout.encode(lines, version, incarnation, value);
     memory.writeFrom(offset + 8, image.position(8));

@@ -19,48 +19,74 @@ import java.util.HashMap;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.TreeMap;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionException;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.Executors;
+import java.util.concurrent.ScheduledExecutorService;
+import java.util.concurrent.TimeUnit;
 
 /**
  * The tx face's memory-server service: the primary of its tx regions (allocation, and the
- * participant's half of FaRM §3.4's commit: LOCK, COMMIT-PRIMARY, ABORT; and the single-server
- * commit that locks, validates and applies in one step).
+ * participant's half of FaRM §3.4's commit: LOCK, COMMIT-PRIMARY, ABORT; the single-server commit
+ * that locks, validates and applies in one step) and the backup of others ({@link TxMirror}).
  *
- * <h2>A coordinator that dies after LOCK</h2>
+ * <h2>Replication: primaries forward to their backups</h2>
  *
- * Each LOCK names a <i>decider</i>: the participant with the lowest server id. The coordinator
- * sends COMMIT to the decider first and to the others only after the decider answered OK; the
- * decider's answer is the transaction's commit point. LOCK carries the new values (as FaRM's LOCK
- * records do), so every participant can finish the transaction without its coordinator. A
- * transaction whose coordinator sent neither COMMIT nor ABORT within {@code tx.lock.lease} of its
- * LOCK is resolved by the participant's reaper: the decider aborts it (and will refuse a late
- * COMMIT: the decision is taken once, under this service's monitor); any other participant asks the
- * decider (OUTCOME) and commits or aborts as told, keeping its locks while the decider has not
- * decided or cannot be reached. So locks never stay held past a lease plus a reaper tick while the
- * decider is up, and the transaction stays atomic. (A dead decider keeps the others' locks until
- * the replication slice's recovery resolves it from the logs: docs/TX.md.)
+ * Before a primary answers LOCK OK it has logged the LOCK record (the transaction's writes of the
+ * region, its decider region) at every backup of each region written; a single-server commit is
+ * forwarded (LOCAL) and acknowledged before it is applied; COMMIT and ABORT are forwarded and
+ * acknowledged before the primary applies or unlocks, so a backup's copy of an object is at the
+ * version a later LOCK expects. A record to a backup that does not answer is sent again until it
+ * answers or the master's map drops it (a server declared dead leaves every placement); a backup
+ * that answers MOVED was promoted: this server is no longer the primary. No lock of this service is
+ * held while a record is in flight: forwards are asynchronous, the per-transaction state is taken
+ * and released around them.
+ *
+ * <h2>The decider</h2>
+ *
+ * Each LOCK names a <i>decider region</i>: the lowest region id the transaction writes. Its current
+ * primary decides, once: a decision (commit on COMMIT, abort on ABORT or when the lease lapses) is
+ * taken by the first {@code putIfAbsent}, forwarded as a DECIDE record to the region's backups, and
+ * only once they acknowledged it is it acted on or answered. A transaction whose coordinator went
+ * silent for {@code tx.lock.lease} is resolved by the reaper: the decider aborts it; any other
+ * participant asks the decider region's current primary (OUTCOME, the master's map) and commits or
+ * aborts as told, keeping its locks while it cannot learn. A backup promoted to primary of a
+ * decider region answers from the DECIDE records it holds, or decides abort itself when it has none
+ * (the old decider never answered COMMIT OK before its backups had the record).
+ *
+ * <h2>Promotion</h2>
+ *
+ * A server that learns from the master that it is now the primary of a region it backs (lazily,
+ * when asked about the region; eagerly, on the reaper's tick) promotes its copy: the allocator is
+ * rebuilt ({@link TxRegion#rebuilt}), the objects of every logged LOCK record are locked again at
+ * their expected versions as pending transactions of its own, which the reaper then resolves.
  */
 public final class TxService implements FerriteService {
+  private static final System.Logger LOG = System.getLogger(TxService.class.getName());
+
+  /** How long a record is sent again to a backup that does not answer, before the op fails. */
+  private static final long FORWARD_PATIENCE_NANOS = 30_000_000_000L;
+
+  private static final Duration CALL_TIMEOUT = Duration.ofSeconds(2);
+
   /** A transaction locked here, waiting for COMMIT or ABORT. */
-  private record Pending(long txid, int decider, List<Write> writes, long deadlineNanos) {}
+  private record Pending(long txid, int deciderRegion, List<Write> writes, long deadlineNanos) {}
 
   /** One write-set entry. */
   record Write(FatPointer ptr, long expected, int kind, byte[] value) {}
 
+  /** A decider's decision: taken once; acted on once {@code replicated} completed. */
+  private record Decision(boolean commit, CompletableFuture<Void> replicated) {}
+
   private final Map<Integer, TxRegion> regions = new ConcurrentHashMap<>();
+  private final Map<Integer, TxMirror> mirrors = new ConcurrentHashMap<>();
+
+  // Guarded by this (held only for local bookkeeping, never across a call).
   private final Map<Long, Pending> pending = new HashMap<>();
-
-  /** Decided transactions (true: committed), kept for late messages; bounded, oldest dropped. */
-  private final LinkedHashMap<Long, Boolean> outcomes =
-      new LinkedHashMap<>() {
-        private static final long serialVersionUID = 1L;
-
-        @Override
-        protected boolean removeEldestEntry(Map.Entry<Long, Boolean> eldest) {
-          return size() > 1 << 16;
-        }
-      };
+  private final Map<Long, Boolean> outcomes = bounded();
+  private final Map<Long, Decision> decisions = bounded();
 
   private ServiceContext context;
   private long regionSize;
@@ -68,10 +94,22 @@ public final class TxService implements FerriteService {
   private int maxSize;
   private Duration lease;
   private Thread reaper;
+  private ScheduledExecutorService replicator;
   private volatile boolean stopping;
 
   /** For {@link java.util.ServiceLoader}. */
   public TxService() {}
+
+  private static <V> Map<Long, V> bounded() {
+    return new LinkedHashMap<>() {
+      private static final long serialVersionUID = 1L;
+
+      @Override
+      protected boolean removeEldestEntry(Map.Entry<Long, V> eldest) {
+        return size() > 1 << 16;
+      }
+    };
+  }
 
   @Override
   public int id() {
@@ -90,6 +128,13 @@ public final class TxService implements FerriteService {
     this.slabSize = context.config().getSize(TxConfig.SLAB_SIZE);
     this.maxSize = (int) Math.min(context.config().getSize(TxConfig.OBJECT_MAX), 1 << 30);
     this.lease = context.config().getDuration(TxConfig.LOCK_LEASE);
+    replicator =
+        Executors.newSingleThreadScheduledExecutor(
+            r -> {
+              Thread t = new Thread(r, "tx-replicate-" + context.serverId());
+              t.setDaemon(true);
+              return t;
+            });
     reaper = new Thread(this::reap, "tx-reaper-" + context.serverId());
     reaper.setDaemon(true);
     reaper.start();
@@ -101,12 +146,30 @@ public final class TxService implements FerriteService {
     if (reaper != null) {
       reaper.interrupt();
     }
+    if (replicator != null) {
+      replicator.shutdownNow();
+    }
+  }
+
+  @Override
+  public CompletableFuture<ByteBuffer> handleInline(
+      RpcContext caller, int opcode, ByteBuffer request) {
+    if (opcode != TxProtocol.REPLICATE) {
+      return null;
+    }
+    // Records are applied in the order the primary's connection delivered them; a copy that does
+    // not exist yet (REC_OPEN makes it: a new region file) is left to the service executor.
+    int region = request.duplicate().order(java.nio.ByteOrder.LITTLE_ENDIAN).getInt(0);
+    if (!mirrors.containsKey(region) && !regions.containsKey(region)) {
+      return null;
+    }
+    return handle(caller, opcode, request);
   }
 
   @Override
   public CompletableFuture<ByteBuffer> handle(RpcContext caller, int opcode, ByteBuffer request) {
     try {
-      return CompletableFuture.completedFuture(dispatch(caller, opcode, request));
+      return dispatch(caller, opcode, request);
     } catch (FerriteException e) {
       return CompletableFuture.failedFuture(e);
     } catch (IllegalArgumentException e) {
@@ -115,7 +178,12 @@ public final class TxService implements FerriteService {
     }
   }
 
-  private ByteBuffer dispatch(RpcContext caller, int opcode, ByteBuffer request) {
+  private static CompletableFuture<ByteBuffer> status(int st) {
+    return CompletableFuture.completedFuture(new Wire.Writer().u8(st).toBuffer());
+  }
+
+  private CompletableFuture<ByteBuffer> dispatch(
+      RpcContext caller, int opcode, ByteBuffer request) {
     Wire.Reader r = new Wire.Reader(request, "tx request " + opcode);
     Wire.Writer w = new Wire.Writer();
     switch (opcode) {
@@ -125,34 +193,46 @@ public final class TxService implements FerriteService {
         RegionRef ref = context.readRef(region(id).memory());
         w.i32(ref.regionId()).i64(ref.rkey()).i64(ref.length());
       }
+      case TxProtocol.OPEN_COPY -> {
+        int id = r.i32("region");
+        r.end();
+        TxMirror m = mirrors.get(id);
+        if (m == null) {
+          throw new FerriteException(
+              ErrorCode.NO_SUCH_REGION,
+              "tx region " + id + ": server " + context.serverId() + " holds no backup copy");
+        }
+        RegionRef ref = context.readRef(m.memory());
+        w.i32(ref.regionId()).i64(ref.rkey()).i64(ref.length());
+      }
       case TxProtocol.ALLOC -> {
         int id = r.i32("region");
         int size = r.i32("size");
         r.end();
         long[] slot = region(id).allocate(size);
-        w.i64(slot[0]).i64(slot[1]);
+        w.i64(slot[0]).i64(slot[1]).i64(slot[2]);
       }
       case TxProtocol.LOCK -> {
         long txid = r.i64("txid");
-        int decider = r.i32("decider");
-        List<Write> writes = writes(r);
+        int decider = r.i32("deciderRegion");
+        List<Write> writes = writes(r, true);
         r.end();
-        w.u8(lock(txid, decider, writes));
+        return lock(txid, decider, writes);
       }
       case TxProtocol.COMMIT -> {
         long txid = r.i64("txid");
+        int decider = r.i32("deciderRegion");
         r.end();
-        w.u8(commit(txid));
+        return commit(txid, decider);
       }
       case TxProtocol.ABORT -> {
         long txid = r.i64("txid");
         r.end();
-        abort(txid);
-        w.u8(TxProtocol.OK);
+        return abort(txid).thenApply(c -> new Wire.Writer().u8(TxProtocol.OK).toBuffer());
       }
       case TxProtocol.COMMIT_LOCAL -> {
         r.i64("txid");
-        List<Write> writes = writes(r);
+        List<Write> writes = writes(r, true);
         int n = r.count("reads", 1 << 20);
         List<FatPointer> reads = new ArrayList<>(n);
         List<Long> versions = new ArrayList<>(n);
@@ -161,21 +241,26 @@ public final class TxService implements FerriteService {
           versions.add(r.i64("version"));
         }
         r.end();
-        w.u8(commitLocal(writes, reads, versions));
+        return commitLocal(writes, reads, versions);
       }
       case TxProtocol.OUTCOME -> {
         Permissions.require(caller, Role.SERVER, "tx OUTCOME");
         long txid = r.i64("txid");
+        int decider = r.i32("deciderRegion");
         r.end();
-        w.u8(outcome(txid));
+        return outcome(txid, decider);
+      }
+      case TxProtocol.REPLICATE -> {
+        Permissions.require(caller, Role.SERVER, "tx REPLICATE");
+        replicated(r);
       }
       default ->
           throw new FerriteException(ErrorCode.UNKNOWN_OPCODE, "tx: unknown opcode " + opcode);
     }
-    return w.toBuffer();
+    return CompletableFuture.completedFuture(w.toBuffer());
   }
 
-  private List<Write> writes(Wire.Reader r) {
+  private List<Write> writes(Wire.Reader r, boolean atPrimary) {
     int n = r.count("writes", 1 << 20);
     List<Write> out = new ArrayList<>(n);
     for (int i = 0; i < n; i++) {
@@ -195,24 +280,26 @@ public final class TxService implements FerriteService {
                 + p
                 + " (expected: kind 1 or 2, at most the object's size)");
       }
-      region(p.region()).check(p);
+      if (atPrimary) {
+        region(p.region()).check(p);
+      }
       out.add(new Write(p, expected, kind, value));
     }
     return out;
   }
 
-  /**
-   * The region {@code id} if this server is its primary: made on first use, after the master's map
-   * confirmed the placement.
-   *
-   * @throws FerriteException MOVED if the master's map names another primary (the caller's map is
-   *     stale), NO_SUCH_REGION if the map has no such region
-   */
-  private TxRegion region(int id) {
-    TxRegion r = regions.get(id);
-    if (r != null) {
-      return r;
+  private static void writeSet(Wire.Writer w, List<Write> writes) {
+    w.i32(writes.size());
+    for (Write x : writes) {
+      FatPointer.writeTo(w, x.ptr());
+      w.i64(x.expected()).u8(x.kind()).bytes(x.value());
     }
+  }
+
+  /** The master's placement of a region. */
+  private record Placement(int primary, List<Integer> backups, boolean opened, long epoch) {}
+
+  private Placement placement(int id) {
     ByteBuffer answer =
         context
             .master()
@@ -226,31 +313,63 @@ public final class TxService implements FerriteService {
     a.i32("region");
     int primary = a.i32("primary");
     int n = a.count("backups", 64);
+    List<Integer> backups = new ArrayList<>(n);
     for (int i = 0; i < n; i++) {
-      a.i32("backup");
+      backups.add(a.i32("backup"));
     }
     boolean opened = a.u8("opened") != 0;
-    if (primary != context.serverId()) {
+    long epoch = a.i64("epoch");
+    return new Placement(primary, backups, opened, epoch);
+  }
+
+  /**
+   * The region {@code id} if this server is its primary: made on first use after the master's map
+   * confirmed the placement, or promoted from this server's backup copy.
+   *
+   * @throws FerriteException MOVED if the master's map names another primary (the caller's map is
+   *     stale), NO_SUCH_REGION if the map has no such region, DATA_LOST if this server is its
+   *     primary but holds no copy of an opened region
+   */
+  private TxRegion region(int id) {
+    TxRegion r = regions.get(id);
+    if (r != null) {
+      return r;
+    }
+    Placement p = placement(id);
+    if (p.primary() != context.serverId()) {
       throw new FerriteException(
           ErrorCode.MOVED,
-          "tx region " + id + " has primary server " + primary + ", not " + context.serverId());
+          "tx region " + id + " has primary server " + p.primary() + ", not " + context.serverId());
     }
     synchronized (regions) {
       r = regions.get(id);
       if (r != null) {
         return r;
       }
-      if (opened) {
-        // Made by an earlier process of this server: its DRAM is gone (no replicas yet).
+      TxMirror m = mirrors.get(id);
+      if (m != null) {
+        return promote(m, p);
+      }
+      if (p.opened()) {
+        // Made by an earlier process of this server (or a copy this server no longer holds).
         throw new FerriteException(
             ErrorCode.DATA_LOST,
             "tx region "
                 + id
                 + " was lost with server "
                 + context.serverId()
-                + "'s memory (it restarted; tx regions have no replicas yet)");
+                + "'s memory (it restarted, and no backup copy is left)");
       }
-      r = new TxRegion(id, context.createRegion("dram", regionSize), slabSize, maxSize);
+      r =
+          new TxRegion(
+              id,
+              context.createRegion("dram", regionSize),
+              slabSize,
+              maxSize,
+              p.epoch(),
+              p.backups());
+      // The backups make their copies before any object is allocated here.
+      forward(r, TxProtocol.REC_OPEN, new byte[0]).join();
       // Journaled before any object is allocated in it, so a later process knows it lost them.
       context
           .master()
@@ -265,28 +384,278 @@ public final class TxService implements FerriteService {
     }
   }
 
-  private int lock(long txid, int decider, List<Write> writes) {
+  /** Promotes this server's copy of a region (see the class comment); under {@code regions}. */
+  private TxRegion promote(TxMirror m, Placement p) {
+    TxMirror.Taken taken = m.promote();
+    TxRegion r =
+        TxRegion.rebuilt(
+            m.id(),
+            m.memory(),
+            slabSize,
+            maxSize,
+            p.epoch(),
+            p.backups(),
+            taken.slabLines(),
+            taken.live());
+    int relocked = 0;
     synchronized (this) {
-      if (outcomes.containsKey(txid)) {
-        return TxProtocol.ABORTED; // an ABORT (or the reaper) came first: never lock it
+      taken
+          .decided()
+          .forEach(
+              (txid, commit) -> {
+                decisions.put(txid, new Decision(commit, CompletableFuture.completedFuture(null)));
+                outcomes.putIfAbsent(txid, commit);
+              });
+      for (TxMirror.LockRecord rec : taken.locks()) {
+        if (lockAll(r, rec.writes()) != TxProtocol.OK) {
+          continue; // a record whose objects moved on: it never held them at the primary
+        }
+        Pending old = pending.get(rec.txid());
+        List<Write> all = new ArrayList<>(rec.writes());
+        if (old != null) {
+          all.addAll(old.writes());
+        }
+        pending.put(
+            rec.txid(), new Pending(rec.txid(), rec.deciderRegion(), all, System.nanoTime()));
+        relocked++;
       }
-      int st = lockAll(writes);
-      if (st == TxProtocol.OK) {
-        pending.put(txid, new Pending(txid, decider, writes, System.nanoTime() + lease.toNanos()));
+    }
+    mirrors.remove(m.id());
+    regions.put(m.id(), r);
+    LOG.log(
+        System.Logger.Level.INFO,
+        "tx region {0}: server {1} promoted its copy at epoch {2} ({3} pending transactions)",
+        m.id(),
+        context.serverId(),
+        p.epoch(),
+        relocked);
+    return r;
+  }
+
+  // ---- forwarding to backups ----
+
+  /** Forwards one record of region {@code r} to each of its backups; completes when all acked. */
+  private CompletableFuture<Void> forward(TxRegion r, int type, byte[] body) {
+    List<Integer> backups = r.backups();
+    if (backups.isEmpty()) {
+      return CompletableFuture.completedFuture(null);
+    }
+    long deadline = System.nanoTime() + FORWARD_PATIENCE_NANOS;
+    CompletableFuture<?>[] all = new CompletableFuture<?>[backups.size()];
+    for (int i = 0; i < all.length; i++) {
+      CompletableFuture<Void> done = new CompletableFuture<>();
+      send(r, backups.get(i), type, body, deadline, done);
+      all[i] = done;
+    }
+    return CompletableFuture.allOf(all);
+  }
+
+  /** Forwards a {@code type} record per region of {@code writes} but {@code skipRegion}. */
+  private CompletableFuture<Void> forwardEach(
+      List<Write> writes,
+      int skipRegion,
+      int type,
+      java.util.function.Function<List<Write>, byte[]> body) {
+    Map<Integer, List<Write>> byRegion = new TreeMap<>();
+    for (Write x : writes) {
+      byRegion.computeIfAbsent(x.ptr().region(), k -> new ArrayList<>()).add(x);
+    }
+    List<CompletableFuture<Void>> all = new ArrayList<>();
+    byRegion.forEach(
+        (id, ws) -> {
+          TxRegion r = regions.get(id);
+          if (r != null && id != skipRegion) {
+            all.add(forward(r, type, body.apply(ws)));
+          }
+        });
+    return CompletableFuture.allOf(all.toArray(new CompletableFuture<?>[0]));
+  }
+
+  private void send(
+      TxRegion r, int backup, int type, byte[] body, long deadline, CompletableFuture<Void> done) {
+    if (!r.backups().contains(backup) || regions.get(r.id()) != r) {
+      // The master dropped it (declared dead): nothing to wait for; or this server was deposed.
+      if (regions.get(r.id()) != r) {
+        done.completeExceptionally(deposed(r));
+      } else {
+        done.complete(null);
       }
-      return st;
+      return;
+    }
+    byte[] head = new Wire.Writer().i32(r.id()).i64(r.epoch()).u8(type).toArray();
+    ByteBuffer msg = ByteBuffer.allocate(head.length + body.length).put(head).put(body).flip();
+    CompletableFuture<ByteBuffer> f;
+    try {
+      f =
+          context
+              .peer(backup)
+              .call(TxProtocol.SERVER_SERVICE, TxProtocol.REPLICATE, msg, CALL_TIMEOUT);
+    } catch (FerriteException e) {
+      f = CompletableFuture.failedFuture(e);
+    }
+    f.whenComplete(
+        (b, e) -> {
+          if (e == null) {
+            done.complete(null);
+            return;
+          }
+          Throwable c = e instanceof CompletionException && e.getCause() != null ? e.getCause() : e;
+          if (c instanceof FerriteException fe && fe.code() == ErrorCode.MOVED) {
+            regions.remove(r.id(), r); // a backup was promoted: this server is no longer primary
+            done.completeExceptionally(deposed(r));
+          } else if (stopping || System.nanoTime() - deadline > 0) {
+            done.completeExceptionally(
+                new FerriteException(
+                    ErrorCode.UNAVAILABLE,
+                    "tx region "
+                        + r.id()
+                        + ": backup server "
+                        + backup
+                        + " did not acknowledge a record: "
+                        + c.getMessage()));
+          } else {
+            try {
+              replicator.schedule(
+                  () -> {
+                    refresh(r);
+                    send(r, backup, type, body, deadline, done);
+                  },
+                  20,
+                  TimeUnit.MILLISECONDS);
+            } catch (java.util.concurrent.RejectedExecutionException stopped) {
+              done.completeExceptionally(c);
+            }
+          }
+        });
+  }
+
+  private FerriteException deposed(TxRegion r) {
+    return new FerriteException(
+        ErrorCode.MOVED,
+        "tx region " + r.id() + ": server " + context.serverId() + " is no longer its primary");
+  }
+
+  /** Takes the master's current placement of {@code r} (on the replicator thread). */
+  private void refresh(TxRegion r) {
+    try {
+      Placement p = placement(r.id());
+      if (p.primary() != context.serverId()) {
+        regions.remove(r.id(), r);
+      } else {
+        r.placement(p.epoch(), p.backups());
+      }
+    } catch (FerriteException e) {
+      // The master is unreachable: keep what we have, send again.
     }
   }
 
+  /** A record from a region's primary (REPLICATE). */
+  private void replicated(Wire.Reader r) {
+    int id = r.i32("region");
+    long epoch = r.i64("epoch");
+    int type = r.u8("record");
+    TxMirror m = mirrors.get(id);
+    if (m == null) {
+      if (regions.containsKey(id)) {
+        throw new FerriteException(
+            ErrorCode.MOVED,
+            "tx region " + id + ": server " + context.serverId() + " is its primary now");
+      }
+      if (type != TxProtocol.REC_OPEN) {
+        throw new FerriteException(
+            ErrorCode.DATA_LOST,
+            "tx region "
+                + id
+                + ": server "
+                + context.serverId()
+                + " holds no backup copy (it restarted), epoch "
+                + epoch);
+      }
+      synchronized (regions) {
+        m = mirrors.get(id);
+        if (m == null) {
+          m = new TxMirror(id, context.createRegion("dram", regionSize), slabSize);
+          mirrors.put(id, m);
+        }
+      }
+    }
+    boolean ok;
+    if (type == TxProtocol.REC_DECIDE) {
+      long txid = r.i64("txid");
+      boolean commit = r.u8("commit") != 0;
+      r.end();
+      ok = m.decide(txid, commit);
+    } else {
+      long txid = 0;
+      int decider = 0;
+      List<Write> ws = List.of();
+      if (type == TxProtocol.REC_LOCK) {
+        txid = r.i64("txid");
+        decider = r.i32("deciderRegion");
+        ws = writes(r, false);
+      } else if (type == TxProtocol.REC_LOCAL) {
+        ws = writes(r, false);
+      } else if (type == TxProtocol.REC_COMMIT || type == TxProtocol.REC_ABORT) {
+        txid = r.i64("txid");
+      }
+      r.end();
+      ok = m.accept(type, txid, decider, ws);
+    }
+    if (!ok) {
+      throw new FerriteException(
+          ErrorCode.MOVED,
+          "tx region " + id + ": server " + context.serverId() + " is its primary now");
+    }
+  }
+
+  // ---- the commit protocol ----
+
+  private CompletableFuture<ByteBuffer> lock(long txid, int deciderRegion, List<Write> writes) {
+    Pending t;
+    synchronized (this) {
+      if (outcomes.containsKey(txid)) {
+        return status(TxProtocol.ABORTED); // an ABORT (or the reaper) came first: never lock it
+      }
+      int st = lockAll(null, writes);
+      if (st != TxProtocol.OK) {
+        return status(st);
+      }
+      t = new Pending(txid, deciderRegion, writes, System.nanoTime() + lease.toNanos());
+      pending.put(txid, t);
+    }
+    return forwardEach(
+            writes,
+            -1,
+            TxProtocol.REC_LOCK,
+            ws -> {
+              Wire.Writer w = new Wire.Writer().i64(txid).i32(deciderRegion);
+              writeSet(w, ws);
+              return w.toArray();
+            })
+        .handle(
+            (v, e) -> {
+              if (e == null) {
+                return new Wire.Writer().u8(TxProtocol.OK).toBuffer();
+              }
+              finish(t, false); // never answered OK: unlock, tell the backups
+              throw cause(e);
+            });
+  }
+
+  private static CompletionException cause(Throwable e) {
+    return e instanceof CompletionException ce ? ce : new CompletionException(e);
+  }
+
   /** Locks every write (FaRM §3.4 LOCK: version check and lock bit); all or none. */
-  private int lockAll(List<Write> writes) {
+  private int lockAll(TxRegion in, List<Write> writes) {
     for (int i = 0; i < writes.size(); i++) {
       Write wr = writes.get(i);
-      int st = regions.get(wr.ptr().region()).lock(wr.ptr(), wr.expected());
+      TxRegion r = in != null ? in : regions.get(wr.ptr().region());
+      int st = r.lock(wr.ptr(), wr.expected());
       if (st != TxProtocol.OK) {
         for (int j = 0; j < i; j++) {
           Write u = writes.get(j);
-          regions.get(u.ptr().region()).unlock(u.ptr(), u.expected());
+          (in != null ? in : regions.get(u.ptr().region())).unlock(u.ptr(), u.expected());
         }
         return st;
       }
@@ -296,78 +665,219 @@ public final class TxService implements FerriteService {
 
   private void applyAll(List<Write> writes) {
     for (Write wr : writes) {
-      regions
-          .get(wr.ptr().region())
-          .apply(wr.ptr(), wr.expected(), wr.kind() == TxProtocol.KIND_FREE, wr.value());
-    }
-  }
-
-  private synchronized int commit(long txid) {
-    Pending t = pending.remove(txid);
-    if (t == null) {
-      Boolean done = outcomes.get(txid);
-      return done != null && done ? TxProtocol.OK : TxProtocol.ABORTED;
-    }
-    applyAll(t.writes());
-    outcomes.put(txid, true);
-    return TxProtocol.OK;
-  }
-
-  private synchronized void abort(long txid) {
-    Pending t = pending.remove(txid);
-    if (t != null) {
-      for (Write u : t.writes()) {
-        regions.get(u.ptr().region()).unlock(u.ptr(), u.expected());
+      TxRegion r = regions.get(wr.ptr().region());
+      if (r != null) {
+        r.apply(wr.ptr(), wr.expected(), wr.kind() == TxProtocol.KIND_FREE, wr.value());
       }
     }
-    outcomes.putIfAbsent(txid, false);
+  }
+
+  private void unlockAll(List<Write> writes) {
+    for (Write u : writes) {
+      TxRegion r = regions.get(u.ptr().region());
+      if (r != null) {
+        r.unlock(u.ptr(), u.expected());
+      }
+    }
+  }
+
+  /** Whether this server is the primary of the decider region (so it decides). */
+  private boolean decides(int deciderRegion) {
+    return regions.containsKey(deciderRegion);
+  }
+
+  private CompletableFuture<ByteBuffer> commit(long txid, int deciderRegion) {
+    Pending t;
+    Boolean done;
+    synchronized (this) {
+      t = pending.get(txid);
+      done = outcomes.get(txid);
+    }
+    if (decides(deciderRegion) || (t != null && decides(t.deciderRegion()))) {
+      return decide(txid, deciderRegion, true)
+          .thenCompose(c -> t != null ? finish(t, c) : CompletableFuture.completedFuture(c))
+          .thenApply(c -> new Wire.Writer().u8(c ? TxProtocol.OK : TxProtocol.ABORTED).toBuffer());
+    }
+    if (t == null) {
+      return status(done != null && done ? TxProtocol.OK : TxProtocol.ABORTED);
+    }
+    return finish(t, true).thenApply(c -> new Wire.Writer().u8(TxProtocol.OK).toBuffer());
+  }
+
+  private CompletableFuture<Boolean> abort(long txid) {
+    Pending t;
+    synchronized (this) {
+      t = pending.get(txid);
+      if (t == null) {
+        outcomes.putIfAbsent(txid, false);
+        return CompletableFuture.completedFuture(false);
+      }
+    }
+    if (decides(t.deciderRegion())) {
+      return decide(txid, t.deciderRegion(), false).thenCompose(c -> finish(t, c));
+    }
+    return finish(t, false);
   }
 
   /**
-   * The decider's answer about {@code txid}: its decision, PENDING while its lease runs, else it
-   * aborts it now (an unknown transaction is recorded aborted, so its late LOCK is refused).
+   * The decider's decision about {@code txid}: the first one taken wins (a later COMMIT, ABORT or
+   * lease abort gets it), acted on once its DECIDE record is at every backup of the region.
    */
-  private synchronized int outcome(long txid) {
-    Boolean done = outcomes.get(txid);
-    if (done != null) {
-      return done ? TxProtocol.OK : TxProtocol.ABORTED;
+  private CompletableFuture<Boolean> decide(long txid, int deciderRegion, boolean commit) {
+    Decision d;
+    boolean mine = false;
+    synchronized (this) {
+      d = decisions.get(txid);
+      if (d == null) {
+        Boolean o = outcomes.get(txid);
+        d = new Decision(o != null ? o : commit, new CompletableFuture<>());
+        decisions.put(txid, d);
+        mine = true;
+      } else if (d.replicated().isCompletedExceptionally()) {
+        d = new Decision(d.commit(), new CompletableFuture<>()); // the same decision, sent again
+        decisions.put(txid, d);
+        mine = true;
+      }
     }
-    Pending t = pending.get(txid);
+    Decision dd = d;
+    if (mine) {
+      TxRegion r = regions.get(deciderRegion);
+      CompletableFuture<Void> sent =
+          r == null
+              ? CompletableFuture.failedFuture(
+                  new FerriteException(
+                      ErrorCode.MOVED,
+                      "tx region "
+                          + deciderRegion
+                          + ": server "
+                          + context.serverId()
+                          + " is not its primary"))
+              : forward(
+                  r,
+                  TxProtocol.REC_DECIDE,
+                  new Wire.Writer().i64(txid).u8(d.commit() ? 1 : 0).toArray());
+      sent.whenComplete(
+          (v, e) -> {
+            if (e == null) {
+              dd.replicated().complete(null);
+            } else {
+              dd.replicated().completeExceptionally(e);
+            }
+          });
+    }
+    return dd.replicated().thenApply(v -> dd.commit());
+  }
+
+  /**
+   * Resolves a transaction locked here: COMMIT or ABORT records to the backups of its regions
+   * (acknowledged, so a backup's copy is at the version the next LOCK expects), then applies or
+   * unlocks, once. A backup that cannot be told keeps the LOCK record and, if promoted, asks the
+   * decider: applying here regardless is safe.
+   */
+  private CompletableFuture<Boolean> finish(Pending t, boolean commit) {
+    int skip = decides(t.deciderRegion()) ? t.deciderRegion() : -1; // DECIDE told its backups
+    return forwardEach(
+            t.writes(),
+            skip,
+            commit ? TxProtocol.REC_COMMIT : TxProtocol.REC_ABORT,
+            ws -> new Wire.Writer().i64(t.txid()).toArray())
+        .handle(
+            (v, e) -> {
+              synchronized (this) {
+                if (pending.remove(t.txid(), t)) {
+                  if (commit) {
+                    applyAll(t.writes());
+                  } else {
+                    unlockAll(t.writes());
+                  }
+                }
+                outcomes.put(t.txid(), commit);
+              }
+              return commit;
+            });
+  }
+
+  /**
+   * The decider's answer about {@code txid} (OUTCOME): its decision, PENDING while its lease runs
+   * or its decision is on its way to the backups, else it aborts it now (an unknown transaction is
+   * decided aborted, so its late LOCK is refused).
+   */
+  private CompletableFuture<ByteBuffer> outcome(long txid, int deciderRegion) {
+    region(deciderRegion); // MOVED if not its primary; promotes this server's copy if it is now
+    Decision d;
+    Boolean o;
+    Pending t;
+    synchronized (this) {
+      d = decisions.get(txid);
+      o = outcomes.get(txid);
+      t = pending.get(txid);
+    }
+    if (d != null && d.replicated().isDone() && !d.replicated().isCompletedExceptionally()) {
+      return status(d.commit() ? TxProtocol.OK : TxProtocol.ABORTED);
+    }
+    if (o != null && d == null) {
+      return status(o ? TxProtocol.OK : TxProtocol.ABORTED);
+    }
+    if (d != null && !d.replicated().isDone()) {
+      return status(TxProtocol.PENDING);
+    }
     if (t != null && System.nanoTime() - t.deadlineNanos() < 0) {
-      return TxProtocol.PENDING;
+      return status(TxProtocol.PENDING);
     }
-    abort(txid);
-    return TxProtocol.ABORTED;
+    return decide(txid, deciderRegion, false)
+        .thenCompose(c -> t != null ? finish(t, c) : CompletableFuture.completedFuture(c))
+        .thenApply(c -> new Wire.Writer().u8(c ? TxProtocol.OK : TxProtocol.ABORTED).toBuffer());
   }
 
   /**
    * A single-server transaction (FaRM §3.4, single machine transactions: "write set locking and
    * read set validation are local"): the write set is locked, the read set validated against this
-   * server's own memory while the locks are held, then the writes applied and unlocked. The instant
-   * of validation, with the locks held, is its serialization point; no other server holds any of
-   * its objects, so nothing needs one-sided validation.
+   * server's own memory while the locks are held, the writes forwarded to the backups (LOCAL,
+   * acknowledged), then applied and unlocked. The instant of validation, with the locks held, is
+   * its serialization point; no other server holds any of its objects.
    */
-  private int commitLocal(List<Write> writes, List<FatPointer> reads, List<Long> versions) {
+  private CompletableFuture<ByteBuffer> commitLocal(
+      List<Write> writes, List<FatPointer> reads, List<Long> versions) {
     for (FatPointer p : reads) {
       region(p.region()).check(p);
     }
-    int st = lockAll(writes);
+    int st = lockAll(null, writes);
     if (st != TxProtocol.OK) {
-      return st;
+      return status(st);
     }
     for (int i = 0; i < reads.size(); i++) {
       if (!regions.get(reads.get(i).region()).holds(reads.get(i), versions.get(i))) {
-        for (Write u : writes) {
-          regions.get(u.ptr().region()).unlock(u.ptr(), u.expected());
-        }
-        return TxProtocol.CHANGED;
+        unlockAll(writes);
+        return status(TxProtocol.CHANGED);
       }
     }
-    applyAll(writes);
-    return TxProtocol.OK;
+    return forwardEach(
+            writes,
+            -1,
+            TxProtocol.REC_LOCAL,
+            ws -> {
+              Wire.Writer w = new Wire.Writer();
+              writeSet(w, ws);
+              return w.toArray();
+            })
+        .handle(
+            (v, e) -> {
+              if (e != null) {
+                // Some backup may hold it: its outcome is unknown to the client (see docs/TX.md).
+                unlockAll(writes);
+                throw cause(e);
+              }
+              applyAll(writes);
+              return new Wire.Writer().u8(TxProtocol.OK).toBuffer();
+            });
   }
 
-  /** The reaper loop: resolves transactions whose lock lease lapsed (see the class comment). */
+  // ---- the reaper ----
+
+  /**
+   * The reaper loop: resolves transactions whose lock lease lapsed (see the class comment), and
+   * promotes the copies of regions this server is now the primary of.
+   */
   private void reap() {
     long tick = Math.max(1, lease.toMillis() / 4);
     while (!stopping) {
@@ -376,39 +886,67 @@ public final class TxService implements FerriteService {
       } catch (InterruptedException e) {
         return;
       }
-      List<Pending> lapsed = new ArrayList<>();
-      synchronized (this) {
-        long now = System.nanoTime();
-        for (Pending t : pending.values()) {
-          if (now - t.deadlineNanos() >= 0) {
-            lapsed.add(t);
-          }
+      try {
+        promoteDue();
+        resolveLapsed();
+      } catch (FerriteException | CompletionException e) {
+        // The master or a peer is unreachable: again next tick.
+      }
+    }
+  }
+
+  private void promoteDue() {
+    for (TxMirror m : List.copyOf(mirrors.values())) {
+      Placement p = placement(m.id());
+      if (p.primary() == context.serverId()) {
+        region(m.id());
+      } else if (!p.backups().contains(context.serverId()) && mirrors.remove(m.id(), m)) {
+        // The master dropped this copy (this server was declared dead meanwhile): useless now.
+        m.promote();
+        context.freeRegion(m.memory());
+      }
+    }
+  }
+
+  private void resolveLapsed() {
+    List<Pending> lapsed = new ArrayList<>();
+    synchronized (this) {
+      long now = System.nanoTime();
+      for (Pending t : pending.values()) {
+        if (now - t.deadlineNanos() >= 0) {
+          lapsed.add(t);
         }
       }
-      for (Pending t : lapsed) {
-        if (t.decider() == context.serverId()) {
-          outcome(t.txid()); // aborts it unless it was decided meanwhile
+    }
+    Map<Integer, Integer> primaries = new HashMap<>();
+    for (Pending t : lapsed) {
+      if (decides(t.deciderRegion())) {
+        decide(t.txid(), t.deciderRegion(), false).thenCompose(c -> finish(t, c));
+        continue;
+      }
+      int answer;
+      try {
+        int decider = primaries.computeIfAbsent(t.deciderRegion(), id -> placement(id).primary());
+        if (decider == context.serverId()) {
+          region(t.deciderRegion()); // promotes the copy; decided next tick
           continue;
         }
-        int answer;
-        try {
-          ByteBuffer b =
-              context
-                  .peer(t.decider())
-                  .callSync(
-                      TxProtocol.SERVER_SERVICE,
-                      TxProtocol.OUTCOME,
-                      new Wire.Writer().i64(t.txid()).toBuffer(),
-                      lease);
-          answer = new Wire.Reader(b, "tx outcome").u8("status");
-        } catch (FerriteException e) {
-          continue; // decider unreachable: keep the locks, ask again next tick
-        }
-        if (answer == TxProtocol.OK) {
-          commit(t.txid());
-        } else if (answer == TxProtocol.ABORTED) {
-          abort(t.txid());
-        }
+        ByteBuffer b =
+            context
+                .peer(decider)
+                .callSync(
+                    TxProtocol.SERVER_SERVICE,
+                    TxProtocol.OUTCOME,
+                    new Wire.Writer().i64(t.txid()).i32(t.deciderRegion()).toBuffer(),
+                    lease);
+        answer = new Wire.Reader(b, "tx outcome").u8("status");
+      } catch (FerriteException e) {
+        continue; // decider unreachable: keep the locks, ask again next tick
+      }
+      if (answer == TxProtocol.OK) {
+        finish(t, true);
+      } else if (answer == TxProtocol.ABORTED) {
+        finish(t, false);
       }
     }
   }

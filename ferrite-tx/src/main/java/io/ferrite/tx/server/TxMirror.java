@@ -1,0 +1,154 @@
+package io.ferrite.tx.server;
+
+import io.ferrite.fabric.MappedRegion;
+import io.ferrite.tx.FatPointer;
+import io.ferrite.tx.ObjectLayout;
+import io.ferrite.tx.TxProtocol;
+import java.util.HashMap;
+import java.util.HashSet;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+
+/**
+ * A backup's copy of one tx region, fed by its primary's REPLICATE records (FaRM §3.4: "lock at the
+ * primaries and log at backups"): the region memory (same layout, same offsets) and the log of the
+ * transactions locked at the primary and not yet resolved.
+ *
+ * <p>Writes are applied <b>by version</b>: an object's image is installed at {@code expected + 1}
+ * only if the copy's version is older, so a record that arrives twice or late changes nothing. The
+ * copy also tracks each slab's size class and which slots hold a live object, from which a promoted
+ * copy rebuilds the allocator ({@link TxRegion#rebuilt}).
+ *
+ * <p>Everything runs under this object's monitor, briefly (memory writes, no I/O): records are
+ * applied on the fabric's receiving thread (inline), in the order the primary's connection
+ * delivered them.
+ */
+final class TxMirror {
+  /** A LOCK record: a transaction locked at the primary, waiting for its outcome. */
+  record LockRecord(long txid, int deciderRegion, List<TxService.Write> writes) {}
+
+  private final int id;
+  private final MappedRegion memory;
+  private final long slabSize;
+  private final Map<Long, Integer> slabLines = new HashMap<>();
+  private final Set<Long> live = new HashSet<>();
+  private final Map<Long, LockRecord> locks = new LinkedHashMap<>();
+
+  /** Resolved transactions (true: committed): DECIDE records, and COMMIT/ABORT seen; bounded. */
+  private final LinkedHashMap<Long, Boolean> resolved =
+      new LinkedHashMap<>() {
+        private static final long serialVersionUID = 1L;
+
+        @Override
+        protected boolean removeEldestEntry(Map.Entry<Long, Boolean> eldest) {
+          return size() > 1 << 16;
+        }
+      };
+
+  /** DECIDE records (the decider region's decisions), kept while bounded like {@link #resolved}. */
+  private final LinkedHashMap<Long, Boolean> decided =
+      new LinkedHashMap<>() {
+        private static final long serialVersionUID = 1L;
+
+        @Override
+        protected boolean removeEldestEntry(Map.Entry<Long, Boolean> eldest) {
+          return size() > 1 << 16;
+        }
+      };
+
+  private boolean promoted;
+
+  TxMirror(int id, MappedRegion memory, long slabSize) {
+    this.id = id;
+    this.memory = memory;
+    this.slabSize = slabSize;
+  }
+
+  int id() {
+    return id;
+  }
+
+  MappedRegion memory() {
+    return memory;
+  }
+
+  /** Applies one record; false if this copy was promoted (the sender is no longer the primary). */
+  synchronized boolean accept(int type, long txid, int deciderRegion, List<TxService.Write> ws) {
+    if (promoted) {
+      return false;
+    }
+    switch (type) {
+      case TxProtocol.REC_LOCK -> {
+        if (!resolved.containsKey(txid)) { // an ABORT that overtook its LOCK: never log it
+          locks.put(txid, new LockRecord(txid, deciderRegion, ws));
+        }
+      }
+      case TxProtocol.REC_LOCAL -> ws.forEach(this::apply);
+      case TxProtocol.REC_COMMIT -> resolve(txid, true);
+      case TxProtocol.REC_ABORT -> resolve(txid, false);
+      default -> {
+        // REC_OPEN: nothing beyond making the copy.
+      }
+    }
+    return true;
+  }
+
+  /** A DECIDE record: the decision of the transaction whose decider region this is. */
+  synchronized boolean decide(long txid, boolean commit) {
+    if (promoted) {
+      return false;
+    }
+    decided.put(txid, commit);
+    resolve(txid, commit);
+    return true;
+  }
+
+  private void resolve(long txid, boolean commit) {
+    resolved.put(txid, commit);
+    LockRecord r = locks.remove(txid);
+    if (r != null && commit) {
+      r.writes().forEach(this::apply);
+    }
+  }
+
+  /** Installs one write if the copy's version of the object is older (see the class comment). */
+  private void apply(TxService.Write w) {
+    FatPointer p = w.ptr();
+    int lines = ObjectLayout.lines(p.size());
+    long version = w.expected() + 1;
+    long current = memory.getLongAcquire(p.offset()) & ~ObjectLayout.LOCK;
+    boolean isFree = w.kind() == TxProtocol.KIND_FREE;
+    slabLines.putIfAbsent(p.offset() - p.offset() % slabSize, lines);
+    if (current >= version) {
+      return;
+    }
+    long incarnation = p.incarnation() + (isFree ? 1 : 0);
+    TxRegion.writeImage(
+        memory, p.offset(), lines, version, incarnation, isFree ? new byte[0] : w.value(), current);
+    if (isFree) {
+      live.remove(p.offset());
+    } else {
+      live.add(p.offset());
+    }
+  }
+
+  /** What a promotion takes over; this copy then refuses every record. */
+  record Taken(
+      Map<Long, Integer> slabLines,
+      Set<Long> live,
+      List<LockRecord> locks,
+      Map<Long, Boolean> decided) {}
+
+  synchronized Taken promote() {
+    promoted = true;
+    return new Taken(
+        Map.copyOf(slabLines), Set.copyOf(live), List.copyOf(locks.values()), Map.copyOf(decided));
+  }
+
+  /** Logged LOCK records not yet resolved (tests). */
+  synchronized int lockRecords() {
+    return locks.size();
+  }
+}
