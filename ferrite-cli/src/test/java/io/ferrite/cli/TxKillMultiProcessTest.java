@@ -144,11 +144,15 @@ class TxKillMultiProcessTest extends ProcessClusterTest {
     Placement[] regions = {newRegion(admin, ids.get("s1")), newRegion(admin, ids.get("s2"))};
     TxClient maker = new TxClient(tcpClient("tx-kill-setup"));
     accounts = new ArrayList<>();
-    for (int i = 0; i < TxKillBank.ACCOUNTS; i++) {
-      FatPointer p = make(maker, regions[i % 2].region());
-      accounts.add(p);
-      assertEquals(i, history.key(i));
-      history.initialVersion(i, TxKillBank.version(versionOf(maker, p), 0));
+    try {
+      for (int i = 0; i < TxKillBank.ACCOUNTS; i++) {
+        FatPointer p = make(maker, regions[i % 2].region());
+        accounts.add(p);
+        assertEquals(i, history.key(i));
+        history.initialVersion(i, TxKillBank.version(versionOf(maker, p), 0));
+      }
+    } catch (FerriteException e) {
+      throw new AssertionError("the accounts' setup failed\n" + logs(), e);
     }
     regions =
         new Placement[] {
