@@ -50,9 +50,10 @@ import org.junit.jupiter.api.extension.ExtendWith;
  * <ul>
  *   <li>{@link Victim#PRIMARY}: the primary of the first region; the master declares it DEAD, its
  *       backup is promoted, transfers over that region commit again;
- *   <li>{@link Victim#BACKUP}: a server that backs a region and is the primary of none;
- *   <li>{@link Victim#COORDINATOR}: the client JVM, right after it printed that it starts a commit;
- *       the locks it held go away with the participants' lease ({@code tx.lock.lease}).
+ *   <li>{@link Victim#BACKUP}: a server that backs a region and is the primary of none; *
+ *   <li>{@link Victim#COORDINATOR}: the client JVM, right after it printed that it starts a
+ *       two-server commit; the locks it held go away with the participants' lease ({@code
+ *       tx.lock.lease}).
  * </ul>
  *
  * Then, with the survivors: every account is readable by a lock-free read (unlocked) within a
@@ -521,10 +522,12 @@ class TxKillMultiProcessTest extends ProcessClusterTest {
           String[] f = line.split(" ");
           switch (f[0]) {
             case "C" -> {
-              if (killAtNextCommit.get() && killedAt == 0) {
+              if (killAtNextCommit.get() && killedAt == 0 && twoServers(f[4])) {
                 killedAt = System.nanoTime();
-                // SIGKILL: it is committing (or about to). Through the handle: Process.destroy*
-                // would close the stream this thread still reads what the client printed from.
+                // SIGKILL: it is starting a two-phase commit (LOCK at both primaries, over tcp,
+                // with the backups' acknowledgements, takes longer than this kill, so it most
+                // often dies holding locks). Through the handle: Process.destroy* would close
+                // the stream this thread still reads what the client printed from.
                 process.toHandle().destroyForcibly();
               }
               int id = Integer.parseInt(f[1]);
@@ -554,6 +557,17 @@ class TxKillMultiProcessTest extends ProcessClusterTest {
           }
         }
       }
+    }
+
+    /** Whether ops (a C line's) write accounts of both regions (even and odd accounts). */
+    boolean twoServers(String ops) {
+      Set<Long> regionsWritten = new HashSet<>();
+      for (TxHistory.Op op : TxKillBank.decodeOps(ops)) {
+        if (op.kind() == TxHistory.Kind.WRITE) {
+          regionsWritten.add(op.key() % 2);
+        }
+      }
+      return regionsWritten.size() == 2;
     }
 
     long committedAfter(long since) {
