@@ -36,6 +36,7 @@ import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicLong;
+import java.util.concurrent.locks.LockSupport;
 import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.ExtendWith;
@@ -209,51 +210,53 @@ class TxKillMultiProcessTest extends ProcessClusterTest {
     long killedAt;
     long deadAt = -1;
     try (TestThreads bg = new TestThreads(() -> done.set(true))) {
-      bg.start("tx-kill-child-out", child::readLines);
-      for (int w = 0; w < TRANSFER_THREADS; w++) {
-        TxClient c = new TxClient(tcpClient("tx-kill-" + w));
-        Random random = new Random(seed.value() + w);
-        int client = w;
-        bg.start("tx-kill-transfers-" + w, () -> transfers(c, client, random, done));
-      }
-      TxClient auditor = new TxClient(tcpClient("tx-kill-auditor"));
-      bg.start("tx-kill-auditor", () -> audits(auditor, done));
-
-      await(
-          "60 transfers committed here and 20 in the client JVM",
-          () -> bg.failed() || committed.size() >= 60 && child.committed.get() >= 20);
-      if (victim == Victim.COORDINATOR) {
-        child.killAtNextCommit.set(true);
-        assertTrue(
-            child.process.waitFor(60, TimeUnit.SECONDS),
-            "the client JVM was not killed\n" + logs());
-        killedAt = child.killedAt;
-      } else {
-        killedAt = System.nanoTime();
-        servers.get(victimName).destroyForcibly().waitFor(); // SIGKILL, mid-commits
-        deadAt = awaitDead(admin, victimId);
-      }
-      long since = victim == Victim.COORDINATOR ? killedAt : deadAt;
-      await(
-          "30 transfers over the victim's regions committed after it died",
-          () -> bg.failed() || committedAfter(since, victimRegions) >= 30);
-      if (victim == Victim.COORDINATOR) {
-        // The accounts the client JVM was committing are written again: its locks went away.
-        for (int key : child.inFlightWrites()) {
-          await(
-              "a commit writing account " + key + " after the coordinator's death",
-              () -> bg.failed() || committedWriting(killedAt, key) > 0);
+      try {
+        bg.start("tx-kill-child-out", child::readLines);
+        for (int w = 0; w < TRANSFER_THREADS; w++) {
+          TxClient c = new TxClient(tcpClient("tx-kill-" + w));
+          Random random = new Random(seed.value() + w);
+          int client = w;
+          bg.start("tx-kill-transfers-" + w, () -> transfers(c, client, random, done));
         }
-      } else {
+        TxClient auditor = new TxClient(tcpClient("tx-kill-auditor"));
+        bg.start("tx-kill-auditor", () -> audits(auditor, done));
+
         await(
-            "20 commits of the client JVM after the kill",
-            () -> bg.failed() || child.committedAfter(killedAt) >= 20);
-      }
-      done.set(true);
-      if (victim != Victim.COORDINATOR) {
-        child.process.getOutputStream().close(); // stdin: the client JVM stops and says END
-        assertTrue(
-            child.process.waitFor(60, TimeUnit.SECONDS), "the client JVM did not stop\n" + logs());
+            "60 transfers committed here and 20 in the client JVM",
+            () -> bg.failed() || committed.size() >= 60 && child.committed.get() >= 20);
+        if (victim == Victim.COORDINATOR) {
+          child.killDelayNanos = 200_000 + new Random(seed.value()).nextInt(1_800_000);
+          child.killAtNextCommit.set(true);
+          assertTrue(
+              child.process.waitFor(60, TimeUnit.SECONDS),
+              "the client JVM was not killed\n" + logs());
+          killedAt = child.killedAt;
+        } else {
+          killedAt = System.nanoTime();
+          servers.get(victimName).destroyForcibly().waitFor(); // SIGKILL, mid-commits
+          deadAt = awaitDead(admin, victimId);
+        }
+        long since = victim == Victim.COORDINATOR ? killedAt : deadAt;
+        await(
+            "30 transfers over the victim's regions committed after it died",
+            () -> bg.failed() || committedAfter(since, victimRegions) >= 30);
+        if (victim == Victim.COORDINATOR) {
+          // The accounts the client JVM was committing are written again: its locks went away.
+          for (int key : child.inFlightWrites()) {
+            await(
+                "a commit writing account " + key + " after the coordinator's death",
+                () -> bg.failed() || committedWriting(killedAt, key) > 0);
+          }
+        } else {
+          await(
+              "20 commits of the client JVM after the kill",
+              () -> bg.failed() || child.committedAfter(killedAt) >= 20);
+        }
+      } finally {
+        // Also when the test fails: the threads stop, the client JVM stops (it prints END), so
+        // closing bg joins them at once.
+        done.set(true);
+        child.stop();
       }
     }
     child.endHistory();
@@ -501,6 +504,7 @@ class TxKillMultiProcessTest extends ProcessClusterTest {
   private final class Child {
     final Process process;
     final AtomicBoolean killAtNextCommit = new AtomicBoolean();
+    volatile long killDelayNanos;
     final AtomicLong committed = new AtomicLong();
     final Map<Integer, TxKillBank.Step> inFlight = new ConcurrentHashMap<>();
     final Map<Integer, Integer> threads = new ConcurrentHashMap<>();
@@ -513,6 +517,22 @@ class TxKillMultiProcessTest extends ProcessClusterTest {
       this.process = process;
     }
 
+    /**
+     * Closes its stdin (it stops, prints END and exits) and waits for it; SIGKILLs it if it did not
+     * exit within 60 s. A no-op for a client already dead.
+     */
+    void stop() throws InterruptedException {
+      try {
+        process.getOutputStream().close();
+      } catch (IOException e) {
+        // Its pipe is gone: it died.
+      }
+      if (!process.waitFor(60, TimeUnit.SECONDS)) {
+        process.toHandle().destroyForcibly();
+        process.waitFor();
+      }
+    }
+
     /** Reads the client's lines until it exits, recording each finished transaction. */
     void readLines() throws IOException {
       try (BufferedReader in =
@@ -523,11 +543,13 @@ class TxKillMultiProcessTest extends ProcessClusterTest {
           switch (f[0]) {
             case "C" -> {
               if (killAtNextCommit.get() && killedAt == 0 && twoServers(f[4])) {
+                // SIGKILL as it runs a two-phase commit: this line was printed just before
+                // txCommit; a seeded pause of 0.2-2 ms lets it reach LOCK (at both primaries,
+                // over tcp, with the backups' acknowledgements) so that it most often dies
+                // holding locks. Through the handle: Process.destroy* would close the stream
+                // this thread still reads what the client printed from.
+                LockSupport.parkNanos(killDelayNanos);
                 killedAt = System.nanoTime();
-                // SIGKILL: it is starting a two-phase commit (LOCK at both primaries, over tcp,
-                // with the backups' acknowledgements, takes longer than this kill, so it most
-                // often dies holding locks). Through the handle: Process.destroy* would close
-                // the stream this thread still reads what the client printed from.
                 process.toHandle().destroyForcibly();
               }
               int id = Integer.parseInt(f[1]);
