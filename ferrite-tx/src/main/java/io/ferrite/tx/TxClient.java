@@ -194,7 +194,11 @@ public final class TxClient {
         try {
           return op.apply(v);
         } catch (FerriteException e) {
-          regions.remove(region, v);
+          // A dropped message is the network's, not the map's: the same entry is tried again
+          // (the master is not asked: a dropped GET_REGION would only cost more).
+          if (e.code() != ErrorCode.DROPPED) {
+            regions.remove(region, v);
+          }
           failed = e;
         }
       } catch (FerriteException e) {

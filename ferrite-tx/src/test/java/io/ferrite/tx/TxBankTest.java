@@ -8,6 +8,7 @@ import io.ferrite.fabric.local.LocalFaults;
 import io.ferrite.fabric.testing.SeedExtension;
 import io.ferrite.fabric.testing.TestSeed;
 import io.ferrite.fabric.testing.TestThreads;
+import io.ferrite.kernel.server.MemoryServer;
 import io.ferrite.kernel.testing.SerializabilityChecker;
 import io.ferrite.kernel.testing.TxHistory;
 import java.nio.ByteBuffer;
@@ -19,16 +20,20 @@ import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Random;
+import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicLong;
+import java.util.stream.Stream;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.extension.ExtendWith;
 import org.junit.jupiter.api.io.TempDir;
 import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.Arguments;
 import org.junit.jupiter.params.provider.EnumSource;
+import org.junit.jupiter.params.provider.MethodSource;
 
 /**
  * Bank transfers between accounts on two memory servers, from several client threads, while an
@@ -72,11 +77,38 @@ class TxBankTest {
     }
   }
 
+  /** Every mode with one copy of each region, and with a backup ({@code tx.replicas} 1 and 2). */
+  static Stream<Arguments> runs() {
+    return Stream.of(Mode.values()).flatMap(m -> Stream.of(Arguments.of(m, 1), Arguments.of(m, 2)));
+  }
+
+  @ParameterizedTest(name = "{0}, replicas {1}")
+  @MethodSource("runs")
+  void transfersAreStrictlySerializableAndKeepTheTotal(Mode mode, int replicas, TestSeed seed)
+      throws Exception {
+    run(mode, replicas, false, seed);
+  }
+
+  /**
+   * With a backup of every region, the primary of the first account's region is stopped once some
+   * transfers committed: the master declares it DEAD, its backup is promoted, the transfers go on.
+   * Still strictly serializable (so no acknowledged transfer is lost: a later read of an older
+   * version is a real-time anomaly), the total kept, and every account's final version at least the
+   * newest one a committed transfer installed. Over the local fabric only: a client's shm mapping
+   * of a stopped server's region file would go on reading its last image (not a failure the client
+   * can see; docs/TX.md, "Not built yet").
+   */
   @ParameterizedTest
-  @EnumSource(Mode.class)
-  void transfersAreStrictlySerializableAndKeepTheTotal(Mode mode, TestSeed seed) throws Exception {
+  @EnumSource(
+      value = Mode.class,
+      names = {"TEAR", "FAULTS"})
+  void aPrimaryStoppedMidRunLosesNoAcknowledgedTransfer(Mode mode, TestSeed seed) throws Exception {
+    run(mode, 2, true, seed);
+  }
+
+  private void run(Mode mode, int replicas, boolean stopPrimary, TestSeed seed) throws Exception {
     boolean real = mode == Mode.SHM;
-    cluster = new TxCluster(dir, 2, real);
+    cluster = new TxCluster(dir, 2, real, replicas);
     cluster.awaitServers(2);
     TxClient a = new TxClient(cluster.client());
     TxClient b = new TxClient(cluster.client());
@@ -113,6 +145,7 @@ class TxBankTest {
     AtomicLong unknown = new AtomicLong();
     AtomicLong tags = new AtomicLong(); // 0 is the setup's
     ConcurrentLinkedQueue<String> badAudits = new ConcurrentLinkedQueue<>();
+    Map<FatPointer, Long> newest = new ConcurrentHashMap<>(); // committed, FaRM versions
     CountDownLatch transfersDone = new CountDownLatch(3);
     try (TestThreads bg = new TestThreads(() -> done.set(true))) {
       for (int w = 0; w < 3; w++) {
@@ -123,10 +156,28 @@ class TxBankTest {
             "transfers-" + w,
             () -> {
               try {
-                transfers(c, client, random, accounts, history, tags, commits, unknown, done);
+                transfers(
+                    c, client, random, accounts, history, tags, commits, unknown, newest, done);
               } finally {
                 transfersDone.countDown();
               }
+            });
+      }
+      if (stopPrimary) {
+        int victim = a.view(accounts.get(0).region()).primary();
+        bg.start(
+            "stop-primary",
+            () -> {
+              while (!done.get() && commits.get() < 20 && transfersDone.getCount() > 0) {
+                Thread.sleep(1);
+              }
+              MemoryServer m =
+                  cluster.servers.stream()
+                      .filter(s -> s.serverId() == victim)
+                      .findFirst()
+                      .orElseThrow();
+              cluster.servers.remove(m);
+              m.close();
             });
       }
       if (mode == Mode.FAULTS) {
@@ -152,13 +203,28 @@ class TxBankTest {
     SerializabilityChecker.Result r = SerializabilityChecker.assertStrictlySerializable(history);
     // Printed so a run shows what was checked (how many, how many unknown).
     System.out.println(
-        "TxBankTest " + mode + ": " + r.summary() + "; " + unknown.get() + " unknown outcomes");
+        "TxBankTest "
+            + mode
+            + ", replicas "
+            + replicas
+            + (stopPrimary ? ", a primary stopped" : "")
+            + ": "
+            + r.summary()
+            + "; "
+            + unknown.get()
+            + " unknown outcomes");
     assertEquals(List.of(), List.copyOf(badAudits), "committed audits that saw another total");
     long sum = 0;
     for (FatPointer p : accounts) {
       sum += ByteBuffer.wrap(a.lockFreeRead(p)).order(ByteOrder.LITTLE_ENDIAN).getLong(0);
     }
     assertEquals(ACCOUNTS * START, sum, "lock-free reads of every account after the run");
+    for (FatPointer p : accounts) {
+      long now = versionOf(a, p);
+      assertTrue(
+          now >= newest.getOrDefault(p, 0L),
+          p + " is at version " + now + ", a committed transfer installed " + newest.get(p));
+    }
     assertTrue(commits.get() > 0, "no transfer committed");
     assertTrue(audits.get() > 0, "no audit committed");
   }
@@ -281,6 +347,7 @@ class TxBankTest {
       AtomicLong tags,
       AtomicLong commits,
       AtomicLong unknown,
+      Map<FatPointer, Long> newest,
       AtomicBoolean done) {
     for (int i = 0; i < 120 && !done.get(); i++) {
       int from = random.nextInt(ACCOUNTS);
@@ -300,6 +367,7 @@ class TxBankTest {
       }
       Outcome o = t.commit();
       if (o == Outcome.COMMITTED) {
+        t.t.writtenVersions().forEach((p, v) -> newest.merge(p, v, Math::max));
         commits.incrementAndGet();
       } else if (o == Outcome.UNKNOWN) {
         unknown.incrementAndGet();

@@ -24,7 +24,7 @@ import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.extension.ExtendWith;
 import org.junit.jupiter.api.io.TempDir;
 import org.junit.jupiter.params.ParameterizedTest;
-import org.junit.jupiter.params.provider.EnumSource;
+import org.junit.jupiter.params.provider.MethodSource;
 
 /**
  * An Elle-style list-append workload (Kingsbury and Alvaro, VLDB 2020) over the tx face: objects on
@@ -51,11 +51,12 @@ class TxListAppendTest {
     }
   }
 
-  @ParameterizedTest
-  @EnumSource(TxBankTest.Mode.class)
-  void appendsAreStrictlySerializable(TxBankTest.Mode mode, TestSeed seed) throws Exception {
+  @ParameterizedTest(name = "{0}, replicas {1}")
+  @MethodSource("io.ferrite.tx.TxBankTest#runs")
+  void appendsAreStrictlySerializable(TxBankTest.Mode mode, int replicas, TestSeed seed)
+      throws Exception {
     boolean real = mode == TxBankTest.Mode.SHM;
-    cluster = new TxCluster(dir, 2, real);
+    cluster = new TxCluster(dir, 2, real, replicas);
     cluster.awaitServers(2);
     TxClient a = new TxClient(cluster.client());
     TxClient b = new TxClient(cluster.client());
@@ -106,7 +107,7 @@ class TxListAppendTest {
     }
     faults.heal();
     SerializabilityChecker.Result r = SerializabilityChecker.assertStrictlySerializable(history);
-    System.out.println("TxListAppendTest " + mode + ": " + r.summary());
+    System.out.println("TxListAppendTest " + mode + ", replicas " + replicas + ": " + r.summary());
     assertTrue(commits.get() > 0, "no transaction committed");
   }
 

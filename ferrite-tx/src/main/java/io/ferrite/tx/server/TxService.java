@@ -369,7 +369,12 @@ public final class TxService implements FerriteService {
               p.epoch(),
               p.backups());
       // The backups make their copies before any object is allocated here.
-      forward(r, TxProtocol.REC_OPEN, new byte[0]).join();
+      try {
+        forward(r, TxProtocol.REC_OPEN, new byte[0]).join();
+      } catch (CompletionException e) {
+        context.freeRegion(r.memory());
+        throw e.getCause() instanceof FerriteException fe ? fe : e;
+      }
       // Journaled before any object is allocated in it, so a later process knows it lost them.
       context
           .master()
@@ -473,9 +478,10 @@ public final class TxService implements FerriteService {
 
   private void send(
       TxRegion r, int backup, int type, byte[] body, long deadline, CompletableFuture<Void> done) {
-    if (!r.backups().contains(backup) || regions.get(r.id()) != r) {
+    boolean deposed = regions.get(r.id()) != r && type != TxProtocol.REC_OPEN;
+    if (!r.backups().contains(backup) || deposed) {
       // The master dropped it (declared dead): nothing to wait for; or this server was deposed.
-      if (regions.get(r.id()) != r) {
+      if (deposed) {
         done.completeExceptionally(deposed(r));
       } else {
         done.complete(null);
