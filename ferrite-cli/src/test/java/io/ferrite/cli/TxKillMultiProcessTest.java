@@ -49,9 +49,13 @@ import org.junit.jupiter.api.extension.ExtendWith;
  * middle of commits:
  *
  * <ul>
- *   <li>{@link Victim#PRIMARY}: the primary of the first region; the master declares it DEAD, its
- *       backup is promoted, transfers over that region commit again;
- *   <li>{@link Victim#BACKUP}: a server that backs a region and is the primary of none; *
+ *   <li>{@link Victim#PRIMARY}: the primary of the first region, the decider of every two-server
+ *       transfer (its region has the lowest id); the master declares it DEAD, its backup is
+ *       promoted and resolves the transfers it had not decided, transfers over that region commit
+ *       again;
+ *   <li>{@link Victim#PARTICIPANT}: the primary of the second region, a participant that never
+ *       decides: its promoted backup asks the decider about the transfers it had locked;
+ *   <li>{@link Victim#BACKUP}: a server that backs a region and is the primary of none;
  *   <li>{@link Victim#COORDINATOR}: the client JVM, right after it printed that it starts a
  *       two-server commit; the locks it held go away with the participants' lease ({@code
  *       tx.lock.lease}).
@@ -83,6 +87,7 @@ class TxKillMultiProcessTest extends ProcessClusterTest {
   /** Which process dies. */
   enum Victim {
     PRIMARY,
+    PARTICIPANT,
     BACKUP,
     COORDINATOR
   }
@@ -121,6 +126,11 @@ class TxKillMultiProcessTest extends ProcessClusterTest {
   @Test
   void aSigkilledPrimaryLosesNoAcknowledgedTransfer(TestSeed seed) throws Exception {
     run(Victim.PRIMARY, seed);
+  }
+
+  @Test
+  void aSigkilledParticipantPrimaryLosesNoAcknowledgedTransfer(TestSeed seed) throws Exception {
+    run(Victim.PARTICIPANT, seed);
   }
 
   @Test
@@ -176,6 +186,8 @@ class TxKillMultiProcessTest extends ProcessClusterTest {
       }
       if (victim == Victim.PRIMARY) {
         victimId = regions[0].primary();
+      } else if (victim == Victim.PARTICIPANT) {
+        victimId = regions[1].primary();
       } else {
         for (int s : ids.values()) {
           if (s != regions[0].primary()
