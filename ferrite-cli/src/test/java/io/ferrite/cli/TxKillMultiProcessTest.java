@@ -28,6 +28,7 @@ import java.util.Arrays;
 import java.util.HashMap;
 import java.util.HashSet;
 import java.util.List;
+import java.util.Locale;
 import java.util.Map;
 import java.util.Random;
 import java.util.Set;
@@ -58,7 +59,9 @@ import org.junit.jupiter.api.extension.ExtendWith;
  *   <li>{@link Victim#BACKUP}: a server that backs a region and is the primary of none;
  *   <li>{@link Victim#COORDINATOR}: the client JVM, right after it printed that it starts a
  *       two-server commit; the locks it held go away with the participants' lease ({@code
- *       tx.lock.lease}).
+ *       tx.lock.lease}). Most kills land while it holds locks (the test prints, per account it was
+ *       committing, when it was written again: about a lease after the kill then), not every one: a
+ *       SIGKILL from outside cannot pick the instant.
  * </ul>
  *
  * Then, with the survivors: every account is readable by a lock-free read (unlocked) within a
@@ -305,22 +308,26 @@ class TxKillMultiProcessTest extends ProcessClusterTest {
     SerializabilityChecker.Result r = SerializabilityChecker.assertStrictlySerializable(history);
     long first = firstCommitAfter(victim == Victim.COORDINATOR ? killedAt : deadAt, victimRegions);
     System.out.printf(
+        Locale.ROOT,
         "TxKillMultiProcessTest %s: %s; %d unknown here, %d in flight in the killed client; "
             + "killed -> declared DEAD %s; first commit over the victim's regions %.1f ms after %s%n",
         victim,
         r.summary(),
         unknown.get(),
         child.inFlight.size(),
-        deadAt < 0 ? "n/a" : String.format("%.1f ms", (deadAt - killedAt) / 1e6),
+        deadAt < 0 ? "n/a" : String.format(Locale.ROOT, "%.1f ms", (deadAt - killedAt) / 1e6),
         (first - (victim == Victim.COORDINATOR ? killedAt : deadAt)) / 1e6,
         victim == Victim.COORDINATOR ? "the kill" : "it was declared DEAD");
     if (victim == Victim.COORDINATOR) {
       // Near tx.lock.lease when the dead coordinator held locks on the account, near 0 if not.
       for (int key : child.inFlightWrites()) {
         System.out.printf(
+            Locale.ROOT,
             "TxKillMultiProcessTest %s: account %d (the killed client was committing it) written"
                 + " again %.1f ms after the kill%n",
-            victim, key, (firstWriteAfter(killedAt, key) - killedAt) / 1e6);
+            victim,
+            key,
+            (firstWriteAfter(killedAt, key) - killedAt) / 1e6);
       }
     }
     assertEquals(List.of(), List.copyOf(badAudits), "committed audits that saw another total");
