@@ -26,10 +26,11 @@ import java.util.concurrent.CompletionException;
  *   <li>Every object read or written on one server: COMMIT_LOCAL, which locks, validates against
  *       the server's own memory and applies in one step ({@link io.ferrite.tx.server.TxService}).
  *   <li>Otherwise two-phase: LOCK the write set at each primary (version check + lock bit, new
- *       values carried along); VALIDATE the objects only read with one-sided reads (a version
- *       changed or locked: abort); COMMIT at the decider (the lowest participant id), whose OK is
- *       the commit point; then COMMIT at the other participants. Every failure before the decider's
- *       OK sends ABORT to every participant.
+ *       values carried along, logged at the backups); VALIDATE the objects only read with one-sided
+ *       reads (a version changed or locked: abort); COMMIT at the decider (the current primary of
+ *       the decider region, the lowest region id written), whose OK is the commit point; then
+ *       COMMIT at the other participants. Every failure before the decider's OK sends ABORT to
+ *       every participant.
  * </ol>
  *
  * Objects allocated in a transaction that aborts are freed again (best effort: a failure leaves an

@@ -40,14 +40,14 @@ public final class TxConfig implements ConfigKeys {
         new Key(SLAB_SIZE, "1m", "server: bytes of one tx slab; a slab holds one size class"),
         new Key(OBJECT_MAX, "64k", "server: the largest tx object payload, in bytes"),
         new Key(
-            REPLICAS,
-            "2",
-            "master: copies of a new tx region (a primary and backups on distinct servers)"),
-        new Key(
             LOCK_LEASE,
             "2s",
             "server: a tx participant resolves a transaction whose coordinator went silent after"
-                + " LOCK this long"));
+                + " LOCK this long"),
+        new Key(
+            REPLICAS,
+            "2",
+            "master: copies of a new tx region (a primary and backups on distinct servers)"));
   }
 
   @Override

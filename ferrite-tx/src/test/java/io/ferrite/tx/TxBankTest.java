@@ -99,9 +99,7 @@ class TxBankTest {
    * can see; docs/TX.md, "Not built yet").
    */
   @ParameterizedTest
-  @EnumSource(
-      value = Mode.class,
-      names = {"TEAR", "FAULTS"})
+  @EnumSource(Mode.class)
   void aPrimaryStoppedMidRunLosesNoAcknowledgedTransfer(Mode mode, TestSeed seed) throws Exception {
     run(mode, 2, true, seed);
   }

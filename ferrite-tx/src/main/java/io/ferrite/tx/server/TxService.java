@@ -420,8 +420,10 @@ public final class TxService implements FerriteService {
         if (old != null) {
           all.addAll(old.writes());
         }
+        // A fresh lease: a live coordinator retrying COMMIT at this promoted copy may still commit.
         pending.put(
-            rec.txid(), new Pending(rec.txid(), rec.deciderRegion(), all, System.nanoTime()));
+            rec.txid(),
+            new Pending(rec.txid(), rec.deciderRegion(), all, System.nanoTime() + lease.toNanos()));
         relocked++;
       }
     }
@@ -700,7 +702,9 @@ public final class TxService implements FerriteService {
       done = outcomes.get(txid);
     }
     if (decides(deciderRegion) || (t != null && decides(t.deciderRegion()))) {
-      return decide(txid, deciderRegion, true)
+      // Commit only what is locked here (or was decided before): a decider, promoted or not, that
+      // holds no LOCK record of it never answered its LOCK OK, so it decides abort.
+      return decide(txid, deciderRegion, t != null)
           .thenCompose(c -> t != null ? finish(t, c) : CompletableFuture.completedFuture(c))
           .thenApply(c -> new Wire.Writer().u8(c ? TxProtocol.OK : TxProtocol.ABORTED).toBuffer());
     }
