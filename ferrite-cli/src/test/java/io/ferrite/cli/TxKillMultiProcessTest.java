@@ -18,11 +18,8 @@ import io.ferrite.tx.FatPointer;
 import io.ferrite.tx.Transaction;
 import io.ferrite.tx.TxClient;
 import io.ferrite.tx.TxProtocol;
-import java.io.BufferedReader;
 import java.io.IOException;
-import java.io.InputStreamReader;
 import java.nio.ByteBuffer;
-import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.HashMap;
@@ -32,12 +29,10 @@ import java.util.Locale;
 import java.util.Map;
 import java.util.Random;
 import java.util.Set;
-import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicLong;
-import java.util.concurrent.locks.LockSupport;
 import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.ExtendWith;
@@ -85,7 +80,6 @@ class TxKillMultiProcessTest extends ProcessClusterTest {
   static final int CHILD_THREADS = 2;
   static final int AUDITOR = TRANSFER_THREADS;
   static final int FINAL_AUDIT = TRANSFER_THREADS + 1;
-  static final int CHILD_CLIENTS = 10;
 
   /** Which process dies. */
   enum Victim {
@@ -220,7 +214,7 @@ class TxKillMultiProcessTest extends ProcessClusterTest {
             .findFirst()
             .orElse(null);
 
-    Child child = startChild(seed.value() ^ 0x5eed);
+    TxKillChild child = startChild(seed.value() ^ 0x5eed);
     AtomicBoolean done = new AtomicBoolean();
     long killedAt;
     long deadAt = -1;
@@ -494,7 +488,7 @@ class TxKillMultiProcessTest extends ProcessClusterTest {
 
   // --- the client JVM ---
 
-  private Child startChild(long seed) throws IOException {
+  private TxKillChild startChild(long seed) throws IOException {
     List<String> cmd = new ArrayList<>();
     cmd.add(java.nio.file.Path.of(System.getProperty("java.home"), "bin", "java").toString());
     cmd.addAll(
@@ -516,122 +510,6 @@ class TxKillMultiProcessTest extends ProcessClusterTest {
             .redirectError(ProcessBuilder.Redirect.appendTo(dir.resolve("client.log").toFile()))
             .start();
     processes.add(p); // stopped (SIGKILL) after the test, also on failure
-    return new Child(p);
-  }
-
-  /** The client JVM and what it printed. */
-  private final class Child {
-    final Process process;
-    final AtomicBoolean killAtNextCommit = new AtomicBoolean();
-    volatile long killDelayNanos;
-    final AtomicLong committed = new AtomicLong();
-    final Map<Integer, TxKillBank.Step> inFlight = new ConcurrentHashMap<>();
-    final Map<Integer, Integer> threads = new ConcurrentHashMap<>();
-    final ConcurrentLinkedQueue<Long> commitInvokes = new ConcurrentLinkedQueue<>();
-    final ConcurrentLinkedQueue<String> failures = new ConcurrentLinkedQueue<>();
-    volatile long killedAt;
-    volatile boolean ended;
-
-    Child(Process process) {
-      this.process = process;
-    }
-
-    /**
-     * Closes its stdin (it stops, prints END and exits) and waits for it; SIGKILLs it if it did not
-     * exit within 60 s. A no-op for a client already dead.
-     */
-    void stop() throws InterruptedException {
-      try {
-        process.getOutputStream().close();
-      } catch (IOException e) {
-        // Its pipe is gone: it died.
-      }
-      if (!process.waitFor(60, TimeUnit.SECONDS)) {
-        process.toHandle().destroyForcibly();
-        process.waitFor();
-      }
-    }
-
-    /** Reads the client's lines until it exits, recording each finished transaction. */
-    void readLines() throws IOException {
-      try (BufferedReader in =
-          new BufferedReader(
-              new InputStreamReader(process.getInputStream(), StandardCharsets.UTF_8))) {
-        for (String line; (line = in.readLine()) != null; ) {
-          String[] f = line.split(" ");
-          switch (f[0]) {
-            case "C" -> {
-              if (killAtNextCommit.get() && killedAt == 0 && twoServers(f[4])) {
-                // SIGKILL as it runs a two-phase commit: this line was printed just before
-                // txCommit; a seeded pause of 0.2-2 ms lets it reach LOCK (at both primaries,
-                // over tcp, with the backups' acknowledgements) so that it most often dies
-                // holding locks. Through the handle: Process.destroy* would close the stream
-                // this thread still reads what the client printed from.
-                LockSupport.parkNanos(killDelayNanos);
-                killedAt = System.nanoTime();
-                process.toHandle().destroyForcibly();
-              }
-              int id = Integer.parseInt(f[1]);
-              threads.put(id, CHILD_CLIENTS + Integer.parseInt(f[2]));
-              inFlight.put(
-                  id,
-                  new TxKillBank.Step(
-                      null,
-                      Long.parseLong(f[3]),
-                      TxKillBank.decodeOps(f[4]),
-                      List.of(),
-                      new long[0]));
-            }
-            case "O" -> {
-              int id = Integer.parseInt(f[1]);
-              TxKillBank.Step s = inFlight.remove(id);
-              Outcome o = Outcome.valueOf(f[2]);
-              long complete = Long.parseLong(f[3]);
-              TxKillBank.record(history, threads.get(id), s, o, complete);
-              if (o == Outcome.COMMITTED) {
-                committed.incrementAndGet();
-                commitInvokes.add(s.invoke());
-              }
-            }
-            case "END" -> ended = true;
-            default -> failures.add(line);
-          }
-        }
-      }
-    }
-
-    /** Whether ops (a C line's) write accounts of both regions (even and odd accounts). */
-    boolean twoServers(String ops) {
-      Set<Long> regionsWritten = new HashSet<>();
-      for (TxHistory.Op op : TxKillBank.decodeOps(ops)) {
-        if (op.kind() == TxHistory.Kind.WRITE) {
-          regionsWritten.add(op.key() % 2);
-        }
-      }
-      return regionsWritten.size() == 2;
-    }
-
-    long committedAfter(long since) {
-      return commitInvokes.stream().filter(t -> t > since).count();
-    }
-
-    /** Accounts written by the commits in flight when the client died. */
-    Set<Integer> inFlightWrites() {
-      Set<Integer> out = new HashSet<>();
-      for (TxKillBank.Step s : inFlight.values()) {
-        s.ops().stream()
-            .filter(op -> op.kind() == TxHistory.Kind.WRITE)
-            .forEach(op -> out.add((int) op.key()));
-      }
-      return out;
-    }
-
-    /** The commits still in flight (the client died in them) go into the history as UNKNOWN. */
-    void endHistory() {
-      for (Map.Entry<Integer, TxKillBank.Step> e : inFlight.entrySet()) {
-        TxKillBank.record(
-            history, threads.get(e.getKey()), e.getValue(), Outcome.UNKNOWN, Long.MAX_VALUE);
-      }
-    }
+    return new TxKillChild(p, history);
   }
 }
