@@ -10,6 +10,7 @@ import io.ferrite.fabric.FerriteException;
 import io.ferrite.fabric.testing.SeedExtension;
 import io.ferrite.fabric.testing.TestThreads;
 import io.ferrite.kernel.proto.Wire;
+import io.ferrite.kernel.server.MemoryServer;
 import java.nio.ByteBuffer;
 import java.nio.file.Path;
 import java.util.Random;
@@ -19,6 +20,8 @@ import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.ExtendWith;
 import org.junit.jupiter.api.io.TempDir;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.ValueSource;
 
 /**
  * Function shipping ({@link TxClient#ship}, FaRM §3.4): a function runs at the primary of its
@@ -40,7 +43,11 @@ class TxShipTest {
   }
 
   void start() throws Exception {
-    cluster = new TxCluster(dir, 2, false);
+    start(1);
+  }
+
+  void start(int replicas) throws Exception {
+    cluster = new TxCluster(dir, 2, false, replicas);
     cluster.awaitServers(2);
     a = new TxClient(cluster.client());
     b = new TxClient(cluster.client());
@@ -59,11 +66,14 @@ class TxShipTest {
   /**
    * Shipped increments and ordinary two-phase transactions that also add to the counter (one object
    * read on another server, so they lock the counter remotely) race on one counter: every committed
-   * addition is there exactly once, and each shipped call's output is the value it made.
+   * addition is there exactly once, and each shipped call's output is the value it made. With two
+   * copies, the counter's primary is then stopped: its promoted backup holds every committed
+   * addition too (shipped commits are forwarded like any single-server commit).
    */
-  @Test
-  void shippedAndOrdinaryTransactionsSerialize(Random random) throws Exception {
-    start();
+  @ParameterizedTest(name = "replicas {0}")
+  @ValueSource(ints = {1, 2})
+  void shippedAndOrdinaryTransactionsSerialize(int replicas, Random random) throws Exception {
+    start(replicas);
     FatPointer counter = TxCommitTest.make(a, TxCommitTest.num(0));
     FatPointer elsewhere = TxCommitTest.make(b, TxCommitTest.num(7));
     AtomicLong total = new AtomicLong();
@@ -102,6 +112,19 @@ class TxShipTest {
     assertTrue(total.get() > 0, "some transactions committed");
     // Each shipped output is a value the counter held once, after that call's addition.
     assertEquals(seen.size(), seen.stream().distinct().count(), "outputs are distinct: " + seen);
+    if (replicas == 2) {
+      int primary = a.view(counter.region()).primary();
+      MemoryServer victim =
+          cluster.servers.stream().filter(m -> m.serverId() == primary).findFirst().orElseThrow();
+      cluster.servers.remove(victim);
+      victim.close();
+      TxClient fresh = new TxClient(cluster.client());
+      assertEquals(
+          total.get(),
+          TxCommitTest.num(fresh.lockFreeRead(counter)),
+          "the promoted backup has every committed addition");
+      assertTrue(fresh.view(counter.region()).primary() != primary, "read at the promoted copy");
+    }
   }
 
   @Test

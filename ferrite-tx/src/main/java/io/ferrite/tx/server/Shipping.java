@@ -2,7 +2,6 @@ package io.ferrite.tx.server;
 
 import io.ferrite.fabric.ErrorCode;
 import io.ferrite.fabric.FerriteException;
-import io.ferrite.fabric.Futures;
 import io.ferrite.tx.FatPointer;
 import io.ferrite.tx.ObjectLayout;
 import io.ferrite.tx.TxClient;
@@ -15,7 +14,11 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.ServiceLoader;
-import java.util.concurrent.locks.LockSupport;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.RejectedExecutionException;
+import java.util.concurrent.ScheduledExecutorService;
+import java.util.concurrent.TimeUnit;
+import java.util.function.Supplier;
 
 /**
  * Function shipping at a primary ({@link TxFunction}): runs a named function in a local transaction
@@ -32,10 +35,12 @@ final class Shipping {
   record Outcome(int status, byte[] output) {}
 
   private final TxService service;
+  private final ScheduledExecutorService scheduler;
   private final Map<String, TxFunction> functions = new HashMap<>();
 
-  Shipping(TxService service, ClassLoader loader) {
+  Shipping(TxService service, ScheduledExecutorService scheduler, ClassLoader loader) {
     this.service = service;
+    this.scheduler = scheduler;
     for (TxFunction f : ServiceLoader.load(TxFunction.class, loader)) {
       TxFunction had = functions.putIfAbsent(f.name(), f);
       if (had != null && had.getClass() != f.getClass()) {
@@ -55,7 +60,7 @@ final class Shipping {
     return functions.keySet().stream().sorted().toList();
   }
 
-  Outcome run(String name, FatPointer address, byte[] argument) {
+  CompletableFuture<Outcome> run(String name, FatPointer address, byte[] argument) {
     TxFunction f = functions.get(name);
     if (f == null) {
       throw new FerriteException(
@@ -69,38 +74,76 @@ final class Shipping {
               + ")");
     }
     service.region(address.region()).check(address); // MOVED here: the client's map is stale
-    int status = TxProtocol.LOCKED;
-    for (int attempt = 0; attempt < ATTEMPTS; attempt++) {
-      Local tx = new Local(address);
-      byte[] out;
-      try {
-        out = f.apply(tx, address, argument);
-      } catch (RuntimeException e) {
-        tx.freeAllocated();
-        if (e instanceof Retry) {
-          status = TxProtocol.LOCKED;
-          backoff(attempt);
-          continue;
-        }
-        if (e instanceof FerriteException fe) {
-          throw fe;
-        }
-        throw new FerriteException(
-            ErrorCode.INVALID_ARGUMENT, "tx function '" + name + "' failed: " + e, e);
-      }
-      status = tx.commit();
-      if (status == TxProtocol.OK) {
-        return new Outcome(TxProtocol.OK, out == null ? new byte[0] : out);
-      }
-      tx.freeAllocated();
-      backoff(attempt);
-    }
-    return new Outcome(status, new byte[0]);
+    return attempt(f, address, argument, 0, TxProtocol.LOCKED);
   }
 
-  private static void backoff(int attempt) {
-    if (attempt > 2) {
-      LockSupport.parkNanos(Math.min(500_000L, 1_000L << Math.min(attempt, 9)));
+  /**
+   * Attempt {@code n}: runs the function and commits what it did. Nothing here waits: the commit's
+   * forwards to the backups complete the future (server-to-server calls never block a service
+   * thread, docs/TX.md), and a retry after a conflict runs later on the service's scheduler.
+   */
+  private CompletableFuture<Outcome> attempt(
+      TxFunction f, FatPointer address, byte[] argument, int n, int last) {
+    if (n >= ATTEMPTS) {
+      return CompletableFuture.completedFuture(new Outcome(last, new byte[0]));
+    }
+    Local tx = new Local(address);
+    byte[] out;
+    try {
+      out = f.apply(tx, address, argument);
+    } catch (RuntimeException e) {
+      tx.freeAllocated();
+      if (e instanceof Retry) {
+        return later(n, () -> attempt(f, address, argument, n + 1, TxProtocol.LOCKED));
+      }
+      if (e instanceof FerriteException fe) {
+        return CompletableFuture.failedFuture(fe);
+      }
+      return CompletableFuture.failedFuture(
+          new FerriteException(
+              ErrorCode.INVALID_ARGUMENT, "tx function '" + f.name() + "' failed: " + e, e));
+    }
+    byte[] output = out == null ? new byte[0] : out;
+    return tx.commit()
+        .thenCompose(
+            st -> {
+              if (st == TxProtocol.OK) {
+                return CompletableFuture.completedFuture(new Outcome(TxProtocol.OK, output));
+              }
+              tx.freeAllocated();
+              return later(n, () -> attempt(f, address, argument, n + 1, st));
+            });
+  }
+
+  /**
+   * Runs {@code next} on the scheduler after a backoff that grows with {@code n} (1 us to 0.5 ms).
+   */
+  private CompletableFuture<Outcome> later(int n, Supplier<CompletableFuture<Outcome>> next) {
+    long delay = Math.min(500_000L, 1_000L << Math.min(n, 9));
+    CompletableFuture<Outcome> result = new CompletableFuture<>();
+    try {
+      scheduler.schedule(
+          () -> {
+            try {
+              next.get().whenComplete((o, e) -> complete(result, o, e));
+            } catch (RuntimeException e) {
+              result.completeExceptionally(e);
+            }
+          },
+          delay,
+          TimeUnit.NANOSECONDS);
+    } catch (RejectedExecutionException e) {
+      result.completeExceptionally(
+          new FerriteException(ErrorCode.UNAVAILABLE, "tx: the memory server is stopping", e));
+    }
+    return result;
+  }
+
+  private static void complete(CompletableFuture<Outcome> result, Outcome o, Throwable e) {
+    if (e == null) {
+      result.complete(o);
+    } else {
+      result.completeExceptionally(FerriteException.unwrap(e));
     }
   }
 
@@ -203,7 +246,7 @@ final class Shipping {
       return p;
     }
 
-    int commit() {
+    CompletableFuture<Integer> commit() {
       List<TxService.Write> ws = new ArrayList<>(writes.values());
       List<FatPointer> reads = new ArrayList<>();
       List<Long> vs = new ArrayList<>();
@@ -217,19 +260,21 @@ final class Shipping {
       if (ws.isEmpty()) {
         for (int i = 0; i < reads.size(); i++) {
           if (!service.region(reads.get(i).region()).holds(reads.get(i), vs.get(i))) {
-            return TxProtocol.CHANGED;
+            return CompletableFuture.completedFuture(TxProtocol.CHANGED);
           }
         }
-        return TxProtocol.OK;
+        return CompletableFuture.completedFuture(TxProtocol.OK);
       }
-      // Waits here, on the service thread, for the backups' acknowledgements (none with one copy):
-      // their answers come on this server's connections to them, never through this thread.
-      ByteBuffer answer = Futures.join(service.commitLocal(ws, reads, vs));
-      int st = answer.get(answer.position()) & 0xff;
-      if (st == TxProtocol.OK) {
-        allocated.clear();
-      }
-      return st;
+      return service
+          .commitLocal(ws, reads, vs)
+          .thenApply(
+              answer -> {
+                int st = answer.get(answer.position()) & 0xff;
+                if (st == TxProtocol.OK) {
+                  allocated.clear();
+                }
+                return st;
+              });
     }
 
     /** Frees what this attempt allocated (it did not commit): lock and free, locally. */

@@ -129,7 +129,6 @@ public final class TxService implements FerriteService {
     this.slabSize = context.config().getSize(TxConfig.SLAB_SIZE);
     this.maxSize = (int) Math.min(context.config().getSize(TxConfig.OBJECT_MAX), 1 << 30);
     this.lease = context.config().getDuration(TxConfig.LOCK_LEASE);
-    this.shipping = new Shipping(this, TxService.class.getClassLoader());
     replicator =
         Executors.newSingleThreadScheduledExecutor(
             r -> {
@@ -137,6 +136,7 @@ public final class TxService implements FerriteService {
               t.setDaemon(true);
               return t;
             });
+    this.shipping = new Shipping(this, replicator, TxService.class.getClassLoader());
     reaper = new Thread(this::reap, "tx-reaper-" + context.serverId());
     reaper.setDaemon(true);
     reaper.start();
@@ -250,8 +250,9 @@ public final class TxService implements FerriteService {
         FatPointer at = FatPointer.readFrom(r);
         byte[] argument = r.bytes("argument");
         r.end();
-        Shipping.Outcome o = shipping.run(name, at, argument);
-        w.u8(o.status()).bytes(o.output());
+        return shipping
+            .run(name, at, argument)
+            .thenApply(o -> new Wire.Writer().u8(o.status()).bytes(o.output()).toBuffer());
       }
       case TxProtocol.OUTCOME -> {
         Permissions.require(caller, Role.SERVER, "tx OUTCOME");
