@@ -563,6 +563,9 @@ public final class TxService implements FerriteService {
 
   /** Takes the master's current placement of {@code r} (on the replicator thread). */
   private void refresh(TxRegion r) {
+    if (!r.refreshDue()) {
+      return;
+    }
     try {
       Placement p = placement(r.id());
       if (p.primary() != context.serverId()) {
