@@ -120,6 +120,21 @@ final class TxRegion {
     return backups;
   }
 
+  private long refreshedNanos = System.nanoTime() - 1_000_000_000L;
+
+  /**
+   * Whether the placement should be asked of the master again: at most every 50 ms per region, so
+   * the many records in flight to a backup that stopped answering do not each ask it.
+   */
+  synchronized boolean refreshDue() {
+    long now = System.nanoTime();
+    if (now - refreshedNanos < 50_000_000L) {
+      return false;
+    }
+    refreshedNanos = now;
+    return true;
+  }
+
   /** Takes a newer placement (epoch) from the master. */
   synchronized void placement(long epoch, List<Integer> backups) {
     if (epoch > this.epoch) {

@@ -96,6 +96,14 @@ public final class TxService implements FerriteService {
   private Thread reaper;
   private Shipping shipping;
   private ScheduledExecutorService replicator;
+
+  /**
+   * Where a decision is acted on once its DECIDE record was acknowledged: not the fabric thread
+   * that delivered the acknowledgement, since acting on it sends more records, and {@link
+   * ServiceContext#peer} may dial (block) for a backup whose connection closed.
+   */
+  private java.util.concurrent.ExecutorService finisher;
+
   private volatile boolean stopping;
 
   /** For {@link java.util.ServiceLoader}. */
@@ -137,6 +145,13 @@ public final class TxService implements FerriteService {
               return t;
             });
     this.shipping = new Shipping(this, replicator, TxService.class.getClassLoader());
+    finisher =
+        Executors.newSingleThreadExecutor(
+            r -> {
+              Thread t = new Thread(r, "tx-finish-" + context.serverId());
+              t.setDaemon(true);
+              return t;
+            });
     reaper = new Thread(this::reap, "tx-reaper-" + context.serverId());
     reaper.setDaemon(true);
     reaper.start();
@@ -150,6 +165,9 @@ public final class TxService implements FerriteService {
     }
     if (replicator != null) {
       replicator.shutdownNow();
+    }
+    if (finisher != null) {
+      finisher.shutdownNow();
     }
   }
 
@@ -556,6 +574,9 @@ public final class TxService implements FerriteService {
 
   /** Takes the master's current placement of {@code r} (on the replicator thread). */
   private void refresh(TxRegion r) {
+    if (!r.refreshDue()) {
+      return;
+    }
     try {
       Placement p = placement(r.id());
       if (p.primary() != context.serverId()) {
@@ -716,7 +737,8 @@ public final class TxService implements FerriteService {
       // Commit only what is locked here (or was decided before): a decider, promoted or not, that
       // holds no LOCK record of it never answered its LOCK OK, so it decides abort.
       return decide(txid, deciderRegion, t != null)
-          .thenCompose(c -> t != null ? finish(t, c) : CompletableFuture.completedFuture(c))
+          .thenComposeAsync(
+              c -> t != null ? finish(t, c) : CompletableFuture.completedFuture(c), finisher)
           .thenApply(c -> new Wire.Writer().u8(c ? TxProtocol.OK : TxProtocol.ABORTED).toBuffer());
     }
     if (t == null) {
@@ -735,7 +757,7 @@ public final class TxService implements FerriteService {
       }
     }
     if (decides(t.deciderRegion())) {
-      return decide(txid, t.deciderRegion(), false).thenCompose(c -> finish(t, c));
+      return decide(txid, t.deciderRegion(), false).thenComposeAsync(c -> finish(t, c), finisher);
     }
     return finish(t, false);
   }
@@ -846,7 +868,8 @@ public final class TxService implements FerriteService {
       return status(TxProtocol.PENDING);
     }
     return decide(txid, deciderRegion, false)
-        .thenCompose(c -> t != null ? finish(t, c) : CompletableFuture.completedFuture(c))
+        .thenComposeAsync(
+            c -> t != null ? finish(t, c) : CompletableFuture.completedFuture(c), finisher)
         .thenApply(c -> new Wire.Writer().u8(c ? TxProtocol.OK : TxProtocol.ABORTED).toBuffer());
   }
 
@@ -942,7 +965,7 @@ public final class TxService implements FerriteService {
     Map<Integer, Integer> primaries = new HashMap<>();
     for (Pending t : lapsed) {
       if (decides(t.deciderRegion())) {
-        decide(t.txid(), t.deciderRegion(), false).thenCompose(c -> finish(t, c));
+        decide(t.txid(), t.deciderRegion(), false).thenComposeAsync(c -> finish(t, c), finisher);
         continue;
       }
       int answer;
