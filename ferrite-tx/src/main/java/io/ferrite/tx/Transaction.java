@@ -198,6 +198,13 @@ public final class Transaction {
           && e.code() != ErrorCode.UNAVAILABLE) {
         throw e; // the server refused it (MOVED, DATA_LOST, ...): it did not run
       }
+      if (e.code() == ErrorCode.UNAVAILABLE
+          && String.valueOf(e.getMessage()).contains(io.ferrite.fabric.MappedRegion.LEASE_LAPSED)) {
+        forgetAll(); // refused before it ran: its primary may have been deposed (docs/TX.md
+        // "Leases")
+        return TxResult.abort(
+            TxResult.Reason.UNREACHABLE, "server " + server + ": " + e.getMessage());
+      }
       forgetAll();
       // No answer: not knowing whether it ran is not an abort; the caller learns it from the data.
       throw new FerriteException(

@@ -30,6 +30,18 @@ public final class TxConfig implements ConfigKeys {
    */
   public static final String REPLICAS = "tx.replicas";
 
+  /**
+   * Server: how long a tx server serves its regions after a heartbeat the master acknowledged
+   * (docs/TX.md "Leases"); {@code auto} is half of {@code server.dead.timeout}, a set value must be
+   * shorter than it.
+   */
+  public static final String LEASE = "tx.lease";
+
+  /** The tx master lease's length ({@link #LEASE}). */
+  public static java.time.Duration lease(FerriteConfig cfg) {
+    return io.ferrite.kernel.server.ServerLease.period(cfg, LEASE);
+  }
+
   /** For {@link java.util.ServiceLoader}. */
   public TxConfig() {}
 
@@ -44,6 +56,11 @@ public final class TxConfig implements ConfigKeys {
             "2s",
             "server: a tx participant resolves a transaction whose coordinator went silent after"
                 + " LOCK this long"),
+        new Key(
+            LEASE,
+            "auto",
+            "server: a tx primary serves its regions this long after a heartbeat the master"
+                + " acknowledged (auto: half of server.dead.timeout)"),
         new Key(
             REPLICAS,
             "2",
@@ -71,6 +88,7 @@ public final class TxConfig implements ConfigKeys {
       throw new IllegalArgumentException(
           REPLICAS + ": " + cfg.get(REPLICAS) + " (expected: 1 to 16)");
     }
+    lease(cfg);
     if (cfg.getDuration(LOCK_LEASE).toMillis() < 1) {
       throw new IllegalArgumentException(
           LOCK_LEASE + ": " + cfg.get(LOCK_LEASE) + " (expected: >= 1ms)");

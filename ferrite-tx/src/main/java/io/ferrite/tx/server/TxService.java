@@ -82,6 +82,7 @@ public final class TxService implements FerriteService {
 
   private final Map<Integer, TxRegion> regions = new ConcurrentHashMap<>();
   private final Map<Integer, TxMirror> mirrors = new ConcurrentHashMap<>();
+  private TxLease masterLease;
 
   // Guarded by this (held only for local bookkeeping, never across a call).
   private final Map<Long, Pending> pending = new HashMap<>();
@@ -152,6 +153,8 @@ public final class TxService implements FerriteService {
               t.setDaemon(true);
               return t;
             });
+    // Regions are served only under the master lease (docs/TX.md "Leases").
+    masterLease = new TxLease(context, TxConfig.lease(context.config()), this::verifyRegions);
     reaper = new Thread(this::reap, "tx-reaper-" + context.serverId());
     reaper.setDaemon(true);
     reaper.start();
@@ -168,6 +171,9 @@ public final class TxService implements FerriteService {
     }
     if (finisher != null) {
       finisher.shutdownNow();
+    }
+    if (masterLease != null) {
+      masterLease.close();
     }
   }
 
@@ -198,6 +204,32 @@ public final class TxService implements FerriteService {
     }
   }
 
+  /**
+   * Before the master lease is granted again after a lapse (TxLease): drops the regions the master
+   * no longer names this server primary of (MOVED to RPCs from now on), then retires every region
+   * no longer held, whatever dropped it. Under {@code regions}, as region creation and promotion.
+   */
+  private void verifyRegions() {
+    synchronized (regions) {
+      for (TxRegion r : List.copyOf(regions.values())) {
+        if (placement(r.id()).primary() != context.serverId() && regions.remove(r.id(), r)) {
+          LOG.log(
+              System.Logger.Level.INFO,
+              "tx region {0}: server {1} is no longer its primary (deposed while its lease had"
+                  + " lapsed); dropped",
+              r.id(),
+              context.serverId());
+        }
+      }
+      masterLease.retireAllBut(regions.values());
+    }
+  }
+
+  /** This server's master lease (tests). */
+  TxLease masterLease() {
+    return masterLease;
+  }
+
   private static CompletableFuture<ByteBuffer> status(int st) {
     return CompletableFuture.completedFuture(new Wire.Writer().u8(st).toBuffer());
   }
@@ -206,6 +238,9 @@ public final class TxService implements FerriteService {
       RpcContext caller, int opcode, ByteBuffer request) {
     Wire.Reader r = new Wire.Reader(request, "tx request " + opcode);
     Wire.Writer w = new Wire.Writer();
+    if (TxLease.guards(opcode)) {
+      masterLease.check(); // UNAVAILABLE "lease lapsed": the client asks the master (TxLease)
+    }
     switch (opcode) {
       case TxProtocol.OPEN_REGION -> {
         int id = r.i32("region");
@@ -413,6 +448,7 @@ public final class TxService implements FerriteService {
               TxProtocol.OPENED,
               new Wire.Writer().i32(id).toBuffer(),
               Duration.ofSeconds(10));
+      masterLease.attach(r);
       regions.put(id, r);
       return r;
     }
@@ -457,6 +493,7 @@ public final class TxService implements FerriteService {
       }
     }
     mirrors.remove(m.id());
+    masterLease.attach(r);
     regions.put(m.id(), r);
     LOG.log(
         System.Logger.Level.INFO,
