@@ -5,6 +5,11 @@ import io.ferrite.fabric.FabricConnection;
 import io.ferrite.fabric.FerriteException;
 import io.ferrite.fabric.MappedRegion;
 import io.ferrite.fabric.RegionRef;
+import io.ferrite.kernel.client.FerriteClient;
+import java.nio.ByteBuffer;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionException;
+import java.util.concurrent.locks.LockSupport;
 
 /**
  * Where a tx region publishes its primary's lease for same-host readers, and the reader's check
@@ -61,6 +66,64 @@ public final class TxLeaseWord {
                       + "'s shm lease word ran out "
                       + (now - until) / 1_000_000
                       + " ms ago)"));
+    }
+  }
+
+  /** Whether {@code e} is a server's refusal because its lease lapsed (nothing ran). */
+  static boolean lapsed(FerriteException e) {
+    return e.code() == ErrorCode.UNAVAILABLE
+        && String.valueOf(e.getMessage()).contains(MappedRegion.LEASE_LAPSED);
+  }
+
+  /**
+   * Calls {@code opcode} (one the server refuses before running it while its lease lapsed: LOCK,
+   * COMMIT_LOCAL) at {@code server}, sending it again while the answer is "lease lapsed": a lease
+   * renewed late (a loaded machine: heartbeats late by half the dead timeout) serves again within a
+   * heartbeat or two, and a deposed server answers MOVED once it checked with the master. Backoff 1
+   * ms doubling to 50 ms, for up to {@link TxClient#FAILOVER_PATIENCE_NANOS}; then the refusal is
+   * thrown (the caller aborts: nothing ran).
+   */
+  static ByteBuffer callWhileLeaseLapses(
+      FerriteClient client, int server, int opcode, ByteBuffer body) {
+    long first = 0;
+    for (int attempt = 0; ; attempt++) {
+      try {
+        return client.callSync(server, TxProtocol.SERVER_SERVICE, opcode, body.duplicate());
+      } catch (FerriteException e) {
+        if (!lapsed(e)) {
+          throw e;
+        }
+        first = attempt == 0 ? System.nanoTime() : first;
+        if (System.nanoTime() - first > TxClient.FAILOVER_PATIENCE_NANOS) {
+          throw e;
+        }
+        LockSupport.parkNanos(Math.min(50_000_000L, 1_000_000L << Math.min(attempt, 6)));
+      }
+    }
+  }
+
+  /**
+   * {@code sent}'s answer, or, when it was a "lease lapsed" refusal, {@link
+   * #callWhileLeaseLapses}'s (on this thread).
+   */
+  static CompletableFuture<ByteBuffer> againWhileLeaseLapses(
+      FerriteClient client,
+      int server,
+      int opcode,
+      ByteBuffer body,
+      CompletableFuture<ByteBuffer> sent) {
+    try {
+      sent.join();
+      return sent;
+    } catch (CompletionException e) {
+      if (!(e.getCause() instanceof FerriteException fe) || !lapsed(fe)) {
+        return sent;
+      }
+    }
+    try {
+      return CompletableFuture.completedFuture(callWhileLeaseLapses(client, server, opcode, body));
+    } catch (FerriteException e) {
+      return CompletableFuture.failedFuture(e);
     }
   }
 }

@@ -71,6 +71,9 @@ public final class TxService implements FerriteService {
 
   private static final Duration CALL_TIMEOUT = Duration.ofSeconds(2);
 
+  /** How long the lease's check of one region with the master waits (TxLease). */
+  private static final Duration VERIFY_TIMEOUT = Duration.ofMillis(500);
+
   /** A transaction locked here, waiting for COMMIT or ABORT. */
   private record Pending(long txid, int deciderRegion, List<Write> writes, long deadlineNanos) {}
 
@@ -212,7 +215,10 @@ public final class TxService implements FerriteService {
   private void verifyRegions() {
     synchronized (regions) {
       for (TxRegion r : List.copyOf(regions.values())) {
-        if (placement(r.id()).primary() != context.serverId() && regions.remove(r.id(), r)) {
+        // A short timeout: the regions serve nothing until this is done, and a lost answer is
+        // asked again at the lease's next poll (10 ms) rather than after 10 s.
+        if (placement(r.id(), VERIFY_TIMEOUT).primary() != context.serverId()
+            && regions.remove(r.id(), r)) {
           LOG.log(
               System.Logger.Level.INFO,
               "tx region {0}: server {1} is no longer its primary (deposed while its lease had"
@@ -364,6 +370,10 @@ public final class TxService implements FerriteService {
   private record Placement(int primary, List<Integer> backups, boolean opened, long epoch) {}
 
   private Placement placement(int id) {
+    return placement(id, Duration.ofSeconds(10));
+  }
+
+  private Placement placement(int id, Duration timeout) {
     ByteBuffer answer =
         context
             .master()
@@ -372,7 +382,7 @@ public final class TxService implements FerriteService {
                 TxProtocol.MASTER_SERVICE,
                 TxProtocol.GET_REGION,
                 new Wire.Writer().i32(id).toBuffer(),
-                Duration.ofSeconds(10));
+                timeout);
     Wire.Reader a = new Wire.Reader(answer, "tx region placement");
     a.i32("region");
     int primary = a.i32("primary");
