@@ -297,11 +297,10 @@ public final class TxBench {
           bank = Bank.create(List.of(tx, new TxClient(second)), o.accounts(), INITIAL);
         }
         String prefix = "tx." + fabric + ".";
-        RegionProbe probe = new RegionProbe(client);
         FatPointer a = bank.accounts().get(0);
         FatPointer b = null;
         for (FatPointer p : bank.accounts()) {
-          if (probe.primary(p) != probe.primary(a)) {
+          if (primary(tx, p) != primary(tx, a)) {
             b = p;
             break;
           }
@@ -310,9 +309,9 @@ public final class TxBench {
           throw new IllegalStateException("every account on one server: no two-server commit");
         }
         if (first) {
-          lockFreeRead(report, o, prefix, client, tx, probe, a, progress);
+          lockFreeRead(report, o, prefix, client, tx, a, progress);
         }
-        BenchResult[] rpc = emptyRpc(report, o, prefix, client, probe.primary(a), progress);
+        BenchResult[] rpc = emptyRpc(report, o, prefix, client, primary(tx, a), progress);
         String pr = prefix + "r" + replicas + ".";
         commits(report, o, pr + "commit-1server", tx, List.of(a), rpc, progress);
         BenchResult[] two =
@@ -358,12 +357,11 @@ public final class TxBench {
       String prefix,
       FerriteClient client,
       TxClient tx,
-      RegionProbe probe,
       FatPointer p,
       Progress progress)
       throws Exception {
-    int server = probe.primary(p);
-    RegionRef ref = probe.ref(p);
+    RegionRef ref = tx.readCapability(p.region()); // the client's own: its primary's copy
+    int server = ref.serverId();
     String ceiling = "ceiling." + prefix + "read.64B";
     progress.step(ceiling);
     KvBench.Result raw =
@@ -377,16 +375,22 @@ public final class TxBench {
     latencies(report, name, lf.latency(), latencies(report, ceiling, raw.latency(), null));
     // One-sided reads per lock-free read, from every connection's counters (no writer runs).
     int n = 10_000;
-    long before = reads(client, probe.servers());
+    List<Integer> servers = client.members().stream().map(m -> m.serverId()).toList();
+    long before = reads(client, servers);
     for (int i = 0; i < n; i++) {
       tx.lockFreeRead(p);
     }
     report.add(
         BenchResult.of(
             name + ".reads-per-read",
-            (reads(client, probe.servers()) - before) / (double) n,
+            (reads(client, servers) - before) / (double) n,
             "reads",
             Better.LOWER));
+  }
+
+  /** The server {@code tx} reads and commits {@code p} at. */
+  private static int primary(TxClient tx, FatPointer p) {
+    return tx.readCapability(p.region()).serverId();
   }
 
   private static long reads(FerriteClient client, List<Integer> servers) {
