@@ -43,9 +43,9 @@ import org.HdrHistogram.Histogram;
  *       lock-free read, from the connections' counters (must be exactly 1);
  *   <li>{@code tx.<fabric>.r<r>.commit-{1,2}server.{p50,p99}}: {@code txCommit} of a transaction
  *       that read and wrote one account (single-server: one COMMIT_LOCAL) or two accounts on two
- *       servers (two-phase), beside {@code ceiling.tx.<fabric>.rpc-empty}: an empty RPC to a memory
- *       server's service executor (the path the tx service's calls take), measured in the same run;
- *       {@code commit-2server.round-trips}: the two-phase p50 in empty-RPC p50s;
+ *       servers (two-phase), beside {@code ceiling.tx.<fabric>.r<r>.rpc-empty}: an empty RPC to a
+ *       memory server's service executor (the path the tx service's calls take), measured in the
+ *       same run; {@code commit-2server.round-trips}: the two-phase p50 in empty-RPC p50s;
  *   <li>{@code tx.<fabric>.r<r>.bank.t<n>.{throughput,p50,abort-rate}}: bank transfers ({@link
  *       Bank}: read 2, write 2, retried until committed) on {@code n} threads; with {@code
  *       vsRedis}, {@code redis.bank.t<n>.*}: the same workload with WATCH/MULTI/EXEC ({@link
@@ -311,8 +311,9 @@ public final class TxBench {
         if (first) {
           lockFreeRead(report, o, prefix, client, tx, a, progress);
         }
-        BenchResult[] rpc = emptyRpc(report, o, prefix, client, primary(tx, a), progress);
         String pr = prefix + "r" + replicas + ".";
+        // Measured in each cluster (one per replicas value), beside that cluster's commits.
+        BenchResult[] rpc = emptyRpc(report, o, pr, client, primary(tx, a), progress);
         commits(report, o, pr + "commit-1server", tx, List.of(a), rpc, progress);
         BenchResult[] two =
             commits(report, o, pr + "commit-2server", tx, List.of(a, b), rpc, progress);
