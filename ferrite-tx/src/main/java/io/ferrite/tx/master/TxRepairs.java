@@ -23,8 +23,9 @@ import java.util.Map;
  * and fills a new copy. A FILLING server that dies is dropped (epoch + 1) and another one picked.
  *
  * <p>Repairs are checked when a server is declared dead or registers, and on every GET_PLACEMENT
- * (each primary asks for its regions on every reaper tick: that is the periodic check). Everything
- * runs under the master's metadata lock (a {@link MasterContext.Mutation}), as the directory does.
+ * (each primary asks for its regions on every tick of its repair thread: the periodic check).
+ * Everything runs under the master's metadata lock (a {@link MasterContext.Mutation}), as the
+ * directory does.
  */
 final class TxRepairs {
   private static final System.Logger LOG = System.getLogger(TxRepairs.class.getName());

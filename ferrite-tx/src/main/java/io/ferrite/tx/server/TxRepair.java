@@ -22,7 +22,8 @@ import java.util.concurrent.locks.LockSupport;
 /**
  * Re-replication at a primary and at the copy it fills (docs/TX.md, "Recovery: a new copy"). The
  * master adds a live server to a region as a FILLING copy ({@code TxRepairs}); the primary learns
- * it on its reaper's tick ({@link #tick}, GET_PLACEMENT) and, on its own fill thread:
+ * it on its repair thread's tick ({@link #tick}: GET_PLACEMENT of each region it is the primary of,
+ * every {@code tx.lock.lease / 4}, 10 to 500 ms) and, on its own fill thread:
  *
  * <ol>
  *   <li>FILL_BEGIN: the target makes an empty copy (replacing one of an older fill);
@@ -55,6 +56,7 @@ final class TxRepair {
   private final long slabSize;
   private final Duration pause;
   private final ExecutorService filler;
+  private final java.util.concurrent.ScheduledExecutorService ticker;
   private final Map<Long, Long> active = new ConcurrentHashMap<>();
   private volatile boolean stopping;
 
@@ -78,14 +80,38 @@ final class TxRepair {
               t.setDaemon(true);
               return t;
             });
+    // Its own thread, not the reaper's: a GET_PLACEMENT the network drops must not hold up the
+    // resolution of lapsed locks.
+    this.ticker =
+        Executors.newSingleThreadScheduledExecutor(
+            r -> {
+              Thread t = new Thread(r, "tx-repair-" + context.serverId());
+              t.setDaemon(true);
+              return t;
+            });
+    long period =
+        Math.max(
+            10, Math.min(500, context.config().getDuration(TxConfig.LOCK_LEASE).toMillis() / 4));
+    ticker.scheduleWithFixedDelay(
+        () -> {
+          try {
+            tick();
+          } catch (FerriteException | java.util.concurrent.CompletionException e) {
+            // The master is unreachable: again next tick.
+          }
+        },
+        period,
+        period,
+        java.util.concurrent.TimeUnit.MILLISECONDS);
   }
 
   void stop() {
     stopping = true;
+    ticker.shutdownNow();
     filler.shutdownNow();
   }
 
-  /** On the reaper's tick: each region's placement; a fill begun for each new FILLING copy. */
+  /** Every tick: each region's placement; a fill begun for each new FILLING copy. */
   void tick() {
     for (TxRegion r : List.copyOf(regions.values())) {
       TxService.Placement p = service.placement(r.id());

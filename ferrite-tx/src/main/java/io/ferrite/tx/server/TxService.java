@@ -952,7 +952,6 @@ public final class TxService implements FerriteService {
       try {
         promoteDue();
         resolveLapsed();
-        repair.tick();
       } catch (FerriteException | CompletionException e) {
         // The master or a peer is unreachable: again next tick.
       }
