@@ -106,6 +106,24 @@ class TxRepairTest {
     return fail(what + "; placement " + p);
   }
 
+  /**
+   * Waits until {@code p}'s region has {@code tx.replicas} 2 copies again (a backup, nothing
+   * filling), then checks that the backup's copy of {@code p} holds what its primary holds.
+   */
+  static void awaitCopies(ClusterHarness cluster, TxClient c, FatPointer p) throws Exception {
+    TxRepairTest t = new TxRepairTest();
+    t.cluster = cluster;
+    Placement done =
+        t.await(
+            p.region(),
+            q -> q.backups().size() == 1 && q.filling().isEmpty(),
+            "region " + p.region() + " never got its second copy back");
+    Transaction tx = c.txBegin();
+    byte[] v = tx.txRead(p);
+    assertTrue(tx.txCommit().committed());
+    assertArrayEquals(v, t.backupPayload(done.backups().get(0), p), "the new copy of " + p);
+  }
+
   byte[] backupPayload(int server, FatPointer p) {
     Wire.Reader r =
         new Wire.Reader(

@@ -660,6 +660,13 @@ public final class TxService implements FerriteService {
     if (!ok && mirrors.containsKey(id) && mirrors.get(id) != m) {
       return; // a copy replaced by a fill (TxRepair) that began after this record: it copies it
     }
+    if (!ok && !regions.containsKey(id)) {
+      // Dropped (the master no longer lists this copy), not promoted: MOVED would depose the
+      // sender.
+      throw new FerriteException(
+          ErrorCode.UNAVAILABLE,
+          "tx region " + id + ": server " + context.serverId() + " dropped its copy");
+    }
     if (!ok) {
       throw new FerriteException(
           ErrorCode.MOVED,
