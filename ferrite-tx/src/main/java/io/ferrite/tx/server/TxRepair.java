@@ -48,6 +48,8 @@ final class TxRepair {
 
   private static final int BATCH_BYTES = 32 * 1024;
 
+  private static final int STATE_BYTES = 1 << 20;
+
   private final TxService service;
   private final ServiceContext context;
   private final Map<Integer, TxRegion> regions;
@@ -154,16 +156,35 @@ final class TxRepair {
     r.beginFill(target);
     TxService.FillState st = service.fillState(r.id());
     TxRegion.Layout layout = r.layout();
+    // FILL_STATE in messages of about 1 MiB (a frame holds 4 MiB): the slabs and the first LOCK
+    // records, then more LOCK records, then the decisions.
     Wire.Writer w = new Wire.Writer().i32(layout.slabs().size());
     layout.slabs().forEach(s -> w.i64(s[0]).i32((int) s[1]));
-    w.i32(st.locks().size());
-    for (TxMirror.LockRecord rec : st.locks()) {
-      w.i64(rec.txid()).i32(rec.deciderRegion());
-      TxService.writeSet(w, rec.writes());
-    }
-    w.i32(st.decided().size());
-    st.decided().forEach((txid, commit) -> w.i64(txid).u8(commit ? 1 : 0));
-    send(r, target, TxProtocol.REC_FILL_STATE, w.toArray(), deadline);
+    List<TxMirror.LockRecord> locks = st.locks();
+    int from = 0;
+    boolean first = true;
+    do {
+      Wire.Writer part = new Wire.Writer();
+      int n = 0;
+      for (int i = from; i < locks.size() && part.size() < STATE_BYTES; i++, n++) {
+        part.i64(locks.get(i).txid()).i32(locks.get(i).deciderRegion());
+        TxService.writeSet(part, locks.get(i).writes());
+      }
+      from += n;
+      Wire.Writer msg = first ? w : new Wire.Writer().i32(0);
+      first = false;
+      byte[] head = msg.i32(n).toArray();
+      byte[] body = part.toArray();
+      boolean last = from >= locks.size();
+      byte[] tail = last ? decisions(st.decided()) : new Wire.Writer().i32(0).toArray();
+      ByteBuffer all = ByteBuffer.allocate(head.length + body.length + tail.length);
+      send(
+          r,
+          target,
+          TxProtocol.REC_FILL_STATE,
+          all.put(head).put(body).put(tail).array(),
+          deadline);
+    } while (from < locks.size());
     int copied = 0;
     List<byte[]> batch = new ArrayList<>();
     int bytes = 0;
@@ -220,6 +241,13 @@ final class TxRepair {
         made ? "now a backup" : "refused by the master (the placement moved on)");
     TxService.Placement p = service.placement(r.id());
     r.placement(p.epoch(), p.backups(), p.filling().keySet());
+  }
+
+  /** The decisions part of FILL_STATE (65 536 at most, 9 bytes each). */
+  private static byte[] decisions(Map<Long, Boolean> decided) {
+    Wire.Writer w = new Wire.Writer().i32(decided.size());
+    decided.forEach((txid, commit) -> w.i64(txid).u8(commit ? 1 : 0));
+    return w.toArray();
   }
 
   private void sendObjects(TxRegion r, int target, List<byte[]> batch, long deadline) {
