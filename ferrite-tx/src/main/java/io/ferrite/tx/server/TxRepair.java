@@ -118,7 +118,12 @@ final class TxRepair {
     for (TxRegion r : List.copyOf(regions.values())) {
       TxService.Placement p = service.placement(r.id());
       if (p.primary() != context.serverId()) {
-        continue; // deposed: the next record it forwards learns it
+        // Deposed (declared dead while alive, a backup promoted): stop serving it to RPCs now, not
+        // at the next record it forwards. Its memory stays mapped: one-sided readers whose map
+        // still
+        // names this server read it until they refetch (docs/TX.md, no read lease yet).
+        regions.remove(r.id(), r);
+        continue;
       }
       r.placement(p.epoch(), p.backups(), p.filling().keySet());
       p.filling()
@@ -321,10 +326,16 @@ final class TxRepair {
       long since = r.i64("since");
       r.end();
       synchronized (regions) {
-        if (regions.containsKey(id)) {
-          throw new FerriteException(
-              ErrorCode.MOVED,
-              "tx region " + id + ": server " + context.serverId() + " is its primary");
+        TxRegion stale = regions.get(id);
+        if (stale != null) {
+          // This server was the primary, was declared dead while alive and came back: the master
+          // made another server primary and now asks it for a copy. Its region is deposed.
+          regions.remove(id, stale);
+          LOG.log(
+              System.Logger.Level.INFO,
+              "tx region {0}: server {1} was deposed; it takes a new copy instead",
+              id,
+              context.serverId());
         }
         TxMirror old = mirrors.get(id);
         if (old != null && old.since == since) {
