@@ -149,7 +149,7 @@ public final class TxDirectory implements MasterExtension {
 
   @Override
   public Map<String, Object> describe() {
-    return Map.of("regions", regions.size(), "replicas", replicas);
+    return Map.of("regions", regions.size(), "replicas", replicas, "filling", filling.size());
   }
 
   @Override

@@ -156,7 +156,8 @@ final class TxRepair {
   }
 
   private void fill(TxRegion r, int target, long since) {
-    long deadline = System.nanoTime() + PATIENCE_NANOS;
+    long began = System.nanoTime();
+    long deadline = began + PATIENCE_NANOS;
     send(r, target, TxProtocol.REC_FILL_BEGIN, new Wire.Writer().i64(since).toArray(), deadline);
     r.beginFill(target);
     TxService.FillState st = service.fillState(r.id());
@@ -239,10 +240,11 @@ final class TxRepair {
     boolean made = new Wire.Reader(answer, "tx END_FILL").u8("ok") != 0;
     LOG.log(
         System.Logger.Level.INFO,
-        "tx region {0}: server {1} filled ({2} objects), {3}",
+        "tx region {0}: server {1} filled ({2} slots in {3} ms), {4}",
         r.id(),
         target,
         copied,
+        (System.nanoTime() - began) / 1_000_000,
         made ? "now a backup" : "refused by the master (the placement moved on)");
     TxService.Placement p = service.placement(r.id());
     r.placement(p.epoch(), p.backups(), p.filling().keySet());
@@ -311,12 +313,26 @@ final class TxRepair {
         return;
       } catch (FerriteException e) {
         check(r, deadline, "server " + target + " did not answer (" + e.getMessage() + ")");
-        if (type != TxProtocol.REC_FILL_BEGIN && !r.backups().contains(target)) {
+        if (type == TxProtocol.REC_FILL_BEGIN
+            ? !stillFilling(r, target, msg.duplicate().order(ByteOrder.LITTLE_ENDIAN).getLong(13))
+            : !r.backups().contains(target)) {
           throw new FerriteException(
               ErrorCode.UNAVAILABLE, "tx region " + r.id() + ": fill target dropped by the master");
         }
         LockSupport.parkNanos(20_000_000L);
       }
+    }
+  }
+
+  /**
+   * Whether the master still lists {@code target} as filling {@code r} since {@code since} (true
+   * while the master is unreachable: the deadline bounds the wait).
+   */
+  private boolean stillFilling(TxRegion r, int target, long since) {
+    try {
+      return service.placement(r.id()).filling().getOrDefault(target, -1L) == since;
+    } catch (FerriteException e) {
+      return true;
     }
   }
 
