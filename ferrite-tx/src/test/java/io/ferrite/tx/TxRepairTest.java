@@ -291,6 +291,24 @@ class TxRepairTest {
     Placement filling =
         await(region, p -> !p.filling().isEmpty(), "no fill began for region " + region);
     int target = filling.filling().keySet().iterator().next();
+    // Midway: the target made its copy (FILL_BEGIN) and the fill runs (20 ms per object, 40).
+    for (int i = 0; ; i++) {
+      try {
+        cluster
+            .client()
+            .callSync(
+                target,
+                TxProtocol.SERVER_SERVICE,
+                TxProtocol.OPEN_COPY,
+                new Wire.Writer().i32(region).toBuffer());
+        break;
+      } catch (FerriteException e) {
+        if (i > 30_000) {
+          throw e;
+        }
+        Thread.sleep(1);
+      }
+    }
     stopServer(target);
     // The region keeps serving while its new copy is made again elsewhere.
     long v = 1 + random.nextInt(1000);
