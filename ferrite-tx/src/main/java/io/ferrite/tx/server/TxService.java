@@ -95,6 +95,7 @@ public final class TxService implements FerriteService {
   private Duration lease;
   private Thread reaper;
   private Shipping shipping;
+  private TxRepair repair;
   private ScheduledExecutorService replicator;
 
   /**
@@ -152,6 +153,7 @@ public final class TxService implements FerriteService {
               t.setDaemon(true);
               return t;
             });
+    repair = new TxRepair(this, context, regions, mirrors, regionSize);
     reaper = new Thread(this::reap, "tx-reaper-" + context.serverId());
     reaper.setDaemon(true);
     reaper.start();
@@ -169,6 +171,9 @@ public final class TxService implements FerriteService {
     if (finisher != null) {
       finisher.shutdownNow();
     }
+    if (repair != null) {
+      repair.stop();
+    }
   }
 
   @Override
@@ -180,8 +185,9 @@ public final class TxService implements FerriteService {
     // Records are applied in the order the primary's connection delivered them; a copy that does
     // not exist yet (REC_OPEN makes it: a new region file) is left to the service executor.
     int region = request.duplicate().order(java.nio.ByteOrder.LITTLE_ENDIAN).getInt(0);
-    if (!mirrors.containsKey(region) && !regions.containsKey(region)) {
-      return null;
+    if (!mirrors.containsKey(region) && !regions.containsKey(region)
+        || request.get(12) == TxProtocol.REC_FILL_BEGIN) {
+      return null; // FILL_BEGIN makes a region file too
     }
     return handle(caller, opcode, request);
   }
@@ -289,7 +295,7 @@ public final class TxService implements FerriteService {
     return CompletableFuture.completedFuture(w.toBuffer());
   }
 
-  private List<Write> writes(Wire.Reader r, boolean atPrimary) {
+  List<Write> writes(Wire.Reader r, boolean atPrimary) {
     int n = r.count("writes", 1 << 20);
     List<Write> out = new ArrayList<>(n);
     for (int i = 0; i < n; i++) {
@@ -317,7 +323,7 @@ public final class TxService implements FerriteService {
     return out;
   }
 
-  private static void writeSet(Wire.Writer w, List<Write> writes) {
+  static void writeSet(Wire.Writer w, List<Write> writes) {
     w.i32(writes.size());
     for (Write x : writes) {
       FatPointer.writeTo(w, x.ptr());
@@ -326,16 +332,17 @@ public final class TxService implements FerriteService {
   }
 
   /** The master's placement of a region. */
-  private record Placement(int primary, List<Integer> backups, boolean opened, long epoch) {}
+  record Placement(
+      int primary, List<Integer> backups, boolean opened, long epoch, Map<Integer, Long> filling) {}
 
-  private Placement placement(int id) {
+  Placement placement(int id) {
     ByteBuffer answer =
         context
             .master()
             .connection()
             .callSync(
                 TxProtocol.MASTER_SERVICE,
-                TxProtocol.GET_REGION,
+                TxProtocol.GET_PLACEMENT,
                 new Wire.Writer().i32(id).toBuffer(),
                 Duration.ofSeconds(10));
     Wire.Reader a = new Wire.Reader(answer, "tx region placement");
@@ -348,7 +355,12 @@ public final class TxService implements FerriteService {
     }
     boolean opened = a.u8("opened") != 0;
     long epoch = a.i64("epoch");
-    return new Placement(primary, backups, opened, epoch);
+    int m = a.count("filling", 64);
+    Map<Integer, Long> filling = new LinkedHashMap<>();
+    for (int i = 0; i < m; i++) {
+      filling.put(a.i32("server"), a.i64("since"));
+    }
+    return new Placement(primary, backups, opened, epoch, filling);
   }
 
   /**
@@ -582,7 +594,7 @@ public final class TxService implements FerriteService {
       if (p.primary() != context.serverId()) {
         regions.remove(r.id(), r);
       } else {
-        r.placement(p.epoch(), p.backups());
+        r.placement(p.epoch(), p.backups(), p.filling().keySet());
       }
     } catch (FerriteException e) {
       // The master is unreachable: keep what we have, send again.
@@ -594,6 +606,10 @@ public final class TxService implements FerriteService {
     int id = r.i32("region");
     long epoch = r.i64("epoch");
     int type = r.u8("record");
+    if (type >= TxProtocol.REC_FILL_BEGIN) {
+      repair.received(id, type, r);
+      return;
+    }
     TxMirror m = mirrors.get(id);
     if (m == null) {
       if (regions.containsKey(id)) {
@@ -640,6 +656,16 @@ public final class TxService implements FerriteService {
       }
       r.end();
       ok = m.accept(type, txid, decider, ws);
+    }
+    if (!ok && mirrors.containsKey(id) && mirrors.get(id) != m) {
+      return; // a copy replaced by a fill (TxRepair) that began after this record: it copies it
+    }
+    if (!ok && !regions.containsKey(id)) {
+      // Dropped (the master no longer lists this copy), not promoted: MOVED would depose the
+      // sender.
+      throw new FerriteException(
+          ErrorCode.UNAVAILABLE,
+          "tx region " + id + ": server " + context.serverId() + " dropped its copy");
     }
     if (!ok) {
       throw new FerriteException(
@@ -944,7 +970,9 @@ public final class TxService implements FerriteService {
       Placement p = placement(m.id());
       if (p.primary() == context.serverId()) {
         region(m.id());
-      } else if (!p.backups().contains(context.serverId()) && mirrors.remove(m.id(), m)) {
+      } else if (!p.backups().contains(context.serverId())
+          && !p.filling().containsKey(context.serverId())
+          && mirrors.remove(m.id(), m)) {
         // The master dropped this copy (this server was declared dead meanwhile): useless now.
         m.promote();
         context.freeRegion(m.memory());
@@ -994,6 +1022,27 @@ public final class TxService implements FerriteService {
       }
     }
   }
+
+  /**
+   * What a fill of region {@code id} sends besides objects (TxRepair): the LOCK records of the
+   * transactions pending here that write it, and every decision taken here. Taken under this
+   * monitor, after the fill's target joined the region's backups, so a transaction locked or
+   * decided later is forwarded to it (its forward reads the backups after this monitor).
+   */
+  synchronized FillState fillState(int id) {
+    List<TxMirror.LockRecord> locks = new ArrayList<>();
+    for (Pending t : pending.values()) {
+      List<Write> ws = t.writes().stream().filter(x -> x.ptr().region() == id).toList();
+      if (!ws.isEmpty()) {
+        locks.add(new TxMirror.LockRecord(t.txid(), t.deciderRegion(), ws));
+      }
+    }
+    Map<Long, Boolean> decided = new LinkedHashMap<>();
+    decisions.forEach((txid, d) -> decided.put(txid, d.commit()));
+    return new FillState(locks, decided);
+  }
+
+  record FillState(List<TxMirror.LockRecord> locks, Map<Long, Boolean> decided) {}
 
   /** Locked transactions at this server (tests). */
   synchronized int pendingCount() {
