@@ -180,7 +180,7 @@ public final class TxService implements FerriteService {
   public CompletableFuture<ByteBuffer> handleInline(
       RpcContext caller, int opcode, ByteBuffer request) {
     if (opcode != TxProtocol.REPLICATE) {
-      return null;
+      return alone(opcode, request) ? handle(caller, opcode, request) : null;
     }
     // Records are applied in the order the primary's connection delivered them; a copy that does
     // not exist yet (REC_OPEN makes it: a new region file) is left to the service executor.
@@ -190,6 +190,79 @@ public final class TxService implements FerriteService {
       return null; // FILL_BEGIN makes a region file too
     }
     return handle(caller, opcode, request);
+  }
+
+  /**
+   * Whether a commit-protocol request can be served on the thread that received it: every region it
+   * touches is held here as primary with no backup (so nothing is forwarded, no peer is dialed, the
+   * master is not asked: a few CASes and stores under short monitors, never a wait). The common
+   * case with {@code tx.replicas} 1; with backups, the service executor serves it. A malformed
+   * request is left to the executor, which answers its error.
+   */
+  private boolean alone(int opcode, ByteBuffer request) {
+    try {
+      Wire.Reader r = new Wire.Reader(request.duplicate(), "tx request " + opcode);
+      switch (opcode) {
+        case TxProtocol.LOCK -> {
+          r.i64("txid");
+          return alone(r.i32("deciderRegion")) && writesAlone(r);
+        }
+        case TxProtocol.COMMIT_LOCAL -> {
+          r.i64("txid");
+          if (!writesAlone(r)) {
+            return false;
+          }
+          int n = r.count("reads", 1 << 20);
+          for (int i = 0; i < n; i++) {
+            if (!alone(FatPointer.readFrom(r).region())) {
+              return false;
+            }
+            r.i64("version");
+          }
+          return true;
+        }
+        case TxProtocol.COMMIT, TxProtocol.ABORT -> {
+          long txid = r.i64("txid");
+          Pending t;
+          synchronized (this) {
+            t = pending.get(txid);
+          }
+          if (t == null || (regions.containsKey(t.deciderRegion()) && !alone(t.deciderRegion()))) {
+            return false; // decided already (rare), or its DECIDE goes to backups: the executor
+          }
+          for (Write w : t.writes()) {
+            if (!alone(w.ptr().region())) {
+              return false;
+            }
+          }
+          return true;
+        }
+        default -> {
+          return false;
+        }
+      }
+    } catch (RuntimeException e) {
+      return false;
+    }
+  }
+
+  private boolean writesAlone(Wire.Reader r) {
+    int n = r.count("writes", 1 << 20);
+    for (int i = 0; i < n; i++) {
+      if (!alone(FatPointer.readFrom(r).region())) {
+        return false;
+      }
+      r.i64("expectedVersion");
+      r.u8("kind");
+      r.skipBytes("value");
+    }
+    return true;
+  }
+
+  /** Region {@code id} is held here as primary, with no backup. */
+  private boolean alone(int id) {
+    TxRegion region = regions.get(id);
+    return region != null && region.backups().isEmpty();
   }
 
   @Override
@@ -762,9 +835,9 @@ public final class TxService implements FerriteService {
     if (decides(deciderRegion) || (t != null && decides(t.deciderRegion()))) {
       // Commit only what is locked here (or was decided before): a decider, promoted or not, that
       // holds no LOCK record of it never answered its LOCK OK, so it decides abort.
-      return decide(txid, deciderRegion, t != null)
-          .thenComposeAsync(
-              c -> t != null ? finish(t, c) : CompletableFuture.completedFuture(c), finisher)
+      return then(
+              decide(txid, deciderRegion, t != null),
+              c -> t != null ? finish(t, c) : CompletableFuture.completedFuture(c))
           .thenApply(c -> new Wire.Writer().u8(c ? TxProtocol.OK : TxProtocol.ABORTED).toBuffer());
     }
     if (t == null) {
@@ -783,9 +856,21 @@ public final class TxService implements FerriteService {
       }
     }
     if (decides(t.deciderRegion())) {
-      return decide(txid, t.deciderRegion(), false).thenComposeAsync(c -> finish(t, c), finisher);
+      return then(decide(txid, t.deciderRegion(), false), c -> finish(t, c));
     }
     return finish(t, false);
+  }
+
+  /**
+   * {@code next} after the decision {@code d}: at once, on this thread, when the decision is
+   * already replicated (no backups, or an earlier call sent it), else on the finisher thread once
+   * the backups acknowledged it, never on the fabric thread that delivered their acknowledgement
+   * ({@code next} forwards records, and a peer may need dialing).
+   */
+  private <T> CompletableFuture<T> then(
+      CompletableFuture<Boolean> d,
+      java.util.function.Function<Boolean, CompletableFuture<T>> next) {
+    return d.isDone() ? d.thenCompose(next) : d.thenComposeAsync(next, finisher);
   }
 
   /**
@@ -893,9 +978,9 @@ public final class TxService implements FerriteService {
     if (t != null && System.nanoTime() - t.deadlineNanos() < 0) {
       return status(TxProtocol.PENDING);
     }
-    return decide(txid, deciderRegion, false)
-        .thenComposeAsync(
-            c -> t != null ? finish(t, c) : CompletableFuture.completedFuture(c), finisher)
+    return then(
+            decide(txid, deciderRegion, false),
+            c -> t != null ? finish(t, c) : CompletableFuture.completedFuture(c))
         .thenApply(c -> new Wire.Writer().u8(c ? TxProtocol.OK : TxProtocol.ABORTED).toBuffer());
   }
 
