@@ -42,6 +42,12 @@ public final class TxConfig implements ConfigKeys {
     return io.ferrite.kernel.server.ServerLease.period(cfg, LEASE);
   }
 
+  /**
+   * Server: milliseconds of pause after each object a re-replication fill copies (0: none, objects
+   * go in batches of up to 32 KiB); tests slow a fill down with it to stop its target midway.
+   */
+  public static final String FILL_PAUSE = "tx.fill.pause.ms";
+
   /** For {@link java.util.ServiceLoader}. */
   public TxConfig() {}
 
@@ -64,7 +70,9 @@ public final class TxConfig implements ConfigKeys {
         new Key(
             REPLICAS,
             "2",
-            "master: copies of a new tx region (a primary and backups on distinct servers)"));
+            "master: copies of a new tx region (a primary and backups on distinct servers)"),
+        new Key(
+            FILL_PAUSE, "0", "server: ms of pause after each object a tx re-replication copies"));
   }
 
   @Override
