@@ -460,10 +460,23 @@ class TxBankTest {
    * answer (the op ran, the caller sees DROPPED), or setting every message's delay to 0-1 ms. These
    * faults are the whole network's: they hit servers' and the master's messages too.
    */
+  /** How long faults are injected (from the start of the workload). */
+  static final long FAULT_WINDOW_NANOS = 3_000_000_000L;
+
+  /**
+   * Drops the next request or answer, or delays every message, every 0-9 ms, for at most {@link
+   * #FAULT_WINDOW_NANOS}, then heals. A fault arms "the next message" of the whole network: left on
+   * while every client backs off (waiting for the master after a drop), it drops each retry and
+   * each heartbeat in turn, a world where no message ever arrives (a run hung for minutes so, all
+   * threads in MasterCalls' retry sleep); real drops hit a share of the traffic, not all of it.
+   */
   static void injectFaults(
       LocalFaults faults, Random random, CountDownLatch transfersDone, AtomicBoolean done)
       throws InterruptedException {
-    while (!done.get() && !transfersDone.await(random.nextInt(10), TimeUnit.MILLISECONDS)) {
+    long end = System.nanoTime() + FAULT_WINDOW_NANOS;
+    while (!done.get()
+        && System.nanoTime() - end < 0
+        && !transfersDone.await(random.nextInt(10), TimeUnit.MILLISECONDS)) {
       switch (random.nextInt(3)) {
         case 0 -> faults.dropNextRequests(1);
         case 1 -> faults.dropNextResponses(1);
