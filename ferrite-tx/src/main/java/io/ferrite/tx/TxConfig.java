@@ -30,6 +30,16 @@ public final class TxConfig implements ConfigKeys {
    */
   public static final String REPLICAS = "tx.replicas";
 
+  /**
+   * Server: when a copy's log of a region is fsynced: {@code always} (before the copy acknowledges
+   * the record: group commit), {@code interval} (every {@link #LOG_INTERVAL}) or {@code none}
+   * (never: the page cache only).
+   */
+  public static final String LOG_SYNC = "tx.log.sync";
+
+  /** Server: how often the logs are fsynced under {@code tx.log.sync=interval}. */
+  public static final String LOG_INTERVAL = "tx.log.interval";
+
   /** For {@link java.util.ServiceLoader}. */
   public TxConfig() {}
 
@@ -47,7 +57,13 @@ public final class TxConfig implements ConfigKeys {
         new Key(
             REPLICAS,
             "2",
-            "master: copies of a new tx region (a primary and backups on distinct servers)"));
+            "master: copies of a new tx region (a primary and backups on distinct servers)"),
+        new Key(
+            LOG_SYNC,
+            "interval",
+            "server: fsync of each tx region copy's log: always (before the copy answers),"
+                + " interval (every tx.log.interval) or none"),
+        new Key(LOG_INTERVAL, "10ms", "server: how often tx logs are fsynced under interval"));
   }
 
   @Override
@@ -70,6 +86,15 @@ public final class TxConfig implements ConfigKeys {
     if (cfg.getInt(REPLICAS) < 1 || cfg.getInt(REPLICAS) > 16) {
       throw new IllegalArgumentException(
           REPLICAS + ": " + cfg.get(REPLICAS) + " (expected: 1 to 16)");
+    }
+    String sync = cfg.get(LOG_SYNC);
+    if (!sync.equals("always") && !sync.equals("interval") && !sync.equals("none")) {
+      throw new IllegalArgumentException(
+          LOG_SYNC + ": " + sync + " (expected: always, interval or none)");
+    }
+    if (cfg.getDuration(LOG_INTERVAL).toMillis() < 1) {
+      throw new IllegalArgumentException(
+          LOG_INTERVAL + ": " + cfg.get(LOG_INTERVAL) + " (expected: >= 1ms)");
     }
     if (cfg.getDuration(LOCK_LEASE).toMillis() < 1) {
       throw new IllegalArgumentException(

@@ -60,6 +60,9 @@ final class TxMirror {
 
   private boolean promoted;
 
+  /** This copy's log on disk ({@link TxLog}): what changes its committed state, in order. */
+  private TxLog log;
+
   TxMirror(int id, MappedRegion memory, long slabSize) {
     this.id = id;
     this.memory = memory;
@@ -68,6 +71,11 @@ final class TxMirror {
 
   int id() {
     return id;
+  }
+
+  /** From now on, appends what changes this copy's committed state to {@code log}. */
+  synchronized void log(TxLog log) {
+    this.log = log;
   }
 
   MappedRegion memory() {
@@ -85,7 +93,12 @@ final class TxMirror {
           locks.put(txid, new LockRecord(txid, deciderRegion, ws));
         }
       }
-      case TxProtocol.REC_LOCAL -> ws.forEach(this::apply);
+      case TxProtocol.REC_LOCAL -> {
+        if (log != null) {
+          log.writes(ws);
+        }
+        ws.forEach(this::apply);
+      }
       case TxProtocol.REC_COMMIT -> resolve(txid, true);
       case TxProtocol.REC_ABORT -> resolve(txid, false);
       default -> {
@@ -101,6 +114,9 @@ final class TxMirror {
       return false;
     }
     decided.put(txid, commit);
+    if (log != null) {
+      log.decide(txid, commit);
+    }
     resolve(txid, commit);
     return true;
   }
@@ -109,6 +125,9 @@ final class TxMirror {
     resolved.put(txid, commit);
     LockRecord r = locks.remove(txid);
     if (r != null && commit) {
+      if (log != null) {
+        log.writes(r.writes());
+      }
       r.writes().forEach(this::apply);
     }
   }

@@ -49,19 +49,36 @@ final class TxRegion {
 
   TxRegion(
       int id, MappedRegion memory, long slabSize, int maxSize, long epoch, List<Integer> backups) {
+    this(id, memory, slabSize, maxSize, epoch, backups, 0);
+  }
+
+  /**
+   * As above, handing out incarnations from at least {@code minFloor} (a region rebuilt from a
+   * log).
+   */
+  private TxRegion(
+      int id,
+      MappedRegion memory,
+      long slabSize,
+      int maxSize,
+      long epoch,
+      List<Integer> backups,
+      long minFloor) {
     this.id = id;
     this.memory = memory;
     this.slabSize = slabSize;
     this.maxSize = maxSize;
     this.epoch = epoch;
     this.backups = List.copyOf(backups);
-    this.floor = (epoch - 1) << 40;
+    this.floor = Math.max((epoch - 1) << 40, minFloor);
   }
 
   /**
    * A promoted backup's copy as a primary region: each slab keeps the size class its objects had;
    * its bump pointer is past the last slot the copy saw (live or freed), every other slot below it
    * (allocated by the old primary, never committed) is free; slabs the copy never saw stay unused.
+   * Incarnations are handed out from at least {@code minFloor} ({@link TxLogs#recover}; 0 for a
+   * promoted backup, whose epoch floor suffices).
    */
   static TxRegion rebuilt(
       int id,
@@ -71,8 +88,9 @@ final class TxRegion {
       long epoch,
       List<Integer> backups,
       Map<Long, Integer> slabLines,
-      java.util.Set<Long> liveSlots) {
-    TxRegion r = new TxRegion(id, memory, slabSize, maxSize, epoch, backups);
+      java.util.Set<Long> liveSlots,
+      long minFloor) {
+    TxRegion r = new TxRegion(id, memory, slabSize, maxSize, epoch, backups, minFloor);
     java.util.TreeMap<Long, Long> end = new java.util.TreeMap<>();
     for (long at : liveSlots) {
       long slab = at - at % slabSize;

@@ -97,6 +97,9 @@ public final class TxService implements FerriteService {
   private Shipping shipping;
   private ScheduledExecutorService replicator;
 
+  /** Every copy's log on disk ({@code tx.log.sync}; docs/TX.md "Logs on disk"). */
+  private TxLogs logs;
+
   /**
    * Where a decision is acted on once its DECIDE record was acknowledged: not the fabric thread
    * that delivered the acknowledgement, since acting on it sends more records, and {@link
@@ -137,6 +140,12 @@ public final class TxService implements FerriteService {
     this.slabSize = context.config().getSize(TxConfig.SLAB_SIZE);
     this.maxSize = (int) Math.min(context.config().getSize(TxConfig.OBJECT_MAX), 1 << 30);
     this.lease = context.config().getDuration(TxConfig.LOCK_LEASE);
+    this.logs =
+        new TxLogs(
+            context.directory(),
+            TxLogs.Sync.parse(context.config().get(TxConfig.LOG_SYNC)),
+            context.config().getDuration(TxConfig.LOG_INTERVAL),
+            context.serverId());
     replicator =
         Executors.newSingleThreadScheduledExecutor(
             r -> {
@@ -168,6 +177,9 @@ public final class TxService implements FerriteService {
     }
     if (finisher != null) {
       finisher.shutdownNow();
+    }
+    if (logs != null) {
+      logs.close();
     }
   }
 
@@ -281,7 +293,7 @@ public final class TxService implements FerriteService {
       }
       case TxProtocol.REPLICATE -> {
         Permissions.require(caller, Role.SERVER, "tx REPLICATE");
-        replicated(r);
+        return replicated(r).thenApply(v -> w.toBuffer());
       }
       default ->
           throw new FerriteException(ErrorCode.UNKNOWN_OPCODE, "tx: unknown opcode " + opcode);
@@ -379,6 +391,11 @@ public final class TxService implements FerriteService {
       if (m != null) {
         return promote(m, p);
       }
+      if (p.opened() && logs.exists(id)) {
+        // Every copy is gone but this server's log: the region is rebuilt from it.
+        return promote(
+            logs.recover(id, context.createRegion("dram", regionSize), slabSize, p.epoch()), p);
+      }
       if (p.opened()) {
         // Made by an earlier process of this server (or a copy this server no longer holds).
         throw new FerriteException(
@@ -397,10 +414,12 @@ public final class TxService implements FerriteService {
               maxSize,
               p.epoch(),
               p.backups());
+      logs.create(id);
       // The backups make their copies before any object is allocated here.
       try {
         forward(r, TxProtocol.REC_OPEN, new byte[0]).join();
       } catch (CompletionException e) {
+        logs.drop(id);
         context.freeRegion(r.memory());
         throw e.getCause() instanceof FerriteException fe ? fe : e;
       }
@@ -430,7 +449,8 @@ public final class TxService implements FerriteService {
             p.epoch(),
             p.backups(),
             taken.slabLines(),
-            taken.live());
+            taken.live(),
+            logs.floor(m.id()));
     int relocked = 0;
     synchronized (this) {
       taken
@@ -589,8 +609,11 @@ public final class TxService implements FerriteService {
     }
   }
 
-  /** A record from a region's primary (REPLICATE). */
-  private void replicated(Wire.Reader r) {
+  /**
+   * A record from a region's primary (REPLICATE): applied, logged, and acknowledged once the log
+   * may answer for it ({@link TxLogs#durable}).
+   */
+  private CompletableFuture<Void> replicated(Wire.Reader r) {
     int id = r.i32("region");
     long epoch = r.i64("epoch");
     int type = r.u8("record");
@@ -615,6 +638,7 @@ public final class TxService implements FerriteService {
         m = mirrors.get(id);
         if (m == null) {
           m = new TxMirror(id, context.createRegion("dram", regionSize), slabSize);
+          m.log(logs.create(id));
           mirrors.put(id, m);
         }
       }
@@ -646,6 +670,7 @@ public final class TxService implements FerriteService {
           ErrorCode.MOVED,
           "tx region " + id + ": server " + context.serverId() + " is its primary now");
     }
+    return logs.durable(id);
   }
 
   // ---- the commit protocol ----
@@ -703,7 +728,9 @@ public final class TxService implements FerriteService {
     return TxProtocol.OK;
   }
 
+  /** Applies committed writes, each region's logged first (under their object locks: in order). */
   private void applyAll(List<Write> writes) {
+    logs.writes(writes);
     for (Write wr : writes) {
       TxRegion r = regions.get(wr.ptr().region());
       if (r != null) {
@@ -795,10 +822,7 @@ public final class TxService implements FerriteService {
                           + ": server "
                           + context.serverId()
                           + " is not its primary"))
-              : forward(
-                  r,
-                  TxProtocol.REC_DECIDE,
-                  new Wire.Writer().i64(txid).u8(d.commit() ? 1 : 0).toArray());
+              : forwardDecide(r, txid, d.commit());
       sent.whenComplete(
           (v, e) -> {
             if (e == null) {
@@ -809,6 +833,17 @@ public final class TxService implements FerriteService {
           });
     }
     return dd.replicated().thenApply(v -> dd.commit());
+  }
+
+  /** A DECIDE record: in this copy's log and at every backup of the decider region. */
+  private CompletableFuture<Void> forwardDecide(TxRegion r, long txid, boolean commit) {
+    TxLog l = logs.get(r.id());
+    if (l != null) {
+      l.decide(txid, commit);
+    }
+    return CompletableFuture.allOf(
+        forward(r, TxProtocol.REC_DECIDE, new Wire.Writer().i64(txid).u8(commit ? 1 : 0).toArray()),
+        logs.durable(r.id()));
   }
 
   /**
@@ -837,7 +872,12 @@ public final class TxService implements FerriteService {
                 outcomes.put(t.txid(), commit);
               }
               return commit;
-            });
+            })
+        .thenCompose(
+            c ->
+                c
+                    ? logs.durable(t.writes()).thenApply(v -> c)
+                    : CompletableFuture.completedFuture(c));
   }
 
   /**
@@ -913,7 +953,8 @@ public final class TxService implements FerriteService {
               }
               applyAll(writes);
               return new Wire.Writer().u8(TxProtocol.OK).toBuffer();
-            });
+            })
+        .thenCompose(b -> logs.durable(writes).thenApply(v -> b));
   }
 
   // ---- the reaper ----
@@ -948,6 +989,7 @@ public final class TxService implements FerriteService {
         // The master dropped this copy (this server was declared dead meanwhile): useless now.
         m.promote();
         context.freeRegion(m.memory());
+        logs.drop(m.id());
       }
     }
   }
