@@ -35,6 +35,7 @@ import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
 import java.util.concurrent.Semaphore;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicLong;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.ExtendWith;
@@ -61,13 +62,15 @@ class TxLogTest {
     }
   }
 
-  /** An fsync that can be held (each call waits while {@link #hold} is set). */
+  /** An fsync that can be held (each call waits while {@link #hold} is set) and counts calls. */
   static final class HeldFsync implements OpLog.Fsync {
     final Semaphore entered = new Semaphore(0);
+    final AtomicLong calls = new AtomicLong();
     volatile CountDownLatch hold;
 
     @Override
     public void force(FileChannel ch) throws IOException {
+      calls.incrementAndGet();
       CountDownLatch h = hold;
       if (h != null) {
         entered.release();
@@ -343,6 +346,31 @@ class TxLogTest {
     assertTrue(r.committed(), r.detail());
     assertEquals(6, num(a.lockFreeRead(x)));
     assertTrue(committer.awaitTermination(60, TimeUnit.SECONDS));
+  }
+
+  @Test
+  void intervalFsyncsUnaskedAndNoneNever() throws Exception {
+    HeldFsync fsync = new HeldFsync();
+    TxLogsTesting.fsync(fsync);
+    TxClient a = start(1, 1, "interval");
+    FatPointer x = alloc(a, null, num(5));
+    write(a, x, num(6));
+    for (int i = 0; i < 6000 && fsync.calls.get() == 0; i++) {
+      Thread.sleep(10); // no commit waits for it: only the interval thread asks
+    }
+    assertTrue(fsync.calls.get() > 0, "interval: the log was never fsynced");
+    cluster.close();
+    cluster = null;
+
+    HeldFsync never = new HeldFsync();
+    TxLogsTesting.fsync(never);
+    TxClient b = start(1, 1, "none");
+    FatPointer y = alloc(b, null, num(5));
+    for (int i = 0; i < 20; i++) {
+      write(b, y, num(i));
+    }
+    Thread.sleep(100); // ten default intervals
+    assertEquals(0, never.calls.get(), "none: a log was fsynced before it closed");
   }
 
   @Test

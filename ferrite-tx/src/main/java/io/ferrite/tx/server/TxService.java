@@ -728,9 +728,12 @@ public final class TxService implements FerriteService {
     return TxProtocol.OK;
   }
 
-  /** Applies committed writes, each region's logged first (under their object locks: in order). */
+  /**
+   * Applies committed writes to the regions this server is the primary of, each region's logged
+   * first (under their object locks: in version order).
+   */
   private void applyAll(List<Write> writes) {
-    logs.writes(writes);
+    logs.writes(writes.stream().filter(w -> regions.containsKey(w.ptr().region())).toList());
     for (Write wr : writes) {
       TxRegion r = regions.get(wr.ptr().region());
       if (r != null) {
