@@ -40,6 +40,12 @@ public final class TxConfig implements ConfigKeys {
   /** Server: how often the logs are fsynced under {@code tx.log.sync=interval}. */
   public static final String LOG_INTERVAL = "tx.log.interval";
 
+  /**
+   * Server: a region copy's log past this many bytes (and twice its size after its last checkpoint)
+   * is rewritten as the copy's image.
+   */
+  public static final String LOG_CHECKPOINT = "tx.log.checkpoint";
+
   /** For {@link java.util.ServiceLoader}. */
   public TxConfig() {}
 
@@ -63,7 +69,11 @@ public final class TxConfig implements ConfigKeys {
             "interval",
             "server: fsync of each tx region copy's log: always (before the copy answers),"
                 + " interval (every tx.log.interval) or none"),
-        new Key(LOG_INTERVAL, "10ms", "server: how often tx logs are fsynced under interval"));
+        new Key(LOG_INTERVAL, "10ms", "server: how often tx logs are fsynced under interval"),
+        new Key(
+            LOG_CHECKPOINT,
+            "64m",
+            "server: a tx log is rewritten as its copy's image past this and 2x its last size"));
   }
 
   @Override
@@ -95,6 +105,10 @@ public final class TxConfig implements ConfigKeys {
     if (cfg.getDuration(LOG_INTERVAL).toMillis() < 1) {
       throw new IllegalArgumentException(
           LOG_INTERVAL + ": " + cfg.get(LOG_INTERVAL) + " (expected: >= 1ms)");
+    }
+    if (cfg.getSize(LOG_CHECKPOINT) < 4096) {
+      throw new IllegalArgumentException(
+          LOG_CHECKPOINT + ": " + cfg.get(LOG_CHECKPOINT) + " (expected: >= 4k)");
     }
     if (cfg.getDuration(LOCK_LEASE).toMillis() < 1) {
       throw new IllegalArgumentException(

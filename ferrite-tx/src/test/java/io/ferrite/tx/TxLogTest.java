@@ -88,10 +88,19 @@ class TxLogTest {
   /** What a test expects of one object after a restart. */
   record Expected(byte[] value, long version) {}
 
+  /** Server settings beside {@code tx.log.sync} (a test of checkpoints sets a small threshold). */
+  Map<String, String> settings = Map.of();
+
+  private Map<String, String> with(String sync) {
+    Map<String, String> m = new HashMap<>(settings);
+    m.put(TxConfig.LOG_SYNC, sync);
+    return m;
+  }
+
   private TxClient start(int servers, int replicas, String sync) throws Exception {
     cluster = new TxCluster(dir, 0, false, replicas);
     for (int i = 0; i < servers; i++) {
-      cluster.startServer("tx" + i, Map.of(TxConfig.LOG_SYNC, sync));
+      cluster.startServer("tx" + i, with(sync));
     }
     cluster.awaitServers(servers);
     return new TxClient(cluster.client());
@@ -110,7 +119,7 @@ class TxLogTest {
   }
 
   private MemoryServer restart(String name, String sync) {
-    return cluster.startServer(name, Map.of(TxConfig.LOG_SYNC, sync));
+    return cluster.startServer(name, with(sync));
   }
 
   private static FatPointer alloc(TxClient c, FatPointer hint, byte[] value) {
@@ -218,6 +227,55 @@ class TxLogTest {
     FerriteException e = assertThrows(FerriteException.class, () -> c.lockFreeRead(uncommitted));
     assertEquals(ErrorCode.NOT_FOUND, e.code(), e.getMessage());
     return out;
+  }
+
+  @ParameterizedTest
+  @ValueSource(ints = {1, 2})
+  void aCheckpointedLogRebuildsTheSameRegion(int replicas, Random random) throws Exception {
+    settings = Map.of(TxConfig.LOG_CHECKPOINT, "4k");
+    TxClient a = start(2, replicas, "interval");
+    FatPointer x = alloc(a, null, num(5));
+    int primary = a.view(x.region()).primary();
+    List<FatPointer> freed = new ArrayList<>();
+    long before = TxLogsTesting.checkpoints();
+    Map<FatPointer, Expected> expected = workload(a, x, null, random, freed);
+    List<FatPointer> objects = new ArrayList<>(expected.keySet());
+    // Rewrites until the reaper checkpointed a log (of this region: the only one written).
+    for (int i = 0; i < 20_000 && TxLogsTesting.checkpoints() < before + replicas; i++) {
+      FatPointer p = objects.get(random.nextInt(objects.size()));
+      byte[] v = new byte[p.size()];
+      random.nextBytes(v);
+      write(a, p, v);
+    }
+    assertTrue(TxLogsTesting.checkpoints() >= before + replicas, "no checkpoint was made");
+    FatPointer late = alloc(a, x, num(31)); // records after the checkpoint too
+    write(a, x, num(32));
+    Transaction abandoned = a.txBegin();
+    FatPointer uncommitted = abandoned.txAlloc(8, x);
+    for (FatPointer p : objects) {
+      expected.put(p, read(a, p));
+    }
+    expected.put(late, read(a, late));
+
+    String name = kill(primary);
+    if (replicas == 2) {
+      int backup = primary;
+      for (int i = 0; i < 3000 && backup == primary; i++) {
+        write(a, late, num(33)); // retried by the client until the promoted backup answers
+        backup = a.view(x.region()).primary();
+      }
+      assertNotEquals(primary, backup, "the backup was never promoted");
+      expected.put(late, read(a, late));
+      name = kill(backup);
+    }
+    restart(name, "interval");
+    cluster.awaitServers(1);
+    TxClient fresh = new TxClient(cluster.client());
+    assertSame(fresh, expected, freed);
+    if (replicas == 1) {
+      // The checkpoint kept the allocator: no slot twice, the abandoned allocation's slot reused.
+      allocateAfterRecovery(fresh, x, expected.keySet(), uncommitted);
+    }
   }
 
   @Test

@@ -2,16 +2,25 @@ package io.ferrite.tx.server;
 
 import io.ferrite.fabric.ErrorCode;
 import io.ferrite.fabric.FerriteException;
+import io.ferrite.fabric.MappedRegion;
 import io.ferrite.kernel.proto.Wire;
 import io.ferrite.kv.server.OpLog;
 import io.ferrite.tx.FatPointer;
+import io.ferrite.tx.ObjectLayout;
 import io.ferrite.tx.TxProtocol;
 import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
 import java.nio.file.Path;
 import java.util.ArrayList;
+import java.util.LinkedHashMap;
 import java.util.List;
+import java.util.Map;
+import java.util.TreeMap;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.locks.Lock;
+import java.util.concurrent.locks.ReentrantReadWriteLock;
 import java.util.function.Consumer;
+import java.util.function.LongPredicate;
 
 /**
  * One copy's log of one tx region on disk: every record that changed the copy's committed state, in
@@ -33,6 +42,15 @@ import java.util.function.Consumer;
  *
  * <p>Appends are writes to the page cache; {@link #flush} is the group commit (a future completed
  * by the syncer's fsync that covers every record appended before it). Thread-safe.
+ *
+ * <h2>Checkpoint</h2>
+ *
+ * {@link #checkpoint} replaces the log by the copy's image ({@link OpLog#rewrite}: a new file,
+ * fsynced, renamed over the old one): a WRITES record per slot the copy ever wrote (a live object
+ * at its version and incarnation, a freed slot as the FREE that made it), then the DECIDE records
+ * this log holds (the last 65 536) and the incarnation floor. Appends take the read side of {@link
+ * #shared}, the checkpoint the write side; a primary holds the read side across append and apply,
+ * so the checkpoint sees every object either with its record logged and applied or with neither.
  */
 final class TxLog implements AutoCloseable {
   static final int WRITES = 1;
@@ -42,6 +60,24 @@ final class TxLog implements AutoCloseable {
   private final int region;
   private final Path file;
   private final OpLog log;
+  private final ReentrantReadWriteLock rw = new ReentrantReadWriteLock();
+
+  /** DECIDE records appended or replayed (carried over by a checkpoint); guarded by itself. */
+  private final LinkedHashMap<Long, Boolean> decisions =
+      new LinkedHashMap<>() {
+        private static final long serialVersionUID = 1L;
+
+        @Override
+        protected boolean removeEldestEntry(Map.Entry<Long, Boolean> eldest) {
+          return size() > 1 << 16;
+        }
+      };
+
+  /** The highest FLOOR record appended or replayed; guarded by {@link #decisions}. */
+  private long floor;
+
+  /** The log's bytes after its last checkpoint (or at open). */
+  private volatile long checkpointed;
 
   private TxLog(int region, Path file, OpLog log) {
     this.region = region;
@@ -99,7 +135,23 @@ final class TxLog implements AutoCloseable {
           }
           seen.records++;
         };
-    return new TxLog(region, file, OpLog.open("tx-region-" + region, file, replay, fsync));
+    Map<Long, Boolean> decided = new LinkedHashMap<>();
+    long[] floor = new long[1];
+    Consumer<ByteBuffer> remember =
+        body -> {
+          ByteBuffer b = body.duplicate().order(ByteOrder.LITTLE_ENDIAN);
+          if (b.get(0) == DECIDE) {
+            decided.put(b.getLong(1), b.get(9) != 0);
+          } else if (b.get(0) == FLOOR) {
+            floor[0] = Math.max(floor[0], b.getLong(1));
+          }
+          replay.accept(body);
+        };
+    TxLog l = new TxLog(region, file, OpLog.open("tx-region-" + region, file, remember, fsync));
+    l.decisions.putAll(decided);
+    l.floor = floor[0];
+    l.checkpointed = l.log.bytes();
+    return l;
   }
 
   int region() {
@@ -110,25 +162,146 @@ final class TxLog implements AutoCloseable {
     return file;
   }
 
+  /** The side of the checkpoint lock appends take (a primary holds it across append and apply). */
+  Lock shared() {
+    return rw.readLock();
+  }
+
   /** Appends a committed write set of this region (not yet durable: {@link #flush}). */
   void writes(List<TxService.Write> ws) {
+    byte[] body = writesRecord(ws);
+    rw.readLock().lock();
+    try {
+      log.append(body);
+    } finally {
+      rw.readLock().unlock();
+    }
+  }
+
+  private static byte[] writesRecord(List<TxService.Write> ws) {
     Wire.Writer w = new Wire.Writer().u8(WRITES).i32(ws.size());
     for (TxService.Write x : ws) {
       FatPointer.writeTo(w, x.ptr());
       w.i64(x.expected()).u8(x.kind()).bytes(x.value());
     }
-    log.append(w.toArray());
+    return w.toArray();
   }
 
   /** Appends a decision of this decider region. */
   void decide(long txid, boolean commit) {
-    log.append(new Wire.Writer().u8(DECIDE).i64(txid).u8(commit ? 1 : 0).toArray());
+    rw.readLock().lock();
+    try {
+      synchronized (decisions) {
+        decisions.put(txid, commit);
+      }
+      log.append(new Wire.Writer().u8(DECIDE).i64(txid).u8(commit ? 1 : 0).toArray());
+    } finally {
+      rw.readLock().unlock();
+    }
   }
 
   /** Appends an incarnation floor and makes the log durable (blocks: not on a fabric thread). */
   void floor(long incarnation) {
-    log.append(new Wire.Writer().u8(FLOOR).i64(incarnation).toArray());
+    rw.readLock().lock();
+    try {
+      synchronized (decisions) {
+        floor = Math.max(floor, incarnation);
+      }
+      log.append(new Wire.Writer().u8(FLOOR).i64(incarnation).toArray());
+    } finally {
+      rw.readLock().unlock();
+    }
     log.sync();
+  }
+
+  /**
+   * Whether the log is past {@code threshold} bytes and twice its size after its last checkpoint.
+   */
+  boolean checkpointDue(long threshold) {
+    long b = log.bytes();
+    return b > threshold && b > 2 * checkpointed;
+  }
+
+  /**
+   * Replaces the log by the copy's image, which {@code image} hands over (see the class comment);
+   * nothing is appended meanwhile. The caller keeps the copy's memory still otherwise (a mirror
+   * holds its monitor; a primary's image is read under the region's monitor, inside this lock).
+   */
+  void checkpoint(Consumer<Consumer<TxService.Write>> image) {
+    rw.writeLock().lock();
+    try {
+      log.rewrite(
+          sink -> {
+            List<TxService.Write> batch = new ArrayList<>();
+            image.accept(
+                w -> {
+                  batch.add(w);
+                  if (batch.size() == 64) {
+                    sink.accept(writesRecord(batch));
+                    batch.clear();
+                  }
+                });
+            if (!batch.isEmpty()) {
+              sink.accept(writesRecord(batch));
+            }
+            synchronized (decisions) {
+              decisions.forEach(
+                  (txid, commit) ->
+                      sink.accept(
+                          new Wire.Writer().u8(DECIDE).i64(txid).u8(commit ? 1 : 0).toArray()));
+              if (floor > 0) {
+                sink.accept(new Wire.Writer().u8(FLOOR).i64(floor).toArray());
+              }
+            }
+          });
+      checkpointed = log.bytes();
+    } finally {
+      rw.writeLock().unlock();
+    }
+  }
+
+  /**
+   * The image of a copy's memory as writes: every slot of every slab (start → size class in lines)
+   * below its top whose header was ever written (a version above 0): a freed one ({@code free}) as
+   * the FREE that made it, any other as a write of its payload at its version and incarnation.
+   */
+  static void image(
+      MappedRegion memory,
+      int region,
+      Map<Long, Integer> slabLines,
+      Map<Long, Long> tops,
+      LongPredicate free,
+      Consumer<TxService.Write> out) {
+    for (Map.Entry<Long, Integer> e : new TreeMap<>(slabLines).entrySet()) {
+      int lines = e.getValue();
+      int bytes = lines * ObjectLayout.LINE;
+      int size = ObjectLayout.capacity(lines);
+      ByteBuffer copy = ByteBuffer.allocate(bytes).order(ByteOrder.LITTLE_ENDIAN);
+      for (long at = e.getKey(); at + bytes <= tops.get(e.getKey()); at += bytes) {
+        copy.clear();
+        memory.readInto(at, copy);
+        long version = copy.getLong(0) & ~ObjectLayout.LOCK;
+        long incarnation = copy.getLong(ObjectLayout.INCARNATION);
+        if (version == 0) {
+          continue;
+        }
+        if (free.test(at)) {
+          out.accept(
+              new TxService.Write(
+                  new FatPointer(region, at, size, incarnation - 1),
+                  version - 1,
+                  TxProtocol.KIND_FREE,
+                  new byte[0]));
+        } else {
+          out.accept(
+              new TxService.Write(
+                  new FatPointer(region, at, size, incarnation),
+                  version - 1,
+                  TxProtocol.KIND_WRITE,
+                  ObjectLayout.payload(copy.position(0), size)));
+        }
+      }
+    }
   }
 
   /** Completed once every record appended before this call is on disk (one shared fsync). */

@@ -18,6 +18,7 @@ import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.locks.Lock;
 
 /**
  * A memory server's tx logs: one {@link TxLog} per region copy it holds (primary or backup), as
@@ -162,17 +163,48 @@ final class TxLogs implements AutoCloseable {
     }
   }
 
-  /** Appends the committed writes of every region of {@code writes} that has a log here. */
-  void writes(List<Write> writes) {
-    byRegion(writes)
-        .forEach(
-            (id, ws) -> {
-              TxLog l = logs.get(id);
-              if (l != null) {
-                l.writes(ws);
-              }
-            });
+  /**
+   * Appends the committed writes of every region of {@code writes} that has a log here, then runs
+   * {@code apply}, holding each log's {@link TxLog#shared} side (in region order) throughout: a
+   * checkpoint sees the writes logged and applied, or neither.
+   */
+  void logAndApply(List<Write> writes, Runnable apply) {
+    List<Lock> held = new ArrayList<>();
+    try {
+      for (Map.Entry<Integer, List<Write>> e : byRegion(writes).entrySet()) {
+        TxLog l = logs.get(e.getKey());
+        if (l != null) {
+          Lock k = l.shared();
+          k.lock();
+          held.add(k);
+          l.writes(e.getValue());
+        }
+      }
+      apply.run();
+    } finally {
+      for (Lock k : held) {
+        k.unlock();
+      }
+    }
   }
+
+  /**
+   * Checkpoints every log past {@code threshold} bytes and twice its size after its last
+   * checkpoint, through {@code copy} (the region's or the mirror's image: {@link
+   * TxLog#checkpoint}).
+   */
+  void checkpoints(long threshold, java.util.function.BiConsumer<Integer, TxLog> copy) {
+    for (Map.Entry<Integer, TxLog> e : logs.entrySet()) {
+      if (e.getValue().checkpointDue(threshold)) {
+        copy.accept(e.getKey(), e.getValue());
+        CHECKPOINTS.incrementAndGet();
+      }
+    }
+  }
+
+  /** Checkpoints made by every server in this JVM (tests). */
+  static final java.util.concurrent.atomic.AtomicLong CHECKPOINTS =
+      new java.util.concurrent.atomic.AtomicLong();
 
   /**
    * Completed when the records appended so far to the logs of {@code writes}' regions may be

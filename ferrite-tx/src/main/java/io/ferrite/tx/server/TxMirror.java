@@ -166,6 +166,19 @@ final class TxMirror {
         Map.copyOf(slabLines), Set.copyOf(live), List.copyOf(locks.values()), Map.copyOf(decided));
   }
 
+  /**
+   * Rewrites this copy's log as its image ({@link TxLog#checkpoint}); records wait meanwhile (this
+   * monitor). A slot the copy wrote that holds no live object was freed.
+   */
+  synchronized void checkpoint() {
+    if (log == null || promoted) {
+      return;
+    }
+    Map<Long, Long> tops = new HashMap<>();
+    slabLines.keySet().forEach(s -> tops.put(s, s + slabSize));
+    log.checkpoint(out -> TxLog.image(memory, id, slabLines, tops, at -> !live.contains(at), out));
+  }
+
   /** Logged LOCK records not yet resolved (tests). */
   synchronized int lockRecords() {
     return locks.size();

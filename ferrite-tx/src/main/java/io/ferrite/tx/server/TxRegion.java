@@ -130,6 +130,30 @@ final class TxRegion {
     return id;
   }
 
+  /**
+   * Rewrites {@code log} as this region's image ({@link TxLog#checkpoint}): slots read under this
+   * monitor (no allocation meanwhile), inside the log's lock (no write applied meanwhile).
+   */
+  void checkpoint(TxLog log) {
+    log.checkpoint(
+        out -> {
+          synchronized (this) {
+            Map<Long, Integer> lines = new HashMap<>();
+            Map<Long, Long> tops = new HashMap<>();
+            slabs.forEach(
+                (c, list) ->
+                    list.forEach(
+                        s -> {
+                          lines.put(s[0], c);
+                          tops.put(s[0], s[1]);
+                        }));
+            java.util.Set<Long> freeSlots = new java.util.HashSet<>();
+            free.values().forEach(freeSlots::addAll);
+            TxLog.image(memory, id, lines, tops, freeSlots::contains, out);
+          }
+        });
+  }
+
   long epoch() {
     return epoch;
   }

@@ -101,6 +101,11 @@ public final class TxService implements FerriteService {
   private TxLogs logs;
 
   /**
+   * {@code tx.log.checkpoint}: a log past this many bytes (and twice its last size) is rewritten.
+   */
+  private long checkpointBytes;
+
+  /**
    * Where a decision is acted on once its DECIDE record was acknowledged: not the fabric thread
    * that delivered the acknowledgement, since acting on it sends more records, and {@link
    * ServiceContext#peer} may dial (block) for a backup whose connection closed.
@@ -140,6 +145,7 @@ public final class TxService implements FerriteService {
     this.slabSize = context.config().getSize(TxConfig.SLAB_SIZE);
     this.maxSize = (int) Math.min(context.config().getSize(TxConfig.OBJECT_MAX), 1 << 30);
     this.lease = context.config().getDuration(TxConfig.LOCK_LEASE);
+    this.checkpointBytes = context.config().getSize(TxConfig.LOG_CHECKPOINT);
     this.logs =
         new TxLogs(
             context.directory(),
@@ -733,13 +739,16 @@ public final class TxService implements FerriteService {
    * first (under their object locks: in version order).
    */
   private void applyAll(List<Write> writes) {
-    logs.writes(writes.stream().filter(w -> regions.containsKey(w.ptr().region())).toList());
-    for (Write wr : writes) {
-      TxRegion r = regions.get(wr.ptr().region());
-      if (r != null) {
-        r.apply(wr.ptr(), wr.expected(), wr.kind() == TxProtocol.KIND_FREE, wr.value());
-      }
-    }
+    logs.logAndApply(
+        writes.stream().filter(w -> regions.containsKey(w.ptr().region())).toList(),
+        () -> {
+          for (Write wr : writes) {
+            TxRegion r = regions.get(wr.ptr().region());
+            if (r != null) {
+              r.apply(wr.ptr(), wr.expected(), wr.kind() == TxProtocol.KIND_FREE, wr.value());
+            }
+          }
+        });
   }
 
   private void unlockAll(List<Write> writes) {
@@ -977,6 +986,17 @@ public final class TxService implements FerriteService {
       try {
         promoteDue();
         resolveLapsed();
+        logs.checkpoints(
+            checkpointBytes,
+            (id, log) -> {
+              TxRegion r = regions.get(id);
+              TxMirror m = mirrors.get(id);
+              if (r != null) {
+                r.checkpoint(log);
+              } else if (m != null) {
+                m.checkpoint();
+              }
+            });
       } catch (FerriteException | CompletionException e) {
         // The master or a peer is unreachable: again next tick.
       }

@@ -10,4 +10,9 @@ public final class TxLogsTesting {
   public static void fsync(OpLog.Fsync fsync) {
     TxLogs.testFsync = fsync;
   }
+
+  /** Checkpoints made by every tx server in this JVM so far. */
+  public static long checkpoints() {
+    return TxLogs.CHECKPOINTS.get();
+  }
 }
