@@ -278,6 +278,81 @@ class TxLogTest {
     }
   }
 
+  /**
+   * Concurrent transfers (single- and two-server commits) under {@code always} with checkpoints
+   * racing them, then both servers stopped (replicas 2: the second one held a copy of every region)
+   * and one restarted: every region is rebuilt from its logs and the balances sum to the total.
+   */
+  @Test
+  void concurrentTransfersThenEveryCopyStoppedKeepTheTotal(Random random) throws Exception {
+    settings = Map.of(TxConfig.LOG_CHECKPOINT, "4k");
+    TxClient a = start(2, 2, "always");
+    TxClient b = new TxClient(cluster.client());
+    List<FatPointer> accounts = new ArrayList<>();
+    for (int i = 0; i < 12; i++) {
+      accounts.add(alloc(i % 2 == 0 ? a : b, null, num(1000)));
+    }
+    long[] seeds = {random.nextLong(), random.nextLong(), random.nextLong()};
+    long before = TxLogsTesting.checkpoints();
+    ExecutorService workers =
+        Executors.newFixedThreadPool(3, r -> new Thread(r, "tx-log-test-transfers"));
+    try {
+      List<Future<?>> done = new ArrayList<>();
+      for (long seed : seeds) {
+        done.add(
+            workers.submit(
+                () -> {
+                  Random r = new Random(seed);
+                  TxClient c = new TxClient(cluster.client());
+                  for (int n = 0; n < 150; n++) {
+                    FatPointer from = accounts.get(r.nextInt(accounts.size()));
+                    FatPointer to = accounts.get(r.nextInt(accounts.size()));
+                    if (from.equals(to)) {
+                      continue;
+                    }
+                    long amount = 1 + r.nextInt(10);
+                    for (int attempt = 0; attempt < 1000; attempt++) {
+                      Transaction t = c.txBegin();
+                      long f = num(t.txRead(from));
+                      long g = num(t.txRead(to));
+                      t.txWrite(from, num(f - amount));
+                      t.txWrite(to, num(g + amount));
+                      if (t.txCommit().committed()) {
+                        break;
+                      }
+                    }
+                  }
+                  return null;
+                }));
+      }
+      for (Future<?> f : done) {
+        f.get(120, TimeUnit.SECONDS);
+      }
+    } finally {
+      workers.shutdownNow();
+      assertTrue(workers.awaitTermination(60, TimeUnit.SECONDS));
+    }
+    assertTrue(TxLogsTesting.checkpoints() > before, "no checkpoint raced the transfers");
+    long total = 0;
+    for (FatPointer p : accounts) {
+      total += num(a.lockFreeRead(p));
+    }
+    assertEquals(12 * 1000, total, "before the stop");
+
+    kill(cluster.servers.get(0).serverId());
+    String last = kill(cluster.servers.get(0).serverId());
+    restart(last, "always");
+    cluster.awaitServers(1);
+    TxClient fresh = new TxClient(cluster.client());
+    Transaction audit = fresh.txBegin();
+    long sum = 0;
+    for (FatPointer p : accounts) {
+      sum += num(audit.txRead(p));
+    }
+    assertTrue(audit.txCommit().committed());
+    assertEquals(12 * 1000, sum, "after every copy was rebuilt from the logs");
+  }
+
   @Test
   void aRestartedPrimaryRebuildsItsRegionFromItsLog(Random random) throws Exception {
     TxClient a = start(2, 1, "interval");
