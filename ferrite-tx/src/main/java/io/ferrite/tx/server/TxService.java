@@ -399,8 +399,15 @@ public final class TxService implements FerriteService {
       }
       if (p.opened() && logs.exists(id)) {
         // Every copy is gone but this server's log: the region is rebuilt from it.
-        return promote(
-            logs.recover(id, context.createRegion("dram", regionSize), slabSize, p.epoch()), p);
+        io.ferrite.fabric.MappedRegion memory = context.createRegion("dram", regionSize);
+        TxMirror copy;
+        try {
+          copy = logs.recover(id, memory, slabSize, p.epoch());
+        } catch (FerriteException e) { // a corrupt log (named in the message): nothing served
+          context.freeRegion(memory);
+          throw e;
+        }
+        return promote(copy, p);
       }
       if (p.opened()) {
         // Made by an earlier process of this server (or a copy this server no longer holds).
