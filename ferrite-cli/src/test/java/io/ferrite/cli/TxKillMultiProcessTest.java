@@ -10,16 +10,14 @@ import io.ferrite.fabric.testing.TestThreads;
 import io.ferrite.kernel.client.FerriteClient;
 import io.ferrite.kernel.proto.MemberInfo;
 import io.ferrite.kernel.proto.ServerState;
-import io.ferrite.kernel.proto.Wire;
 import io.ferrite.kernel.testing.SerializabilityChecker;
 import io.ferrite.kernel.testing.TxHistory;
 import io.ferrite.kernel.testing.TxHistory.Outcome;
 import io.ferrite.tx.FatPointer;
 import io.ferrite.tx.Transaction;
 import io.ferrite.tx.TxClient;
-import io.ferrite.tx.TxProtocol;
+import io.ferrite.tx.TxPlacement;
 import java.io.IOException;
-import java.nio.ByteBuffer;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.HashMap;
@@ -90,23 +88,6 @@ class TxKillMultiProcessTest extends ProcessClusterTest {
   }
 
   /** A region's placement as the master's TxDirectory answers it. */
-  record Placement(int region, int primary, int[] backups) {
-    boolean backedBy(int server) {
-      return Arrays.stream(backups).anyMatch(b -> b == server);
-    }
-
-    @Override
-    public String toString() {
-      return "region "
-          + region
-          + " (primary "
-          + primary
-          + ", backups "
-          + Arrays.toString(backups)
-          + ")";
-    }
-  }
-
   /** A committed transfer of this JVM: when, and the regions it wrote. */
   record Committed(long invoke, long complete, Set<Integer> regions) {}
 
@@ -154,8 +135,10 @@ class TxKillMultiProcessTest extends ProcessClusterTest {
 
     // Two regions, primaries s1 and s2 (named: NEW_REGION's near server); the master places
     // their backups. Accounts alternate between them, so most transfers are two-server commits.
-    Placement[] regions = {newRegion(admin, ids.get("s1")), newRegion(admin, ids.get("s2"))};
     TxClient maker = new TxClient(tcpClient("tx-kill-setup"));
+    TxPlacement[] regions = {
+      maker.newRegionNear(ids.get("s1")), maker.newRegionNear(ids.get("s2"))
+    };
     accounts = new ArrayList<>();
     try {
       for (int i = 0; i < TxKillBank.ACCOUNTS; i++) {
@@ -168,17 +151,17 @@ class TxKillMultiProcessTest extends ProcessClusterTest {
       throw new AssertionError("the accounts' setup failed\n" + logs(), e);
     }
     regions =
-        new Placement[] {
-          placement(admin, regions[0].region()), placement(admin, regions[1].region())
+        new TxPlacement[] {
+          maker.placement(regions[0].region()), maker.placement(regions[1].region())
         };
     System.out.println("TxKillMultiProcessTest " + victim + ": " + Arrays.toString(regions));
 
     int victimId = -1;
     Set<Integer> victimRegions = new HashSet<>();
     if (victim != Victim.COORDINATOR) {
-      for (Placement p : regions) {
+      for (TxPlacement p : regions) {
         assertTrue(
-            p.backups().length > 0,
+            !p.backups().isEmpty(),
             "tx replication is not there: " + p + " has no backup (tx.replicas, docs/TX.md)");
       }
       if (victim == Victim.PRIMARY) {
@@ -189,7 +172,7 @@ class TxKillMultiProcessTest extends ProcessClusterTest {
         for (int s : ids.values()) {
           if (s != regions[0].primary()
               && s != regions[1].primary()
-              && (regions[0].backedBy(s) || regions[1].backedBy(s))) {
+              && (regions[0].backups().contains(s) || regions[1].backups().contains(s))) {
             victimId = s;
           }
         }
@@ -197,8 +180,8 @@ class TxKillMultiProcessTest extends ProcessClusterTest {
             victimId >= 0,
             "no server backs a region without being a primary: " + Arrays.toString(regions));
       }
-      for (Placement p : regions) {
-        if (p.primary() == victimId || p.backedBy(victimId)) {
+      for (TxPlacement p : regions) {
+        if (p.primary() == victimId || p.backups().contains(victimId)) {
           victimRegions.add(p.region());
         }
       }
@@ -437,35 +420,6 @@ class TxKillMultiProcessTest extends ProcessClusterTest {
       Thread.sleep(10);
     }
     throw new AssertionError("server " + server + " never declared DEAD\n" + logs());
-  }
-
-  /** A new tx region whose primary is {@code server}. */
-  private static Placement newRegion(FerriteClient admin, int server) {
-    return readPlacement(
-        admin.callMasterSync(
-            TxProtocol.MASTER_SERVICE,
-            TxProtocol.NEW_REGION,
-            new Wire.Writer().i32(server).toBuffer()));
-  }
-
-  private static Placement placement(FerriteClient admin, int region) {
-    return readPlacement(
-        admin.callMasterSync(
-            TxProtocol.MASTER_SERVICE,
-            TxProtocol.GET_REGION,
-            new Wire.Writer().i32(region).toBuffer()));
-  }
-
-  /** region, primary, n, n backups (what follows, opened and the rest, is not needed here). */
-  private static Placement readPlacement(ByteBuffer b) {
-    Wire.Reader r = new Wire.Reader(b, "tx region placement");
-    int region = r.i32("region");
-    int primary = r.i32("primary");
-    int[] backups = new int[r.count("backups", 64)];
-    for (int i = 0; i < backups.length; i++) {
-      backups[i] = r.i32("backup");
-    }
-    return new Placement(region, primary, backups);
   }
 
   /** An account in {@code region} (allocated beside a pointer into it: same region). */

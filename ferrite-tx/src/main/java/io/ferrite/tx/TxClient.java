@@ -280,7 +280,7 @@ public final class TxClient {
       }
       throw e;
     }
-    int primary = readPlacement(b);
+    int primary = TxPlacement.read(b).primary();
     Wire.Reader r =
         new Wire.Reader(
             client.callSync(
@@ -297,18 +297,40 @@ public final class TxClient {
     return made;
   }
 
-  private static int readPlacement(ByteBuffer b) {
-    Wire.Reader r = new Wire.Reader(b, "tx region placement");
-    r.i32("region");
-    int primary = r.i32("primary");
-    int n = r.count("backups", 64);
-    for (int i = 0; i < n; i++) {
-      r.i32("backup");
-    }
-    r.u8("opened");
-    r.i64("epoch");
-    r.end();
-    return primary;
+  /**
+   * The master's placement of region {@code region} now (primary, backups, epoch), asked afresh:
+   * for tools, tests and benchmarks; transactions use their cached map.
+   *
+   * @throws FerriteException NO_SUCH_REGION if the map has no such region
+   */
+  public TxPlacement placement(int region) {
+    return TxPlacement.read(
+        client.callMasterSync(
+            TxProtocol.MASTER_SERVICE,
+            TxProtocol.GET_REGION,
+            new Wire.Writer().i32(region).toBuffer()));
+  }
+
+  /**
+   * A new region from the master, its primary {@code nearServer} while that server is alive (else
+   * the live server with the fewest regions); objects go in it by a hint into it (a {@link
+   * FatPointer} of that region). For tools and tests that place data on a chosen server.
+   */
+  public TxPlacement newRegionNear(int nearServer) {
+    return TxPlacement.read(
+        client.callMasterSync(
+            TxProtocol.MASTER_SERVICE,
+            TxProtocol.NEW_REGION,
+            new Wire.Writer().i32(nearServer).toBuffer()));
+  }
+
+  /**
+   * The read capability of {@code region} at its primary, as this client holds it (its cached map;
+   * fetched if missing): one-sided reads of the region's memory, nothing else. For benchmarks that
+   * set a raw read beside a lock-free read.
+   */
+  public RegionRef readCapability(int region) {
+    return view(region).ref();
   }
 
   /** Puts {@code v} in the cache as if fetched (tests: a stale map or capability). */

@@ -46,6 +46,12 @@ public final class TxConfig implements ConfigKeys {
    */
   public static final String LOG_CHECKPOINT = "tx.log.checkpoint";
 
+  /**
+   * Server: milliseconds of pause after each object a re-replication fill copies (0: none, objects
+   * go in batches of up to 32 KiB); tests slow a fill down with it to stop its target midway.
+   */
+  public static final String FILL_PAUSE = "tx.fill.pause.ms";
+
   /** For {@link java.util.ServiceLoader}. */
   public TxConfig() {}
 
@@ -73,7 +79,9 @@ public final class TxConfig implements ConfigKeys {
         new Key(
             LOG_CHECKPOINT,
             "64m",
-            "server: a tx log is rewritten as its copy's image past this and 2x its last size"));
+            "server: a tx log is rewritten as its copy's image past this and 2x its last size"),
+        new Key(
+            FILL_PAUSE, "0", "server: ms of pause after each object a tx re-replication copies"));
   }
 
   @Override

@@ -9,11 +9,17 @@ package io.ferrite.tx;
  *  NEW_REGION   i32 nearServer (-1: any)             → placement
  *  GET_REGION   i32 region                           → placement
  *  OPENED       i32 region (SERVER role: its primary) → (empty)
+ *  END_FILL     i32 region, i32 primary, i32 server, i64 since (SERVER role) → u8 1 backup now, 0 no
+ *  GET_PLACEMENT i32 region                          → placement, i32 m, m × (i32 server, i64 since)
  *
  *  placement = i32 region, i32 primary, i32 n, n × i32 backup, u8 opened, i64 epoch
  * </pre>
  *
- * {@code epoch} is bumped on every change of the placement (a backup promoted, a copy dropped).
+ * {@code epoch} is bumped on every change of the placement (a backup promoted, a copy dropped, a
+ * copy added in state FILLING, a filled copy made a backup). GET_PLACEMENT (memory servers) also
+ * lists the copies being filled, each with the epoch it was added at ({@code since}); END_FILL
+ * makes one a backup if {@code primary} is still the primary and the fill is the one added at
+ * {@code since}.
  *
  * <p>{@code opened}: the primary made the region's memory (OPENED, journaled) before any object was
  * allocated in it. A primary asked for an opened region it does not hold lost it (it restarted:
@@ -41,6 +47,10 @@ package io.ferrite.tx;
  *           3 COMMIT i64 txid     4 ABORT i64 txid
  *           5 DECIDE i64 txid, u8 commit (the decider region's decision)
  *           6 OPEN   (the primary made the region: the backup makes its copy)
+ *           7 FILL_BEGIN i64 since (a new copy: made empty, replacing any older one)
+ *           8 FILL_STATE i32 n, n × (i64 slab, i32 lines), i32 m, m × (i64 txid, i32 decider,
+ *                        writes), i32 k, k × (i64 txid, u8 commit)  (slabs, LOCK and DECIDE records)
+ *           9 FILL_OBJECTS i32 n, n × (i64 offset, i32 lines, u8 live, lines × 64 bytes image)
  *
  *  writes = i32 n, n × (ptr, i64 expectedVersion, u8 kind (1 write, 2 free), bytes value)
  *  reads  = i32 n, n × (ptr, i64 version)
@@ -60,6 +70,8 @@ public final class TxProtocol {
   public static final int NEW_REGION = 1;
   public static final int GET_REGION = 2;
   public static final int OPENED = 3;
+  public static final int END_FILL = 4;
+  public static final int GET_PLACEMENT = 5;
 
   public static final int OPEN_REGION = 1;
   public static final int ALLOC = 2;
@@ -79,6 +91,9 @@ public final class TxProtocol {
   public static final int REC_ABORT = 4;
   public static final int REC_DECIDE = 5;
   public static final int REC_OPEN = 6;
+  public static final int REC_FILL_BEGIN = 7;
+  public static final int REC_FILL_STATE = 8;
+  public static final int REC_FILL_OBJECTS = 9;
 
   /**
    * Function shipping ({@link TxFunction}): {@code str function, FatPointer address, bytes

@@ -55,27 +55,8 @@ class TxReplicationTest {
   }
 
   /** A region's placement at the master: primary, backups, epoch. */
-  record Placement(int primary, List<Integer> backups, long epoch) {}
-
-  Placement placement(int region) {
-    Wire.Reader r =
-        new Wire.Reader(
-            cluster
-                .client()
-                .callMasterSync(
-                    TxProtocol.MASTER_SERVICE,
-                    TxProtocol.GET_REGION,
-                    new Wire.Writer().i32(region).toBuffer()),
-            "placement");
-    r.i32("region");
-    int primary = r.i32("primary");
-    int n = r.count("backups", 64);
-    List<Integer> backups = new ArrayList<>();
-    for (int i = 0; i < n; i++) {
-      backups.add(r.i32("backup"));
-    }
-    r.u8("opened");
-    return new Placement(primary, backups, r.i64("epoch"));
+  TxPlacement placement(int region) {
+    return new TxClient(cluster.client()).placement(region);
   }
 
   /** The backup {@code server}'s copy of {@code p}: its version and payload (verified). */
@@ -121,7 +102,7 @@ class TxReplicationTest {
     start();
     for (int i = 0; i < 5; i++) {
       FatPointer p = TxCommitTest.make(new TxClient(cluster.client()), num(i));
-      Placement pl = placement(p.region());
+      TxPlacement pl = placement(p.region());
       assertEquals(1, pl.backups().size(), pl.toString());
       assertFalse(pl.backups().contains(pl.primary()), pl.toString());
       assertEquals(1, pl.epoch(), pl.toString());
@@ -175,7 +156,7 @@ class TxReplicationTest {
     values = new ArrayList<>(values.subList(0, 30));
     // A pointer handed out for an allocation that never commits (the transaction is abandoned).
     FatPointer stale = a.txBegin().txAlloc(8, first);
-    Placement before = placement(first.region());
+    TxPlacement before = placement(first.region());
     stopServer(before.primary());
     // A new transaction commits once the master declared the primary DEAD (the client waits).
     long stopped = System.nanoTime();
@@ -186,7 +167,7 @@ class TxReplicationTest {
         "TxReplicationTest: a commit "
             + (System.nanoTime() - stopped) / 1_000_000
             + " ms after the primary stopped");
-    Placement after = placement(first.region());
+    TxPlacement after = placement(first.region());
     assertEquals(before.backups().get(0), after.primary());
     assertTrue(after.epoch() > before.epoch(), after.toString());
     values.set(0, num(1));

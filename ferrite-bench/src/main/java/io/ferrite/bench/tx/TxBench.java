@@ -43,9 +43,9 @@ import org.HdrHistogram.Histogram;
  *       lock-free read, from the connections' counters (must be exactly 1);
  *   <li>{@code tx.<fabric>.r<r>.commit-{1,2}server.{p50,p99}}: {@code txCommit} of a transaction
  *       that read and wrote one account (single-server: one COMMIT_LOCAL) or two accounts on two
- *       servers (two-phase), beside {@code ceiling.tx.<fabric>.rpc-empty}: an empty RPC to a memory
- *       server's service executor (the path the tx service's calls take), measured in the same run;
- *       {@code commit-2server.round-trips}: the two-phase p50 in empty-RPC p50s;
+ *       servers (two-phase), beside {@code ceiling.tx.<fabric>.r<r>.rpc-empty}: an empty RPC to a
+ *       memory server's service executor (the path the tx service's calls take), measured in the
+ *       same run; {@code commit-2server.round-trips}: the two-phase p50 in empty-RPC p50s;
  *   <li>{@code tx.<fabric>.r<r>.bank.t<n>.{throughput,p50,abort-rate}}: bank transfers ({@link
  *       Bank}: read 2, write 2, retried until committed) on {@code n} threads; with {@code
  *       vsRedis}, {@code redis.bank.t<n>.*}: the same workload with WATCH/MULTI/EXEC ({@link
@@ -297,11 +297,10 @@ public final class TxBench {
           bank = Bank.create(List.of(tx, new TxClient(second)), o.accounts(), INITIAL);
         }
         String prefix = "tx." + fabric + ".";
-        RegionProbe probe = new RegionProbe(client);
         FatPointer a = bank.accounts().get(0);
         FatPointer b = null;
         for (FatPointer p : bank.accounts()) {
-          if (probe.primary(p) != probe.primary(a)) {
+          if (primary(tx, p) != primary(tx, a)) {
             b = p;
             break;
           }
@@ -310,10 +309,11 @@ public final class TxBench {
           throw new IllegalStateException("every account on one server: no two-server commit");
         }
         if (first) {
-          lockFreeRead(report, o, prefix, client, tx, probe, a, progress);
+          lockFreeRead(report, o, prefix, client, tx, a, progress);
         }
-        BenchResult[] rpc = emptyRpc(report, o, prefix, client, probe.primary(a), progress);
         String pr = prefix + "r" + replicas + ".";
+        // Measured in each cluster (one per replicas value), beside that cluster's commits.
+        BenchResult[] rpc = emptyRpc(report, o, pr, client, primary(tx, a), progress);
         commits(report, o, pr + "commit-1server", tx, List.of(a), rpc, progress);
         BenchResult[] two =
             commits(report, o, pr + "commit-2server", tx, List.of(a, b), rpc, progress);
@@ -358,12 +358,11 @@ public final class TxBench {
       String prefix,
       FerriteClient client,
       TxClient tx,
-      RegionProbe probe,
       FatPointer p,
       Progress progress)
       throws Exception {
-    int server = probe.primary(p);
-    RegionRef ref = probe.ref(p);
+    RegionRef ref = tx.readCapability(p.region()); // the client's own: its primary's copy
+    int server = ref.serverId();
     String ceiling = "ceiling." + prefix + "read.64B";
     progress.step(ceiling);
     KvBench.Result raw =
@@ -377,16 +376,22 @@ public final class TxBench {
     latencies(report, name, lf.latency(), latencies(report, ceiling, raw.latency(), null));
     // One-sided reads per lock-free read, from every connection's counters (no writer runs).
     int n = 10_000;
-    long before = reads(client, probe.servers());
+    List<Integer> servers = client.members().stream().map(m -> m.serverId()).toList();
+    long before = reads(client, servers);
     for (int i = 0; i < n; i++) {
       tx.lockFreeRead(p);
     }
     report.add(
         BenchResult.of(
             name + ".reads-per-read",
-            (reads(client, probe.servers()) - before) / (double) n,
+            (reads(client, servers) - before) / (double) n,
             "reads",
             Better.LOWER));
+  }
+
+  /** The server {@code tx} reads and commits {@code p} at. */
+  private static int primary(TxClient tx, FatPointer p) {
+    return tx.readCapability(p.region()).serverId();
   }
 
   private static long reads(FerriteClient client, List<Integer> servers) {

@@ -38,7 +38,7 @@ class TxBenchTest {
         "ceiling.tx.shm.read.64B.p50", report.require("tx.shm.lockfree-read.8B.p50").reference());
     for (String c : List.of("commit-1server", "commit-2server")) {
       BenchResult r = report.require("tx.shm.r1." + c + ".p50");
-      assertEquals("ceiling.tx.shm.rpc-empty.p50", r.reference(), c);
+      assertEquals("ceiling.tx.shm.r1.rpc-empty.p50", r.reference(), c);
       assertTrue(r.value() > 0, c + ": at least 100 commits timed");
     }
     assertTrue(report.require("tx.shm.r1.commit-2server.round-trips").value() > 0);

@@ -183,6 +183,12 @@ public final class Wire {
       return b;
     }
 
+    /** Skips a {@link #bytes} field (its length, then that many bytes), copying nothing. */
+    public void skipBytes(String field) {
+      int n = count(field, buf.remaining());
+      buf.position(buf.position() + n);
+    }
+
     public int remaining() {
       return buf.remaining();
     }

@@ -29,6 +29,7 @@ import java.util.concurrent.CompletableFuture;
  *  REGION  u8 1, i32 region, i32 primary, i32 n, n × i32 backup        (older journals: epoch 1)
  *  OPENED  u8 2, i32 region
  *  PLACED  u8 3, i32 region, i64 epoch, i32 primary, i32 n, n × i32 backup
+ *  FILLING u8 4, i32 region, i32 n, n × (i32 server, i64 since)      (copies being filled)
  * </pre>
  *
  * A new region goes to the live server holding the fewest tx regions as primary (ties by id), or to
@@ -37,7 +38,9 @@ import java.util.concurrent.CompletableFuture;
  * Every placement has an epoch, bumped on every change. A server declared dead (or one that came
  * back as a new process, its memory gone) leaves every placement: where it was the primary, the
  * first backup becomes the primary; a region without any other copy keeps its placement (its
- * primary answers DATA_LOST when it comes back). Nothing re-replicates yet (docs/TX.md).
+ * primary answers DATA_LOST when it comes back). A region with fewer copies than {@code
+ * tx.replicas} is repaired ({@link TxRepairs}): a live server holding no copy is added in state
+ * FILLING, and becomes a backup when its primary says it is filled (END_FILL).
  */
 public final class TxDirectory implements MasterExtension {
   private static final System.Logger LOG = System.getLogger(TxDirectory.class.getName());
@@ -50,8 +53,11 @@ public final class TxDirectory implements MasterExtension {
   /** The process incarnation each server registered with (not journaled: 0 unknown). */
   private final Map<Integer, Long> incarnations = new HashMap<>();
 
+  /** Copies being filled: region → (server → the epoch it was added at); journaled (FILLING). */
+  final Map<Integer, Map<Integer, Long>> filling = new HashMap<>();
+
   private MasterContext context;
-  private int replicas = 2;
+  int replicas = 2;
 
   /** For {@link java.util.ServiceLoader}. */
   public TxDirectory() {}
@@ -70,7 +76,19 @@ public final class TxDirectory implements MasterExtension {
   public void apply(ByteBuffer record) {
     Wire.Reader r = new Wire.Reader(record, "tx record");
     int type = r.u8("type");
-    if (type == 2) {
+    if (type == 4) {
+      int region = r.i32("region");
+      int n = r.count("filling", 64);
+      Map<Integer, Long> f = new LinkedHashMap<>();
+      for (int i = 0; i < n; i++) {
+        f.put(r.i32("server"), r.i64("since"));
+      }
+      if (f.isEmpty()) {
+        filling.remove(region);
+      } else {
+        filling.put(region, f);
+      }
+    } else if (type == 2) {
       Placement p = regions.get(r.i32("region"));
       if (p != null) {
         regions.put(
@@ -100,11 +118,14 @@ public final class TxDirectory implements MasterExtension {
       if (p.opened()) {
         out.add(opened(p.region()));
       }
+      if (filling.containsKey(p.region())) {
+        out.add(TxRepairs.fillingRecord(p.region(), filling.get(p.region())));
+      }
     }
     return out;
   }
 
-  private static byte[] record(Placement p) {
+  static byte[] record(Placement p) {
     Wire.Writer w =
         new Wire.Writer()
             .u8(3)
@@ -128,12 +149,13 @@ public final class TxDirectory implements MasterExtension {
 
   @Override
   public Map<String, Object> describe() {
-    return Map.of("regions", regions.size(), "replicas", replicas);
+    return Map.of("regions", regions.size(), "replicas", replicas, "filling", filling.size());
   }
 
   @Override
   public void serverDead(int serverId, MasterContext.Mutation mutation) {
     leave(serverId, mutation, "declared dead");
+    repairs.repairAll(mutation, serverId);
   }
 
   @Override
@@ -143,6 +165,13 @@ public final class TxDirectory implements MasterExtension {
       // A new process: the copies the old one held are gone, as if it had been declared dead.
       leave(serverId, mutation, "back as a new process");
     }
+    repairs.repairAll(mutation, -1);
+  }
+
+  private final TxRepairs repairs = new TxRepairs(this);
+
+  Map<Integer, Placement> regions() {
+    return regions;
   }
 
   /**
@@ -152,6 +181,7 @@ public final class TxDirectory implements MasterExtension {
    */
   private void leave(int serverId, MasterContext.Mutation mutation, String why) {
     for (Placement p : List.copyOf(regions.values())) {
+      repairs.leave(p, serverId, mutation);
       Placement next = null;
       if (p.primary() == serverId && !p.backups().isEmpty()) {
         next =
@@ -231,13 +261,33 @@ public final class TxDirectory implements MasterExtension {
             });
         return ByteBuffer.allocate(0);
       }
+      case TxProtocol.END_FILL -> {
+        Permissions.require(caller, Role.SERVER, "tx directory END_FILL");
+        int region = r.i32("region");
+        int primary = r.i32("primary");
+        int target = r.i32("server");
+        long since = r.i64("since");
+        r.end();
+        boolean ok = context.mutate(m -> repairs.endFill(region, primary, target, since, m));
+        return new Wire.Writer().u8(ok ? 1 : 0).toBuffer();
+      }
+      case TxProtocol.GET_PLACEMENT -> {
+        int region = r.i32("region");
+        r.end();
+        return context.mutate(m -> repairs.placement(region, m));
+      }
       default ->
           throw new FerriteException(
               ErrorCode.UNKNOWN_OPCODE, "tx directory: unknown opcode " + opcode);
     }
+    return placement(p).toBuffer();
+  }
+
+  /** The placement answer of GET_REGION (GET_PLACEMENT appends the copies being filled). */
+  static Wire.Writer placement(Placement p) {
     Wire.Writer w = new Wire.Writer().i32(p.region()).i32(p.primary()).i32(p.backups().size());
     p.backups().forEach(w::i32);
-    return w.u8(p.opened() ? 1 : 0).i64(p.epoch()).toBuffer();
+    return w.u8(p.opened() ? 1 : 0).i64(p.epoch());
   }
 
   private int maxId() {

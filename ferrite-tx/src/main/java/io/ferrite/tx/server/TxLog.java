@@ -275,33 +275,39 @@ final class TxLog implements AutoCloseable {
     for (Map.Entry<Long, Integer> e : new TreeMap<>(slabLines).entrySet()) {
       int lines = e.getValue();
       int bytes = lines * ObjectLayout.LINE;
-      int size = ObjectLayout.capacity(lines);
       ByteBuffer copy = ByteBuffer.allocate(bytes).order(ByteOrder.LITTLE_ENDIAN);
       for (long at = e.getKey(); at + bytes <= tops.get(e.getKey()); at += bytes) {
         copy.clear();
         memory.readInto(at, copy);
-        long version = copy.getLong(0) & ~ObjectLayout.LOCK;
-        long incarnation = copy.getLong(ObjectLayout.INCARNATION);
-        if (version == 0) {
-          continue;
-        }
-        if (free.test(at)) {
-          out.accept(
-              new TxService.Write(
-                  new FatPointer(region, at, size, incarnation - 1),
-                  version - 1,
-                  TxProtocol.KIND_FREE,
-                  new byte[0]));
-        } else {
-          out.accept(
-              new TxService.Write(
-                  new FatPointer(region, at, size, incarnation),
-                  version - 1,
-                  TxProtocol.KIND_WRITE,
-                  ObjectLayout.payload(copy.position(0), size)));
+        if ((copy.getLong(0) & ~ObjectLayout.LOCK) != 0) {
+          out.accept(imageWrite(region, at, lines, copy, free.test(at)));
         }
       }
     }
+  }
+
+  /**
+   * The write that installs an object's image ({@code lines} lines at {@code at}, position 0): a
+   * freed slot's as the FREE that made it, any other's as a write of its payload at its version.
+   */
+  static TxService.Write imageWrite(
+      int region, long at, int lines, ByteBuffer image, boolean freed) {
+    ByteBuffer copy = image.duplicate().order(ByteOrder.LITTLE_ENDIAN).position(0);
+    long version = copy.getLong(0) & ~ObjectLayout.LOCK;
+    long incarnation = copy.getLong(ObjectLayout.INCARNATION);
+    int size = ObjectLayout.capacity(lines);
+    if (freed) {
+      return new TxService.Write(
+          new FatPointer(region, at, size, incarnation - 1),
+          version - 1,
+          TxProtocol.KIND_FREE,
+          new byte[0]);
+    }
+    return new TxService.Write(
+        new FatPointer(region, at, size, incarnation),
+        version - 1,
+        TxProtocol.KIND_WRITE,
+        ObjectLayout.payload(copy, size));
   }
 
   /** Completed once every record appended before this call is on disk (one shared fsync). */

@@ -63,6 +63,9 @@ final class TxMirror {
   /** This copy's log on disk ({@link TxLog}): what changes its committed state, in order. */
   private TxLog log;
 
+  /** The fill that made this copy (the epoch its target was added at), 0 for a region's OPEN. */
+  volatile long since;
+
   TxMirror(int id, MappedRegion memory, long slabSize) {
     this.id = id;
     this.memory = memory;
@@ -151,6 +154,63 @@ final class TxMirror {
     } else {
       live.add(p.offset());
     }
+  }
+
+  /**
+   * A fill's state (FILL_STATE, docs/TX.md "Recovery"): slab classes, the primary's pending LOCK
+   * records (logged unless resolved already: a forwarded COMMIT or ABORT may overtake them) and its
+   * decisions (acted on like DECIDE records).
+   */
+  synchronized boolean fillState(
+      Map<Long, Integer> slabs, List<LockRecord> pendingLocks, Map<Long, Boolean> decisions) {
+    if (promoted) {
+      return false;
+    }
+    slabs.forEach(slabLines::putIfAbsent);
+    for (LockRecord rec : pendingLocks) {
+      if (!resolved.containsKey(rec.txid())) {
+        locks.putIfAbsent(rec.txid(), rec);
+      }
+    }
+    decisions.forEach(
+        (txid, commit) -> {
+          if (log != null && !decided.containsKey(txid)) {
+            log.decide(txid, commit);
+          }
+          decided.putIfAbsent(txid, commit);
+          resolve(txid, decided.get(txid));
+        });
+    return true;
+  }
+
+  /**
+   * A fill's object image ({@code lines} lines, verified at the primary: consistent, unlocked),
+   * installed like a record's write, by version: only if the copy's version is older, so an image
+   * read before a forwarded write that already arrived never takes the object back.
+   */
+  synchronized boolean fillObject(
+      long offset, int lines, java.nio.ByteBuffer image, boolean isLive) {
+    if (promoted) {
+      return false;
+    }
+    long version = image.order(java.nio.ByteOrder.LITTLE_ENDIAN).getLong(0);
+    slabLines.putIfAbsent(offset - offset % slabSize, lines);
+    long current = memory.getLongAcquire(offset) & ~ObjectLayout.LOCK;
+    if (current >= version) {
+      return true;
+    }
+    if (log != null) {
+      log.writes(List.of(TxLog.imageWrite(id, offset, lines, image, !isLive)));
+    }
+    memory.putLongRelease(offset, current | ObjectLayout.LOCK);
+    memory.writeFrom(offset + 8, image.duplicate().position(8));
+    memory.putLongRelease(offset, version);
+    if (isLive) {
+      live.add(offset);
+    } else {
+      live.remove(offset);
+    }
+    return true;
   }
 
   /** What a promotion takes over; this copy then refuses every record. */

@@ -70,6 +70,7 @@ final class TxRegion {
     this.maxSize = maxSize;
     this.epoch = epoch;
     this.backups = List.copyOf(backups);
+    this.full = this.backups;
     this.floor = Math.max((epoch - 1) << 40, minFloor);
   }
 
@@ -179,10 +180,49 @@ final class TxRegion {
 
   /** Takes a newer placement (epoch) from the master. */
   synchronized void placement(long epoch, List<Integer> backups) {
+    placement(epoch, backups, java.util.Set.of());
+  }
+
+  /**
+   * Takes a newer placement: its backups, and of the copies this primary began filling ({@link
+   * TxRepair}) those the master still lists as filling; records go to both.
+   */
+  synchronized void placement(long epoch, List<Integer> backups, java.util.Set<Integer> filling) {
     if (epoch > this.epoch) {
-      this.backups = List.copyOf(backups);
+      this.full = List.copyOf(backups);
+      this.filled.retainAll(filling);
+      this.filled.removeAll(backups);
       this.epoch = epoch;
+      this.backups = targets();
     }
+  }
+
+  /** Full backups (the master's) and copies being filled: {@link #backups} is their union. */
+  private List<Integer> full;
+
+  private final java.util.Set<Integer> filled = new java.util.LinkedHashSet<>();
+
+  private List<Integer> targets() {
+    List<Integer> t = new ArrayList<>(full);
+    filled.stream().filter(s -> !t.contains(s)).forEach(t::add);
+    return List.copyOf(t);
+  }
+
+  /** A fill of {@code server} began: every record is forwarded to it from now on. */
+  synchronized void beginFill(int server) {
+    filled.add(server);
+    this.backups = targets();
+  }
+
+  /** What a fill copies: each slab's start, size class (lines) and bump pointer; free slots. */
+  record Layout(List<long[]> slabs, java.util.Set<Long> free) {}
+
+  synchronized Layout layout() {
+    List<long[]> out = new ArrayList<>();
+    slabs.forEach((lines, list) -> list.forEach(s -> out.add(new long[] {s[0], lines, s[1]})));
+    java.util.Set<Long> f = new java.util.HashSet<>();
+    free.values().forEach(f::addAll);
+    return new Layout(out, f);
   }
 
   MappedRegion memory() {

@@ -95,6 +95,7 @@ public final class TxService implements FerriteService {
   private Duration lease;
   private Thread reaper;
   private Shipping shipping;
+  private TxRepair repair;
   private ScheduledExecutorService replicator;
 
   /** Every copy's log on disk ({@code tx.log.sync}; docs/TX.md "Logs on disk"). */
@@ -167,6 +168,7 @@ public final class TxService implements FerriteService {
               t.setDaemon(true);
               return t;
             });
+    repair = new TxRepair(this, context, regions, mirrors, regionSize);
     reaper = new Thread(this::reap, "tx-reaper-" + context.serverId());
     reaper.setDaemon(true);
     reaper.start();
@@ -184,6 +186,9 @@ public final class TxService implements FerriteService {
     if (finisher != null) {
       finisher.shutdownNow();
     }
+    if (repair != null) {
+      repair.stop();
+    }
     if (logs != null) {
       logs.close();
     }
@@ -193,15 +198,89 @@ public final class TxService implements FerriteService {
   public CompletableFuture<ByteBuffer> handleInline(
       RpcContext caller, int opcode, ByteBuffer request) {
     if (opcode != TxProtocol.REPLICATE) {
-      return null;
+      return alone(opcode, request) ? handle(caller, opcode, request) : null;
     }
     // Records are applied in the order the primary's connection delivered them; a copy that does
     // not exist yet (REC_OPEN makes it: a new region file) is left to the service executor.
     int region = request.duplicate().order(java.nio.ByteOrder.LITTLE_ENDIAN).getInt(0);
-    if (!mirrors.containsKey(region) && !regions.containsKey(region)) {
-      return null;
+    if (!mirrors.containsKey(region) && !regions.containsKey(region)
+        || request.get(12) == TxProtocol.REC_FILL_BEGIN) {
+      return null; // FILL_BEGIN makes a region file too
     }
     return handle(caller, opcode, request);
+  }
+
+  /**
+   * Whether a commit-protocol request can be served on the thread that received it: every region it
+   * touches is held here as primary with no backup (so nothing is forwarded, no peer is dialed, the
+   * master is not asked: a few CASes and stores under short monitors, never a wait). The common
+   * case with {@code tx.replicas} 1; with backups, the service executor serves it. A malformed
+   * request is left to the executor, which answers its error.
+   */
+  private boolean alone(int opcode, ByteBuffer request) {
+    try {
+      Wire.Reader r = new Wire.Reader(request.duplicate(), "tx request " + opcode);
+      switch (opcode) {
+        case TxProtocol.LOCK -> {
+          r.i64("txid");
+          return alone(r.i32("deciderRegion")) && writesAlone(r);
+        }
+        case TxProtocol.COMMIT_LOCAL -> {
+          r.i64("txid");
+          if (!writesAlone(r)) {
+            return false;
+          }
+          int n = r.count("reads", 1 << 20);
+          for (int i = 0; i < n; i++) {
+            if (!alone(FatPointer.readFrom(r).region())) {
+              return false;
+            }
+            r.i64("version");
+          }
+          return true;
+        }
+        case TxProtocol.COMMIT, TxProtocol.ABORT -> {
+          long txid = r.i64("txid");
+          Pending t;
+          synchronized (this) {
+            t = pending.get(txid);
+          }
+          if (t == null || (regions.containsKey(t.deciderRegion()) && !alone(t.deciderRegion()))) {
+            return false; // decided already (rare), or its DECIDE goes to backups: the executor
+          }
+          for (Write w : t.writes()) {
+            if (!alone(w.ptr().region())) {
+              return false;
+            }
+          }
+          return true;
+        }
+        default -> {
+          return false;
+        }
+      }
+    } catch (RuntimeException e) {
+      return false;
+    }
+  }
+
+  private boolean writesAlone(Wire.Reader r) {
+    int n = r.count("writes", 1 << 20);
+    for (int i = 0; i < n; i++) {
+      if (!alone(FatPointer.readFrom(r).region())) {
+        return false;
+      }
+      r.i64("expectedVersion");
+      r.u8("kind");
+      r.skipBytes("value");
+    }
+    return true;
+  }
+
+  /** Region {@code id} is held here as primary, with no backup. */
+  private boolean alone(int id) {
+    TxRegion region = regions.get(id);
+    return region != null && region.backups().isEmpty();
   }
 
   @Override
@@ -307,7 +386,7 @@ public final class TxService implements FerriteService {
     return CompletableFuture.completedFuture(w.toBuffer());
   }
 
-  private List<Write> writes(Wire.Reader r, boolean atPrimary) {
+  List<Write> writes(Wire.Reader r, boolean atPrimary) {
     int n = r.count("writes", 1 << 20);
     List<Write> out = new ArrayList<>(n);
     for (int i = 0; i < n; i++) {
@@ -335,7 +414,7 @@ public final class TxService implements FerriteService {
     return out;
   }
 
-  private static void writeSet(Wire.Writer w, List<Write> writes) {
+  static void writeSet(Wire.Writer w, List<Write> writes) {
     w.i32(writes.size());
     for (Write x : writes) {
       FatPointer.writeTo(w, x.ptr());
@@ -344,16 +423,17 @@ public final class TxService implements FerriteService {
   }
 
   /** The master's placement of a region. */
-  private record Placement(int primary, List<Integer> backups, boolean opened, long epoch) {}
+  record Placement(
+      int primary, List<Integer> backups, boolean opened, long epoch, Map<Integer, Long> filling) {}
 
-  private Placement placement(int id) {
+  Placement placement(int id) {
     ByteBuffer answer =
         context
             .master()
             .connection()
             .callSync(
                 TxProtocol.MASTER_SERVICE,
-                TxProtocol.GET_REGION,
+                TxProtocol.GET_PLACEMENT,
                 new Wire.Writer().i32(id).toBuffer(),
                 Duration.ofSeconds(10));
     Wire.Reader a = new Wire.Reader(answer, "tx region placement");
@@ -366,7 +446,12 @@ public final class TxService implements FerriteService {
     }
     boolean opened = a.u8("opened") != 0;
     long epoch = a.i64("epoch");
-    return new Placement(primary, backups, opened, epoch);
+    int m = a.count("filling", 64);
+    Map<Integer, Long> filling = new LinkedHashMap<>();
+    for (int i = 0; i < m; i++) {
+      filling.put(a.i32("server"), a.i64("since"));
+    }
+    return new Placement(primary, backups, opened, epoch, filling);
   }
 
   /**
@@ -615,7 +700,7 @@ public final class TxService implements FerriteService {
       if (p.primary() != context.serverId()) {
         regions.remove(r.id(), r);
       } else {
-        r.placement(p.epoch(), p.backups());
+        r.placement(p.epoch(), p.backups(), p.filling().keySet());
       }
     } catch (FerriteException e) {
       // The master is unreachable: keep what we have, send again.
@@ -630,6 +715,10 @@ public final class TxService implements FerriteService {
     int id = r.i32("region");
     long epoch = r.i64("epoch");
     int type = r.u8("record");
+    if (type >= TxProtocol.REC_FILL_BEGIN) {
+      repair.received(id, type, r);
+      return logs.durable(id);
+    }
     TxMirror m = mirrors.get(id);
     if (m == null) {
       if (regions.containsKey(id)) {
@@ -677,6 +766,17 @@ public final class TxService implements FerriteService {
       }
       r.end();
       ok = m.accept(type, txid, decider, ws);
+    }
+    if (!ok && mirrors.containsKey(id) && mirrors.get(id) != m) {
+      // a copy replaced by a fill (TxRepair) that began after this record: it copies it
+      return CompletableFuture.completedFuture(null);
+    }
+    if (!ok && !regions.containsKey(id)) {
+      // Dropped (the master no longer lists this copy), not promoted: MOVED would depose the
+      // sender.
+      throw new FerriteException(
+          ErrorCode.UNAVAILABLE,
+          "tx region " + id + ": server " + context.serverId() + " dropped its copy");
     }
     if (!ok) {
       throw new FerriteException(
@@ -782,9 +882,9 @@ public final class TxService implements FerriteService {
     if (decides(deciderRegion) || (t != null && decides(t.deciderRegion()))) {
       // Commit only what is locked here (or was decided before): a decider, promoted or not, that
       // holds no LOCK record of it never answered its LOCK OK, so it decides abort.
-      return decide(txid, deciderRegion, t != null)
-          .thenComposeAsync(
-              c -> t != null ? finish(t, c) : CompletableFuture.completedFuture(c), finisher)
+      return then(
+              decide(txid, deciderRegion, t != null),
+              c -> t != null ? finish(t, c) : CompletableFuture.completedFuture(c))
           .thenApply(c -> new Wire.Writer().u8(c ? TxProtocol.OK : TxProtocol.ABORTED).toBuffer());
     }
     if (t == null) {
@@ -803,9 +903,21 @@ public final class TxService implements FerriteService {
       }
     }
     if (decides(t.deciderRegion())) {
-      return decide(txid, t.deciderRegion(), false).thenComposeAsync(c -> finish(t, c), finisher);
+      return then(decide(txid, t.deciderRegion(), false), c -> finish(t, c));
     }
     return finish(t, false);
+  }
+
+  /**
+   * {@code next} after the decision {@code d}: at once, on this thread, when the decision is
+   * already replicated (no backups, or an earlier call sent it), else on the finisher thread once
+   * the backups acknowledged it, never on the fabric thread that delivered their acknowledgement
+   * ({@code next} forwards records, and a peer may need dialing).
+   */
+  private <T> CompletableFuture<T> then(
+      CompletableFuture<Boolean> d,
+      java.util.function.Function<Boolean, CompletableFuture<T>> next) {
+    return d.isDone() ? d.thenCompose(next) : d.thenComposeAsync(next, finisher);
   }
 
   /**
@@ -926,9 +1038,9 @@ public final class TxService implements FerriteService {
     if (t != null && System.nanoTime() - t.deadlineNanos() < 0) {
       return status(TxProtocol.PENDING);
     }
-    return decide(txid, deciderRegion, false)
-        .thenComposeAsync(
-            c -> t != null ? finish(t, c) : CompletableFuture.completedFuture(c), finisher)
+    return then(
+            decide(txid, deciderRegion, false),
+            c -> t != null ? finish(t, c) : CompletableFuture.completedFuture(c))
         .thenApply(c -> new Wire.Writer().u8(c ? TxProtocol.OK : TxProtocol.ABORTED).toBuffer());
   }
 
@@ -1015,7 +1127,9 @@ public final class TxService implements FerriteService {
       Placement p = placement(m.id());
       if (p.primary() == context.serverId()) {
         region(m.id());
-      } else if (!p.backups().contains(context.serverId()) && mirrors.remove(m.id(), m)) {
+      } else if (!p.backups().contains(context.serverId())
+          && !p.filling().containsKey(context.serverId())
+          && mirrors.remove(m.id(), m)) {
         // The master dropped this copy (this server was declared dead meanwhile): useless now.
         m.promote();
         context.freeRegion(m.memory());
@@ -1065,6 +1179,32 @@ public final class TxService implements FerriteService {
         finish(t, false);
       }
     }
+  }
+
+  /**
+   * What a fill of region {@code id} sends besides objects (TxRepair): the LOCK records of the
+   * transactions pending here that write it, and every decision taken here. Taken under this
+   * monitor, after the fill's target joined the region's backups, so a transaction locked or
+   * decided later is forwarded to it (its forward reads the backups after this monitor).
+   */
+  synchronized FillState fillState(int id) {
+    List<TxMirror.LockRecord> locks = new ArrayList<>();
+    for (Pending t : pending.values()) {
+      List<Write> ws = t.writes().stream().filter(x -> x.ptr().region() == id).toList();
+      if (!ws.isEmpty()) {
+        locks.add(new TxMirror.LockRecord(t.txid(), t.deciderRegion(), ws));
+      }
+    }
+    Map<Long, Boolean> decided = new LinkedHashMap<>();
+    decisions.forEach((txid, d) -> decided.put(txid, d.commit()));
+    return new FillState(locks, decided);
+  }
+
+  record FillState(List<TxMirror.LockRecord> locks, Map<Long, Boolean> decided) {}
+
+  /** Every copy's log on disk. */
+  TxLogs logs() {
+    return logs;
   }
 
   /** Locked transactions at this server (tests). */
