@@ -411,6 +411,39 @@ class TxLogTest {
     assertSame(new TxClient(cluster.client()), expected, freed);
   }
 
+  /**
+   * A copy made by re-replication (a fill) logs what it was filled with: 3 servers, replicas 2; the
+   * backup stopped, a new copy filled on the third server; then the primary stopped (the new copy
+   * promoted) and the new copy stopped and restarted: it rebuilds the region from its log.
+   */
+  @Test
+  void aFilledCopyRebuildsFromItsLog(Random random) throws Exception {
+    TxClient a = start(3, 2, "interval");
+    FatPointer x = alloc(a, null, num(5));
+    List<FatPointer> freed = new ArrayList<>();
+    Map<FatPointer, Expected> expected = workload(a, x, null, random, freed);
+    TxRepairTest placements = new TxRepairTest();
+    placements.cluster = cluster;
+    TxRepairTest.Placement first = placements.placement(x.region());
+    kill(first.backups().get(0));
+    TxRepairTest.awaitCopies(cluster, a, x); // the third server was filled
+    int filled = placements.placement(x.region()).backups().get(0);
+    write(a, x, num(77)); // a record after the fill, forwarded to the new copy
+    expected.put(x, read(a, x));
+
+    kill(first.primary());
+    int now = first.primary();
+    for (int i = 0; i < 3000 && now != filled; i++) {
+      write(a, x, num(78)); // retried by the client until the filled copy, promoted, answers
+      now = a.view(x.region()).primary();
+    }
+    assertEquals(filled, now, "the filled copy was never promoted");
+    expected.put(x, read(a, x));
+    restart(kill(filled), "interval"); // every copy gone: only the filled copy's log is left
+    cluster.awaitServers(1);
+    assertSame(new TxClient(cluster.client()), expected, freed);
+  }
+
   @Test
   void aTornLastRecordIsCutAndTheRestIsReplayed(Random random) throws Exception {
     TxClient a = start(2, 1, "none");
