@@ -79,27 +79,7 @@ public final class KvConfig implements ConfigKeys {
    * must be shorter than the dead timeout.
    */
   public static java.time.Duration lease(FerriteConfig cfg) {
-    java.time.Duration dead = cfg.deadTimeout();
-    String v = cfg.get(LEASE).trim();
-    if (v.equals("auto")) {
-      // Half the dead timeout: heartbeats late by that much (a loaded machine) do not lapse it,
-      // and the other half is the margin over the master's dead check (the server's own key: the
-      // master's dead timeout must be at least as long).
-      return dead.dividedBy(2);
-    }
-    java.time.Duration d = cfg.getDuration(LEASE);
-    if (d.compareTo(dead) >= 0) {
-      throw new IllegalArgumentException(
-          LEASE
-              + ": "
-              + v
-              + " (expected: auto, or shorter than "
-              + FerriteConfig.DEAD_TIMEOUT
-              + " "
-              + dead.toMillis()
-              + "ms)");
-    }
-    return d;
+    return io.ferrite.kernel.server.ServerLease.period(cfg, LEASE);
   }
 
   /** The automatic repair's period; zero when it is off. */

@@ -188,15 +188,19 @@ public final class Transaction {
     try {
       st =
           status(
-              client
-                  .ferrite()
-                  .callSync(
-                      server, TxProtocol.SERVER_SERVICE, TxProtocol.COMMIT_LOCAL, w.toBuffer()));
+              TxLeaseWord.callWhileLeaseLapses(
+                  client.ferrite(), server, TxProtocol.COMMIT_LOCAL, w.toBuffer()));
     } catch (FerriteException e) {
       if (e.code() != ErrorCode.TIMEOUT
           && e.code() != ErrorCode.DROPPED
           && e.code() != ErrorCode.UNAVAILABLE) {
         throw e; // the server refused it (MOVED, DATA_LOST, ...): it did not run
+      }
+      if (TxLeaseWord.lapsed(e)) {
+        forgetAll(); // refused before it ran: its primary may have been deposed (docs/TX.md
+        // "Leases")
+        return TxResult.abort(
+            TxResult.Reason.UNREACHABLE, "server " + server + ": " + e.getMessage());
       }
       forgetAll();
       // No answer: not knowing whether it ran is not an abort; the caller learns it from the data.
@@ -229,15 +233,27 @@ public final class Transaction {
       Stop stop) {
     int decider = client.view(deciderRegion).primary();
     Map<Integer, CompletableFuture<ByteBuffer>> locks = new HashMap<>();
+    Map<Integer, ByteBuffer> lockBodies = new HashMap<>();
     int left = byServer.size();
     for (Map.Entry<Integer, List<FatPointer>> e : byServer.entrySet()) {
       Wire.Writer w = new Wire.Writer().i64(txid).i32(deciderRegion);
       writeSet(w, e.getValue());
-      locks.put(e.getKey(), send(e.getKey(), TxProtocol.LOCK, w.toBuffer(), --left == 0));
+      lockBodies.put(e.getKey(), w.toBuffer());
+      locks.put(
+          e.getKey(),
+          send(e.getKey(), TxProtocol.LOCK, lockBodies.get(e.getKey()).duplicate(), --left == 0));
     }
     TxResult failed = null;
     for (Map.Entry<Integer, CompletableFuture<ByteBuffer>> e : locks.entrySet()) {
-      TxResult r = outcome(e.getValue(), e.getKey());
+      // A LOCK refused before it ran (its server's lease lapsed) is sent again, bounded.
+      CompletableFuture<ByteBuffer> f =
+          TxLeaseWord.againWhileLeaseLapses(
+              client.ferrite(),
+              e.getKey(),
+              TxProtocol.LOCK,
+              lockBodies.get(e.getKey()),
+              e.getValue());
+      TxResult r = outcome(f, e.getKey());
       if (r != null && (failed == null || failed.reason() == TxResult.Reason.UNREACHABLE)) {
         failed = r;
       }

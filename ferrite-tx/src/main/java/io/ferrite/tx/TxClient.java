@@ -195,7 +195,11 @@ public final class TxClient {
         v -> {
           dst.clear();
           oneSidedReads.increment();
-          client.connection(v.primary()).readSync(v.ref(), p.offset(), dst);
+          io.ferrite.fabric.FabricConnection c = client.connection(v.primary());
+          c.readSync(v.ref(), p.offset(), dst);
+          if (c.mapsRegions()) {
+            TxLeaseWord.check(c, v.ref()); // after the data: shm reads bypass the server's check
+          }
           return null;
         });
   }

@@ -47,6 +47,18 @@ public final class TxConfig implements ConfigKeys {
   public static final String LOG_CHECKPOINT = "tx.log.checkpoint";
 
   /**
+   * Server: how long a tx server serves its regions after a heartbeat the master acknowledged
+   * (docs/TX.md "Leases"); {@code auto} is half of {@code server.dead.timeout}, a set value must be
+   * shorter than it.
+   */
+  public static final String LEASE = "tx.lease";
+
+  /** The tx master lease's length ({@link #LEASE}). */
+  public static java.time.Duration lease(FerriteConfig cfg) {
+    return io.ferrite.kernel.server.ServerLease.period(cfg, LEASE);
+  }
+
+  /**
    * Server: milliseconds of pause after each object a re-replication fill copies (0: none, objects
    * go in batches of up to 32 KiB); tests slow a fill down with it to stop its target midway.
    */
@@ -66,6 +78,11 @@ public final class TxConfig implements ConfigKeys {
             "2s",
             "server: a tx participant resolves a transaction whose coordinator went silent after"
                 + " LOCK this long"),
+        new Key(
+            LEASE,
+            "auto",
+            "server: a tx primary serves its regions this long after a heartbeat the master"
+                + " acknowledged (auto: half of server.dead.timeout)"),
         new Key(
             REPLICAS,
             "2",
@@ -118,6 +135,7 @@ public final class TxConfig implements ConfigKeys {
       throw new IllegalArgumentException(
           LOG_CHECKPOINT + ": " + cfg.get(LOG_CHECKPOINT) + " (expected: >= 4k)");
     }
+    lease(cfg);
     if (cfg.getDuration(LOCK_LEASE).toMillis() < 1) {
       throw new IllegalArgumentException(
           LOCK_LEASE + ": " + cfg.get(LOCK_LEASE) + " (expected: >= 1ms)");

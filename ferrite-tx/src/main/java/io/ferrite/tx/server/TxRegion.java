@@ -264,14 +264,15 @@ final class TxRegion {
       return q.poll();
     }
     long bytes = (long) lines * ObjectLayout.LINE;
+    long end = memory.length() - io.ferrite.tx.TxLeaseWord.RESERVED; // the lease word's line
     for (long[] s : slabs.getOrDefault(lines, List.of())) {
-      if (s[1] + bytes <= s[0] + slabSize) {
+      if (s[1] + bytes <= Math.min(s[0] + slabSize, end)) {
         long at = s[1];
         s[1] += bytes;
         return at;
       }
     }
-    if (nextSlab + slabSize > memory.length()) {
+    if (nextSlab + slabSize > memory.length() || nextSlab + bytes > end) {
       throw new FerriteException(
           ErrorCode.NO_SPACE,
           "tx region "
@@ -293,7 +294,9 @@ final class TxRegion {
   /** Where {@code p} may point: bounds, alignment, an allocated size class at that offset. */
   void check(FatPointer p) {
     int lines = ObjectLayout.lines(p.size());
-    if (p.size() > maxSize || p.offset() + (long) lines * ObjectLayout.LINE > memory.length()) {
+    if (p.size() > maxSize
+        || p.offset() + (long) lines * ObjectLayout.LINE
+            > memory.length() - io.ferrite.tx.TxLeaseWord.RESERVED) {
       throw new FerriteException(ErrorCode.OUT_OF_BOUNDS, p + " is outside tx region " + id);
     }
     synchronized (this) {

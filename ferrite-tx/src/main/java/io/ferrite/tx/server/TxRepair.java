@@ -119,9 +119,8 @@ final class TxRepair {
       TxService.Placement p = service.placement(r.id());
       if (p.primary() != context.serverId()) {
         // Deposed (declared dead while alive, a backup promoted): stop serving it to RPCs now, not
-        // at the next record it forwards. Its memory stays mapped: one-sided readers whose map
-        // still
-        // names this server read it until they refetch (docs/TX.md, no read lease yet).
+        // at the next record it forwards. Its one-sided reads stopped when its lease lapsed, and
+        // the lease's check retired it before the lease was granted again (docs/TX.md "Leases").
         regions.remove(r.id(), r);
         continue;
       }

@@ -71,6 +71,9 @@ public final class TxService implements FerriteService {
 
   private static final Duration CALL_TIMEOUT = Duration.ofSeconds(2);
 
+  /** How long the lease's check of one region with the master waits (TxLease). */
+  private static final Duration VERIFY_TIMEOUT = Duration.ofMillis(500);
+
   /** A transaction locked here, waiting for COMMIT or ABORT. */
   private record Pending(long txid, int deciderRegion, List<Write> writes, long deadlineNanos) {}
 
@@ -82,6 +85,7 @@ public final class TxService implements FerriteService {
 
   private final Map<Integer, TxRegion> regions = new ConcurrentHashMap<>();
   private final Map<Integer, TxMirror> mirrors = new ConcurrentHashMap<>();
+  private TxLease masterLease;
 
   // Guarded by this (held only for local bookkeeping, never across a call).
   private final Map<Long, Pending> pending = new HashMap<>();
@@ -169,6 +173,8 @@ public final class TxService implements FerriteService {
               return t;
             });
     repair = new TxRepair(this, context, regions, mirrors, regionSize);
+    // Regions are served only under the master lease (docs/TX.md "Leases").
+    masterLease = new TxLease(context, TxConfig.lease(context.config()), this::verifyRegions);
     reaper = new Thread(this::reap, "tx-reaper-" + context.serverId());
     reaper.setDaemon(true);
     reaper.start();
@@ -188,6 +194,9 @@ public final class TxService implements FerriteService {
     }
     if (repair != null) {
       repair.stop();
+    }
+    if (masterLease != null) {
+      masterLease.close();
     }
     if (logs != null) {
       logs.close();
@@ -295,6 +304,35 @@ public final class TxService implements FerriteService {
     }
   }
 
+  /**
+   * Before the master lease is granted again after a lapse (TxLease): drops the regions the master
+   * no longer names this server primary of (MOVED to RPCs from now on), then retires every region
+   * no longer held, whatever dropped it. Under {@code regions}, as region creation and promotion.
+   */
+  private void verifyRegions() {
+    synchronized (regions) {
+      for (TxRegion r : List.copyOf(regions.values())) {
+        // A short timeout: the regions serve nothing until this is done, and a lost answer is
+        // asked again at the lease's next poll (10 ms) rather than after 10 s.
+        if (placement(r.id(), VERIFY_TIMEOUT).primary() != context.serverId()
+            && regions.remove(r.id(), r)) {
+          LOG.log(
+              System.Logger.Level.INFO,
+              "tx region {0}: server {1} is no longer its primary (deposed while its lease had"
+                  + " lapsed); dropped",
+              r.id(),
+              context.serverId());
+        }
+      }
+      masterLease.retireAllBut(regions.values());
+    }
+  }
+
+  /** This server's master lease (tests). */
+  TxLease masterLease() {
+    return masterLease;
+  }
+
   private static CompletableFuture<ByteBuffer> status(int st) {
     return CompletableFuture.completedFuture(new Wire.Writer().u8(st).toBuffer());
   }
@@ -303,6 +341,9 @@ public final class TxService implements FerriteService {
       RpcContext caller, int opcode, ByteBuffer request) {
     Wire.Reader r = new Wire.Reader(request, "tx request " + opcode);
     Wire.Writer w = new Wire.Writer();
+    if (TxLease.guards(opcode)) {
+      masterLease.check(); // UNAVAILABLE "lease lapsed": the client asks the master (TxLease)
+    }
     switch (opcode) {
       case TxProtocol.OPEN_REGION -> {
         int id = r.i32("region");
@@ -427,6 +468,10 @@ public final class TxService implements FerriteService {
       int primary, List<Integer> backups, boolean opened, long epoch, Map<Integer, Long> filling) {}
 
   Placement placement(int id) {
+    return placement(id, Duration.ofSeconds(10));
+  }
+
+  private Placement placement(int id, Duration timeout) {
     ByteBuffer answer =
         context
             .master()
@@ -435,7 +480,7 @@ public final class TxService implements FerriteService {
                 TxProtocol.MASTER_SERVICE,
                 TxProtocol.GET_PLACEMENT,
                 new Wire.Writer().i32(id).toBuffer(),
-                Duration.ofSeconds(10));
+                timeout);
     Wire.Reader a = new Wire.Reader(answer, "tx region placement");
     a.i32("region");
     int primary = a.i32("primary");
@@ -530,6 +575,7 @@ public final class TxService implements FerriteService {
               TxProtocol.OPENED,
               new Wire.Writer().i32(id).toBuffer(),
               Duration.ofSeconds(10));
+      masterLease.attach(r);
       regions.put(id, r);
       return r;
     }
@@ -575,6 +621,7 @@ public final class TxService implements FerriteService {
       }
     }
     mirrors.remove(m.id());
+    masterLease.attach(r);
     regions.put(m.id(), r);
     LOG.log(
         System.Logger.Level.INFO,
