@@ -31,6 +31,22 @@ public final class TxConfig implements ConfigKeys {
   public static final String REPLICAS = "tx.replicas";
 
   /**
+   * Server: when a copy's log of a region is fsynced: {@code always} (before the copy acknowledges
+   * the record: group commit), {@code interval} (every {@link #LOG_INTERVAL}) or {@code none}
+   * (never: the page cache only).
+   */
+  public static final String LOG_SYNC = "tx.log.sync";
+
+  /** Server: how often the logs are fsynced under {@code tx.log.sync=interval}. */
+  public static final String LOG_INTERVAL = "tx.log.interval";
+
+  /**
+   * Server: a region copy's log past this many bytes (and twice its size after its last checkpoint)
+   * is rewritten as the copy's image.
+   */
+  public static final String LOG_CHECKPOINT = "tx.log.checkpoint";
+
+  /**
    * Server: how long a tx server serves its regions after a heartbeat the master acknowledged
    * (docs/TX.md "Leases"); {@code auto} is half of {@code server.dead.timeout}, a set value must be
    * shorter than it.
@@ -72,6 +88,16 @@ public final class TxConfig implements ConfigKeys {
             "2",
             "master: copies of a new tx region (a primary and backups on distinct servers)"),
         new Key(
+            LOG_SYNC,
+            "interval",
+            "server: fsync of each tx region copy's log: always (before the copy answers),"
+                + " interval (every tx.log.interval) or none"),
+        new Key(LOG_INTERVAL, "10ms", "server: how often tx logs are fsynced under interval"),
+        new Key(
+            LOG_CHECKPOINT,
+            "64m",
+            "server: a tx log is rewritten as its copy's image past this and 2x its last size"),
+        new Key(
             FILL_PAUSE, "0", "server: ms of pause after each object a tx re-replication copies"));
   }
 
@@ -95,6 +121,19 @@ public final class TxConfig implements ConfigKeys {
     if (cfg.getInt(REPLICAS) < 1 || cfg.getInt(REPLICAS) > 16) {
       throw new IllegalArgumentException(
           REPLICAS + ": " + cfg.get(REPLICAS) + " (expected: 1 to 16)");
+    }
+    String sync = cfg.get(LOG_SYNC);
+    if (!sync.equals("always") && !sync.equals("interval") && !sync.equals("none")) {
+      throw new IllegalArgumentException(
+          LOG_SYNC + ": " + sync + " (expected: always, interval or none)");
+    }
+    if (cfg.getDuration(LOG_INTERVAL).toMillis() < 1) {
+      throw new IllegalArgumentException(
+          LOG_INTERVAL + ": " + cfg.get(LOG_INTERVAL) + " (expected: >= 1ms)");
+    }
+    if (cfg.getSize(LOG_CHECKPOINT) < 4096) {
+      throw new IllegalArgumentException(
+          LOG_CHECKPOINT + ": " + cfg.get(LOG_CHECKPOINT) + " (expected: >= 4k)");
     }
     lease(cfg);
     if (cfg.getDuration(LOCK_LEASE).toMillis() < 1) {

@@ -60,6 +60,9 @@ final class TxMirror {
 
   private boolean promoted;
 
+  /** This copy's log on disk ({@link TxLog}): what changes its committed state, in order. */
+  private TxLog log;
+
   /** The fill that made this copy (the epoch its target was added at), 0 for a region's OPEN. */
   volatile long since;
 
@@ -71,6 +74,11 @@ final class TxMirror {
 
   int id() {
     return id;
+  }
+
+  /** From now on, appends what changes this copy's committed state to {@code log}. */
+  synchronized void log(TxLog log) {
+    this.log = log;
   }
 
   MappedRegion memory() {
@@ -88,7 +96,12 @@ final class TxMirror {
           locks.put(txid, new LockRecord(txid, deciderRegion, ws));
         }
       }
-      case TxProtocol.REC_LOCAL -> ws.forEach(this::apply);
+      case TxProtocol.REC_LOCAL -> {
+        if (log != null) {
+          log.writes(ws);
+        }
+        ws.forEach(this::apply);
+      }
       case TxProtocol.REC_COMMIT -> resolve(txid, true);
       case TxProtocol.REC_ABORT -> resolve(txid, false);
       default -> {
@@ -104,6 +117,9 @@ final class TxMirror {
       return false;
     }
     decided.put(txid, commit);
+    if (log != null) {
+      log.decide(txid, commit);
+    }
     resolve(txid, commit);
     return true;
   }
@@ -112,6 +128,9 @@ final class TxMirror {
     resolved.put(txid, commit);
     LockRecord r = locks.remove(txid);
     if (r != null && commit) {
+      if (log != null) {
+        log.writes(r.writes());
+      }
       r.writes().forEach(this::apply);
     }
   }
@@ -155,6 +174,9 @@ final class TxMirror {
     }
     decisions.forEach(
         (txid, commit) -> {
+          if (log != null && !decided.containsKey(txid)) {
+            log.decide(txid, commit);
+          }
           decided.putIfAbsent(txid, commit);
           resolve(txid, decided.get(txid));
         });
@@ -176,6 +198,9 @@ final class TxMirror {
     long current = memory.getLongAcquire(offset) & ~ObjectLayout.LOCK;
     if (current >= version) {
       return true;
+    }
+    if (log != null) {
+      log.writes(List.of(TxLog.imageWrite(id, offset, lines, image, !isLive)));
     }
     memory.putLongRelease(offset, current | ObjectLayout.LOCK);
     memory.writeFrom(offset + 8, image.duplicate().position(8));
@@ -199,6 +224,19 @@ final class TxMirror {
     promoted = true;
     return new Taken(
         Map.copyOf(slabLines), Set.copyOf(live), List.copyOf(locks.values()), Map.copyOf(decided));
+  }
+
+  /**
+   * Rewrites this copy's log as its image ({@link TxLog#checkpoint}); records wait meanwhile (this
+   * monitor). A slot the copy wrote that holds no live object was freed.
+   */
+  synchronized void checkpoint() {
+    if (log == null || promoted) {
+      return;
+    }
+    Map<Long, Long> tops = new HashMap<>();
+    slabLines.keySet().forEach(s -> tops.put(s, s + slabSize));
+    log.checkpoint(out -> TxLog.image(memory, id, slabLines, tops, at -> !live.contains(at), out));
   }
 
   /** Logged LOCK records not yet resolved (tests). */

@@ -49,6 +49,21 @@ final class TxRegion {
 
   TxRegion(
       int id, MappedRegion memory, long slabSize, int maxSize, long epoch, List<Integer> backups) {
+    this(id, memory, slabSize, maxSize, epoch, backups, 0);
+  }
+
+  /**
+   * As above, handing out incarnations from at least {@code minFloor} (a region rebuilt from a
+   * log).
+   */
+  private TxRegion(
+      int id,
+      MappedRegion memory,
+      long slabSize,
+      int maxSize,
+      long epoch,
+      List<Integer> backups,
+      long minFloor) {
     this.id = id;
     this.memory = memory;
     this.slabSize = slabSize;
@@ -56,13 +71,15 @@ final class TxRegion {
     this.epoch = epoch;
     this.backups = List.copyOf(backups);
     this.full = this.backups;
-    this.floor = (epoch - 1) << 40;
+    this.floor = Math.max((epoch - 1) << 40, minFloor);
   }
 
   /**
    * A promoted backup's copy as a primary region: each slab keeps the size class its objects had;
    * its bump pointer is past the last slot the copy saw (live or freed), every other slot below it
    * (allocated by the old primary, never committed) is free; slabs the copy never saw stay unused.
+   * Incarnations are handed out from at least {@code minFloor} ({@link TxLogs#recover}; 0 for a
+   * promoted backup, whose epoch floor suffices).
    */
   static TxRegion rebuilt(
       int id,
@@ -72,8 +89,9 @@ final class TxRegion {
       long epoch,
       List<Integer> backups,
       Map<Long, Integer> slabLines,
-      java.util.Set<Long> liveSlots) {
-    TxRegion r = new TxRegion(id, memory, slabSize, maxSize, epoch, backups);
+      java.util.Set<Long> liveSlots,
+      long minFloor) {
+    TxRegion r = new TxRegion(id, memory, slabSize, maxSize, epoch, backups, minFloor);
     java.util.TreeMap<Long, Long> end = new java.util.TreeMap<>();
     for (long at : liveSlots) {
       long slab = at - at % slabSize;
@@ -111,6 +129,30 @@ final class TxRegion {
 
   int id() {
     return id;
+  }
+
+  /**
+   * Rewrites {@code log} as this region's image ({@link TxLog#checkpoint}): slots read under this
+   * monitor (no allocation meanwhile), inside the log's lock (no write applied meanwhile).
+   */
+  void checkpoint(TxLog log) {
+    log.checkpoint(
+        out -> {
+          synchronized (this) {
+            Map<Long, Integer> lines = new HashMap<>();
+            Map<Long, Long> tops = new HashMap<>();
+            slabs.forEach(
+                (c, list) ->
+                    list.forEach(
+                        s -> {
+                          lines.put(s[0], c);
+                          tops.put(s[0], s[1]);
+                        }));
+            java.util.Set<Long> freeSlots = new java.util.HashSet<>();
+            free.values().forEach(freeSlots::addAll);
+            TxLog.image(memory, id, lines, tops, freeSlots::contains, out);
+          }
+        });
   }
 
   long epoch() {

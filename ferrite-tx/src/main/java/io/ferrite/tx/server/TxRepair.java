@@ -358,6 +358,7 @@ final class TxRepair {
         }
         TxMirror m = new TxMirror(id, context.createRegion("dram", regionSize), slabSize);
         m.since = since;
+        m.log(service.logs().create(id)); // a fresh log: the fill's images and records go to it
         mirrors.put(id, m);
         if (old != null) {
           old.promote(); // refuses every record from now on; freed

@@ -102,6 +102,14 @@ public final class TxService implements FerriteService {
   private TxRepair repair;
   private ScheduledExecutorService replicator;
 
+  /** Every copy's log on disk ({@code tx.log.sync}; docs/TX.md "Logs on disk"). */
+  private TxLogs logs;
+
+  /**
+   * {@code tx.log.checkpoint}: a log past this many bytes (and twice its last size) is rewritten.
+   */
+  private long checkpointBytes;
+
   /**
    * Where a decision is acted on once its DECIDE record was acknowledged: not the fabric thread
    * that delivered the acknowledgement, since acting on it sends more records, and {@link
@@ -142,6 +150,13 @@ public final class TxService implements FerriteService {
     this.slabSize = context.config().getSize(TxConfig.SLAB_SIZE);
     this.maxSize = (int) Math.min(context.config().getSize(TxConfig.OBJECT_MAX), 1 << 30);
     this.lease = context.config().getDuration(TxConfig.LOCK_LEASE);
+    this.checkpointBytes = context.config().getSize(TxConfig.LOG_CHECKPOINT);
+    this.logs =
+        new TxLogs(
+            context.directory(),
+            TxLogs.Sync.parse(context.config().get(TxConfig.LOG_SYNC)),
+            context.config().getDuration(TxConfig.LOG_INTERVAL),
+            context.serverId());
     replicator =
         Executors.newSingleThreadScheduledExecutor(
             r -> {
@@ -182,6 +197,9 @@ public final class TxService implements FerriteService {
     }
     if (masterLease != null) {
       masterLease.close();
+    }
+    if (logs != null) {
+      logs.close();
     }
   }
 
@@ -401,7 +419,7 @@ public final class TxService implements FerriteService {
       }
       case TxProtocol.REPLICATE -> {
         Permissions.require(caller, Role.SERVER, "tx REPLICATE");
-        replicated(r);
+        return replicated(r).thenApply(v -> w.toBuffer());
       }
       default ->
           throw new FerriteException(ErrorCode.UNKNOWN_OPCODE, "tx: unknown opcode " + opcode);
@@ -509,6 +527,18 @@ public final class TxService implements FerriteService {
       if (m != null) {
         return promote(m, p);
       }
+      if (p.opened() && logs.exists(id)) {
+        // Every copy is gone but this server's log: the region is rebuilt from it.
+        io.ferrite.fabric.MappedRegion memory = context.createRegion("dram", regionSize);
+        TxMirror copy;
+        try {
+          copy = logs.recover(id, memory, slabSize, p.epoch());
+        } catch (FerriteException e) { // a corrupt log (named in the message): nothing served
+          context.freeRegion(memory);
+          throw e;
+        }
+        return promote(copy, p);
+      }
       if (p.opened()) {
         // Made by an earlier process of this server (or a copy this server no longer holds).
         throw new FerriteException(
@@ -527,10 +557,12 @@ public final class TxService implements FerriteService {
               maxSize,
               p.epoch(),
               p.backups());
+      logs.create(id);
       // The backups make their copies before any object is allocated here.
       try {
         forward(r, TxProtocol.REC_OPEN, new byte[0]).join();
       } catch (CompletionException e) {
+        logs.drop(id);
         context.freeRegion(r.memory());
         throw e.getCause() instanceof FerriteException fe ? fe : e;
       }
@@ -561,7 +593,8 @@ public final class TxService implements FerriteService {
             p.epoch(),
             p.backups(),
             taken.slabLines(),
-            taken.live());
+            taken.live(),
+            logs.floor(m.id()));
     int relocked = 0;
     synchronized (this) {
       taken
@@ -721,14 +754,17 @@ public final class TxService implements FerriteService {
     }
   }
 
-  /** A record from a region's primary (REPLICATE). */
-  private void replicated(Wire.Reader r) {
+  /**
+   * A record from a region's primary (REPLICATE): applied, logged, and acknowledged once the log
+   * may answer for it ({@link TxLogs#durable}).
+   */
+  private CompletableFuture<Void> replicated(Wire.Reader r) {
     int id = r.i32("region");
     long epoch = r.i64("epoch");
     int type = r.u8("record");
     if (type >= TxProtocol.REC_FILL_BEGIN) {
       repair.received(id, type, r);
-      return;
+      return logs.durable(id);
     }
     TxMirror m = mirrors.get(id);
     if (m == null) {
@@ -751,6 +787,7 @@ public final class TxService implements FerriteService {
         m = mirrors.get(id);
         if (m == null) {
           m = new TxMirror(id, context.createRegion("dram", regionSize), slabSize);
+          m.log(logs.create(id));
           mirrors.put(id, m);
         }
       }
@@ -778,7 +815,8 @@ public final class TxService implements FerriteService {
       ok = m.accept(type, txid, decider, ws);
     }
     if (!ok && mirrors.containsKey(id) && mirrors.get(id) != m) {
-      return; // a copy replaced by a fill (TxRepair) that began after this record: it copies it
+      // a copy replaced by a fill (TxRepair) that began after this record: it copies it
+      return CompletableFuture.completedFuture(null);
     }
     if (!ok && !regions.containsKey(id)) {
       // Dropped (the master no longer lists this copy), not promoted: MOVED would depose the
@@ -792,6 +830,7 @@ public final class TxService implements FerriteService {
           ErrorCode.MOVED,
           "tx region " + id + ": server " + context.serverId() + " is its primary now");
     }
+    return logs.durable(id);
   }
 
   // ---- the commit protocol ----
@@ -849,13 +888,21 @@ public final class TxService implements FerriteService {
     return TxProtocol.OK;
   }
 
+  /**
+   * Applies committed writes to the regions this server is the primary of, each region's logged
+   * first (under their object locks: in version order).
+   */
   private void applyAll(List<Write> writes) {
-    for (Write wr : writes) {
-      TxRegion r = regions.get(wr.ptr().region());
-      if (r != null) {
-        r.apply(wr.ptr(), wr.expected(), wr.kind() == TxProtocol.KIND_FREE, wr.value());
-      }
-    }
+    logs.logAndApply(
+        writes.stream().filter(w -> regions.containsKey(w.ptr().region())).toList(),
+        () -> {
+          for (Write wr : writes) {
+            TxRegion r = regions.get(wr.ptr().region());
+            if (r != null) {
+              r.apply(wr.ptr(), wr.expected(), wr.kind() == TxProtocol.KIND_FREE, wr.value());
+            }
+          }
+        });
   }
 
   private void unlockAll(List<Write> writes) {
@@ -953,10 +1000,7 @@ public final class TxService implements FerriteService {
                           + ": server "
                           + context.serverId()
                           + " is not its primary"))
-              : forward(
-                  r,
-                  TxProtocol.REC_DECIDE,
-                  new Wire.Writer().i64(txid).u8(d.commit() ? 1 : 0).toArray());
+              : forwardDecide(r, txid, d.commit());
       sent.whenComplete(
           (v, e) -> {
             if (e == null) {
@@ -967,6 +1011,17 @@ public final class TxService implements FerriteService {
           });
     }
     return dd.replicated().thenApply(v -> dd.commit());
+  }
+
+  /** A DECIDE record: in this copy's log and at every backup of the decider region. */
+  private CompletableFuture<Void> forwardDecide(TxRegion r, long txid, boolean commit) {
+    TxLog l = logs.get(r.id());
+    if (l != null) {
+      l.decide(txid, commit);
+    }
+    return CompletableFuture.allOf(
+        forward(r, TxProtocol.REC_DECIDE, new Wire.Writer().i64(txid).u8(commit ? 1 : 0).toArray()),
+        logs.durable(r.id()));
   }
 
   /**
@@ -995,7 +1050,12 @@ public final class TxService implements FerriteService {
                 outcomes.put(t.txid(), commit);
               }
               return commit;
-            });
+            })
+        .thenCompose(
+            c ->
+                c
+                    ? logs.durable(t.writes()).thenApply(v -> c)
+                    : CompletableFuture.completedFuture(c));
   }
 
   /**
@@ -1071,7 +1131,8 @@ public final class TxService implements FerriteService {
               }
               applyAll(writes);
               return new Wire.Writer().u8(TxProtocol.OK).toBuffer();
-            });
+            })
+        .thenCompose(b -> logs.durable(writes).thenApply(v -> b));
   }
 
   // ---- the reaper ----
@@ -1091,6 +1152,17 @@ public final class TxService implements FerriteService {
       try {
         promoteDue();
         resolveLapsed();
+        logs.checkpoints(
+            checkpointBytes,
+            (id, log) -> {
+              TxRegion r = regions.get(id);
+              TxMirror m = mirrors.get(id);
+              if (r != null) {
+                r.checkpoint(log);
+              } else if (m != null) {
+                m.checkpoint();
+              }
+            });
       } catch (FerriteException | CompletionException e) {
         // The master or a peer is unreachable: again next tick.
       }
@@ -1108,6 +1180,7 @@ public final class TxService implements FerriteService {
         // The master dropped this copy (this server was declared dead meanwhile): useless now.
         m.promote();
         context.freeRegion(m.memory());
+        logs.drop(m.id());
       }
     }
   }
@@ -1175,6 +1248,11 @@ public final class TxService implements FerriteService {
   }
 
   record FillState(List<TxMirror.LockRecord> locks, Map<Long, Boolean> decided) {}
+
+  /** Every copy's log on disk. */
+  TxLogs logs() {
+    return logs;
+  }
 
   /** Locked transactions at this server (tests). */
   synchronized int pendingCount() {

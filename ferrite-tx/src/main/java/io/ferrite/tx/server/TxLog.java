@@ -1,0 +1,343 @@
+package io.ferrite.tx.server;
+
+import io.ferrite.fabric.ErrorCode;
+import io.ferrite.fabric.FerriteException;
+import io.ferrite.fabric.MappedRegion;
+import io.ferrite.kernel.proto.Wire;
+import io.ferrite.kv.server.OpLog;
+import io.ferrite.tx.FatPointer;
+import io.ferrite.tx.ObjectLayout;
+import io.ferrite.tx.TxProtocol;
+import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.TreeMap;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.locks.Lock;
+import java.util.concurrent.locks.ReentrantReadWriteLock;
+import java.util.function.Consumer;
+import java.util.function.LongPredicate;
+
+/**
+ * One copy's log of one tx region on disk: every record that changed the copy's committed state, in
+ * the order it was applied. The records are bodies of the kv face's {@link OpLog} (length, XXH3-64,
+ * body; a torn tail cut at open, corruption refused; group commit by one syncer thread per log):
+ *
+ * <pre>
+ *  WRITES  u8 1 | i32 n | n × (fat pointer | i64 expected | u8 kind | bytes value)
+ *  DECIDE  u8 2 | i64 txid | u8 commit
+ *  FLOOR   u8 3 | i64 incarnation floor
+ * </pre>
+ *
+ * A WRITES record is a committed write set of this region (a LOCAL record or a single-server commit
+ * applied, a COMMIT applied, a DECIDE commit applied at a backup): each write installs its image at
+ * {@code expected + 1}, a FREE bumps the incarnation. Replay applies them <b>by version</b> (as a
+ * backup applies records: {@link TxMirror}), so two records of one object appended out of order
+ * still leave the newer image. A DECIDE record is a decision of the decider region. A FLOOR record
+ * is the lowest incarnation a recovered primary hands out (see {@link TxLogs#recover}).
+ *
+ * <p>Appends are writes to the page cache; {@link #flush} is the group commit (a future completed
+ * by the syncer's fsync that covers every record appended before it). Thread-safe.
+ *
+ * <h2>Checkpoint</h2>
+ *
+ * {@link #checkpoint} replaces the log by the copy's image ({@link OpLog#rewrite}: a new file,
+ * fsynced, renamed over the old one): a WRITES record per slot the copy ever wrote (a live object
+ * at its version and incarnation, a freed slot as the FREE that made it), then the DECIDE records
+ * this log holds (the last 65 536) and the incarnation floor. Appends take the read side of {@link
+ * #shared}, the checkpoint the write side; a primary holds the read side across append and apply,
+ * so the checkpoint sees every object either with its record logged and applied or with neither.
+ */
+final class TxLog implements AutoCloseable {
+  static final int WRITES = 1;
+  static final int DECIDE = 2;
+  static final int FLOOR = 3;
+
+  private final int region;
+  private final Path file;
+  private final OpLog log;
+  private final ReentrantReadWriteLock rw = new ReentrantReadWriteLock();
+
+  /** DECIDE records appended or replayed (carried over by a checkpoint); guarded by itself. */
+  private final LinkedHashMap<Long, Boolean> decisions =
+      new LinkedHashMap<>() {
+        private static final long serialVersionUID = 1L;
+
+        @Override
+        protected boolean removeEldestEntry(Map.Entry<Long, Boolean> eldest) {
+          return size() > 1 << 16;
+        }
+      };
+
+  /** The highest FLOOR record appended or replayed; guarded by {@link #decisions}. */
+  private long floor;
+
+  /** The log's bytes after its last checkpoint (or at open). */
+  private volatile long checkpointed;
+
+  private TxLog(int region, Path file, OpLog log) {
+    this.region = region;
+    this.file = file;
+    this.log = log;
+  }
+
+  /** What a replay saw besides the writes: the highest incarnation any record names or sets. */
+  static final class Replay {
+    long maxIncarnation;
+    long records;
+  }
+
+  /**
+   * Opens (or creates) the log {@code file} of {@code region}, handing each intact record's writes
+   * and decisions to {@code copy} (null: none expected, a fresh log), in order.
+   */
+  static TxLog open(int region, Path file, TxMirror copy, Replay seen, OpLog.Fsync fsync) {
+    Consumer<ByteBuffer> replay =
+        body -> {
+          if (copy == null) {
+            throw new FerriteException(
+                ErrorCode.INTERNAL, "tx log " + file + " was expected empty (a fresh copy)");
+          }
+          Wire.Reader r = new Wire.Reader(body, "tx log record of region " + region);
+          int type = r.u8("type");
+          switch (type) {
+            case WRITES -> {
+              List<TxService.Write> ws = readWrites(r);
+              r.end();
+              for (TxService.Write w : ws) {
+                long inc = w.ptr().incarnation() + (w.kind() == TxProtocol.KIND_FREE ? 1 : 0);
+                seen.maxIncarnation = Math.max(seen.maxIncarnation, inc);
+              }
+              copy.accept(TxProtocol.REC_LOCAL, 0, 0, ws);
+            }
+            case DECIDE -> {
+              long txid = r.i64("txid");
+              boolean commit = r.u8("commit") != 0;
+              r.end();
+              copy.decide(txid, commit);
+            }
+            case FLOOR -> {
+              seen.maxIncarnation = Math.max(seen.maxIncarnation, r.i64("floor"));
+              r.end();
+            }
+            default ->
+                throw new FerriteException(
+                    ErrorCode.INTERNAL,
+                    "tx log "
+                        + file
+                        + ": unknown record type "
+                        + type
+                        + " (a newer server's log?)");
+          }
+          seen.records++;
+        };
+    Map<Long, Boolean> decided = new LinkedHashMap<>();
+    long[] floor = new long[1];
+    Consumer<ByteBuffer> remember =
+        body -> {
+          ByteBuffer b = body.duplicate().order(ByteOrder.LITTLE_ENDIAN);
+          if (b.get(0) == DECIDE) {
+            decided.put(b.getLong(1), b.get(9) != 0);
+          } else if (b.get(0) == FLOOR) {
+            floor[0] = Math.max(floor[0], b.getLong(1));
+          }
+          replay.accept(body);
+        };
+    TxLog l = new TxLog(region, file, OpLog.open("tx-region-" + region, file, remember, fsync));
+    l.decisions.putAll(decided);
+    l.floor = floor[0];
+    l.checkpointed = l.log.bytes();
+    return l;
+  }
+
+  int region() {
+    return region;
+  }
+
+  Path file() {
+    return file;
+  }
+
+  /** The side of the checkpoint lock appends take (a primary holds it across append and apply). */
+  Lock shared() {
+    return rw.readLock();
+  }
+
+  /** Appends a committed write set of this region (not yet durable: {@link #flush}). */
+  void writes(List<TxService.Write> ws) {
+    byte[] body = writesRecord(ws);
+    rw.readLock().lock();
+    try {
+      log.append(body);
+    } finally {
+      rw.readLock().unlock();
+    }
+  }
+
+  private static byte[] writesRecord(List<TxService.Write> ws) {
+    Wire.Writer w = new Wire.Writer().u8(WRITES).i32(ws.size());
+    for (TxService.Write x : ws) {
+      FatPointer.writeTo(w, x.ptr());
+      w.i64(x.expected()).u8(x.kind()).bytes(x.value());
+    }
+    return w.toArray();
+  }
+
+  /** Appends a decision of this decider region. */
+  void decide(long txid, boolean commit) {
+    rw.readLock().lock();
+    try {
+      synchronized (decisions) {
+        decisions.put(txid, commit);
+      }
+      log.append(new Wire.Writer().u8(DECIDE).i64(txid).u8(commit ? 1 : 0).toArray());
+    } finally {
+      rw.readLock().unlock();
+    }
+  }
+
+  /** Appends an incarnation floor and makes the log durable (blocks: not on a fabric thread). */
+  void floor(long incarnation) {
+    rw.readLock().lock();
+    try {
+      synchronized (decisions) {
+        floor = Math.max(floor, incarnation);
+      }
+      log.append(new Wire.Writer().u8(FLOOR).i64(incarnation).toArray());
+    } finally {
+      rw.readLock().unlock();
+    }
+    log.sync();
+  }
+
+  /**
+   * Whether the log is past {@code threshold} bytes and twice its size after its last checkpoint.
+   */
+  boolean checkpointDue(long threshold) {
+    long b = log.bytes();
+    return b > threshold && b > 2 * checkpointed;
+  }
+
+  /**
+   * Replaces the log by the copy's image, which {@code image} hands over (see the class comment);
+   * nothing is appended meanwhile. The caller keeps the copy's memory still otherwise (a mirror
+   * holds its monitor; a primary's image is read under the region's monitor, inside this lock).
+   */
+  void checkpoint(Consumer<Consumer<TxService.Write>> image) {
+    rw.writeLock().lock();
+    try {
+      log.rewrite(
+          sink -> {
+            List<TxService.Write> batch = new ArrayList<>();
+            image.accept(
+                w -> {
+                  batch.add(w);
+                  if (batch.size() == 64) {
+                    sink.accept(writesRecord(batch));
+                    batch.clear();
+                  }
+                });
+            if (!batch.isEmpty()) {
+              sink.accept(writesRecord(batch));
+            }
+            synchronized (decisions) {
+              decisions.forEach(
+                  (txid, commit) ->
+                      sink.accept(
+                          new Wire.Writer().u8(DECIDE).i64(txid).u8(commit ? 1 : 0).toArray()));
+              if (floor > 0) {
+                sink.accept(new Wire.Writer().u8(FLOOR).i64(floor).toArray());
+              }
+            }
+          });
+      checkpointed = log.bytes();
+    } finally {
+      rw.writeLock().unlock();
+    }
+  }
+
+  /**
+   * The image of a copy's memory as writes: every slot of every slab (start → size class in lines)
+   * below its top whose header was ever written (a version above 0): a freed one ({@code free}) as
+   * the FREE that made it, any other as a write of its payload at its version and incarnation.
+   */
+  static void image(
+      MappedRegion memory,
+      int region,
+      Map<Long, Integer> slabLines,
+      Map<Long, Long> tops,
+      LongPredicate free,
+      Consumer<TxService.Write> out) {
+    for (Map.Entry<Long, Integer> e : new TreeMap<>(slabLines).entrySet()) {
+      int lines = e.getValue();
+      int bytes = lines * ObjectLayout.LINE;
+      ByteBuffer copy = ByteBuffer.allocate(bytes).order(ByteOrder.LITTLE_ENDIAN);
+      for (long at = e.getKey(); at + bytes <= tops.get(e.getKey()); at += bytes) {
+        copy.clear();
+        memory.readInto(at, copy);
+        if ((copy.getLong(0) & ~ObjectLayout.LOCK) != 0) {
+          out.accept(imageWrite(region, at, lines, copy, free.test(at)));
+        }
+      }
+    }
+  }
+
+  /**
+   * The write that installs an object's image ({@code lines} lines at {@code at}, position 0): a
+   * freed slot's as the FREE that made it, any other's as a write of its payload at its version.
+   */
+  static TxService.Write imageWrite(
+      int region, long at, int lines, ByteBuffer image, boolean freed) {
+    ByteBuffer copy = image.duplicate().order(ByteOrder.LITTLE_ENDIAN).position(0);
+    long version = copy.getLong(0) & ~ObjectLayout.LOCK;
+    long incarnation = copy.getLong(ObjectLayout.INCARNATION);
+    int size = ObjectLayout.capacity(lines);
+    if (freed) {
+      return new TxService.Write(
+          new FatPointer(region, at, size, incarnation - 1),
+          version - 1,
+          TxProtocol.KIND_FREE,
+          new byte[0]);
+    }
+    return new TxService.Write(
+        new FatPointer(region, at, size, incarnation),
+        version - 1,
+        TxProtocol.KIND_WRITE,
+        ObjectLayout.payload(copy, size));
+  }
+
+  /** Completed once every record appended before this call is on disk (one shared fsync). */
+  CompletableFuture<Void> flush() {
+    return log.flush();
+  }
+
+  long bytes() {
+    return log.bytes();
+  }
+
+  long fsyncs() {
+    return log.fsyncs();
+  }
+
+  private static List<TxService.Write> readWrites(Wire.Reader r) {
+    int n = r.count("writes", 1 << 20);
+    List<TxService.Write> out = new ArrayList<>(n);
+    for (int i = 0; i < n; i++) {
+      FatPointer p = FatPointer.readFrom(r);
+      long expected = r.i64("expectedVersion");
+      int kind = r.u8("kind");
+      byte[] value = r.bytes("value");
+      out.add(new TxService.Write(p, expected, kind, value));
+    }
+    return out;
+  }
+
+  @Override
+  public void close() {
+    log.close();
+  }
+}
