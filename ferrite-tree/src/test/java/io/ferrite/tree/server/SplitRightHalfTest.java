@@ -121,14 +121,22 @@ class SplitRightHalfTest extends DurableTreeFixture {
                 for (int i : order) {
                   // Stops once the split closed its right half: a loader that went on could fill
                   // the meganode's other half while the split is held, and a put that finds it
-                  // full waits for the next split (after this one, held).
-                  if (hold.held.getCount() == 0 || started.get(0).splittingKey() != null) {
-                    break;
+                  // full waits for the next split (after this one, held). The check and the
+                  // in-flight key, and the acknowledgement and its clearing, each under acked's
+                  // monitor: the test's snapshot of both then sees every put as acknowledged,
+                  // in flight, or never started (CI once saw a put acknowledged between the
+                  // test's read of acked and its read of inFlight: in the tree, in neither).
+                  synchronized (acked) {
+                    if (hold.held.getCount() == 0 || started.get(0).splittingKey() != null) {
+                      break;
+                    }
+                    inFlight.set(key(i));
                   }
-                  inFlight.set(key(i));
                   tree.put(key(i), value(i, 0));
-                  acked.put(key(i), value(i, 0));
-                  inFlight.set(null);
+                  synchronized (acked) {
+                    acked.put(key(i), value(i, 0));
+                    inFlight.set(null);
+                  }
                 }
                 loader.complete(null);
               } catch (Throwable e) {
@@ -218,8 +226,11 @@ class SplitRightHalfTest extends DurableTreeFixture {
 
     // The loader's put in flight, if any, is the loader's to finish; keep its key out of the model.
     TreeMap<byte[], byte[]> model = TreeModel.model();
-    model.putAll(acked);
-    byte[] busyKey = inFlight.get();
+    byte[] busyKey;
+    synchronized (acked) { // one snapshot of the loader's state (see loadUntilHeld)
+      model.putAll(acked);
+      busyKey = inFlight.get();
+    }
     if (busyKey != null) {
       model.remove(busyKey);
     }
@@ -340,8 +351,11 @@ class SplitRightHalfTest extends DurableTreeFixture {
     byte[] split = started.get(0).splittingKey();
     assertNotNull(split, "the held split's key");
     TreeMap<byte[], byte[]> model = TreeModel.model();
-    model.putAll(acked);
-    byte[] busyKey = inFlight.get();
+    byte[] busyKey;
+    synchronized (acked) { // one snapshot of the loader's state (see loadUntilHeld)
+      model.putAll(acked);
+      busyKey = inFlight.get();
+    }
     if (busyKey != null) {
       model.remove(busyKey);
     }
