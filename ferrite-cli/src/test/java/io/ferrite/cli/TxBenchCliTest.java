@@ -37,7 +37,7 @@ class TxBenchCliTest extends CliCapture {
         new String[] {
           "tx.shm.lockfree-read.8B.p50",
           "tx.shm.lockfree-read.8B.reads-per-read",
-          "ceiling.tx.shm.rpc-empty.p50",
+          "ceiling.tx.shm.r1.rpc-empty.p50",
           "tx.shm.r1.commit-1server.p50",
           "tx.shm.r1.commit-2server.round-trips",
           "tx.shm.r1.bank.t2.throughput",
