@@ -7,6 +7,7 @@ import io.ferrite.kernel.log.LogFiles;
 import java.io.IOException;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
+import java.nio.channels.ClosedChannelException;
 import java.nio.channels.FileChannel;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -203,18 +204,63 @@ public final class OpLog implements AutoCloseable {
     if (closed) {
       throw new FerriteException(ErrorCode.UNAVAILABLE, name + " log " + file + " is closed");
     }
+    // An interrupt pending on the caller's thread would close the channel at its first write
+    // (FileChannel is interruptible), and with it the log for every other writer: it is cleared
+    // for the I/O and set again after. One that lands during the write is survived by reopening.
+    boolean interrupted = Thread.interrupted();
     try {
       long next = end + 12 + body.length;
-      if (next > allocated) {
-        preallocate(next);
+      for (int attempt = 0; ; attempt++) {
+        try {
+          if (next > allocated) {
+            preallocate(next);
+          }
+          write(channel, body); // at the channel's position, end: a retry writes the same bytes
+          break;
+        } catch (ClosedChannelException e) {
+          interrupted |= Thread.interrupted();
+          if (attempt >= 2) {
+            throw e;
+          }
+          reopenLocked(e);
+        }
       }
-      write(channel, body);
       end = next;
     } catch (IOException e) {
       throw new FerriteException(
           ErrorCode.INTERNAL, "cannot append to " + name + " log " + file, e);
+    } finally {
+      if (interrupted) {
+        Thread.currentThread().interrupt();
+      }
     }
     appended++;
+  }
+
+  /**
+   * Opens the log's file again after its channel was closed under it (not by {@link #close} or a
+   * rewrite): an interrupt of a thread that was writing or fsyncing it. Nothing is lost: the
+   * records written through the old channel are in the file's page cache, and an fsync of any
+   * descriptor of the file makes them durable. Under the monitor; the channel's position is the
+   * log's end again.
+   */
+  private void reopenLocked(ClosedChannelException why) throws IOException {
+    if (closed) {
+      throw why;
+    }
+    if (channel.isOpen()) {
+      return; // another thread reopened it already
+    }
+    FileChannel ch = FileChannel.open(file, StandardOpenOption.READ, StandardOpenOption.WRITE);
+    ch.position(end);
+    channel = ch;
+    LOG.log(
+        System.Logger.Level.WARNING,
+        "{0} log {1}: its channel was closed by an interrupt ({2}); reopened at byte {3}",
+        name,
+        file,
+        why.getClass().getSimpleName(),
+        end);
   }
 
   /**
@@ -466,7 +512,16 @@ public final class OpLog implements AutoCloseable {
       try {
         // The channel read under the lock a rewrite swaps it under; records up to target were
         // written to it (appends write before they count), or the rewrite covered them.
-        fsync.force(channel);
+        try {
+          fsync.force(channel);
+        } catch (ClosedChannelException e) {
+          // Closed under it by an appender's interrupt (not by close: it waits for this thread;
+          // nor by a rewrite: it holds forcing): fsync the reopened file (same inode, same pages).
+          synchronized (this) {
+            reopenLocked(e);
+          }
+          fsync.force(channel);
+        }
       } catch (IOException | RuntimeException e) {
         failed =
             new FerriteException(ErrorCode.INTERNAL, "cannot fsync " + name + " log " + file, e);

@@ -23,6 +23,7 @@ import java.util.concurrent.Semaphore;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
 import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicReference;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
@@ -252,6 +253,67 @@ class OpLogTest {
     } finally {
       log.close();
     }
+  }
+
+  /**
+   * FileChannel is interruptible: an interrupt of a thread in (or entering) a write or fsync closes
+   * the channel for everybody. A log shared by a server's threads must survive that: an appender
+   * with a pending interrupt appends (and keeps its interrupt), and a channel closed under the
+   * syncer or under the next appender is reopened, losing nothing. (Found in TxRepairTest: a
+   * stopping server's interrupted thread, handling a peer's record on the local fabric, closed that
+   * peer's log and every later commit there failed.)
+   */
+  @Test
+  void anInterruptOrAChannelClosedUnderTheLogLosesNothing() throws Exception {
+    Path f = dir.resolve("kv.log");
+    AtomicBoolean closeInFsync = new AtomicBoolean();
+    AtomicBoolean closeAfterFsync = new AtomicBoolean();
+    OpLog log =
+        OpLog.open(
+            "kv",
+            f,
+            b -> {},
+            ch -> {
+              if (closeInFsync.getAndSet(false)) {
+                ch.close(); // as an appender's interrupt would, while the syncer forces
+              }
+              ch.force(false);
+              if (closeAfterFsync.getAndSet(false)) {
+                ch.close(); // the next append finds it closed
+              }
+            });
+    try {
+      log.append("a".getBytes(UTF_8));
+      AtomicBoolean stillInterrupted = new AtomicBoolean();
+      AtomicReference<Throwable> failed = new AtomicReference<>();
+      Thread t =
+          new Thread(
+              () -> {
+                try {
+                  Thread.currentThread().interrupt();
+                  log.append("b".getBytes(UTF_8));
+                  stillInterrupted.set(Thread.currentThread().isInterrupted());
+                } catch (Throwable e) {
+                  failed.set(e);
+                }
+              },
+              "interrupted-appender");
+      t.start();
+      t.join();
+      assertEquals(null, failed.get(), "an interrupted appender's append failed");
+      assertTrue(stillInterrupted.get(), "the appender's interrupt was swallowed");
+      closeInFsync.set(true);
+      log.append("c".getBytes(UTF_8));
+      log.flush().get(30, TimeUnit.SECONDS); // the syncer reopens and fsyncs
+      closeAfterFsync.set(true);
+      log.append("d".getBytes(UTF_8));
+      log.flush().get(30, TimeUnit.SECONDS);
+      log.append("e".getBytes(UTF_8)); // finds the channel closed: reopens, writes at the end
+      log.sync();
+    } finally {
+      log.close();
+    }
+    assertEquals(List.of("a", "b", "c", "d", "e"), replay(f));
   }
 
   @Test

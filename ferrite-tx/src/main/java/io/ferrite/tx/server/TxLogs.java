@@ -167,9 +167,16 @@ final class TxLogs implements AutoCloseable {
    * Appends the committed writes of every region of {@code writes} that has a log here, then runs
    * {@code apply}, holding each log's {@link TxLog#shared} side (in region order) throughout: a
    * checkpoint sees the writes logged and applied, or neither.
+   *
+   * <p>A log that cannot append (its disk failed) does not stop the apply: the writes are committed
+   * (the backups hold them, the decider said so) and {@code apply} is what releases their object
+   * locks, so memory takes them and the log's error is thrown after, for the caller to answer with
+   * (its client learns the outcome is unknown; under {@code always} nothing it waits on is
+   * durable). Before this, a failed append left the objects locked for good.
    */
   void logAndApply(List<Write> writes, Runnable apply) {
     List<Lock> held = new ArrayList<>();
+    FerriteException failed = null;
     try {
       for (Map.Entry<Integer, List<Write>> e : byRegion(writes).entrySet()) {
         TxLog l = logs.get(e.getKey());
@@ -177,10 +184,17 @@ final class TxLogs implements AutoCloseable {
           Lock k = l.shared();
           k.lock();
           held.add(k);
-          l.writes(e.getValue());
+          try {
+            l.writes(e.getValue());
+          } catch (FerriteException x) {
+            failed = failed == null ? x : failed;
+          }
         }
       }
       apply.run();
+      if (failed != null) {
+        throw failed;
+      }
     } finally {
       for (Lock k : held) {
         k.unlock();
