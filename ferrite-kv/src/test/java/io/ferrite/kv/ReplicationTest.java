@@ -472,7 +472,11 @@ class ReplicationTest {
     }
     int atRepair = done.get();
     awaitCopies(kv, "linear", 2); // the master's repair, while the clients run
-    while (done.get() < atRepair + 200 && failure.get() == null) {
+    // 200 more operations, or until every client ran out of its 4,000 (a slow machine: they may
+    // have done most of them while the failover and the repair took their time).
+    while (done.get() < atRepair + 200
+        && failure.get() == null
+        && threads.stream().anyMatch(Thread::isAlive)) {
       Thread.sleep(2);
     }
     stop.set(true);
