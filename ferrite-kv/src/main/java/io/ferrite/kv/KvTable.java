@@ -5,9 +5,9 @@ import io.ferrite.fabric.ErrorCode;
 import io.ferrite.fabric.FabricConnection;
 import io.ferrite.fabric.FerriteException;
 import io.ferrite.fabric.Futures;
-import io.ferrite.fabric.MappedRegion;
 import io.ferrite.fabric.RegionRef;
 import io.ferrite.kernel.client.FerriteClient;
+import io.ferrite.kernel.client.MappedLease;
 import io.ferrite.kernel.ops.FaceMeters;
 import io.ferrite.kernel.proto.Wire;
 import java.nio.ByteBuffer;
@@ -613,47 +613,13 @@ public final class KvTable {
 
   /**
    * The lease check of a one-sided read of a replicated shard that ran on this process's own
-   * mapping of the server's regions (shm), which the server's per-op lease check does not reach: a
-   * primary that is paused (SIGSTOP, a long GC) or killed leaves its memory readable, and its
-   * backup may have been promoted and taken newer writes since (docs/KV.md "Leases"). Called after
-   * the lookup read and verified its data. Throws the refusal a tcp reader gets from a server whose
-   * lease lapsed ({@link ErrorCode#UNAVAILABLE}, {@link MappedRegion#LEASE_LAPSED}), so the caller
-   * does what it does for that: refetches the table, fails over to the promoted copy, or waits.
-   *
-   * <p><b>Why a value that passes is linearizable.</b> The order is: the data's loads; the lease
-   * word's load ({@link FabricConnection#mappedLongAcquire}: after every earlier read of this
-   * thread, and the shm read ends with an acquire fence too); then this thread's {@code
-   * System.nanoTime()} (the vDSO's {@code clock_gettime} reads the TSC with {@code rdtsc_ordered},
-   * i.e. behind an {@code lfence}, so the clock is read after those loads completed). So the data
-   * was read at a time before {@code now}, and {@code now} is before the word's deadline {@code D}.
-   * Every non-zero value the server ever wrote there was its lease expiry: at most {@code kv.lease}
-   * after a heartbeat it sent, and the master declares it DEAD (and only then promotes a backup,
-   * which only then takes writes) no sooner than {@code server.dead.timeout} after it last heard
-   * from it, which is at least twice the lease. So no write of a promoted copy can precede {@code
-   * D}; the data read before {@code D} was current when it was read (a write the old primary had
-   * not finished fails verification as torn). Any older value of the word is an older, earlier
-   * deadline: the reader refuses sooner, never later. 0 (lapsed, not granted yet, retired) always
-   * refuses. The clock is the host's {@code CLOCK_MONOTONIC} in both processes (docs/KV.md
-   * "Leases"), and a region is mapped only on its server's host.
-   *
-   * <p>Cost: one volatile load and one {@code nanoTime} per one-sided lookup of a replicated shard
-   * over shm; nothing for unreplicated tables or other fabrics (whose server checks its lease on
-   * every op).
+   * mapping of the server's regions (shm), after the lookup read and verified its data ({@link
+   * MappedLease#check}, which says why a value that passes is linearizable): a lapsed lease is the
+   * refusal a tcp reader gets, so the caller refetches the table, fails over or waits. Nothing for
+   * unreplicated tables or other fabrics.
    */
   static void checkMappedLease(FabricConnection c, ShardLayout l) {
-    long until = c.mappedLongAcquire(l.entries(), ShardLayout.LEASE_OFFSET);
-    long now = System.nanoTime();
-    if (until == 0 || now - until >= 0) {
-      throw new FerriteException(
-          ErrorCode.UNAVAILABLE,
-          "server "
-              + c.remoteId()
-              + "'s kv "
-              + MappedRegion.LEASE_LAPSED
-              + (until == 0
-                  ? " (its shm lease word is 0: lapsed, not granted yet, or the shard retired)"
-                  : " (its shm lease word ran out " + (now - until) / 1_000_000 + " ms ago)"));
-    }
+    MappedLease.check(c, l.entries(), ShardLayout.LEASE_OFFSET, "kv", "the shard retired");
   }
 
   /**

@@ -6,6 +6,7 @@ import io.ferrite.fabric.FerriteException;
 import io.ferrite.fabric.MappedRegion;
 import io.ferrite.fabric.RegionRef;
 import io.ferrite.kernel.client.FerriteClient;
+import io.ferrite.kernel.client.MappedLease;
 import java.nio.ByteBuffer;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionException;
@@ -37,36 +38,12 @@ public final class TxLeaseWord {
 
   /**
    * After a one-sided read of {@code region} that this process read from its own mapping ({@link
-   * FabricConnection#mapsRegions}): throws UNAVAILABLE ({@link MappedRegion#LEASE_LAPSED}, the
-   * refusal a server answers with when it checks the lease itself) unless the region's lease word
-   * holds a deadline still ahead of this thread's clock. The data's loads come before the word's
-   * acquire load, which comes before {@code System.nanoTime()}: so the data was read before a
-   * deadline that is at most {@code tx.lease} after a heartbeat the primary sent, and the master
-   * promotes a backup (which only then takes commits) no sooner than {@code server.dead.timeout},
-   * at least twice that, after it last heard from the primary (KvTable.checkMappedLease has the
-   * longer argument; the clock is the host's CLOCK_MONOTONIC in both processes). Cost: one acquire
-   * load and one {@code nanoTime} per read; nothing on other fabrics, whose server checks.
+   * FabricConnection#mapsRegions}): throws UNAVAILABLE ({@link MappedRegion#LEASE_LAPSED}) unless
+   * the region's lease word holds a deadline still ahead of this thread's clock ({@link
+   * MappedLease#check}, which says why that makes the read linearizable).
    */
   static void check(FabricConnection c, RegionRef region) {
-    long until = c.mappedLongAcquire(region, offset(region.length()));
-    long now = System.nanoTime();
-    if (until == 0 || now - until >= 0) {
-      throw new FerriteException(
-          ErrorCode.UNAVAILABLE,
-          "server "
-              + c.remoteId()
-              + "'s tx "
-              + MappedRegion.LEASE_LAPSED
-              + (until == 0
-                  ? " (region "
-                      + region.regionId()
-                      + "'s shm lease word is 0: lapsed, not granted yet, or the primary deposed)"
-                  : " (region "
-                      + region.regionId()
-                      + "'s shm lease word ran out "
-                      + (now - until) / 1_000_000
-                      + " ms ago)"));
-    }
+    MappedLease.check(c, region, offset(region.length()), "tx", "the primary deposed");
   }
 
   /** Whether {@code e} is a server's refusal because its lease lapsed (nothing ran). */
