@@ -171,12 +171,21 @@ final class MasterGroupHarness implements AutoCloseable {
 
   /** A client of the group (every address), closed with the harness. */
   FerriteClient client() {
+    return client(java.time.Duration.ofSeconds(15));
+  }
+
+  /**
+   * As {@link #client()}, waiting out a group with no leader for at most {@code masterDeadline}
+   * (the client's default is 15 s).
+   */
+  FerriteClient client(java.time.Duration masterDeadline) {
     FerriteClient c =
         Ferrite.connect(
             addresses(),
             ClientOptions.builder(LocalCluster.CREDENTIALS.as(Role.CLIENT))
                 .fabric("tcp")
                 .rpcTimeout(java.time.Duration.ofSeconds(10))
+                .masterDeadline(masterDeadline)
                 .build());
     others.add(0, c);
     return c;
