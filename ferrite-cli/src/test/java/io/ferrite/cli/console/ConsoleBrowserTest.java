@@ -30,6 +30,7 @@ import org.junit.jupiter.api.extension.ExtendWith;
 import org.junit.jupiter.api.io.TempDir;
 import org.openqa.selenium.By;
 import org.openqa.selenium.OutputType;
+import org.openqa.selenium.StaleElementReferenceException;
 import org.openqa.selenium.WebDriver;
 import org.openqa.selenium.WebElement;
 import org.openqa.selenium.chrome.ChromeDriver;
@@ -160,53 +161,19 @@ class ConsoleBrowserTest {
           () -> pageState(d));
 
       ClusterStatus status = stableStatus(client, d);
-      assertEquals(status.clusterId(), text(d, "cluster-id"));
-      assertEquals(count(status, ServerState.ALIVE), text(d, "servers-alive"));
-      assertEquals(count(status, ServerState.DEAD), text(d, "servers-dead"));
-      assertEquals(String.valueOf(status.regions()), text(d, "regions"));
-      assertEquals(Sizes.format(status.blockSize()), text(d, "block-size"));
-      Map<String, long[]> totals = status.totals(ServerState.ALIVE);
-      List<WebElement> rows = d.findElements(By.cssSelector("#capacity tbody tr"));
-      assertEquals(totals.size(), rows.size(), "capacity rows");
-      for (Map.Entry<String, long[]> e : totals.entrySet()) {
-        WebElement row =
-            d.findElement(By.cssSelector("#capacity tr[data-class='" + e.getKey() + "']"));
-        assertEquals(
-            Sizes.format(e.getValue()[1]), row.findElement(By.className("used")).getText());
-        assertEquals(
-            Sizes.format(e.getValue()[0]), row.findElement(By.className("capacity")).getText());
-      }
-      assertTrue(totals.get("dram")[1] > 0, "something is used: " + status.format());
-      assertEquals(
-          status.members().size(), d.findElements(By.cssSelector("#servers tbody tr")).size());
-      int kvSplits = 0;
-      for (ClusterStatus.Member m : status.members()) {
-        WebElement row =
-            d.findElement(By.cssSelector("#servers tr[data-server='" + m.info().serverId() + "']"));
-        assertEquals(m.info().state().name(), row.findElement(By.className("state")).getText());
-        for (ClusterStatus.ClassUsage u : m.usage()) {
-          WebElement cell =
-              row.findElement(By.cssSelector("div.class[data-class='" + u.storageClass() + "']"));
-          assertTrue(
-              cell.getText()
-                  .contains(Sizes.format(u.usedBytes()) + " / " + Sizes.format(u.capacityBytes())),
-              "server " + m.info().serverId() + " " + u + " shown as " + cell.getText());
-          // Where the use is, as `ferrite status` splits it: blocks, then each face's regions.
-          StringBuilder split = new StringBuilder("blocks " + Sizes.format(u.blockBytes()));
-          u.serviceBytes()
-              .forEach((f, b) -> split.append(", ").append(f).append(' ').append(Sizes.format(b)));
-          List<WebElement> shown = cell.findElements(By.className("split"));
-          if (u.serviceBytes().isEmpty()) {
-            assertEquals(0, shown.size(), "no split without service regions: " + cell.getText());
-          } else {
-            kvSplits++;
-            assertEquals(split.toString(), shown.get(0).getText());
+      // The page re-renders its tables at each poll (every second): an element found before a
+      // re-render and read after it is stale. The cluster does not change meanwhile (stableStatus),
+      // so the page is read again whole, at most a few times; a wrong value fails at once.
+      for (int attempt = 1; ; attempt++) {
+        try {
+          checkPage(status, d);
+          break;
+        } catch (StaleElementReferenceException e) {
+          if (attempt == 5) {
+            throw e;
           }
         }
       }
-      assertTrue(kvSplits > 0, "the kv table's shards are service regions of some server");
-      String faces = d.findElement(By.cssSelector("#faces [data-face='kv']")).getText();
-      assertTrue(faces.contains("users"), "the kv table among the faces: " + faces);
 
       byte[] png = ((ChromeDriver) driver).getScreenshotAs(OutputType.BYTES);
       Path shot = Path.of("target", "console.png");
@@ -220,6 +187,56 @@ class ConsoleBrowserTest {
       }
       service.stop();
     }
+  }
+
+  /** Every figure the page shows equals {@code status}'s. */
+  private static void checkPage(ClusterStatus status, WebDriver d) {
+    assertEquals(status.clusterId(), text(d, "cluster-id"));
+    assertEquals(count(status, ServerState.ALIVE), text(d, "servers-alive"));
+    assertEquals(count(status, ServerState.DEAD), text(d, "servers-dead"));
+    assertEquals(String.valueOf(status.regions()), text(d, "regions"));
+    assertEquals(Sizes.format(status.blockSize()), text(d, "block-size"));
+    Map<String, long[]> totals = status.totals(ServerState.ALIVE);
+    List<WebElement> rows = d.findElements(By.cssSelector("#capacity tbody tr"));
+    assertEquals(totals.size(), rows.size(), "capacity rows");
+    for (Map.Entry<String, long[]> e : totals.entrySet()) {
+      WebElement row =
+          d.findElement(By.cssSelector("#capacity tr[data-class='" + e.getKey() + "']"));
+      assertEquals(Sizes.format(e.getValue()[1]), row.findElement(By.className("used")).getText());
+      assertEquals(
+          Sizes.format(e.getValue()[0]), row.findElement(By.className("capacity")).getText());
+    }
+    assertTrue(totals.get("dram")[1] > 0, "something is used: " + status.format());
+    assertEquals(
+        status.members().size(), d.findElements(By.cssSelector("#servers tbody tr")).size());
+    int kvSplits = 0;
+    for (ClusterStatus.Member m : status.members()) {
+      WebElement row =
+          d.findElement(By.cssSelector("#servers tr[data-server='" + m.info().serverId() + "']"));
+      assertEquals(m.info().state().name(), row.findElement(By.className("state")).getText());
+      for (ClusterStatus.ClassUsage u : m.usage()) {
+        WebElement cell =
+            row.findElement(By.cssSelector("div.class[data-class='" + u.storageClass() + "']"));
+        assertTrue(
+            cell.getText()
+                .contains(Sizes.format(u.usedBytes()) + " / " + Sizes.format(u.capacityBytes())),
+            "server " + m.info().serverId() + " " + u + " shown as " + cell.getText());
+        // Where the use is, as `ferrite status` splits it: blocks, then each face's regions.
+        StringBuilder split = new StringBuilder("blocks " + Sizes.format(u.blockBytes()));
+        u.serviceBytes()
+            .forEach((f, b) -> split.append(", ").append(f).append(' ').append(Sizes.format(b)));
+        List<WebElement> shown = cell.findElements(By.className("split"));
+        if (u.serviceBytes().isEmpty()) {
+          assertEquals(0, shown.size(), "no split without service regions: " + cell.getText());
+        } else {
+          kvSplits++;
+          assertEquals(split.toString(), shown.get(0).getText());
+        }
+      }
+    }
+    assertTrue(kvSplits > 0, "the kv table's shards are service regions of some server");
+    String faces = d.findElement(By.cssSelector("#faces [data-face='kv']")).getText();
+    assertTrue(faces.contains("users"), "the kv table among the faces: " + faces);
   }
 
   /** What the page shows, for a failure's message. */
