@@ -61,7 +61,7 @@ class FerriteShuffleLocalClusterTest extends ShuffleJobs {
   /**
    * The built-in side, the jobs' expected results, in this JVM ({@code local[2]}): the results do
    * not depend on where the tasks ran (FerriteShuffleLocalTest compares both shuffles in one JVM),
-   * and a second local-cluster's executor JVMs cost about as much as all the rest of this class.
+   * and a second local-cluster would start two more executor JVMs only to compute them.
    */
   @Override
   protected SparkConf builtInConf(SparkConf conf) {
