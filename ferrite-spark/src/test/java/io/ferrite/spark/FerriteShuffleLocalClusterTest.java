@@ -37,12 +37,12 @@ import scala.Tuple2;
 /**
  * {@link ShuffleJobs} in Spark's {@code local-cluster[2,1,1024]}: a master, two workers and two
  * executor JVMs, whose map and reduce tasks reach the in-test Ferrite cluster with clients of their
- * own; the built-in side runs in a local-cluster of its own first. {@code SPARK_HOME} (set by
- * surefire, see the pom) gets a {@code jars/} of links to this JVM's class path jars (Spark's,
- * spark-sql's for the DataFrame job, Ferrite's), and the class directories (this module's and its
- * Ferrite dependencies') go on {@code spark.executor.extraClassPath}. Then the executor faults: an
- * executor JVM SIGKILLed after a map stage, and during one. Spark's stop ends its executors and
- * workers.
+ * own; the built-in side, the expected results, runs first in this JVM ({@link #builtInConf}).
+ * {@code SPARK_HOME} (set by surefire, see the pom) gets a {@code jars/} of links to this JVM's
+ * class path jars (Spark's, spark-sql's for the DataFrame job, Ferrite's), and the class
+ * directories (this module's and its Ferrite dependencies') go on {@code
+ * spark.executor.extraClassPath}. Then the executor faults: an executor JVM SIGKILLed after a map
+ * stage, and during one. Spark's stop ends its executors and workers.
  */
 @Tag("multiprocess")
 class FerriteShuffleLocalClusterTest extends ShuffleJobs {
@@ -56,6 +56,16 @@ class FerriteShuffleLocalClusterTest extends ShuffleJobs {
         .setAppName("ferrite-shuffle-local-cluster")
         .set("spark.executor.extraClassPath", classDirs)
         .set("spark.driver.extraClassPath", classDirs);
+  }
+
+  /**
+   * The built-in side, the jobs' expected results, in this JVM ({@code local[2]}): the results do
+   * not depend on where the tasks ran (FerriteShuffleLocalTest compares both shuffles in one JVM),
+   * and a second local-cluster would start two more executor JVMs only to compute them.
+   */
+  @Override
+  protected SparkConf builtInConf(SparkConf conf) {
+    return conf.setMaster("local[2]");
   }
 
   /** The slowed job's result (with no sleep) on the built-in shuffle. */

@@ -31,12 +31,12 @@ import scala.Tuple2;
  * The issue's shuffle jobs, run on one Spark master by a subclass ({@code local[2,4]} in the test
  * JVM, {@code local-cluster} with executor JVMs) with {@link FerriteShuffleManager} against an
  * in-test Ferrite cluster, each result compared with the same job on Spark's built-in sort shuffle.
- * The built-in side runs every job first, on the same master and the same seeded data, in a
- * SparkContext of its own that is stopped before Ferrite's starts (only one may be active in a
- * JVM); each side's context is started once per class, not per job (in local-cluster an executor
- * JVM's start is the cost). After each test Spark's own cleanup path (ContextCleaner) unregisters
- * the shuffles and none of their nodes may remain; after the class, stopping Spark removes the
- * application's Directory.
+ * The built-in side runs every job first, on the same seeded data (and the same master unless the
+ * subclass says otherwise, see {@link #builtInConf}), in a SparkContext of its own that is stopped
+ * before Ferrite's starts (only one may be active in a JVM); each side's context is started once
+ * per class, not per job (in local-cluster an executor JVM's start is the cost). After each test
+ * Spark's own cleanup path (ContextCleaner) unregisters the shuffles and none of their nodes may
+ * remain; after the class, stopping Spark removes the application's Directory.
  *
  * <p>With {@code bypassMergeThreshold=6} all three of Spark's map writers run: bypass for at most 6
  * partitions without map-side combine (groupByKey, sortByKey, join), serialized for Spark SQL's
@@ -71,6 +71,15 @@ abstract class ShuffleJobs {
   /** The master and what else both sides share (the writer keys are added here). */
   protected abstract SparkConf conf() throws Exception;
 
+  /**
+   * The built-in side's configuration, from a copy of {@link #conf()}'s: by default the same
+   * master. The jobs' results are functions of the seeded data alone, so a subclass whose master is
+   * costly to start (executor JVMs) may compute them on a cheaper one.
+   */
+  protected SparkConf builtInConf(SparkConf conf) {
+    return conf;
+  }
+
   /** More work on the built-in side (its session still running), for the subclass's own tests. */
   protected void builtIn(SparkSession builtIn) {}
 
@@ -82,7 +91,7 @@ abstract class ShuffleJobs {
     String property = System.getProperty("tests.seed");
     seed = property == null ? new Random().nextLong() : Long.decode(property);
     SparkConf conf = writers(conf());
-    SparkSession builtIn = session(conf.clone());
+    SparkSession builtIn = session(builtInConf(conf.clone()));
     try {
       for (Map.Entry<String, BiFunction<SparkSession, Long, List<String>>> job : JOBS.entrySet()) {
         expected.put(job.getKey(), job.getValue().apply(builtIn, seed));

@@ -18,6 +18,8 @@ import io.ferrite.kv.TableOptions;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Random;
@@ -29,6 +31,7 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.ExtendWith;
 import org.junit.jupiter.api.io.TempDir;
 import org.openqa.selenium.By;
+import org.openqa.selenium.JavascriptExecutor;
 import org.openqa.selenium.OutputType;
 import org.openqa.selenium.WebDriver;
 import org.openqa.selenium.WebElement;
@@ -160,53 +163,7 @@ class ConsoleBrowserTest {
           () -> pageState(d));
 
       ClusterStatus status = stableStatus(client, d);
-      assertEquals(status.clusterId(), text(d, "cluster-id"));
-      assertEquals(count(status, ServerState.ALIVE), text(d, "servers-alive"));
-      assertEquals(count(status, ServerState.DEAD), text(d, "servers-dead"));
-      assertEquals(String.valueOf(status.regions()), text(d, "regions"));
-      assertEquals(Sizes.format(status.blockSize()), text(d, "block-size"));
-      Map<String, long[]> totals = status.totals(ServerState.ALIVE);
-      List<WebElement> rows = d.findElements(By.cssSelector("#capacity tbody tr"));
-      assertEquals(totals.size(), rows.size(), "capacity rows");
-      for (Map.Entry<String, long[]> e : totals.entrySet()) {
-        WebElement row =
-            d.findElement(By.cssSelector("#capacity tr[data-class='" + e.getKey() + "']"));
-        assertEquals(
-            Sizes.format(e.getValue()[1]), row.findElement(By.className("used")).getText());
-        assertEquals(
-            Sizes.format(e.getValue()[0]), row.findElement(By.className("capacity")).getText());
-      }
-      assertTrue(totals.get("dram")[1] > 0, "something is used: " + status.format());
-      assertEquals(
-          status.members().size(), d.findElements(By.cssSelector("#servers tbody tr")).size());
-      int kvSplits = 0;
-      for (ClusterStatus.Member m : status.members()) {
-        WebElement row =
-            d.findElement(By.cssSelector("#servers tr[data-server='" + m.info().serverId() + "']"));
-        assertEquals(m.info().state().name(), row.findElement(By.className("state")).getText());
-        for (ClusterStatus.ClassUsage u : m.usage()) {
-          WebElement cell =
-              row.findElement(By.cssSelector("div.class[data-class='" + u.storageClass() + "']"));
-          assertTrue(
-              cell.getText()
-                  .contains(Sizes.format(u.usedBytes()) + " / " + Sizes.format(u.capacityBytes())),
-              "server " + m.info().serverId() + " " + u + " shown as " + cell.getText());
-          // Where the use is, as `ferrite status` splits it: blocks, then each face's regions.
-          StringBuilder split = new StringBuilder("blocks " + Sizes.format(u.blockBytes()));
-          u.serviceBytes()
-              .forEach((f, b) -> split.append(", ").append(f).append(' ').append(Sizes.format(b)));
-          List<WebElement> shown = cell.findElements(By.className("split"));
-          if (u.serviceBytes().isEmpty()) {
-            assertEquals(0, shown.size(), "no split without service regions: " + cell.getText());
-          } else {
-            kvSplits++;
-            assertEquals(split.toString(), shown.get(0).getText());
-          }
-        }
-      }
-      assertTrue(kvSplits > 0, "the kv table's shards are service regions of some server");
-      String faces = d.findElement(By.cssSelector("#faces [data-face='kv']")).getText();
-      assertTrue(faces.contains("users"), "the kv table among the faces: " + faces);
+      checkPage(status, d);
 
       byte[] png = ((ChromeDriver) driver).getScreenshotAs(OutputType.BYTES);
       Path shot = Path.of("target", "console.png");
@@ -220,6 +177,112 @@ class ConsoleBrowserTest {
       }
       service.stop();
     }
+  }
+
+  /**
+   * The page's text at some CSS selectors, read by one script: the page re-renders its tables at
+   * each poll (every second) and a script runs between two renders, where reading element by
+   * element (a WebDriver round trip each) can straddle one (StaleElementReferenceException, seen at
+   * load 15). Per selector: the first match's text (null if none) and the number of matches.
+   */
+  record Page(Map<String, String> texts, Map<String, Integer> counts) {
+    static Page read(WebDriver d, List<String> selectors) {
+      Object got =
+          ((JavascriptExecutor) d)
+              .executeScript(
+                  "return arguments[0].map(s => { const all = document.querySelectorAll(s);"
+                      + " return [all.length ? all[0].innerText.trim() : null, all.length]; });",
+                  selectors);
+      Map<String, String> texts = new LinkedHashMap<>();
+      Map<String, Integer> counts = new LinkedHashMap<>();
+      List<?> rows = (List<?>) got;
+      for (int i = 0; i < selectors.size(); i++) {
+        List<?> r = (List<?>) rows.get(i);
+        texts.put(selectors.get(i), (String) r.get(0));
+        counts.put(selectors.get(i), ((Number) r.get(1)).intValue());
+      }
+      return new Page(texts, counts);
+    }
+
+    String text(String selector) {
+      String t = texts.get(selector);
+      assertTrue(t != null, "nothing on the page matches " + selector + ": " + texts);
+      return t;
+    }
+
+    int count(String selector) {
+      return counts.get(selector);
+    }
+  }
+
+  /** Every figure the page shows equals {@code status}'s. */
+  private static void checkPage(ClusterStatus status, WebDriver d) {
+    Map<String, long[]> totals = status.totals(ServerState.ALIVE);
+    List<String> selectors =
+        new ArrayList<>(
+            List.of(
+                "#cluster-id",
+                "#servers-alive",
+                "#servers-dead",
+                "#regions",
+                "#block-size",
+                "#capacity tbody tr",
+                "#servers tbody tr",
+                "#faces [data-face='kv']"));
+    for (String cls : totals.keySet()) {
+      selectors.add("#capacity tr[data-class='" + cls + "'] .used");
+      selectors.add("#capacity tr[data-class='" + cls + "'] .capacity");
+    }
+    for (ClusterStatus.Member m : status.members()) {
+      String row = "#servers tr[data-server='" + m.info().serverId() + "']";
+      selectors.add(row + " .state");
+      for (ClusterStatus.ClassUsage u : m.usage()) {
+        String cell = row + " div.class[data-class='" + u.storageClass() + "']";
+        selectors.add(cell);
+        selectors.add(cell + " .split");
+      }
+    }
+    Page p = Page.read(d, selectors);
+
+    assertEquals(status.clusterId(), p.text("#cluster-id"));
+    assertEquals(count(status, ServerState.ALIVE), p.text("#servers-alive"));
+    assertEquals(count(status, ServerState.DEAD), p.text("#servers-dead"));
+    assertEquals(String.valueOf(status.regions()), p.text("#regions"));
+    assertEquals(Sizes.format(status.blockSize()), p.text("#block-size"));
+    assertEquals(totals.size(), p.count("#capacity tbody tr"), "capacity rows");
+    for (Map.Entry<String, long[]> e : totals.entrySet()) {
+      String row = "#capacity tr[data-class='" + e.getKey() + "']";
+      assertEquals(Sizes.format(e.getValue()[1]), p.text(row + " .used"));
+      assertEquals(Sizes.format(e.getValue()[0]), p.text(row + " .capacity"));
+    }
+    assertTrue(totals.get("dram")[1] > 0, "something is used: " + status.format());
+    assertEquals(status.members().size(), p.count("#servers tbody tr"));
+    int kvSplits = 0;
+    for (ClusterStatus.Member m : status.members()) {
+      String row = "#servers tr[data-server='" + m.info().serverId() + "']";
+      assertEquals(m.info().state().name(), p.text(row + " .state"));
+      for (ClusterStatus.ClassUsage u : m.usage()) {
+        String cell = row + " div.class[data-class='" + u.storageClass() + "']";
+        assertTrue(
+            p.text(cell)
+                .contains(Sizes.format(u.usedBytes()) + " / " + Sizes.format(u.capacityBytes())),
+            "server " + m.info().serverId() + " " + u + " shown as " + p.text(cell));
+        // Where the use is, as `ferrite status` splits it: blocks, then each face's regions.
+        StringBuilder split = new StringBuilder("blocks " + Sizes.format(u.blockBytes()));
+        u.serviceBytes()
+            .forEach((f, b) -> split.append(", ").append(f).append(' ').append(Sizes.format(b)));
+        if (u.serviceBytes().isEmpty()) {
+          assertEquals(
+              0, p.count(cell + " .split"), "no split without service regions: " + p.text(cell));
+        } else {
+          kvSplits++;
+          assertEquals(split.toString(), p.text(cell + " .split"));
+        }
+      }
+    }
+    assertTrue(kvSplits > 0, "the kv table's shards are service regions of some server");
+    String faces = p.text("#faces [data-face='kv']");
+    assertTrue(faces.contains("users"), "the kv table among the faces: " + faces);
   }
 
   /** What the page shows, for a failure's message. */

@@ -10,11 +10,14 @@ import io.ferrite.kernel.config.FabricFactory;
 import io.ferrite.kernel.config.FerriteConfig;
 import java.io.IOException;
 import java.io.UncheckedIOException;
+import java.net.InetSocketAddress;
 import java.net.ServerSocket;
+import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
+import java.util.Random;
 import java.util.function.Supplier;
 
 /**
@@ -63,14 +66,32 @@ final class MasterGroupHarness implements AutoCloseable {
     this.base = b.build();
   }
 
+  /**
+   * {@code count} ports free now, below the kernel's ephemeral range: a master restarted on its
+   * port (the group's peers are fixed addresses) must find it free again, and a port from the
+   * ephemeral range (what binding port 0 gives) may meanwhile be taken by any outgoing connection
+   * on the machine (seen: "Address already in use" restarting a member under load).
+   */
   static int[] freePorts(int count) {
+    int below = ephemeralStart();
     List<ServerSocket> held = new ArrayList<>();
     int[] out = new int[count];
     try {
-      for (int i = 0; i < count; i++) {
-        ServerSocket s = new ServerSocket(0);
-        held.add(s);
-        out[i] = s.getLocalPort();
+      // Not a test decision, so not seeded: where to listen, spread to avoid other test JVMs.
+      Random r = new Random();
+      for (int i = 0, tries = 0; i < count; tries++) {
+        if (tries > 1000) {
+          throw new IllegalStateException("no free port below " + below);
+        }
+        int port = 10_000 + r.nextInt(below - 10_000);
+        try {
+          ServerSocket s = new ServerSocket();
+          held.add(s);
+          s.bind(new InetSocketAddress("127.0.0.1", port));
+          out[i++] = port;
+        } catch (IOException taken) {
+          // try another
+        }
       }
       for (ServerSocket s : held) {
         s.close();
@@ -79,6 +100,17 @@ final class MasterGroupHarness implements AutoCloseable {
       throw new UncheckedIOException(e);
     }
     return out;
+  }
+
+  /** The first port of the kernel's ephemeral range (Linux's default where it cannot be read). */
+  private static int ephemeralStart() {
+    try {
+      String range = Files.readString(Path.of("/proc/sys/net/ipv4/ip_local_port_range")).trim();
+      int start = Integer.parseInt(range.split("\\s+")[0]);
+      return start > 11_000 ? start : 32_768;
+    } catch (IOException | RuntimeException e) {
+      return 32_768;
+    }
   }
 
   /** Master {@code i}'s configuration (from 1). */
@@ -171,12 +203,21 @@ final class MasterGroupHarness implements AutoCloseable {
 
   /** A client of the group (every address), closed with the harness. */
   FerriteClient client() {
+    return client(java.time.Duration.ofSeconds(15));
+  }
+
+  /**
+   * As {@link #client()}, waiting out a group with no leader for at most {@code masterDeadline}
+   * (the client's default is 15 s).
+   */
+  FerriteClient client(java.time.Duration masterDeadline) {
     FerriteClient c =
         Ferrite.connect(
             addresses(),
             ClientOptions.builder(LocalCluster.CREDENTIALS.as(Role.CLIENT))
                 .fabric("tcp")
                 .rpcTimeout(java.time.Duration.ofSeconds(10))
+                .masterDeadline(masterDeadline)
                 .build());
     others.add(0, c);
     return c;
