@@ -178,7 +178,7 @@ final class RingClient implements MessageHandler {
       call.fail(lost); // lost() may have swept the table before this call was in it
     }
     ensureSweeping();
-    InFlight.issued(call);
+    InFlight.issued(this, id);
     return call;
   }
 
@@ -194,21 +194,31 @@ final class RingClient implements MessageHandler {
     /** Calls remembered per thread at most; older ones are forgotten (never waited for by this). */
     static final int MAX = 32;
 
-    private static final ThreadLocal<ArrayList<RingCall>> CALLS =
+    /**
+     * A call by its ring client and id, not the call itself: an answered call leaves the client's
+     * pending table, and nothing here keeps its answer reachable.
+     */
+    private record Issued(RingClient client, long id) {
+      boolean answered() {
+        return client.closed != null || !client.pending.containsKey(id);
+      }
+    }
+
+    private static final ThreadLocal<ArrayList<Issued>> CALLS =
         ThreadLocal.withInitial(ArrayList::new);
 
     private InFlight() {}
 
-    /** Remembers {@code call} as the calling thread's, forgetting the answered ones. */
-    static void issued(RingCall call) {
-      ArrayList<RingCall> calls = CALLS.get();
-      calls.removeIf(CompletableFuture::isDone);
+    /**
+     * Remembers call {@code id} of {@code client} as the calling thread's; forgets answered ones.
+     */
+    static void issued(RingClient client, long id) {
+      ArrayList<Issued> calls = CALLS.get();
+      calls.removeIf(Issued::answered);
       if (calls.size() >= MAX) {
         calls.remove(0);
       }
-      if (!call.isDone()) {
-        calls.add(call);
-      }
+      calls.add(new Issued(client, id));
     }
 
     /**
@@ -216,12 +226,12 @@ final class RingClient implements MessageHandler {
      * null when there are none (the common case: one call at a time).
      */
     static List<RingClient> others(RingClient own) {
-      ArrayList<RingCall> calls = CALLS.get();
-      calls.removeIf(CompletableFuture::isDone);
+      ArrayList<Issued> calls = CALLS.get();
+      calls.removeIf(Issued::answered);
       List<RingClient> out = null;
-      for (RingCall c : calls) {
-        RingClient r = c.client;
-        if (r != own && r.closed == null && (out == null || !out.contains(r))) {
+      for (Issued c : calls) {
+        RingClient r = c.client();
+        if (r != own && (out == null || !out.contains(r))) {
           if (out == null) {
             out = new ArrayList<>(2);
           }
