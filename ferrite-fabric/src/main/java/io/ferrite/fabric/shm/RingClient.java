@@ -9,6 +9,8 @@ import java.lang.System.Logger.Level;
 import java.nio.ByteBuffer;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
 import java.util.Map;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentHashMap;
@@ -176,7 +178,68 @@ final class RingClient implements MessageHandler {
       call.fail(lost); // lost() may have swept the table before this call was in it
     }
     ensureSweeping();
+    InFlight.issued(this, id);
     return call;
+  }
+
+  /**
+   * The ring calls a thread issued and has not seen answered, so that a wait for one of them also
+   * polls the response rings of the others ({@link #await}). Without it, a thread that sends calls
+   * to two servers and waits for one polls that one's ring only: the other's answer finds its
+   * client-asleep flag up, and the server rings the doorbell (a frame on the socket, a wake-up of
+   * the client's I/O thread) for an answer the waiting thread would have read itself a moment later
+   * (a two-server tx commit, whose LOCKs are in flight together: docs/TX.md, Measurements).
+   */
+  static final class InFlight {
+    /** Calls remembered per thread at most; older ones are forgotten (never waited for by this). */
+    static final int MAX = 32;
+
+    /**
+     * A call by its ring client and id, not the call itself: an answered call leaves the client's
+     * pending table, and nothing here keeps its answer reachable.
+     */
+    private record Issued(RingClient client, long id) {
+      boolean answered() {
+        return client.closed != null || !client.pending.containsKey(id);
+      }
+    }
+
+    private static final ThreadLocal<ArrayList<Issued>> CALLS =
+        ThreadLocal.withInitial(ArrayList::new);
+
+    private InFlight() {}
+
+    /**
+     * Remembers call {@code id} of {@code client} as the calling thread's; forgets answered ones.
+     */
+    static void issued(RingClient client, long id) {
+      ArrayList<Issued> calls = CALLS.get();
+      calls.removeIf(Issued::answered);
+      if (calls.size() >= MAX) {
+        calls.remove(0);
+      }
+      calls.add(new Issued(client, id));
+    }
+
+    /**
+     * The rings of the calling thread's other unanswered calls, besides {@code own}, each once;
+     * null when there are none (the common case: one call at a time).
+     */
+    static List<RingClient> others(RingClient own) {
+      ArrayList<Issued> calls = CALLS.get();
+      calls.removeIf(Issued::answered);
+      List<RingClient> out = null;
+      for (Issued c : calls) {
+        RingClient r = c.client();
+        if (r != own && (out == null || !out.contains(r))) {
+          if (out == null) {
+            out = new ArrayList<>(2);
+          }
+          out.add(r);
+        }
+      }
+      return out;
+    }
   }
 
   // ---------------------------------------------------------------- consumer role
@@ -308,6 +371,8 @@ final class RingClient implements MessageHandler {
   /**
    * Helps {@code f} along: polls the response ring (holding the consumer role if it is free) until
    * {@code f} is done or the spin budget (or {@code maxNanos}) is spent. Never on an I/O thread.
+   * The response rings of the calling thread's other calls in flight ({@link InFlight}) are polled
+   * too, each while its role is free, so their answers need no doorbell either.
    */
   void await(RingFuture<?> f, long maxNanos) {
     if (f.isDone() || closed != null || control.inEventLoop()) {
@@ -317,8 +382,11 @@ final class RingClient implements MessageHandler {
     if (budget == 0) {
       return;
     }
+    List<RingClient> others = InFlight.others(this);
     long start = System.nanoTime();
     boolean mine = false;
+    // Which of the others this wait holds the consumer role of (bit i: others.get(i)).
+    long held = 0;
     try {
       while (!f.isDone()) {
         if (!mine && tryConsume()) {
@@ -329,12 +397,16 @@ final class RingClient implements MessageHandler {
             setAsleep(false);
           }
         }
+        int n = 0;
         if (mine) {
-          int n = read();
+          n = read();
           finish(takeDone());
-          if (n > 0) {
-            continue;
-          }
+        }
+        if (others != null) {
+          held = helpOthers(others, held);
+        }
+        if (n > 0) {
+          continue;
         }
         long spent = System.nanoTime() - start;
         if (spent > budget) {
@@ -351,7 +423,37 @@ final class RingClient implements MessageHandler {
       if (mine) {
         finish(release());
       }
+      for (int i = 0; held != 0; i++, held >>>= 1) {
+        if ((held & 1) != 0) {
+          RingClient o = others.get(i);
+          finish(o.release());
+        }
+      }
     }
+  }
+
+  /**
+   * One look at each of {@code others}' response rings whose consumer role is free (or held by this
+   * wait: bit i of {@code held}), completing what it finds; returns the roles now held. A ring this
+   * wait holds has its client-asleep flag down, like its own.
+   */
+  private static long helpOthers(List<RingClient> others, long held) {
+    for (int i = 0; i < others.size() && i < 64; i++) {
+      RingClient o = others.get(i);
+      long bit = 1L << i;
+      if ((held & bit) == 0) {
+        if (o.closed != null || o.pending.isEmpty() || !o.tryConsume()) {
+          continue;
+        }
+        held |= bit;
+        if (o.holds == 1) {
+          o.setAsleep(false);
+        }
+      }
+      o.read();
+      finish(o.takeDone());
+    }
+    return held;
   }
 
   /**

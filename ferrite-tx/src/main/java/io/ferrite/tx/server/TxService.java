@@ -231,8 +231,12 @@ public final class TxService implements FerriteService {
       Wire.Reader r = new Wire.Reader(request.duplicate(), "tx request " + opcode);
       switch (opcode) {
         case TxProtocol.LOCK -> {
+          // The decider region is only remembered by LOCK (nothing is sent about it), so it may be
+          // another server's: a non-decider participant's LOCK is served here too. (It was not,
+          // and every two-server commit paid a dispatch-thread hand-off on its second LOCK.)
           r.i64("txid");
-          return alone(r.i32("deciderRegion")) && writesAlone(r);
+          r.i32("deciderRegion");
+          return writesAlone(r);
         }
         case TxProtocol.COMMIT_LOCAL -> {
           r.i64("txid");

@@ -1,0 +1,91 @@
+package io.ferrite.tx;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNotEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import io.ferrite.fabric.FabricServer;
+import io.ferrite.fabric.netty.NettyServer;
+import io.ferrite.fabric.testing.SeedExtension;
+import io.ferrite.kernel.server.MemoryServer;
+import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
+import java.nio.file.Path;
+import java.util.Random;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.ExtendWith;
+import org.junit.jupiter.api.io.TempDir;
+
+/**
+ * With {@code tx.replicas} 1 every request of a two-server commit is served on the thread that
+ * received it (docs/TX.md, "Measurements"): nothing is forwarded, so no dispatch-thread hand-off
+ * belongs on its path. The non-decider's LOCK was handed off (its decider region is another
+ * server's), a hand-off in every two-server commit.
+ */
+@ExtendWith(SeedExtension.class)
+class TxInlineCommitTest {
+  @TempDir Path dir;
+  TxCluster cluster;
+
+  @AfterEach
+  void stop() throws Exception {
+    if (cluster != null) {
+      cluster.close();
+    }
+  }
+
+  @Test
+  void everyRequestOfATwoServerCommitIsServedInline(Random random) throws Exception {
+    cluster = new TxCluster(dir, 2, true);
+    cluster.awaitServers(2);
+    TxClient a = new TxClient(cluster.client("shm"));
+    TxClient b = new TxClient(cluster.client("shm"));
+    FatPointer x = make(a, random.nextLong());
+    FatPointer y = make(b, random.nextLong()); // b's own first region: on the other server
+    assertNotEquals(a.view(x.region()).primary(), a.view(y.region()).primary());
+    for (int i = 0; i < 20; i++) {
+      Transaction t = a.txBegin();
+      long vx = num(t.txRead(x));
+      long vy = num(t.txRead(y));
+      // Each way round: either object's region may be the decider (the lower region id).
+      t.txWrite(i % 2 == 0 ? x : y, num(vx + vy));
+      t.txWrite(i % 2 == 0 ? y : x, num(random.nextLong()));
+      long before = inlineCalls();
+      assertTrue(t.txCommit().committed(), "commit " + i);
+      assertEquals(
+          4,
+          inlineCalls() - before,
+          "commit " + i + ": LOCK at both primaries and COMMIT at both, each served inline");
+    }
+  }
+
+  /** Calls the servers' endpoints answered on the receiving thread. */
+  private long inlineCalls() {
+    long n = 0;
+    for (MemoryServer s : cluster.servers) {
+      for (FabricServer e : s.endpoints()) {
+        if (e instanceof NettyServer ns) {
+          n += ns.dispatcher().inlineCalls();
+        }
+      }
+    }
+    return n;
+  }
+
+  private static FatPointer make(TxClient c, long value) {
+    Transaction t = c.txBegin();
+    FatPointer p = t.txAlloc(8, null);
+    t.txWrite(p, num(value));
+    assertTrue(t.txCommit().committed());
+    return p;
+  }
+
+  private static byte[] num(long v) {
+    return ByteBuffer.allocate(8).order(ByteOrder.LITTLE_ENDIAN).putLong(0, v).array();
+  }
+
+  private static long num(byte[] b) {
+    return ByteBuffer.wrap(b).order(ByteOrder.LITTLE_ENDIAN).getLong(0);
+  }
+}
