@@ -71,9 +71,13 @@ final class TxLogs implements AutoCloseable {
 
   private final ScheduledExecutorService ticker;
 
+  /** Encodes and writes every log's records off the callers' threads. */
+  private final TxLogAppender appender;
+
   TxLogs(Path dir, Sync sync, Duration interval, int serverId) {
     this.dir = dir;
     this.sync = sync;
+    this.appender = new TxLogAppender(serverId);
     OpLog.Fsync f = testFsync;
     this.fsync = f != null ? f : OpLog.Fsync.DATA;
     if (sync == Sync.INTERVAL) {
@@ -112,7 +116,7 @@ final class TxLogs implements AutoCloseable {
   /** A fresh, empty log for a new copy of {@code region} (a stale file of an old copy goes). */
   TxLog create(int region) {
     drop(region);
-    TxLog l = TxLog.open(region, file(region), null, new TxLog.Replay(), fsync);
+    TxLog l = TxLog.open(region, file(region), null, new TxLog.Replay(), fsync, appender);
     logs.put(region, l);
     return l;
   }
@@ -128,7 +132,7 @@ final class TxLogs implements AutoCloseable {
   TxMirror recover(int region, MappedRegion memory, long slabSize, long epoch) {
     TxMirror copy = new TxMirror(region, memory, slabSize);
     TxLog.Replay seen = new TxLog.Replay();
-    TxLog l = TxLog.open(region, file(region), copy, seen, fsync);
+    TxLog l = TxLog.open(region, file(region), copy, seen, fsync, appender);
     long floor = Math.max(seen.maxIncarnation, (epoch - 1) << 40) + 1;
     l.floor(floor);
     floors.put(region, floor);
@@ -256,5 +260,6 @@ final class TxLogs implements AutoCloseable {
       l.close();
     }
     logs.clear();
+    appender.close();
   }
 }
