@@ -436,6 +436,16 @@ final class TxLog implements AutoCloseable {
     return log.bytes();
   }
 
+  /** The kv log underneath (tests: its monitor holds the appender). */
+  OpLog opLog() {
+    return log;
+  }
+
+  /** Records queued and not yet handled by the appender (tests). */
+  long queuedNow() {
+    return queued.get() - handled;
+  }
+
   long fsyncs() {
     return log.fsyncs();
   }
