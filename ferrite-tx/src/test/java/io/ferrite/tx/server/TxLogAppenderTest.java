@@ -64,7 +64,8 @@ class TxLogAppenderTest {
     int each = 2000 + random.nextInt(2000);
     TxLogAppender appender = new TxLogAppender(1);
     List<TxLog> logs = List.of(open(1, appender), open(2, appender));
-    ExecutorService pool = Executors.newFixedThreadPool(threads);
+    ExecutorService pool =
+        Executors.newFixedThreadPool(threads, r -> new Thread(r, "tx-log-appender-test"));
     try {
       // One thread: a flush completes only once its records are written (22 B per DECIDE).
       for (int i = 0; i < 100; i++) {
