@@ -237,7 +237,12 @@ final class TxLog implements AutoCloseable {
           e instanceof FerriteException fe
               ? fe
               : new FerriteException(ErrorCode.INTERNAL, "tx log " + file + ": " + e, e);
-      LOG.log(System.Logger.Level.ERROR, "tx log " + file + " refuses records from now on", e);
+      // A closed log (its copy dropped or the server stopping) refuses late records: no error.
+      boolean closed = broken.code() == ErrorCode.UNAVAILABLE;
+      LOG.log(
+          closed ? System.Logger.Level.DEBUG : System.Logger.Level.ERROR,
+          "tx log " + file + " refuses records from now on",
+          e);
     }
   }
 
