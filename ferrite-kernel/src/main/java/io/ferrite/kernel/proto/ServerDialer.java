@@ -18,20 +18,39 @@ public final class ServerDialer {
   private ServerDialer() {}
 
   /**
-   * A new connection to {@code member} on one of {@code fabrics} it listens on, shm last (it
-   * reaches a same-host server only). Blocks while it connects; the caller closes it.
+   * A new connection to {@code member} on one of {@code fabrics} it listens on, shm last (the host
+   * of the caller is not known here: shm reaches a same-host server only). Blocks while it
+   * connects; the caller closes it.
    *
    * @throws FerriteException UNAVAILABLE when {@code member} is null or DEAD; the last fabric's
    *     failure when none connects
    */
   public static FabricConnection open(
       List<Fabric> fabrics, ConnectOptions options, int serverId, MemberInfo member) {
+    return open(fabrics, options, null, serverId, member);
+  }
+
+  /**
+   * As above, from a process whose host identity ({@link HostIdentity#local}) is {@code hostId}:
+   * when {@code member} reports the same identity, shm first (tcp if shm fails to connect), as a
+   * client's {@code auto} fabric chooses; any other member, or a null {@code hostId}, shm last. The
+   * identity, not a successful shm connect, decides: processes in network namespaces of their own
+   * (the multi-host tests' "hosts") share /dev/shm, so shm would connect there, and must not be
+   * used first.
+   */
+  public static FabricConnection open(
+      List<Fabric> fabrics,
+      ConnectOptions options,
+      String hostId,
+      int serverId,
+      MemberInfo member) {
     if (member == null || member.state() == ServerState.DEAD) {
       throw new FerriteException(
           ErrorCode.UNAVAILABLE, "server " + serverId + " is unknown or DEAD");
     }
+    boolean sameHost = hostId != null && hostId.equals(member.hostId());
     RuntimeException last = null;
-    for (boolean shm : new boolean[] {false, true}) {
+    for (boolean shm : sameHost ? new boolean[] {true, false} : new boolean[] {false, true}) {
       for (Fabric f : fabrics) {
         String address = member.addresses().get(f.name());
         if (address == null || f.name().equals("shm") != shm) {

@@ -281,7 +281,7 @@ public final class MemoryServer implements AutoCloseable {
     // Servers hold the root but speak to the master as SERVER: the least role that can register.
     ConnectOptions options = new ConnectOptions(credentials.as(Role.SERVER), rpc, rpc);
     // The same SERVER role reaches the other memory servers: their server-only opcodes let it in.
-    peers = new PeerLinks(fabrics, options, () -> link.stub());
+    peers = new PeerLinks(fabrics, options, hostId, () -> link.stub());
     // Several master groups (ferrite://a;b): one link per group, each registering the regions the
     // group owns under the id group 0 gave (a server has one id in every group, so a client's
     // BlockRef names the same server whichever group handed the block out).

@@ -17,7 +17,8 @@ import java.util.function.Supplier;
  * A memory server's connections to other memory servers, for its services ({@link
  * ServiceContext#peer}): one per server, opened on first use with the server's SERVER-role
  * credentials (the role its master link proves) by {@link ServerDialer}, the master's own dialing
- * code, at the address the master's membership names now. A connection that closed (the peer
+ * code, at the address the master's membership names now: over shm first to a peer that reports
+ * this server's host identity (servers of one host), else tcp. A connection that closed (the peer
  * stopped, or re-registered at a new address after a restart) is replaced by a new one dialed from
  * a fresh membership answer. Connecting blocks (one membership RPC and a handshake), under this
  * object's lock: callers are background threads (a tree splitter), never an inline handler.
@@ -26,12 +27,18 @@ final class PeerLinks implements AutoCloseable {
   private final List<Fabric> fabrics;
   private final ConnectOptions options;
   private final Supplier<MasterStub> master;
+
+  /** This server's host identity: a peer reporting the same one is dialed over shm first. */
+  private final String hostId;
+
   private final Map<Integer, FabricConnection> links = new HashMap<>();
   private boolean closed;
 
-  PeerLinks(List<Fabric> fabrics, ConnectOptions options, Supplier<MasterStub> master) {
+  PeerLinks(
+      List<Fabric> fabrics, ConnectOptions options, String hostId, Supplier<MasterStub> master) {
     this.fabrics = List.copyOf(fabrics);
     this.options = options;
+    this.hostId = hostId;
     this.master = master;
   }
 
@@ -53,7 +60,7 @@ final class PeerLinks implements AutoCloseable {
         member = m;
       }
     }
-    c = ServerDialer.open(fabrics, options, serverId, member);
+    c = ServerDialer.open(fabrics, options, hostId, serverId, member);
     links.put(serverId, c);
     return c;
   }

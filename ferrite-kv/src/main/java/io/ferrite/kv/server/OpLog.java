@@ -204,18 +204,29 @@ public final class OpLog implements AutoCloseable {
     if (closed) {
       throw new FerriteException(ErrorCode.UNAVAILABLE, name + " log " + file + " is closed");
     }
-    // An interrupt pending on the caller's thread would close the channel at its first write
-    // (FileChannel is interruptible), and with it the log for every other writer: it is cleared
-    // for the I/O and set again after. One that lands during the write is survived by reopening.
+    writeRecords(encode(body), 1);
+  }
+
+  /**
+   * Writes {@code records} ({@code count} whole records, encoded) at the log's end and counts them
+   * appended; under the monitor. An interrupt pending on the caller's thread would close the
+   * channel at its first write (FileChannel is interruptible), and with it the log for every other
+   * writer: it is cleared for the I/O and set again after. One that lands during the write is
+   * survived by reopening ({@link #reopenLocked}) and writing the same bytes at the same place.
+   */
+  private void writeRecords(ByteBuffer records, int count) {
     boolean interrupted = Thread.interrupted();
     try {
-      long next = end + 12 + body.length;
+      long next = end + records.remaining();
       for (int attempt = 0; ; attempt++) {
         try {
           if (next > allocated) {
             preallocate(next);
           }
-          write(channel, body); // at the channel's position, end: a retry writes the same bytes
+          ByteBuffer b = records.duplicate();
+          while (b.hasRemaining()) {
+            channel.write(b); // at the channel's position, end: a retry writes the same bytes
+          }
           break;
         } catch (ClosedChannelException e) {
           interrupted |= Thread.interrupted();
@@ -223,6 +234,7 @@ public final class OpLog implements AutoCloseable {
             throw e;
           }
           reopenLocked(e);
+          channel.position(end);
         }
       }
       end = next;
@@ -234,7 +246,7 @@ public final class OpLog implements AutoCloseable {
         Thread.currentThread().interrupt();
       }
     }
-    appended++;
+    appended += count;
   }
 
   /**
@@ -261,6 +273,39 @@ public final class OpLog implements AutoCloseable {
         file,
         why.getClass().getSimpleName(),
         end);
+  }
+
+  /**
+   * Appends {@code bodies} as consecutive records with one write (a caller that queues records and
+   * appends them in batches pays one system call per batch); as {@link #append} each, in order.
+   */
+  public synchronized void appendAll(List<byte[]> bodies) {
+    if (closed) {
+      throw new FerriteException(ErrorCode.UNAVAILABLE, name + " log " + file + " is closed");
+    }
+    if (bodies.isEmpty()) {
+      return;
+    }
+    long total = 0;
+    for (byte[] body : bodies) {
+      if (body.length > MAX_RECORD) {
+        throw new FerriteException(
+            ErrorCode.INTERNAL, "log record of " + body.length + " B (max " + MAX_RECORD + ")");
+      }
+      total += 12 + body.length;
+    }
+    if (total > Integer.MAX_VALUE - 16) {
+      for (byte[] body : bodies) {
+        append(body); // too large for one buffer: one write each
+      }
+      return;
+    }
+    ByteBuffer b = ByteBuffer.allocate((int) total).order(ByteOrder.LITTLE_ENDIAN);
+    for (byte[] body : bodies) {
+      b.putInt(body.length).putLong(Checksum64.of(body)).put(body);
+    }
+    b.flip();
+    writeRecords(b, bodies.size());
   }
 
   /**
@@ -348,13 +393,18 @@ public final class OpLog implements AutoCloseable {
     return true;
   }
 
-  private static void write(FileChannel ch, byte[] body) throws IOException {
+  /** One record: length, XXH3-64 of the body, the body. */
+  private static ByteBuffer encode(byte[] body) {
     if (body.length > MAX_RECORD) {
       throw new FerriteException(
           ErrorCode.INTERNAL, "log record of " + body.length + " B (max " + MAX_RECORD + ")");
     }
     ByteBuffer b = ByteBuffer.allocate(12 + body.length).order(ByteOrder.LITTLE_ENDIAN);
-    b.putInt(body.length).putLong(Checksum64.of(body)).put(body).flip();
+    return b.putInt(body.length).putLong(Checksum64.of(body)).put(body).flip();
+  }
+
+  private static void write(FileChannel ch, byte[] body) throws IOException {
+    ByteBuffer b = encode(body);
     while (b.hasRemaining()) {
       ch.write(b);
     }

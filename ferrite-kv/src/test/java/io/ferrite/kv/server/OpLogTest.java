@@ -76,6 +76,20 @@ class OpLogTest {
     assertEquals(List.of("one", "two", "four"), replay(f));
   }
 
+  /** A batch appended with one write reads back as its records, in order, between single ones. */
+  @Test
+  void aBatchIsItsRecordsInOrder() {
+    Path f = dir.resolve("kv.log");
+    OpLog log = OpLog.open(f, b -> {});
+    log.append("one".getBytes(UTF_8));
+    log.appendAll(List.of("two".getBytes(UTF_8), new byte[0], "four".getBytes(UTF_8)));
+    log.appendAll(List.of());
+    log.append("five".getBytes(UTF_8));
+    assertEquals(5, log.appended());
+    log.close();
+    assertEquals(List.of("one", "two", "", "four", "five"), replay(f));
+  }
+
   /**
    * A flipped byte in a record with intact records after it is corruption, not a torn tail: the log
    * refuses to open, naming the file and the offset, and leaves the file as it was.

@@ -40,8 +40,10 @@ import java.util.function.LongPredicate;
  * still leave the newer image. A DECIDE record is a decision of the decider region. A FLOOR record
  * is the lowest incarnation a recovered primary hands out (see {@link TxLogs#recover}).
  *
- * <p>Appends are writes to the page cache; {@link #flush} is the group commit (a future completed
- * by the syncer's fsync that covers every record appended before it). Thread-safe.
+ * <p>Appends are queued to the server's {@link TxLogAppender}, which encodes and writes them to the
+ * page cache off the caller's thread, in the order they were queued; {@link #flush} is the group
+ * commit (a future completed by the syncer's fsync that covers every record queued before it, once
+ * the appender wrote them). Thread-safe.
  *
  * <h2>Checkpoint</h2>
  *
@@ -53,6 +55,7 @@ import java.util.function.LongPredicate;
  * so the checkpoint sees every object either with its record logged and applied or with neither.
  */
 final class TxLog implements AutoCloseable {
+  private static final System.Logger LOG = System.getLogger(TxLog.class.getName());
   static final int WRITES = 1;
   static final int DECIDE = 2;
   static final int FLOOR = 3;
@@ -61,6 +64,16 @@ final class TxLog implements AutoCloseable {
   private final Path file;
   private final OpLog log;
   private final ReentrantReadWriteLock rw = new ReentrantReadWriteLock();
+  private final TxLogAppender appender;
+
+  /** Records queued to the appender, and of those how many it has handled (written or dropped). */
+  private final java.util.concurrent.atomic.AtomicLong queued =
+      new java.util.concurrent.atomic.AtomicLong();
+
+  private volatile long handled;
+
+  /** Set when a write failed: later records are refused, flushes fail (see the appender). */
+  private volatile FerriteException broken;
 
   /** DECIDE records appended or replayed (carried over by a checkpoint); guarded by itself. */
   private final LinkedHashMap<Long, Boolean> decisions =
@@ -79,10 +92,11 @@ final class TxLog implements AutoCloseable {
   /** The log's bytes after its last checkpoint (or at open). */
   private volatile long checkpointed;
 
-  private TxLog(int region, Path file, OpLog log) {
+  private TxLog(int region, Path file, OpLog log, TxLogAppender appender) {
     this.region = region;
     this.file = file;
     this.log = log;
+    this.appender = appender;
   }
 
   /** What a replay saw besides the writes: the highest incarnation any record names or sets. */
@@ -95,7 +109,13 @@ final class TxLog implements AutoCloseable {
    * Opens (or creates) the log {@code file} of {@code region}, handing each intact record's writes
    * and decisions to {@code copy} (null: none expected, a fresh log), in order.
    */
-  static TxLog open(int region, Path file, TxMirror copy, Replay seen, OpLog.Fsync fsync) {
+  static TxLog open(
+      int region,
+      Path file,
+      TxMirror copy,
+      Replay seen,
+      OpLog.Fsync fsync,
+      TxLogAppender appender) {
     Consumer<ByteBuffer> replay =
         body -> {
           if (copy == null) {
@@ -147,7 +167,8 @@ final class TxLog implements AutoCloseable {
           }
           replay.accept(body);
         };
-    TxLog l = new TxLog(region, file, OpLog.open("tx-region-" + region, file, remember, fsync));
+    TxLog l =
+        new TxLog(region, file, OpLog.open("tx-region-" + region, file, remember, fsync), appender);
     l.decisions.putAll(decided);
     l.floor = floor[0];
     l.checkpointed = l.log.bytes();
@@ -167,14 +188,116 @@ final class TxLog implements AutoCloseable {
     return rw.readLock();
   }
 
-  /** Appends a committed write set of this region (not yet durable: {@link #flush}). */
+  /**
+   * Queues a committed write set of this region, encoded and written by the appender (not yet
+   * durable: {@link #flush}). The writes' values are not copied: nobody changes them afterwards.
+   */
   void writes(List<TxService.Write> ws) {
-    byte[] body = writesRecord(ws);
+    writes(ws, false);
+  }
+
+  /**
+   * As {@link #writes(List)}, or, when {@code now}, written by this thread before it returns: a
+   * region whose only copy this is (no backup holds the write set) must not answer a commit that a
+   * SIGKILL of this one process could lose, and a queued record is not in the file until the
+   * appender's next batch (docs/TX.md "Logs on disk"). Replay applies write sets by version, so a
+   * record written now may overtake an older one still queued.
+   */
+  void writes(List<TxService.Write> ws, boolean now) {
     rw.readLock().lock();
     try {
-      log.append(body);
+      if (now) {
+        appendNow(writesRecord(ws));
+      } else {
+        queue(ws);
+      }
     } finally {
       rw.readLock().unlock();
+    }
+  }
+
+  /** Writes one record on this thread (an alone copy's; see {@link #writes(List, boolean)}). */
+  private void appendNow(byte[] record) {
+    FerriteException b = broken;
+    if (b != null) {
+      throw new FerriteException(
+          ErrorCode.INTERNAL, "tx log " + file + " failed earlier: " + b.getMessage(), b);
+    }
+    try {
+      log.append(record);
+    } catch (FerriteException e) {
+      broke(e);
+      throw e;
+    }
+  }
+
+  private void queue(Object record) {
+    FerriteException b = broken;
+    if (b != null) {
+      throw new FerriteException(
+          ErrorCode.INTERNAL, "tx log " + file + " failed earlier: " + b.getMessage(), b);
+    }
+    queued.incrementAndGet();
+    appender.append(this, record);
+  }
+
+  /** A queued record's body ({@code byte[]} as is, a write set encoded); on the appender. */
+  @SuppressWarnings("unchecked")
+  static byte[] encode(Object record) {
+    return record instanceof byte[] b ? b : writesRecord((List<TxService.Write>) record);
+  }
+
+  /** On the appender: writes a run of this log's records (dropped if the log broke). */
+  void appendNow(List<byte[]> bodies) {
+    try {
+      if (broken == null) {
+        log.appendAll(bodies);
+      }
+    } catch (FerriteException e) {
+      broke(e);
+    } finally {
+      handled += bodies.size();
+    }
+  }
+
+  /** On the appender: a record of this log could not be written or encoded. */
+  void broke(RuntimeException e) {
+    if (broken == null) {
+      broken =
+          e instanceof FerriteException fe
+              ? fe
+              : new FerriteException(ErrorCode.INTERNAL, "tx log " + file + ": " + e, e);
+      // A closed log (its copy dropped or the server stopping) refuses late records: no error.
+      boolean closed = broken.code() == ErrorCode.UNAVAILABLE;
+      LOG.log(
+          closed ? System.Logger.Level.DEBUG : System.Logger.Level.ERROR,
+          "tx log " + file + " refuses records from now on",
+          e);
+    }
+  }
+
+  /** On the appender: a record that could not be encoded (the log broke) was dropped. */
+  void dropped() {
+    handled++; // one writer: the appender
+  }
+
+  /** On the appender: a flush or drain reached its place in the queue. */
+  void marked(boolean fsync, CompletableFuture<Void> done) {
+    FerriteException b = broken;
+    if (b != null) {
+      done.completeExceptionally(b);
+    } else if (!fsync) {
+      done.complete(null);
+    } else {
+      log.flush()
+          .whenComplete(
+              (v, e) -> {
+                if (e == null) {
+                  done.complete(null);
+                } else {
+                  done.completeExceptionally(e);
+                }
+              });
     }
   }
 
@@ -189,12 +312,22 @@ final class TxLog implements AutoCloseable {
 
   /** Appends a decision of this decider region. */
   void decide(long txid, boolean commit) {
+    decide(txid, commit, false);
+  }
+
+  /** As {@link #decide(long, boolean)}; {@code now} as in {@link #writes(List, boolean)}. */
+  void decide(long txid, boolean commit, boolean now) {
     rw.readLock().lock();
     try {
       synchronized (decisions) {
         decisions.put(txid, commit);
       }
-      log.append(new Wire.Writer().u8(DECIDE).i64(txid).u8(commit ? 1 : 0).toArray());
+      byte[] record = new Wire.Writer().u8(DECIDE).i64(txid).u8(commit ? 1 : 0).toArray();
+      if (now) {
+        appendNow(record);
+      } else {
+        queue(record);
+      }
     } finally {
       rw.readLock().unlock();
     }
@@ -207,11 +340,19 @@ final class TxLog implements AutoCloseable {
       synchronized (decisions) {
         floor = Math.max(floor, incarnation);
       }
-      log.append(new Wire.Writer().u8(FLOOR).i64(incarnation).toArray());
+      queue(new Wire.Writer().u8(FLOOR).i64(incarnation).toArray());
     } finally {
       rw.readLock().unlock();
     }
-    log.sync();
+    join(flush());
+  }
+
+  private static void join(CompletableFuture<Void> f) {
+    try {
+      f.join();
+    } catch (java.util.concurrent.CompletionException e) {
+      throw FerriteException.unwrap(e);
+    }
   }
 
   /**
@@ -230,6 +371,10 @@ final class TxLog implements AutoCloseable {
   void checkpoint(Consumer<Consumer<TxService.Write>> image) {
     rw.writeLock().lock();
     try {
+      join(drained()); // what was queued before is in the old log (and in the image)
+      if (broken != null) {
+        return; // the old log stays; it refuses records anyway
+      }
       log.rewrite(
           sink -> {
             List<TxService.Write> batch = new ArrayList<>();
@@ -310,13 +455,40 @@ final class TxLog implements AutoCloseable {
         ObjectLayout.payload(copy, size));
   }
 
-  /** Completed once every record appended before this call is on disk (one shared fsync). */
+  /**
+   * Completed once every record queued before this call is on disk (written by the appender, then
+   * one shared fsync of the syncer); failed if the log broke.
+   */
   CompletableFuture<Void> flush() {
-    return log.flush();
+    FerriteException b = broken;
+    if (b != null) {
+      return CompletableFuture.failedFuture(b);
+    }
+    if (handled == queued.get()) {
+      return log.flush(); // nothing in the queue: the syncer alone (the interval tick's case)
+    }
+    return appender.mark(this, true);
+  }
+
+  /** Completed once every record queued before this call was written (not fsynced). */
+  CompletableFuture<Void> drained() {
+    return handled == queued.get()
+        ? CompletableFuture.completedFuture(null)
+        : appender.mark(this, false);
   }
 
   long bytes() {
     return log.bytes();
+  }
+
+  /** The kv log underneath (tests: its monitor holds the appender). */
+  OpLog opLog() {
+    return log;
+  }
+
+  /** Records queued and not yet handled by the appender (tests). */
+  long queuedNow() {
+    return queued.get() - handled;
   }
 
   long fsyncs() {
@@ -336,8 +508,14 @@ final class TxLog implements AutoCloseable {
     return out;
   }
 
+  /** Writes what is queued, then closes the log (which syncs it). */
   @Override
   public void close() {
+    try {
+      join(drained());
+    } catch (FerriteException e) {
+      LOG.log(System.Logger.Level.WARNING, "tx log " + file + ": " + e.getMessage());
+    }
     log.close();
   }
 }

@@ -71,9 +71,13 @@ final class TxLogs implements AutoCloseable {
 
   private final ScheduledExecutorService ticker;
 
+  /** Encodes and writes every log's records off the callers' threads. */
+  private final TxLogAppender appender;
+
   TxLogs(Path dir, Sync sync, Duration interval, int serverId) {
     this.dir = dir;
     this.sync = sync;
+    this.appender = new TxLogAppender(serverId);
     OpLog.Fsync f = testFsync;
     this.fsync = f != null ? f : OpLog.Fsync.DATA;
     if (sync == Sync.INTERVAL) {
@@ -112,7 +116,7 @@ final class TxLogs implements AutoCloseable {
   /** A fresh, empty log for a new copy of {@code region} (a stale file of an old copy goes). */
   TxLog create(int region) {
     drop(region);
-    TxLog l = TxLog.open(region, file(region), null, new TxLog.Replay(), fsync);
+    TxLog l = TxLog.open(region, file(region), null, new TxLog.Replay(), fsync, appender);
     logs.put(region, l);
     return l;
   }
@@ -128,7 +132,7 @@ final class TxLogs implements AutoCloseable {
   TxMirror recover(int region, MappedRegion memory, long slabSize, long epoch) {
     TxMirror copy = new TxMirror(region, memory, slabSize);
     TxLog.Replay seen = new TxLog.Replay();
-    TxLog l = TxLog.open(region, file(region), copy, seen, fsync);
+    TxLog l = TxLog.open(region, file(region), copy, seen, fsync, appender);
     long floor = Math.max(seen.maxIncarnation, (epoch - 1) << 40) + 1;
     l.floor(floor);
     floors.put(region, floor);
@@ -175,6 +179,15 @@ final class TxLogs implements AutoCloseable {
    * durable). Before this, a failed append left the objects locked for good.
    */
   void logAndApply(List<Write> writes, Runnable apply) {
+    logAndApply(writes, apply, region -> false);
+  }
+
+  /**
+   * As {@link #logAndApply(List, Runnable)}, the records of each region {@code alone} names (its
+   * only copy is here) written by this thread before the apply ({@link TxLog#writes(List,
+   * boolean)}), the others queued to the appender.
+   */
+  void logAndApply(List<Write> writes, Runnable apply, java.util.function.IntPredicate alone) {
     List<Lock> held = new ArrayList<>();
     FerriteException failed = null;
     try {
@@ -185,7 +198,7 @@ final class TxLogs implements AutoCloseable {
           k.lock();
           held.add(k);
           try {
-            l.writes(e.getValue());
+            l.writes(e.getValue(), alone.test(e.getKey()));
           } catch (FerriteException x) {
             failed = failed == null ? x : failed;
           }
@@ -270,5 +283,6 @@ final class TxLogs implements AutoCloseable {
       l.close();
     }
     logs.clear();
+    appender.close();
   }
 }

@@ -894,7 +894,7 @@ public final class TxService implements FerriteService {
 
   /**
    * Applies committed writes to the regions this server is the primary of, each region's logged
-   * first (under their object locks: in version order).
+   * first (under their object locks: in version order; written now where this is the only copy).
    */
   private void applyAll(List<Write> writes) {
     logs.logAndApply(
@@ -906,7 +906,8 @@ public final class TxService implements FerriteService {
               r.apply(wr.ptr(), wr.expected(), wr.kind() == TxProtocol.KIND_FREE, wr.value());
             }
           }
-        });
+        },
+        this::alone); // an alone region's records are written before the answer, not queued
   }
 
   private void unlockAll(List<Write> writes) {
@@ -1021,7 +1022,7 @@ public final class TxService implements FerriteService {
   private CompletableFuture<Void> forwardDecide(TxRegion r, long txid, boolean commit) {
     TxLog l = logs.get(r.id());
     if (l != null) {
-      l.decide(txid, commit);
+      l.decide(txid, commit, r.backups().isEmpty());
     }
     return CompletableFuture.allOf(
         forward(r, TxProtocol.REC_DECIDE, new Wire.Writer().i64(txid).u8(commit ? 1 : 0).toArray()),

@@ -30,7 +30,8 @@ class TxLogsApplyTest {
           new TxService.Write(new FatPointer(1, 64, 8, 0), 2, TxProtocol.KIND_WRITE, new byte[8]);
       FerriteException e =
           assertThrows(
-              FerriteException.class, () -> logs.logAndApply(List.of(w), () -> applied.set(true)));
+              FerriteException.class,
+              () -> logs.logAndApply(List.of(w), () -> applied.set(true), region -> true));
       assertTrue(applied.get(), "the writes were not applied: their locks stay held");
       assertTrue(e.getMessage().contains("closed"), e.getMessage());
     }
