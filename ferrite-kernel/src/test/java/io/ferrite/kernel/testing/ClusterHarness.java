@@ -122,6 +122,14 @@ public class ClusterHarness implements AutoCloseable {
         : Master.start(config, credentials, on, extensions);
   }
 
+  /** A real cluster's fabrics, tcp and shm (what its master and servers serve on). */
+  public List<Fabric> realFabrics() {
+    if (!real) {
+      throw new IllegalStateException("a local-fabric cluster has no tcp or shm fabric");
+    }
+    return List.of(tcp, shm);
+  }
+
   public String masterAddress() {
     return master.addresses().get(real ? "tcp" : "local");
   }
