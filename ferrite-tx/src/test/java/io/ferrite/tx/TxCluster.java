@@ -1,9 +1,14 @@
 package io.ferrite.tx;
 
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
 import io.ferrite.fabric.Credentials;
+import io.ferrite.fabric.RegionRef;
 import io.ferrite.kernel.config.FerriteConfig;
+import io.ferrite.kernel.proto.Wire;
 import io.ferrite.kernel.testing.ClusterHarness;
 import java.io.IOException;
+import java.nio.ByteBuffer;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
 import java.util.HashMap;
@@ -43,5 +48,29 @@ final class TxCluster extends ClusterHarness {
     c.put(TxConfig.OBJECT_MAX, "1000");
     c.put(TxConfig.LOCK_LEASE, "300ms");
     return c;
+  }
+
+  /**
+   * Server {@code server}'s copy of {@code p} (a backup's, through OPEN_COPY's read capability):
+   * its version and payload, verified (the test fails on a torn or locked copy).
+   */
+  static TxClient.Copy backupCopy(ClusterHarness cluster, int server, FatPointer p) {
+    Wire.Reader r =
+        new Wire.Reader(
+            cluster
+                .client()
+                .callSync(
+                    server,
+                    TxProtocol.SERVER_SERVICE,
+                    TxProtocol.OPEN_COPY,
+                    new Wire.Writer().i32(p.region()).toBuffer()),
+            "copy");
+    RegionRef ref = new RegionRef(server, r.i32("fabricRegion"), r.i64("readKey"), r.i64("length"));
+    int lines = ObjectLayout.lines(p.size());
+    ByteBuffer copy = ByteBuffer.allocate(lines * ObjectLayout.LINE);
+    cluster.client().connection(server).readSync(ref, p.offset(), copy);
+    long v = ObjectLayout.verify(copy.clear(), lines, p.incarnation());
+    assertTrue(v >= 0, "copy of " + p + " at server " + server + ": " + v);
+    return new TxClient.Copy(v, ObjectLayout.payload(copy, p.size()));
   }
 }

@@ -424,7 +424,7 @@ class TxLogTest {
     Map<FatPointer, Expected> expected = workload(a, x, null, random, freed);
     TxRepairTest placements = new TxRepairTest();
     placements.cluster = cluster;
-    TxRepairTest.Placement first = placements.placement(x.region());
+    TxPlacement first = placements.placement(x.region());
     kill(first.backups().get(0));
     TxRepairTest.awaitCopies(cluster, a, x); // the third server was filled
     int filled = placements.placement(x.region()).backups().get(0);

@@ -7,15 +7,12 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import static org.junit.jupiter.api.Assertions.fail;
 
 import io.ferrite.fabric.FerriteException;
-import io.ferrite.fabric.RegionRef;
 import io.ferrite.fabric.testing.SeedExtension;
 import io.ferrite.kernel.proto.Wire;
 import io.ferrite.kernel.server.MemoryServer;
 import io.ferrite.kernel.testing.ClusterHarness;
-import java.nio.ByteBuffer;
 import java.nio.file.Path;
 import java.util.ArrayList;
-import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Random;
@@ -63,39 +60,21 @@ class TxRepairTest {
   }
 
   /** GET_PLACEMENT: primary, backups, epoch, and the copies being filled. */
-  record Placement(int primary, List<Integer> backups, long epoch, Map<Integer, Long> filling) {}
-
-  Placement placement(int region) {
-    Wire.Reader r =
-        new Wire.Reader(
-            cluster
-                .client()
-                .callMasterSync(
-                    TxProtocol.MASTER_SERVICE,
-                    TxProtocol.GET_PLACEMENT,
-                    new Wire.Writer().i32(region).toBuffer()),
-            "placement");
-    r.i32("region");
-    int primary = r.i32("primary");
-    int n = r.count("backups", 64);
-    List<Integer> backups = new ArrayList<>();
-    for (int i = 0; i < n; i++) {
-      backups.add(r.i32("backup"));
-    }
-    r.u8("opened");
-    long epoch = r.i64("epoch");
-    int m = r.count("filling", 64);
-    Map<Integer, Long> filling = new LinkedHashMap<>();
-    for (int i = 0; i < m; i++) {
-      filling.put(r.i32("server"), r.i64("since"));
-    }
-    r.end();
-    return new Placement(primary, backups, epoch, filling);
+  TxPlacement placement(int region) {
+    return TxPlacement.read(
+        cluster
+            .client()
+            .callMasterSync(
+                TxProtocol.MASTER_SERVICE,
+                TxProtocol.GET_PLACEMENT,
+                new Wire.Writer().i32(region).toBuffer()),
+        true);
   }
 
   /** Polls the placement until {@code done} holds (the test fails after 30 s of polling). */
-  Placement await(int region, Predicate<Placement> done, String what) throws InterruptedException {
-    Placement p = null;
+  TxPlacement await(int region, Predicate<TxPlacement> done, String what)
+      throws InterruptedException {
+    TxPlacement p = null;
     for (int i = 0; i < 3000; i++) {
       p = placement(region);
       if (done.test(p)) {
@@ -113,7 +92,7 @@ class TxRepairTest {
   static void awaitCopies(ClusterHarness cluster, TxClient c, FatPointer p) throws Exception {
     TxRepairTest t = new TxRepairTest();
     t.cluster = cluster;
-    Placement done =
+    TxPlacement done =
         t.await(
             p.region(),
             q -> q.backups().size() == 1 && q.filling().isEmpty(),
@@ -125,23 +104,7 @@ class TxRepairTest {
   }
 
   byte[] backupPayload(int server, FatPointer p) {
-    Wire.Reader r =
-        new Wire.Reader(
-            cluster
-                .client()
-                .callSync(
-                    server,
-                    TxProtocol.SERVER_SERVICE,
-                    TxProtocol.OPEN_COPY,
-                    new Wire.Writer().i32(p.region()).toBuffer()),
-            "copy");
-    RegionRef ref = new RegionRef(server, r.i32("fabricRegion"), r.i64("readKey"), r.i64("length"));
-    int lines = ObjectLayout.lines(p.size());
-    ByteBuffer copy = ByteBuffer.allocate(lines * ObjectLayout.LINE);
-    cluster.client().connection(server).readSync(ref, p.offset(), copy);
-    long v = ObjectLayout.verify(copy.clear(), lines, p.incarnation());
-    assertTrue(v >= 0, "copy of " + p + " at server " + server + ": " + v);
-    return ObjectLayout.payload(copy, p.size());
+    return TxCluster.backupCopy(cluster, server, p).payload();
   }
 
   void stopServer(int id) {
@@ -198,7 +161,7 @@ class TxRepairTest {
     List<FatPointer> acc = accounts(setup, 8, 1000);
     long total = 8 * 1000;
     int region = acc.get(0).region();
-    Placement first = placement(region);
+    TxPlacement first = placement(region);
     int primary = first.primary();
     int backup = first.backups().get(0);
     int third = serverIds().stream().filter(s -> s != primary && s != backup).findFirst().get();
@@ -244,7 +207,7 @@ class TxRepairTest {
         Thread.sleep(1);
       }
       stopServer(primary);
-      Placement repaired =
+      TxPlacement repaired =
           await(
               region,
               p -> p.primary() == backup && p.backups().equals(List.of(third)),
@@ -286,9 +249,9 @@ class TxRepairTest {
     TxClient c = new TxClient(cluster.client());
     List<FatPointer> objs = accounts(c, 40, 7);
     int region = objs.get(0).region();
-    Placement first = placement(region);
+    TxPlacement first = placement(region);
     stopServer(first.primary());
-    Placement filling =
+    TxPlacement filling =
         await(region, p -> !p.filling().isEmpty(), "no fill began for region " + region);
     int target = filling.filling().keySet().iterator().next();
     // Midway: the target made its copy (FILL_BEGIN) and the fill runs (20 ms per object, 40).
@@ -316,7 +279,7 @@ class TxRepairTest {
     num(t.txRead(objs.get(3)));
     t.txWrite(objs.get(3), num(v));
     assertTrue(t.txCommit().committed());
-    Placement done =
+    TxPlacement done =
         await(
             region,
             p -> p.backups().size() == 1 && p.filling().isEmpty(),

@@ -10,11 +10,8 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.ferrite.fabric.ErrorCode;
 import io.ferrite.fabric.FerriteException;
-import io.ferrite.fabric.RegionRef;
 import io.ferrite.fabric.testing.SeedExtension;
-import io.ferrite.kernel.proto.Wire;
 import io.ferrite.kernel.server.MemoryServer;
-import java.nio.ByteBuffer;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.HashSet;
@@ -61,23 +58,7 @@ class TxReplicationTest {
 
   /** The backup {@code server}'s copy of {@code p}: its version and payload (verified). */
   TxClient.Copy backupCopy(int server, FatPointer p) {
-    Wire.Reader r =
-        new Wire.Reader(
-            cluster
-                .client()
-                .callSync(
-                    server,
-                    TxProtocol.SERVER_SERVICE,
-                    TxProtocol.OPEN_COPY,
-                    new Wire.Writer().i32(p.region()).toBuffer()),
-            "copy");
-    RegionRef ref = new RegionRef(server, r.i32("fabricRegion"), r.i64("readKey"), r.i64("length"));
-    int lines = ObjectLayout.lines(p.size());
-    ByteBuffer copy = ByteBuffer.allocate(lines * ObjectLayout.LINE);
-    cluster.client().connection(server).readSync(ref, p.offset(), copy);
-    long v = ObjectLayout.verify(copy.clear(), lines, p.incarnation());
-    assertTrue(v >= 0, "backup copy of " + p + " at server " + server + ": " + v);
-    return new TxClient.Copy(v, ObjectLayout.payload(copy, p.size()));
+    return TxCluster.backupCopy(cluster, server, p);
   }
 
   void stopServer(int id) {

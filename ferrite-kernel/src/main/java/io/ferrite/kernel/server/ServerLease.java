@@ -114,24 +114,13 @@ public class ServerLease implements MappedRegion.Lease, AutoCloseable {
    */
   @Override
   public String toString() {
+    String lapsed = "server " + ctx.serverId() + "'s " + face + " " + MappedRegion.LEASE_LAPSED;
     if (!granted) {
-      return "server "
-          + ctx.serverId()
-          + "'s "
-          + face
-          + " "
-          + MappedRegion.LEASE_LAPSED
-          + " (not granted again yet: checking its copies with the master)";
+      return lapsed + " (not granted again yet: checking its copies with the master)";
     }
-    long ago = (System.nanoTime() - untilNanos) / 1_000_000;
-    return "server "
-        + ctx.serverId()
-        + "'s "
-        + face
-        + " "
-        + MappedRegion.LEASE_LAPSED
+    return lapsed
         + ": it ran out "
-        + ago
+        + (System.nanoTime() - untilNanos) / 1_000_000
         + " ms ago (the master last acknowledged a heartbeat sent "
         + (System.nanoTime() - renewedFrom) / 1_000_000
         + " ms ago)";

@@ -6,6 +6,7 @@ import io.ferrite.kernel.proto.Wire;
 import io.ferrite.kernel.server.ServiceContext;
 import io.ferrite.tx.ObjectLayout;
 import io.ferrite.tx.TxConfig;
+import io.ferrite.tx.TxPlacement;
 import io.ferrite.tx.TxProtocol;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
@@ -116,7 +117,7 @@ final class TxRepair {
   /** Every tick: each region's placement; a fill begun for each new FILLING copy. */
   void tick() {
     for (TxRegion r : List.copyOf(regions.values())) {
-      TxService.Placement p = service.placement(r.id());
+      TxPlacement p = service.placement(r.id());
       if (p.primary() != context.serverId()) {
         // Deposed (declared dead while alive, a backup promoted): stop serving it to RPCs now, not
         // at the next record it forwards. Its one-sided reads stopped when its lease lapsed, and
@@ -245,7 +246,7 @@ final class TxRepair {
         copied,
         (System.nanoTime() - began) / 1_000_000,
         made ? "now a backup" : "refused by the master (the placement moved on)");
-    TxService.Placement p = service.placement(r.id());
+    TxPlacement p = service.placement(r.id());
     r.placement(p.epoch(), p.backups(), p.filling().keySet());
   }
 

@@ -11,6 +11,7 @@ import io.ferrite.kernel.server.FerriteService;
 import io.ferrite.kernel.server.ServiceContext;
 import io.ferrite.tx.FatPointer;
 import io.ferrite.tx.TxConfig;
+import io.ferrite.tx.TxPlacement;
 import io.ferrite.tx.TxProtocol;
 import java.nio.ByteBuffer;
 import java.time.Duration;
@@ -467,16 +468,13 @@ public final class TxService implements FerriteService {
     }
   }
 
-  /** The master's placement of a region. */
-  record Placement(
-      int primary, List<Integer> backups, boolean opened, long epoch, Map<Integer, Long> filling) {}
-
-  Placement placement(int id) {
+  /** The master's placement of region {@code id}, with the copies being filled (GET_PLACEMENT). */
+  TxPlacement placement(int id) {
     return placement(id, Duration.ofSeconds(10));
   }
 
-  private Placement placement(int id, Duration timeout) {
-    ByteBuffer answer =
+  private TxPlacement placement(int id, Duration timeout) {
+    return TxPlacement.read(
         context
             .master()
             .connection()
@@ -484,23 +482,8 @@ public final class TxService implements FerriteService {
                 TxProtocol.MASTER_SERVICE,
                 TxProtocol.GET_PLACEMENT,
                 new Wire.Writer().i32(id).toBuffer(),
-                timeout);
-    Wire.Reader a = new Wire.Reader(answer, "tx region placement");
-    a.i32("region");
-    int primary = a.i32("primary");
-    int n = a.count("backups", 64);
-    List<Integer> backups = new ArrayList<>(n);
-    for (int i = 0; i < n; i++) {
-      backups.add(a.i32("backup"));
-    }
-    boolean opened = a.u8("opened") != 0;
-    long epoch = a.i64("epoch");
-    int m = a.count("filling", 64);
-    Map<Integer, Long> filling = new LinkedHashMap<>();
-    for (int i = 0; i < m; i++) {
-      filling.put(a.i32("server"), a.i64("since"));
-    }
-    return new Placement(primary, backups, opened, epoch, filling);
+                timeout),
+        true);
   }
 
   /**
@@ -516,7 +499,7 @@ public final class TxService implements FerriteService {
     if (r != null) {
       return r;
     }
-    Placement p = placement(id);
+    TxPlacement p = placement(id);
     if (p.primary() != context.serverId()) {
       throw new FerriteException(
           ErrorCode.MOVED,
@@ -586,7 +569,7 @@ public final class TxService implements FerriteService {
   }
 
   /** Promotes this server's copy of a region (see the class comment); under {@code regions}. */
-  private TxRegion promote(TxMirror m, Placement p) {
+  private TxRegion promote(TxMirror m, TxPlacement p) {
     TxMirror.Taken taken = m.promote();
     TxRegion r =
         TxRegion.rebuilt(
@@ -747,7 +730,7 @@ public final class TxService implements FerriteService {
       return;
     }
     try {
-      Placement p = placement(r.id());
+      TxPlacement p = placement(r.id());
       if (p.primary() != context.serverId()) {
         regions.remove(r.id(), r);
       } else {
@@ -1176,7 +1159,7 @@ public final class TxService implements FerriteService {
 
   private void promoteDue() {
     for (TxMirror m : List.copyOf(mirrors.values())) {
-      Placement p = placement(m.id());
+      TxPlacement p = placement(m.id());
       if (p.primary() == context.serverId()) {
         region(m.id());
       } else if (!p.backups().contains(context.serverId())
