@@ -11,7 +11,7 @@ import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
-import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.AutoClose;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.io.TempDir;
 
@@ -22,7 +22,7 @@ import org.junit.jupiter.api.io.TempDir;
  */
 abstract class FaceCliCapture extends CliCapture {
   @TempDir Path dir;
-  ClusterHarness cluster;
+  @AutoClose ClusterHarness cluster;
   Path clusterFile;
   private final String clusterIdPrefix;
 
@@ -57,13 +57,6 @@ abstract class FaceCliCapture extends CliCapture {
     new ClusterFile(
             "ferrite://127.0.0.1:" + address.substring(address.lastIndexOf(':') + 1), id, secret)
         .write(clusterFile);
-  }
-
-  @AfterEach
-  void stopCluster() throws Exception {
-    if (cluster != null) {
-      cluster.close();
-    }
   }
 
   /**

@@ -14,7 +14,7 @@ import java.nio.ByteBuffer;
 import java.nio.file.Path;
 import java.util.List;
 import java.util.Random;
-import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.AutoClose;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.ExtendWith;
 import org.junit.jupiter.api.io.TempDir;
@@ -33,14 +33,7 @@ class LostRegionTest {
   static final int CHUNK = 16 << 10;
 
   @TempDir Path dir;
-  MemoryCluster cluster;
-
-  @AfterEach
-  void stop() throws Exception {
-    if (cluster != null) {
-      cluster.close();
-    }
-  }
+  @AutoClose MemoryCluster cluster;
 
   @Test
   void aServerBackWithNewRegionsDeclaresItsMemoryLost(Random random) throws Exception {

@@ -13,7 +13,7 @@ import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Random;
-import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.AutoClose;
 import org.junit.jupiter.api.extension.ExtendWith;
 import org.junit.jupiter.api.io.TempDir;
 import org.junit.jupiter.params.ParameterizedTest;
@@ -27,14 +27,7 @@ import org.junit.jupiter.params.provider.ValueSource;
 @ExtendWith({SeedExtension.class, NettyLeakExtension.class})
 class PathSeparationTest {
   @TempDir Path dir;
-  MemoryCluster cluster;
-
-  @AfterEach
-  void stop() throws Exception {
-    if (cluster != null) {
-      cluster.close();
-    }
-  }
+  @AutoClose MemoryCluster cluster;
 
   private static List<Counters.Snapshot> counters(FerriteClient c, List<Integer> servers) {
     List<Counters.Snapshot> out = new ArrayList<>();

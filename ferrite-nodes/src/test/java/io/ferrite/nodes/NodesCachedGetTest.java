@@ -23,7 +23,7 @@ import java.util.Random;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.AtomicReference;
-import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.AutoClose;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.extension.ExtendWith;
@@ -41,15 +41,8 @@ import org.junit.jupiter.params.provider.ValueSource;
 @ExtendWith(SeedExtension.class)
 class NodesCachedGetTest {
   @TempDir Path dir;
-  ClusterHarness cluster;
+  @AutoClose ClusterHarness cluster;
   final List<Nodes> clients = new ArrayList<>();
-
-  @AfterEach
-  void stop() throws Exception {
-    if (cluster != null) {
-      cluster.close();
-    }
-  }
 
   private void start(boolean shm) throws Exception {
     start(shm, Map.of());

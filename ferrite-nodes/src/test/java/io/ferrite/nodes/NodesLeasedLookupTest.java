@@ -30,7 +30,7 @@ import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.AtomicReference;
-import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.AutoClose;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.extension.ExtendWith;
@@ -45,15 +45,8 @@ import org.junit.jupiter.api.io.TempDir;
 @ExtendWith(SeedExtension.class)
 class NodesLeasedLookupTest {
   @TempDir Path dir;
-  ClusterHarness cluster;
+  @AutoClose ClusterHarness cluster;
   NodesMaster ext;
-
-  @AfterEach
-  void stop() throws Exception {
-    if (cluster != null) {
-      cluster.close();
-    }
-  }
 
   private void start(Duration lease) throws Exception {
     start(lease, Map.of());

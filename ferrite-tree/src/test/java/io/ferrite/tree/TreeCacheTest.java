@@ -16,7 +16,7 @@ import java.util.List;
 import java.util.Locale;
 import java.util.Random;
 import java.util.TreeMap;
-import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.AutoClose;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.ExtendWith;
 import org.junit.jupiter.api.io.TempDir;
@@ -29,14 +29,7 @@ import org.junit.jupiter.api.io.TempDir;
 @ExtendWith(SeedExtension.class)
 class TreeCacheTest {
   @TempDir Path dir;
-  TreeCluster cluster;
-
-  @AfterEach
-  void stop() throws Exception {
-    if (cluster != null) {
-      cluster.close();
-    }
-  }
+  @AutoClose TreeCluster cluster;
 
   static byte[] key(int i) {
     return String.format(Locale.ROOT, "key-%06d", i).getBytes(StandardCharsets.UTF_8);

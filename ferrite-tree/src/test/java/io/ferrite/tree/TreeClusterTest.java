@@ -16,7 +16,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.Random;
 import java.util.TreeMap;
-import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.AutoClose;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.ExtendWith;
 import org.junit.jupiter.api.io.TempDir;
@@ -31,14 +31,7 @@ import org.junit.jupiter.params.provider.ValueSource;
 @ExtendWith(SeedExtension.class)
 class TreeClusterTest {
   @TempDir Path dir;
-  TreeCluster cluster;
-
-  @AfterEach
-  void stop() throws Exception {
-    if (cluster != null) {
-      cluster.close();
-    }
-  }
+  @AutoClose TreeCluster cluster;
 
   static byte[] randomKey(Random random, int keys) {
     int k = random.nextInt(keys);

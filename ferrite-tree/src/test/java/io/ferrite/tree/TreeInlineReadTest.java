@@ -19,7 +19,7 @@ import java.util.Random;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicIntegerArray;
 import java.util.concurrent.atomic.AtomicLongArray;
-import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.AutoClose;
 import org.junit.jupiter.api.extension.ExtendWith;
 import org.junit.jupiter.api.io.TempDir;
 import org.junit.jupiter.params.ParameterizedTest;
@@ -45,14 +45,7 @@ class TreeInlineReadTest {
   static final int WRITERS = 2;
 
   @TempDir Path dir;
-  TreeCluster cluster;
-
-  @AfterEach
-  void stop() throws Exception {
-    if (cluster != null) {
-      cluster.close();
-    }
-  }
+  @AutoClose TreeCluster cluster;
 
   static byte[] key(int j) {
     return String.format(Locale.ROOT, "key-%06d", j).getBytes(StandardCharsets.UTF_8);

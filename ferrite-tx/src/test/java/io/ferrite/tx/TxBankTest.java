@@ -27,7 +27,7 @@ import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.stream.Stream;
-import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.AutoClose;
 import org.junit.jupiter.api.extension.ExtendWith;
 import org.junit.jupiter.api.io.TempDir;
 import org.junit.jupiter.params.ParameterizedTest;
@@ -68,14 +68,7 @@ class TxBankTest {
   }
 
   @TempDir Path dir;
-  TxCluster cluster;
-
-  @AfterEach
-  void stop() throws Exception {
-    if (cluster != null) {
-      cluster.close();
-    }
-  }
+  @AutoClose TxCluster cluster;
 
   /** Every mode with one copy of each region, and with a backup ({@code tx.replicas} 1 and 2). */
   static Stream<Arguments> runs() {
@@ -131,7 +124,6 @@ class TxBankTest {
   private void run(Mode mode, int replicas, boolean stopPrimary, TestSeed seed) throws Exception {
     boolean real = mode == Mode.SHM;
     cluster = new TxCluster(dir, servers, real, replicas);
-    cluster.awaitServers(servers);
     TxClient a = new TxClient(cluster.client());
     TxClient b = new TxClient(cluster.client());
     TxHistory history = new TxHistory();

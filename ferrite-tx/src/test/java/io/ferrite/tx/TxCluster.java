@@ -19,6 +19,7 @@ import java.util.Map;
  * are found by {@link java.util.ServiceLoader}. Regions are small (256 KiB of 4 KiB slabs, objects
  * up to 1000 bytes) so a test fills one quickly; the lock lease is short (300 ms) so a test of a
  * dead coordinator sees its locks resolved; {@code tx.replicas} as the test asks (1 by default).
+ * The constructor returns when every server it started is ALIVE at the master.
  */
 final class TxCluster extends ClusterHarness {
   static final Credentials CREDENTIALS =
@@ -26,16 +27,18 @@ final class TxCluster extends ClusterHarness {
           "tx-test", "0123456789abcdef-tx-test-secret".getBytes(StandardCharsets.UTF_8));
 
   /** With {@code tx.replicas} 1: every region has its primary only. */
-  TxCluster(Path dataDir, int serverCount, boolean real) throws IOException {
+  TxCluster(Path dataDir, int serverCount, boolean real) throws IOException, InterruptedException {
     this(dataDir, serverCount, real, 1);
   }
 
-  TxCluster(Path dataDir, int serverCount, boolean real, int replicas) throws IOException {
+  TxCluster(Path dataDir, int serverCount, boolean real, int replicas)
+      throws IOException, InterruptedException {
     super(dataDir, CREDENTIALS, real, config(replicas));
     startMaster();
     for (int i = 0; i < serverCount; i++) {
       startServer("tx" + i);
     }
+    awaitServers(serverCount);
   }
 
   static Map<String, String> config(int replicas) {

@@ -19,7 +19,7 @@ import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Random;
-import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.AutoClose;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.ExtendWith;
 import org.junit.jupiter.api.io.TempDir;
@@ -32,21 +32,13 @@ import org.junit.jupiter.api.io.TempDir;
 @ExtendWith(SeedExtension.class)
 class TxCommitTest {
   @TempDir Path dir;
-  TxCluster cluster;
+  @AutoClose TxCluster cluster;
   TxClient a;
   TxClient b;
-
-  @AfterEach
-  void stop() throws Exception {
-    if (cluster != null) {
-      cluster.close();
-    }
-  }
 
   /** Two servers; client a allocates on one, client b (its own first region) on the other. */
   void start() throws Exception {
     cluster = new TxCluster(dir, 2, false);
-    cluster.awaitServers(2);
     a = new TxClient(cluster.client());
     b = new TxClient(cluster.client());
   }

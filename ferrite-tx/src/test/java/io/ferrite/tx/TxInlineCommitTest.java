@@ -12,7 +12,7 @@ import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
 import java.nio.file.Path;
 import java.util.Random;
-import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.AutoClose;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.ExtendWith;
 import org.junit.jupiter.api.io.TempDir;
@@ -26,19 +26,11 @@ import org.junit.jupiter.api.io.TempDir;
 @ExtendWith(SeedExtension.class)
 class TxInlineCommitTest {
   @TempDir Path dir;
-  TxCluster cluster;
-
-  @AfterEach
-  void stop() throws Exception {
-    if (cluster != null) {
-      cluster.close();
-    }
-  }
+  @AutoClose TxCluster cluster;
 
   @Test
   void everyRequestOfATwoServerCommitIsServedInline(Random random) throws Exception {
     cluster = new TxCluster(dir, 2, true);
-    cluster.awaitServers(2);
     TxClient a = new TxClient(cluster.client("shm"));
     TxClient b = new TxClient(cluster.client("shm"));
     FatPointer x = make(a, random.nextLong());

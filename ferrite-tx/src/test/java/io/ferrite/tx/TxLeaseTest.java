@@ -19,7 +19,7 @@ import java.nio.ByteBuffer;
 import java.nio.file.Path;
 import java.util.Random;
 import java.util.concurrent.TimeUnit;
-import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.AutoClose;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.extension.ExtendWith;
 import org.junit.jupiter.api.io.TempDir;
@@ -41,14 +41,7 @@ import org.junit.jupiter.params.provider.ValueSource;
 @Timeout(120) // a hang guard only
 class TxLeaseTest {
   @TempDir Path dir;
-  TxCluster cluster;
-
-  @AfterEach
-  void stop() throws Exception {
-    if (cluster != null) {
-      cluster.close();
-    }
-  }
+  @AutoClose TxCluster cluster;
 
   /**
    * Stops {@code s}'s heartbeats without a goodbye: to the master it is a paused server (declared
@@ -84,7 +77,6 @@ class TxLeaseTest {
   void aPausedPrimaryThatWasDeposedNeverServesAClientWithTheOldMap(boolean real, Random random)
       throws Exception {
     cluster = new TxCluster(dir, 3, real, 2);
-    cluster.awaitServers(3);
     TxClient old = new TxClient(cluster.client());
     long v1 = random.nextLong() | 1;
     FatPointer p = TxCommitTest.make(old, num(v1));

@@ -20,7 +20,7 @@ import java.util.Random;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicLong;
-import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.AutoClose;
 import org.junit.jupiter.api.extension.ExtendWith;
 import org.junit.jupiter.api.io.TempDir;
 import org.junit.jupiter.params.ParameterizedTest;
@@ -42,14 +42,7 @@ class TxListAppendTest {
   static final int SIZE = 8 + 8 * 120;
 
   @TempDir Path dir;
-  TxCluster cluster;
-
-  @AfterEach
-  void stop() throws Exception {
-    if (cluster != null) {
-      cluster.close();
-    }
-  }
+  @AutoClose TxCluster cluster;
 
   @ParameterizedTest(name = "{0}, replicas {1}")
   @MethodSource("io.ferrite.tx.TxBankTest#runs")
@@ -57,7 +50,6 @@ class TxListAppendTest {
       throws Exception {
     boolean real = mode == TxBankTest.Mode.SHM;
     cluster = new TxCluster(dir, 2, real, replicas);
-    cluster.awaitServers(2);
     TxClient a = new TxClient(cluster.client());
     TxClient b = new TxClient(cluster.client());
     List<FatPointer> lists = new ArrayList<>();

@@ -15,7 +15,7 @@ import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicLong;
-import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.AutoClose;
 import org.junit.jupiter.api.extension.ExtendWith;
 import org.junit.jupiter.api.io.TempDir;
 import org.junit.jupiter.params.ParameterizedTest;
@@ -32,20 +32,12 @@ class TxLockFreeReadTest {
   static final int SIZE = 600;
 
   @TempDir Path dir;
-  TxCluster cluster;
-
-  @AfterEach
-  void stop() throws Exception {
-    if (cluster != null) {
-      cluster.close();
-    }
-  }
+  @AutoClose TxCluster cluster;
 
   @ParameterizedTest
   @ValueSource(booleans = {false, true})
   void everyLockFreeReadIsOneCommittedImage(boolean real, TestSeed seed) throws Exception {
     cluster = new TxCluster(dir, 1, real);
-    cluster.awaitServers(1);
     TxClient c = new TxClient(cluster.client());
     byte[] zero = new byte[SIZE];
     FatPointer first = TxCommitTest.make(c, zero);

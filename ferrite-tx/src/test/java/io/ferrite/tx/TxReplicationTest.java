@@ -18,7 +18,7 @@ import java.util.HashSet;
 import java.util.List;
 import java.util.Random;
 import java.util.Set;
-import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.AutoClose;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.ExtendWith;
 import org.junit.jupiter.api.io.TempDir;
@@ -33,20 +33,12 @@ import org.junit.jupiter.api.io.TempDir;
 @ExtendWith(SeedExtension.class)
 class TxReplicationTest {
   @TempDir Path dir;
-  TxCluster cluster;
+  @AutoClose TxCluster cluster;
   TxClient a;
   TxClient b;
 
-  @AfterEach
-  void stop() throws Exception {
-    if (cluster != null) {
-      cluster.close();
-    }
-  }
-
   void start() throws Exception {
     cluster = new TxCluster(dir, 3, false, 2);
-    cluster.awaitServers(3);
     a = new TxClient(cluster.client());
     b = new TxClient(cluster.client());
   }

@@ -16,7 +16,7 @@ import java.nio.file.Path;
 import java.util.Random;
 import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.atomic.AtomicLong;
-import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.AutoClose;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.ExtendWith;
 import org.junit.jupiter.api.io.TempDir;
@@ -31,16 +31,9 @@ import org.junit.jupiter.params.provider.ValueSource;
 @ExtendWith(SeedExtension.class)
 class TxShipTest {
   @TempDir Path dir;
-  TxCluster cluster;
+  @AutoClose TxCluster cluster;
   TxClient a;
   TxClient b;
-
-  @AfterEach
-  void stop() throws Exception {
-    if (cluster != null) {
-      cluster.close();
-    }
-  }
 
   void start() throws Exception {
     start(1);
@@ -48,7 +41,6 @@ class TxShipTest {
 
   void start(int replicas) throws Exception {
     cluster = new TxCluster(dir, 2, false, replicas);
-    cluster.awaitServers(2);
     a = new TxClient(cluster.client());
     b = new TxClient(cluster.client());
   }

@@ -10,7 +10,7 @@ import java.nio.file.Path;
 import java.util.HashMap;
 import java.util.Map;
 import java.util.Properties;
-import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.AutoClose;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.io.TempDir;
 import site.ycsb.ByteIterator;
@@ -24,7 +24,7 @@ import site.ycsb.StringByteIterator;
  */
 abstract class ClusterDbTest {
   @TempDir Path dir;
-  ClusterHarness cluster;
+  @AutoClose ClusterHarness cluster;
   final Properties props = new Properties();
   private final String clusterIdPrefix;
 
@@ -54,13 +54,6 @@ abstract class ClusterDbTest {
         "ferrite://127.0.0.1:" + address.substring(address.lastIndexOf(':') + 1));
     props.setProperty("ferrite.secret.file", secret.toString());
     props.setProperty("ferrite.cluster.id", id);
-  }
-
-  @AfterEach
-  void stopCluster() throws Exception {
-    if (cluster != null) {
-      cluster.close();
-    }
   }
 
   /** A record of text fields: name, value, name, value, ... */

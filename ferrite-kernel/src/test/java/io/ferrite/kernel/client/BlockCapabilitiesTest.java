@@ -25,7 +25,7 @@ import java.util.Map;
 import java.util.Random;
 import java.util.concurrent.CompletableFuture;
 import java.util.function.BooleanSupplier;
-import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.AutoClose;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.ExtendWith;
 import org.junit.jupiter.api.io.TempDir;
@@ -49,14 +49,7 @@ class BlockCapabilitiesTest {
           FerriteConfig.CAPACITY_DISK, "0");
 
   @TempDir Path dir;
-  private ClusterHarness cluster;
-
-  @AfterEach
-  void stop() throws Exception {
-    if (cluster != null) {
-      cluster.close();
-    }
-  }
+  @AutoClose private ClusterHarness cluster;
 
   private ClusterHarness start(String fabric, Map<String, String> settings) throws Exception {
     cluster =
