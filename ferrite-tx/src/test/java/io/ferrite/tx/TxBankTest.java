@@ -140,19 +140,8 @@ class TxBankTest {
     // real: the clients read over shm (they map the region files), not tcp.
     assertEquals(
         real, a.ferrite().connection(a.view(accounts.get(0).region()).primary()).mapsRegions());
-    // Every client's region map is filled before faults start (a dropped GET_REGION is not what
-    // this test is about, and would only abort transactions).
-    List<TxClient> clients = new ArrayList<>();
-    for (int w = 0; w < 3; w++) {
-      TxClient c = new TxClient(cluster.client());
-      accounts.forEach(p -> c.view(p.region()));
-      clients.add(c);
-    }
-    LocalFaults faults = cluster.network.faults();
-    if (!real) {
-      faults.tearWait(Duration.ofMillis(1));
-      faults.tearReads(true);
-    }
+    List<TxClient> clients = cluster.clientsViewing(3, accounts);
+    LocalFaults faults = cluster.faults(real);
     AtomicBoolean done = new AtomicBoolean();
     AtomicLong commits = new AtomicLong();
     AtomicLong audits = new AtomicLong();

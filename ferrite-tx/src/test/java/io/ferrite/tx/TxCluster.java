@@ -4,6 +4,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.ferrite.fabric.Credentials;
 import io.ferrite.fabric.RegionRef;
+import io.ferrite.fabric.local.LocalFaults;
 import io.ferrite.kernel.config.FerriteConfig;
 import io.ferrite.kernel.proto.Wire;
 import io.ferrite.kernel.testing.ClusterHarness;
@@ -11,7 +12,10 @@ import java.io.IOException;
 import java.nio.ByteBuffer;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
 import java.util.HashMap;
+import java.util.List;
 import java.util.Map;
 
 /**
@@ -75,5 +79,32 @@ final class TxCluster extends ClusterHarness {
     long v = ObjectLayout.verify(copy.clear(), lines, p.incarnation());
     assertTrue(v >= 0, "copy of " + p + " at server " + server + ": " + v);
     return new TxClient.Copy(v, ObjectLayout.payload(copy, p.size()));
+  }
+
+  /**
+   * {@code n} clients whose region maps already hold the region of every one of {@code objects}: a
+   * test that drops messages is not about a dropped GET_REGION, which would only abort.
+   */
+  List<TxClient> clientsViewing(int n, List<FatPointer> objects) {
+    List<TxClient> clients = new ArrayList<>();
+    for (int i = 0; i < n; i++) {
+      TxClient c = new TxClient(client());
+      objects.forEach(p -> c.view(p.region()));
+      clients.add(c);
+    }
+    return clients;
+  }
+
+  /**
+   * The local fabric's faults, tearing every one-sided read (a torn copy held 1 ms) unless the
+   * cluster is {@code real} (then the clients read shm regions, torn as they happen).
+   */
+  LocalFaults faults(boolean real) {
+    LocalFaults faults = network.faults();
+    if (!real) {
+      faults.tearWait(Duration.ofMillis(1));
+      faults.tearReads(true);
+    }
+    return faults;
   }
 }

@@ -12,7 +12,6 @@ import io.ferrite.kernel.testing.TxHistory;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
 import java.nio.file.Path;
-import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
@@ -58,17 +57,8 @@ class TxListAppendTest {
       lists.add(TxCommitTest.make(i % 2 == 0 ? a : b, new byte[SIZE]));
     }
     TxHistory history = new TxHistory(); // versions are inferred from the lists: no initial ones
-    List<TxClient> clients = new ArrayList<>();
-    for (int w = 0; w < 3; w++) {
-      TxClient c = new TxClient(cluster.client());
-      lists.forEach(p -> c.view(p.region()));
-      clients.add(c);
-    }
-    LocalFaults faults = cluster.network.faults();
-    if (!real) {
-      faults.tearWait(Duration.ofMillis(1));
-      faults.tearReads(true);
-    }
+    List<TxClient> clients = cluster.clientsViewing(3, lists);
+    LocalFaults faults = cluster.faults(real);
     AtomicBoolean done = new AtomicBoolean();
     AtomicLong elements = new AtomicLong();
     AtomicLong commits = new AtomicLong();

@@ -5,11 +5,13 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import io.ferrite.kernel.master.MasterContext;
 import io.ferrite.kernel.proto.BlockRef;
 import io.ferrite.kernel.proto.MemberInfo;
+import io.ferrite.kernel.proto.ServerState;
 import io.ferrite.kernel.proto.Wire;
 import java.nio.ByteBuffer;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
+import java.util.Set;
 import java.util.TreeMap;
 import org.junit.jupiter.api.Test;
 
@@ -19,8 +21,13 @@ import org.junit.jupiter.api.Test;
  * bumps the epoch of each, and leaves a region without another copy as it was.
  */
 class TxDirectoryTest {
-  /** A mutation that only journals (applies) records. */
+  /** A mutation that only journals (applies) records; no member is ALIVE. */
   static MasterContext.Mutation journal(TxDirectory d) {
+    return journal(d, Set.of());
+  }
+
+  /** A mutation that journals (applies) records, with {@code alive} as the ALIVE members. */
+  static MasterContext.Mutation journal(TxDirectory d, Set<Integer> alive) {
     return new MasterContext.Mutation() {
       @Override
       public void commit(byte[] record) {
@@ -55,7 +62,9 @@ class TxDirectoryTest {
 
       @Override
       public List<MemberInfo> members() {
-        return List.of();
+        return alive.stream()
+            .map(s -> new MemberInfo(s, "s" + s, ServerState.ALIVE, "h" + s, Map.of()))
+            .toList();
       }
     };
   }

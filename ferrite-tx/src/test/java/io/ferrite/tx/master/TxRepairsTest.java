@@ -1,5 +1,6 @@
 package io.ferrite.tx.master;
 
+import static io.ferrite.tx.master.TxDirectoryTest.journal;
 import static io.ferrite.tx.master.TxDirectoryTest.map;
 import static io.ferrite.tx.master.TxDirectoryTest.placed;
 import static org.junit.jupiter.api.Assertions.assertEquals;
@@ -7,11 +8,7 @@ import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.ferrite.kernel.master.MasterContext;
-import io.ferrite.kernel.proto.BlockRef;
-import io.ferrite.kernel.proto.MemberInfo;
-import io.ferrite.kernel.proto.ServerState;
 import java.nio.ByteBuffer;
-import java.util.List;
 import java.util.Map;
 import java.util.Set;
 import java.util.TreeSet;
@@ -24,50 +21,6 @@ import org.junit.jupiter.api.Test;
  * primary that dies mid-fill drops the fill, and a FILLING record replays from the snapshot.
  */
 class TxRepairsTest {
-  /** A mutation that journals (applies) records, with {@code alive} as the ALIVE members. */
-  static MasterContext.Mutation journal(TxDirectory d, Set<Integer> alive) {
-    MasterContext.Mutation base = TxDirectoryTest.journal(d);
-    return new MasterContext.Mutation() {
-      @Override
-      public void commit(byte[] record) {
-        base.commit(record);
-      }
-
-      @Override
-      public List<BlockRef> allocate(
-          long sessionId,
-          int count,
-          String storageClass,
-          boolean strict,
-          String owner,
-          String location) {
-        throw new UnsupportedOperationException();
-      }
-
-      @Override
-      public int free(String owner, List<BlockRef> blocks) {
-        throw new UnsupportedOperationException();
-      }
-
-      @Override
-      public List<BlockRef> owned(String owner) {
-        return List.of();
-      }
-
-      @Override
-      public boolean sessionOpen(long sessionId) {
-        return false;
-      }
-
-      @Override
-      public List<MemberInfo> members() {
-        return alive.stream()
-            .map(s -> new MemberInfo(s, "s" + s, ServerState.ALIVE, "h" + s, Map.of()))
-            .toList();
-      }
-    };
-  }
-
   @Test
   void aRegionThatLostACopyFillsOneAndOnlyItsPrimarysEndFillForThatFillMakesItABackup() {
     TxDirectory d = new TxDirectory();
