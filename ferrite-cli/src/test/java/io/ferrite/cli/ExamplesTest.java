@@ -2,6 +2,7 @@ package io.ferrite.cli;
 
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import io.ferrite.fabric.FileTrees;
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
@@ -15,7 +16,6 @@ import java.util.Map;
 import java.util.Random;
 import java.util.Set;
 import java.util.concurrent.TimeUnit;
-import java.util.stream.Stream;
 import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
@@ -218,11 +218,7 @@ class ExamplesTest {
       for (Process p : processes) {
         p.waitFor();
       }
-      try (Stream<Path> s = Files.walk(shm)) {
-        for (Path p : s.sorted(Comparator.reverseOrder()).toList()) {
-          Files.deleteIfExists(p);
-        }
-      }
+      FileTrees.delete(shm);
     }
   }
 

@@ -1,10 +1,9 @@
 package io.ferrite.cli;
 
+import io.ferrite.fabric.FileTrees;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.util.Comparator;
-import java.util.stream.Stream;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.io.TempDir;
@@ -24,10 +23,6 @@ abstract class LocalCliCapture extends CliCapture {
 
   @AfterEach
   void removeShmDir() throws IOException {
-    try (Stream<Path> s = Files.walk(shm)) {
-      for (Path p : s.sorted(Comparator.reverseOrder()).toList()) {
-        Files.deleteIfExists(p);
-      }
-    }
+    FileTrees.delete(shm);
   }
 }

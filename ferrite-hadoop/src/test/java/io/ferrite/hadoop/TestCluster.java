@@ -1,6 +1,7 @@
 package io.ferrite.hadoop;
 
 import io.ferrite.fabric.Credentials;
+import io.ferrite.fabric.FileTrees;
 import io.ferrite.kernel.config.FerriteConfig;
 import io.ferrite.kernel.testing.ClusterHarness;
 import java.io.IOException;
@@ -9,10 +10,8 @@ import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.attribute.PosixFilePermissions;
-import java.util.Comparator;
 import java.util.HexFormat;
 import java.util.Map;
-import java.util.stream.Stream;
 import org.apache.hadoop.conf.Configuration;
 import org.apache.hadoop.fs.FileSystem;
 
@@ -65,7 +64,7 @@ public final class TestCluster implements AutoCloseable {
         if (h != null) {
           h.close();
         }
-        delete(dir);
+        FileTrees.delete(dir);
       } catch (IOException | RuntimeException again) {
         e.addSuppressed(again);
       }
@@ -113,18 +112,7 @@ public final class TestCluster implements AutoCloseable {
       try {
         harness.close();
       } finally {
-        delete(dir);
-      }
-    }
-  }
-
-  private static void delete(Path dir) throws IOException {
-    if (!Files.exists(dir)) {
-      return;
-    }
-    try (Stream<Path> s = Files.walk(dir)) {
-      for (Path p : s.sorted(Comparator.reverseOrder()).toList()) {
-        Files.deleteIfExists(p);
+        FileTrees.delete(dir);
       }
     }
   }

@@ -1,13 +1,13 @@
 package io.ferrite.sparkbench;
 
 import io.ferrite.bench.BenchConfig;
-import io.ferrite.bench.BenchFiles;
 import io.ferrite.bench.BenchReport;
 import io.ferrite.bench.BenchResult;
 import io.ferrite.bench.Better;
 import io.ferrite.bench.Progress;
 import io.ferrite.bench.Sizes;
 import io.ferrite.fabric.Credentials;
+import io.ferrite.fabric.FileTrees;
 import io.ferrite.kernel.config.FerriteConfig;
 import io.ferrite.kernel.config.Secrets;
 import io.ferrite.kernel.local.InProcessCluster;
@@ -225,7 +225,7 @@ public final class SparkBench {
     }
     for (Path p : List.of(work, shm)) {
       try {
-        BenchFiles.deleteTree(p);
+        FileTrees.delete(p);
       } catch (IOException e) {
         System.err.println("could not remove " + p + ": " + e);
       }

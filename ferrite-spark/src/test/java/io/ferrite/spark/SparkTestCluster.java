@@ -1,6 +1,7 @@
 package io.ferrite.spark;
 
 import io.ferrite.fabric.Credentials;
+import io.ferrite.fabric.FileTrees;
 import io.ferrite.kernel.config.FerriteConfig;
 import io.ferrite.kernel.config.Secrets;
 import io.ferrite.kernel.testing.ClusterHarness;
@@ -13,11 +14,9 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.attribute.PosixFilePermissions;
 import java.util.ArrayList;
-import java.util.Comparator;
 import java.util.HexFormat;
 import java.util.List;
 import java.util.Map;
-import java.util.stream.Stream;
 import org.apache.spark.SparkConf;
 
 /**
@@ -70,7 +69,7 @@ final class SparkTestCluster implements AutoCloseable {
         if (h != null) {
           h.close();
         }
-        delete(dir);
+        FileTrees.delete(dir);
       } catch (IOException | RuntimeException again) {
         e.addSuppressed(again);
       }
@@ -124,18 +123,7 @@ final class SparkTestCluster implements AutoCloseable {
     try {
       harness.close();
     } finally {
-      delete(dir);
-    }
-  }
-
-  private static void delete(Path dir) throws IOException {
-    if (!Files.exists(dir)) {
-      return;
-    }
-    try (Stream<Path> s = Files.walk(dir)) {
-      for (Path p : s.sorted(Comparator.reverseOrder()).toList()) {
-        Files.deleteIfExists(p);
-      }
+      FileTrees.delete(dir);
     }
   }
 }

@@ -7,6 +7,7 @@ import io.ferrite.fabric.ErrorCode;
 import io.ferrite.fabric.Fabric;
 import io.ferrite.fabric.FabricConnection;
 import io.ferrite.fabric.FabricServer;
+import io.ferrite.fabric.FileTrees;
 import io.ferrite.fabric.Futures;
 import io.ferrite.fabric.MappedRegion;
 import io.ferrite.fabric.RegionRef;
@@ -20,9 +21,7 @@ import java.nio.ByteBuffer;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.security.SecureRandom;
-import java.util.Comparator;
 import java.util.concurrent.CompletableFuture;
-import java.util.stream.Stream;
 
 /**
  * One fabric under test, set up in this process: a region file in a fresh temporary directory, a
@@ -172,10 +171,8 @@ final class BenchEndpoint implements AutoCloseable {
   }
 
   private static void deleteRecursively(Path dir) {
-    try (Stream<Path> paths = Files.walk(dir)) {
-      for (Path p : paths.sorted(Comparator.reverseOrder()).toList()) {
-        Files.deleteIfExists(p);
-      }
+    try {
+      FileTrees.delete(dir);
     } catch (IOException e) {
       throw new UncheckedIOException("cannot delete bench directory " + dir, e);
     }

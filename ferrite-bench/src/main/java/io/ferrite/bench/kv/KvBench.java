@@ -10,6 +10,7 @@ import io.ferrite.bench.Sizes;
 import io.ferrite.fabric.Credentials;
 import io.ferrite.fabric.Fabric;
 import io.ferrite.fabric.FabricConnection;
+import io.ferrite.fabric.FileTrees;
 import io.ferrite.fabric.NamedThreadFactory;
 import io.ferrite.kernel.client.ClientOptions;
 import io.ferrite.kernel.client.Ferrite;
@@ -445,9 +446,9 @@ public final class KvBench {
           progress.step("closing: " + e);
         }
       }
-      io.ferrite.bench.BenchFiles.deleteTree(root);
+      FileTrees.delete(root);
       if (disk != null) {
-        io.ferrite.bench.BenchFiles.deleteTree(disk);
+        FileTrees.delete(disk);
       }
     }
   }

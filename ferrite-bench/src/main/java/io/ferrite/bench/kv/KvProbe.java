@@ -3,6 +3,7 @@ package io.ferrite.bench.kv;
 import io.ferrite.bench.IoThreadCpu;
 import io.ferrite.fabric.Batch;
 import io.ferrite.fabric.FabricConnection;
+import io.ferrite.fabric.FileTrees;
 import io.ferrite.fabric.RegionRef;
 import io.ferrite.kernel.client.FerriteClient;
 import io.ferrite.kv.Extents;
@@ -90,7 +91,7 @@ public final class KvProbe {
       for (int i = open.size() - 1; i >= 0; i--) {
         open.get(i).close();
       }
-      io.ferrite.bench.BenchFiles.deleteTree(root);
+      FileTrees.delete(root);
     }
   }
 

@@ -7,6 +7,7 @@ import io.ferrite.bench.Better;
 import io.ferrite.bench.LatencyRecorder;
 import io.ferrite.bench.Progress;
 import io.ferrite.fabric.Credentials;
+import io.ferrite.fabric.FileTrees;
 import io.ferrite.kernel.client.FerriteClient;
 import io.ferrite.kernel.config.FerriteConfig;
 import io.ferrite.kernel.local.InProcessCluster;
@@ -149,8 +150,8 @@ final class KvReplicas {
           progress.step("closing: " + e);
         }
       }
-      io.ferrite.bench.BenchFiles.deleteTree(root);
-      io.ferrite.bench.BenchFiles.deleteTree(shm);
+      FileTrees.delete(root);
+      FileTrees.delete(shm);
     }
   }
 

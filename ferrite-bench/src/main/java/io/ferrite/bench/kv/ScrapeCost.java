@@ -5,6 +5,7 @@ import io.ferrite.bench.BenchResult;
 import io.ferrite.bench.Better;
 import io.ferrite.bench.Progress;
 import io.ferrite.bench.Sizes;
+import io.ferrite.fabric.FileTrees;
 import io.ferrite.fabric.NamedThreadFactory;
 import io.ferrite.kernel.client.FerriteClient;
 import io.ferrite.kernel.local.InProcessCluster;
@@ -150,7 +151,7 @@ final class ScrapeCost {
           // Keep closing the rest.
         }
       }
-      io.ferrite.bench.BenchFiles.deleteTree(root);
+      FileTrees.delete(root);
     }
   }
 

@@ -12,6 +12,7 @@ import io.ferrite.bench.Workload;
 import io.ferrite.bench.ceiling.MemcpyCeiling;
 import io.ferrite.bench.ceiling.SocketCeiling;
 import io.ferrite.fabric.Credentials;
+import io.ferrite.fabric.FileTrees;
 import io.ferrite.fabric.Futures;
 import io.ferrite.kernel.client.ClientOptions;
 import io.ferrite.kernel.client.Ferrite;
@@ -33,10 +34,8 @@ import java.nio.file.Path;
 import java.security.SecureRandom;
 import java.time.Duration;
 import java.util.ArrayList;
-import java.util.Comparator;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
-import java.util.stream.Stream;
 
 /**
  * {@code ferrite bench memory}: the memory face (RStore) on a local cluster started in this process
@@ -495,11 +494,7 @@ public final class MemoryBench {
           // Keep closing the rest.
         }
       }
-      try (Stream<Path> s = Files.walk(dir)) {
-        for (Path f : s.sorted(Comparator.reverseOrder()).toList()) {
-          Files.deleteIfExists(f);
-        }
-      }
+      FileTrees.delete(dir);
     }
   }
 }

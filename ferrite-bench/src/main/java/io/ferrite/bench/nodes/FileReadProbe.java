@@ -4,6 +4,7 @@ import io.ferrite.bench.IoThreadCpu;
 import io.ferrite.bench.fabric.Fabrics;
 import io.ferrite.fabric.Credentials;
 import io.ferrite.fabric.Fabric;
+import io.ferrite.fabric.FileTrees;
 import io.ferrite.kernel.client.ClientOptions;
 import io.ferrite.kernel.client.Ferrite;
 import io.ferrite.kernel.client.FerriteClient;
@@ -21,12 +22,10 @@ import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
-import java.util.Comparator;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
 import java.util.concurrent.CompletableFuture;
-import java.util.stream.Stream;
 
 /**
  * Where a File read's time goes: one File written once, then read through {@link
@@ -144,11 +143,7 @@ public final class FileReadProbe {
         running.get(i).close();
       }
       for (Path dir : List.of(shmRoot, dataDir)) {
-        try (Stream<Path> s = Files.walk(dir)) {
-          for (Path p : s.sorted(Comparator.reverseOrder()).toList()) {
-            Files.deleteIfExists(p);
-          }
-        }
+        FileTrees.delete(dir);
       }
     }
   }

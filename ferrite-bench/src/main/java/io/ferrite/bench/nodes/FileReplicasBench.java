@@ -9,6 +9,7 @@ import io.ferrite.bench.Sizes;
 import io.ferrite.bench.fabric.Fabrics;
 import io.ferrite.fabric.Credentials;
 import io.ferrite.fabric.Fabric;
+import io.ferrite.fabric.FileTrees;
 import io.ferrite.kernel.client.ClientOptions;
 import io.ferrite.kernel.client.Ferrite;
 import io.ferrite.kernel.client.FerriteClient;
@@ -69,7 +70,7 @@ public final class FileReplicasBench {
           new Progress(
               NodesBench.SUITE, new java.io.PrintStream(System.err, true, StandardCharsets.UTF_8)));
     } finally {
-      io.ferrite.bench.BenchFiles.deleteTree(shmRoot);
+      FileTrees.delete(shmRoot);
     }
     report.printTable(new java.io.PrintStream(System.out, true, StandardCharsets.UTF_8));
   }
@@ -195,11 +196,7 @@ public final class FileReplicasBench {
       for (Fabric f : opened) {
         f.close();
       }
-      try (var s = Files.walk(dataDir)) {
-        for (Path p : s.sorted(java.util.Comparator.reverseOrder()).toList()) {
-          Files.deleteIfExists(p);
-        }
-      }
+      FileTrees.delete(dataDir);
     }
   }
 

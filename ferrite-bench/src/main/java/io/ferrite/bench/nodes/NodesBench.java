@@ -13,6 +13,7 @@ import io.ferrite.bench.ceiling.SocketCeiling;
 import io.ferrite.bench.fabric.Fabrics;
 import io.ferrite.fabric.Credentials;
 import io.ferrite.fabric.Fabric;
+import io.ferrite.fabric.FileTrees;
 import io.ferrite.fabric.Futures;
 import io.ferrite.kernel.client.ClientOptions;
 import io.ferrite.kernel.client.Ferrite;
@@ -208,8 +209,8 @@ public final class NodesBench {
         }
       }
     } finally {
-      io.ferrite.bench.BenchFiles.deleteTree(shmRoot);
-      io.ferrite.bench.BenchFiles.deleteTree(dataDir);
+      FileTrees.delete(shmRoot);
+      FileTrees.delete(dataDir);
     }
     return report;
   }

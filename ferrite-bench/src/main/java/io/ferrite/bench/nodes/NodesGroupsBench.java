@@ -6,6 +6,7 @@ import io.ferrite.bench.Better;
 import io.ferrite.bench.Progress;
 import io.ferrite.fabric.Credentials;
 import io.ferrite.fabric.Fabric;
+import io.ferrite.fabric.FileTrees;
 import io.ferrite.kernel.client.ClientOptions;
 import io.ferrite.kernel.client.Ferrite;
 import io.ferrite.kernel.client.FerriteClient;
@@ -128,7 +129,7 @@ public final class NodesGroupsBench {
                 ref));
       }
     } finally {
-      io.ferrite.bench.BenchFiles.deleteTree(dataDir);
+      FileTrees.delete(dataDir);
     }
   }
 

@@ -10,6 +10,7 @@ import io.ferrite.bench.ceiling.SocketCeiling;
 import io.ferrite.fabric.Counters;
 import io.ferrite.fabric.Credentials;
 import io.ferrite.fabric.Fabric;
+import io.ferrite.fabric.FileTrees;
 import io.ferrite.fabric.OpKind;
 import io.ferrite.kernel.client.ClientOptions;
 import io.ferrite.kernel.client.Ferrite;
@@ -114,11 +115,7 @@ final class NodesMetadataBench {
       }
       masterGroup(report, o, shmRoot, dataDir, progress);
     } finally {
-      try (var s = Files.walk(dataDir)) {
-        for (Path p : s.sorted(java.util.Comparator.reverseOrder()).toList()) {
-          Files.deleteIfExists(p);
-        }
-      }
+      FileTrees.delete(dataDir);
     }
   }
 

@@ -2,8 +2,8 @@ package io.ferrite.bench.resilience;
 
 import io.ferrite.apps.worker.JvmLauncher;
 import io.ferrite.apps.worker.WorkerLauncher;
-import io.ferrite.bench.BenchFiles;
 import io.ferrite.fabric.Credentials;
+import io.ferrite.fabric.FileTrees;
 import io.ferrite.kernel.client.ClientOptions;
 import io.ferrite.kernel.client.Ferrite;
 import io.ferrite.kernel.client.FerriteClient;
@@ -238,7 +238,7 @@ final class ProcessCluster implements AutoCloseable {
       Thread.currentThread().interrupt();
     }
     log.close();
-    BenchFiles.deleteTree(shmDir);
+    FileTrees.delete(shmDir);
   }
 
   /** The last {@code lines} lines of the processes' log, to say why a step failed. */

@@ -1,11 +1,11 @@
 package io.ferrite.bench.resilience;
 
-import io.ferrite.bench.BenchFiles;
 import io.ferrite.bench.BenchReport;
 import io.ferrite.bench.BenchResult;
 import io.ferrite.bench.Progress;
 import io.ferrite.bench.kv.KvBench;
 import io.ferrite.bench.nodes.FileReplicasBench;
+import io.ferrite.fabric.FileTrees;
 import java.io.PrintStream;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -88,8 +88,8 @@ public final class ResilienceBench {
       io.ferrite.bench.nodes.NodesGroupsBench.run(report, o.duration(), shmRoot, progress);
       KillGaps.measure(report, Files.createDirectory(root.resolve("kills")), o.kills(), progress);
     } finally {
-      BenchFiles.deleteTree(shmRoot);
-      BenchFiles.deleteTree(root);
+      FileTrees.delete(shmRoot);
+      FileTrees.delete(root);
     }
     return report;
   }

@@ -10,6 +10,7 @@ import io.ferrite.bench.kv.KvBench;
 import io.ferrite.bench.kv.RedisPeer;
 import io.ferrite.fabric.Credentials;
 import io.ferrite.fabric.FerriteException;
+import io.ferrite.fabric.FileTrees;
 import io.ferrite.kernel.client.ClientOptions;
 import io.ferrite.kernel.client.Ferrite;
 import io.ferrite.kernel.client.FerriteClient;
@@ -174,7 +175,7 @@ public final class TreeBench {
       if (redis != null) {
         redis.close();
       }
-      io.ferrite.bench.BenchFiles.deleteTree(root);
+      FileTrees.delete(root);
     }
     return report;
   }

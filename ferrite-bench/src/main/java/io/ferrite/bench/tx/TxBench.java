@@ -1,7 +1,6 @@
 package io.ferrite.bench.tx;
 
 import io.ferrite.bench.BenchConfig;
-import io.ferrite.bench.BenchFiles;
 import io.ferrite.bench.BenchReport;
 import io.ferrite.bench.BenchResult;
 import io.ferrite.bench.Better;
@@ -9,6 +8,7 @@ import io.ferrite.bench.LatencyRecorder;
 import io.ferrite.bench.Progress;
 import io.ferrite.bench.kv.KvBench;
 import io.ferrite.fabric.Credentials;
+import io.ferrite.fabric.FileTrees;
 import io.ferrite.fabric.OpKind;
 import io.ferrite.fabric.RegionRef;
 import io.ferrite.kernel.client.ClientOptions;
@@ -232,7 +232,7 @@ public final class TxBench {
         first = false;
       }
     } finally {
-      BenchFiles.deleteTree(root);
+      FileTrees.delete(root);
     }
     return report;
   }

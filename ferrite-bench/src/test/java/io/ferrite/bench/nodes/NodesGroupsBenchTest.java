@@ -7,6 +7,7 @@ import io.ferrite.bench.BenchResult;
 import io.ferrite.bench.Progress;
 import io.ferrite.bench.fabric.Fabrics;
 import io.ferrite.fabric.Fabric;
+import io.ferrite.fabric.FileTrees;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
@@ -31,7 +32,7 @@ class NodesGroupsBenchTest {
         Fabric shm = Fabrics.create("shm")) {
       NodesGroupsBench.run(report, o, shmRoot, tcp, shm, Progress.silent());
     } finally {
-      io.ferrite.bench.BenchFiles.deleteTree(shmRoot);
+      FileTrees.delete(shmRoot);
     }
     BenchResult one = report.require("groups.1.fsync.file.create.close.threads.16");
     BenchResult two = report.require("groups.2.fsync.file.create.close.threads.16");

@@ -1,12 +1,12 @@
 package io.ferrite.cli.bench;
 
-import io.ferrite.bench.BenchFiles;
 import io.ferrite.bench.BenchReport;
 import io.ferrite.bench.JsonReport;
 import io.ferrite.bench.PeerJars;
 import io.ferrite.cli.SizeConverter;
 import io.ferrite.cli.VersionProvider;
 import io.ferrite.fabric.FerriteException;
+import io.ferrite.fabric.FileTrees;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -209,7 +209,7 @@ public final class SparkBenchCommand implements Callable<Integer> {
               p.destroy();
               try {
                 p.waitFor();
-                BenchFiles.deleteTree(home);
+                FileTrees.delete(home);
               } catch (InterruptedException | IOException e) {
                 Thread.currentThread().interrupt();
               }
@@ -231,7 +231,7 @@ public final class SparkBenchCommand implements Callable<Integer> {
       } catch (IllegalStateException shuttingDown) {
         // The hook runs anyway.
       }
-      BenchFiles.deleteTree(home);
+      FileTrees.delete(home);
     }
   }
 

@@ -3,17 +3,16 @@ package io.ferrite.fabric.shm;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import io.ferrite.fabric.FileTrees;
 import io.ferrite.fabric.testing.SeedExtension;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.Paths;
 import java.util.ArrayList;
-import java.util.Comparator;
 import java.util.List;
 import java.util.Random;
 import java.util.concurrent.TimeUnit;
-import java.util.stream.Stream;
 import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
@@ -72,11 +71,7 @@ class ShmCloseRaceTest {
         p.destroyForcibly();
         p.waitFor();
       }
-      try (Stream<Path> s = Files.walk(dir)) {
-        for (Path f : s.sorted(Comparator.reverseOrder()).toList()) {
-          Files.deleteIfExists(f);
-        }
-      }
+      FileTrees.delete(dir);
     }
   }
 }

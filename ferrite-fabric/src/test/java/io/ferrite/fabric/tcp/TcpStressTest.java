@@ -7,6 +7,7 @@ import io.ferrite.fabric.Credentials;
 import io.ferrite.fabric.Fabric;
 import io.ferrite.fabric.FabricConnection;
 import io.ferrite.fabric.FabricServer;
+import io.ferrite.fabric.FileTrees;
 import io.ferrite.fabric.Futures;
 import io.ferrite.fabric.MappedRegion;
 import io.ferrite.fabric.RegionRef;
@@ -53,11 +54,7 @@ class TcpStressTest {
       toClose.get(i).close();
     }
     if (dir != null) {
-      try (var s = Files.walk(dir)) {
-        for (Path p : s.sorted(java.util.Comparator.reverseOrder()).toList()) {
-          Files.deleteIfExists(p);
-        }
-      }
+      FileTrees.delete(dir);
     }
   }
 

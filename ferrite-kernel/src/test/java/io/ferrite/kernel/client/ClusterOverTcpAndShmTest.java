@@ -6,6 +6,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.ferrite.fabric.Fabric;
 import io.ferrite.fabric.FabricServer;
+import io.ferrite.fabric.FileTrees;
 import io.ferrite.fabric.OpKind;
 import io.ferrite.fabric.testing.SeedExtension;
 import io.ferrite.kernel.LocalCluster;
@@ -19,10 +20,8 @@ import java.nio.ByteBuffer;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
-import java.util.Comparator;
 import java.util.List;
 import java.util.Random;
-import java.util.stream.Stream;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
@@ -83,11 +82,7 @@ class ClusterOverTcpAndShmTest {
     for (int i = open.size() - 1; i >= 0; i--) {
       open.get(i).close();
     }
-    try (Stream<Path> s = Files.walk(shm)) {
-      for (Path p : s.sorted(Comparator.reverseOrder()).toList()) {
-        Files.deleteIfExists(p);
-      }
-    }
+    FileTrees.delete(shm);
   }
 
   private FerriteClient client(String fabric) {

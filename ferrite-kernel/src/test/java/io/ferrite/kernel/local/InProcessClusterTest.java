@@ -10,6 +10,7 @@ import io.ferrite.fabric.Fabric;
 import io.ferrite.fabric.FabricConnection;
 import io.ferrite.fabric.FabricServer;
 import io.ferrite.fabric.FerriteException;
+import io.ferrite.fabric.FileTrees;
 import io.ferrite.fabric.RpcContext;
 import io.ferrite.fabric.ServerSpec;
 import io.ferrite.fabric.local.LocalFabric;
@@ -25,11 +26,9 @@ import java.nio.ByteBuffer;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
-import java.util.Comparator;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.atomic.AtomicInteger;
-import java.util.stream.Stream;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
@@ -59,11 +58,7 @@ class InProcessClusterTest {
 
   @AfterEach
   void removeShm() throws Exception {
-    try (Stream<Path> s = Files.walk(shm)) {
-      for (Path p : s.sorted(Comparator.reverseOrder()).toList()) {
-        Files.deleteIfExists(p);
-      }
-    }
+    FileTrees.delete(shm);
   }
 
   private FabricFactory recording() {

@@ -2,6 +2,7 @@ package io.ferrite.kernel.testing;
 
 import io.ferrite.fabric.Credentials;
 import io.ferrite.fabric.Fabric;
+import io.ferrite.fabric.FileTrees;
 import io.ferrite.fabric.Role;
 import io.ferrite.fabric.local.LocalFabric;
 import io.ferrite.fabric.local.LocalNetwork;
@@ -19,10 +20,8 @@ import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
-import java.util.Comparator;
 import java.util.List;
 import java.util.Map;
-import java.util.stream.Stream;
 
 /**
  * A master and memory servers in this JVM, for the tests of the kernel and of every face: over the
@@ -226,10 +225,6 @@ public class ClusterHarness implements AutoCloseable {
     for (Fabric f : fabrics) {
       f.close();
     }
-    try (Stream<Path> s = Files.walk(shmDir)) {
-      for (Path p : s.sorted(Comparator.reverseOrder()).toList()) {
-        Files.deleteIfExists(p);
-      }
-    }
+    FileTrees.delete(shmDir);
   }
 }
