@@ -6,18 +6,17 @@ import io.ferrite.fabric.netty.Tls;
 import io.ferrite.kernel.client.ClientOptions;
 import io.ferrite.kernel.client.Ferrite;
 import io.ferrite.kernel.client.FerriteClient;
-import io.ferrite.kernel.config.ClusterFile;
+import io.ferrite.kernel.config.ClusterLocator;
 import io.ferrite.kernel.config.FerriteConfig;
-import io.ferrite.kernel.config.Secrets;
-import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.Map;
 import picocli.CommandLine.Option;
 
 /**
- * Which cluster a client command talks to, and with what secret. Resolution order: flags, then
- * {@code FERRITE_CLUSTER} / {@code FERRITE_CLUSTER_SECRET_FILE} / {@code FERRITE_CLUSTER_ID}, then
- * the cluster file ({@code --cluster-file}, default {@code ~/.ferrite/cluster}, written by {@code
+ * Which cluster a client command talks to, and with what secret: the flags, resolved as every
+ * client resolves its settings ({@link ClusterLocator}: then {@code FERRITE_CLUSTER} / {@code
+ * FERRITE_CLUSTER_SECRET_FILE} / {@code FERRITE_CLUSTER_ID} / {@code FERRITE_TLS_TRUST}, then the
+ * cluster file, {@code --cluster-file}, default {@code ~/.ferrite/cluster}, written by {@code
  * ferrite local}).
  *
  * <p>Which secret: a {@code --secret-file} given on the command line is used as it is, root or
@@ -128,67 +127,19 @@ final class ClusterTarget {
   }
 
   Resolved resolve(Map<String, String> env, Role role) {
-    Path cfPath = clusterFile != null ? clusterFile : ClusterFile.defaultLocation();
-    ClusterFile cf = Files.exists(cfPath) ? ClusterFile.read(cfPath) : null;
-    String u = first(uri, env.get("FERRITE_CLUSTER"), cf == null ? null : cf.uri());
-    if (u == null) {
-      throw new IllegalArgumentException(
-          "no cluster given: pass --cluster ferrite://host:port, set FERRITE_CLUSTER, or start"
-              + " 'ferrite local' (it writes "
-              + cfPath
-              + ")");
-    }
-    if (!u.contains("://")) {
-      // A cluster file's path where a URI goes (FERRITE_CLUSTER=~/.ferrite/cluster) would
-      // otherwise fail later, asking for a secret the file holds.
-      String from = uri != null ? "--cluster" : "FERRITE_CLUSTER";
-      throw new IllegalArgumentException(
-          from
-              + " '"
-              + u
-              + "' is not a master URI (expected: ferrite://host:port)"
-              + (Files.isRegularFile(Path.of(u))
-                  ? "; it is a file: pass a cluster file with --cluster-file " + u
-                  : ""));
-    }
-    String secret =
-        first(
-            secretFile == null ? null : secretFile.toString(),
-            env.get(FerriteConfig.envName(FerriteConfig.SECRET_FILE)),
-            cf == null ? null : cf.secretFile().toString());
-    if (secret == null) {
-      throw new IllegalArgumentException(
-          "no cluster secret: pass --secret-file or set "
-              + FerriteConfig.envName(FerriteConfig.SECRET_FILE));
-    }
-    String id =
-        first(
-            clusterId,
-            env.get(FerriteConfig.envName(FerriteConfig.CLUSTER_ID)),
-            cf == null ? null : cf.clusterId(),
-            "ferrite");
-    Path file = Path.of(secret);
-    if (secretFile == null && role == Role.CLIENT) {
-      Path client = file.toAbsolutePath().resolveSibling(Secrets.CLIENT_FILE);
-      if (Files.isReadable(client)) {
-        file = client;
-      }
-    }
-    String trust =
-        first(
-            tlsTrust == null ? null : tlsTrust.toString(),
-            env.get(FerriteConfig.envName(FerriteConfig.TLS_TRUST)),
-            cf == null || cf.tlsTrust() == null ? null : cf.tlsTrust().toString());
-    Tls tls = trust == null ? null : Tls.fromPem(null, null, Path.of(trust));
-    return new Resolved(u, Secrets.load(id, file), tls, FerriteConfig.load(null, env, Map.of()));
-  }
-
-  private static String first(String... values) {
-    for (String v : values) {
-      if (v != null && !v.isBlank()) {
-        return v;
-      }
-    }
-    return null;
+    ClusterLocator.Location l =
+        ClusterLocator.locate(
+            new ClusterLocator.Given(
+                uri,
+                clusterId,
+                secretFile,
+                clusterFile,
+                tlsTrust,
+                "--cluster",
+                "--secret-file",
+                "--cluster-file"),
+            env);
+    return new Resolved(
+        l.master(), l.credentials(role), l.tls(), FerriteConfig.load(null, env, Map.of()));
   }
 }

@@ -1,13 +1,14 @@
 package io.ferrite.hadoop;
 
 import io.ferrite.fabric.Credentials;
+import io.ferrite.fabric.FerriteException;
+import io.ferrite.fabric.Role;
 import io.ferrite.kernel.client.ClientOptions;
-import io.ferrite.kernel.config.ClusterFile;
+import io.ferrite.kernel.config.ClusterLocator;
+import io.ferrite.kernel.config.FabricFactory;
 import io.ferrite.kernel.config.FerriteConfig;
-import io.ferrite.kernel.config.Secrets;
 import java.io.IOException;
 import java.net.URI;
-import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.HexFormat;
@@ -16,10 +17,11 @@ import java.util.concurrent.TimeUnit;
 import org.apache.hadoop.conf.Configuration;
 
 /**
- * How a {@link FerriteFileSystem} finds its cluster and authenticates: Hadoop configuration keys
- * first, then the environment variables the {@code ferrite} CLI reads, then the cluster file that
- * {@code ferrite local} writes ({@code ~/.ferrite/cluster}). The same order as the CLI's {@code
- * --cluster}/{@code --secret-file} flags, so a URI that works with {@code ferrite fs} works here.
+ * How a {@link FerriteFileSystem} finds its cluster and authenticates, as every client does ({@link
+ * ClusterLocator}): Hadoop configuration keys first, then the environment variables the {@code
+ * ferrite} CLI reads, then the cluster file that {@code ferrite local} writes ({@code
+ * ~/.ferrite/cluster}). The same order as the CLI's {@code --cluster}/{@code --secret-file} flags,
+ * so a URI that works with {@code ferrite fs} works here.
  *
  * <table>
  *   <caption>keys</caption>
@@ -33,6 +35,8 @@ import org.apache.hadoop.conf.Configuration;
  *   <tr><td>{@value #CLUSTER_FILE}</td><td>{@code ~/.ferrite/cluster}</td></tr>
  *   <tr><td>{@value #FABRIC}</td><td>{@code auto}: shm to servers on this host, else tcp</td></tr>
  *   <tr><td>{@value #RPC_TIMEOUT}</td><td>{@code 5s}</td></tr>
+ *   <tr><td>{@value #TLS_TRUST}</td><td>{@code $FERRITE_TLS_TRUST}, then the cluster file's; none:
+ *       no TLS</td></tr>
  *   <tr><td>{@value #REPLICATION}</td><td>{@value #DFS_REPLICATION}, then 1: a File's copies
  *       when the caller asks for the default</td></tr>
  * </table>
@@ -48,6 +52,7 @@ final class FerriteFsConfig {
   static final String CLUSTER_FILE = PREFIX + "cluster.file";
   static final String FABRIC = PREFIX + "fabric";
   static final String RPC_TIMEOUT = PREFIX + "rpc.timeout";
+  static final String TLS_TRUST = PREFIX + "tls.trust";
 
   /**
    * Copies of each block of a File made through Hadoop when the caller asks for the default: this
@@ -74,94 +79,79 @@ final class FerriteFsConfig {
   record Target(String master, ClientOptions options) {}
 
   static Target resolve(URI uri, Configuration conf, Map<String, String> env) throws IOException {
-    ClusterFileCache cf = new ClusterFileCache(conf);
-    String master;
-    if (uri.getHost() != null) {
-      master =
-          "ferrite://" + uri.getHost() + ":" + (uri.getPort() < 0 ? DEFAULT_PORT : uri.getPort());
-    } else {
-      master = first(env.get("FERRITE_CLUSTER"));
-      if (master == null && cf.get() != null) {
-        master = cf.get().uri();
-      }
-      if (master == null) {
-        throw new IOException(
-            uri
-                + " names no cluster: use ferrite://host:port/path, set FERRITE_CLUSTER, or give a"
-                + " cluster file as 'ferrite local' writes ("
-                + CLUSTER_FILE
-                + "; none at "
-                + cf.path
-                + ")");
-      }
+    String master =
+        uri.getHost() == null
+            ? null
+            : "ferrite://"
+                + uri.getHost()
+                + ":"
+                + (uri.getPort() < 0 ? DEFAULT_PORT : uri.getPort());
+    char[] hex = conf.getPassword(SECRET);
+    boolean hexSecret = hex != null && hex.length > 0;
+    ClusterLocator.Location l;
+    try {
+      l =
+          ClusterLocator.locate(
+              new ClusterLocator.Given(
+                  master,
+                  ClusterLocator.first(conf.getTrimmed(CLUSTER_ID)),
+                  path(conf, SECRET_FILE),
+                  path(conf, CLUSTER_FILE),
+                  path(conf, TLS_TRUST),
+                  "the URI's host (" + uri + " has none)",
+                  SECRET_FILE + " (or " + SECRET + ")",
+                  CLUSTER_FILE),
+              env);
+    } catch (IllegalArgumentException e) {
+      throw new IOException(e.getMessage(), e);
     }
-    String id =
-        first(
-            conf.getTrimmed(CLUSTER_ID), env.get(FerriteConfig.envName(FerriteConfig.CLUSTER_ID)));
-    if (id == null) {
-      id = cf.get() == null ? "ferrite" : cf.get().clusterId();
-    }
-    Credentials credentials = credentials(id, conf, env, cf);
     Duration rpc =
         Duration.ofMillis(conf.getTimeDuration(RPC_TIMEOUT, 5000, TimeUnit.MILLISECONDS));
+    FabricFactory fabrics;
+    try {
+      fabrics = l.fabrics(FerriteConfig.load(null, env, Map.of()));
+    } catch (FerriteException e) {
+      throw new IOException(e.getMessage(), e); // a trust file that cannot be read
+    }
     try {
       ClientOptions options =
-          ClientOptions.builder(credentials)
+          ClientOptions.builder(hexSecret ? hexCredentials(l.clusterId(), hex) : credentials(l))
               .fabric(conf.getTrimmed(FABRIC, "auto"))
+              .fabrics(fabrics)
               .clientName("hadoop")
               .rpcTimeout(rpc)
               .build();
-      return new Target(master, options);
+      return new Target(l.master(), options);
     } catch (IllegalArgumentException e) {
       throw new IOException(FABRIC + ": " + e.getMessage(), e);
     }
   }
 
-  /**
-   * The secret to prove: {@link #SECRET} (the root's hex), else the file {@link #SECRET_FILE} names
-   * (the root or a {@code client.secret}: docs/SECURITY.md), else the cluster file's, where the
-   * {@code client.secret} beside the root is preferred (a file system is a data client: role CLIENT
-   * is all it needs).
-   */
-  private static Credentials credentials(
-      String id, Configuration conf, Map<String, String> env, ClusterFileCache cf)
-      throws IOException {
-    char[] hex = conf.getPassword(SECRET);
-    if (hex != null && hex.length > 0) {
-      try {
-        return new Credentials(id, HexFormat.of().parseHex(new String(hex).trim()));
-      } catch (IllegalArgumentException e) {
-        throw new IOException(SECRET + " does not hold hex", e);
-      }
-    }
-    String file =
-        first(
-            conf.getTrimmed(SECRET_FILE),
-            env.get(FerriteConfig.envName(FerriteConfig.SECRET_FILE)));
-    if (file == null && cf.get() != null) {
-      Path root = cf.get().secretFile().toAbsolutePath();
-      Path client = root.resolveSibling(Secrets.CLIENT_FILE);
-      file = (java.nio.file.Files.isReadable(client) ? client : root).toString();
-    }
-    if (file == null) {
-      throw new IOException(
-          "no cluster secret: set "
-              + SECRET_FILE
-              + " (or "
-              + SECRET
-              + "), "
-              + FerriteConfig.envName(FerriteConfig.SECRET_FILE)
-              + ", or give a cluster file as 'ferrite local' writes ("
-              + CLUSTER_FILE
-              + "; none at "
-              + cf.path
-              + ")");
-    }
+  private static Credentials hexCredentials(String id, char[] hex) throws IOException {
     try {
-      return Secrets.load(id, Path.of(file));
+      return new Credentials(id, HexFormat.of().parseHex(new String(hex).trim()));
+    } catch (IllegalArgumentException e) {
+      throw new IOException(SECRET + " does not hold hex", e);
+    }
+  }
+
+  /**
+   * The secret of a file system, a data client (role CLIENT): the file {@link #SECRET_FILE} names
+   * as it is (the root or a {@code client.secret}: docs/SECURITY.md), else the configured root's
+   * {@code client.secret} when there is one.
+   */
+  private static Credentials credentials(ClusterLocator.Location l) throws IOException {
+    try {
+      return l.credentials(Role.CLIENT);
     } catch (IllegalArgumentException e) {
       throw new IOException(e.getMessage(), e);
     }
+  }
+
+  /** The path a key names, or null when it is unset or blank. */
+  private static Path path(Configuration conf, String key) {
+    String v = ClusterLocator.first(conf.getTrimmed(key));
+    return v == null ? null : Path.of(v);
   }
 
   /**
@@ -190,40 +180,5 @@ final class FerriteFsConfig {
       throw new IOException(key + ": " + n + " (expected: a number of copies, 1 to 3)");
     }
     return (short) Math.min(n, io.ferrite.nodes.NodesProtocol.MAX_REPLICAS);
-  }
-
-  private static String first(String... values) {
-    for (String v : values) {
-      if (v != null && !v.isBlank()) {
-        return v.trim();
-      }
-    }
-    return null;
-  }
-
-  /** The cluster file, read at most once and only when a value falls through to it. */
-  private static final class ClusterFileCache {
-    final Path path;
-    private ClusterFile file;
-    private boolean read;
-
-    ClusterFileCache(Configuration conf) {
-      String p = conf.getTrimmed(CLUSTER_FILE);
-      this.path = p == null || p.isEmpty() ? ClusterFile.defaultLocation() : Path.of(p);
-    }
-
-    ClusterFile get() throws IOException {
-      if (!read) {
-        read = true;
-        if (Files.exists(path)) {
-          try {
-            file = ClusterFile.read(path);
-          } catch (IllegalArgumentException e) {
-            throw new IOException(e.getMessage(), e);
-          }
-        }
-      }
-      return file;
-    }
   }
 }

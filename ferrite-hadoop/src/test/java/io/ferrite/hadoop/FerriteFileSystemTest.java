@@ -157,6 +157,17 @@ class FerriteFileSystemTest {
   }
 
   @Test
+  void aTrustFileThatCannotBeReadIsNamed() throws Exception {
+    Configuration conf = cluster.configuration();
+    java.nio.file.Path missing = cluster.dir.resolve("no-trust.pem");
+    conf.set(FerriteFsConfig.TLS_TRUST, missing.toString());
+    IOException e =
+        assertThrows(IOException.class, () -> FileSystem.newInstance(cluster.uri, conf));
+    assertTrue(
+        e.getMessage().contains("trust file " + missing + " is not readable"), e.getMessage());
+  }
+
+  @Test
   void theSecretMayComeInHexAndAWrongOneFails() throws Exception {
     Configuration conf = new Configuration();
     conf.set(FerriteFsConfig.CLUSTER_FILE, cluster.dir.resolve("none").toString());

@@ -1,22 +1,24 @@
 package io.ferrite.spark;
 
 import io.ferrite.fabric.Credentials;
+import io.ferrite.fabric.FerriteException;
+import io.ferrite.fabric.Role;
 import io.ferrite.kernel.client.ClientOptions;
-import io.ferrite.kernel.config.ClusterFile;
+import io.ferrite.kernel.config.ClusterLocator;
+import io.ferrite.kernel.config.FabricFactory;
 import io.ferrite.kernel.config.FerriteConfig;
-import io.ferrite.kernel.config.Secrets;
-import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.Map;
 import org.apache.spark.SparkConf;
 
 /**
- * The {@code spark.ferrite.*} keys, read once from the {@link SparkConf}. How the cluster is found
- * follows ferrite-hadoop's {@code FerriteFsConfig} (and the CLI's {@code --cluster}): the key, then
- * the environment variables the CLI reads, then the cluster file {@code ferrite local} writes
- * ({@code ~/.ferrite/cluster}); the secret likewise, preferring the {@code client.secret} beside a
- * cluster file's root secret (a shuffle is a data client: role CLIENT is all it needs).
+ * The {@code spark.ferrite.*} keys, read once from the {@link SparkConf}. The cluster is found as
+ * every client finds it ({@link ClusterLocator}): the key, then the environment variables the CLI
+ * reads, then the cluster file {@code ferrite local} writes ({@code ~/.ferrite/cluster}); the
+ * secret likewise, preferring the {@code client.secret} beside a configured root secret (a shuffle
+ * is a data client: role CLIENT is all it needs); TLS on tcp when a trust is given ({@code
+ * spark.ferrite.tls.trust}, {@code FERRITE_TLS_TRUST} or the cluster file's).
  *
  * @param master the master, {@code ferrite://host:port} (several groups: see docs/RESILIENCE.md)
  * @param options credentials, fabric and timeouts
@@ -38,6 +40,7 @@ record FerriteSparkConf(
   static final String CLUSTER_FILE = PREFIX + "cluster.file";
   static final String CLUSTER_ID = PREFIX + "cluster.id";
   static final String SECRET_FILE = PREFIX + "secret.file";
+  static final String TLS_TRUST = PREFIX + "tls.trust";
   static final String FABRIC = PREFIX + "fabric";
   static final String RPC_TIMEOUT = PREFIX + "rpc.timeout";
   static final String ROOT = PREFIX + "shuffle.root";
@@ -54,53 +57,29 @@ record FerriteSparkConf(
    *     secret can be found
    */
   static FerriteSparkConf from(SparkConf conf, Map<String, String> env) {
-    Path cfPath =
-        conf.contains(CLUSTER_FILE)
-            ? Path.of(conf.get(CLUSTER_FILE).trim())
-            : ClusterFile.defaultLocation();
-    ClusterFile cf = Files.exists(cfPath) ? ClusterFile.read(cfPath) : null;
-    String master = first(conf.get(CLUSTER, null), env.get("FERRITE_CLUSTER"));
-    if (master == null && cf != null) {
-      master = cf.uri();
+    ClusterLocator.Location l =
+        ClusterLocator.locate(
+            new ClusterLocator.Given(
+                ClusterLocator.first(conf.get(CLUSTER, null)),
+                ClusterLocator.first(conf.get(CLUSTER_ID, null)),
+                path(conf, SECRET_FILE),
+                path(conf, CLUSTER_FILE),
+                path(conf, TLS_TRUST),
+                CLUSTER,
+                SECRET_FILE,
+                CLUSTER_FILE),
+            env);
+    Credentials credentials = l.credentials(Role.CLIENT);
+    FabricFactory fabrics;
+    try {
+      fabrics = l.fabrics(FerriteConfig.load(null, env, Map.of()));
+    } catch (FerriteException e) {
+      throw new IllegalArgumentException(e.getMessage(), e); // a trust file that cannot be read
     }
-    if (master == null) {
-      throw new IllegalArgumentException(
-          "no Ferrite cluster: set "
-              + CLUSTER
-              + " (ferrite://host:port), FERRITE_CLUSTER, or give a cluster file as 'ferrite local'"
-              + " writes ("
-              + CLUSTER_FILE
-              + "; none at "
-              + cfPath
-              + ")");
-    }
-    String id =
-        first(conf.get(CLUSTER_ID, null), env.get(FerriteConfig.envName(FerriteConfig.CLUSTER_ID)));
-    if (id == null) {
-      id = cf == null ? "ferrite" : cf.clusterId();
-    }
-    String secret =
-        first(
-            conf.get(SECRET_FILE, null), env.get(FerriteConfig.envName(FerriteConfig.SECRET_FILE)));
-    if (secret == null && cf != null) {
-      Path rootSecret = cf.secretFile().toAbsolutePath();
-      Path client = rootSecret.resolveSibling(Secrets.CLIENT_FILE);
-      secret = (Files.isReadable(client) ? client : rootSecret).toString();
-    }
-    if (secret == null) {
-      throw new IllegalArgumentException(
-          "no Ferrite cluster secret: set "
-              + SECRET_FILE
-              + ", "
-              + FerriteConfig.envName(FerriteConfig.SECRET_FILE)
-              + ", or give a cluster file ("
-              + CLUSTER_FILE
-              + ")");
-    }
-    Credentials credentials = Secrets.load(id, Path.of(secret));
     ClientOptions options =
         ClientOptions.builder(credentials)
             .fabric(conf.get(FABRIC, "auto").trim())
+            .fabrics(fabrics)
             .clientName("spark")
             .rpcTimeout(Duration.ofMillis(conf.getTimeAsMs(RPC_TIMEOUT, "5s")))
             .build();
@@ -111,7 +90,7 @@ record FerriteSparkConf(
           PREFETCH + ": " + prefetch + " (expected: 1 to 64 map outputs in flight)");
     }
     return new FerriteSparkConf(
-        master,
+        l.master(),
         options,
         root,
         conf.get(STORAGE_CLASS, "").trim(),
@@ -124,12 +103,9 @@ record FerriteSparkConf(
     return ("/".equals(root) ? "" : root) + "/" + appId;
   }
 
-  private static String first(String... values) {
-    for (String v : values) {
-      if (v != null && !v.isBlank()) {
-        return v.trim();
-      }
-    }
-    return null;
+  /** The path a key names, or null when it is unset or blank. */
+  private static Path path(SparkConf conf, String key) {
+    String v = ClusterLocator.first(conf.get(key, null));
+    return v == null ? null : Path.of(v);
   }
 }

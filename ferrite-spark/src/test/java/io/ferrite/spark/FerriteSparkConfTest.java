@@ -64,5 +64,18 @@ class FerriteSparkConfTest {
                         .set(FerriteSparkConf.PREFETCH, "0"),
                     Map.of()));
     assertTrue(prefetch.getMessage().contains(FerriteSparkConf.PREFETCH), prefetch.getMessage());
+    Path missing = dir.resolve("no-trust.pem");
+    IllegalArgumentException trust =
+        assertThrows(
+            IllegalArgumentException.class,
+            () ->
+                FerriteSparkConf.from(
+                    conf()
+                        .set(FerriteSparkConf.CLUSTER, "ferrite://h:1")
+                        .set(FerriteSparkConf.TLS_TRUST, missing.toString()),
+                    Map.of()));
+    assertTrue(
+        trust.getMessage().contains("trust file " + missing + " is not readable"),
+        trust.getMessage());
   }
 }

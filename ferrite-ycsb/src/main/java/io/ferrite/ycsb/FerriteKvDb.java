@@ -3,11 +3,12 @@ package io.ferrite.ycsb;
 import io.ferrite.fabric.Credentials;
 import io.ferrite.fabric.ErrorCode;
 import io.ferrite.fabric.FerriteException;
+import io.ferrite.fabric.Role;
 import io.ferrite.kernel.client.ClientOptions;
 import io.ferrite.kernel.client.Ferrite;
 import io.ferrite.kernel.client.FerriteClient;
-import io.ferrite.kernel.config.ClusterFile;
-import io.ferrite.kernel.config.Secrets;
+import io.ferrite.kernel.config.ClusterLocator;
+import io.ferrite.kernel.config.FerriteConfig;
 import io.ferrite.kv.KvClient;
 import io.ferrite.kv.KvTable;
 import io.ferrite.kv.TableOptions;
@@ -122,27 +123,23 @@ public final class FerriteKvDb extends DB {
   }
 
   private static FerriteClient connect(Properties p) {
-    String uri = p.getProperty("ferrite.cluster");
-    Credentials creds;
-    if (uri == null) {
-      Path file =
-          Path.of(
-              p.getProperty(
-                  "ferrite.cluster.file",
-                  Path.of(System.getProperty("user.home"), ".ferrite", "cluster").toString()));
-      ClusterFile cf = ClusterFile.read(file);
-      uri = cf.uri();
-      creds = Secrets.load(cf.clusterId(), cf.secretFile());
-    } else {
-      // The root secret or a client.secret (docs/SECURITY.md): the role is the file's.
-      creds =
-          Secrets.load(
-              p.getProperty("ferrite.cluster.id", "local"),
-              Path.of(p.getProperty("ferrite.secret.file")));
-    }
+    ClusterLocator.Location l =
+        ClusterLocator.locate(
+            new ClusterLocator.Given(
+                ClusterLocator.first(p.getProperty("ferrite.cluster")),
+                ClusterLocator.first(p.getProperty("ferrite.cluster.id")),
+                path(p, "ferrite.secret.file"),
+                path(p, "ferrite.cluster.file"),
+                path(p, "ferrite.tls.trust"),
+                "-p ferrite.cluster",
+                "-p ferrite.secret.file",
+                "-p ferrite.cluster.file"),
+            System.getenv());
+    Credentials creds = l.credentials(Role.CLIENT);
     ClientOptions.Builder options =
         ClientOptions.builder(creds)
             .fabric(p.getProperty("ferrite.fabric", "auto"))
+            .fabrics(l.fabrics(FerriteConfig.load(null, System.getenv(), Map.of())))
             .clientName("ycsb");
     int metricsPort = Integer.parseInt(p.getProperty("ferrite.metrics.port", "-1"));
     if (metricsPort >= 0) {
@@ -159,7 +156,13 @@ public final class FerriteKvDb extends DB {
               "ycsb");
       options.metrics(metrics.registry());
     }
-    return Ferrite.connect(uri, options.build());
+    return Ferrite.connect(l.master(), options.build());
+  }
+
+  /** The path property {@code key} names, or null when it is unset or blank. */
+  private static Path path(Properties p, String key) {
+    String v = ClusterLocator.first(p.getProperty(key));
+    return v == null ? null : Path.of(v);
   }
 
   /** With {@code ferrite.metrics.port >= 0}: the shared client's meters and their endpoint. */
