@@ -49,7 +49,19 @@ public abstract class VertexProgram {
    *
    * @see #warmUp()
    */
-  public record WarmUp(VertexProgram program, int supersteps) {}
+  public record WarmUp(VertexProgram program, int supersteps) {
+    public WarmUp {
+      if (program == null || supersteps < 1) {
+        throw new FerriteException(
+            ErrorCode.INVALID_ARGUMENT,
+            "warm-up: program "
+                + program
+                + ", "
+                + supersteps
+                + " supersteps (expected: a program, >= 1)");
+      }
+    }
+  }
 
   /**
    * A short run of this program whose supersteps together take every path a full run takes (e.g.

@@ -174,6 +174,19 @@ class PregelTest {
   }
 
   @Test
+  void aWarmUpNeedsAProgramAndASuperstep() {
+    for (FerriteException e :
+        new FerriteException[] {
+          assertThrows(FerriteException.class, () -> new VertexProgram.WarmUp(null, 3)),
+          assertThrows(FerriteException.class, () -> new VertexProgram.WarmUp(new PageRank(2), 0))
+        }) {
+      assertEquals(ErrorCode.INVALID_ARGUMENT, e.code());
+      assertTrue(e.getMessage().contains("warm-up"), e.getMessage());
+    }
+    assertEquals(4, new PageRank(20).warmUp().supersteps());
+  }
+
+  @Test
   void partitionsOfAStoredGraphAreThoseOfItsDegrees(Random random) throws Exception {
     // More vertices than one 4 MiB read of records holds: the degrees come in pieces.
     int n = Partitioner.PIECE_VERTICES + 1 + random.nextInt(1000);
