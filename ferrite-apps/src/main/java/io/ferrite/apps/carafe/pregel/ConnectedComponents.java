@@ -30,6 +30,12 @@ public class ConnectedComponents extends VertexProgram {
     }
   }
 
+  /** Supersteps 0 (send), 1 and 2 (take a smaller label and send it on). */
+  @Override
+  public WarmUp warmUp() {
+    return new WarmUp(new ConnectedComponents(), 3);
+  }
+
   @Override
   public void init(Vertex v) {
     v.value(v.id());

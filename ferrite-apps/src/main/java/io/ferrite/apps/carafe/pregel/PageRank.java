@@ -38,6 +38,12 @@ public final class PageRank extends VertexProgram {
     return Combiner.SUM_DOUBLE;
   }
 
+  /** Two iterations: supersteps 0 (send), 1 (receive and send), 2 (aggregate), 3 (normalize). */
+  @Override
+  public WarmUp warmUp() {
+    return new WarmUp(new PageRank(2), 4);
+  }
+
   @Override
   public void init(Vertex v) {
     v.doubleValue(1.0);

@@ -4,6 +4,7 @@ import io.ferrite.apps.carafe.GraphLayout;
 import io.ferrite.fabric.ErrorCode;
 import io.ferrite.fabric.FerriteException;
 import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
 import java.util.Arrays;
 
 /**
@@ -474,6 +475,36 @@ final class Partition {
       }
       b.putLong(0, outCount[j]);
       sent += outCount[j];
+    }
+  }
+
+  /**
+   * Runs supersteps 0 to {@code supersteps - 1} of this partition alone, in local memory, with the
+   * very loops of a job's superstep (fold, compute, emit, state write into {@code records}):
+   * superstep k > 0 receives what superstep k - 1 sent to this partition itself, and nothing from
+   * the others. A worker's warm-up ({@link VertexProgram#warmUp()}), on a scratch partition over
+   * the job's adjacency.
+   */
+  void runAlone(int supersteps, ByteBuffer records) {
+    ByteBuffer[] in = new ByteBuffer[workers];
+    long[] counts = new long[workers];
+    ByteBuffer none = GraphLayout.le(0);
+    for (int k = 0; k < supersteps; k++) {
+      if (k > 0) {
+        for (int i = 0; i < workers; i++) {
+          in[i] =
+              i == me
+                  ? out[me]
+                      .slice(Mailbox.COUNT, outBytes(me) - Mailbox.COUNT)
+                      .order(ByteOrder.LITTLE_ENDIAN)
+                  : none;
+          counts[i] = i == me ? outCount[me] : 0;
+        }
+        receive(in, counts);
+      }
+      compute(k, aggregate);
+      emit();
+      writeState(records, 0, size);
     }
   }
 

@@ -30,8 +30,10 @@ import java.util.function.Consumer;
  * <ol>
  *   <li>{@code LOAD}: reads its partition's vertex records (one large read; they stay in local
  *       memory for the write-back) and adjacency lists (16 MiB pieces) from the graph, keeps the
- *       targets in an int array it iterates sequentially, runs {@code init} on every vertex and
- *       writes its mailbox row (the capacity of each segment it sends into).
+ *       targets in an int array it iterates sequentially, runs {@code init} on every vertex, runs
+ *       the program's warm-up ({@link VertexProgram#warmUp()}) on a scratch partition (so that the
+ *       timed supersteps run compiled code) and writes its mailbox row (the capacity of each
+ *       segment it sends into).
  *   <li>{@code PREPARE}: maps the mailbox allocation the coordinator made for the capacities of
  *       every row, and allocates its inbox buffers.
  *   <li>{@code SUPERSTEP k}: reads its inbox column's containers of parity k % 2 (a count word,
@@ -299,6 +301,17 @@ public final class PregelWorker {
       }
     }
     part = new Partition(me, bounds, graph.vertexCount(), off, targets, weights, program);
+    VertexProgram.WarmUp warm = program.warmUp();
+    if (warm != null && m > 0) {
+      // A new worker JVM compiles the superstep loops while it runs them: in the first supersteps
+      // (and again when a late superstep takes a new branch, e.g. PageRank's normalization) two
+      // workers on two cores compute at C1's speed and their C2 compiles take the cores they
+      // compute on. A short run of the program on a scratch partition over the same adjacency
+      // does that compiling here, in the untimed load. It writes scratch state into the local
+      // records, which every superstep overwrites whole before it writes them back.
+      new Partition(me, bounds, graph.vertexCount(), off, targets, weights, warm.program())
+          .runAlone(warm.supersteps(), records);
+    }
     ctl.row(me, part.capacity);
     ctl.stats(me, new ControlRegion.Stats(-1, 0, 0, size, 0, m));
   }

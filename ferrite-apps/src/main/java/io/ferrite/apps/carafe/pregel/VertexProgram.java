@@ -44,6 +44,37 @@ public abstract class VertexProgram {
    */
   public void check(CarafeGraph graph) {}
 
+  /**
+   * A short run of a program: {@code program} for {@code supersteps} supersteps.
+   *
+   * @see #warmUp()
+   */
+  public record WarmUp(VertexProgram program, int supersteps) {
+    public WarmUp {
+      if (program == null || supersteps < 1) {
+        throw new FerriteException(
+            ErrorCode.INVALID_ARGUMENT,
+            "warm-up: program "
+                + program
+                + ", "
+                + supersteps
+                + " supersteps (expected: a program, >= 1)");
+      }
+    }
+  }
+
+  /**
+   * A short run of this program whose supersteps together take every path a full run takes (e.g.
+   * {@link PageRank} with 2 iterations: send only, receive and send, aggregate, normalize), or null
+   * (the default) for none. A worker runs it on its partition in local memory while the job loads,
+   * on scratch state, so that its JVM compiles the superstep loops (and sees every branch of {@link
+   * #compute}) before the timed supersteps; nothing of it leaves the worker. Only for programs
+   * whose {@code compute} has no effect beyond its vertex, its sends and the aggregate.
+   */
+  public WarmUp warmUp() {
+    return null;
+  }
+
   /** Sets vertex {@code v}'s initial state (both slots are 0 before). */
   public abstract void init(Vertex v);
 

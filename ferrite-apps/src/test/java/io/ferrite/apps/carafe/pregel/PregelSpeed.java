@@ -80,6 +80,18 @@ public final class PregelSpeed {
           long[] steps = Arrays.copyOfRange(r.superstepNanos(), 1, iterations + 1);
           double avg = Arrays.stream(steps).average().orElse(0) / 1e6;
           perStep[w] = Math.min(perStep[w], avg);
+          double all = Arrays.stream(r.superstepNanos()).average().orElse(0) / 1e6;
+          StringBuilder each = new StringBuilder();
+          for (long x : r.superstepNanos()) {
+            each.append(String.format(Locale.ROOT, " %.0f", x / 1e6));
+          }
+          System.out.printf(
+              Locale.ROOT,
+              "%d worker(s): mean of all %d supersteps %.1f ms; each:%s%n",
+              w,
+              r.superstepNanos().length,
+              all,
+              each);
           System.out.printf(
               Locale.ROOT,
               (PROCESSES ? "processes, " : "threads, ")

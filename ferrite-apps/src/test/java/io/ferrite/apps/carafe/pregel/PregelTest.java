@@ -19,6 +19,7 @@ import java.nio.file.Path;
 import java.time.Duration;
 import java.util.Arrays;
 import java.util.Random;
+import java.util.concurrent.atomic.AtomicLong;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
@@ -105,6 +106,84 @@ class PregelTest {
         assertJobNamespacesGone(job);
       }
     }
+  }
+
+  @Test
+  void theWarmUpRunsOnScratchStateAndLeavesNoTrace(Random random) throws Exception {
+    Csr csr = TestGraphs.directed(random, 300, 100, 4);
+    CarafeGraph g = CarafeGraph.create(store, "wu", csr, CarafeGraph.Progress.NONE);
+    int iterations = 3 + random.nextInt(5);
+    double[] expected = Reference.pageRank(csr, iterations);
+    for (int w = 1; w <= 3; w++) {
+      for (boolean combine : new boolean[] {true, false}) {
+        AtomicLong warmCalls = new AtomicLong();
+        VertexProgram pr = new PageRank(iterations);
+        // A warm-up that would wreck the result if any of it reached the job's state, mailbox or
+        // aggregate: other initial values, other sends, a huge aggregate, every vertex halted.
+        VertexProgram wrecker =
+            new VertexProgram() {
+              @Override
+              public Combiner combiner() {
+                return combine ? Combiner.SUM_DOUBLE : Combiner.NONE;
+              }
+
+              @Override
+              public void init(Vertex v) {
+                v.doubleValue(1e9);
+                v.value1(-1);
+              }
+
+              @Override
+              public void compute(Context ctx, Vertex v, Messages messages) {
+                warmCalls.incrementAndGet();
+                v.doubleValue(v.doubleValue() * 3 + messages.count());
+                ctx.sendToAllNeighbors(1e6 + ctx.previousAggregate());
+                ctx.aggregate(1e12);
+                ctx.voteToHalt();
+              }
+
+              @Override
+              public String spec() {
+                return "wrecker";
+              }
+            };
+        VertexProgram withWarmUp =
+            new Uncombined(pr) {
+              @Override
+              public Combiner combiner() {
+                return combine ? pr.combiner() : Combiner.NONE;
+              }
+
+              @Override
+              public WarmUp warmUp() {
+                return new WarmUp(wrecker, 3);
+              }
+            };
+        PregelJob job = job("wu", "pagerank:" + iterations, w);
+        PregelResult r = run(job, withWarmUp);
+        String what = w + " worker(s), combiner " + combine;
+        assertTrue(warmCalls.get() > 0, "the warm-up ran, " + what);
+        double[] ranks = r.doubleValues(g);
+        for (int v = 0; v < expected.length; v++) {
+          assertEquals(expected[v], ranks[v], 1e-9, "vertex " + v + ", " + what);
+        }
+        assertEquals(iterations + 2, r.supersteps(), what);
+        assertJobNamespacesGone(job);
+      }
+    }
+  }
+
+  @Test
+  void aWarmUpNeedsAProgramAndASuperstep() {
+    for (FerriteException e :
+        new FerriteException[] {
+          assertThrows(FerriteException.class, () -> new VertexProgram.WarmUp(null, 3)),
+          assertThrows(FerriteException.class, () -> new VertexProgram.WarmUp(new PageRank(2), 0))
+        }) {
+      assertEquals(ErrorCode.INVALID_ARGUMENT, e.code());
+      assertTrue(e.getMessage().contains("warm-up"), e.getMessage());
+    }
+    assertEquals(4, new PageRank(20).warmUp().supersteps());
   }
 
   @Test
