@@ -207,6 +207,10 @@ final class RingClient implements MessageHandler {
     private static final ThreadLocal<ArrayList<Issued>> CALLS =
         ThreadLocal.withInitial(ArrayList::new);
 
+    /** The rings whose consumer role {@link #poll} holds for the calling thread, between looks. */
+    private static final ThreadLocal<ArrayList<RingClient>> HELD =
+        ThreadLocal.withInitial(ArrayList::new);
+
     private InFlight() {}
 
     /**
@@ -219,6 +223,64 @@ final class RingClient implements MessageHandler {
         calls.remove(0);
       }
       calls.add(new Issued(client, id));
+    }
+
+    /**
+     * For a thread that polls anyway and never waits for its calls (a server's ring poller, whose
+     * inline handlers forward requests to other servers and answer once those answer: a tx commit
+     * with backups, docs/TX.md "Measurements"): one look at the response ring of each of the
+     * calling thread's unanswered calls, completing what it finds there (running the calls'
+     * callbacks on this thread). The consumer role of each such ring is taken if free and
+     * <em>kept</em> (its client-asleep flag down) from one look to the next while the thread has a
+     * call there, so its answers need no doorbell; it is let go (flag up, a last drain) once the
+     * thread's calls there are answered, or by {@link #letGo}, which the thread must call before it
+     * stops polling. Other threads' calls on a held ring are completed by these looks too (a thread
+     * waiting for one meanwhile cannot take the role, and blocks after its spin until this
+     * completes it). Returns how many looks found answers (0: nothing arrived).
+     */
+    static int poll() {
+      ArrayList<Issued> calls = CALLS.get();
+      ArrayList<RingClient> held = HELD.get();
+      if (calls.isEmpty() && held.isEmpty()) {
+        return 0;
+      }
+      calls.removeIf(Issued::answered);
+      for (int i = 0; i < calls.size(); i++) {
+        RingClient r = calls.get(i).client();
+        if (!held.contains(r) && r.closed == null && r.tryConsume()) {
+          held.add(r);
+          if (r.holds == 1) {
+            r.setAsleep(false); // polled now: the server need not ring
+          }
+        }
+      }
+      int found = 0;
+      for (int i = 0; i < held.size(); i++) {
+        RingClient r = held.get(i);
+        found += r.read();
+        finish(r.takeDone()); // callbacks may issue calls: they join CALLS, read next look
+      }
+      calls.removeIf(Issued::answered);
+      for (int i = held.size() - 1; i >= 0; i--) {
+        RingClient r = held.get(i);
+        boolean mine = false;
+        for (Issued c : calls) {
+          mine |= c.client() == r;
+        }
+        if (!mine) {
+          held.remove(i);
+          finish(r.release());
+        }
+      }
+      return found;
+    }
+
+    /** Lets go of every role {@link #poll} holds for the calling thread (before it sleeps). */
+    static void letGo() {
+      ArrayList<RingClient> held = HELD.get();
+      while (!held.isEmpty()) {
+        finish(held.remove(held.size() - 1).release());
+      }
     }
 
     /**

@@ -208,6 +208,9 @@ final class RingServer implements RingHost {
           r.closeConnection("ring poller failed: " + e);
         }
       }
+      // Answers to the calls this thread's inline handlers made to other servers (their forwards):
+      // read here rather than rung for (RingClient.InFlight.poll).
+      work += RingClient.InFlight.poll();
       long now = System.nanoTime();
       if (work > 0) {
         lastWork = now;
@@ -223,6 +226,7 @@ final class RingServer implements RingHost {
         Thread.yield();
         continue;
       }
+      RingClient.InFlight.letGo(); // parking: answers are rung for meanwhile
       if (backlog) {
         LockSupport.parkNanos(this, backoff);
         backoff = Math.min(MAX_BACKOFF_NANOS, backoff * 2);
@@ -233,6 +237,7 @@ final class RingServer implements RingHost {
       long slept = lastWork - now;
       budget = slept < SHORT_SLEEP_NANOS ? Math.min(MAX_IDLE_NANOS, budget * 2) : MIN_IDLE_NANOS;
     }
+    RingClient.InFlight.letGo();
   }
 
   /**

@@ -802,6 +802,11 @@ public final class MemoryServer implements AutoCloseable {
     }
 
     @Override
+    public io.ferrite.fabric.FabricConnection openPeer(int serverId) {
+      return peers.open(serverId);
+    }
+
+    @Override
     public MasterStub master(int group) {
       if (group < 0 || group > groupLinks.size()) {
         throw new FerriteException(

@@ -8,9 +8,9 @@ import io.ferrite.fabric.FerriteException;
 import io.ferrite.kernel.proto.MasterStub;
 import io.ferrite.kernel.proto.MemberInfo;
 import io.ferrite.kernel.proto.ServerDialer;
-import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
 import java.util.function.Supplier;
 
 /**
@@ -31,8 +31,10 @@ final class PeerLinks implements AutoCloseable {
   /** This server's host identity: a peer reporting the same one is dialed over shm first. */
   private final String hostId;
 
-  private final Map<Integer, FabricConnection> links = new HashMap<>();
-  private boolean closed;
+  /** Written under this object's lock; read without it by {@link #open}. */
+  private final Map<Integer, FabricConnection> links = new ConcurrentHashMap<>();
+
+  private volatile boolean closed;
 
   PeerLinks(
       List<Fabric> fabrics, ConnectOptions options, String hostId, Supplier<MasterStub> master) {
@@ -63,6 +65,15 @@ final class PeerLinks implements AutoCloseable {
     c = ServerDialer.open(fabrics, options, hostId, serverId, member);
     links.put(serverId, c);
     return c;
+  }
+
+  /**
+   * The connection to {@code serverId} if one is open now, else null: never dials, and takes no
+   * lock (a thread dialing another server holds this object's), for an inline handler.
+   */
+  FabricConnection open(int serverId) {
+    FabricConnection c = links.get(serverId);
+    return c != null && c.isOpen() && !closed ? c : null;
   }
 
   @Override

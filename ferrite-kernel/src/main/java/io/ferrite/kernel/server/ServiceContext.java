@@ -157,6 +157,17 @@ public interface ServiceContext {
         io.ferrite.fabric.ErrorCode.UNSUPPORTED, "this server connects to no other server");
   }
 
+  /**
+   * The pooled connection to memory server {@code serverId} ({@link #peer}) if it is open now, else
+   * null; never dials, never blocks (not even on the pool's lock, which a dialing thread holds):
+   * for an inline handler that sends to a peer only when it can without waiting, and leaves the
+   * rest to a thread of its own that may call {@link #peer}. Null too where the context has no
+   * fabrics.
+   */
+  default io.ferrite.fabric.FabricConnection openPeer(int serverId) {
+    return null;
+  }
+
   /** A private directory for the service's own files, under the server's directory. */
   Path directory();
 

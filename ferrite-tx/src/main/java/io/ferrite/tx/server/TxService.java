@@ -111,13 +111,6 @@ public final class TxService implements FerriteService {
    */
   private long checkpointBytes;
 
-  /**
-   * Where a decision is acted on once its DECIDE record was acknowledged: not the fabric thread
-   * that delivered the acknowledgement, since acting on it sends more records, and {@link
-   * ServiceContext#peer} may dial (block) for a backup whose connection closed.
-   */
-  private java.util.concurrent.ExecutorService finisher;
-
   private volatile boolean stopping;
 
   /** For {@link java.util.ServiceLoader}. */
@@ -166,13 +159,6 @@ public final class TxService implements FerriteService {
               return t;
             });
     this.shipping = new Shipping(this, replicator, TxService.class.getClassLoader());
-    finisher =
-        Executors.newSingleThreadExecutor(
-            r -> {
-              Thread t = new Thread(r, "tx-finish-" + context.serverId());
-              t.setDaemon(true);
-              return t;
-            });
     repair = new TxRepair(this, context, regions, mirrors, regionSize);
     // Regions are served only under the master lease (docs/TX.md "Leases").
     masterLease = new TxLease(context, TxConfig.lease(context.config()), this::verifyRegions);
@@ -190,9 +176,6 @@ public final class TxService implements FerriteService {
     if (replicator != null) {
       replicator.shutdownNow();
     }
-    if (finisher != null) {
-      finisher.shutdownNow();
-    }
     if (repair != null) {
       repair.stop();
     }
@@ -208,7 +191,7 @@ public final class TxService implements FerriteService {
   public CompletableFuture<ByteBuffer> handleInline(
       RpcContext caller, int opcode, ByteBuffer request) {
     if (opcode != TxProtocol.REPLICATE) {
-      return alone(opcode, request) ? handle(caller, opcode, request) : null;
+      return servedInline(opcode, request) ? handle(caller, opcode, request) : null;
     }
     // Records are applied in the order the primary's connection delivered them; a copy that does
     // not exist yet (REC_OPEN makes it: a new region file) is left to the service executor.
@@ -222,12 +205,17 @@ public final class TxService implements FerriteService {
 
   /**
    * Whether a commit-protocol request can be served on the thread that received it: every region it
-   * touches is held here as primary with no backup (so nothing is forwarded, no peer is dialed, the
-   * master is not asked: a few CASes and stores under short monitors, never a wait). The common
-   * case with {@code tx.replicas} 1; with backups, the service executor serves it. A malformed
-   * request is left to the executor, which answers its error.
+   * touches is held here as primary ({@link #here}: the master is not asked), and each of their
+   * backups can be sent a record without waiting (its connection is open: no peer is dialed). What
+   * is left is a few CASes and stores under short monitors and, with backups, the records sent
+   * (asynchronous: the answer leaves once the backups acknowledged them, from whichever thread read
+   * their acknowledgement: on shm this server's ring poller, which polls for the answers of the
+   * calls it made, docs/KERNEL.md "shm RPC rings"), never a wait. Otherwise (a region not held yet,
+   * a backup to dial) the service executor serves it, as it does a malformed request, whose error
+   * it answers. (With backups it used to, always: a hand-off to a dispatch thread, and the backup's
+   * answer rung for, on every commit with {@code tx.replicas} 2; docs/TX.md "Measurements".)
    */
-  private boolean alone(int opcode, ByteBuffer request) {
+  private boolean servedInline(int opcode, ByteBuffer request) {
     try {
       Wire.Reader r = new Wire.Reader(request.duplicate(), "tx request " + opcode);
       switch (opcode) {
@@ -237,16 +225,16 @@ public final class TxService implements FerriteService {
           // and every two-server commit paid a dispatch-thread hand-off on its second LOCK.)
           r.i64("txid");
           r.i32("deciderRegion");
-          return writesAlone(r);
+          return writesHere(r);
         }
         case TxProtocol.COMMIT_LOCAL -> {
           r.i64("txid");
-          if (!writesAlone(r)) {
+          if (!writesHere(r)) {
             return false;
           }
           int n = r.count("reads", 1 << 20);
           for (int i = 0; i < n; i++) {
-            if (!alone(FatPointer.readFrom(r).region())) {
+            if (!here(FatPointer.readFrom(r).region())) {
               return false;
             }
             r.i64("version");
@@ -259,11 +247,11 @@ public final class TxService implements FerriteService {
           synchronized (this) {
             t = pending.get(txid);
           }
-          if (t == null || (regions.containsKey(t.deciderRegion()) && !alone(t.deciderRegion()))) {
-            return false; // decided already (rare), or its DECIDE goes to backups: the executor
+          if (t == null || (regions.containsKey(t.deciderRegion()) && !here(t.deciderRegion()))) {
+            return false; // decided already (rare), or a backup of the decider region to dial
           }
           for (Write w : t.writes()) {
-            if (!alone(w.ptr().region())) {
+            if (!here(w.ptr().region())) {
               return false;
             }
           }
@@ -278,10 +266,10 @@ public final class TxService implements FerriteService {
     }
   }
 
-  private boolean writesAlone(Wire.Reader r) {
+  private boolean writesHere(Wire.Reader r) {
     int n = r.count("writes", 1 << 20);
     for (int i = 0; i < n; i++) {
-      if (!alone(FatPointer.readFrom(r).region())) {
+      if (!here(FatPointer.readFrom(r).region())) {
         return false;
       }
       r.i64("expectedVersion");
@@ -295,6 +283,23 @@ public final class TxService implements FerriteService {
   private boolean alone(int id) {
     TxRegion region = regions.get(id);
     return region != null && region.backups().isEmpty();
+  }
+
+  /**
+   * Region {@code id} is held here as primary, and each of its backups has an open connection from
+   * this server, so its records are sent without dialing ({@link ServiceContext#openPeer}).
+   */
+  private boolean here(int id) {
+    TxRegion region = regions.get(id);
+    if (region == null) {
+      return false;
+    }
+    for (int b : region.backups()) {
+      if (context.openPeer(b) == null) {
+        return false;
+      }
+    }
+    return true;
   }
 
   @Override
@@ -632,7 +637,7 @@ public final class TxService implements FerriteService {
     CompletableFuture<?>[] all = new CompletableFuture<?>[backups.size()];
     for (int i = 0; i < all.length; i++) {
       CompletableFuture<Void> done = new CompletableFuture<>();
-      send(r, backups.get(i), type, body, deadline, done);
+      send(r, backups.get(i), type, body, deadline, done, false);
       all[i] = done;
     }
     return CompletableFuture.allOf(all);
@@ -659,8 +664,20 @@ public final class TxService implements FerriteService {
     return CompletableFuture.allOf(all.toArray(new CompletableFuture<?>[0]));
   }
 
+  /**
+   * Sends one record to {@code backup} and completes {@code done} once it acknowledged it, sending
+   * it again while it does not answer. Never blocks unless {@code mayDial} (the replicator thread):
+   * a backup with no open connection is dialed there ({@link ServiceContext#peer} blocks while it
+   * connects), since the sender may be an inline handler's thread.
+   */
   private void send(
-      TxRegion r, int backup, int type, byte[] body, long deadline, CompletableFuture<Void> done) {
+      TxRegion r,
+      int backup,
+      int type,
+      byte[] body,
+      long deadline,
+      CompletableFuture<Void> done,
+      boolean mayDial) {
     boolean deposed = regions.get(r.id()) != r && type != TxProtocol.REC_OPEN;
     if (!r.backups().contains(backup) || deposed) {
       // The master dropped it (declared dead): nothing to wait for; or this server was deposed.
@@ -673,11 +690,21 @@ public final class TxService implements FerriteService {
     }
     byte[] head = new Wire.Writer().i32(r.id()).i64(r.epoch()).u8(type).toArray();
     ByteBuffer msg = ByteBuffer.allocate(head.length + body.length).put(head).put(body).flip();
+    io.ferrite.fabric.FabricConnection to = context.openPeer(backup);
+    if (to == null && !mayDial) {
+      try {
+        replicator.execute(() -> send(r, backup, type, body, deadline, done, true));
+      } catch (java.util.concurrent.RejectedExecutionException stopped) {
+        done.completeExceptionally(
+            new FerriteException(
+                ErrorCode.UNAVAILABLE, "server " + context.serverId() + " is stopping"));
+      }
+      return;
+    }
     CompletableFuture<ByteBuffer> f;
     try {
       f =
-          context
-              .peer(backup)
+          (to != null ? to : context.peer(backup))
               .call(TxProtocol.SERVER_SERVICE, TxProtocol.REPLICATE, msg, CALL_TIMEOUT);
     } catch (FerriteException e) {
       f = CompletableFuture.failedFuture(e);
@@ -707,7 +734,7 @@ public final class TxService implements FerriteService {
               replicator.schedule(
                   () -> {
                     refresh(r);
-                    send(r, backup, type, body, deadline, done);
+                    send(r, backup, type, body, deadline, done, true);
                   },
                   20,
                   TimeUnit.MILLISECONDS);
@@ -945,14 +972,16 @@ public final class TxService implements FerriteService {
 
   /**
    * {@code next} after the decision {@code d}: at once, on this thread, when the decision is
-   * already replicated (no backups, or an earlier call sent it), else on the finisher thread once
-   * the backups acknowledged it, never on the fabric thread that delivered their acknowledgement
-   * ({@code next} forwards records, and a peer may need dialing).
+   * already replicated (no backups, or an earlier call sent it), else on the thread that read the
+   * backups' acknowledgement (on shm this server's ring poller, or a fabric I/O thread). {@code
+   * next} forwards records and applies writes, which never waits: a backup with no open connection
+   * is dialed on the replicator thread ({@link #send}). (It ran on the finisher thread, a hand-off
+   * on every decided commit with backups, from when a forward could dial on its caller's thread.)
    */
   private <T> CompletableFuture<T> then(
       CompletableFuture<Boolean> d,
       java.util.function.Function<Boolean, CompletableFuture<T>> next) {
-    return d.isDone() ? d.thenCompose(next) : d.thenComposeAsync(next, finisher);
+    return d.thenCompose(next);
   }
 
   /**
@@ -1186,7 +1215,7 @@ public final class TxService implements FerriteService {
     Map<Integer, Integer> primaries = new HashMap<>();
     for (Pending t : lapsed) {
       if (decides(t.deciderRegion())) {
-        decide(t.txid(), t.deciderRegion(), false).thenComposeAsync(c -> finish(t, c), finisher);
+        then(decide(t.txid(), t.deciderRegion(), false), c -> finish(t, c));
         continue;
       }
       int answer;

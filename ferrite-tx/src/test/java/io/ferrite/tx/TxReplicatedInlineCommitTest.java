@@ -1,0 +1,108 @@
+package io.ferrite.tx;
+
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNotEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import io.ferrite.fabric.FabricServer;
+import io.ferrite.fabric.netty.NettyServer;
+import io.ferrite.fabric.testing.SeedExtension;
+import io.ferrite.kernel.server.MemoryServer;
+import java.nio.file.Path;
+import java.util.Random;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.ExtendWith;
+import org.junit.jupiter.api.io.TempDir;
+
+/**
+ * With {@code tx.replicas} 2 the commit-protocol requests are served on the thread that received
+ * them too, once the primary's connections to the region's backups are open (docs/TX.md,
+ * "Measurements"): the records to the backups are sent from there and the answer leaves when the
+ * backups acknowledged them. They were handed to a dispatch thread on every commit of a region with
+ * backups. Each commit is at its backup when it returns, as before.
+ */
+@ExtendWith(SeedExtension.class)
+class TxReplicatedInlineCommitTest {
+  @TempDir Path dir;
+  TxCluster cluster;
+
+  @AfterEach
+  void stop() throws Exception {
+    if (cluster != null) {
+      cluster.close();
+    }
+  }
+
+  @Test
+  void aSingleServerCommitWithABackupIsServedInlineAndIsAtTheBackup(Random random)
+      throws Exception {
+    cluster = new TxCluster(dir, 2, true, 2);
+    cluster.awaitServers(2);
+    TxClient a = new TxClient(cluster.client("shm"));
+    FatPointer x = TxCommitTest.make(a, TxCommitTest.num(random.nextLong()));
+    TxPlacement p = a.placement(x.region());
+    assertEquals(1, p.backups().size(), p.toString());
+    int backup = p.backups().get(0);
+    for (int i = 0; i < 20; i++) {
+      Transaction t = a.txBegin();
+      long v = TxCommitTest.num(t.txRead(x));
+      byte[] next = TxCommitTest.num(v + 1 + random.nextInt(1000));
+      t.txWrite(x, next);
+      long before = inlineCalls();
+      assertTrue(t.txCommit().committed(), "commit " + i);
+      assertEquals(
+          2,
+          inlineCalls() - before,
+          "commit "
+              + i
+              + ": COMMIT_LOCAL at the primary and its LOCAL record at the backup, each served"
+              + " inline");
+      // Acknowledged only once the backup held it.
+      assertArrayEquals(next, TxCluster.backupCopy(cluster, backup, x).payload(), "commit " + i);
+    }
+  }
+
+  @Test
+  void aTwoServerCommitWithBackupsIsServedInline(Random random) throws Exception {
+    cluster = new TxCluster(dir, 2, true, 2);
+    cluster.awaitServers(2);
+    TxClient a = new TxClient(cluster.client("shm"));
+    TxClient b = new TxClient(cluster.client("shm"));
+    FatPointer x = TxCommitTest.make(a, TxCommitTest.num(random.nextLong()));
+    FatPointer y = TxCommitTest.make(b, TxCommitTest.num(random.nextLong()));
+    int px = a.view(x.region()).primary();
+    int py = a.view(y.region()).primary();
+    assertNotEquals(px, py, "b's first region is on the other server");
+    for (int i = 0; i < 20; i++) {
+      Transaction t = a.txBegin();
+      long vx = TxCommitTest.num(t.txRead(x));
+      long vy = TxCommitTest.num(t.txRead(y));
+      byte[] nx = TxCommitTest.num(vx + vy);
+      byte[] ny = TxCommitTest.num(random.nextLong());
+      t.txWrite(x, nx);
+      t.txWrite(y, ny);
+      long before = inlineCalls();
+      assertTrue(t.txCommit().committed(), "commit " + i);
+      // LOCK at both primaries, a LOCK record at each one's backup; COMMIT at both, the decider's
+      // DECIDE record and the other's COMMIT record at their backups: 8, none handed off.
+      assertEquals(8, inlineCalls() - before, "commit " + i + ": every request served inline");
+      assertArrayEquals(nx, TxCluster.backupCopy(cluster, py, x).payload(), "commit " + i);
+      assertArrayEquals(ny, TxCluster.backupCopy(cluster, px, y).payload(), "commit " + i);
+    }
+  }
+
+  /** Calls the servers' endpoints answered on the receiving thread. */
+  private long inlineCalls() {
+    long n = 0;
+    for (MemoryServer s : cluster.servers) {
+      for (FabricServer e : s.endpoints()) {
+        if (e instanceof NettyServer ns) {
+          n += ns.dispatcher().inlineCalls();
+        }
+      }
+    }
+    return n;
+  }
+}
