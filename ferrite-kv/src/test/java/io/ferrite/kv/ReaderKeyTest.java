@@ -17,7 +17,7 @@ import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
 import java.util.Map;
 import java.util.concurrent.CompletableFuture;
-import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.AutoClose;
 import org.junit.jupiter.api.io.TempDir;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.ValueSource;
@@ -28,14 +28,7 @@ import org.junit.jupiter.params.provider.ValueSource;
  */
 class ReaderKeyTest {
   @TempDir Path dir;
-  ClusterHarness cluster;
-
-  @AfterEach
-  void stop() throws Exception {
-    if (cluster != null) {
-      cluster.close();
-    }
-  }
+  @AutoClose ClusterHarness cluster;
 
   private static void assertDenied(CompletableFuture<?> f, String what) {
     FerriteException e = assertThrows(FerriteException.class, () -> Futures.join(f), what);

@@ -20,7 +20,7 @@ import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicReference;
-import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.AutoClose;
 import org.junit.jupiter.api.extension.ExtendWith;
 import org.junit.jupiter.api.io.TempDir;
 import org.junit.jupiter.params.ParameterizedTest;
@@ -36,14 +36,7 @@ import org.junit.jupiter.params.provider.EnumSource;
 @ExtendWith(SeedExtension.class)
 class RepeatedFailoverTest {
   @TempDir Path dir;
-  KvCluster cluster;
-
-  @AfterEach
-  void stop() throws Exception {
-    if (cluster != null) {
-      cluster.close();
-    }
-  }
+  @AutoClose KvCluster cluster;
 
   @ParameterizedTest
   @EnumSource(TableOptions.Layout.class)

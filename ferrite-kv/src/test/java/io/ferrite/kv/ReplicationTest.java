@@ -30,7 +30,7 @@ import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicReference;
-import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.AutoClose;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.ExtendWith;
 import org.junit.jupiter.api.io.TempDir;
@@ -45,14 +45,7 @@ import org.junit.jupiter.params.provider.EnumSource;
 @ExtendWith(SeedExtension.class)
 class ReplicationTest {
   @TempDir Path dir;
-  KvCluster cluster;
-
-  @AfterEach
-  void stop() throws Exception {
-    if (cluster != null) {
-      cluster.close();
-    }
-  }
+  @AutoClose KvCluster cluster;
 
   private KvCluster start(int servers) throws Exception {
     cluster = new KvCluster(dir, servers);

@@ -11,7 +11,7 @@ import io.ferrite.fabric.testing.SeedExtension;
 import io.ferrite.kernel.server.MemoryServer;
 import java.nio.file.Path;
 import java.util.Random;
-import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.AutoClose;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.ExtendWith;
 import org.junit.jupiter.api.io.TempDir;
@@ -26,20 +26,12 @@ import org.junit.jupiter.api.io.TempDir;
 @ExtendWith(SeedExtension.class)
 class TxReplicatedInlineCommitTest {
   @TempDir Path dir;
-  TxCluster cluster;
-
-  @AfterEach
-  void stop() throws Exception {
-    if (cluster != null) {
-      cluster.close();
-    }
-  }
+  @AutoClose TxCluster cluster;
 
   @Test
   void aSingleServerCommitWithABackupIsServedInlineAndIsAtTheBackup(Random random)
       throws Exception {
     cluster = new TxCluster(dir, 2, true, 2);
-    cluster.awaitServers(2);
     TxClient a = new TxClient(cluster.client("shm"));
     FatPointer x = TxCommitTest.make(a, TxCommitTest.num(random.nextLong()));
     TxPlacement p = a.placement(x.region());
@@ -67,7 +59,6 @@ class TxReplicatedInlineCommitTest {
   @Test
   void aTwoServerCommitWithBackupsIsServedInline(Random random) throws Exception {
     cluster = new TxCluster(dir, 2, true, 2);
-    cluster.awaitServers(2);
     TxClient a = new TxClient(cluster.client("shm"));
     TxClient b = new TxClient(cluster.client("shm"));
     FatPointer x = TxCommitTest.make(a, TxCommitTest.num(random.nextLong()));

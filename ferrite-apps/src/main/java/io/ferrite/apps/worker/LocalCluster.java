@@ -1,6 +1,7 @@
 package io.ferrite.apps.worker;
 
 import io.ferrite.fabric.Credentials;
+import io.ferrite.fabric.FileTrees;
 import io.ferrite.kernel.config.FabricFactory;
 import io.ferrite.kernel.config.FerriteConfig;
 import io.ferrite.kernel.config.Secrets;
@@ -10,9 +11,7 @@ import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.util.Comparator;
 import java.util.List;
-import java.util.stream.Stream;
 
 /**
  * A cluster in this process for a sort that brings its own: a master with the memory face (tcp on
@@ -107,10 +106,8 @@ public final class LocalCluster implements AutoCloseable {
   }
 
   private static void deleteTree(Path dir) {
-    try (Stream<Path> s = Files.walk(dir)) {
-      for (Path p : s.sorted(Comparator.reverseOrder()).toList()) {
-        Files.deleteIfExists(p);
-      }
+    try {
+      FileTrees.delete(dir);
     } catch (IOException e) {
       // Best effort: a temporary directory.
     }
