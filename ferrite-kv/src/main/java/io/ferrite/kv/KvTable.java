@@ -1163,11 +1163,24 @@ public final class KvTable {
    * failure may leave some pairs applied).
    */
   public List<Boolean> multiPut(List<byte[]> keys, List<byte[]> values) {
-    return Futures.join(multiPutAsync(keys, values));
+    return Futures.join(multiPut(keys, values, true));
   }
 
   /** As {@link #multiPut}, without waiting (pipelined multiPuts keep their order per key). */
   public CompletableFuture<List<Boolean>> multiPutAsync(List<byte[]> keys, List<byte[]> values) {
+    return multiPut(keys, values, false);
+  }
+
+  /**
+   * {@code blocking}: the caller waits for the answers anyway, so the last server's MULTI_PUT is a
+   * blocking call on the caller's thread ({@link FerriteClient#callSync}: over tcp a lane when the
+   * connection has nothing in flight, which keeps a thread's earlier async writes first), the
+   * others are sent before it without waiting. The caller reads its own answer instead of an I/O
+   * thread reading it and waking the caller (issue #19: what 16-pair batches of 1 KiB lost to
+   * Redis's pipeline).
+   */
+  private CompletableFuture<List<Boolean>> multiPut(
+      List<byte[]> keys, List<byte[]> values, boolean blocking) {
     int n = keys.size();
     metMultiPut.count(n);
     if (values.size() != n) {
@@ -1220,6 +1233,19 @@ public final class KvTable {
       Wire.Writer w = new Wire.Writer(bytes).i64(t.tableId()).i32(idx.size());
       for (int i : idx) {
         w.i32(shards[i]).bytes(ks[i]).bytes(vs[i]);
+      }
+      if (blocking && s == servers.size() - 1) {
+        ByteBuffer b = null;
+        FerriteException err = null;
+        try {
+          b =
+              client.callSync(
+                  servers.get(s), KvProtocol.SERVER_SERVICE, KvProtocol.MULTI_PUT, w.toBuffer());
+        } catch (FerriteException e) {
+          err = e;
+        }
+        sent.add(multiPutAnswer(b, err, idx, ks, vs, created));
+        continue;
       }
       sent.add(
           client

@@ -9,6 +9,8 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.ferrite.fabric.ErrorCode;
 import io.ferrite.fabric.FerriteException;
+import io.ferrite.fabric.testing.SeedExtension;
+import io.ferrite.fabric.testing.TestSeed;
 import io.ferrite.kernel.client.FerriteClient;
 import io.ferrite.kernel.server.MemoryServer;
 import io.ferrite.kv.TableOptions.Durability;
@@ -20,6 +22,7 @@ import java.util.Random;
 import java.util.stream.Stream;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.extension.ExtendWith;
 import org.junit.jupiter.api.io.TempDir;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.EnumSource;
@@ -30,6 +33,7 @@ import org.junit.jupiter.params.provider.EnumSource;
  * back empty; stale client handles follow the new regions. Both layouts; resizes are logged and
  * replayed in order.
  */
+@ExtendWith(SeedExtension.class)
 class KvDurabilityTest {
   static final TableOptions SMALL =
       TableOptions.DEFAULTS
@@ -107,6 +111,47 @@ class KvDurabilityTest {
     restartServer();
     assertArrayEquals(b("restart"), always.get(b("after")), "appends continue after a replay");
     assertArrayEquals(b("again3"), kv.table("interval").get(b("k3")));
+  }
+
+  /**
+   * A MULTI_PUT's pairs of one shard are logged with one append (KvWrites): the replay still
+   * applies them in list order, a key given twice in one batch ends with its last value, and
+   * batches that create extent regions midway (applied partly inline, the rest by a writer) lose
+   * nothing.
+   */
+  @ParameterizedTest
+  @EnumSource(TableOptions.Layout.class)
+  void multiPutBatchesReplayInListOrder(TableOptions.Layout layout, TestSeed seed) {
+    KvClient kv = new KvClient(cluster.client());
+    TableOptions o = SMALL.withLayout(layout).withExtents(16 << 10, 8);
+    KvTable always = kv.createTable("always", o.withDurability(Durability.ALWAYS));
+    KvTable interval = kv.createTable("interval", o.withDurability(Durability.INTERVAL));
+    Random r = new Random(seed.value());
+    Map<String, Map<String, byte[]>> models = new HashMap<>();
+    for (KvTable t : new KvTable[] {always, interval}) {
+      Map<String, byte[]> model = models.computeIfAbsent(t.name(), n -> new HashMap<>());
+      for (int batch = 0; batch < 20; batch++) {
+        java.util.List<byte[]> ks = new java.util.ArrayList<>();
+        java.util.List<byte[]> vs = new java.util.ArrayList<>();
+        for (int i = 0; i < 16; i++) {
+          String k = "k" + r.nextInt(40); // repeats within a batch and across batches
+          byte[] v = new byte[1 + r.nextInt(600)];
+          r.nextBytes(v);
+          ks.add(b(k));
+          vs.add(v);
+          model.put(k, v);
+        }
+        t.multiPut(ks, vs);
+      }
+    }
+    restartServer();
+    for (KvTable t : new KvTable[] {always, interval}) {
+      Map<String, byte[]> model = models.get(t.name());
+      for (Map.Entry<String, byte[]> e : model.entrySet()) {
+        assertArrayEquals(e.getValue(), t.get(b(e.getKey())), t.name() + " " + e.getKey());
+      }
+      assertEquals(model.size(), t.stats().stream().mapToInt(ShardStats::count).sum(), t.name());
+    }
   }
 
   @ParameterizedTest

@@ -31,11 +31,12 @@ import org.junit.jupiter.params.provider.ValueSource;
 
 /**
  * A client's writes to one key are applied in issue order, also when pipelined: one thread keeps up
- * to {@link #WINDOW} putAsync and multiPutAsync in flight to a few keys on two servers, every value
- * carrying an increasing sequence number (values of changing sizes, in and out of line, so some
- * writes create extent regions and are applied by the server's writer threads, others on the
- * receiving thread). Readers never see a key's sequence go backwards, and each key ends with the
- * last value issued for it. Over the local fabric, real tcp and real shm; seeded.
+ * to {@link #WINDOW} putAsync and multiPutAsync (now and then a blocking multiPut) in flight to a
+ * few keys on two servers, every value carrying an increasing sequence number (values of changing
+ * sizes, in and out of line, so some writes create extent regions and are applied by the server's
+ * writer threads, others on the receiving thread). Readers never see a key's sequence go backwards,
+ * and each key ends with the last value issued for it. Over the local fabric, real tcp and real
+ * shm; seeded.
  */
 @ExtendWith(SeedExtension.class)
 class PipelinedWriteOrderTest {
@@ -127,7 +128,14 @@ class PipelinedWriteOrderTest {
               vs.add(value(++seq, r));
               last[k] = seq;
             }
-            inFlight.add(t.multiPutAsync(ks, vs));
+            if (r.nextInt(4) == 0) {
+              // Blocking, with the writes before it still in flight: its last server's
+              // MULTI_PUT goes on this thread (a lane only once nothing is in flight), and is
+              // still applied after them.
+              t.multiPut(ks, vs);
+            } else {
+              inFlight.add(t.multiPutAsync(ks, vs));
+            }
           } else {
             int k = r.nextInt(KEYS);
             inFlight.add(t.putAsync(key(k), value(++seq, r)));

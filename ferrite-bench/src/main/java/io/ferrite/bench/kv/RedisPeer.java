@@ -101,6 +101,11 @@ public final class RedisPeer implements AutoCloseable {
     }
   }
 
+  /** The redis-server process's id (probes read its CPU time from /proc). */
+  public long pid() {
+    return process.pid();
+  }
+
   /** A new connection, closed with the peer. */
   public synchronized Conn connect() {
     try {

@@ -26,7 +26,8 @@ import org.junit.jupiter.api.Test;
  * Synchronous small RPCs on blocking lanes ({@code NettyConnection.callSync}): a call takes effect
  * after the calling thread's earlier async ops; a call nobody answers times out by the lane
  * watchdog and leaves the connection usable; a call whose connection is lost fails with
- * UNAVAILABLE; error answers leave the lane usable.
+ * UNAVAILABLE; error answers leave the lane usable; a request larger than the lane's buffer (up to
+ * 64 KiB) still rides the lane.
  */
 class TcpLaneRpcTest extends TcpTestSupport {
   private static final int SVC = 7;
@@ -34,6 +35,7 @@ class TcpLaneRpcTest extends TcpTestSupport {
   private static final int NEVER = 2;
   private static final int BLOCK = 3;
   private static final int FAIL = 4;
+  private static final int ECHO = 5;
   private static final Duration DEADLINE = Duration.ofSeconds(60);
 
   private final Set<Long> connectionIds = ConcurrentHashMap.newKeySet();
@@ -52,6 +54,16 @@ class TcpLaneRpcTest extends TcpTestSupport {
     return out.clear(); // readInto may or may not move the position: the whole buffer
   }
 
+  /** The request back, and the id of the connection it came on (in echoedOn). */
+  private ByteBuffer echo(RpcContext ctx, ByteBuffer request) {
+    echoedOn.add(ctx.connectionId());
+    ByteBuffer out = ByteBuffer.allocate(request.remaining());
+    out.put(request.duplicate());
+    return out.flip();
+  }
+
+  private final Set<Long> echoedOn = ConcurrentHashMap.newKeySet();
+
   private final RpcHandler handler =
       new RpcHandler() {
         @Override
@@ -60,6 +72,9 @@ class TcpLaneRpcTest extends TcpTestSupport {
           switch (opcode) {
             case READ_REGION -> {
               return CompletableFuture.completedFuture(readRegion(ctx, request));
+            }
+            case ECHO -> {
+              return CompletableFuture.completedFuture(echo(ctx, request));
             }
             case NEVER -> {
               connectionIds.add(ctx.connectionId());
@@ -123,6 +138,28 @@ class TcpLaneRpcTest extends TcpTestSupport {
     assertTrue(connectionIds.size() > 1, "calls came on the shared connection only");
     assertEquals(0, c.counters().errors(OpKind.RPC));
     assertEquals(2000, c.counters().ops(OpKind.RPC));
+  }
+
+  @Test
+  void aRequestLargerThanTheLanesBufferRidesTheLaneWhole() throws Exception {
+    start(handler, 2, 64);
+    NettyConnection c = (NettyConnection) connect();
+    c.callSync(SVC, ECHO, ByteBuffer.allocate(8), DEADLINE);
+    assertEquals(1, c.lanes(), "the first call took a lane");
+    // Around the lane's own buffer (256 read frames, about 12 KiB) and a kv multiPut of 16 pairs
+    // of 1 KiB (about 17 KiB), up to the largest request a lane takes.
+    for (int n : new int[] {4096, 4097, 12_000, 12_289, 17_000, 64 << 10}) {
+      byte[] data = new byte[n];
+      random.nextBytes(data);
+      ByteBuffer request = ByteBuffer.allocate(n + 3).position(3); // not at the array's start
+      request.put(data).position(3);
+      ByteBuffer back = c.callSync(SVC, ECHO, request, DEADLINE);
+      assertArrayEquals(data, back.array(), n + " B; " + where());
+      assertEquals(3, request.position(), "the caller's buffer is not consumed");
+    }
+    assertEquals(1, echoedOn.size(), "every call came on the one lane: " + echoedOn);
+    assertEquals(1, c.lanes());
+    assertEquals(0, c.counters().errors(OpKind.RPC));
   }
 
   @Test

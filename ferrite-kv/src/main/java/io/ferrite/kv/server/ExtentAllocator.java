@@ -51,6 +51,21 @@ public final class ExtentAllocator {
     return c;
   }
 
+  /**
+   * Whether the extent at {@code addr} ({@code len} bytes) holds {@code key}: reads its header and
+   * key only. A writer looking for a key compares it with every candidate's; reading the whole
+   * extent for that copied the old value (1 KiB for a 1 KiB pair) into a new array on every put.
+   */
+  boolean hasKey(long addr, int len, byte[] key) {
+    int n = Extents.HEADER + key.length;
+    if (len < n) {
+      return false;
+    }
+    byte[] head = new byte[n];
+    region((int) (addr >>> 32)).readInto(addr & 0xFFFFFFFFL, ByteBuffer.wrap(head));
+    return Extents.hasKey(head, key);
+  }
+
   /** The bytes of class {@code c}: 32, 48, 64, 96, 128, 192, ... */
   static long classSize(int c) {
     long base = (long) MIN_CLASS << (c / 2);

@@ -235,6 +235,11 @@ final class HopscotchMemory {
     return e;
   }
 
+  /** Whether the extent at {@code addr} holds {@code key} ({@link ExtentAllocator#hasKey}). */
+  boolean hasKey(long addr, int len, byte[] key) {
+    return alloc.hasKey(addr, len, key);
+  }
+
   /**
    * Writes a new extent, not current (before any slot points to it; {@link io.ferrite.kv.Extents}).
    */

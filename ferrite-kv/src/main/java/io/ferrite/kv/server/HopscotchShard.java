@@ -211,7 +211,7 @@ final class HopscotchShard extends KvShard {
 
   private boolean keyMatches(long extAddr, int extLen, byte[] key) {
     if (extLen > 0) {
-      return Extents.hasKey(m.readExtent(extAddr, extLen), key);
+      return m.hasKey(extAddr, extLen, key);
     }
     return HopscotchLayout.keyLength(slot, 0) == key.length
         && Arrays.equals(slot, 8, 8 + key.length, key, 0, key.length);

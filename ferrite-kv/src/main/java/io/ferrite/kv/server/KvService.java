@@ -315,12 +315,12 @@ public final class KvService implements FerriteService {
           new KvShard.WriteLog() {
             @Override
             public void put(byte[] key, byte[] value) {
-              log.append(head(KvProtocol.PUT).bytes(key).bytes(value).toArray());
+              record(head(KvProtocol.PUT, 12 + key.length + value.length).bytes(key).bytes(value));
             }
 
             @Override
             public void delete(byte[] key) {
-              log.append(head(KvProtocol.DELETE).bytes(key).toArray());
+              record(head(KvProtocol.DELETE, 4 + key.length).bytes(key));
             }
 
             @Override
@@ -330,6 +330,21 @@ public final class KvService implements FerriteService {
 
             private Wire.Writer head(int type) {
               return new Wire.Writer().u8(type).i64(id).i32(shard);
+            }
+
+            /** A head sized for {@code more} bytes after it (no regrowth copies). */
+            private Wire.Writer head(int type, int more) {
+              return new Wire.Writer(13 + more).u8(type).i64(id).i32(shard);
+            }
+
+            /** Appends now, or to the batch of the part being applied ({@link KvWrites}). */
+            private void record(Wire.Writer w) {
+              List<byte[]> batch = KvWrites.LOG_BATCH.get();
+              if (batch != null) {
+                batch.add(w.toArray());
+              } else {
+                log.append(w.toArray());
+              }
             }
           });
     }

@@ -78,6 +78,12 @@ final class KvWrites implements AutoCloseable {
         }
       };
 
+  /**
+   * The log records of the pairs a thread applies for one part ({@link Part#apply}), appended
+   * together; null outside such a part (the shard's write hook then appends each record at once).
+   */
+  static final ThreadLocal<List<byte[]>> LOG_BATCH = new ThreadLocal<>();
+
   private static final ThreadLocal<boolean[]> INLINE =
       ThreadLocal.withInitial(() -> new boolean[1]);
 
@@ -242,8 +248,43 @@ final class KvWrites implements AutoCloseable {
      * Applies the remaining pairs; called with the request lock (read side) and the shard's gate
      * held. Returns false if one would block inline (the pairs before it are applied; the rest is
      * applied from there by a writer).
+     *
+     * <p>Several pairs of a MULTI_PUT to a logged shard are applied under one hold of the shard's
+     * lock, and their log records appended with one write at the end, still under it (so the log
+     * keeps the shard's apply order): one system call per part instead of one per pair. A failed
+     * append fails the pairs it held (applied in memory and not logged, as a failed append of a
+     * single put leaves its pair).
      */
     boolean apply() {
+      if (request.opcode != KvProtocol.MULTI_PUT
+          || pairs.length - next < 2
+          || shard.options().durability() == TableOptions.Durability.NONE) {
+        return applyPairs();
+      }
+      int from = next;
+      List<byte[]> batch = new ArrayList<>(pairs.length - next);
+      boolean done;
+      synchronized (shard) {
+        LOG_BATCH.set(batch);
+        try {
+          done = applyPairs();
+        } finally {
+          LOG_BATCH.remove();
+        }
+        try {
+          host.log().appendAll(batch);
+        } catch (FerriteException e) {
+          for (int k = from; k < next; k++) {
+            if (request.errors[pairs[k]] == null) {
+              request.errors[pairs[k]] = e;
+            }
+          }
+        }
+      }
+      return done;
+    }
+
+    private boolean applyPairs() {
       Request r = request;
       KvShard s = shard;
       while (next < pairs.length) {

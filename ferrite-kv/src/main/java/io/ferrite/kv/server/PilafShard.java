@@ -157,7 +157,7 @@ final class PilafShard extends KvShard {
   private int find(long h, byte[] key) {
     for (int way = 0; way < KeyHash.WAYS; way++) {
       int s = KeyHash.slot(h, way, t.slots);
-      if (t.used.get(s) && t.hashes[s] == h && Extents.hasKey(readExtent(s), key)) {
+      if (t.used.get(s) && t.hashes[s] == h && alloc.hasKey(t.extentAddr[s], t.extentLen[s], key)) {
         return s;
       }
     }
