@@ -3,10 +3,13 @@ package io.ferrite.tx;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.ferrite.fabric.Credentials;
+import io.ferrite.fabric.FabricServer;
 import io.ferrite.fabric.RegionRef;
 import io.ferrite.fabric.local.LocalFaults;
+import io.ferrite.fabric.netty.NettyServer;
 import io.ferrite.kernel.config.FerriteConfig;
 import io.ferrite.kernel.proto.Wire;
+import io.ferrite.kernel.server.MemoryServer;
 import io.ferrite.kernel.testing.ClusterHarness;
 import java.io.IOException;
 import java.nio.ByteBuffer;
@@ -106,5 +109,20 @@ final class TxCluster extends ClusterHarness {
       faults.tearReads(true);
     }
     return faults;
+  }
+
+  /**
+   * Calls the servers' endpoints answered on the receiving thread (no dispatch-thread hand-off).
+   */
+  long inlineCalls() {
+    long n = 0;
+    for (MemoryServer s : servers) {
+      for (FabricServer e : s.endpoints()) {
+        if (e instanceof NettyServer ns) {
+          n += ns.dispatcher().inlineCalls();
+        }
+      }
+    }
+    return n;
   }
 }

@@ -4,10 +4,7 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertNotEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import io.ferrite.fabric.FabricServer;
-import io.ferrite.fabric.netty.NettyServer;
 import io.ferrite.fabric.testing.SeedExtension;
-import io.ferrite.kernel.server.MemoryServer;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
 import java.nio.file.Path;
@@ -43,26 +40,13 @@ class TxInlineCommitTest {
       // Each way round: either object's region may be the decider (the lower region id).
       t.txWrite(i % 2 == 0 ? x : y, num(vx + vy));
       t.txWrite(i % 2 == 0 ? y : x, num(random.nextLong()));
-      long before = inlineCalls();
+      long before = cluster.inlineCalls();
       assertTrue(t.txCommit().committed(), "commit " + i);
       assertEquals(
           4,
-          inlineCalls() - before,
+          cluster.inlineCalls() - before,
           "commit " + i + ": LOCK at both primaries and COMMIT at both, each served inline");
     }
-  }
-
-  /** Calls the servers' endpoints answered on the receiving thread. */
-  private long inlineCalls() {
-    long n = 0;
-    for (MemoryServer s : cluster.servers) {
-      for (FabricServer e : s.endpoints()) {
-        if (e instanceof NettyServer ns) {
-          n += ns.dispatcher().inlineCalls();
-        }
-      }
-    }
-    return n;
   }
 
   private static FatPointer make(TxClient c, long value) {

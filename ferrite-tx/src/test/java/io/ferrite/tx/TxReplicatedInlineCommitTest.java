@@ -5,10 +5,7 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertNotEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import io.ferrite.fabric.FabricServer;
-import io.ferrite.fabric.netty.NettyServer;
 import io.ferrite.fabric.testing.SeedExtension;
-import io.ferrite.kernel.server.MemoryServer;
 import java.nio.file.Path;
 import java.util.Random;
 import org.junit.jupiter.api.AutoClose;
@@ -42,11 +39,11 @@ class TxReplicatedInlineCommitTest {
       long v = TxCommitTest.num(t.txRead(x));
       byte[] next = TxCommitTest.num(v + 1 + random.nextInt(1000));
       t.txWrite(x, next);
-      long before = inlineCalls();
+      long before = cluster.inlineCalls();
       assertTrue(t.txCommit().committed(), "commit " + i);
       assertEquals(
           2,
-          inlineCalls() - before,
+          cluster.inlineCalls() - before,
           "commit "
               + i
               + ": COMMIT_LOCAL at the primary and its LOCAL record at the backup, each served"
@@ -74,26 +71,14 @@ class TxReplicatedInlineCommitTest {
       byte[] ny = TxCommitTest.num(random.nextLong());
       t.txWrite(x, nx);
       t.txWrite(y, ny);
-      long before = inlineCalls();
+      long before = cluster.inlineCalls();
       assertTrue(t.txCommit().committed(), "commit " + i);
       // LOCK at both primaries, a LOCK record at each one's backup; COMMIT at both, the decider's
       // DECIDE record and the other's COMMIT record at their backups: 8, none handed off.
-      assertEquals(8, inlineCalls() - before, "commit " + i + ": every request served inline");
+      assertEquals(
+          8, cluster.inlineCalls() - before, "commit " + i + ": every request served inline");
       assertArrayEquals(nx, TxCluster.backupCopy(cluster, py, x).payload(), "commit " + i);
       assertArrayEquals(ny, TxCluster.backupCopy(cluster, px, y).payload(), "commit " + i);
     }
-  }
-
-  /** Calls the servers' endpoints answered on the receiving thread. */
-  private long inlineCalls() {
-    long n = 0;
-    for (MemoryServer s : cluster.servers) {
-      for (FabricServer e : s.endpoints()) {
-        if (e instanceof NettyServer ns) {
-          n += ns.dispatcher().inlineCalls();
-        }
-      }
-    }
-    return n;
   }
 }

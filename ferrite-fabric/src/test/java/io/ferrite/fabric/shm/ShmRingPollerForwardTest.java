@@ -7,6 +7,7 @@ import io.ferrite.fabric.ConnectOptions;
 import io.ferrite.fabric.Credentials;
 import io.ferrite.fabric.ErrorCode;
 import io.ferrite.fabric.FabricServer;
+import io.ferrite.fabric.FileTrees;
 import io.ferrite.fabric.Futures;
 import io.ferrite.fabric.NamedThreadFactory;
 import io.ferrite.fabric.RegionTable;
@@ -23,7 +24,6 @@ import java.nio.file.Path;
 import java.nio.file.Paths;
 import java.time.Duration;
 import java.util.ArrayList;
-import java.util.Comparator;
 import java.util.List;
 import java.util.Random;
 import java.util.concurrent.CompletableFuture;
@@ -33,7 +33,6 @@ import java.util.concurrent.Future;
 import java.util.concurrent.ScheduledThreadPoolExecutor;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
-import java.util.stream.Stream;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
@@ -91,11 +90,7 @@ class ShmRingPollerForwardTest {
     }
     later.shutdownNow();
     if (dir != null) {
-      try (Stream<Path> s = Files.walk(dir)) {
-        for (Path p : s.sorted(Comparator.reverseOrder()).toList()) {
-          Files.deleteIfExists(p);
-        }
-      }
+      FileTrees.delete(dir);
     }
   }
 
