@@ -1,6 +1,7 @@
 package io.ferrite.bench.kv;
 
 import io.ferrite.bench.IoThreadCpu;
+import io.ferrite.fabric.FileTrees;
 import io.ferrite.kernel.client.FerriteClient;
 import io.ferrite.kv.KvClient;
 import io.ferrite.kv.KvTable;
@@ -141,7 +142,7 @@ public final class KvPutProbe {
       for (int i = open.size() - 1; i >= 0; i--) {
         open.get(i).close();
       }
-      io.ferrite.bench.BenchFiles.deleteTree(root);
+      FileTrees.delete(root);
     }
   }
 
