@@ -2,10 +2,14 @@ package io.ferrite.tx.server;
 
 import io.ferrite.fabric.ErrorCode;
 import io.ferrite.fabric.FerriteException;
+import io.ferrite.fabric.NamedThreadFactory;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.ArrayBlockingQueue;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.locks.LockSupport;
 
@@ -56,6 +60,13 @@ final class TxLogAppender implements AutoCloseable {
   private final ArrayBlockingQueue<Item> queue = new ArrayBlockingQueue<>(CAPACITY);
   private final Thread thread;
 
+  /**
+   * Where a mark's future is completed: never the appender or the log's syncer. What waits on a
+   * mark (a commit's decision under {@code always}, docs/TX.md) queues more records and marks, and
+   * {@link #put} blocks while the queue is full: run on the appender, that would wait for itself.
+   */
+  private final ExecutorService completions;
+
   /** The appender parks until woken (the queue was empty after its timed wait). */
   private volatile boolean asleep;
 
@@ -64,7 +75,31 @@ final class TxLogAppender implements AutoCloseable {
   TxLogAppender(int serverId) {
     thread = new Thread(this::loop, "tx-log-append-" + serverId);
     thread.setDaemon(true);
+    completions =
+        Executors.newSingleThreadExecutor(new NamedThreadFactory("tx-log-done-" + serverId, true));
     thread.start();
+  }
+
+  /** Completes {@code done} as {@code inner} completes, on {@link #completions}. */
+  private CompletableFuture<Void> handOff(CompletableFuture<Void> done) {
+    CompletableFuture<Void> inner = new CompletableFuture<>();
+    inner.whenComplete(
+        (v, e) -> {
+          Runnable complete =
+              () -> {
+                if (e == null) {
+                  done.complete(null);
+                } else {
+                  done.completeExceptionally(e);
+                }
+              };
+          try {
+            completions.execute(complete);
+          } catch (RejectedExecutionException stopped) {
+            complete.run(); // stopping: nothing queues any more
+          }
+        });
+    return inner;
   }
 
   /** Queues a record of {@code log} ({@code byte[]} body, or a {@code List<Write>} to encode). */
@@ -156,7 +191,7 @@ final class TxLogAppender implements AutoCloseable {
         runLog = null;
       }
       if (it.what() instanceof Mark m) {
-        it.log().marked(m.fsync(), m.done());
+        it.log().marked(m.fsync(), handOff(m.done()));
       } else {
         try {
           run.add(it.what() instanceof byte[] b ? b : TxLog.encode(it.what()));
@@ -186,5 +221,6 @@ final class TxLogAppender implements AutoCloseable {
     if (!thread.isAlive()) {
       leftovers();
     }
+    completions.shutdown();
   }
 }
