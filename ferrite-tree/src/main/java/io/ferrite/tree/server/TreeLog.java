@@ -54,6 +54,9 @@ import java.util.function.Consumer;
  *                                                          split's right half: pending
  *  CONFIRMED    i32 id                                     ... no longer pending (its source ended)
  *  FORGET       i32 id                                     ... dropped (its source did not end)
+ *  LINKED       i32 id                                     meganode id is linked to from another
+ *                                                          server (the compaction's form of what
+ *                                                          R_END implies: see below)
  * </pre>
  *
  * The remote records are docs/TREE.md's "Meganodes on several servers" protocol: the source logs
@@ -62,6 +65,13 @@ import java.util.function.Consumer;
  * side leaves a pending meganode its source resolves, never an orphan. R_BEGIN and R_END order the
  * source's records as SPLIT_BEGIN and SPLIT_END do (below): R_END moves nothing out of the source
  * at the replay but drops its pairs from the key up, which the target holds.
+ *
+ * <p>A meganode here may be reached only from another server: when x splits into a meganode on
+ * another server, that meganode takes x's old right link, so x's old right neighbour, if it is on
+ * this server, is reached through the other server from then on (and through its parent only once
+ * the separator is in). The replay counts such a meganode as reached whatever this server's own
+ * pointers say: R_END marks x's old link so, and a compaction keeps the mark as LINKED. Without it
+ * a meganode that holds acknowledged pairs would be dropped as unreachable.
  *
  * <p>A split's copy into the target is not logged pair by pair: SPLIT_END moves the pairs from the
  * key up out of the source, and sets the source's high key and link. A SPLIT_BEGIN with no
@@ -111,6 +121,7 @@ final class TreeLog {
   static final int ADOPTED = 18;
   static final int CONFIRMED = 19;
   static final int FORGET = 20;
+  static final int LINKED = 21;
 
   private TreeLog() {}
 
@@ -184,6 +195,10 @@ final class TreeLog {
     return new Wire.Writer().u8(FORGET).i32(id).toArray();
   }
 
+  static byte[] linked(int id) {
+    return new Wire.Writer().u8(LINKED).i32(id).toArray();
+  }
+
   /** One meganode as the log rebuilds it: its header and its entries (values or child pointers). */
   static final class Image {
     final int id;
@@ -236,6 +251,12 @@ final class TreeLog {
     final Map<Integer, Long> owedConfirms = new LinkedHashMap<>();
 
     final Map<Integer, Integer> owedDrops = new LinkedHashMap<>();
+
+    /**
+     * Meganodes here that a meganode on another server links to (R_END's old link, LINKED):
+     * reached, whatever this server's pointers say.
+     */
+    final Set<Integer> linkedFromAfar = new HashSet<>();
 
     private final Map<Integer, OpenSplit> open = new HashMap<>();
     int nextId = 1;
@@ -341,6 +362,10 @@ final class TreeLog {
           owedConfirms.put(token, target);
           // The pairs from key up live on the target now; the source ends at key (Cell §2.2).
           Image x = image(source);
+          if (x.link != 0 && TreeProtocol.server(x.link) == server) {
+            // The target took x's old link: that meganode is reached through the other server.
+            linkedFromAfar.add(TreeProtocol.region(x.link));
+          }
           x.entries.tailMap(key, true).clear();
           x.high = key;
           x.link = target;
@@ -382,6 +407,7 @@ final class TreeLog {
           }
         }
         case FORGET -> meganodes.remove(r.i32("id"));
+        case LINKED -> linkedFromAfar.add(r.i32("id"));
         default ->
             throw new FerriteException(
                 ErrorCode.INTERNAL, "tree log record " + records + ": unknown type " + type);
@@ -426,8 +452,9 @@ final class TreeLog {
     /**
      * Settles the end of the log: every split begun and not ended is undone (its target deleted;
      * nothing had been unlinked from its source, whose pairs the log still holds), then meganodes
-     * no tree root reaches (by child pointers and right links) are deleted: a new root meganode
-     * made just before the crash, whose ROOT record never came.
+     * that neither a tree root, nor an adopted meganode, nor a meganode on another server reaches
+     * (by child pointers and right links) are deleted: a new root meganode made just before the
+     * crash, whose ROOT record never came; what only a forgotten adoption reached.
      */
     void finish() {
       for (Map.Entry<Integer, OpenSplit> e : new ArrayList<>(open.entrySet())) {
@@ -472,6 +499,7 @@ final class TreeLog {
           todo.add(m.id); // a remote split's right half: reached from its source's server
         }
       }
+      todo.addAll(linkedFromAfar); // reached from another server's link (ids never made: skipped)
       while (!todo.isEmpty()) {
         int id = todo.poll();
         Image m = meganodes.get(id);

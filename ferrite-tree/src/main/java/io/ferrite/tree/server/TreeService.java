@@ -21,6 +21,7 @@ import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
 import java.util.Map;
+import java.util.Set;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ExecutionException;
@@ -155,6 +156,13 @@ public final class TreeService implements FerriteService {
 
   /** Meganodes by meganode id (the low word of their pointers; kept across restarts). */
   private final Map<Integer, Hosted> hosted = new ConcurrentHashMap<>();
+
+  /**
+   * Meganodes here that a meganode on another server links to (a remote split's right half took
+   * their left neighbour's link): kept by the replay though no pointer here reaches them, so a
+   * compaction writes them as LINKED ({@link TreeLog}).
+   */
+  private final Set<Integer> linkedFromAfar = ConcurrentHashMap.newKeySet();
 
   private final AtomicInteger nextId = new AtomicInteger(1);
   private final Object[] stripes = new Object[STRIPES];
@@ -293,6 +301,11 @@ public final class TreeService implements FerriteService {
       h.meganode().fill(keys, values, children);
       pairs += keys.size();
     }
+    for (int id : replay.linkedFromAfar) {
+      if (hosted.containsKey(id)) {
+        linkedFromAfar.add(id);
+      }
+    }
     trees.putAll(byId);
     nextId.set(replay.nextId);
     for (String s : replay.unfinished) {
@@ -313,6 +326,11 @@ public final class TreeService implements FerriteService {
   /** This server's id (for tests). */
   int serverId() {
     return context.serverId();
+  }
+
+  /** The meganodes here only another server may link to (for tests). */
+  Set<Integer> linkedFromAfar() {
+    return linkedFromAfar;
   }
 
   /** The remote half (for tests): owed messages, adoptions. */
@@ -416,6 +434,9 @@ public final class TreeService implements FerriteService {
                 header.low,
                 header.highInfinite() ? null : header.high,
                 header.link));
+        if (linkedFromAfar.contains(h.id())) {
+          sink.accept(TreeLog.linked(h.id()));
+        }
         RemoteSplits.Adoption a = remote.adoptions.get(h.id());
         if (a != null) {
           sink.accept(TreeLog.adopted(h.id(), a.source, a.token));
@@ -1109,6 +1130,7 @@ public final class TreeService implements FerriteService {
 
   private void free(Hosted h) {
     hosted.remove(h.id());
+    linkedFromAfar.remove(h.id());
     remote.adoptions.remove(h.id()); // nothing left to confirm or drop (its tree was dropped)
     context.freeRegion(h.meganode().region());
     synchronized (h.extents()) {
@@ -1332,6 +1354,10 @@ public final class TreeService implements FerriteService {
         yp = remote.adopt(target, x.tree(), yid, half, x.tree().home);
         step("remote-copied");
         append(TreeLog.remoteSplit(TreeLog.R_END, x.id(), half.key(), yid, yp));
+        if (half.link() != 0 && TreeProtocol.server(half.link()) == context.serverId()) {
+          // The new meganode took x's old link: its right neighbour here is reached from afar.
+          linkedFromAfar.add(TreeProtocol.region(half.link()));
+        }
         step("remote-ended");
         remote.ended(yid, yp);
       } else {

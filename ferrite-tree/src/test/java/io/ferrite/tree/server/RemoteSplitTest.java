@@ -278,6 +278,60 @@ class RemoteSplitTest {
   }
 
   /**
+   * A leaf meganode that only a meganode on the other server links to: a leaf on the guest server
+   * splits there, then splits again into the home server, whose new meganode takes its link to the
+   * first split's right half; on the guest nothing points at that half any more (its parent is on
+   * home). Descending writes make the guest's leaves split again and again, so this happens. The
+   * replay keeps it (from R_END's old link), also after a compaction (from LINKED): both servers
+   * restarted, as the logs are and then compacted, every acknowledged pair is there. (Before the
+   * fix the replay dropped it as unreachable, a NOT_FOUND for every key it held.)
+   */
+  @Test
+  void aMeganodeOnlyTheOtherServerLinksToSurvivesRestartsAndCompaction(Random random)
+      throws Exception {
+    start("interval");
+    TreeClient client = new TreeClient(cluster.client());
+    Tree tree = client.create("t");
+    int home = client.list().get(0).server();
+    int guest = services.keySet().stream().filter(id -> id != home).findFirst().orElseThrow();
+    TreeMap<byte[], byte[]> acked = TreeModel.model();
+    List<Integer> first = new ArrayList<>();
+    for (int k = 0; k < 24000; k += 4) {
+      first.add(k);
+    }
+    Collections.shuffle(first, random);
+    for (int k : first.subList(0, 1500)) {
+      tree.put(key(k), key(k + 1));
+      acked.put(key(k), key(k + 1));
+    }
+    for (int k = 23999; k >= 0; k -= 2) {
+      tree.put(key(k), key(k + 7));
+      acked.put(key(k), key(k + 7));
+    }
+    await(
+        () ->
+            services.values().stream()
+                .allMatch(
+                    s ->
+                        s.remote().owedConfirms.isEmpty()
+                            && s.remote().adoptions.values().stream().noneMatch(a -> a.pending)),
+        "every remote split confirmed");
+    assertTrue(
+        !services.get(guest).linkedFromAfar().isEmpty(),
+        "no meganode on the guest server is linked from home only: the test missed its case");
+    restart(guest);
+    restart(home);
+    assertHolds(new TreeClient(cluster.client()).open("t"), acked, "both servers restarted");
+    assertTrue(!services.get(guest).linkedFromAfar().isEmpty(), "the mark survives the replay");
+    services.values().forEach(TreeService::compactLog);
+    restart(guest);
+    restart(home);
+    assertTrue(!services.get(guest).linkedFromAfar().isEmpty(), "... and a compaction");
+    assertHolds(
+        new TreeClient(cluster.client()).open("t"), acked, "both restarted after a compaction");
+  }
+
+  /**
    * The other server is stopped at the start of home's second split to it (the first completed: it
    * holds a leaf meganode): the split gives up (owing the stopped server a DROP of whatever it
    * made) and its source keeps every pair; a key in the stopped server's meganode fails with

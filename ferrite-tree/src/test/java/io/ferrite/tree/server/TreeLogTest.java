@@ -209,6 +209,55 @@ class TreeLogTest {
     assertTrue(replay(log).meganodes.isEmpty());
   }
 
+  /**
+   * An adopted meganode (3) splits here (into 4), then into a meganode on the other server, which
+   * takes 3's link to 4: from then on 4 is reached through the other server only. The replay keeps
+   * it (it holds acknowledged pairs), from R_END's old link or, after a compaction, from LINKED.
+   */
+  @Test
+  void aMeganodeOnlyAnotherServerLinksToIsKept() {
+    List<byte[]> log =
+        new java.util.ArrayList<>(
+            List.of(
+                TreeLog.guest(5, PEER),
+                TreeLog.meganode(3, 5, 0, b("m"), null, 0),
+                TreeLog.adopted(3, PEER, 77),
+                TreeLog.confirmed(3),
+                TreeLog.put(3, b("m"), b("1")),
+                TreeLog.put(3, b("o"), b("2")),
+                TreeLog.put(3, b("q"), b("3")),
+                TreeLog.split(TreeLog.SPLIT_BEGIN, 3, b("q"), 4),
+                TreeLog.meganode(4, 5, 0, b("q"), null, 0),
+                TreeLog.split(TreeLog.SPLIT_END, 3, b("q"), 4),
+                TreeLog.remoteSplit(TreeLog.R_BEGIN, 3, b("o"), 6, PEER),
+                TreeLog.remoteSplit(TreeLog.R_END, 3, b("o"), 6, TreeProtocol.pointer(PEER, 8))));
+    TreeLog.Replay r = replay(log);
+    assertEquals(java.util.Set.of(3, 4), r.meganodes.keySet());
+    assertEquals(0, r.unreachable);
+    assertEquals(List.of("q"), keys(r.meganodes.get(4)));
+    assertEquals(java.util.Set.of(4), r.linkedFromAfar);
+    assertEquals(TreeProtocol.pointer(PEER, 8), r.meganodes.get(3).link);
+
+    // A compaction's form: the meganodes as they are, 4 marked LINKED.
+    List<byte[]> compacted =
+        new java.util.ArrayList<>(
+            List.of(
+                TreeLog.nextId(9),
+                TreeLog.guest(5, PEER),
+                TreeLog.meganode(3, 5, 0, b("m"), b("o"), TreeProtocol.pointer(PEER, 8)),
+                TreeLog.adopted(3, PEER, 77),
+                TreeLog.confirmed(3),
+                TreeLog.put(3, b("m"), b("1")),
+                TreeLog.meganode(4, 5, 0, b("q"), null, 0),
+                TreeLog.linked(4),
+                TreeLog.put(4, b("q"), b("3"))));
+    r = replay(compacted);
+    assertEquals(java.util.Set.of(3, 4), r.meganodes.keySet());
+    assertEquals(0, r.unreachable);
+    compacted.remove(7); // without the mark, nothing here reaches 4: what the mark is for
+    assertEquals(java.util.Set.of(3), replay(compacted).meganodes.keySet());
+  }
+
   @Test
   void pointersToAnotherServerAreNeitherFollowedNorDropped() {
     List<byte[]> log = base();
