@@ -344,7 +344,7 @@ final class TxLog implements AutoCloseable {
     } finally {
       rw.readLock().unlock();
     }
-    join(flush());
+    await(true);
   }
 
   private static void join(CompletableFuture<Void> f) {
@@ -371,7 +371,7 @@ final class TxLog implements AutoCloseable {
   void checkpoint(Consumer<Consumer<TxService.Write>> image) {
     rw.writeLock().lock();
     try {
-      join(drained()); // what was queued before is in the old log (and in the image)
+      await(false); // what was queued before is in the old log (and in the image)
       if (broken != null) {
         return; // the old log stays; it refuses records anyway
       }
@@ -467,14 +467,34 @@ final class TxLog implements AutoCloseable {
     if (handled == queued.get()) {
       return log.flush(); // nothing in the queue: the syncer alone (the interval tick's case)
     }
-    return appender.mark(this, true);
+    return appender.mark(this, true, false);
   }
 
   /** Completed once every record queued before this call was written (not fsynced). */
   CompletableFuture<Void> drained() {
     return handled == queued.get()
         ? CompletableFuture.completedFuture(null)
-        : appender.mark(this, false);
+        : appender.mark(this, false, false);
+  }
+
+  /**
+   * As {@link #flush} ({@code fsync}) or {@link #drained}, for a caller that blocks on it: its
+   * future is completed by the appender (or the syncer) directly, not through the completions
+   * thread, which a commit's continuation may hold while it waits for a lock this caller holds (a
+   * checkpoint holds the log's write lock and the copy's monitor).
+   */
+  private void await(boolean fsync) {
+    FerriteException b = broken;
+    if (b != null) {
+      throw b;
+    }
+    if (handled == queued.get()) {
+      if (fsync) {
+        join(log.flush());
+      }
+      return;
+    }
+    join(appender.mark(this, fsync, true));
   }
 
   long bytes() {
@@ -512,7 +532,7 @@ final class TxLog implements AutoCloseable {
   @Override
   public void close() {
     try {
-      join(drained());
+      await(false);
     } catch (FerriteException e) {
       LOG.log(System.Logger.Level.WARNING, "tx log " + file + ": " + e.getMessage());
     }

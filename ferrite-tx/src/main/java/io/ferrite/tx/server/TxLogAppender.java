@@ -54,8 +54,11 @@ final class TxLogAppender implements AutoCloseable {
   /** A queued item: a record ({@code byte[]} body or a write set to encode) or a mark. */
   private record Item(TxLog log, Object what) {}
 
-  /** A flush (fsync after the write) or a drain (the write only) of one log. */
-  private record Mark(boolean fsync, CompletableFuture<Void> done) {}
+  /**
+   * A flush (fsync after the write) or a drain (the write only) of one log; {@code direct}: its
+   * future is completed where the mark is reached (a caller blocks on it and registers nothing).
+   */
+  private record Mark(boolean fsync, boolean direct, CompletableFuture<Void> done) {}
 
   private final ArrayBlockingQueue<Item> queue = new ArrayBlockingQueue<>(CAPACITY);
   private final Thread thread;
@@ -109,10 +112,12 @@ final class TxLogAppender implements AutoCloseable {
 
   /**
    * A future completed once every item of {@code log} queued before it was written, then (if {@code
-   * fsync}) once the log's fsync covered them; failed if the log broke or closed.
+   * fsync}) once the log's fsync covered them; failed if the log broke or closed. Completed on
+   * {@link #completions}, unless {@code direct}: for a caller that only blocks on it, which must
+   * not wait for that thread (it may be in a continuation waiting for a lock the caller holds).
    */
-  CompletableFuture<Void> mark(TxLog log, boolean fsync) {
-    Mark m = new Mark(fsync, new CompletableFuture<>());
+  CompletableFuture<Void> mark(TxLog log, boolean fsync, boolean direct) {
+    Mark m = new Mark(fsync, direct, new CompletableFuture<>());
     put(new Item(log, m), true);
     return m.done();
   }
@@ -191,7 +196,7 @@ final class TxLogAppender implements AutoCloseable {
         runLog = null;
       }
       if (it.what() instanceof Mark m) {
-        it.log().marked(m.fsync(), handOff(m.done()));
+        it.log().marked(m.fsync(), m.direct() ? m.done() : handOff(m.done()));
       } else {
         try {
           run.add(it.what() instanceof byte[] b ? b : TxLog.encode(it.what()));

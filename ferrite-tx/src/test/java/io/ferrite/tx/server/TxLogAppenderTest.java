@@ -211,4 +211,100 @@ class TxLogAppenderTest {
       assertEquals(i, ids.get(i), "record " + i);
     }
   }
+
+  /**
+   * What waits on a mark may queue more than the queue holds (a decision under {@code always}
+   * queues its records and the next flush): its future is completed on a thread of its own, never
+   * the appender or the log's syncer, so that waits for room the appender makes instead of for
+   * itself. (When the appender completed it, the continuation below blocked on the full queue and
+   * the commit it stands for never answered: TxLogTest timed out in CI.)
+   */
+  @Test
+  void whatWaitsOnAMarkMayQueueMoreThanTheQueueHolds() throws Exception {
+    TxLogAppender appender = new TxLogAppender(4);
+    TxLog log = open(6, appender);
+    int more = TxLogAppender.CAPACITY + 16;
+    try {
+      for (boolean fsync : new boolean[] {false, true}) {
+        java.util.concurrent.CompletableFuture<String> ranOn =
+            new java.util.concurrent.CompletableFuture<>();
+        synchronized (log.opLog()) { // held: the mark cannot complete before the continuation is on
+          log.decide(fsync ? -2 : -1, true);
+          java.util.concurrent.CompletableFuture<Void> mark = fsync ? log.flush() : log.drained();
+          assertFalse(mark.isDone(), "the mark completed while the appender was held");
+          mark.whenComplete(
+              (v, e) -> {
+                try {
+                  for (int i = 0; i < more; i++) {
+                    log.decide(i, true);
+                  }
+                  String name = Thread.currentThread().getName();
+                  // Composed, not joined: a mark's continuation never blocks on a later mark.
+                  log.flush().whenComplete((v2, e2) -> ranOn.complete(name));
+                } catch (Throwable t) {
+                  ranOn.completeExceptionally(t);
+                }
+              });
+        }
+        String thread = ranOn.get(60, TimeUnit.SECONDS);
+        assertFalse(
+            thread.startsWith("tx-log-append") || thread.contains("sync"),
+            "a mark completed on " + thread);
+      }
+    } finally {
+      log.close();
+      appender.close();
+    }
+  }
+
+  /**
+   * A checkpoint (the log's write lock held) waits for what was queued before it while a commit's
+   * continuation, on the completions thread, waits for that lock to queue its record: the
+   * checkpoint's wait is completed by the appender directly, not behind that continuation on the
+   * completions thread (there it waited for a thread that waited for it: a deadlock).
+   */
+  @Test
+  void aCheckpointWaitsNotBehindAContinuationThatWaitsForIt() throws Exception {
+    TxLogAppender appender = new TxLogAppender(5);
+    TxLog log = open(7, appender);
+    java.util.concurrent.CompletableFuture<Void> continued =
+        new java.util.concurrent.CompletableFuture<>();
+    List<Throwable> failed = new java.util.concurrent.CopyOnWriteArrayList<>();
+    Thread checkpoint =
+        new Thread(
+            () -> log.checkpoint(out -> {}), // an empty image: the drain before it is the point
+            "tx-log-appender-test-checkpoint");
+    checkpoint.setUncaughtExceptionHandler((t, e) -> failed.add(e));
+    try {
+      synchronized (log.opLog()) { // the appender's write waits for this monitor
+        log.decide(1, true);
+        log.drained()
+            .whenComplete(
+                (v, e) -> {
+                  try {
+                    log.decide(2, true); // the log's read lock: the checkpoint holds it
+                    continued.complete(null);
+                  } catch (Throwable t) {
+                    continued.completeExceptionally(t);
+                  }
+                });
+        checkpoint.start();
+        for (int i = 0; i < 6000 && checkpoint.getState() != Thread.State.WAITING; i++) {
+          Thread.sleep(5);
+        }
+        assertEquals(
+            Thread.State.WAITING, checkpoint.getState(), "the checkpoint never waited to drain");
+      }
+      checkpoint.join(60_000);
+      assertFalse(checkpoint.isAlive(), "the checkpoint never finished: a deadlock");
+      continued.get(60, TimeUnit.SECONDS);
+      assertTrue(failed.isEmpty(), "the checkpoint failed: " + failed);
+      log.flush().get(60, TimeUnit.SECONDS);
+    } finally {
+      checkpoint.join(60_000);
+      log.close();
+      appender.close();
+    }
+    assertEquals(List.of(1L, 2L), decisions(dir.resolve("region-7.log")), "the checkpointed log");
+  }
 }
