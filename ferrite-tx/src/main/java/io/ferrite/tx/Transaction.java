@@ -29,8 +29,11 @@ import java.util.concurrent.CompletionException;
  *       values carried along, logged at the backups); VALIDATE the objects only read with one-sided
  *       reads (a version changed or locked: abort); COMMIT at the decider (the current primary of
  *       the decider region, the lowest region id written), whose OK is the commit point; then
- *       COMMIT at the other participants. Every failure before the decider's OK sends ABORT to
- *       every participant.
+ *       COMMIT at the other participants, waited for only where a participant's LOCK answer says
+ *       some region of its writes has no backup (FaRM §3.4 reports commit after the first
+ *       COMMIT-PRIMARY ack: a participant whose LOCK records are at its backups is finished from
+ *       the decider if it is lost; one without backups makes its writes durable only as it applies
+ *       them). Every failure before the decider's OK sends ABORT to every participant.
  * </ol>
  *
  * Objects allocated in a transaction that aborts are freed again (best effort: a failure leaves an
@@ -90,6 +93,42 @@ public final class Transaction {
       return w.value().clone();
     }
     return readCopy(p).payload().clone();
+  }
+
+  /**
+   * Reads every object of {@code ptrs} in this transaction, as {@link #txRead} reads each, but with
+   * the one-sided reads of those not read yet all in flight together (grouped per primary, one
+   * batch each: over tcp one round trip for the lot, not one per object). Each copy is verified as
+   * a single read's is, and one found locked or torn is read again as a single read is; the copies
+   * are this transaction's read set, which VALIDATE and LOCK check, as with {@link #txRead}.
+   *
+   * @return the payloads, in the order of {@code ptrs} (a pointer given twice: the same copy)
+   * @throws FerriteException NOT_FOUND if an object was freed (by this or another transaction)
+   */
+  public List<byte[]> txReadAll(List<FatPointer> ptrs) {
+    open();
+    List<FatPointer> missing = new ArrayList<>(ptrs.size());
+    for (FatPointer p : ptrs) {
+      WriteOp w = writes.get(p);
+      if (w != null && w.kind() == TxProtocol.KIND_FREE) {
+        throw TxClient.freed(p);
+      }
+      if (w == null && !reads.containsKey(p) && !missing.contains(p)) {
+        missing.add(p);
+      }
+    }
+    if (!missing.isEmpty()) {
+      TxClient.Copy[] copies = client.readAll(missing);
+      for (int i = 0; i < copies.length; i++) {
+        reads.put(missing.get(i), copies[i]);
+      }
+    }
+    List<byte[]> out = new ArrayList<>(ptrs.size());
+    for (FatPointer p : ptrs) {
+      WriteOp w = writes.get(p);
+      out.add(w != null ? w.value().clone() : reads.get(p).payload().clone());
+    }
+    return out;
   }
 
   private TxClient.Copy readCopy(FatPointer p) {
@@ -244,6 +283,8 @@ public final class Transaction {
           send(e.getKey(), TxProtocol.LOCK, lockBodies.get(e.getKey()).duplicate(), --left == 0));
     }
     TxResult failed = null;
+    // Participants whose LOCK records every backup of their regions holds (the LOCK answer says).
+    List<Integer> loggedAtBackups = new ArrayList<>();
     for (Map.Entry<Integer, CompletableFuture<ByteBuffer>> e : locks.entrySet()) {
       // A LOCK refused before it ran (its server's lease lapsed) is sent again, bounded.
       CompletableFuture<ByteBuffer> f =
@@ -253,7 +294,7 @@ public final class Transaction {
               TxProtocol.LOCK,
               lockBodies.get(e.getKey()),
               e.getValue());
-      TxResult r = outcome(f, e.getKey());
+      TxResult r = outcome(f, e.getKey(), loggedAtBackups);
       if (r != null && (failed == null || failed.reason() == TxResult.Reason.UNREACHABLE)) {
         failed = r;
       }
@@ -303,7 +344,22 @@ public final class Transaction {
     List<Integer> others = new ArrayList<>(byServer.keySet());
     others.remove(Integer.valueOf(decider));
     // Committed: a participant that misses this COMMIT learns it from the decider (its reaper).
-    broadcast(others, TxProtocol.COMMIT, commitBody);
+    if (loggedAtBackups.containsAll(others)) {
+      // FaRM §3.4: commit is reported after the first COMMIT-PRIMARY ack. Every other participant's
+      // LOCK record is at each backup of its regions, so its COMMIT is sent and not waited for
+      // (one round trip less): a participant that loses its primary before applying it leaves the
+      // transaction locked at the promoted backup, which asks the decider. Its objects stay locked
+      // until it applies, so a later read or LOCK of them sees the commit or waits for it.
+      for (int server : others) {
+        client
+            .ferrite()
+            .call(server, TxProtocol.SERVER_SERVICE, TxProtocol.COMMIT, commitBody.duplicate());
+      }
+    } else {
+      // A participant with a region without backups makes its writes durable (its log) only when
+      // it applies them: the answer is waited for, so an acknowledged commit survives its loss.
+      broadcast(others, TxProtocol.COMMIT, commitBody);
+    }
     return TxResult.COMMITTED;
   }
 
@@ -357,10 +413,20 @@ public final class Transaction {
     }
   }
 
-  /** A LOCK answer: null for OK, else the abort it means. */
-  private TxResult outcome(CompletableFuture<ByteBuffer> f, int server) {
+  /**
+   * A LOCK answer: null for OK, else the abort it means; an OK whose LOCK records are at every
+   * backup ({@link TxProtocol#LOCK_LOGGED_AT_BACKUPS}) adds {@code server} to {@code logged}.
+   */
+  private TxResult outcome(CompletableFuture<ByteBuffer> f, int server, List<Integer> logged) {
     try {
-      int st = status(f.join());
+      Wire.Reader r = new Wire.Reader(f.join(), "tx LOCK status");
+      int st = r.u8("status");
+      if (st == TxProtocol.OK
+          && r.remaining() > 0
+          && r.u8("logged") == TxProtocol.LOCK_LOGGED_AT_BACKUPS) {
+        logged.add(server);
+      }
+      r.end();
       return st == TxProtocol.OK ? null : aborted(st, "LOCK at server " + server);
     } catch (CompletionException e) {
       Throwable c = e.getCause();

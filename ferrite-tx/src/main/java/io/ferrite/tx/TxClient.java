@@ -33,6 +33,9 @@ public final class TxClient {
    */
   static final long READ_PATIENCE_NANOS = 2_000_000_000L;
 
+  /** Reads of one primary in one batch at most ({@link #readAll}). */
+  static final int READ_BATCH = 32;
+
   /** A region as this client knows it. */
   record RegionView(int region, int primary, RegionRef ref) {}
 
@@ -143,6 +146,109 @@ public final class TxClient {
             + " reads over "
             + READ_PATIENCE_NANOS / 1_000_000
             + " ms (retryable; a lock outlives its holder only until tx.lock.lease)");
+  }
+
+  /**
+   * Consistent copies of {@code ptrs} (distinct), their one-sided reads all issued before any is
+   * waited for: one {@link io.ferrite.fabric.Batch} per primary, every batch but the last flushed
+   * asynchronously and the last waited for on this thread (over tcp: a blocking lane when the
+   * connection allows it), so the reads of a transaction cost one round trip, not one each. Each
+   * copy is verified as {@link #read} verifies it; one found locked or torn, or a batch that failed
+   * (a stale capability, an unreachable primary), is read again alone by {@link #read}, with its
+   * retries and its failover.
+   *
+   * @throws FerriteException NOT_FOUND if an object was freed; as {@link #read} otherwise
+   */
+  Copy[] readAll(java.util.List<FatPointer> ptrs) {
+    Copy[] out = new Copy[ptrs.size()];
+    if (ptrs.size() == 1) {
+      out[0] = read(ptrs.get(0));
+      return out;
+    }
+    Map<Integer, java.util.List<Integer>> byPrimary = new java.util.LinkedHashMap<>();
+    RegionView[] views = new RegionView[ptrs.size()];
+    for (int i = 0; i < ptrs.size(); i++) {
+      try {
+        views[i] = view(ptrs.get(i).region());
+      } catch (FerriteException e) {
+        continue; // read alone below: its failover, or its error
+      }
+      byPrimary.computeIfAbsent(views[i].primary(), k -> new java.util.ArrayList<>()).add(i);
+    }
+    // One batch per primary, of at most READ_BATCH reads (a batch's ops hold in-flight permits).
+    java.util.List<Integer> primaries = new java.util.ArrayList<>();
+    java.util.List<java.util.List<Integer>> groups = new java.util.ArrayList<>();
+    byPrimary.forEach(
+        (server, is) -> {
+          for (int from = 0; from < is.size(); from += READ_BATCH) {
+            primaries.add(server);
+            groups.add(is.subList(from, Math.min(is.size(), from + READ_BATCH)));
+          }
+        });
+    ByteBuffer[] copies = new ByteBuffer[ptrs.size()];
+    java.util.List<java.util.concurrent.CompletableFuture<Void>> sent =
+        new java.util.ArrayList<>(groups.size());
+    java.util.List<io.ferrite.fabric.FabricConnection> conns =
+        new java.util.ArrayList<>(groups.size());
+    for (int g = 0; g < groups.size(); g++) {
+      boolean last = g == groups.size() - 1;
+      java.util.concurrent.CompletableFuture<Void> f;
+      io.ferrite.fabric.FabricConnection c = null;
+      try {
+        c = client.connection(primaries.get(g));
+        io.ferrite.fabric.Batch b = c.batch();
+        for (int i : groups.get(g)) {
+          FatPointer p = ptrs.get(i);
+          copies[i] = ByteBuffer.allocate(ObjectLayout.lines(p.size()) * ObjectLayout.LINE);
+          oneSidedReads.increment();
+          b.read(views[i].ref(), p.offset(), copies[i]);
+        }
+        if (last) {
+          b.flushSync();
+          f = java.util.concurrent.CompletableFuture.completedFuture(null);
+        } else {
+          f = b.flush();
+        }
+      } catch (FerriteException x) {
+        f = java.util.concurrent.CompletableFuture.failedFuture(x);
+      }
+      sent.add(f);
+      conns.add(c);
+    }
+    for (int k = 0; k < groups.size(); k++) {
+      boolean ok;
+      try {
+        sent.get(k).join();
+        io.ferrite.fabric.FabricConnection c = conns.get(k);
+        if (c.mapsRegions()) {
+          for (int i : groups.get(k)) {
+            TxLeaseWord.check(c, views[i].ref()); // after the data, as in fetch
+          }
+        }
+        ok = true;
+      } catch (java.util.concurrent.CompletionException | FerriteException x) {
+        ok = false; // read alone below, with read's failover
+      }
+      if (!ok) {
+        continue;
+      }
+      for (int i : groups.get(k)) {
+        FatPointer p = ptrs.get(i);
+        int lines = ObjectLayout.lines(p.size());
+        long v = ObjectLayout.verify(copies[i].clear(), lines, p.incarnation());
+        if (v >= 0) {
+          out[i] = new Copy(v, ObjectLayout.payload(copies[i], p.size()));
+        } else if (v == ObjectLayout.FREED) {
+          throw freed(p);
+        }
+      }
+    }
+    for (int i = 0; i < out.length; i++) {
+      if (out[i] == null) {
+        out[i] = read(ptrs.get(i)); // locked, torn, or its batch failed: alone, as a single read
+      }
+    }
+    return out;
   }
 
   /**

@@ -309,6 +309,18 @@ class TxBankTest {
       return b.getLong(0);
     }
 
+    /** As {@link #read} of each, the reads in flight together ({@link Transaction#txReadAll}). */
+    List<Long> readAll(List<FatPointer> ps) {
+      List<byte[]> copies = t.txReadAll(ps);
+      List<Long> out = new ArrayList<>(ps.size());
+      for (int i = 0; i < ps.size(); i++) {
+        ByteBuffer b = ByteBuffer.wrap(copies.get(i)).order(ByteOrder.LITTLE_ENDIAN);
+        tagsRead.putIfAbsent(ps.get(i), b.getLong(8));
+        out.add(b.getLong(0));
+      }
+      return out;
+    }
+
     /** Its id in the history. */
     int id() {
       return h.id();
@@ -379,8 +391,16 @@ class TxBankTest {
       long amount = random.nextInt(20);
       Recorded t = new Recorded(history, c, client, tags.incrementAndGet());
       try {
-        long x = t.read(accounts.get(from));
-        long y = t.read(accounts.get(to));
+        long x;
+        long y;
+        if (random.nextBoolean()) { // half the transfers read both in flight together
+          List<Long> both = t.readAll(List.of(accounts.get(from), accounts.get(to)));
+          x = both.get(0);
+          y = both.get(1);
+        } else {
+          x = t.read(accounts.get(from));
+          y = t.read(accounts.get(to));
+        }
         if (x >= amount) {
           t.write(accounts.get(from), x - amount);
           t.write(accounts.get(to), y + amount);
@@ -413,9 +433,7 @@ class TxBankTest {
     Recorded t = new Recorded(history, c, 3, tags.incrementAndGet());
     List<Long> balances = new ArrayList<>();
     try {
-      for (FatPointer p : accounts) {
-        balances.add(t.read(p));
-      }
+      balances.addAll(t.readAll(accounts));
     } catch (FerriteException e) {
       t.abort();
       return false;

@@ -92,7 +92,9 @@ final class TxCluster extends ClusterHarness {
     List<TxClient> clients = new ArrayList<>();
     for (int i = 0; i < n; i++) {
       TxClient c = new TxClient(client());
-      objects.forEach(p -> c.view(p.region()));
+      // Through the failover path: on a loaded machine a server may refuse OPEN_REGION while its
+      // lease is renewed late ("lease lapsed", retryable), which a bare view() would throw.
+      objects.forEach(p -> c.onPrimary(p.region(), v -> v));
       clients.add(c);
     }
     return clients;

@@ -73,6 +73,11 @@ class TxReplicatedInlineCommitTest {
       t.txWrite(y, ny);
       long before = cluster.inlineCalls();
       assertTrue(t.txCommit().committed(), "commit " + i);
+      // The other participant's COMMIT is not waited for (its LOCK records are at its backup):
+      // once both objects read the new values (a read waits while they are locked), it applied,
+      // after its backup acknowledged its COMMIT record.
+      assertArrayEquals(nx, b.lockFreeRead(x), "commit " + i);
+      assertArrayEquals(ny, b.lockFreeRead(y), "commit " + i);
       // LOCK at both primaries, a LOCK record at each one's backup; COMMIT at both, the decider's
       // DECIDE record and the other's COMMIT record at their backups: 8, none handed off.
       assertEquals(

@@ -142,8 +142,10 @@ public final class Bank {
       Transaction t = c.txBegin();
       TxResult res;
       try {
-        long ba = balance(t.txRead(a));
-        long bb = balance(t.txRead(b));
+        // Both reads in flight together: one round trip over tcp, not two.
+        List<byte[]> both = t.txReadAll(List.of(a, b));
+        long ba = balance(both.get(0));
+        long bb = balance(both.get(1));
         long moved = Math.min(amount, Math.max(0, ba));
         t.txWrite(a, balance(ba - moved));
         t.txWrite(b, balance(bb + moved));

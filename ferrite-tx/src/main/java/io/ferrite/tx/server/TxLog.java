@@ -216,6 +216,34 @@ final class TxLog implements AutoCloseable {
     }
   }
 
+  /**
+   * A decider region's commit decision and its write set, written by this thread with one {@code
+   * write(2)} ({@link OpLog#appendAll}): the DECIDE record first, then the WRITES record, as the
+   * two appends they replace wrote them (an alone decider used to write each with its own call).
+   */
+  void decideAndWrites(long txid, List<TxService.Write> ws) {
+    rw.readLock().lock();
+    try {
+      synchronized (decisions) {
+        decisions.put(txid, true);
+      }
+      FerriteException b = broken;
+      if (b != null) {
+        throw new FerriteException(
+            ErrorCode.INTERNAL, "tx log " + file + " failed earlier: " + b.getMessage(), b);
+      }
+      try {
+        log.appendAll(
+            List.of(new Wire.Writer().u8(DECIDE).i64(txid).u8(1).toArray(), writesRecord(ws)));
+      } catch (FerriteException e) {
+        broke(e);
+        throw e;
+      }
+    } finally {
+      rw.readLock().unlock();
+    }
+  }
+
   /** Writes one record on this thread (an alone copy's; see {@link #writes(List, boolean)}). */
   private void appendNow(byte[] record) {
     FerriteException b = broken;

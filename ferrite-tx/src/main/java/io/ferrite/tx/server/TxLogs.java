@@ -188,6 +188,20 @@ final class TxLogs implements AutoCloseable {
    * boolean)}), the others queued to the appender.
    */
   void logAndApply(List<Write> writes, Runnable apply, java.util.function.IntPredicate alone) {
+    logAndApply(writes, apply, alone, -1, 0);
+  }
+
+  /**
+   * As {@link #logAndApply(List, Runnable, java.util.function.IntPredicate)}, with the commit
+   * decision of transaction {@code txid} written in front of region {@code decided}'s write set, in
+   * the same {@code write(2)} ({@link TxLog#decideAndWrites}; {@code decided} must be alone).
+   */
+  void logAndApply(
+      List<Write> writes,
+      Runnable apply,
+      java.util.function.IntPredicate alone,
+      int decided,
+      long txid) {
     List<Lock> held = new ArrayList<>();
     FerriteException failed = null;
     try {
@@ -198,7 +212,11 @@ final class TxLogs implements AutoCloseable {
           k.lock();
           held.add(k);
           try {
-            l.writes(e.getValue(), alone.test(e.getKey()));
+            if (e.getKey() == decided) {
+              l.decideAndWrites(txid, e.getValue());
+            } else {
+              l.writes(e.getValue(), alone.test(e.getKey()));
+            }
           } catch (FerriteException x) {
             failed = failed == null ? x : failed;
           }

@@ -874,11 +874,30 @@ public final class TxService implements FerriteService {
         .handle(
             (v, e) -> {
               if (e == null) {
-                return new Wire.Writer().u8(TxProtocol.OK).toBuffer();
+                return new Wire.Writer()
+                    .u8(TxProtocol.OK)
+                    .u8(loggedAtBackups(writes) ? TxProtocol.LOCK_LOGGED_AT_BACKUPS : 0)
+                    .toBuffer();
               }
               finish(t, false); // never answered OK: unlock, tell the backups
               throw cause(e);
             });
+  }
+
+  /**
+   * Whether every region of {@code writes} lists a backup now, after their LOCK records were
+   * forwarded: a forward waits for each backup listed until it acknowledges or leaves the list, and
+   * a copy added later (a fill) takes the pending LOCK records in its fill's state, so each backup
+   * listed holds this LOCK record ({@link TxProtocol#LOCK_LOGGED_AT_BACKUPS}).
+   */
+  private boolean loggedAtBackups(List<Write> writes) {
+    for (Write w : writes) {
+      TxRegion r = regions.get(w.ptr().region());
+      if (r == null || r.backups().isEmpty()) {
+        return false;
+      }
+    }
+    return true;
   }
 
   private static CompletionException cause(Throwable e) {
@@ -941,6 +960,12 @@ public final class TxService implements FerriteService {
       t = pending.get(txid);
       done = outcomes.get(txid);
     }
+    if (t != null && decides(t.deciderRegion())) {
+      CompletableFuture<ByteBuffer> alone = commitAlone(t);
+      if (alone != null) {
+        return alone;
+      }
+    }
     if (decides(deciderRegion) || (t != null && decides(t.deciderRegion()))) {
       // Commit only what is locked here (or was decided before): a decider, promoted or not, that
       // holds no LOCK record of it never answered its LOCK OK, so it decides abort.
@@ -953,6 +978,56 @@ public final class TxService implements FerriteService {
       return status(done != null && done ? TxProtocol.OK : TxProtocol.ABORTED);
     }
     return finish(t, true).thenApply(c -> new Wire.Writer().u8(TxProtocol.OK).toBuffer());
+  }
+
+  /**
+   * The decider's COMMIT of transaction {@code t} locked here when every region it writes here, the
+   * decider region among them, has no backup (replicas 1): the decision is taken, and its DECIDE
+   * record and the decider region's write set are written with one {@code write(2)} before the
+   * writes are applied and the answer leaves (they were two: the DECIDE record, then the write
+   * set). Null when another path applies: a region with backups (its DECIDE record is forwarded
+   * first), no log, a decision or outcome already taken. OUTCOME answers PENDING until the records
+   * are written (the decision's {@code replicated} completes after), so no participant acts on a
+   * decision that is not yet in the decider's log.
+   */
+  private CompletableFuture<ByteBuffer> commitAlone(Pending t) {
+    if (!alone(t.deciderRegion()) || logs.get(t.deciderRegion()) == null) {
+      return null;
+    }
+    for (Write w : t.writes()) {
+      if (!alone(w.ptr().region())) {
+        return null;
+      }
+    }
+    Decision d = new Decision(true, new CompletableFuture<>());
+    synchronized (this) {
+      if (decisions.containsKey(t.txid())
+          || outcomes.containsKey(t.txid())
+          || pending.get(t.txid()) != t) {
+        return null;
+      }
+      decisions.put(t.txid(), d);
+      pending.remove(t.txid(), t);
+      try {
+        logs.logAndApply(
+            t.writes(),
+            () -> {
+              for (Write wr : t.writes()) {
+                TxRegion r = regions.get(wr.ptr().region());
+                if (r != null) {
+                  r.apply(wr.ptr(), wr.expected(), wr.kind() == TxProtocol.KIND_FREE, wr.value());
+                }
+              }
+            },
+            this::alone,
+            t.deciderRegion(),
+            t.txid());
+      } finally {
+        outcomes.put(t.txid(), true);
+        d.replicated().complete(null); // applied: the log's error, if any, is the answer
+      }
+    }
+    return logs.durable(t.writes()).thenApply(v -> new Wire.Writer().u8(TxProtocol.OK).toBuffer());
   }
 
   private CompletableFuture<Boolean> abort(long txid) {
