@@ -17,6 +17,7 @@ import io.ferrite.kv.KvProtocol;
 import io.ferrite.kv.TableInfo;
 import io.ferrite.kv.TableOptions;
 import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
 import java.util.ArrayList;
 import java.util.Comparator;
 import java.util.List;
@@ -314,8 +315,15 @@ public final class KvService implements FerriteService {
       s.onWrite(
           new KvShard.WriteLog() {
             @Override
-            public void put(byte[] key, byte[] value) {
-              record(head(KvProtocol.PUT, 12 + key.length + value.length).bytes(key).bytes(value));
+            public void put(byte[] key, ByteBuffer value) {
+              // The record is built in one array sized for it: the value copied once, from the
+              // request (the same bytes the extent got), no regrowth.
+              int n = value.remaining();
+              byte[] rec = new byte[13 + 8 + key.length + n];
+              ByteBuffer b = ByteBuffer.wrap(rec).order(ByteOrder.LITTLE_ENDIAN);
+              b.put((byte) KvProtocol.PUT).putLong(id).putInt(shard);
+              b.putInt(key.length).put(key).putInt(n).put(value.duplicate());
+              record(rec);
             }
 
             @Override
@@ -339,11 +347,15 @@ public final class KvService implements FerriteService {
 
             /** Appends now, or to the batch of the part being applied ({@link KvWrites}). */
             private void record(Wire.Writer w) {
+              record(w.toArray());
+            }
+
+            private void record(byte[] rec) {
               List<byte[]> batch = KvWrites.LOG_BATCH.get();
               if (batch != null) {
-                batch.add(w.toArray());
+                batch.add(rec);
               } else {
-                log.append(w.toArray());
+                log.append(rec);
               }
             }
           });
