@@ -318,9 +318,11 @@ public final class KvService implements FerriteService {
             public void put(byte[] key, ByteBuffer value) {
               // The record is built in one array sized for it: the value copied once, from the
               // request (the same bytes the extent got), no regrowth.
+              // It is framed (OpLog#appendFramed): the log writes this array as it is.
               int n = value.remaining();
-              byte[] rec = new byte[13 + 8 + key.length + n];
+              byte[] rec = new byte[OpLog.FRAME + 13 + 8 + key.length + n];
               ByteBuffer b = ByteBuffer.wrap(rec).order(ByteOrder.LITTLE_ENDIAN);
+              b.position(OpLog.FRAME);
               b.put((byte) KvProtocol.PUT).putLong(id).putInt(shard);
               b.putInt(key.length).put(key).putInt(n).put(value.duplicate());
               record(rec);
@@ -328,7 +330,15 @@ public final class KvService implements FerriteService {
 
             @Override
             public void delete(byte[] key) {
-              record(head(KvProtocol.DELETE, 4 + key.length).bytes(key));
+              record(
+                  new Wire.Writer(OpLog.FRAME + 17 + key.length)
+                      .i32(0)
+                      .i64(0) // the frame: OpLog#appendFramed fills it
+                      .u8(KvProtocol.DELETE)
+                      .i64(id)
+                      .i32(shard)
+                      .bytes(key)
+                      .toArray());
             }
 
             @Override
@@ -340,22 +350,13 @@ public final class KvService implements FerriteService {
               return new Wire.Writer().u8(type).i64(id).i32(shard);
             }
 
-            /** A head sized for {@code more} bytes after it (no regrowth copies). */
-            private Wire.Writer head(int type, int more) {
-              return new Wire.Writer(13 + more).u8(type).i64(id).i32(shard);
-            }
-
-            /** Appends now, or to the batch of the part being applied ({@link KvWrites}). */
-            private void record(Wire.Writer w) {
-              record(w.toArray());
-            }
-
-            private void record(byte[] rec) {
+            /** Appends a framed record now, or to the batch of the part being applied. */
+            private void record(byte[] framed) {
               List<byte[]> batch = KvWrites.LOG_BATCH.get();
               if (batch != null) {
-                batch.add(rec);
+                batch.add(framed);
               } else {
-                log.append(rec);
+                log.appendFramed(framed);
               }
             }
           });

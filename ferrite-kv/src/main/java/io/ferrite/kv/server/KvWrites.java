@@ -79,8 +79,9 @@ final class KvWrites implements AutoCloseable {
       };
 
   /**
-   * The log records of the pairs a thread applies for one part ({@link Part#apply}), appended
-   * together; null outside such a part (the shard's write hook then appends each record at once).
+   * The log records (framed: {@link OpLog#appendFramed}) of the pairs a thread applies for one part
+   * ({@link Part#apply}), appended together with one gathering write; null outside such a part (the
+   * shard's write hook then appends each record at once).
    */
   static final ThreadLocal<List<byte[]>> LOG_BATCH = new ThreadLocal<>();
 
@@ -278,7 +279,7 @@ final class KvWrites implements AutoCloseable {
           LOG_BATCH.remove();
         }
         try {
-          host.log().appendAll(batch);
+          host.log().appendAllFramed(batch);
         } catch (FerriteException e) {
           for (int k = from; k < next; k++) {
             if (request.errors[pairs[k]] == null) {
