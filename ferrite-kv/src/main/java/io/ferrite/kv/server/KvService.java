@@ -316,9 +316,8 @@ public final class KvService implements FerriteService {
           new KvShard.WriteLog() {
             @Override
             public void put(byte[] key, ByteBuffer value) {
-              // The record is built in one array sized for it: the value copied once, from the
-              // request (the same bytes the extent got), no regrowth.
-              // It is framed (OpLog#appendFramed): the log writes this array as it is.
+              // Built in one array sized for it, framed (OpLog#appendFramed: the log writes the
+              // array as it is): the value copied once, from the request's bytes the extent got.
               int n = value.remaining();
               byte[] rec = new byte[OpLog.FRAME + 13 + 8 + key.length + n];
               ByteBuffer b = ByteBuffer.wrap(rec).order(ByteOrder.LITTLE_ENDIAN);
