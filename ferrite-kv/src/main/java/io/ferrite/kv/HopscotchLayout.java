@@ -373,6 +373,19 @@ public final class HopscotchLayout {
     System.arraycopy(value, 0, b, slotAt + SLOT_HEADER + key.length, value.length);
   }
 
+  /**
+   * {@link #putInlineSlot(byte[], int, int, byte[], byte[])} with the value read from {@code
+   * value}'s position to its limit (left as they are): no intermediate array.
+   */
+  public static void putInlineSlot(
+      byte[] b, int slotAt, int slotBytes, byte[] key, java.nio.ByteBuffer value) {
+    int valueLength = value.remaining();
+    Arrays.fill(b, slotAt, slotAt + slotBytes, (byte) 0);
+    slotHeader(b, slotAt, key.length, FLAG_USED, valueLength);
+    System.arraycopy(key, 0, b, slotAt + SLOT_HEADER, key.length);
+    value.get(value.position(), b, slotAt + SLOT_HEADER + key.length, valueLength);
+  }
+
   /** Encodes an out-of-line slot: the key's hash and a pointer to the extent at {@code addr}. */
   public static void putOutOfLineSlot(
       byte[] b,

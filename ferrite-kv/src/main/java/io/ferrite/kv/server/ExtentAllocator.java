@@ -3,13 +3,18 @@ package io.ferrite.kv.server;
 import io.ferrite.fabric.ErrorCode;
 import io.ferrite.fabric.FerriteException;
 import io.ferrite.fabric.MappedRegion;
+import io.ferrite.fabric.verify.Checksum64;
 import io.ferrite.kv.Extents;
 import java.lang.invoke.VarHandle;
+import java.lang.ref.Reference;
 import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
 import java.util.ArrayDeque;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.List;
 import java.util.function.Supplier;
+import org.agrona.concurrent.UnsafeBuffer;
 
 /**
  * Carves a shard's extent regions into extents by size class: classes grow by powers of two with a
@@ -57,14 +62,27 @@ public final class ExtentAllocator {
    * extent for that copied the old value (1 KiB for a 1 KiB pair) into a new array on every put.
    */
   boolean hasKey(long addr, int len, byte[] key) {
-    int n = Extents.HEADER + key.length;
-    if (len < n) {
+    if (len < Extents.HEADER + key.length) {
       return false;
     }
-    byte[] head = new byte[n];
-    region((int) (addr >>> 32)).readInto(addr & 0xFFFFFFFFL, ByteBuffer.wrap(head));
-    return Extents.hasKey(head, key);
+    // The key is copied into a scratch array (no allocation per candidate) and compared there
+    // (Arrays.equals is vectorized; a byte-by-byte read of the region is bounds-checked per byte).
+    MappedRegion r = region((int) (addr >>> 32));
+    UnsafeBuffer b = r.buffer();
+    int at = (int) (addr & 0xFFFFFFFFL);
+    if (b.getInt(at + 4, ByteOrder.LITTLE_ENDIAN) != key.length) {
+      return false;
+    }
+    if (keyScratch.length < key.length) {
+      keyScratch = new byte[key.length];
+    }
+    b.getBytes(at + Extents.HEADER, keyScratch, 0, key.length);
+    Reference.reachabilityFence(r);
+    return Arrays.equals(keyScratch, 0, key.length, key, 0, key.length);
   }
+
+  /** Where {@link #hasKey} copies a candidate's key (the shard's lock guards it). */
+  private byte[] keyScratch = new byte[64];
 
   /** The bytes of class {@code c}: 32, 48, 64, 96, 128, 192, ... */
   static long classSize(int c) {
@@ -142,6 +160,41 @@ public final class ExtentAllocator {
   /** Writes a new extent image (its current word 0) at {@code addr}. */
   public void write(long addr, byte[] image) {
     region((int) (addr >>> 32)).writeFrom(addr & 0xFFFFFFFFL, ByteBuffer.wrap(image));
+  }
+
+  /**
+   * Writes the extent of {@code key} and {@code value} (its position to its limit, left as they
+   * are) under {@code incarnation}, not current, at {@code addr} ({@code HEADER + key + value}
+   * bytes), straight into the region, and returns the checksum a pointer to it holds.
+   *
+   * <p>Cost: the value is copied once, from the request into the region (before: into an array by
+   * the decoder, into an extent image, then into the region), and the checksum is one XXH3 pass
+   * over the bytes just written, read back from the region while they are in the cache. Hashing the
+   * region rather than the sources is what makes the checksum cover exactly what a reader copies;
+   * nothing else writes an extent that no pointer names yet (the shard's lock is held).
+   */
+  long writeExtent(long addr, int incarnation, byte[] key, ByteBuffer value) {
+    MappedRegion r = region((int) (addr >>> 32));
+    UnsafeBuffer b = r.buffer();
+    int at = (int) (addr & 0xFFFFFFFFL);
+    int valueLength = value.remaining();
+    int length = Extents.HEADER + key.length + valueLength;
+    b.putInt(at, incarnation, ByteOrder.LITTLE_ENDIAN);
+    b.putInt(at + 4, key.length, ByteOrder.LITTLE_ENDIAN);
+    b.putInt(at + 8, valueLength, ByteOrder.LITTLE_ENDIAN);
+    b.putInt(at + Extents.CURRENT, 0, ByteOrder.LITTLE_ENDIAN);
+    b.putBytes(at + Extents.HEADER, key);
+    b.putBytes(at + Extents.HEADER + key.length, value, value.position(), valueLength);
+    long sum = Checksum64.of(b.byteBuffer(), at, length);
+    Reference.reachabilityFence(r);
+    return sum;
+  }
+
+  /** Marks the extent at {@code addr} freed: its incarnation word 0 (plain; no allocation). */
+  void markFreed(long addr) {
+    MappedRegion r = region((int) (addr >>> 32));
+    r.buffer().putInt((int) (addr & 0xFFFFFFFFL), 0, ByteOrder.LITTLE_ENDIAN);
+    Reference.reachabilityFence(r);
   }
 
   /**

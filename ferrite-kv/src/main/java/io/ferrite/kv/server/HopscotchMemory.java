@@ -11,6 +11,7 @@ import io.ferrite.fabric.FerriteException;
 import io.ferrite.fabric.MappedRegion;
 import io.ferrite.kv.HopscotchLayout;
 import java.lang.invoke.VarHandle;
+import java.lang.ref.Reference;
 import java.nio.ByteBuffer;
 import java.util.ArrayDeque;
 import java.util.Arrays;
@@ -126,8 +127,17 @@ final class HopscotchMemory {
     }
   }
 
+  /**
+   * Copies {@code length} bytes at {@code offset} of {@code r} into {@code dst} (a plain copy, as
+   * {@link MappedRegion#readInto}, without wrapping the array on every load).
+   */
+  static void read(MappedRegion r, long offset, byte[] dst, int length) {
+    r.buffer().getBytes((int) offset, dst, 0, length);
+    Reference.reachabilityFence(r);
+  }
+
   void loadBucket(MappedRegion r, int b) {
-    r.readInto(bucketOffset(b), ByteBuffer.wrap(bucket));
+    read(r, bucketOffset(b), bucket, bucketBytes);
   }
 
   void storeBucket(MappedRegion r, int b) {
@@ -152,7 +162,8 @@ final class HopscotchMemory {
     HopscotchLayout.seal(image, 0, length);
     r.putLongRelease(at, v + 1);
     VarHandle.releaseFence();
-    r.writeFrom(at + 8, ByteBuffer.wrap(image, 8, length - 8));
+    r.buffer().putBytes((int) (at + 8), image, 8, length - 8);
+    Reference.reachabilityFence(r);
     r.putLongRelease(at, v + 2);
     afterWrite.run();
   }
@@ -168,7 +179,7 @@ final class HopscotchMemory {
   }
 
   void loadBlock(Block b) {
-    blockRegion(b).readInto(blockOffset(b), ByteBuffer.wrap(block));
+    read(blockRegion(b), blockOffset(b), block, blockBytes);
   }
 
   void storeBlock(Block b) {
@@ -248,6 +259,16 @@ final class HopscotchMemory {
     afterWrite.run();
   }
 
+  /**
+   * Writes a new extent of {@code key} and {@code value} straight into its region, not current
+   * ({@link ExtentAllocator#writeExtent}); returns the checksum its slot holds.
+   */
+  long writeExtent(long addr, int incarnation, byte[] key, ByteBuffer value) {
+    long sum = alloc.writeExtent(addr, incarnation, key, value);
+    afterWrite.run();
+    return sum;
+  }
+
   /** Marks a new extent current, once the slot that points to it is published. */
   void markCurrent(long addr, int incarnation) {
     alloc.markCurrent(addr, incarnation);
@@ -274,7 +295,7 @@ final class HopscotchMemory {
     if (len == 0) {
       return;
     }
-    extentRegion(addr).writeFrom(addr & 0xFFFFFFFFL, ByteBuffer.wrap(new byte[4]));
+    alloc.markFreed(addr);
     afterWrite.run();
     alloc.free(addr, len);
   }

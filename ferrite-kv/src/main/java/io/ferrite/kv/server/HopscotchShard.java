@@ -13,7 +13,6 @@ import static io.ferrite.kv.HopscotchLayout.putLong;
 
 import io.ferrite.fabric.MappedRegion;
 import io.ferrite.fabric.RegionRef;
-import io.ferrite.fabric.verify.Checksum64;
 import io.ferrite.kv.Extents;
 import io.ferrite.kv.HopscotchLayout;
 import io.ferrite.kv.KeyHash;
@@ -109,6 +108,10 @@ final class HopscotchShard extends KvShard {
   private final int slotBytes;
   private final byte[] slot;
   private final byte[] moving;
+
+  /** The allocator's "a region was added" flag of a put (reused: the shard's lock guards it). */
+  private final boolean[] grew = new boolean[1];
+
   private Table t;
   private int count;
   private int overflowKeys;
@@ -206,7 +209,7 @@ final class HopscotchShard extends KvShard {
 
   /** Loads the slot at {@code off} of {@code r} into {@link #slot}. */
   private void loadSlot(MappedRegion r, long off) {
-    r.readInto(off, ByteBuffer.wrap(slot));
+    HopscotchMemory.read(r, off, slot, slotBytes);
   }
 
   private boolean keyMatches(long extAddr, int extLen, byte[] key) {
@@ -223,7 +226,12 @@ final class HopscotchShard extends KvShard {
       for (int i = 0; i < BUCKET_SLOTS; i++) {
         int g = x * BUCKET_SLOTS + i;
         if (t.used.get(g) && t.hashes[g] == h) {
-          loadSlot(t.region, m.bucketOffset(x) + m.slotOffset(i));
+          if (t.extLen[g] == 0) {
+            // Only an inline pair's key (and value) is in its slot; an out-of-line pair's key is
+            // compared in its extent, and nothing reads the slot image of it (a put overwrites
+            // it).
+            loadSlot(t.region, m.bucketOffset(x) + m.slotOffset(i));
+          }
           if (keyMatches(t.extAddr[g], t.extLen[g], key)) {
             return new Loc(x, null, null, i);
           }
@@ -234,7 +242,9 @@ final class HopscotchShard extends KvShard {
     for (Block k = t.heads[b]; k != null; prev = k, k = k.next) {
       for (int i = 0; i < BLOCK_SLOTS; i++) {
         if (k.used[i] && k.hashes[i] == h) {
-          loadSlot(m.blockRegion(k), m.blockOffset(k) + m.slotOffset(i));
+          if (k.extLen[i] == 0) {
+            loadSlot(m.blockRegion(k), m.blockOffset(k) + m.slotOffset(i));
+          }
           if (keyMatches(k.extAddr[i], k.extLen[i], key)) {
             return new Loc(b, k, prev, i);
           }
@@ -244,7 +254,10 @@ final class HopscotchShard extends KvShard {
     return null;
   }
 
-  /** The value at {@code loc}; {@link #slot} holds its slot (loaded by {@link #find}). */
+  /**
+   * The value at {@code loc}; for an inline pair {@link #slot} holds its slot (loaded by {@link
+   * #find}).
+   */
   private byte[] valueAt(Loc loc) {
     long addr = loc.block == null ? t.extAddr[index(loc)] : loc.block.extAddr[loc.i];
     int len = loc.block == null ? t.extLen[index(loc)] : loc.block.extLen[loc.i];
@@ -265,9 +278,10 @@ final class HopscotchShard extends KvShard {
   // ------------------------------------------------------------------ writes
 
   @Override
-  synchronized int put(int mode, byte[] key, byte[] value, byte[] expected) {
+  synchronized int put(int mode, byte[] key, ByteBuffer value, byte[] expected) {
     checkKey(key);
-    checkValue(value);
+    int valueLength = value.remaining();
+    checkValue(valueLength);
     long h = KeyHash.of(key);
     Loc loc = find(h, key);
     if (mode == KvProtocol.MODE_PUT_IF_ABSENT && loc != null) {
@@ -281,20 +295,21 @@ final class HopscotchShard extends KvShard {
     long addr = 0;
     int len = 0;
     int inc = 0;
-    if (key.length + value.length <= options.inlineBytes()) {
+    if (key.length + valueLength <= options.inlineBytes()) {
       HopscotchLayout.putInlineSlot(slot, 0, slotBytes, key, value);
     } else {
       inc = (int) m.incarnation();
-      byte[] extent = Extents.image(inc, key, value);
-      boolean[] grew = new boolean[1];
-      addr = alloc.allocate(extent.length, grew);
+      len = Extents.HEADER + key.length + valueLength;
+      grew[0] = false;
+      addr = alloc.allocate(len, grew);
       if (grew[0]) {
         bumpEpoch(); // publish the new region before any slot points into it
       }
-      len = extent.length;
-      m.writeExtent(addr, extent);
+      // The value goes from the request straight into the extent; the checksum is taken over
+      // what was written there (ExtentAllocator#writeExtent).
+      long sum = m.writeExtent(addr, inc, key, value);
       HopscotchLayout.putOutOfLineSlot(
-          slot, 0, slotBytes, key.length, h, value.length, addr, len, inc, Checksum64.of(extent));
+          slot, 0, slotBytes, key.length, h, valueLength, addr, len, inc, sum);
       VarHandle.releaseFence();
     }
     puts++;

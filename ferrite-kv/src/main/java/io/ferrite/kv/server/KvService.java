@@ -17,6 +17,7 @@ import io.ferrite.kv.KvProtocol;
 import io.ferrite.kv.TableInfo;
 import io.ferrite.kv.TableOptions;
 import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
 import java.util.ArrayList;
 import java.util.Comparator;
 import java.util.List;
@@ -314,13 +315,29 @@ public final class KvService implements FerriteService {
       s.onWrite(
           new KvShard.WriteLog() {
             @Override
-            public void put(byte[] key, byte[] value) {
-              record(head(KvProtocol.PUT, 12 + key.length + value.length).bytes(key).bytes(value));
+            public void put(byte[] key, ByteBuffer value) {
+              // Built in one array sized for it, framed (OpLog#appendFramed: the log writes the
+              // array as it is): the value copied once, from the request's bytes the extent got.
+              int n = value.remaining();
+              byte[] rec = new byte[OpLog.FRAME + 13 + 8 + key.length + n];
+              ByteBuffer b = ByteBuffer.wrap(rec).order(ByteOrder.LITTLE_ENDIAN);
+              b.position(OpLog.FRAME);
+              b.put((byte) KvProtocol.PUT).putLong(id).putInt(shard);
+              b.putInt(key.length).put(key).putInt(n).put(value.duplicate());
+              record(rec);
             }
 
             @Override
             public void delete(byte[] key) {
-              record(head(KvProtocol.DELETE, 4 + key.length).bytes(key));
+              record(
+                  new Wire.Writer(OpLog.FRAME + 17 + key.length)
+                      .i32(0)
+                      .i64(0) // the frame: OpLog#appendFramed fills it
+                      .u8(KvProtocol.DELETE)
+                      .i64(id)
+                      .i32(shard)
+                      .bytes(key)
+                      .toArray());
             }
 
             @Override
@@ -332,18 +349,13 @@ public final class KvService implements FerriteService {
               return new Wire.Writer().u8(type).i64(id).i32(shard);
             }
 
-            /** A head sized for {@code more} bytes after it (no regrowth copies). */
-            private Wire.Writer head(int type, int more) {
-              return new Wire.Writer(13 + more).u8(type).i64(id).i32(shard);
-            }
-
-            /** Appends now, or to the batch of the part being applied ({@link KvWrites}). */
-            private void record(Wire.Writer w) {
+            /** Appends a framed record now, or to the batch of the part being applied. */
+            private void record(byte[] framed) {
               List<byte[]> batch = KvWrites.LOG_BATCH.get();
               if (batch != null) {
-                batch.add(w.toArray());
+                batch.add(framed);
               } else {
-                log.append(w.toArray());
+                log.appendFramed(framed);
               }
             }
           });

@@ -8,6 +8,7 @@ import io.ferrite.kv.KvProtocol;
 import io.ferrite.kv.ShardLayout;
 import io.ferrite.kv.ShardStats;
 import io.ferrite.kv.TableOptions;
+import java.nio.ByteBuffer;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.function.BiConsumer;
@@ -41,7 +42,8 @@ import java.util.function.Supplier;
 abstract class KvShard {
   /** Where a durable shard records its applied writes (called under the shard's lock). */
   interface WriteLog {
-    void put(byte[] key, byte[] value);
+    /** A put of {@code key}: the value from {@code value}'s position to its limit (unchanged). */
+    void put(byte[] key, ByteBuffer value);
 
     void delete(byte[] key);
 
@@ -50,7 +52,7 @@ abstract class KvShard {
     WriteLog NONE =
         new WriteLog() {
           @Override
-          public void put(byte[] key, byte[] value) {}
+          public void put(byte[] key, ByteBuffer value) {}
 
           @Override
           public void delete(byte[] key) {}
@@ -150,7 +152,7 @@ abstract class KvShard {
    * newer than the key's, so every copy ends with the primary's value whatever order the writes
    * arrive in. Under the shard's lock. Returns the status, {@code NOT_APPLIED} for an older write.
    */
-  final int replicate(long seq, boolean delete, byte[] key, byte[] value) {
+  final int replicate(long seq, boolean delete, byte[] key, ByteBuffer value) {
     if (seqs == null) {
       throw new FerriteException(
           ErrorCode.INVALID_ARGUMENT,
@@ -159,7 +161,7 @@ abstract class KvShard {
     if (!seqs.newer(key, seq)) {
       return KvProtocol.NOT_APPLIED;
     }
-    int status = delete ? delete(key) : put(KvProtocol.MODE_PUT, key, value, new byte[0]);
+    int status = delete ? delete(key) : put(KvProtocol.MODE_PUT, key, value, EMPTY);
     seqs.record(key, seq); // after the write: one that failed (NO_SPACE) leaves the key's seq
     return status;
   }
@@ -197,6 +199,8 @@ abstract class KvShard {
         });
     return out;
   }
+
+  private static final byte[] EMPTY = new byte[0];
 
   /** Whether {@code status} of a put or delete means the shard changed (a copy must follow). */
   static boolean changed(int status) {
@@ -312,8 +316,18 @@ abstract class KvShard {
 
   abstract ShardStats stats();
 
-  /** Puts by {@code mode}; returns a {@link KvProtocol} status. */
-  abstract int put(int mode, byte[] key, byte[] value, byte[] expected);
+  /**
+   * Puts by {@code mode}; returns a {@link KvProtocol} status. The value is {@code value}'s bytes
+   * from its position to its limit, read where they are (a view of the request: the write path
+   * copies them once, into the table's extent or slot), never kept; position and limit are left as
+   * they are.
+   */
+  abstract int put(int mode, byte[] key, ByteBuffer value, byte[] expected);
+
+  /** {@link #put(int, byte[], ByteBuffer, byte[])} of a value in an array. */
+  final int put(int mode, byte[] key, byte[] value, byte[] expected) {
+    return put(mode, key, ByteBuffer.wrap(value), expected);
+  }
 
   /** Deletes {@code key}; returns DELETED or MISSING. */
   abstract int delete(byte[] key);
@@ -569,11 +583,11 @@ abstract class KvShard {
     }
   }
 
-  void checkValue(byte[] value) {
-    if (value.length > options.maxValue()) {
+  void checkValue(int valueLength) {
+    if (valueLength > options.maxValue()) {
       throw new FerriteException(
           ErrorCode.TOO_LARGE,
-          "value of " + value.length + " B (expected: <= " + options.maxValue() + " B)");
+          "value of " + valueLength + " B (expected: <= " + options.maxValue() + " B)");
     }
   }
 

@@ -79,8 +79,9 @@ final class KvWrites implements AutoCloseable {
       };
 
   /**
-   * The log records of the pairs a thread applies for one part ({@link Part#apply}), appended
-   * together; null outside such a part (the shard's write hook then appends each record at once).
+   * The log records (framed: {@link OpLog#appendFramed}) of the pairs a thread applies for one part
+   * ({@link Part#apply}), appended together with one gathering write; null outside such a part (the
+   * shard's write hook then appends each record at once).
    */
   static final ThreadLocal<List<byte[]>> LOG_BATCH = new ThreadLocal<>();
 
@@ -145,7 +146,13 @@ final class KvWrites implements AutoCloseable {
   private final class Request {
     final int opcode;
     final byte[][] keys;
-    final byte[][] values;
+
+    /**
+     * The values, each a view of the request's body (owned by the call: the fabric copied it out of
+     * its receive buffer): the shard copies a value once, into its extent or slot.
+     */
+    final ByteBuffer[] values;
+
     final int mode;
     final byte[] expected;
     final int[] status;
@@ -170,7 +177,7 @@ final class KvWrites implements AutoCloseable {
     Request(int opcode, int n, int mode, byte[] expected) {
       this.opcode = opcode;
       this.keys = new byte[n][];
-      this.values = new byte[n][];
+      this.values = new ByteBuffer[n];
       this.mode = mode;
       this.expected = expected;
       this.status = new int[n];
@@ -272,7 +279,7 @@ final class KvWrites implements AutoCloseable {
           LOG_BATCH.remove();
         }
         try {
-          host.log().appendAll(batch);
+          host.log().appendAllFramed(batch);
         } catch (FerriteException e) {
           for (int k = from; k < next; k++) {
             if (request.errors[pairs[k]] == null) {
@@ -386,12 +393,14 @@ final class KvWrites implements AutoCloseable {
     Request r;
     List<Part> parts = new ArrayList<>(1);
     Wire.Reader rd = new Wire.Reader(body, "kv write " + opcode);
+    int base = body.position();
+    int total = body.remaining();
     switch (opcode) {
       case KvProtocol.PUT -> {
         KvShard s = host.shard(rd.i64("tableId"), rd.i32("shard"));
         int mode = rd.u8("mode");
         byte[] key = rd.bytes("key");
-        byte[] value = rd.bytes("value");
+        ByteBuffer value = view(body, base, total, rd, "value");
         byte[] expected = rd.bytes("expected");
         boolean versioned = rd.remaining() >= 8;
         long version = versioned ? rd.i64("version") : 0;
@@ -423,7 +432,7 @@ final class KvWrites implements AutoCloseable {
         long seq = rd.i64("seq");
         int delete = rd.u8("delete");
         byte[] key = rd.bytes("key");
-        byte[] value = rd.bytes("value");
+        ByteBuffer value = view(body, base, total, rd, "value");
         boolean versioned = rd.remaining() >= 8;
         long version = versioned ? rd.i64("version") : 0;
         rd.end();
@@ -452,7 +461,7 @@ final class KvWrites implements AutoCloseable {
         for (int i = 0; i < n; i++) {
           shardOf[i] = rd.i32("shard");
           r.keys[i] = rd.bytes("key");
-          r.values[i] = rd.bytes("value");
+          r.values[i] = view(body, base, total, rd, "value");
         }
         rd.end();
         // One part per shard, its pairs in request order (the shards of one server are few).
@@ -512,6 +521,19 @@ final class KvWrites implements AutoCloseable {
       }
     }
     return r.answer;
+  }
+
+  /**
+   * The next bytes field of {@code rd} as a view of {@code body} (which {@code rd} reads from
+   * {@code base}, {@code total} bytes): its length checked as {@link Wire.Reader#bytes} checks it,
+   * nothing copied.
+   */
+  private static ByteBuffer view(
+      ByteBuffer body, int base, int total, Wire.Reader rd, String field) {
+    int before = rd.remaining();
+    rd.skipBytes(field);
+    int n = before - rd.remaining() - 4;
+    return body.slice(base + (total - before) + 4, n);
   }
 
   /** Applies {@code p} on this thread if nothing can block (class comment); else false. */

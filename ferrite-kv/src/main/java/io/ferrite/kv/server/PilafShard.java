@@ -5,7 +5,6 @@ import static io.ferrite.kv.PilafLayout.entryOffset;
 
 import io.ferrite.fabric.MappedRegion;
 import io.ferrite.fabric.RegionRef;
-import io.ferrite.fabric.verify.Checksum64;
 import io.ferrite.kv.Extents;
 import io.ferrite.kv.KeyHash;
 import io.ferrite.kv.KvProtocol;
@@ -76,6 +75,10 @@ final class PilafShard extends KvShard {
   }
 
   private final ByteBuffer entryBuf = ByteBuffer.allocate(ENTRY).order(ByteOrder.LITTLE_ENDIAN);
+
+  /** The allocator's "a region was added" flag of a put (reused: the shard's lock guards it). */
+  private final boolean[] grew = new boolean[1];
+
   private Table t;
   private int count;
   private int incarnations;
@@ -174,9 +177,10 @@ final class PilafShard extends KvShard {
   // ------------------------------------------------------------------ writes
 
   @Override
-  synchronized int put(int mode, byte[] key, byte[] value, byte[] expected) {
+  synchronized int put(int mode, byte[] key, ByteBuffer value, byte[] expected) {
     checkKey(key);
-    checkValue(value);
+    int length = Extents.HEADER + key.length + value.remaining();
+    checkValue(value.remaining());
     long h = KeyHash.of(key);
     int s = find(h, key);
     if (mode == KvProtocol.MODE_PUT_IF_ABSENT && s >= 0) {
@@ -187,23 +191,23 @@ final class PilafShard extends KvShard {
       return KvProtocol.NOT_APPLIED;
     }
     int inc = nextIncarnation();
-    byte[] extent = Extents.image(inc, key, value);
-    boolean[] grew = new boolean[1];
-    long addr = alloc.allocate(extent.length, grew);
+    grew[0] = false;
+    long addr = alloc.allocate(length, grew);
     if (grew[0]) {
       // Publish the new region before any entry points into it.
       epoch++;
       t.entries.putLongRelease(PilafLayout.EPOCH_OFFSET, epoch);
     }
-    alloc.write(addr, extent);
-    long sum = Checksum64.of(extent);
+    // One copy of the value, from the request into the extent, and one checksum pass over what
+    // was written there (ExtentAllocator#writeExtent).
+    long sum = alloc.writeExtent(addr, inc, key, value);
     VarHandle.releaseFence();
     puts++;
     if (s >= 0) {
       long oldAddr = t.extentAddr[s];
       int oldLen = t.extentLen[s];
       alloc.clearCurrent(oldAddr);
-      writeEntry(t, s, h, addr, extent.length, sum);
+      writeEntry(t, s, h, addr, length, sum);
       VarHandle.releaseFence();
       alloc.markCurrent(addr, inc);
       VarHandle.fullFence();
@@ -211,8 +215,8 @@ final class PilafShard extends KvShard {
       log.put(key, value);
       return KvProtocol.REPLACED;
     }
-    if (!insert(t, h, addr, extent.length, sum)) {
-      alloc.free(addr, extent.length);
+    if (!insert(t, h, addr, length, sum)) {
+      alloc.free(addr, length);
       throw full(
           count
               + " of "

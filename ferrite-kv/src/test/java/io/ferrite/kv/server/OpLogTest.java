@@ -1,6 +1,7 @@
 package io.ferrite.kv.server;
 
 import static java.nio.charset.StandardCharsets.UTF_8;
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertThrows;
@@ -15,6 +16,7 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.StandardOpenOption;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionException;
@@ -94,6 +96,51 @@ class OpLogTest {
    * A flipped byte in a record with intact records after it is corruption, not a torn tail: the log
    * refuses to open, naming the file and the offset, and leaves the file as it was.
    */
+  /** A record with the {@link OpLog#FRAME} bytes a framed append leaves for the log in front. */
+  private static byte[] framed(String body) {
+    byte[] b = body.getBytes(UTF_8);
+    byte[] f = new byte[OpLog.FRAME + b.length];
+    Arrays.fill(f, 0, OpLog.FRAME, (byte) 0x5A); // whatever is there is overwritten
+    System.arraycopy(b, 0, f, OpLog.FRAME, b.length);
+    return f;
+  }
+
+  @Test
+  void framedRecordsAreTheSameRecordsAndKeepTheOrder() throws IOException {
+    Path f = dir.resolve("kv.log");
+    OpLog log = OpLog.open(f, b -> {});
+    log.append("one".getBytes(UTF_8));
+    log.appendFramed(framed("two"));
+    log.appendAllFramed(List.of(framed("three"), framed(""), framed("five")));
+    log.appendAllFramed(List.of());
+    log.appendAll(List.of("six".getBytes(UTF_8)));
+    List<byte[]> many = new ArrayList<>();
+    for (int i = 0; i < 2_000; i++) { // more buffers than one gathering write takes (IOV_MAX)
+      many.add(framed("r" + i));
+    }
+    log.appendAllFramed(many);
+    assertEquals(2_006, log.appended());
+    log.close();
+    List<String> expected = new ArrayList<>(List.of("one", "two", "three", "", "five", "six"));
+    for (int i = 0; i < 2_000; i++) {
+      expected.add("r" + i);
+    }
+    assertEquals(expected, replay(f));
+    // Byte for byte what plain appends write.
+    Path g = dir.resolve("plain.log");
+    OpLog plain = OpLog.open(g, b -> {});
+    for (String s : expected) {
+      plain.append(s.getBytes(UTF_8));
+    }
+    plain.close();
+    assertArrayEquals(Files.readAllBytes(g), Files.readAllBytes(f));
+    try (OpLog again = OpLog.open(f, b -> {})) {
+      FerriteException e =
+          assertThrows(FerriteException.class, () -> again.appendFramed(new byte[3]));
+      assertEquals(ErrorCode.INTERNAL, e.code());
+    }
+  }
+
   @Test
   void aBadRecordFollowedByIntactOnesRefusesToOpen() throws IOException {
     Path f = dir.resolve("kv.log");
