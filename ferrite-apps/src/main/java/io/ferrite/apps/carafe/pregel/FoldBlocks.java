@@ -6,23 +6,27 @@ import java.util.Arrays;
  * A partition's out-edges regrouped by target range for a cache-blocked fold (propagation
  * blocking): the targets of the whole graph are cut into blocks of {@link #BLOCK} ids that never
  * straddle a partition bound, and block b's edges are {@code source[start[b] .. start[b + 1])} (the
- * sending vertex, local) and {@code target[..]} (global id), in the partition's own edge order (by
- * source, then adjacency position). Built once per worker in the load; immutable; shared by the
- * job's partition and its warm-up's.
+ * sending vertex, local) and {@code target[..]} (offset from the block's first id), in the
+ * partition's own edge order (by source, then adjacency position). Built once per worker in the
+ * load; immutable; shared by the job's partition and its warm-up's.
  *
  * <p>Why: folding a superstep's sends edge by edge in source order ({@code acc[target[e]] +=
  * share}) writes an n-wide accumulator at random, 8 bytes used of every 64-byte line fetched: with
  * 2^20 targets the accumulator is 8 MiB, beyond the 2 MiB L2 of a core here, so each edge costs a
  * line from the shared L3 or memory, and two workers on two cores fight for that. Folding block by
- * block keeps the block's accumulator (1 MiB) in the core's L2 while its edges stream in
- * sequentially; the extra cost is the source stream (4 bytes an edge) and one read of the sender's
- * share per edge, in ascending order inside a block. The fold then emits the block's messages while
- * its accumulator is still in cache. Same order of additions per target as the edge-by-edge fold
- * (edges of a block keep the partition's order), so the sums are the same bits.
+ * block keeps the block's accumulator (512 KiB) in the core's L2 while its edges stream in
+ * sequentially; the extra cost is the source stream (4 bytes an edge; the target is 2) and one read
+ * of the sender's share per edge, in ascending order inside a block. The fold then emits the
+ * block's messages while its accumulator is still in cache. Same order of additions per target as
+ * the edge-by-edge fold (edges of a block keep the partition's order), so the sums are the same
+ * bits.
  */
 final class FoldBlocks {
-  /** Target ids per block: 2^17 (1 MiB of 8-byte accumulators, half a core's L2 here). */
-  static final int BLOCK = 1 << 17;
+  /**
+   * Target ids per block: 2^16, so a target is a 2-byte offset inside its block (512 KiB of 8-byte
+   * accumulators, a quarter of a core's L2 here).
+   */
+  static final int BLOCK = 1 << 16;
 
   /**
    * W + 1: the first block of each partition's targets (blocks of partition j: firstBlock[j] ..).
@@ -36,7 +40,9 @@ final class FoldBlocks {
   final int[] start;
 
   final int[] source;
-  final int[] target;
+
+  /** The target's offset from its block's first id ({@link #blockFirst}). */
+  final char[] target;
 
   FoldBlocks(int[] bounds, int[] off, int[] targets, int size) {
     this(bounds, off, targets, size, BLOCK);
@@ -49,8 +55,9 @@ final class FoldBlocks {
    * @param block target ids per block (tests use small ones)
    */
   FoldBlocks(int[] bounds, int[] off, int[] targets, int size, int block) {
-    if (block < 1) {
-      throw new IllegalArgumentException("block: " + block + " (expected: >= 1)");
+    if (block < 1 || block > BLOCK) {
+      throw new IllegalArgumentException(
+          "block: " + block + " (expected: 1 to " + BLOCK + ", offsets are 16 bits)");
     }
     int workers = bounds.length - 1;
     firstBlock = new int[workers + 1];
@@ -85,12 +92,13 @@ final class FoldBlocks {
     }
     int[] cursor = Arrays.copyOf(start, blocks);
     source = new int[m];
-    target = new int[m];
+    target = new char[m];
     for (int v = 0; v < size; v++) {
       for (int e = off[v]; e < off[v + 1]; e++) {
-        int k = cursor[blockOf[e]]++;
+        int b = blockOf[e];
+        int k = cursor[b]++;
         source[k] = v;
-        target[k] = targets[e];
+        target[k] = (char) (targets[e] - blockFirst[b]);
       }
     }
   }

@@ -567,20 +567,21 @@ final class Partition {
    */
   private void foldBlock(int k) {
     int[] source = blocks.source;
-    int[] target = blocks.target;
+    char[] target = blocks.target;
     int from = blocks.start[k];
     int to = blocks.start[k + 1];
+    int base = blocks.blockFirst[k];
     if (shareSum != null) {
       double[] acc = outSum;
       double[] share = shareSum;
       for (int i = from; i < to; i++) {
-        acc[target[i]] += share[source[i]];
+        acc[base + target[i]] += share[source[i]];
       }
     } else {
       long[] acc = outMin;
       long[] share = shareMin;
       for (int i = from; i < to; i++) {
-        int t = target[i];
+        int t = base + target[i];
         acc[t] = Math.min(acc[t], share[source[i]]);
       }
     }

@@ -17,7 +17,7 @@ import org.junit.jupiter.api.extension.ExtendWith;
 /**
  * The cache-blocked fold of a partition's combined sends ({@link FoldBlocks}): the blocks hold
  * every edge once, in the partition's order, within one target block that never straddles a
- * partition; and what a partition emits with blocks of 1, 3 or 17 ids, or the real 2^17, is what a
+ * partition; and what a partition emits with blocks of 1, 3 or 17 ids, or the real 2^16, is what a
  * direct per-edge fold of the same sends gives (sums within 1e-12, the same bits when every vertex
  * sends along all its edges; minima and the set of targets exact), whether every vertex sends, half
  * of them (blocked fold, targets marked) or a few (per-sender fold).
@@ -94,7 +94,7 @@ class FoldBlocksTest {
         }
         List<Long> got = new ArrayList<>();
         for (int k = f.start[b]; k < f.start[b + 1]; k++) {
-          got.add(((long) f.source[k] << 32) | f.target[k]);
+          got.add(((long) f.source[k] << 32) | (f.blockFirst[b] + f.target[k]));
         }
         assertEquals(want, got, "block " + b + " of " + blocks + ", " + block + " ids a block");
       }
@@ -109,6 +109,9 @@ class FoldBlocksTest {
     assertThrows(
         IllegalArgumentException.class,
         () -> new FoldBlocks(new int[] {0, 1}, new int[1], new int[0], 0, 0));
+    assertThrows(
+        IllegalArgumentException.class,
+        () -> new FoldBlocks(new int[] {0, 1}, new int[1], new int[0], 0, FoldBlocks.BLOCK + 1));
   }
 
   @Test
