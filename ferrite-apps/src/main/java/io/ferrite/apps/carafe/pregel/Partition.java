@@ -16,8 +16,10 @@ import java.util.Arrays;
  * <p>Outgoing messages: without a combiner each one is appended to the buffer of its target's
  * partition (12 bytes, the mailbox's own format, so the buffer is written out as it is); with one,
  * they fold into an accumulator indexed by global target id and are emitted, one per target, in
- * target order when the superstep ends. Incoming messages: without a combiner they are grouped by
- * target with a counting sort; with one, folded into a per-vertex accumulator. One thread.
+ * target order when the superstep ends (a send to all neighbours is recorded per vertex and folded
+ * then, block by block of target ids: {@link FoldBlocks}). Incoming messages: without a combiner
+ * they are grouped by target with a counting sort; with one, folded into a per-vertex accumulator.
+ * One thread.
  */
 final class Partition {
   final int me;
