@@ -16,8 +16,10 @@ import java.util.Arrays;
  * <p>Outgoing messages: without a combiner each one is appended to the buffer of its target's
  * partition (12 bytes, the mailbox's own format, so the buffer is written out as it is); with one,
  * they fold into an accumulator indexed by global target id and are emitted, one per target, in
- * target order when the superstep ends. Incoming messages: without a combiner they are grouped by
- * target with a counting sort; with one, folded into a per-vertex accumulator. One thread.
+ * target order when the superstep ends (a send to all neighbours is recorded per vertex and folded
+ * then, block by block of target ids: {@link FoldBlocks}). Incoming messages: without a combiner
+ * they are grouped by target with a counting sort; with one, folded into a per-vertex accumulator.
+ * One thread.
  */
 final class Partition {
   final int me;
@@ -47,6 +49,21 @@ final class Partition {
 
   /** With a combiner: whether an edge of this partition targets t (global id). */
   private final boolean[] reach;
+
+  /** With a combiner: the out-edges by target block, for the fold of {@link #sendAll}. */
+  final FoldBlocks blocks;
+
+  /**
+   * With a combiner: what each local vertex sent along all its edges this superstep, folded (the
+   * combiner's identity if it did not): {@link #sendAll} only records it, {@link #emit} folds it
+   * into the targets' accumulators.
+   */
+  private final double[] shareSum;
+
+  private final long[] shareMin;
+
+  /** With a combiner: adjacency entries of the vertices that called sendAll this superstep. */
+  private long sentAllEdges;
 
   /** With a combiner: which vertices called sendAll this superstep, and how many did. */
   private final boolean[] sentAll;
@@ -92,6 +109,22 @@ final class Partition {
       int[] targets,
       float[] weights,
       VertexProgram program) {
+    this(me, bounds, vertexCount, off, targets, weights, program, null);
+  }
+
+  /**
+   * @param blocks the adjacency's fold blocks (another partition's over the same adjacency), or
+   *     null to build them if the program has a combiner
+   */
+  Partition(
+      int me,
+      long[] bounds,
+      long vertexCount,
+      int[] off,
+      int[] targets,
+      float[] weights,
+      VertexProgram program,
+      FoldBlocks blocks) {
     this.me = me;
     this.workers = bounds.length - 1;
     this.bounds = new int[bounds.length];
@@ -124,6 +157,13 @@ final class Partition {
     outHas = combine ? new boolean[n] : null;
     reach = combine ? new boolean[n] : null;
     sentAll = combine ? new boolean[size] : null;
+    this.blocks =
+        !combine ? null : blocks != null ? blocks : new FoldBlocks(this.bounds, off, targets, size);
+    shareSum = combiner == VertexProgram.Combiner.SUM_DOUBLE ? new double[size] : null;
+    shareMin = combiner == VertexProgram.Combiner.MIN_LONG ? new long[size] : null;
+    if (shareMin != null) {
+      Arrays.fill(shareMin, Long.MAX_VALUE);
+    }
     for (int v = 0; v < size; v++) {
       senders += off[v + 1] > off[v] ? 1 : 0;
     }
@@ -343,29 +383,30 @@ final class Partition {
   }
 
   /**
-   * Sends {@code payload} along every out-edge of the current vertex. With a combiner the loop only
-   * folds (one random access per edge, as a plain in-memory PageRank); which targets got a message
-   * is worked out once in {@link #emit} from the vertices that sent.
+   * Sends {@code payload} along every out-edge of the current vertex. With a combiner it only
+   * records the payload for the vertex; {@link #emit} folds it into the targets, block by block
+   * ({@link FoldBlocks}), and works out which targets got a message from the vertices that sent.
    */
   void sendAll(long payload) {
     int from = off[current];
     int to = off[current + 1];
     // Only vertices with out-edges count: emit compares the count with the partition's senders.
-    if (sentAll != null && from < to && !sentAll[current]) {
-      sentAll[current] = true;
-      sentAllCount++;
+    if (sentAll != null && from < to) {
+      if (!sentAll[current]) {
+        sentAll[current] = true;
+        sentAllCount++;
+        sentAllEdges += to - from;
+      }
     }
     switch (combiner) {
       case SUM_DOUBLE -> {
-        double d = Double.longBitsToDouble(payload);
-        for (int e = from; e < to; e++) {
-          outSum[targets[e]] += d;
+        if (from < to) {
+          shareSum[current] += Double.longBitsToDouble(payload);
         }
       }
       case MIN_LONG -> {
-        for (int e = from; e < to; e++) {
-          int t = targets[e];
-          outMin[t] = Math.min(outMin[t], payload);
+        if (from < to) {
+          shareMin[current] = Math.min(shareMin[current], payload);
         }
       }
       case NONE -> {
@@ -424,13 +465,18 @@ final class Partition {
   }
 
   /**
-   * Finishes the outgoing containers: emits the folded messages (with a combiner) and writes each
-   * container's count word; {@link #sent} is the messages in them.
+   * Finishes the outgoing containers: folds and emits the combined messages (with a combiner) and
+   * writes each container's count word; {@link #sent} is the messages in them.
    */
   void emit() {
     sent = 0;
     boolean[] has = null;
+    // With many senders the fold runs block by block over the partition's every edge (FoldBlocks:
+    // the accumulator writes stay in the cache); with few (components' late supersteps) it runs
+    // over the senders' edges only, where the blocks would stream every edge for a few.
+    boolean blocked = false;
     if (outHas != null) {
+      blocked = sentAllEdges > 0 && sentAllEdges * 4 >= targets.length;
       if (sentAllCount == senders && !edgeSends) {
         has = reach; // every edge carried a message (PageRank): its targets are the reach
       } else {
@@ -441,40 +487,113 @@ final class Partition {
             for (int e = off[v]; e < off[v + 1]; e++) {
               outHas[targets[e]] = true;
             }
+            if (!blocked) {
+              foldEdges(v);
+            }
           }
         }
       }
-      if (sentAllCount > 0) {
-        Arrays.fill(sentAll, false);
-      }
-      sentAllCount = 0;
-      edgeSends = false;
     }
     for (int j = 0; j < workers; j++) {
       ByteBuffer b = out[j];
       if (has != null) {
         int base = bounds[j];
-        int end = bounds[j + 1];
         int at = Mailbox.COUNT;
-        for (int t = base; t < end; t++) {
-          if (has[t]) {
-            outHas[t] = false;
-            long payload;
-            if (outSum != null) {
-              payload = Double.doubleToRawLongBits(outSum[t]);
-              outSum[t] = 0;
-            } else {
-              payload = outMin[t];
-              outMin[t] = Long.MAX_VALUE;
+        for (int k = blocks.firstBlock[j]; k < blocks.firstBlock[j + 1]; k++) {
+          if (blocked) {
+            foldBlock(k);
+          }
+          // The block's accumulators are still in the cache: emit them now.
+          int end = blocks.blockFirst[k + 1];
+          for (int t = blocks.blockFirst[k]; t < end; t++) {
+            if (has[t]) {
+              outHas[t] = false;
+              long payload;
+              if (outSum != null) {
+                payload = Double.doubleToRawLongBits(outSum[t]);
+                outSum[t] = 0;
+              } else {
+                payload = outMin[t];
+                outMin[t] = Long.MAX_VALUE;
+              }
+              b.putInt(at, t - base).putLong(at + 4, payload);
+              at += Mailbox.MESSAGE;
             }
-            b.putInt(at, t - base).putLong(at + 4, payload);
-            at += Mailbox.MESSAGE;
           }
         }
         outCount[j] = (at - Mailbox.COUNT) / Mailbox.MESSAGE;
       }
       b.putLong(0, outCount[j]);
       sent += outCount[j];
+    }
+    if (outHas != null) {
+      if (sentAllCount > 0) {
+        if (sentAllCount == senders) {
+          resetShares(0, size);
+        } else {
+          for (int v = 0; v < size; v++) {
+            if (sentAll[v]) {
+              resetShares(v, v + 1);
+            }
+          }
+        }
+        Arrays.fill(sentAll, false);
+      }
+      sentAllCount = 0;
+      sentAllEdges = 0;
+      edgeSends = false;
+    }
+  }
+
+  /** Folds what local vertex v sent along all its edges into its targets' accumulators. */
+  private void foldEdges(int v) {
+    int from = off[v];
+    int to = off[v + 1];
+    if (shareSum != null) {
+      double d = shareSum[v];
+      for (int e = from; e < to; e++) {
+        outSum[targets[e]] += d;
+      }
+    } else {
+      long x = shareMin[v];
+      for (int e = from; e < to; e++) {
+        int t = targets[e];
+        outMin[t] = Math.min(outMin[t], x);
+      }
+    }
+  }
+
+  /**
+   * Folds the shares of block k's edges into their targets' accumulators: a vertex that did not
+   * send has the combiner's identity as its share (0 or Long.MAX_VALUE), which changes nothing.
+   */
+  private void foldBlock(int k) {
+    int[] source = blocks.source;
+    char[] target = blocks.target;
+    int from = blocks.start[k];
+    int to = blocks.start[k + 1];
+    int base = blocks.blockFirst[k];
+    if (shareSum != null) {
+      double[] acc = outSum;
+      double[] share = shareSum;
+      for (int i = from; i < to; i++) {
+        acc[base + target[i]] += share[source[i]];
+      }
+    } else {
+      long[] acc = outMin;
+      long[] share = shareMin;
+      for (int i = from; i < to; i++) {
+        int t = base + target[i];
+        acc[t] = Math.min(acc[t], share[source[i]]);
+      }
+    }
+  }
+
+  private void resetShares(int from, int to) {
+    if (shareSum != null) {
+      Arrays.fill(shareSum, from, to, 0.0);
+    } else {
+      Arrays.fill(shareMin, from, to, Long.MAX_VALUE);
     }
   }
 

@@ -309,7 +309,8 @@ public final class PregelWorker {
       // compute on. A short run of the program on a scratch partition over the same adjacency
       // does that compiling here, in the untimed load. It writes scratch state into the local
       // records, which every superstep overwrites whole before it writes them back.
-      new Partition(me, bounds, graph.vertexCount(), off, targets, weights, warm.program())
+      new Partition(
+              me, bounds, graph.vertexCount(), off, targets, weights, warm.program(), part.blocks)
           .runAlone(warm.supersteps(), records);
     }
     ctl.row(me, part.capacity);

@@ -43,8 +43,10 @@ final class ProcessWorkers implements WorkerSet {
     // Upper bounds, not allocations: heap for the partition's arrays (targets, offsets, state, the
     // n-wide combiner accumulators, grouped messages), direct memory for its vertex records, its
     // outbox and inbox buffers (12 bytes a message) and the 16 MiB load piece; while the load's
-    // warm-up runs, its scratch partition has n-wide accumulators and an outbox of its own.
-    long heap = (256L << 20) + 48 * n + 16 * m / job.workers() + 8 * m;
+    // warm-up runs, its scratch partition has n-wide accumulators and an outbox of its own; with a
+    // combiner the edges regrouped by target block (FoldBlocks: 6 bytes an edge, 4 more while
+    // built).
+    long heap = (256L << 20) + 48 * n + 28 * m / job.workers() + 8 * m;
     long direct = (128L << 20) + 60 * n + 24 * m;
     for (int w = 0; w < job.workers(); w++) {
       List<String> a = new ArrayList<>(List.of("graph-worker"));

@@ -30,9 +30,10 @@
  *
  * <p>Inside a worker ({@code Partition}) everything is primitive arrays: a message is 12 bytes in
  * the mailbox and never an object; with a combiner ({@code SUM_DOUBLE} for PageRank, {@code
- * MIN_LONG} for connected components) a send is one fold into an array indexed by target, and the
- * folded messages are emitted in target order at the end of the superstep; without one, messages
- * are appended to the segment buffers and grouped by target with a counting sort on arrival.
+ * MIN_LONG} for connected components) a send is one fold into an array indexed by target (a send to
+ * all neighbours folded at the end of the superstep, block by block of target ids), and the folded
+ * messages are emitted in target order at the end of the superstep; without one, messages are
+ * appended to the segment buffers and grouped by target with a counting sort on arrival.
  *
  * <p>Measured ({@code PregelSpeed}, PageRank on the {@code bench} R-MAT graph, 1.04 M vertices and
  * 16.8 M edges, worker threads, a shared and busy 2-core machine): about 80 ms a superstep with one
