@@ -266,13 +266,26 @@ public final class RpcDispatcher {
 
     @Override
     public void respond(long requestId, ByteBuffer body) {
-      ByteBuf frame = Wire.response(ch.alloc(), Frames.TYPE_RPC, requestId, body.remaining());
+      int n = body.remaining();
+      ByteBuf room = conn.burstRoom(ch, Frames.HEADER + n);
+      if (room != null) { // answered inline: with the read burst's other answers, one write(2)
+        Wire.writeResponseHeader(room, Frames.TYPE_RPC, requestId, n);
+        room.writeBytes(body.duplicate());
+        return;
+      }
+      ByteBuf frame = Wire.response(ch.alloc(), Frames.TYPE_RPC, requestId, n);
       frame.writeBytes(body.duplicate());
       conn.send(ch, frame);
     }
 
     @Override
     public void fail(long requestId, ErrorCode code, String message) {
+      byte[] msg = Wire.truncatedUtf8(message);
+      ByteBuf room = conn.burstRoom(ch, Frames.HEADER + msg.length);
+      if (room != null) {
+        Wire.writeError(room, Frames.TYPE_RPC, requestId, code, msg);
+        return;
+      }
       conn.send(ch, Wire.error(ch.alloc(), Frames.TYPE_RPC, requestId, code, message));
     }
   }

@@ -48,6 +48,13 @@ final class ServerHandler extends FrameReader {
   private ResponseBuffer responses;
 
   /**
+   * True while {@link #onFrame} dispatches an RPC on the event loop: an answer the handler gives
+   * inline before that returns is gathered into {@link #responses}, like a one-sided op's, and
+   * leaves with the burst's one flush. Event loop only.
+   */
+  private boolean dispatchingRpc;
+
+  /**
    * Frames from other threads (RPC answers, doorbells), written by the thread that has them; set on
    * the event loop once the handshake is done, before any RPC of this connection is dispatched.
    */
@@ -112,6 +119,24 @@ final class ServerHandler extends FrameReader {
                 ms,
                 TimeUnit.MILLISECONDS);
     super.channelActive(ctx);
+  }
+
+  /**
+   * Room for an RPC answer of {@code frameBytes} in the current read burst's {@link
+   * ResponseBuffer}, or null when the caller must {@link #send} a frame of its own: not on the
+   * event loop, not inside {@link #onFrame}'s dispatch of an RPC (the handler answered later), or
+   * too large to copy. Why: an inline answer written directly was one {@code write(2)} of its own,
+   * and the burst's other answers (one-sided reads of other threads, other RPCs) another; the
+   * syscalls, with loopback's delivery to the peer inside them, were the largest part of the tcp
+   * server's CPU per transaction request (docs/PERFORMANCE.md "Tx face", 2026-11-27 10:00).
+   */
+  ByteBuf burstRoom(Channel ch, int frameBytes) {
+    if (!ch.eventLoop().inEventLoop()
+        || !dispatchingRpc
+        || frameBytes > Frames.HEADER + SoftNic.COPY_READ_LIMIT) {
+      return null;
+    }
+    return responses.room(frameBytes);
   }
 
   /**
@@ -226,7 +251,14 @@ final class ServerHandler extends FrameReader {
       case Frames.TYPE_WRITE -> nic.write(responses, requestId, body);
       case Frames.TYPE_CAS, Frames.TYPE_FAA -> nic.atomic(responses, type, requestId, body);
       case Frames.TYPE_MAP -> nic.map(responses, requestId, body);
-      case Frames.TYPE_RPC -> server.rpc().dispatch(ctx.channel(), this, requestId, body);
+      case Frames.TYPE_RPC -> {
+        dispatchingRpc = true;
+        try {
+          server.rpc().dispatch(ctx.channel(), this, requestId, body);
+        } finally {
+          dispatchingRpc = false;
+        }
+      }
       case Frames.TYPE_RINGS -> server.openRings(ctx, this, requestId);
       case Frames.TYPE_DOORBELL -> server.ringDoorbell(connectionId);
       case Frames.TYPE_HELLO -> hello(ctx, requestId, body);
