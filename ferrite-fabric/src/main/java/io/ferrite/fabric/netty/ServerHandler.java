@@ -128,7 +128,7 @@ final class ServerHandler extends FrameReader {
    * too large to copy. Why: an inline answer written directly was one {@code write(2)} of its own,
    * and the burst's other answers (one-sided reads of other threads, other RPCs) another; the
    * syscalls, with loopback's delivery to the peer inside them, were the largest part of the tcp
-   * server's CPU per transaction request (docs/PERFORMANCE.md "Tx face", 2026-11-27 10:00).
+   * server's CPU per transaction request (docs/PERFORMANCE.md "Tx face", 2026-11-27 09:59).
    */
   ByteBuf burstRoom(Channel ch, int frameBytes) {
     if (!ch.eventLoop().inEventLoop()
