@@ -10,6 +10,7 @@ import io.ferrite.apps.carafe.CarafeGraph;
 import io.ferrite.apps.carafe.Csr;
 import io.ferrite.apps.carafe.Reference;
 import io.ferrite.apps.carafe.RmatGenerator;
+import io.ferrite.apps.carafe.pregel.Partitioner;
 import io.ferrite.bench.BenchReport;
 import io.ferrite.bench.BenchResult;
 import io.ferrite.bench.PeerJars;
@@ -32,7 +33,19 @@ class GraphBenchTest {
   void aQuickRunReportsEveryRowBesideItsReference() throws Exception {
     GraphBench.Options o =
         new GraphBench.Options(
-            "tiny", 3, 12, 5, List.of(1, 2), 1, "shm", null, 1L << 30, 0, null, null);
+            "tiny",
+            3,
+            12,
+            5,
+            List.of(1, 2),
+            1,
+            "shm",
+            null,
+            1L << 30,
+            0,
+            null,
+            null,
+            Partitioner.DEFAULT_VERTEX_WEIGHT);
     BenchReport r = GraphBench.run(o);
     Csr csr = RmatGenerator.preset("tiny", 3).generate(CarafeGraph.Progress.NONE);
     assertEquals(csr.edges(), r.require("graph.edges").value());
