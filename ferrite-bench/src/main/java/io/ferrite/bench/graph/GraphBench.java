@@ -97,7 +97,9 @@ public final class GraphBench {
       PrintStream progress,
       long vertexWeight) {
     public Options {
-      new Partitioner(vertexWeight, Partitioner.DEFAULT_EDGE_WEIGHT); // refuses a negative one
+      if (vertexWeight < 0) {
+        throw new IllegalArgumentException("vertex weight: " + vertexWeight + " (expected: >= 0)");
+      }
       RmatGenerator.preset(preset, seed); // refuses an unknown name
       if (pairs < 1 || iterations < 1 || workers.isEmpty() || servers < 1 || servers > 16) {
         throw new IllegalArgumentException(
