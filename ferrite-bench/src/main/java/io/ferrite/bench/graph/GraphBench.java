@@ -8,6 +8,7 @@ import io.ferrite.apps.carafe.EdgeListWriter;
 import io.ferrite.apps.carafe.GraphLayout;
 import io.ferrite.apps.carafe.Reference;
 import io.ferrite.apps.carafe.RmatGenerator;
+import io.ferrite.apps.carafe.pregel.Partitioner;
 import io.ferrite.apps.carafe.pregel.PregelJob;
 import io.ferrite.apps.worker.LocalCluster;
 import io.ferrite.apps.worker.WorkerLauncher;
@@ -78,6 +79,8 @@ public final class GraphBench {
    * @param graphxPartitions GraphX's edge partitions, 0 for one per core
    * @param launcher starts the worker processes; null runs the workers as threads of this JVM
    * @param progress progress lines, or null
+   * @param vertexWeight the partitioner's vertex weight (an edge weighs 1; {@link
+   *     Partitioner#DEFAULT_VERTEX_WEIGHT} by default)
    */
   public record Options(
       String preset,
@@ -91,8 +94,12 @@ public final class GraphBench {
       long graphxHeapBytes,
       int graphxPartitions,
       WorkerLauncher launcher,
-      PrintStream progress) {
+      PrintStream progress,
+      long vertexWeight) {
     public Options {
+      if (vertexWeight < 0) {
+        throw new IllegalArgumentException("vertex weight: " + vertexWeight + " (expected: >= 0)");
+      }
       RmatGenerator.preset(preset, seed); // refuses an unknown name
       if (pairs < 1 || iterations < 1 || workers.isEmpty() || servers < 1 || servers > 16) {
         throw new IllegalArgumentException(
@@ -129,7 +136,8 @@ public final class GraphBench {
           6L << 30,
           0,
           launcher,
-          System.err);
+          System.err,
+          Partitioner.DEFAULT_VERTEX_WEIGHT);
     }
 
     /** A smoke test: the {@code small} preset. */
@@ -146,7 +154,8 @@ public final class GraphBench {
           1L << 30,
           0,
           launcher,
-          System.err);
+          System.err,
+          Partitioner.DEFAULT_VERTEX_WEIGHT);
     }
   }
 

@@ -3,6 +3,7 @@ package io.ferrite.bench.graph;
 import io.ferrite.apps.carafe.CarafeGraph;
 import io.ferrite.apps.carafe.Csr;
 import io.ferrite.apps.carafe.Reference;
+import io.ferrite.apps.carafe.pregel.Partitioner;
 import io.ferrite.apps.carafe.pregel.PregelCoordinator;
 import io.ferrite.apps.carafe.pregel.PregelJob;
 import io.ferrite.apps.carafe.pregel.PregelResult;
@@ -97,6 +98,18 @@ final class PageRankRuns {
               perStep,
               r.loadNanos() / 1e9,
               r.messages()));
+      // Each worker's own time (inbox to write-back, no barrier) beside its share of the graph: the
+      // figures a partitioner's vertex weight is fitted to (docs/GRAPH.md, "Partition weights").
+      for (int j = 0; j < w; j++) {
+        p.step(
+            String.format(
+                Locale.ROOT,
+                "  worker %d: %d vertices, %d edges, %.2f ms a superstep of its own",
+                j,
+                r.bounds()[j + 1] - r.bounds()[j],
+                r.edges()[j],
+                r.workerNanos()[j] / 1e6 / r.supersteps()));
+      }
       if (w == 1) {
         oneWorker = step;
         oneWorkerMedian = medianStep;
@@ -144,7 +157,9 @@ final class PageRankRuns {
             "pr-w" + workers + "/",
             Duration.ofMinutes(30));
     RStore store = graph.store();
-    try (PregelCoordinator c = new PregelCoordinator(store, job, o.progress())) {
+    try (PregelCoordinator c =
+        new PregelCoordinator(store, job, o.progress())
+            .partitioner(new Partitioner(o.vertexWeight(), Partitioner.DEFAULT_EDGE_WEIGHT))) {
       return o.launcher() == null
           ? c.runInThreads()
           : c.runInProcesses(cluster.access(), o.launcher());

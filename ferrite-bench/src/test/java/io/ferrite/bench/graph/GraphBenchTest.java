@@ -10,6 +10,7 @@ import io.ferrite.apps.carafe.CarafeGraph;
 import io.ferrite.apps.carafe.Csr;
 import io.ferrite.apps.carafe.Reference;
 import io.ferrite.apps.carafe.RmatGenerator;
+import io.ferrite.apps.carafe.pregel.Partitioner;
 import io.ferrite.bench.BenchReport;
 import io.ferrite.bench.BenchResult;
 import io.ferrite.bench.PeerJars;
@@ -30,10 +31,44 @@ class GraphBenchTest {
 
   @Test
   void aQuickRunReportsEveryRowBesideItsReference() throws Exception {
+    java.io.ByteArrayOutputStream lines = new java.io.ByteArrayOutputStream();
     GraphBench.Options o =
         new GraphBench.Options(
-            "tiny", 3, 12, 5, List.of(1, 2), 1, "shm", null, 1L << 30, 0, null, null);
+            "tiny",
+            3,
+            12,
+            5,
+            List.of(1, 2),
+            1,
+            "shm",
+            null,
+            1L << 30,
+            0,
+            null,
+            new java.io.PrintStream(lines, true, java.nio.charset.StandardCharsets.UTF_8),
+            Partitioner.DEFAULT_VERTEX_WEIGHT);
     BenchReport r = GraphBench.run(o);
+    // Each worker's share and own time, the partitioner's weights are fitted to; the shares add up.
+    String progress = lines.toString(java.nio.charset.StandardCharsets.UTF_8);
+    java.util.regex.Matcher m =
+        java.util.regex.Pattern.compile(
+                "worker (\\d): (\\d+) vertices, (\\d+) edges, [0-9.]+ ms a superstep of its own")
+            .matcher(progress);
+    long[] vertices = new long[3];
+    long[] edges = new long[3];
+    int workerLines = 0;
+    while (m.find()) {
+      int w = workerLines == 0 ? 1 : 2; // the 1-worker run's line, then the 2-worker run's two
+      vertices[w] += Long.parseLong(m.group(2));
+      edges[w] += Long.parseLong(m.group(3));
+      workerLines++;
+    }
+    assertEquals(3, workerLines, progress);
+    Csr g = RmatGenerator.preset("tiny", 3).generate(CarafeGraph.Progress.NONE);
+    for (int w = 1; w <= 2; w++) {
+      assertEquals(g.vertices(), vertices[w], progress);
+      assertEquals(g.edges(), edges[w], progress);
+    }
     Csr csr = RmatGenerator.preset("tiny", 3).generate(CarafeGraph.Progress.NONE);
     assertEquals(csr.edges(), r.require("graph.edges").value());
     assertEquals(csr.vertices(), r.require("graph.vertices").value());

@@ -118,6 +118,13 @@ public final class GraphBenchCommand implements Callable<Integer> {
       description = "The GraphX JVM's -Xmx (default: 6GiB; --quick: 1GiB).")
   Long graphxHeap;
 
+  @Option(
+      names = "--vertex-weight",
+      paramLabel = "W",
+      description =
+          "The partitioner's vertex weight, an edge weighing 1 (default: Partitioner's, measured).")
+  Long vertexWeight;
+
   @Override
   public Integer call() throws Exception {
     Path jar = out.vs(vs, "graphx") ? GraphXPeer.find() : null;
@@ -142,7 +149,8 @@ public final class GraphBenchCommand implements Callable<Integer> {
                     graphxHeap != null ? graphxHeap : d.graphxHeapBytes(),
                     graphxPartitions != null ? graphxPartitions : d.graphxPartitions(),
                     launcher,
-                    out.progress()));
+                    out.progress(),
+                    vertexWeight != null ? vertexWeight : d.vertexWeight()));
     BenchReport report = GraphBench.run(o);
     return out.emit(report);
   }

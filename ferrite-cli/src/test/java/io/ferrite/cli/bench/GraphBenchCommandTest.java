@@ -40,6 +40,9 @@ class GraphBenchCommandTest extends CliCapture {
     err.getBuffer().setLength(0);
     assertEquals(2, run("bench", "graph", "--pairs", "0"));
     assertTrue(err.toString().contains("pairs: 0"), err.toString());
+    err.getBuffer().setLength(0);
+    assertEquals(2, run("bench", "graph", "--vertex-weight", "-1"));
+    assertTrue(err.toString().contains("vertex weight: -1 (expected: >= 0)"), err.toString());
   }
 
   @Test

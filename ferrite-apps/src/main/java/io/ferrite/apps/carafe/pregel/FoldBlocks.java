@@ -44,6 +44,19 @@ final class FoldBlocks {
   /** The target's offset from its block's first id ({@link #blockFirst}). */
   final char[] target;
 
+  /**
+   * blocks + 1: where each block's reached targets start in {@link #reached}; block b's distinct
+   * targets number {@code reachStart[b + 1] - reachStart[b]}.
+   */
+  final int[] reachStart;
+
+  /**
+   * The distinct targets the partition's edges reach, block by block, ascending inside a block, as
+   * offsets from the block's first id: the emit walks these, not every id of a block (a partition
+   * with few targets in a block, or none, pays for those it has, not for the block's 2^16 ids).
+   */
+  final char[] reached;
+
   FoldBlocks(int[] bounds, int[] off, int[] targets, int size) {
     this(bounds, off, targets, size, BLOCK);
   }
@@ -101,5 +114,33 @@ final class FoldBlocks {
         target[k] = (char) (targets[e] - blockFirst[b]);
       }
     }
+    // The reached targets: one pass over the edges to mark, one over the ids to list.
+    int n = bounds[workers];
+    boolean[] seen = new boolean[n];
+    int distinct = 0;
+    for (int e = 0; e < m; e++) {
+      int t = targets[e];
+      if (!seen[t]) {
+        seen[t] = true;
+        distinct++;
+      }
+    }
+    reachStart = new int[blocks + 1];
+    reached = new char[distinct];
+    int r = 0;
+    for (int b = 0; b < blocks; b++) {
+      int base = blockFirst[b];
+      for (int t = base; t < blockFirst[b + 1]; t++) {
+        if (seen[t]) {
+          reached[r++] = (char) (t - base);
+        }
+      }
+      reachStart[b + 1] = r;
+    }
+  }
+
+  /** The distinct targets in partition j that the edges reach (its mailbox segment's need). */
+  int reachedIn(int j) {
+    return reachStart[firstBlock[j + 1]] - reachStart[firstBlock[j]];
   }
 }

@@ -47,9 +47,6 @@ final class Partition {
   private final long[] outMin;
   private final boolean[] outHas;
 
-  /** With a combiner: whether an edge of this partition targets t (global id). */
-  private final boolean[] reach;
-
   /** With a combiner: the out-edges by target block, for the fold of {@link #sendAll}. */
   final FoldBlocks blocks;
 
@@ -155,7 +152,6 @@ final class Partition {
     }
     boolean combine = combiner != VertexProgram.Combiner.NONE;
     outHas = combine ? new boolean[n] : null;
-    reach = combine ? new boolean[n] : null;
     sentAll = combine ? new boolean[size] : null;
     this.blocks =
         !combine ? null : blocks != null ? blocks : new FoldBlocks(this.bounds, off, targets, size);
@@ -202,11 +198,8 @@ final class Partition {
         cap[partitionOf(t)]++;
       }
     } else {
-      for (int t : targets) {
-        if (!reach[t]) {
-          reach[t] = true;
-          cap[partitionOf(t)]++;
-        }
+      for (int j = 0; j < workers; j++) {
+        cap[j] = blocks.reachedIn(j);
       }
     }
     for (int j = 0; j < workers; j++) {
@@ -470,18 +463,17 @@ final class Partition {
    */
   void emit() {
     sent = 0;
-    boolean[] has = null;
     // With many senders the fold runs block by block over the partition's every edge (FoldBlocks:
     // the accumulator writes stay in the cache); with few (components' late supersteps) it runs
     // over the senders' edges only, where the blocks would stream every edge for a few.
     boolean blocked = false;
+    // Whether every target the partition reaches got a message (PageRank: every edge carried one).
+    boolean all = false;
     if (outHas != null) {
       blocked = sentAllEdges > 0 && sentAllEdges * 4 >= targets.length;
-      if (sentAllCount == senders && !edgeSends) {
-        has = reach; // every edge carried a message (PageRank): its targets are the reach
-      } else {
+      all = sentAllCount == senders && !edgeSends;
+      if (!all) {
         // Some vertices sent: mark their edges' targets (single-edge sends marked theirs).
-        has = outHas;
         for (int v = 0; v < size && sentAllCount > 0; v++) {
           if (sentAll[v]) {
             for (int e = off[v]; e < off[v + 1]; e++) {
@@ -496,30 +488,16 @@ final class Partition {
     }
     for (int j = 0; j < workers; j++) {
       ByteBuffer b = out[j];
-      if (has != null) {
+      if (outHas != null) {
         int base = bounds[j];
         int at = Mailbox.COUNT;
         for (int k = blocks.firstBlock[j]; k < blocks.firstBlock[j + 1]; k++) {
           if (blocked) {
             foldBlock(k);
           }
-          // The block's accumulators are still in the cache: emit them now.
-          int end = blocks.blockFirst[k + 1];
-          for (int t = blocks.blockFirst[k]; t < end; t++) {
-            if (has[t]) {
-              outHas[t] = false;
-              long payload;
-              if (outSum != null) {
-                payload = Double.doubleToRawLongBits(outSum[t]);
-                outSum[t] = 0;
-              } else {
-                payload = outMin[t];
-                outMin[t] = Long.MAX_VALUE;
-              }
-              b.putInt(at, t - base).putLong(at + 4, payload);
-              at += Mailbox.MESSAGE;
-            }
-          }
+          // The block's accumulators are still in the cache: emit them now, walking only the
+          // targets this partition reaches in the block (every message goes to one of them).
+          at = emitBlock(k, all, b, at, base);
         }
         outCount[j] = (at - Mailbox.COUNT) / Mailbox.MESSAGE;
       }
@@ -543,6 +521,45 @@ final class Partition {
       sentAllEdges = 0;
       edgeSends = false;
     }
+  }
+
+  /**
+   * Puts block k's messages into {@code b} from {@code at} (target ids less {@code base}),
+   * resetting their accumulators; {@code all}: every reached target has one, else those marked in
+   * {@link #outHas}. Returns the position after the last.
+   */
+  private int emitBlock(int k, boolean all, ByteBuffer b, int at, int base) {
+    char[] reached = blocks.reached;
+    int first = blocks.blockFirst[k];
+    int from = blocks.reachStart[k];
+    int to = blocks.reachStart[k + 1];
+    if (all && outSum != null) {
+      double[] acc = outSum;
+      for (int i = from; i < to; i++) {
+        int t = first + reached[i];
+        b.putInt(at, t - base).putLong(at + 4, Double.doubleToRawLongBits(acc[t]));
+        acc[t] = 0;
+        at += Mailbox.MESSAGE;
+      }
+      return at;
+    }
+    for (int i = from; i < to; i++) {
+      int t = first + reached[i];
+      if (all || outHas[t]) {
+        outHas[t] = false;
+        long payload;
+        if (outSum != null) {
+          payload = Double.doubleToRawLongBits(outSum[t]);
+          outSum[t] = 0;
+        } else {
+          payload = outMin[t];
+          outMin[t] = Long.MAX_VALUE;
+        }
+        b.putInt(at, t - base).putLong(at + 4, payload);
+        at += Mailbox.MESSAGE;
+      }
+    }
+    return at;
   }
 
   /** Folds what local vertex v sent along all its edges into its targets' accumulators. */

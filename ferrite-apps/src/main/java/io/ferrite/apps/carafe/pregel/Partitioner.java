@@ -19,13 +19,17 @@ import java.nio.ByteBuffer;
 public final class Partitioner {
   /**
    * Default weights, measured with PageRank on the {@code bench} R-MAT graph (1.04 M vertices, 16.8
-   * M edges) with 2 workers ({@code PregelSpeed}): a vertex costs a superstep about what 24
-   * adjacency entries cost (its compute call, its folded messages in and out, its record's
-   * write-back; an entry is one accumulation, often in cache since R-MAT's edges cluster). With 12
-   * the partition of many low-degree vertices took 53 ms a superstep and the hubs' 39 ms; with 24,
-   * 52 and 53.
+   * M edges) with 2 worker processes and the blocked fold ({@code bench graph --pairs 1 --workers
+   * 1,2 --vertex-weight W} for W = 8, 12, 16, 24, 48, nine runs, 2026-11-27): each worker's own
+   * time a superstep is {@code c + a * vertices + b * edges}; the two workers' differences fitted
+   * by least squares give a = 28.7 ns a vertex (compute, the share, the inbox fold, the emit of its
+   * targets, its record's write-back) and b = 2.07 ns an edge (the blocked fold's 6 bytes and the
+   * source's share), a / b = 13.9, so 14. The old fold (an edge a random accumulator write)
+   * measured 24; with 24 the blocked fold leaves the hubs' worker the slower by 2-7 ms, with 8 the
+   * other. Noisy (the machine's speed moves by 2 x between runs): see docs/GRAPH.md, "Partition
+   * weights".
    */
-  public static final long DEFAULT_VERTEX_WEIGHT = 24;
+  public static final long DEFAULT_VERTEX_WEIGHT = 14;
 
   public static final long DEFAULT_EDGE_WEIGHT = 1;
 

@@ -8,7 +8,7 @@
  *
  * <ol>
  *   <li>partitions the internal ids into W contiguous ranges of equal weight ({@link
- *       io.ferrite.apps.carafe.pregel.Partitioner}, {@code 24 + degree(v)} by default, measured);
+ *       io.ferrite.apps.carafe.pregel.Partitioner}, {@code 14 + degree(v)} by default, measured);
  *   <li>lays out the control region in the job's control namespace: the {@link
  *       io.ferrite.memory.Barrier} of byte flags, a global area (command, superstep, the previous
  *       superstep's aggregate, the mailbox address) and one area per worker (partition bounds,

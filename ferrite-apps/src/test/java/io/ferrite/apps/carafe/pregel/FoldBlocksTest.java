@@ -115,6 +115,40 @@ class FoldBlocksTest {
   }
 
   @Test
+  void eachBlockListsTheDistinctTargetsItsEdgesReachInOrder(Random random) {
+    for (int round = 0; round < 200; round++) {
+      Shape s = shape(random);
+      int block = BLOCKS[random.nextInt(BLOCKS.length)];
+      int[] bounds = s.intBounds();
+      FoldBlocks f = new FoldBlocks(bounds, s.off(), s.targets(), s.size(), block);
+      int blocks = f.blockFirst.length - 1;
+      java.util.TreeSet<Integer> distinct = new java.util.TreeSet<>();
+      for (int t : s.targets()) {
+        distinct.add(t);
+      }
+      assertEquals(0, f.reachStart[0]);
+      assertEquals(distinct.size(), f.reachStart[blocks]);
+      assertEquals(distinct.size(), f.reached.length);
+      List<Integer> listed = new ArrayList<>();
+      for (int b = 0; b < blocks; b++) {
+        for (int i = f.reachStart[b]; i < f.reachStart[b + 1]; i++) {
+          int t = f.blockFirst[b] + f.reached[i];
+          assertTrue(t < f.blockFirst[b + 1], "block " + b + " lists " + t + " beyond its end");
+          listed.add(t);
+        }
+      }
+      // Every distinct target once, ascending (blocks ascend, and so do their lists).
+      assertEquals(new ArrayList<>(distinct), listed, "round " + round + ", block " + block);
+      for (int j = 0; j + 1 < bounds.length; j++) {
+        int lo = bounds[j];
+        int hi = bounds[j + 1];
+        assertEquals(
+            distinct.subSet(lo, hi).size(), f.reachedIn(j), "partition " + j + ", round " + round);
+      }
+    }
+  }
+
+  @Test
   void aBlockedFoldEmitsWhatADirectFoldGives(Random random) {
     for (int round = 0; round < 300; round++) {
       Shape s = shape(random);
