@@ -15,6 +15,7 @@ import io.ferrite.fabric.FabricServer;
 import io.ferrite.fabric.FerriteException;
 import io.ferrite.fabric.Futures;
 import io.ferrite.fabric.MappedRegion;
+import io.ferrite.fabric.NamedThreadFactory;
 import io.ferrite.fabric.OpKind;
 import io.ferrite.fabric.RegionRef;
 import io.ferrite.fabric.RegionTable;
@@ -69,7 +70,8 @@ class InlineBurstAnswerTest {
     region.writeFrom(0, ByteBuffer.wrap(fill));
     RegionTable regions = new RegionTable();
     regions.register(region);
-    ExecutorService later = Executors.newSingleThreadExecutor();
+    ExecutorService later =
+        Executors.newSingleThreadExecutor(new NamedThreadFactory("inline-burst-later", true));
     RpcHandler handler = new SizedInline(later);
     TcpFabric fabric = new TcpFabric(2, Duration.ofSeconds(5));
     FabricServer server =
