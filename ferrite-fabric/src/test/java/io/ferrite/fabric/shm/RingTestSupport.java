@@ -186,7 +186,8 @@ abstract class RingTestSupport {
     assertEquals(request, got, where + ": echo differs");
   }
 
-  private RpcHandler handler() {
+  /** The test service; a test class may wrap it to add opcodes of its own (above 16). */
+  RpcHandler handler() {
     return new RpcHandler() {
       @Override
       public CompletableFuture<ByteBuffer> handle(
@@ -249,7 +250,7 @@ abstract class RingTestSupport {
     };
   }
 
-  private static ByteBuffer copy(ByteBuffer request) {
+  static ByteBuffer copy(ByteBuffer request) {
     ByteBuffer out = ByteBuffer.allocate(request.remaining());
     out.put(request.duplicate()).flip();
     return out;

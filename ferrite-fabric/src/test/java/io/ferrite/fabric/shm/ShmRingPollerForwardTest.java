@@ -3,37 +3,24 @@ package io.ferrite.fabric.shm;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import io.ferrite.fabric.ConnectOptions;
-import io.ferrite.fabric.Credentials;
-import io.ferrite.fabric.ErrorCode;
-import io.ferrite.fabric.FabricServer;
-import io.ferrite.fabric.FileTrees;
 import io.ferrite.fabric.Futures;
 import io.ferrite.fabric.NamedThreadFactory;
-import io.ferrite.fabric.RegionTable;
 import io.ferrite.fabric.RpcContext;
 import io.ferrite.fabric.RpcHandler;
-import io.ferrite.fabric.ServerSpec;
 import io.ferrite.fabric.testing.NettyLeakExtension;
 import io.ferrite.fabric.testing.SeedExtension;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
-import java.nio.charset.StandardCharsets;
-import java.nio.file.Files;
-import java.nio.file.Path;
-import java.nio.file.Paths;
-import java.time.Duration;
 import java.util.ArrayList;
+import java.util.Collections;
 import java.util.List;
 import java.util.Random;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
-import java.util.concurrent.ScheduledThreadPoolExecutor;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
-import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.extension.ExtendWith;
@@ -46,80 +33,21 @@ import org.junit.jupiter.api.extension.ExtendWith;
  * server" is this endpoint itself, through a second connection of its own.
  */
 @ExtendWith({NettyLeakExtension.class, SeedExtension.class})
-class ShmRingPollerForwardTest {
-  private static final int SVC = 1;
-
+class ShmRingPollerForwardTest extends RingTestSupport {
   /** Inline: forwards the request to {@link #peer} ({@link #ECHO_INLINE}), answers its answer. */
-  private static final int FORWARD = 1;
-
-  private static final int ECHO_INLINE = 2;
+  private static final int FORWARD = 20;
 
   /** Inline: forwards the request to {@link #peer} ({@link #LATER}), answers its answer. */
-  private static final int FORWARD_LATER = 3;
-
-  /** Answered by a timer thread 0-300 us later (request: i32 micros, then anything). */
-  private static final int LATER = 4;
-
-  private static final Duration DEADLINE = Duration.ofSeconds(30);
-
-  private final Credentials credentials =
-      new Credentials("fwd-test", "fwd-test-secret-0123456789abc".getBytes(StandardCharsets.UTF_8));
-  private final ScheduledThreadPoolExecutor later =
-      new ScheduledThreadPoolExecutor(1, new NamedThreadFactory("fwd-test-later", true));
+  private static final int FORWARD_LATER = 21;
 
   /** Threads that completed a forward's answer. */
-  private final List<String> completedOn =
-      java.util.Collections.synchronizedList(new ArrayList<>());
+  private final List<String> completedOn = Collections.synchronizedList(new ArrayList<>());
 
-  private ShmFabric fabric;
-  private Path dir;
-  private FabricServer server;
-  private final List<ShmConnection> connections = new ArrayList<>();
   private volatile ShmConnection peer;
 
-  @AfterEach
-  void stopServer() throws Exception {
-    for (ShmConnection c : connections) {
-      c.close();
-    }
-    if (server != null) {
-      server.close();
-    }
-    if (fabric != null) {
-      fabric.close();
-    }
-    later.shutdownNow();
-    if (dir != null) {
-      FileTrees.delete(dir);
-    }
-  }
-
   private void start() throws Exception {
-    Path shm = Paths.get("/dev/shm");
-    dir =
-        Files.createTempDirectory(Files.isDirectory(shm) ? shm : Paths.get("/tmp"), "ferrite-fwd-");
-    fabric = new ShmFabric(new ShmFabric.Rings(true, 64 << 10, 64 << 10));
-    server =
-        fabric.serve(
-            new ServerSpec(
-                9,
-                credentials,
-                new RegionTable(),
-                handler(),
-                "127.0.0.1",
-                0,
-                dir,
-                2,
-                64,
-                ServerSpec.DEFAULT_MAX_FRAME));
+    start(new ShmFabric.Rings(true, 64 << 10, 64 << 10), 2, 64);
     peer = connect();
-  }
-
-  private ShmConnection connect() {
-    ShmConnection c =
-        (ShmConnection) fabric.connect(server.address(), ConnectOptions.of(credentials));
-    connections.add(c);
-    return c;
   }
 
   @Test
@@ -196,37 +124,20 @@ class ShmRingPollerForwardTest {
     assertEquals(0, peer.rings().pendingCalls(), "forwards left pending: " + peer.rings());
   }
 
-  private RpcHandler handler() {
+  @Override
+  RpcHandler handler() {
+    RpcHandler base = super.handler();
     return new RpcHandler() {
       @Override
       public CompletableFuture<ByteBuffer> handle(
           RpcContext ctx, int service, int opcode, ByteBuffer request) {
-        if (service != SVC) {
-          return Futures.failed(ErrorCode.UNKNOWN_SERVICE, "no service " + service);
-        }
-        switch (opcode) {
-          case ECHO_INLINE:
-            return CompletableFuture.completedFuture(copy(request));
-          case LATER:
-            {
-              int micros = request.duplicate().order(ByteOrder.LITTLE_ENDIAN).getInt();
-              ByteBuffer answer = copy(request);
-              CompletableFuture<ByteBuffer> f = new CompletableFuture<>();
-              later.schedule(() -> f.complete(answer), micros, TimeUnit.MICROSECONDS);
-              return f;
-            }
-          default:
-            return Futures.failed(ErrorCode.UNKNOWN_OPCODE, "opcode " + opcode);
-        }
+        return base.handle(ctx, service, opcode, request);
       }
 
       @Override
       public CompletableFuture<ByteBuffer> handleInline(
           RpcContext ctx, int service, int opcode, ByteBuffer request) {
-        if (service != SVC) {
-          return null;
-        }
-        if (opcode == FORWARD || opcode == FORWARD_LATER) {
+        if (service == SVC && (opcode == FORWARD || opcode == FORWARD_LATER)) {
           return peer.call(SVC, opcode == FORWARD ? ECHO_INLINE : LATER, copy(request), DEADLINE)
               .thenApply(
                   b -> {
@@ -234,20 +145,8 @@ class ShmRingPollerForwardTest {
                     return b;
                   });
         }
-        return opcode == ECHO_INLINE ? handle(ctx, service, opcode, request) : null;
+        return base.handleInline(ctx, service, opcode, request);
       }
     };
-  }
-
-  private static ByteBuffer bytes(Random random, int n) {
-    byte[] b = new byte[n];
-    random.nextBytes(b);
-    return ByteBuffer.wrap(b);
-  }
-
-  private static ByteBuffer copy(ByteBuffer request) {
-    ByteBuffer out = ByteBuffer.allocate(request.remaining());
-    out.put(request.duplicate()).flip();
-    return out;
   }
 }
