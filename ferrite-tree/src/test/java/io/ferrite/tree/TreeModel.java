@@ -45,4 +45,20 @@ public final class TreeModel {
           expected.get(i).getValue(), actual.get(i).getValue(), what + ": value " + i);
     }
   }
+
+  /**
+   * Asserts that {@code tree} holds exactly {@code model}: a full scan by every {@link Tree.Path}
+   * returns its pairs in order, and a get of each of its keys by every path returns its value.
+   */
+  public static void assertHolds(Tree tree, TreeMap<byte[], byte[]> model, String what) {
+    for (Tree.Path path : Tree.Path.values()) {
+      assertPairs(
+          new ArrayList<>(model.entrySet()),
+          tree.scan(null, null, Integer.MAX_VALUE, path),
+          what + " scan " + path);
+      for (Map.Entry<byte[], byte[]> e : model.entrySet()) {
+        assertArrayEquals(e.getValue(), tree.get(e.getKey(), path), what + " get " + path);
+      }
+    }
+  }
 }

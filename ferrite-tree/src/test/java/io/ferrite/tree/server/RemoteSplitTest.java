@@ -120,20 +120,6 @@ class RemoteSplitTest {
     assertTrue(done.getAsBoolean(), what);
   }
 
-  private static void assertHolds(Tree tree, TreeMap<byte[], byte[]> model, String when) {
-    for (Map.Entry<byte[], byte[]> e : model.entrySet()) {
-      for (Tree.Path path : new Tree.Path[] {Tree.Path.SERVER, Tree.Path.CLIENT}) {
-        assertArrayEquals(e.getValue(), tree.get(e.getKey(), path), when + " " + path);
-      }
-    }
-    for (Tree.Path path : new Tree.Path[] {Tree.Path.SERVER, Tree.Path.CLIENT}) {
-      TreeModel.assertPairs(
-          TreeModel.scan(model, null, null, Integer.MAX_VALUE),
-          new ArrayList<>(tree.scan(null, null, Integer.MAX_VALUE, path)),
-          when + " full scan " + path);
-    }
-  }
-
   /**
    * A writer puts keys in a scattered order until the first split to the other server crashes its
    * source at {@code step} (the source's log ends there, as a SIGKILL's would). The source
@@ -206,7 +192,7 @@ class RemoteSplitTest {
       acked.remove(inFlight); // not acknowledged: either way; make it absent
       again.delete(inFlight);
     }
-    assertHolds(again, acked, "after the crashed split");
+    TreeModel.assertHolds(again, acked, "after the crashed split");
     for (int k = 5000; k < 8000; k++) {
       again.put(key(k), key(k + 1));
       acked.put(key(k), key(k + 1));
@@ -215,10 +201,11 @@ class RemoteSplitTest {
         TreeShape.serversWithMeganodes(cluster, client, "t") == 2,
         "splits to the other server go on");
     assertWholeStats(again, client, "after the recovery");
-    assertHolds(again, acked, "writes after the recovery");
+    TreeModel.assertHolds(again, acked, "writes after the recovery");
     restart(target);
     restart(home);
-    assertHolds(new TreeClient(cluster.client()).open("t"), acked, "both servers restarted");
+    TreeModel.assertHolds(
+        new TreeClient(cluster.client()).open("t"), acked, "both servers restarted");
   }
 
   /**
@@ -271,10 +258,12 @@ class RemoteSplitTest {
         TreeShape.meganodesPerServer(cluster, client, "t")[cluster.servers.indexOf(server(target))]
             >= 1,
         "the target keeps its meganodes");
-    assertHolds(new TreeClient(cluster.client()).open("t"), acked, "after the target's restart");
+    TreeModel.assertHolds(
+        new TreeClient(cluster.client()).open("t"), acked, "after the target's restart");
     restart(target);
     restart(home);
-    assertHolds(new TreeClient(cluster.client()).open("t"), acked, "both servers restarted");
+    TreeModel.assertHolds(
+        new TreeClient(cluster.client()).open("t"), acked, "both servers restarted");
   }
 
   /**
@@ -321,13 +310,14 @@ class RemoteSplitTest {
         "no meganode on the guest server is linked from home only: the test missed its case");
     restart(guest);
     restart(home);
-    assertHolds(new TreeClient(cluster.client()).open("t"), acked, "both servers restarted");
+    TreeModel.assertHolds(
+        new TreeClient(cluster.client()).open("t"), acked, "both servers restarted");
     assertTrue(!services.get(guest).linkedFromAfar().isEmpty(), "the mark survives the replay");
     services.values().forEach(TreeService::compactLog);
     restart(guest);
     restart(home);
     assertTrue(!services.get(guest).linkedFromAfar().isEmpty(), "... and a compaction");
-    assertHolds(
+    TreeModel.assertHolds(
         new TreeClient(cluster.client()).open("t"), acked, "both restarted after a compaction");
   }
 

@@ -199,18 +199,6 @@ class SplitRightHalfTest extends DurableTreeFixture {
     }
   }
 
-  private static void assertHolds(Tree tree, TreeMap<byte[], byte[]> model, String what) {
-    for (Tree.Path path : Tree.Path.values()) {
-      TreeModel.assertPairs(
-          new ArrayList<>(model.entrySet()),
-          tree.scan(null, null, Integer.MAX_VALUE, path),
-          what + " scan " + path);
-      for (Map.Entry<byte[], byte[]> e : model.entrySet()) {
-        assertArrayEquals(e.getValue(), tree.get(e.getKey(), path), what + " get " + path);
-      }
-    }
-  }
-
   @Test
   void leftHalfWritesGoOnWhileTheSplitIsHeldAndRightHalfWritesAfter(Random random)
       throws Exception {
@@ -298,7 +286,7 @@ class SplitRightHalfTest extends DurableTreeFixture {
     }
     assertTrue(tree.stats()[0] >= 2, "the split finished: two meganodes");
     assertNull(started.get(0).splittingKey(), "no split held");
-    assertHolds(tree, model, "after the split");
+    TreeModel.assertHolds(tree, model, "after the split");
   }
 
   /** A put ({@code value} not null) or delete on a thread of its own: true if created / deleted. */
@@ -398,7 +386,7 @@ class SplitRightHalfTest extends DurableTreeFixture {
     if (busyKey != null) {
       again.delete(busyKey); // not acknowledged: either way; nothing else may differ
     }
-    assertHolds(again, model, "after the replay");
+    TreeModel.assertHolds(again, model, "after the replay");
     for (int k = 6000; k < 6050; k++) {
       assertNull(again.get(key(k)), "absent");
     }
@@ -408,6 +396,6 @@ class SplitRightHalfTest extends DurableTreeFixture {
       again.put(k, value(i, 4));
       model.put(k, value(i, 4));
     }
-    assertHolds(again, model, "writes after the replay");
+    TreeModel.assertHolds(again, model, "writes after the replay");
   }
 }

@@ -63,15 +63,7 @@ class TreeDurabilityTest extends DurableTreeFixture {
 
   /** Every pair of the model by get and by full scan, both paths; some absent keys absent. */
   private static void assertHolds(Tree tree, TreeMap<byte[], byte[]> model, String what) {
-    for (Tree.Path path : Tree.Path.values()) {
-      TreeModel.assertPairs(
-          new ArrayList<>(model.entrySet()),
-          tree.scan(null, null, Integer.MAX_VALUE, path),
-          what + " scan " + path);
-      for (Map.Entry<byte[], byte[]> e : model.entrySet()) {
-        assertArrayEquals(e.getValue(), tree.get(e.getKey(), path), what + " get " + path);
-      }
-    }
+    TreeModel.assertHolds(tree, model, what);
     for (int k = 6000; k < 6100; k++) {
       assertNull(tree.get(key(k)), what + " absent");
     }
