@@ -199,6 +199,25 @@ class SplitRightHalfTest extends DurableTreeFixture {
     }
   }
 
+  /**
+   * One snapshot of the loader's state (see loadUntilHeld): what it had acknowledged, less the key
+   * of its put in flight if any ({@code busyKey}, null if none), which is the loader's to finish.
+   */
+  private record LoaderState(TreeMap<byte[], byte[]> model, byte[] busyKey) {
+    static LoaderState of(Map<byte[], byte[]> acked, AtomicReference<byte[]> inFlight) {
+      TreeMap<byte[], byte[]> model = TreeModel.model();
+      byte[] busyKey;
+      synchronized (acked) {
+        model.putAll(acked);
+        busyKey = inFlight.get();
+      }
+      if (busyKey != null) {
+        model.remove(busyKey);
+      }
+      return new LoaderState(model, busyKey);
+    }
+  }
+
   @Test
   void leftHalfWritesGoOnWhileTheSplitIsHeldAndRightHalfWritesAfter(Random random)
       throws Exception {
@@ -213,15 +232,9 @@ class SplitRightHalfTest extends DurableTreeFixture {
     assertNotNull(split, "the held split's key");
 
     // The loader's put in flight, if any, is the loader's to finish; keep its key out of the model.
-    TreeMap<byte[], byte[]> model = TreeModel.model();
-    byte[] busyKey;
-    synchronized (acked) { // one snapshot of the loader's state (see loadUntilHeld)
-      model.putAll(acked);
-      busyKey = inFlight.get();
-    }
-    if (busyKey != null) {
-      model.remove(busyKey);
-    }
+    LoaderState loaded = LoaderState.of(acked, inFlight);
+    TreeMap<byte[], byte[]> model = loaded.model();
+    byte[] busyKey = loaded.busyKey();
     TreeMap<byte[], byte[]> before = TreeModel.model();
     before.putAll(model);
 
@@ -338,15 +351,9 @@ class SplitRightHalfTest extends DurableTreeFixture {
     CompletableFuture<Void> loader = loadUntilHeld(tree, random, acked, inFlight);
     byte[] split = started.get(0).splittingKey();
     assertNotNull(split, "the held split's key");
-    TreeMap<byte[], byte[]> model = TreeModel.model();
-    byte[] busyKey;
-    synchronized (acked) { // one snapshot of the loader's state (see loadUntilHeld)
-      model.putAll(acked);
-      busyKey = inFlight.get();
-    }
-    if (busyKey != null) {
-      model.remove(busyKey);
-    }
+    LoaderState loaded = LoaderState.of(acked, inFlight);
+    TreeMap<byte[], byte[]> model = loaded.model();
+    byte[] busyKey = loaded.busyKey();
     leftHalfWrites(tree, model, split, busyKey, random, 80);
 
     hold.crashAt = crashAt;
