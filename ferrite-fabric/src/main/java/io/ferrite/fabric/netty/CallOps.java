@@ -26,6 +26,9 @@ final class CallOps {
     private final ByteBuffer request;
     private final long deadlineMillis;
 
+    /** Sent by {@code callUnordered}: later ops may overtake it. */
+    private boolean unordered;
+
     Rpc(
         Counters counters,
         int service,
@@ -44,6 +47,17 @@ final class CallOps {
     @Override
     boolean isRpc() {
       return true;
+    }
+
+    /** Marks the call as one later ops may overtake; before it is submitted. */
+    Rpc markUnordered() {
+      unordered = true;
+      return this;
+    }
+
+    @Override
+    public boolean unordered() {
+      return unordered;
     }
 
     @Override

@@ -32,9 +32,14 @@ abstract class ClientOp {
   private void ended() {
     done = true;
     if (permits != null) {
-      InFlight.release(permits);
+      InFlight.release(permits, unordered());
       permits = null;
     }
+  }
+
+  /** See {@link Outbound#unordered()}; false unless an RPC was sent by {@code callUnordered}. */
+  public boolean unordered() {
+    return false;
   }
 
   /** The frame type of the request and of its response. */
