@@ -182,22 +182,13 @@ final class DataOps {
    * together, took 50 us over shm that way).
    */
   CompletableFuture<ByteBuffer> call(int serverId, int service, int opcode, ByteBuffer request) {
-    return call(serverId, service, opcode, request, false);
-  }
-
-  /**
-   * As {@link #call}; {@code unordered}: by {@link FabricConnection#callUnordered} (later ops may
-   * overtake it).
-   */
-  CompletableFuture<ByteBuffer> call(
-      int serverId, int service, int opcode, ByteBuffer request, boolean unordered) {
     FabricConnection c = connections.openNow(serverId);
     if (c == null) {
-      return onServer(serverId, false, conn -> send(conn, service, opcode, request, unordered));
+      return onServer(serverId, false, conn -> conn.call(service, opcode, request, rpcTimeout));
     }
     CompletableFuture<ByteBuffer> f;
     try {
-      f = send(c, service, opcode, request, unordered);
+      f = c.call(service, opcode, request, rpcTimeout);
     } catch (RuntimeException e) {
       f = CompletableFuture.failedFuture(FerriteException.unwrap(e));
     }
@@ -217,13 +208,6 @@ final class DataOps {
           result.completeExceptionally(e);
         });
     return result;
-  }
-
-  private CompletableFuture<ByteBuffer> send(
-      FabricConnection c, int service, int opcode, ByteBuffer request, boolean unordered) {
-    return unordered
-        ? c.callUnordered(service, opcode, request, rpcTimeout)
-        : c.call(service, opcode, request, rpcTimeout);
   }
 
   /** As {@link #call}, blocking, through {@link FabricConnection#callSync}. Not retried. */

@@ -221,16 +221,6 @@ public final class FerriteClient implements AutoCloseable {
   }
 
   /**
-   * As {@link #call}, for a call the caller does not wait on before its next op to that server: by
-   * {@link FabricConnection#callUnordered}, so over tcp the thread's next synchronous op may take a
-   * blocking lane while this one is in flight. Not retried.
-   */
-  public CompletableFuture<ByteBuffer> callUnordered(
-      int serverId, int service, int opcode, ByteBuffer request) {
-    return data.call(serverId, service, opcode, request, true);
-  }
-
-  /**
    * As {@link #call}, for a caller that waits anyway: through {@link FabricConnection#callSync},
    * where a small request over tcp takes a blocking lane when the connection has nothing in flight,
    * so the caller reads its own answer (no hand-off from the client's event loop). Not retried.
