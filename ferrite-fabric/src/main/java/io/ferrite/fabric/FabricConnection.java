@@ -26,19 +26,6 @@ public interface FabricConnection extends OneSided, AutoCloseable {
   CompletableFuture<ByteBuffer> call(
       int service, int opcode, ByteBuffer request, Duration deadline);
 
-  /**
-   * {@link #call}, for a call that later ops of this connection may overtake: its caller needs no
-   * order between it and what it sends next (it does not wait for the answer before going on, or
-   * orders its ops by other means, such as the locks the call releases). A fabric that keeps a
-   * thread's ops in issue order by holding its next op back (tcp's blocking lanes are taken only
-   * while nothing is in flight on the shared connection) does not hold it back for this call. By
-   * default the same as {@link #call}.
-   */
-  default CompletableFuture<ByteBuffer> callUnordered(
-      int service, int opcode, ByteBuffer request, Duration deadline) {
-    return call(service, opcode, request, deadline);
-  }
-
   Batch batch();
 
   /** Client-side counts of ops and bytes on this connection. */

@@ -26,9 +26,6 @@ final class CallOps {
     private final ByteBuffer request;
     private final long deadlineMillis;
 
-    /** Sent by {@code callUnordered}: later ops may overtake it. */
-    private boolean unordered;
-
     Rpc(
         Counters counters,
         int service,
@@ -47,17 +44,6 @@ final class CallOps {
     @Override
     boolean isRpc() {
       return true;
-    }
-
-    /** Marks the call as one later ops may overtake; before it is submitted. */
-    Rpc markUnordered() {
-      unordered = true;
-      return this;
-    }
-
-    @Override
-    public boolean unordered() {
-      return unordered;
     }
 
     @Override

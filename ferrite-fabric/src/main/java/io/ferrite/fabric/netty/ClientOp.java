@@ -32,14 +32,9 @@ abstract class ClientOp {
   private void ended() {
     done = true;
     if (permits != null) {
-      InFlight.release(permits, unordered());
+      InFlight.release(permits);
       permits = null;
     }
-  }
-
-  /** See {@link Outbound#unordered()}; false unless an RPC was sent by {@code callUnordered}. */
-  public boolean unordered() {
-    return false;
   }
 
   /** The frame type of the request and of its response. */

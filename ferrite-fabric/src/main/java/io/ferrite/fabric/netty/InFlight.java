@@ -6,7 +6,6 @@ import io.netty.util.concurrent.EventExecutor;
 import io.netty.util.concurrent.EventExecutorGroup;
 import io.netty.util.concurrent.FastThreadLocalThread;
 import java.util.concurrent.Semaphore;
-import java.util.concurrent.atomic.AtomicInteger;
 
 /**
  * Client backpressure: a bound on a connection's user-level ops in flight (sent and not yet ended).
@@ -18,12 +17,6 @@ final class InFlight {
   private final Semaphore permits;
   private final int max;
   private final EventExecutorGroup ioThreads;
-
-  /**
-   * Permits held by {@link Outbound#unordered()} ops. Counted up after the permit is taken and down
-   * before it is given back, so a racing {@link #idle()} errs towards "not idle".
-   */
-  private final AtomicInteger unordered = new AtomicInteger();
 
   InFlight(int max, EventExecutorGroup ioThreads) {
     if (max < 1) {
@@ -37,7 +30,7 @@ final class InFlight {
   /** Takes a permit for {@code op} without waiting; false when none is free. */
   boolean tryAcquire(Outbound op) {
     if (permits.tryAcquire()) {
-      held(op);
+      op.holdPermit(this);
       return true;
     }
     return false;
@@ -61,23 +54,14 @@ final class InFlight {
       throw new FerriteException(
           ErrorCode.UNAVAILABLE, "interrupted waiting for one of " + max + " ops in flight to end");
     }
-    held(op);
-  }
-
-  private void held(Outbound op) {
-    if (op.unordered()) {
-      unordered.incrementAndGet();
-    }
     op.holdPermit(this);
   }
 
   /**
-   * True when no user-level op holds a permit but unordered ones (a racy snapshot, exact for the
-   * calling thread's ops).
+   * True when no user-level op holds a permit (a racy snapshot, exact for the calling thread's).
    */
   boolean idle() {
-    int held = max - permits.availablePermits();
-    return held <= unordered.get();
+    return permits.availablePermits() == max;
   }
 
   boolean onIoThread() {
@@ -93,15 +77,7 @@ final class InFlight {
   }
 
   static void release(InFlight permits) {
-    release(permits, false);
-  }
-
-  /** Gives back a permit an op held; {@code unordered}: what {@link Outbound#unordered()} said. */
-  static void release(InFlight permits, boolean unordered) {
     if (permits != null) {
-      if (unordered) {
-        permits.unordered.decrementAndGet();
-      }
       permits.permits.release();
     }
   }

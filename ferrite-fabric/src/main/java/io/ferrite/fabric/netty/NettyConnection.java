@@ -390,22 +390,6 @@ public final class NettyConnection implements FabricConnection {
   }
 
   /**
-   * {@link #call}, but the call does not keep this or any thread's next synchronous op off a lane
-   * while it is in flight (it still holds an in-flight permit, so the bound on ops in flight
-   * holds).
-   */
-  @Override
-  public CompletableFuture<ByteBuffer> callUnordered(
-      int service, int opcode, ByteBuffer request, Duration deadline) {
-    CallOps.Rpc op = newRpc(service, opcode, request, deadline);
-    if (op != null) {
-      submit(op.markUnordered());
-      return op.future;
-    }
-    return call(service, opcode, request, deadline); // fails it as TOO_LARGE
-  }
-
-  /**
    * A blocking call: on a {@link Lane} when one is free, the request is small and the shared
    * connection has nothing in flight (so the call cannot overtake an earlier op of this thread),
    * else through the event loop. On a lane the calling thread reads its own answer: no event-loop

@@ -18,13 +18,4 @@ interface Outbound {
 
   /** Gives the op an in-flight permit, returned to {@code permits} once the op has ended. */
   void holdPermit(InFlight permits);
-
-  /**
-   * Whether later ops may overtake this one ({@link
-   * io.ferrite.fabric.FabricConnection#callUnordered}): its permit does not count against {@link
-   * InFlight#idle()}.
-   */
-  default boolean unordered() {
-    return false;
-  }
 }
