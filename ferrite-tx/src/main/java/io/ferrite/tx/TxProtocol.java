@@ -126,8 +126,8 @@ public final class TxProtocol {
    * promoted backup, or at the region rebuilt from that log, which asks the decider (docs/TX.md
    * "Recovery", "Logs on disk"), so the coordinator need not wait for this participant's
    * COMMIT-PRIMARY answer (FaRM §3.4: commit is reported after the first COMMIT-PRIMARY ack). 0
-   * otherwise (the decider's LOCK, which needs none; a region whose log refused the record; a
-   * transaction aborted here before its record was written).
+   * otherwise (the decider's LOCK, which needs none; a transaction aborted here before its record
+   * was written). A LOCK whose log refuses its record fails with the log's error.
    */
   public static final int LOCK_DURABLE = 1;
 
