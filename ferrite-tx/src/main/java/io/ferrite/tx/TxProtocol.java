@@ -34,7 +34,7 @@ package io.ferrite.tx;
  * <pre>
  *  OPEN_REGION  i32 region                           → i32 fabricRegion, i64 readKey, i64 length
  *  ALLOC        i32 region, i32 size                 → i64 offset, i64 incarnation, i64 version
- *  LOCK         i64 txid, i32 deciderRegion, writes  → u8 status [, u8 logged]
+ *  LOCK         i64 txid, i32 deciderRegion, writes  → u8 status [, u8 durable]
  *  COMMIT       i64 txid, i32 deciderRegion          → u8 status
  *  ABORT        i64 txid                             → u8 status (always OK)
  *  COMMIT_LOCAL i64 txid, writes, reads              → u8 status
@@ -118,15 +118,18 @@ public final class TxProtocol {
   public static final int PENDING = 4;
 
   /**
-   * LOCK OK's second byte: 1 if every region of the LOCK's writes had a backup when LOCK answered,
-   * each having acknowledged the LOCK record (or taken it in a fill's state): a loss of this
-   * primary then leaves the transaction locked at a promoted backup, which asks the decider
-   * (docs/TX.md "Recovery"), so the coordinator need not wait for this participant's COMMIT-PRIMARY
-   * answer (FaRM §3.4: commit is reported after the first COMMIT-PRIMARY ack). 0 otherwise (a
-   * region with no backup: its COMMIT answer, after its WRITES record is logged, is what makes it
-   * durable).
+   * LOCK OK's second byte: 1 if this LOCK survives the loss of the participant's process: each
+   * region of the LOCK's writes either had a backup when LOCK answered, each having acknowledged
+   * the LOCK record (or taken it in a fill's state), or has no backup and its LOCK record, with the
+   * new values, is in the participant's own log on disk (written before the answer; under {@code
+   * tx.log.sync=always} fsynced). A loss of this primary then leaves the transaction locked at a
+   * promoted backup, or at the region rebuilt from that log, which asks the decider (docs/TX.md
+   * "Recovery", "Logs on disk"), so the coordinator need not wait for this participant's
+   * COMMIT-PRIMARY answer (FaRM §3.4: commit is reported after the first COMMIT-PRIMARY ack). 0
+   * otherwise (the decider's LOCK, which needs none; a transaction aborted here before its record
+   * was written). A LOCK whose log refuses its record fails with the log's error.
    */
-  public static final int LOCK_LOGGED_AT_BACKUPS = 1;
+  public static final int LOCK_DURABLE = 1;
 
   /** Write-set entry kinds. */
   public static final int KIND_WRITE = 1;

@@ -73,9 +73,9 @@ class TxReplicatedInlineCommitTest {
       t.txWrite(y, ny);
       long before = cluster.inlineCalls();
       assertTrue(t.txCommit().committed(), "commit " + i);
-      // The other participant's COMMIT is not waited for (its LOCK records are at its backup):
-      // once both objects read the new values (a read waits while they are locked), it applied,
-      // after its backup acknowledged its COMMIT record.
+      // Once both objects read the new values (a read waits while they are locked), the other
+      // participant applied, after its backup acknowledged its COMMIT record. (Over shm its COMMIT
+      // is waited for, docs/TX.md "Commit"; were it not, the reads would wait.)
       assertArrayEquals(nx, b.lockFreeRead(x), "commit " + i);
       assertArrayEquals(ny, b.lockFreeRead(y), "commit " + i);
       // LOCK at both primaries, a LOCK record at each one's backup; COMMIT at both, the decider's

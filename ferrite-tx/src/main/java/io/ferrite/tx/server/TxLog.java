@@ -31,6 +31,8 @@ import java.util.function.LongPredicate;
  *  WRITES  u8 1 | i32 n | n × (fat pointer | i64 expected | u8 kind | bytes value)
  *  DECIDE  u8 2 | i64 txid | u8 commit
  *  FLOOR   u8 3 | i64 incarnation floor
+ *  LOCK    u8 4 | i64 txid | i32 decider region | i32 n | n × (fat pointer | i64 expected | u8 kind | bytes value)
+ *  RESOLVED u8 5 | i64 txid | u8 commit
  * </pre>
  *
  * A WRITES record is a committed write set of this region (a LOCAL record or a single-server commit
@@ -39,6 +41,15 @@ import java.util.function.LongPredicate;
  * backup applies records: {@link TxMirror}), so two records of one object appended out of order
  * still leave the newer image. A DECIDE record is a decision of the decider region. A FLOOR record
  * is the lowest incarnation a recovered primary hands out (see {@link TxLogs#recover}).
+ *
+ * <p>A LOCK record is a two-phase transaction's writes of this region, locked here by a participant
+ * that is not the decider while this is the region's only copy (no backup holds the LOCK record):
+ * written before the LOCK is answered, so the coordinator may report the commit on the decider's OK
+ * without waiting for this participant's COMMIT (docs/TX.md "Commit"). Its RESOLVED record (commit:
+ * apply the LOCK record's writes, by version; abort: drop it) follows once the participant learnt
+ * the outcome. Replay hands both to the copy as a backup's LOCK and COMMIT/ABORT records; a LOCK
+ * record left without one is locked again when the copy is promoted, and resolved by asking the
+ * decider (as a promoted backup's are).
  *
  * <p>Appends are queued to the server's {@link TxLogAppender}, which encodes and writes them to the
  * page cache off the caller's thread, in the order they were queued; {@link #flush} is the group
@@ -59,6 +70,8 @@ final class TxLog implements AutoCloseable {
   static final int WRITES = 1;
   static final int DECIDE = 2;
   static final int FLOOR = 3;
+  static final int LOCK = 4;
+  static final int RESOLVED = 5;
 
   private final int region;
   private final Path file;
@@ -86,6 +99,26 @@ final class TxLog implements AutoCloseable {
         }
       };
 
+  /**
+   * LOCK records written or replayed whose RESOLVED record is not (carried over by a checkpoint);
+   * guarded by itself, which is held across a LOCK record's write.
+   */
+  private final Map<Long, TxMirror.LockRecord> locked = new LinkedHashMap<>();
+
+  /**
+   * Transactions aborted here before their LOCK record was written (an ABORT that overtook the
+   * LOCK's record): the record is then not written. Bounded; guarded by {@link #locked}.
+   */
+  private final LinkedHashMap<Long, Boolean> abortedFirst =
+      new LinkedHashMap<>() {
+        private static final long serialVersionUID = 1L;
+
+        @Override
+        protected boolean removeEldestEntry(Map.Entry<Long, Boolean> eldest) {
+          return size() > 1 << 12;
+        }
+      };
+
   /** The highest FLOOR record appended or replayed; guarded by {@link #decisions}. */
   private long floor;
 
@@ -103,6 +136,9 @@ final class TxLog implements AutoCloseable {
   static final class Replay {
     long maxIncarnation;
     long records;
+
+    /** LOCK records without a RESOLVED record after them, in order. */
+    final Map<Long, TxMirror.LockRecord> locks = new LinkedHashMap<>();
   }
 
   /**
@@ -144,6 +180,26 @@ final class TxLog implements AutoCloseable {
               seen.maxIncarnation = Math.max(seen.maxIncarnation, r.i64("floor"));
               r.end();
             }
+            case LOCK -> {
+              long txid = r.i64("txid");
+              int decider = r.i32("deciderRegion");
+              List<TxService.Write> ws = readWrites(r);
+              r.end();
+              for (TxService.Write w : ws) {
+                long inc = w.ptr().incarnation() + (w.kind() == TxProtocol.KIND_FREE ? 1 : 0);
+                seen.maxIncarnation = Math.max(seen.maxIncarnation, inc);
+              }
+              seen.locks.put(txid, new TxMirror.LockRecord(txid, decider, ws));
+              copy.accept(TxProtocol.REC_LOCK, txid, decider, ws);
+            }
+            case RESOLVED -> {
+              long txid = r.i64("txid");
+              boolean commit = r.u8("commit") != 0;
+              r.end();
+              seen.locks.remove(txid);
+              copy.accept(
+                  commit ? TxProtocol.REC_COMMIT : TxProtocol.REC_ABORT, txid, 0, List.of());
+            }
             default ->
                 throw new FerriteException(
                     ErrorCode.INTERNAL,
@@ -170,6 +226,7 @@ final class TxLog implements AutoCloseable {
     TxLog l =
         new TxLog(region, file, OpLog.open("tx-region-" + region, file, remember, fsync), appender);
     l.decisions.putAll(decided);
+    l.locked.putAll(seen.locks);
     l.floor = floor[0];
     l.checkpointed = l.log.bytes();
     return l;
@@ -242,6 +299,82 @@ final class TxLog implements AutoCloseable {
     } finally {
       rw.readLock().unlock();
     }
+  }
+
+  /**
+   * Writes a LOCK record ({@code ws}: the transaction's writes of this region) on this thread, with
+   * one {@code write(2)}, before the LOCK is answered: in the file, it survives a SIGKILL of this
+   * process (under {@code always} the caller also waits for {@link #flush}). False, nothing
+   * written, if the transaction was aborted here first (its ABORT overtook this record).
+   */
+  boolean lock(long txid, int deciderRegion, List<TxService.Write> ws) {
+    rw.readLock().lock();
+    try {
+      synchronized (locked) {
+        if (abortedFirst.remove(txid) != null) {
+          return false;
+        }
+        appendNow(lockRecord(txid, deciderRegion, ws));
+        locked.put(txid, new TxMirror.LockRecord(txid, deciderRegion, ws));
+        return true;
+      }
+    } finally {
+      rw.readLock().unlock();
+    }
+  }
+
+  /**
+   * The outcome of a transaction whose LOCK record this log holds: a RESOLVED record, written by
+   * this thread ({@code write(2)}) before the caller applies or unlocks, so it precedes in the file
+   * every later record of its objects. (Queued, it could be lost with the process while a later
+   * transaction's LOCK record of the same object, expecting the version this one installs or kept,
+   * was written: replay would lock this one again and the later one, finding the older version, not
+   * at all.) True if this log held its LOCK record. An abort of a transaction whose LOCK record is
+   * not written yet is remembered, so that record is never written ({@link #lock}). A commit's
+   * caller holds {@link #shared} across this and the apply (a checkpoint sees both or neither).
+   */
+  boolean resolve(long txid, boolean commit) {
+    rw.readLock().lock();
+    try {
+      synchronized (locked) {
+        if (locked.remove(txid) == null) {
+          if (!commit) {
+            abortedFirst.put(txid, true);
+          }
+          return false;
+        }
+        appendNow(new Wire.Writer().u8(RESOLVED).i64(txid).u8(commit ? 1 : 0).toArray());
+        return true;
+      }
+    } finally {
+      rw.readLock().unlock();
+    }
+  }
+
+  /**
+   * Forgets a replayed LOCK record that could not lock its objects again (they moved on: it was
+   * resolved before, its objects written since): no record; a later checkpoint leaves it out.
+   */
+  void forget(long txid) {
+    synchronized (locked) {
+      locked.remove(txid);
+    }
+  }
+
+  /** LOCK records this log holds without their RESOLVED record (tests). */
+  int lockRecords() {
+    synchronized (locked) {
+      return locked.size();
+    }
+  }
+
+  private static byte[] lockRecord(long txid, int deciderRegion, List<TxService.Write> ws) {
+    Wire.Writer w = new Wire.Writer().u8(LOCK).i64(txid).i32(deciderRegion).i32(ws.size());
+    for (TxService.Write x : ws) {
+      FatPointer.writeTo(w, x.ptr());
+      w.i64(x.expected()).u8(x.kind()).bytes(x.value());
+    }
+    return w.toArray();
   }
 
   /** Writes one record on this thread (an alone copy's; see {@link #writes(List, boolean)}). */
@@ -417,6 +550,12 @@ final class TxLog implements AutoCloseable {
             if (!batch.isEmpty()) {
               sink.accept(writesRecord(batch));
             }
+            // After the image (which holds their objects at the versions they expect, locked or
+            // not): replayed, they lock them again, as before the checkpoint.
+            synchronized (locked) {
+              locked.forEach(
+                  (txid, rec) -> sink.accept(lockRecord(txid, rec.deciderRegion(), rec.writes())));
+            }
             synchronized (decisions) {
               decisions.forEach(
                   (txid, commit) ->
@@ -559,6 +698,18 @@ final class TxLog implements AutoCloseable {
   /** Writes what is queued, then closes the log (which syncs it). */
   @Override
   public void close() {
+    close(false);
+  }
+
+  /**
+   * As {@link #close()}; {@code crashed} (tests: a SIGKILL as a JVM-internal stop can show it) does
+   * not wait for what is queued: the appender dropped it ({@link TxLogAppender#abandon}).
+   */
+  void close(boolean crashed) {
+    if (crashed) {
+      log.close();
+      return;
+    }
     try {
       await(false);
     } catch (FerriteException e) {

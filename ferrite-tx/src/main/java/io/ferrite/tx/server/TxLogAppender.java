@@ -75,6 +75,15 @@ final class TxLogAppender implements AutoCloseable {
 
   private volatile boolean closed;
 
+  /**
+   * For tests only: while set, every appender of this JVM leaves what is queued in its queue (a
+   * record a caller only queued is then not in the file when a crash drops the queue).
+   */
+  static volatile boolean testPaused;
+
+  /** Tests: stopped as by a SIGKILL ({@link #abandon}); guarded by this. */
+  private boolean abandoned;
+
   TxLogAppender(int serverId) {
     thread = new Thread(this::loop, "tx-log-append-" + serverId);
     thread.setDaemon(true);
@@ -155,13 +164,19 @@ final class TxLogAppender implements AutoCloseable {
   private synchronized void leftovers() {
     List<Item> rest = new ArrayList<>();
     queue.drainTo(rest);
-    write(rest);
+    if (!abandoned) {
+      write(rest);
+    }
   }
 
   private void loop() {
     List<Item> batch = new ArrayList<>(CAPACITY);
     boolean waited = false;
     while (true) {
+      if (testPaused && !closed) {
+        LockSupport.parkNanos(this, LAG_NANOS); // tests: what is queued stays queued
+        continue;
+      }
       if (queue.drainTo(batch, CAPACITY) > 0) {
         write(batch);
         batch.clear();
@@ -211,6 +226,34 @@ final class TxLogAppender implements AutoCloseable {
     if (runLog != null) {
       runLog.appendNow(run);
     }
+  }
+
+  /**
+   * Tests: as a SIGKILL leaves it, what is queued is dropped, never written (a record written with
+   * {@code write(2)} before it is in the file); then the thread stops. Marks left are failed.
+   */
+  void abandon() {
+    List<Item> rest = new ArrayList<>();
+    synchronized (this) {
+      abandoned = true;
+      closed = true;
+      queue.drainTo(rest);
+    }
+    LockSupport.unpark(thread);
+    try {
+      thread.join(30_000);
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+    }
+    queue.drainTo(rest);
+    for (Item it : rest) {
+      if (it.what() instanceof Mark m) {
+        m.done()
+            .completeExceptionally(
+                new FerriteException(ErrorCode.UNAVAILABLE, "tx log appender abandoned (test)"));
+      }
+    }
+    completions.shutdown();
   }
 
   /** Writes everything queued, then stops the thread. */

@@ -61,6 +61,12 @@ final class TxLogs implements AutoCloseable {
    */
   static volatile OpLog.Fsync testFsync;
 
+  /**
+   * For tests only: services stopped while this is set stop as a SIGKILL leaves their logs: what is
+   * queued to the appender is dropped, not written ({@link TxLogAppender#abandon}).
+   */
+  static volatile boolean testCrashOnClose;
+
   private final Path dir;
   private final Sync sync;
   private final OpLog.Fsync fsync;
@@ -202,6 +208,21 @@ final class TxLogs implements AutoCloseable {
       java.util.function.IntPredicate alone,
       int decided,
       long txid) {
+    logAndApply(writes, apply, alone, decided, txid, 0);
+  }
+
+  /**
+   * As above; a region whose log holds the LOCK record of transaction {@code resolves} (not 0) gets
+   * its RESOLVED commit record instead of the write set ({@link TxLog#resolve}): replay applies the
+   * LOCK record's writes.
+   */
+  void logAndApply(
+      List<Write> writes,
+      Runnable apply,
+      java.util.function.IntPredicate alone,
+      int decided,
+      long txid,
+      long resolves) {
     List<Lock> held = new ArrayList<>();
     FerriteException failed = null;
     try {
@@ -214,7 +235,8 @@ final class TxLogs implements AutoCloseable {
           try {
             if (e.getKey() == decided) {
               l.decideAndWrites(txid, e.getValue());
-            } else {
+            } else if (resolves == 0 || !l.resolve(resolves, true)) {
+              // (with its LOCK record in this log, the small RESOLVED record stands for them)
               l.writes(e.getValue(), alone.test(e.getKey()));
             }
           } catch (FerriteException x) {
@@ -229,6 +251,24 @@ final class TxLogs implements AutoCloseable {
     } finally {
       for (Lock k : held) {
         k.unlock();
+      }
+    }
+  }
+
+  /**
+   * An aborted transaction's RESOLVED records, in the logs of {@code writes}' regions that hold its
+   * LOCK record (remembered by the others that {@code alone} names, so a LOCK record written late
+   * is not written at all). Errors are logged: the abort stands.
+   */
+  void aborted(long txid, List<Write> writes, java.util.function.IntPredicate alone) {
+    for (int id : byRegion(writes).keySet()) {
+      TxLog l = logs.get(id);
+      if (l != null && alone.test(id)) {
+        try {
+          l.resolve(txid, false);
+        } catch (FerriteException e) {
+          LOG.log(System.Logger.Level.WARNING, "tx log " + l.file() + ": " + e.getMessage());
+        }
       }
     }
   }
@@ -297,10 +337,16 @@ final class TxLogs implements AutoCloseable {
     if (ticker != null) {
       ticker.shutdownNow();
     }
+    boolean crashed = testCrashOnClose;
+    if (crashed) {
+      appender.abandon();
+    }
     for (TxLog l : List.copyOf(logs.values())) {
-      l.close();
+      l.close(crashed);
     }
     logs.clear();
-    appender.close();
+    if (!crashed) {
+      appender.close();
+    }
   }
 }

@@ -517,7 +517,7 @@ public final class TxService implements FerriteService {
       }
       TxMirror m = mirrors.get(id);
       if (m != null) {
-        return promote(m, p);
+        return promote(m, p, false);
       }
       if (p.opened() && logs.exists(id)) {
         // Every copy is gone but this server's log: the region is rebuilt from it.
@@ -529,7 +529,7 @@ public final class TxService implements FerriteService {
           context.freeRegion(memory);
           throw e;
         }
-        return promote(copy, p);
+        return promote(copy, p, true);
       }
       if (p.opened()) {
         // Made by an earlier process of this server (or a copy this server no longer holds).
@@ -573,8 +573,16 @@ public final class TxService implements FerriteService {
     }
   }
 
-  /** Promotes this server's copy of a region (see the class comment); under {@code regions}. */
-  private TxRegion promote(TxMirror m, TxPlacement p) {
+  /**
+   * Promotes this server's copy of a region (see the class comment); under {@code regions}. A copy
+   * rebuilt {@code fromLog} locks again the objects of the LOCK records its log holds without an
+   * outcome (a participant that was not the decider and lost its process before it learnt it) and
+   * asks their decider at once (its next reaper tick): no coordinator is waiting on this process's
+   * answer any more, and a decider that has not decided yet answers PENDING. A backup's copy gives
+   * its pending transactions a fresh lease instead (a live coordinator may still send COMMIT here);
+   * if the region has no backup now, their LOCK records go to its log, as a LOCK's would.
+   */
+  private TxRegion promote(TxMirror m, TxPlacement p, boolean fromLog) {
     TxMirror.Taken taken = m.promote();
     TxRegion r =
         TxRegion.rebuilt(
@@ -587,6 +595,7 @@ public final class TxService implements FerriteService {
             taken.slabLines(),
             taken.live(),
             logs.floor(m.id()));
+    TxLog log = logs.get(m.id());
     int relocked = 0;
     synchronized (this) {
       taken
@@ -598,7 +607,23 @@ public final class TxService implements FerriteService {
               });
       for (TxMirror.LockRecord rec : taken.locks()) {
         if (lockAll(r, rec.writes()) != TxProtocol.OK) {
+          if (fromLog && log != null) {
+            log.forget(rec.txid()); // resolved before: its objects were written since
+          }
           continue; // a record whose objects moved on: it never held them at the primary
+        }
+        if (!fromLog
+            && log != null
+            && p.backups().isEmpty()
+            && rec.deciderRegion() != m.id()
+            && !regions.containsKey(rec.deciderRegion())) {
+          try {
+            log.lock(rec.txid(), rec.deciderRegion(), rec.writes());
+          } catch (FerriteException e) {
+            LOG.log(
+                System.Logger.Level.WARNING,
+                "tx region " + m.id() + ": LOCK record not logged: " + e.getMessage());
+          }
         }
         Pending old = pending.get(rec.txid());
         List<Write> all = new ArrayList<>(rec.writes());
@@ -606,9 +631,8 @@ public final class TxService implements FerriteService {
           all.addAll(old.writes());
         }
         // A fresh lease: a live coordinator retrying COMMIT at this promoted copy may still commit.
-        pending.put(
-            rec.txid(),
-            new Pending(rec.txid(), rec.deciderRegion(), all, System.nanoTime() + lease.toNanos()));
+        long deadline = System.nanoTime() + (fromLog ? 0 : lease.toNanos());
+        pending.put(rec.txid(), new Pending(rec.txid(), rec.deciderRegion(), all, deadline));
         relocked++;
       }
     }
@@ -862,21 +886,37 @@ public final class TxService implements FerriteService {
       t = new Pending(txid, deciderRegion, writes, System.nanoTime() + lease.toNanos());
       pending.put(txid, t);
     }
-    return forwardEach(
-            writes,
-            -1,
-            TxProtocol.REC_LOCK,
-            ws -> {
-              Wire.Writer w = new Wire.Writer().i64(txid).i32(deciderRegion);
-              writeSet(w, ws);
-              return w.toArray();
-            })
+    // A region with no backup (replicas 1) of a participant that is not the decider: its LOCK
+    // record goes to this server's own log, written before the answer (under always, fsynced).
+    List<Integer> logged;
+    try {
+      logged = decides(deciderRegion) ? List.of() : logLocks(txid, deciderRegion, writes);
+    } catch (RuntimeException e) {
+      finish(t, false); // never answered OK: unlock
+      return CompletableFuture.failedFuture(e);
+    }
+    CompletableFuture<Void> onDisk =
+        logged.isEmpty()
+            ? CompletableFuture.completedFuture(null)
+            : CompletableFuture.allOf(
+                logged.stream().map(logs::durable).toArray(CompletableFuture<?>[]::new));
+    return CompletableFuture.allOf(
+            onDisk,
+            forwardEach(
+                writes,
+                -1,
+                TxProtocol.REC_LOCK,
+                ws -> {
+                  Wire.Writer w = new Wire.Writer().i64(txid).i32(deciderRegion);
+                  writeSet(w, ws);
+                  return w.toArray();
+                }))
         .handle(
             (v, e) -> {
               if (e == null) {
                 return new Wire.Writer()
                     .u8(TxProtocol.OK)
-                    .u8(loggedAtBackups(writes) ? TxProtocol.LOCK_LOGGED_AT_BACKUPS : 0)
+                    .u8(lockDurable(writes, logged) ? TxProtocol.LOCK_DURABLE : 0)
                     .toBuffer();
               }
               finish(t, false); // never answered OK: unlock, tell the backups
@@ -885,15 +925,38 @@ public final class TxService implements FerriteService {
   }
 
   /**
-   * Whether every region of {@code writes} lists a backup now, after their LOCK records were
-   * forwarded: a forward waits for each backup listed until it acknowledges or leaves the list, and
-   * a copy added later (a fill) takes the pending LOCK records in its fill's state, so each backup
-   * listed holds this LOCK record ({@link TxProtocol#LOCK_LOGGED_AT_BACKUPS}).
+   * Writes the LOCK record of each region of {@code writes} held here with no backup to its log
+   * ({@link TxLog#lock}: {@code write(2)} on this thread); the regions whose record was written. A
+   * region whose transaction was aborted here first gets none (and the answer says it is not
+   * durable: the coordinator has aborted anyway).
    */
-  private boolean loggedAtBackups(List<Write> writes) {
+  private List<Integer> logLocks(long txid, int deciderRegion, List<Write> writes) {
+    Map<Integer, List<Write>> byRegion = new TreeMap<>();
+    for (Write x : writes) {
+      byRegion.computeIfAbsent(x.ptr().region(), k -> new ArrayList<>()).add(x);
+    }
+    List<Integer> out = new ArrayList<>();
+    for (Map.Entry<Integer, List<Write>> e : byRegion.entrySet()) {
+      TxLog l = logs.get(e.getKey());
+      if (alone(e.getKey()) && l != null && l.lock(txid, deciderRegion, e.getValue())) {
+        out.add(e.getKey());
+      }
+    }
+    return out;
+  }
+
+  /**
+   * Whether this LOCK survives the loss of this server's process ({@link TxProtocol#LOCK_DURABLE}):
+   * every region of {@code writes} either lists a backup now, after their LOCK records were
+   * forwarded (a forward waits for each backup listed until it acknowledges or leaves the list, and
+   * a copy added later, a fill, takes the pending LOCK records in its fill's state, so each backup
+   * listed holds this LOCK record), or is in {@code logged}: its LOCK record is in this server's
+   * own log (written; under always fsynced).
+   */
+  private boolean lockDurable(List<Write> writes, List<Integer> logged) {
     for (Write w : writes) {
       TxRegion r = regions.get(w.ptr().region());
-      if (r == null || r.backups().isEmpty()) {
+      if (r == null || (r.backups().isEmpty() && !logged.contains(r.id()))) {
         return false;
       }
     }
@@ -926,6 +989,14 @@ public final class TxService implements FerriteService {
    * first (under their object locks: in version order; written now where this is the only copy).
    */
   private void applyAll(List<Write> writes) {
+    applyAll(writes, 0);
+  }
+
+  /**
+   * As {@link #applyAll(List)}, for transaction {@code txid}: a region whose log holds its LOCK
+   * record gets a RESOLVED record instead of the write set ({@link TxLogs#logAndApply}).
+   */
+  private void applyAll(List<Write> writes, long txid) {
     logs.logAndApply(
         writes.stream().filter(w -> regions.containsKey(w.ptr().region())).toList(),
         () -> {
@@ -936,7 +1007,10 @@ public final class TxService implements FerriteService {
             }
           }
         },
-        this::alone); // an alone region's records are written before the answer, not queued
+        this::alone, // an alone region's records are written before the answer, not queued
+        -1,
+        0,
+        txid);
   }
 
   private void unlockAll(List<Write> writes) {
@@ -1134,8 +1208,13 @@ public final class TxService implements FerriteService {
               synchronized (this) {
                 if (pending.remove(t.txid(), t)) {
                   if (commit) {
-                    applyAll(t.writes());
+                    applyAll(t.writes(), t.txid());
                   } else {
+                    // Its RESOLVED record before the unlock: no later record of these objects
+                    // precedes it in the log (TxLog#resolve).
+                    if (!decides(t.deciderRegion())) {
+                      logs.aborted(t.txid(), t.writes(), this::alone);
+                    }
                     unlockAll(t.writes());
                   }
                 }

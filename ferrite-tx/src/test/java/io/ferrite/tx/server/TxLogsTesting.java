@@ -15,4 +15,21 @@ public final class TxLogsTesting {
   public static long checkpoints() {
     return TxLogs.CHECKPOINTS.get();
   }
+
+  /**
+   * While set, a tx service that stops stops as a SIGKILL leaves its logs: records queued to the
+   * appender are dropped, not written (only what was written with {@code write(2)} is in the file).
+   */
+  public static void crashOnClose(boolean crash) {
+    TxLogs.testCrashOnClose = crash;
+  }
+
+  /**
+   * While set, the tx log appenders of this JVM write nothing: what is queued stays queued (and is
+   * dropped by a crash, {@link #crashOnClose}), so a test sees which records were written by the
+   * thread that answered.
+   */
+  public static void pauseAppenders(boolean paused) {
+    TxLogAppender.testPaused = paused;
+  }
 }
