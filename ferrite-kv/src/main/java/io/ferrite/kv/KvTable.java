@@ -1230,22 +1230,31 @@ public final class KvTable {
       for (int i : idx) {
         bytes += 12 + ks[i].length + vs[i].length;
       }
-      Wire.Writer w = new Wire.Writer(bytes).i64(t.tableId()).i32(idx.size());
-      for (int i : idx) {
-        w.i32(shards[i]).bytes(ks[i]).bytes(vs[i]);
-      }
       if (blocking && s == servers.size() - 1) {
+        ByteBuffer request = SendBuffers.take(bytes);
+        request.putLong(t.tableId()).putInt(idx.size());
+        for (int i : idx) {
+          request.putInt(shards[i]).putInt(ks[i].length).put(ks[i]);
+          request.putInt(vs[i].length).put(vs[i]);
+        }
+        request.flip();
         ByteBuffer b = null;
         FerriteException err = null;
         try {
           b =
               client.callSync(
-                  servers.get(s), KvProtocol.SERVER_SERVICE, KvProtocol.MULTI_PUT, w.toBuffer());
+                  servers.get(s), KvProtocol.SERVER_SERVICE, KvProtocol.MULTI_PUT, request);
+          SendBuffers.give(request);
         } catch (FerriteException e) {
+          // The request may still be referenced by a write in flight: not reused.
           err = e;
         }
         sent.add(multiPutAnswer(b, err, idx, ks, vs, created));
         continue;
+      }
+      Wire.Writer w = new Wire.Writer(bytes).i64(t.tableId()).i32(idx.size());
+      for (int i : idx) {
+        w.i32(shards[i]).bytes(ks[i]).bytes(vs[i]);
       }
       sent.add(
           client

@@ -45,15 +45,18 @@ public final class ExtentAllocator {
     this.newRegion = newRegion;
   }
 
-  /** The class index of an extent of {@code length} bytes. */
+  /**
+   * The class index of an extent of {@code length} bytes: the smallest class of at least {@code
+   * length} bytes. Computed, not searched (a put and the free of the value it replaces both ask).
+   */
   static int classOf(int length) {
-    int c = 0;
-    long size = MIN_CLASS;
-    while (size < length) {
-      c++;
-      size = classSize(c);
+    if (length <= MIN_CLASS) {
+      return 0;
     }
-    return c;
+    // 2^(p-1) < length <= 2^p with p >= 6; the classes between are 1.5 x 2^(p-1) (odd) and 2^p.
+    int p = 64 - Long.numberOfLeadingZeros(length - 1L);
+    long half = 1L << (p - 1);
+    return length <= half + half / 2 ? 2 * (p - 6) + 1 : 2 * (p - 5);
   }
 
   /**

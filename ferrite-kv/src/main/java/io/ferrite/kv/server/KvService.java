@@ -870,6 +870,11 @@ public final class KvService implements FerriteService {
     }
   }
 
+  /** For tests in this package: the shard of table {@code id} here (NOT_FOUND if none). */
+  KvShard shardForTest(long id, int shard) {
+    return shard(id, shard);
+  }
+
   private KvShard shard(Wire.Reader r) {
     return shard(r.i64("tableId"), r.i32("shard"));
   }

@@ -114,6 +114,13 @@ abstract class KvShard {
   final java.util.concurrent.locks.ReentrantLock gate =
       new java.util.concurrent.locks.ReentrantLock();
 
+  /**
+   * Whether the gate's holder is a receiving thread applying a write inline (microsecond work): a
+   * receiving thread that finds the gate taken by one waits for it briefly instead of queueing its
+   * write for a writer thread ({@link KvWrites}). Written by the holder only.
+   */
+  volatile boolean inlineHolder;
+
   /** Writes that arrived and wait their turn, in arrival order (KvWrites). */
   final java.util.concurrent.ConcurrentLinkedQueue<KvWrites.Part> queued =
       new java.util.concurrent.ConcurrentLinkedQueue<>();

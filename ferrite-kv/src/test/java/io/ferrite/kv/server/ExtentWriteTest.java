@@ -90,4 +90,26 @@ class ExtentWriteTest {
       region.close();
     }
   }
+
+  /**
+   * The computed size class is the one the old search found: the smallest class of at least the
+   * length (every length up to 4 MiB, and the edges past it).
+   */
+  @Test
+  void sizeClassIsTheSmallestThatFits() {
+    int c = 0;
+    for (int length = 1; length <= 4 << 20; length++) {
+      while (ExtentAllocator.classSize(c) < length) {
+        c++;
+      }
+      if (ExtentAllocator.classOf(length) != c) {
+        assertEquals(c, ExtentAllocator.classOf(length), "class of " + length);
+      }
+    }
+    for (int length : new int[] {(1 << 30) - 1, 1 << 30, (1 << 30) + 1, Integer.MAX_VALUE}) {
+      int k = ExtentAllocator.classOf(length);
+      assertTrue(ExtentAllocator.classSize(k) >= length, "class of " + length);
+      assertTrue(k == 0 || ExtentAllocator.classSize(k - 1) < length, "class of " + length);
+    }
+  }
 }
