@@ -246,8 +246,7 @@ public final class KvPutProbe {
   private static void runThreads(String name, int threads, int ops, long pid, ThreadOp op)
       throws InterruptedException {
     ThreadMXBean mx = ManagementFactory.getThreadMXBean();
-    com.sun.management.OperatingSystemMXBean os =
-        (com.sun.management.OperatingSystemMXBean) ManagementFactory.getOperatingSystemMXBean();
+    long self = ProcessHandle.current().pid();
     long[] cpu = new long[threads];
     java.util.concurrent.CyclicBarrier start = new java.util.concurrent.CyclicBarrier(threads + 1);
     java.util.concurrent.CyclicBarrier end = new java.util.concurrent.CyclicBarrier(threads + 1);
@@ -288,8 +287,8 @@ public final class KvPutProbe {
     }
     Map<String, Long> io0 = IoThreadCpu.byGroup();
     Map<String, Long> named0 = cpuByName();
-    long redis0 = redisCpu(pid);
-    long proc0 = os.getProcessCpuTime();
+    long redis0 = processCpu(pid);
+    long proc0 = processCpu(self);
     long t0 = System.nanoTime();
     try {
       end.await();
@@ -297,10 +296,10 @@ public final class KvPutProbe {
       throw new IllegalStateException("a caller failed", failed.get());
     }
     long wall = System.nanoTime() - t0;
-    long proc = os.getProcessCpuTime() - proc0;
+    long proc = processCpu(self) - proc0;
     Map<String, Long> io1 = IoThreadCpu.byGroup();
     Map<String, Long> named1 = cpuByName();
-    long redis = redisCpu(pid) - redis0;
+    long redis = processCpu(pid) - redis0;
     for (Thread x : ts) {
       x.join();
     }
@@ -354,7 +353,8 @@ public final class KvPutProbe {
   }
 
   /** redis-server's CPU time so far (ns): utime + stime of /proc/PID/stat, in 10 ms ticks. */
-  private static long redisCpu(long pid) {
+  /** CPU time of process {@code pid} (user + system, from /proc, 10 ms ticks), ns; 0 if unknown. */
+  private static long processCpu(long pid) {
     try {
       String s = Files.readString(Path.of("/proc/" + pid + "/stat"));
       String[] f = s.substring(s.lastIndexOf(')') + 2).split(" ");
@@ -372,7 +372,7 @@ public final class KvPutProbe {
       op.run(r); // warm-up
     }
     Map<String, Long> io0 = IoThreadCpu.byGroup();
-    long redis0 = redisCpu(pid);
+    long redis0 = processCpu(pid);
     long cpu0 = mx.getCurrentThreadCpuTime();
     long t0 = System.nanoTime();
     for (int i = 0; i < ops; i++) {
@@ -381,7 +381,7 @@ public final class KvPutProbe {
     long wall = System.nanoTime() - t0;
     long cpu = mx.getCurrentThreadCpuTime() - cpu0;
     Map<String, Long> io1 = IoThreadCpu.byGroup();
-    long redis = redisCpu(pid) - redis0;
+    long redis = processCpu(pid) - redis0;
     long server = io1.getOrDefault("server-io", 0L) - io0.getOrDefault("server-io", 0L);
     long client = io1.getOrDefault("client-io", 0L) - io0.getOrDefault("client-io", 0L);
     System.out.printf(
