@@ -13,12 +13,13 @@ import java.util.stream.Stream;
 /**
  * Waits until this JVM's JIT compiler threads are idle, before a PageRank run is timed. The bench
  * JVM is the coordinator and the cluster's servers; its earlier phases (import, Dijkstra, the
- * reference PageRank, the previous worker count's run) leave C1 and C2 compiles queued, which ran
- * during the next run's supersteps (measured: 35-85 ms of compiler CPU inside the 2-worker run's
- * 0.9 s of supersteps). With one worker process they take the idle core; with two they take a
- * worker's core. The same wait comes before every worker count. Linux only (the compiler threads
- * are hidden from {@link java.lang.management.ThreadMXBean}; their CPU time is read from {@code
- * /proc/self/task}); elsewhere it does not wait.
+ * reference PageRank, the previous worker count's run) leave C1 and C2 compiles queued, which then
+ * ran during the next run's supersteps: with one worker process on the idle core, with two on a
+ * core a worker computes on (measured: this JVM's compilers used 35-85 ms of CPU inside the 0.9 s
+ * of a 2-worker run's supersteps; before the 1-worker run this waits about 1 s). The same wait
+ * comes before every worker count. Linux only (the compiler threads are hidden from {@link
+ * java.lang.management.ThreadMXBean}; their CPU time is read from {@code /proc/self/task});
+ * elsewhere it does not wait.
  */
 final class JitQuiet {
   /** How often the compilers' CPU time is read. */

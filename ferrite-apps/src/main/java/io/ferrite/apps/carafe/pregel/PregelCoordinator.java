@@ -39,10 +39,10 @@ public final class PregelCoordinator implements AutoCloseable {
   static final Duration EXIT_WAIT = Duration.ofSeconds(10);
 
   /**
-   * The supersteps whose shortest time, halved, is the next superstep's quiet time (see {@link
-   * PhaseDriver#run(int, String, Duration, PhaseDriver.Tick, long)}): a superstep rarely takes less
-   * than half of the shortest of the last three (PageRank's last two, which send nothing, take a
-   * third of the others: its first costs the difference once, 3 ms on the {@code bench} graph).
+   * The supersteps whose shortest time, quartered, is the next superstep's quiet time (see {@link
+   * PhaseDriver#run(int, String, Duration, PhaseDriver.Tick, long)}). A quarter: PageRank's last
+   * two supersteps, which send nothing, take 0.25-0.5 of the ones before them on the {@code bench}
+   * graph (17 of 65 ms with one worker, 13-20 of 40 with two), and components' shrink step by step.
    */
   static final int QUIET_WINDOW = 3;
 
@@ -217,7 +217,7 @@ public final class PregelCoordinator implements AutoCloseable {
     for (int k = 0; k < job.maxSupersteps() && !halted; k++) {
       long quiet = Long.MAX_VALUE;
       for (int i = Math.max(0, steps.size() - QUIET_WINDOW); i < steps.size(); i++) {
-        quiet = Math.min(quiet, steps.get(i)[0] / 2);
+        quiet = Math.min(quiet, steps.get(i)[0] / 4);
       }
       long s0 = System.nanoTime();
       phase(
@@ -231,23 +231,33 @@ public final class PregelCoordinator implements AutoCloseable {
       long sent = 0;
       long active = 0;
       aggregate = 0;
+      long slowest = 0;
+      int laggard = 0;
       for (int w = 0; w < workers; w++) {
         ControlRegion.Stats s = ctl.stats(w);
         sent += s.sent();
         workerNanos[w] += s.nanos();
+        if (s.nanos() > slowest) {
+          slowest = s.nanos();
+          laggard = w;
+        }
         active += s.active();
         aggregate += s.aggregate();
       }
       steps.add(new long[] {nanos, sent});
       halted = sent == 0 && active == 0;
+      // The slowest worker's own time (inbox to write-back): the rest of the superstep is the
+      // barrier and the coordinator.
       step(
           String.format(
               Locale.ROOT,
-              "superstep %d: %.1f ms, %d messages, %d active",
+              "superstep %d: %.1f ms, %d messages, %d active; slowest worker %d: %.1f ms",
               k,
               nanos / 1e6,
               sent,
-              active));
+              active,
+              laggard,
+              slowest / 1e6));
     }
     phase(PregelLayout.FINISH, 0, 0, ma.address(), "finish");
     set.awaitExit(EXIT_WAIT);

@@ -326,32 +326,6 @@ public final class PregelWorker {
     for (int i = 0; i < workers; i++) {
       inbox[i] = GraphLayout.le((int) (Mailbox.MESSAGE * mailbox.capacity(i, me)));
     }
-    touchOutbox();
-  }
-
-  /**
-   * Writes zeros over both containers of every segment of this worker's outbox row. The mailbox is
-   * fresh memory of the servers (on shm, pages of a region file no one has touched): the first
-   * write of a page faults it in and the kernel zeroes it, which left to the supersteps costs the
-   * first two (one per parity) 10-20 ms more than the others on the {@code bench} graph. Here it is
-   * part of the untimed preparation, like the load's warm-up. Nothing reads a container before a
-   * superstep wrote it (count word included), so the zeros are never seen.
-   */
-  private void touchOutbox() {
-    ByteBuffer zeros = GraphLayout.le(STATE_PIECE * GraphLayout.VERTEX);
-    List<CompletableFuture<Void>> io = new ArrayList<>();
-    for (int j = 0; j < workers; j++) {
-      long bytes = Mailbox.containerBytes(mailbox.capacity(me, j));
-      for (int parity = 0; parity < 2; parity++) {
-        long at = mailbox.container(me, j, parity);
-        for (long done = 0; done < bytes; ) {
-          int n = (int) Math.min(zeros.capacity(), bytes - done);
-          io.add(mailboxMap.write(at + done, zeros.slice(0, n)));
-          done += n;
-        }
-      }
-    }
-    io.forEach(Futures::join);
   }
 
   /** SUPERSTEP k: inbox, compute, outbox, write-back. */
