@@ -3,6 +3,7 @@ package io.ferrite.apps.worker;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTimeoutPreemptively;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.ferrite.apps.AppsCluster;
@@ -153,5 +154,87 @@ class PhaseDriverTest {
     CompletableFuture<Boolean> waiting = worker(0, 3, () -> {});
     coordinator.start(Barrier.MAX_PHASE);
     assertFalse(waiting.get(10, TimeUnit.SECONDS), "the abort, not phase 3");
+  }
+
+  /** A quiet time far longer than the test: only the checks between naps can end these phases. */
+  static final long LONG_QUIET = TimeUnit.MINUTES.toNanos(10);
+
+  @Test
+  void duringAQuietTimeTheWorkersAreStillWatched() throws Exception {
+    new Barrier(region, 0, WORKERS).finish(0, 1);
+    FerriteException gone =
+        assertTimeoutPreemptively(
+            Duration.ofSeconds(60),
+            () ->
+                assertThrows(
+                    FerriteException.class,
+                    () ->
+                        driver(w -> w == 1 ? "worker 1 (pid 8) exited with status 137" : null)
+                            .run(1, "superstep 3", Duration.ofMinutes(30), null, LONG_QUIET)));
+    assertEquals(ErrorCode.UNAVAILABLE, gone.code());
+    assertEquals("worker 1 (pid 8) exited with status 137 during superstep 3", gone.detail());
+
+    CompletableFuture<Boolean> failing =
+        worker(
+            2,
+            2,
+            () -> {
+              WorkerError.write(region, 1024 + 2 * SLOT, MAX, ErrorCode.NO_SPACE, "worker 2: full");
+              new Barrier(region, 0, WORKERS).fail(2);
+            });
+    FerriteException failed =
+        assertTimeoutPreemptively(
+            Duration.ofSeconds(60),
+            () ->
+                assertThrows(
+                    FerriteException.class,
+                    () ->
+                        driver(w -> null)
+                            .run(2, "superstep 4", Duration.ofMinutes(30), null, LONG_QUIET)));
+    assertEquals(ErrorCode.NO_SPACE, failed.code());
+    assertEquals("superstep 4 failed: worker 2: full", failed.detail());
+    assertTrue(failing.get(10, TimeUnit.SECONDS));
+
+    coordinator.reset(); // worker 2's error byte
+    FerriteException late =
+        assertTimeoutPreemptively(
+            Duration.ofSeconds(60),
+            () ->
+                assertThrows(
+                    FerriteException.class,
+                    () ->
+                        driver(w -> null)
+                            .run(3, "superstep 5", Duration.ofMillis(50), null, LONG_QUIET)));
+    assertEquals(ErrorCode.TIMEOUT, late.code());
+  }
+
+  @Test
+  void aPhaseThatEndsWithinTheQuietTimeEnds() throws Exception {
+    List<CompletableFuture<Boolean>> ws =
+        List.of(
+            worker(0, 1, () -> new Barrier(region, 0, WORKERS).finish(0, 1)),
+            worker(1, 1, () -> new Barrier(region, 0, WORKERS).finish(1, 1)),
+            worker(2, 1, () -> new Barrier(region, 0, WORKERS).finish(2, 1)));
+    long quiet = TimeUnit.MILLISECONDS.toNanos(30);
+    long nanos = driver(w -> null).run(1, "superstep 1", Duration.ofSeconds(30), null, quiet);
+    assertTrue(nanos > 0);
+    for (CompletableFuture<Boolean> w : ws) {
+      assertTrue(w.get(10, TimeUnit.SECONDS));
+    }
+  }
+
+  @Test
+  void afterANapThePollRampResumesWherePollingAllAlongWouldBe() {
+    // Barrier.pause: 100 busy polls, then parks of 10 us, 20 us, ...: n parks take 5 us x n(n+1).
+    assertEquals(100, PhaseDriver.rampAfter(0));
+    assertEquals(100, PhaseDriver.rampAfter(-5));
+    int last = 100;
+    for (long us = 1; us <= 200_000; us = us * 3 / 2 + 1) {
+      int spin = PhaseDriver.rampAfter(us * 1000);
+      int n = spin - 100;
+      assertTrue(5L * n * n <= us && us < 5L * (n + 1) * (n + 1), us + " us: " + spin);
+      assertTrue(spin >= last, us + " us");
+      last = spin;
+    }
   }
 }
