@@ -89,15 +89,7 @@ final class TxLog implements AutoCloseable {
   private volatile FerriteException broken;
 
   /** DECIDE records appended or replayed (carried over by a checkpoint); guarded by itself. */
-  private final LinkedHashMap<Long, Boolean> decisions =
-      new LinkedHashMap<>() {
-        private static final long serialVersionUID = 1L;
-
-        @Override
-        protected boolean removeEldestEntry(Map.Entry<Long, Boolean> eldest) {
-          return size() > 1 << 16;
-        }
-      };
+  private final Map<Long, Boolean> decisions = RecentTxids.map(RecentTxids.DECIDED);
 
   /**
    * LOCK records written or replayed whose RESOLVED record is not (carried over by a checkpoint);
@@ -109,15 +101,7 @@ final class TxLog implements AutoCloseable {
    * Transactions aborted here before their LOCK record was written (an ABORT that overtook the
    * LOCK's record): the record is then not written. Bounded; guarded by {@link #locked}.
    */
-  private final LinkedHashMap<Long, Boolean> abortedFirst =
-      new LinkedHashMap<>() {
-        private static final long serialVersionUID = 1L;
-
-        @Override
-        protected boolean removeEldestEntry(Map.Entry<Long, Boolean> eldest) {
-          return size() > 1 << 12;
-        }
-      };
+  private final Map<Long, Boolean> abortedFirst = RecentTxids.map(1 << 12);
 
   /** The highest FLOOR record appended or replayed; guarded by {@link #decisions}. */
   private long floor;

@@ -37,26 +37,10 @@ final class TxMirror {
   private final Map<Long, LockRecord> locks = new LinkedHashMap<>();
 
   /** Resolved transactions (true: committed): DECIDE records, and COMMIT/ABORT seen; bounded. */
-  private final LinkedHashMap<Long, Boolean> resolved =
-      new LinkedHashMap<>() {
-        private static final long serialVersionUID = 1L;
-
-        @Override
-        protected boolean removeEldestEntry(Map.Entry<Long, Boolean> eldest) {
-          return size() > 1 << 16;
-        }
-      };
+  private final Map<Long, Boolean> resolved = RecentTxids.map(RecentTxids.DECIDED);
 
   /** DECIDE records (the decider region's decisions), kept while bounded like {@link #resolved}. */
-  private final LinkedHashMap<Long, Boolean> decided =
-      new LinkedHashMap<>() {
-        private static final long serialVersionUID = 1L;
-
-        @Override
-        protected boolean removeEldestEntry(Map.Entry<Long, Boolean> eldest) {
-          return size() > 1 << 16;
-        }
-      };
+  private final Map<Long, Boolean> decided = RecentTxids.map(RecentTxids.DECIDED);
 
   private boolean promoted;
 

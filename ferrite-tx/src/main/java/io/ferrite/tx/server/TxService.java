@@ -90,8 +90,8 @@ public final class TxService implements FerriteService {
 
   // Guarded by this (held only for local bookkeeping, never across a call).
   private final Map<Long, Pending> pending = new HashMap<>();
-  private final Map<Long, Boolean> outcomes = bounded();
-  private final Map<Long, Decision> decisions = bounded();
+  private final Map<Long, Boolean> outcomes = RecentTxids.map(RecentTxids.DECIDED);
+  private final Map<Long, Decision> decisions = RecentTxids.map(RecentTxids.DECIDED);
 
   private ServiceContext context;
   private long regionSize;
@@ -115,17 +115,6 @@ public final class TxService implements FerriteService {
 
   /** For {@link java.util.ServiceLoader}. */
   public TxService() {}
-
-  private static <V> Map<Long, V> bounded() {
-    return new LinkedHashMap<>() {
-      private static final long serialVersionUID = 1L;
-
-      @Override
-      protected boolean removeEldestEntry(Map.Entry<Long, V> eldest) {
-        return size() > 1 << 16;
-      }
-    };
-  }
 
   @Override
   public int id() {
