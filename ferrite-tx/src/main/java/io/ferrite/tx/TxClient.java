@@ -1,12 +1,19 @@
 package io.ferrite.tx;
 
+import io.ferrite.fabric.Batch;
 import io.ferrite.fabric.ErrorCode;
+import io.ferrite.fabric.FabricConnection;
 import io.ferrite.fabric.FerriteException;
 import io.ferrite.fabric.RegionRef;
 import io.ferrite.kernel.client.FerriteClient;
 import io.ferrite.kernel.proto.Wire;
 import java.nio.ByteBuffer;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
 import java.util.Map;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionException;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ThreadLocalRandom;
 import java.util.concurrent.atomic.LongAdder;
@@ -150,22 +157,22 @@ public final class TxClient {
 
   /**
    * Consistent copies of {@code ptrs} (distinct), their one-sided reads all issued before any is
-   * waited for: one {@link io.ferrite.fabric.Batch} per primary, every batch but the last flushed
-   * asynchronously and the last waited for on this thread (over tcp: a blocking lane when the
-   * connection allows it), so the reads of a transaction cost one round trip, not one each. Each
-   * copy is verified as {@link #read} verifies it; one found locked or torn, or a batch that failed
-   * (a stale capability, an unreachable primary), is read again alone by {@link #read}, with its
-   * retries and its failover.
+   * waited for: one {@link Batch} per primary, every batch but the last flushed asynchronously and
+   * the last waited for on this thread (over tcp: a blocking lane when the connection allows it),
+   * so the reads of a transaction cost one round trip, not one each. Each copy is verified as
+   * {@link #read} verifies it; one found locked or torn, or a batch that failed (a stale
+   * capability, an unreachable primary), is read again alone by {@link #read}, with its retries and
+   * its failover.
    *
    * @throws FerriteException NOT_FOUND if an object was freed; as {@link #read} otherwise
    */
-  Copy[] readAll(java.util.List<FatPointer> ptrs) {
+  Copy[] readAll(List<FatPointer> ptrs) {
     Copy[] out = new Copy[ptrs.size()];
     if (ptrs.size() == 1) {
       out[0] = read(ptrs.get(0));
       return out;
     }
-    Map<Integer, java.util.List<Integer>> byPrimary = new java.util.LinkedHashMap<>();
+    Map<Integer, List<Integer>> byPrimary = new LinkedHashMap<>();
     RegionView[] views = new RegionView[ptrs.size()];
     for (int i = 0; i < ptrs.size(); i++) {
       try {
@@ -173,11 +180,11 @@ public final class TxClient {
       } catch (FerriteException e) {
         continue; // read alone below: its failover, or its error
       }
-      byPrimary.computeIfAbsent(views[i].primary(), k -> new java.util.ArrayList<>()).add(i);
+      byPrimary.computeIfAbsent(views[i].primary(), k -> new ArrayList<>()).add(i);
     }
     // One batch per primary, of at most READ_BATCH reads (a batch's ops hold in-flight permits).
-    java.util.List<Integer> primaries = new java.util.ArrayList<>();
-    java.util.List<java.util.List<Integer>> groups = new java.util.ArrayList<>();
+    List<Integer> primaries = new ArrayList<>();
+    List<List<Integer>> groups = new ArrayList<>();
     byPrimary.forEach(
         (server, is) -> {
           for (int from = 0; from < is.size(); from += READ_BATCH) {
@@ -186,17 +193,15 @@ public final class TxClient {
           }
         });
     ByteBuffer[] copies = new ByteBuffer[ptrs.size()];
-    java.util.List<java.util.concurrent.CompletableFuture<Void>> sent =
-        new java.util.ArrayList<>(groups.size());
-    java.util.List<io.ferrite.fabric.FabricConnection> conns =
-        new java.util.ArrayList<>(groups.size());
+    List<CompletableFuture<Void>> sent = new ArrayList<>(groups.size());
+    List<FabricConnection> conns = new ArrayList<>(groups.size());
     for (int g = 0; g < groups.size(); g++) {
       boolean last = g == groups.size() - 1;
-      java.util.concurrent.CompletableFuture<Void> f;
-      io.ferrite.fabric.FabricConnection c = null;
+      CompletableFuture<Void> f;
+      FabricConnection c = null;
       try {
         c = client.connection(primaries.get(g));
-        io.ferrite.fabric.Batch b = c.batch();
+        Batch b = c.batch();
         for (int i : groups.get(g)) {
           FatPointer p = ptrs.get(i);
           copies[i] = ByteBuffer.allocate(ObjectLayout.lines(p.size()) * ObjectLayout.LINE);
@@ -205,12 +210,12 @@ public final class TxClient {
         }
         if (last) {
           b.flushSync();
-          f = java.util.concurrent.CompletableFuture.completedFuture(null);
+          f = CompletableFuture.completedFuture(null);
         } else {
           f = b.flush();
         }
       } catch (FerriteException x) {
-        f = java.util.concurrent.CompletableFuture.failedFuture(x);
+        f = CompletableFuture.failedFuture(x);
       }
       sent.add(f);
       conns.add(c);
@@ -219,14 +224,14 @@ public final class TxClient {
       boolean ok;
       try {
         sent.get(k).join();
-        io.ferrite.fabric.FabricConnection c = conns.get(k);
+        FabricConnection c = conns.get(k);
         if (c.mapsRegions()) {
           for (int i : groups.get(k)) {
             TxLeaseWord.check(c, views[i].ref()); // after the data, as in fetch
           }
         }
         ok = true;
-      } catch (java.util.concurrent.CompletionException | FerriteException x) {
+      } catch (CompletionException | FerriteException x) {
         ok = false; // read alone below, with read's failover
       }
       if (!ok) {
@@ -301,7 +306,7 @@ public final class TxClient {
         v -> {
           dst.clear();
           oneSidedReads.increment();
-          io.ferrite.fabric.FabricConnection c = client.connection(v.primary());
+          FabricConnection c = client.connection(v.primary());
           c.readSync(v.ref(), p.offset(), dst);
           if (c.mapsRegions()) {
             TxLeaseWord.check(c, v.ref()); // after the data: shm reads bypass the server's check

@@ -56,6 +56,20 @@ class TxCommitRoundsTest {
     return t;
   }
 
+  /**
+   * Commits {@link #transfer} with the COMMIT to {@code p[1]}'s primary (not the decider) held in
+   * the network: the commit must return committed, and that COMMIT must have been sent.
+   */
+  LocalFaults.Hold commitWithTheOthersCommitHeld(FatPointer[] p) {
+    int other = a.view(p[1].region()).primary();
+    LocalFaults.Hold hold =
+        cluster.network.faults().holdNextRpc(other, TxProtocol.SERVER_SERVICE, TxProtocol.COMMIT);
+    TxResult r = transfer(p).txCommit();
+    assertTrue(r.committed(), r.detail());
+    assertTrue(hold.isCaught(), "the other participant's COMMIT was sent");
+    return hold;
+  }
+
   /** A read of {@code p} that waits out a lock held for longer than one read's patience. */
   long readWhenClear(FatPointer p) {
     for (int i = 0; ; i++) {
@@ -73,12 +87,7 @@ class TxCommitRoundsTest {
   void withBackupsTheOtherParticipantsCommitIsNotWaitedFor() throws Exception {
     start(2);
     FatPointer[] p = twoServers();
-    int other = a.view(p[1].region()).primary();
-    LocalFaults.Hold hold =
-        cluster.network.faults().holdNextRpc(other, TxProtocol.SERVER_SERVICE, TxProtocol.COMMIT);
-    TxResult r = transfer(p).txCommit();
-    assertTrue(r.committed(), r.detail());
-    assertTrue(hold.isCaught(), "the other participant's COMMIT was sent");
+    LocalFaults.Hold hold = commitWithTheOthersCommitHeld(p);
     assertEquals(-1, a.probe(p[1]), "committed while the other participant has not applied yet");
     hold.release();
     assertEquals(10, readWhenClear(p[0]));
@@ -93,12 +102,7 @@ class TxCommitRoundsTest {
   void withBackupsALostCommitIsFinishedFromTheDecider() throws Exception {
     start(2);
     FatPointer[] p = twoServers();
-    int other = a.view(p[1].region()).primary();
-    LocalFaults.Hold hold =
-        cluster.network.faults().holdNextRpc(other, TxProtocol.SERVER_SERVICE, TxProtocol.COMMIT);
-    TxResult r = transfer(p).txCommit();
-    assertTrue(r.committed(), r.detail());
-    assertTrue(hold.isCaught());
+    LocalFaults.Hold hold = commitWithTheOthersCommitHeld(p);
     hold.drop(); // never delivered: the participant's reaper asks the decider once its lease lapses
     assertEquals(20, readWhenClear(p[1]));
     assertEquals(10, readWhenClear(p[0]));
@@ -113,12 +117,7 @@ class TxCommitRoundsTest {
   void withoutBackupsTheOtherParticipantsCommitIsNotWaitedForEither() throws Exception {
     start(1);
     FatPointer[] p = twoServers();
-    int other = a.view(p[1].region()).primary();
-    LocalFaults.Hold hold =
-        cluster.network.faults().holdNextRpc(other, TxProtocol.SERVER_SERVICE, TxProtocol.COMMIT);
-    TxResult r = transfer(p).txCommit();
-    assertTrue(r.committed(), r.detail());
-    assertTrue(hold.isCaught(), "the other participant's COMMIT was sent");
+    LocalFaults.Hold hold = commitWithTheOthersCommitHeld(p);
     assertEquals(-1, a.probe(p[1]), "committed while the other participant has not applied yet");
     hold.release();
     assertEquals(10, readWhenClear(p[0]));

@@ -268,18 +268,7 @@ final class TxLog implements AutoCloseable {
       synchronized (decisions) {
         decisions.put(txid, true);
       }
-      FerriteException b = broken;
-      if (b != null) {
-        throw new FerriteException(
-            ErrorCode.INTERNAL, "tx log " + file + " failed earlier: " + b.getMessage(), b);
-      }
-      try {
-        log.appendAll(
-            List.of(new Wire.Writer().u8(DECIDE).i64(txid).u8(1).toArray(), writesRecord(ws)));
-      } catch (FerriteException e) {
-        broke(e);
-        throw e;
-      }
+      writeNow(List.of(new Wire.Writer().u8(DECIDE).i64(txid).u8(1).toArray(), writesRecord(ws)));
     } finally {
       rw.readLock().unlock();
     }
@@ -363,25 +352,31 @@ final class TxLog implements AutoCloseable {
 
   /** Writes one record on this thread (an alone copy's; see {@link #writes(List, boolean)}). */
   private void appendNow(byte[] record) {
-    FerriteException b = broken;
-    if (b != null) {
-      throw new FerriteException(
-          ErrorCode.INTERNAL, "tx log " + file + " failed earlier: " + b.getMessage(), b);
-    }
+    writeNow(List.of(record));
+  }
+
+  /** Writes {@code records} on this thread with one {@code write(2)}; a failure breaks the log. */
+  private void writeNow(List<byte[]> records) {
+    failIfBroken();
     try {
-      log.append(record);
+      log.appendAll(records);
     } catch (FerriteException e) {
       broke(e);
       throw e;
     }
   }
 
-  private void queue(Object record) {
+  /** Refuses a record once a write of this log failed (the appender's or this thread's). */
+  private void failIfBroken() {
     FerriteException b = broken;
     if (b != null) {
       throw new FerriteException(
           ErrorCode.INTERNAL, "tx log " + file + " failed earlier: " + b.getMessage(), b);
     }
+  }
+
+  private void queue(Object record) {
+    failIfBroken();
     queued.incrementAndGet();
     appender.append(this, record);
   }
