@@ -199,6 +199,17 @@ public final class Barrier {
           .max(Duration.ofMillis(1))
           .build();
 
+  /**
+   * The poll count at which {@link #pause}'s ramp stands after {@code elapsedNanos} of polling:
+   * past {@link #POLL}'s 100 spins the n-th park is 10 us x n, so n parks take about 5 us x n^2
+   * (until the 1 ms cap, after which any larger count pauses the same). A waiter that parked
+   * through part of a wait resumes the ramp there: it notices the end as soon as polling all along
+   * would have.
+   */
+  public static int pollsAfter(long elapsedNanos) {
+    return 100 + (int) Math.sqrt(Math.max(0, elapsedNanos) / 5_000.0);
+  }
+
   /** Waits a little in a polling loop, after {@code spin} (0-based) polls: see {@link #POLL}. */
   public static void pause(int spin) {
     POLL.pause(spin + 1);

@@ -45,16 +45,6 @@ public final class PhaseDriver {
    */
   static final long MAX_NAP = TimeUnit.MILLISECONDS.toNanos(20);
 
-  /**
-   * The pause of {@link Barrier#pause}'s ramp after {@code elapsed} of polling: past its 100 busy
-   * spins, the n-th park is 10 us x n (up to 1 ms), so n parks take 5 us x n^2. A coordinator that
-   * napped through part of a phase resumes the ramp where polling all along would be: it notices
-   * the phase's end as soon as before, with the wake-ups of the nap saved.
-   */
-  static int rampAfter(long elapsedNanos) {
-    return 100 + (int) Math.sqrt(Math.max(0, elapsedNanos) / 5_000.0);
-  }
-
   private final Barrier barrier;
   private final int workers;
   private final Liveness liveness;
@@ -83,13 +73,13 @@ public final class PhaseDriver {
 
   /**
    * {@link #run(int, String, Duration, Tick)} for a phase that takes at least about {@code
-   * quietNanos} (e.g. half the shortest of the last supersteps): for that long the coordinator
-   * parks (in naps of at most {@link #MAX_NAP}, checking the workers after each) instead of polling
-   * the barrier. A polling coordinator wakes every 10 us to 1 ms ({@link Barrier#pause}): on a
-   * machine whose cores the workers fill, each wake-up takes a core from a worker for the poll
-   * (measured on 2 cores with 2 worker processes: 41-48 ms of the coordinator's CPU in 22
-   * supersteps of 40 ms, about 90 wake-ups a superstep). A phase done before the quiet time ends is
-   * seen when it ends: a quiet time too long costs its excess once.
+   * quietNanos} (e.g. a quarter of the shortest of the last supersteps): for that long the
+   * coordinator parks (in naps of at most {@link #MAX_NAP}, checking the workers after each)
+   * instead of polling the barrier. A polling coordinator wakes every 10 us to 1 ms ({@link
+   * Barrier#pause}): on a machine whose cores the workers fill, each wake-up takes a core from a
+   * worker for the poll (measured on 2 cores with 2 worker processes: 41-48 ms of the coordinator's
+   * CPU in 22 supersteps of 40 ms, about 90 wake-ups a superstep). A phase done before the quiet
+   * time ends is seen when it ends: a quiet time too long costs its excess once.
    */
   public long run(int phase, String name, Duration timeout, Tick tick, long quietNanos) {
     long t0 = System.nanoTime();
@@ -136,7 +126,7 @@ public final class PhaseDriver {
       }
       if (now < quietUntil) {
         LockSupport.parkNanos(Math.min(quietUntil - now, MAX_NAP));
-        spin = rampAfter(System.nanoTime() - t0);
+        spin = Barrier.pollsAfter(System.nanoTime() - t0);
       } else {
         Barrier.pause(spin++);
       }

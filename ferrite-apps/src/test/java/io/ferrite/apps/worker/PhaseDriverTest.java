@@ -159,18 +159,29 @@ class PhaseDriverTest {
   /** A quiet time far longer than the test: only the checks between naps can end these phases. */
   static final long LONG_QUIET = TimeUnit.MINUTES.toNanos(10);
 
+  /**
+   * Runs {@code phase} with {@link #LONG_QUIET} and returns what it throws; the test fails if it
+   * does not throw within a minute (the naps' checks must end it, not the quiet time).
+   */
+  FerriteException quietPhaseFails(
+      PhaseDriver.Liveness liveness, int phase, String name, Duration timeout) {
+    return assertTimeoutPreemptively(
+        Duration.ofSeconds(60),
+        () ->
+            assertThrows(
+                FerriteException.class,
+                () -> driver(liveness).run(phase, name, timeout, null, LONG_QUIET)));
+  }
+
   @Test
   void duringAQuietTimeTheWorkersAreStillWatched() throws Exception {
     new Barrier(region, 0, WORKERS).finish(0, 1);
     FerriteException gone =
-        assertTimeoutPreemptively(
-            Duration.ofSeconds(60),
-            () ->
-                assertThrows(
-                    FerriteException.class,
-                    () ->
-                        driver(w -> w == 1 ? "worker 1 (pid 8) exited with status 137" : null)
-                            .run(1, "superstep 3", Duration.ofMinutes(30), null, LONG_QUIET)));
+        quietPhaseFails(
+            w -> w == 1 ? "worker 1 (pid 8) exited with status 137" : null,
+            1,
+            "superstep 3",
+            Duration.ofMinutes(30));
     assertEquals(ErrorCode.UNAVAILABLE, gone.code());
     assertEquals("worker 1 (pid 8) exited with status 137 during superstep 3", gone.detail());
 
@@ -182,29 +193,13 @@ class PhaseDriverTest {
               WorkerError.write(region, 1024 + 2 * SLOT, MAX, ErrorCode.NO_SPACE, "worker 2: full");
               new Barrier(region, 0, WORKERS).fail(2);
             });
-    FerriteException failed =
-        assertTimeoutPreemptively(
-            Duration.ofSeconds(60),
-            () ->
-                assertThrows(
-                    FerriteException.class,
-                    () ->
-                        driver(w -> null)
-                            .run(2, "superstep 4", Duration.ofMinutes(30), null, LONG_QUIET)));
+    FerriteException failed = quietPhaseFails(w -> null, 2, "superstep 4", Duration.ofMinutes(30));
     assertEquals(ErrorCode.NO_SPACE, failed.code());
     assertEquals("superstep 4 failed: worker 2: full", failed.detail());
     assertTrue(failing.get(10, TimeUnit.SECONDS));
 
     coordinator.reset(); // worker 2's error byte
-    FerriteException late =
-        assertTimeoutPreemptively(
-            Duration.ofSeconds(60),
-            () ->
-                assertThrows(
-                    FerriteException.class,
-                    () ->
-                        driver(w -> null)
-                            .run(3, "superstep 5", Duration.ofMillis(50), null, LONG_QUIET)));
+    FerriteException late = quietPhaseFails(w -> null, 3, "superstep 5", Duration.ofMillis(50));
     assertEquals(ErrorCode.TIMEOUT, late.code());
   }
 
@@ -226,11 +221,11 @@ class PhaseDriverTest {
   @Test
   void afterANapThePollRampResumesWherePollingAllAlongWouldBe() {
     // Barrier.pause: 100 busy polls, then parks of 10 us, 20 us, ...: n parks take 5 us x n(n+1).
-    assertEquals(100, PhaseDriver.rampAfter(0));
-    assertEquals(100, PhaseDriver.rampAfter(-5));
+    assertEquals(100, Barrier.pollsAfter(0));
+    assertEquals(100, Barrier.pollsAfter(-5));
     int last = 100;
     for (long us = 1; us <= 200_000; us = us * 3 / 2 + 1) {
-      int spin = PhaseDriver.rampAfter(us * 1000);
+      int spin = Barrier.pollsAfter(us * 1000);
       int n = spin - 100;
       assertTrue(5L * n * n <= us && us < 5L * (n + 1) * (n + 1), us + " us: " + spin);
       assertTrue(spin >= last, us + " us");
