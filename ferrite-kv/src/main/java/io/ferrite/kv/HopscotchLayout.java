@@ -1,9 +1,12 @@
 package io.ferrite.kv;
 
+import static io.ferrite.kernel.proto.LittleEndian.getInt;
+import static io.ferrite.kernel.proto.LittleEndian.getLong;
+import static io.ferrite.kernel.proto.LittleEndian.getU16;
+import static io.ferrite.kernel.proto.LittleEndian.putInt;
+import static io.ferrite.kernel.proto.LittleEndian.putLong;
+
 import io.ferrite.fabric.verify.Checksum64;
-import java.lang.invoke.MethodHandles;
-import java.lang.invoke.VarHandle;
-import java.nio.ByteOrder;
 import java.util.Arrays;
 
 /**
@@ -126,12 +129,6 @@ public final class HopscotchLayout {
   public static final long MOVED = -1L;
 
   private static final long HOME_SALT = 0x4CF5AD432745937FL;
-  private static final VarHandle LONGS =
-      MethodHandles.byteArrayViewVarHandle(long[].class, ByteOrder.LITTLE_ENDIAN);
-  private static final VarHandle INTS =
-      MethodHandles.byteArrayViewVarHandle(int[].class, ByteOrder.LITTLE_ENDIAN);
-  private static final VarHandle SHORTS =
-      MethodHandles.byteArrayViewVarHandle(short[].class, ByteOrder.LITTLE_ENDIAN);
 
   private HopscotchLayout() {}
 
@@ -167,28 +164,6 @@ public final class HopscotchLayout {
   /** The home bucket of a key hash among {@code buckets}. */
   public static int home(long hash, int buckets) {
     return (int) Long.remainderUnsigned(KeyHash.mix(hash ^ HOME_SALT), buckets);
-  }
-
-  // ------------------------------------------------------------------ words
-
-  public static long getLong(byte[] b, int at) {
-    return (long) LONGS.get(b, at);
-  }
-
-  public static void putLong(byte[] b, int at, long v) {
-    LONGS.set(b, at, v);
-  }
-
-  public static int getInt(byte[] b, int at) {
-    return (int) INTS.get(b, at);
-  }
-
-  public static void putInt(byte[] b, int at, int v) {
-    INTS.set(b, at, v);
-  }
-
-  static int getU16(byte[] b, int at) {
-    return ((short) SHORTS.get(b, at)) & 0xFFFF;
   }
 
   // ------------------------------------------------------------------ verification

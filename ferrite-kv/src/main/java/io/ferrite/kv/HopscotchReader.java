@@ -7,6 +7,7 @@ import static io.ferrite.kv.HopscotchLayout.NEXT;
 import static io.ferrite.kv.HopscotchLayout.OVERFLOW;
 
 import io.ferrite.fabric.FabricConnection;
+import io.ferrite.kernel.extent.Extents;
 import java.nio.ByteBuffer;
 import java.util.List;
 

@@ -3,6 +3,7 @@ package io.ferrite.kv;
 import io.ferrite.fabric.FabricConnection;
 import io.ferrite.fabric.FerriteException;
 import io.ferrite.fabric.RegionRef;
+import io.ferrite.kernel.extent.Extents;
 import java.nio.ByteBuffer;
 import java.util.List;
 

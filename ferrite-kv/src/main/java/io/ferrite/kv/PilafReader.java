@@ -6,6 +6,7 @@ import static io.ferrite.kv.PilafLayout.entryOffset;
 import io.ferrite.fabric.Batch;
 import io.ferrite.fabric.FabricConnection;
 import io.ferrite.fabric.Futures;
+import io.ferrite.kernel.extent.Extents;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
 import java.util.ArrayList;

@@ -2,6 +2,7 @@ package io.ferrite.kv;
 
 import io.ferrite.fabric.ErrorCode;
 import io.ferrite.fabric.FerriteException;
+import io.ferrite.kernel.extent.Extents;
 import io.ferrite.kernel.proto.Wire;
 
 /**

@@ -6,6 +6,8 @@ import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.ferrite.fabric.testing.SeedExtension;
+import io.ferrite.kernel.extent.Extents;
+import io.ferrite.kernel.proto.LittleEndian;
 import java.nio.charset.StandardCharsets;
 import java.util.Arrays;
 import java.util.Random;
@@ -30,8 +32,8 @@ class HopscotchLayoutTest {
       r.nextBytes(v);
       HopscotchLayout.putInlineSlot(b, HopscotchLayout.BUCKET_HEADER + i * SLOT, SLOT, k, v);
     }
-    HopscotchLayout.putLong(b, 0, version);
-    HopscotchLayout.putInt(b, HopscotchLayout.FWD_JOINT, r.nextInt());
+    LittleEndian.putLong(b, 0, version);
+    LittleEndian.putInt(b, HopscotchLayout.FWD_JOINT, r.nextInt());
     HopscotchLayout.seal(b, 0, BUCKET);
     return b;
   }
@@ -70,7 +72,7 @@ class HopscotchLayoutTest {
   void anOddVersionIsBeingWrittenAndMovedMeansRefetch(Random random) {
     byte[] b = bucket(11, random);
     assertEquals(HopscotchLayout.Check.TORN, HopscotchLayout.check(b, 0, BUCKET));
-    HopscotchLayout.putLong(b, 0, HopscotchLayout.MOVED);
+    LittleEndian.putLong(b, 0, HopscotchLayout.MOVED);
     assertEquals(HopscotchLayout.Check.MOVED, HopscotchLayout.check(b, 0, BUCKET));
   }
 
@@ -109,10 +111,10 @@ class HopscotchLayoutTest {
     assertTrue(Extents.valid(e.clone(), sum));
     assertFalse(Extents.current(e.clone(), sum), "not marked current yet");
     byte[] marked = e.clone();
-    HopscotchLayout.putInt(marked, Extents.CURRENT, 42);
+    LittleEndian.putInt(marked, Extents.CURRENT, 42);
     assertTrue(Extents.valid(marked.clone(), sum), "the checksum does not cover the current word");
     assertTrue(Extents.current(marked.clone(), sum));
-    HopscotchLayout.putInt(marked, Extents.CURRENT, 43);
+    LittleEndian.putInt(marked, Extents.CURRENT, 43);
     assertFalse(Extents.current(marked, sum), "marked for another incarnation");
     assertTrue(Extents.hasKey(e, key));
     assertFalse(Extents.hasKey(e, new byte[] {1, 3}));
@@ -120,7 +122,7 @@ class HopscotchLayoutTest {
     assertArrayEquals(value, Extents.value(e));
     assertFalse(Extents.valid(Extents.image(43, key, value), sum), "freed and reused");
     byte[] freed = e.clone();
-    HopscotchLayout.putInt(freed, 0, 0);
+    LittleEndian.putInt(freed, 0, 0);
     assertFalse(Extents.valid(freed, Extents.checksum(freed)), "freed (incarnation 0)");
     byte[] torn = e.clone();
     torn[torn.length - 1] ^= 1;

@@ -2,7 +2,7 @@ package io.ferrite.tree;
 
 import io.ferrite.fabric.ErrorCode;
 import io.ferrite.fabric.FerriteException;
-import io.ferrite.kv.Extents;
+import io.ferrite.kernel.extent.Extents;
 import java.util.AbstractMap.SimpleImmutableEntry;
 import java.util.ArrayList;
 import java.util.Arrays;

@@ -1,6 +1,6 @@
 package io.ferrite.tree;
 
-import io.ferrite.kv.HopscotchLayout;
+import io.ferrite.kernel.proto.LittleEndian;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
@@ -281,19 +281,19 @@ public final class Node {
   // Little-endian words: kv's helpers (the extent format is kv's too).
 
   static void putLong(byte[] b, int at, long v) {
-    HopscotchLayout.putLong(b, at, v);
+    LittleEndian.putLong(b, at, v);
   }
 
   static long getLong(byte[] b, int at) {
-    return HopscotchLayout.getLong(b, at);
+    return LittleEndian.getLong(b, at);
   }
 
   static void putInt(byte[] b, int at, int v) {
-    HopscotchLayout.putInt(b, at, v);
+    LittleEndian.putInt(b, at, v);
   }
 
   static int getInt(byte[] b, int at) {
-    return HopscotchLayout.getInt(b, at);
+    return LittleEndian.getInt(b, at);
   }
 
   static void putShort(byte[] b, int at, int v) {

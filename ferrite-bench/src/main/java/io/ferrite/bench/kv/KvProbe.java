@@ -6,7 +6,7 @@ import io.ferrite.fabric.FabricConnection;
 import io.ferrite.fabric.FileTrees;
 import io.ferrite.fabric.RegionRef;
 import io.ferrite.kernel.client.FerriteClient;
-import io.ferrite.kv.Extents;
+import io.ferrite.kernel.extent.Extents;
 import io.ferrite.kv.KvClient;
 import io.ferrite.kv.KvTable;
 import io.ferrite.kv.ShardLayout;

@@ -1,6 +1,6 @@
 /**
- * Kernel layer, logs: what the master's journal and the faces' operation logs (the kv face's on
- * every memory server, and those of the faces to come) share about files an acknowledgement waits
- * on.
+ * Kernel layer, logs: the faces' operation log ({@link io.ferrite.kernel.log.OpLog}: kv's, the
+ * tree's and the tx face's on every memory server) and what it shares with the master's journal
+ * about files an acknowledgement waits on.
  */
 package io.ferrite.kernel.log;

@@ -1,14 +1,15 @@
 package io.ferrite.kv.server;
 
+import static io.ferrite.kernel.proto.LittleEndian.getLong;
+import static io.ferrite.kernel.proto.LittleEndian.putLong;
 import static io.ferrite.kv.HopscotchLayout.BLOCK_SLOTS;
 import static io.ferrite.kv.HopscotchLayout.BUCKET_HEADER;
 import static io.ferrite.kv.HopscotchLayout.INCARNATION;
-import static io.ferrite.kv.HopscotchLayout.getLong;
-import static io.ferrite.kv.HopscotchLayout.putLong;
 
 import io.ferrite.fabric.ErrorCode;
 import io.ferrite.fabric.FerriteException;
 import io.ferrite.fabric.MappedRegion;
+import io.ferrite.kernel.extent.ExtentAllocator;
 import io.ferrite.kv.HopscotchLayout;
 import java.lang.invoke.VarHandle;
 import java.lang.ref.Reference;
@@ -252,7 +253,8 @@ final class HopscotchMemory {
   }
 
   /**
-   * Writes a new extent, not current (before any slot points to it; {@link io.ferrite.kv.Extents}).
+   * Writes a new extent, not current (before any slot points to it; {@link
+   * io.ferrite.kernel.extent.Extents}).
    */
   void writeExtent(long addr, byte[] extent) {
     alloc.write(addr, extent);

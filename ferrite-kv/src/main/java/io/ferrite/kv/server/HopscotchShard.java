@@ -1,5 +1,8 @@
 package io.ferrite.kv.server;
 
+import static io.ferrite.kernel.proto.LittleEndian.getInt;
+import static io.ferrite.kernel.proto.LittleEndian.putInt;
+import static io.ferrite.kernel.proto.LittleEndian.putLong;
 import static io.ferrite.kv.HopscotchLayout.BACK_JOINT;
 import static io.ferrite.kv.HopscotchLayout.BLOCK_SLOTS;
 import static io.ferrite.kv.HopscotchLayout.BUCKET_SLOTS;
@@ -7,13 +10,10 @@ import static io.ferrite.kv.HopscotchLayout.FWD_JOINT;
 import static io.ferrite.kv.HopscotchLayout.INCARNATION;
 import static io.ferrite.kv.HopscotchLayout.NEXT;
 import static io.ferrite.kv.HopscotchLayout.OVERFLOW;
-import static io.ferrite.kv.HopscotchLayout.getInt;
-import static io.ferrite.kv.HopscotchLayout.putInt;
-import static io.ferrite.kv.HopscotchLayout.putLong;
 
 import io.ferrite.fabric.MappedRegion;
 import io.ferrite.fabric.RegionRef;
-import io.ferrite.kv.Extents;
+import io.ferrite.kernel.extent.Extents;
 import io.ferrite.kv.HopscotchLayout;
 import io.ferrite.kv.KeyHash;
 import io.ferrite.kv.KvProtocol;
@@ -44,9 +44,9 @@ import java.util.function.Supplier;
  *       it), then: version odd (release), release fence, the rest of the image, version even
  *       (release). A reader accepts an even version with a matching checksum, or retries.
  *   <li>Out-of-line values: the extent is written (fresh incarnation) before the slot that points
- *       to it, and marked current after ({@link io.ferrite.kv.Extents}); an old extent stops being
- *       current before its slot changes, and is marked freed (incarnation 0) only after no slot
- *       points to it.
+ *       to it, and marked current after ({@link io.ferrite.kernel.extent.Extents}); an old extent
+ *       stops being current before its slot changes, and is marked freed (incarnation 0) only after
+ *       no slot points to it.
  *   <li>Insert: a free slot in b or b + 1; else hopscotch displacement (FaRM §3.6, after Herlihy et
  *       al.): the nearest bucket e ≤ b + 1 + {@value #MAX_DISTANCE} with a free slot is found, the
  *       path of keys that bring the hole back to b + 1 is computed without moving anything, then

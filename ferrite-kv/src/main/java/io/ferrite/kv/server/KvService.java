@@ -6,6 +6,7 @@ import io.ferrite.fabric.MappedRegion;
 import io.ferrite.fabric.Role;
 import io.ferrite.fabric.RpcContext;
 import io.ferrite.kernel.config.Threads;
+import io.ferrite.kernel.log.OpLog;
 import io.ferrite.kernel.ops.FaceMeters;
 import io.ferrite.kernel.ops.LogMeters;
 import io.ferrite.kernel.proto.Permissions;
@@ -118,6 +119,7 @@ public final class KvService implements FerriteService {
     OpLog.Fsync fsync = testFsync;
     this.log =
         OpLog.open(
+            "kv",
             ctx.directory().resolve("kv.log"),
             this::replay,
             fsync == null ? OpLog.Fsync.DATA : fsync);

@@ -4,6 +4,7 @@ import io.ferrite.fabric.ErrorCode;
 import io.ferrite.fabric.FerriteException;
 import io.ferrite.fabric.MappedRegion;
 import io.ferrite.fabric.RegionRef;
+import io.ferrite.kernel.extent.ExtentAllocator;
 import io.ferrite.kv.KvProtocol;
 import io.ferrite.kv.ShardLayout;
 import io.ferrite.kv.ShardStats;

@@ -3,6 +3,7 @@ package io.ferrite.kv.server;
 import io.ferrite.fabric.ErrorCode;
 import io.ferrite.fabric.FerriteException;
 import io.ferrite.kernel.config.Threads;
+import io.ferrite.kernel.log.OpLog;
 import io.ferrite.kernel.proto.Wire;
 import io.ferrite.kv.KvProtocol;
 import io.ferrite.kv.TableOptions;

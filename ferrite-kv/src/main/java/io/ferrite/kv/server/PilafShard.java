@@ -5,7 +5,7 @@ import static io.ferrite.kv.PilafLayout.entryOffset;
 
 import io.ferrite.fabric.MappedRegion;
 import io.ferrite.fabric.RegionRef;
-import io.ferrite.kv.Extents;
+import io.ferrite.kernel.extent.Extents;
 import io.ferrite.kv.KeyHash;
 import io.ferrite.kv.KvProtocol;
 import io.ferrite.kv.PilafLayout;
@@ -36,7 +36,7 @@ import java.util.function.Supplier;
  *       (full fence), write the entry (its checksum covers the pointer, the pointer's checksum
  *       covers the extent), mark the new extent current, full fence, then free the old extent and
  *       reply (Pilaf §3.3: a completed put is visible to every later get; the current word: {@link
- *       io.ferrite.kv.Extents});
+ *       io.ferrite.kernel.extent.Extents});
  *   <li>cuckoo displacement: the path is computed first, without moving anything; then, between two
  *       increments of the {@code moves} counter, keys move last-first so that a key is in one or
  *       two slots, never zero (Pilaf §3.4), and the new key takes the first slot;

@@ -10,6 +10,7 @@ import static org.junit.jupiter.api.Assertions.fail;
 import io.ferrite.fabric.testing.SeedExtension;
 import io.ferrite.fabric.testing.TestSeed;
 import io.ferrite.kernel.config.Threads;
+import io.ferrite.kernel.log.OpLog;
 import io.ferrite.kv.KvClient;
 import io.ferrite.kv.KvCluster;
 import io.ferrite.kv.KvTable;

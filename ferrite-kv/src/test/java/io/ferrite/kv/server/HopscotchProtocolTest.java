@@ -6,7 +6,7 @@ import static org.junit.jupiter.api.Assertions.fail;
 import io.ferrite.fabric.MappedRegion;
 import io.ferrite.fabric.RegionRef;
 import io.ferrite.fabric.testing.SeedExtension;
-import io.ferrite.kv.Extents;
+import io.ferrite.kernel.extent.Extents;
 import io.ferrite.kv.HopscotchLayout;
 import io.ferrite.kv.KeyHash;
 import io.ferrite.kv.KvProtocol;

@@ -1,6 +1,6 @@
 package io.ferrite.tree.server;
 
-import io.ferrite.kv.Extents;
+import io.ferrite.kernel.extent.Extents;
 import io.ferrite.tree.MeganodeReader;
 import io.ferrite.tree.Node;
 import java.util.ArrayList;

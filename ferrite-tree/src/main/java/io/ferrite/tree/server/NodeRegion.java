@@ -3,7 +3,7 @@ package io.ferrite.tree.server;
 import io.ferrite.fabric.ErrorCode;
 import io.ferrite.fabric.FerriteException;
 import io.ferrite.fabric.MappedRegion;
-import io.ferrite.kv.HopscotchLayout;
+import io.ferrite.kernel.proto.LittleEndian;
 import io.ferrite.tree.MeganodeReader;
 import io.ferrite.tree.Node;
 import java.lang.invoke.VarHandle;
@@ -124,8 +124,8 @@ final class NodeRegion {
     // The body's loads before the tail's: a write that began during the copy shows in the tail.
     VarHandle.loadLoadFence();
     long tail = region.getLongAcquire(off + nodeSize - Node.TRAILER);
-    HopscotchLayout.putLong(dst, 0, head);
-    HopscotchLayout.putLong(dst, nodeSize - Node.TRAILER, tail);
+    LittleEndian.putLong(dst, 0, head);
+    LittleEndian.putLong(dst, nodeSize - Node.TRAILER, tail);
   }
 
   /**

@@ -18,7 +18,7 @@ import java.util.TreeMap;
 import java.util.function.Consumer;
 
 /**
- * The records of the tree face's operation log (the kv face's {@link io.ferrite.kv.server.OpLog}
+ * The records of the tree face's operation log (the kv face's {@link io.ferrite.kernel.log.OpLog}
  * file format and group commit), and the replay that turns them back into meganode contents.
  *
  * <p>Records name meganodes by their <b>meganode id</b>, the low word of a meganode pointer ({@link

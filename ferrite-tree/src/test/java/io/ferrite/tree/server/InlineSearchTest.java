@@ -6,7 +6,7 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 
 import io.ferrite.fabric.ErrorCode;
 import io.ferrite.fabric.FerriteException;
-import io.ferrite.kv.server.ExtentAllocator;
+import io.ferrite.kernel.extent.ExtentAllocator;
 import io.ferrite.tree.MeganodeReader;
 import io.ferrite.tree.Node;
 import java.nio.ByteBuffer;

@@ -1,7 +1,7 @@
 package io.ferrite.tree.server;
 
 import io.ferrite.fabric.MappedRegion;
-import io.ferrite.kv.server.ExtentAllocator;
+import io.ferrite.kernel.extent.ExtentAllocator;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;

@@ -6,7 +6,7 @@ import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.ferrite.fabric.testing.SeedExtension;
-import io.ferrite.kv.server.ExtentAllocator;
+import io.ferrite.kernel.extent.ExtentAllocator;
 import io.ferrite.tree.MeganodeReader;
 import io.ferrite.tree.MeganodeReader.Outcome;
 import io.ferrite.tree.Node;

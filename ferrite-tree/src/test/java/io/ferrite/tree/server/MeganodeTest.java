@@ -10,7 +10,7 @@ import io.ferrite.fabric.ErrorCode;
 import io.ferrite.fabric.FerriteException;
 import io.ferrite.fabric.testing.SeedExtension;
 import io.ferrite.fabric.testing.TestThreads;
-import io.ferrite.kv.server.ExtentAllocator;
+import io.ferrite.kernel.extent.ExtentAllocator;
 import io.ferrite.tree.MeganodeReader;
 import io.ferrite.tree.NodeSource;
 import io.ferrite.tree.TreeModel;

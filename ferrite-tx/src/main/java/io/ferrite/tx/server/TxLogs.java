@@ -3,7 +3,7 @@ package io.ferrite.tx.server;
 import io.ferrite.fabric.ErrorCode;
 import io.ferrite.fabric.FerriteException;
 import io.ferrite.fabric.MappedRegion;
-import io.ferrite.kv.server.OpLog;
+import io.ferrite.kernel.log.OpLog;
 import io.ferrite.tx.server.TxService.Write;
 import java.io.IOException;
 import java.nio.file.Files;

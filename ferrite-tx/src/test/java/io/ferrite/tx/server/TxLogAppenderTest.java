@@ -5,7 +5,7 @@ import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.ferrite.fabric.testing.SeedExtension;
-import io.ferrite.kv.server.OpLog;
+import io.ferrite.kernel.log.OpLog;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
 import java.nio.file.Path;

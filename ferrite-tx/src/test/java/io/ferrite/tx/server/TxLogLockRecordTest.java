@@ -5,7 +5,7 @@ import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.ferrite.fabric.MappedRegion;
-import io.ferrite.kv.server.OpLog;
+import io.ferrite.kernel.log.OpLog;
 import io.ferrite.tx.FatPointer;
 import io.ferrite.tx.ObjectLayout;
 import io.ferrite.tx.TxProtocol;

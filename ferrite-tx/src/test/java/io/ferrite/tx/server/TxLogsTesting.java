@@ -1,6 +1,6 @@
 package io.ferrite.tx.server;
 
-import io.ferrite.kv.server.OpLog;
+import io.ferrite.kernel.log.OpLog;
 
 /** Test access to the tx logs' injected fsync, for tests outside this package. */
 public final class TxLogsTesting {

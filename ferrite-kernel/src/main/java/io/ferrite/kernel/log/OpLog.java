@@ -1,9 +1,8 @@
-package io.ferrite.kv.server;
+package io.ferrite.kernel.log;
 
 import io.ferrite.fabric.ErrorCode;
 import io.ferrite.fabric.FerriteException;
 import io.ferrite.fabric.verify.Checksum64;
-import io.ferrite.kernel.log.LogFiles;
 import java.io.IOException;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
@@ -21,8 +20,10 @@ import java.util.concurrent.locks.ReentrantLock;
 import java.util.function.Consumer;
 
 /**
- * A memory server's append-only log of a face's writes (kv, tree), replayed on restart (Pilaf §4
- * "Logging"; for kv with a per-table policy, see {@link io.ferrite.kv.TableOptions.Durability}).
+ * A memory server's append-only log of a face's writes (kv, tree, tx), replayed on restart (Pilaf
+ * §4 "Logging"; for kv with a per-table policy, see the kv face's {@code TableOptions.Durability}).
+ * It lives in the kernel because every face that logs writes uses it: kv's shards, the tree's
+ * meganodes and the tx face's per-region logs ({@code TxLog}).
  *
  * <pre>
  *  +------------+---------------------+----------------+
@@ -132,21 +133,24 @@ public final class OpLog implements AutoCloseable {
     return file.resolveSibling(file.getFileName() + ".rewrite");
   }
 
-  /** Opens (or creates) {@code file}, hands every intact record to {@code replay}, in order. */
+  /**
+   * Opens (or creates) {@code file} for tests, hands every intact record to {@code replay}, in
+   * order.
+   */
   static OpLog open(Path file, Consumer<ByteBuffer> replay) {
     return open(file, replay, Fsync.DATA);
   }
 
   /** As above, with the syncer making the log durable through {@code fsync}. */
   static OpLog open(Path file, Consumer<ByteBuffer> replay, Fsync fsync) {
-    return open("kv", file, replay, fsync);
+    return open("test", file, replay, fsync);
   }
 
   /**
    * Opens (or creates) the log {@code file} of face {@code name} (in messages and the syncer
    * thread's name, {@code <name>-log-sync}), hands every intact record to {@code replay}, in order;
    * the syncer makes it durable through {@code fsync}. The shared entry point of the faces that log
-   * (kv, tree).
+   * (kv, tree, tx).
    */
   public static OpLog open(String name, Path file, Consumer<ByteBuffer> replay, Fsync fsync) {
     try {

@@ -1,4 +1,4 @@
-package io.ferrite.kv.server;
+package io.ferrite.kernel.extent;
 
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
@@ -7,7 +7,6 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.ferrite.fabric.MappedRegion;
 import io.ferrite.fabric.testing.SeedExtension;
-import io.ferrite.kv.Extents;
 import java.nio.ByteBuffer;
 import java.nio.file.Path;
 import java.util.ArrayList;

@@ -1,4 +1,4 @@
-package io.ferrite.kv.server;
+package io.ferrite.kernel.log;
 
 import static java.nio.charset.StandardCharsets.UTF_8;
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;

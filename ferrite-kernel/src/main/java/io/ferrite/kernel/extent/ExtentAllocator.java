@@ -1,10 +1,9 @@
-package io.ferrite.kv.server;
+package io.ferrite.kernel.extent;
 
 import io.ferrite.fabric.ErrorCode;
 import io.ferrite.fabric.FerriteException;
 import io.ferrite.fabric.MappedRegion;
 import io.ferrite.fabric.verify.Checksum64;
-import io.ferrite.kv.Extents;
 import java.lang.invoke.VarHandle;
 import java.lang.ref.Reference;
 import java.nio.ByteBuffer;
@@ -26,7 +25,7 @@ import org.agrona.concurrent.UnsafeBuffer;
  * <p>An address is {@code region << 32 | offset}. Reusing a freed extent at once is safe for
  * one-sided readers: their pointer's checksum no longer matches, so they retry (Pilaf §3.3); and a
  * freed extent's current word was cleared before its pointer changed, so a hint to it does not
- * answer either ({@link io.ferrite.kv.Extents}).
+ * answer either ({@link Extents}).
  */
 public final class ExtentAllocator {
   static final int MIN_CLASS = 32;
@@ -64,7 +63,7 @@ public final class ExtentAllocator {
    * key only. A writer looking for a key compares it with every candidate's; reading the whole
    * extent for that copied the old value (1 KiB for a 1 KiB pair) into a new array on every put.
    */
-  boolean hasKey(long addr, int len, byte[] key) {
+  public boolean hasKey(long addr, int len, byte[] key) {
     if (len < Extents.HEADER + key.length) {
       return false;
     }
@@ -176,7 +175,7 @@ public final class ExtentAllocator {
    * region rather than the sources is what makes the checksum cover exactly what a reader copies;
    * nothing else writes an extent that no pointer names yet (the shard's lock is held).
    */
-  long writeExtent(long addr, int incarnation, byte[] key, ByteBuffer value) {
+  public long writeExtent(long addr, int incarnation, byte[] key, ByteBuffer value) {
     MappedRegion r = region((int) (addr >>> 32));
     UnsafeBuffer b = r.buffer();
     int at = (int) (addr & 0xFFFFFFFFL);
@@ -194,7 +193,7 @@ public final class ExtentAllocator {
   }
 
   /** Marks the extent at {@code addr} freed: its incarnation word 0 (plain; no allocation). */
-  void markFreed(long addr) {
+  public void markFreed(long addr) {
     MappedRegion r = region((int) (addr >>> 32));
     r.buffer().putInt((int) (addr & 0xFFFFFFFFL), 0, ByteOrder.LITTLE_ENDIAN);
     Reference.reachabilityFence(r);
@@ -202,9 +201,10 @@ public final class ExtentAllocator {
 
   /**
    * Sets the current word of the extent at {@code addr} to its {@code incarnation} (release): the
-   * pointer to it is published, and it is its key's value ({@link io.ferrite.kv.Extents}).
+   * pointer to it is published, and it is its key's value ({@link
+   * io.ferrite.kernel.extent.Extents}).
    */
-  void markCurrent(long addr, int incarnation) {
+  public void markCurrent(long addr, int incarnation) {
     region((int) (addr >>> 32)).putIntRelease((addr & 0xFFFFFFFFL) + Extents.CURRENT, incarnation);
   }
 
@@ -212,7 +212,7 @@ public final class ExtentAllocator {
    * Clears the current word of the extent at {@code addr} (full fence after): it is about to stop
    * being its key's value. Before the pointer to it changes.
    */
-  void clearCurrent(long addr) {
+  public void clearCurrent(long addr) {
     region((int) (addr >>> 32)).putIntRelease((addr & 0xFFFFFFFFL) + Extents.CURRENT, 0);
     VarHandle.fullFence();
   }

@@ -1,11 +1,13 @@
-package io.ferrite.kv;
+package io.ferrite.kernel.extent;
 
 import io.ferrite.fabric.verify.Checksum64;
+import io.ferrite.kernel.proto.LittleEndian;
 import java.util.Arrays;
 
 /**
- * The key-value extent both table layouts keep an out-of-line pair in (Pilaf's extents, FaRM's
- * out-of-line objects), in an extent region clients read one-sided:
+ * The key-value extent both kv table layouts keep an out-of-line pair in (Pilaf's extents, FaRM's
+ * out-of-line objects), in an extent region clients read one-sided; the tree face's meganode leaves
+ * point to pairs in the same format. A kernel class because both faces use it:
  *
  * <pre>
  *  0                 4            8              12            16
@@ -35,12 +37,12 @@ import java.util.Arrays;
  *       before the pointer changes.
  * </ol>
  *
- * So a copy whose checksum matches a pointer seen earlier — an {@link ExtentHints} hint — and whose
- * current word equals its incarnation had that word copied at an instant when the extent was its
- * key's current value, and holds that value ({@link #current}): it answers a get on its own,
- * linearizable at that instant, without reading the table. Readers through a pointer ignore the
- * word, so a replaced extent stays readable for them until it is reused, as in Pilaf. All words
- * little-endian.
+ * So a copy whose checksum matches a pointer seen earlier — a kv client's extent hint
+ * (io.ferrite.kv.ExtentHints) — and whose current word equals its incarnation had that word copied
+ * at an instant when the extent was its key's current value, and holds that value ({@link
+ * #current}): it answers a get on its own, linearizable at that instant, without reading the table.
+ * Readers through a pointer ignore the word, so a replaced extent stays readable for them until it
+ * is reused, as in Pilaf. All words little-endian.
  */
 public final class Extents {
   public static final int HEADER = 16;
@@ -53,9 +55,9 @@ public final class Extents {
   /** The image of {@code key} and {@code value} under {@code incarnation} (not 0), not current. */
   public static byte[] image(int incarnation, byte[] key, byte[] value) {
     byte[] e = new byte[HEADER + key.length + value.length];
-    HopscotchLayout.putInt(e, 0, incarnation);
-    HopscotchLayout.putInt(e, 4, key.length);
-    HopscotchLayout.putInt(e, 8, value.length);
+    LittleEndian.putInt(e, 0, incarnation);
+    LittleEndian.putInt(e, 4, key.length);
+    LittleEndian.putInt(e, 8, value.length);
     System.arraycopy(key, 0, e, HEADER, key.length);
     System.arraycopy(value, 0, e, HEADER + key.length, value.length);
     return e;
@@ -63,7 +65,7 @@ public final class Extents {
 
   /** The incarnation of an extent copy (0: freed). */
   public static int incarnation(byte[] e) {
-    return HopscotchLayout.getInt(e, 0);
+    return LittleEndian.getInt(e, 0);
   }
 
   /**
@@ -74,11 +76,10 @@ public final class Extents {
   public static boolean valid(byte[] e, long checksum) {
     if (e.length < HEADER
         || incarnation(e) == 0
-        || (long) HEADER + HopscotchLayout.getInt(e, 4) + HopscotchLayout.getInt(e, 8)
-            != e.length) {
+        || (long) HEADER + LittleEndian.getInt(e, 4) + LittleEndian.getInt(e, 8) != e.length) {
       return false;
     }
-    HopscotchLayout.putInt(e, CURRENT, 0);
+    LittleEndian.putInt(e, CURRENT, 0);
     return Checksum64.of(e) == checksum;
   }
 
@@ -89,7 +90,7 @@ public final class Extents {
    */
   public static boolean current(byte[] e, long checksum) {
     return e.length >= HEADER
-        && HopscotchLayout.getInt(e, CURRENT) == incarnation(e)
+        && LittleEndian.getInt(e, CURRENT) == incarnation(e)
         && valid(e, checksum);
   }
 
@@ -98,20 +99,20 @@ public final class Extents {
    * read without its pointer by a hint with {@code checksum}: if the copy is {@link #current},
    * whole and of that key; else null. Clears the copy's current word.
    */
-  static byte[] currentValue(byte[] b, int at, int length, long checksum, byte[] key) {
+  public static byte[] currentValue(byte[] b, int at, int length, long checksum, byte[] key) {
     if (length < HEADER) {
       return null;
     }
-    int incarnation = HopscotchLayout.getInt(b, at);
-    int keyLength = HopscotchLayout.getInt(b, at + 4);
-    int valueLength = HopscotchLayout.getInt(b, at + 8);
+    int incarnation = LittleEndian.getInt(b, at);
+    int keyLength = LittleEndian.getInt(b, at + 4);
+    int valueLength = LittleEndian.getInt(b, at + 8);
     if (incarnation == 0
-        || HopscotchLayout.getInt(b, at + CURRENT) != incarnation
+        || LittleEndian.getInt(b, at + CURRENT) != incarnation
         || keyLength != key.length
         || (long) HEADER + keyLength + valueLength != length) {
       return null;
     }
-    HopscotchLayout.putInt(b, at + CURRENT, 0);
+    LittleEndian.putInt(b, at + CURRENT, 0);
     int from = at + HEADER;
     if (Checksum64.of(b, at, length) != checksum
         || !Arrays.equals(b, from, from + keyLength, key, 0, keyLength)) {
@@ -127,18 +128,18 @@ public final class Extents {
 
   /** Whether a verified extent holds {@code key}. */
   public static boolean hasKey(byte[] e, byte[] key) {
-    return HopscotchLayout.getInt(e, 4) == key.length
+    return LittleEndian.getInt(e, 4) == key.length
         && Arrays.equals(e, HEADER, HEADER + key.length, key, 0, key.length);
   }
 
   /** The key of a verified extent. */
   public static byte[] key(byte[] e) {
-    return Arrays.copyOfRange(e, HEADER, HEADER + HopscotchLayout.getInt(e, 4));
+    return Arrays.copyOfRange(e, HEADER, HEADER + LittleEndian.getInt(e, 4));
   }
 
   /** The value of a verified extent. */
   public static byte[] value(byte[] e) {
-    int from = HEADER + HopscotchLayout.getInt(e, 4);
-    return Arrays.copyOfRange(e, from, from + HopscotchLayout.getInt(e, 8));
+    int from = HEADER + LittleEndian.getInt(e, 4);
+    return Arrays.copyOfRange(e, from, from + LittleEndian.getInt(e, 8));
   }
 }
