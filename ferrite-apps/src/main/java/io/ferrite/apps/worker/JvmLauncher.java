@@ -53,6 +53,8 @@ public final class JvmLauncher implements WorkerLauncher {
         cmd.add(a);
       }
     }
+    cmd.addAll(jvm.options());
+    // Last: HotSpot takes the last of two contradicting flags, so the property overrides.
     cmd.addAll(options(System.getProperty(OPTIONS, "")));
     cmd.add("-cp");
     cmd.add(System.getProperty("java.class.path"));

@@ -17,6 +17,20 @@ final class ProcessWorkers implements WorkerSet {
   /** Below this many adjacency entries a worker JVM starts fast (C1) rather than runs fast. */
   static final long QUICK_START_EDGES = 4_000_000;
 
+  /**
+   * A worker JVM of a large job compiles with C2 only. With the tiered default, the paths the
+   * load's warm-up does not run (the superstep's one-sided reads and writes of the mailbox and the
+   * barrier, their futures, the fabric's batch) reach C1's thresholds during the first supersteps
+   * and about a hundred small C1 compiles, then C2 compiles of some of them, run there: 35-60 ms of
+   * each worker's compiler threads inside 22 supersteps (measured, /proc schedstat), on the core
+   * the other worker computes on once there are as many workers as cores. Without tiers those
+   * paths, run a few hundred times a job, stay interpreted (microseconds a superstep), while the
+   * warm-up's loops, run millions of times, reach C2 as before: the compilers' CPU in the
+   * supersteps fell to 3-14 ms a worker (docs/PERFORMANCE.md, "Carafe's 1 to 2 workers,
+   * interleaved"). The cost is a slower load (the import's paths run interpreted longer).
+   */
+  static final List<String> STEADY_JIT = List.of("-XX:-TieredCompilation");
+
   private final ClusterAccess access;
   private final PregelJob job;
   private final CarafeGraph graph;
@@ -68,8 +82,11 @@ final class ProcessWorkers implements WorkerSet {
       if (quiet) {
         a.add("--quiet");
       }
+      boolean quick = m < QUICK_START_EDGES;
       procs.launch(
-          "worker " + w, a, new WorkerLauncher.Jvm(heap, direct, 1, m < QUICK_START_EDGES));
+          "worker " + w,
+          a,
+          new WorkerLauncher.Jvm(heap, direct, 1, quick, quick ? List.of() : STEADY_JIT));
     }
   }
 
