@@ -52,16 +52,7 @@ final class ProcessWorkers implements WorkerSet {
 
   @Override
   public void start(long regionAddress) throws IOException {
-    long n = graph.vertexCount();
-    long m = graph.edgeCount();
-    // Upper bounds, not allocations: heap for the partition's arrays (targets, offsets, state, the
-    // n-wide combiner accumulators, grouped messages), direct memory for its vertex records, its
-    // outbox and inbox buffers (12 bytes a message) and the 16 MiB load piece; while the load's
-    // warm-up runs, its scratch partition has n-wide accumulators and an outbox of its own; with a
-    // combiner the edges regrouped by target block (FoldBlocks: 6 bytes an edge, 4 more while
-    // built).
-    long heap = (256L << 20) + 48 * n + 28 * m / job.workers() + 8 * m;
-    long direct = (128L << 20) + 60 * n + 24 * m;
+    WorkerLauncher.Jvm jvm = jvm(graph.vertexCount(), graph.edgeCount(), job.workers());
     for (int w = 0; w < job.workers(); w++) {
       List<String> a = new ArrayList<>(List.of("graph-worker"));
       a.addAll(WorkerProcesses.accessArgs(access));
@@ -82,12 +73,24 @@ final class ProcessWorkers implements WorkerSet {
       if (quiet) {
         a.add("--quiet");
       }
-      boolean quick = m < QUICK_START_EDGES;
-      procs.launch(
-          "worker " + w,
-          a,
-          new WorkerLauncher.Jvm(heap, direct, 1, quick, quick ? List.of() : STEADY_JIT));
+      procs.launch("worker " + w, a, jvm);
     }
+  }
+
+  /**
+   * The JVM of each of {@code workers} workers of a graph of {@code n} vertices, {@code m} edges.
+   */
+  static WorkerLauncher.Jvm jvm(long n, long m, int workers) {
+    // Upper bounds, not allocations: heap for the partition's arrays (targets, offsets, state, the
+    // n-wide combiner accumulators, grouped messages), direct memory for its vertex records, its
+    // outbox and inbox buffers (12 bytes a message) and the 16 MiB load piece; while the load's
+    // warm-up runs, its scratch partition has n-wide accumulators and an outbox of its own; with a
+    // combiner the edges regrouped by target block (FoldBlocks: 6 bytes an edge, 4 more while
+    // built).
+    long heap = (256L << 20) + 48 * n + 28 * m / workers + 8 * m;
+    long direct = (128L << 20) + 60 * n + 24 * m;
+    boolean quick = m < QUICK_START_EDGES;
+    return new WorkerLauncher.Jvm(heap, direct, 1, quick, quick ? List.of() : STEADY_JIT);
   }
 
   @Override
