@@ -20,6 +20,18 @@ public interface WorkerLauncher {
    * @param threads width of the common fork-join pool (what the parallel steps use)
    * @param quickStart a small job: a JVM that starts fast (C1 only, serial GC) beats one that runs
    *     fast
+   * @param options further JVM options the application asks for (e.g. Carafe's workers' {@code
+   *     -XX:-TieredCompilation}); a launcher that starts no JVM ignores them
    */
-  record Jvm(long heapBytes, long directBytes, int threads, boolean quickStart) {}
+  record Jvm(
+      long heapBytes, long directBytes, int threads, boolean quickStart, List<String> options) {
+    public Jvm {
+      options = List.copyOf(options);
+    }
+
+    /** A JVM with no further options. */
+    public Jvm(long heapBytes, long directBytes, int threads, boolean quickStart) {
+      this(heapBytes, directBytes, threads, quickStart, List.of());
+    }
+  }
 }

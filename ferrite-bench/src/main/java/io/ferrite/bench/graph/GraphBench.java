@@ -81,6 +81,13 @@ public final class GraphBench {
    * @param progress progress lines, or null
    * @param vertexWeight the partitioner's vertex weight (an edge weighs 1; {@link
    *     Partitioner#DEFAULT_VERTEX_WEIGHT} by default)
+   * @param rounds how many times each worker count runs PageRank, interleaved: every round runs the
+   *     reference (the machine's speed in that round) and then each count once, in ascending order
+   *     in odd rounds (the first, third, ...) and descending in even ones (1, 2, 2, 1, 1, 2, ...:
+   *     ABBA), so that each W-worker job has a 1-worker job seconds away with the machine at about
+   *     the same speed; the W-worker / 1-worker ratio is taken within each round and reported per
+   *     round and as the median and mean over the rounds. The per-count rows without a round in
+   *     their name are then medians over the rounds.
    */
   public record Options(
       String preset,
@@ -95,8 +102,21 @@ public final class GraphBench {
       int graphxPartitions,
       WorkerLauncher launcher,
       PrintStream progress,
-      long vertexWeight) {
+      long vertexWeight,
+      int rounds) {
+    /**
+     * The most rounds: enough to see a machine's swings, bounded so a typo does not run all day.
+     */
+    public static final int MAX_ROUNDS = 100;
+
+    /** The full run's rounds: two ABBA blocks (1, 2, 2, 1, 1, 2, 2, 1 with 1 and 2 workers). */
+    public static final int DEFAULT_ROUNDS = 4;
+
     public Options {
+      if (rounds < 1 || rounds > MAX_ROUNDS) {
+        throw new IllegalArgumentException(
+            "rounds: " + rounds + " (expected: 1 to " + MAX_ROUNDS + ")");
+      }
       if (vertexWeight < 0) {
         throw new IllegalArgumentException("vertex weight: " + vertexWeight + " (expected: >= 0)");
       }
@@ -122,7 +142,10 @@ public final class GraphBench {
       workers = List.copyOf(workers);
     }
 
-    /** The graph: the {@code bench} preset, 100 pairs, 20 supersteps, 1/2/4 workers. */
+    /**
+     * The issue's graph: the {@code bench} preset, 100 pairs, 20 supersteps, 1/2/4 workers, {@link
+     * #DEFAULT_ROUNDS} rounds.
+     */
     public static Options defaults(Path graphxJar, WorkerLauncher launcher) {
       return new Options(
           "bench",
@@ -137,10 +160,11 @@ public final class GraphBench {
           0,
           launcher,
           System.err,
-          Partitioner.DEFAULT_VERTEX_WEIGHT);
+          Partitioner.DEFAULT_VERTEX_WEIGHT,
+          DEFAULT_ROUNDS);
     }
 
-    /** A smoke test: the {@code small} preset. */
+    /** A smoke test: the {@code small} preset, one round. */
     public static Options quick(Path graphxJar, WorkerLauncher launcher) {
       return new Options(
           "small",
@@ -155,7 +179,8 @@ public final class GraphBench {
           0,
           launcher,
           System.err,
-          Partitioner.DEFAULT_VERTEX_WEIGHT);
+          Partitioner.DEFAULT_VERTEX_WEIGHT,
+          1);
     }
   }
 

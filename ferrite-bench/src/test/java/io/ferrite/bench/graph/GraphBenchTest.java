@@ -46,7 +46,8 @@ class GraphBenchTest {
             0,
             null,
             new java.io.PrintStream(lines, true, java.nio.charset.StandardCharsets.UTF_8),
-            Partitioner.DEFAULT_VERTEX_WEIGHT);
+            Partitioner.DEFAULT_VERTEX_WEIGHT,
+            1);
     BenchReport r = GraphBench.run(o);
     // Each worker's share and own time, the partitioner's weights are fitted to; the shares add up.
     String progress = lines.toString(java.nio.charset.StandardCharsets.UTF_8);
@@ -87,6 +88,103 @@ class GraphBenchTest {
     assertEquals(3.0, PageRankRuns.median(new long[] {9, 1, 3}));
     assertNull(r.get("graphx.pagerank.time"), "no GraphX without its jar");
     assertTrue(r.table().contains("carafe.pagerank.w2.time"), r.table());
+    assertNull(r.get("carafe.pagerank.rounds"), "one round: no round rows");
+    assertNull(r.get("carafe.pagerank.round1.w2.x-w1"), "one round: no round rows");
+  }
+
+  @Test
+  void roundsInterleaveTheCountsAbbaAndTakeEachRatioWithinItsRound() throws Exception {
+    java.io.ByteArrayOutputStream lines = new java.io.ByteArrayOutputStream();
+    GraphBench.Options o =
+        new GraphBench.Options(
+            "tiny",
+            5,
+            2,
+            4,
+            List.of(1, 2),
+            1,
+            "shm",
+            null,
+            1L << 30,
+            0,
+            null,
+            new java.io.PrintStream(lines, true, java.nio.charset.StandardCharsets.UTF_8),
+            Partitioner.DEFAULT_VERTEX_WEIGHT,
+            3);
+    BenchReport r = GraphBench.run(o);
+    String progress = lines.toString(java.nio.charset.StandardCharsets.UTF_8);
+    // The jobs ran 1, 2 | 2, 1 | 1, 2: the order of the "iterations with W worker" lines.
+    java.util.regex.Matcher m =
+        java.util.regex.Pattern.compile(
+                "iterations with (\\d) worker thread\\(s\\) \\(round (\\d) of 3\\)")
+            .matcher(progress);
+    StringBuilder order = new StringBuilder();
+    while (m.find()) {
+      order.append(m.group(2)).append(':').append(m.group(1)).append(' ');
+    }
+    assertEquals("1:1 1:2 2:2 2:1 3:1 3:2 ", order.toString(), progress);
+    assertEquals(3, r.require("carafe.pagerank.rounds").value());
+    double[] x = new double[3];
+    double[] w1 = new double[3];
+    for (int round = 1; round <= 3; round++) {
+      String p = "carafe.pagerank.round" + round + ".";
+      assertTrue(
+          r.require("ceiling.reference.pagerank.round" + round + ".ms-per-iteration").value() > 0);
+      w1[round - 1] = r.require(p + "w1.ms-per-superstep").value();
+      double w2 = r.require(p + "w2.ms-per-superstep").value();
+      x[round - 1] = r.require(p + "w2.x-w1").value();
+      assertEquals(w2 / w1[round - 1], x[round - 1], 1e-12, p);
+      assertEquals(
+          r.require(p + "w2.ms-per-superstep.median").value()
+              / r.require(p + "w1.ms-per-superstep.median").value(),
+          r.require(p + "w2.x-w1.by-medians").value(),
+          1e-12,
+          p);
+    }
+    assertEquals(
+        PageRankRuns.median(x), r.require("carafe.pagerank.w2.x-w1.rounds.median").value());
+    assertEquals(
+        PageRankRuns.mean(x), r.require("carafe.pagerank.w2.x-w1.rounds.mean").value(), 1e-12);
+    assertTrue(r.require("carafe.pagerank.w2.x-w1.rounds.by-medians.median").value() > 0);
+    // The rows every page and earlier report reads are there, now medians over the rounds.
+    assertEquals(PageRankRuns.median(w1), r.require("carafe.pagerank.w1.ms-per-superstep").value());
+    against(r, "carafe.pagerank.w2.ms-per-superstep.vs-w1", "carafe.pagerank.w1.ms-per-superstep");
+    against(
+        r, "carafe.pagerank.w1.ms-per-superstep", "ceiling.reference.pagerank.ms-per-iteration");
+  }
+
+  @Test
+  void theOrderAlternatesAndTheMedianAndMeanAreThePlainOnes() {
+    assertEquals("[0, 1, 2]", java.util.Arrays.toString(PageRankRuns.order(3, 0)));
+    assertEquals("[2, 1, 0]", java.util.Arrays.toString(PageRankRuns.order(3, 1)));
+    assertEquals("[0, 1, 2]", java.util.Arrays.toString(PageRankRuns.order(3, 2)));
+    assertEquals(2.5, PageRankRuns.median(new double[] {4, 1, 2, 3}));
+    assertEquals(3.0, PageRankRuns.median(new double[] {9, 1, 3}));
+    assertEquals(13.0 / 3, PageRankRuns.mean(new double[] {9, 1, 3}), 1e-12);
+  }
+
+  @Test
+  void roundsOutOfRangeAreRefusedNamingTheLimit() {
+    IllegalArgumentException e =
+        assertThrows(
+            IllegalArgumentException.class,
+            () ->
+                new GraphBench.Options(
+                    "tiny",
+                    1,
+                    1,
+                    1,
+                    List.of(1, 2),
+                    1,
+                    "shm",
+                    null,
+                    1L << 30,
+                    0,
+                    null,
+                    null,
+                    Partitioner.DEFAULT_VERTEX_WEIGHT,
+                    0));
+    assertEquals("rounds: 0 (expected: 1 to 100)", e.getMessage());
   }
 
   private static void against(BenchReport r, String name, String reference) {

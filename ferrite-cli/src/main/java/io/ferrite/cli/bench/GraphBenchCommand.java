@@ -40,6 +40,21 @@ import picocli.CommandLine.Option;
       "      PageRank.run on the same file, local[cores], graph cached first",
       "  carafe.pagerank.w2.time.vs-graphx  ratio = GraphX time / Carafe's (target:",
       "      >= 2)",
+      "",
+      "Rounds (--rounds N, default 4; --quick: 1): each round times the reference (the",
+      "machine's speed in that round) and runs PageRank once with each worker count, the",
+      "counts ascending in the 1st, 3rd, ... round and descending in the others (1, 2, 2,",
+      "1, 1, 2, 2, 1: ABBA), so each 2-worker job has a 1-worker job seconds away. This",
+      "machine's speed can move 2 x within minutes; a ratio taken within a round cancels",
+      "that. With more than one round:",
+      "  ceiling.reference.pagerank.round<R>.ms-per-iteration  the machine's speed",
+      "  carafe.pagerank.round<R>.w<W>.ms-per-superstep[.median]  each job",
+      "  carafe.pagerank.round<R>.w<W>.x-w1[.by-medians]  W-worker / 1-worker time in",
+      "      round R (by the supersteps' means; by their medians)",
+      "  carafe.pagerank.w<W>.x-w1.rounds.{median,mean}  over the rounds (target for",
+      "      W = 2: <= 0.6); .by-medians.{median,mean}: the same by medians",
+      "  and every carafe.pagerank.w<W>.* and ceiling.reference.pagerank.* row above is",
+      "      the median of its rounds'.",
       "Every answer is checked: stored Dijkstra = in-memory Dijkstra (the first 5 pairs also"
           + " = the plain reference); every PageRank, GraphX's too, within 1e-9 of the reference"
           + " per vertex. A wrong answer fails the run. Nothing is pinned to cores.",
@@ -56,6 +71,7 @@ import picocli.CommandLine.Option;
       "  ferrite bench graph --quick                   small graph, seconds",
       "  ferrite bench graph --vs graphx --json graph.json",
       "  ferrite bench graph --workers 2 --pairs 20 --vs graphx",
+      "  ferrite bench graph --pairs 1 --workers 1,2 --rounds 8   1 vs 2 workers, ABBA",
       "",
       "JSON (--json FILE):",
       "  {\"suite\": \"graph\", \"results\": [{\"name\", \"value\", \"unit\",",
@@ -125,6 +141,14 @@ public final class GraphBenchCommand implements Callable<Integer> {
           "The partitioner's vertex weight, an edge weighing 1 (default: Partitioner's, measured).")
   Long vertexWeight;
 
+  @Option(
+      names = "--rounds",
+      paramLabel = "N",
+      description =
+          "Rounds of PageRank runs, every worker count once a round in ABBA order, ratios taken"
+              + " within each round (default: 4; --quick: 1).")
+  Integer rounds;
+
   @Override
   public Integer call() throws Exception {
     Path jar = out.vs(vs, "graphx") ? GraphXPeer.find() : null;
@@ -150,7 +174,8 @@ public final class GraphBenchCommand implements Callable<Integer> {
                     graphxPartitions != null ? graphxPartitions : d.graphxPartitions(),
                     launcher,
                     out.progress(),
-                    vertexWeight != null ? vertexWeight : d.vertexWeight()));
+                    vertexWeight != null ? vertexWeight : d.vertexWeight(),
+                    rounds != null ? rounds : d.rounds()));
     BenchReport report = GraphBench.run(o);
     return out.emit(report);
   }

@@ -24,6 +24,8 @@ class GraphBenchCommandTest extends CliCapture {
     assertTrue(help.contains("carafe.import.edges-per-s"), help);
     assertTrue(help.contains("carafe.pagerank.w2.time.vs-graphx"), help);
     assertTrue(help.contains("ferrite bench graph --vs graphx --json graph.json"), help);
+    assertTrue(help.contains("--rounds"), help);
+    assertTrue(help.contains("carafe.pagerank.w<W>.x-w1.rounds.{median,mean}"), help);
     out.getBuffer().setLength(0);
     assertEquals(0, run("bench", "--help"));
     assertTrue(out.toString().contains("graph"), out.toString());
@@ -43,6 +45,9 @@ class GraphBenchCommandTest extends CliCapture {
     err.getBuffer().setLength(0);
     assertEquals(2, run("bench", "graph", "--vertex-weight", "-1"));
     assertTrue(err.toString().contains("vertex weight: -1 (expected: >= 0)"), err.toString());
+    err.getBuffer().setLength(0);
+    assertEquals(2, run("bench", "graph", "--rounds", "0"));
+    assertTrue(err.toString().contains("rounds: 0 (expected: 1 to 100)"), err.toString());
   }
 
   @Test
@@ -64,6 +69,8 @@ class GraphBenchCommandTest extends CliCapture {
             "5",
             "--servers",
             "1",
+            "--rounds",
+            "2",
             "--json",
             json.toString()),
         err.toString());
@@ -71,6 +78,8 @@ class GraphBenchCommandTest extends CliCapture {
     assertTrue(j.contains("\"suite\": \"graph\""), j);
     assertTrue(j.contains("\"carafe.dijkstra.explored-per-s\""), j);
     assertTrue(j.contains("\"reference\": \"carafe.pagerank.w1.ms-per-superstep\""), j);
+    assertTrue(j.contains("\"carafe.pagerank.round2.w2.x-w1\""), j);
+    assertTrue(j.contains("\"carafe.pagerank.w2.x-w1.rounds.median\""), j);
     assertTrue(out.toString().contains("carafe.import.edges-per-s"), out.toString());
   }
 }
