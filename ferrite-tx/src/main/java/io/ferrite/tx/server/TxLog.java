@@ -503,6 +503,11 @@ final class TxLog implements AutoCloseable {
     decide(txid, commit, false, NO_PINS);
   }
 
+  /** As {@link #decide(long, boolean)}; {@code now} as in {@link #writes(List, boolean)}. */
+  void decide(long txid, boolean commit, boolean now) {
+    decide(txid, commit, now, NO_PINS);
+  }
+
   /** As {@link #decide(long, boolean)}, a commit pinned for {@code pins} (none: a plain one). */
   void decide(long txid, boolean commit, int[] pins) {
     decide(txid, commit, false, pins);

@@ -170,6 +170,10 @@ public final class TxService implements FerriteService {
             "commit decisions this tx decider keeps until every other participant region resolved"
                 + " them (docs/TX.md Truncation)")
         .register(context.metrics());
+    io.micrometer.core.instrument.Gauge.builder(
+            "ferrite.tx.decisions.pinned.copies", mirrors, ms -> pinnedAtCopies(ms.values()))
+        .description("pinned commit decisions held by this server's backup copies of tx regions")
+        .register(context.metrics());
     replicator =
         Executors.newSingleThreadScheduledExecutor(
             r -> {
@@ -1589,6 +1593,14 @@ public final class TxService implements FerriteService {
 
   record FillState(
       List<TxMirror.LockRecord> locks, Map<Long, Boolean> decided, Map<Long, int[]> pinned) {}
+
+  private static double pinnedAtCopies(java.util.Collection<TxMirror> copies) {
+    int n = 0;
+    for (TxMirror m : copies) {
+      n += m.pinnedCount();
+    }
+    return n;
+  }
 
   /** {@code tx.decisions.kept}. */
   int kept() {
