@@ -240,14 +240,15 @@ class TxTruncationTest {
     }
     manyLaterDecisions();
     // The decider's log (tx.log.checkpoint 4k) is rewritten (it shrinks) after the pinned decision,
-    // on a reaper tick: commits go on until it did, bounded.
+    // on a reaper tick: commits go on, a few a millisecond, until it did (a bounded wait).
     long largest = Files.size(log);
     boolean rewritten = false;
-    for (int i = 0; i < 20_000 && !rewritten; i++) {
+    for (int i = 0; i < 3000 && !rewritten; i++) {
       write(a, x, 5000 + i, z, 6000 + i).txCommit();
       long now = Files.size(log);
       rewritten = now < largest;
       largest = Math.max(largest, now);
+      Thread.sleep(i % 4 == 0 ? 1 : 0);
     }
     assertTrue(rewritten, "the decider's log was checkpointed after the pinned decision");
     String deciderName = crash(decider);
@@ -276,6 +277,26 @@ class TxTruncationTest {
     TxClient fresh = new TxClient(cluster.client());
     assertEquals(20, readWhenClear(fresh, y), "the promoted backup applied the commit");
     nothingLocked(100 + LATER - 1, 20);
+    pinsSettleToZero();
+  }
+
+  /**
+   * Replicas 2: the decider's primary dies after 256 later decisions; its promoted backup took the
+   * pin over with the DECIDE record, and answers the other participant (alive, its COMMIT lost),
+   * which asks once its lock lease lapsed: commit.
+   */
+  @Test
+  void aPromotedDeciderKeepsThePinsOfItsBackupCopy() throws Exception {
+    settings.put(TxConfig.LOCK_LEASE, "8s");
+    start(2);
+    commitWithoutTheOthersCommit().drop();
+    manyLaterDecisions();
+    assertEquals(-1, a.probe(y), "the other participant has not asked its decider yet");
+    crash(decider);
+    cluster.awaitServers(2);
+    TxClient fresh = new TxClient(cluster.client());
+    assertEquals(20, readWhenClear(fresh, y), "the promoted decider answered commit");
+    nothingLocked(readWhenClear(fresh, x), 20);
     pinsSettleToZero();
   }
 

@@ -109,7 +109,7 @@ public final class TxService implements FerriteService {
   /** {@code tx.decisions.kept}: how many decisions the bounded maps remember. */
   private int kept;
 
-  /** When the reaper last warned of pins past {@link #kept} (its thread only). */
+  /** When truncation last warned of pins past {@link #kept} (its thread only). */
   private long pinsWarnedNanos;
 
   private ServiceContext context;
@@ -121,6 +121,9 @@ public final class TxService implements FerriteService {
   private Shipping shipping;
   private TxRepair repair;
   private ScheduledExecutorService replicator;
+
+  /** Truncation's thread ({@link #truncate}): its calls never hold up the reaper's work. */
+  private ScheduledExecutorService truncator;
 
   /** Every copy's log on disk ({@code tx.log.sync}; docs/TX.md "Logs on disk"). */
   private TxLogs logs;
@@ -185,6 +188,26 @@ public final class TxService implements FerriteService {
     repair = new TxRepair(this, context, regions, mirrors, regionSize);
     // Regions are served only under the master lease (docs/TX.md "Leases").
     masterLease = new TxLease(context, TxConfig.lease(context.config()), this::verifyRegions);
+    truncator =
+        Executors.newSingleThreadScheduledExecutor(
+            r -> {
+              Thread t = new Thread(r, "tx-truncate-" + context.serverId());
+              t.setDaemon(true);
+              return t;
+            });
+    long tick = Math.max(1, lease.toMillis() / 4);
+    truncator.scheduleWithFixedDelay(
+        () -> {
+          try {
+            truncate(tick);
+          } catch (RuntimeException e) {
+            // a master or peer error not caught below: next tick (a task that throws would stop)
+            LOG.log(System.Logger.Level.DEBUG, "tx truncation: " + e);
+          }
+        },
+        tick,
+        tick,
+        TimeUnit.MILLISECONDS);
     reaper = new Thread(this::reap, "tx-reaper-" + context.serverId());
     reaper.setDaemon(true);
     reaper.start();
@@ -198,6 +221,9 @@ public final class TxService implements FerriteService {
     }
     if (replicator != null) {
       replicator.shutdownNow();
+    }
+    if (truncator != null) {
+      truncator.shutdownNow();
     }
     if (repair != null) {
       repair.stop();
@@ -1387,7 +1413,6 @@ public final class TxService implements FerriteService {
       try {
         promoteDue();
         resolveLapsed();
-        truncate(tick);
         logs.checkpoints(
             checkpointBytes,
             (id, log) -> {
@@ -1488,44 +1513,65 @@ public final class TxService implements FerriteService {
   }
 
   /**
-   * The decider's half of truncation, on the reaper's tick: every pin older than a tick is asked
-   * about at the current primary of each region it waits for (one UNRESOLVED call per region, every
-   * pinned txid in it), and each pin whose regions all answered is released (an UNPIN record to the
-   * decider region's log and backups). Asked by the decider, so a coordinator or a participant that
-   * dies leaves nothing pinned for good: the region's next primary answers.
+   * The decider's half of truncation, on its own thread each reaper tick ({@code tx.lock.lease /
+   * 4}): every pin older than a tick is asked about at the current primary of each region it waits
+   * for (one UNRESOLVED call per region, every pinned txid in it), and each pin whose regions all
+   * answered is released (an UNPIN record to the decider region's log and backups). Asked by the
+   * decider, so a coordinator or a participant that dies leaves nothing pinned for good: the
+   * region's next primary answers.
    */
   private void truncate(long tickMillis) {
     long now = System.nanoTime();
     Map<Integer, List<Long>> due = pins.due(now - tickMillis * 1_000_000L, 1 << 16);
     Map<Integer, Integer> primaries = new HashMap<>();
+    List<Ask> asks = new ArrayList<>();
+    // Every region asked at once, then the answers waited for: a region whose primary is down
+    // costs one timeout per tick, not one per region.
     for (Map.Entry<Integer, List<Long>> e : due.entrySet()) {
       int region = e.getKey();
-      List<Long> still;
       try {
-        int primary = primaries.computeIfAbsent(region, id -> placement(id).primary());
+        int primary =
+            primaries.computeIfAbsent(region, id -> placement(id, CALL_TIMEOUT).primary());
+        CompletableFuture<List<Long>> still;
         if (primary == context.serverId()) {
-          still = unresolved(region, e.getValue()).join();
+          still = unresolved(region, e.getValue());
         } else {
           Wire.Writer w = new Wire.Writer().i32(region).i32(e.getValue().size());
           e.getValue().forEach(w::i64);
-          ByteBuffer b =
+          still =
               context
                   .peer(primary)
-                  .callSync(
-                      TxProtocol.SERVER_SERVICE, TxProtocol.UNRESOLVED, w.toBuffer(), CALL_TIMEOUT);
-          Wire.Reader r = new Wire.Reader(b, "tx unresolved");
-          still = TxLog.readTxids(r);
-          r.end();
+                  .call(
+                      TxProtocol.SERVER_SERVICE, TxProtocol.UNRESOLVED, w.toBuffer(), CALL_TIMEOUT)
+                  .thenApply(
+                      b -> {
+                        Wire.Reader r = new Wire.Reader(b, "tx unresolved");
+                        List<Long> l = TxLog.readTxids(r);
+                        r.end();
+                        return l;
+                      });
         }
+        asks.add(new Ask(region, e.getValue(), still));
       } catch (FerriteException | CompletionException x) {
-        continue; // the region's primary cannot answer now (dead, being promoted): next tick
+        // the region's primary cannot be asked now (dead, being promoted): next tick
       }
-      List<Long> done = new ArrayList<>(e.getValue());
+    }
+    for (Ask ask : asks) {
+      List<Long> still;
+      try {
+        still = ask.still().join();
+      } catch (FerriteException | CompletionException x) {
+        continue; // no answer: next tick
+      }
+      List<Long> done = new ArrayList<>(ask.txids());
       done.removeAll(new java.util.HashSet<>(still));
-      pins.resolved(region, done).forEach(this::unpin);
+      pins.resolved(ask.region(), done).forEach(this::unpin);
     }
     warnIfPinned(now);
   }
+
+  /** One UNRESOLVED question of {@link #truncate}: the txids asked, the ones still unresolved. */
+  private record Ask(int region, List<Long> txids, CompletableFuture<List<Long>> still) {}
 
   /** Released pins of decider region {@code id}: an UNPIN record to its log and its backups. */
   private void unpin(int id, List<Long> txids) {
