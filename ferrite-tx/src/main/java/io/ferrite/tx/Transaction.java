@@ -9,7 +9,9 @@ import java.util.HashMap;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.SortedSet;
 import java.util.TreeMap;
+import java.util.TreeSet;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionException;
 
@@ -316,7 +318,19 @@ public final class Transaction {
     // The commit point: the decider region's primary's OK. COMMIT is idempotent (decided once), so
     // a lost answer is asked again, of the region's current primary: after a failover, the
     // promoted backup decides from the DECIDE record it holds (or, without one, decides itself).
-    ByteBuffer commitBody = new Wire.Writer().i64(txid).i32(deciderRegion).toBuffer();
+    // The regions written besides the decider region: the decider keeps its commit decision
+    // pinned until each of them resolved it (docs/TX.md "Truncation").
+    SortedSet<Integer> others0 = new TreeSet<>();
+    for (List<FatPointer> ps : byServer.values()) {
+      for (FatPointer p : ps) {
+        if (p.region() != deciderRegion) {
+          others0.add(p.region());
+        }
+      }
+    }
+    Wire.Writer cw = new Wire.Writer().i64(txid).i32(deciderRegion).i32(others0.size());
+    others0.forEach(cw::i32);
+    ByteBuffer commitBody = cw.toBuffer();
     int st = -1;
     FerriteException lost = null;
     try {

@@ -64,6 +64,14 @@ public final class TxConfig implements ConfigKeys {
    */
   public static final String FILL_PAUSE = "tx.fill.pause.ms";
 
+  /**
+   * Server: how many recent decisions (and outcomes) a tx server, a region's log and a backup's
+   * copy remember for late messages; a commit whose other participant regions have not resolved it
+   * is kept beyond it (pinned: docs/TX.md "Truncation"), and the server warns while more than this
+   * many are pinned. Lowered by tests to make the bound reachable.
+   */
+  public static final String DECISIONS_KEPT = "tx.decisions.kept";
+
   /** For {@link java.util.ServiceLoader}. */
   public TxConfig() {}
 
@@ -98,7 +106,11 @@ public final class TxConfig implements ConfigKeys {
             "64m",
             "server: a tx log is rewritten as its copy's image past this and 2x its last size"),
         new Key(
-            FILL_PAUSE, "0", "server: ms of pause after each object a tx re-replication copies"));
+            FILL_PAUSE, "0", "server: ms of pause after each object a tx re-replication copies"),
+        new Key(
+            DECISIONS_KEPT,
+            "65536",
+            "server: recent tx decisions remembered; pinned commits beyond it are warned of"));
   }
 
   @Override
@@ -134,6 +146,10 @@ public final class TxConfig implements ConfigKeys {
     if (cfg.getSize(LOG_CHECKPOINT) < 4096) {
       throw new IllegalArgumentException(
           LOG_CHECKPOINT + ": " + cfg.get(LOG_CHECKPOINT) + " (expected: >= 4k)");
+    }
+    if (cfg.getInt(DECISIONS_KEPT) < 16) {
+      throw new IllegalArgumentException(
+          DECISIONS_KEPT + ": " + cfg.get(DECISIONS_KEPT) + " (expected: >= 16)");
     }
     lease(cfg);
     if (cfg.getDuration(LOCK_LEASE).toMillis() < 1) {

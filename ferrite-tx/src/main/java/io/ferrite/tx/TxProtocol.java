@@ -35,22 +35,28 @@ package io.ferrite.tx;
  *  OPEN_REGION  i32 region                           → i32 fabricRegion, i64 readKey, i64 length
  *  ALLOC        i32 region, i32 size                 → i64 offset, i64 incarnation, i64 version
  *  LOCK         i64 txid, i32 deciderRegion, writes  → u8 status [, u8 durable]
- *  COMMIT       i64 txid, i32 deciderRegion          → u8 status
+ *  COMMIT       i64 txid, i32 deciderRegion, i32 n, n × i32 region → u8 status
+ *               (the regions written besides the decider region: its commit is pinned for them)
  *  ABORT        i64 txid                             → u8 status (always OK)
  *  COMMIT_LOCAL i64 txid, writes, reads              → u8 status
  *  OUTCOME      i64 txid, i32 deciderRegion          → u8 status (SERVER role only)
  *  OPEN_COPY    i32 region                           → as OPEN_REGION, of this server's backup copy
  *  REPLICATE    i32 region, i64 epoch, u8 record, body → (empty) (SERVER role: primary → backup)
+ *  UNRESOLVED   i32 region, i32 n, n × i64 txid      → i32 m, m × i64 txid (SERVER role: those
+ *               the region still holds locked; the decider unpins the others)
  *
  *  records: 1 LOCK   i64 txid, i32 deciderRegion, writes (of this region)
  *           2 LOCAL  writes (a single-server commit, decided: applied at once)
  *           3 COMMIT i64 txid     4 ABORT i64 txid
- *           5 DECIDE i64 txid, u8 commit (the decider region's decision)
+ *           5 DECIDE i64 txid, u8 commit, i32 n, n × i32 region (the decider region's decision,
+ *                    pinned until those regions resolved it)
  *           6 OPEN   (the primary made the region: the backup makes its copy)
  *           7 FILL_BEGIN i64 since (a new copy: made empty, replacing any older one)
  *           8 FILL_STATE i32 n, n × (i64 slab, i32 lines), i32 m, m × (i64 txid, i32 decider,
- *                        writes), i32 k, k × (i64 txid, u8 commit)  (slabs, LOCK and DECIDE records)
+ *                        writes), i32 k, k × (i64 txid, u8 commit, i32 p, p × i32 region)
+ *                        (slabs, LOCK and DECIDE records, with their pins)
  *           9 FILL_OBJECTS i32 n, n × (i64 offset, i32 lines, u8 live, lines × 64 bytes image)
+ *          10 UNPIN  i32 n, n × i64 txid (pins of the decider region released)
  *
  *  writes = i32 n, n × (ptr, i64 expectedVersion, u8 kind (1 write, 2 free), bytes value)
  *  reads  = i32 n, n × (ptr, i64 version)
@@ -83,6 +89,13 @@ public final class TxProtocol {
   public static final int OPEN_COPY = 8;
   public static final int REPLICATE = 9;
 
+  /**
+   * Truncation (docs/TX.md "Truncation"), decider → a participant region's primary, SERVER role:
+   * which of these committed transactions does the region still hold unresolved (a LOCK not yet
+   * applied durably)? The others' pins are released at the decider.
+   */
+  public static final int UNRESOLVED = 10;
+
   /** REPLICATE record types. */
   public static final int REC_LOCK = 1;
 
@@ -94,6 +107,9 @@ public final class TxProtocol {
   public static final int REC_FILL_BEGIN = 7;
   public static final int REC_FILL_STATE = 8;
   public static final int REC_FILL_OBJECTS = 9;
+
+  /** The decider region's pins released (docs/TX.md "Truncation"): i32 n, n × i64 txid. */
+  public static final int REC_UNPIN = 10;
 
   /**
    * Function shipping ({@link TxFunction}): {@code str function, FatPointer address, bytes

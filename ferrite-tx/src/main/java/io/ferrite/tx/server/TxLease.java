@@ -40,7 +40,8 @@ final class TxLease implements AutoCloseable {
               TxProtocol.ALLOC,
               TxProtocol.SHIP,
               TxProtocol.OPEN_REGION,
-              TxProtocol.OUTCOME ->
+              TxProtocol.OUTCOME,
+              TxProtocol.UNRESOLVED ->
           true;
       default -> false;
     };

@@ -33,14 +33,22 @@ import java.util.function.LongPredicate;
  *  FLOOR   u8 3 | i64 incarnation floor
  *  LOCK    u8 4 | i64 txid | i32 decider region | i32 n | n × (fat pointer | i64 expected | u8 kind | bytes value)
  *  RESOLVED u8 5 | i64 txid | u8 commit
+ *  PINNED  u8 6 | i64 txid | i32 n | n × i32 region
+ *  UNPIN   u8 7 | i32 n | n × i64 txid
  * </pre>
  *
- * A WRITES record is a committed write set of this region (a LOCAL record or a single-server commit
- * applied, a COMMIT applied, a DECIDE commit applied at a backup): each write installs its image at
- * {@code expected + 1}, a FREE bumps the incarnation. Replay applies them <b>by version</b> (as a
- * backup applies records: {@link TxMirror}), so two records of one object appended out of order
- * still leave the newer image. A DECIDE record is a decision of the decider region. A FLOOR record
- * is the lowest incarnation a recovered primary hands out (see {@link TxLogs#recover}).
+ * <p>A PINNED record is a DECIDE commit of a transaction with other participant regions: the
+ * decision is kept (not forgotten for room, carried over by every checkpoint) until an UNPIN record
+ * says those regions resolved it (docs/TX.md "Truncation"). An UNPIN record is queued, never waited
+ * for: one lost with the process leaves its pins to be asked about again after a rebuild.
+ *
+ * <p>A WRITES record is a committed write set of this region (a LOCAL record or a single-server
+ * commit applied, a COMMIT applied, a DECIDE commit applied at a backup): each write installs its
+ * image at {@code expected + 1}, a FREE bumps the incarnation. Replay applies them <b>by
+ * version</b> (as a backup applies records: {@link TxMirror}), so two records of one object
+ * appended out of order still leave the newer image. A DECIDE record is a decision of the decider
+ * region. A FLOOR record is the lowest incarnation a recovered primary hands out (see {@link
+ * TxLogs#recover}).
  *
  * <p>A LOCK record is a two-phase transaction's writes of this region, locked here by a participant
  * that is not the decider while this is the region's only copy (no backup holds the LOCK record):
@@ -72,6 +80,8 @@ final class TxLog implements AutoCloseable {
   static final int FLOOR = 3;
   static final int LOCK = 4;
   static final int RESOLVED = 5;
+  static final int PINNED = 6;
+  static final int UNPIN = 7;
 
   private final int region;
   private final Path file;
@@ -89,7 +99,10 @@ final class TxLog implements AutoCloseable {
   private volatile FerriteException broken;
 
   /** DECIDE records appended or replayed (carried over by a checkpoint); guarded by itself. */
-  private final Map<Long, Boolean> decisions = RecentTxids.map(RecentTxids.DECIDED);
+  private final Map<Long, Boolean> decisions;
+
+  /** PINNED records not yet UNPINned: txid → regions; guarded by {@link #decisions}. */
+  private final Map<Long, int[]> pinned = new LinkedHashMap<>();
 
   /**
    * LOCK records written or replayed whose RESOLVED record is not (carried over by a checkpoint);
@@ -109,7 +122,8 @@ final class TxLog implements AutoCloseable {
   /** The log's bytes after its last checkpoint (or at open). */
   private volatile long checkpointed;
 
-  private TxLog(int region, Path file, OpLog log, TxLogAppender appender) {
+  private TxLog(int region, Path file, OpLog log, TxLogAppender appender, int kept) {
+    this.decisions = RecentTxids.map(kept);
     this.region = region;
     this.file = file;
     this.log = log;
@@ -136,6 +150,18 @@ final class TxLog implements AutoCloseable {
       Replay seen,
       OpLog.Fsync fsync,
       TxLogAppender appender) {
+    return open(region, file, copy, seen, fsync, appender, RecentTxids.DECIDED);
+  }
+
+  /** As above, remembering the last {@code kept} plain decisions ({@code tx.decisions.kept}). */
+  static TxLog open(
+      int region,
+      Path file,
+      TxMirror copy,
+      Replay seen,
+      OpLog.Fsync fsync,
+      TxLogAppender appender,
+      int kept) {
     Consumer<ByteBuffer> replay =
         body -> {
           if (copy == null) {
@@ -163,6 +189,17 @@ final class TxLog implements AutoCloseable {
             case FLOOR -> {
               seen.maxIncarnation = Math.max(seen.maxIncarnation, r.i64("floor"));
               r.end();
+            }
+            case PINNED -> {
+              long txid = r.i64("txid");
+              int[] regions = readRegions(r);
+              r.end();
+              copy.decide(txid, true, regions);
+            }
+            case UNPIN -> {
+              List<Long> txids = readTxids(r);
+              r.end();
+              copy.unpin(txids);
             }
             case LOCK -> {
               long txid = r.i64("txid");
@@ -195,7 +232,8 @@ final class TxLog implements AutoCloseable {
           }
           seen.records++;
         };
-    Map<Long, Boolean> decided = new LinkedHashMap<>();
+    Map<Long, Boolean> decided = RecentTxids.map(kept);
+    Map<Long, int[]> pins = new LinkedHashMap<>();
     long[] floor = new long[1];
     Consumer<ByteBuffer> remember =
         body -> {
@@ -204,12 +242,19 @@ final class TxLog implements AutoCloseable {
             decided.put(b.getLong(1), b.get(9) != 0);
           } else if (b.get(0) == FLOOR) {
             floor[0] = Math.max(floor[0], b.getLong(1));
+          } else if (b.get(0) == PINNED) {
+            Wire.Reader r = new Wire.Reader(b.position(1), "tx log PINNED record");
+            pins.put(r.i64("txid"), readRegions(r));
+          } else if (b.get(0) == UNPIN) {
+            readTxids(new Wire.Reader(b.position(1), "tx log UNPIN record")).forEach(pins::remove);
           }
           replay.accept(body);
         };
     TxLog l =
-        new TxLog(region, file, OpLog.open("tx-region-" + region, file, remember, fsync), appender);
+        new TxLog(
+            region, file, OpLog.open("tx-region-" + region, file, remember, fsync), appender, kept);
     l.decisions.putAll(decided);
+    l.pinned.putAll(pins);
     l.locked.putAll(seen.locks);
     l.floor = floor[0];
     l.checkpointed = l.log.bytes();
@@ -262,13 +307,16 @@ final class TxLog implements AutoCloseable {
    * write(2)} ({@link OpLog#appendAll}): the DECIDE record first, then the WRITES record, as the
    * two appends they replace wrote them (an alone decider used to write each with its own call).
    */
-  void decideAndWrites(long txid, List<TxService.Write> ws) {
+  void decideAndWrites(long txid, List<TxService.Write> ws, int[] pins) {
     rw.readLock().lock();
     try {
       synchronized (decisions) {
         decisions.put(txid, true);
+        if (pins.length > 0) {
+          pinned.put(txid, pins);
+        }
       }
-      writeNow(List.of(new Wire.Writer().u8(DECIDE).i64(txid).u8(1).toArray(), writesRecord(ws)));
+      writeNow(List.of(decideRecord(txid, true, pins), writesRecord(ws)));
     } finally {
       rw.readLock().unlock();
     }
@@ -452,17 +500,30 @@ final class TxLog implements AutoCloseable {
 
   /** Appends a decision of this decider region. */
   void decide(long txid, boolean commit) {
-    decide(txid, commit, false);
+    decide(txid, commit, false, NO_PINS);
   }
 
   /** As {@link #decide(long, boolean)}; {@code now} as in {@link #writes(List, boolean)}. */
   void decide(long txid, boolean commit, boolean now) {
+    decide(txid, commit, now, NO_PINS);
+  }
+
+  /** As {@link #decide(long, boolean)}, a commit pinned for {@code pins} (none: a plain one). */
+  void decide(long txid, boolean commit, int[] pins) {
+    decide(txid, commit, false, pins);
+  }
+
+  /** As {@link #decide(long, boolean, int[])}; {@code now} as in {@link #writes(List, boolean)}. */
+  void decide(long txid, boolean commit, boolean now, int[] pins) {
     rw.readLock().lock();
     try {
       synchronized (decisions) {
         decisions.put(txid, commit);
+        if (commit && pins.length > 0) {
+          pinned.put(txid, pins);
+        }
       }
-      byte[] record = new Wire.Writer().u8(DECIDE).i64(txid).u8(commit ? 1 : 0).toArray();
+      byte[] record = decideRecord(txid, commit, pins);
       if (now) {
         appendNow(record);
       } else {
@@ -470,6 +531,64 @@ final class TxLog implements AutoCloseable {
       }
     } finally {
       rw.readLock().unlock();
+    }
+  }
+
+  static final int[] NO_PINS = new int[0];
+
+  private static byte[] decideRecord(long txid, boolean commit, int[] pins) {
+    if (!commit || pins.length == 0) {
+      return new Wire.Writer().u8(DECIDE).i64(txid).u8(commit ? 1 : 0).toArray();
+    }
+    Wire.Writer w = new Wire.Writer().u8(PINNED).i64(txid).i32(pins.length);
+    for (int r : pins) {
+      w.i32(r);
+    }
+    return w.toArray();
+  }
+
+  static int[] readRegions(Wire.Reader r) {
+    int n = r.count("regions", 1 << 16);
+    int[] out = new int[n];
+    for (int i = 0; i < n; i++) {
+      out[i] = r.i32("region");
+    }
+    return out;
+  }
+
+  static List<Long> readTxids(Wire.Reader r) {
+    int n = r.count("txids", 1 << 24);
+    List<Long> out = new ArrayList<>(n);
+    for (int i = 0; i < n; i++) {
+      out.add(r.i64("txid"));
+    }
+    return out;
+  }
+
+  /**
+   * Queues an UNPIN record: these pinned decisions' regions all resolved them (never waited for; a
+   * record lost with the process leaves pins that are asked about again and released).
+   */
+  void unpin(List<Long> txids) {
+    rw.readLock().lock();
+    try {
+      Wire.Writer w = new Wire.Writer().u8(UNPIN).i32(txids.size());
+      synchronized (decisions) {
+        for (long txid : txids) {
+          pinned.remove(txid);
+          w.i64(txid);
+        }
+      }
+      queue(w.toArray());
+    } finally {
+      rw.readLock().unlock();
+    }
+  }
+
+  /** Pinned decisions this log holds (tests). */
+  int pinnedCount() {
+    synchronized (decisions) {
+      return pinned.size();
     }
   }
 
@@ -537,9 +656,13 @@ final class TxLog implements AutoCloseable {
             }
             synchronized (decisions) {
               decisions.forEach(
-                  (txid, commit) ->
-                      sink.accept(
-                          new Wire.Writer().u8(DECIDE).i64(txid).u8(commit ? 1 : 0).toArray()));
+                  (txid, commit) -> {
+                    if (!pinned.containsKey(txid)) {
+                      sink.accept(decideRecord(txid, commit, NO_PINS));
+                    }
+                  });
+              // Every pinned decision, however old (docs/TX.md "Truncation").
+              pinned.forEach((txid, regions) -> sink.accept(decideRecord(txid, true, regions)));
               if (floor > 0) {
                 sink.accept(new Wire.Writer().u8(FLOOR).i64(floor).toArray());
               }

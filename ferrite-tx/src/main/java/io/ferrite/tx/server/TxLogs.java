@@ -80,7 +80,16 @@ final class TxLogs implements AutoCloseable {
   /** Encodes and writes every log's records off the callers' threads. */
   private final TxLogAppender appender;
 
+  /** How many plain decisions each log (and a copy rebuilt from it) remembers. */
+  private final int kept;
+
   TxLogs(Path dir, Sync sync, Duration interval, int serverId) {
+    this(dir, sync, interval, serverId, RecentTxids.DECIDED);
+  }
+
+  /** As above, each log remembering its last {@code kept} plain decisions. */
+  TxLogs(Path dir, Sync sync, Duration interval, int serverId, int kept) {
+    this.kept = kept;
     this.dir = dir;
     this.sync = sync;
     this.appender = new TxLogAppender(serverId);
@@ -122,7 +131,7 @@ final class TxLogs implements AutoCloseable {
   /** A fresh, empty log for a new copy of {@code region} (a stale file of an old copy goes). */
   TxLog create(int region) {
     drop(region);
-    TxLog l = TxLog.open(region, file(region), null, new TxLog.Replay(), fsync, appender);
+    TxLog l = TxLog.open(region, file(region), null, new TxLog.Replay(), fsync, appender, kept);
     logs.put(region, l);
     return l;
   }
@@ -136,9 +145,9 @@ final class TxLogs implements AutoCloseable {
    * committed is not in the log, and its fat pointer must never match an object allocated now.
    */
   TxMirror recover(int region, MappedRegion memory, long slabSize, long epoch) {
-    TxMirror copy = new TxMirror(region, memory, slabSize);
+    TxMirror copy = new TxMirror(region, memory, slabSize, kept);
     TxLog.Replay seen = new TxLog.Replay();
-    TxLog l = TxLog.open(region, file(region), copy, seen, fsync, appender);
+    TxLog l = TxLog.open(region, file(region), copy, seen, fsync, appender, kept);
     long floor = Math.max(seen.maxIncarnation, (epoch - 1) << 40) + 1;
     l.floor(floor);
     floors.put(region, floor);
@@ -194,7 +203,7 @@ final class TxLogs implements AutoCloseable {
    * boolean)}), the others queued to the appender.
    */
   void logAndApply(List<Write> writes, Runnable apply, java.util.function.IntPredicate alone) {
-    logAndApply(writes, apply, alone, -1, 0);
+    logAndApply(writes, apply, alone, -1, 0, TxLog.NO_PINS);
   }
 
   /**
@@ -207,8 +216,9 @@ final class TxLogs implements AutoCloseable {
       Runnable apply,
       java.util.function.IntPredicate alone,
       int decided,
-      long txid) {
-    logAndApply(writes, apply, alone, decided, txid, 0);
+      long txid,
+      int[] pins) {
+    logAndApply(writes, apply, alone, decided, txid, 0, pins);
   }
 
   /**
@@ -222,7 +232,8 @@ final class TxLogs implements AutoCloseable {
       java.util.function.IntPredicate alone,
       int decided,
       long txid,
-      long resolves) {
+      long resolves,
+      int[] pins) {
     List<Lock> held = new ArrayList<>();
     FerriteException failed = null;
     try {
@@ -234,7 +245,7 @@ final class TxLogs implements AutoCloseable {
           held.add(k);
           try {
             if (e.getKey() == decided) {
-              l.decideAndWrites(txid, e.getValue());
+              l.decideAndWrites(txid, e.getValue(), pins);
             } else if (resolves == 0 || !l.resolve(resolves, true)) {
               // (with its LOCK record in this log, the small RESOLVED record stands for them)
               l.writes(e.getValue(), alone.test(e.getKey()));

@@ -37,10 +37,16 @@ final class TxMirror {
   private final Map<Long, LockRecord> locks = new LinkedHashMap<>();
 
   /** Resolved transactions (true: committed): DECIDE records, and COMMIT/ABORT seen; bounded. */
-  private final Map<Long, Boolean> resolved = RecentTxids.map(RecentTxids.DECIDED);
+  private final Map<Long, Boolean> resolved;
 
   /** DECIDE records (the decider region's decisions), kept while bounded like {@link #resolved}. */
-  private final Map<Long, Boolean> decided = RecentTxids.map(RecentTxids.DECIDED);
+  private final Map<Long, Boolean> decided;
+
+  /**
+   * Pinned commit decisions (DECIDE records with regions, not yet UNPINned): never forgotten for
+   * room, taken over by a promotion (docs/TX.md "Truncation").
+   */
+  private final Map<Long, int[]> pinned = new LinkedHashMap<>();
 
   private boolean promoted;
 
@@ -51,6 +57,13 @@ final class TxMirror {
   volatile long since;
 
   TxMirror(int id, MappedRegion memory, long slabSize) {
+    this(id, memory, slabSize, RecentTxids.DECIDED);
+  }
+
+  /** As above, remembering the last {@code kept} decisions ({@code tx.decisions.kept}). */
+  TxMirror(int id, MappedRegion memory, long slabSize, int kept) {
+    this.resolved = RecentTxids.map(kept);
+    this.decided = RecentTxids.map(kept);
     this.id = id;
     this.memory = memory;
     this.slabSize = slabSize;
@@ -97,14 +110,34 @@ final class TxMirror {
 
   /** A DECIDE record: the decision of the transaction whose decider region this is. */
   synchronized boolean decide(long txid, boolean commit) {
+    return decide(txid, commit, TxLog.NO_PINS);
+  }
+
+  /** As {@link #decide(long, boolean)}, a commit pinned until {@code pins} resolved it. */
+  synchronized boolean decide(long txid, boolean commit, int[] pins) {
     if (promoted) {
       return false;
     }
     decided.put(txid, commit);
+    if (commit && pins.length > 0) {
+      pinned.put(txid, pins);
+    }
     if (log != null) {
-      log.decide(txid, commit);
+      log.decide(txid, commit, pins);
     }
     resolve(txid, commit);
+    return true;
+  }
+
+  /** An UNPIN record: these pinned decisions were resolved by all their regions. */
+  synchronized boolean unpin(List<Long> txids) {
+    if (promoted) {
+      return false;
+    }
+    txids.forEach(pinned::remove);
+    if (log != null) {
+      log.unpin(txids);
+    }
     return true;
   }
 
@@ -146,7 +179,10 @@ final class TxMirror {
    * decisions (acted on like DECIDE records).
    */
   synchronized boolean fillState(
-      Map<Long, Integer> slabs, List<LockRecord> pendingLocks, Map<Long, Boolean> decisions) {
+      Map<Long, Integer> slabs,
+      List<LockRecord> pendingLocks,
+      Map<Long, Boolean> decisions,
+      Map<Long, int[]> pins) {
     if (promoted) {
       return false;
     }
@@ -158,10 +194,14 @@ final class TxMirror {
     }
     decisions.forEach(
         (txid, commit) -> {
+          int[] p = pins.getOrDefault(txid, TxLog.NO_PINS);
           if (log != null && !decided.containsKey(txid)) {
-            log.decide(txid, commit);
+            log.decide(txid, commit, p);
           }
           decided.putIfAbsent(txid, commit);
+          if (commit && p.length > 0) {
+            pinned.putIfAbsent(txid, p);
+          }
           resolve(txid, decided.get(txid));
         });
     return true;
@@ -202,12 +242,17 @@ final class TxMirror {
       Map<Long, Integer> slabLines,
       Set<Long> live,
       List<LockRecord> locks,
-      Map<Long, Boolean> decided) {}
+      Map<Long, Boolean> decided,
+      Map<Long, int[]> pinned) {}
 
   synchronized Taken promote() {
     promoted = true;
     return new Taken(
-        Map.copyOf(slabLines), Set.copyOf(live), List.copyOf(locks.values()), Map.copyOf(decided));
+        Map.copyOf(slabLines),
+        Set.copyOf(live),
+        List.copyOf(locks.values()),
+        Map.copyOf(decided),
+        new LinkedHashMap<>(pinned));
   }
 
   /**
@@ -221,6 +266,11 @@ final class TxMirror {
     Map<Long, Long> tops = new HashMap<>();
     slabLines.keySet().forEach(s -> tops.put(s, s + slabSize));
     log.checkpoint(out -> TxLog.image(memory, id, slabLines, tops, at -> !live.contains(at), out));
+  }
+
+  /** Pinned decisions held (tests). */
+  synchronized int pinnedCount() {
+    return pinned.size();
   }
 
   /** Logged LOCK records not yet resolved (tests). */

@@ -182,7 +182,8 @@ final class TxRepair {
       byte[] head = msg.i32(n).toArray();
       byte[] body = part.toArray();
       boolean last = from >= locks.size();
-      byte[] tail = last ? decisions(st.decided()) : new Wire.Writer().i32(0).toArray();
+      byte[] tail =
+          last ? decisions(st.decided(), st.pinned()) : new Wire.Writer().i32(0).toArray();
       ByteBuffer all = ByteBuffer.allocate(head.length + body.length + tail.length);
       send(
           r,
@@ -250,10 +251,20 @@ final class TxRepair {
     r.placement(p.epoch(), p.backups(), p.filling().keySet());
   }
 
-  /** The decisions part of FILL_STATE (65 536 at most, 9 bytes each). */
-  private static byte[] decisions(Map<Long, Boolean> decided) {
+  /**
+   * The decisions part of FILL_STATE (the last {@code tx.decisions.kept} and every pinned one, each
+   * with the regions it is pinned for: docs/TX.md "Truncation").
+   */
+  private static byte[] decisions(Map<Long, Boolean> decided, Map<Long, int[]> pinned) {
     Wire.Writer w = new Wire.Writer().i32(decided.size());
-    decided.forEach((txid, commit) -> w.i64(txid).u8(commit ? 1 : 0));
+    decided.forEach(
+        (txid, commit) -> {
+          int[] pins = pinned.getOrDefault(txid, TxLog.NO_PINS);
+          w.i64(txid).u8(commit ? 1 : 0).i32(pins.length);
+          for (int region : pins) {
+            w.i32(region);
+          }
+        });
     return w.toArray();
   }
 
@@ -357,7 +368,8 @@ final class TxRepair {
         if (old != null && old.since == since) {
           return; // the same fill begun again: what it holds is valid
         }
-        TxMirror m = new TxMirror(id, context.createRegion("dram", regionSize), slabSize);
+        TxMirror m =
+            new TxMirror(id, context.createRegion("dram", regionSize), slabSize, service.kept());
         m.since = since;
         m.log(service.logs().create(id)); // a fresh log: the fill's images and records go to it
         mirrors.put(id, m);
@@ -388,13 +400,19 @@ final class TxRepair {
         int decider = r.i32("deciderRegion");
         locks.add(new TxMirror.LockRecord(txid, decider, service.writes(r, false)));
       }
-      int d = r.count("decided", 1 << 20);
+      int d = r.count("decided", 1 << 24);
       Map<Long, Boolean> decided = new java.util.LinkedHashMap<>();
+      Map<Long, int[]> pinned = new HashMap<>();
       for (int i = 0; i < d; i++) {
-        decided.put(r.i64("txid"), r.u8("commit") != 0);
+        long txid = r.i64("txid");
+        decided.put(txid, r.u8("commit") != 0);
+        int[] pins = TxLog.readRegions(r);
+        if (pins.length > 0) {
+          pinned.put(txid, pins);
+        }
       }
       r.end();
-      ok = m.fillState(slabs, locks, decided);
+      ok = m.fillState(slabs, locks, decided, pinned);
     } else if (type == TxProtocol.REC_FILL_OBJECTS) {
       int n = r.count("objects", 1 << 20);
       ok = true;

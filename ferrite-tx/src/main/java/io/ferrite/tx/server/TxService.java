@@ -81,8 +81,15 @@ public final class TxService implements FerriteService {
   /** One write-set entry. */
   record Write(FatPointer ptr, long expected, int kind, byte[] value) {}
 
-  /** A decider's decision: taken once; acted on once {@code replicated} completed. */
-  private record Decision(boolean commit, CompletableFuture<Void> replicated) {}
+  /**
+   * A decider's decision: taken once; acted on once {@code replicated} completed. A commit with
+   * {@code pins} (the other regions it wrote) is pinned until they resolved it ({@link TxPins}).
+   */
+  private record Decision(boolean commit, CompletableFuture<Void> replicated, int[] pins) {
+    Decision(boolean commit, CompletableFuture<Void> replicated) {
+      this(commit, replicated, TxLog.NO_PINS);
+    }
+  }
 
   private final Map<Integer, TxRegion> regions = new ConcurrentHashMap<>();
   private final Map<Integer, TxMirror> mirrors = new ConcurrentHashMap<>();
@@ -90,8 +97,20 @@ public final class TxService implements FerriteService {
 
   // Guarded by this (held only for local bookkeeping, never across a call).
   private final Map<Long, Pending> pending = new HashMap<>();
-  private final Map<Long, Boolean> outcomes = RecentTxids.map(RecentTxids.DECIDED);
-  private final Map<Long, Decision> decisions = RecentTxids.map(RecentTxids.DECIDED);
+  private Map<Long, Boolean> outcomes;
+  private Map<Long, Decision> decisions;
+
+  /**
+   * Commit decisions kept beyond the bounded maps until every other region of their transaction
+   * resolved them (docs/TX.md "Truncation"); its own monitor.
+   */
+  private final TxPins pins = new TxPins();
+
+  /** {@code tx.decisions.kept}: how many decisions the bounded maps remember. */
+  private int kept;
+
+  /** When truncation last warned of pins past {@link #kept} (its thread only). */
+  private long pinsWarnedNanos;
 
   private ServiceContext context;
   private long regionSize;
@@ -102,6 +121,9 @@ public final class TxService implements FerriteService {
   private Shipping shipping;
   private TxRepair repair;
   private ScheduledExecutorService replicator;
+
+  /** Truncation's thread ({@link #truncate}): its calls never hold up the reaper's work. */
+  private ScheduledExecutorService truncator;
 
   /** Every copy's log on disk ({@code tx.log.sync}; docs/TX.md "Logs on disk"). */
   private TxLogs logs;
@@ -134,12 +156,27 @@ public final class TxService implements FerriteService {
     this.maxSize = (int) Math.min(context.config().getSize(TxConfig.OBJECT_MAX), 1 << 30);
     this.lease = context.config().getDuration(TxConfig.LOCK_LEASE);
     this.checkpointBytes = context.config().getSize(TxConfig.LOG_CHECKPOINT);
+    this.kept = context.config().getInt(TxConfig.DECISIONS_KEPT);
+    synchronized (this) {
+      this.outcomes = RecentTxids.map(kept);
+      this.decisions = RecentTxids.map(kept);
+    }
     this.logs =
         new TxLogs(
             context.directory(),
             TxLogs.Sync.parse(context.config().get(TxConfig.LOG_SYNC)),
             context.config().getDuration(TxConfig.LOG_INTERVAL),
-            context.serverId());
+            context.serverId(),
+            kept);
+    io.micrometer.core.instrument.Gauge.builder("ferrite.tx.decisions.pinned", pins, TxPins::count)
+        .description(
+            "commit decisions this tx decider keeps until every other participant region resolved"
+                + " them (docs/TX.md Truncation)")
+        .register(context.metrics());
+    io.micrometer.core.instrument.Gauge.builder(
+            "ferrite.tx.decisions.pinned.copies", mirrors, ms -> pinnedAtCopies(ms.values()))
+        .description("pinned commit decisions held by this server's backup copies of tx regions")
+        .register(context.metrics());
     replicator =
         Executors.newSingleThreadScheduledExecutor(
             r -> {
@@ -151,6 +188,26 @@ public final class TxService implements FerriteService {
     repair = new TxRepair(this, context, regions, mirrors, regionSize);
     // Regions are served only under the master lease (docs/TX.md "Leases").
     masterLease = new TxLease(context, TxConfig.lease(context.config()), this::verifyRegions);
+    truncator =
+        Executors.newSingleThreadScheduledExecutor(
+            r -> {
+              Thread t = new Thread(r, "tx-truncate-" + context.serverId());
+              t.setDaemon(true);
+              return t;
+            });
+    long tick = Math.max(1, lease.toMillis() / 4);
+    truncator.scheduleWithFixedDelay(
+        () -> {
+          try {
+            truncate(tick);
+          } catch (RuntimeException e) {
+            // a master or peer error not caught below: next tick (a task that throws would stop)
+            LOG.log(System.Logger.Level.DEBUG, "tx truncation: " + e);
+          }
+        },
+        tick,
+        tick,
+        TimeUnit.MILLISECONDS);
     reaper = new Thread(this::reap, "tx-reaper-" + context.serverId());
     reaper.setDaemon(true);
     reaper.start();
@@ -164,6 +221,9 @@ public final class TxService implements FerriteService {
     }
     if (replicator != null) {
       replicator.shutdownNow();
+    }
+    if (truncator != null) {
+      truncator.shutdownNow();
     }
     if (repair != null) {
       repair.stop();
@@ -379,8 +439,9 @@ public final class TxService implements FerriteService {
       case TxProtocol.COMMIT -> {
         long txid = r.i64("txid");
         int decider = r.i32("deciderRegion");
+        int[] others = TxLog.readRegions(r);
         r.end();
-        return commit(txid, decider);
+        return commit(txid, decider, others);
       }
       case TxProtocol.ABORT -> {
         long txid = r.i64("txid");
@@ -415,6 +476,19 @@ public final class TxService implements FerriteService {
         int decider = r.i32("deciderRegion");
         r.end();
         return outcome(txid, decider);
+      }
+      case TxProtocol.UNRESOLVED -> {
+        Permissions.require(caller, Role.SERVER, "tx UNRESOLVED");
+        int region = r.i32("region");
+        List<Long> txids = TxLog.readTxids(r);
+        r.end();
+        return unresolved(region, txids)
+            .thenApply(
+                still -> {
+                  Wire.Writer a = new Wire.Writer().i32(still.size());
+                  still.forEach(a::i64);
+                  return a.toBuffer();
+                });
       }
       case TxProtocol.REPLICATE -> {
         Permissions.require(caller, Role.SERVER, "tx REPLICATE");
@@ -594,6 +668,10 @@ public final class TxService implements FerriteService {
                 decisions.put(txid, new Decision(commit, CompletableFuture.completedFuture(null)));
                 outcomes.putIfAbsent(txid, commit);
               });
+      // Kept until their regions resolved them, however many decisions follow (asked from the
+      // reaper's next tick: docs/TX.md "Truncation").
+      long now = System.nanoTime();
+      taken.pinned().forEach((txid, regs) -> pins.pin(txid, m.id(), regs, now));
       for (TxMirror.LockRecord rec : taken.locks()) {
         if (lockAll(r, rec.writes()) != TxProtocol.OK) {
           if (fromLog && log != null) {
@@ -789,7 +867,7 @@ public final class TxService implements FerriteService {
     int id = r.i32("region");
     long epoch = r.i64("epoch");
     int type = r.u8("record");
-    if (type >= TxProtocol.REC_FILL_BEGIN) {
+    if (type >= TxProtocol.REC_FILL_BEGIN && type <= TxProtocol.REC_FILL_OBJECTS) {
       repair.received(id, type, r);
       return logs.durable(id);
     }
@@ -813,7 +891,7 @@ public final class TxService implements FerriteService {
       synchronized (regions) {
         m = mirrors.get(id);
         if (m == null) {
-          m = new TxMirror(id, context.createRegion("dram", regionSize), slabSize);
+          m = new TxMirror(id, context.createRegion("dram", regionSize), slabSize, kept);
           m.log(logs.create(id));
           mirrors.put(id, m);
         }
@@ -823,8 +901,13 @@ public final class TxService implements FerriteService {
     if (type == TxProtocol.REC_DECIDE) {
       long txid = r.i64("txid");
       boolean commit = r.u8("commit") != 0;
+      int[] regs = TxLog.readRegions(r);
       r.end();
-      ok = m.decide(txid, commit);
+      ok = m.decide(txid, commit, regs);
+    } else if (type == TxProtocol.REC_UNPIN) {
+      List<Long> txids = TxLog.readTxids(r);
+      r.end();
+      ok = m.unpin(txids);
     } else {
       long txid = 0;
       int decider = 0;
@@ -999,7 +1082,8 @@ public final class TxService implements FerriteService {
         this::alone, // an alone region's records are written before the answer, not queued
         -1,
         0,
-        txid);
+        txid,
+        TxLog.NO_PINS);
   }
 
   private void unlockAll(List<Write> writes) {
@@ -1016,7 +1100,7 @@ public final class TxService implements FerriteService {
     return regions.containsKey(deciderRegion);
   }
 
-  private CompletableFuture<ByteBuffer> commit(long txid, int deciderRegion) {
+  private CompletableFuture<ByteBuffer> commit(long txid, int deciderRegion, int[] others) {
     Pending t;
     Boolean done;
     synchronized (this) {
@@ -1024,7 +1108,7 @@ public final class TxService implements FerriteService {
       done = outcomes.get(txid);
     }
     if (t != null && decides(t.deciderRegion())) {
-      CompletableFuture<ByteBuffer> alone = commitAlone(t);
+      CompletableFuture<ByteBuffer> alone = commitAlone(t, others);
       if (alone != null) {
         return alone;
       }
@@ -1033,7 +1117,7 @@ public final class TxService implements FerriteService {
       // Commit only what is locked here (or was decided before): a decider, promoted or not, that
       // holds no LOCK record of it never answered its LOCK OK, so it decides abort.
       return then(
-              decide(txid, deciderRegion, t != null),
+              decide(txid, deciderRegion, t != null, others),
               c -> t != null ? finish(t, c) : CompletableFuture.completedFuture(c))
           .thenApply(c -> new Wire.Writer().u8(c ? TxProtocol.OK : TxProtocol.ABORTED).toBuffer());
     }
@@ -1053,7 +1137,7 @@ public final class TxService implements FerriteService {
    * are written (the decision's {@code replicated} completes after), so no participant acts on a
    * decision that is not yet in the decider's log.
    */
-  private CompletableFuture<ByteBuffer> commitAlone(Pending t) {
+  private CompletableFuture<ByteBuffer> commitAlone(Pending t, int[] others) {
     if (!alone(t.deciderRegion()) || logs.get(t.deciderRegion()) == null) {
       return null;
     }
@@ -1070,6 +1154,7 @@ public final class TxService implements FerriteService {
         return null;
       }
       decisions.put(t.txid(), d);
+      pins.pin(t.txid(), t.deciderRegion(), others, System.nanoTime());
       pending.remove(t.txid(), t);
       try {
         logs.logAndApply(
@@ -1084,7 +1169,8 @@ public final class TxService implements FerriteService {
             },
             this::alone,
             t.deciderRegion(),
-            t.txid());
+            t.txid(),
+            others);
       } finally {
         outcomes.put(t.txid(), true);
         d.replicated().complete(null); // applied: the log's error, if any, is the answer
@@ -1103,7 +1189,7 @@ public final class TxService implements FerriteService {
       }
     }
     if (decides(t.deciderRegion())) {
-      return then(decide(txid, t.deciderRegion(), false), c -> finish(t, c));
+      return then(decide(txid, t.deciderRegion(), false, TxLog.NO_PINS), c -> finish(t, c));
     }
     return finish(t, false);
   }
@@ -1126,18 +1212,27 @@ public final class TxService implements FerriteService {
    * The decider's decision about {@code txid}: the first one taken wins (a later COMMIT, ABORT or
    * lease abort gets it), acted on once its DECIDE record is at every backup of the region.
    */
-  private CompletableFuture<Boolean> decide(long txid, int deciderRegion, boolean commit) {
+  private CompletableFuture<Boolean> decide(
+      long txid, int deciderRegion, boolean commit, int[] others) {
     Decision d;
     boolean mine = false;
     synchronized (this) {
       d = decisions.get(txid);
       if (d == null) {
         Boolean o = outcomes.get(txid);
-        d = new Decision(o != null ? o : commit, new CompletableFuture<>());
+        if (o == null && pins.pinned(txid)) {
+          o = true; // forgotten by the bounded maps, never by its pin
+        }
+        boolean c = o != null ? o : commit;
+        d = new Decision(c, new CompletableFuture<>(), c ? others : TxLog.NO_PINS);
         decisions.put(txid, d);
+        if (c) {
+          pins.pin(txid, deciderRegion, others, System.nanoTime());
+        }
         mine = true;
       } else if (d.replicated().isCompletedExceptionally()) {
-        d = new Decision(d.commit(), new CompletableFuture<>()); // the same decision, sent again
+        // the same decision, sent again
+        d = new Decision(d.commit(), new CompletableFuture<>(), d.pins());
         decisions.put(txid, d);
         mine = true;
       }
@@ -1155,7 +1250,7 @@ public final class TxService implements FerriteService {
                           + ": server "
                           + context.serverId()
                           + " is not its primary"))
-              : forwardDecide(r, txid, d.commit());
+              : forwardDecide(r, txid, d.commit(), d.pins());
       sent.whenComplete(
           (v, e) -> {
             if (e == null) {
@@ -1169,14 +1264,17 @@ public final class TxService implements FerriteService {
   }
 
   /** A DECIDE record: in this copy's log and at every backup of the decider region. */
-  private CompletableFuture<Void> forwardDecide(TxRegion r, long txid, boolean commit) {
+  private CompletableFuture<Void> forwardDecide(TxRegion r, long txid, boolean commit, int[] regs) {
     TxLog l = logs.get(r.id());
     if (l != null) {
-      l.decide(txid, commit, r.backups().isEmpty());
+      l.decide(txid, commit, r.backups().isEmpty(), regs);
+    }
+    Wire.Writer w = new Wire.Writer().i64(txid).u8(commit ? 1 : 0).i32(regs.length);
+    for (int x : regs) {
+      w.i32(x);
     }
     return CompletableFuture.allOf(
-        forward(r, TxProtocol.REC_DECIDE, new Wire.Writer().i64(txid).u8(commit ? 1 : 0).toArray()),
-        logs.durable(r.id()));
+        forward(r, TxProtocol.REC_DECIDE, w.toArray()), logs.durable(r.id()));
   }
 
   /**
@@ -1239,6 +1337,9 @@ public final class TxService implements FerriteService {
     if (o != null && d == null) {
       return status(o ? TxProtocol.OK : TxProtocol.ABORTED);
     }
+    if (d == null && pins.pinned(txid)) {
+      return status(TxProtocol.OK); // forgotten by the bounded maps, kept by its pin
+    }
     if (d != null && !d.replicated().isDone()) {
       return status(TxProtocol.PENDING);
     }
@@ -1246,7 +1347,7 @@ public final class TxService implements FerriteService {
       return status(TxProtocol.PENDING);
     }
     return then(
-            decide(txid, deciderRegion, false),
+            decide(txid, deciderRegion, false, TxLog.NO_PINS),
             c -> t != null ? finish(t, c) : CompletableFuture.completedFuture(c))
         .thenApply(c -> new Wire.Writer().u8(c ? TxProtocol.OK : TxProtocol.ABORTED).toBuffer());
   }
@@ -1358,7 +1459,7 @@ public final class TxService implements FerriteService {
     Map<Integer, Integer> primaries = new HashMap<>();
     for (Pending t : lapsed) {
       if (decides(t.deciderRegion())) {
-        then(decide(t.txid(), t.deciderRegion(), false), c -> finish(t, c));
+        then(decide(t.txid(), t.deciderRegion(), false, TxLog.NO_PINS), c -> finish(t, c));
         continue;
       }
       int answer;
@@ -1388,6 +1489,133 @@ public final class TxService implements FerriteService {
     }
   }
 
+  // ---- truncation (docs/TX.md "Truncation") ----
+
+  /**
+   * Which of {@code txids} region {@code id} (held here as primary: promoted or rebuilt first if
+   * the master names this server, else {@code MOVED}) still holds unresolved: a transaction pending
+   * here that writes it. The others were applied or dropped under this monitor, their records
+   * written or at every backup; the answer leaves once the region's log is durable ({@code always}:
+   * fsynced), so a transaction it does not name can no longer be replayed as a LOCK record.
+   */
+  private CompletableFuture<List<Long>> unresolved(int id, List<Long> txids) {
+    region(id);
+    List<Long> still = new ArrayList<>();
+    synchronized (this) {
+      for (long txid : txids) {
+        Pending t = pending.get(txid);
+        if (t != null && t.writes().stream().anyMatch(w -> w.ptr().region() == id)) {
+          still.add(txid);
+        }
+      }
+    }
+    return logs.durable(id).thenApply(v -> still);
+  }
+
+  /**
+   * The decider's half of truncation, on its own thread each reaper tick ({@code tx.lock.lease /
+   * 4}): every pin older than a tick is asked about at the current primary of each region it waits
+   * for (one UNRESOLVED call per region, every pinned txid in it), and each pin whose regions all
+   * answered is released (an UNPIN record to the decider region's log and backups). Asked by the
+   * decider, so a coordinator or a participant that dies leaves nothing pinned for good: the
+   * region's next primary answers.
+   */
+  private void truncate(long tickMillis) {
+    long now = System.nanoTime();
+    Map<Integer, List<Long>> due = pins.due(now - tickMillis * 1_000_000L, 1 << 16);
+    Map<Integer, Integer> primaries = new HashMap<>();
+    List<Ask> asks = new ArrayList<>();
+    // Every region asked at once, then the answers waited for: a region whose primary is down
+    // costs one timeout per tick, not one per region.
+    for (Map.Entry<Integer, List<Long>> e : due.entrySet()) {
+      int region = e.getKey();
+      try {
+        int primary =
+            primaries.computeIfAbsent(region, id -> placement(id, CALL_TIMEOUT).primary());
+        CompletableFuture<List<Long>> still;
+        if (primary == context.serverId()) {
+          still = unresolved(region, e.getValue());
+        } else {
+          Wire.Writer w = new Wire.Writer().i32(region).i32(e.getValue().size());
+          e.getValue().forEach(w::i64);
+          still =
+              context
+                  .peer(primary)
+                  .call(
+                      TxProtocol.SERVER_SERVICE, TxProtocol.UNRESOLVED, w.toBuffer(), CALL_TIMEOUT)
+                  .thenApply(
+                      b -> {
+                        Wire.Reader r = new Wire.Reader(b, "tx unresolved");
+                        List<Long> l = TxLog.readTxids(r);
+                        r.end();
+                        return l;
+                      });
+        }
+        asks.add(new Ask(region, e.getValue(), still));
+      } catch (FerriteException | CompletionException x) {
+        // the region's primary cannot be asked now (dead, being promoted): next tick
+      }
+    }
+    for (Ask ask : asks) {
+      List<Long> still;
+      try {
+        still = ask.still().join();
+      } catch (FerriteException | CompletionException x) {
+        continue; // no answer: next tick
+      }
+      List<Long> done = new ArrayList<>(ask.txids());
+      done.removeAll(new java.util.HashSet<>(still));
+      pins.resolved(ask.region(), done).forEach(this::unpin);
+    }
+    warnIfPinned(now);
+  }
+
+  /** One UNRESOLVED question of {@link #truncate}: the txids asked, the ones still unresolved. */
+  private record Ask(int region, List<Long> txids, CompletableFuture<List<Long>> still) {}
+
+  /** Released pins of decider region {@code id}: an UNPIN record to its log and its backups. */
+  private void unpin(int id, List<Long> txids) {
+    TxRegion r = regions.get(id);
+    if (r == null) {
+      return; // no longer its primary: the one that is holds the pins and asks itself
+    }
+    TxLog l = logs.get(id);
+    if (l != null) {
+      l.unpin(txids);
+    }
+    Wire.Writer w = new Wire.Writer().i32(txids.size());
+    txids.forEach(w::i64);
+    // Not waited for: a backup that misses it asks again about those pins once promoted.
+    forward(r, TxProtocol.REC_UNPIN, w.toArray());
+  }
+
+  /**
+   * Warns (at most every 10 s) while more decisions are pinned than {@code tx.decisions.kept}:
+   * naming the oldest pin and the regions it waits for (a participant region that never answers:
+   * its primary down for good, or a region whose every copy was lost).
+   */
+  private void warnIfPinned(long now) {
+    int n = pins.count();
+    if (n <= kept || now - pinsWarnedNanos < 10_000_000_000L && pinsWarnedNanos != 0) {
+      return;
+    }
+    TxPins.Pin oldest = pins.oldest();
+    if (oldest == null) {
+      return;
+    }
+    pinsWarnedNanos = now;
+    LOG.log(
+        System.Logger.Level.WARNING,
+        "tx server {0}: {1} commit decisions pinned (more than tx.decisions.kept {2}); the oldest,"
+            + " pinned {3} ms ago: {4}; its regions have not answered that they resolved it"
+            + " (docs/TX.md \"Truncation\")",
+        context.serverId(),
+        n,
+        kept,
+        (now - oldest.sinceNanos) / 1_000_000,
+        oldest);
+  }
+
   /**
    * What a fill of region {@code id} sends besides objects (TxRepair): the LOCK records of the
    * transactions pending here that write it, and every decision taken here. Taken under this
@@ -1404,10 +1632,31 @@ public final class TxService implements FerriteService {
     }
     Map<Long, Boolean> decided = new LinkedHashMap<>();
     decisions.forEach((txid, d) -> decided.put(txid, d.commit()));
-    return new FillState(locks, decided);
+    Map<Long, int[]> pinned = pins.of(id);
+    pinned.keySet().forEach(txid -> decided.putIfAbsent(txid, true));
+    return new FillState(locks, decided, pinned);
   }
 
-  record FillState(List<TxMirror.LockRecord> locks, Map<Long, Boolean> decided) {}
+  record FillState(
+      List<TxMirror.LockRecord> locks, Map<Long, Boolean> decided, Map<Long, int[]> pinned) {}
+
+  private static double pinnedAtCopies(java.util.Collection<TxMirror> copies) {
+    int n = 0;
+    for (TxMirror m : copies) {
+      n += m.pinnedCount();
+    }
+    return n;
+  }
+
+  /** {@code tx.decisions.kept}. */
+  int kept() {
+    return kept;
+  }
+
+  /** Commit decisions pinned here (tests; the gauge {@code ferrite.tx.decisions.pinned}). */
+  int pinnedCount() {
+    return pins.count();
+  }
 
   /** Every copy's log on disk. */
   TxLogs logs() {
