@@ -13,6 +13,7 @@ import io.ferrite.tx.FatPointer;
 import io.ferrite.tx.TxConfig;
 import io.ferrite.tx.TxPlacement;
 import io.ferrite.tx.TxProtocol;
+import io.micrometer.core.instrument.Gauge;
 import java.nio.ByteBuffer;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -168,13 +169,12 @@ public final class TxService implements FerriteService {
             context.config().getDuration(TxConfig.LOG_INTERVAL),
             context.serverId(),
             kept);
-    io.micrometer.core.instrument.Gauge.builder("ferrite.tx.decisions.pinned", pins, TxPins::count)
+    Gauge.builder("ferrite.tx.decisions.pinned", pins, TxPins::count)
         .description(
             "commit decisions this tx decider keeps until every other participant region resolved"
                 + " them (docs/TX.md Truncation)")
         .register(context.metrics());
-    io.micrometer.core.instrument.Gauge.builder(
-            "ferrite.tx.decisions.pinned.copies", mirrors, ms -> pinnedAtCopies(ms.values()))
+    Gauge.builder("ferrite.tx.decisions.pinned.copies", mirrors, ms -> pinnedAtCopies(ms.values()))
         .description("pinned commit decisions held by this server's backup copies of tx regions")
         .register(context.metrics());
     replicator =
