@@ -50,11 +50,8 @@ final class Lanes {
   /** How long a lane's caller polls for its answer before it blocks ({@link Lane}). */
   private final long spinNanos;
 
-  /**
-   * Callers of this connection's lanes polling for an answer now, at most {@link
-   * Lane#MAX_SPINNERS}.
-   */
-  private final AtomicInteger spinners = new AtomicInteger();
+  /** Callers of this connection's lanes waiting for an answer now; only a lone one polls. */
+  private final AtomicInteger waiters = new AtomicInteger();
 
   private final Queue<Lane> idle = new ConcurrentLinkedQueue<>();
   private final Set<Lane> all = ConcurrentHashMap.newKeySet();
@@ -96,7 +93,7 @@ final class Lanes {
       return null;
     }
     try {
-      l = new Lane(spinNanos, spinners);
+      l = new Lane(spinNanos, waiters);
     } catch (IOException e) {
       count.decrementAndGet();
       return null;
