@@ -48,10 +48,11 @@ import java.util.concurrent.atomic.AtomicInteger;
  * why that matters on a VM). A caller polls only while it is the only caller of the connection
  * waiting for an answer ({@link Lanes}' count of waiters); otherwise it blocks at once. A lone
  * caller is the case that pays the wake-up: with others waiting, their answers keep the cores
- * awake, and pollers would take the cores the server needs to answer them (measured: 16 threads' 8
- * B reads lost 18% with one poller per connection). The socket stays in non-blocking mode while
- * answers come within the bound; a write the socket does not take whole, or a poll that ran out,
- * puts it back in blocking mode (one {@code fcntl} each way).
+ * awake, and pollers would take the cores the server needs to answer them (a first version let one
+ * caller per connection poll: its 16 threads' reads were within the large run-to-run noise, so the
+ * rule is the safer one, not a measured gain). The socket stays in non-blocking mode while answers
+ * come within the bound; a write the socket does not take whole, or a poll that ran out, puts it
+ * back in blocking mode (one {@code fcntl} each way).
  */
 final class Lane {
   /** Ops of at most this many bytes take a lane; larger ones stream through the event loop. */
