@@ -38,6 +38,21 @@ import java.util.concurrent.atomic.AtomicInteger;
  * handshake) is past its deadline, which ends the blocked call with an {@link IOException}. {@link
  * #state} decides who ends an op: the owner moves {@code BUSY -> IDLE}, the watchdog {@code BUSY ->
  * EXPIRED}; whoever loses knows the other won.
+ *
+ * <h2>Waiting for an answer: poll, then block</h2>
+ *
+ * With {@link io.ferrite.fabric.FabricTuning#tcpPollSpinNanos} above 0 the caller first polls the
+ * socket without blocking (non-blocking {@code read}s, yielding between them) for that long, and
+ * only then blocks in {@code read}: an answer that comes within the bound finds its reader awake,
+ * so its vCPU has not halted and the sender's kernel need not wake it (see {@link SpinThenWait} for
+ * why that matters on a VM). A caller polls only while it is the only caller of the connection
+ * waiting for an answer ({@link Lanes}' count of waiters); otherwise it blocks at once. A lone
+ * caller is the case that pays the wake-up: with others waiting, their answers keep the cores
+ * awake, and pollers would take the cores the server needs to answer them (a first version let one
+ * caller per connection poll: its 16 threads' reads were within the large run-to-run noise, so the
+ * rule is the safer one, not a measured gain). The socket stays in non-blocking mode while answers
+ * come within the bound; a write the socket does not take whole, or a poll that ran out, puts it
+ * back in blocking mode (one {@code fcntl} each way).
  */
 final class Lane {
   /** Ops of at most this many bytes take a lane; larger ones stream through the event loop. */
@@ -71,9 +86,18 @@ final class Lane {
       ByteBuffer.allocateDirect(MAX_OPS * READ_FRAME).order(ByteOrder.LITTLE_ENDIAN);
   private final ByteBuffer in = ByteBuffer.allocateDirect(MAX_READ).order(ByteOrder.LITTLE_ENDIAN);
   private long nextRequestId = 1;
+  private final long spinNanos;
+  private final AtomicInteger waiters;
+  private boolean blocking = true;
 
-  Lane() throws IOException {
+  /**
+   * @param spinNanos how long a caller polls for an answer before it blocks (0: blocks at once)
+   * @param waiters the connection's count of callers waiting for an answer now, shared by its lanes
+   */
+  Lane(long spinNanos, AtomicInteger waiters) throws IOException {
     this.ch = SocketChannel.open();
+    this.spinNanos = spinNanos;
+    this.waiters = waiters;
     in.flip(); // read mode, empty
   }
 
@@ -253,7 +277,9 @@ final class Lane {
       out.flip();
       ByteBuffer[] frame = {out, request.duplicate()};
       while (frame[1].hasRemaining()) {
-        ch.write(frame);
+        if (ch.write(frame) == 0) {
+          blocking(true);
+        }
       }
     }
     fill(Frames.HEADER);
@@ -311,7 +337,7 @@ final class Lane {
     while (dst.hasRemaining()) {
       if (!in.hasRemaining()) {
         in.clear();
-        int r = ch.read(in);
+        int r = receive(in);
         in.flip();
         if (r < 0) {
           throw new EOFException("the server closed the lane");
@@ -334,7 +360,44 @@ final class Lane {
   private void flushOut() throws IOException {
     out.flip();
     while (out.hasRemaining()) {
-      ch.write(out);
+      if (ch.write(out) == 0) {
+        blocking(true); // the socket is full (or was non-blocking): wait for room
+      }
+    }
+  }
+
+  /**
+   * One {@code read} of what the socket has, at least a byte (or -1 at its end): polled for {@link
+   * #spinNanos} if no other caller of the connection is waiting for an answer, then blocking.
+   */
+  private int receive(ByteBuffer dst) throws IOException {
+    if (spinNanos == 0) {
+      return ch.read(dst);
+    }
+    int waiting = waiters.incrementAndGet();
+    try {
+      if (waiting == 1) {
+        blocking(false);
+        long start = System.nanoTime();
+        do {
+          int r = ch.read(dst);
+          if (r != 0) {
+            return r;
+          }
+          Thread.yield();
+        } while (System.nanoTime() - start < spinNanos);
+      }
+      blocking(true);
+      return ch.read(dst);
+    } finally {
+      waiters.decrementAndGet();
+    }
+  }
+
+  private void blocking(boolean on) throws IOException {
+    if (blocking != on) {
+      ch.configureBlocking(on);
+      blocking = on;
     }
   }
 
@@ -345,7 +408,7 @@ final class Lane {
     }
     in.compact();
     while (in.position() < k) {
-      if (ch.read(in) < 0) {
+      if (receive(in) < 0) {
         in.flip();
         throw new EOFException("the server closed the lane");
       }

@@ -47,6 +47,12 @@ final class Lanes {
   /** Lanes of this connection at most ({@link io.ferrite.fabric.FabricTuning#lanes}, > 0). */
   private final int max;
 
+  /** How long a lane's caller polls for its answer before it blocks ({@link Lane}). */
+  private final long spinNanos;
+
+  /** Callers of this connection's lanes waiting for an answer now; only a lone one polls. */
+  private final AtomicInteger waiters = new AtomicInteger();
+
   private final Queue<Lane> idle = new ConcurrentLinkedQueue<>();
   private final Set<Lane> all = ConcurrentHashMap.newKeySet();
   private final AtomicInteger count = new AtomicInteger();
@@ -61,8 +67,10 @@ final class Lanes {
       ConnectOptions options,
       int remoteId,
       EventLoop l,
-      int max) {
+      int max,
+      long spinNanos) {
     this.max = max;
+    this.spinNanos = spinNanos;
     this.remote = remote;
     this.address = address;
     this.options = options;
@@ -85,7 +93,7 @@ final class Lanes {
       return null;
     }
     try {
-      l = new Lane();
+      l = new Lane(spinNanos, waiters);
     } catch (IOException e) {
       count.decrementAndGet();
       return null;

@@ -91,7 +91,8 @@ public final class NettyConnection implements FabricConnection {
         tuning.lanes() > 0
                 && !Tls.on(channel)
                 && channel.remoteAddress() instanceof InetSocketAddress remote
-            ? new Lanes(remote, address, options, remoteId, loop, tuning.lanes())
+            ? new Lanes(
+                remote, address, options, remoteId, loop, tuning.lanes(), tuning.tcpPollSpinNanos())
             : null;
     if (lanes != null) {
       channel.closeFuture().addListener(f -> lanes.close());

@@ -48,6 +48,14 @@ public abstract class NettyFabric implements Fabric {
     return Math.max(1, Runtime.getRuntime().availableProcessors());
   }
 
+  /**
+   * How long this fabric's server event loops poll without blocking after they last had work
+   * ({@link NettyTransport#newGroup(String, int, long)}); 0 (the default) blocks at once.
+   */
+  protected long serverLoopSpinNanos() {
+    return 0;
+  }
+
   @Override
   public final String name() {
     return name;
@@ -56,7 +64,8 @@ public abstract class NettyFabric implements Fabric {
   protected final synchronized EventLoopGroup serverGroup() {
     checkOpen();
     if (serverGroup == null) {
-      serverGroup = NettyTransport.newGroup("ferrite-" + name + "-server", ioThreads);
+      serverGroup =
+          NettyTransport.newGroup("ferrite-" + name + "-server", ioThreads, serverLoopSpinNanos());
     }
     return serverGroup;
   }

@@ -43,8 +43,18 @@ public enum NettyTransport {
 
   /** A group of named daemon I/O threads of the kind every channel of this process can use. */
   public static EventLoopGroup newGroup(String name, int threads) {
+    return newGroup(name, threads, 0);
+  }
+
+  /**
+   * A group of named daemon I/O threads whose loops, on epoll, keep polling without blocking for
+   * {@code spinNanos} after they last had work ({@link SpinThenWait}); 0, and NIO, block at once.
+   */
+  public static EventLoopGroup newGroup(String name, int threads, long spinNanos) {
     DefaultThreadFactory tf = new DefaultThreadFactory(name, true);
-    return epoll() ? new EpollEventLoopGroup(threads, tf) : new NioEventLoopGroup(threads, tf);
+    return epoll()
+        ? new EpollEventLoopGroup(threads, tf, SpinThenWait.factory(spinNanos))
+        : new NioEventLoopGroup(threads, tf);
   }
 
   private static final WriteBufferWaterMark WATER_MARK =

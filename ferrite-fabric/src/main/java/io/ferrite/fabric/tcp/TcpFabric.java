@@ -79,6 +79,11 @@ public final class TcpFabric extends NettyFabric {
     this.tls = tls;
   }
 
+  @Override
+  protected long serverLoopSpinNanos() {
+    return tuning().tcpPollSpinNanos();
+  }
+
   /** Whether this fabric runs TLS. */
   public boolean tls() {
     return tls != null;

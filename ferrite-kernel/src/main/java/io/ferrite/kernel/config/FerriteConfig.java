@@ -78,6 +78,7 @@ public final class FerriteConfig {
   public static final String SHM_RINGS = "shm.rings";
   public static final String SHM_WAITER_SPIN = "shm.waiter.spin.nanos";
   public static final String SHM_POLLER_SPIN = "shm.poller.spin.nanos";
+  public static final String TCP_POLL_SPIN = "tcp.poll.spin.nanos";
 
   /**
    * Every key with its default and a one-line description (shown by {@code ferrite config}): the
@@ -183,6 +184,12 @@ public final class FerriteConfig {
     k.put(
         SHM_POLLER_SPIN,
         new String[] {"0", "ns an shm ring poller busy-spins before it yields (spare cores)"});
+    k.put(
+        TCP_POLL_SPIN,
+        new String[] {
+          Long.toString(FabricTuning.DEFAULT_TCP_POLL_SPIN_NANOS),
+          "ns a tcp server event loop or lane caller polls (yielding) before it blocks; 0 off"
+        });
     List<ConfigKeys> modules = new ArrayList<>();
     ServiceLoader.load(ConfigKeys.class, FerriteConfig.class.getClassLoader())
         .forEach(modules::add);
@@ -673,7 +680,7 @@ public final class FerriteConfig {
 
   /**
    * The fabrics' switches: {@link #NETTY_LANES}, {@link #NETTY_LOOP_WRITES_ONLY}, {@link
-   * #SHM_RINGS}, {@link #SHM_WAITER_SPIN}, {@link #SHM_POLLER_SPIN}.
+   * #SHM_RINGS}, {@link #SHM_WAITER_SPIN}, {@link #SHM_POLLER_SPIN}, {@link #TCP_POLL_SPIN}.
    */
   public FabricTuning fabricTuning() {
     int lanes = integer(NETTY_LANES);
@@ -682,13 +689,14 @@ public final class FerriteConfig {
     }
     long waiter = getLong(SHM_WAITER_SPIN);
     long poller = getLong(SHM_POLLER_SPIN);
-    for (String key : List.of(SHM_WAITER_SPIN, SHM_POLLER_SPIN)) {
+    long tcpPoll = getLong(TCP_POLL_SPIN);
+    for (String key : List.of(SHM_WAITER_SPIN, SHM_POLLER_SPIN, TCP_POLL_SPIN)) {
       if (getLong(key) < 0) {
         throw new IllegalArgumentException(key + ": " + get(key) + " (expected: >= 0)");
       }
     }
     return new FabricTuning(
-        lanes, !getBoolean(NETTY_LOOP_WRITES_ONLY), getBoolean(SHM_RINGS), waiter, poller);
+        lanes, !getBoolean(NETTY_LOOP_WRITES_ONLY), getBoolean(SHM_RINGS), waiter, poller, tcpPoll);
   }
 
   public boolean tlsEnabled() {

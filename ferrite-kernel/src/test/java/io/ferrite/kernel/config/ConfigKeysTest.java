@@ -43,8 +43,9 @@ class ConfigKeysTest {
             .set(FerriteConfig.SHM_RINGS, "false")
             .set(FerriteConfig.SHM_WAITER_SPIN, "700")
             .set(FerriteConfig.SHM_POLLER_SPIN, "900")
+            .set(FerriteConfig.TCP_POLL_SPIN, "1100")
             .build();
-    FabricTuning want = new FabricTuning(0, false, false, 700, 900);
+    FabricTuning want = new FabricTuning(0, false, false, 700, 900, 1100);
     assertEquals(want, c.fabricTuning());
     FabricFactory f = FabricFactory.standard(c);
     for (String name : new String[] {"tcp", "shm"}) {
@@ -65,6 +66,7 @@ class ConfigKeysTest {
           {FerriteConfig.SHM_RINGS, "maybe", "expected: true or false"},
           {FerriteConfig.SHM_POLLER_SPIN, "-5", "expected: >= 0"},
           {FerriteConfig.SHM_WAITER_SPIN, "soon", "expected: an integer"},
+          {FerriteConfig.TCP_POLL_SPIN, "-1", "expected: >= 0"},
         }) {
       IllegalArgumentException e =
           assertThrows(
