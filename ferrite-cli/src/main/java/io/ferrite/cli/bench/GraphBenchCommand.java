@@ -41,12 +41,12 @@ import picocli.CommandLine.Option;
       "  carafe.pagerank.w2.time.vs-graphx  ratio = GraphX time / Carafe's (target:",
       "      >= 2)",
       "",
-      "Rounds (--rounds N, default 4; --quick: 1): each round times the reference (the",
-      "machine's speed in that round) and runs PageRank once with each worker count, the",
-      "counts ascending in the 1st, 3rd, ... round and descending in the others (1, 2, 2,",
-      "1, 1, 2, 2, 1: ABBA), so each 2-worker job has a 1-worker job seconds away. This",
-      "machine's speed can move 2 x within minutes; a ratio taken within a round cancels",
-      "that. With more than one round:",
+      "Rounds (--rounds N, default 4; --quick: 1): each round times the reference (the"
+          + " machine's speed in that round) and runs PageRank once with each worker count, the"
+          + " counts ascending in the 1st, 3rd, ... round and descending in the others (1, 2, 2,"
+          + " 1, 1, 2, 2, 1: ABBA), so each 2-worker job has a 1-worker job seconds away. This"
+          + " machine's speed can move 2 x within minutes; a ratio taken within a round cancels"
+          + " that. With more than one round:",
       "  ceiling.reference.pagerank.round<R>.ms-per-iteration  the machine's speed",
       "  carafe.pagerank.round<R>.w<W>.ms-per-superstep[.median]  each job",
       "  carafe.pagerank.round<R>.w<W>.x-w1[.by-medians]  W-worker / 1-worker time in",
