@@ -256,6 +256,11 @@ class PathSelectorTest {
       assertEquals(Tree.Path.SERVER, c.path());
     }
     assertBinomial(timed, n, 1.0 / 16, "timed while steady");
+    // A sample at the window's middle first: the last seeded one may have been above every
+    // sample the window holds (about 1 seed in 100), which begins a run on the high side, and the
+    // two outliers below would then end a run of three (a level shift).
+    clock.addAndGet(1000);
+    s.sample(S, Tree.Path.SERVER, 10_000, 1);
     // A load shift: the server's searches take 14 µs (still below the client path's 16),
     // outliers of the window; two are dropped and leave it steady ...
     feed(s, random, Tree.Path.SERVER, 14_000, 1, 2);
