@@ -354,17 +354,23 @@ public final class KvService implements FerriteService {
   static volatile java.util.function.Consumer<FerriteException> testReplayWaits;
 
   /**
-   * Whether {@code e} says the master could not be asked, not that the thing cannot be done: a
-   * retryable failure, or NO_SPACE that a retryable one caused ({@code RegionStore}: no empty
-   * block-pool region could be retired).
+   * Whether {@code e} says the master could not be asked, not that the thing cannot be done: the
+   * master unreachable, silent or not the leader (UNAVAILABLE, DROPPED, NOT_LEADER, TIMEOUT), or
+   * NO_SPACE that one of those caused ({@code RegionStore}: no empty block-pool region could be
+   * retired). Other retryable codes (BUSY, CONFLICT) are no reason to wait for the master.
    */
   private static boolean masterAway(FerriteException e) {
-    if (e.retryable()) {
+    if (away(e)) {
       return true;
     }
-    return e.code() == ErrorCode.NO_SPACE
-        && e.getCause() instanceof FerriteException c
-        && c.retryable();
+    return e.code() == ErrorCode.NO_SPACE && e.getCause() instanceof FerriteException c && away(c);
+  }
+
+  private static boolean away(FerriteException e) {
+    io.ferrite.fabric.ErrorCategory c = e.category();
+    return e.retryable()
+        && (c == io.ferrite.fabric.ErrorCategory.UNAVAILABLE
+            || c == io.ferrite.fabric.ErrorCategory.TIMEOUT);
   }
 
   /** A log record in words, for messages: its type, table and shard. */
