@@ -289,13 +289,13 @@ public final class KvService implements FerriteService {
    * NO_SPACE at boot, the master being in an election, lost every pair of the shard).
    *
    * <p>So a record refused because the master cannot be reached (the region it needs takes the
-   * place of an empty block-pool region, which only the master can retire: NO_SPACE caused by a
-   * retryable failure, or a retryable failure itself) is replayed again, with backoff, until the
-   * master answers, as the server's own link waits for it at boot. Any other failure (a capacity
-   * lowered below what the log holds, a corrupt record) fails the start, naming the record: the
-   * operator fixes the cause, and the log, untouched, replays whole. A record that fails changes
-   * nothing (a failed create gives back its regions; a failed write or resize leaves the shard as
-   * it was), so it is replayed again from its start.
+   * place of an empty block-pool region, which only the master can retire: NO_SPACE caused by the
+   * master being away, or that failure itself; see masterAway) is replayed again, with backoff,
+   * until the master answers, as the server's own link waits for it at boot. Any other failure (a
+   * capacity lowered below what the log holds, a corrupt record) fails the start, naming the
+   * record: the operator fixes the cause, and the log, untouched, replays whole. A record that
+   * fails changes nothing (a failed create gives back its regions; a failed write or resize leaves
+   * the shard as it was), so it is replayed again from its start.
    */
   private void replay(ByteBuffer record) {
     long n = replayed++;
@@ -333,10 +333,6 @@ public final class KvService implements FerriteService {
               describe(record),
               e.getMessage());
         }
-        java.util.function.Consumer<FerriteException> waits = testReplayWaits;
-        if (waits != null) {
-          waits.accept(e);
-        }
         try {
           pauses.sleep();
         } catch (InterruptedException ie) {
@@ -349,9 +345,6 @@ public final class KvService implements FerriteService {
       }
     }
   }
-
-  /** For tests: told each time a replayed record waits for the master. */
-  static volatile java.util.function.Consumer<FerriteException> testReplayWaits;
 
   /**
    * Whether {@code e} says the master could not be asked, not that the thing cannot be done: the
