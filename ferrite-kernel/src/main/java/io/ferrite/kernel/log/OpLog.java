@@ -177,7 +177,17 @@ public final class OpLog implements AutoCloseable {
           break;
         }
         body.flip();
-        replay.accept(body);
+        try {
+          replay.accept(body);
+        } catch (RuntimeException refused) {
+          // The face refuses to start over this record: the log stays as it is, and closed.
+          try {
+            ch.close();
+          } catch (IOException closeFailed) {
+            refused.addSuppressed(closeFailed);
+          }
+          throw refused;
+        }
         pos += 12 + len;
         records++;
       }

@@ -82,6 +82,31 @@ final class MasterLink implements AutoCloseable {
   }
 
   /**
+   * Runs {@code call} once on the connection to the master. After {@link #start} that is {@link
+   * #stub()}: the heartbeat thread replaces a lost connection. Before it (services replaying their
+   * logs at boot) nothing else would, so a lost connection is opened again here (one leader seek,
+   * no retry), and one that a retryable failure came over is dropped (a master that lost its
+   * leadership answers NOT_LEADER on it for good): the caller's next attempt seeks the leader.
+   */
+  <T> T call(Function<MasterStub, T> call) {
+    if (started) {
+      return call.apply(stub());
+    }
+    try {
+      return call.apply(connect());
+    } catch (FerriteException e) {
+      if (e.retryable()) {
+        noteLeader(e);
+        drop();
+      }
+      throw e;
+    }
+  }
+
+  /** Set by {@link #start}: the heartbeat thread keeps the connection from then on. */
+  private volatile boolean started;
+
+  /**
    * Connects (retrying with backoff until it works or the link is closed) and runs {@code call} on
    * the connection; used once at start, before the heartbeat thread runs.
    */
@@ -167,6 +192,7 @@ final class MasterLink implements AutoCloseable {
    */
   void start(String threadName, boolean registered) {
     startRegistered = registered;
+    started = true;
     thread = new Thread(this::run, threadName);
     thread.setDaemon(true);
     thread.start();

@@ -495,7 +495,13 @@ public final class MemoryServer implements AutoCloseable {
   private boolean retire(RegionInfo r) {
     MasterLink owner = linkOf(r);
     try {
-      owner.stub().removeRegion(serverId, r.ref().regionId());
+      // Through call(): at boot (a service replaying its log) the link has no heartbeat thread
+      // yet to replace a lost connection, or one to a master that lost its leadership.
+      owner.call(
+          m -> {
+            m.removeRegion(serverId, r.ref().regionId());
+            return null;
+          });
       return true;
     } catch (FerriteException e) {
       if (e.code() == ErrorCode.CONFLICT) {

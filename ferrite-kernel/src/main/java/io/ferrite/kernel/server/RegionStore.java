@@ -266,24 +266,34 @@ final class RegionStore implements AutoCloseable {
     long over = held(cls, "") + held(cls, null) + length - cap;
     // Retiring the whole pool could not make room when the services' regions alone leave none:
     // refuse at once, not after giving away every empty pool region for nothing.
+    FerriteException unasked = null;
     if (over > 0 && held(cls, null) + length <= cap) {
-      retire(serverId, cls, over, retirer);
+      unasked = retire(serverId, cls, over, retirer);
       over = held(cls, "") + held(cls, null) + length - cap;
     }
     if (over > 0) {
+      // The cause, when the master could not be asked (unreachable, or no longer the leader): the
+      // room may be there once it answers, and a caller that must not give up (a log replay at
+      // boot) tells that from a full capacity by the cause's retryable code.
       throw new FerriteException(
           ErrorCode.NO_SPACE,
           String.format(
-              Locale.ROOT,
-              "no room for a %s region of %d B for service '%s': capacity.%s is %d B, of which"
-                  + " service regions hold %d B and block-pool regions with blocks in use %d B",
-              cls,
-              length,
-              service,
-              cls,
-              cap,
-              held(cls, null),
-              held(cls, "")));
+                  Locale.ROOT,
+                  "no room for a %s region of %d B for service '%s': capacity.%s is %d B, of which"
+                      + " service regions hold %d B and block-pool regions with blocks in use %d B",
+                  cls,
+                  length,
+                  service,
+                  cls,
+                  cap,
+                  held(cls, null),
+                  held(cls, ""))
+              + (unasked == null
+                  ? ""
+                  : " (the master could not be asked to retire an empty one: "
+                      + unasked.getMessage()
+                      + ")"),
+          unasked);
     }
     MappedRegion r = create(cls, length, service).region();
     created.accept(r.id());
@@ -306,9 +316,10 @@ final class RegionStore implements AutoCloseable {
    * Retires empty block-pool regions of {@code cls}, highest id first, until {@code need} B. Runs
    * under the store's lock across one master RPC per region: rare (a service growing past the
    * capacity the pool leaves), and a re-registration meanwhile waits in {@link #infos}, so it never
-   * lists a region the master was just told to forget.
+   * lists a region the master was just told to forget. Returns why the master could not be asked
+   * (it stops the search), or null.
    */
-  private void retire(int serverId, String cls, long need, Retirer retirer) {
+  private FerriteException retire(int serverId, String cls, long need, Retirer retirer) {
     List<Entry> pool = new ArrayList<>();
     for (Entry e : entries.descendingMap().values()) {
       if (e.service().isEmpty() && e.storageClass().equals(cls)) {
@@ -316,6 +327,7 @@ final class RegionStore implements AutoCloseable {
       }
     }
     long freed = 0;
+    FerriteException unasked = null;
     for (Entry e : pool) {
       if (freed >= need) {
         break;
@@ -332,6 +344,7 @@ final class RegionStore implements AutoCloseable {
             "cannot retire block-pool region {0} to make room: {1}",
             r.id(),
             ex.getMessage());
+        unasked = ex;
         break; // the master is unreachable: no pool region can go
       }
       if (gone) {
@@ -349,6 +362,7 @@ final class RegionStore implements AutoCloseable {
     if (freed > 0) {
       writeMeta();
     }
+    return unasked;
   }
 
   /**

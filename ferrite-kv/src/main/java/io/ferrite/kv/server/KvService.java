@@ -117,12 +117,18 @@ public final class KvService implements FerriteService {
     }
     // Replay before anyone can connect: shards of durable tables come back with their data.
     OpLog.Fsync fsync = testFsync;
-    this.log =
-        OpLog.open(
-            "kv",
-            ctx.directory().resolve("kv.log"),
-            this::replay,
-            fsync == null ? OpLog.Fsync.DATA : fsync);
+    try {
+      this.log =
+          OpLog.open(
+              "kv",
+              ctx.directory().resolve("kv.log"),
+              this::replay,
+              fsync == null ? OpLog.Fsync.DATA : fsync);
+    } catch (RuntimeException e) {
+      // A record that cannot be replayed (replay): the server does not start, nor does stop() run.
+      lease.close();
+      throw e;
+    }
     for (KvShard s : shards.values()) {
       hook(s);
     }
@@ -265,12 +271,115 @@ public final class KvService implements FerriteService {
     return compactions;
   }
 
+  /** Records replayed so far (at start), for messages. */
+  private long replayed;
+
+  /** Waiting for the master during a replay: 50 ms doubling to 2 s, as the server's link. */
+  private static final io.ferrite.fabric.Backoff REPLAY_BACKOFF =
+      io.ferrite.fabric.Backoff.builder()
+          .initial(java.time.Duration.ofMillis(50))
+          .max(java.time.Duration.ofSeconds(2))
+          .build();
+
+  /**
+   * Replays one record, or refuses to start: a record skipped is acknowledged writes lost, and this
+   * server may hold the only copy of its shard (the master may have dropped the others while it was
+   * away). Once it serves without them, a client that gets NOT_FOUND opens the shard again, empty,
+   * and a repair copies that emptiness to the new backups (Jepsen, int34: an OPEN_SHARD refused
+   * NO_SPACE at boot, the master being in an election, lost every pair of the shard).
+   *
+   * <p>So a record refused because the master cannot be reached (the region it needs takes the
+   * place of an empty block-pool region, which only the master can retire: NO_SPACE caused by the
+   * master being away, or that failure itself; see masterAway) is replayed again, with backoff,
+   * until the master answers, as the server's own link waits for it at boot. Any other failure (a
+   * capacity lowered below what the log holds, a corrupt record) fails the start, naming the
+   * record: the operator fixes the cause, and the log, untouched, replays whole. A record that
+   * fails changes nothing (a failed create gives back its regions; a failed write or resize leaves
+   * the shard as it was), so it is replayed again from its start.
+   */
   private void replay(ByteBuffer record) {
+    long n = replayed++;
+    io.ferrite.fabric.Backoff.Attempts pauses = REPLAY_BACKOFF.start();
+    while (true) {
+      try {
+        replayOne(record); // reads a slice: the record's own position is untouched
+        if (pauses.failures() > 0) {
+          LOG.log(
+              System.Logger.Level.INFO,
+              "kv log: record {0} ({1}) replayed after {2} refusal(s)",
+              n,
+              describe(record),
+              pauses.failures());
+        }
+        return;
+      } catch (FerriteException e) {
+        if (!masterAway(e)) {
+          throw new FerriteException(
+              e.code(),
+              "kv log: record "
+                  + n
+                  + " ("
+                  + describe(record)
+                  + ") cannot be replayed, so the kv service does not start (it would serve"
+                  + " without writes it acknowledged): "
+                  + e.getMessage(),
+              e);
+        }
+        if (pauses.failures() % 10 == 0) {
+          LOG.log(
+              System.Logger.Level.WARNING,
+              "kv log: record {0} ({1}) waits for the master: {2}",
+              n,
+              describe(record),
+              e.getMessage());
+        }
+        try {
+          pauses.sleep();
+        } catch (InterruptedException ie) {
+          Thread.currentThread().interrupt();
+          throw new FerriteException(
+              ErrorCode.UNAVAILABLE,
+              "kv log: interrupted while record " + n + " (" + describe(record) + ") waited",
+              e);
+        }
+      }
+    }
+  }
+
+  /**
+   * Whether {@code e} says the master could not be asked, not that the thing cannot be done: the
+   * master unreachable, silent or not the leader (UNAVAILABLE, DROPPED, NOT_LEADER, TIMEOUT), or
+   * NO_SPACE that one of those caused ({@code RegionStore}: no empty block-pool region could be
+   * retired). Other retryable codes (BUSY, CONFLICT) are no reason to wait for the master.
+   */
+  private static boolean masterAway(FerriteException e) {
+    if (away(e)) {
+      return true;
+    }
+    return e.code() == ErrorCode.NO_SPACE && e.getCause() instanceof FerriteException c && away(c);
+  }
+
+  private static boolean away(FerriteException e) {
+    io.ferrite.fabric.ErrorCategory c = e.category();
+    return e.retryable()
+        && (c == io.ferrite.fabric.ErrorCategory.UNAVAILABLE
+            || c == io.ferrite.fabric.ErrorCategory.TIMEOUT);
+  }
+
+  /** A log record in words, for messages: its type, table and shard. */
+  private static String describe(ByteBuffer record) {
     try {
-      replayOne(record);
-    } catch (FerriteException e) {
-      // Only applied writes are logged, so this is a bug or a changed limit: keep the rest.
-      LOG.log(System.Logger.Level.WARNING, "kv log: a record could not be replayed", e);
+      Wire.Reader r = new Wire.Reader(record, "kv log record");
+      int type = r.u8("type");
+      if (type == KvProtocol.OPEN_SHARD) {
+        TableInfo t = TableInfo.read(r);
+        return "OPEN_SHARD of shard " + r.i32("shard") + " of table " + t.name();
+      }
+      long tableId = r.i64("tableId");
+      int shard = r.i32("shard");
+      return "type " + type + " of shard " + shard + " of table " + Long.toHexString(tableId);
+    } catch (RuntimeException unreadable) {
+      return record.remaining() + " B, unreadable: " + unreadable.getMessage();
     }
   }
 
