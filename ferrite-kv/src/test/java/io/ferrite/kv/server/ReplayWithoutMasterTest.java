@@ -83,6 +83,12 @@ class ReplayWithoutMasterTest {
     return model;
   }
 
+  static void assertHolds(KvTable t, Map<String, byte[]> model, String when) {
+    for (Map.Entry<String, byte[]> e : model.entrySet()) {
+      assertArrayEquals(e.getValue(), t.get(b(e.getKey())), e.getKey() + " " + when);
+    }
+  }
+
   @Test
   void aShardReplayedWhileTheMasterIsAwayComesBackWithEveryPair(TestSeed seed) throws Exception {
     cluster = new KvCluster(dir, 1);
@@ -130,9 +136,7 @@ class ReplayWithoutMasterTest {
 
     // A new client: the old one knows only the old master's (local) address.
     KvTable again = new KvClient(cluster.client()).table("t");
-    for (Map.Entry<String, byte[]> e : model.entrySet()) {
-      assertArrayEquals(e.getValue(), again.get(b(e.getKey())), e.getKey() + " after the replay");
-    }
+    assertHolds(again, model, "after the replay");
     again.put(b("after"), b("restart"));
     assertArrayEquals(b("restart"), again.get(b("after")));
   }
@@ -155,8 +159,6 @@ class ReplayWithoutMasterTest {
     assertTrue(e.getMessage().contains("cannot be replayed"), e.getMessage());
 
     cluster.startServer(old.name());
-    for (Map.Entry<String, byte[]> p : model.entrySet()) {
-      assertArrayEquals(p.getValue(), t.get(b(p.getKey())), p.getKey() + " after a failed start");
-    }
+    assertHolds(t, model, "after a failed start");
   }
 }
