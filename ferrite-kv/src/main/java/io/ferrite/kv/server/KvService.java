@@ -12,6 +12,7 @@ import io.ferrite.kernel.ops.LogMeters;
 import io.ferrite.kernel.proto.Permissions;
 import io.ferrite.kernel.proto.Wire;
 import io.ferrite.kernel.server.FerriteService;
+import io.ferrite.kernel.server.MasterWait;
 import io.ferrite.kernel.server.ServiceContext;
 import io.ferrite.kv.KvConfig;
 import io.ferrite.kv.KvProtocol;
@@ -274,13 +275,6 @@ public final class KvService implements FerriteService {
   /** Records replayed so far (at start), for messages. */
   private long replayed;
 
-  /** Waiting for the master during a replay: 50 ms doubling to 2 s, as the server's link. */
-  private static final io.ferrite.fabric.Backoff REPLAY_BACKOFF =
-      io.ferrite.fabric.Backoff.builder()
-          .initial(java.time.Duration.ofMillis(50))
-          .max(java.time.Duration.ofSeconds(2))
-          .build();
-
   /**
    * Replays one record, or refuses to start: a record skipped is acknowledged writes lost, and this
    * server may hold the only copy of its shard (the master may have dropped the others while it was
@@ -289,81 +283,38 @@ public final class KvService implements FerriteService {
    * NO_SPACE at boot, the master being in an election, lost every pair of the shard).
    *
    * <p>So a record refused because the master cannot be reached (the region it needs takes the
-   * place of an empty block-pool region, which only the master can retire: NO_SPACE caused by the
-   * master being away, or that failure itself; see masterAway) is replayed again, with backoff,
-   * until the master answers, as the server's own link waits for it at boot. Any other failure (a
-   * capacity lowered below what the log holds, a corrupt record) fails the start, naming the
-   * record: the operator fixes the cause, and the log, untouched, replays whole. A record that
-   * fails changes nothing (a failed create gives back its regions; a failed write or resize leaves
-   * the shard as it was), so it is replayed again from its start.
+   * place of an empty block-pool region, which only the master can retire) is replayed again, with
+   * backoff, until the master answers ({@link MasterWait}). Any other failure (a capacity lowered
+   * below what the log holds, a corrupt record) fails the start, naming the record: the operator
+   * fixes the cause, and the log, untouched, replays whole. A record that fails changes nothing (a
+   * failed create gives back its regions; a failed write or resize leaves the shard as it was), so
+   * it is replayed again from its start.
    */
   private void replay(ByteBuffer record) {
     long n = replayed++;
-    io.ferrite.fabric.Backoff.Attempts pauses = REPLAY_BACKOFF.start();
-    while (true) {
-      try {
-        replayOne(record); // reads a slice: the record's own position is untouched
-        if (pauses.failures() > 0) {
-          LOG.log(
-              System.Logger.Level.INFO,
-              "kv log: record {0} ({1}) replayed after {2} refusal(s)",
-              n,
-              describe(record),
-              pauses.failures());
-        }
-        return;
-      } catch (FerriteException e) {
-        if (!masterAway(e)) {
-          throw new FerriteException(
-              e.code(),
-              "kv log: record "
-                  + n
-                  + " ("
-                  + describe(record)
-                  + ") cannot be replayed, so the kv service does not start (it would serve"
-                  + " without writes it acknowledged): "
-                  + e.getMessage(),
-              e);
-        }
-        if (pauses.failures() % 10 == 0) {
-          LOG.log(
-              System.Logger.Level.WARNING,
-              "kv log: record {0} ({1}) waits for the master: {2}",
-              n,
-              describe(record),
-              e.getMessage());
-        }
-        try {
-          pauses.sleep();
-        } catch (InterruptedException ie) {
-          Thread.currentThread().interrupt();
-          throw new FerriteException(
-              ErrorCode.UNAVAILABLE,
-              "kv log: interrupted while record " + n + " (" + describe(record) + ") waited",
-              e);
-        }
+    try {
+      MasterWait.untilAnswered(
+          LOG,
+          () -> "kv log: record " + n + " (" + describe(record) + ")",
+          () -> {
+            replayOne(record); // reads a slice: the record's own position is untouched
+            return null;
+          });
+    } catch (FerriteException e) {
+      if (MasterWait.masterAway(e)) {
+        throw e; // interrupted while waiting
       }
+      throw new FerriteException(
+          e.code(),
+          "kv log: record "
+              + n
+              + " ("
+              + describe(record)
+              + ") cannot be replayed, so the kv service does not start (it would serve"
+              + " without writes it acknowledged): "
+              + e.getMessage(),
+          e);
     }
-  }
-
-  /**
-   * Whether {@code e} says the master could not be asked, not that the thing cannot be done: the
-   * master unreachable, silent or not the leader (UNAVAILABLE, DROPPED, NOT_LEADER, TIMEOUT), or
-   * NO_SPACE that one of those caused ({@code RegionStore}: no empty block-pool region could be
-   * retired). Other retryable codes (BUSY, CONFLICT) are no reason to wait for the master.
-   */
-  private static boolean masterAway(FerriteException e) {
-    if (away(e)) {
-      return true;
-    }
-    return e.code() == ErrorCode.NO_SPACE && e.getCause() instanceof FerriteException c && away(c);
-  }
-
-  private static boolean away(FerriteException e) {
-    io.ferrite.fabric.ErrorCategory c = e.category();
-    return e.retryable()
-        && (c == io.ferrite.fabric.ErrorCategory.UNAVAILABLE
-            || c == io.ferrite.fabric.ErrorCategory.TIMEOUT);
   }
 
   /** A log record in words, for messages: its type, table and shard. */

@@ -12,6 +12,7 @@ import io.ferrite.kernel.log.OpLog;
 import io.ferrite.kernel.ops.LogMeters;
 import io.ferrite.kernel.proto.Wire;
 import io.ferrite.kernel.server.FerriteService;
+import io.ferrite.kernel.server.MasterWait;
 import io.ferrite.kernel.server.ServiceContext;
 import io.ferrite.tree.MeganodeReader;
 import io.ferrite.tree.TreeConfig;
@@ -100,6 +101,9 @@ public final class TreeService implements FerriteService {
 
   /** For tests only: told of every service started from now on (after its replay). */
   static volatile java.util.function.Consumer<TreeService> testStarted;
+
+  /** For tests only: run before a durable service's log replay (the master may be taken away). */
+  static volatile Runnable testBeforeReplay;
 
   /**
    * How long a write to the right half of a split in progress is held before it is answered {@code
@@ -236,6 +240,10 @@ public final class TreeService implements FerriteService {
     remote = new RemoteSplits(this, context);
     if (sync != TreeConfig.LogSync.NONE) {
       // Replay before anyone can connect: meganodes come back (new regions, same ids).
+      Runnable beforeReplay = testBeforeReplay;
+      if (beforeReplay != null) {
+        beforeReplay.run();
+      }
       TreeLog.Replay replay = new TreeLog.Replay(context.serverId());
       log = OpLog.open("tree", context.directory().resolve("tree.log"), replay, OpLog.Fsync.DATA);
       replay.finish();
@@ -286,7 +294,6 @@ public final class TreeService implements FerriteService {
     long pairs = 0;
     for (TreeLog.Image m : replay.meganodes.values()) {
       TreeState t = byId.get(m.tree);
-      Hosted h = makeMeganode(t, m.id, m.level, m.low, m.high, m.link);
       List<byte[]> keys = new ArrayList<>(m.entries.size());
       List<byte[]> values = new ArrayList<>(m.entries.size());
       List<Long> children = new ArrayList<>(m.entries.size());
@@ -298,7 +305,21 @@ public final class TreeService implements FerriteService {
           children.add((Long) e.getValue());
         }
       }
-      h.meganode().fill(keys, values, children);
+      // Its regions come from the master (at boot the capacity is block pool): waited for while
+      // the master is away, as the kv replay does, instead of failing the server's start.
+      MasterWait.untilAnswered(
+          LOG,
+          () -> "tree log: meganode " + m.id + " of tree " + m.tree,
+          () -> {
+            Hosted h = makeMeganode(t, m.id, m.level, m.low, m.high, m.link);
+            try {
+              h.meganode().fill(keys, values, children);
+            } catch (RuntimeException e) {
+              free(h); // made again whole on the next attempt
+              throw e;
+            }
+            return h;
+          });
       pairs += keys.size();
     }
     for (int id : replay.linkedFromAfar) {

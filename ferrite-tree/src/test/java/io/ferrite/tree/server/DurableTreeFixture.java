@@ -39,6 +39,7 @@ abstract class DurableTreeFixture {
     TreeService.testStarted = null;
     TreeService.testSplitStep = null;
     TreeService.testBeforeAppend = null;
+    TreeService.testBeforeReplay = null;
     if (cluster != null) {
       cluster.close();
     }

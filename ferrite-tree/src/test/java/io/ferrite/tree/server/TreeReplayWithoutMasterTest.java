@@ -1,0 +1,104 @@
+package io.ferrite.tree.server;
+
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import io.ferrite.fabric.testing.SeedExtension;
+import io.ferrite.kernel.server.MemoryServer;
+import io.ferrite.tree.Tree;
+import io.ferrite.tree.TreeClient;
+import io.ferrite.tree.TreeModel;
+import java.util.Random;
+import java.util.TreeMap;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicReference;
+import java.util.logging.Handler;
+import java.util.logging.LogRecord;
+import java.util.logging.Logger;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.ExtendWith;
+
+/**
+ * A tree server restarted while the master is away (killed, or its group electing a leader) waits
+ * for it during its log replay and comes back with every pair, as the kv replay does ({@code
+ * MasterWait}). At boot the server's capacity is all block pool, so each replayed meganode's
+ * regions exist only once the master retired an empty pool region: with the master away that was
+ * NO_SPACE, and the server's start failed.
+ */
+@ExtendWith(SeedExtension.class)
+class TreeReplayWithoutMasterTest extends DurableTreeFixture {
+  /** Where RegionStore says that it could not ask the master to retire a pool region. */
+  static final Logger REGION_STORE = Logger.getLogger("io.ferrite.kernel.server.RegionStore");
+
+  Handler handler;
+
+  @AfterEach
+  void removeHandler() {
+    if (handler != null) {
+      REGION_STORE.removeHandler(handler);
+    }
+  }
+
+  @Test
+  void meganodesReplayedWhileTheMasterIsAwayComeBackWithEveryPair(Random random) throws Exception {
+    start("always");
+    Tree tree = new TreeClient(cluster.client()).create("t");
+    TreeMap<byte[], byte[]> model = TreeModel.model();
+    for (int i = 0; i < 1500; i++) {
+      byte[] k = TreeDurabilityTest.key(random.nextInt(2500));
+      byte[] v = new byte[random.nextInt(40)];
+      random.nextBytes(v);
+      tree.put(k, v);
+      model.put(k, v);
+    }
+    assertTrue(tree.stats()[0] >= 2, "meganodes: " + tree.stats()[0]);
+
+    MemoryServer old = cluster.servers.remove(0);
+    old.close();
+    // The master goes away right before the restarted server's tree replay, and comes back (a
+    // new master over the same journal) when RegionStore says it could not ask it to retire a
+    // pool region: on the server's boot thread, so the order is fixed.
+    AtomicInteger refusals = new AtomicInteger();
+    AtomicReference<Throwable> failure = new AtomicReference<>();
+    handler =
+        new Handler() {
+          @Override
+          public void publish(LogRecord r) {
+            String m = r.getMessage();
+            if (m != null
+                && m.startsWith("cannot retire block-pool region")
+                && refusals.getAndIncrement() == 0) {
+              try {
+                cluster.startMaster();
+              } catch (Throwable e) {
+                failure.set(e);
+              }
+            }
+          }
+
+          @Override
+          public void flush() {}
+
+          @Override
+          public void close() {}
+        };
+    REGION_STORE.addHandler(handler);
+    TreeService.testBeforeReplay =
+        () -> {
+          TreeService.testBeforeReplay = null;
+          cluster.master.close();
+        };
+    cluster.startServer(old.name());
+    assertNull(failure.get(), () -> "restarting the master failed: " + failure.get());
+    assertTrue(refusals.get() > 0, "the replay needed the master");
+
+    // A new client: the old one knows only the old master's (local) address.
+    Tree again = new TreeClient(cluster.client()).open("t");
+    TreeModel.assertHolds(again, model, "after the replay");
+    byte[] k = TreeDurabilityTest.key(9999);
+    again.put(k, k);
+    assertArrayEquals(k, again.get(k));
+  }
+}
