@@ -49,6 +49,10 @@ import org.junit.jupiter.api.extension.ExtendWith;
  *       again;
  *   <li>{@link Victim#PARTICIPANT}: the primary of the second region, a participant that never
  *       decides: its promoted backup asks the decider about the transfers it had locked;
+ *   <li>{@link Victim#LONE_PARTICIPANT}: the same with {@code tx.replicas} 1, so no backup: the
+ *       server is started again on its directory, its region rebuilt from its log (LOCK records
+ *       written before LOCK OK, {@code tx.log.sync=always}), and the transfers it had locked ask
+ *       the decider;
  *   <li>{@link Victim#BACKUP}: a server that backs a region and is the primary of none;
  *   <li>{@link Victim#COORDINATOR}: the client JVM, right after it printed that it starts a
  *       two-server commit; the locks it held go away with the participants' lease ({@code
@@ -83,6 +87,12 @@ class TxKillMultiProcessTest extends ProcessClusterTest {
   enum Victim {
     PRIMARY,
     PARTICIPANT,
+    /**
+     * With {@code tx.replicas} 1: the primary of the second region, which has no backup; its LOCK
+     * records are in its own log ({@code tx.log.sync=always}), and it is started again on the same
+     * directory.
+     */
+    LONE_PARTICIPANT,
     BACKUP,
     COORDINATOR
   }
@@ -112,6 +122,12 @@ class TxKillMultiProcessTest extends ProcessClusterTest {
   }
 
   @Test
+  void aSigkilledLoneParticipantRestartedFromItsLogLosesNoAcknowledgedTransfer(TestSeed seed)
+      throws Exception {
+    run(Victim.LONE_PARTICIPANT, seed);
+  }
+
+  @Test
   void aSigkilledBackupLosesNoAcknowledgedTransfer(TestSeed seed) throws Exception {
     run(Victim.BACKUP, seed);
   }
@@ -123,10 +139,17 @@ class TxKillMultiProcessTest extends ProcessClusterTest {
 
   private void run(Victim victim, TestSeed seed) throws Exception {
     newCluster("tx-kill-mp", "ferrite-tx-kill-mp-");
-    startMaster("master", "server.dead.timeout=1s");
+    boolean lone = victim == Victim.LONE_PARTICIPANT;
+    if (lone) {
+      startMaster("master", "server.dead.timeout=1s", "tx.replicas=1");
+    } else {
+      startMaster("master", "server.dead.timeout=1s");
+    }
+    String[] serverSets = Arrays.copyOf(TX_SETS, TX_SETS.length + 1);
+    serverSets[TX_SETS.length] = "tx.log.sync=always";
     Map<String, Process> servers = new HashMap<>();
     for (String name : List.of("s1", "s2", "s3")) {
-      servers.put(name, startServer(name, "48m", "0", TX_SETS));
+      servers.put(name, startServer(name, "48m", "0", serverSets));
     }
     FerriteClient admin = await("the master", () -> tcpClient("tx-kill-admin"));
     await("3 ALIVE servers", () -> alive(admin) == 3);
@@ -160,13 +183,14 @@ class TxKillMultiProcessTest extends ProcessClusterTest {
     Set<Integer> victimRegions = new HashSet<>();
     if (victim != Victim.COORDINATOR) {
       for (TxPlacement p : regions) {
-        assertTrue(
-            !p.backups().isEmpty(),
-            "tx replication is not there: " + p + " has no backup (tx.replicas, docs/TX.md)");
+        assertEquals(
+            lone,
+            p.backups().isEmpty(),
+            "tx.replicas " + (lone ? 1 : 2) + " but " + p + " (docs/TX.md)");
       }
       if (victim == Victim.PRIMARY) {
         victimId = regions[0].primary();
-      } else if (victim == Victim.PARTICIPANT) {
+      } else if (victim == Victim.PARTICIPANT || lone) {
         victimId = regions[1].primary();
       } else {
         for (int s : ids.values()) {
@@ -227,6 +251,11 @@ class TxKillMultiProcessTest extends ProcessClusterTest {
           killedAt = System.nanoTime();
           servers.get(victimName).destroyForcibly().waitFor(); // SIGKILL, mid-commits
           deadAt = awaitDead(admin, victimId);
+          if (lone) {
+            // No copy elsewhere: its region comes back when it does, rebuilt from its log, and
+            // its locked transfers ask the decider.
+            servers.put(victimName, startServer(victimName, "48m", "0", serverSets));
+          }
         }
         long since = victim == Victim.COORDINATOR ? killedAt : deadAt;
         await(
