@@ -221,7 +221,7 @@ public final class NodesBench {
     return report;
   }
 
-  private static String shmBase() {
+  static String shmBase() {
     return Files.isDirectory(Path.of("/dev/shm"))
         ? "/dev/shm"
         : System.getProperty("java.io.tmpdir");
