@@ -43,7 +43,8 @@ import java.util.TreeMap;
  *
  * Arguments: {@code CALLS SPIN_NANOS...}. {@code -Dferrite.probe.ops=inline} (or {@code dispatch})
  * runs only that kind of call, so that a system-call count of the process ({@code perf trace -s})
- * is one kind's: {@code 2 × CALLS} calls (warm-up and timed) per setting.
+ * is one kind's: {@code 2 × CALLS} calls (warm-up and timed) per setting. {@code
+ * -Dferrite.probe.dispatchSpin=NANOS} sets the server's {@link ServerSpec#dispatchSpinNanos}.
  */
 public final class TcpWakeProbe {
   private TcpWakeProbe() {}
@@ -68,7 +69,12 @@ public final class TcpWakeProbe {
     FabricTuning tuning = FabricTuning.DEFAULTS.withTcpPollSpin(spin);
     try (TcpFabric fabric = new TcpFabric(null, tuning);
         FabricServer server =
-            fabric.serve(ServerSpec.loopback(1, credentials, table, BenchEndpoint.handler(), dir));
+            fabric.serve(
+                ServerSpec.loopback(1, credentials, table, BenchEndpoint.handler(), dir)
+                    .withDispatchSpinNanos(
+                        Long.getLong(
+                            "ferrite.probe.dispatchSpin",
+                            ServerSpec.DEFAULT_DISPATCH_SPIN_NANOS)));
         FabricConnection conn = fabric.connect(server.address(), ConnectOptions.of(credentials))) {
       ByteBuffer empty = ByteBuffer.allocate(0);
       Duration deadline = Duration.ofSeconds(10);

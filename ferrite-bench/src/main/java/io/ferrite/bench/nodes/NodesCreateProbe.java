@@ -43,7 +43,8 @@ import java.util.concurrent.atomic.AtomicLong;
  * java -cp "ferrite-cli/target/lib/*" io.ferrite.bench.nodes.NodesCreateProbe 3 0 50000
  * </pre>
  *
- * Arguments: {@code SECONDS SPIN_NANOS...}.
+ * Arguments: {@code SECONDS SPIN_NANOS...}; {@code -Dferrite.probe.snapshotEvery=N} sets the
+ * master's {@code journal.snapshot.every} (default 10000, as the bench's).
  */
 public final class NodesCreateProbe {
   private static final int THREADS = 16;
@@ -78,6 +79,9 @@ public final class NodesCreateProbe {
               .set(FerriteConfig.CAPACITY_DRAM, Long.toString(64L << 20))
               .set(FerriteConfig.JOURNAL_FSYNC, "true")
               .set(FerriteConfig.TCP_POLL_SPIN, Long.toString(spin))
+              .set(
+                  FerriteConfig.SNAPSHOT_EVERY,
+                  System.getProperty("ferrite.probe.snapshotEvery", "10000"))
               .build();
       Credentials creds =
           new Credentials(
