@@ -44,7 +44,8 @@ import java.util.concurrent.atomic.AtomicLong;
  * </pre>
  *
  * Arguments: {@code SECONDS SPIN_NANOS...}; {@code -Dferrite.probe.snapshotEvery=N} sets the
- * master's {@code journal.snapshot.every} (default 10000, as the bench's).
+ * master's {@code journal.snapshot.every} (default 10000, as the bench's); {@code
+ * -Dferrite.probe.prefill=N} creates N Files (16 threads) before each measurement.
  */
 public final class NodesCreateProbe {
   private static final int THREADS = 16;
@@ -104,6 +105,12 @@ public final class NodesCreateProbe {
           nodes.mkdir("/p");
           AtomicLong seq = new AtomicLong();
           Runnable create = () -> nodes.create("/p/c" + seq.incrementAndGet()).close();
+          // A state of PREFILL Files first, as the bench's 1-thread latency run leaves one (its
+          // creates are in the same directory tree) before the 16 threads measure.
+          long prefill = Long.getLong("ferrite.probe.prefill", 0);
+          while (seq.get() < prefill) {
+            NodesBench.rate(THREADS, Duration.ofMillis(500), create);
+          }
           NodesBench.rate(THREADS, d.dividedBy(4), create); // warm-up
           Master.JournalStats j0 = master.journalStats();
           Map<String, Long> cpu0 = cpuByGroup();
