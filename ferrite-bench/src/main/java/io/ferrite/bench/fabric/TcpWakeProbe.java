@@ -144,14 +144,13 @@ public final class TcpWakeProbe {
           8,
           Progress.silent());
       Map<String, Long> after = cpuByGroup();
+      // The caller's only: the raw server's connection thread ends with its connection, before
+      // a second look could read its CPU time.
       cpu =
           String.format(
               Locale.ROOT,
-              "caller %.2f raw-server %.2f",
-              (after.get("caller") - before.get("caller")) / 1e3 / calls,
-              (after.getOrDefault("raw-server", 0L) - before.getOrDefault("raw-server", 0L))
-                  / 1e3
-                  / calls);
+              "caller %.2f",
+              (after.get("caller") - before.get("caller")) / 1e3 / calls);
       socket.measure(report, plan, new int[] {8}, 64 << 10, Progress.silent());
     }
     System.out.printf(
@@ -164,7 +163,7 @@ public final class TcpWakeProbe {
 
   /**
    * CPU time (ns, {@link ThreadMXBean#getThreadCpuTime}) of this process's threads, summed by the
-   * groups of {@link #switchesByGroup}, and {@code raw-server} for the socket ceiling's threads.
+   * groups of {@link #switchesByGroup}.
    */
   private static Map<String, Long> cpuByGroup() {
     ThreadMXBean mx = ManagementFactory.getThreadMXBean();
@@ -177,11 +176,7 @@ public final class TcpWakeProbe {
               ? "server-loops"
               : n.startsWith("ferrite-svc")
                   ? "dispatch"
-                  : n.startsWith("ferrite-tcp-client")
-                      ? "client-loops"
-                      : n.startsWith("ferrite-bench-socket-conn")
-                          ? "raw-server"
-                          : t == me ? "caller" : null;
+                  : n.startsWith("ferrite-tcp-client") ? "client-loops" : t == me ? "caller" : null;
       long ns = group == null ? -1 : mx.getThreadCpuTime(t.getId());
       if (ns >= 0) {
         out.merge(group, ns, Long::sum);
