@@ -49,6 +49,10 @@ import java.util.concurrent.ArrayBlockingQueue;
  *       {@code byte[]} of the message's size, by {@code how}: {@link #HEAP_INPUT_STREAM}, {@link
  *       #HEAP_STAGE_WHOLE}, {@link #HEAP_STAGE_PIECES}, {@link #HEAP_PIPELINED_WHOLE} or {@link
  *       #HEAP_PIPELINED_PIECES};
+ *   <li>{@code POLL} (the first message on a connection only): the connection serves ping-pongs
+ *       ({@code v >= 0}) for the rest of its life with both ends polling: its socket non-blocking,
+ *       the server thread reading in a loop with {@link Thread#yield} between reads that found
+ *       nothing, never blocking (see {@link #measurePollPingPong});
  *   <li>{@code OPS} (the first message on a connection only): the connection serves small
  *       request/response operations for the rest of its life, as a server should serve pipelined
  *       requests: each read takes every request that has arrived ({@code i64 n}: answer {@code n}
@@ -65,6 +69,9 @@ import java.util.concurrent.ArrayBlockingQueue;
  *
  * <ul>
  *   <li>{@code ceiling.socket.pingpong.<N>.{p50,p99,p99.9}}: round trip of 8 B out, N B back (ns);
+ *   <li>{@code ceiling.socket.pingpong.poll.<N>.{p50,p99,p99.9}} ({@link #measurePollPingPong}):
+ *       the same round trip with neither thread ever blocking: both poll their socket with
+ *       non-blocking reads, yielding between them, as the tcp fabric's pollers do;
  *   <li>{@code ceiling.socket.rr.1MiB.bandwidth}: back-to-back request/response transfers, 8 B out
  *       and 1 MiB back, one at a time (MiB/s);
  *   <li>{@code ceiling.socket.stream.1MiB.bandwidth}: one-way stream of 1 MiB writes (MiB/s), timed
@@ -98,6 +105,7 @@ public final class SocketCeiling implements AutoCloseable {
   private static final long ROTATE = Long.MIN_VALUE + 2;
   private static final long FILL = Long.MIN_VALUE + 3;
   private static final long HEAP = Long.MIN_VALUE + 4;
+  private static final long POLL = Long.MIN_VALUE + 5;
   private static final int MAX_ROTATE = 64;
   private static final long MAX_FILL = 1L << 30;
 
@@ -170,6 +178,13 @@ public final class SocketCeiling implements AutoCloseable {
   /** Name prefix of the ping-pong with an {@code n}-byte response, e.g. ...pingpong.8B. */
   public static String pingPong(int n) {
     return PINGPONG + Sizes.label(n);
+  }
+
+  /**
+   * Name prefix of the polling ping-pong with an {@code n}-byte response, e.g. ...pingpong.poll.8B.
+   */
+  public static String pingPongPoll(int n) {
+    return PINGPONG + "poll." + Sizes.label(n);
   }
 
   /** Name of the one-way stream bandwidth of {@code size}-byte writes. */
@@ -271,6 +286,83 @@ public final class SocketCeiling implements AutoCloseable {
       for (SocketChannel ch : opened) {
         closeQuietly(ch);
       }
+    }
+  }
+
+  /**
+   * Measures {@link #pingPongPoll}: the ping-pong of 8 B out, {@code n} B back, on a connection of
+   * its own whose two ends never block. The client writes its request, then reads its non-blocking
+   * socket in a loop, calling {@link Thread#yield} after every read that found nothing; the server
+   * thread does the same for the next request and writes the answer at once. The ceiling of a tcp
+   * RPC whose caller and server poll ({@code tcp.poll.spin.nanos}, docs/KERNEL.md "tcp pollers"):
+   * the blocking {@link #pingPong} measures instead a round trip whose two threads sleep in {@code
+   * read} and are woken by the sender's kernel, which on a VM may be an interrupt to a halted vCPU
+   * (tens of microseconds) and flatters anything that keeps its threads awake. Yield, not a busy
+   * spin, as the fabric's pollers: on 2 cores a busy spinner holds the core its peer needs. Adds
+   * the latency to {@code report}.
+   */
+  public void measurePollPingPong(BenchReport report, Measure.Plan plan, int n, Progress progress)
+      throws Exception {
+    if (n < 1 || n > MAX_OP_RESPONSE) {
+      throw new IllegalArgumentException("n: " + n + " (expected: 1 to " + MAX_OP_RESPONSE + ")");
+    }
+    progress.step(pingPongPoll(n) + " latency");
+    try (SocketChannel ch = connect()) {
+      ByteBuffer request = ByteBuffer.allocateDirect(8).order(ByteOrder.LITTLE_ENDIAN);
+      request.putLong(0, POLL);
+      writeFully(ch, request);
+      ch.configureBlocking(false);
+      ByteBuffer response = ByteBuffer.allocateDirect(n);
+      Measure.addLatency(
+          report,
+          pingPongPoll(n),
+          Measure.latency(
+              plan,
+              i -> {
+                request.clear();
+                request.putLong(0, n);
+                pollWrite(ch, request);
+                response.clear();
+                pollRead(ch, response);
+              }),
+          null);
+    }
+  }
+
+  /** Writes all of {@code b} to a non-blocking channel, yielding while the socket is full. */
+  private static void pollWrite(SocketChannel ch, ByteBuffer b) throws IOException {
+    while (b.hasRemaining()) {
+      if (ch.write(b) == 0) {
+        Thread.yield();
+      }
+    }
+  }
+
+  /**
+   * Fills {@code b} from a non-blocking channel, yielding after every read that found nothing;
+   * false on EOF before the first byte (EOF in the middle is an error).
+   */
+  private static boolean pollReadOrEof(SocketChannel ch, ByteBuffer b) throws IOException {
+    boolean any = false;
+    while (b.hasRemaining()) {
+      int r = ch.read(b);
+      if (r < 0) {
+        if (!any) {
+          return false;
+        }
+        throw new EOFException("socket ceiling: truncated message");
+      }
+      if (r == 0) {
+        Thread.yield();
+      }
+      any |= r > 0;
+    }
+    return true;
+  }
+
+  private static void pollRead(SocketChannel ch, ByteBuffer b) throws IOException {
+    if (!pollReadOrEof(ch, b)) {
+      throw new EOFException("socket ceiling: connection closed by the peer");
     }
   }
 
@@ -571,6 +663,10 @@ public final class SocketCeiling implements AutoCloseable {
           serveOps(ch);
           return;
         }
+        if (v == POLL) {
+          servePoll(ch, buffer);
+          return;
+        }
         if (v == ROTATE) {
           header.clear();
           readFully(ch, header);
@@ -830,6 +926,28 @@ public final class SocketCeiling implements AutoCloseable {
       in.compact();
       out.clear().limit((int) answer);
       writeFully(ch, out);
+    }
+  }
+
+  /**
+   * Polling mode ({@link #measurePollPingPong}): ping-pongs on a non-blocking socket, the next
+   * request read in a loop that yields after every read that found nothing, never blocking, until
+   * the client closes the connection.
+   */
+  private static void servePoll(SocketChannel ch, ByteBuffer answer) throws IOException {
+    ch.configureBlocking(false);
+    ByteBuffer header = ByteBuffer.allocateDirect(8).order(ByteOrder.LITTLE_ENDIAN);
+    while (true) {
+      header.clear();
+      if (!pollReadOrEof(ch, header)) {
+        return;
+      }
+      long n = header.getLong(0);
+      if (n < 0 || n > answer.capacity()) {
+        return;
+      }
+      answer.clear().limit((int) n);
+      pollWrite(ch, answer);
     }
   }
 

@@ -63,6 +63,16 @@ import java.util.function.Function;
  * fabric are compared with the 8 B ping-pong. The ceilings are in the report too, as {@code
  * ceiling.*} results with no reference.
  *
+ * <p>Two 8 B ping-pongs, measured one after the other: {@code ceiling.socket.pingpong.8B}, whose
+ * two threads block in {@code read} (on a VM a thread that slept may be woken by an interrupt to a
+ * halted vCPU: ~5 µs or 35–80 µs on the 2-vCPU machine of docs/PERFORMANCE.md), and {@code
+ * ceiling.socket.pingpong.poll.8B}, whose two threads never block: non-blocking reads in a loop,
+ * {@link Thread#yield} after each that found nothing, as the tcp fabric's pollers ({@code
+ * tcp.poll.spin.nanos}). A network fabric's empty and inline RPCs (without a {@link #peer}) are
+ * reported against both: {@code <f>.rpc.{empty,inline}.p50} against the blocking one (the names of
+ * earlier runs), {@code <f>.rpc.{empty,inline}.vs.poll.p50} (the same value) against the polling
+ * one, the ceiling of an RPC whose threads poll.
+ *
  * <p>{@code tcp-tls} is the tcp fabric with TLS 1.3 (where the tcp fast paths are off: every byte
  * through Netty's pipeline and the SSL engine). When {@code tcp} runs before it, every {@code
  * tcp-tls} result is compared with the same {@code tcp} result of this run, so its ratio is the
@@ -90,6 +100,11 @@ public final class FabricBench {
 
   /** The ping-pong with the smallest response is the reference of an empty RPC. */
   private static final int RPC_REFERENCE_SIZE = 8;
+
+  /**
+   * Suffix of an RPC latency's p50 against the polling ping-pong, e.g. tcp.rpc.empty.vs.poll.p50.
+   */
+  static final String VS_POLL = ".vs.poll";
 
   /** Largest window of the region the ops step through (see {@link Workload}). */
   private static final long MAX_WINDOW = 16L << 20;
@@ -241,6 +256,7 @@ public final class FabricBench {
       stats.forEach(s -> names.add(MemcpyCeiling.name(size) + "." + s));
     }
     names.add(MemcpyCeiling.name(BANDWIDTH_SIZE) + ".bandwidth");
+    stats.forEach(s -> names.add(SocketCeiling.pingPongPoll(RPC_REFERENCE_SIZE) + "." + s));
     for (int size : LATENCY_SIZES) {
       stats.forEach(s -> names.add(SocketCeiling.pingPong(size) + "." + s));
     }
@@ -257,8 +273,15 @@ public final class FabricBench {
       for (int size : LATENCY_SIZES) {
         stats.forEach(s -> names.add(f + ".read." + Sizes.label(size) + "." + s));
       }
+      boolean vsPoll = !sameHost(f) && peer(f, fabrics) == null;
       stats.forEach(s -> names.add(f + ".rpc.empty." + s));
+      if (vsPoll) {
+        names.add(f + ".rpc.empty" + VS_POLL + ".p50");
+      }
       stats.forEach(s -> names.add(f + ".rpc.inline." + s));
+      if (vsPoll) {
+        names.add(f + ".rpc.inline" + VS_POLL + ".p50");
+      }
       names.add(f + ".read." + Sizes.label(BANDWIDTH_SIZE) + ".bandwidth");
       names.add(f + ".write." + Sizes.label(BANDWIDTH_SIZE) + ".bandwidth");
       if (!sameHost(f)) {
@@ -313,6 +336,8 @@ public final class FabricBench {
 
     MemcpyCeiling.measure(report, plan, workload, LATENCY_SIZES, BANDWIDTH_SIZE, progress);
     try (SocketCeiling socket = SocketCeiling.start()) {
+      // Right before the blocking ping-pong of the same size, so that both see the same minute.
+      socket.measurePollPingPong(report, plan, RPC_REFERENCE_SIZE, progress);
       socket.measure(
           report, plan, workload, options.depth(), LATENCY_SIZES, BANDWIDTH_SIZE, progress);
       if (options.fabrics().stream().anyMatch(f -> !sameHost(f))) {
@@ -390,6 +415,7 @@ public final class FabricBench {
         rpc,
         rpcRec,
         peer != null ? peer + ".rpc.empty" : SocketCeiling.pingPong(RPC_REFERENCE_SIZE));
+    addVsPoll(report, rpc, rpcRec, !sameHost && peer == null);
     String inline = f + ".rpc.inline";
     progress.step(inline + " latency");
     LatencyRecorder inlineRec =
@@ -402,6 +428,7 @@ public final class FabricBench {
         inline,
         inlineRec,
         peer != null ? peer + ".rpc.inline" : SocketCeiling.pingPong(RPC_REFERENCE_SIZE));
+    addVsPoll(report, inline, inlineRec, !sameHost && peer == null);
 
     String label = Sizes.label(BANDWIDTH_SIZE);
     BenchResult bandwidthRef =
@@ -490,6 +517,23 @@ public final class FabricBench {
     // serves no one-sided op at all).
     progress.step(f + " client counted: " + conn.counters().snapshot());
     progress.step(f + " server counted: " + endpoint.serverCounters().snapshot());
+  }
+
+  /**
+   * {@code <prefix>.vs.poll.p50}: {@code rec}'s p50 beside the polling ping-pong's, when {@code
+   * yes} (a network fabric compared with the socket ceilings).
+   */
+  private static void addVsPoll(
+      BenchReport report, String prefix, LatencyRecorder rec, boolean yes) {
+    if (yes) {
+      report.add(
+          BenchResult.against(
+              prefix + VS_POLL + ".p50",
+              rec.value(LatencyRecorder.Statistic.P50),
+              LatencyRecorder.UNIT,
+              Better.LOWER,
+              report.require(SocketCeiling.pingPongPoll(RPC_REFERENCE_SIZE) + ".p50")));
+    }
   }
 
   /**

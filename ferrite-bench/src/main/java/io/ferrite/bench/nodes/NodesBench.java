@@ -146,6 +146,12 @@ public final class NodesBench {
         MemcpyCeiling.measureStreamHeap(report, plan, fileBytes, Sizes.MIB, progress);
       }
       try (SocketCeiling sockets = SocketCeiling.start()) {
+        if (o.fabrics().contains("tcp")) {
+          // The 8 B ping-pong whose two threads never block (they poll, yielding, as the tcp
+          // fabric's pollers do): the second reference of the uncached lookup
+          // (NodesMetadataBench), measured right before the blocking one.
+          sockets.measurePollPingPong(report, plan, 8, progress);
+        }
         // 8 B: the raw ping-pong the metadata RPCs are measured against.
         sockets.measure(report, plan, PINGPONG_SIZES, Sizes.MIB, progress);
         if (o.fabrics().contains("tcp")) {
@@ -215,7 +221,7 @@ public final class NodesBench {
     return report;
   }
 
-  private static String shmBase() {
+  static String shmBase() {
     return Files.isDirectory(Path.of("/dev/shm"))
         ? "/dev/shm"
         : System.getProperty("java.io.tmpdir");

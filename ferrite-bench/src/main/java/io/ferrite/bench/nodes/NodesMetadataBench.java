@@ -50,10 +50,13 @@ import java.util.concurrent.atomic.AtomicLong;
  *       sharing one client, beside {@code ceiling.fsync.group5} = 5 / {@code ceiling.fsync.p50}
  *       (five creates per fsync: group commit at work);
  *   <li>{@code tcp.lookup.uncached.{p50,...}}: a lookup that asks the master, beside the raw
- *       ping-pong; {@code tcp.lookup.cached.threads.1}, lookups of a path the client has seen (a
- *       leased lookup), beside {@code tcp.lookup.uncached.threads.1}; with {@code
- *       tcp.lookup.cached.rpcs}, the master connection's RPC count over the cached run (the WATCH
- *       renewals only, one per third of a lease);
+ *       ping-pong, and its p50 again as {@code tcp.lookup.uncached.vs.poll.p50} beside {@code
+ *       ceiling.socket.pingpong.poll.8B.p50}, the ping-pong whose threads never block (the tcp
+ *       fabric's callers and server loops poll before they sleep); {@code
+ *       tcp.lookup.cached.threads.1}, lookups of a path the client has seen (a leased lookup),
+ *       beside {@code tcp.lookup.uncached.threads.1}; with {@code tcp.lookup.cached.rpcs}, the
+ *       master connection's RPC count over the cached run (the WATCH renewals only, one per third
+ *       of a lease);
  *   <li>{@code fresh.tcp.*}: the same single-thread operations from a fresh JVM ({@link
  *       NodesClientProbe}) connecting to this cluster, with its first create and first lookup.
  * </ul>
@@ -274,11 +277,9 @@ final class NodesMetadataBench {
 
     String path = root + "/c1";
     progress.step("tcp.lookup.uncached");
-    Measure.addLatency(
-        report,
-        "tcp.lookup.uncached",
-        Measure.latency(plan, i -> nodes.lookupAtMaster(path)),
-        SocketCeiling.pingPong(8));
+    LatencyRecorder lookups = Measure.latency(plan, i -> nodes.lookupAtMaster(path));
+    Measure.addLatency(report, "tcp.lookup.uncached", lookups, SocketCeiling.pingPong(8));
+    vsPoll(report, "tcp.lookup.uncached", lookups.value(LatencyRecorder.Statistic.P50));
     double uncached = NodesBench.rate(1, o.duration(), () -> nodes.lookupAtMaster(path));
     BenchResult ref =
         report.add(
@@ -386,6 +387,7 @@ final class NodesMetadataBench {
               ns,
               Better.LOWER,
               report.require(SocketCeiling.pingPong(8) + ".p50")));
+      vsPoll(report, "fresh.tcp.lookup.uncached", need(got, "lookup.uncached.p50"));
       BenchResult unc =
           report.add(
               BenchResult.of(
@@ -407,6 +409,19 @@ final class NodesMetadataBench {
               "rpc",
               Better.LOWER));
       setup.remove("/fresh", true);
+    }
+  }
+
+  /**
+   * {@code <prefix>.vs.poll.p50}: a p50 beside the ping-pong whose threads poll ({@code
+   * ceiling.socket.pingpong.poll.8B.p50}), when the run measured it.
+   */
+  private static void vsPoll(BenchReport report, String prefix, double p50) {
+    BenchResult poll = report.get(SocketCeiling.pingPongPoll(8) + ".p50");
+    if (poll != null) {
+      report.add(
+          BenchResult.against(
+              prefix + ".vs.poll.p50", p50, LatencyRecorder.UNIT, Better.LOWER, poll));
     }
   }
 

@@ -42,6 +42,8 @@ class FabricBenchTest {
             "local.write.1MiB.bandwidth",
             "ceiling.memcpy.8B.p50",
             "ceiling.socket.pingpong.8B.p50",
+            "ceiling.socket.pingpong.poll.8B.p50",
+            "ceiling.socket.pingpong.poll.8B.p99",
             "ceiling.socket.stream.1MiB.bandwidth")) {
       assertTrue(names.contains(expected), expected + " missing from " + names);
     }
@@ -66,6 +68,19 @@ class FabricBenchTest {
         "ceiling.memcpy.1MiB.bandwidth", report.require("local.write.1MiB.bandwidth").reference());
     assertEquals(
         "ceiling.socket.pingpong.8B.p99.9", report.require("local.rpc.empty.p99.9").reference());
+    // A network fabric's RPCs beside both 8 B ping-pongs: the blocking one, and the polling one.
+    assertEquals("ceiling.socket.pingpong.8B.p50", report.require("tcp.rpc.empty.p50").reference());
+    assertEquals(
+        "ceiling.socket.pingpong.poll.8B.p50",
+        report.require("tcp.rpc.empty.vs.poll.p50").reference());
+    assertEquals(
+        report.require("tcp.rpc.inline.p50").value(),
+        report.require("tcp.rpc.inline.vs.poll.p50").value());
+    assertEquals(
+        "ceiling.socket.pingpong.poll.8B.p50",
+        report.require("tcp.rpc.inline.vs.poll.p50").reference());
+    assertTrue(names.stream().noneMatch(n -> n.startsWith("tcp-tls.") && n.contains(".vs.poll")));
+    assertTrue(names.stream().noneMatch(n -> n.startsWith("local.") && n.contains(".vs.poll")));
 
     // tcp with TLS beside tcp without, measured in the same run: the ratio is TLS's cost.
     assertEquals(

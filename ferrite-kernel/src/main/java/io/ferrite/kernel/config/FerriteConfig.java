@@ -141,7 +141,11 @@ public final class FerriteConfig {
           "true",
           "fsync the master journal (group commit: one fsync per batch, no answer before it)"
         });
-    k.put(SNAPSHOT_EVERY, new String[] {"10000", "journal records between snapshots"});
+    k.put(
+        SNAPSHOT_EVERY,
+        new String[] {
+          "10000", "journal records between snapshots (and at least as many as the last one held)"
+        });
     k.put(RPC_TIMEOUT, new String[] {"5s", "deadline of control RPCs"});
     k.put(
         CLIENT_MASTER_DEADLINE,

@@ -35,6 +35,13 @@ public final class Master implements AutoCloseable {
   private final List<Fabric> fabrics;
   private final Path dir;
   private final int snapshotEvery;
+
+  /**
+   * Records of the last snapshot written or recovered: the next is due no sooner than as many log
+   * records later ({@link #snapshotDue}). Written under the metadata lock, read by the ticker.
+   */
+  private volatile long lastSnapshotRecords;
+
   private final ScheduledThreadPoolExecutor ticker;
   private final String hostId = HostIdentity.local();
 
@@ -125,6 +132,7 @@ public final class Master implements AutoCloseable {
     this.dir = cfg.dataDir().resolve("master");
     this.journal = journal;
     this.snapshotEvery = cfg.snapshotEvery();
+    this.lastSnapshotRecords = journal == null ? 0 : journal.recovery().snapshotRecords();
     this.ticker = Threads.scheduler("ferrite-master-ticker");
   }
 
@@ -619,12 +627,27 @@ public final class Master implements AutoCloseable {
         r.revokeNow(); // blocks of expired sessions
         r.retry();
       }
-      if (journal != null && journal.recordsSinceSnapshot() >= snapshotEvery) {
+      if (journal != null
+          && snapshotDue(journal.recordsSinceSnapshot(), snapshotEvery, lastSnapshotRecords)) {
         snapshot();
       }
     } catch (RuntimeException e) {
       LOG.log(System.Logger.Level.ERROR, "master tick failed", e);
     }
+  }
+
+  /**
+   * Whether the single master's journal is due a snapshot: {@code every} records since the last
+   * one, and at least as many as that snapshot held. A snapshot writes the whole state (and copies
+   * it under the metadata lock), so with a fixed interval its cost per mutation grew with the
+   * state: 16 threads' fsynced File creates lost 20–30% to snapshots every 10 000 records of a
+   * state of tens of thousands of Files (docs/PERFORMANCE.md, "Write path", 2026-11-27 branch
+   * {@code rpcceil}). Waiting until the log is as long as the last snapshot makes a snapshot cost
+   * O(1) per record, and recovery replays at most the state's size again: Redis's rewrite of its
+   * append-only file when it has grown by 100 % ({@code auto-aof-rewrite-percentage 100}).
+   */
+  static boolean snapshotDue(long recordsSinceSnapshot, int every, long lastSnapshotRecords) {
+    return recordsSinceSnapshot >= Math.max(every, lastSnapshotRecords);
   }
 
   /**
@@ -654,6 +677,7 @@ public final class Master implements AutoCloseable {
           if (!c.held.holding()) {
             events = state.snapshotEvents();
             generation = journal.rotate();
+            lastSnapshotRecords = events.size();
           }
         }
         if (events == null) {
