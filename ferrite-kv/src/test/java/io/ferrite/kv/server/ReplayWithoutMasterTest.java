@@ -13,6 +13,7 @@ import io.ferrite.fabric.testing.SeedExtension;
 import io.ferrite.fabric.testing.TestSeed;
 import io.ferrite.kernel.config.FerriteConfig;
 import io.ferrite.kernel.server.MemoryServer;
+import io.ferrite.kernel.testing.MasterBackOnRetireRefusal;
 import io.ferrite.kv.KvClient;
 import io.ferrite.kv.KvCluster;
 import io.ferrite.kv.KvTable;
@@ -21,11 +22,6 @@ import java.nio.file.Path;
 import java.util.HashMap;
 import java.util.Map;
 import java.util.Random;
-import java.util.concurrent.atomic.AtomicInteger;
-import java.util.concurrent.atomic.AtomicReference;
-import java.util.logging.Handler;
-import java.util.logging.LogRecord;
-import java.util.logging.Logger;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.ExtendWith;
@@ -50,18 +46,15 @@ class ReplayWithoutMasterTest {
           .withLimits(64, 1024)
           .withDurability(TableOptions.Durability.ALWAYS);
 
-  /** Where RegionStore says that it could not ask the master to retire a pool region. */
-  static final Logger REGION_STORE = Logger.getLogger("io.ferrite.kernel.server.RegionStore");
-
   @TempDir Path dir;
   KvCluster cluster;
-  Handler handler;
+  MasterBackOnRetireRefusal back;
 
   @AfterEach
   void stop() throws Exception {
     KvService.testStarted = null;
-    if (handler != null) {
-      REGION_STORE.removeHandler(handler);
+    if (back != null) {
+      back.close();
     }
     if (cluster != null) {
       cluster.close();
@@ -100,39 +93,15 @@ class ReplayWithoutMasterTest {
     // The master goes away once the restarted server's kv service starts (before its replay), and
     // comes back (a new master over the same journal) right when RegionStore says it could not ask
     // it to retire a pool region: on the server's boot thread, so the order is fixed.
-    AtomicInteger refusals = new AtomicInteger();
-    AtomicReference<Throwable> failure = new AtomicReference<>();
-    handler =
-        new Handler() {
-          @Override
-          public void publish(LogRecord r) {
-            String m = r.getMessage();
-            if (m != null
-                && m.startsWith("cannot retire block-pool region")
-                && refusals.getAndIncrement() == 0) {
-              try {
-                cluster.startMaster();
-              } catch (Throwable e) {
-                failure.set(e);
-              }
-            }
-          }
-
-          @Override
-          public void flush() {}
-
-          @Override
-          public void close() {}
-        };
-    REGION_STORE.addHandler(handler);
+    back = new MasterBackOnRetireRefusal(cluster::startMaster);
     KvService.testStarted =
         s -> {
           KvService.testStarted = null;
           cluster.master.close();
         };
     cluster.startServer(old.name());
-    assertNull(failure.get(), () -> "restarting the master failed: " + failure.get());
-    assertTrue(refusals.get() > 0, "the replay needed the master");
+    assertNull(back.failure(), () -> "restarting the master failed: " + back.failure());
+    assertTrue(back.refusals() > 0, "the replay needed the master");
 
     // A new client: the old one knows only the old master's (local) address.
     KvTable again = new KvClient(cluster.client()).table("t");

@@ -6,16 +6,12 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.ferrite.fabric.testing.SeedExtension;
 import io.ferrite.kernel.server.MemoryServer;
+import io.ferrite.kernel.testing.MasterBackOnRetireRefusal;
 import io.ferrite.tree.Tree;
 import io.ferrite.tree.TreeClient;
 import io.ferrite.tree.TreeModel;
 import java.util.Random;
 import java.util.TreeMap;
-import java.util.concurrent.atomic.AtomicInteger;
-import java.util.concurrent.atomic.AtomicReference;
-import java.util.logging.Handler;
-import java.util.logging.LogRecord;
-import java.util.logging.Logger;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.ExtendWith;
@@ -29,15 +25,12 @@ import org.junit.jupiter.api.extension.ExtendWith;
  */
 @ExtendWith(SeedExtension.class)
 class TreeReplayWithoutMasterTest extends DurableTreeFixture {
-  /** Where RegionStore says that it could not ask the master to retire a pool region. */
-  static final Logger REGION_STORE = Logger.getLogger("io.ferrite.kernel.server.RegionStore");
-
-  Handler handler;
+  MasterBackOnRetireRefusal back;
 
   @AfterEach
   void removeHandler() {
-    if (handler != null) {
-      REGION_STORE.removeHandler(handler);
+    if (back != null) {
+      back.close();
     }
   }
 
@@ -60,39 +53,15 @@ class TreeReplayWithoutMasterTest extends DurableTreeFixture {
     // The master goes away right before the restarted server's tree replay, and comes back (a
     // new master over the same journal) when RegionStore says it could not ask it to retire a
     // pool region: on the server's boot thread, so the order is fixed.
-    AtomicInteger refusals = new AtomicInteger();
-    AtomicReference<Throwable> failure = new AtomicReference<>();
-    handler =
-        new Handler() {
-          @Override
-          public void publish(LogRecord r) {
-            String m = r.getMessage();
-            if (m != null
-                && m.startsWith("cannot retire block-pool region")
-                && refusals.getAndIncrement() == 0) {
-              try {
-                cluster.startMaster();
-              } catch (Throwable e) {
-                failure.set(e);
-              }
-            }
-          }
-
-          @Override
-          public void flush() {}
-
-          @Override
-          public void close() {}
-        };
-    REGION_STORE.addHandler(handler);
+    back = new MasterBackOnRetireRefusal(cluster::startMaster);
     TreeService.testBeforeReplay =
         () -> {
           TreeService.testBeforeReplay = null;
           cluster.master.close();
         };
     cluster.startServer(old.name());
-    assertNull(failure.get(), () -> "restarting the master failed: " + failure.get());
-    assertTrue(refusals.get() > 0, "the replay needed the master");
+    assertNull(back.failure(), () -> "restarting the master failed: " + back.failure());
+    assertTrue(back.refusals() > 0, "the replay needed the master");
 
     // A new client: the old one knows only the old master's (local) address.
     Tree again = new TreeClient(cluster.client()).open("t");
