@@ -48,6 +48,41 @@ final class TxCluster extends ClusterHarness {
     awaitServers(serverCount);
   }
 
+  /**
+   * {x, y} on two servers: x made by {@code a} in its own region ({@link TxCommitTest#make}), y by
+   * {@code b} in a new region whose primary is another server ({@link TxClient#newRegionNear}, an
+   * allocation hint into it). x's region is made first, so it has the lower id: the decider region.
+   * On a loaded machine a server may be declared DEAD for a moment (its heartbeats late), and a
+   * region placed then goes to a live one, maybe x's server: y's region is made again, a bounded
+   * number of times, until its primary is another server.
+   */
+  FatPointer[] twoServers(TxClient a, byte[] x, TxClient b, byte[] y) throws InterruptedException {
+    FatPointer px = TxCommitTest.make(a, x);
+    int first = a.view(px.region()).primary();
+    int other =
+        servers.stream()
+            .mapToInt(MemoryServer::serverId)
+            .filter(id -> id != first)
+            .findFirst()
+            .orElseThrow(() -> new AssertionError("one server only: " + servers));
+    for (int attempt = 1; ; attempt++) {
+      awaitServers(2);
+      TxPlacement r = b.newRegionNear(other);
+      if (r.primary() != first) {
+        assertTrue(r.region() > px.region(), "regions numbered in creation order: " + r);
+        Transaction t = b.txBegin();
+        FatPointer py = t.txAlloc(y.length, new FatPointer(r.region(), 0, 1, 0));
+        t.txWrite(py, y);
+        assertTrue(t.txCommit().committed(), "the setup of " + py);
+        return new FatPointer[] {px, py};
+      }
+      if (attempt == 10) {
+        throw new AssertionError(
+            "10 regions asked near server " + other + " were all placed on " + first);
+      }
+    }
+  }
+
   static Map<String, String> config(int replicas) {
     Map<String, String> c = new HashMap<>();
     c.put(TxConfig.REPLICAS, Integer.toString(replicas));

@@ -37,15 +37,8 @@ class TxCommitRoundsTest {
   }
 
   /** {x, y}: x in the decider region (the lower id), y on the other server. */
-  FatPointer[] twoServers() {
-    FatPointer[] p = {
-      TxCommitTest.make(a, TxCommitTest.num(1)), TxCommitTest.make(b, TxCommitTest.num(2))
-    };
-    if (p[0].region() > p[1].region()) {
-      p = new FatPointer[] {p[1], p[0]};
-    }
-    assertTrue(a.view(p[0].region()).primary() != a.view(p[1].region()).primary(), "two servers");
-    return p;
+  FatPointer[] twoServers() throws InterruptedException {
+    return cluster.twoServers(a, TxCommitTest.num(1), b, TxCommitTest.num(2));
   }
 
   Transaction transfer(FatPointer[] p) {

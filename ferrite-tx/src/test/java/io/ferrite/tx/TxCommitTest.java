@@ -65,12 +65,9 @@ class TxCommitTest {
     return p;
   }
 
-  /** Two objects on different servers (a's region and b's). */
-  FatPointer[] twoServers(byte[] x, byte[] y) {
-    FatPointer px = make(a, x);
-    FatPointer py = make(b, y);
-    assertNotEquals(a.view(px.region()).primary(), a.view(py.region()).primary());
-    return new FatPointer[] {px, py};
+  /** Two objects on different servers (a's region, the decider, and one b made elsewhere). */
+  FatPointer[] twoServers(byte[] x, byte[] y) throws InterruptedException {
+    return cluster.twoServers(a, x, b, y);
   }
 
   @Test

@@ -83,13 +83,8 @@ class TxLockRecordTest {
   }
 
   /** {x = 1, y = 2}: x in the decider region (the lower id), y on the other server. */
-  private FatPointer[] twoServers() {
-    FatPointer[] p = {TxCommitTest.make(a, num(1)), TxCommitTest.make(b, num(2))};
-    if (p[0].region() > p[1].region()) {
-      p = new FatPointer[] {p[1], p[0]};
-    }
-    assertTrue(a.view(p[0].region()).primary() != a.view(p[1].region()).primary(), "two servers");
-    return p;
+  private FatPointer[] twoServers() throws InterruptedException {
+    return cluster.twoServers(a, num(1), b, num(2));
   }
 
   private Transaction transfer(TxClient c, FatPointer[] p, long x, long y) {
