@@ -11,6 +11,7 @@ import io.ferrite.kernel.config.FerriteConfig;
 import io.ferrite.kernel.proto.Wire;
 import io.ferrite.kernel.server.MemoryServer;
 import io.ferrite.kernel.testing.ClusterHarness;
+import io.ferrite.tx.server.TxLogsTesting;
 import java.io.IOException;
 import java.nio.ByteBuffer;
 import java.nio.charset.StandardCharsets;
@@ -81,6 +82,27 @@ final class TxCluster extends ClusterHarness {
             "10 regions asked near server " + other + " were all placed on " + first);
       }
     }
+  }
+
+  /** The running server whose id is {@code id}. */
+  MemoryServer server(int id) {
+    return servers.stream().filter(m -> m.serverId() == id).findFirst().orElseThrow();
+  }
+
+  /**
+   * Stops server {@code id} as a SIGKILL would leave its logs (what was queued to the appenders is
+   * dropped, {@link TxLogsTesting#crashOnClose}); its name, to start it again on its directory.
+   */
+  String crash(int id) {
+    MemoryServer victim = server(id);
+    servers.remove(victim);
+    TxLogsTesting.crashOnClose(true);
+    try {
+      victim.close();
+    } finally {
+      TxLogsTesting.crashOnClose(false);
+    }
+    return victim.name();
   }
 
   static Map<String, String> config(int replicas) {

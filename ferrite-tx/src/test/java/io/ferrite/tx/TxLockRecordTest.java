@@ -9,7 +9,6 @@ import io.ferrite.fabric.ErrorCode;
 import io.ferrite.fabric.FerriteException;
 import io.ferrite.fabric.local.LocalFaults;
 import io.ferrite.fabric.testing.SeedExtension;
-import io.ferrite.kernel.server.MemoryServer;
 import io.ferrite.tx.server.TxLogsTesting;
 import java.nio.file.Path;
 import java.time.Duration;
@@ -63,23 +62,6 @@ class TxLockRecordTest {
     cluster.awaitServers(2);
     a = new TxClient(cluster.client());
     b = new TxClient(cluster.client());
-  }
-
-  private MemoryServer server(int id) {
-    return cluster.servers.stream().filter(m -> m.serverId() == id).findFirst().orElseThrow();
-  }
-
-  /** Stops server {@code id} as a SIGKILL would leave its logs; its name. */
-  private String crash(int id) throws Exception {
-    MemoryServer victim = server(id);
-    cluster.servers.remove(victim);
-    TxLogsTesting.crashOnClose(true);
-    try {
-      victim.close();
-    } finally {
-      TxLogsTesting.crashOnClose(false);
-    }
-    return victim.name();
   }
 
   /** {x = 1, y = 2}: x in the decider region (the lower id), y on the other server. */
@@ -137,7 +119,7 @@ class TxLockRecordTest {
     // Only what the answering threads wrote is in the files at the crash (nothing queued).
     TxLogsTesting.pauseAppenders(true);
     commitWithoutTheOthersCommit(p);
-    String name = crash(other);
+    String name = cluster.crash(other);
     TxLogsTesting.pauseAppenders(false);
     cluster.startServer(name, settings);
     cluster.awaitServers(2);
@@ -156,8 +138,8 @@ class TxLockRecordTest {
     int other = a.view(p[1].region()).primary();
     TxLogsTesting.pauseAppenders(true);
     commitWithoutTheOthersCommit(p);
-    String otherName = crash(other);
-    String deciderName = crash(decider);
+    String otherName = cluster.crash(other);
+    String deciderName = cluster.crash(decider);
     TxLogsTesting.pauseAppenders(false);
     cluster.startServer(otherName, settings);
     cluster.awaitServers(1);
@@ -180,7 +162,7 @@ class TxLockRecordTest {
     int other = a.view(p[1].region()).primary();
     TxResult dead = transfer(a, p, 10, 20).commit(Transaction.Stop.AFTER_LOCK);
     assertFalse(dead.committed(), "the coordinator stopped after LOCK");
-    cluster.startServer(crash(other), settings);
+    cluster.startServer(cluster.crash(other), settings);
     cluster.awaitServers(2);
     TxClient fresh = new TxClient(cluster.client());
     assertEquals(2, readWhenClear(fresh, p[1]));
@@ -209,7 +191,7 @@ class TxLockRecordTest {
     b = new TxClient(cluster.client());
     FatPointer[] p = twoServers();
     int decider = a.view(p[0].region()).primary();
-    TxLogTest.HeldFsync held = fsyncs.get(server(a.view(p[1].region()).primary()).name());
+    TxLogTest.HeldFsync held = fsyncs.get(cluster.server(a.view(p[1].region()).primary()).name());
     LocalFaults.Hold deciderCommit =
         cluster.network.faults().holdNextRpc(decider, TxProtocol.SERVER_SERVICE, TxProtocol.COMMIT);
     CountDownLatch release = new CountDownLatch(1);

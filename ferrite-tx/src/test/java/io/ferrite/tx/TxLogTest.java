@@ -106,13 +106,9 @@ class TxLogTest {
     return new TxClient(cluster.client());
   }
 
-  private MemoryServer server(int id) {
-    return cluster.servers.stream().filter(m -> m.serverId() == id).findFirst().orElseThrow();
-  }
-
   /** Stops server {@code id} (its process: DRAM gone, the data directory stays); its name. */
   private String kill(int id) throws IOException {
-    MemoryServer victim = server(id);
+    MemoryServer victim = cluster.server(id);
     cluster.servers.remove(victim);
     victim.close();
     return victim.name();

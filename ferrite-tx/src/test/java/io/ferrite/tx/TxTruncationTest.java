@@ -104,23 +104,6 @@ class TxTruncationTest {
     return p;
   }
 
-  private MemoryServer server(int id) {
-    return cluster.servers.stream().filter(m -> m.serverId() == id).findFirst().orElseThrow();
-  }
-
-  /** Stops server {@code id} as a SIGKILL would leave its logs; its name. */
-  private String crash(int id) throws Exception {
-    MemoryServer victim = server(id);
-    cluster.servers.remove(victim);
-    TxLogsTesting.crashOnClose(true);
-    try {
-      victim.close();
-    } finally {
-      TxLogsTesting.crashOnClose(false);
-    }
-    return victim.name();
-  }
-
   private static Transaction write(TxClient c, FatPointer p, long pv, FatPointer q, long qv) {
     Transaction t = c.txBegin();
     t.txReadAll(List.of(p, q));
@@ -163,7 +146,7 @@ class TxTruncationTest {
 
   /** A gauge of server {@code id} (0 if not registered). */
   private double gauge(int id, String name) {
-    Gauge g = server(id).metrics().registry().find(name).gauge();
+    Gauge g = cluster.server(id).metrics().registry().find(name).gauge();
     return g == null ? 0 : g.value();
   }
 
@@ -208,7 +191,7 @@ class TxTruncationTest {
     start(1);
     TxLogsTesting.pauseAppenders(true); // only what answering threads wrote is in the files
     commitWithoutTheOthersCommit().drop();
-    String name = crash(other);
+    String name = cluster.crash(other);
     TxLogsTesting.pauseAppenders(false);
     manyLaterDecisions();
     // The crashed participant's pin cannot go while it is down (the others' may not have yet).
@@ -227,14 +210,14 @@ class TxTruncationTest {
     start(1);
     TxLogsTesting.pauseAppenders(true);
     commitWithoutTheOthersCommit().drop();
-    String otherName = crash(other);
+    String otherName = cluster.crash(other);
     TxLogsTesting.pauseAppenders(false);
     Path log;
     try (var files = Files.walk(dir)) {
       log =
           files
               .filter(f -> f.getFileName().toString().equals("region-" + x.region() + ".log"))
-              .filter(f -> f.toString().contains("/" + server(decider).name() + "/"))
+              .filter(f -> f.toString().contains("/" + cluster.server(decider).name() + "/"))
               .findFirst()
               .orElseThrow();
     }
@@ -257,7 +240,7 @@ class TxTruncationTest {
             + ", the log's largest size "
             + largest
             + " bytes)");
-    String deciderName = crash(decider);
+    String deciderName = cluster.crash(decider);
     cluster.startServer(deciderName, settings);
     cluster.awaitServers(2);
     cluster.startServer(otherName, settings);
@@ -277,7 +260,7 @@ class TxTruncationTest {
     LocalFaults.Hold hold = commitWithoutTheOthersCommit();
     manyLaterDecisions();
     assertEquals(-1, a.probe(y), "the other participant has not asked its decider yet");
-    crash(other); // its COMMIT still held: it dies before applying it
+    cluster.crash(other); // its COMMIT still held: it dies before applying it
     hold.drop();
     cluster.awaitServers(2);
     TxClient fresh = new TxClient(cluster.client());
@@ -298,7 +281,7 @@ class TxTruncationTest {
     commitWithoutTheOthersCommit().drop();
     manyLaterDecisions();
     assertEquals(-1, a.probe(y), "the other participant has not asked its decider yet");
-    crash(decider);
+    cluster.crash(decider);
     cluster.awaitServers(2);
     TxClient fresh = new TxClient(cluster.client());
     assertEquals(20, readWhenClear(fresh, y), "the promoted decider answered commit");

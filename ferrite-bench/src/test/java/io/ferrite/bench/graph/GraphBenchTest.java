@@ -29,25 +29,35 @@ import org.junit.jupiter.api.io.TempDir;
 class GraphBenchTest {
   @TempDir Path dir;
 
+  /**
+   * The options of a run of the tiny preset: 1 and 2 workers, one server over shm, no GraphX, the
+   * default vertex weight; progress into {@code lines} (none if null).
+   */
+  static GraphBench.Options tiny(
+      long seed, int pairs, int iterations, java.io.ByteArrayOutputStream lines, int rounds) {
+    return new GraphBench.Options(
+        "tiny",
+        seed,
+        pairs,
+        iterations,
+        List.of(1, 2),
+        1,
+        "shm",
+        null,
+        1L << 30,
+        0,
+        null,
+        lines == null
+            ? null
+            : new java.io.PrintStream(lines, true, java.nio.charset.StandardCharsets.UTF_8),
+        Partitioner.DEFAULT_VERTEX_WEIGHT,
+        rounds);
+  }
+
   @Test
   void aQuickRunReportsEveryRowBesideItsReference() throws Exception {
     java.io.ByteArrayOutputStream lines = new java.io.ByteArrayOutputStream();
-    GraphBench.Options o =
-        new GraphBench.Options(
-            "tiny",
-            3,
-            12,
-            5,
-            List.of(1, 2),
-            1,
-            "shm",
-            null,
-            1L << 30,
-            0,
-            null,
-            new java.io.PrintStream(lines, true, java.nio.charset.StandardCharsets.UTF_8),
-            Partitioner.DEFAULT_VERTEX_WEIGHT,
-            1);
+    GraphBench.Options o = tiny(3, 12, 5, lines, 1);
     BenchReport r = GraphBench.run(o);
     // Each worker's share and own time, the partitioner's weights are fitted to; the shares add up.
     String progress = lines.toString(java.nio.charset.StandardCharsets.UTF_8);
@@ -95,22 +105,7 @@ class GraphBenchTest {
   @Test
   void roundsInterleaveTheCountsAbbaAndTakeEachRatioWithinItsRound() throws Exception {
     java.io.ByteArrayOutputStream lines = new java.io.ByteArrayOutputStream();
-    GraphBench.Options o =
-        new GraphBench.Options(
-            "tiny",
-            5,
-            2,
-            4,
-            List.of(1, 2),
-            1,
-            "shm",
-            null,
-            1L << 30,
-            0,
-            null,
-            new java.io.PrintStream(lines, true, java.nio.charset.StandardCharsets.UTF_8),
-            Partitioner.DEFAULT_VERTEX_WEIGHT,
-            3);
+    GraphBench.Options o = tiny(5, 2, 4, lines, 3);
     BenchReport r = GraphBench.run(o);
     String progress = lines.toString(java.nio.charset.StandardCharsets.UTF_8);
     // The jobs ran 1, 2 | 2, 1 | 1, 2: the order of the "iterations with W worker" lines.
@@ -166,24 +161,7 @@ class GraphBenchTest {
   @Test
   void roundsOutOfRangeAreRefusedNamingTheLimit() {
     IllegalArgumentException e =
-        assertThrows(
-            IllegalArgumentException.class,
-            () ->
-                new GraphBench.Options(
-                    "tiny",
-                    1,
-                    1,
-                    1,
-                    List.of(1, 2),
-                    1,
-                    "shm",
-                    null,
-                    1L << 30,
-                    0,
-                    null,
-                    null,
-                    Partitioner.DEFAULT_VERTEX_WEIGHT,
-                    0));
+        assertThrows(IllegalArgumentException.class, () -> tiny(1, 1, 1, null, 0));
     assertEquals("rounds: 0 (expected: 1 to 100)", e.getMessage());
   }
 
