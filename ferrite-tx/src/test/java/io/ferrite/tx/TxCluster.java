@@ -3,7 +3,9 @@ package io.ferrite.tx;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.ferrite.fabric.Credentials;
+import io.ferrite.fabric.ErrorCode;
 import io.ferrite.fabric.FabricServer;
+import io.ferrite.fabric.FerriteException;
 import io.ferrite.fabric.RegionRef;
 import io.ferrite.fabric.local.LocalFaults;
 import io.ferrite.fabric.netty.NettyServer;
@@ -103,6 +105,22 @@ final class TxCluster extends ClusterHarness {
       TxLogsTesting.crashOnClose(false);
     }
     return victim.name();
+  }
+
+  /**
+   * A lock-free read of {@code p}'s number ({@link TxCommitTest#num}) that waits out a lock (BUSY,
+   * which a lock-free read answers after its own bounded wait) up to 30 times.
+   */
+  static long readWhenClear(TxClient c, FatPointer p) {
+    for (int i = 0; ; i++) {
+      try {
+        return TxCommitTest.num(c.lockFreeRead(p));
+      } catch (FerriteException e) {
+        if (e.code() != ErrorCode.BUSY || i >= 30) {
+          throw e;
+        }
+      }
+    }
   }
 
   static Map<String, String> config(int replicas) {

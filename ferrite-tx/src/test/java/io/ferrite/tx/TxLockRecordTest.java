@@ -5,8 +5,6 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import io.ferrite.fabric.ErrorCode;
-import io.ferrite.fabric.FerriteException;
 import io.ferrite.fabric.local.LocalFaults;
 import io.ferrite.fabric.testing.SeedExtension;
 import io.ferrite.tx.server.TxLogsTesting;
@@ -77,26 +75,13 @@ class TxLockRecordTest {
     return t;
   }
 
-  /** A lock-free read of {@code p} that waits out a lock (BUSY) for up to a minute. */
-  private static long readWhenClear(TxClient c, FatPointer p) {
-    for (int i = 0; ; i++) {
-      try {
-        return num(c.lockFreeRead(p));
-      } catch (FerriteException e) {
-        if (e.code() != ErrorCode.BUSY || i >= 30) {
-          throw e;
-        }
-      }
-    }
-  }
-
   /** A commit of a transaction writing both objects: nothing is left locked. */
   private void commitsAgain(FatPointer[] p) {
     TxClient c = new TxClient(cluster.client());
     TxResult r = transfer(c, p, 30, 40).txCommit();
     assertTrue(r.committed(), r.detail());
-    assertEquals(30, readWhenClear(c, p[0]));
-    assertEquals(40, readWhenClear(c, p[1]));
+    assertEquals(30, TxCluster.readWhenClear(c, p[0]));
+    assertEquals(40, TxCluster.readWhenClear(c, p[1]));
   }
 
   /** Commits {10, 20} with the other participant's COMMIT dropped in the network. */
@@ -125,8 +110,8 @@ class TxLockRecordTest {
     cluster.awaitServers(2);
     TxClient fresh = new TxClient(cluster.client());
     // The first read that succeeds sees the commit (a read of the locked object waits): never 2.
-    assertEquals(20, readWhenClear(fresh, p[1]));
-    assertEquals(10, readWhenClear(fresh, p[0]));
+    assertEquals(20, TxCluster.readWhenClear(fresh, p[1]));
+    assertEquals(10, TxCluster.readWhenClear(fresh, p[0]));
     commitsAgain(p);
   }
 
@@ -149,8 +134,8 @@ class TxLockRecordTest {
     assertEquals(-1, fresh.probe(p[1]), "the LOCK record's object is locked again");
     cluster.startServer(deciderName, settings);
     cluster.awaitServers(2);
-    assertEquals(20, readWhenClear(fresh, p[1]));
-    assertEquals(10, readWhenClear(fresh, p[0]));
+    assertEquals(20, TxCluster.readWhenClear(fresh, p[1]));
+    assertEquals(10, TxCluster.readWhenClear(fresh, p[0]));
     commitsAgain(p);
   }
 
@@ -165,8 +150,8 @@ class TxLockRecordTest {
     cluster.startServer(cluster.crash(other), settings);
     cluster.awaitServers(2);
     TxClient fresh = new TxClient(cluster.client());
-    assertEquals(2, readWhenClear(fresh, p[1]));
-    assertEquals(1, readWhenClear(fresh, p[0]));
+    assertEquals(2, TxCluster.readWhenClear(fresh, p[1]));
+    assertEquals(1, TxCluster.readWhenClear(fresh, p[0]));
     commitsAgain(p);
   }
 
@@ -219,8 +204,8 @@ class TxLockRecordTest {
     deciderCommit.release();
     TxResult r = commit.get(60, TimeUnit.SECONDS);
     assertTrue(r.committed(), r.detail());
-    assertEquals(10, readWhenClear(a, p[0]));
-    assertEquals(20, readWhenClear(a, p[1]));
+    assertEquals(10, TxCluster.readWhenClear(a, p[0]));
+    assertEquals(20, TxCluster.readWhenClear(a, p[1]));
     assertTrue(committer.awaitTermination(60, TimeUnit.SECONDS));
   }
 }

@@ -5,8 +5,6 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import io.ferrite.fabric.ErrorCode;
-import io.ferrite.fabric.FerriteException;
 import io.ferrite.fabric.local.LocalFaults;
 import io.ferrite.fabric.testing.SeedExtension;
 import io.ferrite.kernel.server.MemoryServer;
@@ -131,19 +129,6 @@ class TxTruncationTest {
     }
   }
 
-  /** A lock-free read of {@code p} that waits out a lock (BUSY) for up to a minute or so. */
-  private static long readWhenClear(TxClient c, FatPointer p) {
-    for (int i = 0; ; i++) {
-      try {
-        return num(c.lockFreeRead(p));
-      } catch (FerriteException e) {
-        if (e.code() != ErrorCode.BUSY || i >= 30) {
-          throw e;
-        }
-      }
-    }
-  }
-
   /** A gauge of server {@code id} (0 if not registered). */
   private double gauge(int id, String name) {
     Gauge g = cluster.server(id).metrics().registry().find(name).gauge();
@@ -174,8 +159,8 @@ class TxTruncationTest {
   /** Every object readable, unlocked, and a transaction writing all three commits. */
   private void nothingLocked(long xv, long yv) {
     TxClient c = new TxClient(cluster.client());
-    assertEquals(yv, readWhenClear(c, y));
-    assertEquals(xv, readWhenClear(c, x));
+    assertEquals(yv, TxCluster.readWhenClear(c, y));
+    assertEquals(xv, TxCluster.readWhenClear(c, x));
     Transaction t = c.txBegin();
     t.txReadAll(List.of(x, y, z));
     t.txWrite(x, num(7));
@@ -183,7 +168,7 @@ class TxTruncationTest {
     t.txWrite(z, num(9));
     TxResult r = t.txCommit();
     assertTrue(r.committed(), r.detail());
-    assertEquals(8, readWhenClear(c, y));
+    assertEquals(8, TxCluster.readWhenClear(c, y));
   }
 
   @Test
@@ -200,7 +185,8 @@ class TxTruncationTest {
     cluster.awaitServers(3);
     TxClient fresh = new TxClient(cluster.client());
     // Rebuilt from its log: the LOCK record's object locked again until the decider answers.
-    assertEquals(20, readWhenClear(fresh, y), "the acknowledged commit applied, not lost");
+    assertEquals(
+        20, TxCluster.readWhenClear(fresh, y), "the acknowledged commit applied, not lost");
     nothingLocked(100 + LATER - 1, 20);
     pinsSettleToZero();
   }
@@ -246,8 +232,9 @@ class TxTruncationTest {
     cluster.startServer(otherName, settings);
     cluster.awaitServers(3);
     TxClient fresh = new TxClient(cluster.client());
-    assertEquals(20, readWhenClear(fresh, y), "the acknowledged commit applied, not lost");
-    nothingLocked(readWhenClear(fresh, x), 20);
+    assertEquals(
+        20, TxCluster.readWhenClear(fresh, y), "the acknowledged commit applied, not lost");
+    nothingLocked(TxCluster.readWhenClear(fresh, x), 20);
     pinsSettleToZero();
   }
 
@@ -264,7 +251,7 @@ class TxTruncationTest {
     hold.drop();
     cluster.awaitServers(2);
     TxClient fresh = new TxClient(cluster.client());
-    assertEquals(20, readWhenClear(fresh, y), "the promoted backup applied the commit");
+    assertEquals(20, TxCluster.readWhenClear(fresh, y), "the promoted backup applied the commit");
     nothingLocked(100 + LATER - 1, 20);
     pinsSettleToZero();
   }
@@ -284,8 +271,8 @@ class TxTruncationTest {
     cluster.crash(decider);
     cluster.awaitServers(2);
     TxClient fresh = new TxClient(cluster.client());
-    assertEquals(20, readWhenClear(fresh, y), "the promoted decider answered commit");
-    nothingLocked(readWhenClear(fresh, x), 20);
+    assertEquals(20, TxCluster.readWhenClear(fresh, y), "the promoted decider answered commit");
+    nothingLocked(TxCluster.readWhenClear(fresh, x), 20);
     pinsSettleToZero();
   }
 
@@ -302,8 +289,8 @@ class TxTruncationTest {
     TxResult dead = write(a, x, 1, y, 2).commit(Transaction.Stop.AFTER_LOCK);
     assertFalse(dead.committed(), "the coordinator stopped after LOCK");
     TxClient fresh = new TxClient(cluster.client());
-    assertEquals(239, readWhenClear(fresh, y), "unlocked with its old value");
-    assertEquals(139, readWhenClear(fresh, x));
+    assertEquals(239, TxCluster.readWhenClear(fresh, y), "unlocked with its old value");
+    assertEquals(139, TxCluster.readWhenClear(fresh, x));
     assertEquals(0, gauge(decider, "ferrite.tx.decisions.pinned"), "an abort is not pinned");
     nothingLocked(139, 239);
     pinsSettleToZero();
