@@ -48,6 +48,9 @@ public abstract class FabricContractTest {
   /** Answers the caller's {@link RpcContext#role()} as its wire byte. */
   protected static final int SERVICE_ROLE = 3;
 
+  /** Never answers: the call waits for its deadline or for the server to go. */
+  protected static final int SERVICE_HANG = 4;
+
   protected static final long BIG = 80L << 20;
 
   protected final long seed = Long.getLong("tests.seed", System.nanoTime());
@@ -120,6 +123,9 @@ public abstract class FabricContractTest {
     if (service == SERVICE_ROLE) {
       return CompletableFuture.completedFuture(
           ByteBuffer.wrap(new byte[] {(byte) ctx.role().wire()}));
+    }
+    if (service == SERVICE_HANG) {
+      return new CompletableFuture<>();
     }
     return Futures.failed(ErrorCode.UNKNOWN_SERVICE, "no service " + service);
   }
@@ -723,6 +729,28 @@ public abstract class FabricContractTest {
         c.call(SERVICE_ECHO, 1, ByteBuffer.allocate(0), Duration.ofSeconds(1)));
     // Other connections are unaffected.
     conn.readSync(smallRef, 0, ByteBuffer.allocate(8));
+  }
+
+  /**
+   * A server that closes while it owes answers fails those calls as UNAVAILABLE, as soon as it
+   * goes: never a TIMEOUT, which would tell the caller only that the server was slow.
+   */
+  @Test
+  void aServerClosedWhileItOwesAnswersFailsThemAsUnavailable() throws Exception {
+    List<CompletableFuture<ByteBuffer>> owed = new ArrayList<>();
+    for (int i = 0; i < 4; i++) {
+      owed.add(conn.call(SERVICE_HANG, i, ByteBuffer.allocate(0), Duration.ofSeconds(60)));
+    }
+    // The echo is answered after the hanging calls reached the server (one connection, in order).
+    conn.callSync(SERVICE_ECHO, 1, ByteBuffer.allocate(0), Duration.ofSeconds(5));
+    for (CompletableFuture<ByteBuffer> f : owed) {
+      assertFalse(f.isDone(), where() + ": a hanging call was answered");
+    }
+    server.close();
+    server = null;
+    for (CompletableFuture<ByteBuffer> f : owed) {
+      assertFails(ErrorCode.UNAVAILABLE, f);
+    }
   }
 
   @Test

@@ -5,7 +5,6 @@ import io.ferrite.fabric.Counters;
 import io.ferrite.fabric.ErrorCode;
 import io.ferrite.fabric.FabricServer;
 import io.ferrite.fabric.FerriteException;
-import io.ferrite.fabric.Futures;
 import io.ferrite.fabric.MappedRegion;
 import io.ferrite.fabric.NamedThreadFactory;
 import io.ferrite.fabric.OpKind;
@@ -40,6 +39,10 @@ final class LocalServer implements FabricServer {
   private final Set<LocalConnection> connections = ConcurrentHashMap.newKeySet();
   private final ConcurrentHashMap<Integer, AtomicLong> writeEpochs = new ConcurrentHashMap<>();
   private final AtomicLong connectionIds = new AtomicLong();
+
+  /** Calls not yet answered: failed UNAVAILABLE when the server goes, as a closing socket does. */
+  private final Set<CompletableFuture<ByteBuffer>> owed = ConcurrentHashMap.newKeySet();
+
   private volatile boolean dead;
 
   private final java.util.function.Consumer<AutoCloseable> onClose;
@@ -80,7 +83,7 @@ final class LocalServer implements FabricServer {
     connections.add(c);
     if (dead) {
       connections.remove(c);
-      throw new FerriteException(ErrorCode.UNAVAILABLE, "endpoint " + address + " is down");
+      throw down();
     }
   }
 
@@ -134,7 +137,7 @@ final class LocalServer implements FabricServer {
 
   private MappedRegion resolve(OpKind kind, RegionRef ref, long offset, long len, Access access) {
     if (dead) {
-      throw new FerriteException(ErrorCode.UNAVAILABLE, "endpoint " + address + " is down");
+      throw down();
     }
     try {
       return RegionAccess.resolve(spec.regions(), ref.regionId(), ref.rkey(), offset, len, access);
@@ -156,12 +159,19 @@ final class LocalServer implements FabricServer {
       ByteBuffer request,
       Duration deadline) {
     if (dead) {
-      return Futures.failed(ErrorCode.UNAVAILABLE, "endpoint " + address + " is down");
+      return CompletableFuture.failedFuture(down());
     }
     long deadlineNanos = System.nanoTime() + deadline.toNanos();
     ByteBuffer copy = ByteBuffer.allocate(request.remaining());
     copy.put(request.duplicate()).flip();
     CompletableFuture<ByteBuffer> result = new CompletableFuture<>();
+    owed.add(result);
+    result.whenComplete((v, t) -> owed.remove(result));
+    if (dead) {
+      // Went between the check above and the add: kill() may have missed this call.
+      result.completeExceptionally(down());
+      return result;
+    }
     RpcContext ctx = new RpcContext(connectionId, "local", role);
     CompletableFuture<ByteBuffer> inline;
     try {
@@ -192,7 +202,11 @@ final class LocalServer implements FabricServer {
           });
     } catch (RejectedExecutionException e) {
       counters.recordError(OpKind.RPC);
-      return Futures.failed(ErrorCode.BUSY, "service executor of " + address + " is saturated");
+      result.completeExceptionally(
+          dead
+              ? down()
+              : new FerriteException(
+                  ErrorCode.BUSY, "service executor of " + address + " is saturated"));
     }
     return result;
   }
@@ -212,12 +226,20 @@ final class LocalServer implements FabricServer {
     }
   }
 
+  private FerriteException down() {
+    return new FerriteException(ErrorCode.UNAVAILABLE, "endpoint " + address + " is down");
+  }
+
   void kill() {
     dead = true;
     for (LocalConnection c : connections) {
       c.close();
     }
     service.shutdownNow();
+    // Queued calls were dropped and running ones may never answer: the caller learns now.
+    for (CompletableFuture<ByteBuffer> f : owed) {
+      f.completeExceptionally(down());
+    }
   }
 
   @Override

@@ -205,7 +205,7 @@ final class DataOps {
           if (e.code() == ErrorCode.UNAVAILABLE) {
             connections.dropped(serverId, c); // the next call reconnects
           }
-          result.completeExceptionally(e);
+          result.completeExceptionally(naming(serverId, e));
         });
     return result;
   }
@@ -220,7 +220,7 @@ final class DataOps {
         // As the asynchronous path does: the next call opens a new connection.
         connections.dropped(serverId, c);
       }
-      throw e;
+      throw naming(serverId, e);
     }
   }
 
@@ -259,7 +259,7 @@ final class DataOps {
     conn.whenComplete(
         (c, t) -> {
           if (t != null) {
-            result.completeExceptionally(FerriteException.unwrap(t));
+            result.completeExceptionally(naming(serverId, FerriteException.unwrap(t)));
             return;
           }
           CompletableFuture<T> f;
@@ -293,7 +293,21 @@ final class DataOps {
     if (idempotent && retry.again(n, e)) {
       retry.later(() -> attempt(serverId, idempotent, op, n + 1, result), Retry.backoffMillis(n));
     } else {
-      result.completeExceptionally(e);
+      result.completeExceptionally(naming(serverId, e));
     }
+  }
+
+  /**
+   * A connection's failure (UNAVAILABLE, TIMEOUT) names the memory server it was to, if the
+   * fabric's message does not (a fabric knows only an address, say {@code endpoint local://node-2-3
+   * is down}): the reader learns which server to look at. Other codes are the server's own answer
+   * and pass unchanged.
+   */
+  static FerriteException naming(int serverId, FerriteException e) {
+    if ((e.code() != ErrorCode.UNAVAILABLE && e.code() != ErrorCode.TIMEOUT)
+        || e.detail().contains("server " + serverId)) {
+      return e;
+    }
+    return new FerriteException(e.code(), "server " + serverId + ": " + e.detail(), e);
   }
 }

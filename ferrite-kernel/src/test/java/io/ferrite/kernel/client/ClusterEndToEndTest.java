@@ -257,11 +257,18 @@ class ClusterEndToEndTest {
   }
 
   /** Echoes requests and creates one region of its own. */
+  /** An opcode of {@link EchoService} that is never answered. */
+  static final int HANG = 2;
+
   static final class EchoService implements FerriteService {
     final int id;
     final String name;
     volatile ServiceContext ctx;
     volatile MappedRegion region;
+
+    /** Calls of {@link #HANG} received (never answered). */
+    final java.util.concurrent.atomic.AtomicInteger hanging =
+        new java.util.concurrent.atomic.AtomicInteger();
 
     EchoService() {
       this(16, "echo");
@@ -290,8 +297,12 @@ class ClusterEndToEndTest {
 
     @Override
     public CompletableFuture<ByteBuffer> handle(RpcContext caller, int opcode, ByteBuffer request) {
+      if (opcode == HANG) {
+        hanging.incrementAndGet();
+        return new CompletableFuture<>();
+      }
       if (opcode != 1) {
-        return Futures.failed(ErrorCode.UNKNOWN_OPCODE, "echo has only opcode 1");
+        return Futures.failed(ErrorCode.UNKNOWN_OPCODE, "echo has only opcodes 1 and " + HANG);
       }
       ByteBuffer copy = ByteBuffer.allocate(request.remaining());
       copy.put(request.duplicate()).flip();
@@ -325,6 +336,32 @@ class ClusterEndToEndTest {
     // The service's region is never handed out as blocks.
     for (BlockRef b : c.allocate(4)) {
       assertTrue(b.regionId() != echo.region.id() || b.serverId() != s.serverId());
+    }
+  }
+
+  /**
+   * A server that stops while it owes answers fails those calls at once (not at the RPC timeout),
+   * as UNAVAILABLE naming the server: the fabric knows only an address.
+   */
+  @Test
+  void callsAServerOwesWhenItStopsFailUnavailableNamingIt() throws Exception {
+    EchoService echo = new EchoService();
+    MemoryServer s = cluster.startServer("s3", echo);
+    FerriteClient c = cluster.client();
+    CompletableFuture<ByteBuffer> async = c.call(s.serverId(), 16, HANG, ByteBuffer.allocate(0));
+    CompletableFuture<FerriteException> sync =
+        CompletableFuture.supplyAsync(
+            () ->
+                assertThrows(
+                    FerriteException.class,
+                    () -> c.callSync(s.serverId(), 16, HANG, ByteBuffer.allocate(0))));
+    await("both calls at the service", () -> echo.hanging.get() == 2);
+    s.close();
+    cluster.servers.remove(s);
+    for (FerriteException e :
+        List.of(assertThrows(FerriteException.class, () -> Futures.join(async)), sync.join())) {
+      assertEquals(ErrorCode.UNAVAILABLE, e.code(), e.getMessage());
+      assertTrue(e.getMessage().contains("server " + s.serverId()), e.getMessage());
     }
   }
 
