@@ -102,7 +102,7 @@ final class PageRankRuns {
                 j.medianMs,
                 r.loadNanos() / 1e9,
                 r.messages()));
-        // Each worker's own time (inbox to write-back, no barrier) beside its share of the graph:
+        // Each worker's own time (inbox to outbox, no barrier) beside its share of the graph:
         // the figures a partitioner's vertex weight is fitted to (docs/GRAPH.md, "Partition
         // weights").
         for (int x = 0; x < w; x++) {

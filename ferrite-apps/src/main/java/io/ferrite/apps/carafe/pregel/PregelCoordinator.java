@@ -246,7 +246,7 @@ public final class PregelCoordinator implements AutoCloseable {
       }
       steps.add(new long[] {nanos, sent});
       halted = sent == 0 && active == 0;
-      // The slowest worker's own time (inbox to write-back): the rest of the superstep is the
+      // The slowest worker's own time (inbox to outbox): the rest of the superstep is the
       // barrier and the coordinator.
       step(
           String.format(

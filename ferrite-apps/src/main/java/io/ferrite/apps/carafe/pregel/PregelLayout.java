@@ -22,7 +22,7 @@ import java.nio.ByteOrder;
  *   +24  sent i64           messages it sent in that superstep
  *   +32  aggregate f64      its aggregate of that superstep
  *   +40  active i64         its vertices that had not voted to halt after it
- *   +48  nanos i64          the superstep's time in the worker (inbox to write-back)
+ *   +48  nanos i64          the superstep's time in the worker (inbox to outbox)
  *   +56  edges i64          adjacency entries of the partition (after LOAD)
  *   +64  error: u16 length, then up to ERROR_MAX bytes of UTF-8 {@code CODE|text}
  *   +ROW capacity i64 x W   messages segment (w, j) of the mailbox holds, counted in LOAD

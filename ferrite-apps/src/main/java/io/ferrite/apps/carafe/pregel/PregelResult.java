@@ -17,7 +17,7 @@ import java.util.Arrays;
  * @param superstepNanos per superstep, from its start by the coordinator until every worker had
  *     finished it (inbox, compute, outbox, write-back, barrier)
  * @param superstepMessages per superstep, the messages it put into the mailbox (after combining)
- * @param workerNanos per worker, its own time in all supersteps (inbox to write-back, without the
+ * @param workerNanos per worker, its own time in all supersteps (inbox to outbox, without the
  *     barrier's wait): how even the partitions' loads were
  * @param loadNanos partitioning, loading the partitions and preparing the mailbox
  * @param totalNanos the whole job, from opening the graph to deleting the job's namespaces
