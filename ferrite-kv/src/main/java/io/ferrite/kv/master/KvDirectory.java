@@ -280,19 +280,22 @@ public final class KvDirectory implements MasterExtension {
    * got NOT_FOUND from that server opened the shard there again, empty, and every acknowledged pair
    * in it was gone without a word (docs/KV.md "Lost shards").
    *
-   * <p>Which copies count: sent at the server's start ({@code registered} false: before it serves
-   * and before its process registers: group 0's tables), every copy listed on it was placed for an
-   * earlier process. Sent later ({@code registered} true: another group's tables, told before the
-   * server makes its first durable shard of that group), only the copies listed when its process
-   * registered ({@link #listedAtRegistration}; all of them if this master does not know): a table
-   * placed since is a fresh placement it is about to open. One false loss remains: a shard placed
-   * on it whose opening never reached it (its creator died between CREATE_TABLE and the opens, or
-   * the server restarted right then) is declared lost too: nothing tells it from one whose pairs
-   * were lost.
+   * <p>Which copies count: sent before the server's process {@code incarnation} registered here (at
+   * its start, before it serves: group 0's tables), every copy listed on it was placed for an
+   * earlier process. Sent after it registered (another group's tables, told before the server makes
+   * its first durable shard of that group, once it may have served for a while), only the copies
+   * listed when it registered ({@link #listedAtRegistration}): a table placed since is a fresh
+   * placement it is about to open. One false loss remains: a shard placed on it whose opening never
+   * reached it (its creator died between CREATE_TABLE and the opens, or the server restarted right
+   * then) is declared lost too: nothing tells it from one whose pairs were lost.
    */
   private List<Gone> logLost(
-      MasterContext.Mutation m, int server, boolean registered, java.util.Set<Held> held) {
-    java.util.Set<Held> placedBefore = registered ? listedAtRegistration.get(server) : null;
+      MasterContext.Mutation m, int server, long incarnation, java.util.Set<Held> held) {
+    Long registered = incarnations.get(server);
+    java.util.Set<Held> placedBefore =
+        incarnation != 0 && registered != null && registered == incarnation
+            ? listedAtRegistration.get(server)
+            : null;
     List<Gone> out = new ArrayList<>();
     for (TableInfo t : List.copyOf(tables.values())) {
       if (t.options().durability() == TableOptions.Durability.NONE) {
@@ -719,14 +722,14 @@ public final class KvDirectory implements MasterExtension {
       }
       case KvProtocol.LOG_LOST -> {
         int server = r.i32("server");
-        boolean registered = r.u8("registered") == 1;
+        long incarnation = r.i64("incarnation");
         int n = r.i32("held");
         java.util.Set<Held> held = new java.util.HashSet<>();
         for (int i = 0; i < n; i++) {
           held.add(new Held(r.i64("tableId"), r.i32("shard")));
         }
         r.end();
-        List<Gone> gone = context.mutate(m -> logLost(m, server, registered, held));
+        List<Gone> gone = context.mutate(m -> logLost(m, server, incarnation, held));
         w.i32(gone.size());
         for (Gone g : gone) {
           w.str(g.name()).i64(g.tableId()).i32(g.shard()).u8(g.lost() ? 1 : 0);

@@ -131,12 +131,12 @@ public final class KvService implements FerriteService {
   /**
    * Tells master group {@code group}'s directory that this server's log was empty at start and
    * which of that group's durable shards it holds now ({@code LOG_LOST}), once per group and
-   * process; no-op when the log was not empty. {@code registered}: whether this process has
-   * registered with that group already (false only at start).
+   * process; no-op when the log was not empty. With this process's incarnation: the directory tells
+   * from it whether this process registered with it yet (placements made since are fresh).
    *
    * @throws FerriteException what the master answered (UNAVAILABLE while it is away)
    */
-  private void reportLogLost(int group, boolean registered) {
+  private void reportLogLost(int group) {
     if (!logWasEmpty) {
       return;
     }
@@ -152,7 +152,7 @@ public final class KvService implements FerriteService {
         }
       }
       Wire.Writer w =
-          new Wire.Writer().i32(context.serverId()).u8(registered ? 1 : 0).i32(held.size());
+          new Wire.Writer().i32(context.serverId()).i64(context.incarnation()).i32(held.size());
       for (ShardKey k : held) {
         w.i64(k.tableId()).i32(k.shard());
       }
@@ -207,7 +207,7 @@ public final class KvService implements FerriteService {
           return;
         }
       }
-      reportLogLost(group, true);
+      reportLogLost(group);
     }
   }
 
@@ -264,7 +264,7 @@ public final class KvService implements FerriteService {
             LOG,
             () -> "kv: telling master group 0 that the kv log was empty",
             () -> {
-              reportLogLost(0, false);
+              reportLogLost(0);
               return null;
             });
       } catch (RuntimeException e) {

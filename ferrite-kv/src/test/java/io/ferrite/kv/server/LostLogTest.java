@@ -13,6 +13,7 @@ import io.ferrite.fabric.FerriteException;
 import io.ferrite.fabric.testing.SeedExtension;
 import io.ferrite.fabric.testing.TestSeed;
 import io.ferrite.kernel.server.MemoryServer;
+import io.ferrite.kernel.testing.GroupsHarness;
 import io.ferrite.kv.KvClient;
 import io.ferrite.kv.KvCluster;
 import io.ferrite.kv.KvTable;
@@ -204,6 +205,83 @@ class LostLogTest {
         0,
         restarted.shardCount() - copiesOn(new KvClient(cluster.client()).table("r").info(), wiped),
         "the restarted server holds only copies the directory gave it since");
+  }
+
+  /**
+   * Another master group's directory is told too, before the server makes its first durable shard
+   * of that group (its link to that group registers only after the services start): a table placed
+   * there after the restart opens on the server (no false loss: it was placed after the process
+   * registered), and a shard that was there before is DATA_LOST, never opened empty.
+   */
+  @Test
+  void anotherGroupsTableIsToldBeforeTheServerOpensItsShards(TestSeed seed) throws Exception {
+    Map<String, String> settings = new HashMap<>();
+    settings.put(io.ferrite.kernel.config.FerriteConfig.CAPACITY_DRAM, "8m");
+    settings.put(io.ferrite.kernel.config.FerriteConfig.CAPACITY_DISK, "0");
+    settings.put(io.ferrite.kernel.config.FerriteConfig.SESSION_LEASE, "5s");
+    try (GroupsHarness groups = new GroupsHarness(dir, kvCredentials(), settings, 2)) {
+      groups.startMaster();
+      groups.startGroup(1);
+      groups.startServer("s1");
+      groups.startServer("s2");
+      groups.awaitServers(0, 2);
+      groups.awaitServers(1, 2);
+      Random random = new Random(seed.value());
+      java.util.List<String> names =
+          GroupsHarness.namesPerGroup(
+              random, io.ferrite.kernel.proto.PlacementProtocol.KV, 2, 2, "g");
+      java.util.List<String> inOne =
+          names.stream()
+              .filter(
+                  n -> GroupsHarness.ruled(io.ferrite.kernel.proto.PlacementProtocol.KV, n, 2) == 1)
+              .toList();
+      KvClient kv = new KvClient(groups.client(2));
+      TableOptions o = SMALL.withDurability(TableOptions.Durability.ALWAYS);
+      KvTable old = kv.createTable(inOne.get(0), o);
+      Map<String, byte[]> model = fill(old, random, 100);
+
+      int wiped = old.serverOf(0);
+      MemoryServer w =
+          groups.servers.stream().filter(s -> s.serverId() == wiped).findFirst().orElseThrow();
+      groups.servers.remove(w);
+      w.close();
+      Path log = dir.resolve(w.name()).resolve("service-kv").resolve("kv.log");
+      assertTrue(Files.exists(log), "the server had a kv log: " + log);
+      Files.delete(log);
+      groups.startServer(w.name());
+      groups.awaitServers(0, 2);
+      groups.awaitServers(1, 2);
+
+      // Placed after the restart, in group 1: its first open on the server tells group 1.
+      KvClient again = new KvClient(groups.client(2));
+      KvTable placed = again.createTable(inOne.get(1), o);
+      assertTrue(
+          java.util.stream.IntStream.range(0, SMALL.shards())
+              .anyMatch(s -> placed.serverOf(s) == wiped),
+          "a shard of the new table on the restarted server: " + placed.info());
+      Map<String, byte[]> fresh = fill(placed, random, 60);
+      for (Map.Entry<String, byte[]> e : fresh.entrySet()) {
+        assertArrayEquals(e.getValue(), placed.get(b(e.getKey())), e.getKey());
+      }
+
+      KvTable stale = again.table(inOne.get(0));
+      for (Map.Entry<String, byte[]> e : model.entrySet()) {
+        byte[] key = b(e.getKey());
+        int shard = old.shardOf(key);
+        if (old.info().servers()[shard] == wiped) {
+          FerriteException get = assertThrows(FerriteException.class, () -> stale.get(key));
+          assertEquals(ErrorCode.DATA_LOST, get.code(), get.getMessage());
+          assertTrue(get.getMessage().contains("server " + wiped), get.getMessage());
+        } else {
+          assertArrayEquals(e.getValue(), stale.get(key), e.getKey());
+        }
+      }
+    }
+  }
+
+  private static io.ferrite.fabric.Credentials kvCredentials() {
+    return new io.ferrite.fabric.Credentials(
+        "kv-test", "0123456789abcdef-kv-test-secret".getBytes(UTF_8));
   }
 
   private static int copiesOn(TableInfo t, int server) {
