@@ -163,6 +163,10 @@ public final class KvService implements FerriteService {
                 .master(group)
                 .callSync(null, KvProtocol.MASTER_SERVICE, KvProtocol.LOG_LOST, w.toBuffer());
       } catch (FerriteException e) {
+        if (e.code() == ErrorCode.UNKNOWN_SERVICE) {
+          reportedGroups.add(group); // a master without the kv directory holds no kv table
+          return;
+        }
         if (e.code() != ErrorCode.UNKNOWN_OPCODE) {
           throw e;
         }
