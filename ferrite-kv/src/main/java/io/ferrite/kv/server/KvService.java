@@ -106,129 +106,8 @@ public final class KvService implements FerriteService {
   /** This server's lease from the master, which replicated shards serve under (docs/KV.md). */
   private KvLease lease;
 
-  /**
-   * Whether the log held no record when this process started: a new server, or one whose log was
-   * lost (removed, a wiped disk). Then the durable shards the directory lists here are not here:
-   * every master group's directory is told ({@code LOG_LOST}) before this process serves or makes a
-   * durable shard of that group.
-   */
-  private volatile boolean logWasEmpty;
-
-  /** The master groups told of the empty log; guarded by itself (one report at a time). */
-  private final java.util.Set<Integer> reportedGroups = new java.util.HashSet<>();
-
-  /** A copy a directory dropped at {@code LOG_LOST}: its table, and whether the shard is LOST. */
-  private record Gone(String table, boolean lost) {}
-
-  /**
-   * The copies that were here before the log was lost, as the directories answered {@code
-   * LOG_LOST}: a LOST shard answers DATA_LOST here (never opened again, empty); one whose backup
-   * took over answers MOVED to OPEN_SHARD (the client asks the master again). A copy a repair makes
-   * here again ({@code OPEN_COPY}) leaves this map.
-   */
-  private final Map<ShardKey, Gone> gone = new ConcurrentHashMap<>();
-
-  /**
-   * Tells master group {@code group}'s directory that this server's log was empty at start and
-   * which of that group's durable shards it holds now ({@code LOG_LOST}), once per group and
-   * process; no-op when the log was not empty. With this process's incarnation: the directory tells
-   * from it whether this process registered with it yet (placements made since are fresh).
-   *
-   * @throws FerriteException what the master answered (UNAVAILABLE while it is away)
-   */
-  private void reportLogLost(int group) {
-    if (!logWasEmpty) {
-      return;
-    }
-    synchronized (reportedGroups) {
-      if (reportedGroups.contains(group)) {
-        return;
-      }
-      List<ShardKey> held = new ArrayList<>();
-      for (Map.Entry<ShardKey, KvShard> e : shards.entrySet()) {
-        Integer g = tableGroups.get(e.getKey().tableId());
-        if (durable(e.getValue()) && g != null && g == group) {
-          held.add(e.getKey());
-        }
-      }
-      Wire.Writer w =
-          new Wire.Writer().i32(context.serverId()).i64(context.incarnation()).i32(held.size());
-      for (ShardKey k : held) {
-        w.i64(k.tableId()).i32(k.shard());
-      }
-      ByteBuffer answer;
-      try {
-        answer =
-            context
-                .master(group)
-                .callSync(null, KvProtocol.MASTER_SERVICE, KvProtocol.LOG_LOST, w.toBuffer());
-      } catch (FerriteException e) {
-        if (e.code() == ErrorCode.UNKNOWN_SERVICE) {
-          reportedGroups.add(group); // a master without the kv directory holds no kv table
-          return;
-        }
-        if (e.code() != ErrorCode.UNKNOWN_OPCODE) {
-          throw e;
-        }
-        LOG.log(
-            System.Logger.Level.WARNING,
-            "kv: master group {0} does not know LOG_LOST (an older master): it is not told that"
-                + " this server''s kv log was empty, and durable shards it lists here may be opened"
-                + " again empty",
-            group);
-        reportedGroups.add(group);
-        return;
-      }
-      Wire.Reader r = new Wire.Reader(answer, "kv LOG_LOST answer");
-      int n = r.i32("gone");
-      for (int i = 0; i < n; i++) {
-        String name = r.str("name");
-        ShardKey k = new ShardKey(r.i64("tableId"), r.i32("shard"));
-        boolean lost = r.u8("lost") == 1;
-        gone.put(k, new Gone(name, lost));
-        LOG.log(
-            System.Logger.Level.WARNING,
-            "kv: this server''s kv log was empty at start, so shard {0} of durable table {1}"
-                + " that was here is gone: {2}",
-            k.shard(),
-            name,
-            lost ? "LOST (it had no other copy)" : "another copy serves it");
-      }
-      r.end();
-      reportedGroups.add(group);
-    }
-  }
-
-  /**
-   * Before a durable shard of {@code t} is made here: its group's directory has heard of an empty
-   * log (a no-op once, or when the log was not empty).
-   */
-  private void groupReported(TableInfo t) {
-    if (logWasEmpty && t.options().durability() != TableOptions.Durability.NONE) {
-      int group = groupOf(t);
-      synchronized (reportedGroups) {
-        if (reportedGroups.contains(group)) {
-          return;
-        }
-      }
-      reportLogLost(group);
-    }
-  }
-
-  /** DATA_LOST for a shard whose only copy was here before the log was lost. */
-  private FerriteException lostHere(ShardKey k, Gone g) {
-    return new FerriteException(
-        ErrorCode.DATA_LOST,
-        "shard "
-            + k.shard()
-            + " of kv table "
-            + g.table()
-            + " was lost: its only copy was on memory server "
-            + context.serverId()
-            + ", which restarted without its kv log (the acknowledged writes in it are gone; the"
-            + " table keeps its other shards: drop it and create it again, docs/KV.md \"Lost"
-            + " shards\")");
-  }
+  /** What this process does if its log held no record at start (set in start). */
+  private volatile LostLog lostLog;
 
   @Override
   public void start(ServiceContext ctx) {
@@ -257,18 +136,18 @@ public final class KvService implements FerriteService {
     for (KvShard s : shards.values()) {
       hook(s);
     }
-    logWasEmpty = replayed == 0;
-    if (logWasEmpty) {
+    lostLog = new LostLog(ctx, replayed == 0, this::durableShardsOf);
+    if (lostLog.empty()) {
       // Before anyone can connect: a durable shard the directory lists here came back without
       // its pairs (the log was removed, the disk wiped), and a client's NOT_FOUND must find it
-      // declared lost, not open it again, empty (LOG_LOST). Group 0's tables now; another
-      // group's before this process makes its first durable shard of that group (groupReported).
+      // declared lost, not open it again, empty (LostLog). Group 0's tables now; another
+      // group's before this process makes its first durable shard of that group.
       try {
         MasterWait.untilAnswered(
             LOG,
             () -> "kv: telling master group 0 that the kv log was empty",
             () -> {
-              reportLogLost(0);
+              lostLog.report(0);
               return null;
             });
       } catch (RuntimeException e) {
@@ -513,6 +392,22 @@ public final class KvService implements FerriteService {
     return s.options().durability() != TableOptions.Durability.NONE;
   }
 
+  private static boolean durable(TableInfo t) {
+    return t.options().durability() != TableOptions.Durability.NONE;
+  }
+
+  /** The durable shards held here of master group {@code group}'s tables (for {@link LostLog}). */
+  private List<LostLog.Key> durableShardsOf(int group) {
+    List<LostLog.Key> out = new ArrayList<>();
+    for (Map.Entry<ShardKey, KvShard> e : shards.entrySet()) {
+      Integer g = tableGroups.get(e.getKey().tableId());
+      if (durable(e.getValue()) && g != null && g == group) {
+        out.add(new LostLog.Key(e.getKey().tableId(), e.getKey().shard()));
+      }
+    }
+    return out;
+  }
+
   /** Logs every write of a durable shard, under its lock (so in the order writes apply). */
   private void hook(KvShard s) {
     if (durable(s)) {
@@ -754,27 +649,13 @@ public final class KvService implements FerriteService {
               ErrorCode.INVALID_ARGUMENT,
               "shard: " + shard + " (expected: >= 0 and < " + t.options().shards() + ")");
         }
-        ShardKey key = new ShardKey(t.tableId(), shard);
-        if (!shards.containsKey(key)) {
-          groupReported(t);
-          Gone g = gone.get(key);
-          if (g != null && opcode == KvProtocol.OPEN_SHARD) {
-            // Never made again, empty, for a client: its pairs were acknowledged and are not here.
-            if (g.lost()) {
-              throw lostHere(key, g);
-            }
-            throw new FerriteException(
-                ErrorCode.MOVED,
-                "shard "
-                    + shard
-                    + " of kv table "
-                    + t.name()
-                    + " is no longer here: server "
-                    + context.serverId()
-                    + " restarted without its kv log and another copy took over (ask the master)");
-          }
-          if (g != null) {
-            gone.remove(key); // OPEN_COPY: a repair makes a copy here again
+        if (durable(t) && !shards.containsKey(new ShardKey(t.tableId(), shard))) {
+          // Never made again, empty, for a client if its pairs were lost with this server's log.
+          LostLog.Key k = new LostLog.Key(t.tableId(), shard);
+          if (opcode == KvProtocol.OPEN_SHARD) {
+            lostLog.beforeOpen(groupOf(t), t.name(), k);
+          } else {
+            lostLog.madeAgain(groupOf(t), k); // a repair fills a copy here
           }
         }
         KvShard s =
@@ -1068,8 +949,9 @@ public final class KvService implements FerriteService {
    * mover's table says lives here is never replaced.
    */
   private KvShard replaceForImport(TableInfo t, int shard, ShardKey sk) {
-    groupReported(t);
-    gone.remove(sk); // a move brings the shard here with its pairs
+    if (durable(t)) {
+      lostLog.madeAgain(groupOf(t), new LostLog.Key(t.tableId(), shard)); // with its pairs
+    }
     synchronized (shards) {
       KvShard old = shards.get(sk);
       if (old != null && old.moveState() != 2 && t.servers()[shard] == context.serverId()) {
@@ -1113,9 +995,9 @@ public final class KvService implements FerriteService {
   private KvShard shard(long id, int shard) {
     KvShard s = shards.get(new ShardKey(id, shard));
     if (s == null) {
-      Gone g = gone.get(new ShardKey(id, shard));
-      if (g != null && g.lost()) {
-        throw lostHere(new ShardKey(id, shard), g);
+      FerriteException lost = lostLog.lostOrNull(new LostLog.Key(id, shard));
+      if (lost != null) {
+        throw lost;
       }
       throw new FerriteException(
           ErrorCode.NOT_FOUND,
