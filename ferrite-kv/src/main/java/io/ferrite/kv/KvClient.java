@@ -167,7 +167,7 @@ public final class KvClient {
         copies[j] = TableInfo.copyServer(t.backupsOf(i)[j - 1]);
       }
       for (int server : copies) {
-        if (server == TableInfo.LOST) {
+        if (server < 0) { // lost: no copy anywhere
           continue;
         }
         try {

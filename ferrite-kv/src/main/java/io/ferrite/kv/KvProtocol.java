@@ -16,6 +16,9 @@ package io.ferrite.kv;
  * BEGIN_MOVE    str name, i32 shard, i32 to            -> move             (journals the intent)
  * END_MOVE      str name, i32 shard, u8 commit         -> table, i64 version (journals placement or abort)
  * LIST_MOVES    -                                      -> i32 n, n x move  (intents not yet ended)
+ * LOG_LOST      i32 server, i64 incarnation, i32 n, n x (i64 tableId, i32 shard)
+ *                                    -> i32 n, n x (str name, i64 tableId, i32 shard, u8 lost)
+ *               (servers only: a server whose kv log was empty at start; see the opcode)
  * GET_TABLE and CREATE_TABLE answer "table, i64 version": the placement version, bumped by each
  * committed move.
  *
@@ -174,6 +177,21 @@ public final class KvProtocol {
    * being filled on {@code server} becomes a full backup (commit 1) or is dropped (0).
    */
   public static final int END_COPY = 10;
+
+  /**
+   * Directory, servers only: {@code i32 server, i64 incarnation, i32 n, n x (i64 tableId, i32
+   * shard) -> i32 n, n x (str name, i64 tableId, i32 shard, u8 lost)}: sent by a memory server
+   * whose kv log was empty when it started (removed, a wiped disk: docs/KV.md "Lost shards"),
+   * listing the durable shards it holds now. Before its process ({@code incarnation}) registered
+   * with that master, every copy listed on it was placed for an earlier process; after, only the
+   * copies listed when it registered count (later ones are fresh placements). Every copy of a
+   * durable table's shard the directory lists on that server and the server does not hold is gone:
+   * a primary gives way to its first complete backup, a backup leaves the copies, and a shard left
+   * with no copy is marked {@link TableInfo#LOST} (its pairs were acknowledged and are nowhere:
+   * {@code DATA_LOST}). Answers the copies dropped ({@code lost} 1: the shard is lost). Journaled
+   * as {@code PLACED}.
+   */
+  public static final int LOG_LOST = 11;
 
   /** Re-sharding, directory side. */
   public static final int PLAN = 5;

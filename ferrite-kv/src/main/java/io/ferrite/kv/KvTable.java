@@ -253,21 +253,31 @@ public final class KvTable {
    * The server of {@code shard}'s primary copy in {@code t}.
    *
    * @throws FerriteException DATA_LOST if the shard was lost (its only copy was in the DRAM of a
-   *     server that came back without it), naming the table and the shard
+   *     server that came back without it, or on a server that came back without its kv log), naming
+   *     the table, the shard and, for the second, the server
    */
   static int primary(TableInfo t, int shard) {
     int server = t.servers()[shard];
-    if (server == TableInfo.LOST) {
-      throw new FerriteException(
-          ErrorCode.DATA_LOST,
-          "shard "
-              + shard
-              + " of kv table "
-              + t.name()
-              + " was lost: its only copy was in the memory of a server that restarted without it"
-              + " (the table keeps its other shards; dropping it frees them)");
+    if (server < 0) {
+      throw lostShard(t, shard);
     }
     return server;
+  }
+
+  /** DATA_LOST for shard {@code shard}, lost in {@code t} ({@link TableInfo#lost}). */
+  private static FerriteException lostShard(TableInfo t, int shard) {
+    int from = t.lostFrom(shard);
+    String why =
+        from < 0
+            ? "its only copy was in the memory of a server that restarted without it (the table"
+                + " keeps its other shards; dropping it frees them)"
+            : "its only copy was on memory server "
+                + from
+                + ", which restarted without its kv log: the acknowledged writes in it are gone"
+                + " (the table keeps its other shards; drop it and create it again, docs/KV.md"
+                + " \"Lost shards\")";
+    return new FerriteException(
+        ErrorCode.DATA_LOST, "shard " + shard + " of kv table " + t.name() + " was lost: " + why);
   }
 
   /** The memory server of shard {@code shard}. */
@@ -996,10 +1006,23 @@ public final class KvTable {
           failoverBackoff(attempt);
           refresh(t);
         } else if (e.code() == ErrorCode.NOT_FOUND && !reopened) {
+          // The server has no such shard: it restarted (a none table's, or one never opened
+          // there), or the shard moved. The master is asked first: a shard it lists as lost (its
+          // server came back without its kv log) answers DATA_LOST, never opened again, empty.
           reopened = true;
           refresh(t);
           if (info.servers()[shard] == server) {
-            layouts.set(shard, installed(shard, open(shard)));
+            try {
+              layouts.set(shard, installed(shard, open(shard)));
+            } catch (FerriteException o) {
+              if (o.code() != ErrorCode.MOVED) {
+                throw o;
+              }
+              // The server lost its copy with its log and another took over (KvService): the
+              // master names it once it has heard; asked again on the next NOT_FOUND.
+              deadline = awaitMove(t, shard, attempt, deadline, o);
+              reopened = false;
+            }
           }
         } else if (e.code() == ErrorCode.MOVED) {
           deadline = awaitMove(t, shard, attempt, deadline, e);

@@ -19,9 +19,23 @@ public record TableInfo(
    */
   public static final int LOST = -1;
 
-  /** Whether shard {@code shard} was lost ({@link #LOST}). */
+  /**
+   * The server entry of a durable table's shard lost with server {@code server}'s kv log: its only
+   * copy was there, and the server came back without its log (docs/KV.md "Lost shards"). As {@link
+   * #LOST}, naming the server; encoded as {@link #syncing} is, {@code -2 - server}.
+   */
+  public static int lostOn(int server) {
+    return -2 - server;
+  }
+
+  /** Whether shard {@code shard} was lost ({@link #LOST} or {@link #lostOn}). */
   public boolean lost(int shard) {
-    return servers[shard] == LOST;
+    return servers[shard] < 0;
+  }
+
+  /** The server a lost shard's only copy was on ({@link #lostOn}), or -1 if not known. */
+  public int lostFrom(int shard) {
+    return servers[shard] <= -2 ? -2 - servers[shard] : -1;
   }
 
   /** A table with no backups. */
@@ -64,7 +78,7 @@ public record TableInfo(
 
   /** The complete copies shard {@code shard} has now: its primary and its full backups. */
   public int copies(int shard) {
-    int n = servers[shard] == LOST ? 0 : 1;
+    int n = servers[shard] < 0 ? 0 : 1;
     for (int b : backups[shard]) {
       n += isSyncing(b) ? 0 : 1;
     }

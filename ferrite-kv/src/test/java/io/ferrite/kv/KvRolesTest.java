@@ -94,6 +94,15 @@ class KvRolesTest {
     assertDenied("SHARDS", () -> shardCall(KvProtocol.SHARDS, ByteBuffer.allocate(0)));
     assertDenied("COMPACT_LOG", () -> new KvClient(client).compactLog(table.info().servers()[0]));
     assertDenied("DROP_TABLE", () -> new KvClient(client).dropTable("roles"));
+    // A client must not tell the directory a server lost its log: it would drop copies.
+    assertDenied(
+        "LOG_LOST",
+        () ->
+            Futures.join(
+                client.callMaster(
+                    KvProtocol.MASTER_SERVICE,
+                    KvProtocol.LOG_LOST,
+                    new Wire.Writer().i32(table.info().servers()[0]).i64(0).i32(0).toBuffer())));
     assertEquals(
         List.of("roles"), new KvClient(client).tables().stream().map(TableInfo::name).toList());
     assertTableIntact();

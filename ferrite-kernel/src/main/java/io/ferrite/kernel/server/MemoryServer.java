@@ -711,6 +711,11 @@ public final class MemoryServer implements AutoCloseable {
     }
 
     @Override
+    public long incarnation() {
+      return incarnation;
+    }
+
+    @Override
     public FerriteConfig config() {
       return cfg;
     }

@@ -11,6 +11,15 @@ public interface ServiceContext {
   /** The memory server's id, as assigned by the master. */
   int serverId();
 
+  /**
+   * This server process's incarnation, random per process and never 0: what it registers with
+   * ({@link MasterStub#register}), so a master extension can tell whether a service's call comes
+   * from the process it saw register (the kv face's {@code LOG_LOST}). 0 where unknown.
+   */
+  default long incarnation() {
+    return 0;
+  }
+
   /** The memory server's configuration. */
   FerriteConfig config();
 

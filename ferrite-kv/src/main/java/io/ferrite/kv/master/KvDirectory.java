@@ -47,6 +47,7 @@ import java.util.concurrent.CompletableFuture;
  * KvRepairs} ({@code kv.repair.period}), on its own thread, outside the metadata lock.
  */
 public final class KvDirectory implements MasterExtension {
+  private static final System.Logger LOG = System.getLogger(KvDirectory.class.getName());
   static final int VNODES = 64;
   private static final int CREATED = 1;
   private static final int DROPPED = 2;
@@ -198,6 +199,11 @@ public final class KvDirectory implements MasterExtension {
     Long before = incarnations.put(serverId, incarnation);
     boolean regionsGone = lostRegions.remove(serverId);
     boolean newProcess = before == null || incarnation == 0 || before != incarnation;
+    if (newProcess) {
+      // What a LOG_LOST this process sends later may find gone: placements made before it
+      // registered (later ones are fresh, opened by this process).
+      listedAtRegistration.put(serverId, durableCopiesOn(serverId));
+    }
     KvRepairs r = repairs;
     if (r != null) {
       r.registered(serverId); // a new target for a short shard, or lost copies (below)
@@ -209,18 +215,7 @@ public final class KvDirectory implements MasterExtension {
       if (t.options().durability() != TableOptions.Durability.NONE) {
         continue;
       }
-      TableInfo n = without(t, serverId);
-      int[] servers = n.servers().clone();
-      boolean lost = false;
-      for (int i = 0; i < servers.length; i++) {
-        if (servers[i] == serverId) {
-          servers[i] = TableInfo.LOST;
-          lost = true;
-        }
-      }
-      if (lost) {
-        n = new TableInfo(t.name(), t.tableId(), t.options(), servers, n.backups());
-      }
+      TableInfo n = lose(t, serverId, i -> true, TableInfo.LOST);
       if (n != t) {
         promotions += promoted(t, n) - lostShards(n) + lostShards(t);
         Wire.Writer w = new Wire.Writer().u8(PLACED);
@@ -230,10 +225,135 @@ public final class KvDirectory implements MasterExtension {
     }
   }
 
+  /**
+   * {@code t} without the copies on server {@code gone} of the shards {@code which} selects: a
+   * primary there gives way to the shard's first complete backup (as at a {@link #serverDead}), a
+   * backup leaves the list, and a shard left with no copy gets {@code mark} ({@link TableInfo#LOST}
+   * or {@link TableInfo#lostOn}). {@code t} itself if nothing changed.
+   */
+  static TableInfo lose(TableInfo t, int gone, java.util.function.IntPredicate which, int mark) {
+    TableInfo n = without(t, gone, which);
+    int[] servers = n.servers().clone();
+    boolean lost = false;
+    for (int i = 0; i < servers.length; i++) {
+      if (servers[i] == gone && which.test(i)) {
+        servers[i] = mark;
+        lost = true;
+      }
+    }
+    return lost ? new TableInfo(t.name(), t.tableId(), t.options(), servers, n.backups()) : n;
+  }
+
+  /** A durable shard a server holds, as it reports them in {@code LOG_LOST}. */
+  record Held(long tableId, int shard) {}
+
+  /**
+   * Per server, the durable shard copies this directory listed on it when its current process
+   * registered ({@link #serverRegistered}); in memory only (a restarted master knows none and
+   * counts every copy listed, see {@link #logLost}).
+   */
+  private final Map<Integer, java.util.Set<Held>> listedAtRegistration = new java.util.HashMap<>();
+
+  private java.util.Set<Held> durableCopiesOn(int server) {
+    java.util.Set<Held> out = new java.util.HashSet<>();
+    for (TableInfo t : tables.values()) {
+      if (t.options().durability() != TableOptions.Durability.NONE) {
+        for (int i = 0; i < t.servers().length; i++) {
+          if (listsCopy(t, i, server)) {
+            out.add(new Held(t.tableId(), i));
+          }
+        }
+      }
+    }
+    return out;
+  }
+
+  /** A copy {@code LOG_LOST} dropped: {@code lost} when it was the shard's last one. */
+  record Gone(String name, long tableId, int shard, boolean lost) {}
+
+  /**
+   * {@code LOG_LOST}, under the metadata lock: server {@code server} started with an empty kv log
+   * (removed, or a wiped disk) and holds only {@code held} of the durable shards. Every other copy
+   * of a durable table's shard listed on it is gone (its pairs were in that log): dropped as at a
+   * restart of a {@code none} table's server ({@link #lose}: a complete backup is promoted, else
+   * the shard is LOST), one {@code PLACED} record per changed table. Without this, a client that
+   * got NOT_FOUND from that server opened the shard there again, empty, and every acknowledged pair
+   * in it was gone without a word (docs/KV.md "Lost shards").
+   *
+   * <p>Which copies count: sent before the server's process {@code incarnation} registered here (at
+   * its start, before it serves: group 0's tables), every copy listed on it was placed for an
+   * earlier process. Sent after it registered (another group's tables, told before the server makes
+   * its first durable shard of that group, once it may have served for a while), only the copies
+   * listed when it registered ({@link #listedAtRegistration}): a table placed since is a fresh
+   * placement it is about to open. One false loss remains: a shard placed on it whose opening never
+   * reached it (its creator died between CREATE_TABLE and the opens, or the server restarted right
+   * then) is declared lost too: nothing tells it from one whose pairs were lost.
+   */
+  private List<Gone> logLost(
+      MasterContext.Mutation m, int server, long incarnation, java.util.Set<Held> held) {
+    Long registered = incarnations.get(server);
+    java.util.Set<Held> placedBefore =
+        incarnation != 0 && registered != null && registered == incarnation
+            ? listedAtRegistration.get(server)
+            : null;
+    List<Gone> out = new ArrayList<>();
+    for (TableInfo t : List.copyOf(tables.values())) {
+      if (t.options().durability() == TableOptions.Durability.NONE) {
+        continue; // its copies are DRAM only: regionsLost and serverRegistered handle them
+      }
+      java.util.function.IntPredicate which =
+          i ->
+              !held.contains(new Held(t.tableId(), i))
+                  && listsCopy(t, i, server)
+                  && (placedBefore == null || placedBefore.contains(new Held(t.tableId(), i)));
+      TableInfo n = lose(t, server, which, TableInfo.lostOn(server));
+      if (n == t) {
+        continue;
+      }
+      for (int i = 0; i < t.servers().length; i++) {
+        if (which.test(i)) {
+          out.add(new Gone(t.name(), t.tableId(), i, n.lost(i)));
+          LOG.log(
+              System.Logger.Level.WARNING,
+              "kv: server {0} came back without its kv log: its copy of shard {1} of durable table"
+                  + " {2} is gone; {3}",
+              server,
+              i,
+              t.name(),
+              n.lost(i)
+                  ? "it was the only one: the shard is LOST (DATA_LOST until the table is dropped)"
+                  : "the shard is served by server " + n.servers()[i]);
+        }
+      }
+      promotions += promoted(t, n) - lostShards(n) + lostShards(t);
+      Wire.Writer w = new Wire.Writer().u8(PLACED);
+      n.write(w);
+      m.commit(w.toArray());
+    }
+    KvRepairs r = repairs;
+    if (r != null && !out.isEmpty()) {
+      r.kick(); // replicated shards short of a copy now
+    }
+    return out;
+  }
+
+  /** Whether {@code t} lists server {@code server} as a copy of {@code shard} (any kind). */
+  private static boolean listsCopy(TableInfo t, int shard, int server) {
+    if (t.servers()[shard] == server) {
+      return true;
+    }
+    for (int b : t.backupsOf(shard)) {
+      if (TableInfo.copyServer(b) == server) {
+        return true;
+      }
+    }
+    return false;
+  }
+
   private static int lostShards(TableInfo t) {
     int n = 0;
     for (int s : t.servers()) {
-      n += s == TableInfo.LOST ? 1 : 0;
+      n += s < 0 ? 1 : 0; // LOST or lostOn
     }
     return n;
   }
@@ -264,11 +384,19 @@ public final class KvDirectory implements MasterExtension {
 
   /** {@code t} without server {@code gone} among its copies ({@code t} itself if it had none). */
   static TableInfo without(TableInfo t, int gone) {
+    return without(t, gone, i -> true);
+  }
+
+  /** As {@link #without(TableInfo, int)}, for the shards {@code which} selects only. */
+  static TableInfo without(TableInfo t, int gone, java.util.function.IntPredicate which) {
     int shards = t.servers().length;
     int[] servers = t.servers().clone();
     int[][] backups = t.backups().clone();
     boolean changed = false;
     for (int i = 0; i < shards; i++) {
+      if (!which.test(i)) {
+        continue;
+      }
       int[] b = backups[i];
       if (java.util.Arrays.stream(b).anyMatch(x -> TableInfo.copyServer(x) == gone)) {
         b = java.util.Arrays.stream(b).filter(x -> TableInfo.copyServer(x) != gone).toArray();
@@ -401,7 +529,8 @@ public final class KvDirectory implements MasterExtension {
                     KvProtocol.BEGIN_MOVE, "begin_move",
                     KvProtocol.END_MOVE, "end_move",
                     KvProtocol.ADD_COPY, "add_copy",
-                    KvProtocol.END_COPY, "end_copy"));
+                    KvProtocol.END_COPY, "end_copy",
+                    KvProtocol.LOG_LOST, "log_lost"));
   }
 
   /** The automatic repair (null when {@code kv.repair.period} is 0); set in start. */
@@ -489,6 +618,7 @@ public final class KvDirectory implements MasterExtension {
           case KvProtocol.DROP_TABLE -> "DROP_TABLE";
           case KvProtocol.ADD_COPY -> "ADD_COPY";
           case KvProtocol.END_COPY -> "END_COPY";
+          case KvProtocol.LOG_LOST -> "LOG_LOST";
           default -> null;
         };
     if (name != null) {
@@ -589,6 +719,21 @@ public final class KvDirectory implements MasterExtension {
         r.end();
         TableInfo t = context.mutate(m -> endCopy(m, name, shard, server, commit));
         writeVersioned(w, t);
+      }
+      case KvProtocol.LOG_LOST -> {
+        int server = r.i32("server");
+        long incarnation = r.i64("incarnation");
+        int n = r.i32("held");
+        java.util.Set<Held> held = new java.util.HashSet<>();
+        for (int i = 0; i < n; i++) {
+          held.add(new Held(r.i64("tableId"), r.i32("shard")));
+        }
+        r.end();
+        List<Gone> gone = context.mutate(m -> logLost(m, server, incarnation, held));
+        w.i32(gone.size());
+        for (Gone g : gone) {
+          w.str(g.name()).i64(g.tableId()).i32(g.shard()).u8(g.lost() ? 1 : 0);
+        }
       }
       case KvProtocol.LIST_MOVES -> {
         r.end();

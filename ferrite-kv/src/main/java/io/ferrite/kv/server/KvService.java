@@ -106,6 +106,9 @@ public final class KvService implements FerriteService {
   /** This server's lease from the master, which replicated shards serve under (docs/KV.md). */
   private KvLease lease;
 
+  /** What this process does if its log held no record at start (set in start). */
+  private volatile LostLog lostLog;
+
   @Override
   public void start(ServiceContext ctx) {
     this.context = ctx;
@@ -132,6 +135,26 @@ public final class KvService implements FerriteService {
     }
     for (KvShard s : shards.values()) {
       hook(s);
+    }
+    lostLog = new LostLog(ctx, replayed == 0, this::durableShardsOf);
+    if (lostLog.empty()) {
+      // Before anyone can connect: a durable shard the directory lists here came back without
+      // its pairs (the log was removed, the disk wiped), and a client's NOT_FOUND must find it
+      // declared lost, not open it again, empty (LostLog). Group 0's tables now; another
+      // group's before this process makes its first durable shard of that group.
+      try {
+        MasterWait.untilAnswered(
+            LOG,
+            () -> "kv: telling master group 0 that the kv log was empty",
+            () -> {
+              lostLog.report(0);
+              return null;
+            });
+      } catch (RuntimeException e) {
+        lease.close();
+        log.close();
+        throw e;
+      }
     }
     registerMeters(ctx);
     compactBytes = KvConfig.logCompactBytes(ctx.config());
@@ -367,6 +390,22 @@ public final class KvService implements FerriteService {
 
   private static boolean durable(KvShard s) {
     return s.options().durability() != TableOptions.Durability.NONE;
+  }
+
+  private static boolean durable(TableInfo t) {
+    return t.options().durability() != TableOptions.Durability.NONE;
+  }
+
+  /** The durable shards held here of master group {@code group}'s tables (for {@link LostLog}). */
+  private List<LostLog.Key> durableShardsOf(int group) {
+    List<LostLog.Key> out = new ArrayList<>();
+    for (Map.Entry<ShardKey, KvShard> e : shards.entrySet()) {
+      Integer g = tableGroups.get(e.getKey().tableId());
+      if (durable(e.getValue()) && g != null && g == group) {
+        out.add(new LostLog.Key(e.getKey().tableId(), e.getKey().shard()));
+      }
+    }
+    return out;
   }
 
   /** Logs every write of a durable shard, under its lock (so in the order writes apply). */
@@ -609,6 +648,15 @@ public final class KvService implements FerriteService {
           throw new FerriteException(
               ErrorCode.INVALID_ARGUMENT,
               "shard: " + shard + " (expected: >= 0 and < " + t.options().shards() + ")");
+        }
+        if (durable(t) && !shards.containsKey(new ShardKey(t.tableId(), shard))) {
+          // Never made again, empty, for a client if its pairs were lost with this server's log.
+          LostLog.Key k = new LostLog.Key(t.tableId(), shard);
+          if (opcode == KvProtocol.OPEN_SHARD) {
+            lostLog.beforeOpen(groupOf(t), t.name(), k);
+          } else {
+            lostLog.madeAgain(groupOf(t), k); // a repair fills a copy here
+          }
         }
         KvShard s =
             shards.computeIfAbsent(
@@ -901,6 +949,9 @@ public final class KvService implements FerriteService {
    * mover's table says lives here is never replaced.
    */
   private KvShard replaceForImport(TableInfo t, int shard, ShardKey sk) {
+    if (durable(t)) {
+      lostLog.madeAgain(groupOf(t), new LostLog.Key(t.tableId(), shard)); // with its pairs
+    }
     synchronized (shards) {
       KvShard old = shards.get(sk);
       if (old != null && old.moveState() != 2 && t.servers()[shard] == context.serverId()) {
@@ -944,6 +995,10 @@ public final class KvService implements FerriteService {
   private KvShard shard(long id, int shard) {
     KvShard s = shards.get(new ShardKey(id, shard));
     if (s == null) {
+      FerriteException lost = lostLog.lostOrNull(new LostLog.Key(id, shard));
+      if (lost != null) {
+        throw lost;
+      }
       throw new FerriteException(
           ErrorCode.NOT_FOUND,
           "no shard "
