@@ -18,6 +18,18 @@ public final class KvCluster extends ClusterHarness {
       new Credentials(
           "kv-test", "0123456789abcdef-kv-test-secret".getBytes(StandardCharsets.UTF_8));
 
+  /**
+   * A small table for tests: {@code shards} shards of 256 slots, two 64 KiB extent regions each,
+   * keys to 64 B and values to 1 KiB (the default durability).
+   */
+  public static TableOptions smallTable(int shards) {
+    return TableOptions.DEFAULTS
+        .withShards(shards)
+        .withSlotsPerShard(256)
+        .withExtents(64 << 10, 2)
+        .withLimits(64, 1024);
+  }
+
   public KvCluster(Path dataDir, int serverCount) throws IOException {
     this(dataDir, serverCount, false);
   }

@@ -35,12 +35,7 @@ import org.junit.jupiter.params.provider.EnumSource;
  */
 @ExtendWith(SeedExtension.class)
 class KvDurabilityTest {
-  static final TableOptions SMALL =
-      TableOptions.DEFAULTS
-          .withShards(2)
-          .withSlotsPerShard(256)
-          .withExtents(64 << 10, 2)
-          .withLimits(64, 1024);
+  static final TableOptions SMALL = KvCluster.smallTable(2);
 
   @TempDir Path dir;
   KvCluster cluster;

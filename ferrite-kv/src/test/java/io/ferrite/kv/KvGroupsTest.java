@@ -37,12 +37,7 @@ import org.junit.jupiter.api.io.TempDir;
 class KvGroupsTest {
   /** Durable, so a restarted server gets its shards back from its log (with their group). */
   static final TableOptions SMALL =
-      TableOptions.DEFAULTS
-          .withShards(2)
-          .withSlotsPerShard(256)
-          .withExtents(64 << 10, 2)
-          .withLimits(64, 1024)
-          .withDurability(TableOptions.Durability.ALWAYS);
+      KvCluster.smallTable(2).withDurability(TableOptions.Durability.ALWAYS);
 
   @TempDir Path dir;
   GroupsHarness cluster;

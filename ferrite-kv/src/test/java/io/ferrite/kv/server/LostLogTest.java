@@ -42,12 +42,7 @@ import org.junit.jupiter.params.provider.EnumSource;
  */
 @ExtendWith(SeedExtension.class)
 class LostLogTest {
-  static final TableOptions SMALL =
-      TableOptions.DEFAULTS
-          .withShards(8)
-          .withSlotsPerShard(256)
-          .withExtents(64 << 10, 2)
-          .withLimits(64, 1024);
+  static final TableOptions SMALL = KvCluster.smallTable(8);
 
   @TempDir Path dir;
   KvCluster cluster;

@@ -39,12 +39,7 @@ import org.junit.jupiter.api.io.TempDir;
 @ExtendWith(SeedExtension.class)
 class ReplayWithoutMasterTest {
   static final TableOptions SMALL =
-      TableOptions.DEFAULTS
-          .withShards(2)
-          .withSlotsPerShard(256)
-          .withExtents(64 << 10, 2)
-          .withLimits(64, 1024)
-          .withDurability(TableOptions.Durability.ALWAYS);
+      KvCluster.smallTable(2).withDurability(TableOptions.Durability.ALWAYS);
 
   @TempDir Path dir;
   KvCluster cluster;
