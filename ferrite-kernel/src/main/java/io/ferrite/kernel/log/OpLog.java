@@ -91,6 +91,10 @@ public final class OpLog implements AutoCloseable {
 
   private FerriteException broken;
   private boolean closed;
+
+  /** Between {@link #beginRewrite} and the end of {@link #finishRewrite}; under the monitor. */
+  private boolean rewriting;
+
   private long fsyncs;
 
   /**
@@ -517,6 +521,9 @@ public final class OpLog implements AutoCloseable {
   }
 
   private List<Waiter> rewriteLocked(Consumer<Consumer<byte[]>> snapshot) {
+    if (rewriting) {
+      throw new FerriteException(ErrorCode.CONFLICT, name + " log " + file + ": a rewrite runs");
+    }
     Path tmp = compactFile(file);
     FileChannel fresh = null;
     try {
@@ -527,44 +534,217 @@ public final class OpLog implements AutoCloseable {
               StandardOpenOption.TRUNCATE_EXISTING,
               StandardOpenOption.READ,
               StandardOpenOption.WRITE);
-      FileChannel out = fresh;
-      long[] records = new long[1];
+      writeSnapshot(fresh, tmp, snapshot);
+      fresh.force(true);
+      List<Waiter> covered = swapLocked(tmp, fresh);
+      fresh = null;
+      return covered;
+    } catch (IOException e) {
+      throw new FerriteException(ErrorCode.INTERNAL, "cannot compact " + name + " log " + file, e);
+    } finally {
+      abandon(tmp, fresh);
+    }
+  }
+
+  /**
+   * A rewrite begun by {@link #beginRewrite}: its snapshot written to {@code <file>.rewrite} (not
+   * yet fsynced), and where the live log stood when it was taken.
+   */
+  public final class Rewrite {
+    private final Path tmp;
+    private FileChannel fresh;
+    private final long records;
+
+    /** Bytes of the live log already in {@link #fresh} after the snapshot: from its end then. */
+    private long copied;
+
+    private Rewrite(Path tmp, FileChannel fresh, long from, long records) {
+      this.tmp = tmp;
+      this.fresh = fresh;
+      this.copied = from;
+      this.records = records;
+    }
+
+    /** Records of the snapshot. */
+    public long records() {
+      return records;
+    }
+  }
+
+  /**
+   * The first half of a rewrite that does not stop appends while it fsyncs: writes the records
+   * {@code snapshot} hands to its sink to {@code <file>.rewrite} (the page cache only) and notes
+   * the log's end. The caller holds what keeps anything from being appended meanwhile, and the
+   * records must rebuild what the log did up to now; it may let appends go on once this returns,
+   * and then calls {@link #finishRewrite}. One rewrite at a time.
+   */
+  public Rewrite beginRewrite(Consumer<Consumer<byte[]>> snapshot) {
+    long from;
+    synchronized (this) {
+      if (closed) {
+        throw new FerriteException(ErrorCode.UNAVAILABLE, name + " log " + file + " is closed");
+      }
+      if (rewriting) {
+        throw new FerriteException(ErrorCode.CONFLICT, name + " log " + file + ": a rewrite runs");
+      }
+      rewriting = true;
+      from = end;
+    }
+    Path tmp = compactFile(file);
+    FileChannel fresh = null;
+    try {
+      fresh =
+          FileChannel.open(
+              tmp,
+              StandardOpenOption.CREATE,
+              StandardOpenOption.TRUNCATE_EXISTING,
+              StandardOpenOption.READ,
+              StandardOpenOption.WRITE);
+      long records = writeSnapshot(fresh, tmp, snapshot);
+      Rewrite r = new Rewrite(tmp, fresh, from, records);
+      fresh = null;
+      return r;
+    } catch (IOException | RuntimeException e) {
+      abandon(tmp, fresh);
+      synchronized (this) {
+        rewriting = false;
+      }
+      throw e instanceof FerriteException f
+          ? f
+          : new FerriteException(ErrorCode.INTERNAL, "cannot compact " + name + " log " + file, e);
+    }
+  }
+
+  /**
+   * The second half of {@link #beginRewrite}: fsyncs the snapshot and copies after it what was
+   * appended to the log since (both while appends go on), then, holding appends and the syncer for
+   * the last records only, copies those, fsyncs, and renames the new file over the log (the
+   * directory fsynced): the new log holds the snapshot and every record appended after it, in
+   * order, and every waiter is covered. On failure the old log stays in use and the partial new one
+   * is deleted.
+   */
+  public void finishRewrite(Rewrite r) {
+    List<Waiter> covered = null;
+    try (FileChannel live = FileChannel.open(file, StandardOpenOption.READ)) {
+      // A channel of its own for reading the live log: an interrupt of this thread closes this
+      // one, never the log's.
+      r.fresh.force(true);
+      r.copied = copy(live, r.copied, bytes(), r.fresh);
+      r.fresh.force(false);
+      forcing.lock();
+      try {
+        synchronized (this) {
+          if (closed) {
+            throw new FerriteException(
+                ErrorCode.UNAVAILABLE, name + " log " + file + " closed during a rewrite");
+          }
+          r.copied = copy(live, r.copied, end, r.fresh);
+          r.fresh.force(true);
+          covered = swapLocked(r.tmp, r.fresh);
+          r.fresh = null;
+        }
+      } finally {
+        forcing.unlock();
+      }
+    } catch (IOException e) {
+      throw new FerriteException(ErrorCode.INTERNAL, "cannot compact " + name + " log " + file, e);
+    } finally {
+      abandon(r.tmp, r.fresh);
+      synchronized (this) {
+        rewriting = false;
+      }
+    }
+    complete(covered, null);
+  }
+
+  /** Copies {@code [from, to)} of {@code src} to the end of {@code dst}; returns {@code to}. */
+  private static long copy(FileChannel src, long from, long to, FileChannel dst)
+      throws IOException {
+    long at = from;
+    while (at < to) {
+      long n = src.transferTo(at, to - at, dst);
+      if (n <= 0) {
+        throw new IOException("copied nothing at " + at + " of " + to);
+      }
+      at += n;
+    }
+    return to;
+  }
+
+  /** Bytes of records a snapshot gathers before one write: one system call, not one a record. */
+  static final int SNAPSHOT_BUFFER = 1 << 20;
+
+  /**
+   * Writes the records {@code snapshot} hands to its sink to {@code out}, gathered into writes of
+   * up to {@link #SNAPSHOT_BUFFER} bytes (a record larger than that in its own write); returns how
+   * many.
+   */
+  private long writeSnapshot(FileChannel out, Path tmp, Consumer<Consumer<byte[]>> snapshot) {
+    long[] records = new long[1];
+    ByteBuffer buf = ByteBuffer.allocateDirect(SNAPSHOT_BUFFER).order(ByteOrder.LITTLE_ENDIAN);
+    try {
       snapshot.accept(
           body -> {
             try {
-              write(out, body);
+              if (buf.remaining() < FRAME + body.length) {
+                drain(out, buf);
+              }
+              if (buf.remaining() < FRAME + body.length) {
+                write(out, body); // larger than the buffer (encode checks MAX_RECORD)
+              } else {
+                buf.putInt(body.length).putLong(Checksum64.of(body)).put(body);
+              }
             } catch (IOException e) {
               throw new FerriteException(ErrorCode.INTERNAL, "cannot write " + tmp, e);
             }
             records[0]++;
           });
-      fresh.force(true);
-      Files.move(tmp, file, StandardCopyOption.ATOMIC_MOVE, StandardCopyOption.REPLACE_EXISTING);
-      syncDirectory(file.toAbsolutePath().getParent());
-      FileChannel old = channel;
-      channel = fresh;
-      end = fresh.size();
-      allocated = end;
-      fresh = null;
-      // The new file holds everything appended so far, fsynced: every waiter is covered. The
-      // logical count stays (the waiters' marks are in it).
-      synced = appended;
-      try {
-        old.close();
-      } catch (IOException e) {
-        LOG.log(System.Logger.Level.WARNING, "closing the replaced " + name + " log " + file, e);
-      }
-      return takeCovered(synced);
+      drain(out, buf);
     } catch (IOException e) {
-      throw new FerriteException(ErrorCode.INTERNAL, "cannot compact " + name + " log " + file, e);
-    } finally {
-      if (fresh != null) {
-        try {
-          fresh.close();
-          Files.deleteIfExists(tmp);
-        } catch (IOException e) {
-          LOG.log(System.Logger.Level.WARNING, "removing " + tmp, e);
-        }
+      throw new FerriteException(ErrorCode.INTERNAL, "cannot write " + tmp, e);
+    }
+    return records[0];
+  }
+
+  /** Writes what {@code buf} holds to {@code out} and empties it. */
+  private static void drain(FileChannel out, ByteBuffer buf) throws IOException {
+    buf.flip();
+    while (buf.hasRemaining()) {
+      out.write(buf);
+    }
+    buf.clear();
+  }
+
+  /**
+   * Under {@link #forcing} and the monitor: {@code fresh}, fsynced and holding every record, takes
+   * the log's place. Returns the waiters it covers.
+   */
+  private List<Waiter> swapLocked(Path tmp, FileChannel fresh) throws IOException {
+    Files.move(tmp, file, StandardCopyOption.ATOMIC_MOVE, StandardCopyOption.REPLACE_EXISTING);
+    syncDirectory(file.toAbsolutePath().getParent());
+    FileChannel old = channel;
+    channel = fresh;
+    end = fresh.size();
+    allocated = end;
+    fresh.position(end);
+    // The new file holds everything appended so far, fsynced: every waiter is covered. The
+    // logical count stays (the waiters' marks are in it).
+    synced = appended;
+    try {
+      old.close();
+    } catch (IOException e) {
+      LOG.log(System.Logger.Level.WARNING, "closing the replaced " + name + " log " + file, e);
+    }
+    return takeCovered(synced);
+  }
+
+  private void abandon(Path tmp, FileChannel fresh) {
+    if (fresh != null) {
+      try {
+        fresh.close();
+        Files.deleteIfExists(tmp);
+      } catch (IOException e) {
+        LOG.log(System.Logger.Level.WARNING, "removing " + tmp, e);
       }
     }
   }

@@ -187,6 +187,111 @@ class OpLogTest {
     assertFalse(Files.exists(dir.resolve("kv.log.rewrite")));
   }
 
+  /**
+   * A rewrite in two halves: records appended (and flushed) after its snapshot, from another
+   * thread, while the snapshot is fsynced and copied, follow the snapshot in the new log, in order;
+   * every flush completes; a second rewrite is refused while one runs.
+   */
+  @Test
+  void aRewriteInTwoHalvesKeepsWhatWasAppendedAfterItsSnapshot() throws Exception {
+    Path f = dir.resolve("kv.log");
+    OpLog log = OpLog.open(f, b -> {});
+    List<String> expected = new ArrayList<>(List.of("snap1", "snap2"));
+    for (int i = 0; i < 100; i++) {
+      log.append(("old" + i).getBytes(UTF_8));
+    }
+    OpLog.Rewrite r =
+        log.beginRewrite(
+            sink -> {
+              sink.accept("snap1".getBytes(UTF_8));
+              sink.accept("snap2".getBytes(UTF_8));
+            });
+    assertEquals(2, r.records());
+    FerriteException twice =
+        assertThrows(FerriteException.class, () -> log.beginRewrite(sink -> {}));
+    assertEquals(ErrorCode.CONFLICT, twice.code(), twice.getMessage());
+    log.append("between".getBytes(UTF_8));
+    expected.add("between");
+    // An appender that runs through the second half (it copies, fsyncs and swaps meanwhile).
+    AtomicBoolean stop = new AtomicBoolean();
+    List<String> appended = java.util.Collections.synchronizedList(new ArrayList<>());
+    List<CompletableFuture<Void>> flushes =
+        java.util.Collections.synchronizedList(new ArrayList<>());
+    CompletableFuture<Void> appender =
+        CompletableFuture.runAsync(
+            () -> {
+              for (int i = 0; !stop.get() || i < 50; i++) {
+                String s = "during" + i;
+                synchronized (appended) {
+                  log.append(s.getBytes(UTF_8));
+                  appended.add(s);
+                }
+                flushes.add(log.flush());
+              }
+            });
+    log.finishRewrite(r);
+    stop.set(true);
+    appender.get(30, TimeUnit.SECONDS);
+    for (CompletableFuture<Void> flush : flushes) {
+      flush.get(30, TimeUnit.SECONDS);
+    }
+    log.append("after".getBytes(UTF_8));
+    log.sync();
+    log.close();
+    expected.addAll(appended);
+    expected.add("after");
+    assertEquals(expected, replay(f));
+    assertFalse(Files.exists(dir.resolve("kv.log.rewrite")));
+  }
+
+  /**
+   * A snapshot gathered into buffered writes: records that fill several buffers, one larger than a
+   * buffer, and the ones after it, replay whole and in order.
+   */
+  @Test
+  void aSnapshotOfManyBuffersAndARecordLargerThanOneReplaysInOrder() throws IOException {
+    Path f = dir.resolve("kv.log");
+    OpLog log = OpLog.open(f, b -> {});
+    log.append("old".getBytes(UTF_8));
+    List<byte[]> records = new ArrayList<>();
+    java.util.Random random = new java.util.Random(42);
+    for (int i = 0; i < 3000; i++) {
+      byte[] b = new byte[i == 1500 ? OpLog.SNAPSHOT_BUFFER + 7 : 1 + random.nextInt(2000)];
+      random.nextBytes(b);
+      records.add(b);
+    }
+    log.finishRewrite(log.beginRewrite(sink -> records.forEach(sink)));
+    log.close();
+    List<byte[]> back = new ArrayList<>();
+    OpLog.open(
+            f,
+            b -> {
+              byte[] copy = new byte[b.remaining()];
+              b.get(copy);
+              back.add(copy);
+            })
+        .close();
+    assertEquals(records.size(), back.size());
+    for (int i = 0; i < records.size(); i++) {
+      assertArrayEquals(records.get(i), back.get(i), "record " + i);
+    }
+  }
+
+  /** A log closed between the halves keeps its old file whole; the new one is deleted. */
+  @Test
+  void aRewriteWhoseLogClosesBeforeItsSecondHalfLeavesTheOldLog() throws IOException {
+    Path f = dir.resolve("kv.log");
+    OpLog log = OpLog.open(f, b -> {});
+    log.append("one".getBytes(UTF_8));
+    OpLog.Rewrite r = log.beginRewrite(sink -> sink.accept("snap".getBytes(UTF_8)));
+    log.append("two".getBytes(UTF_8));
+    log.close();
+    FerriteException e = assertThrows(FerriteException.class, () -> log.finishRewrite(r));
+    assertEquals(ErrorCode.UNAVAILABLE, e.code(), e.getMessage());
+    assertFalse(Files.exists(dir.resolve("kv.log.rewrite")), "the partial rewrite is removed");
+    assertEquals(List.of("one", "two"), replay(f));
+  }
+
   @Test
   void aRewriteThatFailsKeepsTheOldLog() throws IOException {
     Path f = dir.resolve("kv.log");

@@ -87,6 +87,9 @@ public final class KvService implements FerriteService {
     return requests;
   }
 
+  /** Held by a compaction from start to end: one at a time (the interval's, a test's). */
+  private final Object compacting = new Object();
+
   /** The log is compacted once it is over this size and twice its size after the last one. */
   private long compactBytes;
 
@@ -234,36 +237,52 @@ public final class KvService implements FerriteService {
   /**
    * Rewrites the log as the records that rebuild what this server holds now: for each durable
    * shard, OPEN_SHARD, a RESIZE to its current size, a PUT per pair, and RETIRE and RELEASE for a
-   * shard that moved away. Requests wait meanwhile (seconds for gigabytes of pairs). Returns the
-   * log's size after.
+   * shard that moved away. Requests wait while those records are written to the new file's page
+   * cache (a consistent cut: the log's end then); the fsync of that file and the copy of what
+   * writes appended meanwhile run while requests go on ({@link OpLog#beginRewrite}, {@link
+   * OpLog#finishRewrite}): replaying the snapshot then those records rebuilds what the old log did,
+   * as every record after the cut follows a state the snapshot holds. Returns the log's size after.
    */
   long compactLog() {
-    requests.writeLock().lock();
-    try {
-      long before = log.bytes();
-      List<Map.Entry<ShardKey, KvShard>> live = new ArrayList<>(shards.entrySet());
-      live.sort(
-          Comparator.comparingLong((Map.Entry<ShardKey, KvShard> e) -> e.getKey().tableId())
-              .thenComparingInt(e -> e.getKey().shard()));
-      log.rewrite(
-          sink -> {
-            for (Map.Entry<ShardKey, KvShard> e : live) {
-              if (durable(e.getValue())) {
-                snapshot(e.getValue(), groupOf(e.getValue().table), sink);
-              }
-            }
-          });
+    synchronized (compacting) {
+      long before;
+      int shardCount;
+      OpLog.Rewrite rewrite;
+      long t0 = System.nanoTime();
+      requests.writeLock().lock();
+      try {
+        before = log.bytes();
+        List<Map.Entry<ShardKey, KvShard>> live = new ArrayList<>(shards.entrySet());
+        live.sort(
+            Comparator.comparingLong((Map.Entry<ShardKey, KvShard> e) -> e.getKey().tableId())
+                .thenComparingInt(e -> e.getKey().shard()));
+        shardCount = live.size();
+        rewrite =
+            log.beginRewrite(
+                sink -> {
+                  for (Map.Entry<ShardKey, KvShard> e : live) {
+                    if (durable(e.getValue())) {
+                      snapshot(e.getValue(), groupOf(e.getValue().table), sink);
+                    }
+                  }
+                });
+      } finally {
+        requests.writeLock().unlock();
+      }
+      long held = System.nanoTime() - t0;
+      // Writes go on while the snapshot is fsynced and what they append is copied after it.
+      log.finishRewrite(rewrite);
       compactedBytes = log.bytes();
       compactions++;
       LOG.log(
           System.Logger.Level.INFO,
-          "kv log compacted: {0} B -> {1} B ({2} shards)",
+          "kv log compacted: {0} B -> {1} B ({2} shards; requests held {3} ms, {4} ms in all)",
           before,
           compactedBytes,
-          live.size());
+          shardCount,
+          held / 1_000_000,
+          (System.nanoTime() - t0) / 1_000_000);
       return compactedBytes;
-    } finally {
-      requests.writeLock().unlock();
     }
   }
 
