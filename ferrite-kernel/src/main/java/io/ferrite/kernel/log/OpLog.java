@@ -522,18 +522,12 @@ public final class OpLog implements AutoCloseable {
 
   private List<Waiter> rewriteLocked(Consumer<Consumer<byte[]>> snapshot) {
     if (rewriting) {
-      throw new FerriteException(ErrorCode.CONFLICT, name + " log " + file + ": a rewrite runs");
+      throw rewriteRuns();
     }
     Path tmp = compactFile(file);
     FileChannel fresh = null;
     try {
-      fresh =
-          FileChannel.open(
-              tmp,
-              StandardOpenOption.CREATE,
-              StandardOpenOption.TRUNCATE_EXISTING,
-              StandardOpenOption.READ,
-              StandardOpenOption.WRITE);
+      fresh = openFresh(tmp);
       writeSnapshot(fresh, tmp, snapshot);
       fresh.force(true);
       List<Waiter> covered = swapLocked(tmp, fresh);
@@ -585,7 +579,7 @@ public final class OpLog implements AutoCloseable {
         throw new FerriteException(ErrorCode.UNAVAILABLE, name + " log " + file + " is closed");
       }
       if (rewriting) {
-        throw new FerriteException(ErrorCode.CONFLICT, name + " log " + file + ": a rewrite runs");
+        throw rewriteRuns();
       }
       rewriting = true;
       from = end;
@@ -593,13 +587,7 @@ public final class OpLog implements AutoCloseable {
     Path tmp = compactFile(file);
     FileChannel fresh = null;
     try {
-      fresh =
-          FileChannel.open(
-              tmp,
-              StandardOpenOption.CREATE,
-              StandardOpenOption.TRUNCATE_EXISTING,
-              StandardOpenOption.READ,
-              StandardOpenOption.WRITE);
+      fresh = openFresh(tmp);
       long records = writeSnapshot(fresh, tmp, snapshot);
       Rewrite r = new Rewrite(tmp, fresh, from, records);
       fresh = null;
@@ -655,6 +643,20 @@ public final class OpLog implements AutoCloseable {
       }
     }
     complete(covered, null);
+  }
+
+  /** The new log's file, created empty (a stale one from a crash is overwritten). */
+  private static FileChannel openFresh(Path tmp) throws IOException {
+    return FileChannel.open(
+        tmp,
+        StandardOpenOption.CREATE,
+        StandardOpenOption.TRUNCATE_EXISTING,
+        StandardOpenOption.READ,
+        StandardOpenOption.WRITE);
+  }
+
+  private FerriteException rewriteRuns() {
+    return new FerriteException(ErrorCode.CONFLICT, name + " log " + file + ": a rewrite runs");
   }
 
   /** Copies {@code [from, to)} of {@code src} to the end of {@code dst}; returns {@code to}. */

@@ -1213,4 +1213,15 @@ public final class KvService implements FerriteService {
   int shardCount() {
     return shards.size();
   }
+
+  /** For tests: the shards held that are not retired (a retired one only answers MOVED). */
+  int liveShardCount() {
+    int n = 0;
+    for (KvShard s : shards.values()) {
+      synchronized (s) {
+        n += s.retiredTo < 0 ? 1 : 0;
+      }
+    }
+    return n;
+  }
 }
