@@ -43,10 +43,13 @@ public final class KvCluster extends ClusterHarness {
   public KvCluster(Path dataDir, int serverCount, boolean real, Map<String, String> extra)
       throws IOException {
     super(dataDir, CREDENTIALS, real, config(extra));
-    startMaster();
-    for (int i = 0; i < serverCount; i++) {
-      startServer("kv" + i);
-    }
+    startOrClose(
+        () -> {
+          startMaster();
+          for (int i = 0; i < serverCount; i++) {
+            startServer("kv" + i);
+          }
+        });
   }
 
   /**

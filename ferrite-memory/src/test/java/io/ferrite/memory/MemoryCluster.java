@@ -49,10 +49,13 @@ final class MemoryCluster extends ClusterHarness {
       Path dataDir, int servers, boolean real, MemoryMaster ext, Map<String, String> settings)
       throws IOException {
     super(dataDir, CREDENTIALS, real, sizes(settings));
-    startMaster(ext);
-    for (int i = 0; i < servers; i++) {
-      startServer("s" + i);
-    }
+    startOrClose(
+        () -> {
+          startMaster(ext);
+          for (int i = 0; i < servers; i++) {
+            startServer("s" + i);
+          }
+        });
   }
 
   private static Map<String, String> sizes(Map<String, String> settings) {

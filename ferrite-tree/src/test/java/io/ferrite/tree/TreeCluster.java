@@ -30,10 +30,13 @@ final class TreeCluster extends ClusterHarness {
    */
   TreeCluster(Path dataDir, int serverCount, boolean real, String placement) throws IOException {
     super(dataDir, CREDENTIALS, real, config(placement));
-    startMaster();
-    for (int i = 0; i < serverCount; i++) {
-      startServer("tree" + i);
-    }
+    startOrClose(
+        () -> {
+          startMaster();
+          for (int i = 0; i < serverCount; i++) {
+            startServer("tree" + i);
+          }
+        });
   }
 
   static Map<String, String> config() {

@@ -44,10 +44,13 @@ final class TxCluster extends ClusterHarness {
   TxCluster(Path dataDir, int serverCount, boolean real, int replicas)
       throws IOException, InterruptedException {
     super(dataDir, CREDENTIALS, real, config(replicas));
-    startMaster();
-    for (int i = 0; i < serverCount; i++) {
-      startServer("tx" + i);
-    }
+    startOrClose(
+        () -> {
+          startMaster();
+          for (int i = 0; i < serverCount; i++) {
+            startServer("tx" + i);
+          }
+        });
     awaitServers(serverCount);
   }
 

@@ -22,10 +22,13 @@ final class TaoCluster extends ClusterHarness {
 
   TaoCluster(Path dataDir, int serverCount, boolean real) throws IOException, InterruptedException {
     super(dataDir, CREDENTIALS, real, config());
-    startMaster();
-    for (int i = 0; i < serverCount; i++) {
-      startServer("tao" + i);
-    }
+    startOrClose(
+        () -> {
+          startMaster();
+          for (int i = 0; i < serverCount; i++) {
+            startServer("tao" + i);
+          }
+        });
     awaitServers(serverCount);
   }
 
