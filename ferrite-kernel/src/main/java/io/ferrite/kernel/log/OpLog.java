@@ -504,40 +504,12 @@ public final class OpLog implements AutoCloseable {
 
   /**
    * Replaces the log by the records {@code snapshot} hands to its sink, in order (see the class
-   * comment). The caller makes sure nothing is appended meanwhile and that the records rebuild what
-   * the old log did. On failure the old log stays in use and the partial new one is deleted.
+   * comment): {@link #beginRewrite} then {@link #finishRewrite}, for a caller that keeps appends
+   * out the whole time (the records must rebuild what the old log did). On failure the old log
+   * stays in use and the partial new one is deleted.
    */
   public void rewrite(Consumer<Consumer<byte[]>> snapshot) {
-    List<Waiter> covered;
-    forcing.lock();
-    try {
-      synchronized (this) {
-        covered = rewriteLocked(snapshot);
-      }
-    } finally {
-      forcing.unlock();
-    }
-    complete(covered, null);
-  }
-
-  private List<Waiter> rewriteLocked(Consumer<Consumer<byte[]>> snapshot) {
-    if (rewriting) {
-      throw rewriteRuns();
-    }
-    Path tmp = compactFile(file);
-    FileChannel fresh = null;
-    try {
-      fresh = openFresh(tmp);
-      writeSnapshot(fresh, tmp, snapshot);
-      fresh.force(true);
-      List<Waiter> covered = swapLocked(tmp, fresh);
-      fresh = null;
-      return covered;
-    } catch (IOException e) {
-      throw new FerriteException(ErrorCode.INTERNAL, "cannot compact " + name + " log " + file, e);
-    } finally {
-      abandon(tmp, fresh);
-    }
+    finishRewrite(beginRewrite(snapshot));
   }
 
   /**
@@ -597,9 +569,10 @@ public final class OpLog implements AutoCloseable {
       synchronized (this) {
         rewriting = false;
       }
-      throw e instanceof FerriteException f
-          ? f
-          : new FerriteException(ErrorCode.INTERNAL, "cannot compact " + name + " log " + file, e);
+      if (e instanceof RuntimeException r) {
+        throw r; // the snapshot's own failure, as it is
+      }
+      throw new FerriteException(ErrorCode.INTERNAL, "cannot compact " + name + " log " + file, e);
     }
   }
 
